@@ -1,0 +1,40 @@
+# GoMLX's pure-Go backend compiles its SIMD matrix kernels only with this
+# experiment on; without it matrix work is 10-20x slower.
+export GOEXPERIMENT := simd
+
+GO      ?= go
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+LDFLAGS := -X main.version=$(VERSION)
+PREFIX  ?= /usr/local
+
+# Debian/Ubuntu packages the build and the tests need: GDAL's headers and
+# tools, and rasterio as an independent reader of the products.
+APT_PACKAGES := libgdal-dev gdal-bin python3-rasterio python3-numpy
+
+.PHONY: all deps build install test test-short bench bench-quick demo clean
+
+all: build
+
+# deps installs GDAL (and the test readers) with apt-get when missing.
+deps:
+	@if ! command -v gdal-config >/dev/null 2>&1 || ! command -v gdalinfo >/dev/null 2>&1 || ! /usr/bin/python3 -c 'import rasterio' >/dev/null 2>&1; then \
+		echo "make: installing $(APT_PACKAGES) with apt-get"; \
+		SUDO=; [ "$$(id -u)" = 0 ] || SUDO=sudo; \
+		$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $(APT_PACKAGES); \
+	fi
+
+build: deps
+	$(GO) build -ldflags "$(LDFLAGS)" -o bin/pnec ./cmd/pnec
+
+install: build
+	install -m 0755 bin/pnec $(PREFIX)/bin/pnec
+
+test: deps
+	$(GO) vet ./...
+	$(GO) test -count=1 -timeout 60m ./...
+
+test-short: deps
+	$(GO) test -short -count=1 ./...
+
+clean:
+	rm -rf bin demo

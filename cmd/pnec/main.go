@@ -1,0 +1,64 @@
+// Command pnec turns hyperspectral scenes into land-cover maps with
+// PNEC-Mamba and writes them as Cloud-Optimized GeoTIFFs.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"sort"
+	"syscall"
+
+	"github.com/urfave/cli/v2"
+)
+
+// version is set at build time with -ldflags "-X main.version=...".
+var version = "dev"
+
+// commands is filled by each subcommand's file through register, so that
+// subcommands live in their own files.
+var commands []*cli.Command
+
+func register(c *cli.Command) { commands = append(commands, c) }
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := run(ctx, os.Args)
+	stop()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "pnec: "+err.Error())
+		var ec cli.ExitCoder
+		if errors.As(err, &ec) && ec.ExitCode() != 0 {
+			os.Exit(ec.ExitCode())
+		}
+		os.Exit(1)
+	}
+}
+
+// run builds the application and runs it on args (args[0] is the program name).
+func run(ctx context.Context, args []string) error {
+	return newApp().RunContext(ctx, args)
+}
+
+func newApp() *cli.App {
+	cmds := append([]*cli.Command(nil), commands...)
+	sort.Slice(cmds, func(i, j int) bool { return cmds[i].Name < cmds[j].Name })
+	return &cli.App{
+		Name:    "pnec",
+		Usage:   "classify hyperspectral scenes with PNEC-Mamba into Cloud-Optimized GeoTIFF land-cover maps",
+		Version: version,
+		Description: "pnec reads any scene GDAL reads, runs the PNEC-Mamba classifier on the whole image or on\n" +
+			"overlapping tiles, and writes a COG with a 'class' band and a 'reliability' band.\n" +
+			"Run 'pnec COMMAND --help' for each command's flags and examples.",
+		Commands:             cmds,
+		EnableBashCompletion: true,
+		// Errors are printed once by main, as one line.
+		ExitErrHandler: func(*cli.Context, error) {},
+		Flags: []cli.Flag{
+			&cli.StringSliceFlag{Name: "config", Usage: "GDAL configuration option `KEY=VALUE` (repeatable), e.g. --config GDAL_CACHEMAX=512"},
+			&cli.BoolFlag{Name: "verbose", Usage: "log more detail to stderr"},
+		},
+	}
+}
