@@ -1,16 +1,12 @@
 package geo
 
-// NOTE: contract file written first so that other packages can compile
-// against it; the geo implementation replaces the stub bodies.
+// This file holds the types other packages compile against; the code lives
+// in scene.go (reading), raster.go (GeoTIFF writer), product.go (COG
+// product writer) and config.go.
 
 import (
-	"context"
-	"errors"
-
 	"github.com/paulmach/orb"
 )
-
-var errStub = errors.New("geo: not implemented yet")
 
 // Window is a rectangle of pixels: Col, Row is its top-left corner (0-based),
 // Cols x Rows its size.
@@ -28,16 +24,23 @@ type GeoRef struct {
 
 // Info describes a scene as the processor sees it.
 type Info struct {
-	Name          string
-	Driver        string
-	Cols, Rows    int
-	Bands         int
-	DataType      string    // GDAL name of the bands' data type (e.g. "Int16")
-	NoData        []float64 // per band; meaningful where HasNoData is true
-	HasNoData     []bool
+	Name       string
+	Driver     string
+	Cols, Rows int
+	Bands      int
+	// DataType is the GDAL name of the bands' data type (e.g. "Int16"); a
+	// comma-separated list when bands differ.
+	DataType  string
+	NoData    []float64 // per band; meaningful where HasNoData is true
+	HasNoData []bool
 	GeoRef
-	WavelengthsNM []float64 // per band; nil when the scene does not say
-	BandNames     []string  // per band descriptions ("" when none)
+	// HasGeoTransform is false when the scene has no geotransform; GeoTransform
+	// is then GDAL's default {0, 1, 0, 0, 0, 1} (pixel coordinates).
+	HasGeoTransform bool
+	// WavelengthsNM are band centre wavelengths in nanometres; nil when the
+	// scene does not say, NaN for single bands it does not say for.
+	WavelengthsNM []float64
+	BandNames     []string // per band descriptions ("" when none)
 	// FootprintWGS84 is the scene outline in lon/lat (EPSG:4326, x=lon), nil without a CRS.
 	FootprintWGS84 orb.Polygon
 	Metadata       map[string]string // default-domain dataset metadata
@@ -47,29 +50,12 @@ type Info struct {
 type Block struct {
 	Window
 	Bands int
-	// Data is pixel-interleaved: Data[(r*Cols+c)*Bands+b], scale/offset applied.
+	// Data is pixel-interleaved: Data[(r*Cols+c)*Bands+b], scale/offset applied;
+	// all bands of an invalid pixel are 0.
 	Data []float32
 	// Valid[r*Cols+c] is false where any band is nodata, NaN or Inf, or the dataset mask says invalid.
 	Valid []bool
 }
-
-// Scene is an open raster scene. One Scene must not be used from several goroutines at once.
-type Scene struct{}
-
-// Open opens a scene by GDAL dataset name (a path, VRT, /vsi path, subdataset name).
-func Open(name string) (*Scene, error) { return nil, errStub }
-
-// Info returns the scene's description.
-func (s *Scene) Info() Info { return Info{} }
-
-// ReadWindow reads all bands of w.
-func (s *Scene) ReadWindow(ctx context.Context, w Window) (Block, error) { return Block{}, errStub }
-
-// ValidFraction returns the share of valid pixels of the whole scene, read window by window.
-func (s *Scene) ValidFraction(ctx context.Context) (float64, error) { return 0, errStub }
-
-// Close releases the dataset.
-func (s *Scene) Close() error { return errStub }
 
 // DataType is a raster sample type for writers.
 type DataType int
@@ -85,28 +71,14 @@ const (
 type RasterSpec struct {
 	Cols, Rows, Bands int
 	DataType          DataType
+	// GeoRef: a zero GeoTransform (all six zero) writes none; an empty WKT writes no CRS (local grid).
 	GeoRef
-	NoData          *float64
-	BandNames       []string
+	NoData          *float64 // same nodata for every band; nil for none
+	BandNames       []string // band descriptions; nil or one per band
 	WavelengthsNM   []float64
-	Metadata        map[string]string
-	CreationOptions []string // KEY=VALUE, GDAL GTiff creation options
+	Metadata        map[string]string // default-domain dataset metadata
+	CreationOptions []string          // KEY=VALUE, GDAL GTiff creation options overriding the defaults
 }
-
-// RasterWriter writes a GeoTIFF to a temporary file beside the target; Commit renames it into place.
-type RasterWriter struct{}
-
-// CreateGeoTIFF starts a GeoTIFF at path.
-func CreateGeoTIFF(path string, spec RasterSpec) (*RasterWriter, error) { return nil, errStub }
-
-// WriteWindow writes pixel-interleaved data ([Rows][Cols][Bands]) into win.
-func (w *RasterWriter) WriteWindow(win Window, data []float32) error { return errStub }
-
-// Commit flushes the file and renames it to its final path.
-func (w *RasterWriter) Commit() error { return errStub }
-
-// Close removes the temporary file unless Commit succeeded.
-func (w *RasterWriter) Close() error { return errStub }
 
 // ClassInfo is one class of a product's class band.
 type ClassInfo struct {
@@ -124,23 +96,3 @@ type ProductSpec struct {
 	CreationOptions    []string          // COG creation options overriding the defaults
 	Metadata           map[string]string // written to the PNEC metadata domain
 }
-
-// ProductWriter streams rows of a product to a temporary raster and finishes it as a COG.
-type ProductWriter struct{}
-
-// CreateProduct starts a product at path.
-func CreateProduct(path string, spec ProductSpec) (*ProductWriter, error) { return nil, errStub }
-
-// WriteRows writes whole rows from row0: class values (0 = no data) and reliability in 0..1 (NaN = no data).
-func (p *ProductWriter) WriteRows(row0 int, class []uint16, reliability []float32) error {
-	return errStub
-}
-
-// Commit builds overviews, writes the COG beside the target and renames it into place.
-func (p *ProductWriter) Commit(ctx context.Context) error { return errStub }
-
-// Close removes temporary files unless Commit succeeded.
-func (p *ProductWriter) Close() error { return errStub }
-
-// SetConfig applies GDAL configuration options given as KEY=VALUE.
-func SetConfig(kv []string) error { return errStub }

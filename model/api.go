@@ -1,15 +1,12 @@
 package model
 
-// NOTE: contract file written first so that other packages can compile
-// against it; the model implementation replaces the stub bodies (and may
-// move them to other files), keeping these names and meanings.
+// The exported types of the package; the implementation lives in
+// model.go (Model), predict.go (Predictor), train.go (Train), file.go (Save/Load).
 
 import (
-	"context"
 	"errors"
+	"time"
 )
-
-var errStub = errors.New("model: not implemented yet")
 
 // Stride is the network's output stride: its logits live on a grid of
 // ceil(rows/Stride) x ceil(cols/Stride) cells.
@@ -47,43 +44,85 @@ type Prediction struct {
 	Uncertainty         []float32 // [Rows][Cols], G~ in 0..1
 }
 
-// Model is a trained PNEC-Mamba classifier with everything needed to apply it.
-type Model struct{}
 
-// Load reads a model file written by Save.
-func Load(path string) (*Model, error) { return nil, errStub }
+// ErrBandCount is returned (wrapped) when a scene's band count differs from the model's.
+var ErrBandCount = errors.New("band count does not match the model")
 
-// Save writes the model atomically to path.
-func (m *Model) Save(path string) error { return errStub }
+// Ablation selects a variant of the network for the paper's ablation study.
+type Ablation string
 
-// Bands is the number of input bands the model takes.
-func (m *Model) Bands() int { return 0 }
+const (
+	AblationFull Ablation = "full"  // the whole model
+	AblationBase Ablation = "base"  // no evidence calibration at all (Z_cal = Z_raw, no prototype evidence heads)
+	AblationNoEC Ablation = "no-ec" // without evidence calibration (prototypes and losses kept, s = 0 always)
+	AblationNoRC Ablation = "no-rc" // without recovery (the network is the full one; evaluation skips AvgPool recovery)
+)
 
-// Classes lists the model's classes in dense index order (index k of Prediction.Prob is Classes()[k]).
-func (m *Model) Classes() []Class { return nil }
-
-// Checksum identifies the model file's content (hex SHA-256); products cite it.
-func (m *Model) Checksum() string { return "" }
-
-// Recovery returns the recovery parameters stored with the model.
-func (m *Model) Recovery() RecoveryParams { return RecoveryParams{Window: 9, Eta: 1} }
-
-// EstimatePredictBytes is the peak memory, in bytes, that Predict needs for a rows x cols scene.
-func (m *Model) EstimatePredictBytes(rows, cols int) int64 { return 0 }
-
-// Predictor runs a model on one backend; compiled executables are reused for scenes of the same shape.
-type Predictor struct{}
-
-// NewPredictor prepares m on backend ("" = default: XLA when a PJRT plugin is installed, else "go").
-func NewPredictor(m *Model, backend string) (*Predictor, error) { return nil, errStub }
-
-// Backend names the backend in use.
-func (p *Predictor) Backend() string { return "" }
-
-// Predict runs the network on s.
-func (p *Predictor) Predict(ctx context.Context, s Scene) (Prediction, error) {
-	return Prediction{}, errStub
+// Config holds the network and training hyperparameters; DefaultConfig gives the paper's values.
+type Config struct {
+	Hidden         int     // D, feature channels (128; 256 is the paper's choice above 200 bands)
+	DState         int     // Mamba state size (16)
+	DConv          int     // causal depthwise conv width in the Mamba block (4)
+	Expand         int     // Mamba inner expansion (2)
+	HeadDim        int     // channels per SSD head (scalar decay per head) (64)
+	Chunk          int     // SSD chunk length in tokens (64)
+	Groups         int     // GroupNorm groups (4)
+	DiffWindow     int     // channel-axis average pool window of the differential branch (5)
+	TauInit        float64 // initial cosine scale tau (10)
+	Momentum       float64 // prototype bank momentum m (0.9)
+	GateFloor      float64 // rho (0.5)
+	Alpha, Beta    float64 // evidence scales (1, 1)
+	LambdaBranch   float64 // weight of the branch CE losses (0.1)
+	LambdaProto    float64 // weight of the prototype CE loss (0.1)
+	LambdaCon      float64 // weight of the consistency loss (0.02)
+	ECWarmupEpochs int     // epochs with evidence calibration off (10)
+	LearningRate   float64 // Adam learning rate (3e-4)
+	Epochs         int     // full-image steps (200)
+	Recovery       RecoveryParams
+	Ablation       Ablation // full|base|no-ec|no-rc
 }
 
-// Close releases the backend.
-func (p *Predictor) Close() error { return nil }
+// DefaultConfig returns the paper's hyperparameters.
+func DefaultConfig() Config {
+	return Config{
+		Hidden: 128, DState: 16, DConv: 4, Expand: 2, HeadDim: 64, Chunk: 64, Groups: 4, DiffWindow: 5,
+		TauInit: 10, Momentum: 0.9, GateFloor: 0.5, Alpha: 1, Beta: 1,
+		LambdaBranch: 0.1, LambdaProto: 0.1, LambdaCon: 0.02,
+		ECWarmupEpochs: 10, LearningRate: 3e-4, Epochs: 200,
+		Recovery: RecoveryParams{Window: 9, Eta: 1},
+		Ablation: AblationFull,
+	}
+}
+
+// Default split and run seeds of the paper's protocol.
+const (
+	DefaultTrainPerClass = 15
+	DefaultSplitSeed     = 12345
+	DefaultSeed          = 202501
+)
+
+// TrainOptions configures Train. Zero values take the defaults above.
+type TrainOptions struct {
+	Config        Config
+	TrainPerClass int   // training pixels per class picked with SplitSeed (15)
+	SplitSeed     int64 // (12345)
+	Seed          int64 // run seed: initialisation and every other random source (202501)
+	// TrainMask, when non-nil, is a fixed split: the class value at each
+	// training pixel (row-major, Rows*Cols), 0 elsewhere. It overrides TrainPerClass/SplitSeed.
+	TrainMask  []int32
+	ClassNames map[int]string   // optional, by class value
+	Colors     map[int][3]uint8 // optional, by class value; a built-in palette fills the rest
+	Backend    string           // "" = default (see NewPredictor)
+	Progress   func(EpochStats) // optional, called after every epoch
+}
+
+// EpochStats reports training progress.
+type EpochStats struct {
+	Epoch, Epochs int // Epoch counts from 1
+	Loss          float64
+	TrainAccuracy float64 // on the training pixels, 0..1
+	Elapsed, ETA  time.Duration
+}
+
+// Version is the software version recorded in model files; the lead may set it from main.
+var Version = "dev"

@@ -1,57 +1,155 @@
 package processor
 
-// NOTE: contract file written first so that other packages can compile
-// against it; the classify implementation replaces the stub bodies.
-
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"time"
 
 	"github.com/pnec/pnec/model"
 )
 
-var errStub = errors.New("processor: not implemented yet")
-
 // Options tune a Classifier. Zero values mean the documented defaults.
 type Options struct {
-	Backend            string                // "" = default backend (see model.NewPredictor)
-	MaxMemoryBytes     int64                 // memory budget for planning; 0 = a fraction of physical memory
-	TileSize, Overlap  int                   // pixels; TileSize > 0 forces tiling with these
-	CreationOptions    []string              // COG creation options KEY=VALUE overriding defaults
-	ReliabilityFloat32 bool                  // write reliability as Float32 0..1 instead of Byte percent
-	Progress           func(done, total int) // tiles done of total; may be nil
-	Logger             *slog.Logger          // nil = discard
+	// Backend names the compute backend ("" = model.NewPredictor's default:
+	// XLA when a PJRT plugin is installed, else the pure-Go backend).
+	Backend string
+	// MaxMemoryBytes is the memory budget the planner fits the run into;
+	// 0 = DefaultMaxMemoryBytes (a fraction of physical memory).
+	MaxMemoryBytes int64
+	// TileSize > 0 forces tiles of this side, pixels (rounded up to
+	// model.Stride); 0 lets the budget choose between the whole image and tiles.
+	TileSize int
+	// Overlap between neighbouring tiles, pixels (rounded up to
+	// model.Stride): 0 = tiling.DefaultOverlap for the tile size, negative =
+	// no overlap (tiles are cropped edge to edge, which shows seams).
+	Overlap int
+	// CreationOptions are COG creation options KEY=VALUE overriding geo's defaults.
+	CreationOptions []string
+	// ReliabilityFloat32 writes the reliability band as Float32 0..1 (NaN
+	// nodata) instead of Byte percent (255 nodata).
+	ReliabilityFloat32 bool
+	// Reliability is the score the reliability band carries ("" =
+	// model.DefaultReliability); see model.ReliabilityKind.
+	Reliability model.ReliabilityKind
+	// Progress, when set, is called after every tile is stitched with the
+	// number of tiles done and their total; from the stitching goroutine.
+	Progress func(done, total int)
+	// Logger receives the plan and stage timings; nil = discard.
+	Logger *slog.Logger
 }
 
-// StageTimes is where a scene's time went.
+// StageTimes is where a scene's time went. The stages overlap in wall time
+// (they run concurrently), so their sum may exceed Result.Elapsed.
 type StageTimes struct {
-	Read, Network, Stitch, Write time.Duration
+	Read    time.Duration // reading tiles through GDAL (and padding them)
+	Network time.Duration // the network on every tile (compilation included)
+	Stitch  time.Duration // blending, recovery, argmax and reliability
+	Write   time.Duration // streaming rows and finishing the COG
 }
 
 // Result describes one classified scene.
 type Result struct {
 	Scene, Product string
 	Rows, Cols     int
-	Tiles          int // 1 for a whole-image run
-	ValidPixels    int64
-	ClassCounts    map[int]int64 // class value -> pixels
-	Times          StageTimes
-	Backend        string
-	ModelChecksum  string
+	Tiles          int    // 1 for a whole-image run
+	Plan           string // the plan in words (tiling.Plan.String)
+	TileRows       int    // network input shape, pixels
+	TileCols       int
+	Overlap        int             // pixels; 0 for a whole-image run
+	ValidPixels    int64           // pixels with data, classified
+	ClassCounts    map[int]int64   // class value -> pixels
+	Times          StageTimes      // per-stage busy time
+	Elapsed        time.Duration   // wall time of Classify
+	Backend        string          // backend that ran the network
+	ModelChecksum  string          // model.Model.Checksum
+	MaxMemoryBytes int64           // budget the plan was made for
 }
 
-// Classifier applies one loaded model to scenes.
-type Classifier struct{}
+// predictor is what Classify needs of model.Predictor; tests substitute
+// networks without spatial context to check the tiling exactly.
+type predictor interface {
+	Predict(ctx context.Context, s model.Scene) (model.Prediction, error)
+	Backend() string
+	Close() error
+}
+
+// ErrClosed is returned by Classify after Close.
+var ErrClosed = errors.New("processor: classifier is closed")
+
+// Classifier applies one loaded model to scenes. It keeps one predictor (and
+// its compiled executables) across scenes, so classifying many scenes of the
+// same size compiles the network once. A Classifier runs one scene at a
+// time; use several Classifiers for concurrent scenes.
+type Classifier struct {
+	m    *model.Model
+	opts Options
+	pred predictor
+	log  *slog.Logger
+	kind model.ReliabilityKind
+	busy chan struct{} // one Classify at a time
+}
 
 // NewClassifier prepares m for classification with opts.
-func NewClassifier(m *model.Model, opts Options) (*Classifier, error) { return nil, errStub }
-
-// Classify reads the scene named scene (any GDAL dataset name), classifies it and writes the COG product to out atomically.
-func (c *Classifier) Classify(ctx context.Context, scene, out string) (Result, error) {
-	return Result{}, errStub
+func NewClassifier(m *model.Model, opts Options) (*Classifier, error) {
+	if m == nil {
+		return nil, errors.New("processor: nil model")
+	}
+	if opts.TileSize < 0 {
+		return nil, fmt.Errorf("processor: tile size %d px: must be 0 (automatic) or positive", opts.TileSize)
+	}
+	if opts.MaxMemoryBytes < 0 {
+		return nil, fmt.Errorf("processor: memory budget %d bytes: must be 0 (default) or positive", opts.MaxMemoryBytes)
+	}
+	if err := m.Recovery().Validate(); err != nil {
+		return nil, fmt.Errorf("processor: model: %w", err)
+	}
+	kind, err := model.ParseReliability(string(opts.Reliability))
+	if err != nil {
+		return nil, fmt.Errorf("processor: %w", err)
+	}
+	pred, err := model.NewPredictor(m, opts.Backend)
+	if err != nil {
+		return nil, fmt.Errorf("processor: prepare backend %q: %w", opts.Backend, err)
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Classifier{m: m, opts: opts, pred: pred, log: log, kind: kind, busy: make(chan struct{}, 1)}, nil
 }
 
-// Close releases the backend.
-func (c *Classifier) Close() error { return nil }
+// Backend names the backend the network runs on.
+func (c *Classifier) Backend() string {
+	if c.pred == nil {
+		return ""
+	}
+	return c.pred.Backend()
+}
+
+// Classify reads the scene named scene (any GDAL dataset name), classifies
+// it and writes the COG product to out atomically: out is replaced only by a
+// complete product, and a failed or cancelled run leaves no partial file.
+func (c *Classifier) Classify(ctx context.Context, scene, out string) (Result, error) {
+	if c.pred == nil {
+		return Result{}, ErrClosed
+	}
+	select {
+	case c.busy <- struct{}{}:
+	case <-ctx.Done():
+		return Result{}, ctx.Err()
+	}
+	defer func() { <-c.busy }()
+	return c.classify(ctx, scene, out)
+}
+
+// Close releases the backend. It is safe to call more than once.
+func (c *Classifier) Close() error {
+	if c.pred == nil {
+		return nil
+	}
+	err := c.pred.Close()
+	c.pred = nil
+	return err
+}

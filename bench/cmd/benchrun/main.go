@@ -1,0 +1,150 @@
+// Command benchrun is pnec's benchmark harness (make bench, make
+// bench-quick): it builds pnec, runs every Go benchmark of the module, runs
+// the whole-command rows of bench/e2e.tsv under GNU time, and writes
+// BENCHMARKS.md and bench/results.json with the machine, the backend, the
+// date, the commit and, per row, the median, minimum and maximum of several
+// runs.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"time"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	err := run(ctx, os.Args[1:])
+	stop()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "benchrun: "+err.Error())
+		os.Exit(1)
+	}
+}
+
+// options are benchrun's settings.
+type options struct {
+	Mode      string // "quick" or "full"
+	Root      string // repository root
+	MD, JSON  string // outputs
+	E2E       string // e2e.tsv
+	DataDir   string
+	Count     int           // go test -count
+	BenchTime string        // go test -benchtime
+	Runs      int           // timed runs per e2e row
+	RowLimit  time.Duration // per timed run of an e2e row
+	GoLimit   time.Duration // whole go test run
+	GoOnly    bool
+	E2EOnly   bool
+	Filter    string // go test -bench pattern
+}
+
+func run(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("benchrun", flag.ContinueOnError)
+	var o options
+	fs.StringVar(&o.Mode, "mode", "full", "quick (about 3 minutes, for development) or full (make bench)")
+	fs.StringVar(&o.Root, "root", ".", "repository root")
+	fs.StringVar(&o.MD, "md", "BENCHMARKS.md", "Markdown report to write")
+	fs.StringVar(&o.JSON, "json", "bench/results.json", "JSON results to write")
+	fs.StringVar(&o.E2E, "e2e", "bench/e2e.tsv", "whole-command rows")
+	fs.StringVar(&o.DataDir, "data", "", "shared data folder ($DATA of e2e rows; default ../shared/data from the root)")
+	fs.IntVar(&o.Count, "count", 0, "go test -count (default 5 full, 2 quick)")
+	fs.StringVar(&o.BenchTime, "benchtime", "", "go test -benchtime (default 1s full, 100ms quick)")
+	fs.IntVar(&o.Runs, "runs", 0, "timed runs per e2e row (default 5 full, 2 quick)")
+	fs.DurationVar(&o.RowLimit, "row-timeout", 0, "limit per timed e2e run (default 5m full, 60s quick)")
+	fs.DurationVar(&o.GoLimit, "go-timeout", 0, "limit for all Go benchmarks (default 18m full, 100s quick)")
+	fs.BoolVar(&o.GoOnly, "go-only", false, "run only the Go benchmarks")
+	fs.BoolVar(&o.E2EOnly, "e2e-only", false, "run only the e2e rows")
+	fs.StringVar(&o.Filter, "bench", ".", "go test -bench pattern")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	quick := o.Mode == "quick"
+	if !quick && o.Mode != "full" {
+		return fmt.Errorf("-mode %s: want quick or full", o.Mode)
+	}
+	def := func(v *int, full, q int) {
+		if *v == 0 {
+			*v = full
+			if quick {
+				*v = q
+			}
+		}
+	}
+	def(&o.Count, 5, 2)
+	def(&o.Runs, 5, 2)
+	if o.BenchTime == "" {
+		o.BenchTime = map[bool]string{true: "100ms", false: "1s"}[quick]
+	}
+	if o.RowLimit == 0 {
+		o.RowLimit = map[bool]time.Duration{true: 60 * time.Second, false: 5 * time.Minute}[quick]
+	}
+	if o.GoLimit == 0 {
+		o.GoLimit = map[bool]time.Duration{true: 100 * time.Second, false: 18 * time.Minute}[quick]
+	}
+	root, err := filepath.Abs(o.Root)
+	if err != nil {
+		return err
+	}
+	o.Root = root
+	if o.DataDir == "" {
+		o.DataDir = filepath.Join(filepath.Dir(root), "shared", "data")
+	}
+	if _, err := os.Stat(o.DataDir); err != nil {
+		fmt.Fprintf(os.Stderr, "benchrun: no data folder at %s: rows that need $DATA are skipped\n", o.DataDir)
+		o.DataDir = ""
+	}
+	started := time.Now()
+	rep := Report{Mode: o.Mode, Started: started.UTC().Format(time.RFC3339), Machine: machineInfo(root)}
+	scratch, err := os.MkdirTemp("", "pnec-bench-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(scratch)
+
+	pnec := filepath.Join(scratch, "bin", "pnec")
+	logf("building pnec (GOEXPERIMENT=%s)", os.Getenv("GOEXPERIMENT"))
+	if err := buildPnec(ctx, root, pnec); err != nil {
+		return err
+	}
+	if !o.E2EOnly {
+		rows, notes, err := runGoBenchmarks(ctx, o, scratch)
+		if err != nil {
+			return err
+		}
+		rep.Go = rows
+		rep.Notes = append(rep.Notes, notes...)
+	}
+	if !o.GoOnly {
+		rows, err := runE2E(ctx, o, pnec, scratch)
+		if err != nil {
+			return err
+		}
+		rep.E2E = rows
+	}
+	rep.DurationS = time.Since(started).Seconds()
+	if err := writeJSON(under(root, o.JSON), rep); err != nil {
+		return err
+	}
+	if err := writeMarkdown(under(root, o.MD), rep); err != nil {
+		return err
+	}
+	logf("wrote %s and %s in %s", o.MD, o.JSON, time.Since(started).Round(time.Second))
+	return nil
+}
+
+func logf(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, "benchrun: "+format+"\n", args...)
+}
+
+// under resolves p against root unless it is absolute.
+func under(root, p string) string {
+	if filepath.IsAbs(p) {
+		return p
+	}
+	return filepath.Join(root, p)
+}

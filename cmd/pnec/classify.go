@@ -1,0 +1,220 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/pnec/pnec/geo"
+	"github.com/pnec/pnec/model"
+	"github.com/pnec/pnec/processor"
+	"github.com/schollz/progressbar/v3"
+	"github.com/urfave/cli/v2"
+)
+
+func init() {
+	register(&cli.Command{
+		Name:      "classify",
+		Usage:     "classify a hyperspectral scene into a COG land-cover product (class + reliability bands)",
+		UsageText: "pnec classify --model MODEL --scene SCENE --out PRODUCT.tif [options]\n   pnec classify --model MODEL INPUT OUTPUT",
+		Description: "Runs the model on the whole image when the scene fits the memory budget, otherwise on\n" +
+			"overlapping tiles that are blended before the AvgPool recovery, and streams the product: band 1\n" +
+			"'class' (0 = no data), band 2 'reliability' (percent, 255 = no data; or Float32 0..1 with\n" +
+			"--reliability float32). The product is written beside OUTPUT and renamed into place when complete.\n" +
+			"The scene is any GDAL dataset name (GeoTIFF, ENVI, VRT, /vsicurl/...). The positional form lets\n" +
+			"GDAL pipelines call pnec as an external step.\n\n" +
+			"Examples:\n" +
+			"  pnec classify --model salinas.pnec --scene salinas.tif --out salinas_map.tif\n" +
+			"  pnec classify --model paviau.pnec --scene big.vrt --out big_map.tif --max-memory 4G\n" +
+			"  pnec classify --model paviau.pnec --scene paviau.tif --out map.tif --tile 256 --overlap 64 --co COMPRESS=ZSTD\n" +
+			"  pnec classify --model paviau.pnec scene.tif map.tif",
+		Flags: append([]cli.Flag{
+			&cli.StringFlag{Name: "model", Required: true, Usage: "trained model `FILE` (from 'pnec train')"},
+			&cli.StringFlag{Name: "scene", Usage: "input scene: any GDAL dataset `NAME` (or the first argument)"},
+			&cli.StringFlag{Name: "out", Usage: "output product `PATH` (COG GeoTIFF; or the second argument)"},
+			&cli.StringFlag{Name: "backend", Usage: "compute backend `NAME`: go, xla:cpu, xla:cuda, xla:/abs/plugin.so (default: XLA when a PJRT plugin is installed, else go)"},
+			&cli.StringSliceFlag{Name: "co", Usage: "COG creation option `KEY=VALUE` (repeatable), e.g. --co COMPRESS=ZSTD --co BLOCKSIZE=256"},
+			&cli.StringFlag{Name: "reliability", Value: "byte", Usage: "reliability band `TYPE`: byte (percent 0-100, nodata 255) or float32 (0..1, NaN nodata)"},
+			&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "no progress and no summary line"},
+		}, planFlags()...),
+		Action: classifyAction,
+	})
+}
+
+// planFlags are the flags that shape the tile plan, shared by classify and tiles.
+func planFlags() []cli.Flag {
+	return []cli.Flag{
+		&cli.StringFlag{Name: "max-memory", Usage: "memory budget `SIZE` for planning (e.g. 4G, 512M; default: half of physical memory)"},
+		&cli.IntFlag{Name: "tile", Usage: "force tiles of `N` pixels a side (rounded up to the stride of 4; 0 = the budget decides)"},
+		&cli.IntFlag{Name: "overlap", Value: -1, Usage: "overlap between tiles in `PIXELS` (rounded up to 4; -1 = a quarter of the tile, at least the recovery window + 16)"},
+	}
+}
+
+// planOptions reads the plan flags into processor options.
+func planOptions(c *cli.Context) (processor.Options, error) {
+	var o processor.Options
+	if s := c.String("max-memory"); s != "" {
+		n, err := processor.ParseBytes(s)
+		if err != nil || n <= 0 {
+			return o, fmt.Errorf("--max-memory %s: want a positive size such as 4G or 512M", s)
+		}
+		o.MaxMemoryBytes = n
+	}
+	if t := c.Int("tile"); t < 0 {
+		return o, fmt.Errorf("--tile %d: want a positive tile side in pixels (or 0 for automatic)", t)
+	} else {
+		o.TileSize = t
+	}
+	switch ov := c.Int("overlap"); {
+	case ov < -1:
+		return o, fmt.Errorf("--overlap %d: want pixels >= 0 (or -1 for automatic)", ov)
+	case ov == -1:
+		o.Overlap = 0 // processor's default
+	case ov == 0:
+		o.Overlap = -1 // processor's "none"
+	default:
+		o.Overlap = ov
+	}
+	if c.IsSet("overlap") && o.TileSize == 0 {
+		return o, errors.New("--overlap needs --tile (the automatic plan picks its own overlap)")
+	}
+	return o, nil
+}
+
+// applyConfig applies the global --config GDAL options.
+func applyConfig(c *cli.Context) error {
+	if kv := c.StringSlice("config"); len(kv) > 0 {
+		if err := geo.SetConfig(kv); err != nil {
+			return fmt.Errorf("--config: %w", err)
+		}
+	}
+	return nil
+}
+
+// isTerminal reports whether f is an interactive terminal (a character device).
+func isTerminal(f *os.File) bool {
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
+
+func classifyAction(c *cli.Context) error {
+	if err := applyConfig(c); err != nil {
+		return err
+	}
+	scene, out := c.String("scene"), c.String("out")
+	args := c.Args().Slice()
+	switch {
+	case scene == "" && out == "" && len(args) == 2:
+		scene, out = args[0], args[1]
+	case scene != "" && out == "" && len(args) == 1:
+		out = args[0]
+	case len(args) > 0:
+		return fmt.Errorf("classify: unexpected arguments %q: give --scene and --out, or INPUT OUTPUT", strings.Join(args, " "))
+	}
+	if scene == "" || out == "" {
+		return errors.New("classify: need a scene and an output: --scene SCENE --out PRODUCT.tif, or INPUT OUTPUT")
+	}
+	opts, err := planOptions(c)
+	if err != nil {
+		return err
+	}
+	opts.Backend = c.String("backend")
+	opts.CreationOptions = c.StringSlice("co")
+	for _, kv := range opts.CreationOptions {
+		if !strings.Contains(kv, "=") {
+			return fmt.Errorf("--co %s: want KEY=VALUE", kv)
+		}
+	}
+	switch strings.ToLower(c.String("reliability")) {
+	case "byte":
+	case "float32":
+		opts.ReliabilityFloat32 = true
+	default:
+		return fmt.Errorf("--reliability %s: want byte or float32", c.String("reliability"))
+	}
+	quiet := c.Bool("quiet")
+	stderr := c.App.ErrWriter
+	if stderr == nil {
+		stderr = os.Stderr
+	}
+	if c.Bool("verbose") {
+		opts.Logger = slog.New(slog.NewTextHandler(stderr, nil))
+	}
+	if !quiet {
+		opts.Progress = progressReporter(stderr, scene)
+	}
+
+	m, err := model.Load(c.String("model"))
+	if err != nil {
+		return fmt.Errorf("%s: %w", c.String("model"), err)
+	}
+	cl, err := processor.NewClassifier(m, opts)
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	res, err := cl.Classify(c.Context, scene, out)
+	if err != nil {
+		return err
+	}
+	if !quiet {
+		w := c.App.Writer
+		if w == nil {
+			w = os.Stdout
+		}
+		printSummary(w, res)
+	}
+	return cl.Close()
+}
+
+// progressReporter shows tiles done: a bar on a terminal, plain lines
+// otherwise (at most about twenty, so logs stay short).
+func progressReporter(w io.Writer, scene string) func(done, total int) {
+	if f, ok := w.(*os.File); ok && isTerminal(f) {
+		var bar *progressbar.ProgressBar
+		return func(done, total int) {
+			if bar == nil {
+				bar = progressbar.NewOptions(total, progressbar.OptionSetWriter(w),
+					progressbar.OptionSetDescription("classify tiles"), progressbar.OptionShowCount(),
+					progressbar.OptionSetElapsedTime(true), progressbar.OptionSetPredictTime(true),
+					progressbar.OptionClearOnFinish())
+			}
+			_ = bar.Set(done)
+			if done == total {
+				_ = bar.Finish()
+			}
+		}
+	}
+	last := -1
+	return func(done, total int) {
+		step := max(total/20, 1)
+		if done == total || done/step != last {
+			last = done / step
+			fmt.Fprintf(w, "classify %s: tile %d/%d\n", scene, done, total)
+		}
+	}
+}
+
+func printSummary(w io.Writer, r processor.Result) {
+	fmt.Fprintf(w, "%s: %dx%d (cols x rows), %s, backend %s\n", r.Product, r.Cols, r.Rows, r.Plan, r.Backend)
+	total := int64(r.Rows) * int64(r.Cols)
+	fmt.Fprintf(w, "  valid pixels %d of %d (%.1f%%); classes:", r.ValidPixels, total, 100*float64(r.ValidPixels)/float64(max(total, 1)))
+	keys := make([]int, 0, len(r.ClassCounts))
+	for k := range r.ClassCounts {
+		keys = append(keys, k)
+	}
+	sort.Ints(keys)
+	for _, k := range keys {
+		fmt.Fprintf(w, " %d:%d", k, r.ClassCounts[k])
+	}
+	fmt.Fprintln(w)
+	t := r.Times
+	fmt.Fprintf(w, "  time %s (read %s, network %s, stitch+recovery %s, write %s; stages overlap)\n",
+		r.Elapsed.Round(time.Millisecond), t.Read.Round(time.Millisecond), t.Network.Round(time.Millisecond),
+		t.Stitch.Round(time.Millisecond), t.Write.Round(time.Millisecond))
+}

@@ -1,0 +1,73 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/pnec/pnec/model"
+	"github.com/pnec/pnec/processor"
+	"github.com/urfave/cli/v2"
+)
+
+func init() {
+	register(&cli.Command{
+		Name:      "evaluate",
+		Usage:     "score a model on the test pixels of a labelled scene",
+		UsageText: "pnec evaluate --model MODEL --scene SCENE --labels LABELS [--json]",
+		Description: "Runs the model on the whole scene and scores it on the test pixels: the labelled valid pixels\n" +
+			"of LABELS that were not training pixels (the split is stored in the model; on a scene of\n" +
+			"another size every labelled pixel is a test pixel). Prints OA, AA, Cohen's kappa, per-class\n" +
+			"accuracy (percent) without and with the AvgPool recovery, the confusion matrix of the final\n" +
+			"labels, and the paper's reliability table for each reliability candidate: mean uncertainty\n" +
+			"(1 - reliability) of correct and of wrong test pixels, error AUROC (0.5 = chance, 1 = every\n" +
+			"error more uncertain than every correct pixel) and the share of errors among the 20% most\n" +
+			"uncertain test pixels.\n\n" +
+			"Examples:\n" +
+			"  pnec evaluate --model salinasA.pnec --scene salinasA.tif --labels salinasA_gt.tif\n" +
+			"  pnec evaluate --model salinasA.pnec --scene salinasA.tif --labels salinasA_gt.tif --json > eval.json",
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "model", Required: true, Usage: "model file `MODEL` written by 'pnec train'"},
+			&cli.StringFlag{Name: "scene", Required: true, Usage: "scene `SCENE` (any raster GDAL reads) with the model's band count"},
+			&cli.StringFlag{Name: "labels", Required: true, Usage: "label raster `LABELS`: class values, 0 = unlabelled, same size as the scene"},
+			&cli.BoolFlag{Name: "json", Usage: "print one JSON object instead of tables (ratios 0..1, null where undefined)"},
+			&cli.IntFlag{Name: "window", Usage: "recovery window in `PIXELS` (odd; default: the model's)"},
+			&cli.Float64Flag{Name: "eta", Value: -1, Usage: "recovery strength in 0..1 (default: the model's)"},
+			&cli.Float64Flag{Name: "top", Value: processor.DefaultTopFraction, Usage: "share of most uncertain test pixels for the error recall column, 0..1"},
+			&cli.StringFlag{Name: "backend", Usage: "compute backend `NAME`: go, xla:cpu, xla:cuda, xla:/abs/plugin.so (default: $GOMLX_BACKEND, else XLA when a PJRT plugin is installed, else go)"},
+		},
+		Action: evaluateAction,
+	})
+}
+
+func evaluateAction(c *cli.Context) error {
+	if err := applyConfig(c); err != nil {
+		return err
+	}
+	m, err := model.Load(c.String("model"))
+	if err != nil {
+		return fmt.Errorf("%s: %w", c.String("model"), err)
+	}
+	opts := processor.EvalOptions{Backend: c.String("backend"), TopFraction: c.Float64("top")}
+	if !(opts.TopFraction > 0 && opts.TopFraction <= 1) {
+		return fmt.Errorf("--top %g: want a share in (0, 1]", opts.TopFraction)
+	}
+	if c.IsSet("window") || c.IsSet("eta") {
+		opts.Recovery = m.Recovery()
+		if c.IsSet("window") {
+			opts.Recovery.Window = c.Int("window")
+		}
+		if c.IsSet("eta") {
+			opts.Recovery.Eta = c.Float64("eta")
+		}
+		if err := opts.Recovery.Validate(); err != nil {
+			return fmt.Errorf("--window/--eta: %w", err)
+		}
+	}
+	ev, err := processor.EvaluateFiles(c.Context, m, c.String("scene"), c.String("labels"), opts)
+	if err != nil {
+		return err
+	}
+	if c.Bool("json") {
+		return ev.WriteJSON(stdoutOf(c))
+	}
+	return ev.WriteText(stdoutOf(c))
+}

@@ -1,0 +1,172 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/pnec/pnec/geo"
+)
+
+// infoRun runs pnec with args and returns what it printed on stdout.
+func infoRun(t *testing.T, args ...string) (string, error) {
+	t.Helper()
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := os.Stdout
+	os.Stdout = w
+	done := make(chan []byte)
+	go func() {
+		b, _ := io.ReadAll(r)
+		done <- b
+	}()
+	runErr := run(context.Background(), append([]string{"pnec"}, args...))
+	w.Close()
+	os.Stdout = old
+	return string(<-done), runErr
+}
+
+// infoScene writes a 12x8x3 Int16 UTM scene with nodata -1 at 6 pixels and wavelengths.
+func infoScene(t *testing.T) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "scene.tif")
+	nd := -1.0
+	w, err := geo.CreateGeoTIFF(path, geo.RasterSpec{
+		Cols: 12, Rows: 8, Bands: 3, DataType: geo.Int16,
+		GeoRef:        geo.GeoRef{GeoTransform: [6]float64{570000, 10, 0, 4830000, 0, -10}, EPSG: 32631},
+		NoData:        &nd,
+		WavelengthsNM: []float64{450, 550, 650},
+		BandNames:     []string{"blue", "green", "red"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	data := make([]float32, 12*8*3)
+	for i := range data {
+		data[i] = float32(i % 97)
+	}
+	for p := 0; p < 6; p++ { // pixels 0..5 of row 0 invalid through band 1
+		data[p*3+1] = -1
+	}
+	if err := w.WriteWindow(geo.Window{Cols: 12, Rows: 8}, data); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func TestInfoText(t *testing.T) {
+	path := infoScene(t)
+	out, err := infoRun(t, "info", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"size:           12 cols x 8 rows, 3 bands",
+		"data type:      Int16",
+		"nodata:         -1 (all bands)",
+		"CRS:            EPSG:32631 (WGS 84 / UTM zone 31N)",
+		"geotransform:   [570000, 10, 0, 4830000, 0, -10]",
+		`footprint:      {"type":"Polygon","coordinates":[[[3.867576,43.619693]`,
+		"valid pixels:   93.75% (90 of 96)",
+		"wavelengths:    3 of 3 bands, 450-650 nm: 450, 550, 650",
+		`band names:     "blue", "green", "red"`,
+	} {
+		if !strings.Contains(out, want+"\n") && !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+func TestInfoJSON(t *testing.T) {
+	path := infoScene(t)
+	out, err := infoRun(t, "--config", "GDAL_CACHEMAX=64", "info", "--json", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got sceneReport
+	dec := json.NewDecoder(bytes.NewReader([]byte(out)))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&got); err != nil {
+		t.Fatalf("decode %s: %v", out, err)
+	}
+	if got.Cols != 12 || got.Rows != 8 || got.Bands != 3 || got.DataType != "Int16" {
+		t.Errorf("size/type: got %dx%dx%d %s", got.Cols, got.Rows, got.Bands, got.DataType)
+	}
+	if got.CRS == nil || got.CRS.EPSG != 32631 || !strings.Contains(got.CRS.WKT, "UTM zone 31N") {
+		t.Errorf("crs: got %+v", got.CRS)
+	}
+	if got.GeoTransform == nil || *got.GeoTransform != [6]float64{570000, 10, 0, 4830000, 0, -10} {
+		t.Errorf("geotransform: got %v", got.GeoTransform)
+	}
+	if got.Footprint == nil || got.Footprint.Type != "Polygon" {
+		t.Fatalf("footprint: got %+v", got.Footprint)
+	}
+	// 120 m x 80 m near 3.867 E, 43.62 N; the ring is closed.
+	ring := got.Footprint.Coordinates[0]
+	if ring[0] != ring[len(ring)-1] {
+		t.Error("footprint ring is not closed")
+	}
+	b := got.Footprint.Coordinates.Bound()
+	if math.Abs(b.Min[0]-3.8676) > 1e-3 || math.Abs(b.Max[1]-43.6197) > 1e-3 || b.Max[0]-b.Min[0] > 0.002 {
+		t.Errorf("footprint bound (x=lon): got %v", b)
+	}
+	if got.ValidFraction == nil || math.Abs(*got.ValidFraction-90.0/96) > 1e-12 {
+		t.Errorf("valid fraction: got %v, want %v", got.ValidFraction, 90.0/96)
+	}
+	if len(got.NoData) != 3 || got.NoData[2] == nil || *got.NoData[2] != -1 {
+		t.Errorf("nodata: got %v", got.NoData)
+	}
+	if len(got.WavelengthsNM) != 3 || *got.WavelengthsNM[1] != 550 {
+		t.Errorf("wavelengths: got %v", got.WavelengthsNM)
+	}
+}
+
+func TestInfoErrors(t *testing.T) {
+	dir := t.TempDir()
+	missing := filepath.Join(dir, "missing.tif")
+	if _, err := infoRun(t, "info", missing); err == nil || !strings.Contains(err.Error(), missing) {
+		t.Errorf("missing scene: got %v, want an error naming %s", err, missing)
+	}
+	if _, err := infoRun(t, "info"); err == nil || !strings.Contains(err.Error(), "SCENE") {
+		t.Errorf("no argument: got %v", err)
+	}
+	if _, err := infoRun(t, "--config", "NOEQUALS", "info", infoScene(t)); err == nil || !strings.Contains(err.Error(), "NOEQUALS") {
+		t.Errorf("bad --config: got %v", err)
+	}
+	// A local grid (no CRS, no geotransform) is described as such.
+	local := filepath.Join(dir, "local.tif")
+	w, err := geo.CreateGeoTIFF(local, geo.RasterSpec{Cols: 2, Rows: 2, Bands: 1, DataType: geo.Byte})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.WriteWindow(geo.Window{Cols: 2, Rows: 2}, []float32{1, 2, 3, 4}); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	out, err := infoRun(t, "info", "--skip-valid", local)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"CRS:            none (local pixel grid)", "footprint:      none (no CRS)", "nodata:         none"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("local grid output lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "valid pixels") {
+		t.Error("--skip-valid still printed valid pixels")
+	}
+}

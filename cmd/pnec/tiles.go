@@ -1,0 +1,135 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/paulmach/orb"
+	"github.com/pnec/pnec/geo"
+	"github.com/pnec/pnec/model"
+	"github.com/pnec/pnec/processor"
+	"github.com/pnec/pnec/tiling"
+	"github.com/urfave/cli/v2"
+)
+
+func init() {
+	register(&cli.Command{
+		Name:      "tiles",
+		Usage:     "print how 'pnec classify' would cut a scene into tiles",
+		UsageText: "pnec tiles --scene SCENE [--model MODEL] [--tile N --overlap M] [--max-memory SIZE] [--geojson]",
+		Description: "Plans the scene as 'pnec classify' does (the whole image when it fits the memory budget,\n" +
+			"else overlapping tiles whose origins and sizes are multiples of the network's stride of 4)\n" +
+			"and prints the plan: one line per tile with its network input, the window read from the scene\n" +
+			"and its core (the pixels it owns after cropping). With --geojson it prints a GeoJSON\n" +
+			"FeatureCollection of the tiles' footprints in the scene's CRS (pixel coordinates when the\n" +
+			"scene has no georeference). Without --model the memory estimate is a generic one.\n\n" +
+			"Examples:\n" +
+			"  pnec tiles --scene big.vrt --max-memory 2G\n" +
+			"  pnec tiles --scene paviau.tif --tile 256 --overlap 64 --geojson > tiles.geojson",
+		Flags: append([]cli.Flag{
+			&cli.StringFlag{Name: "scene", Required: true, Usage: "scene: any GDAL dataset `NAME`"},
+			&cli.StringFlag{Name: "model", Usage: "model `FILE` whose memory estimate and recovery window to plan for"},
+			&cli.BoolFlag{Name: "geojson", Usage: "print the tiles' footprints as a GeoJSON FeatureCollection in the scene's CRS"},
+		}, planFlags()...),
+		Action: tilesAction,
+	})
+}
+
+func tilesAction(c *cli.Context) error {
+	if err := applyConfig(c); err != nil {
+		return err
+	}
+	opts, err := planOptions(c)
+	if err != nil {
+		return err
+	}
+	var m *model.Model
+	if p := c.String("model"); p != "" {
+		if m, err = model.Load(p); err != nil {
+			return fmt.Errorf("%s: %w", p, err)
+		}
+	}
+	name := c.String("scene")
+	sc, err := geo.Open(name)
+	if err != nil {
+		return err
+	}
+	info := sc.Info()
+	if err := sc.Close(); err != nil {
+		return fmt.Errorf("close %s: %w", name, err)
+	}
+	if m != nil && m.Bands() != info.Bands {
+		return fmt.Errorf("%s: %d bands, the model takes %d: %w", name, info.Bands, m.Bands(), model.ErrBandCount)
+	}
+	plan, budget, err := processor.PlanScene(info.Rows, info.Cols, info.Bands, m, opts)
+	if err != nil {
+		return fmt.Errorf("%s: plan: %w", name, err)
+	}
+	w := c.App.Writer
+	if w == nil {
+		w = os.Stdout
+	}
+	if c.Bool("geojson") {
+		return writeTilesGeoJSON(w, name, info, plan)
+	}
+	fmt.Fprintf(w, "%s: %s\n", name, plan)
+	fmt.Fprintf(w, "memory budget %d MiB, stride %d, blend margin %d px\n", budget>>20, plan.Stride, plan.Margin)
+	for _, t := range plan.Tiles {
+		fmt.Fprintf(w, "tile %d (row %d, col %d): input %v, read %v, core %v\n", t.Index, t.Row, t.Col, t.Input, t.Read, t.Core)
+	}
+	return nil
+}
+
+func rectJSON(r tiling.Rect) []int { return []int{r.Col, r.Row, r.Cols, r.Rows} }
+
+// GeoJSON shapes, written with encoding/json: orb's geojson package would
+// pull in a BSON module for nothing here.
+type (
+	gjPolygon struct {
+		Type        string      `json:"type"`
+		Coordinates orb.Polygon `json:"coordinates"`
+	}
+	gjFeature struct {
+		Type       string         `json:"type"`
+		Geometry   gjPolygon      `json:"geometry"`
+		Properties map[string]any `json:"properties"`
+	}
+	gjCollection struct {
+		Type     string         `json:"type"`
+		Name     string         `json:"name"`
+		Plan     string         `json:"plan"`
+		CRS      map[string]any `json:"crs,omitempty"`
+		Features []gjFeature    `json:"features"`
+	}
+)
+
+// writeTilesGeoJSON writes one feature per tile: its read window's
+// footprint in the scene's CRS, with the windows as [col, row, cols, rows].
+func writeTilesGeoJSON(w io.Writer, name string, info geo.Info, plan tiling.Plan) error {
+	fc := gjCollection{Type: "FeatureCollection", Name: name, Plan: plan.String(), Features: []gjFeature{}}
+	if info.EPSG != 0 {
+		// RFC 7946 dropped "crs", but GDAL and QGIS still read this form,
+		// and the footprints are in the scene's CRS, not WGS84.
+		fc.CRS = map[string]any{
+			"type": "name", "properties": map[string]any{"name": fmt.Sprintf("urn:ogc:def:crs:EPSG::%d", info.EPSG)},
+		}
+	}
+	for _, t := range plan.Tiles {
+		fc.Features = append(fc.Features, gjFeature{
+			Type:     "Feature",
+			Geometry: gjPolygon{Type: "Polygon", Coordinates: t.Read.Footprint(info.GeoTransform)},
+			Properties: map[string]any{
+				"index": t.Index, "row": t.Row, "col": t.Col,
+				"input": rectJSON(t.Input), "read": rectJSON(t.Read), "core": rectJSON(t.Core),
+			},
+		})
+	}
+	b, err := json.MarshalIndent(fc, "", " ")
+	if err != nil {
+		return fmt.Errorf("encode tiles of %s: %w", name, err)
+	}
+	_, err = fmt.Fprintln(w, string(b))
+	return err
+}

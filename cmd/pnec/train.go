@@ -1,0 +1,242 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/pnec/pnec/model"
+	"github.com/pnec/pnec/processor"
+	"github.com/schollz/progressbar/v3"
+	"github.com/urfave/cli/v2"
+)
+
+func init() {
+	register(&cli.Command{
+		Name:      "train",
+		Usage:     "train a PNEC-Mamba model on a labelled scene",
+		UsageText: "pnec train --scene SCENE --labels LABELS --out MODEL [--train-mask TRAIN] [options]",
+		Description: "Trains the network on the whole scene (no patches), with the loss on the training pixels:\n" +
+			"--train-per-class pixels of every class drawn with --split-seed from LABELS (a one-band raster\n" +
+			"of class values, 0 = unlabelled), or the pixels of a fixed split given by --train-mask (a raster\n" +
+			"holding the class values of the training pixels, 0 elsewhere). Every other labelled pixel is a\n" +
+			"test pixel for 'pnec evaluate'. The model file records the weights, prototypes, normalisation,\n" +
+			"classes, split and hyperparameters. Defaults are the paper's. The same seeds give the same\n" +
+			"model on the same backend.\n\n" +
+			"Examples:\n" +
+			"  pnec import mat ../shared/data/SalinasA/SalinasA_corrected.mat salinasA.tif\n" +
+			"  pnec import mat ../shared/data/SalinasA/SalinasA_gt.mat salinasA_gt.tif\n" +
+			"  pnec import mat ../shared/data/SalinasA/SalinasA_train_seed12345.mat salinasA_train.tif\n" +
+			"  pnec train --scene salinasA.tif --labels salinasA_gt.tif --train-mask salinasA_train.tif --out salinasA.pnec\n" +
+			"  pnec train --scene scene.tif --labels gt.tif --out m.pnec --epochs 50 --class-names names.txt",
+		Flags: append([]cli.Flag{
+			&cli.StringFlag{Name: "scene", Required: true, Usage: "training scene `SCENE` (any raster GDAL reads)"},
+			&cli.StringFlag{Name: "labels", Required: true, Usage: "label raster `LABELS`: class values, 0 = unlabelled, same size as the scene"},
+			&cli.StringFlag{Name: "out", Required: true, Usage: "model file `MODEL` to write"},
+			&cli.StringFlag{Name: "train-mask", Usage: "fixed split: raster `TRAIN` of the training pixels' class values (0 elsewhere); overrides --train-per-class and --split-seed"},
+			&cli.IntFlag{Name: "train-per-class", Value: model.DefaultTrainPerClass, Usage: "training pixels drawn per class (fewer when a class has fewer)"},
+			&cli.Int64Flag{Name: "split-seed", Value: model.DefaultSplitSeed, Usage: "seed of the training pixel draw"},
+			&cli.Int64Flag{Name: "seed", Value: model.DefaultSeed, Usage: "run seed: weight initialisation and every other random source"},
+			&cli.StringFlag{Name: "class-names", Usage: "`FILE` of class names, one 'VALUE NAME' a line (e.g. '1 Brocoli_green_weeds_1')"},
+			&cli.StringSliceFlag{Name: "class-name", Usage: "class name `VALUE=NAME` (repeatable); overrides --class-names"},
+			&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "no progress and no summary"},
+		}, modelFlags()...),
+		Action: trainAction,
+	})
+}
+
+// modelFlags are the hyperparameters train and experiment share; their
+// defaults are the paper's (model.DefaultConfig).
+func modelFlags() []cli.Flag {
+	d := model.DefaultConfig()
+	return []cli.Flag{
+		&cli.IntFlag{Name: "epochs", Value: d.Epochs, Usage: "training epochs (full-image steps)"},
+		&cli.IntFlag{Name: "hidden", Value: d.Hidden, Usage: "feature channels D (the paper uses 256 above 200 bands on HanChuan)"},
+		&cli.Float64Flag{Name: "lr", Value: d.LearningRate, Usage: "Adam learning rate"},
+		&cli.IntFlag{Name: "warmup", Value: d.ECWarmupEpochs, Usage: "epochs with evidence calibration off"},
+		&cli.Float64Flag{Name: "gate-floor", Value: d.GateFloor, Usage: "gate floor rho in 0..1"},
+		&cli.IntFlag{Name: "window", Value: d.Recovery.Window, Usage: "recovery window in `PIXELS` (odd), stored in the model"},
+		&cli.Float64Flag{Name: "eta", Value: d.Recovery.Eta, Usage: "recovery strength in 0..1, stored in the model"},
+		&cli.StringFlag{Name: "ablation", Value: string(d.Ablation), Usage: "network variant: full, base (no evidence calibration), no-ec (s = 0), no-rc (no recovery)"},
+		&cli.StringFlag{Name: "backend", Usage: "compute backend `NAME`: go, xla:cpu, xla:cuda, xla:/abs/plugin.so (default: $GOMLX_BACKEND, else XLA when a PJRT plugin is installed, else go)"},
+	}
+}
+
+// configFromFlags builds the model configuration from modelFlags; withAblation
+// reads --ablation as the variant name (experiment has it as a switch).
+func configFromFlags(c *cli.Context, withAblation bool) (model.Config, error) {
+	cfg := model.DefaultConfig()
+	cfg.Epochs = c.Int("epochs")
+	cfg.Hidden = c.Int("hidden")
+	cfg.LearningRate = c.Float64("lr")
+	cfg.ECWarmupEpochs = c.Int("warmup")
+	cfg.GateFloor = c.Float64("gate-floor")
+	cfg.Recovery = model.RecoveryParams{Window: c.Int("window"), Eta: c.Float64("eta")}
+	if withAblation {
+		switch a := model.Ablation(strings.ToLower(c.String("ablation"))); a {
+		case model.AblationFull, model.AblationBase, model.AblationNoEC, model.AblationNoRC:
+			cfg.Ablation = a
+		default:
+			return cfg, fmt.Errorf("--ablation %s: want full, base, no-ec or no-rc", c.String("ablation"))
+		}
+	}
+	switch {
+	case cfg.Epochs < 1:
+		return cfg, fmt.Errorf("--epochs %d: want at least 1", cfg.Epochs)
+	case cfg.Hidden < 1:
+		return cfg, fmt.Errorf("--hidden %d: want a positive number of channels", cfg.Hidden)
+	case !(cfg.LearningRate > 0):
+		return cfg, fmt.Errorf("--lr %g: want a positive learning rate", cfg.LearningRate)
+	case cfg.ECWarmupEpochs < 0:
+		return cfg, fmt.Errorf("--warmup %d: want 0 or more epochs", cfg.ECWarmupEpochs)
+	case !(cfg.GateFloor >= 0 && cfg.GateFloor <= 1):
+		return cfg, fmt.Errorf("--gate-floor %g: want a value in 0..1", cfg.GateFloor)
+	}
+	if err := cfg.Recovery.Validate(); err != nil {
+		return cfg, fmt.Errorf("--window/--eta: %w", err)
+	}
+	return cfg, nil
+}
+
+// classNamesFromFlags merges --class-names FILE and --class-name VALUE=NAME.
+func classNamesFromFlags(c *cli.Context) (map[int]string, error) {
+	names := map[int]string{}
+	if f := c.String("class-names"); f != "" {
+		n, err := processor.ReadClassNamesFile(f)
+		if err != nil {
+			return nil, fmt.Errorf("--class-names: %w", err)
+		}
+		names = n
+	}
+	for _, kv := range c.StringSlice("class-name") {
+		v, name, ok := strings.Cut(kv, "=")
+		val, err := strconv.Atoi(strings.TrimSpace(v))
+		if !ok || err != nil || val < 1 || strings.TrimSpace(name) == "" {
+			return nil, fmt.Errorf("--class-name %s: want VALUE=NAME with VALUE a class value >= 1", kv)
+		}
+		names[val] = strings.TrimSpace(name)
+	}
+	return names, nil
+}
+
+func stdoutOf(c *cli.Context) io.Writer {
+	if c.App.Writer != nil {
+		return c.App.Writer
+	}
+	return os.Stdout
+}
+
+func stderrOf(c *cli.Context) io.Writer {
+	if c.App.ErrWriter != nil {
+		return c.App.ErrWriter
+	}
+	return os.Stderr
+}
+
+// epochReporter shows training progress: a bar (epoch, loss, training
+// accuracy, ETA) on a terminal, else a log line every 5% of the epochs.
+type epochReporter struct {
+	w      io.Writer
+	term   bool
+	bar    *progressbar.ProgressBar
+	log    *slog.Logger
+	prefix string
+}
+
+func newEpochReporter(w io.Writer, total int, prefix string) *epochReporter {
+	r := &epochReporter{w: w, prefix: prefix}
+	if f, ok := w.(*os.File); ok && isTerminal(f) {
+		r.term = true
+		r.bar = progressbar.NewOptions(total, progressbar.OptionSetWriter(w),
+			progressbar.OptionSetDescription(prefix), progressbar.OptionShowCount(),
+			progressbar.OptionSetElapsedTime(true), progressbar.OptionSetPredictTime(true),
+			progressbar.OptionSetWidth(24), progressbar.OptionClearOnFinish())
+	} else {
+		r.log = slog.New(slog.NewTextHandler(w, nil))
+	}
+	return r
+}
+
+// report shows one epoch; step is the bar position (epochs done overall)
+// and desc the text beside it.
+func (r *epochReporter) report(step, total int, e model.EpochStats, desc string) {
+	if r.term {
+		r.bar.Describe(fmt.Sprintf("%s %s loss %.4f train acc %5.1f%%", r.prefix, desc, e.Loss, 100*e.TrainAccuracy))
+		_ = r.bar.Set(step)
+		return
+	}
+	every := max(1, e.Epochs/20)
+	if e.Epoch == 1 || e.Epoch == e.Epochs || e.Epoch%every == 0 {
+		r.log.Info(r.prefix, "progress", desc, "loss", fmt.Sprintf("%.4f", e.Loss),
+			"train_acc", fmt.Sprintf("%.4f", e.TrainAccuracy), "elapsed", e.Elapsed.Round(time.Second), "eta", e.ETA.Round(time.Second))
+	}
+}
+
+func (r *epochReporter) finish() {
+	if r.bar != nil {
+		_ = r.bar.Finish()
+	}
+}
+
+func trainAction(c *cli.Context) error {
+	if err := applyConfig(c); err != nil {
+		return err
+	}
+	cfg, err := configFromFlags(c, true)
+	if err != nil {
+		return err
+	}
+	if c.Int("train-per-class") < 1 {
+		return fmt.Errorf("--train-per-class %d: want at least 1", c.Int("train-per-class"))
+	}
+	names, err := classNamesFromFlags(c)
+	if err != nil {
+		return err
+	}
+	req := processor.TrainRequest{
+		Scene: c.String("scene"), Labels: c.String("labels"), TrainMask: c.String("train-mask"),
+		Options: model.TrainOptions{
+			Config: cfg, TrainPerClass: c.Int("train-per-class"), SplitSeed: c.Int64("split-seed"),
+			Seed: c.Int64("seed"), ClassNames: names, Backend: c.String("backend"),
+		},
+	}
+	if req.Options.Seed == 0 || req.Options.SplitSeed == 0 {
+		return fmt.Errorf("--seed and --split-seed: 0 is reserved for the default; give another value")
+	}
+	stderr := stderrOf(c)
+	quiet := c.Bool("quiet")
+	if !quiet {
+		rep := newEpochReporter(stderr, cfg.Epochs, "train")
+		defer rep.finish()
+		req.Options.Progress = func(e model.EpochStats) {
+			rep.report(e.Epoch, e.Epochs, e, fmt.Sprintf("epoch %d/%d", e.Epoch, e.Epochs))
+		}
+	}
+	res, err := processor.Train(c.Context, req)
+	if err != nil {
+		return err
+	}
+	if err := res.Model.Save(c.String("out")); err != nil {
+		return fmt.Errorf("save %s: %w", c.String("out"), err)
+	}
+	if c.Bool("verbose") {
+		slog.New(slog.NewTextHandler(stderr, nil)).Info("trained", "backend", res.Backend,
+			"read_s", res.ReadTime.Seconds(), "fit_s", res.FitTime.Seconds())
+	}
+	if !quiet {
+		m := res.Model
+		classes := m.Classes()
+		parts := make([]string, len(classes))
+		for i, k := range classes {
+			parts[i] = fmt.Sprintf("%d %s", k.Value, k.Name)
+		}
+		fmt.Fprintf(stdoutOf(c), "%s: %d classes (%s), %d training of %d labelled pixels, %d epochs in %.1f s on %s, checksum %s\n",
+			c.String("out"), len(classes), strings.Join(parts, ", "), res.TrainPixels, res.LabelledPixels,
+			m.Config().Epochs, res.FitTime.Seconds(), res.Backend, m.Checksum())
+	}
+	return nil
+}

@@ -1,0 +1,65 @@
+package geo
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// auxSuffix is the name GDAL's PAM machinery gives a dataset's sidecar.
+const auxSuffix = ".aux.xml"
+
+// tempBeside reserves a unique hidden file name in the directory of path,
+// so that a later os.Rename to path stays on one file system (atomic).
+// The name ends in tag, e.g. ".scene.tif.123456.tmp.tif".
+func tempBeside(path, tag string) (string, error) {
+	dir, base := filepath.Split(path)
+	if dir == "" {
+		dir = "."
+	}
+	f, err := os.CreateTemp(dir, "."+base+".*"+tag)
+	if err != nil {
+		return "", fmt.Errorf("create temporary file beside %s: %w", path, err)
+	}
+	name := f.Name()
+	f.Close()
+	return name, nil
+}
+
+// removeIfExists removes files, ignoring ones that are not there.
+func removeIfExists(paths ...string) error {
+	var errs []error
+	for _, p := range paths {
+		if p == "" {
+			continue
+		}
+		if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// publish renames tmp to path, then tmp's sidecar (if GDAL or we wrote one)
+// to path's; a stale sidecar of an earlier file at path is removed so that it
+// cannot describe the new one. The main file goes first: a crash between the
+// two renames leaves a complete product whose own metadata is inside it.
+func publish(tmp, path string) error {
+	if err := os.Rename(tmp, path); err != nil {
+		return fmt.Errorf("rename %s to %s: %w", tmp, path, err)
+	}
+	if _, err := os.Stat(tmp + auxSuffix); err == nil {
+		if err := os.Rename(tmp+auxSuffix, path+auxSuffix); err != nil {
+			return fmt.Errorf("rename %s to %s: %w", tmp+auxSuffix, path+auxSuffix, err)
+		}
+	} else if err := removeIfExists(path + auxSuffix); err != nil {
+		return fmt.Errorf("remove stale sidecar: %w", err)
+	}
+	return nil
+}
+
+// isVSI reports whether path names a GDAL virtual file system object.
+func isVSI(path string) bool { return strings.HasPrefix(path, "/vsi") }

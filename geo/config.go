@@ -1,0 +1,72 @@
+package geo
+
+/*
+#cgo pkg-config: gdal
+#include <stdlib.h>
+#include <cpl_conv.h>
+*/
+import "C"
+
+import (
+	"fmt"
+	"strings"
+	"sync"
+	"unsafe"
+
+	"github.com/airbusgeo/godal"
+)
+
+var registerOnce sync.Once
+
+// register makes every GDAL driver available; called before any dataset is opened or created.
+func register() { registerOnce.Do(godal.RegisterAll) }
+
+func init() { register() }
+
+// SetConfig applies GDAL configuration options given as KEY=VALUE (e.g.
+// "GDAL_CACHEMAX=512", "AWS_NO_SIGN_REQUEST=YES") process-wide, as
+// gdal's --config does. An entry without '=' or with an empty key is an
+// error naming the entry, and nothing is applied then. An empty VALUE
+// unsets the option.
+func SetConfig(kv []string) error {
+	keys := make([]string, len(kv))
+	vals := make([]string, len(kv))
+	for i, e := range kv {
+		k, v, ok := strings.Cut(e, "=")
+		k = strings.TrimSpace(k)
+		if !ok || k == "" || strings.ContainsAny(k, " \t\n") {
+			return fmt.Errorf("config option %q: want KEY=VALUE (e.g. GDAL_CACHEMAX=512)", e)
+		}
+		keys[i], vals[i] = k, v
+	}
+	for i := range keys {
+		ck := C.CString(keys[i])
+		var cv *C.char
+		if vals[i] != "" {
+			cv = C.CString(vals[i])
+		}
+		C.CPLSetConfigOption(ck, cv)
+		C.free(unsafe.Pointer(ck))
+		if cv != nil {
+			C.free(unsafe.Pointer(cv))
+		}
+	}
+	return nil
+}
+
+// ConfigValue returns the current value of a GDAL configuration option ("" when unset).
+func ConfigValue(key string) string {
+	ck := C.CString(key)
+	defer C.free(unsafe.Pointer(ck))
+	v := C.CPLGetConfigOption(ck, nil)
+	if v == nil {
+		return ""
+	}
+	return C.GoString(v)
+}
+
+// GDALVersion returns the GDAL library version, e.g. "3.6.2".
+func GDALVersion() string {
+	v := godal.Version()
+	return fmt.Sprintf("%d.%d.%d", v.Major(), v.Minor(), v.Revision())
+}

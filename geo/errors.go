@@ -1,0 +1,49 @@
+package geo
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/airbusgeo/godal"
+)
+
+// Sentinel errors callers can branch on with errors.Is.
+var (
+	// ErrWindow is returned for a window that is empty or not inside the raster.
+	ErrWindow = errors.New("geo: window outside the raster")
+	// ErrDataType is returned when a scene band has a type the processor cannot read (complex).
+	ErrDataType = errors.New("geo: unsupported data type")
+	// ErrNoBands is returned for a dataset without raster bands (e.g. an HDF5 container:
+	// open one of its subdatasets instead).
+	ErrNoBands = errors.New("geo: dataset has no raster bands")
+	// ErrClosed is returned by operations on a closed scene or writer.
+	ErrClosed = errors.New("geo: already closed")
+	// ErrSize is returned when a buffer's length does not match the window or rows it is for.
+	ErrSize = errors.New("geo: buffer size mismatch")
+)
+
+// GDALError is a failure reported by the GDAL library (CE_Failure or CE_Fatal).
+type GDALError struct {
+	Code int    // CPLErrorNum
+	Msg  string // GDAL's message
+}
+
+func (e *GDALError) Error() string { return e.Msg }
+
+// errh captures GDAL's messages during one call: failures become a
+// *GDALError, warnings are dropped (GDAL emits many harmless ones, e.g.
+// about unknown TIFF tags) so they do not fail a read.
+var errh = godal.ErrLogger(func(ec godal.ErrorCategory, code int, msg string) error {
+	if ec >= godal.CE_Failure {
+		return &GDALError{Code: code, Msg: msg}
+	}
+	return nil
+})
+
+// wrapf wraps err with context, keeping nil as nil.
+func wrapf(err error, format string, args ...any) error {
+	if err == nil {
+		return nil
+	}
+	return fmt.Errorf(format+": %w", append(args, err)...)
+}

@@ -1,0 +1,504 @@
+package geo
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/airbusgeo/godal"
+)
+
+// productCase is a product layout used by the round-trip tests.
+type productCase struct {
+	name      string
+	nClasses  int
+	float32   bool
+	wantType  godal.DataType
+	relNoData float64
+}
+
+var productCases = []productCase{
+	{"byte", 6, false, godal.Byte, 255},
+	{"uint16", 300, false, godal.UInt16, 65535},
+	{"float32", 6, true, godal.Float32, math.NaN()},
+}
+
+func testClasses(n int) []ClassInfo {
+	cs := make([]ClassInfo, n)
+	for i := range cs {
+		v := i + 1
+		if n <= 10 {
+			v = 2*i + 1 // sparse values: 1, 3, 5, ...
+		}
+		cs[i] = ClassInfo{Value: v, Name: fmt.Sprintf("class %d", v), Color: [3]uint8{uint8(v * 40), uint8(255 - v), uint8(v * 7)}}
+	}
+	return cs
+}
+
+// productPixel is the test product's content: 4x4 blocks of one majority
+// class A, with the odd-odd pixel of each 2x2 block another class; rows
+// 0..3 are no data. Reliability varies per pixel, NaN on a diagonal.
+func productPixel(cs []ClassInfo, r, c int) (uint16, float32) {
+	if r < 4 {
+		return 0, float32(math.NaN())
+	}
+	a := ((r / 4) + (c / 4)) % len(cs)
+	cls := cs[a].Value
+	if r%2 == 1 && c%2 == 1 {
+		cls = cs[(a+1)%len(cs)].Value
+	}
+	rel := float32((r*7+c*13)%101) / 100
+	if (r+c)%37 == 0 {
+		rel = float32(math.NaN())
+	}
+	return uint16(cls), rel
+}
+
+func writeTestProduct(t *testing.T, path string, pc productCase, cols, rows int, md map[string]string) ProductSpec {
+	t.Helper()
+	spec := ProductSpec{
+		Cols: cols, Rows: rows,
+		GeoRef:             GeoRef{GeoTransform: testGT, WKT: utm31(t)},
+		Classes:            testClasses(pc.nClasses),
+		ReliabilityFloat32: pc.float32,
+		Metadata:           md,
+	}
+	p, err := CreateProduct(path, spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	// Rows are streamed in uneven chunks, as a tiled processor would.
+	for r0 := 0; r0 < rows; {
+		n := min(37, rows-r0)
+		cl := make([]uint16, n*cols)
+		rl := make([]float32, n*cols)
+		for r := 0; r < n; r++ {
+			for c := 0; c < cols; c++ {
+				cl[r*cols+c], rl[r*cols+c] = productPixel(spec.Classes, r0+r, c)
+			}
+		}
+		if err := p.WriteRows(r0, cl, rl); err != nil {
+			t.Fatal(err)
+		}
+		r0 += n
+	}
+	if err := p.Commit(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return spec
+}
+
+func readBand(t *testing.T, b godal.Band) ([]float64, int, int) {
+	t.Helper()
+	st := b.Structure()
+	buf := make([]float64, st.SizeX*st.SizeY)
+	if err := b.Read(0, 0, buf, st.SizeX, st.SizeY); err != nil {
+		t.Fatal(err)
+	}
+	return buf, st.SizeX, st.SizeY
+}
+
+func TestProductRoundTrip(t *testing.T) {
+	const cols, rows = 1100, 700 // two overview levels: 550x350, 275x175
+	for _, pc := range productCases {
+		t.Run(pc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			path := filepath.Join(dir, "product.tif")
+			spec := writeTestProduct(t, path, pc, cols, rows, map[string]string{"MODEL_SHA256": "deadbeef", "INPUT": "scene.tif"})
+			if got := listDir(t, dir); !slices.Equal(got, []string{"product.tif", "product.tif.aux.xml"}) {
+				t.Errorf("files: got %v, want product.tif and its .aux.xml", got)
+			}
+			ds, err := godal.Open(path, godal.SiblingFiles())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer ds.Close()
+			gt, err := ds.GeoTransform()
+			if err != nil || gt != testGT {
+				t.Errorf("geotransform: got %v (%v), want %v", gt, err, testGT)
+			}
+			want, _ := godal.NewSpatialRefFromEPSG(32631)
+			got, _ := godal.NewSpatialRefFromWKT(ds.Projection())
+			if !got.IsSame(want) {
+				t.Errorf("CRS: got %s", ds.Projection())
+			}
+			bands := ds.Bands()
+			if len(bands) != 2 {
+				t.Fatalf("bands: got %d, want 2", len(bands))
+			}
+			cls, rel := bands[0], bands[1]
+			if cls.Structure().DataType != pc.wantType || rel.Structure().DataType != pc.wantType {
+				t.Errorf("data types: got %s/%s, want %s", cls.Structure().DataType, rel.Structure().DataType, pc.wantType)
+			}
+			if cls.Description() != "class" || rel.Description() != "reliability" {
+				t.Errorf("descriptions: got %q %q", cls.Description(), rel.Description())
+			}
+			if nd, ok := cls.NoData(); !ok || nd != 0 {
+				t.Errorf("class nodata: got %v %v, want 0", nd, ok)
+			}
+			if nd, ok := rel.NoData(); !ok || !(nd == pc.relNoData || math.IsNaN(nd) && math.IsNaN(pc.relNoData)) {
+				t.Errorf("reliability nodata: got %v %v, want %v", nd, ok, pc.relNoData)
+			}
+			if rel.ColorInterp() == godal.CIAlpha {
+				t.Error("reliability band is an alpha band")
+			}
+			// Colour table and class names inside the TIFF.
+			for _, c := range spec.Classes {
+				if got := cls.Metadata(fmt.Sprintf("CLASS_%d", c.Value)); got != c.Name {
+					t.Errorf("CLASS_%d metadata: got %q, want %q", c.Value, got, c.Name)
+				}
+			}
+			if !pc.float32 {
+				ct := cls.ColorTable()
+				for _, c := range spec.Classes {
+					e := ct.Entries[c.Value]
+					if e[0] != int16(c.Color[0]) || e[1] != int16(c.Color[1]) || e[2] != int16(c.Color[2]) {
+						t.Errorf("colour of class %d: got %v, want %v", c.Value, e, c.Color)
+					}
+				}
+			}
+			md := ds.Metadatas(godal.Domain(MetadataDomain))
+			if md["MODEL_SHA256"] != "deadbeef" || md["INPUT"] != "scene.tif" {
+				t.Errorf("PNEC metadata: got %v", md)
+			}
+			if _, err := time.Parse(time.RFC3339, md[MetaCreated]); err != nil {
+				t.Errorf("PNEC CREATED %q: %v", md[MetaCreated], err)
+			}
+			if ds.Metadata("PNEC_MODEL_SHA256") != "deadbeef" {
+				t.Errorf("in-TIFF PNEC_MODEL_SHA256: got %q", ds.Metadata("PNEC_MODEL_SHA256"))
+			}
+			// Full-resolution values.
+			cv, _, _ := readBand(t, cls)
+			rv, _, _ := readBand(t, rel)
+			for r := 0; r < rows; r++ {
+				for c := 0; c < cols; c++ {
+					wc, wr := productPixel(spec.Classes, r, c)
+					i := r*cols + c
+					if cv[i] != float64(wc) {
+						t.Fatalf("class (%d,%d): got %v, want %v", r, c, cv[i], wc)
+					}
+					if math.IsNaN(float64(wr)) {
+						if !(rv[i] == pc.relNoData || math.IsNaN(rv[i]) && math.IsNaN(pc.relNoData)) {
+							t.Fatalf("reliability (%d,%d): got %v, want nodata", r, c, rv[i])
+						}
+					} else if d := rv[i] - relStored(wr, pc); math.Abs(d) > 1e-6 {
+						t.Fatalf("reliability (%d,%d): got %v, want %v", r, c, rv[i], relStored(wr, pc))
+					}
+				}
+			}
+			checkOverviews(t, spec, pc, cls, rel, cv, rv)
+		})
+	}
+}
+
+// relStored is the value the reliability band stores for r.
+func relStored(r float32, pc productCase) float64 {
+	if pc.float32 {
+		return float64(r)
+	}
+	return float64(percent(r))
+}
+
+func checkOverviews(t *testing.T, spec ProductSpec, pc productCase, cls, rel godal.Band, cv, rv []float64) {
+	t.Helper()
+	isClass := map[float64]bool{0: true}
+	for _, c := range spec.Classes {
+		isClass[float64(c.Value)] = true
+	}
+	cOv, rOv := cls.Overviews(), rel.Overviews()
+	if len(cOv) != 2 || len(rOv) != 2 {
+		t.Fatalf("overview levels: got %d and %d, want 2", len(cOv), len(rOv))
+	}
+	for lvl := range cOv {
+		f := 2 << lvl // decimation factor
+		oc, ow, oh := readBand(t, cOv[lvl])
+		or, _, _ := readBand(t, rOv[lvl])
+		if ow != spec.Cols/f || oh != spec.Rows/f {
+			t.Fatalf("level %d size: got %dx%d, want %dx%d", lvl, ow, oh, spec.Cols/f, spec.Rows/f)
+		}
+		// Every level is the mean of the valid full-resolution pixels of its
+		// block, rounded to a whole percent for integer bands.
+		tol := 0.5 + 1e-9
+		if pc.float32 {
+			tol = 1e-5
+		}
+		for r := 0; r < oh; r++ {
+			for c := 0; c < ow; c++ {
+				v := oc[r*ow+c]
+				if !isClass[v] {
+					t.Fatalf("level %d class (%d,%d) = %v is not a class value", lvl, r, c, v)
+				}
+				// The block's majority class.
+				wantC, _ := productPixel(spec.Classes, r*f, c*f)
+				if v != float64(wantC) {
+					t.Fatalf("level %d class (%d,%d): got %v, want majority %v", lvl, r, c, v, wantC)
+				}
+				sum, n := 0.0, 0
+				for dr := 0; dr < f; dr++ {
+					for dc := 0; dc < f; dc++ {
+						x := rv[(r*f+dr)*spec.Cols+c*f+dc]
+						if x == pc.relNoData || math.IsNaN(x) {
+							continue
+						}
+						sum += x
+						n++
+					}
+				}
+				got := or[r*ow+c]
+				if n == 0 {
+					if !(got == pc.relNoData || math.IsNaN(got) && math.IsNaN(pc.relNoData)) {
+						t.Fatalf("level %d reliability (%d,%d): got %v, want nodata", lvl, r, c, got)
+					}
+					continue
+				}
+				if mean := sum / float64(n); math.Abs(got-mean) > tol {
+					t.Fatalf("level %d reliability (%d,%d): got %v, want mean %v", lvl, r, c, got, mean)
+				}
+			}
+		}
+	}
+}
+
+func TestProductIndependentReaders(t *testing.T) {
+	if _, err := exec.LookPath("gdalinfo"); err != nil {
+		t.Skip("gdalinfo not installed (apt-get install gdal-bin)")
+	}
+	dir := t.TempDir()
+	path := filepath.Join(dir, "p.tif")
+	spec := writeTestProduct(t, path, productCases[0], 600, 530, nil)
+	out, err := exec.Command("gdalinfo", path).CombinedOutput()
+	if err != nil {
+		t.Fatalf("gdalinfo: %v\n%s", err, out)
+	}
+	text := string(out)
+	if !strings.Contains(text, "LAYOUT=COG") {
+		t.Errorf("gdalinfo does not report LAYOUT=COG:\n%s", text)
+	}
+	// Category names come back through GDAL (from the sidecar).
+	for _, c := range spec.Classes {
+		if want := fmt.Sprintf("%d: %s\n", c.Value, c.Name); !strings.Contains(text, want) {
+			t.Errorf("gdalinfo categories lack %q", want)
+		}
+	}
+	for _, want := range []string{"Description = class", "Description = reliability", "NoData Value=0", "NoData Value=255", "Overviews: 300x265"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("gdalinfo lacks %q", want)
+		}
+	}
+
+	py := "/usr/bin/python3"
+	if err := exec.Command(py, "-c", "import rasterio").Run(); err != nil {
+		t.Logf("rasterio check skipped: %s cannot import rasterio (apt-get install python3-rasterio)", py)
+		return
+	}
+	script := `
+import json, sys, rasterio
+with rasterio.open(sys.argv[1]) as s:
+    print(json.dumps({
+        "count": s.count, "dtypes": list(s.dtypes), "nodata": list(s.nodatavals),
+        "epsg": s.crs.to_epsg(), "transform": list(s.transform.to_gdal()),
+        "descriptions": list(s.descriptions),
+        "colorinterp": [c.name for c in s.colorinterp],
+        "class": s.read(1)[:8, 60:64].tolist(), "rel": s.read(2)[10:12, 5:8].tolist(),
+        "colormap5": list(s.colormap(1)[5]), "overviews": s.overviews(1),
+        "pnec": s.tags(ns="PNEC"),
+    }))
+`
+	out, err = exec.Command(py, "-c", script, path).Output()
+	if err != nil {
+		t.Fatalf("rasterio: %v", err)
+	}
+	var got struct {
+		Count        int
+		Dtypes       []string
+		Nodata       []float64
+		EPSG         int
+		Transform    []float64
+		Descriptions []string
+		Colorinterp  []string
+		Class        [][]int
+		Rel          [][]int
+		Colormap5    []int
+		Overviews    []int
+		PNEC         map[string]string
+	}
+	if err := json.Unmarshal(out, &got); err != nil {
+		t.Fatalf("rasterio output %s: %v", out, err)
+	}
+	if got.Count != 2 || !slices.Equal(got.Dtypes, []string{"uint8", "uint8"}) || !slices.Equal(got.Nodata, []float64{0, 255}) {
+		t.Errorf("rasterio bands: got count %d dtypes %v nodata %v", got.Count, got.Dtypes, got.Nodata)
+	}
+	if got.EPSG != 32631 || !slices.Equal(got.Transform, testGT[:]) {
+		t.Errorf("rasterio georef: got EPSG %d transform %v", got.EPSG, got.Transform)
+	}
+	if !slices.Equal(got.Descriptions, []string{"class", "reliability"}) || got.Colorinterp[1] == "alpha" {
+		t.Errorf("rasterio descriptions %v colorinterp %v", got.Descriptions, got.Colorinterp)
+	}
+	for r := range got.Class {
+		for c := range got.Class[r] {
+			if want, _ := productPixel(spec.Classes, r, 60+c); got.Class[r][c] != int(want) {
+				t.Errorf("rasterio class (%d,%d): got %d, want %d", r, 60+c, got.Class[r][c], want)
+			}
+		}
+	}
+	for r := range got.Rel {
+		for c := range got.Rel[r] {
+			_, wr := productPixel(spec.Classes, 10+r, 5+c)
+			if want := percent(wr); got.Rel[r][c] != want {
+				t.Errorf("rasterio reliability (%d,%d): got %d, want %d", 10+r, 5+c, got.Rel[r][c], want)
+			}
+		}
+	}
+	if c5 := spec.Classes[2].Color; len(got.Colormap5) < 3 || got.Colormap5[0] != int(c5[0]) || got.Colormap5[1] != int(c5[1]) || got.Colormap5[2] != int(c5[2]) {
+		t.Errorf("rasterio colour of class 5: got %v, want %v", got.Colormap5, c5)
+	}
+	if !slices.Equal(got.Overviews, []int{2}) {
+		t.Errorf("rasterio overviews: got %v, want [2]", got.Overviews)
+	}
+	if _, err := time.Parse(time.RFC3339, got.PNEC["CREATED"]); err != nil {
+		t.Errorf("rasterio PNEC tags: got %v", got.PNEC)
+	}
+}
+
+func TestProductAtomic(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "p.tif")
+	pc := productCases[0]
+	writeTestProduct(t, path, pc, 40, 30, map[string]string{"RUN": "first"})
+	oldTIF, _ := os.ReadFile(path)
+	oldAux, _ := os.ReadFile(path + auxSuffix)
+	unchanged := func(t *testing.T) {
+		t.Helper()
+		tif, _ := os.ReadFile(path)
+		aux, _ := os.ReadFile(path + auxSuffix)
+		if !bytes.Equal(tif, oldTIF) || !bytes.Equal(aux, oldAux) {
+			t.Error("the existing product changed")
+		}
+		if got := listDir(t, dir); !slices.Equal(got, []string{"p.tif", "p.tif.aux.xml"}) {
+			t.Errorf("files: got %v, want only the existing product", got)
+		}
+	}
+	spec := ProductSpec{Cols: 40, Rows: 30, Classes: testClasses(3)}
+	full := make([]uint16, 40*30)
+	rel := make([]float32, 40*30)
+
+	t.Run("abandoned", func(t *testing.T) {
+		p, err := CreateProduct(path, spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := p.WriteRows(0, full[:40*10], rel[:40*10]); err != nil {
+			t.Fatal(err)
+		}
+		if err := p.Close(); err != nil {
+			t.Fatal(err)
+		}
+		unchanged(t)
+	})
+	t.Run("incomplete", func(t *testing.T) {
+		p, err := CreateProduct(path, spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer p.Close()
+		if err := p.WriteRows(0, full[:40*29], rel[:40*29]); err != nil {
+			t.Fatal(err)
+		}
+		err = p.Commit(context.Background())
+		if err == nil || !strings.Contains(err.Error(), "row 29") {
+			t.Errorf("Commit of 29 of 30 rows: got %v, want an error naming row 29", err)
+		}
+		unchanged(t)
+	})
+	t.Run("cancelled", func(t *testing.T) {
+		p, err := CreateProduct(path, spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer p.Close()
+		if err := p.WriteRows(0, full, rel); err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		if err := p.Commit(ctx); !errors.Is(err, context.Canceled) {
+			t.Errorf("Commit with a cancelled context: got %v, want context.Canceled", err)
+		}
+		unchanged(t)
+	})
+	t.Run("bad class", func(t *testing.T) {
+		p, err := CreateProduct(path, spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer p.Close()
+		bad := make([]uint16, 40)
+		bad[7] = 4 // classes are 1, 3, 5
+		err = p.WriteRows(3, bad, rel[:40])
+		if err == nil || !strings.Contains(err.Error(), "class value 4 at row 3 col 7") {
+			t.Errorf("got %v, want an error naming value 4 at row 3 col 7", err)
+		}
+	})
+	t.Run("replaced", func(t *testing.T) {
+		writeTestProduct(t, path, pc, 40, 30, map[string]string{"RUN": "second"})
+		s, err := Open(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close()
+		ds, _ := godal.Open(path, godal.SiblingFiles())
+		defer ds.Close()
+		if got := ds.Metadatas(godal.Domain(MetadataDomain))["RUN"]; got != "second" {
+			t.Errorf("RUN after replacement: got %q, want second", got)
+		}
+	})
+}
+
+func TestProductSpecErrors(t *testing.T) {
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		name string
+		spec ProductSpec
+		want string
+	}{
+		{"no classes", ProductSpec{Cols: 2, Rows: 2}, "no classes"},
+		{"zero value", ProductSpec{Cols: 2, Rows: 2, Classes: []ClassInfo{{Value: 0, Name: "x"}}}, "value 0"},
+		{"duplicate", ProductSpec{Cols: 2, Rows: 2, Classes: []ClassInfo{{Value: 2}, {Value: 2}}}, "twice"},
+		{"size", ProductSpec{Cols: 0, Rows: 2, Classes: []ClassInfo{{Value: 1}}}, "size"},
+		{"option", ProductSpec{Cols: 2, Rows: 2, Classes: []ClassInfo{{Value: 1}}, CreationOptions: []string{"COMPRESS"}}, "KEY=VALUE"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := CreateProduct(filepath.Join(dir, "p.tif"), tc.spec)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("got %v, want an error containing %q", err, tc.want)
+			}
+		})
+	}
+	if got := listDir(t, dir); len(got) != 0 {
+		t.Errorf("files left: %v", got)
+	}
+}
+
+func TestOverviewLevels(t *testing.T) {
+	for _, tc := range []struct {
+		cols, rows int
+		want       []int
+	}{
+		{512, 512, nil}, {513, 10, []int{2}}, {1100, 700, []int{2, 4}}, {5000, 100, []int{2, 4, 8, 16}},
+	} {
+		if got := overviewLevels(tc.cols, tc.rows); !slices.Equal(got, tc.want) {
+			t.Errorf("%dx%d: got %v, want %v", tc.cols, tc.rows, got, tc.want)
+		}
+	}
+}

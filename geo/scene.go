@@ -1,0 +1,342 @@
+package geo
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+
+	"github.com/airbusgeo/godal"
+)
+
+// GDAL mask flags (gdal.h).
+const (
+	gmfAllValid   = 0x01
+	gmfPerDataset = 0x02
+	gmfNoData     = 0x08
+)
+
+// Scene is an open raster scene. One Scene must not be used from several goroutines at once.
+type Scene struct {
+	name  string
+	ds    *godal.Dataset
+	bands []godal.Band
+	info  Info
+
+	scale, offset []float32
+	identityScale bool
+	nodata        []float32 // per band, as the float32 the band's samples convert to
+	hasNoData     []bool
+	// datasetMask is set when the dataset has one mask for all bands (internal
+	// mask, .msk, alpha); bandMask lists bands with their own mask otherwise.
+	datasetMask bool
+	bandMask    []int
+}
+
+// Open opens a scene by GDAL dataset name (a path, VRT, /vsi path, subdataset name).
+// Every band must have a real (not complex) data type.
+func Open(name string) (*Scene, error) {
+	register()
+	// SiblingFiles() with no names restores GDAL's own sidecar probing
+	// (.hdr of ENVI, .aux.xml, .ovr, .msk), which godal turns off by default.
+	ds, err := godal.Open(name, godal.RasterOnly(), godal.SiblingFiles(), errh)
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", name, err)
+	}
+	s := &Scene{name: name, ds: ds}
+	if err := s.load(); err != nil {
+		ds.Close(errh)
+		return nil, err
+	}
+	return s, nil
+}
+
+func (s *Scene) load() error {
+	s.bands = s.ds.Bands()
+	if len(s.bands) == 0 {
+		subs := s.ds.Metadatas(godal.Domain("SUBDATASETS"))
+		var names []string
+		for i := 1; ; i++ {
+			n, ok := subs[fmt.Sprintf("SUBDATASET_%d_NAME", i)]
+			if !ok {
+				break
+			}
+			names = append(names, n)
+		}
+		if len(names) > 0 {
+			return fmt.Errorf("%s: %w; open one of its subdatasets: %s", s.name, ErrNoBands, strings.Join(names, " "))
+		}
+		return fmt.Errorf("%s: %w", s.name, ErrNoBands)
+	}
+	st := s.ds.Structure()
+	in := Info{
+		Name:      s.name,
+		Driver:    s.ds.Driver().ShortName(),
+		Cols:      st.SizeX,
+		Rows:      st.SizeY,
+		Bands:     len(s.bands),
+		NoData:    make([]float64, len(s.bands)),
+		HasNoData: make([]bool, len(s.bands)),
+		BandNames: make([]string, len(s.bands)),
+		Metadata:  s.ds.Metadatas(),
+	}
+	n := len(s.bands)
+	s.scale, s.offset = make([]float32, n), make([]float32, n)
+	s.nodata, s.hasNoData = make([]float32, n), make([]bool, n)
+	s.identityScale = true
+	var types []string
+	perDatasetMask := false
+	for i, b := range s.bands {
+		bs := b.Structure()
+		if isComplex(bs.DataType) {
+			return fmt.Errorf("%s: band %d has data type %s; expected a real type: %w", s.name, i+1, bs.DataType, ErrDataType)
+		}
+		if t := bs.DataType.String(); !contains(types, t) {
+			types = append(types, t)
+		}
+		s.scale[i], s.offset[i] = float32(bs.Scale), float32(bs.Offset)
+		if bs.Scale == 0 { // some drivers report 0 for "unset"
+			s.scale[i] = 1
+		}
+		if s.scale[i] != 1 || s.offset[i] != 0 {
+			s.identityScale = false
+		}
+		if nd, ok := b.NoData(); ok {
+			in.NoData[i], in.HasNoData[i] = nd, true
+			s.nodata[i], s.hasNoData[i] = float32(nd), true
+		}
+		in.BandNames[i] = b.Description()
+		flags := b.MaskFlags()
+		if flags&(gmfAllValid|gmfNoData) == 0 {
+			if flags&gmfPerDataset != 0 {
+				perDatasetMask = true
+			} else {
+				s.bandMask = append(s.bandMask, i)
+			}
+		}
+	}
+	s.datasetMask = perDatasetMask
+	if perDatasetMask {
+		s.bandMask = nil
+	}
+	in.DataType = strings.Join(types, ",")
+	if gt, err := s.ds.GeoTransform(errh); err == nil {
+		in.GeoTransform = gt
+		in.HasGeoTransform = true
+	} else {
+		in.GeoTransform = [6]float64{0, 1, 0, 0, 0, 1} // GDAL's default: pixel coordinates
+	}
+	in.WKT = s.ds.Projection()
+	if in.WKT != "" {
+		in.EPSG = epsgOf(in.WKT)
+		if in.HasGeoTransform {
+			fp, err := footprintWGS84(in.GeoTransform, in.WKT, in.Cols, in.Rows)
+			if err != nil {
+				return fmt.Errorf("%s: footprint: %w", s.name, err)
+			}
+			in.FootprintWGS84 = fp
+		}
+	}
+	wl, err := s.wavelengths()
+	if err != nil {
+		return fmt.Errorf("%s: wavelengths: %w", s.name, err)
+	}
+	in.WavelengthsNM = wl
+	s.info = in
+	return nil
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+func isComplex(t godal.DataType) bool {
+	switch t {
+	case godal.CInt16, godal.CInt32, godal.CFloat32, godal.CFloat64:
+		return true
+	}
+	return false
+}
+
+// lookupFold finds key in md ignoring case.
+func lookupFold(md map[string]string, key string) (string, bool) {
+	if v, ok := md[key]; ok {
+		return v, true
+	}
+	for k, v := range md {
+		if strings.EqualFold(k, key) {
+			return v, true
+		}
+	}
+	return "", false
+}
+
+// wavelengths gathers per-band centre wavelengths in nm from, in order:
+// GDAL 3.10 IMAGERY band metadata (CENTRAL_WAVELENGTH_UM), band metadata
+// "wavelength"/"wavelength_units" (what the ENVI driver and pnec's writer
+// set), and the dataset's ENVI-domain "wavelength" list. Bands the scene
+// says nothing about are NaN; nil when no band has one.
+func (s *Scene) wavelengths() ([]float64, error) {
+	n := len(s.bands)
+	out := make([]float64, n)
+	found := 0
+	for i, b := range s.bands {
+		out[i] = math.NaN()
+		if v, ok := lookupFold(b.Metadatas(godal.Domain("IMAGERY")), "CENTRAL_WAVELENGTH_UM"); ok {
+			if x, err := strconv.ParseFloat(strings.TrimSpace(v), 64); err == nil {
+				out[i] = x * 1000
+				found++
+				continue
+			}
+		}
+		md := b.Metadatas()
+		if v, ok := lookupFold(md, "wavelength"); ok {
+			x, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+			if err != nil {
+				return nil, fmt.Errorf("band %d wavelength %q: %w", i+1, v, err)
+			}
+			unit, _ := lookupFold(md, "wavelength_units")
+			out[i] = toNM([]float64{x}, unit)[0]
+			found++
+		}
+	}
+	if found == 0 {
+		envi := s.ds.Metadatas(godal.Domain("ENVI"))
+		if v, ok := lookupFold(envi, "wavelength"); ok {
+			vals, err := parseNumberList(v)
+			if err != nil {
+				return nil, err
+			}
+			if len(vals) != n {
+				return nil, fmt.Errorf("ENVI header lists %d wavelengths for %d bands", len(vals), n)
+			}
+			unit, _ := lookupFold(envi, "wavelength_units")
+			return toNM(vals, unit), nil
+		}
+		return nil, nil
+	}
+	return out, nil
+}
+
+// Info returns the scene's description.
+func (s *Scene) Info() Info { return s.info }
+
+// Name returns the dataset name the scene was opened with.
+func (s *Scene) Name() string { return s.name }
+
+func (s *Scene) checkWindow(w Window) error {
+	if w.Cols <= 0 || w.Rows <= 0 || w.Col < 0 || w.Row < 0 ||
+		w.Col+w.Cols > s.info.Cols || w.Row+w.Rows > s.info.Rows {
+		return fmt.Errorf("%w: window %v in a %dx%d raster", ErrWindow, w, s.info.Cols, s.info.Rows)
+	}
+	return nil
+}
+
+// ReadWindow reads all bands of w. Only the blocks of the scene that
+// intersect w are read. Pixels that are invalid (any band nodata, NaN or
+// Inf, or masked by the dataset's mask) have Valid false and all their
+// Data values set to 0, so that they cannot spread NaN through a model.
+func (s *Scene) ReadWindow(ctx context.Context, w Window) (Block, error) {
+	if s.ds == nil {
+		return Block{}, fmt.Errorf("read %s: %w", s.name, ErrClosed)
+	}
+	if err := ctx.Err(); err != nil {
+		return Block{}, err
+	}
+	if err := s.checkWindow(w); err != nil {
+		return Block{}, fmt.Errorf("read %s: %w", s.name, err)
+	}
+	nb := len(s.bands)
+	npix := w.Cols * w.Rows
+	blk := Block{Window: w, Bands: nb, Data: make([]float32, npix*nb), Valid: make([]bool, npix)}
+	if err := s.ds.Read(w.Col, w.Row, blk.Data, w.Cols, w.Rows, errh); err != nil {
+		return Block{}, fmt.Errorf("read %s window %v: %w", s.name, w, err)
+	}
+	for i := range blk.Valid {
+		blk.Valid[i] = true
+	}
+	if s.datasetMask || len(s.bandMask) > 0 {
+		m := make([]byte, npix)
+		masks := s.bandMask
+		if s.datasetMask {
+			masks = []int{0}
+		}
+		for _, bi := range masks {
+			if err := s.bands[bi].MaskBand().Read(w.Col, w.Row, m, w.Cols, w.Rows, errh); err != nil {
+				return Block{}, fmt.Errorf("read %s mask window %v: %w", s.name, w, err)
+			}
+			for i, v := range m {
+				if v == 0 {
+					blk.Valid[i] = false
+				}
+			}
+		}
+	}
+	d := blk.Data
+	for p := 0; p < npix; p++ {
+		px := d[p*nb : p*nb+nb : p*nb+nb]
+		ok := blk.Valid[p]
+		if ok {
+			for b, v := range px {
+				if math.IsNaN(float64(v)) || math.IsInf(float64(v), 0) || (s.hasNoData[b] && v == s.nodata[b]) {
+					ok = false
+					break
+				}
+			}
+		}
+		if !ok {
+			blk.Valid[p] = false
+			clear(px)
+			continue
+		}
+		if !s.identityScale {
+			for b := range px {
+				px[b] = px[b]*s.scale[b] + s.offset[b]
+			}
+		}
+	}
+	return blk, nil
+}
+
+// windowBudgetBytes bounds the memory ValidFraction uses per strip.
+const windowBudgetBytes = 32 << 20
+
+// ValidFraction returns the share of valid pixels of the whole scene, read
+// window by window (strips of whole rows of about 32 MiB).
+func (s *Scene) ValidFraction(ctx context.Context) (float64, error) {
+	in := s.info
+	rowBytes := in.Cols * in.Bands * 4
+	step := max(1, windowBudgetBytes/max(1, rowBytes))
+	valid := 0
+	for r := 0; r < in.Rows; r += step {
+		blk, err := s.ReadWindow(ctx, Window{Col: 0, Row: r, Cols: in.Cols, Rows: min(step, in.Rows-r)})
+		if err != nil {
+			return 0, err
+		}
+		for _, v := range blk.Valid {
+			if v {
+				valid++
+			}
+		}
+	}
+	return float64(valid) / float64(in.Cols*in.Rows), nil
+}
+
+// Close releases the dataset. A second Close returns ErrClosed.
+func (s *Scene) Close() error {
+	if s.ds == nil {
+		return fmt.Errorf("close %s: %w", s.name, ErrClosed)
+	}
+	err := s.ds.Close(errh)
+	s.ds = nil
+	if err != nil {
+		return fmt.Errorf("close %s: %w", s.name, err)
+	}
+	return nil
+}

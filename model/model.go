@@ -1,0 +1,91 @@
+package model
+
+import (
+	"fmt"
+	"slices"
+)
+
+// Model is a trained PNEC-Mamba classifier with everything needed to apply
+// it: weights, prototype bank, normalisation statistics, classes and the
+// training record. It is immutable once trained or loaded.
+type Model struct {
+	meta     modelMeta
+	params   paramSet
+	protos   []float32 // [K][D] prototype bank, L2-normalised rows
+	checksum string
+}
+
+// Bands is the number of input bands the model takes.
+func (m *Model) Bands() int { return m.meta.Bands }
+
+// Classes lists the model's classes in dense index order (index k of Prediction.Prob is Classes()[k]).
+func (m *Model) Classes() []Class { return slices.Clone(m.meta.Classes) }
+
+// Checksum identifies the model file's content (hex SHA-256 of the file
+// body); products cite it. It is set by Train, Save and Load.
+func (m *Model) Checksum() string { return m.checksum }
+
+// Recovery returns the recovery parameters stored with the model.
+func (m *Model) Recovery() RecoveryParams { return m.meta.Config.Recovery }
+
+// TrainIndices are the row-major pixel indices of the training split, ascending.
+func (m *Model) TrainIndices() []int { return slices.Clone(m.meta.TrainIndices) }
+
+// Config returns the hyperparameters the model was trained with.
+func (m *Model) Config() Config { return m.meta.Config }
+
+// Backend names the backend the model was trained on.
+func (m *Model) Backend() string { return m.meta.Backend }
+
+// WavelengthsNM are the band centres recorded at training (nil when unknown).
+func (m *Model) WavelengthsNM() []float64 { return slices.Clone(m.meta.WavelengthsNM) }
+
+// Version is the software version the model file was written by.
+func (m *Model) Version() string { return m.meta.Version }
+
+// TrainSeconds is the wall time training took.
+func (m *Model) TrainSeconds() float64 { return m.meta.TrainSeconds }
+
+// TrainSceneSize is the rows and columns of the scene the model was trained on
+// (TrainIndices index that grid).
+func (m *Model) TrainSceneSize() (rows, cols int) { return m.meta.SceneRows, m.meta.SceneCols }
+
+// EstimatePredictBytes is the peak memory, in bytes, that Predict needs for
+// a rows x cols scene on the Go backend: the padded input, a few full-resolution
+// D-channel activations of the embedding, the stride-4 activations (about
+// 40 D-wide maps in the two Mamba branches and the heads) and the outputs.
+func (m *Model) EstimatePredictBytes(rows, cols int) int64 {
+	hp, wp := int64(padTo(rows)), int64(padTo(cols))
+	d, b, k := int64(m.meta.Config.Hidden), int64(m.meta.Bands), int64(len(m.meta.Classes))
+	full := hp * wp
+	cells := full / (Stride * Stride)
+	bytes := 4 * (full*b*2 + full*d*3 + cells*d*40 + int64(rows)*int64(cols)*(k*3+2))
+	return bytes + 64<<20
+}
+
+// sceneCheck verifies that s fits the model.
+func (m *Model) sceneCheck(s Scene) error {
+	if err := checkScene(s); err != nil {
+		return err
+	}
+	if s.Bands != m.meta.Bands {
+		return fmt.Errorf("scene has %d bands, model %d: %w", s.Bands, m.meta.Bands, ErrBandCount)
+	}
+	return nil
+}
+
+// palette gives class colours when none are supplied (value-1 indexes it).
+var palette = [][3]uint8{
+	{230, 25, 75}, {60, 180, 75}, {255, 225, 25}, {0, 130, 200}, {245, 130, 48},
+	{145, 30, 180}, {70, 240, 240}, {240, 50, 230}, {210, 245, 60}, {250, 190, 212},
+	{0, 128, 128}, {220, 190, 255}, {170, 110, 40}, {255, 250, 200}, {128, 0, 0},
+	{170, 255, 195}, {128, 128, 0}, {255, 215, 180}, {0, 0, 128}, {128, 128, 128},
+}
+
+// PaletteColor is the built-in colour of class value v.
+func PaletteColor(v int) [3]uint8 {
+	if v < 1 {
+		return [3]uint8{0, 0, 0}
+	}
+	return palette[(v-1)%len(palette)]
+}

@@ -1,0 +1,301 @@
+package model
+
+import (
+	"math"
+
+	"github.com/gomlx/compute/dtypes"
+	. "github.com/gomlx/gomlx/core/graph" //nolint:revive // graph DSL
+)
+
+// net builds the PNEC-Mamba graph from parameter nodes.
+type net struct {
+	d   dims
+	cfg Config
+	p   map[string]*Node
+	// keepGradients turns the deliberate StopGradients off: the gradient
+	// test compares against finite differences, which see through them.
+	keepGradients bool
+}
+
+// sg is StopGradient unless n.keepGradients.
+func (n *net) sg(x *Node) *Node {
+	if n.keepGradients {
+		return x
+	}
+	return StopGradient(x)
+}
+
+// outputs of one forward pass, all at stride 4 over the L = Hs*Ws grid cells.
+type fwd struct {
+	F, Fspa, Fdiff     *Node // [L, D]
+	Zspa, Zdiff, Zraw  *Node // [L, K]
+	S, Q               *Node // [L, K]
+	Gtilde             *Node // [L]
+	Zcal               *Node // [L, K]
+}
+
+func (n *net) linear(x *Node, name string) *Node {
+	return Add(MatMul(x, n.p[name+".w"]), ExpandLeftToRank(n.p[name+".b"], 2))
+}
+
+func silu(x *Node) *Node { return Mul(x, Sigmoid(x)) }
+
+// groupNorm normalises x [M, C] over M and C/groups per group, with affine
+// parameters; 1/Sqrt instead of Rsqrt because Rsqrt has no gradient in the Go backend.
+func (n *net) groupNorm(x *Node, name string) *Node {
+	m, c := x.Shape().Dimensions[0], x.Shape().Dimensions[1]
+	g := n.d.Groups
+	xg := Reshape(x, m, g, c/g)
+	mean := ReduceAndKeep(xg, ReduceMean, 0, 2)
+	xc := Sub(xg, mean)
+	variance := ReduceAndKeep(Square(xc), ReduceMean, 0, 2)
+	inv := Inverse(Sqrt(AddScalar(variance, 1e-5)))
+	y := Reshape(Mul(xc, inv), m, c)
+	return Add(Mul(y, ExpandLeftToRank(n.p[name+".g"], 2)), ExpandLeftToRank(n.p[name+".b"], 2))
+}
+
+// conv3x3 is a zero-padded 3x3 convolution of x [H, W, C] as one matmul over
+// the nine shifted views (the native Convolve of the Go backend is slow).
+func (n *net) conv3x3(x *Node, name string) *Node {
+	h, w, c := x.Shape().Dimensions[0], x.Shape().Dimensions[1], x.Shape().Dimensions[2]
+	zr := Zeros(x.Graph(), shapeOf(x.DType(), 1, w, c))
+	xp := Concatenate([]*Node{zr, x, zr}, 0)
+	zc := Zeros(x.Graph(), shapeOf(x.DType(), h+2, 1, c))
+	xp = Concatenate([]*Node{zc, xp, zc}, 1)
+	views := make([]*Node, 0, 9)
+	for dy := 0; dy < 3; dy++ {
+		for dx := 0; dx < 3; dx++ {
+			views = append(views, Slice(xp, AxisRange(dy, dy+h), AxisRange(dx, dx+w)))
+		}
+	}
+	cols := Reshape(Concatenate(views, 2), h*w, 9*c)
+	return n.linear(cols, name)
+}
+
+// causalConv is a depthwise causal convolution along the sequence axis of x [L, C].
+func (n *net) causalConv(x *Node, name string) *Node {
+	l, c := x.Shape().Dimensions[0], x.Shape().Dimensions[1]
+	w := n.p[name+".w"] // [DConv, C]; tap k multiplies x[t-(DConv-1-k)]
+	kw := n.d.DConv
+	var out *Node
+	for k := 0; k < kw; k++ {
+		shift := kw - 1 - k
+		var xs *Node
+		if shift == 0 {
+			xs = x
+		} else if shift >= l {
+			continue
+		} else {
+			xs = Concatenate([]*Node{Zeros(x.Graph(), shapeOf(x.DType(), shift, c)), Slice(x, AxisRange(0, l-shift))}, 0)
+		}
+		term := Mul(xs, Slice(w, AxisElem(k)))
+		if out == nil {
+			out = term
+		} else {
+			out = Add(out, term)
+		}
+	}
+	return Add(out, ExpandLeftToRank(n.p[name+".b"], 2))
+}
+
+// mamba is the selective state-space block over the token sequence x [L, D].
+func (n *net) mamba(x *Node, name string) *Node {
+	d := n.d
+	l := x.Shape().Dimensions[0]
+	proj := n.linear(x, name+".in")
+	xbc := d.E + 2*d.N
+	z := Slice(proj, AxisRange(), AxisRange(0, d.E))
+	xBC := Slice(proj, AxisRange(), AxisRange(d.E, d.E+xbc))
+	dtRaw := Slice(proj, AxisRange(), AxisRange(d.E+xbc, d.E+xbc+d.Heads))
+	xBC = silu(n.causalConv(xBC, name+".conv1d"))
+	xs := Reshape(Slice(xBC, AxisRange(), AxisRange(0, d.E)), l, d.Heads, d.HeadDim)
+	bm := Slice(xBC, AxisRange(), AxisRange(d.E, d.E+d.N))
+	cm := Slice(xBC, AxisRange(), AxisRange(d.E+d.N, d.E+2*d.N))
+	dt := Softplus(Add(dtRaw, ExpandLeftToRank(n.p[name+".dtbias"], 2)))     // [L, H]
+	a := ExpandLeftToRank(Neg(Exp(n.p[name+".alog"])), 2) // [1, H]
+	dA := Mul(dt, a)                                      // [L, H], log decay per step
+	xdt := Mul(xs, InsertAxes(dt, -1))                     // [L, H, P]
+	y := ssdScan(xdt, dA, bm, cm, d.Chunk)                 // [L, H, P]
+	y = Add(y, Mul(xs, Reshape(n.p[name+".dskip"], 1, d.Heads, 1)))
+	y = Mul(Reshape(y, l, d.E), silu(z))
+	return n.linear(y, name+".out")
+}
+
+// ssdScan computes the selective scan h_t = exp(dA_t) h_{t-1} + B_t x_t^T,
+// y_t = C_t h_t for x [L, H, P], dA [L, H], B and C [L, N] in the chunked
+// matrix (SSD) form: masked products inside chunks of q tokens and a state pass
+// between chunks. The cumulative decays across chunks are summed in float64,
+// where float32 loses ~5e-4 over 10^4 tokens.
+func ssdScan(x, dA, b, c *Node, q int) *Node {
+	g := x.Graph()
+	l, h, p := x.Shape().Dimensions[0], x.Shape().Dimensions[1], x.Shape().Dimensions[2]
+	nst := b.Shape().Dimensions[1]
+	dt := x.DType()
+	if q > l {
+		q = l
+	}
+	nc := (l + q - 1) / q
+	if pad := nc*q - l; pad > 0 {
+		// Trailing zero tokens: they come after every real token, so they change no real output.
+		x = Concatenate([]*Node{x, Zeros(g, shapeOf(dt, pad, h, p))}, 0)
+		dA = Concatenate([]*Node{dA, Zeros(g, shapeOf(dt, pad, h))}, 0)
+		b = Concatenate([]*Node{b, Zeros(g, shapeOf(dt, pad, nst))}, 0)
+		c = Concatenate([]*Node{c, Zeros(g, shapeOf(dt, pad, nst))}, 0)
+	}
+	x = Reshape(x, nc, q, h, p)
+	dA = Reshape(dA, nc, q, h)
+	b = Reshape(b, nc, q, nst)
+	c = Reshape(c, nc, q, nst)
+
+	// Inclusive cumulative sum inside each chunk as a product with a lower
+	// triangular matrix (CumSum's gradient emits a negative Pad, which panics).
+	tri := ConvertDType(LowerTriangular(g, q), dt) // tri[s, r] = 1 for r <= s
+	cum := Einsum("sr,crh->csh", tri, dA)          // [nc, q, h]
+
+	// Intra-chunk: y[s] = sum_{r<=s} (C_s.B_r) exp(cum_s - cum_r) x_r.
+	diff := Sub(InsertAxes(cum, 2), InsertAxes(cum, 1))         // [nc, s, r, h]
+	mask := InsertAxes(LowerTriangular(g, q), 0, -1)            // [1, s, r, 1]
+	mask = BroadcastToDims(mask, nc, q, q, h)
+	decay := Exp(Where(mask, diff, FillScalar(g, diff.Shape(), -1e30)))
+	scores := Einsum("csn,crn->csr", c, b)                      // [nc, s, r]
+	m := Mul(decay, InsertAxes(scores, -1))                     // [nc, s, r, h]
+	yDiag := Einsum("csrh,crhp->cshp", m, x)
+
+	// State at the end of each chunk from its own tokens.
+	last := Slice(cum, AxisRange(), AxisElem(q-1))               // [nc, 1, h]
+	decayToEnd := Exp(Sub(last, cum))                            // [nc, q, h]
+	states := Einsum("crn,crhp->chpn", b, Mul(x, InsertAxes(decayToEnd, -1)))
+
+	// Inter-chunk pass: state entering chunk i = sum_{j<i} exp(A_{j+1..i-1}) states_j.
+	chunkA := ConvertDType(Reshape(last, nc, h), dtypes.Float64)
+	triC := ConvertDType(LowerTriangular(g, nc), dtypes.Float64)
+	acs := Einsum("ij,jh->ih", triC, chunkA) // inclusive sums over chunks
+	// exponent for (i, j), j < i: acs[i-1] - acs[j] = acs[i] - chunkA[i] - acs[j]
+	excl := Sub(acs, chunkA)
+	ex := Sub(InsertAxes(excl, 1), InsertAxes(acs, 0)) // [i, j, h]
+	strict := BroadcastToDims(InsertAxes(ShapedLowerTriangular(g, nc, nc, -1), -1), nc, nc, h)
+	w := ConvertDType(Exp(Where(strict, ex, FillScalar(g, ex.Shape(), -1e300))), dt)
+	w = Where(strict, w, ZerosLike(w))
+	prev := Einsum("ijh,jhpn->ihpn", w, states) // [nc, h, p, n]
+
+	// Contribution of the entering state to each token of the chunk.
+	yOff := Einsum("csn,chpn->cshp", c, prev)
+	yOff = Mul(yOff, InsertAxes(Exp(cum), -1))
+	y := Reshape(Add(yDiag, yOff), nc*q, h, p)
+	if nc*q != l {
+		y = Slice(y, AxisRange(0, l))
+	}
+	return y
+}
+
+// encode runs the encoder and both branches on the padded, normalised scene
+// x [Hp, Wp, Bands] (Hp, Wp multiples of 4) and returns F0-based features.
+func (n *net) encode(x *Node) (f0, fspa, fdiff *Node) {
+	d := n.d
+	hp, wp := x.Shape().Dimensions[0], x.Shape().Dimensions[1]
+	hs, ws := hp/Stride, wp/Stride
+	e := n.linear(Reshape(x, hp*wp, d.Bands), "embed")
+	e = silu(n.groupNorm(e, "embed.gn"))
+	// 4x4 average pooling by reshaping: exact, cheap and with a plain gradient.
+	e = ReduceMean(Reshape(e, hs, Stride, ws, Stride, d.D), 1, 3)
+	f0 = silu(n.groupNorm(n.conv3x3(e, "conv"), "conv.gn")) // [L, D]
+
+	fspa = Add(f0, silu(n.groupNorm(n.mamba(f0, "spa"), "spa.gn")))
+	// Differential input: x - a * avg_pool_5(x) along channels (zero padded,
+	// divided by the full window, like PyTorch's avg_pool1d), as a banded matmul.
+	band := make([]float32, d.D*d.D)
+	half := d.DiffWindow / 2
+	for i := 0; i < d.D; i++ {
+		for j := i - half; j <= i+half; j++ {
+			if j >= 0 && j < d.D {
+				band[j*d.D+i] = 1 / float32(d.DiffWindow)
+			}
+		}
+	}
+	pool := MatMul(f0, ConvertDType(Const(x.Graph(), tensorOf(band, d.D, d.D)), x.DType()))
+	xd := Sub(f0, Mul(n.p["diff.a"], pool))
+	fdiff = Add(xd, silu(n.groupNorm(n.mamba(xd, "diff"), "diff.gn")))
+	return f0, fspa, fdiff
+}
+
+func (n *net) head(f *Node) *Node {
+	h := silu(n.groupNorm(n.linear(f, "head.1"), "head.gn"))
+	return n.linear(h, "head.2")
+}
+
+func l2normalize(x *Node, axis int) *Node {
+	norm := Sqrt(AddScalar(ReduceAndKeep(Square(x), ReduceSum, axis), 1e-12))
+	return Div(x, norm)
+}
+
+// forward runs the whole network. bank returns the prototype bank [K, D]
+// (L2-normalised rows) given the fused features F (training updates it from them), anchor [L] int32 the positive-anchor class of each
+// cell (-1: use argmax Q), s the calibration switch (0 or 1).
+func (n *net) forward(x *Node, bank func(f *Node) *Node, anchor, s *Node) fwd {
+	d := n.d
+	var o fwd
+	f0, fspa, fdiff := n.encode(x)
+	o.Fspa, o.Fdiff = fspa, fdiff
+	o.Zspa = n.linear(fspa, "spa.aux")
+	o.Zdiff = n.linear(fdiff, "diff.aux")
+	wf := Softmax(n.p["fuse.w"], 0)
+	o.F = Add(Add(Mul(Reshape(Slice(wf, AxisElem(0))), fspa), Mul(Reshape(Slice(wf, AxisElem(1))), fdiff)), f0)
+	o.Zraw = n.head(o.F)
+	protos := bank(o.F)
+
+	tau := Exp(n.p["logtau"])
+	cos := MatMul(l2normalize(o.F, 1), Transpose(protos, 0, 1)) // [L, K]
+	o.S = Mul(tau, cos)
+	o.Q = Softmax(o.S, 1)
+
+	if n.cfg.Ablation == AblationBase {
+		o.Zcal = o.Zraw
+		o.Gtilde = ZerosLike(Slice(o.Zraw, AxisRange(), AxisElem(0)))
+		o.Gtilde = Reshape(o.Gtilde, o.Gtilde.Shape().Dimensions[0])
+		return o
+	}
+
+	q := n.sg(o.Q)
+	pred := ArgMax(q, 1, dtypes.Int32)
+	pos := Where(GreaterOrEqual(anchor, ScalarZero(x.Graph(), dtypes.Int32)), anchor, pred)
+	posHot := OneHot(pos, d.K, q.DType()) // [L, K]
+	cpos := MatMul(posHot, protos)
+	// Negative context: the two most similar non-target prototypes, weighted by renormalised Q.
+	qn := Mul(q, OneMinus(posHot))
+	negMask := OneHot(ArgMax(qn, 1, dtypes.Int32), d.K, q.DType())
+	if d.K > 2 {
+		qn2 := Mul(qn, OneMinus(negMask))
+		negMask = Add(negMask, OneHot(ArgMax(qn2, 1, dtypes.Int32), d.K, q.DType()))
+	}
+	wneg := Mul(q, negMask)
+	wneg = Div(wneg, AddScalar(ReduceAndKeep(wneg, ReduceSum, 1), 1e-12))
+	cneg := MatMul(wneg, protos)
+
+	evidence := func(ctxv *Node, name string) *Node {
+		in := Concatenate([]*Node{o.F, fspa, fdiff, ctxv}, 1)
+		return n.linear(silu(n.linear(in, name+".1")), name+".2")
+	}
+	delta := Sub(MulScalar(evidence(cpos, "gpos"), n.cfg.Alpha), MulScalar(evidence(cneg, "gneg"), n.cfg.Beta))
+
+	// Uncertainty sources, treated as measurements (no gradient into them).
+	logK := math.Log(float64(d.K))
+	praw := Softmax(n.sg(o.Zraw), 1)
+	uEnt := DivScalar(Neg(ReduceSum(Mul(praw, Log(AddScalar(praw, 1e-12))), 1)), logK)
+	pspa := Softmax(n.sg(o.Zspa), 1)
+	pdiff := Softmax(n.sg(o.Zdiff), 1)
+	pm := MulScalar(Add(pspa, pdiff), 0.5)
+	kl := func(p, q *Node) *Node {
+		return ReduceSum(Mul(p, Sub(Log(AddScalar(p, 1e-12)), Log(AddScalar(q, 1e-12)))), 1)
+	}
+	uBr := DivScalar(Add(kl(pspa, pm), kl(pdiff, pm)), 2*math.Ln2)
+	q1 := ReduceMax(q, 1)
+	q2 := ReduceMax(Mul(q, OneMinus(OneHot(pred, d.K, q.DType()))), 1)
+	uPro := OneMinus(Sub(q1, q2))
+	u := Stack([]*Node{uEnt, uBr, uPro}, 1) // [L, 3]
+	o.Gtilde = Sigmoid(Add(MatMul(u, n.p["gate.w"]), n.p["gate.b"]))
+	rho := n.cfg.GateFloor
+	gate := AddScalar(MulScalar(o.Gtilde, 1-rho), rho)
+	fcal := Add(o.F, Mul(Mul(s, InsertAxes(gate, -1)), delta))
+	o.Zcal = n.head(fcal)
+	return o
+}

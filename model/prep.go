@@ -1,0 +1,141 @@
+package model
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+)
+
+// checkScene validates the sizes of s.
+func checkScene(s Scene) error {
+	switch {
+	case s.Rows < 1 || s.Cols < 1 || s.Bands < 1:
+		return fmt.Errorf("scene size %dx%dx%d: every dimension must be positive", s.Rows, s.Cols, s.Bands)
+	case len(s.Data) != s.Rows*s.Cols*s.Bands:
+		return fmt.Errorf("scene data has %d values, want %d (%dx%dx%d)", len(s.Data), s.Rows*s.Cols*s.Bands, s.Rows, s.Cols, s.Bands)
+	case s.Valid != nil && len(s.Valid) != s.Rows*s.Cols:
+		return fmt.Errorf("scene valid mask has %d values, want %d", len(s.Valid), s.Rows*s.Cols)
+	}
+	return nil
+}
+
+func (s Scene) valid(i int) bool {
+	if s.Valid != nil && !s.Valid[i] {
+		return false
+	}
+	return true
+}
+
+// bandStretch computes each band's 2nd and 98th percentiles over the valid
+// pixels of s (linear interpolation between order statistics, like numpy).
+func bandStretch(s Scene) (lo, hi []float32, err error) {
+	lo, hi = make([]float32, s.Bands), make([]float32, s.Bands)
+	vals := make([]float64, 0, s.Rows*s.Cols)
+	for b := 0; b < s.Bands; b++ {
+		vals = vals[:0]
+		for i := 0; i < s.Rows*s.Cols; i++ {
+			if v := float64(s.Data[i*s.Bands+b]); s.valid(i) && !math.IsNaN(v) && !math.IsInf(v, 0) {
+				vals = append(vals, v)
+			}
+		}
+		if len(vals) == 0 {
+			return nil, nil, fmt.Errorf("band %d has no valid pixels", b+1)
+		}
+		slices.Sort(vals)
+		lo[b], hi[b] = float32(percentile(vals, 2)), float32(percentile(vals, 98))
+	}
+	return lo, hi, nil
+}
+
+func percentile(sorted []float64, pct float64) float64 {
+	pos := pct / 100 * float64(len(sorted)-1)
+	i := int(math.Floor(pos))
+	if i >= len(sorted)-1 {
+		return sorted[len(sorted)-1]
+	}
+	f := pos - float64(i)
+	return sorted[i]*(1-f) + sorted[i+1]*f
+}
+
+// padTo returns n rounded up to a multiple of Stride.
+func padTo(n int) int { return (n + Stride - 1) / Stride * Stride }
+
+// normalise stretches s to [0,1] per band with lo/hi, sets invalid pixels to
+// 0 and pads to multiples of Stride by repeating the last row and column.
+// The result is [Hp][Wp][Bands].
+func normalise(s Scene, lo, hi []float32) []float32 {
+	hp, wp := padTo(s.Rows), padTo(s.Cols)
+	out := make([]float32, hp*wp*s.Bands)
+	scale := make([]float32, s.Bands)
+	for b := range scale {
+		if d := hi[b] - lo[b]; d > 0 {
+			scale[b] = 1 / d
+		}
+	}
+	for r := 0; r < hp; r++ {
+		sr := min(r, s.Rows-1)
+		for c := 0; c < wp; c++ {
+			sc := min(c, s.Cols-1)
+			i := sr*s.Cols + sc
+			dst := out[(r*wp+c)*s.Bands : (r*wp+c+1)*s.Bands]
+			if !s.valid(i) {
+				continue
+			}
+			src := s.Data[i*s.Bands : (i+1)*s.Bands]
+			for b, v := range src {
+				x := (v - lo[b]) * scale[b]
+				if !(x >= 0) { // also NaN
+					x = 0
+				} else if x > 1 {
+					x = 1
+				}
+				dst[b] = x
+			}
+		}
+	}
+	return out
+}
+
+// upMatrix is the bilinear interpolation matrix [n][n/Stride rounded up]
+// from the stride-4 grid to n full-resolution positions, with PyTorch's
+// align_corners=False convention (source = (i+0.5)/4 - 0.5, clamped).
+func upMatrix(n int) []float32 {
+	ns := padTo(n) / Stride
+	m := make([]float32, n*ns)
+	for i := 0; i < n; i++ {
+		src := (float64(i)+0.5)/Stride - 0.5
+		if src < 0 {
+			src = 0
+		}
+		i0 := int(math.Floor(src))
+		if i0 > ns-1 {
+			i0 = ns - 1
+		}
+		i1 := min(i0+1, ns-1)
+		f := float32(src - float64(i0))
+		m[i*ns+i0] += 1 - f
+		m[i*ns+i1] += f
+	}
+	return m
+}
+
+// pickSplit chooses up to perClass training pixels per class with rng seeded
+// by seed; dense[i] is the dense class index of pixel i or -1.
+func pickSplit(dense []int32, k, perClass int, seed int64) []int {
+	byClass := make([][]int, k)
+	for i, c := range dense {
+		if c >= 0 {
+			byClass[c] = append(byClass[c], i)
+		}
+	}
+	rng := rand.New(rand.NewPCG(uint64(seed), 0x706e6563))
+	var train []int
+	for _, idx := range byClass {
+		rng.Shuffle(len(idx), func(a, b int) { idx[a], idx[b] = idx[b], idx[a] })
+		n := min(perClass, len(idx))
+		train = append(train, idx[:n]...)
+	}
+	slices.Sort(train)
+	return train
+}

@@ -1,0 +1,249 @@
+package model
+
+import (
+	"fmt"
+)
+
+// Region places a block of pixels in a scene: Row0, Col0 is its top-left
+// pixel (0-based, scene coordinates), Rows x Cols its size.
+type Region struct{ Row0, Col0, Rows, Cols int }
+
+func (r Region) String() string {
+	return fmt.Sprintf("rows %d..%d cols %d..%d", r.Row0, r.Row0+r.Rows, r.Col0, r.Col0+r.Cols)
+}
+
+// contains reports whether o lies inside r.
+func (r Region) contains(o Region) bool {
+	return o.Rows >= 0 && o.Cols >= 0 &&
+		o.Row0 >= r.Row0 && o.Col0 >= r.Col0 &&
+		o.Row0+o.Rows <= r.Row0+r.Rows && o.Col0+o.Cols <= r.Col0+r.Cols
+}
+
+// Halo is the number of pixels a region's recovery reads beyond each side of
+// the region: Window/2. A tile whose output rows are [r0, r1) needs input rows
+// [r0-Halo, r1+Halo) clipped to the scene to match a whole-scene Recover.
+func (p RecoveryParams) Halo() int {
+	if p.Window <= 1 || p.Eta == 0 {
+		return 0
+	}
+	return p.Window / 2
+}
+
+// Validate reports parameters that Recover cannot apply: an even or
+// non-positive window, or a strength outside 0..1.
+func (p RecoveryParams) Validate() error {
+	if p.Window < 1 || p.Window%2 == 0 {
+		return fmt.Errorf("recovery window %d: must be an odd number of pixels >= 1", p.Window)
+	}
+	if !(p.Eta >= 0 && p.Eta <= 1) {
+		return fmt.Errorf("recovery strength %g: must be in 0..1", p.Eta)
+	}
+	return nil
+}
+
+// Recover applies the spatial consistency refinement of the paper to a whole
+// scene: P_rec = (1-Eta) P + Eta AvgPool_Window(P).
+//
+// prob is [rows][cols][classes] (pixel-interleaved), valid[r*cols+c] marks
+// the pixels with data (nil = all valid). The window average of a pixel is
+// taken over the valid pixels of its Window x Window neighbourhood that lie
+// inside the scene, so nodata pixels and the scene border do not dilute the
+// probabilities; invalid pixels' outputs are zero. The cost is
+// O(rows*cols*classes) whatever the window (separable running sums).
+//
+// Recover panics when the slice lengths do not match the shape or p is
+// invalid (see Validate): both are programming errors of the caller.
+func Recover(prob []float32, valid []bool, rows, cols, classes int, p RecoveryParams) []float32 {
+	reg := Region{Rows: rows, Cols: cols}
+	out, err := RecoverRegion(prob, valid, reg, reg, classes, p)
+	if err != nil {
+		panic("model.Recover: " + err.Error())
+	}
+	return out
+}
+
+// RecoverRows is RecoverRegion for full-width row strips, the layout of a
+// streaming classifier: the input holds scene rows [inRow0, inRow0+inRows)
+// of a scene cols wide, and the output is scene rows [outRow0,
+// outRow0+outRows), which must lie inside the input. Output rows equal those
+// of a whole-scene Recover when the input covers [outRow0-Halo,
+// outRow0+outRows+Halo) clipped to the scene.
+func RecoverRows(prob []float32, valid []bool, inRow0, inRows, cols, classes int,
+	outRow0, outRows int, p RecoveryParams) ([]float32, error) {
+	return RecoverRegion(prob, valid,
+		Region{Row0: inRow0, Rows: inRows, Cols: cols},
+		Region{Row0: outRow0, Rows: outRows, Cols: cols}, classes, p)
+}
+
+// RecoverRegion computes the recovered probabilities of the pixels of out
+// from the block in, which holds prob ([in.Rows][in.Cols][classes]) and valid
+// (nil = all valid) and must contain out. Neighbourhoods are clipped to in:
+// pass an input that extends Halo pixels beyond out on every side where the
+// scene continues (and stops at the scene border) to get exactly the values
+// of a whole-scene Recover. The result is [out.Rows][out.Cols][classes], zero
+// at invalid pixels.
+func RecoverRegion(prob []float32, valid []bool, in, out Region, classes int, p RecoveryParams) ([]float32, error) {
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	if classes < 1 || in.Rows < 0 || in.Cols < 0 {
+		return nil, fmt.Errorf("recover: bad shape %v x %d classes", in, classes)
+	}
+	if len(prob) != in.Rows*in.Cols*classes {
+		return nil, fmt.Errorf("recover: %d probabilities for %v x %d classes, want %d",
+			len(prob), in, classes, in.Rows*in.Cols*classes)
+	}
+	if valid != nil && len(valid) != in.Rows*in.Cols {
+		return nil, fmt.Errorf("recover: %d validity flags for %v, want %d", len(valid), in, in.Rows*in.Cols)
+	}
+	if !in.contains(out) {
+		return nil, fmt.Errorf("recover: output %v is not inside input %v", out, in)
+	}
+	res := make([]float32, out.Rows*out.Cols*classes)
+	if out.Rows == 0 || out.Cols == 0 {
+		return res, nil
+	}
+	isValid := func(i int) bool { return valid == nil || valid[i] }
+	h := p.Halo()
+	// Output pixel (r, c) in scene coordinates reads input rows
+	// [r-h, r+h] and cols [c-h, c+h] clipped to in.
+	oR0, oC0 := out.Row0-in.Row0, out.Col0-in.Col0 // out's offset in the input block
+	if h == 0 {
+		for r := 0; r < out.Rows; r++ {
+			for c := 0; c < out.Cols; c++ {
+				src := (oR0+r)*in.Cols + oC0 + c
+				if !isValid(src) {
+					continue
+				}
+				copy(res[(r*out.Cols+c)*classes:(r*out.Cols+c+1)*classes], prob[src*classes:(src+1)*classes])
+			}
+		}
+		return res, nil
+	}
+	// The rows and columns of the input that any output pixel reads.
+	rLo, rHi := max(oR0-h, 0), min(oR0+out.Rows+h, in.Rows) // input rows needed
+	cLo, cHi := max(oC0-h, 0), min(oC0+out.Cols+h, in.Cols)
+	// Pass 1 (horizontal): for every needed input row and every output
+	// column, the sum of the valid probabilities in [c-h, c+h] and their
+	// count. Sums run in float64 so that the sliding add/subtract does not
+	// drift.
+	nr := rHi - rLo
+	hs := make([]float32, nr*out.Cols*classes) // [nr][out.Cols][classes]
+	hn := make([]int32, nr*out.Cols)
+	acc := make([]float64, classes)
+	for ir := 0; ir < nr; ir++ {
+		row := rLo + ir
+		for k := range acc {
+			acc[k] = 0
+		}
+		n := int32(0)
+		add := func(col int, sign float64) {
+			i := row*in.Cols + col
+			if !isValid(i) {
+				return
+			}
+			px := prob[i*classes : (i+1)*classes]
+			for k, v := range px {
+				acc[k] += sign * float64(v)
+			}
+			if sign > 0 {
+				n++
+			} else {
+				n--
+			}
+		}
+		// Window of output column 0 (input column oC0): [oC0-h, oC0+h] clipped.
+		lo, hi := oC0-h, oC0+h // inclusive bounds of the current window
+		for col := max(lo, cLo); col <= min(hi, cHi-1); col++ {
+			add(col, 1)
+		}
+		for c := 0; c < out.Cols; c++ {
+			if c > 0 {
+				if lo >= cLo && lo < cHi {
+					add(lo, -1)
+				}
+				lo++
+				hi++
+				if hi >= cLo && hi < cHi {
+					add(hi, 1)
+				}
+			}
+			dst := hs[(ir*out.Cols+c)*classes : (ir*out.Cols+c+1)*classes]
+			for k := range dst {
+				dst[k] = float32(acc[k])
+			}
+			hn[ir*out.Cols+c] = n
+		}
+	}
+	// Pass 2 (vertical): slide a window of h rows either side over the
+	// horizontal sums, one accumulator per output column and class.
+	vacc := make([]float64, out.Cols*classes)
+	vn := make([]int32, out.Cols)
+	addRow := func(ir int, sign float64) {
+		src := hs[ir*out.Cols*classes : (ir+1)*out.Cols*classes]
+		for j, v := range src {
+			vacc[j] += sign * float64(v)
+		}
+		cnt := hn[ir*out.Cols : (ir+1)*out.Cols]
+		if sign > 0 {
+			for j, v := range cnt {
+				vn[j] += v
+			}
+		} else {
+			for j, v := range cnt {
+				vn[j] -= v
+			}
+		}
+	}
+	lo, hi := oR0-h, oR0+h // inclusive input-row bounds of the window of output row 0
+	for row := max(lo, rLo); row <= min(hi, rHi-1); row++ {
+		addRow(row-rLo, 1)
+	}
+	eta := p.Eta
+	for r := 0; r < out.Rows; r++ {
+		if r > 0 {
+			if lo >= rLo && lo < rHi {
+				addRow(lo-rLo, -1)
+			}
+			lo++
+			hi++
+			if hi >= rLo && hi < rHi {
+				addRow(hi-rLo, 1)
+			}
+		}
+		for c := 0; c < out.Cols; c++ {
+			src := (oR0+r)*in.Cols + oC0 + c
+			if !isValid(src) {
+				continue
+			}
+			// The pixel itself is valid and inside its window, so the count is >= 1.
+			inv := 1 / float64(vn[c])
+			px := prob[src*classes : (src+1)*classes]
+			dst := res[(r*out.Cols+c)*classes : (r*out.Cols+c+1)*classes]
+			a := vacc[c*classes : (c+1)*classes]
+			for k := range dst {
+				dst[k] = float32((1-eta)*float64(px[k]) + eta*a[k]*inv)
+			}
+		}
+	}
+	return res, nil
+}
+
+// Argmax returns, for each pixel of prob ([pixels][classes]), the dense index
+// of its largest probability; ties go to the lowest index. Pixels whose
+// probabilities are all zero (invalid pixels after Recover) get -1.
+func Argmax(prob []float32, classes int) []int {
+	n := len(prob) / classes
+	out := make([]int, n)
+	for i := range out {
+		px := prob[i*classes : (i+1)*classes]
+		best, bv := -1, float32(0)
+		for k, v := range px {
+			if v > bv {
+				best, bv = k, v
+			}
+		}
+		out[i] = best
+	}
+	return out
+}

@@ -1,0 +1,463 @@
+package model
+
+import (
+	"context"
+
+	"github.com/gomlx/compute"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"time"
+
+	"github.com/gomlx/compute/dtypes"
+	. "github.com/gomlx/gomlx/core/graph" //nolint:revive // graph DSL
+	"github.com/gomlx/gomlx/core/tensors"
+)
+
+// withDefaults fills zero fields of o with the paper's values.
+func (o TrainOptions) withDefaults() TrainOptions {
+	def := DefaultConfig()
+	c := &o.Config
+	if c.Hidden == 0 {
+		*c = def
+	}
+	if c.Epochs == 0 {
+		c.Epochs = def.Epochs
+	}
+	if c.Recovery.Window == 0 {
+		c.Recovery = def.Recovery
+	}
+	if c.Ablation == "" {
+		c.Ablation = AblationFull
+	}
+	if o.TrainPerClass == 0 {
+		o.TrainPerClass = DefaultTrainPerClass
+	}
+	if o.SplitSeed == 0 {
+		o.SplitSeed = DefaultSplitSeed
+	}
+	if o.Seed == 0 {
+		o.Seed = DefaultSeed
+	}
+	return o
+}
+
+// validateConfig checks the values a user can set.
+func validateConfig(c Config) error {
+	switch c.Ablation {
+	case AblationFull, AblationBase, AblationNoEC, AblationNoRC:
+	default:
+		return fmt.Errorf("ablation %q: want full, base, no-ec or no-rc", c.Ablation)
+	}
+	switch {
+	case c.Epochs < 1:
+		return fmt.Errorf("epochs %d: need at least 1", c.Epochs)
+	case !(c.LearningRate > 0):
+		return fmt.Errorf("learning rate %g: must be positive", c.LearningRate)
+	case c.GateFloor < 0 || c.GateFloor > 1:
+		return fmt.Errorf("gate floor %g: must be in [0,1]", c.GateFloor)
+	case c.Momentum < 0 || c.Momentum >= 1:
+		return fmt.Errorf("momentum %g: must be in [0,1)", c.Momentum)
+	case !(c.TauInit > 0):
+		return fmt.Errorf("tau %g: must be positive", c.TauInit)
+	case c.Recovery.Window < 1 || c.Recovery.Window%2 == 0:
+		return fmt.Errorf("recovery window %d: must be odd and positive", c.Recovery.Window)
+	case c.Recovery.Eta < 0 || c.Recovery.Eta > 1:
+		return fmt.Errorf("recovery eta %g: must be in [0,1]", c.Recovery.Eta)
+	}
+	return nil
+}
+
+// trainData is everything a training step needs besides the weights.
+type trainData struct {
+	x        *tensors.Tensor // [Hp, Wp, B]
+	anchor   *tensors.Tensor // [L] int32 dense class of cells holding a training pixel, else -1
+	wtr      *tensors.Tensor // [Ntr, L] bilinear weights of the training pixels
+	ytr      *tensors.Tensor // [Ntr] int32 dense class
+	cellMask *tensors.Tensor // [L] 1 for cells with a valid pixel
+}
+
+// Train fits a model on scene s. labels holds class values (row-major,
+// Rows*Cols, 0 = unlabelled); the training pixels are picked from them
+// (or given by opts.TrainMask) and all other labelled pixels are test pixels.
+func Train(ctx context.Context, s Scene, labels []int32, opts TrainOptions) (m *Model, err error) {
+	start := time.Now()
+	opts = opts.withDefaults()
+	cfg := opts.Config
+	if err := validateConfig(cfg); err != nil {
+		return nil, fmt.Errorf("train: %w", err)
+	}
+	if err := checkScene(s); err != nil {
+		return nil, fmt.Errorf("train: %w", err)
+	}
+	npix := s.Rows * s.Cols
+	if len(labels) != npix {
+		return nil, fmt.Errorf("train: labels have %d values, scene %d pixels", len(labels), npix)
+	}
+	if opts.TrainMask != nil && len(opts.TrainMask) != npix {
+		return nil, fmt.Errorf("train: training mask has %d values, scene %d pixels", len(opts.TrainMask), npix)
+	}
+
+	// Classes: every value in the labels (and the fixed split), ascending.
+	seen := map[int32]bool{}
+	for i, v := range labels {
+		if v > 0 && s.valid(i) {
+			seen[v] = true
+		}
+	}
+	for i, v := range opts.TrainMask {
+		if v > 0 && s.valid(i) {
+			seen[v] = true
+		}
+	}
+	values := make([]int32, 0, len(seen))
+	for v := range seen {
+		values = append(values, v)
+	}
+	slices.Sort(values)
+	if len(values) < 2 {
+		return nil, fmt.Errorf("train: labels hold %d classes among valid pixels, need at least 2", len(values))
+	}
+	denseOf := map[int32]int32{}
+	classes := make([]Class, len(values))
+	for k, v := range values {
+		denseOf[v] = int32(k)
+		classes[k] = Class{Value: int(v), Name: opts.ClassNames[int(v)], Color: PaletteColor(int(v))}
+		if classes[k].Name == "" {
+			classes[k].Name = fmt.Sprintf("class %d", v)
+		}
+		if c, ok := opts.Colors[int(v)]; ok {
+			classes[k].Color = c
+		}
+	}
+
+	// Split.
+	var trainIdx []int
+	split := "seed"
+	if opts.TrainMask != nil {
+		split = "mask"
+		for i, v := range opts.TrainMask {
+			if v > 0 && s.valid(i) {
+				trainIdx = append(trainIdx, i)
+			}
+		}
+	} else {
+		dense := make([]int32, npix)
+		for i, v := range labels {
+			dense[i] = -1
+			if v > 0 && s.valid(i) {
+				dense[i] = denseOf[v]
+			}
+		}
+		trainIdx = pickSplit(dense, len(values), opts.TrainPerClass, opts.SplitSeed)
+	}
+	if len(trainIdx) == 0 {
+		return nil, fmt.Errorf("train: no training pixels")
+	}
+	trainClass := func(i int) int32 {
+		if opts.TrainMask != nil {
+			return denseOf[opts.TrainMask[i]]
+		}
+		return denseOf[labels[i]]
+	}
+
+	d, err := makeDims(cfg, s.Bands, len(values))
+	if err != nil {
+		return nil, fmt.Errorf("train: %w", err)
+	}
+	lo, hi, err := bandStretch(s)
+	if err != nil {
+		return nil, fmt.Errorf("train: normalisation statistics: %w", err)
+	}
+
+	b, config, err := openBackend(opts.Backend)
+	if err != nil {
+		return nil, fmt.Errorf("train: %w", err)
+	}
+	defer b.Finalize()
+	defer func() {
+		if r := recover(); r != nil {
+			m, err = nil, fmt.Errorf("train on %s: %v", backendLabel(config), r)
+		}
+	}()
+
+	ytrain := make([]int32, len(trainIdx))
+	for t, i := range trainIdx {
+		ytrain[t] = trainClass(i)
+	}
+	td := newTrainData(s, lo, hi, trainIdx, ytrain)
+
+	rng := rand.New(rand.NewPCG(uint64(opts.Seed), 0x6d616d6261))
+	params := initParams(d, cfg, rng)
+	st, err := newTrainer(b, d, cfg, params)
+	if err != nil {
+		return nil, fmt.Errorf("train: %w", err)
+	}
+	defer st.finalize()
+
+	var loss, acc float64
+	for epoch := 1; epoch <= cfg.Epochs; epoch++ {
+		if err := ctx.Err(); err != nil {
+			return nil, fmt.Errorf("train: stopped at epoch %d: %w", epoch, err)
+		}
+		calib := float32(1)
+		if epoch <= cfg.ECWarmupEpochs || cfg.Ablation == AblationBase || cfg.Ablation == AblationNoEC {
+			calib = 0
+		}
+		loss, acc, err = st.step(td, calib)
+		if err != nil {
+			return nil, fmt.Errorf("train: epoch %d on %s: %w", epoch, backendLabel(config), err)
+		}
+		if math.IsNaN(loss) || math.IsInf(loss, 0) {
+			return nil, fmt.Errorf("train: epoch %d: loss is %g", epoch, loss)
+		}
+		if opts.Progress != nil {
+			el := time.Since(start)
+			opts.Progress(EpochStats{Epoch: epoch, Epochs: cfg.Epochs, Loss: loss, TrainAccuracy: acc,
+				Elapsed: el, ETA: time.Duration(float64(el) / float64(epoch) * float64(cfg.Epochs-epoch))})
+		}
+	}
+	params, protos, err := st.weights()
+	if err != nil {
+		return nil, fmt.Errorf("train: read weights: %w", err)
+	}
+	m = &Model{
+		meta: modelMeta{
+			Version: Version, Backend: backendLabel(config), Config: cfg, Bands: s.Bands,
+			WavelengthsNM: slices.Clone(s.WavelengthsNM), Classes: classes, StretchLo: lo, StretchHi: hi,
+			SceneRows: s.Rows, SceneCols: s.Cols, TrainSplit: split, SplitSeed: opts.SplitSeed, Seed: opts.Seed,
+			TrainIndices: trainIdx, FinalLoss: loss, TrainAccuracy: acc,
+			TrainSeconds: time.Since(start).Seconds(),
+		},
+		params: params,
+		protos: protos,
+	}
+	if split == "seed" {
+		m.meta.TrainPerClass = opts.TrainPerClass
+	}
+	if _, sum, err := m.fileBytes(); err == nil {
+		m.checksum = sum
+	}
+	return m, nil
+}
+
+// newTrainData prepares the constant inputs of the training step: the
+// normalised padded scene, the anchor class of cells holding a training
+// pixel, the bilinear weights from the stride-4 grid to each training pixel,
+// and the valid-cell mask.
+func newTrainData(s Scene, lo, hi []float32, trainIdx []int, ytrain []int32) trainData {
+	hp, wp := padTo(s.Rows), padTo(s.Cols)
+	hs, ws := hp/Stride, wp/Stride
+	l := hs * ws
+	td := trainData{x: tensorOf(normalise(s, lo, hi), hp, wp, s.Bands)}
+	anchor := make([]int32, l)
+	for i := range anchor {
+		anchor[i] = -1
+	}
+	cellMask := make([]float32, l)
+	for i := 0; i < s.Rows*s.Cols; i++ {
+		if s.valid(i) {
+			cellMask[(i/s.Cols)/Stride*ws+(i%s.Cols)/Stride] = 1
+		}
+	}
+	ur, uc := upMatrix(s.Rows), upMatrix(s.Cols)
+	ntr := len(trainIdx)
+	wtr := make([]float32, ntr*l)
+	ytr := make([]int32, ntr)
+	for t, i := range trainIdx {
+		r, c := i/s.Cols, i%s.Cols
+		ytr[t] = ytrain[t]
+		if cell := r/Stride*ws + c/Stride; anchor[cell] < 0 {
+			anchor[cell] = ytr[t]
+		}
+		for a := 0; a < hs; a++ {
+			if wa := ur[r*hs+a]; wa != 0 {
+				for bb := 0; bb < ws; bb++ {
+					wtr[t*l+a*ws+bb] = wa * uc[c*ws+bb]
+				}
+			}
+		}
+	}
+	td.anchor, td.cellMask = tensorOf(anchor, l), tensorOf(cellMask, l)
+	td.wtr, td.ytr = tensorOf(wtr, ntr, l), tensorOf(ytr, ntr)
+
+	return td
+}
+
+// trainer holds the compiled training step and the current state as tensors.
+type trainer struct {
+	exec   *Exec
+	cfg    Config
+	names  []string
+	state  []*tensors.Tensor // protos, protoInit, params..., adamM..., adamV...
+	t      int
+}
+
+const (
+	adamBeta1 = 0.9
+	adamBeta2 = 0.999
+	adamEps   = 1e-8
+)
+
+func newTrainer(b compute.Backend, d dims, cfg Config, params paramSet) (*trainer, error) {
+	tr := &trainer{cfg: cfg}
+	np := len(params)
+	for _, p := range params {
+		tr.names = append(tr.names, p.Name)
+	}
+	n := &net{d: d, cfg: cfg}
+	fn := func(g *Graph, in []*Node) []*Node {
+		x, anchor, wtr, ytr, cellMask, calib, a1, c2 := in[0], in[1], in[2], in[3], in[4], in[5], in[6], in[7]
+		protos, protoInit := in[8], in[9]
+		pNodes := in[10 : 10+np]
+		mNodes := in[10+np : 10+2*np]
+		vNodes := in[10+2*np : 10+3*np]
+		n.p = make(map[string]*Node, np)
+		for i, name := range tr.names {
+			n.p[name] = pNodes[i]
+		}
+		loss, acc, newProtos, newInit := n.loss(x, anchor, wtr, ytr, cellMask, calib, protos, protoInit)
+		grads := Gradient(loss, pNodes...)
+		out := []*Node{loss, acc, newProtos, newInit}
+		var newP, newM, newV []*Node
+		for i, gr := range grads {
+			m := Add(MulScalar(mNodes[i], adamBeta1), MulScalar(gr, 1-adamBeta1))
+			v := Add(MulScalar(vNodes[i], adamBeta2), MulScalar(Square(gr), 1-adamBeta2))
+			step := Div(Mul(a1, m), AddScalar(Mul(Sqrt(v), c2), adamEps))
+			newP = append(newP, Sub(pNodes[i], step))
+			newM = append(newM, m)
+			newV = append(newV, v)
+		}
+		out = append(out, newP...)
+		out = append(out, newM...)
+		return append(out, newV...)
+	}
+	exec, err := NewExec(b, fn)
+	if err != nil {
+		return nil, err
+	}
+	tr.exec = exec.WithName("pnec_train_step")
+	tr.state = append(tr.state, tensorOf(make([]float32, d.K*d.D), d.K, d.D), tensorOf(make([]float32, d.K), d.K))
+	for _, p := range params {
+		tr.state = append(tr.state, tensorOf(p.Data, p.Shape...))
+	}
+	for range 2 {
+		for _, p := range params {
+			tr.state = append(tr.state, tensorOf(make([]float32, len(p.Data)), p.Shape...))
+		}
+	}
+	return tr, nil
+}
+
+// loss is the training objective on one full-image forward pass (see
+// Train), the accuracy on the training pixels, and the updated prototype bank.
+func (n *net) loss(x, anchor, wtr, ytr, cellMask, calib, protos, protoInit *Node) (loss, acc, newProtos, newInit *Node) {
+	d, cfg := n.d, n.cfg
+	bank := func(f *Node) *Node {
+		newProtos, newInit = updateBank(StopGradient(f), anchor, protos, protoInit, d.K, cfg.Momentum)
+		return newProtos
+	}
+	o := n.forward(x, bank, anchor, calib)
+	ce := func(z *Node) *Node {
+		logp := LogSoftmax(MatMul(wtr, z), 1)
+		return Neg(ReduceAllMean(ReduceSum(Mul(logp, OneHot(ytr, d.K, logp.DType())), 1)))
+	}
+	loss = ce(o.Zcal)
+	loss = Add(loss, MulScalar(Add(ce(o.Zspa), ce(o.Zdiff)), cfg.LambdaBranch))
+	lambdaProto, lambdaCon := cfg.LambdaProto, cfg.LambdaCon
+	if cfg.Ablation == AblationBase {
+		lambdaProto, lambdaCon = 0, 0
+	}
+	if lambdaProto != 0 {
+		loss = Add(loss, MulScalar(ce(o.S), lambdaProto))
+	}
+	if lambdaCon != 0 {
+		// (1 - G~)-weighted KL(P_raw || P_cal) over the valid cells.
+		lraw, lcal := LogSoftmax(o.Zraw, 1), LogSoftmax(o.Zcal, 1)
+		kl := ReduceSum(Mul(Exp(lraw), Sub(lraw, lcal)), 1)
+		w := Mul(OneMinus(n.sg(o.Gtilde)), cellMask)
+		lcon := Div(ReduceAllSum(Mul(w, kl)), MaxScalar(ReduceAllSum(cellMask), 1))
+		loss = Add(loss, MulScalar(lcon, lambdaCon))
+	}
+	pred := ArgMax(MatMul(wtr, o.Zcal), 1, dtypes.Int32)
+	acc = ReduceAllMean(ConvertDType(Equal(pred, ytr), loss.DType()))
+
+	return loss, acc, newProtos, newInit
+}
+
+// updateBank is the momentum update of the prototype bank from the class
+// means of the features f [L, D] of cells with an anchor class: an
+// uninitialised prototype (init 0) takes the normalised mean, the others
+// Norm(m p + (1-m) mean); classes absent from this step keep theirs.
+func updateBank(f, anchor, protos, init *Node, k int, momentum float64) (newProtos, newInit *Node) {
+	hot := OneHot(anchor, k, f.DType()) // rows of -1 are all zero
+	sums := MatMul(Transpose(hot, 0, 1), f)          // [K, D]
+	counts := ReduceSum(hot, 0)                      // [K]
+	mean := l2normalize(Div(sums, InsertAxes(MaxScalar(counts, 1), -1)), 1)
+	mixed := l2normalize(Add(MulScalar(protos, momentum), MulScalar(mean, 1-momentum)), 1)
+	zero := ScalarZero(f.Graph(), f.DType())
+	dd := f.Shape().Dimensions[1]
+	has := BroadcastToDims(InsertAxes(GreaterThan(counts, zero), -1), k, dd)
+	wasInit := BroadcastToDims(InsertAxes(GreaterThan(init, zero), -1), k, dd)
+	newProtos = Where(has, Where(wasInit, mixed, mean), protos)
+	newInit = Max(init, ConvertDType(GreaterThan(counts, zero), f.DType()))
+	return newProtos, newInit
+}
+
+// step runs one full-image training step and keeps the new state.
+func (tr *trainer) step(td trainData, calib float32) (loss, acc float64, err error) {
+	tr.t++
+	bc1 := 1 - math.Pow(adamBeta1, float64(tr.t))
+	bc2 := 1 - math.Pow(adamBeta2, float64(tr.t))
+	a1 := float32(tr.cfg.LearningRate / bc1)
+	c2 := float32(1 / math.Sqrt(bc2))
+	args := []any{td.x, td.anchor, td.wtr, td.ytr, td.cellMask, calib, a1, c2}
+	for _, t := range tr.state {
+		args = append(args, t)
+	}
+	out, err := tr.exec.Call(args...)
+	if err != nil {
+		return 0, 0, err
+	}
+	lossV, err := tensors.CopyFlatData[float32](out[0])
+	if err != nil {
+		return 0, 0, err
+	}
+	accV, err := tensors.CopyFlatData[float32](out[1])
+	if err != nil {
+		return 0, 0, err
+	}
+	out[0].FinalizeAll()
+	out[1].FinalizeAll()
+	for _, t := range tr.state {
+		t.FinalizeAll()
+	}
+	tr.state = out[2:]
+	return float64(lossV[0]), float64(accV[0]), nil
+}
+
+// weights copies the trained parameters and the prototype bank out of the state.
+func (tr *trainer) weights() (paramSet, []float32, error) {
+	protos, err := tensors.CopyFlatData[float32](tr.state[0])
+	if err != nil {
+		return nil, nil, err
+	}
+	var ps paramSet
+	for i, name := range tr.names {
+		t := tr.state[2+i]
+		data, err := tensors.CopyFlatData[float32](t)
+		if err != nil {
+			return nil, nil, err
+		}
+		ps = append(ps, param{Name: name, Shape: t.Shape().Dimensions, Data: data})
+	}
+	return ps, protos, nil
+}
+
+func (tr *trainer) finalize() {
+	for _, t := range tr.state {
+		t.FinalizeAll()
+	}
+	tr.exec.Finalize()
+}

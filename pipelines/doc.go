@@ -1,0 +1,21 @@
+// Package pipelines runs pnec over many scenes: the nightly batch.
+//
+// Run expands inputs (GDAL dataset names, globs, directories, STAC Items,
+// ItemCollections, Catalogs and Collections, local or over HTTP), keeps a
+// deterministic shard of them (Shard, for Kubernetes Indexed Jobs), skips
+// scenes whose product is up to date, classifies the rest with
+// processor.Classifier (one per parallel job, sharing one loaded model), and
+// writes beside each COG product a STAC Item (classification, raster,
+// projection and processing extensions) that also records what the product
+// was made from, so that a rerun knows what to skip.
+//
+// Failure safety: a product only ever appears at its final path by an atomic
+// rename (the processor's and this package's writers both write a temporary
+// file beside the target first); a per-scene lock file keeps two processes
+// (or a restarted one and a slow old one) off the same scene; temporary files
+// left behind by a killed run are removed when their scene's lock is free.
+// One scene's failure is reported and does not stop the others.
+//
+// The package talks to GDAL and to the network only through geo, model and
+// processor; the Example shows the library use.
+package pipelines

@@ -1,0 +1,504 @@
+package pipelines
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"net/http"
+	"net/url"
+	"os"
+	"path"
+	"path/filepath"
+	"sort"
+	"strings"
+)
+
+// Input is one scene to classify.
+type Input struct {
+	// Name is the GDAL dataset name the scene is opened with (a path, /vsi path, subdataset name).
+	Name string `json:"input"`
+	// Arg is the command-line argument the scene came from.
+	Arg string `json:"arg,omitempty"`
+	// Item is the STAC Item the scene came from ("" when not from STAC): a local path or a URL.
+	Item string `json:"item,omitempty"`
+	// ItemID, AssetKey: the source Item's id and the asset chosen.
+	ItemID   string `json:"item_id,omitempty"`
+	AssetKey string `json:"asset,omitempty"`
+	// ItemDatetime, ItemUpdated: the source Item's datetime (or start_datetime) and updated, RFC 3339, "" when absent.
+	ItemDatetime string `json:"-"`
+	ItemUpdated  string `json:"-"`
+	// Key names the scene's products (Key.tif, Key.json); unique within one expansion.
+	Key string `json:"-"`
+}
+
+// InputError is an argument, or a STAC Item it led to, that yields no scene.
+type InputError struct {
+	Input string // the argument, Item or asset concerned
+	Err   error
+}
+
+func (e *InputError) Error() string { return e.Input + ": " + e.Err.Error() }
+func (e *InputError) Unwrap() error { return e.Err }
+
+// Sentinel errors of input expansion.
+var (
+	ErrNoAsset     = errors.New("no usable asset")
+	ErrHrefEscapes = errors.New("asset href escapes the item's directory")
+	ErrNotSTAC     = errors.New("not a STAC Item, ItemCollection, Catalog or Collection")
+	ErrNoMatch     = errors.New("no files match")
+)
+
+// ExpandOptions tune Expand.
+type ExpandOptions struct {
+	// Asset is the asset key to take from STAC Items; "" takes the one asset with role "data".
+	Asset string
+	// HTTPClient fetches STAC documents given as URLs; nil = http.DefaultClient.
+	HTTPClient *http.Client
+	// MaxDepth limits how deep Catalog/Collection child links are followed (default 8).
+	MaxDepth int
+}
+
+// maxSTACBytes caps one STAC document read into memory (64 MiB).
+const maxSTACBytes = 64 << 20
+
+// rasterExts are the file name extensions a directory argument picks up.
+var rasterExts = map[string]bool{
+	".tif": true, ".tiff": true, ".vrt": true, ".img": true, ".bsq": true, ".bil": true,
+	".bip": true, ".dat": true, ".h5": true, ".he5": true, ".hdf": true, ".nc": true, ".jp2": true,
+}
+
+// Expand turns arguments into scenes, sorted by Name, duplicates removed, with
+// unique product keys. Arguments that yield no scene are returned as
+// InputErrors; they do not stop the expansion of the others. Only ctx
+// cancellation returns a non-nil error.
+func Expand(ctx context.Context, args []string, opts ExpandOptions) ([]Input, []*InputError, error) {
+	e := &expander{opts: opts, seen: map[string]bool{}}
+	if e.opts.HTTPClient == nil {
+		e.opts.HTTPClient = http.DefaultClient
+	}
+	if e.opts.MaxDepth == 0 {
+		e.opts.MaxDepth = 8
+	}
+	for _, a := range args {
+		if err := ctx.Err(); err != nil {
+			return nil, nil, err
+		}
+		e.arg(ctx, a, a)
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, nil, err
+	}
+	sort.Slice(e.out, func(i, j int) bool { return e.out[i].Name < e.out[j].Name })
+	var uniq []Input
+	for i, in := range e.out {
+		if i > 0 && in.Name == e.out[i-1].Name {
+			continue
+		}
+		uniq = append(uniq, in)
+	}
+	assignKeys(uniq)
+	return uniq, e.errs, nil
+}
+
+type expander struct {
+	opts ExpandOptions
+	out  []Input
+	errs []*InputError
+	seen map[string]bool // STAC documents visited
+}
+
+func (e *expander) fail(input string, err error) {
+	e.errs = append(e.errs, &InputError{Input: input, Err: err})
+}
+
+func isURL(s string) bool {
+	return strings.HasPrefix(s, "http://") || strings.HasPrefix(s, "https://")
+}
+
+func looksLikeJSON(a string) bool {
+	p := a
+	if isURL(a) {
+		if u, err := url.Parse(a); err == nil {
+			p = u.Path
+		}
+	}
+	return strings.EqualFold(path.Ext(p), ".json") || strings.EqualFold(path.Ext(p), ".geojson")
+}
+
+func (e *expander) arg(ctx context.Context, a, origin string) {
+	switch {
+	case a == "":
+		e.fail(origin, errors.New("empty input name"))
+	case isURL(a) && looksLikeJSON(a):
+		e.stac(ctx, a, origin, 0)
+	case isURL(a):
+		e.out = append(e.out, Input{Name: "/vsicurl/" + a, Arg: origin})
+	case strings.HasPrefix(a, "/vsi") || strings.Contains(a, ":") && !fileExists(a):
+		// A GDAL virtual path or a subdataset name (HDF5:"f.h5"://x): GDAL decides.
+		e.out = append(e.out, Input{Name: a, Arg: origin})
+	case strings.ContainsAny(a, "*?[") && !fileExists(a):
+		matches, err := filepath.Glob(a)
+		if err != nil {
+			e.fail(origin, fmt.Errorf("bad glob pattern: %w", err))
+			return
+		}
+		if len(matches) == 0 {
+			e.fail(origin, ErrNoMatch)
+			return
+		}
+		for _, m := range matches {
+			if st, err := os.Stat(m); err == nil && st.IsDir() {
+				continue // a glob names scenes; directories are taken only when named
+			}
+			if strings.HasPrefix(filepath.Base(m), ".") && !strings.HasPrefix(filepath.Base(a), ".") {
+				continue // like a shell: * does not match hidden (and pnec's temporary) files
+			}
+			e.arg(ctx, m, origin)
+		}
+	default:
+		st, err := os.Stat(a)
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				e.fail(a, errors.New("no such file or directory"))
+			} else {
+				e.fail(a, err)
+			}
+			return
+		}
+		if st.IsDir() {
+			e.dir(ctx, a, origin)
+			return
+		}
+		if looksLikeJSON(a) || sniffJSON(a) {
+			e.stac(ctx, a, origin, 0)
+			return
+		}
+		e.out = append(e.out, Input{Name: a, Arg: origin})
+	}
+}
+
+func fileExists(p string) bool { _, err := os.Stat(p); return err == nil }
+
+// sniffJSON reports whether a local file starts with '{' (a STAC document without a .json name).
+func sniffJSON(p string) bool {
+	f, err := os.Open(p)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	var b [64]byte
+	n, _ := f.Read(b[:])
+	s := strings.TrimLeft(string(b[:n]), " \t\r\n\ufeff")
+	return strings.HasPrefix(s, "{")
+}
+
+// dir takes the raster files directly in d (not recursively) and its STAC Item files.
+func (e *expander) dir(ctx context.Context, d, origin string) {
+	ents, err := os.ReadDir(d)
+	if err != nil {
+		e.fail(d, fmt.Errorf("read directory: %w", err))
+		return
+	}
+	n := 0
+	for _, ent := range ents {
+		name := ent.Name()
+		if ent.IsDir() || strings.HasPrefix(name, ".") {
+			continue
+		}
+		ext := strings.ToLower(filepath.Ext(name))
+		p := filepath.Join(d, name)
+		switch {
+		case rasterExts[ext]:
+			e.out = append(e.out, Input{Name: p, Arg: origin})
+			n++
+		case ext == ".json":
+			e.stac(ctx, p, origin, 0)
+			n++
+		}
+	}
+	if n == 0 {
+		e.fail(d, errors.New("directory holds no raster or STAC files"))
+	}
+}
+
+func (e *expander) read(ctx context.Context, loc string) ([]byte, error) {
+	if !isURL(loc) {
+		f, err := os.Open(loc)
+		if err != nil {
+			return nil, err
+		}
+		defer f.Close()
+		return readCapped(f)
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, loc, nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := e.opts.HTTPClient.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("GET: %s", resp.Status)
+	}
+	return readCapped(resp.Body)
+}
+
+func readCapped(r io.Reader) ([]byte, error) {
+	b, err := io.ReadAll(io.LimitReader(r, maxSTACBytes+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(b) > maxSTACBytes {
+		return nil, fmt.Errorf("larger than %d bytes", maxSTACBytes)
+	}
+	return b, nil
+}
+
+// stacDoc is the part of any STAC document Expand reads.
+type stacDoc struct {
+	Type       string               `json:"type"`
+	ID         string               `json:"id"`
+	Properties map[string]any       `json:"properties"`
+	Assets     map[string]stacAsset `json:"assets"`
+	Features   []json.RawMessage    `json:"features"`
+	Links      []stacLink           `json:"links"`
+}
+
+type stacAsset struct {
+	Href  string   `json:"href"`
+	Type  string   `json:"type"`
+	Roles []string `json:"roles"`
+}
+
+type stacLink struct {
+	Rel  string `json:"rel"`
+	Href string `json:"href"`
+}
+
+func (e *expander) stac(ctx context.Context, loc, origin string, depth int) {
+	if e.seen[loc] {
+		return
+	}
+	e.seen[loc] = true
+	b, err := e.read(ctx, loc)
+	if err != nil {
+		e.fail(loc, fmt.Errorf("read STAC document: %w", err))
+		return
+	}
+	var d stacDoc
+	if err := json.Unmarshal(b, &d); err != nil {
+		e.fail(loc, fmt.Errorf("bad JSON: %w", err))
+		return
+	}
+	switch d.Type {
+	case "Feature":
+		e.item(loc, origin, d)
+	case "FeatureCollection":
+		if len(d.Features) == 0 {
+			e.fail(loc, errors.New("ItemCollection has no features"))
+		}
+		for i, raw := range d.Features {
+			var it stacDoc
+			if err := json.Unmarshal(raw, &it); err != nil || it.Type != "Feature" {
+				e.fail(fmt.Sprintf("%s#features/%d", loc, i), errors.New("not a STAC Item"))
+				continue
+			}
+			e.item(loc, origin, it)
+		}
+	case "Catalog", "Collection":
+		if depth >= e.opts.MaxDepth {
+			e.fail(loc, fmt.Errorf("catalog nesting deeper than %d levels", e.opts.MaxDepth))
+			return
+		}
+		n := 0
+		for _, l := range d.Links {
+			if l.Rel != "item" && l.Rel != "child" {
+				continue
+			}
+			target, err := resolveHref(loc, l.Href)
+			if err != nil {
+				e.fail(loc, fmt.Errorf("link %q: %w", l.Href, err))
+				continue
+			}
+			n++
+			e.stac(ctx, target, origin, depth+1)
+		}
+		if n == 0 {
+			e.fail(loc, errors.New("catalog has no item or child links"))
+		}
+	default:
+		e.fail(loc, fmt.Errorf("%w (type %q)", ErrNotSTAC, d.Type))
+	}
+}
+
+func (e *expander) item(loc, origin string, d stacDoc) {
+	name := loc
+	if d.ID != "" {
+		name = loc + "#" + d.ID
+	}
+	key, err := chooseAsset(d.Assets, e.opts.Asset)
+	if err != nil {
+		e.fail(name, err)
+		return
+	}
+	a := d.Assets[key]
+	target, err := resolveHref(loc, a.Href)
+	if err != nil {
+		e.fail(name, fmt.Errorf("asset %q href %q: %w", key, a.Href, err))
+		return
+	}
+	in := Input{Name: gdalName(target), Arg: origin, Item: loc, ItemID: d.ID, AssetKey: key}
+	if s, ok := d.Properties["datetime"].(string); ok {
+		in.ItemDatetime = s
+	} else if s, ok := d.Properties["start_datetime"].(string); ok {
+		in.ItemDatetime = s
+	}
+	in.ItemUpdated, _ = d.Properties["updated"].(string)
+	e.out = append(e.out, in)
+}
+
+// chooseAsset picks want, or the single asset with role "data".
+func chooseAsset(assets map[string]stacAsset, want string) (string, error) {
+	keys := make([]string, 0, len(assets))
+	for k := range assets {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	if want != "" {
+		if a, ok := assets[want]; ok {
+			if a.Href == "" {
+				return "", fmt.Errorf("%w: asset %q has no href", ErrNoAsset, want)
+			}
+			return want, nil
+		}
+		return "", fmt.Errorf("%w: item has no asset %q (assets: %s)", ErrNoAsset, want, strings.Join(keys, ", "))
+	}
+	var data []string
+	for _, k := range keys {
+		for _, r := range assets[k].Roles {
+			if r == "data" {
+				data = append(data, k)
+				break
+			}
+		}
+	}
+	switch len(data) {
+	case 1:
+		if assets[data[0]].Href == "" {
+			return "", fmt.Errorf("%w: asset %q has no href", ErrNoAsset, data[0])
+		}
+		return data[0], nil
+	case 0:
+		return "", fmt.Errorf("%w: no asset has role \"data\"; choose one with --asset (assets: %s)", ErrNoAsset, strings.Join(keys, ", "))
+	default:
+		return "", fmt.Errorf("%w: several assets have role \"data\" (%s); choose one with --asset", ErrNoAsset, strings.Join(data, ", "))
+	}
+}
+
+// resolveHref resolves href against the document at base (a local path or
+// URL). A relative href must stay inside the base document's directory: a
+// catalog that points outside it (../) is refused rather than followed, so
+// that a STAC file cannot make the batch read arbitrary files.
+func resolveHref(base, href string) (string, error) {
+	if href == "" {
+		return "", errors.New("empty href")
+	}
+	if u, err := url.Parse(href); err == nil && u.Scheme != "" && len(u.Scheme) > 1 {
+		switch u.Scheme {
+		case "http", "https", "s3", "gs", "az", "abfs":
+			return href, nil
+		case "file":
+			return u.Path, nil
+		default:
+			return "", fmt.Errorf("unsupported URL scheme %q", u.Scheme)
+		}
+	}
+	if strings.HasPrefix(href, "/") {
+		return href, nil // absolute path or /vsi path: named explicitly
+	}
+	clean := path.Clean(strings.ReplaceAll(href, "\\", "/"))
+	if clean == ".." || strings.HasPrefix(clean, "../") {
+		return "", ErrHrefEscapes
+	}
+	if isURL(base) {
+		b, err := url.Parse(base)
+		if err != nil {
+			return "", err
+		}
+		r, err := url.Parse(clean)
+		if err != nil {
+			return "", err
+		}
+		return b.ResolveReference(r).String(), nil
+	}
+	return filepath.Join(filepath.Dir(base), filepath.FromSlash(clean)), nil
+}
+
+// gdalName maps an href to the GDAL dataset name that reads it.
+func gdalName(target string) string {
+	for prefix, vsi := range map[string]string{
+		"http://": "/vsicurl/http://", "https://": "/vsicurl/https://",
+		"s3://": "/vsis3/", "gs://": "/vsigs/", "az://": "/vsiaz/", "abfs://": "/vsiadls/",
+	} {
+		if strings.HasPrefix(target, prefix) {
+			return vsi + strings.TrimPrefix(target, prefix)
+		}
+	}
+	return target
+}
+
+// assignKeys gives each input a product key: the STAC Item id or the file
+// name without extension, made safe for file names; keys that collide get a
+// short hash of the dataset name appended, so the keys do not depend on which
+// shard runs.
+func assignKeys(in []Input) {
+	count := map[string]int{}
+	for i := range in {
+		in[i].Key = baseKey(in[i])
+		count[in[i].Key]++
+	}
+	for i := range in {
+		if count[in[i].Key] > 1 {
+			h := sha256.Sum256([]byte(in[i].Name))
+			in[i].Key += "-" + hex.EncodeToString(h[:4])
+		}
+	}
+}
+
+func baseKey(in Input) string {
+	var k string
+	if in.ItemID != "" {
+		k = in.ItemID
+	} else {
+		n := in.Name
+		if i := strings.LastIndexAny(n, "/\\"); i >= 0 {
+			n = n[i+1:]
+		}
+		n = strings.Trim(n, "\"")
+		if ext := path.Ext(n); ext != "" && len(ext) < len(n) {
+			n = strings.TrimSuffix(n, ext)
+		}
+		k = n
+	}
+	var b strings.Builder
+	for _, r := range k {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '-', r == '_', r == '.':
+			b.WriteRune(r)
+		default:
+			b.WriteByte('_')
+		}
+	}
+	s := strings.TrimLeft(b.String(), ".")
+	if s == "" {
+		s = "scene"
+	}
+	return s
+}

@@ -1,0 +1,171 @@
+package pipelines
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// SourceRecord identifies the input a product was made from. A local file
+// is identified by its size and modification time; a remote or virtual
+// dataset (/vsicurl/, /vsis3/, ...) by its name and, when it came from a STAC
+// Item, the Item's "updated" time.
+type SourceRecord struct {
+	Name        string `json:"name"`
+	SizeBytes   int64  `json:"size_bytes,omitempty"`
+	ModTime     string `json:"mtime,omitempty"` // RFC 3339 with nanoseconds, UTC
+	ItemUpdated string `json:"item_updated,omitempty"`
+}
+
+func sourceRecord(in Input) SourceRecord {
+	r := SourceRecord{Name: in.Name, ItemUpdated: in.ItemUpdated}
+	if st, err := os.Stat(in.Name); err == nil && st.Mode().IsRegular() {
+		r.SizeBytes = st.Size()
+		r.ModTime = st.ModTime().UTC().Format(time.RFC3339Nano)
+	}
+	return r
+}
+
+// Properties of the STAC Item that record how its product was made.
+const (
+	propSource        = "pnec:source"
+	propModelChecksum = "pnec:model_checksum"
+	propProductBytes  = "pnec:product_size_bytes"
+)
+
+// upToDate reports whether the product and its Item exist, the Item says the
+// product was made from src by the model with checksum, and the product file
+// has the size the Item recorded. The product and Item each appear only by a
+// rename of a complete file, and the Item is written after the product, so a
+// matching pair is complete; a kill between the two renames leaves a product
+// without (or with an older) Item, and the scene is redone.
+func upToDate(productPath, itemPath string, src SourceRecord, checksum string) (bool, string) {
+	b, err := os.ReadFile(itemPath)
+	if err != nil {
+		return false, "no STAC item"
+	}
+	var doc struct {
+		Properties map[string]json.RawMessage `json:"properties"`
+	}
+	if err := json.Unmarshal(b, &doc); err != nil {
+		return false, "unreadable STAC item"
+	}
+	var got SourceRecord
+	var gotSum string
+	var gotSize int64
+	if json.Unmarshal(doc.Properties[propSource], &got) != nil ||
+		json.Unmarshal(doc.Properties[propModelChecksum], &gotSum) != nil ||
+		json.Unmarshal(doc.Properties[propProductBytes], &gotSize) != nil {
+		return false, "STAC item has no pnec record"
+	}
+	if got != src {
+		return false, "input changed"
+	}
+	if gotSum != checksum {
+		return false, "model changed"
+	}
+	st, err := os.Stat(productPath)
+	if err != nil {
+		return false, "no product"
+	}
+	if st.Size() != gotSize {
+		return false, "product size differs from the record"
+	}
+	return true, ""
+}
+
+// sceneLock is an exclusive advisory lock (flock) on a scene's lock file.
+type sceneLock struct {
+	f    *os.File
+	path string
+}
+
+// errBusy says another process holds a scene's lock.
+var errBusy = errors.New("scene is being processed by another process")
+
+func lockPath(outDir, key string) string { return filepath.Join(outDir, "."+key+".pnec-lock") }
+
+// tryLock takes the scene's lock without waiting.
+func tryLock(outDir, key string) (*sceneLock, error) {
+	p := lockPath(outDir, key)
+	f, err := os.OpenFile(p, os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("create lock file: %w", err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		f.Close()
+		if errors.Is(err, syscall.EWOULDBLOCK) {
+			return nil, errBusy
+		}
+		return nil, fmt.Errorf("lock %s: %w", p, err)
+	}
+	return &sceneLock{f: f, path: p}, nil
+}
+
+// release removes the lock file (while still holding the lock) and unlocks.
+func (l *sceneLock) release() {
+	os.Remove(l.path)
+	l.f.Close()
+}
+
+// isTempOf reports whether the file name in an output directory is a
+// temporary file of the scene key: a name beginning with "KEY." or ".KEY."
+// whose remainder mentions "tmp" (pnec's writers name their temporaries
+// ".KEY.tif.pnec-tmp-XXXX", "KEY.tif.tmp-XXXX" and the like).
+func isTempOf(name, key string) bool {
+	for _, prefix := range []string{key + ".", "." + key + "."} {
+		if rest, ok := strings.CutPrefix(name, prefix); ok && strings.Contains(strings.ToLower(rest), "tmp") {
+			return true
+		}
+	}
+	return false
+}
+
+// removeTemps deletes key's temporary files in outDir; the caller holds key's lock.
+func removeTemps(outDir, key string) (int, error) {
+	ents, err := os.ReadDir(outDir)
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, e := range ents {
+		if isTempOf(e.Name(), key) {
+			if err := os.RemoveAll(filepath.Join(outDir, e.Name())); err != nil {
+				return n, err
+			}
+			n++
+		}
+	}
+	return n, nil
+}
+
+// writeFileAtomic writes data to a temporary file beside path (named as
+// isTempOf recognises), syncs it and renames it over path.
+func writeFileAtomic(path string, data []byte) error {
+	var rnd [4]byte
+	rand.Read(rnd[:])
+	tmp := filepath.Join(filepath.Dir(path), "."+filepath.Base(path)+".pnec-tmp-"+hex.EncodeToString(rnd[:]))
+	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
+	if err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	_, werr := f.Write(data)
+	serr := f.Sync()
+	cerr := f.Close()
+	if err := errors.Join(werr, serr, cerr); err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return nil
+}

@@ -1,0 +1,509 @@
+package pipelines
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/pnec/pnec/model"
+	"github.com/pnec/pnec/processor"
+)
+
+// Config describes one batch run. Zero values take the documented defaults.
+type Config struct {
+	// ModelPath is the model file; ignored when Model is set.
+	ModelPath string
+	// Model is an already loaded model (library use).
+	Model *model.Model
+	// OutDir receives KEY.tif (the COG) and KEY.json (its STAC Item) per scene; created if missing.
+	OutDir string
+	// Inputs are dataset names, globs, directories and STAC documents (see Expand).
+	Inputs []string
+	// Asset is the STAC asset key to classify; "" = the asset with role "data".
+	Asset string
+	// Force redoes scenes whose product is up to date.
+	Force bool
+	// Jobs is the number of scenes classified at once; 0 = 1 on a GPU backend,
+	// else as many as fit in the memory budget (at most the CPU count).
+	Jobs int
+	// Shard selects this process's share of the inputs.
+	Shard Shard
+	// Collection, when set, is a STAC Collection file each Item is added to.
+	Collection string
+	// CollectionID names a new collection (default: the collection file's directory name).
+	CollectionID string
+	// Options are passed to every Classifier; MaxMemoryBytes is the budget of
+	// the whole run and is divided among the jobs.
+	Options processor.Options
+	// Report receives one JSON line (SceneReport) per scene; nil = none.
+	Report io.Writer
+	// Logger receives progress lines; nil = discard.
+	Logger *slog.Logger
+	// OnEvent, when set, is called on progress (from several goroutines, serialised).
+	OnEvent func(Event)
+	// Version is the software version written to the Items ("" = model.Version).
+	Version string
+	// HTTPClient fetches STAC documents by URL; nil = http.DefaultClient.
+	HTTPClient *http.Client
+	// Now is the clock (tests); nil = time.Now.
+	Now func() time.Time
+}
+
+// Scene statuses in a SceneReport.
+const (
+	StatusDone    = "done"
+	StatusSkipped = "skipped" // product up to date
+	StatusFailed  = "failed"
+	StatusBusy    = "busy" // another process holds the scene's lock
+)
+
+// StageSeconds is a scene's time per stage, in seconds.
+type StageSeconds struct {
+	Read    float64 `json:"read_s"`
+	Network float64 `json:"network_s"`
+	Stitch  float64 `json:"stitch_s"`
+	Write   float64 `json:"write_s"`
+	STAC    float64 `json:"stac_s"`
+	Total   float64 `json:"total_s"`
+}
+
+// SceneReport is one line of the run report.
+type SceneReport struct {
+	Input       string        `json:"input"`
+	Output      string        `json:"output,omitempty"`
+	Item        string        `json:"item,omitempty"`
+	Status      string        `json:"status"`
+	Reason      string        `json:"reason,omitempty"`
+	Times       *StageSeconds `json:"times,omitempty"`
+	Pixels      int64         `json:"pixels,omitempty"`
+	ValidPixels int64         `json:"valid_pixels,omitempty"`
+	Tiles       int           `json:"tiles,omitempty"`
+	Backend     string        `json:"backend,omitempty"`
+}
+
+// Summary totals a run.
+type Summary struct {
+	Scenes, Done, Skipped, Failed, Busy int
+	Pixels                              int64 // pixels classified (done scenes)
+	Elapsed                             time.Duration
+	Jobs                                int
+	Backend                             string
+	TempFilesRemoved                    int
+}
+
+// String is the one-paragraph summary printed at the end of a run.
+func (s Summary) String() string {
+	return fmt.Sprintf("%d scenes: %d done, %d skipped (up to date), %d failed, %d busy; %d pixels in %s with %d jobs on backend %s",
+		s.Scenes, s.Done, s.Skipped, s.Failed, s.Busy, s.Pixels, s.Elapsed.Round(time.Millisecond), s.Jobs, s.Backend)
+}
+
+// Event reports progress.
+type Event struct {
+	ScenesDone, ScenesTotal int
+	Scene                   string // current scene (tile events) or the scene just finished
+	TilesDone, TilesTotal   int    // tiles of Scene; 0/0 for a scene-finished event
+	Report                  *SceneReport
+}
+
+// ErrScenesFailed is wrapped by Run's error when at least one scene failed.
+var ErrScenesFailed = errors.New("scenes failed")
+
+// Run classifies the inputs of cfg. It returns an error wrapping
+// ErrScenesFailed when any scene (or input argument) failed, after every
+// other scene has been done; other errors mean the run could not start
+// (model, output directory) or was cancelled.
+func Run(ctx context.Context, cfg Config) (Summary, error) {
+	start := time.Now()
+	now := cfg.Now
+	if now == nil {
+		now = time.Now
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if cfg.Version == "" {
+		cfg.Version = model.Version
+	}
+	var sum Summary
+	if err := cfg.Shard.Validate(); err != nil {
+		return sum, err
+	}
+	if cfg.OutDir == "" {
+		return sum, errors.New("no output directory given")
+	}
+	if err := os.MkdirAll(cfg.OutDir, 0o755); err != nil {
+		return sum, fmt.Errorf("output directory %s: %w", cfg.OutDir, err)
+	}
+	if err := checkWritable(cfg.OutDir); err != nil {
+		return sum, fmt.Errorf("output directory %s: %w", cfg.OutDir, err)
+	}
+
+	inputs, inErrs, err := Expand(ctx, cfg.Inputs, ExpandOptions{Asset: cfg.Asset, HTTPClient: cfg.HTTPClient})
+	if err != nil {
+		return sum, err
+	}
+	mine := cfg.Shard.Select(inputs)
+	rep := &reporter{w: cfg.Report, onEvent: cfg.OnEvent, total: len(mine) + len(inErrs)}
+	for _, ie := range inErrs {
+		if cfg.Shard.Count > 1 && !cfg.Shard.Has(ie.Input) {
+			rep.total--
+			continue // another shard reports it
+		}
+		r := SceneReport{Input: ie.Input, Status: StatusFailed, Reason: ie.Error()}
+		log.Warn("input failed", "input", ie.Input, "reason", ie.Err)
+		rep.scene(&r)
+		sum.Failed++
+		sum.Scenes++
+	}
+	log.Info("batch", "inputs", len(inputs), "shard", cfg.Shard.String(), "scenes", len(mine), "out_dir", cfg.OutDir)
+
+	m := cfg.Model
+	if m == nil && len(mine) > 0 {
+		if m, err = model.Load(cfg.ModelPath); err != nil {
+			return sum, fmt.Errorf("model %s: %w", cfg.ModelPath, err)
+		}
+	}
+	jobs, backend := cfg.Jobs, cfg.Options.Backend
+	if len(mine) > 0 {
+		jobs, backend = chooseJobs(m, cfg.Jobs, cfg.Options)
+	}
+	jobs = max(1, min(jobs, len(mine)))
+	sum.Jobs, sum.Backend = jobs, backend
+	opts := cfg.Options
+	if opts.MaxMemoryBytes > 0 {
+		opts.MaxMemoryBytes /= int64(jobs)
+	}
+	if opts.Logger == nil {
+		opts.Logger = log
+	}
+
+	var classes []ClassObject
+	if m != nil {
+		for _, c := range m.Classes() {
+			classes = append(classes, ClassObject{
+				Value: c.Value, Description: c.Name, Name: c.Name,
+				ColorHint: fmt.Sprintf("%02X%02X%02X", c.Color[0], c.Color[1], c.Color[2]),
+			})
+		}
+		sort.Slice(classes, func(i, j int) bool { return classes[i].Value < classes[j].Value })
+	}
+	collID := cfg.CollectionID
+	if cfg.Collection != "" && collID == "" {
+		abs, _ := filepath.Abs(cfg.Collection)
+		collID = filepath.Base(filepath.Dir(abs))
+	}
+
+	work := make(chan Input)
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var setupErr error
+	for j := 0; j < jobs; j++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			w := &worker{cfg: &cfg, model: m, classes: classes, collID: collID, rep: rep, log: log, now: now}
+			o := opts
+			o.Progress = func(done, total int) { rep.tiles(w.current, done, total) }
+			c, err := processor.NewClassifier(m, o)
+			if err != nil {
+				mu.Lock()
+				setupErr = errors.Join(setupErr, fmt.Errorf("prepare classifier: %w", err))
+				mu.Unlock()
+				for range work {
+				}
+				return
+			}
+			defer c.Close()
+			w.classifier = c
+			for in := range work {
+				r := w.scene(ctx, in)
+				mu.Lock()
+				switch r.Status {
+				case StatusDone:
+					sum.Done++
+					sum.Pixels += r.Pixels
+					if r.Backend != "" {
+						sum.Backend = r.Backend
+					}
+				case StatusSkipped:
+					sum.Skipped++
+				case StatusBusy:
+					sum.Busy++
+				default:
+					sum.Failed++
+				}
+				sum.Scenes++
+				mu.Unlock()
+				rep.scene(&r)
+			}
+		}()
+	}
+feed:
+	for _, in := range mine {
+		select {
+		case work <- in:
+		case <-ctx.Done():
+			break feed
+		}
+	}
+	close(work)
+	wg.Wait()
+
+	// Leftovers of killed runs of scenes this process did not touch (another
+	// shard's crashed run, or scenes skipped as up to date) go too, when free.
+	for _, in := range inputs {
+		if l, err := tryLock(cfg.OutDir, in.Key); err == nil {
+			n, _ := removeTemps(cfg.OutDir, in.Key)
+			sum.TempFilesRemoved += n
+			l.release()
+		}
+	}
+	sum.Elapsed = time.Since(start)
+	if setupErr != nil {
+		return sum, setupErr
+	}
+	if err := ctx.Err(); err != nil {
+		return sum, fmt.Errorf("batch interrupted after %d of %d scenes: %w", sum.Scenes, rep.total, err)
+	}
+	if sum.Failed > 0 {
+		return sum, fmt.Errorf("%d of %d scenes failed (see the report): %w", sum.Failed, sum.Scenes, ErrScenesFailed)
+	}
+	return sum, nil
+}
+
+// checkWritable creates and removes a file in dir, so that an unwritable
+// output directory fails the run at once rather than every scene.
+func checkWritable(dir string) error {
+	f, err := os.CreateTemp(dir, ".pnec-write-check-tmp-*")
+	if err != nil {
+		return fmt.Errorf("not writable: %w", err)
+	}
+	name := f.Name()
+	f.Close()
+	return os.Remove(name)
+}
+
+// chooseJobs applies the --jobs default: 1 on a GPU backend; on CPU as many
+// scenes as fit in the memory budget when each takes at least a 512x512 tile's
+// working set, capped at the number of CPUs (each scene's network already
+// uses every core, so more jobs mainly overlap reading and writing).
+func chooseJobs(m *model.Model, jobs int, o processor.Options) (int, string) {
+	backend := o.Backend
+	if backend == "" {
+		backend = os.Getenv("GOMLX_BACKEND")
+	}
+	if jobs > 0 {
+		return jobs, backend
+	}
+	if isGPUBackend(backend) {
+		return 1, backend
+	}
+	budget := o.MaxMemoryBytes
+	if budget <= 0 {
+		budget = physicalMemoryBytes() / 2
+	}
+	per := m.EstimatePredictBytes(512, 512)
+	if per <= 0 || budget <= 0 {
+		return 1, backend
+	}
+	return int(max(1, min(int64(runtime.NumCPU()), budget/per))), backend
+}
+
+func isGPUBackend(b string) bool {
+	b = strings.ToLower(b)
+	return strings.Contains(b, "cuda") || strings.Contains(b, "gpu") || strings.Contains(b, "rocm")
+}
+
+// physicalMemoryBytes reads MemTotal from /proc/meminfo (0 when unknown).
+func physicalMemoryBytes() int64 {
+	b, err := os.ReadFile("/proc/meminfo")
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		var kb int64
+		if _, err := fmt.Sscanf(line, "MemTotal: %d kB", &kb); err == nil {
+			return kb << 10
+		}
+	}
+	return 0
+}
+
+// reporter serialises report lines and events.
+type reporter struct {
+	mu      sync.Mutex
+	w       io.Writer
+	onEvent func(Event)
+	total   int
+	done    int
+}
+
+func (r *reporter) scene(s *SceneReport) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.done++
+	if r.w != nil {
+		b, _ := json.Marshal(s)
+		r.w.Write(append(b, '\n'))
+	}
+	if r.onEvent != nil {
+		r.onEvent(Event{ScenesDone: r.done, ScenesTotal: r.total, Scene: s.Input, Report: s})
+	}
+}
+
+func (r *reporter) tiles(scene string, done, total int) {
+	if r.onEvent == nil {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.onEvent(Event{ScenesDone: r.done, ScenesTotal: r.total, Scene: scene, TilesDone: done, TilesTotal: total})
+}
+
+type worker struct {
+	cfg        *Config
+	model      *model.Model
+	classifier *processor.Classifier
+	classes    []ClassObject
+	collID     string
+	rep        *reporter
+	log        *slog.Logger
+	now        func() time.Time
+	current    string
+}
+
+// scene does one scene: lock, skip if up to date, clear stale temporaries,
+// classify, describe in STAC. Errors become the report's reason.
+func (w *worker) scene(ctx context.Context, in Input) SceneReport {
+	t0 := time.Now()
+	w.current = in.Name
+	product := filepath.Join(w.cfg.OutDir, in.Key+".tif")
+	itemPath := filepath.Join(w.cfg.OutDir, in.Key+".json")
+	r := SceneReport{Input: in.Name, Output: product, Item: itemPath}
+	fail := func(err error) SceneReport {
+		r.Status = StatusFailed
+		r.Reason = err.Error()
+		if !strings.Contains(r.Reason, in.Name) {
+			r.Reason = in.Name + ": " + r.Reason
+		}
+		w.log.Warn("scene failed", "input", in.Name, "reason", r.Reason)
+		return r
+	}
+	if err := ctx.Err(); err != nil {
+		return fail(err)
+	}
+	lock, err := tryLock(w.cfg.OutDir, in.Key)
+	if errors.Is(err, errBusy) {
+		r.Status, r.Reason = StatusBusy, errBusy.Error()
+		return r
+	}
+	if err != nil {
+		return fail(err)
+	}
+	defer lock.release()
+	if n, err := removeTemps(w.cfg.OutDir, in.Key); err != nil {
+		return fail(fmt.Errorf("remove stale temporary files: %w", err))
+	} else if n > 0 {
+		w.log.Info("removed stale temporary files", "input", in.Name, "files", n)
+	}
+
+	src := sourceRecord(in)
+	checksum := w.model.Checksum()
+	if !w.cfg.Force {
+		if ok, why := upToDate(product, itemPath, src, checksum); ok {
+			r.Status = StatusSkipped
+			w.log.Info("scene up to date", "input", in.Name, "output", product)
+			return r
+		} else {
+			w.log.Debug("scene to do", "input", in.Name, "why", why)
+		}
+	}
+
+	res, err := w.classifier.Classify(ctx, in.Name, product)
+	if err != nil {
+		return fail(err)
+	}
+	r.Backend = res.Backend
+	r.Pixels = int64(res.Rows) * int64(res.Cols)
+	r.ValidPixels = res.ValidPixels
+	r.Tiles = res.Tiles
+	times := &StageSeconds{
+		Read: res.Times.Read.Seconds(), Network: res.Times.Network.Seconds(),
+		Stitch: res.Times.Stitch.Seconds(), Write: res.Times.Write.Seconds(),
+	}
+	r.Times = times
+
+	tSTAC := time.Now()
+	if err := w.describe(ctx, in, product, itemPath, src, res); err != nil {
+		// The product is complete but undescribed: the next run redoes it
+		// (no Item means not up to date).
+		return fail(err)
+	}
+	times.STAC = time.Since(tSTAC).Seconds()
+	times.Total = time.Since(t0).Seconds()
+	r.Status = StatusDone
+	w.log.Info("scene done", "input", in.Name, "output", product, "pixels", r.Pixels, "seconds", times.Total)
+	return r
+}
+
+// describe writes the product's STAC Item (and adds it to the collection).
+func (w *worker) describe(ctx context.Context, in Input, product, itemPath string, src SourceRecord, res processor.Result) error {
+	info, stats, err := readProductStats(ctx, product)
+	if err != nil {
+		return err
+	}
+	st, err := os.Stat(product)
+	if err != nil {
+		return fmt.Errorf("product %s: %w", product, err)
+	}
+	checksum := res.ModelChecksum
+	if checksum == "" {
+		checksum = w.model.Checksum()
+	}
+	item, err := BuildItem(ItemParams{
+		Input: in, ProductPath: product, ItemPath: itemPath, Info: info, Stats: stats,
+		Classes: w.classes, ReliabilityF32: w.cfg.Options.ReliabilityFloat32,
+		ModelChecksum: checksum, Backend: res.Backend, Version: w.cfg.Version,
+		Source: src, ProductBytes: st.Size(), Now: w.now(), CollectionID: w.collID,
+	})
+	if err != nil {
+		return fmt.Errorf("STAC item for %s: %w", product, err)
+	}
+	if w.cfg.Collection != "" {
+		// Links to the collection are relative to the item.
+		rel, err := filepath.Rel(filepath.Dir(itemPath), w.cfg.Collection)
+		if err == nil {
+			for _, l := range item.Links {
+				if l.Rel == "collection" || l.Rel == "parent" {
+					l.Href = filepath.ToSlash(rel)
+				}
+			}
+		}
+	}
+	b, err := json.MarshalIndent(item, "", "  ")
+	if err != nil {
+		return fmt.Errorf("STAC item for %s: %w", product, err)
+	}
+	if err := writeFileAtomic(itemPath, append(b, '\n')); err != nil {
+		return err
+	}
+	if w.cfg.Collection != "" {
+		dt, _ := item.Properties["datetime"].(string)
+		if err := addToCollection(w.cfg.Collection, w.collID, itemPath, item.Bbox, dt); err != nil {
+			return err
+		}
+	}
+	return nil
+}

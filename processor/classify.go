@@ -1,0 +1,397 @@
+package processor
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/pnec/pnec/geo"
+	"github.com/pnec/pnec/model"
+	"github.com/pnec/pnec/tiling"
+)
+
+// finalizeChunkRows bounds how many rows one recovery call and one write
+// take, so that a whole-image run streams its product too.
+const finalizeChunkRows = 128
+
+// tileIn is a tile read and padded to the network's input shape.
+type tileIn struct {
+	tile  tiling.Tile
+	scene model.Scene
+}
+
+// tileOut is the network's output for a tile.
+type tileOut struct {
+	tile  tiling.Tile
+	pred  model.Prediction
+	valid []bool // input validity, TileRows x TileCols (padding replicated)
+}
+
+// rowsOut is a run of final product rows.
+type rowsOut struct {
+	row0  int
+	class []uint16
+	rel   []float32
+}
+
+// failer keeps the first error of a set of goroutines and cancels the rest.
+type failer struct {
+	once   sync.Once
+	err    error
+	cancel context.CancelFunc
+}
+
+func (f *failer) fail(err error) {
+	f.once.Do(func() {
+		f.err = err
+		f.cancel()
+	})
+}
+
+func (c *Classifier) classify(parent context.Context, sceneName, out string) (res Result, err error) {
+	start := time.Now()
+	res = Result{Scene: sceneName, Product: out, ModelChecksum: c.m.Checksum(), Backend: c.pred.Backend()}
+	sc, err := geo.Open(sceneName)
+	if err != nil {
+		return res, err
+	}
+	defer sc.Close()
+	info := sc.Info()
+	res.Rows, res.Cols = info.Rows, info.Cols
+	if info.Bands != c.m.Bands() {
+		return res, fmt.Errorf("%s: %d bands, the model takes %d: %w", sceneName, info.Bands, c.m.Bands(), model.ErrBandCount)
+	}
+	plan, budget, err := PlanScene(info.Rows, info.Cols, info.Bands, c.m, c.opts)
+	if err != nil {
+		return res, fmt.Errorf("%s: plan: %w", sceneName, err)
+	}
+	res.Tiles, res.Plan, res.MaxMemoryBytes = len(plan.Tiles), plan.String(), budget
+	res.TileRows, res.TileCols, res.Overlap = plan.TileRows, plan.TileCols, plan.Overlap
+	c.log.Info("plan", "scene", sceneName, "plan", plan.String(), "budget_mib", budget>>20)
+
+	classes := c.m.Classes()
+	ci := make([]geo.ClassInfo, len(classes))
+	for i, k := range classes {
+		ci[i] = geo.ClassInfo{Value: k.Value, Name: k.Name, Color: k.Color}
+	}
+	rp := c.m.Recovery()
+	pw, err := geo.CreateProduct(out, geo.ProductSpec{
+		Cols: info.Cols, Rows: info.Rows,
+		GeoRef:             info.GeoRef,
+		Classes:            ci,
+		ReliabilityFloat32: c.opts.ReliabilityFloat32,
+		CreationOptions:    c.opts.CreationOptions,
+		Metadata: map[string]string{
+			"MODEL_CHECKSUM":  c.m.Checksum(),
+			"SCENE":           sceneName,
+			"BACKEND":         c.pred.Backend(),
+			"PLAN":            plan.String(),
+			"RECOVERY_WINDOW": strconv.Itoa(rp.Window),
+			"RECOVERY_ETA":    strconv.FormatFloat(rp.Eta, 'g', -1, 64),
+		},
+	})
+	if err != nil {
+		return res, err
+	}
+	defer pw.Close()
+
+	ctx, cancel := context.WithCancel(parent)
+	defer cancel()
+	f := &failer{cancel: cancel}
+	tiles := make(chan tileIn, 1)
+	preds := make(chan tileOut, 1)
+	rows := make(chan rowsOut, 2)
+	var readT, netT, stitchT, writeT time.Duration
+	st := &stitcher{plan: &plan, classes: classes, recovery: rp, kind: c.kind, out: rows, progress: c.opts.Progress,
+		counts: make(map[int]int64)}
+
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		defer close(tiles)
+		readT = c.readTiles(ctx, f, sc, sceneName, &plan, tiles)
+	})
+	wg.Go(func() {
+		defer close(preds)
+		netT = c.runTiles(ctx, f, sceneName, &plan, tiles, preds)
+	})
+	wg.Go(func() {
+		defer close(rows)
+		stitchT = st.run(ctx, f, preds)
+	})
+	wg.Go(func() {
+		for r := range rows {
+			if ctx.Err() != nil {
+				continue // drain so the stitcher never blocks
+			}
+			t0 := time.Now()
+			if err := pw.WriteRows(r.row0, r.class, r.rel); err != nil {
+				f.fail(fmt.Errorf("write %s rows %d..%d: %w", out, r.row0, r.row0+len(r.class)/info.Cols, err))
+			}
+			writeT += time.Since(t0)
+		}
+	})
+	wg.Wait()
+	if f.err == nil && parent.Err() != nil {
+		f.err = parent.Err()
+	}
+	if f.err != nil {
+		return res, f.err
+	}
+	if st.written != info.Rows {
+		return res, fmt.Errorf("classify %s: wrote %d of %d rows", sceneName, st.written, info.Rows)
+	}
+	t0 := time.Now()
+	if err := pw.Commit(parent); err != nil {
+		return res, fmt.Errorf("finish %s: %w", out, err)
+	}
+	writeT += time.Since(t0)
+	res.Times = StageTimes{Read: readT, Network: netT, Stitch: stitchT, Write: writeT}
+	res.ValidPixels, res.ClassCounts = st.valid, st.counts
+	res.Elapsed = time.Since(start)
+	c.log.Info("classified", "scene", sceneName, "product", out, "tiles", res.Tiles,
+		"read", readT, "network", netT, "stitch", stitchT, "write", writeT, "elapsed", res.Elapsed)
+	return res, nil
+}
+
+// readTiles reads every tile of plan in order and sends it padded to the
+// network's input shape. It returns the time spent reading.
+func (c *Classifier) readTiles(ctx context.Context, f *failer, sc *geo.Scene, name string, plan *tiling.Plan, out chan<- tileIn) time.Duration {
+	var busy time.Duration
+	for _, t := range plan.Tiles {
+		t0 := time.Now()
+		w := geo.Window{Col: t.Read.Col, Row: t.Read.Row, Cols: t.Read.Cols, Rows: t.Read.Rows}
+		blk, err := sc.ReadWindow(ctx, w)
+		if err != nil {
+			f.fail(fmt.Errorf("read %s tile %d window %v: %w", name, t.Index, t.Read, err))
+			return busy
+		}
+		s := padTile(blk, t)
+		busy += time.Since(t0)
+		select {
+		case out <- tileIn{tile: t, scene: s}:
+		case <-ctx.Done():
+			return busy
+		}
+	}
+	return busy
+}
+
+// padTile turns a block read for t.Read into a model scene of t.Input's
+// shape. The few rows and columns t.Input overhangs the scene repeat the
+// last row and column, validity included: the same padding the model gives
+// a whole scene whose size is not a multiple of the stride.
+func padTile(b geo.Block, t tiling.Tile) model.Scene {
+	in := t.Input
+	if b.Rows == in.Rows && b.Cols == in.Cols {
+		return model.Scene{Rows: b.Rows, Cols: b.Cols, Bands: b.Bands, Data: b.Data, Valid: b.Valid}
+	}
+	s := model.Scene{Rows: in.Rows, Cols: in.Cols, Bands: b.Bands,
+		Data: make([]float32, in.Rows*in.Cols*b.Bands), Valid: make([]bool, in.Rows*in.Cols)}
+	for r := 0; r < in.Rows; r++ {
+		sr := min(r, b.Rows-1)
+		for col := 0; col < in.Cols; col++ {
+			sc := min(col, b.Cols-1)
+			src, dst := sr*b.Cols+sc, r*in.Cols+col
+			copy(s.Data[dst*b.Bands:(dst+1)*b.Bands], b.Data[src*b.Bands:(src+1)*b.Bands])
+			s.Valid[dst] = b.Valid[src]
+		}
+	}
+	return s
+}
+
+// runTiles runs the network on every tile it receives. All tiles share one
+// input shape, so the predictor compiles once. It returns the time spent in
+// the network.
+func (c *Classifier) runTiles(ctx context.Context, f *failer, name string, plan *tiling.Plan, in <-chan tileIn, out chan<- tileOut) time.Duration {
+	var busy time.Duration
+	k := len(c.m.Classes())
+	for t := range in {
+		if ctx.Err() != nil {
+			continue // drain: the reader stops by itself
+		}
+		t0 := time.Now()
+		p, err := c.pred.Predict(ctx, t.scene)
+		busy += time.Since(t0)
+		if err != nil {
+			f.fail(fmt.Errorf("classify %s tile %d %v: %w", name, t.tile.Index, t.tile.Input, err))
+			continue
+		}
+		if p.Rows != t.scene.Rows || p.Cols != t.scene.Cols || p.Classes != k ||
+			len(p.Prob) != p.Rows*p.Cols*k || len(p.Uncertainty) != p.Rows*p.Cols {
+			f.fail(fmt.Errorf("classify %s tile %d: prediction %dx%dx%d for a %dx%d tile of %d classes",
+				name, t.tile.Index, p.Rows, p.Cols, p.Classes, t.scene.Rows, t.scene.Cols, k))
+			continue
+		}
+		select {
+		case out <- tileOut{tile: t.tile, pred: p, valid: t.scene.Valid}:
+		case <-ctx.Done():
+		}
+	}
+	return busy
+}
+
+// stitcher blends tile outputs into the canvas and turns final rows into
+// product rows.
+type stitcher struct {
+	plan     *tiling.Plan
+	classes  []model.Class
+	recovery model.RecoveryParams
+	kind     model.ReliabilityKind
+	out      chan<- rowsOut
+	progress func(done, total int)
+
+	canvas  *tiling.Canvas
+	buf     []float32 // interleaved tile output, reused
+	written int       // product rows sent
+	valid   int64
+	counts  map[int]int64
+}
+
+// Canvas channels per pixel after the K class probabilities.
+const (
+	chUncertainty = iota
+	chValid
+	extraChannels
+)
+
+func (s *stitcher) run(ctx context.Context, f *failer, in <-chan tileOut) time.Duration {
+	var busy time.Duration
+	k := len(s.classes)
+	s.canvas = tiling.NewCanvas(s.plan.Cols, k+extraChannels)
+	bands := s.plan.RowBands()
+	done := 0
+	for t := range in {
+		if ctx.Err() != nil {
+			continue
+		}
+		t0 := time.Now()
+		if err := s.add(t); err != nil {
+			f.fail(err)
+			continue
+		}
+		done++
+		band := bands[t.tile.Row]
+		if t.tile.Index == band.Tiles[len(band.Tiles)-1].Index {
+			// The tile row is complete: rows no later tile touches, and whose
+			// recovery window lies in such rows too, are final.
+			limit := band.FinalRows - s.recovery.Halo()
+			if band.Row == len(bands)-1 {
+				limit = s.plan.Rows
+			}
+			if err := s.finalize(ctx, limit); err != nil {
+				f.fail(err)
+				continue
+			}
+		}
+		busy += time.Since(t0)
+		if s.progress != nil {
+			s.progress(done, len(s.plan.Tiles))
+		}
+	}
+	return busy
+}
+
+// add blends one tile's probabilities, uncertainty and validity.
+func (s *stitcher) add(t tileOut) error {
+	k := len(s.classes)
+	d := k + extraChannels
+	n := t.pred.Rows * t.pred.Cols
+	if cap(s.buf) < n*d {
+		s.buf = make([]float32, n*d)
+	}
+	buf := s.buf[:n*d]
+	for i := 0; i < n; i++ {
+		px := buf[i*d : (i+1)*d]
+		copy(px, t.pred.Prob[i*k:(i+1)*k])
+		px[k+chUncertainty] = t.pred.Uncertainty[i]
+		px[k+chValid] = 0
+		if t.valid == nil || t.valid[i] {
+			px[k+chValid] = 1
+		}
+	}
+	if err := s.canvas.Add(s.plan, t.tile, buf); err != nil {
+		return fmt.Errorf("stitch tile %d: %w", t.tile.Index, err)
+	}
+	return nil
+}
+
+// finalize recovers, classifies and sends rows [s.written, limit) in chunks,
+// then drops the canvas rows no later chunk needs.
+func (s *stitcher) finalize(ctx context.Context, limit int) error {
+	h := s.recovery.Halo()
+	for s.written < limit {
+		lo := s.written
+		hi := min(lo+finalizeChunkRows, limit)
+		r, err := s.rows(lo, hi, h)
+		if err != nil {
+			return err
+		}
+		select {
+		case s.out <- r:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		s.written = hi
+		s.canvas.Drop(hi - h)
+	}
+	return nil
+}
+
+// rows computes product rows [lo, hi) from canvas rows [lo-h, hi+h) clipped to the scene.
+func (s *stitcher) rows(lo, hi, h int) (rowsOut, error) {
+	k := len(s.classes)
+	d := k + extraChannels
+	cols := s.plan.Cols
+	inLo, inHi := max(lo-h, 0), min(hi+h, s.plan.Rows)
+	prob := make([]float32, (inHi-inLo)*cols*k)
+	valid := make([]bool, (inHi-inLo)*cols)
+	unc := make([]float32, (hi-lo)*cols)
+	for r := inLo; r < inHi; r++ {
+		row, err := s.canvas.Row(r)
+		if err != nil {
+			return rowsOut{}, fmt.Errorf("stitch row %d: %w", r, err)
+		}
+		for c := 0; c < cols; c++ {
+			px := row[c*d : (c+1)*d]
+			i := (r-inLo)*cols + c
+			// Every tile covering a pixel read the same validity, so the
+			// blend is 1 or 0 (NaN where no tile reached it, which the plan rules out).
+			valid[i] = px[k+chValid] > 0.5
+			if valid[i] {
+				copy(prob[i*k:(i+1)*k], px[:k])
+			}
+			if r >= lo && r < hi {
+				unc[(r-lo)*cols+c] = px[k+chUncertainty]
+			}
+		}
+	}
+	rec, err := model.RecoverRows(prob, valid, inLo, inHi-inLo, cols, k, lo, hi-lo, s.recovery)
+	if err != nil {
+		return rowsOut{}, fmt.Errorf("recover rows %d..%d: %w", lo, hi, err)
+	}
+	out := rowsOut{row0: lo, class: make([]uint16, (hi-lo)*cols), rel: make([]float32, (hi-lo)*cols)}
+	off := (lo - inLo) * cols
+	for i := range out.class {
+		if !valid[off+i] {
+			out.rel[i] = float32(math.NaN())
+			continue
+		}
+		px := rec[i*k : (i+1)*k]
+		best := 0
+		for j, v := range px {
+			if v > px[best] {
+				best = j
+			}
+		}
+		v := s.classes[best].Value
+		out.class[i] = uint16(v)
+		out.rel[i] = s.kind.Pixel(px, unc[i])
+		s.valid++
+		s.counts[v]++
+	}
+	return out, nil
+}
+

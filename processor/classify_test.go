@@ -1,0 +1,445 @@
+package processor
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/pnec/pnec/geo"
+	"github.com/pnec/pnec/model"
+	"github.com/pnec/pnec/tiling"
+)
+
+// product is a product read back through GDAL.
+type product struct {
+	rows, cols int
+	class      []int
+	rel        []float32 // band 2 as stored
+}
+
+func readProduct(t *testing.T, path string) product {
+	t.Helper()
+	s, err := geo.Open(path)
+	if err != nil {
+		t.Fatalf("open product: %v", err)
+	}
+	defer s.Close()
+	info := s.Info()
+	if info.Bands != 2 {
+		t.Fatalf("product has %d bands, want 2", info.Bands)
+	}
+	b, err := s.ReadWindow(context.Background(), geo.Window{Cols: info.Cols, Rows: info.Rows})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := product{rows: info.Rows, cols: info.Cols, class: make([]int, info.Rows*info.Cols), rel: make([]float32, info.Rows*info.Cols)}
+	for i := range p.class {
+		p.class[i] = int(b.Data[2*i])
+		p.rel[i] = b.Data[2*i+1]
+	}
+	// Invalid pixels read as 0 in every band through geo; take the stored
+	// reliability from an unmasked read of band 2 where it matters.
+	return p
+}
+
+func classify(t *testing.T, f *fixture, opts Options, out string) Result {
+	t.Helper()
+	c, err := NewClassifier(f.model, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	res, err := c.Classify(context.Background(), f.scene, out)
+	if err != nil {
+		t.Fatalf("classify %+v: %v", opts, err)
+	}
+	return res
+}
+
+// gdalinfoJSON runs gdalinfo -json, an independent reader.
+func gdalinfoJSON(t *testing.T, path string) map[string]any {
+	t.Helper()
+	if _, err := exec.LookPath("gdalinfo"); err != nil {
+		t.Skip("gdalinfo not on PATH (install gdal-bin)")
+	}
+	out, err := exec.Command("gdalinfo", "-json", "-mdd", "all", path).Output()
+	if err != nil {
+		t.Fatalf("gdalinfo %s: %v", path, err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(out, &m); err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+func TestClassifyWholeImage(t *testing.T) {
+	f := getFixture(t)
+	out := filepath.Join(t.TempDir(), "whole.tif")
+	var calls int
+	res := classify(t, f, Options{Progress: func(done, total int) { calls++ }}, out)
+	if res.Tiles != 1 || res.TileRows != f.rows || res.TileCols != f.cols {
+		t.Fatalf("got %d tiles of %dx%d, want one whole-image tile of %dx%d", res.Tiles, res.TileCols, res.TileRows, f.cols, f.rows)
+	}
+	if calls != 1 {
+		t.Errorf("progress called %d times, want 1", calls)
+	}
+	p := readProduct(t, out)
+	if p.rows != f.rows || p.cols != f.cols {
+		t.Fatalf("product %dx%d, want %dx%d", p.cols, p.rows, f.cols, f.rows)
+	}
+	valid := map[int]bool{}
+	for _, k := range f.model.Classes() {
+		valid[k.Value] = true
+	}
+	var nValid, correct int64
+	counts := map[int]int64{}
+	for i, k := range p.class {
+		switch {
+		case !f.valid[i] && k != 0:
+			t.Fatalf("nodata pixel %d got class %d, want 0", i, k)
+		case f.valid[i] && !valid[k]:
+			t.Fatalf("valid pixel %d got class %d, not one of the model's", i, k)
+		case f.valid[i]:
+			nValid++
+			counts[k]++
+			if int32(k) == f.labels[i] {
+				correct++
+			}
+			if !(p.rel[i] >= 0 && p.rel[i] <= 100) {
+				t.Fatalf("valid pixel %d reliability %v, want 0..100", i, p.rel[i])
+			}
+		}
+	}
+	if res.ValidPixels != nValid {
+		t.Errorf("Result.ValidPixels %d, product has %d classified pixels", res.ValidPixels, nValid)
+	}
+	for k, n := range counts {
+		if res.ClassCounts[k] != n {
+			t.Errorf("Result.ClassCounts[%d] = %d, product has %d", k, res.ClassCounts[k], n)
+		}
+	}
+	// The model is small and briefly trained, but the scene is easy: a
+	// product that ignores its input would score about 1/classes.
+	if acc := float64(correct) / float64(nValid); acc < 0.8 {
+		t.Errorf("accuracy against the scene's labels %.3f, want >= 0.8", acc)
+	}
+	t.Logf("whole image: accuracy %.4f, times %+v", float64(correct)/float64(nValid), res.Times)
+}
+
+// The product's georeferencing must be the scene's, as an independent reader sees both.
+func TestClassifyKeepsGeoreference(t *testing.T) {
+	f := getFixture(t)
+	out := filepath.Join(t.TempDir(), "geo.tif")
+	classify(t, f, Options{TileSize: 64}, out)
+	in, got := gdalinfoJSON(t, f.scene), gdalinfoJSON(t, out)
+	for _, key := range []string{"geoTransform", "size"} {
+		a, _ := json.Marshal(in[key])
+		b, _ := json.Marshal(got[key])
+		if string(a) != string(b) {
+			t.Errorf("%s: got %s, want %s", key, b, a)
+		}
+	}
+	wkt := func(m map[string]any) string {
+		cs, _ := m["coordinateSystem"].(map[string]any)
+		s, _ := cs["wkt"].(string)
+		return s
+	}
+	if wkt(got) == "" || wkt(got) != wkt(in) {
+		t.Errorf("CRS: got %.80q..., want %.80q...", wkt(got), wkt(in))
+	}
+	md, _ := got["metadata"].(map[string]any)
+	pnec, _ := md["PNEC"].(map[string]any)
+	if pnec["MODEL_CHECKSUM"] != f.model.Checksum() {
+		t.Errorf("PNEC metadata MODEL_CHECKSUM %v, want %s", pnec["MODEL_CHECKSUM"], f.model.Checksum())
+	}
+}
+
+// tileEdges marks the pixels within px of an interior edge of any tile's
+// input (edges on the scene border are not tile edges).
+func tileEdges(p tiling.Plan, px int) []bool {
+	near := make([]bool, p.Rows*p.Cols)
+	mark := func(r0, r1, c0, c1 int) {
+		for r := max(r0, 0); r < min(r1, p.Rows); r++ {
+			for c := max(c0, 0); c < min(c1, p.Cols); c++ {
+				near[r*p.Cols+c] = true
+			}
+		}
+	}
+	for _, t := range p.Tiles {
+		in := t.Input
+		if in.Row > 0 {
+			mark(in.Row-px, in.Row+px, in.Col, in.Col+in.Cols)
+		}
+		if end := in.Row + in.Rows; end < p.Rows {
+			mark(end-px, end+px, in.Col, in.Col+in.Cols)
+		}
+		if in.Col > 0 {
+			mark(in.Row, in.Row+in.Rows, in.Col-px, in.Col+px)
+		}
+		if end := in.Col + in.Cols; end < p.Cols {
+			mark(in.Row, in.Row+in.Rows, end-px, end+px)
+		}
+	}
+	return near
+}
+
+// On a scene that fits whole, tiled runs (tiles that do not divide the
+// scene, several overlaps) must agree with the whole-image run on >= 99.5%
+// of the labels overall and >= 99% within 8 pixels of any tile edge.
+func TestTiledAgreesWithWholeImage(t *testing.T) {
+	f := getFixture(t)
+	dir := t.TempDir()
+	whole := readProduct(t, func() string {
+		out := filepath.Join(dir, "whole.tif")
+		classify(t, f, Options{}, out)
+		return out
+	}())
+	cases := []struct{ tile, overlap int }{
+		{64, 0},   // default overlap (16 px)
+		{64, 24},  // wider
+		{88, 0},   // 88 divides neither 120 nor 152
+		{100, 32}, // rounded to the stride: tile 100, overlap 32
+	}
+	if testing.Short() {
+		cases = cases[:2]
+	}
+	for _, tc := range cases {
+		t.Run(fmt.Sprintf("tile%d_overlap%d", tc.tile, tc.overlap), func(t *testing.T) {
+			out := filepath.Join(dir, "tiled.tif")
+			opts := Options{TileSize: tc.tile, Overlap: tc.overlap}
+			res := classify(t, f, opts, out)
+			plan, _, err := PlanScene(f.rows, f.cols, f.bands, f.model, opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Tiles < 4 || res.Tiles != len(plan.Tiles) {
+				t.Fatalf("got %d tiles (plan %v), want the plan's %d and at least 4", res.Tiles, plan, len(plan.Tiles))
+			}
+			tiled := readProduct(t, out)
+			edges := tileEdges(plan, 8)
+			var n, agree, nEdge, agreeEdge int
+			for i := range whole.class {
+				if !f.valid[i] {
+					if tiled.class[i] != 0 {
+						t.Fatalf("nodata pixel %d got class %d in the tiled run", i, tiled.class[i])
+					}
+					continue
+				}
+				same := whole.class[i] == tiled.class[i]
+				n++
+				if same {
+					agree++
+				}
+				if edges[i] {
+					nEdge++
+					if same {
+						agreeEdge++
+					}
+				}
+			}
+			overall, edge := float64(agree)/float64(n), float64(agreeEdge)/float64(nEdge)
+			t.Logf("%v: agreement %.4f overall, %.4f within 8 px of tile edges (%d px)", plan, overall, edge, nEdge)
+			if overall < 0.995 {
+				t.Errorf("overall agreement %.4f, want >= 0.995", overall)
+			}
+			if edge < 0.99 {
+				t.Errorf("agreement within 8 px of tile edges %.4f, want >= 0.99", edge)
+			}
+		})
+	}
+}
+
+func TestClassifyFloat32Reliability(t *testing.T) {
+	f := getFixture(t)
+	out := filepath.Join(t.TempDir(), "f32.tif")
+	classify(t, f, Options{ReliabilityFloat32: true, TileSize: 64}, out)
+	info := gdalinfoJSON(t, out)
+	bands, _ := info["bands"].([]any)
+	if len(bands) != 2 {
+		t.Fatalf("got %d bands, want 2", len(bands))
+	}
+	b2, _ := bands[1].(map[string]any)
+	if b2["type"] != "Float32" {
+		t.Errorf("reliability band type %v, want Float32", b2["type"])
+	}
+}
+
+func TestClassifyBandMismatch(t *testing.T) {
+	f := getFixture(t)
+	dir := t.TempDir()
+	scene := filepath.Join(dir, "few.tif")
+	data, _ := synthScene(40, 40, f.bands-3, 3, 9)
+	if err := writeScene(scene, 40, 40, f.bands-3, data, f.geoRef); err != nil {
+		t.Fatal(err)
+	}
+	c, err := NewClassifier(f.model, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	out := filepath.Join(dir, "out.tif")
+	_, err = c.Classify(context.Background(), scene, out)
+	if !errors.Is(err, model.ErrBandCount) {
+		t.Fatalf("got %v, want ErrBandCount", err)
+	}
+	if !strings.Contains(err.Error(), scene) {
+		t.Errorf("error %q does not name the scene", err)
+	}
+	if _, err := os.Stat(out); !os.IsNotExist(err) {
+		t.Errorf("product exists after a failed run: %v", err)
+	}
+}
+
+// Cancelling mid-run returns the context's error, leaves no product and
+// no temporary file, and stops every goroutine.
+func TestClassifyCancel(t *testing.T) {
+	f := getFixture(t)
+	dir := t.TempDir()
+	out := filepath.Join(dir, "cancel.tif")
+	// An existing product must survive a cancelled run untouched.
+	if err := os.WriteFile(out, []byte("old product"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c, err := NewClassifier(f.model, Options{TileSize: 48})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	before := runtime.NumGoroutine()
+	ctx, cancel := context.WithCancel(context.Background())
+	c.opts.Progress = func(done, total int) {
+		if done == 2 {
+			cancel()
+		}
+	}
+	_, err = c.Classify(ctx, f.scene, out)
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("got %v, want context.Canceled", err)
+	}
+	if b, _ := os.ReadFile(out); string(b) != "old product" {
+		t.Errorf("existing product changed by a cancelled run: %q", b)
+	}
+	ents, _ := os.ReadDir(dir)
+	if len(ents) != 1 {
+		var names []string
+		for _, e := range ents {
+			names = append(names, e.Name())
+		}
+		t.Errorf("directory holds %v, want only the old product", names)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for runtime.NumGoroutine() > before && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if n := runtime.NumGoroutine(); n > before {
+		buf := make([]byte, 1<<16)
+		t.Errorf("%d goroutines after cancel, %d before:\n%s", n, before, buf[:runtime.Stack(buf, true)])
+	}
+	// The classifier still works after a cancelled run.
+	c.opts.Progress = nil
+	if _, err := c.Classify(context.Background(), f.scene, out); err != nil {
+		t.Fatalf("classify after cancel: %v", err)
+	}
+}
+
+func TestPadTile(t *testing.T) {
+	// A 3x2 block of 2 bands padded to a 4x4 input: the last row and column repeat.
+	b := geo.Block{Window: geo.Window{Cols: 2, Rows: 3}, Bands: 2,
+		Data:  []float32{1, 10, 2, 20, 3, 30, 4, 40, 5, 50, 6, 60},
+		Valid: []bool{true, true, true, false, true, true}}
+	tl := tiling.Tile{Input: tiling.Rect{Cols: 4, Rows: 4}, Read: tiling.Rect{Cols: 2, Rows: 3}}
+	s := padTile(b, tl)
+	if s.Rows != 4 || s.Cols != 4 || len(s.Data) != 32 || len(s.Valid) != 16 {
+		t.Fatalf("got %dx%d with %d values, want 4x4 with 32", s.Cols, s.Rows, len(s.Data))
+	}
+	want := [][2]float32{{1, 10}, {2, 20}, {2, 20}, {2, 20}, {3, 30}, {4, 40}, {4, 40}, {4, 40},
+		{5, 50}, {6, 60}, {6, 60}, {6, 60}, {5, 50}, {6, 60}, {6, 60}, {6, 60}}
+	for i, w := range want {
+		if got := [2]float32{s.Data[2*i], s.Data[2*i+1]}; got != w {
+			t.Errorf("pixel %d: got %v, want %v", i, got, w)
+		}
+	}
+	wantValid := []bool{true, true, true, true, true, false, false, false, true, true, true, true, true, true, true, true}
+	for i, w := range wantValid {
+		if s.Valid[i] != w {
+			t.Errorf("pixel %d: got valid %v, want %v", i, s.Valid[i], w)
+		}
+	}
+}
+
+// pointwise is a stand-in network without spatial context: each pixel's
+// probabilities depend on its own spectrum only. With it, tiling cannot
+// change anything, so a tiled run must reproduce the whole-image product
+// exactly: this isolates the planning, padding, stitching, recovery and
+// streaming from the real network's context effects.
+type pointwise struct{ classes int }
+
+func (p pointwise) Backend() string { return "pointwise" }
+func (p pointwise) Close() error    { return nil }
+func (p pointwise) Predict(ctx context.Context, s model.Scene) (model.Prediction, error) {
+	out := model.Prediction{Rows: s.Rows, Cols: s.Cols, Classes: p.classes,
+		Prob: make([]float32, s.Rows*s.Cols*p.classes), Uncertainty: make([]float32, s.Rows*s.Cols)}
+	for i := 0; i < s.Rows*s.Cols; i++ {
+		px := s.Data[i*s.Bands : (i+1)*s.Bands]
+		var sum float64
+		for k := 0; k < p.classes; k++ {
+			z := math.Exp(float64(px[(3*k)%s.Bands]-px[(3*k+1)%s.Bands]) / 100)
+			out.Prob[i*p.classes+k] = float32(z)
+			sum += z
+		}
+		for k := 0; k < p.classes; k++ {
+			out.Prob[i*p.classes+k] /= float32(sum)
+		}
+		out.Uncertainty[i] = float32(math.Abs(math.Sin(float64(px[0]))))
+	}
+	return out, nil
+}
+
+func TestTiledEqualsWholeWithoutContext(t *testing.T) {
+	f := getFixture(t)
+	dir := t.TempDir()
+	run := func(opts Options, out string) Result {
+		c, err := NewClassifier(f.model, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.pred.Close()
+		c.pred = pointwise{classes: len(f.model.Classes())}
+		defer c.Close()
+		res, err := c.Classify(context.Background(), f.scene, out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	run(Options{}, filepath.Join(dir, "whole.tif"))
+	whole := readProduct(t, filepath.Join(dir, "whole.tif"))
+	for _, tc := range []struct{ tile, overlap int }{{32, 0}, {48, -1}, {40, 8}, {64, 28}, {100, 0}} {
+		out := filepath.Join(dir, fmt.Sprintf("t%d_%d.tif", tc.tile, tc.overlap))
+		res := run(Options{TileSize: tc.tile, Overlap: tc.overlap}, out)
+		got := readProduct(t, out)
+		diff, relDiff := 0, 0
+		for i := range got.class {
+			if got.class[i] != whole.class[i] {
+				diff++
+			}
+			if math.Abs(float64(got.rel[i]-whole.rel[i])) > 1 {
+				relDiff++
+			}
+		}
+		if diff > 0 || relDiff > 0 {
+			t.Errorf("tile %d overlap %d (%s): %d class and %d reliability differences from the whole-image run, want 0",
+				tc.tile, tc.overlap, res.Plan, diff, relDiff)
+		}
+	}
+}

@@ -1,0 +1,22 @@
+// Package processor classifies scenes: it plans the run (the whole image, or
+// overlapping tiles when the scene does not fit the memory budget), reads
+// tiles through geo, runs the network through model, blends the tiles'
+// calibrated probabilities and uncertainty into a stripe canvas (tiling),
+// applies the AvgPool recovery only on the stitched canvas, and streams the
+// final rows (class and reliability) into the COG product through geo.
+//
+// Memory does not grow with the scene's height: tiles run in row-major
+// order, only a stripe of rows (a tile row plus the recovery halo) is held,
+// and rows are written and dropped as soon as no later tile can touch them.
+// Reading the next tile, running the network on the current one, stitching
+// and writing run in separate goroutines joined by one-slot channels, so the
+// stages overlap; every goroutine stops when the context is cancelled or a
+// stage fails.
+//
+// Typical use:
+//
+//	m, err := model.Load("salinas.pnec")
+//	c, err := processor.NewClassifier(m, processor.Options{})
+//	defer c.Close()
+//	res, err := c.Classify(ctx, "scene.tif", "product.tif")
+package processor

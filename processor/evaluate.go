@@ -1,0 +1,440 @@
+package processor
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"slices"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/pnec/pnec/model"
+)
+
+// DefaultTopFraction is the share of most uncertain pixels in which the
+// paper's reliability table counts the errors (20%).
+const DefaultTopFraction = 0.2
+
+// EvalOptions tune Evaluate. Zero values mean the documented defaults.
+type EvalOptions struct {
+	Backend string // "" = model.NewPredictor's default
+	// Recovery overrides the model's recovery parameters when Window > 0.
+	Recovery model.RecoveryParams
+	// TopFraction is the share of most uncertain pixels for the top-recall
+	// column (0 = DefaultTopFraction).
+	TopFraction float64
+}
+
+// ReliabilityScore is one reliability candidate's row of the paper's
+// reliability table, on the final labels of the test pixels; uncertainty is
+// 1 - reliability.
+type ReliabilityScore struct {
+	Kind    model.ReliabilityKind
+	Default bool // the kind products carry by default
+	model.ErrorDetection
+}
+
+// Evaluation is the accuracy of a model on the test pixels of a labelled
+// scene, with and without the recovery step, and how well each reliability
+// candidate finds its errors.
+type Evaluation struct {
+	ModelChecksum string
+	Backend       string
+	Ablation      model.Ablation
+	Classes       []model.Class
+	Rows, Cols    int
+	// TestPixels are the labelled valid pixels that are not training pixels.
+	TestPixels int
+	// TrainPixelsExcluded counts the labelled pixels left out because the
+	// model trained on them (0 when the scene is not the training scene's size).
+	TrainPixelsExcluded int
+	Recovery            model.RecoveryParams
+	// Raw is the accuracy of argmax P_up (no recovery); Recovered of argmax
+	// P_rec. Final is the one the model's ablation uses for its labels
+	// (Raw for no-rc, Recovered otherwise).
+	Raw, Recovered model.Accuracy
+	FinalRecovered bool
+	Reliability    []ReliabilityScore
+	InferenceTime  time.Duration // the network's Predict call
+}
+
+// Final is the accuracy of the labels a product would carry.
+func (e Evaluation) Final() model.Accuracy {
+	if e.FinalRecovered {
+		return e.Recovered
+	}
+	return e.Raw
+}
+
+// EvaluateFiles reads a scene and its labels and evaluates m on them.
+func EvaluateFiles(ctx context.Context, m *model.Model, scene, labels string, opts EvalOptions) (Evaluation, error) {
+	in, err := readInputs(ctx, scene, labels)
+	if err != nil {
+		return Evaluation{}, err
+	}
+	if in.scene.Bands != m.Bands() {
+		return Evaluation{}, fmt.Errorf("%s: %d bands, the model takes %d: %w", scene, in.scene.Bands, m.Bands(), model.ErrBandCount)
+	}
+	return Evaluate(ctx, m, in.scene, in.labels, opts)
+}
+
+// Evaluate runs m on s and scores it against labels (class values,
+// row-major, 0 = unlabelled) on the test pixels: labelled valid pixels that
+// are not among m.TrainIndices() (when s has the training scene's size).
+func Evaluate(ctx context.Context, m *model.Model, s model.Scene, labels []int32, opts EvalOptions) (Evaluation, error) {
+	p, err := model.NewPredictor(m, opts.Backend)
+	if err != nil {
+		return Evaluation{}, err
+	}
+	defer p.Close()
+	start := time.Now()
+	pred, err := p.Predict(ctx, s)
+	if err != nil {
+		return Evaluation{}, err
+	}
+	elapsed := time.Since(start)
+	ev, err := Score(SpecOf(m), pred, s.Valid, labels, opts)
+	if err != nil {
+		return Evaluation{}, err
+	}
+	ev.Backend = p.Backend()
+	ev.InferenceTime = elapsed
+	return ev, nil
+}
+
+// ScoreSpec is what Score needs to know about a model.
+type ScoreSpec struct {
+	Checksum string
+	Backend  string
+	Ablation model.Ablation
+	Classes  []model.Class
+	Recovery model.RecoveryParams
+	// TrainIndices are left out of the test pixels when the scene has the
+	// training scene's size TrainRows x TrainCols.
+	TrainIndices         []int
+	TrainRows, TrainCols int
+}
+
+// SpecOf describes m for Score.
+func SpecOf(m *model.Model) ScoreSpec {
+	r, c := m.TrainSceneSize()
+	return ScoreSpec{Checksum: m.Checksum(), Backend: m.Backend(), Ablation: m.Config().Ablation,
+		Classes: m.Classes(), Recovery: m.Recovery(), TrainIndices: m.TrainIndices(), TrainRows: r, TrainCols: c}
+}
+
+// Score evaluates a prediction of the model m describes against labels;
+// valid is the scene's validity mask (nil = all valid). It is Evaluate
+// without the network.
+func Score(m ScoreSpec, pred model.Prediction, valid []bool, labels []int32, opts EvalOptions) (Evaluation, error) {
+	n := pred.Rows * pred.Cols
+	if len(labels) != n {
+		return Evaluation{}, fmt.Errorf("labels have %d values, the prediction %d pixels: %w", len(labels), n, ErrLabels)
+	}
+	if valid != nil && len(valid) != n {
+		return Evaluation{}, fmt.Errorf("validity mask has %d values, the prediction %d pixels", len(valid), n)
+	}
+	classes := m.Classes
+	if pred.Classes != len(classes) || len(pred.Prob) != n*pred.Classes || len(pred.Uncertainty) != n {
+		return Evaluation{}, fmt.Errorf("prediction of %d classes with %d probabilities and %d uncertainties for %d pixels, model has %d classes",
+			pred.Classes, len(pred.Prob), len(pred.Uncertainty), n, len(classes))
+	}
+	rec := m.Recovery
+	if opts.Recovery.Window > 0 {
+		rec = opts.Recovery
+	}
+	if err := rec.Validate(); err != nil {
+		return Evaluation{}, err
+	}
+	top := opts.TopFraction
+	if top == 0 {
+		top = DefaultTopFraction
+	}
+	dense := map[int32]int{}
+	for k, c := range classes {
+		dense[int32(c.Value)] = k
+	}
+	// Test pixels.
+	isTrain := make([]bool, n)
+	excluded := 0
+	if m.TrainRows == pred.Rows && m.TrainCols == pred.Cols {
+		for _, i := range m.TrainIndices {
+			if i >= 0 && i < n {
+				isTrain[i] = true
+			}
+		}
+	}
+	var test, truth []int
+	for i, v := range labels {
+		if v == 0 || (valid != nil && !valid[i]) {
+			continue
+		}
+		if isTrain[i] {
+			excluded++
+			continue
+		}
+		k, ok := dense[v]
+		if !ok {
+			return Evaluation{}, fmt.Errorf("class value %d at pixel (row %d, col %d) is not one of the model's classes (%s): %w",
+				v, i/pred.Cols, i%pred.Cols, classValues(classes), ErrLabels)
+		}
+		test = append(test, i)
+		truth = append(truth, k)
+	}
+	if len(test) == 0 {
+		return Evaluation{}, fmt.Errorf("no test pixels: every labelled valid pixel is a training pixel: %w", ErrLabels)
+	}
+	K := pred.Classes
+	prec := model.Recover(pred.Prob, valid, pred.Rows, pred.Cols, K, rec)
+	raw, err := accuracyAt(pred.Prob, K, test, truth)
+	if err != nil {
+		return Evaluation{}, err
+	}
+	recovered, err := accuracyAt(prec, K, test, truth)
+	if err != nil {
+		return Evaluation{}, err
+	}
+	ev := Evaluation{
+		ModelChecksum: m.Checksum, Backend: m.Backend, Ablation: m.Ablation,
+		Classes: classes, Rows: pred.Rows, Cols: pred.Cols,
+		TestPixels: len(test), TrainPixelsExcluded: excluded, Recovery: rec,
+		Raw: raw, Recovered: recovered, FinalRecovered: m.Ablation != model.AblationNoRC,
+	}
+	final := prec
+	if !ev.FinalRecovered {
+		final = pred.Prob
+	}
+	// Reliability candidates against the final labels.
+	wrong := make([]bool, len(test))
+	for j, i := range test {
+		wrong[j] = argmaxAt(final, K, i) != truth[j]
+	}
+	unc := make([]float32, len(test))
+	for _, kind := range model.ReliabilityKinds {
+		for j, i := range test {
+			r := kind.Pixel(final[i*K:(i+1)*K], pred.Uncertainty[i])
+			if math.IsNaN(float64(r)) {
+				// A test pixel with no probabilities: treat as least reliable.
+				r = 0
+			}
+			unc[j] = 1 - r
+		}
+		d, err := model.DetectErrors(unc, wrong, top)
+		if err != nil {
+			return Evaluation{}, fmt.Errorf("reliability %s: %w", kind, err)
+		}
+		ev.Reliability = append(ev.Reliability, ReliabilityScore{Kind: kind, Default: kind == model.DefaultReliability, ErrorDetection: d})
+	}
+	return ev, nil
+}
+
+func argmaxAt(prob []float32, k, i int) int {
+	px := prob[i*k : (i+1)*k]
+	best := 0
+	for c, v := range px {
+		if v > px[best] {
+			best = c
+		}
+	}
+	return best
+}
+
+func accuracyAt(prob []float32, k int, test, truth []int) (model.Accuracy, error) {
+	pred := make([]int, len(test))
+	for j, i := range test {
+		pred[j] = argmaxAt(prob, k, i)
+	}
+	c, err := model.ConfusionOf(truth, pred, k)
+	if err != nil {
+		return model.Accuracy{}, err
+	}
+	return c.Summarize(), nil
+}
+
+func classValues(cs []model.Class) string {
+	s := make([]string, len(cs))
+	for i, c := range cs {
+		s[i] = fmt.Sprint(c.Value)
+	}
+	return strings.Join(s, ", ")
+}
+
+// pct formats a 0..1 ratio as a percentage with 2 decimals ("-" for NaN).
+func pct(v float64) string {
+	if math.IsNaN(v) {
+		return "-"
+	}
+	return fmt.Sprintf("%.2f", 100*v)
+}
+
+func num4(v float64) string {
+	if math.IsNaN(v) {
+		return "-"
+	}
+	return fmt.Sprintf("%.4f", v)
+}
+
+// WriteText prints the evaluation as tables: accuracy with and without
+// recovery, the confusion matrix of the final labels, and the reliability
+// table.
+func (e Evaluation) WriteText(w io.Writer) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "model %s (ablation %s), backend %s, inference %.2f s\n", short(e.ModelChecksum), e.Ablation, e.Backend, e.InferenceTime.Seconds())
+	fmt.Fprintf(&b, "test pixels: %d (labelled valid pixels; %d training pixels left out)\n\n", e.TestPixels, e.TrainPixelsExcluded)
+	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintf(tw, "metric (%%)\twithout recovery\twith recovery (window %d, eta %g)\t\n", e.Recovery.Window, e.Recovery.Eta)
+	fmt.Fprintf(tw, "OA\t%s\t%s\t\n", pct(e.Raw.OA), pct(e.Recovered.OA))
+	fmt.Fprintf(tw, "AA\t%s\t%s\t\n", pct(e.Raw.AA), pct(e.Recovered.AA))
+	fmt.Fprintf(tw, "kappa\t%s\t%s\t\n", pct(e.Raw.Kappa), pct(e.Recovered.Kappa))
+	for k, c := range e.Classes {
+		fmt.Fprintf(tw, "%d %s (%d px)\t%s\t%s\t\n", c.Value, c.Name, e.Recovered.Support[k], pct(e.Raw.PerClass[k]), pct(e.Recovered.PerClass[k]))
+	}
+	tw.Flush()
+	which := "with recovery"
+	if !e.FinalRecovered {
+		which = "without recovery"
+	}
+	fmt.Fprintf(&b, "\nconfusion matrix of the final labels (%s): rows = truth, columns = prediction (class values)\n", which)
+	tw = tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprint(tw, "\t")
+	for _, c := range e.Classes {
+		fmt.Fprintf(tw, "%d\t", c.Value)
+	}
+	fmt.Fprintln(tw)
+	cm := e.Final().Confusion
+	for t, c := range e.Classes {
+		fmt.Fprintf(tw, "%d\t", c.Value)
+		for p := range e.Classes {
+			fmt.Fprintf(tw, "%d\t", cm.Counts[t*cm.Classes+p])
+		}
+		fmt.Fprintln(tw)
+	}
+	tw.Flush()
+	fin := e.Final()
+	nWrong := int64(math.Round((1 - fin.OA) * float64(e.TestPixels)))
+	fmt.Fprintf(&b, "\nreliability-based error localisation (%d of %d test pixels wrong; uncertainty = 1 - reliability)\n", nWrong, e.TestPixels)
+	tw = tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
+	top := 100 * DefaultTopFraction
+	if len(e.Reliability) > 0 {
+		top = 100 * e.Reliability[0].TopFraction
+	}
+	fmt.Fprintf(tw, "reliability\tcorrect uncertainty\twrong uncertainty\terror AUROC\ttop-%g%% error recall\t\n", top)
+	for _, r := range e.Reliability {
+		name := string(r.Kind)
+		if r.Default {
+			name += " (default)"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t\n", name, num4(r.MeanCorrect), num4(r.MeanWrong), num4(r.AUROC), pct(r.TopRecall))
+	}
+	tw.Flush()
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+func short(sum string) string {
+	if len(sum) > 12 {
+		return sum[:12]
+	}
+	return sum
+}
+
+// jsonNum is a float that encodes NaN as null (JSON has no NaN).
+type jsonNum float64
+
+func (v jsonNum) MarshalJSON() ([]byte, error) {
+	if math.IsNaN(float64(v)) || math.IsInf(float64(v), 0) {
+		return []byte("null"), nil
+	}
+	return json.Marshal(float64(v))
+}
+
+func jsonNums(v []float64) []jsonNum {
+	out := make([]jsonNum, len(v))
+	for i, x := range v {
+		out[i] = jsonNum(x)
+	}
+	return out
+}
+
+type accuracyJSON struct {
+	OA        jsonNum   `json:"oa"`
+	AA        jsonNum   `json:"aa"`
+	Kappa     jsonNum   `json:"kappa"`
+	PerClass  []jsonNum `json:"per_class"`
+	Support   []int64   `json:"support"`
+	Confusion [][]int64 `json:"confusion"`
+}
+
+func toAccuracyJSON(a model.Accuracy) accuracyJSON {
+	cm := make([][]int64, a.Confusion.Classes)
+	for t := range cm {
+		cm[t] = slices.Clone(a.Confusion.Counts[t*a.Confusion.Classes : (t+1)*a.Confusion.Classes])
+	}
+	return accuracyJSON{OA: jsonNum(a.OA), AA: jsonNum(a.AA), Kappa: jsonNum(a.Kappa),
+		PerClass: jsonNums(a.PerClass), Support: a.Support, Confusion: cm}
+}
+
+type classJSON struct {
+	Value int    `json:"value"`
+	Name  string `json:"name"`
+}
+
+func toClassesJSON(cs []model.Class) []classJSON {
+	out := make([]classJSON, len(cs))
+	for i, c := range cs {
+		out[i] = classJSON{Value: c.Value, Name: c.Name}
+	}
+	return out
+}
+
+// WriteJSON writes the evaluation as one JSON object. Ratios are 0..1;
+// undefined values (a class without test pixels) are null; the confusion
+// matrices are [truth][prediction] in the order of "classes".
+func (e Evaluation) WriteJSON(w io.Writer) error {
+	type relJSON struct {
+		Kind        string  `json:"kind"`
+		Default     bool    `json:"default"`
+		Correct     int     `json:"correct_pixels"`
+		Wrong       int     `json:"wrong_pixels"`
+		MeanCorrect jsonNum `json:"mean_uncertainty_correct"`
+		MeanWrong   jsonNum `json:"mean_uncertainty_wrong"`
+		AUROC       jsonNum `json:"error_auroc"`
+		TopRecall   jsonNum `json:"top_error_recall"`
+		TopFraction float64 `json:"top_fraction"`
+	}
+	out := struct {
+		Model          string               `json:"model_checksum"`
+		Backend        string               `json:"backend"`
+		Ablation       string               `json:"ablation"`
+		Classes        []classJSON          `json:"classes"`
+		Rows           int                  `json:"rows"`
+		Cols           int                  `json:"cols"`
+		TestPixels     int                  `json:"test_pixels"`
+		TrainExcluded  int                  `json:"train_pixels_excluded"`
+		Recovery       model.RecoveryParams `json:"recovery"`
+		Raw            accuracyJSON         `json:"without_recovery"`
+		Recovered      accuracyJSON         `json:"with_recovery"`
+		FinalRecovered bool                 `json:"final_with_recovery"`
+		Reliability    []relJSON            `json:"reliability"`
+		InferenceS     float64              `json:"inference_seconds"`
+	}{
+		Model: e.ModelChecksum, Backend: e.Backend, Ablation: string(e.Ablation), Classes: toClassesJSON(e.Classes),
+		Rows: e.Rows, Cols: e.Cols, TestPixels: e.TestPixels, TrainExcluded: e.TrainPixelsExcluded,
+		Recovery: e.Recovery, Raw: toAccuracyJSON(e.Raw), Recovered: toAccuracyJSON(e.Recovered),
+		FinalRecovered: e.FinalRecovered, InferenceS: e.InferenceTime.Seconds(),
+	}
+	for _, r := range e.Reliability {
+		out.Reliability = append(out.Reliability, relJSON{Kind: string(r.Kind), Default: r.Default,
+			Correct: r.Correct, Wrong: r.Wrong, MeanCorrect: jsonNum(r.MeanCorrect), MeanWrong: jsonNum(r.MeanWrong),
+			AUROC: jsonNum(r.AUROC), TopRecall: jsonNum(r.TopRecall), TopFraction: r.TopFraction})
+	}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(out)
+}
+
+// errNoRuns is returned by an experiment asked for fewer than one run.
+var errNoRuns = errors.New("runs must be at least 1")

@@ -1,0 +1,95 @@
+package processor
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"math"
+	"strings"
+	"testing"
+
+	"github.com/pnec/pnec/model"
+)
+
+func TestStatOf(t *testing.T) {
+	s := statOf([]float64{1, 2, 3, 4, math.NaN()})
+	// Population std of 1..4: sqrt(1.25).
+	if !near(s.Mean, 2.5) || !near(s.Std, math.Sqrt(1.25)) {
+		t.Errorf("got %+v, want mean 2.5 std %v", s, math.Sqrt(1.25))
+	}
+	if s := statOf(nil); !math.IsNaN(s.Mean) {
+		t.Errorf("empty: got %+v, want NaN", s)
+	}
+}
+
+func TestRunExperimentAblation(t *testing.T) {
+	if testing.Short() {
+		t.Skip("trains 6 tiny models (about 10 s); skipped with -short")
+	}
+	ts := newTinyScene(16, 16, 8, 3)
+	s := model.Scene{Rows: ts.rows, Cols: ts.cols, Bands: ts.bands, Data: ts.data}
+	labels := make([]int32, len(ts.labels))
+	for i, v := range ts.labels {
+		labels[i] = int32(v)
+	}
+	var calls int
+	exp, err := RunExperiment(context.Background(), s, labels, ExperimentOptions{
+		Runs: 2, FirstSeed: 7, Ablation: true,
+		Train:    model.TrainOptions{Config: tinyConfig(3), TrainPerClass: 3, Backend: "go"},
+		Eval:     EvalOptions{Backend: "go"},
+		Progress: func(ExperimentProgress) { calls++ },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if calls != 3*2*3 {
+		t.Errorf("progress calls: got %d, want 18 (3 trained variants x 2 runs x 3 epochs)", calls)
+	}
+	wantLabels := []string{"Base", "w/o EC", "w/o RC", "PNEC-Mamba"}
+	if len(exp.Variants) != len(wantLabels) {
+		t.Fatalf("got %d variants, want 4", len(exp.Variants))
+	}
+	for i, v := range exp.Variants {
+		if v.Label != wantLabels[i] || len(v.Runs) != 2 || v.Runs[0].Seed != 7 || v.Runs[1].Seed != 8 {
+			t.Errorf("variant %d: got %s with %d runs, want %s with seeds 7 and 8", i, v.Label, len(v.Runs), wantLabels[i])
+		}
+		if v.OA.Mean < 0 || v.OA.Mean > 1 || len(v.PerClass) != 3 {
+			t.Errorf("%s: got OA %+v and %d class stats", v.Label, v.OA, len(v.PerClass))
+		}
+	}
+	// w/o RC shares the full model's runs (same training time) but not its labels' recovery.
+	noRC, full := exp.Variants[2], exp.Variants[3]
+	for i := range full.Runs {
+		if noRC.Runs[i].TrainTime != full.Runs[i].TrainTime {
+			t.Errorf("run %d: w/o RC should reuse the full model's run", i)
+		}
+	}
+	var buf bytes.Buffer
+	if err := exp.WriteText(&buf); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"PNEC-Mamba", "w/o EC", "OA", "±", "train time (s)", "error AUROC, margin", "seeds 7..8"} {
+		if !strings.Contains(buf.String(), want) {
+			t.Errorf("text lacks %q:\n%s", want, buf.String())
+		}
+	}
+	buf.Reset()
+	if err := exp.WriteJSON(&buf); err != nil {
+		t.Fatal(err)
+	}
+	var js struct {
+		Variants []struct {
+			Label string `json:"label"`
+			OA    struct {
+				Mean *float64 `json:"mean"`
+			} `json:"oa"`
+			Runs []json.RawMessage `json:"runs"`
+		} `json:"variants"`
+	}
+	if err := json.Unmarshal(buf.Bytes(), &js); err != nil {
+		t.Fatalf("JSON does not parse: %v", err)
+	}
+	if len(js.Variants) != 4 || js.Variants[3].OA.Mean == nil || len(js.Variants[3].Runs) != 2 {
+		t.Errorf("JSON: got %+v", js)
+	}
+}

@@ -1,0 +1,168 @@
+package processor
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/pnec/pnec/geo"
+	"github.com/pnec/pnec/model"
+)
+
+// The fixture is a small synthetic scene with a few land-cover regions, a
+// nodata hole and scattered nodata pixels, written as a georeferenced
+// GeoTIFF, and a small model trained on it. It is built once per test
+// binary, on first use.
+type fixture struct {
+	dir        string
+	scene      string // GeoTIFF path
+	rows, cols int
+	bands      int
+	labels     []int32 // class value per pixel (0 = nodata pixel)
+	valid      []bool
+	model      *model.Model
+	modelPath  string
+	geoRef     geo.GeoRef
+	trainTime  time.Duration
+}
+
+var (
+	fixOnce sync.Once
+	fix     *fixture
+	fixErr  error
+)
+
+const (
+	fixRows, fixCols, fixBands, fixClasses = 120, 152, 16, 5
+	fixNoData                              = -9999
+)
+
+func getFixture(tb testing.TB) *fixture {
+	tb.Helper()
+	fixOnce.Do(func() { fix, fixErr = buildFixture() })
+	if fixErr != nil {
+		tb.Fatalf("fixture: %v", fixErr)
+	}
+	return fix
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if fix != nil {
+		os.RemoveAll(fix.dir)
+	}
+	os.Exit(code)
+}
+
+// synthScene draws class regions as the Voronoi cells of a few seeds, each
+// class with its own smooth spectrum, plus within-class variation and noise.
+func synthScene(rows, cols, bands, classes int, seed uint64) (data []float32, labels []int32) {
+	rng := rand.New(rand.NewPCG(seed, 7))
+	type pt struct{ r, c float64 }
+	seeds := make([]pt, 3*classes)
+	cls := make([]int32, len(seeds))
+	for i := range seeds {
+		seeds[i] = pt{rng.Float64() * float64(rows), rng.Float64() * float64(cols)}
+		cls[i] = int32(i%classes) + 1
+	}
+	means := make([][]float64, classes)
+	for k := range means {
+		means[k] = make([]float64, bands)
+		a, f, ph := 0.2+0.6*rng.Float64(), 0.5+3*rng.Float64(), 2*math.Pi*rng.Float64()
+		for b := range means[k] {
+			x := float64(b) / float64(bands)
+			means[k][b] = 1000 * (0.3 + a*(0.5+0.5*math.Sin(2*math.Pi*f*x+ph)))
+		}
+	}
+	data = make([]float32, rows*cols*bands)
+	labels = make([]int32, rows*cols)
+	for r := 0; r < rows; r++ {
+		for c := 0; c < cols; c++ {
+			best, bd := 0, math.Inf(1)
+			for i, s := range seeds {
+				if d := (s.r-float64(r))*(s.r-float64(r)) + (s.c-float64(c))*(s.c-float64(c)); d < bd {
+					best, bd = i, d
+				}
+			}
+			k := cls[best]
+			labels[r*cols+c] = k
+			gain := 1 + 0.05*math.Sin(float64(r)/9)*math.Cos(float64(c)/13)
+			for b := 0; b < bands; b++ {
+				data[(r*cols+c)*bands+b] = float32(means[k-1][b]*gain + 15*rng.NormFloat64())
+			}
+		}
+	}
+	return data, labels
+}
+
+// writeScene writes data as a Float32 GeoTIFF with nodata fixNoData.
+func writeScene(path string, rows, cols, bands int, data []float32, ref geo.GeoRef) error {
+	nd := float64(fixNoData)
+	w, err := geo.CreateGeoTIFF(path, geo.RasterSpec{Cols: cols, Rows: rows, Bands: bands, DataType: geo.Float32, GeoRef: ref, NoData: &nd})
+	if err != nil {
+		return err
+	}
+	defer w.Close()
+	if err := w.WriteWindow(geo.Window{Cols: cols, Rows: rows}, data); err != nil {
+		return err
+	}
+	return w.Commit()
+}
+
+func buildFixture() (*fixture, error) {
+	dir, err := os.MkdirTemp("", "pnec-processor-")
+	if err != nil {
+		return nil, err
+	}
+	f := &fixture{dir: dir, rows: fixRows, cols: fixCols, bands: fixBands, scene: filepath.Join(dir, "scene.tif")}
+	data, labels := synthScene(fixRows, fixCols, fixBands, fixClasses, 1)
+	// A nodata hole and scattered nodata pixels.
+	f.valid = make([]bool, fixRows*fixCols)
+	rng := rand.New(rand.NewPCG(3, 4))
+	for i := range f.valid {
+		r, c := i/fixCols, i%fixCols
+		f.valid[i] = !(r >= 50 && r < 62 && c >= 70 && c < 90) && rng.IntN(200) != 0
+		if !f.valid[i] {
+			labels[i] = 0
+			for b := 0; b < fixBands; b++ {
+				data[i*fixBands+b] = fixNoData
+			}
+		}
+	}
+	f.labels = labels
+	f.geoRef = geo.GeoRef{GeoTransform: [6]float64{448000, 2.5, 0, 5412000, 0, -2.5}, EPSG: 32632, WKT: epsg32632WKT}
+	if err := writeScene(f.scene, fixRows, fixCols, fixBands, data, f.geoRef); err != nil {
+		return nil, fmt.Errorf("write scene: %w", err)
+	}
+	cfg := model.DefaultConfig()
+	cfg.Hidden, cfg.DState, cfg.HeadDim, cfg.Chunk = 16, 8, 16, 32
+	cfg.Epochs, cfg.ECWarmupEpochs, cfg.LearningRate = 60, 10, 3e-3
+	start := time.Now()
+	s := model.Scene{Rows: fixRows, Cols: fixCols, Bands: fixBands, Data: data, Valid: f.valid}
+	m, err := model.Train(context.Background(), s, labels, model.TrainOptions{Config: cfg, TrainPerClass: 40, Backend: "go"})
+	if err != nil {
+		return nil, fmt.Errorf("train: %w", err)
+	}
+	f.trainTime = time.Since(start)
+	f.modelPath = filepath.Join(dir, "model.pnec")
+	if err := m.Save(f.modelPath); err != nil {
+		return nil, err
+	}
+	f.model = m
+	return f, nil
+}
+
+// epsg32632WKT is WGS 84 / UTM zone 32N, so that the fixture does not
+// depend on a CRS lookup.
+const epsg32632WKT = `PROJCS["WGS 84 / UTM zone 32N",GEOGCS["WGS 84",DATUM["WGS_1984",SPHEROID["WGS 84",6378137,298.257223563,AUTHORITY["EPSG","7030"]],AUTHORITY["EPSG","6326"]],PRIMEM["Greenwich",0,AUTHORITY["EPSG","8901"]],UNIT["degree",0.0174532925199433,AUTHORITY["EPSG","9122"]],AUTHORITY["EPSG","4326"]],PROJECTION["Transverse_Mercator"],PARAMETER["latitude_of_origin",0],PARAMETER["central_meridian",9],PARAMETER["scale_factor",0.9996],PARAMETER["false_easting",500000],PARAMETER["false_northing",0],UNIT["metre",1,AUTHORITY["EPSG","9001"]],AXIS["Easting",EAST],AXIS["Northing",NORTH],AUTHORITY["EPSG","32632"]]`
+
+func TestFixtureTrains(t *testing.T) {
+	f := getFixture(t)
+	t.Logf("trained %d-band %d-class model in %s", f.model.Bands(), len(f.model.Classes()), f.trainTime)
+}

@@ -1,0 +1,51 @@
+package processor
+
+import (
+	"github.com/pnec/pnec/model"
+	"github.com/pnec/pnec/tiling"
+)
+
+// genericNetworkBytesPerPixel stands in for model.Model.EstimatePredictBytes
+// when a plan is made without a model (pnec tiles without --model): the
+// order of a default-configuration network's inference peak per input pixel.
+const genericNetworkBytesPerPixel = 8 << 10
+
+// genericClasses and genericBands size the buffers of a plan made without a model.
+const genericClasses = 16
+
+// PlanScene plans how a rows x cols scene with bands bands runs: the whole
+// image when it fits opts.MaxMemoryBytes (0 = DefaultMaxMemoryBytes), else
+// the largest tiles that fit; opts.TileSize > 0 forces tiles. m supplies the
+// network's memory estimate, class count and recovery window; with m nil a
+// generic estimate is used. It returns the plan and the budget it was made for.
+func PlanScene(rows, cols, bands int, m *model.Model, opts Options) (tiling.Plan, int64, error) {
+	budget := opts.MaxMemoryBytes
+	if budget == 0 {
+		budget = DefaultMaxMemoryBytes()
+	}
+	cost := &tiling.Cost{Bands: bands, Classes: genericClasses,
+		NetworkBytes: func(r, c int) int64 { return int64(r) * int64(c) * genericNetworkBytesPerPixel }}
+	window := model.DefaultConfig().Recovery.Window
+	if m != nil {
+		cost.Bands = m.Bands()
+		cost.Classes = len(m.Classes())
+		cost.NetworkBytes = m.EstimatePredictBytes
+		window = m.Recovery().Window
+	}
+	overlap := opts.Overlap
+	switch {
+	case overlap == 0:
+		overlap = -1 // tiling's "default"
+	case overlap < 0:
+		overlap = 0
+	}
+	p, err := tiling.New(rows, cols, tiling.Options{
+		Stride:         model.Stride,
+		TileSize:       opts.TileSize,
+		Overlap:        overlap,
+		RecoveryWindow: window,
+		MaxMemoryBytes: budget,
+		Cost:           cost,
+	})
+	return p, budget, err
+}

@@ -1,0 +1,226 @@
+package processor
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/pnec/pnec/geo"
+	"github.com/pnec/pnec/model"
+)
+
+// ReadScene reads every band of the scene named name (any GDAL dataset name)
+// into memory, as the network takes it for training and evaluation.
+func ReadScene(ctx context.Context, name string) (model.Scene, geo.Info, error) {
+	ds, err := geo.Open(name)
+	if err != nil {
+		return model.Scene{}, geo.Info{}, err
+	}
+	defer ds.Close()
+	info := ds.Info()
+	b, err := ds.ReadWindow(ctx, geo.Window{Cols: info.Cols, Rows: info.Rows})
+	if err != nil {
+		return model.Scene{}, info, err
+	}
+	s := model.Scene{Rows: info.Rows, Cols: info.Cols, Bands: info.Bands, Data: b.Data, Valid: b.Valid}
+	if info.WavelengthsNM != nil {
+		s.WavelengthsNM = info.WavelengthsNM
+	}
+	return s, info, nil
+}
+
+// ErrLabels is returned (wrapped) when a label raster cannot serve as labels
+// for a scene: wrong size, several bands, or values that are not class values.
+var ErrLabels = errors.New("not a usable label raster")
+
+// ReadLabels reads a single-band class raster of rows x cols pixels: class
+// values 1.. (whole numbers), 0 = unlabelled; nodata pixels read as 0.
+func ReadLabels(ctx context.Context, name string, rows, cols int) ([]int32, error) {
+	ds, err := geo.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	defer ds.Close()
+	info := ds.Info()
+	if info.Bands != 1 {
+		return nil, fmt.Errorf("%s: %d bands; a label raster has one band of class values: %w", name, info.Bands, ErrLabels)
+	}
+	if info.Rows != rows || info.Cols != cols {
+		return nil, fmt.Errorf("%s: %d x %d pixels (cols x rows); the scene has %d x %d: %w",
+			name, info.Cols, info.Rows, cols, rows, ErrLabels)
+	}
+	b, err := ds.ReadWindow(ctx, geo.Window{Cols: cols, Rows: rows})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]int32, rows*cols)
+	for i, v := range b.Data {
+		if !b.Valid[i] {
+			continue
+		}
+		if v < 0 || v != float32(math.Trunc(float64(v))) || v > math.MaxUint16 {
+			return nil, fmt.Errorf("%s: pixel (row %d, col %d) holds %g; class values are whole numbers 0..65535 (0 = unlabelled): %w",
+				name, i/cols, i%cols, v, ErrLabels)
+		}
+		out[i] = int32(v)
+	}
+	return out, nil
+}
+
+// ParseClassNames reads class names, one class a line: the class value,
+// then a separator (tab, comma, '=', ':' or spaces), then the name. Blank
+// lines and lines starting with '#' are skipped. The source names the input
+// in errors.
+func ParseClassNames(r io.Reader, source string) (map[int]string, error) {
+	names := map[int]string{}
+	sc := bufio.NewScanner(r)
+	line := 0
+	for sc.Scan() {
+		line++
+		text := strings.TrimSpace(sc.Text())
+		if text == "" || strings.HasPrefix(text, "#") {
+			continue
+		}
+		value, name, err := parseClassName(text)
+		if err != nil {
+			return nil, fmt.Errorf("%s line %d: %w", source, line, err)
+		}
+		if _, dup := names[value]; dup {
+			return nil, fmt.Errorf("%s line %d: class %d named twice", source, line, value)
+		}
+		names[value] = name
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("read %s: %w", source, err)
+	}
+	return names, nil
+}
+
+// parseClassName splits "VALUE<sep>NAME".
+func parseClassName(text string) (int, string, error) {
+	i := strings.IndexFunc(text, func(r rune) bool {
+		return r == '\t' || r == ',' || r == '=' || r == ':' || r == ' '
+	})
+	if i < 0 {
+		return 0, "", fmt.Errorf("%q: want VALUE NAME (e.g. \"1 Brocoli_green_weeds_1\")", text)
+	}
+	vs := strings.TrimSpace(text[:i])
+	name := strings.TrimSpace(strings.Trim(strings.TrimSpace(text[i+1:]), `"`))
+	v, err := strconv.Atoi(vs)
+	if err != nil || v < 1 || v > math.MaxUint16 {
+		return 0, "", fmt.Errorf("%q: class value %q is not a whole number in 1..65535", text, vs)
+	}
+	if name == "" {
+		return 0, "", fmt.Errorf("%q: class %d has an empty name", text, v)
+	}
+	return v, name, nil
+}
+
+// TrainRequest names the inputs of a training run.
+type TrainRequest struct {
+	Scene  string // scene (any GDAL dataset name)
+	Labels string // label raster: class values, 0 = unlabelled
+	// TrainMask, when set, is a raster of the training pixels (their class
+	// values, 0 elsewhere): a fixed split instead of the seeded one.
+	TrainMask string
+	Options   model.TrainOptions
+}
+
+// TrainResult describes a finished training run.
+type TrainResult struct {
+	Model             *model.Model
+	Rows, Cols, Bands int
+	LabelledPixels    int // labelled valid pixels of the labels raster
+	TrainPixels       int
+	Elapsed           time.Duration // reading included
+	ReadTime, FitTime time.Duration
+	Backend           string
+}
+
+// Train reads the scene and the labels (and the fixed split, if any) and
+// fits a model on them.
+func Train(ctx context.Context, req TrainRequest) (TrainResult, error) {
+	start := time.Now()
+	in, err := readInputs(ctx, req.Scene, req.Labels)
+	if err != nil {
+		return TrainResult{}, err
+	}
+	opts := req.Options
+	if req.TrainMask != "" {
+		mask, err := ReadLabels(ctx, req.TrainMask, in.scene.Rows, in.scene.Cols)
+		if err != nil {
+			return TrainResult{}, fmt.Errorf("training mask: %w", err)
+		}
+		// A training pixel must carry the same class in the labels, or the
+		// split and the labels describe different scenes.
+		for i, v := range mask {
+			if v != 0 && in.labels[i] != 0 && in.labels[i] != v {
+				return TrainResult{}, fmt.Errorf("%s: pixel (row %d, col %d) is class %d, but %s says %d: %w",
+					req.TrainMask, i/in.scene.Cols, i%in.scene.Cols, v, req.Labels, in.labels[i], ErrLabels)
+			}
+		}
+		opts.TrainMask = mask
+	}
+	readTime := time.Since(start)
+	fitStart := time.Now()
+	m, err := model.Train(ctx, in.scene, in.labels, opts)
+	if err != nil {
+		return TrainResult{}, err
+	}
+	res := TrainResult{
+		Model: m, Rows: in.scene.Rows, Cols: in.scene.Cols, Bands: in.scene.Bands,
+		LabelledPixels: countLabelled(in.labels, in.scene.Valid), TrainPixels: len(m.TrainIndices()),
+		ReadTime: readTime, FitTime: time.Since(fitStart), Elapsed: time.Since(start), Backend: m.Backend(),
+	}
+	return res, nil
+}
+
+// inputs is a scene and its labels in memory.
+type inputs struct {
+	scene  model.Scene
+	info   geo.Info
+	labels []int32
+}
+
+// readInputs reads a scene and its label raster and checks that they match.
+func readInputs(ctx context.Context, scene, labels string) (inputs, error) {
+	s, info, err := ReadScene(ctx, scene)
+	if err != nil {
+		return inputs{}, err
+	}
+	l, err := ReadLabels(ctx, labels, s.Rows, s.Cols)
+	if err != nil {
+		return inputs{}, err
+	}
+	if countLabelled(l, s.Valid) == 0 {
+		return inputs{}, fmt.Errorf("%s: no labelled pixel (non-zero value) over a valid pixel of %s: %w", labels, scene, ErrLabels)
+	}
+	return inputs{scene: s, info: info, labels: l}, nil
+}
+
+func countLabelled(labels []int32, valid []bool) int {
+	n := 0
+	for i, v := range labels {
+		if v != 0 && (valid == nil || valid[i]) {
+			n++
+		}
+	}
+	return n
+}
+
+// ReadClassNamesFile reads a class-names file (see ParseClassNames).
+func ReadClassNamesFile(path string) (map[int]string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return ParseClassNames(f, path)
+}

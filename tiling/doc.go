@@ -1,0 +1,20 @@
+// Package tiling plans how a scene is cut into overlapping network tiles and
+// blends the tiles' outputs back into one canvas. It is pure planning and
+// arithmetic on plain types: no I/O, no GDAL, no GoMLX, so every rule here is
+// testable in isolation.
+//
+// A Plan is either one whole-image tile or a grid of tiles of one common
+// input shape (so that one compiled network serves them all). Tile origins
+// and sizes are multiples of the network's output stride, so every tile's
+// pooled grid lines up with the scene's. Along each axis the last tile is
+// shifted back to end at the scene's edge (rounded up to the stride); the few
+// rows or columns it overhangs are padding the caller fills.
+//
+// Each tile also owns a Core rectangle: the Cores partition the scene (every
+// pixel exactly once), splitting each overlap in the middle. Blending does not
+// use Cores directly: a tile's Weight falls linearly to zero towards its
+// interior edges (not at the scene's borders), and the Canvas renormalises the
+// weighted sum, so no pixel takes its value from a tile border.
+//
+// Coordinates are 0-based pixels; Rect.Col/Row is the top-left corner.
+package tiling

@@ -1,0 +1,305 @@
+package tiling
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Rect is a rectangle of pixels: Col, Row is its top-left corner (0-based),
+// Cols x Rows its size.
+type Rect struct{ Col, Row, Cols, Rows int }
+
+// Empty reports whether r holds no pixel.
+func (r Rect) Empty() bool { return r.Cols <= 0 || r.Rows <= 0 }
+
+// Contains reports whether pixel (col, row) lies in r.
+func (r Rect) Contains(col, row int) bool {
+	return col >= r.Col && col < r.Col+r.Cols && row >= r.Row && row < r.Row+r.Rows
+}
+
+// Intersect returns the part of r inside s (empty when they do not meet).
+func (r Rect) Intersect(s Rect) Rect {
+	c0, r0 := max(r.Col, s.Col), max(r.Row, s.Row)
+	c1, r1 := min(r.Col+r.Cols, s.Col+s.Cols), min(r.Row+r.Rows, s.Row+s.Rows)
+	if c1 <= c0 || r1 <= r0 {
+		return Rect{}
+	}
+	return Rect{Col: c0, Row: r0, Cols: c1 - c0, Rows: r1 - r0}
+}
+
+func (r Rect) String() string { return fmt.Sprintf("%dx%d+%d+%d", r.Cols, r.Rows, r.Col, r.Row) }
+
+// Tile is one network run of a Plan.
+type Tile struct {
+	Index    int // position in Plan.Tiles (row-major)
+	Row, Col int // position in the grid of tiles, 0-based
+	// Input is the network input in scene coordinates: Plan.TileRows x
+	// Plan.TileCols, origin a multiple of the stride. It may overhang the
+	// scene's bottom or right edge by less than the stride; Read is the part
+	// inside the scene and the rest is padding.
+	Input Rect
+	Read  Rect // pixels read from the scene: Input clipped to the scene
+	Core  Rect // pixels this tile owns after cropping; Cores partition the scene
+}
+
+// Plan is how a scene of Rows x Cols pixels is run through the network.
+type Plan struct {
+	Rows, Cols int // scene size, pixels
+	Stride     int // network output stride the origins align to
+	// TileRows x TileCols is every tile's network input shape (the scene's
+	// size for a whole-image plan).
+	TileRows, TileCols int
+	// Overlap is the nominal overlap of neighbouring tiles, pixels (the last
+	// tile of a row or column may overlap its neighbour more).
+	Overlap int
+	// Margin is how many pixels at a tile's interior edge get zero blending weight.
+	Margin int
+	// Whole is true when the scene runs as one tile.
+	Whole bool
+	// TilesDown x TilesAcross is the grid; Tiles lists it row-major.
+	TilesDown, TilesAcross int
+	Tiles                  []Tile
+	// rowOrigins and colOrigins are the grid lines, pixels.
+	rowOrigins, colOrigins []int
+}
+
+// Sentinel errors of New; callers may branch on them with errors.Is.
+var (
+	// ErrBudget means even the smallest tile does not fit in the memory budget.
+	ErrBudget = errors.New("tiling: memory budget too small")
+	// ErrInvalid means the request itself is malformed (sizes, stride, overlap).
+	ErrInvalid = errors.New("tiling: invalid request")
+)
+
+// MinTile is the smallest tile side, pixels, the planner picks by itself.
+const MinTile = 64
+
+// Options configure New. TileSize > 0 forces a tiled plan with that tile
+// side; otherwise the budget decides between the whole image and the largest
+// tile that fits.
+type Options struct {
+	Stride int // network output stride, pixels (> 0)
+	// TileSize forces tiles of this side, pixels (rounded up to the stride); 0 = plan from the budget.
+	TileSize int
+	// Overlap between neighbouring tiles, pixels (rounded up to the stride);
+	// negative = DefaultOverlap for the tile size. Ignored for whole-image plans.
+	Overlap int
+	// RecoveryWindow is the odd side of the AvgPool recovery window, pixels;
+	// it sets the stripe's halo in the memory estimate and a floor for the default overlap.
+	RecoveryWindow int
+	// MaxMemoryBytes is the memory budget; 0 = unlimited (whole image unless TileSize forces tiles).
+	MaxMemoryBytes int64
+	// Cost estimates memory for a run; nil = no estimate (everything fits).
+	Cost *Cost
+}
+
+// Cost is the memory model of one scene run. All sizes are bytes.
+type Cost struct {
+	Bands   int // input bands (read buffers hold float32 per band plus a validity byte)
+	Classes int // output classes (prediction and canvas hold float32 per class plus uncertainty)
+	// NetworkBytes is the network's peak for an input of rows x cols pixels
+	// (model.Model.EstimatePredictBytes); nil = 0.
+	NetworkBytes func(rows, cols int) int64
+}
+
+// inputPixelBytes is one pixel of a read block: float32 per band and a validity flag.
+func (c *Cost) inputPixelBytes() int64 { return int64(c.Bands)*4 + 1 }
+
+// outputPixelBytes is one pixel of a prediction or canvas row: float32 per
+// class, the uncertainty and the blending weight.
+func (c *Cost) outputPixelBytes() int64 { return int64(c.Classes+2) * 4 }
+
+// WholeBytes estimates the peak of a whole-image run of a rows x cols scene:
+// the scene block, the network, its prediction and the product rows.
+func (c *Cost) WholeBytes(rows, cols int) int64 {
+	px := int64(rows) * int64(cols)
+	n := px*c.inputPixelBytes() + px*c.outputPixelBytes() + px*8
+	if c.NetworkBytes != nil {
+		n += c.NetworkBytes(rows, cols)
+	}
+	return n
+}
+
+// TiledBytes estimates the peak of a tiled run: two tiles in flight (one read
+// ahead while one runs), the network for one tile, two predictions (one being
+// stitched), and the canvas stripe: a tile row plus the recovery halo on both
+// sides, the whole scene width.
+func (c *Cost) TiledBytes(tileRows, tileCols, sceneCols, overlap, window int) int64 {
+	tpx := int64(tileRows) * int64(tileCols)
+	n := 2*tpx*c.inputPixelBytes() + 2*tpx*c.outputPixelBytes()
+	if c.NetworkBytes != nil {
+		n += c.NetworkBytes(tileRows, tileCols)
+	}
+	stripeRows := int64(tileRows + overlap + 2*window)
+	n += stripeRows * int64(sceneCols) * (c.outputPixelBytes() + 8)
+	return n
+}
+
+// DefaultOverlap is the overlap used for tiles of side tile when none is
+// given: a quarter of the tile (the scan's context fades with distance, so a
+// wider overlap buys agreement with the whole-image run), at least the
+// recovery window plus 16 pixels, rounded up to the stride, and less than half the tile.
+func DefaultOverlap(tile, stride, window int) int {
+	o := max(tile/4, window+16)
+	o = alignUp(o, stride)
+	if o > tile/2 {
+		o = alignDown(tile/2, stride)
+	}
+	return o
+}
+
+// New plans a rows x cols scene.
+func New(rows, cols int, o Options) (Plan, error) {
+	if rows <= 0 || cols <= 0 {
+		return Plan{}, fmt.Errorf("%w: scene size %dx%d", ErrInvalid, cols, rows)
+	}
+	if o.Stride <= 0 {
+		return Plan{}, fmt.Errorf("%w: stride %d", ErrInvalid, o.Stride)
+	}
+	if o.TileSize < 0 {
+		return Plan{}, fmt.Errorf("%w: tile size %d", ErrInvalid, o.TileSize)
+	}
+	if o.RecoveryWindow <= 0 {
+		o.RecoveryWindow = 1
+	}
+	if o.TileSize == 0 {
+		if o.MaxMemoryBytes <= 0 || o.Cost == nil || o.Cost.WholeBytes(rows, cols) <= o.MaxMemoryBytes {
+			return whole(rows, cols, o.Stride), nil
+		}
+		return fromBudget(rows, cols, o)
+	}
+	tile := alignUp(o.TileSize, o.Stride)
+	overlap := o.Overlap
+	if overlap < 0 {
+		overlap = DefaultOverlap(tile, o.Stride, o.RecoveryWindow)
+	}
+	overlap = alignUp(overlap, o.Stride)
+	if overlap >= tile {
+		return Plan{}, fmt.Errorf("%w: overlap %d px must be smaller than the tile (%d px)", ErrInvalid, overlap, tile)
+	}
+	return grid(rows, cols, tile, overlap, o.Stride), nil
+}
+
+// fromBudget picks the largest tile (a multiple of 64 pixels, and of the
+// stride) whose tiled run fits the budget.
+func fromBudget(rows, cols int, o Options) (Plan, error) {
+	const step = 64
+	top := alignUp(max(rows, cols), step)
+	for tile := top; tile >= MinTile; tile -= step {
+		t := alignUp(tile, o.Stride)
+		overlap := o.Overlap
+		if overlap < 0 {
+			overlap = DefaultOverlap(t, o.Stride, o.RecoveryWindow)
+		}
+		overlap = alignUp(overlap, o.Stride)
+		if overlap >= t {
+			continue
+		}
+		tr, tc := min(t, rows), min(t, cols)
+		if o.Cost.TiledBytes(tr, tc, cols, overlap, o.RecoveryWindow) <= o.MaxMemoryBytes {
+			return grid(rows, cols, t, overlap, o.Stride), nil
+		}
+	}
+	t := alignUp(MinTile, o.Stride)
+	need := o.Cost.TiledBytes(min(t, rows), min(t, cols), cols, DefaultOverlap(t, o.Stride, o.RecoveryWindow), o.RecoveryWindow)
+	return Plan{}, fmt.Errorf("%w: %d MiB allowed, a %dx%d scene needs about %d MiB with %d px tiles",
+		ErrBudget, o.MaxMemoryBytes>>20, cols, rows, need>>20, t)
+}
+
+func whole(rows, cols, stride int) Plan {
+	r := Rect{Rows: rows, Cols: cols}
+	return Plan{
+		Rows: rows, Cols: cols, Stride: stride,
+		TileRows: rows, TileCols: cols,
+		Whole: true, TilesDown: 1, TilesAcross: 1,
+		Tiles:      []Tile{{Input: r, Read: r, Core: r}},
+		rowOrigins: []int{0}, colOrigins: []int{0},
+	}
+}
+
+func grid(rows, cols, tile, overlap, stride int) Plan {
+	p := Plan{Rows: rows, Cols: cols, Stride: stride, Overlap: overlap, Margin: overlap / 4}
+	var rowCores, colCores []span
+	p.rowOrigins, p.TileRows, rowCores = axis(rows, tile, overlap, stride)
+	p.colOrigins, p.TileCols, colCores = axis(cols, tile, overlap, stride)
+	p.TilesDown, p.TilesAcross = len(p.rowOrigins), len(p.colOrigins)
+	scene := Rect{Rows: rows, Cols: cols}
+	for i, r0 := range p.rowOrigins {
+		for j, c0 := range p.colOrigins {
+			in := Rect{Col: c0, Row: r0, Cols: p.TileCols, Rows: p.TileRows}
+			p.Tiles = append(p.Tiles, Tile{
+				Index: len(p.Tiles), Row: i, Col: j,
+				Input: in,
+				Read:  in.Intersect(scene),
+				Core:  Rect{Col: colCores[j].from, Row: rowCores[i].from, Cols: colCores[j].to - colCores[j].from, Rows: rowCores[i].to - rowCores[i].from},
+			})
+		}
+	}
+	p.Whole = len(p.Tiles) == 1
+	return p
+}
+
+type span struct{ from, to int }
+
+// axis cuts one axis of size pixels into tiles of side tile overlapping by
+// overlap. It returns the origins, the tile length (size itself when one tile
+// covers the axis) and each tile's core span.
+func axis(size, tile, overlap, stride int) ([]int, int, []span) {
+	if size <= tile {
+		return []int{0}, size, []span{{0, size}}
+	}
+	step := tile - overlap
+	origins := []int{0}
+	for last := 0; last+tile < size; last = origins[len(origins)-1] {
+		// The last tile ends at the scene's edge, rounded up to the stride,
+		// rather than overhanging by up to a whole step of padding.
+		origins = append(origins, min(last+step, alignUp(size-tile, stride)))
+	}
+	cores := make([]span, len(origins))
+	for i := range origins {
+		cores[i].from = 0
+		if i > 0 {
+			cores[i].from = cores[i-1].to
+		}
+		cores[i].to = size
+		if i+1 < len(origins) {
+			// Split the overlap with the next tile in its middle.
+			cores[i].to = alignDown((origins[i+1]+origins[i]+tile)/2, stride)
+		}
+	}
+	return origins, tile, cores
+}
+
+func alignUp(n, a int) int   { return (n + a - 1) / a * a }
+func alignDown(n, a int) int { return n / a * a }
+
+// String summarises the plan in one line.
+func (p Plan) String() string {
+	if p.Whole {
+		return fmt.Sprintf("whole image %dx%d (cols x rows)", p.Cols, p.Rows)
+	}
+	return fmt.Sprintf("%d tiles (%d down x %d across) of %dx%d, overlap %d px, scene %dx%d (cols x rows)",
+		len(p.Tiles), p.TilesDown, p.TilesAcross, p.TileCols, p.TileRows, p.Overlap, p.Cols, p.Rows)
+}
+
+// RowBand is one row of tiles and the scene rows whose stitching it
+// completes.
+type RowBand struct {
+	Row   int // tile row, 0-based
+	Tiles []Tile
+	// FinalRows: after this tile row (and every earlier one) is stitched, no
+	// later tile touches scene rows below FinalRows (exclusive bound).
+	FinalRows int
+}
+
+// RowBands groups the tiles by tile row, in order.
+func (p Plan) RowBands() []RowBand {
+	out := make([]RowBand, p.TilesDown)
+	for i := range out {
+		out[i] = RowBand{Row: i, Tiles: p.Tiles[i*p.TilesAcross : (i+1)*p.TilesAcross], FinalRows: p.Rows}
+		if i+1 < p.TilesDown {
+			out[i].FinalRows = p.rowOrigins[i+1]
+		}
+	}
+	return out
+}
