@@ -36,5 +36,24 @@ test: deps
 test-short: deps
 	$(GO) test -short -count=1 ./...
 
+# bench runs every Go benchmark of the module (-count 5) and the rows of
+# bench/e2e.tsv under GNU time, and writes BENCHMARKS.md and
+# bench/results.json (under 30 minutes on 2 cores). bench-quick does the same
+# with smaller inputs and fewer runs (under 3 minutes) and marks the report
+# as quick. GNU time (Debian package 'time') gives the peak RSS.
+BENCH_TIME_INSTALL = if [ ! -x /usr/bin/time ]; then \
+		echo "make: installing GNU time with apt-get"; \
+		SUDO=; [ "$$(id -u)" = 0 ] || SUDO=sudo; \
+		$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq time; \
+	fi
+
+bench: deps
+	@$(BENCH_TIME_INSTALL)
+	$(GO) run ./bench/cmd/benchrun -mode full
+
+bench-quick: deps
+	@$(BENCH_TIME_INSTALL)
+	$(GO) run ./bench/cmd/benchrun -mode quick
+
 clean:
 	rm -rf bin demo

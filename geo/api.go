@@ -60,11 +60,12 @@ type Block struct {
 // DataType is a raster sample type for writers.
 type DataType int
 
+// Sample types a RasterWriter can create (GDAL's types of the same names).
 const (
-	Byte DataType = iota
-	UInt16
-	Int16
-	Float32
+	Byte    DataType = iota // unsigned 8-bit
+	UInt16                  // unsigned 16-bit
+	Int16                   // signed 16-bit
+	Float32                 // IEEE 754 32-bit
 )
 
 // RasterSpec describes a GeoTIFF to create.

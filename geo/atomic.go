@@ -26,6 +26,12 @@ func tempBeside(path, tag string) (string, error) {
 	}
 	name := f.Name()
 	f.Close()
+	// GDAL opens an existing file with "wb", which keeps os.CreateTemp's
+	// 0600 mode: remove the placeholder so GDAL creates the file with the
+	// usual mode (0666 less umask). The random name stays practically unique.
+	if err := os.Remove(name); err != nil {
+		return "", fmt.Errorf("create temporary file beside %s: %w", path, err)
+	}
 	return name, nil
 }
 

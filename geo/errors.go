@@ -22,6 +22,21 @@ var (
 	ErrSize = errors.New("geo: buffer size mismatch")
 )
 
+// DataTypeError reports a scene band whose data type the processor cannot
+// read (complex types). errors.Is(err, ErrDataType) holds for it.
+type DataTypeError struct {
+	Name     string // dataset name
+	Band     int    // 1-based, as GDAL counts
+	DataType string // GDAL's name of the type, e.g. "CFloat32"
+}
+
+func (e *DataTypeError) Error() string {
+	return fmt.Sprintf("%s: band %d has data type %s; expected a real type", e.Name, e.Band, e.DataType)
+}
+
+// Is makes errors.Is(err, ErrDataType) true.
+func (e *DataTypeError) Is(target error) bool { return target == ErrDataType }
+
 // GDALError is a failure reported by the GDAL library (CE_Failure or CE_Fatal).
 type GDALError struct {
 	Code int    // CPLErrorNum

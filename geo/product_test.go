@@ -502,3 +502,41 @@ func TestOverviewLevels(t *testing.T) {
 		}
 	}
 }
+
+func TestProductCreationOptionsAndMode(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "p.tif")
+	p, err := CreateProduct(path, ProductSpec{Cols: 20, Rows: 10, Classes: testClasses(2), CreationOptions: []string{"COMPRESS=LZW"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	if err := p.WriteRows(0, make([]uint16, 200), make([]float32, 200)); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Commit(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	ds, err := godal.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ds.Close()
+	if got := ds.Metadata("COMPRESSION", godal.Domain("IMAGE_STRUCTURE")); got != "LZW" {
+		t.Errorf("COMPRESSION: got %q, want LZW", got)
+	}
+	st, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Same mode as any new file (0666 less umask), not a temp file's 0600.
+	ref, err := os.Create(filepath.Join(dir, "ref"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref.Close()
+	rst, _ := os.Stat(ref.Name())
+	if st.Mode().Perm() != rst.Mode().Perm() {
+		t.Errorf("product mode: got %v, want %v", st.Mode().Perm(), rst.Mode().Perm())
+	}
+}

@@ -28,6 +28,8 @@ type Scene struct {
 	identityScale bool
 	nodata        []float32 // per band, as the float32 the band's samples convert to
 	hasNoData     []bool
+	// allIntegerNoNoData: integer bands, no nodata, no mask: every pixel is valid.
+	allIntegerNoNoData bool
 	// datasetMask is set when the dataset has one mask for all bands (internal
 	// mask, .msk, alpha); bandMask lists bands with their own mask otherwise.
 	datasetMask bool
@@ -42,6 +44,9 @@ func Open(name string) (*Scene, error) {
 	// (.hdr of ENVI, .aux.xml, .ovr, .msk), which godal turns off by default.
 	ds, err := godal.Open(name, godal.RasterOnly(), godal.SiblingFiles(), errh)
 	if err != nil {
+		if strings.HasPrefix(err.Error(), name+": ") { // GDAL named it already
+			return nil, fmt.Errorf("open %w", err)
+		}
 		return nil, fmt.Errorf("open %s: %w", name, err)
 	}
 	s := &Scene{name: name, ds: ds}
@@ -90,7 +95,7 @@ func (s *Scene) load() error {
 	for i, b := range s.bands {
 		bs := b.Structure()
 		if isComplex(bs.DataType) {
-			return fmt.Errorf("%s: band %d has data type %s; expected a real type: %w", s.name, i+1, bs.DataType, ErrDataType)
+			return &DataTypeError{Name: s.name, Band: i + 1, DataType: bs.DataType.String()}
 		}
 		if t := bs.DataType.String(); !contains(types, t) {
 			types = append(types, t)
@@ -117,6 +122,12 @@ func (s *Scene) load() error {
 		}
 	}
 	s.datasetMask = perDatasetMask
+	s.allIntegerNoNoData = !perDatasetMask && len(s.bandMask) == 0
+	for i, b := range s.bands {
+		if t := b.Structure().DataType; t == godal.Float32 || t == godal.Float64 || s.hasNoData[i] {
+			s.allIntegerNoNoData = false
+		}
+	}
 	if perDatasetMask {
 		s.bandMask = nil
 	}
@@ -308,8 +319,15 @@ func (s *Scene) ReadWindow(ctx context.Context, w Window) (Block, error) {
 const windowBudgetBytes = 32 << 20
 
 // ValidFraction returns the share of valid pixels of the whole scene, read
-// window by window (strips of whole rows of about 32 MiB).
+// window by window (strips of whole rows of about 32 MiB). A scene of
+// integer bands without nodata or mask has no invalid pixel and is not read.
 func (s *Scene) ValidFraction(ctx context.Context) (float64, error) {
+	if s.ds == nil {
+		return 0, fmt.Errorf("read %s: %w", s.name, ErrClosed)
+	}
+	if s.allIntegerNoNoData {
+		return 1, ctx.Err()
+	}
 	in := s.info
 	rowBytes := in.Cols * in.Bands * 4
 	step := max(1, windowBudgetBytes/max(1, rowBytes))

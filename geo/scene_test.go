@@ -235,8 +235,8 @@ func TestOpenComplexBand(t *testing.T) {
 		t.Fatalf("got %v, want ErrDataType", err)
 	}
 	want := vrt + ": band 3 has data type CFloat32; expected a real type"
-	if !strings.HasPrefix(err.Error(), want) {
-		t.Errorf("message: got %q, want prefix %q", err, want)
+	if err.Error() != want {
+		t.Errorf("message: got %q, want %q", err, want)
 	}
 }
 
@@ -399,5 +399,45 @@ func TestInfoGeoref(t *testing.T) {
 	}
 	if w := b.Max[0] - b.Min[0]; math.Abs(w-1000.0/(111320*math.Cos(43.62*math.Pi/180))) > 1e-3 {
 		t.Errorf("footprint width: got %v degrees, want about 1 km", w)
+	}
+}
+
+func TestOpenSubdatasets(t *testing.T) {
+	if _, ok := godal.RasterDriver("GPKG"); !ok {
+		t.Skip("this GDAL has no GPKG driver")
+	}
+	dir := t.TempDir()
+	src := writeScene(t, dir, godal.Byte, 6, 4, 1, nil)
+	gpkg := filepath.Join(dir, "two.gpkg")
+	ds, err := godal.Open(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ds.Close()
+	// Two raster tables in one GeoPackage make it a container of subdatasets,
+	// as HDF5 and netCDF files with several variables are.
+	for i, opts := range [][]string{{"-co", "RASTER_TABLE=first"}, {"-co", "RASTER_TABLE=second", "-co", "APPEND_SUBDATASET=YES"}} {
+		out, err := ds.Translate(gpkg, append([]string{"-of", "GPKG"}, opts...))
+		if err != nil {
+			t.Fatalf("write table %d: %v", i, err)
+		}
+		out.Close()
+	}
+	_, err = Open(gpkg)
+	if !errors.Is(err, ErrNoBands) || !strings.Contains(err.Error(), "GPKG:"+gpkg+":second") {
+		t.Fatalf("container: got %v, want ErrNoBands listing the subdatasets", err)
+	}
+	s, err := Open("GPKG:" + gpkg + ":second")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	blk, err := s.ReadWindow(context.Background(), Window{Col: 1, Row: 2, Cols: 2, Rows: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// GPKG rasters are RGBA: band 1 holds the source's band.
+	if got, want := blk.Data[blk.Bands], float32(pixelValue(2, 2, 0)); got != want {
+		t.Errorf("subdataset pixel: got %v, want %v", got, want)
 	}
 }

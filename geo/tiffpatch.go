@@ -10,7 +10,6 @@ import (
 // TIFF tag and values used by unmarkAlpha.
 const (
 	tiffTagExtraSamples     = 338
-	tiffExtraSampleUnspec   = 0
 	tiffTypeShort           = 3
 	tiffMaxIFDs             = 4096
 	tiffMaxExtraSampleCount = 1024
@@ -28,6 +27,11 @@ func unmarkAlpha(path string) error {
 		return err
 	}
 	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	size := st.Size()
 	var hdr [16]byte
 	if _, err := f.ReadAt(hdr[:8], 0); err != nil {
 		return fmt.Errorf("read TIFF header: %w", err)
@@ -60,6 +64,9 @@ func unmarkAlpha(path string) error {
 		entrySize, countSize, inline = 20, 8, 8
 	}
 	for n := 0; next != 0 && n < tiffMaxIFDs; n++ {
+		if next >= uint64(size) {
+			return fmt.Errorf("IFD offset %d beyond the end of the file", next)
+		}
 		cb := make([]byte, countSize)
 		if _, err := f.ReadAt(cb, int64(next)); err != nil {
 			return fmt.Errorf("read IFD at %d: %w", next, err)
@@ -100,8 +107,10 @@ func unmarkAlpha(path string) error {
 					valOff = int64(bo.Uint32(vb))
 				}
 			}
-			zeros := make([]byte, nval*2) // tiffExtraSampleUnspec in either byte order
-			_ = tiffExtraSampleUnspec
+			if valOff < 0 || valOff+int64(nval*2) > size {
+				return fmt.Errorf("ExtraSamples values at %d lie outside the file", valOff)
+			}
+			zeros := make([]byte, nval*2) // tiffExtraSampleUnspec (0) in either byte order
 			if _, err := f.WriteAt(zeros, valOff); err != nil {
 				return fmt.Errorf("patch ExtraSamples: %w", err)
 			}

@@ -3,8 +3,6 @@ package geo
 /*
 #cgo pkg-config: gdal
 #include <stdlib.h>
-#define _LARGEFILE64_SOURCE 1
-#include <sys/stat.h>
 #include <cpl_vsi.h>
 */
 import "C"
@@ -31,13 +29,4 @@ func vsiUnlink(path string) {
 	cp := C.CString(path)
 	defer C.free(unsafe.Pointer(cp))
 	C.VSIUnlink(cp)
-}
-
-// vsiExists reports whether a GDAL (virtual or real) file exists.
-func vsiExists(path string) bool {
-	cp := C.CString(path)
-	defer C.free(unsafe.Pointer(cp))
-	st := (*C.VSIStatBufL)(C.malloc(C.size_t(unsafe.Sizeof(C.VSIStatBufL{}))))
-	defer C.free(unsafe.Pointer(st))
-	return C.VSIStatL(cp, st) == 0
 }

@@ -1,7 +1,10 @@
 package matfile
 
 // API contract: the synth, model and cmd packages call these; keep the names
-// and meanings stable.
+// and meanings stable. The functions are in reader.go: Variables, ReadArray,
+// Array.Image, ReadImage, ReadUnmixing, IsUnmixing, DefaultVariable, and the
+// sentinel errors ErrV73, ErrNotMAT, ErrFormat, ErrNoVariable,
+// ErrUnsupported, ErrTooLarge.
 
 // VarInfo describes one top-level variable of a MAT-file.
 type VarInfo struct {

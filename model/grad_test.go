@@ -34,7 +34,7 @@ func TestGradientsMatchFiniteDifferences(t *testing.T) {
 	hp, wp := padTo(rows), padTo(cols)
 	hs, ws := hp/Stride, wp/Stride
 	l := hs * ws
-	x := make([]float64, hp*wp*bands)
+	x := make([]float64, hs*ws*bands)
 	for i := range x {
 		x[i] = rng.Float64()
 	}
@@ -64,7 +64,7 @@ func TestGradientsMatchFiniteDifferences(t *testing.T) {
 		ones[i] = 1
 	}
 	fixed := []any{
-		tensorOf(x, hp, wp, bands), tensorOf(anchor, l), tensorOf(wtr, len(train), l), tensorOf(ytr, len(train)),
+		tensorOf(x, hs, ws, bands), tensorOf(anchor, l), tensorOf(wtr, len(train), l), tensorOf(ytr, len(train)),
 		tensorOf(ones, l), float64(1), tensorOf(protos, k, d.D), tensorOf(make([]float64, k), k),
 	}
 	n := &net{d: d, cfg: cfg, keepGradients: true}

@@ -149,17 +149,20 @@ func ssdScan(x, dA, b, c *Node, q int) *Node {
 
 	// Inclusive cumulative sum inside each chunk as a product with a lower
 	// triangular matrix (CumSum's gradient emits a negative Pad, which panics).
+	// Heads go before positions so that the big products below are plain
+	// batched matmuls over (chunk, head) without transposes of [q, q] blocks.
 	tri := ConvertDType(LowerTriangular(g, q), dt) // tri[s, r] = 1 for r <= s
-	cum := Einsum("sr,crh->csh", tri, dA)          // [nc, q, h]
+	cumT := Einsum("crh,sr->chs", dA, tri)         // [nc, h, q]
+	cum := Transpose(cumT, 1, 2)                   // [nc, q, h]
 
-	// Intra-chunk: y[s] = sum_{r<=s} (C_s.B_r) exp(cum_s - cum_r) x_r.
-	diff := Sub(InsertAxes(cum, 2), InsertAxes(cum, 1))         // [nc, s, r, h]
-	mask := InsertAxes(LowerTriangular(g, q), 0, -1)            // [1, s, r, 1]
-	mask = BroadcastToDims(mask, nc, q, q, h)
-	decay := Exp(Where(mask, diff, FillScalar(g, diff.Shape(), -1e30)))
-	scores := Einsum("csn,crn->csr", c, b)                      // [nc, s, r]
-	m := Mul(decay, InsertAxes(scores, -1))                     // [nc, s, r, h]
-	yDiag := Einsum("csrh,crhp->cshp", m, x)
+	// Intra-chunk: y[s] = sum_{r<=s} (C_s.B_r) exp(cum_s - cum_r) x_r. Above
+	// the diagonal the exponent is positive: clamp it, then mask it out.
+	diff := Sub(InsertAxes(cumT, 3), InsertAxes(cumT, 2)) // [nc, h, s, r]
+	maskF := InsertAxes(ConvertDType(LowerTriangular(g, q), dt), 0, 0)
+	scores := Einsum("csn,crn->csr", c, b) // [nc, s, r]
+	m := Mul(Mul(Exp(MinScalar(diff, 0)), maskF), InsertAxes(scores, 1))
+	xT := Transpose(x, 1, 2)                      // [nc, h, q, p]
+	yDiag := Einsum("chsr,chrp->chsp", m, xT)     // [nc, h, q, p]
 
 	// State at the end of each chunk from its own tokens.
 	last := Slice(cum, AxisRange(), AxisElem(q-1))               // [nc, 1, h]
@@ -179,26 +182,23 @@ func ssdScan(x, dA, b, c *Node, q int) *Node {
 	prev := Einsum("ijh,jhpn->ihpn", w, states) // [nc, h, p, n]
 
 	// Contribution of the entering state to each token of the chunk.
-	yOff := Einsum("csn,chpn->cshp", c, prev)
-	yOff = Mul(yOff, InsertAxes(Exp(cum), -1))
-	y := Reshape(Add(yDiag, yOff), nc*q, h, p)
+	yOff := Einsum("csn,chpn->chsp", c, prev)
+	yOff = Mul(yOff, InsertAxes(Exp(cumT), -1))
+	y := Reshape(Transpose(Add(yDiag, yOff), 1, 2), nc*q, h, p)
 	if nc*q != l {
 		y = Slice(y, AxisRange(0, l))
 	}
 	return y
 }
 
-// encode runs the encoder and both branches on the padded, normalised scene
-// x [Hp, Wp, Bands] (Hp, Wp multiples of 4) and returns F0-based features.
+// encode runs the encoder and both branches on x [Hs, Ws, Bands], the
+// normalised scene averaged over Stride x Stride cells (cellMeans).
 func (n *net) encode(x *Node) (f0, fspa, fdiff *Node) {
 	d := n.d
-	hp, wp := x.Shape().Dimensions[0], x.Shape().Dimensions[1]
-	hs, ws := hp/Stride, wp/Stride
-	e := n.linear(Reshape(x, hp*wp, d.Bands), "embed")
+	hs, ws := x.Shape().Dimensions[0], x.Shape().Dimensions[1]
+	e := n.linear(Reshape(x, hs*ws, d.Bands), "embed")
 	e = silu(n.groupNorm(e, "embed.gn"))
-	// 4x4 average pooling by reshaping: exact, cheap and with a plain gradient.
-	e = ReduceMean(Reshape(e, hs, Stride, ws, Stride, d.D), 1, 3)
-	f0 = silu(n.groupNorm(n.conv3x3(e, "conv"), "conv.gn")) // [L, D]
+	f0 = silu(n.groupNorm(n.conv3x3(Reshape(e, hs, ws, d.D), "conv"), "conv.gn")) // [L, D]
 
 	fspa = Add(f0, silu(n.groupNorm(n.mamba(f0, "spa"), "spa.gn")))
 	// Differential input: x - a * avg_pool_5(x) along channels (zero padded,

@@ -47,7 +47,7 @@ func NewPredictor(m *Model, backend string) (*Predictor, error) {
 		for i, name := range names {
 			n.p[name] = in[4+i]
 		}
-		l := x.Shape().Dimensions[0] / Stride * (x.Shape().Dimensions[1] / Stride)
+		l := x.Shape().Dimensions[0] * x.Shape().Dimensions[1]
 		anchor := Const(g, tensorOf(make([]int32, l), l))
 		anchor = AddScalar(anchor, -1)
 		o := n.forward(x, func(*Node) *Node { return protos }, anchor, Scalar(g, x.DType(), 1))
@@ -96,10 +96,10 @@ func (p *Predictor) Predict(ctx context.Context, s Scene) (pred Prediction, err 
 	}()
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	x := normalise(s, p.m.meta.StretchLo, p.m.meta.StretchHi)
+	x := cellMeans(s, p.m.meta.StretchLo, p.m.meta.StretchHi)
 	hp, wp := padTo(s.Rows), padTo(s.Cols)
 	args := []any{
-		tensorOf(x, hp, wp, s.Bands),
+		tensorOf(x, hp/Stride, wp/Stride, s.Bands),
 		tensorOf(upMatrix(s.Rows), s.Rows, hp/Stride),
 		tensorOf(upMatrix(s.Cols), s.Cols, wp/Stride),
 	}

@@ -61,36 +61,46 @@ func percentile(sorted []float64, pct float64) float64 {
 // padTo returns n rounded up to a multiple of Stride.
 func padTo(n int) int { return (n + Stride - 1) / Stride * Stride }
 
-// normalise stretches s to [0,1] per band with lo/hi, sets invalid pixels to
-// 0 and pads to multiples of Stride by repeating the last row and column.
-// The result is [Hp][Wp][Bands].
-func normalise(s Scene, lo, hi []float32) []float32 {
-	hp, wp := padTo(s.Rows), padTo(s.Cols)
-	out := make([]float32, hp*wp*s.Bands)
+// cellMeans stretches s to [0,1] per band with lo/hi (clipped) and averages
+// the valid pixels of each Stride x Stride cell: the result is
+// [ceil(Rows/4)][ceil(Cols/4)][Bands], zero for cells without a valid pixel.
+// The network's 1x1 spectral embedding is linear, so embedding the cell
+// means equals pooling the embedded pixels; doing it first keeps all the
+// network's work on the stride-4 grid (see docs/readme/model.md).
+func cellMeans(s Scene, lo, hi []float32) []float32 {
+	hs, ws := padTo(s.Rows)/Stride, padTo(s.Cols)/Stride
+	out := make([]float32, hs*ws*s.Bands)
+	count := make([]float32, hs*ws)
 	scale := make([]float32, s.Bands)
 	for b := range scale {
 		if d := hi[b] - lo[b]; d > 0 {
 			scale[b] = 1 / d
 		}
 	}
-	for r := 0; r < hp; r++ {
-		sr := min(r, s.Rows-1)
-		for c := 0; c < wp; c++ {
-			sc := min(c, s.Cols-1)
-			i := sr*s.Cols + sc
-			dst := out[(r*wp+c)*s.Bands : (r*wp+c+1)*s.Bands]
+	for r := 0; r < s.Rows; r++ {
+		for c := 0; c < s.Cols; c++ {
+			i := r*s.Cols + c
 			if !s.valid(i) {
 				continue
 			}
-			src := s.Data[i*s.Bands : (i+1)*s.Bands]
-			for b, v := range src {
+			cell := r/Stride*ws + c/Stride
+			count[cell]++
+			dst := out[cell*s.Bands : (cell+1)*s.Bands]
+			for b, v := range s.Data[i*s.Bands : (i+1)*s.Bands] {
 				x := (v - lo[b]) * scale[b]
 				if !(x >= 0) { // also NaN
 					x = 0
 				} else if x > 1 {
 					x = 1
 				}
-				dst[b] = x
+				dst[b] += x
+			}
+		}
+	}
+	for cell, n := range count {
+		if n > 1 {
+			for b := cell * s.Bands; b < (cell+1)*s.Bands; b++ {
+				out[b] /= n
 			}
 		}
 	}

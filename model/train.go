@@ -71,7 +71,7 @@ func validateConfig(c Config) error {
 
 // trainData is everything a training step needs besides the weights.
 type trainData struct {
-	x        *tensors.Tensor // [Hp, Wp, B]
+	x        *tensors.Tensor // [Hs, Ws, B] cell means
 	anchor   *tensors.Tensor // [L] int32 dense class of cells holding a training pixel, else -1
 	wtr      *tensors.Tensor // [Ntr, L] bilinear weights of the training pixels
 	ytr      *tensors.Tensor // [Ntr] int32 dense class
@@ -250,7 +250,7 @@ func newTrainData(s Scene, lo, hi []float32, trainIdx []int, ytrain []int32) tra
 	hp, wp := padTo(s.Rows), padTo(s.Cols)
 	hs, ws := hp/Stride, wp/Stride
 	l := hs * ws
-	td := trainData{x: tensorOf(normalise(s, lo, hi), hp, wp, s.Bands)}
+	td := trainData{x: tensorOf(cellMeans(s, lo, hi), hs, ws, s.Bands)}
 	anchor := make([]int32, l)
 	for i := range anchor {
 		anchor[i] = -1

@@ -27,6 +27,9 @@ type SourceRecord struct {
 func sourceRecord(in Input) SourceRecord {
 	r := SourceRecord{Name: in.Name, ItemUpdated: in.ItemUpdated}
 	if st, err := os.Stat(in.Name); err == nil && st.Mode().IsRegular() {
+		if abs, err := filepath.Abs(in.Name); err == nil {
+			r.Name = abs // the same file named from another working directory is the same input
+		}
 		r.SizeBytes = st.Size()
 		r.ModTime = st.ModTime().UTC().Format(time.RFC3339Nano)
 	}

@@ -14,6 +14,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/pnec/pnec/model"
@@ -119,6 +120,23 @@ type Event struct {
 // ErrScenesFailed is wrapped by Run's error when at least one scene failed.
 var ErrScenesFailed = errors.New("scenes failed")
 
+// FailedError is Run's error when scenes failed; it wraps ErrScenesFailed
+// and quotes the first failure, so that a one-line message names an input
+// and its problem.
+type FailedError struct {
+	Failed, Scenes int
+	First          string
+}
+
+func (e *FailedError) Error() string {
+	if e.Failed == 1 {
+		return fmt.Sprintf("1 of %d scenes failed: %s", e.Scenes, e.First)
+	}
+	return fmt.Sprintf("%d of %d scenes failed (see the report); first: %s", e.Failed, e.Scenes, e.First)
+}
+
+func (e *FailedError) Unwrap() error { return ErrScenesFailed }
+
 // Run classifies the inputs of cfg. It returns an error wrapping
 // ErrScenesFailed when any scene (or input argument) failed, after every
 // other scene has been done; other errors mean the run could not start
@@ -137,6 +155,7 @@ func Run(ctx context.Context, cfg Config) (Summary, error) {
 		cfg.Version = model.Version
 	}
 	var sum Summary
+	var firstFailure string
 	if err := cfg.Shard.Validate(); err != nil {
 		return sum, err
 	}
@@ -166,6 +185,9 @@ func Run(ctx context.Context, cfg Config) (Summary, error) {
 		rep.scene(&r)
 		sum.Failed++
 		sum.Scenes++
+		if firstFailure == "" {
+			firstFailure = r.Reason
+		}
 	}
 	log.Info("batch", "inputs", len(inputs), "shard", cfg.Shard.String(), "scenes", len(mine), "out_dir", cfg.OutDir)
 
@@ -209,13 +231,20 @@ func Run(ctx context.Context, cfg Config) (Summary, error) {
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	var setupErr error
+	if len(mine) == 0 {
+		jobs = 0
+	}
 	for j := 0; j < jobs; j++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			w := &worker{cfg: &cfg, model: m, classes: classes, collID: collID, rep: rep, log: log, now: now}
 			o := opts
-			o.Progress = func(done, total int) { rep.tiles(w.current, done, total) }
+			o.Progress = func(done, total int) {
+				if p := w.current.Load(); p != nil {
+					rep.tiles(*p, done, total)
+				}
+			}
 			c, err := processor.NewClassifier(m, o)
 			if err != nil {
 				mu.Lock()
@@ -243,6 +272,9 @@ func Run(ctx context.Context, cfg Config) (Summary, error) {
 					sum.Busy++
 				default:
 					sum.Failed++
+					if firstFailure == "" {
+						firstFailure = r.Reason
+					}
 				}
 				sum.Scenes++
 				mu.Unlock()
@@ -278,7 +310,7 @@ feed:
 		return sum, fmt.Errorf("batch interrupted after %d of %d scenes: %w", sum.Scenes, rep.total, err)
 	}
 	if sum.Failed > 0 {
-		return sum, fmt.Errorf("%d of %d scenes failed (see the report): %w", sum.Failed, sum.Scenes, ErrScenesFailed)
+		return sum, &FailedError{Failed: sum.Failed, Scenes: sum.Scenes, First: firstFailure}
 	}
 	return sum, nil
 }
@@ -381,14 +413,14 @@ type worker struct {
 	rep        *reporter
 	log        *slog.Logger
 	now        func() time.Time
-	current    string
+	current    atomic.Pointer[string] // dataset name of the scene in progress
 }
 
 // scene does one scene: lock, skip if up to date, clear stale temporaries,
 // classify, describe in STAC. Errors become the report's reason.
 func (w *worker) scene(ctx context.Context, in Input) SceneReport {
 	t0 := time.Now()
-	w.current = in.Name
+	w.current.Store(&in.Name)
 	product := filepath.Join(w.cfg.OutDir, in.Key+".tif")
 	itemPath := filepath.Join(w.cfg.OutDir, in.Key+".json")
 	r := SceneReport{Input: in.Name, Output: product, Item: itemPath}

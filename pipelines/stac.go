@@ -243,20 +243,20 @@ func readProductStats(ctx context.Context, productPath string) (geo.Info, Produc
 
 // ItemParams is what BuildItem needs to describe one product.
 type ItemParams struct {
-	Input         Input
-	ProductPath   string // the COG
-	ItemPath      string // where the Item JSON goes (the asset href is relative to it)
-	Info          geo.Info
-	Stats         ProductStats
-	Classes       []ClassObject
+	Input          Input
+	ProductPath    string // the COG
+	ItemPath       string // where the Item JSON goes (the asset href is relative to it)
+	Info           geo.Info
+	Stats          ProductStats
+	Classes        []ClassObject
 	ReliabilityF32 bool
-	ModelChecksum string
-	Backend       string
-	Version       string // pnec version
-	Source        SourceRecord
-	ProductBytes  int64
-	Now           time.Time
-	CollectionID  string // "" when not part of a collection
+	ModelChecksum  string
+	Backend        string
+	Version        string // pnec version
+	Source         SourceRecord
+	ProductBytes   int64
+	Now            time.Time
+	CollectionID   string // "" when not part of a collection
 }
 
 // BuildItem makes the STAC Item describing a product.

@@ -39,7 +39,9 @@ var (
 )
 
 const (
-	fixRows, fixCols, fixBands, fixClasses = 120, 152, 16, 5
+	fixRows, fixCols, fixBands, fixClasses = 224, 260, 16, 5
+	fixTrainSize                           = 96 // rows and columns of the training scene
+	fixEpochs                              = 60
 	fixNoData                              = -9999
 )
 
@@ -62,10 +64,13 @@ func TestMain(m *testing.M) {
 
 // synthScene draws class regions as the Voronoi cells of a few seeds, each
 // class with its own smooth spectrum, plus within-class variation and noise.
+// The class spectra depend on bands and classes only, so scenes of any
+// size and layout (seed) share them and one model serves them all.
 func synthScene(rows, cols, bands, classes int, seed uint64) (data []float32, labels []int32) {
+	srng := rand.New(rand.NewPCG(uint64(bands), uint64(classes)))
 	rng := rand.New(rand.NewPCG(seed, 7))
 	type pt struct{ r, c float64 }
-	seeds := make([]pt, 3*classes)
+	seeds := make([]pt, max(3*classes, rows*cols/1500))
 	cls := make([]int32, len(seeds))
 	for i := range seeds {
 		seeds[i] = pt{rng.Float64() * float64(rows), rng.Float64() * float64(cols)}
@@ -74,7 +79,7 @@ func synthScene(rows, cols, bands, classes int, seed uint64) (data []float32, la
 	means := make([][]float64, classes)
 	for k := range means {
 		means[k] = make([]float64, bands)
-		a, f, ph := 0.2+0.6*rng.Float64(), 0.5+3*rng.Float64(), 2*math.Pi*rng.Float64()
+		a, f, ph := 0.2+0.6*srng.Float64(), 0.5+3*srng.Float64(), 2*math.Pi*srng.Float64()
 		for b := range means[k] {
 			x := float64(b) / float64(bands)
 			means[k][b] = 1000 * (0.3 + a*(0.5+0.5*math.Sin(2*math.Pi*f*x+ph)))
@@ -120,8 +125,26 @@ func buildFixture() (*fixture, error) {
 	if err != nil {
 		return nil, err
 	}
-	f := &fixture{dir: dir, rows: fixRows, cols: fixCols, bands: fixBands, scene: filepath.Join(dir, "scene.tif")}
-	data, labels := synthScene(fixRows, fixCols, fixBands, fixClasses, 1)
+	// The model learns on a small scene (training cost grows with it) and
+	// classifies a larger one drawn from the same class spectra, so that
+	// tiles of realistic sizes fit in a scene that still runs whole.
+	cfg := model.DefaultConfig()
+	cfg.Hidden, cfg.DState, cfg.HeadDim, cfg.Chunk = 16, 8, 16, 32
+	cfg.Epochs, cfg.ECWarmupEpochs, cfg.LearningRate = fixEpochs, 10, 3e-3
+	tdata, tlabels := synthScene(fixTrainSize, fixTrainSize, fixBands, fixClasses, 1)
+	start := time.Now()
+	ts := model.Scene{Rows: fixTrainSize, Cols: fixTrainSize, Bands: fixBands, Data: tdata}
+	m, err := model.Train(context.Background(), ts, tlabels, model.TrainOptions{Config: cfg, TrainPerClass: 40, Backend: "go"})
+	if err != nil {
+		return nil, fmt.Errorf("train: %w", err)
+	}
+	f := &fixture{dir: dir, rows: fixRows, cols: fixCols, bands: fixBands, scene: filepath.Join(dir, "scene.tif"),
+		model: m, trainTime: time.Since(start), modelPath: filepath.Join(dir, "model.pnec")}
+	if err := m.Save(f.modelPath); err != nil {
+		return nil, err
+	}
+
+	data, labels := synthScene(fixRows, fixCols, fixBands, fixClasses, 2)
 	// A nodata hole and scattered nodata pixels.
 	f.valid = make([]bool, fixRows*fixCols)
 	rng := rand.New(rand.NewPCG(3, 4))
@@ -140,21 +163,6 @@ func buildFixture() (*fixture, error) {
 	if err := writeScene(f.scene, fixRows, fixCols, fixBands, data, f.geoRef); err != nil {
 		return nil, fmt.Errorf("write scene: %w", err)
 	}
-	cfg := model.DefaultConfig()
-	cfg.Hidden, cfg.DState, cfg.HeadDim, cfg.Chunk = 16, 8, 16, 32
-	cfg.Epochs, cfg.ECWarmupEpochs, cfg.LearningRate = 60, 10, 3e-3
-	start := time.Now()
-	s := model.Scene{Rows: fixRows, Cols: fixCols, Bands: fixBands, Data: data, Valid: f.valid}
-	m, err := model.Train(context.Background(), s, labels, model.TrainOptions{Config: cfg, TrainPerClass: 40, Backend: "go"})
-	if err != nil {
-		return nil, fmt.Errorf("train: %w", err)
-	}
-	f.trainTime = time.Since(start)
-	f.modelPath = filepath.Join(dir, "model.pnec")
-	if err := m.Save(f.modelPath); err != nil {
-		return nil, err
-	}
-	f.model = m
 	return f, nil
 }
 

@@ -181,7 +181,8 @@ func LoadSource(ctx context.Context, spec, dataDir string, opt EstimateOptions) 
 
 // LoadLayout reads a layout: "procedural:ROWSxCOLS" (drawn with seed), a
 // ground-truth GeoTIFF (or any one-band raster GDAL reads; its georeference
-// is returned), or a .mat label file (FILE.mat or FILE.mat:VAR).
+// is returned when it has a CRS, nil otherwise), or a .mat label file
+// (FILE.mat or FILE.mat:VAR).
 func LoadLayout(ctx context.Context, spec string, seed uint64) (*Layout, *geo.GeoRef, error) {
 	if size, ok := strings.CutPrefix(spec, "procedural:"); ok {
 		rows, cols, err := ParseSize(size)
@@ -207,8 +208,11 @@ func LoadLayout(ctx context.Context, spec string, seed uint64) (*Layout, *geo.Ge
 		return nil, nil, err
 	}
 	defer s.Close()
+	// Only a real georeference is kept: GDAL reports the identity transform
+	// for a raster without one, and `pnec import mat` writes local grids
+	// without a CRS.
 	ref := s.Info().GeoRef
-	if ref.GeoTransform == ([6]float64{}) {
+	if ref.GeoTransform == ([6]float64{}) || (ref.WKT == "" && ref.EPSG == 0) {
 		return l, nil, nil
 	}
 	return l, &ref, nil

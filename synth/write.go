@@ -342,6 +342,9 @@ func writeFileAtomic(path string, data []byte) error {
 	}
 	tmp := f.Name()
 	_, err = f.Write(data)
+	if err == nil {
+		err = f.Chmod(0o644) // CreateTemp makes 0600; a VRT is as public as its block
+	}
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}

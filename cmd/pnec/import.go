@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/pnec/pnec/geo"
 	"github.com/pnec/pnec/matfile"
@@ -105,6 +106,7 @@ func importMatAction(c *cli.Context) error {
 	}
 
 	// Read and check everything before writing anything.
+	start := time.Now()
 	var cubeImg, labelImg *image
 	if cube != "" {
 		if cubeImg, err = readMatCube(c.Context, parseMatSource(cube)); err != nil {
@@ -134,6 +136,7 @@ func importMatAction(c *cli.Context) error {
 			return err
 		}
 	}
+	readTime := time.Since(start)
 	co := c.StringSlice("co")
 	if cubeImg != nil {
 		dt := cubeDataType(cubeImg.pixels)
@@ -141,7 +144,8 @@ func importMatAction(c *cli.Context) error {
 			return err
 		}
 		if c.Bool("verbose") {
-			fmt.Fprintf(c.App.ErrWriter, "import: %s -> %s: %d rows x %d cols x %d bands, %s\n", cubeImg.what, out, cubeImg.rows, cubeImg.cols, cubeImg.bands, dt)
+			fmt.Fprintf(c.App.ErrWriter, "import: %s -> %s: %d rows x %d cols x %d bands, %s (read %v, total %v)\n",
+				cubeImg.what, out, cubeImg.rows, cubeImg.cols, cubeImg.bands, dt, readTime.Round(time.Millisecond), time.Since(start).Round(time.Millisecond))
 		}
 	}
 	if labelImg != nil {

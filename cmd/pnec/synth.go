@@ -18,9 +18,9 @@ func init() {
 		UsageText: "pnec synth --layout LABELS --bands N --out scene.tif [--labels-out labels.tif] [--spectra SOURCE] [--noise F] [--mixing PX] [--seed N] [--vrt ROWSxCOLS]",
 		Description: "The layout is a ground-truth map (a GeoTIFF from 'pnec import mat', or a .mat label file,\n" +
 			"FILE.mat or FILE.mat:VAR) or 'procedural:ROWSxCOLS' (fields, roads, buildings, water drawn as\n" +
-			"polygons). Each class gets spectra drawn from a Gaussian with the mean and low-rank covariance\n" +
-			"of a real class of the source (SalinasA or JasperRidge from the shared data folder, or\n" +
-			"SCENE,LABELS files), resampled to --bands; extra classes are mixtures of real ones. The\n" +
+			"polygons). Each class gets the spectral distribution of a real class of the source (SalinasA\n" +
+			"or JasperRidge from the shared data folder, or SCENE,LABELS files): a few modes, each a mean\n" +
+			"and a low-rank covariance, resampled to --bands; extra classes are mixtures of real ones. The\n" +
 			"layout's unlabelled background (0) is split into --background-classes regions with spectra\n" +
 			"of their own but stays 0 in the label output. Boundaries carry mixed pixels (--mixing) and\n" +
 			"every pixel sensor noise (--noise). The same --seed gives the same bytes.\n\n" +
@@ -29,17 +29,17 @@ func init() {
 			"  pnec synth --layout procedural:2048x2048 --bands 64 --spectra JasperRidge --out fields.tif\n" +
 			"  pnec synth --layout procedural:1024x1024 --bands 103 --out huge.vrt --vrt 20000x20000",
 		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "layout", Required: true, Usage: "label layout: a GeoTIFF, `FILE.mat[:VAR]`, or procedural:ROWSxCOLS"},
-			&cli.IntFlag{Name: "bands", Usage: "number of output bands (0 = the source's: 204 for SalinasA, 198 for JasperRidge)"},
+			&cli.StringFlag{Name: "layout", Required: true, Usage: "label `LAYOUT`: a ground-truth GeoTIFF, FILE.mat[:VAR], or procedural:ROWSxCOLS"},
+			&cli.IntFlag{Name: "bands", Usage: "`N` output bands, resampled linearly over the band axis (0 = the source's: 204 for SalinasA, 198 for JasperRidge)"},
 			&cli.StringFlag{Name: "out", Required: true, Usage: "output scene `PATH` (GeoTIFF; with --vrt, the VRT)"},
 			&cli.StringFlag{Name: "labels-out", Usage: "also write the labels (Byte GeoTIFF, 0 = unlabelled; with --vrt, a VRT) to `PATH`"},
 			&cli.StringFlag{Name: "spectra", Value: "SalinasA", Usage: "spectra source: SalinasA, JasperRidge, or `SCENE,LABELS` (.mat or GDAL rasters)"},
-			&cli.StringFlag{Name: "data-dir", Usage: "shared data folder for named sources (default: $PNEC_DATA, else shared/data above the working directory)"},
+			&cli.StringFlag{Name: "data-dir", Usage: "shared data folder `DIR` for named sources (default: $PNEC_DATA, else shared/data above the working directory)"},
 			&cli.Float64Flag{Name: "noise", Value: 0.01, Usage: "sensor noise standard deviation as a `FRACTION` of each band's mean signal"},
 			&cli.Float64Flag{Name: "mixing", Value: 0.7, Usage: "sigma in `PIXELS` of the point spread that mixes classes at boundaries (0 = none, at most 5)"},
-			&cli.Uint64Flag{Name: "seed", Value: 1, Usage: "random seed; the same seed gives the same scene"},
-			&cli.IntFlag{Name: "background-classes", Value: 3, Usage: "land-cover regions the unlabelled background is split into"},
-			&cli.IntFlag{Name: "rank", Value: 8, Usage: "principal axes per class kept from the source covariance"},
+			&cli.Uint64Flag{Name: "seed", Value: 1, Usage: "random `SEED`; the same seed gives the same scene"},
+			&cli.IntFlag{Name: "background-classes", Value: 3, Usage: "`N` land-cover regions the unlabelled background (0) is split into"},
+			&cli.IntFlag{Name: "rank", Value: 8, Usage: "`N` principal axes kept per class mode from the source covariance"},
 			&cli.StringFlag{Name: "type", Value: "Int16", Usage: "scene data `TYPE`: Int16, UInt16 or Float32"},
 			&cli.Float64Flag{Name: "gsd", Value: 1.0, Usage: "pixel size in `METRES` when the layout has no georeference (placed in UTM 32N)"},
 			&cli.StringFlag{Name: "vrt", Usage: "write a `ROWSxCOLS` VRT that repeats the generated block (written beside it as .block.tif)"},

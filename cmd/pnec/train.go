@@ -28,9 +28,9 @@ func init() {
 			"classes, split and hyperparameters. Defaults are the paper's. The same seeds give the same\n" +
 			"model on the same backend.\n\n" +
 			"Examples:\n" +
-			"  pnec import mat ../shared/data/SalinasA/SalinasA_corrected.mat salinasA.tif\n" +
-			"  pnec import mat ../shared/data/SalinasA/SalinasA_gt.mat salinasA_gt.tif\n" +
-			"  pnec import mat ../shared/data/SalinasA/SalinasA_train_seed12345.mat salinasA_train.tif\n" +
+			"  D=../shared/data/SalinasA\n" +
+			"  pnec import mat --cube $D/SalinasA_corrected.mat --out salinasA.tif --labels $D/SalinasA_gt.mat --labels-out salinasA_gt.tif\n" +
+			"  pnec import mat --labels $D/SalinasA_train_seed12345.mat --labels-out salinasA_train.tif\n" +
 			"  pnec train --scene salinasA.tif --labels salinasA_gt.tif --train-mask salinasA_train.tif --out salinasA.pnec\n" +
 			"  pnec train --scene scene.tif --labels gt.tif --out m.pnec --epochs 50 --class-names names.txt",
 		Flags: append([]cli.Flag{
@@ -38,9 +38,9 @@ func init() {
 			&cli.StringFlag{Name: "labels", Required: true, Usage: "label raster `LABELS`: class values, 0 = unlabelled, same size as the scene"},
 			&cli.StringFlag{Name: "out", Required: true, Usage: "model file `MODEL` to write"},
 			&cli.StringFlag{Name: "train-mask", Usage: "fixed split: raster `TRAIN` of the training pixels' class values (0 elsewhere); overrides --train-per-class and --split-seed"},
-			&cli.IntFlag{Name: "train-per-class", Value: model.DefaultTrainPerClass, Usage: "training pixels drawn per class (fewer when a class has fewer)"},
-			&cli.Int64Flag{Name: "split-seed", Value: model.DefaultSplitSeed, Usage: "seed of the training pixel draw"},
-			&cli.Int64Flag{Name: "seed", Value: model.DefaultSeed, Usage: "run seed: weight initialisation and every other random source"},
+			&cli.IntFlag{Name: "train-per-class", Value: model.DefaultTrainPerClass, Usage: "training `PIXELS` drawn per class (fewer when a class has fewer)"},
+			&cli.Int64Flag{Name: "split-seed", Value: model.DefaultSplitSeed, Usage: "`SEED` of the training pixel draw"},
+			&cli.Int64Flag{Name: "seed", Value: model.DefaultSeed, Usage: "run `SEED`: weight initialisation and every other random source"},
 			&cli.StringFlag{Name: "class-names", Usage: "`FILE` of class names, one 'VALUE NAME' a line (e.g. '1 Brocoli_green_weeds_1')"},
 			&cli.StringSliceFlag{Name: "class-name", Usage: "class name `VALUE=NAME` (repeatable); overrides --class-names"},
 			&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "no progress and no summary"},
@@ -54,14 +54,14 @@ func init() {
 func modelFlags() []cli.Flag {
 	d := model.DefaultConfig()
 	return []cli.Flag{
-		&cli.IntFlag{Name: "epochs", Value: d.Epochs, Usage: "training epochs (full-image steps)"},
-		&cli.IntFlag{Name: "hidden", Value: d.Hidden, Usage: "feature channels D (the paper uses 256 above 200 bands on HanChuan)"},
-		&cli.Float64Flag{Name: "lr", Value: d.LearningRate, Usage: "Adam learning rate"},
-		&cli.IntFlag{Name: "warmup", Value: d.ECWarmupEpochs, Usage: "epochs with evidence calibration off"},
-		&cli.Float64Flag{Name: "gate-floor", Value: d.GateFloor, Usage: "gate floor rho in 0..1"},
+		&cli.IntFlag{Name: "epochs", Value: d.Epochs, Usage: "training `EPOCHS` (full-image steps)"},
+		&cli.IntFlag{Name: "hidden", Value: d.Hidden, Usage: "feature `CHANNELS` D (the paper uses 256 above 200 bands on HanChuan)"},
+		&cli.Float64Flag{Name: "lr", Value: d.LearningRate, Usage: "Adam learning `RATE`"},
+		&cli.IntFlag{Name: "warmup", Value: d.ECWarmupEpochs, Usage: "`EPOCHS` with evidence calibration off"},
+		&cli.Float64Flag{Name: "gate-floor", Value: d.GateFloor, Usage: "gate floor `RHO` in 0..1"},
 		&cli.IntFlag{Name: "window", Value: d.Recovery.Window, Usage: "recovery window in `PIXELS` (odd), stored in the model"},
-		&cli.Float64Flag{Name: "eta", Value: d.Recovery.Eta, Usage: "recovery strength in 0..1, stored in the model"},
-		&cli.StringFlag{Name: "ablation", Value: string(d.Ablation), Usage: "network variant: full, base (no evidence calibration), no-ec (s = 0), no-rc (no recovery)"},
+		&cli.Float64Flag{Name: "eta", Value: d.Recovery.Eta, Usage: "recovery strength `ETA` in 0..1, stored in the model"},
+		&cli.StringFlag{Name: "ablation", Value: string(d.Ablation), Usage: "network `VARIANT`: full, base (no evidence calibration), no-ec (s = 0), no-rc (no recovery)"},
 		&cli.StringFlag{Name: "backend", Usage: "compute backend `NAME`: go, xla:cpu, xla:cuda, xla:/abs/plugin.so (default: $GOMLX_BACKEND, else XLA when a PJRT plugin is installed, else go)"},
 	}
 }

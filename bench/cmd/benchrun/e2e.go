@@ -135,6 +135,11 @@ func runE2E(ctx context.Context, o options, pnec, scratch string) ([]Row, error)
 
 func runRow(ctx context.Context, o options, r e2eRow, pnec, scratch, gnuTime string) Row {
 	row := Row{ID: r.ID, Kind: "e2e", Description: r.Description, Command: r.Timed, Status: "ok"}
+	if !o.Deadline.IsZero() && time.Until(o.Deadline) < 5*time.Second {
+		row.Status, row.Reason = "skipped", "the run's time budget was spent before this row"
+		logf("e2e %s: skipped (%s)", r.ID, row.Reason)
+		return row
+	}
 	if o.DataDir == "" && (needsData(r.Setup) || needsData(r.Timed)) {
 		row.Status, row.Reason = "skipped", "needs $DATA (../shared/data), which is absent"
 		logf("e2e %s: skipped (%s)", r.ID, row.Reason)
@@ -152,7 +157,7 @@ func runRow(ctx context.Context, o options, r e2eRow, pnec, scratch, gnuTime str
 	}
 	if r.Setup != "" {
 		logf("e2e %s: setup", r.ID)
-		if _, _, err := bash(ctx, r.Setup, work, env, "", 2*o.RowLimit); err != nil {
+		if _, _, err := bash(ctx, r.Setup, work, env, "", o.limit(2*o.RowLimit)); err != nil {
 			row.Status, row.Reason = classify(err)
 			logf("e2e %s: setup %s: %s", r.ID, row.Status, row.Reason)
 			return row
@@ -160,8 +165,12 @@ func runRow(ctx context.Context, o options, r e2eRow, pnec, scratch, gnuTime str
 	}
 	var wall, rss, thr []float64
 	for i := 0; i < o.Runs; i++ {
+		if i > 0 && !o.Deadline.IsZero() && time.Now().After(o.Deadline) {
+			row.Reason = fmt.Sprintf("time budget spent after %d runs", i)
+			break
+		}
 		logf("e2e %s: run %d/%d", r.ID, i+1, o.Runs)
-		sec, rssKB, err := bash(ctx, r.Timed, work, env, gnuTime, o.RowLimit)
+		sec, rssKB, err := bash(ctx, r.Timed, work, env, gnuTime, o.limit(o.RowLimit))
 		if err != nil {
 			row.Status, row.Reason = classify(err)
 			logf("e2e %s: %s: %s", r.ID, row.Status, row.Reason)
@@ -271,4 +280,16 @@ func parseGNUTimeRSS(s string) float64 {
 		}
 	}
 	return 0
+}
+
+// limit caps a command's time limit so that the run ends at most 30 s past
+// its budget.
+func (o options) limit(d time.Duration) time.Duration {
+	if o.Deadline.IsZero() {
+		return d
+	}
+	if rem := time.Until(o.Deadline) + 30*time.Second; rem < d {
+		return max(rem, time.Second)
+	}
+	return d
 }

@@ -117,37 +117,51 @@ func runGoBenchmarks(ctx context.Context, o options, scratch string) ([]Row, []s
 		return nil, []string{"no Go benchmarks found"}, nil
 	}
 	logf("Go benchmarks in %d packages: %s (count %d, benchtime %s)", len(pkgs), strings.Join(pkgs, " "), o.Count, o.BenchTime)
-	gctx, cancel := context.WithTimeout(ctx, o.GoLimit)
-	defer cancel()
-	args := []string{"test", "-run", "^$", "-bench", o.Filter, "-benchmem", "-count", strconv.Itoa(o.Count),
-		"-benchtime", o.BenchTime, "-timeout", o.GoLimit.String()}
-	cmd := exec.CommandContext(gctx, "go", append(args, pkgs...)...)
-	cmd.Dir = o.Root
-	cmd.Env = goEnv()
-	if o.Mode == "quick" {
-		cmd.Env = append(cmd.Env, "PNEC_BENCH_QUICK=1")
-	}
-	cmd.WaitDelay = 5 * time.Second
+	// One go test per package, each with a share of the remaining time, so
+	// that a package with slow benchmarks cannot starve the others.
 	logPath := filepath.Join(scratch, "go-bench.txt")
 	logFile, err := os.Create(logPath)
 	if err != nil {
 		return nil, nil, err
 	}
 	defer logFile.Close()
-	pr, pw := io.Pipe()
-	cmd.Stdout, cmd.Stderr = pw, pw
-	if err := cmd.Start(); err != nil {
-		return nil, nil, fmt.Errorf("go test -bench: %w", err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait(); pw.Close() }()
-	res := parseGoBench(io.TeeReader(pr, io.MultiWriter(logFile, os.Stderr)))
-	runErr := <-done
+	res := &benchResult{values: map[string]map[string][]float64{}}
 	var notes []string
-	if gctx.Err() == context.DeadlineExceeded {
-		notes = append(notes, fmt.Sprintf("Go benchmarks stopped at the %s limit: later benchmarks are missing", o.GoLimit))
-	} else if runErr != nil {
-		notes = append(notes, fmt.Sprintf("go test -bench exited with %v (see FAIL rows)", runErr))
+	deadline := time.Now().Add(o.GoLimit)
+	for i, pkg := range pkgs {
+		if err := ctx.Err(); err != nil {
+			return nil, nil, err
+		}
+		share := time.Until(deadline) / time.Duration(len(pkgs)-i)
+		if share < 15*time.Second {
+			share = 15 * time.Second
+		}
+		gctx, cancel := context.WithTimeout(ctx, share)
+		args := []string{"test", "-run", "^$", "-bench", o.Filter, "-benchmem", "-count", strconv.Itoa(o.Count),
+			"-benchtime", o.BenchTime, "-timeout", (share + time.Minute).String(), pkg}
+		cmd := exec.CommandContext(gctx, "go", args...)
+		cmd.Dir = o.Root
+		cmd.Env = goEnv()
+		if o.Mode == "quick" {
+			cmd.Env = append(cmd.Env, "PNEC_BENCH_QUICK=1")
+		}
+		cmd.WaitDelay = 5 * time.Second
+		pr, pw := io.Pipe()
+		cmd.Stdout, cmd.Stderr = pw, pw
+		if err := cmd.Start(); err != nil {
+			cancel()
+			return nil, nil, fmt.Errorf("go test -bench %s: %w", pkg, err)
+		}
+		done := make(chan error, 1)
+		go func() { done <- cmd.Wait(); pw.Close() }()
+		parseGoBenchInto(res, pkg, io.TeeReader(pr, io.MultiWriter(logFile, os.Stderr)))
+		runErr := <-done
+		if gctx.Err() == context.DeadlineExceeded {
+			notes = append(notes, fmt.Sprintf("%s: benchmarks stopped at their %s share of the time limit; later ones are missing", shortPkg(pkg), share.Round(time.Second)))
+		} else if runErr != nil {
+			notes = append(notes, fmt.Sprintf("%s: go test -bench exited with %v", shortPkg(pkg), runErr))
+		}
+		cancel()
 	}
 	rows := res.rows(docs)
 	for _, f := range res.failed {
@@ -173,7 +187,13 @@ var (
 // allocs/op, MB/s and b.ReportMetric units), "FAIL pkg" lines mark failures.
 func parseGoBench(r io.Reader) *benchResult {
 	res := &benchResult{values: map[string]map[string][]float64{}}
-	pkg := ""
+	parseGoBenchInto(res, "", r)
+	return res
+}
+
+// parseGoBenchInto adds r's results to res; pkg is the package until a
+// "pkg:" line names one.
+func parseGoBenchInto(res *benchResult, pkg string, r io.Reader) {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
 	for sc.Scan() {
@@ -210,7 +230,6 @@ func parseGoBench(r io.Reader) *benchResult {
 			units[fields[i+1]] = append(units[fields[i+1]], v)
 		}
 	}
-	return res
 }
 
 // unitOrder puts custom metrics first, then time, then memory.

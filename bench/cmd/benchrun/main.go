@@ -38,6 +38,8 @@ type options struct {
 	Runs      int           // timed runs per e2e row
 	RowLimit  time.Duration // per timed run of an e2e row
 	GoLimit   time.Duration // whole go test run
+	Budget    time.Duration // whole harness run; e2e rows past it are skipped
+	Deadline  time.Time
 	GoOnly    bool
 	E2EOnly   bool
 	Filter    string // go test -bench pattern
@@ -52,11 +54,12 @@ func run(ctx context.Context, args []string) error {
 	fs.StringVar(&o.JSON, "json", "bench/results.json", "JSON results to write")
 	fs.StringVar(&o.E2E, "e2e", "bench/e2e.tsv", "whole-command rows")
 	fs.StringVar(&o.DataDir, "data", "", "shared data folder ($DATA of e2e rows; default ../shared/data from the root)")
-	fs.IntVar(&o.Count, "count", 0, "go test -count (default 5 full, 2 quick)")
+	fs.IntVar(&o.Count, "count", 0, "go test -count (default 5 full, 1 quick)")
 	fs.StringVar(&o.BenchTime, "benchtime", "", "go test -benchtime (default 1s full, 100ms quick)")
 	fs.IntVar(&o.Runs, "runs", 0, "timed runs per e2e row (default 5 full, 2 quick)")
 	fs.DurationVar(&o.RowLimit, "row-timeout", 0, "limit per timed e2e run (default 5m full, 60s quick)")
-	fs.DurationVar(&o.GoLimit, "go-timeout", 0, "limit for all Go benchmarks (default 18m full, 100s quick)")
+	fs.DurationVar(&o.GoLimit, "go-timeout", 0, "limit for all Go benchmarks, shared out between packages (default 18m full, 90s quick)")
+	fs.DurationVar(&o.Budget, "budget", 0, "whole run; e2e rows that would start past it are skipped (default 28m full, 170s quick)")
 	fs.BoolVar(&o.GoOnly, "go-only", false, "run only the Go benchmarks")
 	fs.BoolVar(&o.E2EOnly, "e2e-only", false, "run only the e2e rows")
 	fs.StringVar(&o.Filter, "bench", ".", "go test -bench pattern")
@@ -75,7 +78,7 @@ func run(ctx context.Context, args []string) error {
 			}
 		}
 	}
-	def(&o.Count, 5, 2)
+	def(&o.Count, 5, 1)
 	def(&o.Runs, 5, 2)
 	if o.BenchTime == "" {
 		o.BenchTime = map[bool]string{true: "100ms", false: "1s"}[quick]
@@ -84,8 +87,12 @@ func run(ctx context.Context, args []string) error {
 		o.RowLimit = map[bool]time.Duration{true: 60 * time.Second, false: 5 * time.Minute}[quick]
 	}
 	if o.GoLimit == 0 {
-		o.GoLimit = map[bool]time.Duration{true: 100 * time.Second, false: 18 * time.Minute}[quick]
+		o.GoLimit = map[bool]time.Duration{true: 90 * time.Second, false: 18 * time.Minute}[quick]
 	}
+	if o.Budget == 0 {
+		o.Budget = map[bool]time.Duration{true: 170 * time.Second, false: 28 * time.Minute}[quick]
+	}
+	o.Deadline = time.Now().Add(o.Budget)
 	root, err := filepath.Abs(o.Root)
 	if err != nil {
 		return err

@@ -187,6 +187,7 @@ func writeMarkdown(path string, rep Report) error {
 				if i > 0 {
 					id, w = "", ""
 				}
+				mt = readable(mt)
 				fmt.Fprintf(&b, "| %s | %s | %d | %s | %s | %s | %s |\n", id, w, mt.N, num(mt.Median), num(mt.Min), num(mt.Max), mdEscape(mt.Unit))
 			}
 		}
@@ -215,4 +216,21 @@ func writeAtomic(path string, data []byte) error {
 		return err
 	}
 	return os.Rename(tmp, path)
+}
+
+// readable shows long ns/op times in ms or s (the JSON keeps ns/op).
+func readable(m Metric) Metric {
+	if m.Unit != "ns/op" {
+		return m
+	}
+	div, unit := 1.0, "ns/op"
+	switch {
+	case m.Median >= 1e9:
+		div, unit = 1e9, "s/op"
+	case m.Median >= 1e6:
+		div, unit = 1e6, "ms/op"
+	case m.Median >= 1e4:
+		div, unit = 1e3, "µs/op"
+	}
+	return Metric{Unit: unit, Median: m.Median / div, Min: m.Min / div, Max: m.Max / div, N: m.N}
 }

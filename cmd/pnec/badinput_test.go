@@ -1,0 +1,299 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/pnec/pnec/geo"
+	"github.com/pnec/pnec/pipelines/pipelinetest"
+)
+
+// The tests in this file run the pnec binary, built once, as a user would:
+// a panic shows as exit status 2 with a stack trace, which they reject.
+
+var (
+	binOnce sync.Once
+	binPath string
+	binErr  error
+)
+
+// pnecBinary builds cmd/pnec into a temporary directory (once per test process).
+func pnecBinary(t *testing.T) string {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("builds the pnec binary and trains a model: skipped with -short")
+	}
+	binOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "pnec-bin-")
+		if err != nil {
+			binErr = err
+			return
+		}
+		binPath = filepath.Join(dir, "pnec")
+		cmd := exec.Command("go", "build", "-o", binPath, ".")
+		cmd.Env = append(os.Environ(), "GOEXPERIMENT=simd")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			binErr = fmt.Errorf("go build: %v\n%s", err, out)
+		}
+	})
+	if binErr != nil {
+		t.Fatal(binErr)
+	}
+	return binPath
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	pipelinetest.Cleanup()
+	if binPath != "" {
+		os.RemoveAll(filepath.Dir(binPath))
+	}
+	os.Exit(code)
+}
+
+type runResult struct {
+	code           int
+	stdout, stderr string
+	elapsed        time.Duration
+}
+
+// runPnec runs the binary with a time limit.
+func runPnec(t *testing.T, limit time.Duration, args ...string) runResult {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), limit)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, pnecBinary(t), args...)
+	var so, se bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &so, &se
+	start := time.Now()
+	err := cmd.Run()
+	r := runResult{stdout: so.String(), stderr: se.String(), elapsed: time.Since(start)}
+	if ctx.Err() != nil {
+		t.Fatalf("pnec %s: still running after %s", strings.Join(args, " "), limit)
+	}
+	if ee, ok := err.(*exec.ExitError); ok {
+		r.code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatalf("pnec %s: %v", strings.Join(args, " "), err)
+	}
+	return r
+}
+
+// writeTyped writes a GeoTIFF of the given type with the fixture georeference.
+func writeTyped(t *testing.T, path string, rows, cols, bands int, dt geo.DataType, nodata *float64, data []float32) {
+	t.Helper()
+	w, err := geo.CreateGeoTIFF(path, geo.RasterSpec{Cols: cols, Rows: rows, Bands: bands, DataType: dt, GeoRef: pipelinetest.GeoRef, NoData: nodata})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	if err := w.WriteWindow(geo.Window{Cols: cols, Rows: rows}, data); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Commit(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// badInput is one row of the table.
+type badInput struct {
+	name string
+	// make creates the input in dir and returns its name.
+	make func(t *testing.T, dir string) string
+	// want is a substring (lower case) the error must contain besides the
+	// input's name; "" when only the name is required.
+	want string
+	// okFor lists commands for which the input is not an error (info on a
+	// scene with the wrong band count for a model, say).
+	okFor map[string]bool
+	// stacOnly: a STAC document, an input of batch only.
+	stacOnly bool
+}
+
+func goodScene(t *testing.T, dir string) string {
+	p := filepath.Join(dir, "good.tif")
+	if err := pipelinetest.WriteScene(p, 9); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+var badInputs = []badInput{
+	{name: "missing file", want: "no such file", make: func(t *testing.T, d string) string {
+		return filepath.Join(d, "missing.tif")
+	}},
+	{name: "directory instead of file", make: func(t *testing.T, d string) string {
+		p := filepath.Join(d, "adir.tif")
+		os.MkdirAll(p, 0o755)
+		return p
+	}},
+	{name: "zero-byte file", make: func(t *testing.T, d string) string {
+		p := filepath.Join(d, "empty.tif")
+		os.WriteFile(p, nil, 0o644)
+		return p
+	}},
+	{name: "truncated GeoTIFF", make: func(t *testing.T, d string) string {
+		full := goodScene(t, t.TempDir())
+		b, _ := os.ReadFile(full)
+		p := filepath.Join(d, "truncated.tif")
+		os.WriteFile(p, b[:len(b)/2], 0o644)
+		return p
+	}},
+	{name: "random bytes", make: func(t *testing.T, d string) string {
+		b := make([]byte, 4096)
+		for i := range b {
+			b[i] = byte(i*7919 + i*i*31)
+		}
+		p := filepath.Join(d, "random.tif")
+		os.WriteFile(p, b, 0o644)
+		return p
+	}},
+	{name: "text file", make: func(t *testing.T, d string) string {
+		p := filepath.Join(d, "notes.txt")
+		os.WriteFile(p, []byte("acquired 2024-06-01, see scene.tif\n"), 0o644)
+		return p
+	}},
+	{name: "wrong band count", want: "band", okFor: map[string]bool{"info": true, "tiles": true}, make: func(t *testing.T, d string) string {
+		p := filepath.Join(d, "fourbands.tif")
+		writeTyped(t, p, pipelinetest.Rows, pipelinetest.Cols, 4, geo.Float32, nil, make([]float32, pipelinetest.Rows*pipelinetest.Cols*4))
+		return p
+	}},
+	{name: "integer scene all zeros without nodata", okFor: map[string]bool{"info": true, "tiles": true}, make: func(t *testing.T, d string) string {
+		p := filepath.Join(d, "zeros.tif")
+		writeTyped(t, p, pipelinetest.Rows, pipelinetest.Cols, pipelinetest.Bands, geo.Int16, nil, make([]float32, pipelinetest.Rows*pipelinetest.Cols*pipelinetest.Bands))
+		return p
+	}},
+	{name: "NaN and Inf pixels everywhere", okFor: map[string]bool{"info": true, "tiles": true}, make: func(t *testing.T, d string) string {
+		p := filepath.Join(d, "nan.tif")
+		data := make([]float32, pipelinetest.Rows*pipelinetest.Cols*pipelinetest.Bands)
+		for i := range data {
+			data[i] = []float32{float32(math.NaN()), float32(math.Inf(1)), float32(math.Inf(-1))}[i%3]
+		}
+		writeTyped(t, p, pipelinetest.Rows, pipelinetest.Cols, pipelinetest.Bands, geo.Float32, nil, data)
+		return p
+	}},
+	{name: "1x1 scene", okFor: map[string]bool{"info": true, "tiles": true}, make: func(t *testing.T, d string) string {
+		p := filepath.Join(d, "onepixel.tif")
+		data, _ := pipelinetest.SceneData(3)
+		writeTyped(t, p, 1, 1, pipelinetest.Bands, geo.Float32, nil, data[:pipelinetest.Bands])
+		return p
+	}},
+	{name: "smaller than one stride", okFor: map[string]bool{"info": true, "tiles": true}, make: func(t *testing.T, d string) string {
+		p := filepath.Join(d, "tiny.tif")
+		data, _ := pipelinetest.SceneData(3)
+		writeTyped(t, p, 3, 2, pipelinetest.Bands, geo.Float32, nil, data[:3*2*pipelinetest.Bands])
+		return p
+	}},
+	{name: "huge declared size", okFor: map[string]bool{"tiles": true}, make: func(t *testing.T, d string) string {
+		src := goodScene(t, d)
+		p := filepath.Join(d, "huge.vrt")
+		var b strings.Builder
+		fmt.Fprintf(&b, `<VRTDataset rasterXSize="1000000" rasterYSize="1000000">`+"\n")
+		fmt.Fprintf(&b, "  <SRS>EPSG:32631</SRS>\n  <GeoTransform>500000, 10, 0, 4800000, 0, -10</GeoTransform>\n")
+		for i := 1; i <= pipelinetest.Bands; i++ {
+			fmt.Fprintf(&b, `  <VRTRasterBand dataType="Float32" band="%d"><SimpleSource><SourceFilename relativeToVRT="0">%s</SourceFilename><SourceBand>%d</SourceBand></SimpleSource></VRTRasterBand>`+"\n", i, src, i)
+		}
+		b.WriteString("</VRTDataset>\n")
+		os.WriteFile(p, []byte(b.String()), 0o644)
+		return p
+	}},
+	{name: "STAC item with missing asset", stacOnly: true, want: "asset", make: func(t *testing.T, d string) string {
+		p := filepath.Join(d, "noasset.json")
+		os.WriteFile(p, []byte(`{"type":"Feature","stac_version":"1.0.0","id":"x","geometry":null,"properties":{"datetime":null},"links":[],"assets":{"thumb":{"href":"t.png","roles":["thumbnail"]}}}`), 0o644)
+		return p
+	}},
+	{name: "bad JSON", stacOnly: true, want: "json", make: func(t *testing.T, d string) string {
+		p := filepath.Join(d, "broken.json")
+		os.WriteFile(p, []byte(`{"type":"Feature","assets":{`), 0o644)
+		return p
+	}},
+	{name: "asset href escaping with ..", stacOnly: true, want: "escapes", make: func(t *testing.T, d string) string {
+		p := filepath.Join(d, "escape.json")
+		os.WriteFile(p, []byte(`{"type":"Feature","stac_version":"1.0.0","id":"x","geometry":null,"properties":{"datetime":null},"links":[],"assets":{"hsi":{"href":"../../etc/passwd","roles":["data"]}}}`), 0o644)
+		return p
+	}},
+}
+
+// commandArgs gives the arguments that run command on scene, writing under out.
+func commandArgs(command, modelPath, scene, out string) []string {
+	switch command {
+	case "info":
+		return []string{"info", scene}
+	case "tiles":
+		return []string{"tiles", "--model", modelPath, "--scene", scene}
+	case "classify":
+		return []string{"classify", "--quiet", "--model", modelPath, "--scene", scene, "--out", filepath.Join(out, "product.tif")}
+	case "batch":
+		return []string{"batch", "--quiet", "--model", modelPath, "--out-dir", out, "--report", filepath.Join(out, "..", "report.jsonl"), scene}
+	}
+	panic(command)
+}
+
+// checkCleanFailure: non-zero exit without a panic, one line on stderr
+// naming the input, and nothing left in the output directory.
+func checkCleanFailure(t *testing.T, r runResult, input, want, out string) {
+	t.Helper()
+	if r.code == 0 {
+		t.Errorf("exit status 0, want non-zero; stdout:\n%s", r.stdout)
+		return
+	}
+	if r.code == 2 || strings.Contains(r.stderr, "goroutine ") || strings.Contains(r.stderr, "panic") {
+		t.Errorf("exit status %d with a panic:\n%s", r.code, r.stderr)
+	}
+	lines := strings.Split(strings.TrimSpace(r.stderr), "\n")
+	if len(lines) != 1 || !strings.HasPrefix(lines[0], "pnec: ") {
+		t.Errorf("stderr has %d lines, want one 'pnec: ...' line:\n%s", len(lines), r.stderr)
+	}
+	msg := strings.ToLower(lines[len(lines)-1])
+	if !strings.Contains(msg, strings.ToLower(filepath.Base(input))) {
+		t.Errorf("error %q does not name the input %s", lines[len(lines)-1], filepath.Base(input))
+	}
+	if want != "" && !strings.Contains(msg, want) {
+		t.Errorf("error %q does not say %q", lines[len(lines)-1], want)
+	}
+	ents, _ := os.ReadDir(out)
+	for _, e := range ents {
+		t.Errorf("left in the output directory after a failure: %s", e.Name())
+	}
+}
+
+// TestBadInputs feeds each command each bad input.
+func TestBadInputs(t *testing.T) {
+	modelPath, err := pipelinetest.ModelPath()
+	if testing.Short() {
+		t.Skip("trains a model: skipped with -short")
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, bi := range badInputs {
+		for _, command := range []string{"info", "tiles", "classify", "batch"} {
+			if bi.stacOnly && command != "batch" {
+				continue
+			}
+			t.Run(bi.name+"/"+command, func(t *testing.T) {
+				dir := t.TempDir()
+				input := bi.make(t, dir)
+				out := filepath.Join(dir, "out")
+				os.MkdirAll(out, 0o755)
+				r := runPnec(t, 2*time.Minute, commandArgs(command, modelPath, input, out)...)
+				if bi.okFor[command] {
+					if r.code != 0 {
+						t.Errorf("exit status %d, want 0 (%s accepts this input):\n%s", r.code, command, r.stderr)
+					}
+					return
+				}
+				checkCleanFailure(t, r, input, bi.want, out)
+			})
+		}
+	}
+}

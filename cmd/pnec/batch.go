@@ -1,0 +1,187 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"strconv"
+	"strings"
+
+	"github.com/schollz/progressbar/v3"
+	"github.com/urfave/cli/v2"
+
+	"github.com/pnec/pnec/pipelines"
+)
+
+func init() {
+	register(&cli.Command{
+		Name:      "batch",
+		Usage:     "classify many scenes (files, globs, directories, STAC) into COG products with STAC Items, idempotently",
+		UsageText: "pnec batch --model MODEL --out-dir DIR [options] INPUT...",
+		Description: "Each INPUT is a GDAL dataset name (path, VRT, /vsizip/, /vsicurl/, /vsis3/ ...), a glob, a\n" +
+			"directory (its raster and STAC files, not recursive), or a STAC Item, ItemCollection, Catalog or\n" +
+			"Collection (local file or http(s) URL; the scene is the asset with role \"data\", or --asset KEY).\n" +
+			"For each scene KEY (the STAC Item id or the file name without extension) the run writes\n" +
+			"DIR/KEY.tif (the COG product) and DIR/KEY.json (its STAC Item, which also records the input's\n" +
+			"size and modification time and the model checksum). A scene whose product is up to date is\n" +
+			"skipped (--force redoes it); a run killed at any moment and started again finishes the rest.\n" +
+			"One failing scene does not stop the others; the exit status is 1 when any failed.\n" +
+			"A JSON line per scene goes to --report (default stdout), a summary to stderr.\n\n" +
+			"Examples:\n" +
+			"  pnec batch --model salinas.pnec --out-dir products/ incoming/*.tif\n" +
+			"  pnec batch --model m.pnec --out-dir products/ --stac-collection products/collection.json catalog.json\n" +
+			"  pnec batch --model m.pnec --out-dir /shared/products --shard 2/8 /shared/incoming/\n" +
+			"  JOB_COMPLETION_INDEX=2 pnec batch --model m.pnec --out-dir out --shards 8 in/   (Kubernetes Indexed Job)\n" +
+			"  pnec --config AWS_REGION=eu-west-1 batch --model m.pnec --out-dir out /vsis3/bucket/scene.tif",
+		Flags: append([]cli.Flag{
+			&cli.StringFlag{Name: "model", Required: true, Usage: "trained model `FILE` (from 'pnec train')"},
+			&cli.StringFlag{Name: "out-dir", Required: true, Usage: "output `DIR` (local file system) for KEY.tif and KEY.json; created if missing"},
+			&cli.StringFlag{Name: "asset", Usage: "STAC asset `KEY` to classify (default: the asset with role \"data\")"},
+			&cli.BoolFlag{Name: "force", Usage: "redo scenes whose product is up to date"},
+			&cli.IntFlag{Name: "jobs", Aliases: []string{"j"}, Usage: "scenes classified at once, `N` (default 0: 1 on a GPU backend, on CPU as many as fit in --max-memory, at most the CPU count)"},
+			&cli.StringFlag{Name: "shard", Usage: "process only shard `I/N` of the inputs (0-based I; deterministic, by a hash of the scene key)"},
+			&cli.IntFlag{Name: "shards", Usage: "number of shards `N`; this process is shard $JOB_COMPLETION_INDEX (Kubernetes Indexed Job)"},
+			&cli.StringFlag{Name: "stac-collection", Usage: "STAC Collection `FILE` each Item is added to (created if missing, updated atomically)"},
+			&cli.StringFlag{Name: "collection-id", Usage: "`ID` of a new collection (default: the collection file's directory name)"},
+			&cli.StringFlag{Name: "report", Value: "-", Usage: "run report `FILE`: one JSON line per scene (- = stdout)"},
+			&cli.StringFlag{Name: "backend", Usage: "compute backend `NAME`: go, xla:cpu, xla:cuda, xla:/abs/plugin.so (default: XLA when a PJRT plugin is installed, else go)"},
+			&cli.StringSliceFlag{Name: "co", Usage: "COG creation option `KEY=VALUE` (repeatable)"},
+			&cli.StringFlag{Name: "reliability", Value: "byte", Usage: "reliability band `TYPE`: byte (percent, nodata 255) or float32 (0..1, NaN nodata)"},
+			&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "no progress bar or log lines (the report and errors still appear)"},
+		}, planFlags()...),
+		Action: batchAction,
+	})
+}
+
+// batchShard reads --shard, or --shards with JOB_COMPLETION_INDEX.
+func batchShard(c *cli.Context) (pipelines.Shard, error) {
+	s, n := c.String("shard"), c.Int("shards")
+	switch {
+	case s != "" && c.IsSet("shards"):
+		return pipelines.Shard{}, errors.New("batch: give --shard I/N or --shards N, not both")
+	case s != "":
+		return pipelines.ParseShard(s)
+	case c.IsSet("shards"):
+		idx, ok := os.LookupEnv("JOB_COMPLETION_INDEX")
+		if !ok {
+			return pipelines.Shard{}, errors.New("batch: --shards needs JOB_COMPLETION_INDEX in the environment (set by a Kubernetes Indexed Job); use --shard I/N otherwise")
+		}
+		i, err := strconv.Atoi(strings.TrimSpace(idx))
+		if err != nil {
+			return pipelines.Shard{}, fmt.Errorf("batch: JOB_COMPLETION_INDEX=%q is not an integer", idx)
+		}
+		sh := pipelines.Shard{Index: i, Count: n}
+		return sh, sh.Validate()
+	}
+	return pipelines.Shard{}, nil
+}
+
+func batchAction(c *cli.Context) error {
+	if err := applyConfig(c); err != nil {
+		return err
+	}
+	inputs := c.Args().Slice()
+	if len(inputs) == 0 {
+		return errors.New("batch: no INPUT given (scenes, globs, directories or STAC documents)")
+	}
+	shard, err := batchShard(c)
+	if err != nil {
+		return err
+	}
+	opts, err := planOptions(c)
+	if err != nil {
+		return err
+	}
+	opts.Backend = c.String("backend")
+	opts.CreationOptions = c.StringSlice("co")
+	for _, kv := range opts.CreationOptions {
+		if !strings.Contains(kv, "=") {
+			return fmt.Errorf("--co %s: want KEY=VALUE", kv)
+		}
+	}
+	switch strings.ToLower(c.String("reliability")) {
+	case "byte":
+	case "float32":
+		opts.ReliabilityFloat32 = true
+	default:
+		return fmt.Errorf("--reliability %s: want byte or float32", c.String("reliability"))
+	}
+	if c.Int("jobs") < 0 {
+		return fmt.Errorf("--jobs %d: want a positive number (or 0 for the default)", c.Int("jobs"))
+	}
+
+	stderr := c.App.ErrWriter
+	if stderr == nil {
+		stderr = os.Stderr
+	}
+	var report io.Writer = c.App.Writer
+	if report == nil {
+		report = os.Stdout
+	}
+	if p := c.String("report"); p != "-" {
+		f, err := os.Create(p)
+		if err != nil {
+			return fmt.Errorf("--report %s: %w", p, err)
+		}
+		defer f.Close()
+		report = f
+	}
+
+	cfg := pipelines.Config{
+		ModelPath: c.String("model"), OutDir: c.String("out-dir"), Inputs: inputs,
+		Asset: c.String("asset"), Force: c.Bool("force"), Jobs: c.Int("jobs"), Shard: shard,
+		Collection: c.String("stac-collection"), CollectionID: c.String("collection-id"),
+		Options: opts, Report: report, Version: version,
+	}
+	level := slog.LevelInfo
+	if c.Bool("verbose") {
+		level = slog.LevelDebug
+	}
+	f, isFile := stderr.(*os.File)
+	switch {
+	case c.Bool("quiet"):
+	case isFile && isTerminal(f):
+		cfg.OnEvent = batchBar(stderr)
+		if c.Bool("verbose") {
+			cfg.Logger = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+		}
+	default:
+		cfg.Logger = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+	}
+
+	sum, err := pipelines.Run(c.Context, cfg)
+	if !c.Bool("quiet") && sum.Scenes > 0 {
+		fmt.Fprintln(stderr, "batch: "+sum.String())
+	}
+	if err != nil {
+		return fmt.Errorf("batch: %w", err)
+	}
+	return nil
+}
+
+// batchBar draws scenes done, and the current scene's tiles, on a terminal.
+func batchBar(w io.Writer) func(pipelines.Event) {
+	var bar *progressbar.ProgressBar
+	return func(ev pipelines.Event) {
+		if bar == nil {
+			bar = progressbar.NewOptions(ev.ScenesTotal, progressbar.OptionSetWriter(w),
+				progressbar.OptionShowCount(), progressbar.OptionSetElapsedTime(true),
+				progressbar.OptionSetPredictTime(true), progressbar.OptionClearOnFinish())
+		}
+		name := ev.Scene
+		if len(name) > 40 {
+			name = "..." + name[len(name)-37:]
+		}
+		if ev.TilesTotal > 0 {
+			bar.Describe(fmt.Sprintf("scenes (%s: tile %d/%d)", name, ev.TilesDone, ev.TilesTotal))
+		} else {
+			bar.Describe("scenes")
+		}
+		_ = bar.Set(ev.ScenesDone)
+		if ev.ScenesDone == ev.ScenesTotal && ev.TilesTotal == 0 {
+			_ = bar.Finish()
+		}
+	}
+}

@@ -1,0 +1,127 @@
+package model
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"syscall"
+	"testing"
+	"time"
+
+	. "github.com/gomlx/gomlx/core/graph" //nolint:revive // graph DSL
+)
+
+func cpuSeconds() float64 {
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return float64(ru.Utime.Nano()+ru.Stime.Nano()) / 1e9
+}
+
+// TestProfileParts times the network's parts on a Pavia University sized
+// grid (forward, and forward+backward with respect to the part's weights),
+// in wall and CPU seconds. Set PNEC_PROFILE=1 to run it.
+func TestProfileParts(t *testing.T) {
+	if os.Getenv("PNEC_PROFILE") == "" {
+		t.Skip("set PNEC_PROFILE=1 to time the network's parts")
+	}
+	b := testBackend(t)
+	rows, cols, bands, k := benchSize()
+	cfg := DefaultConfig()
+	d, _ := makeDims(cfg, bands, k)
+	params := initParams(d, cfg, rand.New(rand.NewPCG(1, 1)))
+	hs, ws := padTo(rows)/Stride, padTo(cols)/Stride
+	l := hs * ws
+	rng := rand.New(rand.NewPCG(2, 2))
+	rnd := func(n int) []float32 {
+		v := make([]float32, n)
+		for i := range v {
+			v[i] = float32(rng.NormFloat64())
+		}
+		return v
+	}
+	x := tensorOf(rnd(l*bands), hs, ws, bands)
+	f := tensorOf(rnd(l*d.D), l, d.D)
+	z := tensorOf(rnd(l*d.K), l, d.K)
+	ur, uc := tensorOf(upMatrix(rows), rows, hs), tensorOf(upMatrix(cols), cols, ws)
+	parts := []struct {
+		name   string
+		input  any
+		prefix []string
+		fn     func(n *net, in *Node, g *Graph, ur, uc *Node) *Node
+	}{
+		{"embed+gn+silu", x, []string{"embed"}, func(n *net, in *Node, _ *Graph, _, _ *Node) *Node {
+			return silu(n.groupNorm(n.linear(Reshape(in, l, bands), "embed"), "embed.gn"))
+		}},
+		{"conv3x3+gn+silu", f, []string{"conv"}, func(n *net, in *Node, _ *Graph, _, _ *Node) *Node {
+			return silu(n.groupNorm(n.conv3x3(Reshape(in, hs, ws, d.D), "conv"), "conv.gn"))
+		}},
+		{"mamba block (spa)", f, []string{"spa."}, func(n *net, in *Node, _ *Graph, _, _ *Node) *Node {
+			return Add(in, silu(n.groupNorm(n.mamba(in, "spa"), "spa.gn")))
+		}},
+		{"ssd scan only", f, nil, func(n *net, in *Node, _ *Graph, _, _ *Node) *Node {
+			xs := Reshape(Concatenate([]*Node{in, in}, 1), l, d.Heads, d.HeadDim)
+			dA := Neg(Square(Slice(in, AxisRange(), AxisRange(0, d.Heads))))
+			return ssdScan(xs, MulScalar(dA, 0.1), Slice(in, AxisRange(), AxisRange(0, d.N)), Slice(in, AxisRange(), AxisRange(d.N, 2*d.N)), d.Chunk)
+		}},
+		{"in_proj+conv1d+silu", f, []string{"spa.in", "spa.conv1d"}, func(n *net, in *Node, _ *Graph, _, _ *Node) *Node {
+			proj := n.linear(in, "spa.in")
+			return silu(n.causalConv(Slice(proj, AxisRange(), AxisRange(d.E, 2*d.E+2*d.N)), "spa.conv1d"))
+		}},
+		{"head", f, []string{"head"}, func(n *net, in *Node, _ *Graph, _, _ *Node) *Node { return n.head(in) }},
+		{"upsample+softmax", z, nil, func(n *net, in *Node, _ *Graph, ur, uc *Node) *Node {
+			return Softmax(upsample(in, ur, uc), -1)
+		}},
+	}
+	for _, part := range parts {
+		if sel := os.Getenv("PNEC_PROFILE_PART"); sel != "" && sel != part.name[:3] {
+			continue
+		}
+		for _, withGrad := range []bool{false, true} {
+			var idx []int
+			for i, p := range params {
+				for _, pre := range part.prefix {
+					if len(p.Name) >= len(pre) && p.Name[:len(pre)] == pre {
+						idx = append(idx, i)
+					}
+				}
+			}
+			n := &net{d: d, cfg: cfg}
+			exec, err := NewExec(b, func(g *Graph, in []*Node) []*Node {
+				n.p = map[string]*Node{}
+				for j, i := range idx {
+					n.p[params[i].Name] = in[3+j]
+				}
+				out := part.fn(n, in[0], g, in[1], in[2])
+				loss := ReduceAllSum(Mul(out, out))
+				if !withGrad || len(idx) == 0 {
+					return []*Node{loss}
+				}
+				return append([]*Node{loss}, Gradient(loss, in[3:]...)...)
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			args := []any{part.input, ur, uc}
+			for _, i := range idx {
+				args = append(args, tensorOf(params[i].Data, params[i].Shape...))
+			}
+			if _, err := exec.Call(args...); err != nil {
+				t.Fatal(err)
+			}
+			const reps = 3
+			c0, w0 := cpuSeconds(), time.Now()
+			for range reps {
+				out, err := exec.Call(args...)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, o := range out {
+					o.FinalizeAll()
+				}
+			}
+			fmt.Printf("%-20s grad=%-5v wall %.3f s  cpu %.3f s\n", part.name, withGrad,
+				time.Since(w0).Seconds()/reps, (cpuSeconds()-c0)/reps)
+			exec.Finalize()
+		}
+	}
+}

@@ -1,0 +1,250 @@
+package pipelines
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/pnec/pnec/pipelines/pipelinetest"
+)
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	pipelinetest.Cleanup()
+	os.Exit(code)
+}
+
+func tinyModel(t testing.TB) string {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("trains a model: skipped with -short")
+	}
+	p, err := pipelinetest.ModelPath()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// batchInputs writes scenes a, b, c, a STAC Item for d, and two bad scenes.
+func batchInputs(t *testing.T) (string, []string) {
+	dir := t.TempDir()
+	for i, n := range []string{"a", "b", "c"} {
+		if err := pipelinetest.WriteScene(filepath.Join(dir, "in", n+".tif"), uint64(2+i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	os.MkdirAll(filepath.Join(dir, "stac", "data"), 0o755)
+	if err := pipelinetest.WriteScene(filepath.Join(dir, "stac", "data", "d.tif"), 5); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Join(dir, "stac", "d.json"), itemJSON("scene-d", `"hsi":{"href":"data/d.tif","roles":["data"]}`))
+	writeFile(t, filepath.Join(dir, "bad", "garbage.tif"), "this is not a GeoTIFF at all")
+	four := make([]float32, pipelinetest.Rows*pipelinetest.Cols*4)
+	if err := pipelinetest.WriteRaster(filepath.Join(dir, "bad", "fourbands.tif"), pipelinetest.Rows, pipelinetest.Cols, 4, four); err != nil {
+		t.Fatal(err)
+	}
+	return dir, []string{filepath.Join(dir, "in"), filepath.Join(dir, "stac", "d.json"), filepath.Join(dir, "bad", "*.tif")}
+}
+
+func readReport(t *testing.T, b []byte) map[string]SceneReport {
+	t.Helper()
+	out := map[string]SceneReport{}
+	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		var r SceneReport
+		if err := json.Unmarshal([]byte(line), &r); err != nil {
+			t.Fatalf("report line %q: %v", line, err)
+		}
+		out[filepath.Base(r.Input)] = r
+	}
+	return out
+}
+
+// checkOutDir: every product is a COG with a valid Item; no temporaries or locks remain.
+func checkOutDir(t *testing.T, out string, keys []string) {
+	t.Helper()
+	for _, k := range keys {
+		b, err := os.ReadFile(filepath.Join(out, k+".json"))
+		if err != nil {
+			t.Errorf("item of %s: %v", k, err)
+			continue
+		}
+		validateItem(t, b)
+		if gi, err := exec.LookPath("gdalinfo"); err == nil {
+			o, err := exec.Command(gi, filepath.Join(out, k+".tif")).CombinedOutput()
+			if err != nil || !strings.Contains(string(o), "LAYOUT=COG") {
+				t.Errorf("gdalinfo %s.tif: %v, want LAYOUT=COG in:\n%s", k, err, o)
+			}
+		}
+	}
+	ents, _ := os.ReadDir(out)
+	for _, e := range ents {
+		if strings.Contains(e.Name(), "tmp") || strings.Contains(e.Name(), "lock") {
+			t.Errorf("left behind in the output directory: %s", e.Name())
+		}
+	}
+}
+
+func TestRunEndToEnd(t *testing.T) {
+	modelPath := tinyModel(t)
+	dir, args := batchInputs(t)
+	out := filepath.Join(dir, "out")
+	coll := filepath.Join(out, "collection.json")
+	run := func(force bool) (Summary, map[string]SceneReport, error) {
+		var rep bytes.Buffer
+		sum, err := Run(context.Background(), Config{
+			ModelPath: modelPath, OutDir: out, Inputs: args, Jobs: 2, Force: force,
+			Collection: coll, Report: &rep, Version: "test",
+			Now: func() time.Time { return time.Date(2026, 11, 22, 0, 0, 0, 0, time.UTC) },
+		})
+		return sum, readReport(t, rep.Bytes()), err
+	}
+
+	sum, rep, err := run(false)
+	var fe *FailedError
+	if !errors.As(err, &fe) || !errors.Is(err, ErrScenesFailed) || fe.Failed != 2 {
+		t.Fatalf("first run error %v, want 2 failed scenes", err)
+	}
+	if sum.Done != 4 || sum.Failed != 2 || sum.Scenes != 6 {
+		t.Fatalf("first run %+v, want 4 done, 2 failed of 6", sum)
+	}
+	for _, n := range []string{"a.tif", "b.tif", "c.tif", "d.tif"} {
+		r := rep[n]
+		if r.Status != StatusDone || r.Times == nil || r.Times.Total <= 0 || r.Pixels != pipelinetest.Rows*pipelinetest.Cols || r.Backend == "" {
+			t.Errorf("report of %s: %+v, want done with times, %d pixels and a backend", n, r, pipelinetest.Rows*pipelinetest.Cols)
+		}
+	}
+	for n, want := range map[string]string{"garbage.tif": "garbage.tif", "fourbands.tif": "band"} {
+		r := rep[n]
+		if r.Status != StatusFailed || !strings.Contains(r.Reason, want) || strings.Contains(r.Reason, "\n") {
+			t.Errorf("report of %s: %+v, want failed with a one-line reason mentioning %q", n, r, want)
+		}
+		if _, err := os.Stat(filepath.Join(out, strings.TrimSuffix(n, ".tif")+".tif")); err == nil {
+			t.Errorf("a product exists for failed scene %s", n)
+		}
+	}
+	keys := []string{"a", "b", "c", "scene-d"}
+	checkOutDir(t, out, keys)
+	cb, err := os.ReadFile(coll)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := schemaStore(t).Validate(cb, "https://schemas.stacspec.org/v1.0.0/collection-spec/json-schema/collection.json"); err != nil {
+		t.Errorf("collection: %v", err)
+	}
+	if n := strings.Count(string(cb), `"rel": "item"`); n != 4 {
+		t.Errorf("collection has %d item links, want 4", n)
+	}
+	// The item of d carries the source item's datetime and links to it.
+	var item struct {
+		Properties map[string]any
+		Links      []map[string]string
+	}
+	b, _ := os.ReadFile(filepath.Join(out, "scene-d.json"))
+	json.Unmarshal(b, &item)
+	if item.Properties["datetime"] != "2024-06-01T10:30:00Z" {
+		t.Errorf("scene-d datetime %v, want the source item's 2024-06-01T10:30:00Z", item.Properties["datetime"])
+	}
+	if item.Links[0]["rel"] != "derived_from" || !strings.HasSuffix(item.Links[0]["href"], "stac/d.json") {
+		t.Errorf("scene-d links %v, want derived_from the source item", item.Links)
+	}
+	mtimes := map[string]time.Time{}
+	for _, k := range keys {
+		st, _ := os.Stat(filepath.Join(out, k+".tif"))
+		mtimes[k] = st.ModTime()
+	}
+
+	// Rerun: everything up to date is skipped, the bad scenes fail again.
+	sum, _, _ = run(false)
+	if sum.Done != 0 || sum.Skipped != 4 || sum.Failed != 2 {
+		t.Errorf("second run %+v, want 4 skipped, 2 failed", sum)
+	}
+	// A changed input is redone, the others are not.
+	future := time.Now().Add(time.Minute)
+	os.Chtimes(filepath.Join(dir, "in", "b.tif"), future, future)
+	sum, rep, _ = run(false)
+	if sum.Done != 1 || sum.Skipped != 3 || rep["b.tif"].Status != StatusDone {
+		t.Errorf("run after touching b: %+v, want b redone and 3 skipped", sum)
+	}
+	for _, k := range []string{"a", "c", "scene-d"} {
+		if st, _ := os.Stat(filepath.Join(out, k+".tif")); !st.ModTime().Equal(mtimes[k]) {
+			t.Errorf("%s.tif was rewritten, want it left alone", k)
+		}
+	}
+	// --force redoes everything.
+	sum, _, _ = run(true)
+	if sum.Done != 4 || sum.Skipped != 0 {
+		t.Errorf("forced run %+v, want 4 done", sum)
+	}
+	checkOutDir(t, out, keys)
+}
+
+// TestRunShards: shards 0/2 and 1/2 together do each scene exactly once.
+func TestRunShards(t *testing.T) {
+	modelPath := tinyModel(t)
+	dir, args := batchInputs(t)
+	args = args[:2] // the good scenes
+	out := filepath.Join(dir, "out")
+	var done []string
+	for i := 0; i < 2; i++ {
+		var rep bytes.Buffer
+		sum, err := Run(context.Background(), Config{ModelPath: modelPath, OutDir: out, Inputs: args, Shard: Shard{i, 2}, Report: &rep})
+		if err != nil {
+			t.Fatalf("shard %d: %v", i, err)
+		}
+		if sum.Skipped != 0 {
+			t.Errorf("shard %d skipped %d scenes, want 0 (the shards are disjoint)", i, sum.Skipped)
+		}
+		for k, r := range readReport(t, rep.Bytes()) {
+			if r.Status == StatusDone {
+				done = append(done, k)
+			}
+		}
+	}
+	sort.Strings(done)
+	if got := strings.Join(done, " "); got != "a.tif b.tif c.tif d.tif" {
+		t.Errorf("shards did %q, want each of a b c d once", got)
+	}
+}
+
+// TestRunSetupErrors: problems that stop a run before any scene give one clear error.
+func TestRunSetupErrors(t *testing.T) {
+	dir := t.TempDir()
+	scene := filepath.Join(dir, "s.tif")
+	if err := pipelinetest.WriteScene(scene, 1); err != nil {
+		t.Fatal(err)
+	}
+	ro := filepath.Join(dir, "ro")
+	os.MkdirAll(ro, 0o555)
+	for _, tc := range []struct {
+		name string
+		cfg  Config
+		want string
+	}{
+		{"missing model", Config{ModelPath: filepath.Join(dir, "none.pnec"), OutDir: filepath.Join(dir, "o1"), Inputs: []string{scene}}, "none.pnec"},
+		{"bad shard", Config{ModelPath: "m", OutDir: dir, Inputs: []string{scene}, Shard: Shard{3, 2}}, "shard 3/2"},
+		{"no out dir", Config{ModelPath: "m", Inputs: []string{scene}}, "no output directory"},
+		{"out dir is a file", Config{ModelPath: "m", OutDir: scene, Inputs: []string{scene}}, "output directory " + scene},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Run(context.Background(), tc.cfg)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("got %v, want an error containing %q", err, tc.want)
+			}
+		})
+	}
+	if os.Geteuid() != 0 { // root writes anywhere
+		_, err := Run(context.Background(), Config{ModelPath: "m", OutDir: ro, Inputs: []string{scene}})
+		if err == nil || !strings.Contains(err.Error(), "not writable") {
+			t.Errorf("read-only output directory: got %v, want 'not writable'", err)
+		}
+	}
+}
