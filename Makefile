@@ -55,5 +55,12 @@ bench-quick: deps
 	@$(BENCH_TIME_INSTALL)
 	$(GO) run ./bench/cmd/benchrun -mode quick
 
+# demo runs the main job end to end (see scripts/demo.sh): SalinasA from
+# ../shared/data when present, else a generated scene; a model trained with
+# the pure-Go backend; tiled classification into demo/product.tif; its
+# gdalinfo summary and demo/quicklook.png.
+demo: build
+	PNEC=bin/pnec ./scripts/demo.sh
+
 clean:
 	rm -rf bin demo

@@ -13,6 +13,28 @@ import (
 // fuzzSeeds are small valid files in every storage variant, plus a few real
 // files when ../shared/data is present.
 func fuzzSeeds(f *testing.F) {
+	for _, b := range seedFiles() {
+		f.Add(b)
+	}
+}
+
+func seedFiles() [][]byte {
+	seeds := syntheticSeeds()
+	root, err := os.Getwd()
+	if err != nil {
+		return seeds
+	}
+	for _, rel := range []string{"SalinasA/SalinasA_gt.mat", "JasperRidge/JasperRidge_train_seed12345.mat", "IndianPines/indian_pines_corrected_gt.mat"} {
+		if b, err := os.ReadFile(filepath.Join(root, "..", "..", "shared", "data", rel)); err == nil {
+			seeds = append(seeds, b)
+		}
+	}
+	return seeds
+}
+
+// syntheticSeeds are small files from matwrite in every storage variant.
+func syntheticSeeds() [][]byte {
+	var seeds [][]byte
 	cube := matwrite.Var{Name: "cube", Class: mxDOUBLE, Dims: []int{3, 4, 2}, Type: miINT16, Data: seq(24, -5, 3)}
 	inner := matwrite.Var{Class: mxDOUBLE, Dims: []int{1, 2}, Type: miDOUBLE, Data: []float64{1.5, 2}}
 	others := []matwrite.Var{
@@ -26,19 +48,10 @@ func fuzzSeeds(f *testing.F) {
 	}
 	for _, big := range []bool{false, true} {
 		for _, comp := range []bool{false, true} {
-			f.Add(matwrite.Encode(big, comp, cube))
-			f.Add(matwrite.Encode(big, comp, others...))
+			seeds = append(seeds, matwrite.Encode(big, comp, cube), matwrite.Encode(big, comp, others...))
 		}
 	}
-	root, err := os.Getwd()
-	if err != nil {
-		return
-	}
-	for _, rel := range []string{"SalinasA/SalinasA_gt.mat", "JasperRidge/JasperRidge_train_seed12345.mat", "IndianPines/indian_pines_corrected_gt.mat"} {
-		if b, err := os.ReadFile(filepath.Join(root, "..", "..", "shared", "data", rel)); err == nil {
-			f.Add(b)
-		}
-	}
+	return seeds
 }
 
 // FuzzRead decodes arbitrary bytes as a MAT-file through every entry point:
@@ -46,7 +59,27 @@ func fuzzSeeds(f *testing.F) {
 // justify are not, and whatever decodes must be self-consistent.
 func FuzzRead(f *testing.F) {
 	fuzzSeeds(f)
-	f.Fuzz(func(t *testing.T, data []byte) {
+	f.Fuzz(checkDecode)
+}
+
+// TestTruncatedAndCorrupted runs every seed cut at every length and with
+// every byte inverted through the same checks as FuzzRead.
+func TestTruncatedAndCorrupted(t *testing.T) {
+	for i, seed := range syntheticSeeds() {
+		for n := 0; n < len(seed); n++ {
+			checkDecode(t, seed[:n])
+			c := bytes.Clone(seed)
+			c[n] ^= 0xff
+			checkDecode(t, c)
+		}
+		if t.Failed() {
+			t.Fatalf("seed %d failed", i)
+		}
+	}
+}
+
+func checkDecode(t *testing.T, data []byte) {
+	{
 		var before, after runtime.MemStats
 		runtime.ReadMemStats(&before)
 		m, err := newMAT("fuzz.mat", bytes.NewReader(data), int64(len(data)))
@@ -82,5 +115,5 @@ func FuzzRead(f *testing.F) {
 		if got := after.TotalAlloc - before.TotalAlloc; got > limit {
 			t.Fatalf("allocated %d bytes for a %d-byte input (limit %d)", got, len(data), limit)
 		}
-	})
+	}
 }

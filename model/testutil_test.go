@@ -1,6 +1,7 @@
 package model
 
 import (
+	"os"
 	"testing"
 
 	"github.com/gomlx/compute"
@@ -9,7 +10,11 @@ import (
 // testBackend opens the pure-Go backend for a test.
 func testBackend(t testing.TB) compute.Backend {
 	t.Helper()
-	b, _, err := openBackend("go")
+	name := "go"
+	if c := os.Getenv("PNEC_TEST_BACKEND"); c != "" { // e.g. "go:parallelism=-1" to compare configurations
+		name = c
+	}
+	b, _, err := openBackend(name)
 	if err != nil {
 		t.Fatalf("open go backend: %v", err)
 	}

@@ -15,8 +15,10 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
+	"github.com/pnec/pnec/geo"
 	"github.com/pnec/pnec/model"
 	"github.com/pnec/pnec/processor"
 )
@@ -180,7 +182,7 @@ func Run(ctx context.Context, cfg Config) (Summary, error) {
 			rep.total--
 			continue // another shard reports it
 		}
-		r := SceneReport{Input: ie.Input, Status: StatusFailed, Reason: ie.Error()}
+		r := SceneReport{Input: ie.Input, Status: StatusFailed, Reason: oneLine(ie.Error())}
 		log.Warn("input failed", "input", ie.Input, "reason", ie.Err)
 		rep.scene(&r)
 		sum.Failed++
@@ -315,6 +317,18 @@ feed:
 	return sum, nil
 }
 
+// oneLine joins the lines of a message (GDAL errors often span several) with "; ",
+// so that each report reason and the command's error stay one line.
+func oneLine(s string) string {
+	var parts []string
+	for _, l := range strings.Split(s, "\n") {
+		if l = strings.TrimSpace(l); l != "" {
+			parts = append(parts, l)
+		}
+	}
+	return strings.Join(parts, "; ")
+}
+
 // checkWritable creates and removes a file in dir, so that an unwritable
 // output directory fails the run at once rather than every scene.
 func checkWritable(dir string) error {
@@ -426,7 +440,7 @@ func (w *worker) scene(ctx context.Context, in Input) SceneReport {
 	r := SceneReport{Input: in.Name, Output: product, Item: itemPath}
 	fail := func(err error) SceneReport {
 		r.Status = StatusFailed
-		r.Reason = err.Error()
+		r.Reason = oneLine(err.Error())
 		if !strings.Contains(r.Reason, in.Name) {
 			r.Reason = in.Name + ": " + r.Reason
 		}
@@ -463,9 +477,21 @@ func (w *worker) scene(ctx context.Context, in Input) SceneReport {
 		}
 	}
 
+	sceneInfo, err := w.preflight(in)
+	if err != nil {
+		return fail(err)
+	}
 	res, err := w.classifier.Classify(ctx, in.Name, product)
 	if err != nil {
 		return fail(err)
+	}
+	if res.ValidPixels == 0 {
+		// An all-nodata scene yields an empty map; GIS users are better
+		// served by no product and a failure that says why.
+		os.Remove(product)
+		os.Remove(product + ".aux.xml")
+		os.Remove(itemPath)
+		return fail(errors.New("no valid pixels: every pixel is nodata, NaN or Inf"))
 	}
 	r.Backend = res.Backend
 	r.Pixels = int64(res.Rows) * int64(res.Cols)
@@ -478,7 +504,7 @@ func (w *worker) scene(ctx context.Context, in Input) SceneReport {
 	r.Times = times
 
 	tSTAC := time.Now()
-	if err := w.describe(ctx, in, product, itemPath, src, res); err != nil {
+	if err := w.describe(ctx, in, sceneInfo, product, itemPath, src, res); err != nil {
 		// The product is complete but undescribed: the next run redoes it
 		// (no Item means not up to date).
 		return fail(err)
@@ -490,12 +516,58 @@ func (w *worker) scene(ctx context.Context, in Input) SceneReport {
 	return r
 }
 
+// preflight opens the scene (its metadata gives the Item's datetime) and
+// refuses, at once, a scene whose product cannot fit on the output file
+// system: GDAL would otherwise find out only when it creates the product's
+// uncompressed staging file, after the scene has been planned.
+func (w *worker) preflight(in Input) (geo.Info, error) {
+	s, err := geo.Open(in.Name)
+	if err != nil {
+		return geo.Info{}, err
+	}
+	info := s.Info()
+	s.Close()
+	if info.Bands != w.model.Bands() {
+		return info, fmt.Errorf("%d bands, the model takes %d: %w", info.Bands, w.model.Bands(), model.ErrBandCount)
+	}
+	perPixel := int64(2) // class + reliability, bytes
+	if len(w.classes) > 0 && w.classes[len(w.classes)-1].Value > 254 {
+		perPixel++
+	}
+	if w.cfg.Options.ReliabilityFloat32 {
+		perPixel += 3
+	}
+	need := int64(info.Rows) * int64(info.Cols) * perPixel
+	var fs syscall.Statfs_t
+	if err := syscall.Statfs(w.cfg.OutDir, &fs); err == nil {
+		if free := int64(fs.Bavail) * int64(fs.Bsize); need > free {
+			return info, fmt.Errorf("scene is %dx%d pixels (cols x rows); its product needs up to %s uncompressed while writing, the output directory %s has %s free",
+				info.Cols, info.Rows, formatBytes(need), w.cfg.OutDir, formatBytes(free))
+		}
+	}
+	return info, nil
+}
+
+func formatBytes(n int64) string {
+	const unit = 1024
+	if n < unit {
+		return fmt.Sprintf("%d B", n)
+	}
+	div, exp := int64(unit), 0
+	for m := n / unit; m >= unit; m /= unit {
+		div *= unit
+		exp++
+	}
+	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
+}
+
 // describe writes the product's STAC Item (and adds it to the collection).
-func (w *worker) describe(ctx context.Context, in Input, product, itemPath string, src SourceRecord, res processor.Result) error {
+func (w *worker) describe(ctx context.Context, in Input, scene geo.Info, product, itemPath string, src SourceRecord, res processor.Result) error {
 	info, stats, err := readProductStats(ctx, product)
 	if err != nil {
 		return err
 	}
+	info.Metadata = scene.Metadata // the acquisition time is the input's
 	st, err := os.Stat(product)
 	if err != nil {
 		return fmt.Errorf("product %s: %w", product, err)

@@ -8,6 +8,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"os"
@@ -58,13 +59,17 @@ func run(ctx context.Context, args []string) error {
 	fs.StringVar(&o.BenchTime, "benchtime", "", "go test -benchtime (default 1s full, 100ms quick)")
 	fs.IntVar(&o.Runs, "runs", 0, "timed runs per e2e row (default 5 full, 2 quick)")
 	fs.DurationVar(&o.RowLimit, "row-timeout", 0, "limit per timed e2e run (default 5m full, 60s quick)")
-	fs.DurationVar(&o.GoLimit, "go-timeout", 0, "limit for all Go benchmarks, shared out between packages (default 18m full, 90s quick)")
-	fs.DurationVar(&o.Budget, "budget", 0, "whole run; e2e rows that would start past it are skipped (default 28m full, 170s quick)")
+	fs.DurationVar(&o.GoLimit, "go-timeout", 0, "limit for all Go benchmarks, shared out between packages (default 18m full, 75s quick)")
+	fs.DurationVar(&o.Budget, "budget", 0, "whole run; e2e rows that would start past it are skipped (default 28m full, 150s quick)")
 	fs.BoolVar(&o.GoOnly, "go-only", false, "run only the Go benchmarks")
 	fs.BoolVar(&o.E2EOnly, "e2e-only", false, "run only the e2e rows")
 	fs.StringVar(&o.Filter, "bench", ".", "go test -bench pattern")
+	render := fs.String("render", "", "only rewrite the Markdown report from this results JSON (no benchmarks run)")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	if *render != "" {
+		return renderOnly(*render, o.MD)
 	}
 	quick := o.Mode == "quick"
 	if !quick && o.Mode != "full" {
@@ -87,10 +92,10 @@ func run(ctx context.Context, args []string) error {
 		o.RowLimit = map[bool]time.Duration{true: 60 * time.Second, false: 5 * time.Minute}[quick]
 	}
 	if o.GoLimit == 0 {
-		o.GoLimit = map[bool]time.Duration{true: 90 * time.Second, false: 18 * time.Minute}[quick]
+		o.GoLimit = map[bool]time.Duration{true: 75 * time.Second, false: 18 * time.Minute}[quick]
 	}
 	if o.Budget == 0 {
-		o.Budget = map[bool]time.Duration{true: 170 * time.Second, false: 28 * time.Minute}[quick]
+		o.Budget = map[bool]time.Duration{true: 150 * time.Second, false: 28 * time.Minute}[quick]
 	}
 	o.Deadline = time.Now().Add(o.Budget)
 	root, err := filepath.Abs(o.Root)
@@ -154,4 +159,17 @@ func under(root, p string) string {
 		return p
 	}
 	return filepath.Join(root, p)
+}
+
+// renderOnly rewrites the Markdown report from a saved results JSON.
+func renderOnly(jsonPath, md string) error {
+	b, err := os.ReadFile(jsonPath)
+	if err != nil {
+		return err
+	}
+	var rep Report
+	if err := json.Unmarshal(b, &rep); err != nil {
+		return fmt.Errorf("%s: %w", jsonPath, err)
+	}
+	return writeMarkdown(md, rep)
 }

@@ -218,8 +218,12 @@ func writeAtomic(path string, data []byte) error {
 	return os.Rename(tmp, path)
 }
 
-// readable shows long ns/op times in ms or s (the JSON keeps ns/op).
+// readable shows long ns/op times in ms or s, and large per-second rates
+// in millions (the JSON keeps the raw units).
 func readable(m Metric) Metric {
+	if strings.HasSuffix(m.Unit, "/s") && m.Median >= 1e6 {
+		return Metric{Unit: "M" + m.Unit, Median: m.Median / 1e6, Min: m.Min / 1e6, Max: m.Max / 1e6, N: m.N}
+	}
 	if m.Unit != "ns/op" {
 		return m
 	}

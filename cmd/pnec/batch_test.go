@@ -1,0 +1,234 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/pnec/pnec/pipelines/pipelinetest"
+)
+
+// bigScene writes a rows x cols fixture scene by repeating the small one.
+func bigScene(t *testing.T, path string, rows, cols int, seed uint64) {
+	t.Helper()
+	base, _ := pipelinetest.SceneData(seed)
+	nb := pipelinetest.Bands
+	d := make([]float32, rows*cols*nb)
+	for r := 0; r < rows; r++ {
+		for c := 0; c < cols; c++ {
+			src := ((r%pipelinetest.Rows)*pipelinetest.Cols + c%pipelinetest.Cols) * nb
+			copy(d[(r*cols+c)*nb:(r*cols+c+1)*nb], base[src:src+nb])
+		}
+	}
+	if err := pipelinetest.WriteRaster(path, rows, cols, nb, d); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// classChecksum is gdalinfo's checksum of band 1 (class) of a product.
+func classChecksum(t *testing.T, path string) string {
+	t.Helper()
+	out, err := exec.Command("gdalinfo", "-checksum", path).CombinedOutput()
+	if err != nil {
+		t.Fatalf("gdalinfo -checksum %s: %v\n%s", path, err, out)
+	}
+	if !strings.Contains(string(out), "LAYOUT=COG") {
+		t.Errorf("%s: gdalinfo does not report LAYOUT=COG", path)
+	}
+	m := regexp.MustCompile(`(?s)Band 1 .*?Checksum=(\d+)`).FindStringSubmatch(string(out))
+	if m == nil {
+		t.Fatalf("no band 1 checksum in gdalinfo output of %s", path)
+	}
+	return m[1]
+}
+
+// reportStatuses reads a batch report file: input base name -> status.
+func reportStatuses(t *testing.T, path string) map[string]string {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	out := map[string]string{}
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		var r struct{ Input, Status, Reason string }
+		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
+			t.Fatalf("report line %q: %v", sc.Text(), err)
+		}
+		out[filepath.Base(r.Input)] = r.Status
+	}
+	return out
+}
+
+// TestBatchKill9 kills a batch with SIGKILL in the middle of a scene (once
+// while a scene is locked, once while a product's temporary file exists),
+// checks that no partial product is ever at a final path, reruns it, and
+// compares every product with an uninterrupted run's.
+func TestBatchKill9(t *testing.T) {
+	bin := pnecBinary(t)
+	if _, err := exec.LookPath("gdalinfo"); err != nil {
+		t.Skip("gdalinfo not installed: products cannot be checked independently")
+	}
+	modelPath, err := pipelinetest.ModelPath()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	const scenes = 5
+	for i := 0; i < scenes; i++ {
+		bigScene(t, filepath.Join(dir, "in", fmt.Sprintf("s%d.tif", i)), 160, 192, uint64(20+i))
+	}
+	args := func(out, report string) []string {
+		return []string{"batch", "--quiet", "--jobs", "1", "--backend", "go", "--model", modelPath,
+			"--out-dir", out, "--report", report, filepath.Join(dir, "in")}
+	}
+
+	ref := filepath.Join(dir, "ref")
+	if r := runPnec(t, 5*time.Minute, args(ref, filepath.Join(dir, "ref.jsonl"))...); r.code != 0 {
+		t.Fatalf("uninterrupted run: exit %d\n%s", r.code, r.stderr)
+	}
+
+	out := filepath.Join(dir, "out")
+	// checkFinal: whatever is at a final path is a complete COG.
+	checkFinal := func(stage string) {
+		products, _ := filepath.Glob(filepath.Join(out, "*.tif"))
+		for _, p := range products {
+			out, err := exec.Command("gdalinfo", p).CombinedOutput()
+			if err != nil || !strings.Contains(string(out), "LAYOUT=COG") {
+				t.Errorf("%s: %s at its final path is not a complete COG: %v\n%s", stage, filepath.Base(p), err, out)
+			}
+		}
+	}
+	// Kill when the out directory holds a file matching the pattern: a lock
+	// (a scene started) or a product temporary (a scene being written).
+	for i, pattern := range []string{`\.pnec-lock$`, `\.tmp\.tif$`} {
+		re := regexp.MustCompile(pattern)
+		cmd := exec.Command(bin, args(out, filepath.Join(dir, fmt.Sprintf("kill%d.jsonl", i)))...)
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan error, 1)
+		go func() { done <- cmd.Wait() }()
+		killed := false
+	poll:
+		for deadline := time.Now().Add(3 * time.Minute); time.Now().Before(deadline); {
+			select {
+			case <-done:
+				break poll
+			default:
+			}
+			ents, _ := os.ReadDir(out)
+			for _, e := range ents {
+				if re.MatchString(e.Name()) {
+					cmd.Process.Signal(syscall.SIGKILL)
+					killed = true
+					<-done
+					break poll
+				}
+			}
+			time.Sleep(2 * time.Millisecond)
+		}
+		if !killed {
+			t.Fatalf("kill %d: batch ended (or timed out) before a file matching %s appeared", i, pattern)
+		}
+		checkFinal(fmt.Sprintf("after kill %d", i))
+	}
+
+	report := filepath.Join(dir, "final.jsonl")
+	if r := runPnec(t, 5*time.Minute, args(out, report)...); r.code != 0 {
+		t.Fatalf("rerun after kills: exit %d\n%s", r.code, r.stderr)
+	}
+	st := reportStatuses(t, report)
+	var skipped int
+	for _, s := range st {
+		if s == "skipped" {
+			skipped++
+		}
+	}
+	if len(st) != scenes || skipped == 0 || skipped == scenes {
+		t.Errorf("rerun statuses %v, want %d scenes, some skipped (finished before the kills) and some done", st, scenes)
+	}
+	ents, _ := os.ReadDir(out)
+	var names []string
+	for _, e := range ents {
+		names = append(names, e.Name())
+		if strings.Contains(e.Name(), "tmp") || strings.Contains(e.Name(), "lock") {
+			t.Errorf("left behind after the rerun: %s", e.Name())
+		}
+	}
+	sort.Strings(names)
+	for i := 0; i < scenes; i++ {
+		p := fmt.Sprintf("s%d.tif", i)
+		got, want := classChecksum(t, filepath.Join(out, p)), classChecksum(t, filepath.Join(ref, p))
+		if got != want {
+			t.Errorf("%s: class band checksum %s after kills and rerun, want %s as in an uninterrupted run", p, got, want)
+		}
+	}
+	t.Logf("output directory after the rerun: %v", names)
+}
+
+// TestBatchContinuesPastBadScenes: bad inputs fail with their reasons, the
+// good scenes of the same batch are classified, the exit status is 1.
+func TestBatchContinuesPastBadScenes(t *testing.T) {
+	pnecBinary(t)
+	modelPath, err := pipelinetest.ModelPath()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	var inputs []string
+	for _, bi := range badInputs {
+		if bi.okFor["batch"] || bi.knownGap["batch"] != "" {
+			continue
+		}
+		d := filepath.Join(dir, strings.NewReplacer(" ", "_", ".", "_").Replace(bi.name))
+		os.MkdirAll(d, 0o755)
+		inputs = append(inputs, bi.make(t, d))
+	}
+	for i := 0; i < 2; i++ {
+		p := filepath.Join(dir, "good", fmt.Sprintf("g%d.tif", i))
+		if err := pipelinetest.WriteScene(p, uint64(30+i)); err != nil {
+			t.Fatal(err)
+		}
+		inputs = append(inputs, p)
+	}
+	out, report := filepath.Join(dir, "out"), filepath.Join(dir, "report.jsonl")
+	r := runPnec(t, 5*time.Minute, append([]string{"batch", "--model", modelPath, "--out-dir", out, "--report", report}, inputs...)...)
+	if r.code != 1 {
+		t.Errorf("exit status %d, want 1", r.code)
+	}
+	lines := strings.Split(strings.TrimSpace(r.stderr), "\n")
+	last := lines[len(lines)-1]
+	if want := fmt.Sprintf("scenes failed"); !strings.HasPrefix(last, "pnec: batch: ") || !strings.Contains(last, want) {
+		t.Errorf("last stderr line %q, want 'pnec: batch: N of M scenes failed ...'", last)
+	}
+	if !strings.Contains(r.stderr, "batch: ") || !strings.Contains(r.stderr, "2 done") {
+		t.Errorf("stderr lacks the summary with 2 done:\n%s", r.stderr)
+	}
+	st := reportStatuses(t, report)
+	failed := 0
+	for k, s := range st {
+		if s == "failed" {
+			failed++
+		} else if s != "done" || !strings.HasPrefix(k, "g") {
+			t.Errorf("report: %s %s, want only the good scenes done", k, s)
+		}
+	}
+	if failed != len(inputs)-2 || st["g0.tif"] != "done" || st["g1.tif"] != "done" {
+		t.Errorf("report %v: want %d failed and g0, g1 done", st, len(inputs)-2)
+	}
+	for _, g := range []string{"g0.tif", "g1.tif"} {
+		checkCOG(t, filepath.Join(out, g))
+	}
+}
