@@ -522,9 +522,9 @@ func (m *matFile) visit(fn func(mx matrix, e *elem) (stop bool, err error)) erro
 		var e *elem
 		switch typ {
 		case miMATRIX:
-			e = &elem{r: bufio.NewReaderSize(sec, 1<<20), n: n, order: m.order, big: m.big}
+			e = &elem{r: bufio.NewReaderSize(sec, int(min(n, 1<<20))), n: n, order: m.order, big: m.big}
 		case miCOMPRESSED:
-			zr, err := zlib.NewReader(bufio.NewReaderSize(sec, 256<<10))
+			zr, err := zlib.NewReader(bufio.NewReaderSize(sec, int(min(n, 256<<10))))
 			if err != nil {
 				return fmt.Errorf("%s: %w: compressed element at offset %d: %v", m.path, ErrFormat, pos, err)
 			}

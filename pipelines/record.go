@@ -119,12 +119,23 @@ func (l *sceneLock) release() {
 }
 
 // isTempOf reports whether the file name in an output directory is a
-// temporary file of the scene key: a name beginning with "KEY." or ".KEY."
-// whose remainder mentions "tmp" (pnec's writers name their temporaries
-// ".KEY.tif.pnec-tmp-XXXX", "KEY.tif.tmp-XXXX" and the like).
+// temporary file of scene key's product (KEY.tif, its sidecar) or Item
+// (KEY.json): ".KEY.tif.<random>.stage.tif" and ".KEY.tif.<random>.tmp.tif"
+// (geo's product writer), ".KEY.json.pnec-tmp-<random>" (writeFileAtomic),
+// or "KEY.tif.tmp..." as other tools name them. The file extension right
+// after the key keeps "scene" from claiming the temporaries of "scene.v2".
 func isTempOf(name, key string) bool {
-	for _, prefix := range []string{key + ".", "." + key + "."} {
-		if rest, ok := strings.CutPrefix(name, prefix); ok && strings.Contains(strings.ToLower(rest), "tmp") {
+	for _, prefix := range []string{"." + key + ".", key + "."} {
+		rest, ok := strings.CutPrefix(name, prefix)
+		if !ok {
+			continue
+		}
+		ext, tail, ok := strings.Cut(rest, ".")
+		if !ok || (ext != "tif" && ext != "json") {
+			continue
+		}
+		tail = strings.ToLower(tail)
+		if strings.Contains(tail, "tmp") || (prefix[0] == '.' && strings.Contains(tail, "stage")) {
 			return true
 		}
 	}

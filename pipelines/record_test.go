@@ -16,6 +16,10 @@ func TestIsTempOf(t *testing.T) {
 	}{
 		{".scene.tif.123456.tmp.tif", "scene", true}, // geo's product temporary
 		{".scene.tif.123456.tmp.tif.aux.xml", "scene", true},
+		{".scene.tif.2678848612.stage.tif", "scene", true},
+		{".scene.v2.tif.1.stage.tif", "scene", false}, // scene.v2's
+		{".scene.v2.tif.1.stage.tif", "scene.v2", true},
+		{"scene.tif.stage", "scene", false},
 		{".scene.json.pnec-tmp-0a1b2c3d", "scene", true}, // writeFileAtomic
 		{"scene.tif.tmp", "scene", true},
 		{"scene.tif", "scene", false},

@@ -1,10 +1,13 @@
 package pipelines
 
 import (
+	"archive/zip"
 	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -247,4 +250,65 @@ func TestRunSetupErrors(t *testing.T) {
 			t.Errorf("read-only output directory: got %v, want 'not writable'", err)
 		}
 	}
+}
+
+// TestRunSTACOverHTTP: a remote STAC Item whose asset GDAL reads through
+// /vsicurl/ (HTTP range requests), and a /vsizip/ scene, are classified.
+func TestRunSTACOverHTTP(t *testing.T) {
+	modelPath := tinyModel(t)
+	dir := t.TempDir()
+	if err := pipelinetest.WriteScene(filepath.Join(dir, "www", "data", "remote.tif"), 7); err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(http.FileServer(http.Dir(filepath.Join(dir, "www"))))
+	defer srv.Close()
+	// An absolute URL href; relative ones are resolved against the Item's URL (TestExpandHTTP).
+	writeFile(t, filepath.Join(dir, "www", "items", "remote.json"),
+		itemJSON("remote-1", `"cube":{"href":"`+srv.URL+`/data/remote.tif","roles":["data"]}`))
+
+	if err := pipelinetest.WriteScene(filepath.Join(dir, "zipped", "z.tif"), 8); err != nil {
+		t.Fatal(err)
+	}
+	zipPath := filepath.Join(dir, "scenes.zip")
+	if err := zipFile(zipPath, filepath.Join(dir, "zipped", "z.tif"), "z.tif"); err != nil {
+		t.Fatal(err)
+	}
+	var rep bytes.Buffer
+	sum, err := Run(context.Background(), Config{
+		ModelPath: modelPath, OutDir: filepath.Join(dir, "out"), Report: &rep,
+		Inputs: []string{srv.URL + "/items/remote.json", "/vsizip/" + zipPath + "/z.tif"},
+	})
+	if err != nil || sum.Done != 2 {
+		t.Fatalf("Run: %+v, %v, want 2 done\n%s", sum, err, rep.String())
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "out", "remote-1.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	validateItem(t, b)
+	if !strings.Contains(string(b), srv.URL+"/items/remote.json") {
+		t.Errorf("item does not link to its remote source item %s/items/remote.json", srv.URL)
+	}
+	checkOutDir(t, filepath.Join(dir, "out"), []string{"remote-1", "z"})
+}
+
+func zipFile(zipPath, src, name string) error {
+	f, err := os.Create(zipPath)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	zw := zip.NewWriter(f)
+	w, err := zw.Create(name)
+	if err != nil {
+		return err
+	}
+	b, err := os.ReadFile(src)
+	if err != nil {
+		return err
+	}
+	if _, err := w.Write(b); err != nil {
+		return err
+	}
+	return zw.Close()
 }

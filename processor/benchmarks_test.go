@@ -164,7 +164,7 @@ func share(d, total time.Duration) string {
 // 1k, 2k, 4k and 8k rows through the tiled path: wall time should grow
 // about linearly and peak RSS stay flat (the canvas is a stripe).
 func BenchmarkClassifyHeightScaling(b *testing.B) {
-	const cols, bands, tile, overlap = 384, 16, 192, 32
+	const cols, bands, tile, overlap = 256, 16, 160, 32
 	dir := benchDir(b)
 	modelPath := benchModel(b, dir, bands)
 	block := benchBlock(b, dir, 256, cols, bands)

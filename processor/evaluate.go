@@ -59,7 +59,7 @@ type Evaluation struct {
 	Raw, Recovered model.Accuracy
 	FinalRecovered bool
 	Reliability    []ReliabilityScore
-	InferenceTime  time.Duration // the network's Predict call
+	InferenceTime  time.Duration // the network's Predict call (Evaluate: the first, compiling one)
 }
 
 // Final is the accuracy of the labels a product would carry.
@@ -282,7 +282,8 @@ func num4(v float64) string {
 // table.
 func (e Evaluation) WriteText(w io.Writer) error {
 	var b strings.Builder
-	fmt.Fprintf(&b, "model %s (ablation %s), backend %s, inference %.2f s\n", short(e.ModelChecksum), e.Ablation, e.Backend, e.InferenceTime.Seconds())
+	fmt.Fprintf(&b, "model %s (ablation %s), backend %s, inference %.2f s (network compilation included)\n",
+		short(e.ModelChecksum), e.Ablation, e.Backend, e.InferenceTime.Seconds())
 	fmt.Fprintf(&b, "test pixels: %d (labelled valid pixels; %d training pixels left out)\n\n", e.TestPixels, e.TrainPixelsExcluded)
 	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintf(tw, "metric (%%)\twithout recovery\twith recovery (window %d, eta %g)\t\n", e.Recovery.Window, e.Recovery.Eta)

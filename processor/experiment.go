@@ -120,11 +120,9 @@ func RunExperimentFiles(ctx context.Context, scene, labels, trainMask string, op
 		return Experiment{}, err
 	}
 	if trainMask != "" {
-		mask, err := ReadLabels(ctx, trainMask, in.scene.Rows, in.scene.Cols)
-		if err != nil {
-			return Experiment{}, fmt.Errorf("training mask: %w", err)
+		if opts.Train.TrainMask, err = readTrainMask(ctx, trainMask, labels, in); err != nil {
+			return Experiment{}, err
 		}
-		opts.Train.TrainMask = mask
 	}
 	return RunExperiment(ctx, in.scene, in.labels, opts)
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/pnec/pnec/geo"
 	"github.com/pnec/pnec/model"
+	"github.com/pnec/pnec/pipelines/pipelinetest"
 )
 
 // The fixture is a small synthetic scene with a few land-cover regions, a
@@ -56,6 +57,7 @@ func getFixture(tb testing.TB) *fixture {
 
 func TestMain(m *testing.M) {
 	code := m.Run()
+	pipelinetest.Cleanup()
 	if fix != nil {
 		os.RemoveAll(fix.dir)
 	}

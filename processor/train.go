@@ -154,19 +154,9 @@ func Train(ctx context.Context, req TrainRequest) (TrainResult, error) {
 	}
 	opts := req.Options
 	if req.TrainMask != "" {
-		mask, err := ReadLabels(ctx, req.TrainMask, in.scene.Rows, in.scene.Cols)
-		if err != nil {
-			return TrainResult{}, fmt.Errorf("training mask: %w", err)
+		if opts.TrainMask, err = readTrainMask(ctx, req.TrainMask, req.Labels, in); err != nil {
+			return TrainResult{}, err
 		}
-		// A training pixel must carry the same class in the labels, or the
-		// split and the labels describe different scenes.
-		for i, v := range mask {
-			if v != 0 && in.labels[i] != 0 && in.labels[i] != v {
-				return TrainResult{}, fmt.Errorf("%s: pixel (row %d, col %d) is class %d, but %s says %d: %w",
-					req.TrainMask, i/in.scene.Cols, i%in.scene.Cols, v, req.Labels, in.labels[i], ErrLabels)
-			}
-		}
-		opts.TrainMask = mask
 	}
 	readTime := time.Since(start)
 	fitStart := time.Now()
@@ -203,6 +193,23 @@ func readInputs(ctx context.Context, scene, labels string) (inputs, error) {
 		return inputs{}, fmt.Errorf("%s: no labelled pixel (non-zero value) over a valid pixel of %s: %w", labels, scene, ErrLabels)
 	}
 	return inputs{scene: s, info: info, labels: l}, nil
+}
+
+// readTrainMask reads a fixed split for the scene and labels of in.
+func readTrainMask(ctx context.Context, path, labelsName string, in inputs) ([]int32, error) {
+	mask, err := ReadLabels(ctx, path, in.scene.Rows, in.scene.Cols)
+	if err != nil {
+		return nil, fmt.Errorf("training mask: %w", err)
+	}
+	// A training pixel must carry the same class in the labels, or the
+	// split and the labels describe different scenes.
+	for i, v := range mask {
+		if v != 0 && in.labels[i] != 0 && in.labels[i] != v {
+			return nil, fmt.Errorf("%s: pixel (row %d, col %d) is class %d, but %s says %d: %w",
+				path, i/in.scene.Cols, i%in.scene.Cols, v, labelsName, in.labels[i], ErrLabels)
+		}
+	}
+	return mask, nil
 }
 
 func countLabelled(labels []int32, valid []bool) int {

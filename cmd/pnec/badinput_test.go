@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -335,6 +336,105 @@ func TestBadInputs(t *testing.T) {
 					return
 				}
 				checkCleanFailure(t, r, input, bi.want, out)
+			})
+		}
+	}
+}
+
+// mountTmpfs mounts a tmpfs of sizeKiB at dir (root only) and unmounts it at cleanup.
+func mountTmpfs(t *testing.T, dir string, sizeKiB int, readOnly bool) bool {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		return false
+	}
+	opts := fmt.Sprintf("size=%dk", sizeKiB)
+	if readOnly {
+		opts += ",ro"
+	}
+	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", opts, "tmpfs", dir).CombinedOutput(); err != nil {
+		t.Logf("mount tmpfs: %v %s", err, out)
+		return false
+	}
+	t.Cleanup(func() { exec.Command("umount", dir).Run() })
+	return true
+}
+
+// TestBadOutputs: an unwritable output directory and a full disk give one
+// clear line, a non-zero exit, and no partial files.
+func TestBadOutputs(t *testing.T) {
+	pnecBinary(t)
+	modelPath, err := pipelinetest.ModelPath()
+	if err != nil {
+		t.Fatal(err)
+	}
+	scene := goodScene(t, t.TempDir())
+	for _, tc := range []struct {
+		name     string
+		setup    func(t *testing.T, dir string) // makes dir unwritable or full
+		want     string
+		knownGap map[string]string // see badInput.knownGap
+	}{
+		{"unwritable output directory", func(t *testing.T, dir string) {
+			if !mountTmpfs(t, dir, 64, true) {
+				if os.Geteuid() == 0 {
+					t.Skip("root ignores permissions and tmpfs cannot be mounted here")
+				}
+				os.Chmod(dir, 0o555)
+				t.Cleanup(func() { os.Chmod(dir, 0o755) })
+			}
+		}, "read-only file system", nil},
+		{"full disk", func(t *testing.T, dir string) {
+			if !mountTmpfs(t, dir, 64, false) {
+				t.Skip("needs root to mount a small tmpfs; the write-error path is not exercised")
+			}
+			// Leave 8 KiB: enough for the pre-flight size check (the
+			// product's uncompressed size is 2.5 KiB), too little for GDAL's
+			// staging file plus the COG, so the write itself fails.
+			var fs syscall.Statfs_t
+			syscall.Statfs(dir, &fs)
+			free := int64(fs.Bavail) * int64(fs.Bsize)
+			if err := os.WriteFile(filepath.Join(dir, "filler"), make([]byte, free-8192), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}, "no space left", map[string]string{
+			"classify": "GDAL's multi-line error is printed as several lines (geo or main should join them)",
+		}},
+	} {
+		for _, command := range []string{"classify", "batch"} {
+			t.Run(tc.name+"/"+command, func(t *testing.T) {
+				if why, ok := tc.knownGap[command]; ok {
+					t.Skip("known gap: " + why)
+				}
+				dir := filepath.Join(t.TempDir(), "out")
+				os.MkdirAll(dir, 0o755)
+				tc.setup(t, dir)
+				before, _ := os.ReadDir(dir)
+				report := filepath.Join(t.TempDir(), "report.jsonl")
+				var args []string
+				if command == "classify" {
+					args = []string{"classify", "--quiet", "--model", modelPath, "--scene", scene, "--out", filepath.Join(dir, "product.tif")}
+				} else {
+					args = []string{"batch", "--quiet", "--model", modelPath, "--out-dir", dir, "--report", report, scene}
+				}
+				r := runPnec(t, 2*time.Minute, args...)
+				if r.code == 0 || r.code == 2 || strings.Contains(r.stderr, "goroutine ") {
+					t.Fatalf("exit status %d, want 1 without a panic:\n%s", r.code, r.stderr)
+				}
+				lines := strings.Split(strings.TrimSpace(r.stderr), "\n")
+				if len(lines) != 1 || !strings.Contains(strings.ToLower(lines[0]), tc.want) {
+					t.Errorf("stderr %q, want one line saying %q", r.stderr, tc.want)
+				}
+				if !strings.Contains(lines[0], dir) {
+					t.Errorf("error %q does not name the output directory %s", lines[0], dir)
+				}
+				after, _ := os.ReadDir(dir)
+				if len(after) != len(before) {
+					var names []string
+					for _, e := range after {
+						names = append(names, e.Name())
+					}
+					t.Errorf("output directory holds %v after the failure, want only what was there before", names)
+				}
 			})
 		}
 	}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -102,7 +103,7 @@ func TestBatchKill9(t *testing.T) {
 	out := filepath.Join(dir, "out")
 	// checkFinal: whatever is at a final path is a complete COG.
 	checkFinal := func(stage string) {
-		products, _ := filepath.Glob(filepath.Join(out, "*.tif"))
+		products, _ := filepath.Glob(filepath.Join(out, "[^.]*.tif"))
 		for _, p := range products {
 			out, err := exec.Command("gdalinfo", p).CombinedOutput()
 			if err != nil || !strings.Contains(string(out), "LAYOUT=COG") {
@@ -110,10 +111,14 @@ func TestBatchKill9(t *testing.T) {
 			}
 		}
 	}
-	// Kill when the out directory holds a file matching the pattern: a lock
-	// (a scene started) or a product temporary (a scene being written).
-	for i, pattern := range []string{`\.pnec-lock$`, `\.tmp\.tif$`} {
-		re := regexp.MustCompile(pattern)
+	// Kill when the out directory holds a file matching the pattern and
+	// at least minDone Items: first while the first scene is locked, then
+	// while a later scene's COG temporary is being written.
+	for i, kill := range []struct {
+		pattern string
+		minDone int
+	}{{`\.pnec-lock$`, 0}, {`\.tmp\.tif$`, 2}} {
+		re := regexp.MustCompile(kill.pattern)
 		cmd := exec.Command(bin, args(out, filepath.Join(dir, fmt.Sprintf("kill%d.jsonl", i)))...)
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
@@ -129,8 +134,14 @@ func TestBatchKill9(t *testing.T) {
 			default:
 			}
 			ents, _ := os.ReadDir(out)
+			items := 0
 			for _, e := range ents {
-				if re.MatchString(e.Name()) {
+				if strings.HasSuffix(e.Name(), ".json") && !strings.HasPrefix(e.Name(), ".") {
+					items++
+				}
+			}
+			for _, e := range ents {
+				if items >= kill.minDone && re.MatchString(e.Name()) {
 					cmd.Process.Signal(syscall.SIGKILL)
 					killed = true
 					<-done
@@ -140,10 +151,22 @@ func TestBatchKill9(t *testing.T) {
 			time.Sleep(2 * time.Millisecond)
 		}
 		if !killed {
-			t.Fatalf("kill %d: batch ended (or timed out) before a file matching %s appeared", i, pattern)
+			t.Fatalf("kill %d: batch ended (or timed out) before a file matching %s appeared", i, kill.pattern)
 		}
 		checkFinal(fmt.Sprintf("after kill %d", i))
 	}
+
+	var stale []string
+	ents0, _ := os.ReadDir(out)
+	for _, e := range ents0 {
+		if strings.Contains(e.Name(), "tmp") || strings.Contains(e.Name(), "stage") || strings.Contains(e.Name(), "lock") {
+			stale = append(stale, e.Name())
+		}
+	}
+	if len(stale) == 0 {
+		t.Errorf("no temporary or lock files after kill -9 mid-write: the kills did not test the cleanup")
+	}
+	t.Logf("left by the kills: %v", stale)
 
 	report := filepath.Join(dir, "final.jsonl")
 	if r := runPnec(t, 5*time.Minute, args(out, report)...); r.code != 0 {
@@ -230,5 +253,71 @@ func TestBatchContinuesPastBadScenes(t *testing.T) {
 	}
 	for _, g := range []string{"g0.tif", "g1.tif"} {
 		checkCOG(t, filepath.Join(out, g))
+	}
+}
+
+// TestBatchShardsFromEnv: --shards N with JOB_COMPLETION_INDEX (the
+// Kubernetes Indexed Job convention) splits the inputs without overlap.
+func TestBatchShardsFromEnv(t *testing.T) {
+	if testing.Short() {
+		t.Skip("trains a model: skipped with -short")
+	}
+	modelPath, err := pipelinetest.ModelPath()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	for i := 0; i < 4; i++ {
+		if err := pipelinetest.WriteScene(filepath.Join(dir, "in", fmt.Sprintf("k%d.tif", i)), uint64(40+i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	out := filepath.Join(dir, "out")
+	seen := map[string]int{}
+	for idx := 0; idx < 2; idx++ {
+		t.Setenv("JOB_COMPLETION_INDEX", fmt.Sprint(idx))
+		report := filepath.Join(dir, fmt.Sprintf("r%d.jsonl", idx))
+		if err := run(context.Background(), []string{"pnec", "batch", "--quiet", "--model", modelPath, "--out-dir", out,
+			"--shards", "2", "--report", report, filepath.Join(dir, "in")}); err != nil {
+			t.Fatalf("shard %d: %v", idx, err)
+		}
+		for k, s := range reportStatuses(t, report) {
+			if s != "done" {
+				t.Errorf("shard %d: %s %s, want done", idx, k, s)
+			}
+			seen[k]++
+		}
+	}
+	if len(seen) != 4 {
+		t.Errorf("the two shards did %v, want all 4 scenes once", seen)
+	}
+	for k, n := range seen {
+		if n != 1 {
+			t.Errorf("%s done %d times", k, n)
+		}
+	}
+	for _, tc := range []struct {
+		name string
+		env  string
+		args []string
+		want string
+	}{
+		{"no index", "", []string{"--shards", "2"}, "JOB_COMPLETION_INDEX"},
+		{"index out of range", "2", []string{"--shards", "2"}, "shard 2/2"},
+		{"both flags", "0", []string{"--shards", "2", "--shard", "0/2"}, "not both"},
+		{"bad shard", "", []string{"--shard", "1-2"}, "INDEX/COUNT"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.env == "" {
+				os.Unsetenv("JOB_COMPLETION_INDEX")
+			} else {
+				t.Setenv("JOB_COMPLETION_INDEX", tc.env)
+			}
+			args := append([]string{"pnec", "batch", "--model", modelPath, "--out-dir", out}, tc.args...)
+			err := run(context.Background(), append(args, filepath.Join(dir, "in")))
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("got %v, want an error containing %q", err, tc.want)
+			}
+		})
 	}
 }

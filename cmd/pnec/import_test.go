@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -26,6 +27,29 @@ func impDataFile(t *testing.T, rel string) string {
 		t.Skipf("%s absent; skipping (the shared data folder is needed)", p)
 	}
 	return p
+}
+
+// impCaptureStderr runs f with os.Stderr redirected and returns what was written.
+func impCaptureStderr(t *testing.T, f func()) string {
+	t.Helper()
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := os.Stderr
+	os.Stderr = w
+	done := make(chan string)
+	go func() {
+		b, _ := io.ReadAll(r)
+		done <- string(b)
+	}()
+	defer func() {
+		os.Stderr = old
+	}()
+	f()
+	w.Close()
+	os.Stderr = old
+	return <-done
 }
 
 // impReadBack reads a whole GeoTIFF with geo.
@@ -86,8 +110,13 @@ func TestImportMatSalinasA(t *testing.T) {
 	gt := impDataFile(t, "SalinasA/SalinasA_gt.mat")
 	dir := t.TempDir()
 	out, labelsOut := filepath.Join(dir, "sa.tif"), filepath.Join(dir, "sa_gt.tif")
-	if err := run(context.Background(), []string{"pnec", "import", "mat", "--cube", cube, "--labels", gt, "--out", out, "--labels-out", labelsOut}); err != nil {
-		t.Fatal(err)
+	stderr := impCaptureStderr(t, func() {
+		if err := run(context.Background(), []string{"pnec", "import", "mat", "--cube", cube, "--labels", gt, "--out", out, "--labels-out", labelsOut}); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if !strings.Contains(stderr, "notice: no georeference given") || !strings.Contains(stderr, "local pixel grid") {
+		t.Errorf("stderr %q: want the local-grid notice", stderr)
 	}
 	rows, cols, bands, want, err := matfile.ReadImage(cube, "salinasA_corrected")
 	if err != nil {

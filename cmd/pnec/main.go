@@ -9,9 +9,12 @@ import (
 	"os"
 	"os/signal"
 	"sort"
+	"strings"
 	"syscall"
 
 	"github.com/urfave/cli/v2"
+
+	"github.com/pnec/pnec/geo"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
@@ -44,6 +47,9 @@ func run(ctx context.Context, args []string) error {
 
 func newApp() *cli.App {
 	cmds := append([]*cli.Command(nil), commands...)
+	for _, c := range cmds {
+		quietUsageErrors(c)
+	}
 	sort.Slice(cmds, func(i, j int) bool { return cmds[i].Name < cmds[j].Name })
 	return &cli.App{
 		Name:    "pnec",
@@ -56,9 +62,45 @@ func newApp() *cli.App {
 		EnableBashCompletion: true,
 		// Errors are printed once by main, as one line.
 		ExitErrHandler: func(*cli.Context, error) {},
+		// GDAL configuration applies to every command, before it opens anything.
+		Before: func(c *cli.Context) error {
+			if kv := c.StringSlice("config"); len(kv) > 0 {
+				if err := geo.SetConfig(kv); err != nil {
+					return fmt.Errorf("--config: %w", err)
+				}
+			}
+			return nil
+		},
+		OnUsageError: usageError,
 		Flags: []cli.Flag{
 			&cli.StringSliceFlag{Name: "config", Usage: "GDAL configuration option `KEY=VALUE` (repeatable), e.g. --config GDAL_CACHEMAX=512"},
 			&cli.BoolFlag{Name: "verbose", Usage: "log more detail to stderr"},
 		},
+	}
+}
+
+// usageError keeps a bad flag to one line: urfave/cli would print the whole
+// help text before the error otherwise.
+func usageError(c *cli.Context, err error, isSubcommand bool) error {
+	var path []string
+	for _, l := range c.Lineage() {
+		// The app runs as a root command named like the app itself: skip it.
+		if l.Command != nil && l.Command.Name != "" && l.Command.Name != c.App.Name {
+			path = append([]string{l.Command.Name}, path...)
+		}
+	}
+	if len(path) == 0 {
+		return fmt.Errorf("%w (see 'pnec --help')", err)
+	}
+	cmd := strings.Join(path, " ")
+	return fmt.Errorf("%s: %w (see 'pnec %s --help')", cmd, err, cmd)
+}
+
+func quietUsageErrors(c *cli.Command) {
+	if c.OnUsageError == nil {
+		c.OnUsageError = usageError
+	}
+	for _, sub := range c.Subcommands {
+		quietUsageErrors(sub)
 	}
 }
