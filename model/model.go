@@ -51,16 +51,15 @@ func (m *Model) TrainSeconds() float64 { return m.meta.TrainSeconds }
 func (m *Model) TrainSceneSize() (rows, cols int) { return m.meta.SceneRows, m.meta.SceneCols }
 
 // EstimatePredictBytes is the peak memory, in bytes, that Predict needs for
-// a rows x cols scene on the Go backend: the padded input, a few full-resolution
-// D-channel activations of the embedding, the stride-4 activations (about
-// 40 D-wide maps in the two Mamba branches and the heads) and the outputs.
+// a rows x cols scene on the Go backend: the normalised cell means, the
+// stride-4 activations (about 60 D-wide maps live at once in the two Mamba
+// branches, the SSD blocks and the heads) and the full-resolution outputs
+// with their upsampling intermediates. The caller's scene is not counted.
 func (m *Model) EstimatePredictBytes(rows, cols int) int64 {
-	hp, wp := int64(padTo(rows)), int64(padTo(cols))
+	cells := int64(padTo(rows)/Stride) * int64(padTo(cols)/Stride)
 	d, b, k := int64(m.meta.Config.Hidden), int64(m.meta.Bands), int64(len(m.meta.Classes))
-	full := hp * wp
-	cells := full / (Stride * Stride)
-	bytes := 4 * (full*b*2 + full*d*3 + cells*d*40 + int64(rows)*int64(cols)*(k*3+2))
-	return bytes + 64<<20
+	full := int64(rows) * int64(cols)
+	return 4*(cells*b+cells*d*60+full*(3*k+2)) + 64<<20
 }
 
 // sceneCheck verifies that s fits the model.

@@ -159,15 +159,20 @@ func ssdScan(x, dA, b, c *Node, q int) *Node {
 	// the diagonal the exponent is positive: clamp it, then mask it out.
 	diff := Sub(InsertAxes(cumT, 3), InsertAxes(cumT, 2)) // [nc, h, s, r]
 	maskF := InsertAxes(ConvertDType(LowerTriangular(g, q), dt), 0, 0)
-	scores := Einsum("csn,crn->csr", c, b) // [nc, s, r]
+	// Operands are arranged as [batch, rows, k] x [batch, k, cols] (GoMLX's
+	// "non-transposed" layout): for small matmuls with a short contraction
+	// (the state size) the Go backend's kernel for that layout is several
+	// times faster than the dot-product kernel it uses after transposing.
+	bT := Transpose(b, 1, 2)                // [nc, n, r]
+	scores := bmm(c, bT) // [nc, s, r]
 	m := Mul(Mul(Exp(MinScalar(diff, 0)), maskF), InsertAxes(scores, 1))
 	xT := Transpose(x, 1, 2)                      // [nc, h, q, p]
-	yDiag := Einsum("chsr,chrp->chsp", m, xT)     // [nc, h, q, p]
+	yDiag := Reshape(bmm(Reshape(m, nc*h, q, q), Reshape(xT, nc*h, q, p)), nc, h, q, p)
 
 	// State at the end of each chunk from its own tokens.
 	last := Slice(cum, AxisRange(), AxisElem(q-1))               // [nc, 1, h]
 	decayToEnd := Exp(Sub(last, cum))                            // [nc, q, h]
-	states := Einsum("crn,crhp->chpn", b, Mul(x, InsertAxes(decayToEnd, -1)))
+	states := Reshape(bmm(bT, Reshape(Mul(x, InsertAxes(decayToEnd, -1)), nc, q, h*p)), nc, nst, h, p)
 
 	// Inter-chunk pass: state entering chunk i = sum_{j<i} exp(A_{j+1..i-1}) states_j.
 	chunkA := ConvertDType(Reshape(last, nc, h), dtypes.Float64)
@@ -179,12 +184,12 @@ func ssdScan(x, dA, b, c *Node, q int) *Node {
 	strict := BroadcastToDims(InsertAxes(ShapedLowerTriangular(g, nc, nc, -1), -1), nc, nc, h)
 	w := ConvertDType(Exp(Where(strict, ex, FillScalar(g, ex.Shape(), -1e300))), dt)
 	w = Where(strict, w, ZerosLike(w))
-	prev := Einsum("ijh,jhpn->ihpn", w, states) // [nc, h, p, n]
+	prev := Einsum("ijh,jnhp->inhp", w, states) // [nc, n, h, p]
 
 	// Contribution of the entering state to each token of the chunk.
-	yOff := Einsum("csn,chpn->chsp", c, prev)
-	yOff = Mul(yOff, InsertAxes(Exp(cumT), -1))
-	y := Reshape(Transpose(Add(yDiag, yOff), 1, 2), nc*q, h, p)
+	yOff := Reshape(bmm(c, Reshape(prev, nc, nst, h*p)), nc, q, h, p)
+	yOff = Mul(yOff, InsertAxes(Exp(cum), -1))
+	y := Reshape(Add(Transpose(yDiag, 1, 2), yOff), nc*q, h, p)
 	if nc*q != l {
 		y = Slice(y, AxisRange(0, l))
 	}

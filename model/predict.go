@@ -50,7 +50,13 @@ func NewPredictor(m *Model, backend string) (*Predictor, error) {
 		l := x.Shape().Dimensions[0] * x.Shape().Dimensions[1]
 		anchor := Const(g, tensorOf(make([]int32, l), l))
 		anchor = AddScalar(anchor, -1)
-		o := n.forward(x, func(*Node) *Node { return protos }, anchor, Scalar(g, x.DType(), 1))
+		// Calibration is on except for the variants trained without it.
+		calib := 1.0
+		if ab := m.meta.Config.Ablation; ab == AblationBase || ab == AblationNoEC {
+			calib = 0
+		}
+		o := n.forward(x, func(*Node) *Node { return protos }, anchor, Scalar(g, x.DType(), calib))
+		forgetBMM(g)
 		prob := Softmax(upsample(o.Zcal, ur, uc), -1)
 		gt := upsample(InsertAxes(o.Gtilde, -1), ur, uc)
 		return []*Node{prob, Reshape(gt, gt.Shape().Dimensions[0], gt.Shape().Dimensions[1])}

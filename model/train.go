@@ -319,6 +319,7 @@ func newTrainer(b compute.Backend, d dims, cfg Config, params paramSet) (*traine
 		}
 		loss, acc, newProtos, newInit := n.loss(x, anchor, wtr, ytr, cellMask, calib, protos, protoInit)
 		grads := Gradient(loss, pNodes...)
+		forgetBMM(g)
 		out := []*Node{loss, acc, newProtos, newInit}
 		var newP, newM, newV []*Node
 		for i, gr := range grads {

@@ -16,6 +16,10 @@
 // left behind by a killed run are removed when their scene's lock is free.
 // One scene's failure is reported and does not stop the others.
 //
-// The package talks to GDAL and to the network only through geo, model and
-// processor; the Example shows the library use.
+// The package reaches GDAL only through geo and processor (never godal or
+// GoMLX directly); it fetches STAC documents given as http(s) URLs itself
+// (net/http) and hands their assets to GDAL as /vsicurl/, /vsis3/, /vsigs/
+// or /vsiaz/ names. Output directories must be on a local or shared POSIX
+// file system: the per-scene locks are flock(2) locks. The Example shows the
+// library use; processor.Classifier is the embedding API for one scene.
 package pipelines

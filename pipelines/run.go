@@ -107,8 +107,12 @@ type Summary struct {
 
 // String is the one-paragraph summary printed at the end of a run.
 func (s Summary) String() string {
+	backend := s.Backend
+	if backend == "" {
+		backend = "default"
+	}
 	return fmt.Sprintf("%d scenes: %d done, %d skipped (up to date), %d failed, %d busy; %d pixels in %s with %d jobs on backend %s",
-		s.Scenes, s.Done, s.Skipped, s.Failed, s.Busy, s.Pixels, s.Elapsed.Round(time.Millisecond), s.Jobs, s.Backend)
+		s.Scenes, s.Done, s.Skipped, s.Failed, s.Busy, s.Pixels, s.Elapsed.Round(time.Millisecond), s.Jobs, backend)
 }
 
 // Event reports progress.

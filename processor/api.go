@@ -57,14 +57,14 @@ type Result struct {
 	Plan           string // the plan in words (tiling.Plan.String)
 	TileRows       int    // network input shape, pixels
 	TileCols       int
-	Overlap        int             // pixels; 0 for a whole-image run
-	ValidPixels    int64           // pixels with data, classified
-	ClassCounts    map[int]int64   // class value -> pixels
-	Times          StageTimes      // per-stage busy time
-	Elapsed        time.Duration   // wall time of Classify
-	Backend        string          // backend that ran the network
-	ModelChecksum  string          // model.Model.Checksum
-	MaxMemoryBytes int64           // budget the plan was made for
+	Overlap        int           // pixels; 0 for a whole-image run
+	ValidPixels    int64         // pixels with data, classified
+	ClassCounts    map[int]int64 // class value -> pixels
+	Times          StageTimes    // per-stage busy time
+	Elapsed        time.Duration // wall time of Classify
+	Backend        string        // backend that ran the network
+	ModelChecksum  string        // model.Model.Checksum
+	MaxMemoryBytes int64         // budget the plan was made for
 }
 
 // predictor is what Classify needs of model.Predictor; tests substitute

@@ -394,4 +394,3 @@ func (s *stitcher) rows(lo, hi, h int) (rowsOut, error) {
 	}
 	return out, nil
 }
-

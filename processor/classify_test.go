@@ -16,6 +16,7 @@ import (
 
 	"github.com/pnec/pnec/geo"
 	"github.com/pnec/pnec/model"
+	"github.com/pnec/pnec/pipelines/pipelinetest"
 	"github.com/pnec/pnec/tiling"
 )
 
@@ -422,17 +423,42 @@ func (p pointwise) Predict(ctx context.Context, s model.Scene) (model.Prediction
 }
 
 func TestTiledEqualsWholeWithoutContext(t *testing.T) {
-	f := getFixture(t)
+	// Any model serves: the pointwise network replaces it; only its classes,
+	// band count and recovery parameters are used. The tiny shared one trains in seconds.
+	modelPath, err := pipelinetest.ModelPath()
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := model.Load(modelPath)
+	if err != nil {
+		t.Fatal(err)
+	}
 	dir := t.TempDir()
+	const rows, cols = 101, 90
+	data, _ := synthScene(rows, cols, m.Bands(), 3, 5)
+	wantNoData := 0
+	for i := 0; i < rows*cols; i++ {
+		r, c := i/cols, i%cols
+		if (r >= 40 && r < 47 && c >= 10 && c < 30) || i%97 == 0 {
+			wantNoData++
+			for b := 0; b < m.Bands(); b++ {
+				data[i*m.Bands()+b] = fixNoData
+			}
+		}
+	}
+	scene := filepath.Join(dir, "scene.tif")
+	if err := writeScene(scene, rows, cols, m.Bands(), data, pipelinetest.GeoRef); err != nil {
+		t.Fatal(err)
+	}
 	run := func(opts Options, out string) Result {
-		c, err := NewClassifier(f.model, opts)
+		c, err := NewClassifier(m, opts)
 		if err != nil {
 			t.Fatal(err)
 		}
 		c.pred.Close()
-		c.pred = pointwise{classes: len(f.model.Classes())}
+		c.pred = pointwise{classes: len(m.Classes())}
 		defer c.Close()
-		res, err := c.Classify(context.Background(), f.scene, out)
+		res, err := c.Classify(context.Background(), scene, out)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -440,7 +466,16 @@ func TestTiledEqualsWholeWithoutContext(t *testing.T) {
 	}
 	run(Options{}, filepath.Join(dir, "whole.tif"))
 	whole := readProduct(t, filepath.Join(dir, "whole.tif"))
-	for _, tc := range []struct{ tile, overlap int }{{32, 0}, {48, -1}, {40, 8}, {64, 28}, {100, 0}} {
+	nodata := 0
+	for _, k := range whole.class {
+		if k == 0 {
+			nodata++
+		}
+	}
+	if nodata != wantNoData {
+		t.Fatalf("whole-image product has %d nodata pixels, want the scene's %d", nodata, wantNoData)
+	}
+	for _, tc := range []struct{ tile, overlap int }{{16, -1}, {32, 0}, {48, -1}, {40, 8}, {64, 28}, {100, 0}} {
 		out := filepath.Join(dir, fmt.Sprintf("t%d_%d.tif", tc.tile, tc.overlap))
 		res := run(Options{TileSize: tc.tile, Overlap: tc.overlap}, out)
 		got := readProduct(t, out)
@@ -456,6 +491,66 @@ func TestTiledEqualsWholeWithoutContext(t *testing.T) {
 		if diff > 0 || relDiff > 0 {
 			t.Errorf("tile %d overlap %d (%s): %d class and %d reliability differences from the whole-image run, want 0",
 				tc.tile, tc.overlap, res.Plan, diff, relDiff)
+		}
+	}
+}
+
+func TestPlanSceneBudget(t *testing.T) {
+	f := getFixture(t)
+	const rows, cols = 2000, 2000
+	whole := f.model.EstimatePredictBytes(rows, cols)
+	tests := []struct {
+		name      string
+		budget    int64
+		wantWhole bool
+		wantErr   error
+	}{
+		{"ample", 64 * whole, true, nil},
+		{"tight", whole / 2, false, nil},
+		{"too small", 1 << 20, false, tiling.ErrBudget},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p, budget, err := PlanScene(rows, cols, f.bands, f.model, Options{MaxMemoryBytes: tt.budget})
+			if !errors.Is(err, tt.wantErr) {
+				t.Fatalf("got error %v, want %v", err, tt.wantErr)
+			}
+			if err != nil {
+				return
+			}
+			if budget != tt.budget {
+				t.Errorf("got budget %d, want %d", budget, tt.budget)
+			}
+			if p.Whole != tt.wantWhole {
+				t.Fatalf("got %v, want whole=%v", p, tt.wantWhole)
+			}
+			if !p.Whole {
+				cost := &tiling.Cost{Bands: f.bands, Classes: len(f.model.Classes()), NetworkBytes: f.model.EstimatePredictBytes}
+				if need := cost.TiledBytes(p.TileRows, p.TileCols, cols, p.Overlap, f.model.Recovery().Window); need > tt.budget {
+					t.Errorf("plan %v needs %d bytes, budget %d", p, need, tt.budget)
+				}
+			}
+		})
+	}
+	// Without a budget, the default is a fraction of physical memory.
+	if _, budget, err := PlanScene(100, 100, f.bands, f.model, Options{}); err != nil || budget != DefaultMaxMemoryBytes() || budget <= 0 {
+		t.Errorf("default budget %d (err %v), want DefaultMaxMemoryBytes %d > 0", budget, err, DefaultMaxMemoryBytes())
+	}
+}
+
+func TestParseBytes(t *testing.T) {
+	tests := []struct {
+		in   string
+		want int64
+		ok   bool
+	}{
+		{"1024", 1024, true}, {"512M", 512 << 20, true}, {"4GiB", 4 << 30, true}, {"1.5g", 3 << 29, true},
+		{"2 KB", 2048, true}, {"", 0, false}, {"lots", 0, false}, {"-1G", 0, false}, {"G", 0, false},
+	}
+	for _, tt := range tests {
+		got, err := ParseBytes(tt.in)
+		if (err == nil) != tt.ok || got != tt.want {
+			t.Errorf("ParseBytes(%q) = %d, %v; want %d, ok=%v", tt.in, got, err, tt.want, tt.ok)
 		}
 	}
 }

@@ -110,10 +110,11 @@ func (c *Cost) inputPixelBytes() int64 { return int64(c.Bands)*4 + 1 }
 func (c *Cost) outputPixelBytes() int64 { return int64(c.Classes+2) * 4 }
 
 // WholeBytes estimates the peak of a whole-image run of a rows x cols scene:
-// the scene block, the network, its prediction and the product rows.
+// the scene block, the network, its prediction, the canvas it is copied
+// into and the product rows.
 func (c *Cost) WholeBytes(rows, cols int) int64 {
 	px := int64(rows) * int64(cols)
-	n := px*c.inputPixelBytes() + px*c.outputPixelBytes() + px*8
+	n := px*c.inputPixelBytes() + 2*px*c.outputPixelBytes() + px*8
 	if c.NetworkBytes != nil {
 		n += c.NetworkBytes(rows, cols)
 	}

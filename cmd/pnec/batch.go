@@ -40,7 +40,7 @@ func init() {
 			&cli.StringFlag{Name: "out-dir", Required: true, Usage: "output `DIR` (local file system) for KEY.tif and KEY.json; created if missing"},
 			&cli.StringFlag{Name: "asset", Usage: "STAC asset `KEY` to classify (default: the asset with role \"data\")"},
 			&cli.BoolFlag{Name: "force", Usage: "redo scenes whose product is up to date"},
-			&cli.IntFlag{Name: "jobs", Aliases: []string{"j"}, Usage: "scenes classified at once, `N` (default 0: 1 on a GPU backend, on CPU as many as fit in --max-memory, at most the CPU count)"},
+			&cli.IntFlag{Name: "jobs", Aliases: []string{"j"}, Usage: "scenes classified at once, `N`; 0 = 1 on a GPU backend, on CPU as many as fit in --max-memory (at most the CPU count)"},
 			&cli.StringFlag{Name: "shard", Usage: "process only shard `I/N` of the inputs (0-based I; deterministic, by a hash of the scene key)"},
 			&cli.IntFlag{Name: "shards", Usage: "number of shards `N`; this process is shard $JOB_COMPLETION_INDEX (Kubernetes Indexed Job)"},
 			&cli.StringFlag{Name: "stac-collection", Usage: "STAC Collection `FILE` each Item is added to (created if missing, updated atomically)"},

@@ -21,7 +21,7 @@ func init() {
 	register(&cli.Command{
 		Name:      "classify",
 		Usage:     "classify a hyperspectral scene into a COG land-cover product (class + reliability bands)",
-		UsageText: "pnec classify --model MODEL --scene SCENE --out PRODUCT.tif [options]\n   pnec classify --model MODEL INPUT OUTPUT",
+		UsageText: "pnec classify --model MODEL --scene SCENE --out PRODUCT.tif [options]\npnec classify --model MODEL [options] INPUT OUTPUT",
 		Description: "Runs the model on the whole image when the scene fits the memory budget, otherwise on\n" +
 			"overlapping tiles that are blended before the AvgPool recovery, and streams the product: band 1\n" +
 			"'class' (0 = no data), band 2 'reliability' (percent, 255 = no data; or Float32 0..1 with\n" +
