@@ -28,15 +28,30 @@ const (
 	ReliabilityCombined ReliabilityKind = "combined"
 )
 
-// ReliabilityKinds lists every kind, in the order reports print them.
+// Kinds that also need the pixel's spectrum and a SpectralReference (the
+// training pixels' spectra); Pixel cannot compute them, PixelSpectral can.
+const (
+	// ReliabilitySpectral is the spectral agreement of the pixel with its
+	// label: SpectralReference.Agreement.
+	ReliabilitySpectral ReliabilityKind = "spectral"
+	// ReliabilitySpectralMargin is the geometric mean of the spectral
+	// agreement and the margin of P_rec.
+	ReliabilitySpectralMargin ReliabilityKind = "spectral-margin"
+)
+
+// ReliabilityKinds lists the kinds computed from P_rec and G~ alone, which
+// products can carry, in the order reports print them.
 var ReliabilityKinds = []ReliabilityKind{
 	ReliabilityGate, ReliabilityMaxProb, ReliabilityMargin, ReliabilityEntropy, ReliabilityCombined,
 }
 
-// DefaultReliability is the kind products carry unless asked otherwise: the
-// candidate with the best error AUROC on held-out pixels of SalinasA and
-// JasperRidge (measurements in docs/readme/evaluate.md).
-const DefaultReliability = ReliabilityMargin
+// SpectralReliabilityKinds lists the kinds that need a SpectralReference.
+var SpectralReliabilityKinds = []ReliabilityKind{ReliabilitySpectral, ReliabilitySpectralMargin}
+
+// DefaultReliability is the kind products carry unless asked otherwise: of
+// ReliabilityKinds, the one with the best error AUROC on held-out pixels of
+// SalinasA and JasperRidge (measurements in docs/readme/evaluate.md).
+const DefaultReliability = ReliabilityCombined
 
 // ParseReliability checks a kind's name ("" = DefaultReliability).
 func ParseReliability(s string) (ReliabilityKind, error) {
@@ -99,6 +114,114 @@ func (k ReliabilityKind) Pixel(p []float32, g float32) float32 {
 		return clamp(math.Sqrt(math.Max(0, float64(p1-p2)*inv) * math.Max(0, 1-float64(g))))
 	}
 	return float32(math.NaN())
+}
+
+// NeedsSpectrum reports whether k needs a SpectralReference (PixelSpectral).
+func (k ReliabilityKind) NeedsSpectrum() bool {
+	return k == ReliabilitySpectral || k == ReliabilitySpectralMargin
+}
+
+// PixelSpectral is Pixel for every kind, given the pixel's spectral
+// agreement with its label (SpectralReference.Agreement; ignored by the
+// kinds that do not need it).
+func (k ReliabilityKind) PixelSpectral(p []float32, g, agreement float32) float32 {
+	switch k {
+	case ReliabilitySpectral:
+		return agreement
+	case ReliabilitySpectralMargin:
+		m := ReliabilityMargin.Pixel(p, g)
+		return float32(math.Sqrt(float64(m) * float64(agreement)))
+	}
+	return k.Pixel(p, g)
+}
+
+// SpectralReference holds the spectra of the training pixels and their
+// dense classes. Its Agreement says whether a pixel's spectrum looks like
+// the training pixels of the class it was given rather than those of any
+// other class, by spectral angle, which ignores illumination scale.
+type SpectralReference struct {
+	bands, classes int
+	unit           []float64 // [n][bands], each spectrum scaled to unit length
+	class          []int
+}
+
+// NewSpectralReference builds a reference from spectra ([n][bands],
+// pixel-interleaved) of dense classes class[i] in 0..classes-1. Spectra of
+// zero length (no data) are skipped.
+func NewSpectralReference(spectra []float32, bands int, class []int, classes int) (*SpectralReference, error) {
+	if bands < 1 || len(spectra) != len(class)*bands {
+		return nil, fmt.Errorf("spectral reference: %d values for %d pixels of %d bands", len(spectra), len(class), bands)
+	}
+	r := &SpectralReference{bands: bands, classes: classes}
+	seen := map[int]bool{}
+	for i, c := range class {
+		if c < 0 || c >= classes {
+			return nil, fmt.Errorf("spectral reference: pixel %d has class %d outside 0..%d", i, c, classes-1)
+		}
+		u, ok := unitSpectrum(spectra[i*bands : (i+1)*bands])
+		if !ok {
+			continue
+		}
+		r.unit = append(r.unit, u...)
+		r.class = append(r.class, c)
+		seen[c] = true
+	}
+	if len(seen) < 2 {
+		return nil, fmt.Errorf("spectral reference: spectra of %d classes, need at least 2", len(seen))
+	}
+	return r, nil
+}
+
+func unitSpectrum(s []float32) ([]float64, bool) {
+	n := 0.0
+	for _, v := range s {
+		n += float64(v) * float64(v)
+	}
+	if !(n > 0) || math.IsInf(n, 0) {
+		return nil, false
+	}
+	inv := 1 / math.Sqrt(n)
+	u := make([]float64, len(s))
+	for i, v := range s {
+		u[i] = float64(v) * inv
+	}
+	return u, true
+}
+
+// Bands is the spectrum length the reference takes.
+func (r *SpectralReference) Bands() int { return r.bands }
+
+// Agreement returns a_other / (a_label + a_other) in 0..1, with a_label the
+// spectral angle from spectrum to the nearest reference pixel of class label
+// and a_other to the nearest of any other class: above 0.5 when the spectrum
+// is closer to its label's training pixels. A label without reference pixels
+// gives 0; a zero spectrum NaN.
+func (r *SpectralReference) Agreement(spectrum []float32, label int) float32 {
+	u, ok := unitSpectrum(spectrum)
+	if !ok || len(spectrum) != r.bands {
+		return float32(math.NaN())
+	}
+	aLabel, aOther := math.Inf(1), math.Inf(1)
+	for j, c := range r.class {
+		ref := r.unit[j*r.bands : (j+1)*r.bands]
+		dot := 0.0
+		for b, v := range ref {
+			dot += v * u[b]
+		}
+		a := math.Acos(math.Max(-1, math.Min(1, dot)))
+		if c == label {
+			aLabel = math.Min(aLabel, a)
+		} else {
+			aOther = math.Min(aOther, a)
+		}
+	}
+	switch {
+	case math.IsInf(aLabel, 1):
+		return 0
+	case aLabel+aOther == 0:
+		return 0.5
+	}
+	return float32(aOther / (aLabel + aOther))
 }
 
 // Reliability computes kind for every pixel of prec ([pixels][classes],

@@ -99,3 +99,55 @@ func BenchmarkReliability(b *testing.B) {
 		})
 	}
 }
+
+func TestSpectralReference(t *testing.T) {
+	ref, err := NewSpectralReference([]float32{1, 0, 0, 1, 0, 0}, 2, []int{0, 1, 1}, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a0 := math.Atan(0.1)
+	want := (math.Pi/2 - a0) / (math.Pi / 2)
+	cases := []struct {
+		name     string
+		spectrum []float32
+		label    int
+		want     float64
+	}{
+		{"near its class", []float32{1, 0.1}, 0, want},
+		{"near the other class", []float32{1, 0.1}, 1, 1 - want},
+		{"scale does not matter", []float32{10, 1}, 0, want},
+		{"exactly a reference", []float32{0, 3}, 1, 1},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := ref.Agreement(tc.spectrum, tc.label); !near(float64(got), tc.want, 1e-6) {
+				t.Errorf("got %v, want %v", got, tc.want)
+			}
+		})
+	}
+	if got := ref.Agreement([]float32{0, 0}, 0); !math.IsNaN(float64(got)) {
+		t.Errorf("zero spectrum: got %v, want NaN", got)
+	}
+	if got := ReliabilitySpectralMargin.PixelSpectral([]float32{0.7, 0.3}, 0, 0.64); !near(float64(got), math.Sqrt(0.4*0.64), 1e-6) {
+		t.Errorf("spectral-margin: got %v, want sqrt(0.4*0.64)", got)
+	}
+	if got := ReliabilityMargin.PixelSpectral([]float32{0.7, 0.3}, 0, 0.64); !near(float64(got), 0.4, 1e-6) {
+		t.Errorf("margin through PixelSpectral: got %v, want 0.4", got)
+	}
+	for _, bad := range []struct {
+		name    string
+		spectra []float32
+		class   []int
+	}{
+		{"ragged", []float32{1, 0, 1}, []int{0, 1}},
+		{"one class", []float32{1, 0, 0, 1}, []int{0, 0}},
+		{"class out of range", []float32{1, 0, 0, 1}, []int{0, 2}},
+	} {
+		if _, err := NewSpectralReference(bad.spectra, 2, bad.class, 2); err == nil {
+			t.Errorf("%s: got nil error", bad.name)
+		}
+	}
+	if _, err := ParseReliability("spectral"); err == nil {
+		t.Error("ParseReliability(spectral): products cannot carry it yet; got nil error")
+	}
+}

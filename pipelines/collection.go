@@ -57,11 +57,7 @@ func addToCollection(collPath, collID, itemPath string, bbox []float64, dt strin
 		return fmt.Errorf("collection %s: %w", collPath, err)
 	}
 
-	rel, err := filepath.Rel(dir, itemPath)
-	if err != nil {
-		return fmt.Errorf("collection %s: item %s: %w", collPath, itemPath, err)
-	}
-	href := filepath.ToSlash(rel)
+	href := itemHref(collPath, itemPath)
 	links, _ := coll["links"].([]any)
 	found := false
 	for _, l := range links {
@@ -136,4 +132,57 @@ func addToCollection(collPath, collID, itemPath string, bbox []float64, dt strin
 func collectionTempKey(collPath string) string {
 	b := filepath.Base(collPath)
 	return b[:len(b)-len(filepath.Ext(b))]
+}
+
+// itemHref is the href of an Item in a collection's item link: relative to the collection's directory.
+func itemHref(collPath, itemPath string) string {
+	ca, err1 := filepath.Abs(filepath.Dir(collPath))
+	ia, err2 := filepath.Abs(itemPath)
+	if err1 == nil && err2 == nil {
+		if rel, err := filepath.Rel(ca, ia); err == nil {
+			return filepath.ToSlash(rel)
+		}
+	}
+	return filepath.ToSlash(itemPath)
+}
+
+// collectionItems returns the item hrefs a collection file links to (empty when it does not exist or is unreadable).
+func collectionItems(collPath string) map[string]bool {
+	out := map[string]bool{}
+	if collPath == "" {
+		return out
+	}
+	b, err := os.ReadFile(collPath)
+	if err != nil {
+		return out
+	}
+	var c struct {
+		Links []struct{ Rel, Href string }
+	}
+	if json.Unmarshal(b, &c) == nil {
+		for _, l := range c.Links {
+			if l.Rel == "item" {
+				out[l.Href] = true
+			}
+		}
+	}
+	return out
+}
+
+// addItemFileToCollection adds an Item already written at itemPath, taking its bbox and datetime from the file.
+func addItemFileToCollection(collPath, collID, itemPath string) error {
+	b, err := os.ReadFile(itemPath)
+	if err != nil {
+		return fmt.Errorf("collection %s: %w", collPath, err)
+	}
+	var it struct {
+		Bbox       []float64
+		Properties struct {
+			Datetime string
+		}
+	}
+	if err := json.Unmarshal(b, &it); err != nil {
+		return fmt.Errorf("collection %s: item %s: %w", collPath, itemPath, err)
+	}
+	return addToCollection(collPath, collID, itemPath, it.Bbox, it.Properties.Datetime)
 }

@@ -233,9 +233,10 @@ func Run(ctx context.Context, cfg Config) (Summary, error) {
 		collID = filepath.Base(filepath.Dir(abs))
 	}
 
+	inColl := collectionItems(cfg.Collection)
 	work := make(chan Input)
 	var wg sync.WaitGroup
-	var mu sync.Mutex
+	var mu, newMu sync.Mutex
 	var setupErr error
 	if len(mine) == 0 {
 		jobs = 0
@@ -244,14 +245,19 @@ func Run(ctx context.Context, cfg Config) (Summary, error) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			w := &worker{cfg: &cfg, model: m, classes: classes, collID: collID, rep: rep, log: log, now: now}
+			w := &worker{cfg: &cfg, model: m, classes: classes, collID: collID, inCollection: inColl, rep: rep, log: log, now: now}
 			o := opts
 			o.Progress = func(done, total int) {
 				if p := w.current.Load(); p != nil {
 					rep.tiles(*p, done, total)
 				}
 			}
+			// Classifiers are made one at a time: backend discovery in
+			// go-xla v0.4.1 (GetAvailablePlugins) writes package state
+			// unguarded, a data race when predictors start concurrently.
+			newMu.Lock()
 			c, err := processor.NewClassifier(m, o)
+			newMu.Unlock()
 			if err != nil {
 				mu.Lock()
 				setupErr = errors.Join(setupErr, fmt.Errorf("prepare classifier: %w", err))
@@ -428,10 +434,12 @@ type worker struct {
 	classifier *processor.Classifier
 	classes    []ClassObject
 	collID     string
-	rep        *reporter
-	log        *slog.Logger
-	now        func() time.Time
-	current    atomic.Pointer[string] // dataset name of the scene in progress
+	// inCollection: item hrefs the collection held when the run started (read-only).
+	inCollection map[string]bool
+	rep          *reporter
+	log          *slog.Logger
+	now          func() time.Time
+	current      atomic.Pointer[string] // dataset name of the scene in progress
 }
 
 // scene does one scene: lock, skip if up to date, clear stale temporaries,
@@ -473,6 +481,13 @@ func (w *worker) scene(ctx context.Context, in Input) SceneReport {
 	checksum := w.model.Checksum()
 	if !w.cfg.Force {
 		if ok, why := upToDate(product, itemPath, src, checksum); ok {
+			// A run killed between writing the Item and adding it to the
+			// collection left it out: add it now (a no-op when it is in).
+			if w.cfg.Collection != "" && !w.inCollection[itemHref(w.cfg.Collection, itemPath)] {
+				if err := addItemFileToCollection(w.cfg.Collection, w.collID, itemPath); err != nil {
+					return fail(err)
+				}
+			}
 			r.Status = StatusSkipped
 			w.log.Info("scene up to date", "input", in.Name, "output", product)
 			return r
@@ -610,6 +625,9 @@ func (w *worker) describe(ctx context.Context, in Input, scene geo.Info, product
 	if w.cfg.Collection != "" {
 		dt, _ := item.Properties["datetime"].(string)
 		if err := addToCollection(w.cfg.Collection, w.collID, itemPath, item.Bbox, dt); err != nil {
+			// Without the Item the scene is not up to date, so the next
+			// run redoes it and adds it then.
+			os.Remove(itemPath)
 			return err
 		}
 	}

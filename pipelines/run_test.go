@@ -312,3 +312,30 @@ func zipFile(zipPath, src, name string) error {
 	}
 	return zw.Close()
 }
+
+// TestRunHealsCollection: an Item that is up to date but missing from the
+// collection (a kill between writing the Item and updating the collection)
+// is added by the next run.
+func TestRunHealsCollection(t *testing.T) {
+	modelPath := tinyModel(t)
+	dir := t.TempDir()
+	scene := filepath.Join(dir, "in", "h.tif")
+	if err := pipelinetest.WriteScene(scene, 11); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "out")
+	coll := filepath.Join(out, "collection.json")
+	cfg := Config{ModelPath: modelPath, OutDir: out, Inputs: []string{scene}, Collection: coll}
+	if _, err := Run(context.Background(), cfg); err != nil {
+		t.Fatal(err)
+	}
+	os.Remove(coll) // as if the run had been killed before the collection update
+	sum, err := Run(context.Background(), cfg)
+	if err != nil || sum.Skipped != 1 {
+		t.Fatalf("rerun: %+v %v, want 1 skipped", sum, err)
+	}
+	b, err := os.ReadFile(coll)
+	if err != nil || !strings.Contains(string(b), `"href": "h.json"`) {
+		t.Errorf("collection after the rerun: %v\n%s\nwant an item link to h.json", err, b)
+	}
+}

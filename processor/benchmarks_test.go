@@ -32,6 +32,7 @@ type childJob struct {
 type childResult struct {
 	Result
 	MaxRSSBytes int64
+	CPU         time.Duration // user + system time of the child: work done, whatever the contention
 }
 
 func init() {
@@ -82,6 +83,7 @@ func runChild(b *testing.B, j childJob) childResult {
 	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
 		r.MaxRSSBytes = ru.Maxrss << 10 // kilobytes on Linux
 	}
+	r.CPU = cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
 	return r
 }
 
@@ -192,22 +194,25 @@ func BenchmarkClassifyHeightScaling(b *testing.B) {
 	for i := 0; i < b.N; i++ {
 		var rows []string
 		var firstRSS int64
-		var firstSecPerRow float64
+		var firstSecPerRow, firstCPUPerRow float64
 		for _, h := range heights {
 			scene := filepath.Join(dir, fmt.Sprintf("h%d.vrt", h))
 			writeRepeatVRT(b, scene, block, 256, cols, bands, h, cols)
 			r := runChild(b, childJob{Model: modelPath, Scene: scene, Out: filepath.Join(dir, "h.tif"), TileSize: tile, Overlap: overlap})
 			secPerRow := r.Elapsed.Seconds() / float64(h)
+			cpuPerRow := r.CPU.Seconds() / float64(h)
 			if firstRSS == 0 {
-				firstRSS, firstSecPerRow = r.MaxRSSBytes, secPerRow
+				firstRSS, firstSecPerRow, firstCPUPerRow = r.MaxRSSBytes, secPerRow, cpuPerRow
 			}
-			rows = append(rows, fmt.Sprintf("%6d x %d  %5d tiles  %8.2f s  %6.2f ms/row (x%.2f)  peak RSS %6.1f MiB (x%.2f)",
+			rows = append(rows, fmt.Sprintf("%6d x %d  %5d tiles  %8.2f s  %6.2f ms/row (x%.2f)  CPU %7.2f s  %6.2f ms/row (x%.2f)  peak RSS %6.1f MiB (x%.2f)",
 				h, cols, r.Tiles, r.Elapsed.Seconds(), 1000*secPerRow, secPerRow/firstSecPerRow,
+				r.CPU.Seconds(), 1000*cpuPerRow, cpuPerRow/firstCPUPerRow,
 				float64(r.MaxRSSBytes)/(1<<20), float64(r.MaxRSSBytes)/float64(firstRSS)))
 			b.ReportMetric(float64(r.MaxRSSBytes)/(1<<20), fmt.Sprintf("MiB-peak-%drows", h))
 			b.ReportMetric(r.Elapsed.Seconds(), fmt.Sprintf("s-%drows", h))
+			b.ReportMetric(r.CPU.Seconds(), fmt.Sprintf("cpu-s-%drows", h))
 		}
-		fmt.Printf("\nclassify height scaling (%d bands, hidden 16, tiles %d overlap %d, go backend):\n  rows x cols  tiles  wall  per row  peak RSS\n", bands, tile, overlap)
+		fmt.Printf("\nclassify height scaling (%d bands, hidden 16, tiles %d overlap %d, go backend):\n  rows x cols  tiles  wall  per row  CPU time  per row  peak RSS\n", bands, tile, overlap)
 		for _, r := range rows {
 			fmt.Println("  " + r)
 		}

@@ -85,12 +85,14 @@ func (c *Classifier) classify(parent context.Context, sceneName, out string) (re
 		ReliabilityFloat32: c.opts.ReliabilityFloat32,
 		CreationOptions:    c.opts.CreationOptions,
 		Metadata: map[string]string{
-			"MODEL_CHECKSUM":  c.m.Checksum(),
-			"SCENE":           sceneName,
-			"BACKEND":         c.pred.Backend(),
-			"PLAN":            plan.String(),
-			"RECOVERY_WINDOW": strconv.Itoa(rp.Window),
-			"RECOVERY_ETA":    strconv.FormatFloat(rp.Eta, 'g', -1, 64),
+			"MODEL_CHECKSUM":   c.m.Checksum(),
+			"SOFTWARE_VERSION": model.Version,
+			"RELIABILITY":      string(c.kind),
+			"SCENE":            sceneName,
+			"BACKEND":          c.pred.Backend(),
+			"PLAN":             plan.String(),
+			"RECOVERY_WINDOW":  strconv.Itoa(rp.Window),
+			"RECOVERY_ETA":     strconv.FormatFloat(rp.Eta, 'g', -1, 64),
 		},
 	})
 	if err != nil {

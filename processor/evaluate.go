@@ -97,7 +97,7 @@ func Evaluate(ctx context.Context, m *model.Model, s model.Scene, labels []int32
 		return Evaluation{}, err
 	}
 	elapsed := time.Since(start)
-	ev, err := Score(SpecOf(m), pred, s.Valid, labels, opts)
+	ev, err := Score(SpecOf(m), pred, s, labels, opts)
 	if err != nil {
 		return Evaluation{}, err
 	}
@@ -126,10 +126,12 @@ func SpecOf(m *model.Model) ScoreSpec {
 		Classes: m.Classes(), Recovery: m.Recovery(), TrainIndices: m.TrainIndices(), TrainRows: r, TrainCols: c}
 }
 
-// Score evaluates a prediction of the model m describes against labels;
-// valid is the scene's validity mask (nil = all valid). It is Evaluate
-// without the network.
-func Score(m ScoreSpec, pred model.Prediction, valid []bool, labels []int32, opts EvalOptions) (Evaluation, error) {
+// Score evaluates a prediction of the model m describes against labels. It
+// is Evaluate without the network: scene gives the validity mask (Valid nil
+// = all valid) and, when it holds Data and is the training scene, the
+// spectra for the spectral reliability candidates (skipped otherwise).
+func Score(m ScoreSpec, pred model.Prediction, scene model.Scene, labels []int32, opts EvalOptions) (Evaluation, error) {
+	valid := scene.Valid
 	n := pred.Rows * pred.Cols
 	if len(labels) != n {
 		return Evaluation{}, fmt.Errorf("labels have %d values, the prediction %d pixels: %w", len(labels), n, ErrLabels)
@@ -212,10 +214,24 @@ func Score(m ScoreSpec, pred model.Prediction, valid []bool, labels []int32, opt
 	for j, i := range test {
 		wrong[j] = argmaxAt(final, K, i) != truth[j]
 	}
-	unc := make([]float32, len(test))
-	for _, kind := range model.ReliabilityKinds {
+	kinds := model.ReliabilityKinds
+	var agreement []float32 // by test pixel
+	if ref := spectralReference(m, scene, dense, labels, K); ref != nil {
+		kinds = append(slices.Clone(kinds), model.SpectralReliabilityKinds...)
+		agreement = make([]float32, len(test))
+		B := scene.Bands
 		for j, i := range test {
-			r := kind.Pixel(final[i*K:(i+1)*K], pred.Uncertainty[i])
+			agreement[j] = ref.Agreement(scene.Data[i*B:(i+1)*B], argmaxAt(final, K, i))
+		}
+	}
+	unc := make([]float32, len(test))
+	for _, kind := range kinds {
+		for j, i := range test {
+			var a float32
+			if agreement != nil {
+				a = agreement[j]
+			}
+			r := kind.PixelSpectral(final[i*K:(i+1)*K], pred.Uncertainty[i], a)
 			if math.IsNaN(float64(r)) {
 				// A test pixel with no probabilities: treat as least reliable.
 				r = 0
@@ -229,6 +245,35 @@ func Score(m ScoreSpec, pred model.Prediction, valid []bool, labels []int32, opt
 		ev.Reliability = append(ev.Reliability, ReliabilityScore{Kind: kind, Default: kind == model.DefaultReliability, ErrorDetection: d})
 	}
 	return ev, nil
+}
+
+// spectralReference builds the training pixels' spectral reference when
+// scene is the training scene with its data; nil otherwise.
+func spectralReference(m ScoreSpec, scene model.Scene, dense map[int32]int, labels []int32, k int) *model.SpectralReference {
+	n := scene.Rows * scene.Cols
+	if scene.Data == nil || scene.Bands < 1 || len(scene.Data) != n*scene.Bands ||
+		m.TrainRows != scene.Rows || m.TrainCols != scene.Cols || len(m.TrainIndices) == 0 {
+		return nil
+	}
+	B := scene.Bands
+	var spectra []float32
+	var class []int
+	for _, i := range m.TrainIndices {
+		if i < 0 || i >= n || (scene.Valid != nil && !scene.Valid[i]) {
+			continue
+		}
+		c, ok := dense[labels[i]]
+		if !ok {
+			continue
+		}
+		spectra = append(spectra, scene.Data[i*B:(i+1)*B]...)
+		class = append(class, c)
+	}
+	ref, err := model.NewSpectralReference(spectra, B, class, k)
+	if err != nil {
+		return nil
+	}
+	return ref
 }
 
 func argmaxAt(prob []float32, k, i int) int {

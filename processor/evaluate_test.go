@@ -33,7 +33,7 @@ func handScore(ablation model.Ablation) (ScoreSpec, model.Prediction, []int32) {
 
 func TestScoreHandChecked(t *testing.T) {
 	spec, pred, labels := handScore(model.AblationFull)
-	ev, err := Score(spec, pred, nil, labels, EvalOptions{})
+	ev, err := Score(spec, pred, model.Scene{}, labels, EvalOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -66,7 +66,7 @@ func TestScoreHandChecked(t *testing.T) {
 
 	// w/o RC: the labels come without recovery, so pixel 2 is the one error.
 	spec, pred, labels = handScore(model.AblationNoRC)
-	ev, err = Score(spec, pred, nil, labels, EvalOptions{})
+	ev, err = Score(spec, pred, model.Scene{}, labels, EvalOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,7 +96,7 @@ func near(a, b float64) bool { return math.Abs(a-b) < 1e-6 }
 func TestScoreOptionsAndErrors(t *testing.T) {
 	t.Run("recovery override", func(t *testing.T) {
 		spec, pred, labels := handScore(model.AblationFull)
-		ev, err := Score(spec, pred, nil, labels, EvalOptions{Recovery: model.RecoveryParams{Window: 1, Eta: 1}})
+		ev, err := Score(spec, pred, model.Scene{}, labels, EvalOptions{Recovery: model.RecoveryParams{Window: 1, Eta: 1}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -106,7 +106,7 @@ func TestScoreOptionsAndErrors(t *testing.T) {
 	})
 	t.Run("invalid pixels are not test pixels", func(t *testing.T) {
 		spec, pred, labels := handScore(model.AblationFull)
-		ev, err := Score(spec, pred, []bool{true, true, false, true, true}, labels, EvalOptions{})
+		ev, err := Score(spec, pred, model.Scene{Valid: []bool{true, true, false, true, true}}, labels, EvalOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -117,7 +117,7 @@ func TestScoreOptionsAndErrors(t *testing.T) {
 	t.Run("other scene size keeps every labelled pixel", func(t *testing.T) {
 		spec, pred, labels := handScore(model.AblationFull)
 		spec.TrainRows = 7
-		ev, err := Score(spec, pred, nil, labels, EvalOptions{})
+		ev, err := Score(spec, pred, model.Scene{}, labels, EvalOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -140,7 +140,7 @@ func TestScoreOptionsAndErrors(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			spec, pred, labels := handScore(model.AblationFull)
 			tc.mutate(&spec, &pred, &labels)
-			_, err := Score(spec, pred, nil, labels, EvalOptions{})
+			_, err := Score(spec, pred, model.Scene{}, labels, EvalOptions{})
 			if err == nil || !strings.Contains(err.Error(), tc.msg) {
 				t.Fatalf("got %v, want an error containing %q", err, tc.msg)
 			}
@@ -148,7 +148,7 @@ func TestScoreOptionsAndErrors(t *testing.T) {
 	}
 	spec, pred, labels := handScore(model.AblationFull)
 	labels[3] = 7
-	if _, err := Score(spec, pred, nil, labels, EvalOptions{}); !errors.Is(err, ErrLabels) {
+	if _, err := Score(spec, pred, model.Scene{}, labels, EvalOptions{}); !errors.Is(err, ErrLabels) {
 		t.Errorf("unknown class: got %v, want ErrLabels", err)
 	}
 }
@@ -163,7 +163,7 @@ func TestEvaluationOutputs(t *testing.T) {
 		prob = append(prob, pred.Prob[2*i], pred.Prob[2*i+1], 0)
 	}
 	pred.Prob = prob
-	ev, err := Score(spec, pred, nil, labels, EvalOptions{})
+	ev, err := Score(spec, pred, model.Scene{}, labels, EvalOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -196,9 +196,37 @@ func TestEvaluationOutputs(t *testing.T) {
 	if err := ev.WriteText(&buf); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"OA", "kappa", "3 c (0 px)", "error AUROC", "margin (default)", "without recovery"} {
+	for _, want := range []string{"OA", "kappa", "3 c (0 px)", "error AUROC", string(model.DefaultReliability) + " (default)", "without recovery"} {
 		if !strings.Contains(buf.String(), want) {
 			t.Errorf("text output lacks %q:\n%s", want, buf.String())
 		}
+	}
+}
+
+func TestScoreSpectral(t *testing.T) {
+	spec, pred, labels := handScore(model.AblationNoRC)
+	spec.TrainIndices = []int{0, 4}
+	// Pixel 2 (truth 1, predicted 2 without recovery) has a class-1 spectrum.
+	scene := model.Scene{Rows: 1, Cols: 5, Bands: 2, Data: []float32{1, 0, 1, 0.1, 1, 0.2, 0.1, 1, 0, 1}}
+	ev, err := Score(spec, pred, scene, labels, EvalOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := len(ev.Reliability), len(model.ReliabilityKinds)+len(model.SpectralReliabilityKinds); got != want {
+		t.Fatalf("got %d reliability rows, want %d with the spectral ones", got, want)
+	}
+	for _, r := range ev.Reliability {
+		if r.Kind == model.ReliabilitySpectral && !near(r.AUROC, 1) {
+			t.Errorf("spectral AUROC: got %v, want 1", r.AUROC)
+		}
+	}
+	// Without data, or on another scene size, the spectral rows are left out.
+	scene.Data = nil
+	ev, err = Score(spec, pred, scene, labels, EvalOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ev.Reliability) != len(model.ReliabilityKinds) {
+		t.Errorf("without data: got %d rows, want %d", len(ev.Reliability), len(model.ReliabilityKinds))
 	}
 }

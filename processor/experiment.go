@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"math"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -224,7 +225,7 @@ func evaluateTimed(ctx context.Context, m *model.Model, s model.Scene, labels []
 		return Evaluation{}, 0, err
 	}
 	warm := time.Since(start)
-	ev, err := Score(SpecOf(m), pred, s.Valid, labels, opts)
+	ev, err := Score(SpecOf(m), pred, s, labels, opts)
 	if err != nil {
 		return Evaluation{}, 0, err
 	}
@@ -261,7 +262,10 @@ func summarize(v model.Ablation, runs []RunResult, classes int) VariantSummary {
 	}
 	if len(runs) > 0 && runs[0].Reliability != nil {
 		s.Reliability = map[model.ReliabilityKind]Stat{}
-		for _, kind := range model.ReliabilityKinds {
+		for _, kind := range append(slices.Clone(model.ReliabilityKinds), model.SpectralReliabilityKinds...) {
+			if _, ok := runs[0].Reliability[kind]; !ok {
+				continue
+			}
 			s.Reliability[kind] = col(func(r RunResult) float64 { return r.Reliability[kind] })
 		}
 	}
@@ -309,16 +313,17 @@ func (e Experiment) WriteText(w io.Writer) error {
 		{"train time (s)", func(v VariantSummary) string { return pm(v.TrainSeconds, 1, 2) }},
 		{"inference time (s)", func(v VariantSummary) string { return pm(v.InferenceSeconds, 1, 3) }},
 	}
-	for _, kind := range model.ReliabilityKinds {
+	for _, kind := range append(slices.Clone(model.ReliabilityKinds), model.SpectralReliabilityKinds...) {
 		kind := kind
 		rows = append(rows, struct {
 			name string
 			get  func(VariantSummary) string
 		}{"error AUROC, " + string(kind), func(v VariantSummary) string {
-			if v.Reliability == nil {
+			st, ok := v.Reliability[kind]
+			if !ok {
 				return "-"
 			}
-			return pm(v.Reliability[kind], 1, 4)
+			return pm(st, 1, 4)
 		}})
 	}
 	for _, r := range rows {

@@ -48,6 +48,9 @@ const (
 
 func getFixture(tb testing.TB) *fixture {
 	tb.Helper()
+	if testing.Short() {
+		tb.Skip("trains a model on a 96x96 scene (about a minute here): skipped with -short")
+	}
 	fixOnce.Do(func() { fix, fixErr = buildFixture() })
 	if fixErr != nil {
 		tb.Fatalf("fixture: %v", fixErr)

@@ -301,10 +301,8 @@ func checkCleanFailure(t *testing.T, r runResult, input, want, out string) {
 
 // TestBadInputs feeds each command each bad input.
 func TestBadInputs(t *testing.T) {
+	pnecBinary(t) // skips with -short
 	modelPath, err := pipelinetest.ModelPath()
-	if testing.Short() {
-		t.Skip("trains a model: skipped with -short")
-	}
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -31,7 +31,7 @@ func main() {
 	err := run(ctx, os.Args)
 	stop()
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "pnec: "+err.Error())
+		fmt.Fprintln(os.Stderr, "pnec: "+oneLine(err.Error()))
 		var ec cli.ExitCoder
 		if errors.As(err, &ec) && ec.ExitCode() != 0 {
 			os.Exit(ec.ExitCode())
@@ -103,4 +103,14 @@ func quietUsageErrors(c *cli.Command) {
 	for _, sub := range c.Subcommands {
 		quietUsageErrors(sub)
 	}
+}
+
+// oneLine folds a multi-line message (GDAL often reports several lines for
+// one failure) into the single line users and log scrapers expect.
+func oneLine(msg string) string {
+	lines := strings.FieldsFunc(msg, func(r rune) bool { return r == '\n' || r == '\r' })
+	for i := range lines {
+		lines[i] = strings.TrimSpace(lines[i])
+	}
+	return strings.Join(lines, "; ")
 }
