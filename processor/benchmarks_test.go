@@ -7,7 +7,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -33,6 +35,7 @@ type childResult struct {
 	Result
 	MaxRSSBytes int64
 	CPU         time.Duration // user + system time of the child: work done, whatever the contention
+	GoSysBytes  uint64        // memory the Go runtime obtained from the OS (runtime.MemStats.Sys)
 }
 
 func init() {
@@ -55,7 +58,9 @@ func init() {
 			res, err = c.Classify(context.Background(), j.Scene, j.Out)
 			c.Close()
 			if err == nil {
-				json.NewEncoder(os.Stdout).Encode(res)
+				var ms runtime.MemStats
+				runtime.ReadMemStats(&ms)
+				json.NewEncoder(os.Stdout).Encode(childResult{Result: res, GoSysBytes: ms.Sys})
 				os.Exit(0)
 			}
 		}
@@ -77,7 +82,7 @@ func runChild(b *testing.B, j childJob) childResult {
 		b.Fatalf("child %s: %v\n%s", j.Scene, err, stderr.String())
 	}
 	var r childResult
-	if err := json.Unmarshal(out, &r.Result); err != nil {
+	if err := json.Unmarshal(out, &r); err != nil {
 		b.Fatalf("child output %q: %v", out, err)
 	}
 	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
@@ -167,13 +172,21 @@ func macroOnce(b *testing.B, name string) {
 	macroDone[name] = true
 }
 
+// benchTmp holds the benchmarks' generated blocks, VRTs and models for one
+// process (removed by TestMain), so that no stale file of an earlier build is reused.
+var (
+	benchTmpOnce sync.Once
+	benchTmp     string
+	benchTmpErr  error
+)
+
 func benchDir(b *testing.B) string {
 	b.Helper()
-	dir := filepath.Join(os.TempDir(), "pnec-processor-bench")
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		b.Fatal(err)
+	benchTmpOnce.Do(func() { benchTmp, benchTmpErr = os.MkdirTemp("", "pnec-processor-bench-") })
+	if benchTmpErr != nil {
+		b.Fatal(benchTmpErr)
 	}
-	return dir
+	return benchTmp
 }
 
 func share(d, total time.Duration) string {
@@ -204,10 +217,10 @@ func BenchmarkClassifyHeightScaling(b *testing.B) {
 			if firstRSS == 0 {
 				firstRSS, firstSecPerRow, firstCPUPerRow = r.MaxRSSBytes, secPerRow, cpuPerRow
 			}
-			rows = append(rows, fmt.Sprintf("%6d x %d  %5d tiles  %8.2f s  %6.2f ms/row (x%.2f)  CPU %7.2f s  %6.2f ms/row (x%.2f)  peak RSS %6.1f MiB (x%.2f)",
+			rows = append(rows, fmt.Sprintf("%6d x %d  %5d tiles  %8.2f s  %6.2f ms/row (x%.2f)  CPU %7.2f s  %6.2f ms/row (x%.2f)  peak RSS %6.1f MiB (x%.2f)  Go runtime %5.1f MiB",
 				h, cols, r.Tiles, r.Elapsed.Seconds(), 1000*secPerRow, secPerRow/firstSecPerRow,
 				r.CPU.Seconds(), 1000*cpuPerRow, cpuPerRow/firstCPUPerRow,
-				float64(r.MaxRSSBytes)/(1<<20), float64(r.MaxRSSBytes)/float64(firstRSS)))
+				float64(r.MaxRSSBytes)/(1<<20), float64(r.MaxRSSBytes)/float64(firstRSS), float64(r.GoSysBytes)/(1<<20)))
 			b.ReportMetric(float64(r.MaxRSSBytes)/(1<<20), fmt.Sprintf("MiB-peak-%drows", h))
 			b.ReportMetric(r.Elapsed.Seconds(), fmt.Sprintf("s-%drows", h))
 			b.ReportMetric(r.CPU.Seconds(), fmt.Sprintf("cpu-s-%drows", h))

@@ -61,6 +61,9 @@ func getFixture(tb testing.TB) *fixture {
 func TestMain(m *testing.M) {
 	code := m.Run()
 	pipelinetest.Cleanup()
+	if benchTmp != "" {
+		os.RemoveAll(benchTmp)
+	}
 	if fix != nil {
 		os.RemoveAll(fix.dir)
 	}
@@ -125,11 +128,16 @@ func writeScene(path string, rows, cols, bands int, data []float32, ref geo.GeoR
 	return w.Commit()
 }
 
-func buildFixture() (*fixture, error) {
+func buildFixture() (f *fixture, err error) {
 	dir, err := os.MkdirTemp("", "pnec-processor-")
 	if err != nil {
 		return nil, err
 	}
+	defer func() {
+		if err != nil {
+			os.RemoveAll(dir)
+		}
+	}()
 	// The model learns on a small scene (training cost grows with it) and
 	// classifies a larger one drawn from the same class spectra, so that
 	// tiles of realistic sizes fit in a scene that still runs whole.
@@ -143,7 +151,7 @@ func buildFixture() (*fixture, error) {
 	if err != nil {
 		return nil, fmt.Errorf("train: %w", err)
 	}
-	f := &fixture{dir: dir, rows: fixRows, cols: fixCols, bands: fixBands, scene: filepath.Join(dir, "scene.tif"),
+	f = &fixture{dir: dir, rows: fixRows, cols: fixCols, bands: fixBands, scene: filepath.Join(dir, "scene.tif"),
 		model: m, trainTime: time.Since(start), modelPath: filepath.Join(dir, "model.pnec")}
 	if err := m.Save(f.modelPath); err != nil {
 		return nil, err

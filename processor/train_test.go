@@ -249,8 +249,9 @@ func TestTrainAndEvaluateFiles(t *testing.T) {
 	if oa := ev.Final().OA; oa < 0.8 {
 		t.Errorf("OA after 40 epochs: got %.3f, want >= 0.8 (chance 0.33)", oa)
 	}
-	if len(ev.Reliability) != len(model.ReliabilityKinds) {
-		t.Errorf("got %d reliability rows, want %d", len(ev.Reliability), len(model.ReliabilityKinds))
+	// On the training scene the spectral candidates are scored too.
+	if want := len(model.ReliabilityKinds) + len(model.SpectralReliabilityKinds); len(ev.Reliability) != want {
+		t.Errorf("got %d reliability rows, want %d", len(ev.Reliability), want)
 	}
 
 	// Band-count mismatch is a one-line error naming the scene.

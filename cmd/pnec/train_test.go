@@ -104,8 +104,8 @@ func TestTrainEvaluateExperimentCommands(t *testing.T) {
 	if err := json.Unmarshal([]byte(stdout), &ev); err != nil {
 		t.Fatalf("evaluate --json: %v\n%s", err, stdout)
 	}
-	if ev.TestPixels != 480-12 || ev.Rec.OA < 0.8 || len(ev.Reliability) != 5 {
-		t.Errorf("evaluate: got %d test pixels, OA %.3f, %d reliability rows; want 468, >= 0.8 (chance 0.33), 5",
+	if ev.TestPixels != 480-12 || ev.Rec.OA < 0.8 || len(ev.Reliability) != 7 {
+		t.Errorf("evaluate: got %d test pixels, OA %.3f, %d reliability rows; want 468, >= 0.8 (chance 0.33), 7",
 			ev.TestPixels, ev.Rec.OA, len(ev.Reliability))
 	}
 	stdout, _, err = runCaptured(t, "evaluate", "--model", modelPath, "--scene", scene, "--labels", labels, "--backend", "go", "--window", "5")
