@@ -7,9 +7,10 @@
 // Band indices in this package are 0-based; GDAL's are 1-based (error
 // messages name bands the GDAL way, "band 3").
 //
-// Reading (scene.go): Open, Scene.Info, Scene.ReadWindow, Scene.ValidFraction.
-// GDAL failures come back as errors wrapping *GDALError; GDAL warnings are
-// dropped. Wavelengths are gathered from GDAL 3.10 IMAGERY band metadata,
+// Reading (scene.go): Open, Scene.Info, Scene.ReadWindow, Scene.ValidFraction
+// and Scene.ValidFractionEstimate (exact up to 4 Mpixels, a decimated
+// sample beyond). GDAL failures come back as errors wrapping *GDALError,
+// folded into one line where GDAL gave several; GDAL warnings are dropped. Wavelengths are gathered from GDAL 3.10 IMAGERY band metadata,
 // ENVI-style band metadata and the ENVI header (wavelength.go).
 //
 // Writing (raster.go, product.go): every file is written to a hidden

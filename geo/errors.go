@@ -3,6 +3,7 @@ package geo
 import (
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/airbusgeo/godal"
 )
@@ -61,4 +62,32 @@ func wrapf(err error, format string, args ...any) error {
 		return nil
 	}
 	return fmt.Errorf(format+": %w", append(args, err)...)
+}
+
+// tidy makes a GDAL failure read as one line: GDAL often reports one
+// failure as several messages (libtiff repeats "No space left on device"
+// for every strip it tries), which godal joins with newlines. The message
+// keeps each distinct line once, in order, joined by "; "; errors.Is and
+// errors.As still see the original.
+func tidy(err error) error {
+	if err == nil || !strings.ContainsAny(err.Error(), "\r\n") {
+		return err
+	}
+	return tidyError{err}
+}
+
+type tidyError struct{ err error }
+
+func (e tidyError) Unwrap() error { return e.err }
+
+func (e tidyError) Error() string {
+	var out []string
+	seen := map[string]bool{}
+	for _, l := range strings.FieldsFunc(e.err.Error(), func(r rune) bool { return r == '\n' || r == '\r' }) {
+		if l = strings.TrimSpace(l); l != "" && !seen[l] {
+			seen[l] = true
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "; ")
 }

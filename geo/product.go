@@ -389,7 +389,7 @@ func (p *ProductWriter) commit(ctx context.Context) error {
 	err = p.ds.Close(errh)
 	p.ds = nil
 	if err != nil {
-		return fmt.Errorf("flush %s: %w", p.stage, err)
+		return fmt.Errorf("flush %s: %w", p.stage, tidy(err))
 	}
 	if err := ctx.Err(); err != nil {
 		return err
@@ -421,7 +421,7 @@ func (p *ProductWriter) commit(ctx context.Context) error {
 	}
 	src.Close(errh)
 	if err != nil {
-		return fmt.Errorf("write COG: %w", err)
+		return fmt.Errorf("write COG %s: %w", cog, tidy(err))
 	}
 	if p.dtype != godal.Float32 {
 		if err := unmarkAlpha(cog); err != nil {

@@ -44,6 +44,7 @@ func Open(name string) (*Scene, error) {
 	// (.hdr of ENVI, .aux.xml, .ovr, .msk), which godal turns off by default.
 	ds, err := godal.Open(name, godal.RasterOnly(), godal.SiblingFiles(), errh)
 	if err != nil {
+		err = tidy(err)
 		if strings.HasPrefix(err.Error(), name+": ") { // GDAL named it already
 			return nil, fmt.Errorf("open %w", err)
 		}
@@ -263,14 +264,26 @@ func (s *Scene) ReadWindow(ctx context.Context, w Window) (Block, error) {
 	if err := s.checkWindow(w); err != nil {
 		return Block{}, fmt.Errorf("read %s: %w", s.name, err)
 	}
-	nb := len(s.bands)
-	npix := w.Cols * w.Rows
-	blk := Block{Window: w, Bands: nb, Data: make([]float32, npix*nb), Valid: make([]bool, npix)}
-	if err := s.ds.Read(w.Col, w.Row, blk.Data, w.Cols, w.Rows, errh); err != nil {
-		return Block{}, fmt.Errorf("read %s window %v: %w", s.name, w, err)
+	data, valid, err := s.read(w, w.Cols, w.Rows, true)
+	if err != nil {
+		return Block{}, err
 	}
-	for i := range blk.Valid {
-		blk.Valid[i] = true
+	return Block{Window: w, Bands: len(s.bands), Data: data, Valid: valid}, nil
+}
+
+// read reads window w of every band into a bufCols x bufRows buffer (GDAL
+// nearest-neighbour sampling when the buffer is smaller than w) and works
+// out each buffer pixel's validity; invalid pixels' values are zeroed, and
+// with scale true valid ones get the bands' scale and offset.
+func (s *Scene) read(w Window, bufCols, bufRows int, scale bool) ([]float32, []bool, error) {
+	nb := len(s.bands)
+	npix := bufCols * bufRows
+	data, valid := make([]float32, npix*nb), make([]bool, npix)
+	if err := s.ds.Read(w.Col, w.Row, data, bufCols, bufRows, godal.Window(w.Cols, w.Rows), errh); err != nil {
+		return nil, nil, fmt.Errorf("read %s window %v: %w", s.name, w, tidy(err))
+	}
+	for i := range valid {
+		valid[i] = true
 	}
 	if s.datasetMask || len(s.bandMask) > 0 {
 		m := make([]byte, npix)
@@ -279,20 +292,19 @@ func (s *Scene) ReadWindow(ctx context.Context, w Window) (Block, error) {
 			masks = []int{0}
 		}
 		for _, bi := range masks {
-			if err := s.bands[bi].MaskBand().Read(w.Col, w.Row, m, w.Cols, w.Rows, errh); err != nil {
-				return Block{}, fmt.Errorf("read %s mask window %v: %w", s.name, w, err)
+			if err := s.bands[bi].MaskBand().Read(w.Col, w.Row, m, bufCols, bufRows, godal.Window(w.Cols, w.Rows), errh); err != nil {
+				return nil, nil, fmt.Errorf("read %s mask window %v: %w", s.name, w, tidy(err))
 			}
 			for i, v := range m {
 				if v == 0 {
-					blk.Valid[i] = false
+					valid[i] = false
 				}
 			}
 		}
 	}
-	d := blk.Data
 	for p := 0; p < npix; p++ {
-		px := d[p*nb : p*nb+nb : p*nb+nb]
-		ok := blk.Valid[p]
+		px := data[p*nb : p*nb+nb : p*nb+nb]
+		ok := valid[p]
 		if ok {
 			for b, v := range px {
 				if math.IsNaN(float64(v)) || math.IsInf(float64(v), 0) || (s.hasNoData[b] && v == s.nodata[b]) {
@@ -302,17 +314,17 @@ func (s *Scene) ReadWindow(ctx context.Context, w Window) (Block, error) {
 			}
 		}
 		if !ok {
-			blk.Valid[p] = false
+			valid[p] = false
 			clear(px)
 			continue
 		}
-		if !s.identityScale {
+		if scale && !s.identityScale {
 			for b := range px {
 				px[b] = px[b]*s.scale[b] + s.offset[b]
 			}
 		}
 	}
-	return blk, nil
+	return data, valid, nil
 }
 
 // windowBudgetBytes bounds the memory ValidFraction uses per strip.
@@ -344,6 +356,53 @@ func (s *Scene) ValidFraction(ctx context.Context) (float64, error) {
 		}
 	}
 	return float64(valid) / float64(in.Cols*in.Rows), nil
+}
+
+// MaxExactValidPixels is the scene size, pixels, up to which
+// ValidFractionEstimate reads every pixel; larger scenes are sampled.
+const MaxExactValidPixels = 4 << 20
+
+// ValidFractionEstimate returns the share of valid pixels like
+// ValidFraction, exactly (exact true) for scenes of at most
+// MaxExactValidPixels pixels. A larger scene is sampled on a regular grid
+// of every f-th pixel in both directions, f chosen so that at most
+// MaxExactValidPixels pixels are read (GDAL's nearest-neighbour decimated
+// read): seconds for any declared size, where reading a mosaic of 10^12
+// pixels would take hours.
+func (s *Scene) ValidFractionEstimate(ctx context.Context) (fraction float64, exact bool, err error) {
+	if s.ds == nil {
+		return 0, false, fmt.Errorf("read %s: %w", s.name, ErrClosed)
+	}
+	in := s.info
+	total := int64(in.Cols) * int64(in.Rows)
+	if s.allIntegerNoNoData || total <= MaxExactValidPixels {
+		f, err := s.ValidFraction(ctx)
+		return f, true, err
+	}
+	f := int(math.Ceil(math.Sqrt(float64(total) / MaxExactValidPixels)))
+	bufCols, bufRows := max(1, in.Cols/f), max(1, in.Rows/f)
+	// Source window per buffer pixel: f x f, except along an axis shorter than f.
+	fc, fr := min(f, in.Cols), min(f, in.Rows)
+	step := max(1, windowBudgetBytes/max(1, bufCols*in.Bands*4)) // buffer rows per strip
+	valid, n := 0, 0
+	for r := 0; r < bufRows; r += step {
+		if err := ctx.Err(); err != nil {
+			return 0, false, err
+		}
+		k := min(step, bufRows-r)
+		w := Window{Col: 0, Row: r * fr, Cols: bufCols * fc, Rows: k * fr}
+		_, v, err := s.read(w, bufCols, k, false)
+		if err != nil {
+			return 0, false, err
+		}
+		for _, ok := range v {
+			if ok {
+				valid++
+			}
+		}
+		n += len(v)
+	}
+	return float64(valid) / float64(n), false, nil
 }
 
 // Close releases the dataset. A second Close returns ErrClosed.

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"sync"
 
 	"github.com/gomlx/compute"
 	_ "github.com/gomlx/compute/gobackend" // the pure-Go backend, "go"
@@ -14,12 +15,25 @@ import (
 // default worker pool of GoMLX v0.28.2 can deadlock on graphs with several
 // independent matmuls (TOOLCHAIN.md); running ops in sequence avoids it while
 // every matmul still uses all cores internally.
-const goBackendConfig = "go:ops_sequential"
+const goBackendConfig = "go:parallelism=-1"
 
 func init() {
 	// Never download a PJRT plugin at run time: go-xla would otherwise try to
 	// on the first GetAvailablePlugins call.
 	xla.EnableAutoInstall(false)
+}
+
+// xlaMu serialises go-xla's plugin discovery: GetAvailablePlugins (called
+// directly and by xla's backend constructor) fills a package-level cache
+// without a lock in go-xla v0.4.1, a data race when several predictors
+// start at once (pnec batch --jobs, library users' goroutines).
+var xlaMu sync.Mutex
+
+// availablePlugins is xla.GetAvailablePlugins under xlaMu.
+func availablePlugins() []string {
+	xlaMu.Lock()
+	defer xlaMu.Unlock()
+	return xla.GetAvailablePlugins()
 }
 
 // ResolveBackend turns a user backend name ("" for the default, "go",
@@ -31,7 +45,7 @@ func ResolveBackend(name string) string {
 	}
 	switch {
 	case name == "":
-		if plugins := xla.GetAvailablePlugins(); len(plugins) > 0 {
+		if plugins := availablePlugins(); len(plugins) > 0 {
 			return "xla:" + plugins[0]
 		}
 		return goBackendConfig
@@ -50,7 +64,11 @@ func openBackend(name string) (b compute.Backend, config string, err error) {
 			b, err = nil, fmt.Errorf("open backend %q: %v", config, r)
 		}
 	}()
-	b, err = compute.NewWithConfig(config)
+	b, err = func() (compute.Backend, error) {
+		xlaMu.Lock()
+		defer xlaMu.Unlock() // also when it panics
+		return compute.NewWithConfig(config)
+	}()
 	if err != nil {
 		return nil, config, fmt.Errorf("open backend %q: %w", config, err)
 	}

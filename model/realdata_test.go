@@ -2,7 +2,6 @@ package model
 
 import (
 	"context"
-	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -144,13 +143,12 @@ func meanStd(v []float64) (mean, std float64) {
 	return mean, std
 }
 
-var _ = fmt.Sprint
 
 // TestJasperRidgeFixedSplit trains the full model on Jasper Ridge (labels =
 // argmax abundance) with its fixed 15-per-class split. PNEC_RUNS as above.
 func TestJasperRidgeFixedSplit(t *testing.T) {
-	if testing.Short() {
-		t.Skip("trains 200 epochs on Jasper Ridge")
+	if testing.Short() || os.Getenv("PNEC_REALDATA") == "" {
+		t.Skip("trains 200 epochs on Jasper Ridge: set PNEC_REALDATA=1 (not -short) to run it")
 	}
 	dir := filepath.Join(sharedData(t), "JasperRidge")
 	rows, cols, bands, px, err := matfile.ReadUnmixing(filepath.Join(dir, "JasperRidge2_R198.mat"))

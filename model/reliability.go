@@ -197,28 +197,47 @@ func (r *SpectralReference) Bands() int { return r.bands }
 // is closer to its label's training pixels. A label without reference pixels
 // gives 0; a zero spectrum NaN.
 func (r *SpectralReference) Agreement(spectrum []float32, label int) float32 {
-	u, ok := unitSpectrum(spectrum)
-	if !ok || len(spectrum) != r.bands {
+	if len(spectrum) != r.bands {
 		return float32(math.NaN())
 	}
-	aLabel, aOther := math.Inf(1), math.Inf(1)
+	norm := 0.0
+	for _, v := range spectrum {
+		norm += float64(v) * float64(v)
+	}
+	if !(norm > 0) || math.IsInf(norm, 0) {
+		return float32(math.NaN())
+	}
+	// The angle falls as the cosine rises, so the nearest reference of each
+	// group is the one with the largest dot product with the unit reference;
+	// acos is taken once per group, not once per reference.
+	cosLabel, cosOther := math.Inf(-1), math.Inf(-1)
 	for j, c := range r.class {
-		ref := r.unit[j*r.bands : (j+1)*r.bands]
-		dot := 0.0
-		for b, v := range ref {
-			dot += v * u[b]
+		ref := r.unit[j*r.bands : (j+1)*r.bands : (j+1)*r.bands]
+		var d0, d1, d2, d3 float64
+		b := 0
+		for ; b+4 <= len(ref); b += 4 {
+			d0 += ref[b] * float64(spectrum[b])
+			d1 += ref[b+1] * float64(spectrum[b+1])
+			d2 += ref[b+2] * float64(spectrum[b+2])
+			d3 += ref[b+3] * float64(spectrum[b+3])
 		}
-		a := math.Acos(math.Max(-1, math.Min(1, dot)))
+		for ; b < len(ref); b++ {
+			d0 += ref[b] * float64(spectrum[b])
+		}
+		dot := d0 + d1 + d2 + d3
 		if c == label {
-			aLabel = math.Min(aLabel, a)
+			cosLabel = math.Max(cosLabel, dot)
 		} else {
-			aOther = math.Min(aOther, a)
+			cosOther = math.Max(cosOther, dot)
 		}
 	}
-	switch {
-	case math.IsInf(aLabel, 1):
+	if math.IsInf(cosLabel, -1) {
 		return 0
-	case aLabel+aOther == 0:
+	}
+	inv := 1 / math.Sqrt(norm)
+	angle := func(cos float64) float64 { return math.Acos(math.Max(-1, math.Min(1, cos*inv))) }
+	aLabel, aOther := angle(cosLabel), angle(cosOther)
+	if aLabel+aOther == 0 {
 		return 0.5
 	}
 	return float32(aOther / (aLabel + aOther))

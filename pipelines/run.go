@@ -15,7 +15,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/pnec/pnec/geo"
@@ -504,14 +503,6 @@ func (w *worker) scene(ctx context.Context, in Input) SceneReport {
 	if err != nil {
 		return fail(err)
 	}
-	if res.ValidPixels == 0 {
-		// An all-nodata scene yields an empty map; GIS users are better
-		// served by no product and a failure that says why.
-		os.Remove(product)
-		os.Remove(product + ".aux.xml")
-		os.Remove(itemPath)
-		return fail(errors.New("no valid pixels: every pixel is nodata, NaN or Inf"))
-	}
 	r.Backend = res.Backend
 	r.Pixels = int64(res.Rows) * int64(res.Cols)
 	r.ValidPixels = res.ValidPixels
@@ -535,10 +526,11 @@ func (w *worker) scene(ctx context.Context, in Input) SceneReport {
 	return r
 }
 
-// preflight opens the scene (its metadata gives the Item's datetime) and
-// refuses, at once, a scene whose product cannot fit on the output file
-// system: GDAL would otherwise find out only when it creates the product's
-// uncompressed staging file, after the scene has been planned.
+// preflight opens the scene for its metadata (the Item's datetime). The
+// checks that refuse a scene before work (band count, free space for the
+// product) and after reading it (no valid pixel, no signal) are
+// processor.Classify's, so that pnec classify and pnec batch refuse the
+// same scenes with the same words.
 func (w *worker) preflight(in Input) (geo.Info, error) {
 	s, err := geo.Open(in.Name)
 	if err != nil {
@@ -546,38 +538,7 @@ func (w *worker) preflight(in Input) (geo.Info, error) {
 	}
 	info := s.Info()
 	s.Close()
-	if info.Bands != w.model.Bands() {
-		return info, fmt.Errorf("%d bands, the model takes %d: %w", info.Bands, w.model.Bands(), model.ErrBandCount)
-	}
-	perPixel := int64(2) // class + reliability, bytes
-	if len(w.classes) > 0 && w.classes[len(w.classes)-1].Value > 254 {
-		perPixel++
-	}
-	if w.cfg.Options.ReliabilityFloat32 {
-		perPixel += 3
-	}
-	need := int64(info.Rows) * int64(info.Cols) * perPixel
-	var fs syscall.Statfs_t
-	if err := syscall.Statfs(w.cfg.OutDir, &fs); err == nil {
-		if free := int64(fs.Bavail) * int64(fs.Bsize); need > free {
-			return info, fmt.Errorf("scene is %dx%d pixels (cols x rows); its product needs up to %s uncompressed while writing, the output directory %s has %s free",
-				info.Cols, info.Rows, formatBytes(need), w.cfg.OutDir, formatBytes(free))
-		}
-	}
 	return info, nil
-}
-
-func formatBytes(n int64) string {
-	const unit = 1024
-	if n < unit {
-		return fmt.Sprintf("%d B", n)
-	}
-	div, exp := int64(unit), 0
-	for m := n / unit; m >= unit; m /= unit {
-		div *= unit
-		exp++
-	}
-	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
 }
 
 // describe writes the product's STAC Item (and adds it to the collection).

@@ -64,6 +64,9 @@ func (c *Classifier) classify(parent context.Context, sceneName, out string) (re
 	if info.Bands != c.m.Bands() {
 		return res, fmt.Errorf("%s: %d bands, the model takes %d: %w", sceneName, info.Bands, c.m.Bands(), model.ErrBandCount)
 	}
+	if err := checkSpace(sceneName, out, info, productSampleBytes(c.m, c.opts)); err != nil {
+		return res, err
+	}
 	plan, budget, err := PlanScene(info.Rows, info.Cols, info.Bands, c.m, c.opts)
 	if err != nil {
 		return res, fmt.Errorf("%s: plan: %w", sceneName, err)
@@ -113,7 +116,7 @@ func (c *Classifier) classify(parent context.Context, sceneName, out string) (re
 	var wg sync.WaitGroup
 	wg.Go(func() {
 		defer close(tiles)
-		readT = c.readTiles(ctx, f, sc, sceneName, &plan, tiles)
+		readT = c.readTiles(ctx, f, sc, sceneName, info, &plan, tiles)
 	})
 	wg.Go(func() {
 		defer close(preds)
@@ -147,7 +150,7 @@ func (c *Classifier) classify(parent context.Context, sceneName, out string) (re
 	}
 	t0 := time.Now()
 	if err := pw.Commit(parent); err != nil {
-		return res, fmt.Errorf("finish %s: %w", out, err)
+		return res, err // geo names the product
 	}
 	writeT += time.Since(t0)
 	res.Times = StageTimes{Read: readT, Network: netT, Stitch: stitchT, Write: writeT}
@@ -159,16 +162,27 @@ func (c *Classifier) classify(parent context.Context, sceneName, out string) (re
 }
 
 // readTiles reads every tile of plan in order and sends it padded to the
-// network's input shape. It returns the time spent reading.
-func (c *Classifier) readTiles(ctx context.Context, f *failer, sc *geo.Scene, name string, plan *tiling.Plan, out chan<- tileIn) time.Duration {
+// network's input shape. It returns the time spent reading. A scene without
+// a valid pixel, or whose valid pixels are all 0, fails when its last tile
+// is read, before that tile goes to the network (see signalCheck).
+func (c *Classifier) readTiles(ctx context.Context, f *failer, sc *geo.Scene, name string, info geo.Info, plan *tiling.Plan, out chan<- tileIn) time.Duration {
 	var busy time.Duration
-	for _, t := range plan.Tiles {
+	var sig signalCheck
+	for i, t := range plan.Tiles {
 		t0 := time.Now()
 		w := geo.Window{Col: t.Read.Col, Row: t.Read.Row, Cols: t.Read.Cols, Rows: t.Read.Rows}
 		blk, err := sc.ReadWindow(ctx, w)
 		if err != nil {
-			f.fail(fmt.Errorf("read %s tile %d window %v: %w", name, t.Index, t.Read, err))
+			// geo's error names the scene and the window already.
+			f.fail(fmt.Errorf("%w (tile %d)", err, t.Index))
 			return busy
+		}
+		sig.add(blk.Data, blk.Valid, blk.Bands)
+		if i == len(plan.Tiles)-1 {
+			if err := sig.verdict(name, info); err != nil {
+				f.fail(err)
+				return busy
+			}
 		}
 		s := padTile(blk, t)
 		busy += time.Since(t0)

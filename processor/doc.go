@@ -13,6 +13,13 @@
 // stages overlap; every goroutine stops when the context is cancelled or a
 // stage fails.
 //
+// Scenes that cannot give a map are refused with an error naming them and
+// nothing written (preflight.go): a product larger than the output file
+// system's free space (ErrNoSpace, before planning), no valid pixel
+// (ErrNoValidPixels) or valid pixels that are 0 in every band (ErrNoSignal,
+// an undeclared nodata), the last two when the last tile is read, before it
+// reaches the network. pnec batch relies on the same checks.
+//
 // Typical use:
 //
 //	m, err := model.Load("salinas.pnec")

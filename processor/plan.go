@@ -19,6 +19,17 @@ const genericClasses = 16
 // network's memory estimate, class count and recovery window; with m nil a
 // generic estimate is used. It returns the plan and the budget it was made for.
 func PlanScene(rows, cols, bands int, m *model.Model, opts Options) (tiling.Plan, int64, error) {
+	return planScene(rows, cols, bands, m, opts, false)
+}
+
+// PlanSceneLazy is PlanScene with a lazy plan (tiling.Options.Lazy): its
+// Tiles are not listed, Plan.Tile(i) gives each. It describes plans of any
+// size at once, for pnec tiles.
+func PlanSceneLazy(rows, cols, bands int, m *model.Model, opts Options) (tiling.Plan, int64, error) {
+	return planScene(rows, cols, bands, m, opts, true)
+}
+
+func planScene(rows, cols, bands int, m *model.Model, opts Options, lazy bool) (tiling.Plan, int64, error) {
 	budget := opts.MaxMemoryBytes
 	if budget == 0 {
 		budget = DefaultMaxMemoryBytes()
@@ -46,6 +57,7 @@ func PlanScene(rows, cols, bands int, m *model.Model, opts Options) (tiling.Plan
 		RecoveryWindow: window,
 		MaxMemoryBytes: budget,
 		Cost:           cost,
+		Lazy:           lazy,
 	})
 	return p, budget, err
 }

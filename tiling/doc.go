@@ -16,5 +16,8 @@
 // interior edges (not at the scene's borders), and the Canvas renormalises the
 // weighted sum, so no pixel takes its value from a tile border.
 //
+// A lazy plan (Options.Lazy) lists no tiles: Plan.Tile(i) computes each from
+// the grid, so a plan of any size is made and described at once.
+//
 // Coordinates are 0-based pixels; Rect.Col/Row is the top-left corner.
 package tiling

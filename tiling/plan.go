@@ -56,11 +56,14 @@ type Plan struct {
 	Margin int
 	// Whole is true when the scene runs as one tile.
 	Whole bool
-	// TilesDown x TilesAcross is the grid; Tiles lists it row-major.
+	// TilesDown x TilesAcross is the grid; Tiles lists it row-major (nil
+	// for a plan made with Options.Lazy: Tile(i) gives each one).
 	TilesDown, TilesAcross int
 	Tiles                  []Tile
-	// rowOrigins and colOrigins are the grid lines, pixels.
+	// rowOrigins and colOrigins are the grid lines, pixels; rowCores and
+	// colCores the spans each grid row and column owns.
 	rowOrigins, colOrigins []int
+	rowCores, colCores     []span
 }
 
 // Sentinel errors of New; callers may branch on them with errors.Is.
@@ -91,6 +94,10 @@ type Options struct {
 	MaxMemoryBytes int64
 	// Cost estimates memory for a run; nil = no estimate (everything fits).
 	Cost *Cost
+	// Lazy leaves Plan.Tiles nil: Plan.NumTiles and Plan.Tile describe the
+	// grid without holding it, so a plan of millions of tiles (a VRT mosaic
+	// declaring 10^6 x 10^6 pixels) is made in microseconds.
+	Lazy bool
 }
 
 // Cost is the memory model of one scene run. All sizes are bytes.
@@ -165,7 +172,7 @@ func New(rows, cols int, o Options) (Plan, error) {
 	}
 	if o.TileSize == 0 {
 		if o.MaxMemoryBytes <= 0 || o.Cost == nil || o.Cost.WholeBytes(rows, cols) <= o.MaxMemoryBytes {
-			return whole(rows, cols, o.Stride), nil
+			return whole(rows, cols, o.Stride, o.Lazy), nil
 		}
 		return fromBudget(rows, cols, o)
 	}
@@ -178,7 +185,7 @@ func New(rows, cols int, o Options) (Plan, error) {
 	if overlap >= tile {
 		return Plan{}, fmt.Errorf("%w: overlap %d px must be smaller than the tile (%d px)", ErrInvalid, overlap, tile)
 	}
-	return grid(rows, cols, tile, overlap, o.Stride), nil
+	return grid(rows, cols, tile, overlap, o.Stride, o.Lazy), nil
 }
 
 // fromBudget picks the largest tile (a multiple of 64 pixels, and of the
@@ -198,7 +205,7 @@ func fromBudget(rows, cols int, o Options) (Plan, error) {
 		}
 		tr, tc := min(t, rows), min(t, cols)
 		if o.Cost.TiledBytes(tr, tc, cols, overlap, o.RecoveryWindow) <= o.MaxMemoryBytes {
-			return grid(rows, cols, t, overlap, o.Stride), nil
+			return grid(rows, cols, t, overlap, o.Stride, o.Lazy), nil
 		}
 	}
 	t := alignUp(MinTile, o.Stride)
@@ -207,37 +214,50 @@ func fromBudget(rows, cols int, o Options) (Plan, error) {
 		ErrBudget, o.MaxMemoryBytes>>20, cols, rows, need>>20, t)
 }
 
-func whole(rows, cols, stride int) Plan {
-	r := Rect{Rows: rows, Cols: cols}
-	return Plan{
+func whole(rows, cols, stride int, lazy bool) Plan {
+	p := Plan{
 		Rows: rows, Cols: cols, Stride: stride,
 		TileRows: rows, TileCols: cols,
 		Whole: true, TilesDown: 1, TilesAcross: 1,
-		Tiles:      []Tile{{Input: r, Read: r, Core: r}},
 		rowOrigins: []int{0}, colOrigins: []int{0},
+		rowCores: []span{{0, rows}}, colCores: []span{{0, cols}},
 	}
+	if !lazy {
+		p.Tiles = []Tile{p.Tile(0)}
+	}
+	return p
 }
 
-func grid(rows, cols, tile, overlap, stride int) Plan {
+func grid(rows, cols, tile, overlap, stride int, lazy bool) Plan {
 	p := Plan{Rows: rows, Cols: cols, Stride: stride, Overlap: overlap, Margin: overlap / 4}
-	var rowCores, colCores []span
-	p.rowOrigins, p.TileRows, rowCores = axis(rows, tile, overlap, stride)
-	p.colOrigins, p.TileCols, colCores = axis(cols, tile, overlap, stride)
+	p.rowOrigins, p.TileRows, p.rowCores = axis(rows, tile, overlap, stride)
+	p.colOrigins, p.TileCols, p.colCores = axis(cols, tile, overlap, stride)
 	p.TilesDown, p.TilesAcross = len(p.rowOrigins), len(p.colOrigins)
-	scene := Rect{Rows: rows, Cols: cols}
-	for i, r0 := range p.rowOrigins {
-		for j, c0 := range p.colOrigins {
-			in := Rect{Col: c0, Row: r0, Cols: p.TileCols, Rows: p.TileRows}
-			p.Tiles = append(p.Tiles, Tile{
-				Index: len(p.Tiles), Row: i, Col: j,
-				Input: in,
-				Read:  in.Intersect(scene),
-				Core:  Rect{Col: colCores[j].from, Row: rowCores[i].from, Cols: colCores[j].to - colCores[j].from, Rows: rowCores[i].to - rowCores[i].from},
-			})
+	p.Whole = p.NumTiles() == 1
+	if !lazy {
+		p.Tiles = make([]Tile, p.NumTiles())
+		for i := range p.Tiles {
+			p.Tiles[i] = p.Tile(i)
 		}
 	}
-	p.Whole = len(p.Tiles) == 1
 	return p
+}
+
+// NumTiles is the number of tiles of the plan (len(Tiles) unless lazy).
+func (p Plan) NumTiles() int { return p.TilesDown * p.TilesAcross }
+
+// Tile returns tile i (row-major, 0 <= i < NumTiles()), computed from the
+// grid: the same value as Tiles[i] of a plan that is not lazy.
+func (p Plan) Tile(i int) Tile {
+	r, c := i/p.TilesAcross, i%p.TilesAcross
+	in := Rect{Col: p.colOrigins[c], Row: p.rowOrigins[r], Cols: p.TileCols, Rows: p.TileRows}
+	rc, cc := p.rowCores[r], p.colCores[c]
+	return Tile{
+		Index: i, Row: r, Col: c,
+		Input: in,
+		Read:  in.Intersect(Rect{Rows: p.Rows, Cols: p.Cols}),
+		Core:  Rect{Col: cc.from, Row: rc.from, Cols: cc.to - cc.from, Rows: rc.to - rc.from},
+	}
 }
 
 type span struct{ from, to int }
@@ -280,7 +300,7 @@ func (p Plan) String() string {
 		return fmt.Sprintf("whole image %dx%d (cols x rows)", p.Cols, p.Rows)
 	}
 	return fmt.Sprintf("%d tiles (%d down x %d across) of %dx%d, overlap %d px, scene %dx%d (cols x rows)",
-		len(p.Tiles), p.TilesDown, p.TilesAcross, p.TileCols, p.TileRows, p.Overlap, p.Cols, p.Rows)
+		p.NumTiles(), p.TilesDown, p.TilesAcross, p.TileCols, p.TileRows, p.Overlap, p.Cols, p.Rows)
 }
 
 // RowBand is one row of tiles and the scene rows whose stitching it
@@ -297,7 +317,16 @@ type RowBand struct {
 func (p Plan) RowBands() []RowBand {
 	out := make([]RowBand, p.TilesDown)
 	for i := range out {
-		out[i] = RowBand{Row: i, Tiles: p.Tiles[i*p.TilesAcross : (i+1)*p.TilesAcross], FinalRows: p.Rows}
+		var tiles []Tile
+		if p.Tiles != nil {
+			tiles = p.Tiles[i*p.TilesAcross : (i+1)*p.TilesAcross]
+		} else {
+			tiles = make([]Tile, p.TilesAcross)
+			for j := range tiles {
+				tiles[j] = p.Tile(i*p.TilesAcross + j)
+			}
+		}
+		out[i] = RowBand{Row: i, Tiles: tiles, FinalRows: p.Rows}
 		if i+1 < p.TilesDown {
 			out[i].FinalRows = p.rowOrigins[i+1]
 		}

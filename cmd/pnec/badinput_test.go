@@ -116,11 +116,15 @@ type badInput struct {
 	// okFor lists commands for which the input is not an error (info on a
 	// scene with the wrong band count for a model, say).
 	okFor map[string]bool
+	// okOut is a substring stdout must hold for a command in okFor.
+	okOut map[string]string
+	// fastFail: each command must finish within a few seconds.
+	fastFail bool
 	// stacOnly: a STAC document, an input of batch only.
 	stacOnly bool
 	// knownGap names commands that do not meet the requirement yet, with
 	// what is wrong; those subtests are skipped with that message (so the
-	// gap stays visible) until the owner of the command fixes it.
+	// gap stays visible) until the owner of the command fixes it. None now.
 	knownGap map[string]string
 }
 
@@ -146,10 +150,7 @@ var badInputs = []badInput{
 		os.WriteFile(p, nil, 0o644)
 		return p
 	}},
-	{name: "truncated GeoTIFF", okFor: map[string]bool{"tiles": true}, knownGap: map[string]string{
-		"info":     "GDAL's multi-line error is printed as three lines (geo or main should join them)",
-		"classify": "GDAL's multi-line error is printed as three lines (geo or main should join them)",
-	}, make: func(t *testing.T, d string) string {
+	{name: "truncated GeoTIFF", okFor: map[string]bool{"tiles": true}, make: func(t *testing.T, d string) string {
 		full := goodScene(t, t.TempDir())
 		b, _ := os.ReadFile(full)
 		p := filepath.Join(d, "truncated.tif")
@@ -175,25 +176,22 @@ var badInputs = []badInput{
 		writeTyped(t, p, pipelinetest.Rows, pipelinetest.Cols, 4, geo.Float32, nil, make([]float32, pipelinetest.Rows*pipelinetest.Cols*4))
 		return p
 	}},
-	{name: "integer scene all zeros without nodata", okFor: map[string]bool{"info": true, "tiles": true}, knownGap: map[string]string{
-		"classify": "classifies a scene without signal (every band 0 everywhere, no nodata) instead of saying so (processor)",
-		"batch":    "classifies a scene without signal (every band 0 everywhere, no nodata) instead of saying so (processor)",
-	}, make: func(t *testing.T, d string) string {
-		p := filepath.Join(d, "zeros.tif")
-		writeTyped(t, p, pipelinetest.Rows, pipelinetest.Cols, pipelinetest.Bands, geo.Int16, nil, make([]float32, pipelinetest.Rows*pipelinetest.Cols*pipelinetest.Bands))
-		return p
-	}},
-	{name: "NaN and Inf pixels everywhere", want: "no valid pixels", okFor: map[string]bool{"info": true, "tiles": true}, knownGap: map[string]string{
-		"classify": "writes an all-nodata product with exit status 0 instead of an error (processor)",
-	}, make: func(t *testing.T, d string) string {
-		p := filepath.Join(d, "nan.tif")
-		data := make([]float32, pipelinetest.Rows*pipelinetest.Cols*pipelinetest.Bands)
-		for i := range data {
-			data[i] = []float32{float32(math.NaN()), float32(math.Inf(1)), float32(math.Inf(-1))}[i%3]
-		}
-		writeTyped(t, p, pipelinetest.Rows, pipelinetest.Cols, pipelinetest.Bands, geo.Float32, nil, data)
-		return p
-	}},
+	{name: "integer scene all zeros without nodata", want: "every pixel is 0 in all bands and the scene sets no nodata",
+		okFor: map[string]bool{"info": true, "tiles": true}, make: func(t *testing.T, d string) string {
+			p := filepath.Join(d, "zeros.tif")
+			writeTyped(t, p, pipelinetest.Rows, pipelinetest.Cols, pipelinetest.Bands, geo.Int16, nil, make([]float32, pipelinetest.Rows*pipelinetest.Cols*pipelinetest.Bands))
+			return p
+		}},
+	{name: "NaN and Inf pixels everywhere", want: "no valid pixels", okFor: map[string]bool{"info": true, "tiles": true},
+		okOut: map[string]string{"info": "valid pixels:   0.00% (0 of 1280)"}, make: func(t *testing.T, d string) string {
+			p := filepath.Join(d, "nan.tif")
+			data := make([]float32, pipelinetest.Rows*pipelinetest.Cols*pipelinetest.Bands)
+			for i := range data {
+				data[i] = []float32{float32(math.NaN()), float32(math.Inf(1)), float32(math.Inf(-1))}[i%3]
+			}
+			writeTyped(t, p, pipelinetest.Rows, pipelinetest.Cols, pipelinetest.Bands, geo.Float32, nil, data)
+			return p
+		}},
 	// A scene smaller than the network's stride is padded by the processor
 	// and yields a valid product: that is accepted, and the product checked.
 	{name: "1x1 scene", okFor: map[string]bool{"info": true, "tiles": true, "classify": true, "batch": true}, make: func(t *testing.T, d string) string {
@@ -208,23 +206,24 @@ var badInputs = []badInput{
 		writeTyped(t, p, 3, 2, pipelinetest.Bands, geo.Float32, nil, data[:3*2*pipelinetest.Bands])
 		return p
 	}},
-	{name: "huge declared size", want: "free", knownGap: map[string]string{
-		"info":     "reads all 10^12 pixels for the valid fraction (runs for hours) instead of refusing or sampling",
-		"tiles":    "runs for minutes (plans or prints ~10^6 tiles) instead of refusing the size",
-		"classify": "fails only after ~90 s, when GDAL checks the disk space, and the error does not name the input",
-	}, make: func(t *testing.T, d string) string {
-		src := goodScene(t, d)
-		p := filepath.Join(d, "huge.vrt")
-		var b strings.Builder
-		fmt.Fprintf(&b, `<VRTDataset rasterXSize="1000000" rasterYSize="1000000">`+"\n")
-		fmt.Fprintf(&b, "  <SRS>EPSG:32631</SRS>\n  <GeoTransform>500000, 10, 0, 4800000, 0, -10</GeoTransform>\n")
-		for i := 1; i <= pipelinetest.Bands; i++ {
-			fmt.Fprintf(&b, `  <VRTRasterBand dataType="Float32" band="%d"><SimpleSource><SourceFilename relativeToVRT="0">%s</SourceFilename><SourceBand>%d</SourceBand></SimpleSource></VRTRasterBand>`+"\n", i, src, i)
-		}
-		b.WriteString("</VRTDataset>\n")
-		os.WriteFile(p, []byte(b.String()), 0o644)
-		return p
-	}},
+	// info samples the valid fraction of a huge scene and says so; tiles
+	// counts every tile and lists the first ones; classify and batch refuse
+	// it at once, before planning, since its product cannot fit the disk.
+	{name: "huge declared size", want: "free", okFor: map[string]bool{"info": true, "tiles": true},
+		okOut:    map[string]string{"info": "estimated from a regular sample", "tiles": "more tiles not listed"},
+		fastFail: true, make: func(t *testing.T, d string) string {
+			src := goodScene(t, d)
+			p := filepath.Join(d, "huge.vrt")
+			var b strings.Builder
+			fmt.Fprintf(&b, `<VRTDataset rasterXSize="1000000" rasterYSize="1000000">`+"\n")
+			fmt.Fprintf(&b, "  <SRS>EPSG:32631</SRS>\n  <GeoTransform>500000, 10, 0, 4800000, 0, -10</GeoTransform>\n")
+			for i := 1; i <= pipelinetest.Bands; i++ {
+				fmt.Fprintf(&b, `  <VRTRasterBand dataType="Float32" band="%d"><SimpleSource><SourceFilename relativeToVRT="0">%s</SourceFilename><SourceBand>%d</SourceBand></SimpleSource></VRTRasterBand>`+"\n", i, src, i)
+			}
+			b.WriteString("</VRTDataset>\n")
+			os.WriteFile(p, []byte(b.String()), 0o644)
+			return p
+		}},
 	{name: "STAC item with missing asset", stacOnly: true, want: "asset", make: func(t *testing.T, d string) string {
 		p := filepath.Join(d, "noasset.json")
 		os.WriteFile(p, []byte(`{"type":"Feature","stac_version":"1.0.0","id":"x","geometry":null,"properties":{"datetime":null},"links":[],"assets":{"thumb":{"href":"t.png","roles":["thumbnail"]}}}`), 0o644)
@@ -282,6 +281,7 @@ func checkCleanFailure(t *testing.T, r runResult, input, want, out string) {
 	if r.code == 2 || strings.Contains(r.stderr, "goroutine ") || strings.Contains(r.stderr, "panic") {
 		t.Errorf("exit status %d with a panic:\n%s", r.code, r.stderr)
 	}
+	t.Logf("exit %d in %s: %s", r.code, r.elapsed.Round(time.Millisecond), strings.TrimSpace(r.stderr))
 	lines := strings.Split(strings.TrimSpace(r.stderr), "\n")
 	if len(lines) != 1 || !strings.HasPrefix(lines[0], "pnec: ") {
 		t.Errorf("stderr has %d lines, want one 'pnec: ...' line:\n%s", len(lines), r.stderr)
@@ -320,9 +320,15 @@ func TestBadInputs(t *testing.T) {
 					t.Skip("known gap: " + why)
 				}
 				r := runPnec(t, 2*time.Minute, commandArgs(command, modelPath, input, out)...)
+				if bi.fastFail && r.elapsed > 10*time.Second {
+					t.Errorf("took %s, want under 10 s", r.elapsed.Round(time.Millisecond))
+				}
 				if bi.okFor[command] {
 					if r.code != 0 {
 						t.Errorf("exit status %d, want 0 (%s accepts this input):\n%s", r.code, command, r.stderr)
+					}
+					if want := bi.okOut[command]; want != "" && !strings.Contains(r.stdout, want) {
+						t.Errorf("stdout does not say %q:\n%.2000s", want, r.stdout)
 					}
 					if command == "classify" || command == "batch" {
 						products, _ := filepath.Glob(filepath.Join(out, "*.tif"))
@@ -367,10 +373,9 @@ func TestBadOutputs(t *testing.T) {
 	}
 	scene := goodScene(t, t.TempDir())
 	for _, tc := range []struct {
-		name     string
-		setup    func(t *testing.T, dir string) // makes dir unwritable or full
-		want     string
-		knownGap map[string]string // see badInput.knownGap
+		name  string
+		setup func(t *testing.T, dir string) // makes dir unwritable or full
+		want  string
 	}{
 		{"unwritable output directory", func(t *testing.T, dir string) {
 			if !mountTmpfs(t, dir, 64, true) {
@@ -380,7 +385,7 @@ func TestBadOutputs(t *testing.T) {
 				os.Chmod(dir, 0o555)
 				t.Cleanup(func() { os.Chmod(dir, 0o755) })
 			}
-		}, "read-only file system", nil},
+		}, "read-only file system"},
 		{"full disk", func(t *testing.T, dir string) {
 			if !mountTmpfs(t, dir, 64, false) {
 				t.Skip("needs root to mount a small tmpfs; the write-error path is not exercised")
@@ -394,15 +399,10 @@ func TestBadOutputs(t *testing.T) {
 			if err := os.WriteFile(filepath.Join(dir, "filler"), make([]byte, free-8192), 0o644); err != nil {
 				t.Fatal(err)
 			}
-		}, "no space left", map[string]string{
-			"classify": "GDAL's multi-line error is printed as several lines (geo or main should join them)",
-		}},
+		}, "no space left"},
 	} {
 		for _, command := range []string{"classify", "batch"} {
 			t.Run(tc.name+"/"+command, func(t *testing.T) {
-				if why, ok := tc.knownGap[command]; ok {
-					t.Skip("known gap: " + why)
-				}
 				dir := filepath.Join(t.TempDir(), "out")
 				os.MkdirAll(dir, 0o755)
 				tc.setup(t, dir)
@@ -415,6 +415,7 @@ func TestBadOutputs(t *testing.T) {
 					args = []string{"batch", "--quiet", "--model", modelPath, "--out-dir", dir, "--report", report, scene}
 				}
 				r := runPnec(t, 2*time.Minute, args...)
+				t.Logf("exit %d in %s: %s", r.code, r.elapsed.Round(time.Millisecond), strings.TrimSpace(r.stderr))
 				if r.code == 0 || r.code == 2 || strings.Contains(r.stderr, "goroutine ") {
 					t.Fatalf("exit status %d, want 1 without a panic:\n%s", r.code, r.stderr)
 				}

@@ -31,6 +31,8 @@ func init() {
 			&cli.Int64Flag{Name: "first-seed", Value: model.DefaultSeed, Usage: "`SEED` of the first run; run i uses first-seed + i"},
 			&cli.IntFlag{Name: "train-per-class", Value: model.DefaultTrainPerClass, Usage: "training `PIXELS` drawn per class without --train-mask"},
 			&cli.Int64Flag{Name: "split-seed", Value: model.DefaultSplitSeed, Usage: "`SEED` of the training pixel draw without --train-mask"},
+			&cli.StringFlag{Name: "class-names", Usage: "`FILE` of class names, one 'VALUE NAME' a line"},
+			&cli.StringSliceFlag{Name: "class-name", Usage: "class name `VALUE=NAME` (repeatable); overrides --class-names"},
 			&cli.BoolFlag{Name: "json", Usage: "print one JSON object instead of tables"},
 			&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "no progress"},
 		}, experimentModelFlags()...),
@@ -70,10 +72,14 @@ func experimentAction(c *cli.Context) error {
 	if c.Int64("first-seed") == 0 || c.Int64("split-seed") == 0 {
 		return fmt.Errorf("--first-seed and --split-seed: 0 is reserved for the default; give another value")
 	}
+	names, err := classNamesFromFlags(c)
+	if err != nil {
+		return err
+	}
 	opts := processor.ExperimentOptions{
 		Runs: runs, FirstSeed: c.Int64("first-seed"), Ablation: c.Bool("ablation"),
 		Train: model.TrainOptions{Config: cfg, TrainPerClass: c.Int("train-per-class"),
-			SplitSeed: c.Int64("split-seed"), Backend: c.String("backend")},
+			SplitSeed: c.Int64("split-seed"), Backend: c.String("backend"), ClassNames: names},
 		Eval: processor.EvalOptions{Backend: c.String("backend")},
 	}
 	if !c.Bool("quiet") {

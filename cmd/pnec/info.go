@@ -21,8 +21,10 @@ func init() {
 		UsageText: "pnec info [--json] [--skip-valid] SCENE",
 		Description: "Prints what the classifier will see of SCENE: size, bands, data type, nodata, CRS (with\n" +
 			"its EPSG code where it has one), geotransform, the footprint in WGS84 lon/lat as GeoJSON,\n" +
-			"the share of valid pixels (no band nodata, NaN or masked; this reads the whole scene window\n" +
-			"by window) and band wavelengths in nanometres when the scene says them.\n\n" +
+			"the share of valid pixels (no band nodata, NaN or masked; read window by window, exactly for\n" +
+			"scenes up to 4 Mpixels and estimated from a regular sample of 4 Mpixels for larger ones, so that\n" +
+			"a VRT mosaic of any declared size answers in seconds) and band wavelengths in nanometres when\n" +
+			"the scene says them.\n\n" +
 			"SCENE is any GDAL dataset name: a GeoTIFF, an ENVI .img/.hdr, a VRT, an HDF5 subdataset,\n" +
 			"or a /vsizip/, /vsicurl/, /vsis3/ path.\n\n" +
 			"Examples:\n" +
@@ -32,7 +34,7 @@ func init() {
 			"  pnec --config AWS_NO_SIGN_REQUEST=YES info --skip-valid /vsis3/bucket/scene.tif",
 		Flags: []cli.Flag{
 			&cli.BoolFlag{Name: "json", Usage: "print one JSON object instead of text"},
-			&cli.BoolFlag{Name: "skip-valid", Usage: "do not compute the valid-pixel fraction (it reads the whole scene)"},
+			&cli.BoolFlag{Name: "skip-valid", Usage: "do not compute the valid-pixel fraction (it reads the scene, or a 4 Mpixel sample of a larger one)"},
 		},
 		Action: infoAction,
 	})
@@ -40,20 +42,22 @@ func init() {
 
 // sceneReport is pnec info's JSON output.
 type sceneReport struct {
-	Name          string            `json:"name"`
-	Driver        string            `json:"driver"`
-	Cols          int               `json:"cols"`
-	Rows          int               `json:"rows"`
-	Bands         int               `json:"bands"`
-	DataType      string            `json:"data_type"`
-	NoData        []*float64        `json:"nodata"` // per band; null where none
-	CRS           *crsReport        `json:"crs"`    // null for a local grid
-	GeoTransform  *[6]float64       `json:"geotransform"`
-	Footprint     *geoJSONPolygon   `json:"footprint"` // WGS84 lon/lat; null without a CRS
-	ValidFraction *float64          `json:"valid_fraction"`
-	WavelengthsNM []*float64        `json:"wavelengths_nm"` // null when the scene says none
-	BandNames     []string          `json:"band_names"`
-	Metadata      map[string]string `json:"metadata,omitempty"`
+	Name          string          `json:"name"`
+	Driver        string          `json:"driver"`
+	Cols          int             `json:"cols"`
+	Rows          int             `json:"rows"`
+	Bands         int             `json:"bands"`
+	DataType      string          `json:"data_type"`
+	NoData        []*float64      `json:"nodata"` // per band; null where none
+	CRS           *crsReport      `json:"crs"`    // null for a local grid
+	GeoTransform  *[6]float64     `json:"geotransform"`
+	Footprint     *geoJSONPolygon `json:"footprint"` // WGS84 lon/lat; null without a CRS
+	ValidFraction *float64        `json:"valid_fraction"`
+	// ValidEstimated: valid_fraction comes from a sample, not every pixel.
+	ValidEstimated bool              `json:"valid_fraction_estimated,omitempty"`
+	WavelengthsNM  []*float64        `json:"wavelengths_nm"` // null when the scene says none
+	BandNames      []string          `json:"band_names"`
+	Metadata       map[string]string `json:"metadata,omitempty"`
 }
 
 // geoJSONPolygon is a GeoJSON (RFC 7946) Polygon geometry. (orb/geojson
@@ -86,11 +90,11 @@ func infoAction(c *cli.Context) error {
 	defer s.Close()
 	rep := newSceneReport(s.Info())
 	if !c.Bool("skip-valid") {
-		f, err := s.ValidFraction(c.Context)
+		f, exact, err := s.ValidFractionEstimate(c.Context)
 		if err != nil {
 			return err
 		}
-		rep.ValidFraction = &f
+		rep.ValidFraction, rep.ValidEstimated = &f, !exact
 	}
 	if c.Bool("json") {
 		enc := json.NewEncoder(c.App.Writer)
@@ -192,7 +196,10 @@ func writeSceneText(w io.Writer, r sceneReport) error {
 		}
 		line("footprint", "%s", fp)
 	}
-	if r.ValidFraction != nil {
+	switch {
+	case r.ValidFraction != nil && r.ValidEstimated:
+		line("valid pixels", "%.2f%% (estimated from a regular sample of at most %d Mpixels of %d)", *r.ValidFraction*100, geo.MaxExactValidPixels>>20, int64(r.Cols)*int64(r.Rows))
+	case r.ValidFraction != nil:
 		line("valid pixels", "%.2f%% (%.0f of %d)", *r.ValidFraction*100, math.Round(*r.ValidFraction*float64(r.Cols*r.Rows)), r.Cols*r.Rows)
 	}
 	if r.WavelengthsNM != nil {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -18,13 +19,15 @@ func init() {
 	register(&cli.Command{
 		Name:      "tiles",
 		Usage:     "print how 'pnec classify' would cut a scene into tiles",
-		UsageText: "pnec tiles --scene SCENE [--model MODEL] [--tile N --overlap M] [--max-memory SIZE] [--geojson]",
+		UsageText: "pnec tiles --scene SCENE [--model MODEL] [--tile N --overlap M] [--max-memory SIZE] [--geojson] [--all]",
 		Description: "Plans the scene as 'pnec classify' does (the whole image when it fits the memory budget,\n" +
 			"else overlapping tiles whose origins and sizes are multiples of the network's stride of 4)\n" +
 			"and prints the plan: one line per tile with its network input, the window read from the scene\n" +
 			"and its core (the pixels it owns after cropping). With --geojson it prints a GeoJSON\n" +
 			"FeatureCollection of the tiles' footprints in the scene's CRS (pixel coordinates when the\n" +
-			"scene has no georeference). Without --model the memory estimate is a generic one.\n\n" +
+			"scene has no georeference). Without --model the memory estimate is a generic one.\n" +
+			"Plans of more than 1000 tiles (a VRT mosaic declaring millions of pixels a side) print the\n" +
+			"summary and the first 1000 tiles; --all lists every one.\n\n" +
 			"Examples:\n" +
 			"  pnec tiles --scene big.vrt --max-memory 2G\n" +
 			"  pnec tiles --scene paviau.tif --tile 256 --overlap 64 --geojson > tiles.geojson",
@@ -32,10 +35,16 @@ func init() {
 			&cli.StringFlag{Name: "scene", Required: true, Usage: "scene: any GDAL dataset `NAME`"},
 			&cli.StringFlag{Name: "model", Usage: "model `FILE` whose memory estimate and recovery window to plan for"},
 			&cli.BoolFlag{Name: "geojson", Usage: "print the tiles' footprints as a GeoJSON FeatureCollection in the scene's CRS"},
+			&cli.BoolFlag{Name: "all", Usage: fmt.Sprintf("list every tile (default: at most %d; the summary always counts them all)", maxListedTiles)},
 		}, planFlags()...),
 		Action: tilesAction,
 	})
 }
+
+// maxListedTiles is how many tiles pnec tiles lists without --all: a plan
+// of a huge mosaic has millions, and listing them takes minutes and
+// gigabytes of output nobody reads.
+const maxListedTiles = 1000
 
 func tilesAction(c *cli.Context) error {
 	if err := applyConfig(c); err != nil {
@@ -63,7 +72,7 @@ func tilesAction(c *cli.Context) error {
 	if m != nil && m.Bands() != info.Bands {
 		return fmt.Errorf("%s: %d bands, the model takes %d: %w", name, info.Bands, m.Bands(), model.ErrBandCount)
 	}
-	plan, budget, err := processor.PlanScene(info.Rows, info.Cols, info.Bands, m, opts)
+	plan, budget, err := processor.PlanSceneLazy(info.Rows, info.Cols, info.Bands, m, opts)
 	if err != nil {
 		return fmt.Errorf("%s: plan: %w", name, err)
 	}
@@ -71,15 +80,24 @@ func tilesAction(c *cli.Context) error {
 	if w == nil {
 		w = os.Stdout
 	}
+	listed := plan.NumTiles()
+	if !c.Bool("all") {
+		listed = min(listed, maxListedTiles)
+	}
 	if c.Bool("geojson") {
-		return writeTilesGeoJSON(w, name, info, plan)
+		return writeTilesGeoJSON(w, name, info, plan, listed)
 	}
-	fmt.Fprintf(w, "%s: %s\n", name, plan)
-	fmt.Fprintf(w, "memory budget %d MiB, stride %d, blend margin %d px\n", budget>>20, plan.Stride, plan.Margin)
-	for _, t := range plan.Tiles {
-		fmt.Fprintf(w, "tile %d (row %d, col %d): input %v, read %v, core %v\n", t.Index, t.Row, t.Col, t.Input, t.Read, t.Core)
+	bw := bufio.NewWriter(w)
+	fmt.Fprintf(bw, "%s: %s\n", name, plan)
+	fmt.Fprintf(bw, "memory budget %d MiB, stride %d, blend margin %d px\n", budget>>20, plan.Stride, plan.Margin)
+	for i := 0; i < listed; i++ {
+		t := plan.Tile(i)
+		fmt.Fprintf(bw, "tile %d (row %d, col %d): input %v, read %v, core %v\n", t.Index, t.Row, t.Col, t.Input, t.Read, t.Core)
 	}
-	return nil
+	if more := plan.NumTiles() - listed; more > 0 {
+		fmt.Fprintf(bw, "... %d more tiles not listed (--all lists every one)\n", more)
+	}
+	return bw.Flush()
 }
 
 func rectJSON(r tiling.Rect) []int { return []int{r.Col, r.Row, r.Cols, r.Rows} }
@@ -97,18 +115,24 @@ type (
 		Properties map[string]any `json:"properties"`
 	}
 	gjCollection struct {
-		Type     string         `json:"type"`
-		Name     string         `json:"name"`
-		Plan     string         `json:"plan"`
-		CRS      map[string]any `json:"crs,omitempty"`
-		Features []gjFeature    `json:"features"`
+		Type string `json:"type"`
+		Name string `json:"name"`
+		Plan string `json:"plan"`
+		// TilesTotal counts the plan's tiles; Features lists the first
+		// ones only when Truncated (see maxListedTiles).
+		TilesTotal int            `json:"tiles_total"`
+		Truncated  bool           `json:"truncated,omitempty"`
+		CRS        map[string]any `json:"crs,omitempty"`
+		Features   []gjFeature    `json:"features"`
 	}
 )
 
-// writeTilesGeoJSON writes one feature per tile: its read window's
-// footprint in the scene's CRS, with the windows as [col, row, cols, rows].
-func writeTilesGeoJSON(w io.Writer, name string, info geo.Info, plan tiling.Plan) error {
-	fc := gjCollection{Type: "FeatureCollection", Name: name, Plan: plan.String(), Features: []gjFeature{}}
+// writeTilesGeoJSON writes one feature per tile for the first listed tiles:
+// its read window's footprint in the scene's CRS, with the windows as
+// [col, row, cols, rows].
+func writeTilesGeoJSON(w io.Writer, name string, info geo.Info, plan tiling.Plan, listed int) error {
+	fc := gjCollection{Type: "FeatureCollection", Name: name, Plan: plan.String(), Features: []gjFeature{},
+		TilesTotal: plan.NumTiles(), Truncated: listed < plan.NumTiles()}
 	if info.EPSG != 0 {
 		// RFC 7946 dropped "crs", but GDAL and QGIS still read this form,
 		// and the footprints are in the scene's CRS, not WGS84.
@@ -116,7 +140,8 @@ func writeTilesGeoJSON(w io.Writer, name string, info geo.Info, plan tiling.Plan
 			"type": "name", "properties": map[string]any{"name": fmt.Sprintf("urn:ogc:def:crs:EPSG::%d", info.EPSG)},
 		}
 	}
-	for _, t := range plan.Tiles {
+	for i := 0; i < listed; i++ {
+		t := plan.Tile(i)
 		fc.Features = append(fc.Features, gjFeature{
 			Type:     "Feature",
 			Geometry: gjPolygon{Type: "Polygon", Coordinates: t.Read.Footprint(info.GeoTransform)},

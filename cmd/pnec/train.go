@@ -165,8 +165,9 @@ func newEpochReporter(w io.Writer, total int, prefix string) *epochReporter {
 // and desc the text beside it.
 func (r *epochReporter) report(step, total int, e model.EpochStats, desc string) {
 	if r.term {
-		r.bar.Describe(fmt.Sprintf("%s %s loss %.4f train acc %5.1f%%", r.prefix, desc, e.Loss, 100*e.TrainAccuracy))
+		// Set before Describe: each renders, and the last render must show both.
 		_ = r.bar.Set(step)
+		r.bar.Describe(fmt.Sprintf("%s %s loss %.4f train acc %5.1f%%", r.prefix, desc, e.Loss, 100*e.TrainAccuracy))
 		return
 	}
 	every := max(1, e.Epochs/20)
