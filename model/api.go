@@ -44,7 +44,6 @@ type Prediction struct {
 	Uncertainty         []float32 // [Rows][Cols], G~ in 0..1
 }
 
-
 // ErrBandCount is returned (wrapped) when a scene's band count differs from the model's.
 var ErrBandCount = errors.New("band count does not match the model")
 

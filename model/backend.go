@@ -13,8 +13,10 @@ import (
 
 // goBackendConfig is the configuration used for the pure-Go backend. The
 // default worker pool of GoMLX v0.28.2 can deadlock on graphs with several
-// independent matmuls (TOOLCHAIN.md); running ops in sequence avoids it while
-// every matmul still uses all cores internally.
+// independent matmuls (TOOLCHAIN.md); an unbounded pool (parallelism=-1)
+// avoids it. It was also measured here against "go:ops_sequential": full-scene
+// inference 2.1 vs 4.8 CPU-s, because independent ops (the two Mamba branches,
+// whose elementwise kernels are single-threaded) then run side by side.
 const goBackendConfig = "go:parallelism=-1"
 
 func init() {
@@ -67,6 +69,15 @@ func openBackend(name string) (b compute.Backend, config string, err error) {
 	b, err = func() (compute.Backend, error) {
 		xlaMu.Lock()
 		defer xlaMu.Unlock() // also when it panics
+		if strings.HasPrefix(config, "go:") {
+			// The Go backend prints its parallelism setting to stdout, which
+			// would corrupt machine-readable output (pnec evaluate --json).
+			if devnull, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0); err == nil {
+				saved := os.Stdout
+				os.Stdout = devnull
+				defer func() { os.Stdout = saved; devnull.Close() }()
+			}
+		}
 		return compute.NewWithConfig(config)
 	}()
 	if err != nil {

@@ -27,27 +27,27 @@ type paramMeta struct {
 
 // modelMeta is the JSON header of a model file: everything but the numbers.
 type modelMeta struct {
-	Format        string    `json:"format"`
-	Version       string    `json:"software_version"`
-	Backend       string    `json:"trained_backend"`
-	Config        Config    `json:"config"`
-	Bands         int       `json:"bands"`
-	WavelengthsNM []float64 `json:"wavelengths_nm,omitempty"`
-	Classes       []Class   `json:"classes"`
-	StretchLo     []float32 `json:"stretch_p2"`
-	StretchHi     []float32 `json:"stretch_p98"`
-	SceneRows     int       `json:"train_scene_rows"`
-	SceneCols     int       `json:"train_scene_cols"`
-	TrainSplit    string    `json:"train_split"` // "seed" or "mask"
-	TrainPerClass int       `json:"train_per_class,omitempty"`
-	SplitSeed     int64     `json:"split_seed"`
-	Seed          int64     `json:"seed"`
-	TrainIndices  []int     `json:"train_indices"`
-	FinalLoss     float64   `json:"final_loss"`
-	TrainAccuracy float64   `json:"train_accuracy"`
-	TrainSeconds  float64   `json:"train_seconds"`
+	Format        string      `json:"format"`
+	Version       string      `json:"software_version"`
+	Backend       string      `json:"trained_backend"`
+	Config        Config      `json:"config"`
+	Bands         int         `json:"bands"`
+	WavelengthsNM []float64   `json:"wavelengths_nm,omitempty"`
+	Classes       []Class     `json:"classes"`
+	StretchLo     []float32   `json:"stretch_p2"`
+	StretchHi     []float32   `json:"stretch_p98"`
+	SceneRows     int         `json:"train_scene_rows"`
+	SceneCols     int         `json:"train_scene_cols"`
+	TrainSplit    string      `json:"train_split"` // "seed" or "mask"
+	TrainPerClass int         `json:"train_per_class,omitempty"`
+	SplitSeed     int64       `json:"split_seed"`
+	Seed          int64       `json:"seed"`
+	TrainIndices  []int       `json:"train_indices"`
+	FinalLoss     float64     `json:"final_loss"`
+	TrainAccuracy float64     `json:"train_accuracy"`
+	TrainSeconds  float64     `json:"train_seconds"`
 	Params        []paramMeta `json:"params"`
-	PrototypeRows int       `json:"prototype_rows"`
+	PrototypeRows int         `json:"prototype_rows"`
 }
 
 // encode writes the file body (without the trailing checksum).

@@ -27,11 +27,11 @@ func (n *net) sg(x *Node) *Node {
 
 // outputs of one forward pass, all at stride 4 over the L = Hs*Ws grid cells.
 type fwd struct {
-	F, Fspa, Fdiff     *Node // [L, D]
-	Zspa, Zdiff, Zraw  *Node // [L, K]
-	S, Q               *Node // [L, K]
-	Gtilde             *Node // [L]
-	Zcal               *Node // [L, K]
+	F, Fspa, Fdiff    *Node // [L, D]
+	Zspa, Zdiff, Zraw *Node // [L, K]
+	S, Q              *Node // [L, K]
+	Gtilde            *Node // [L]
+	Zcal              *Node // [L, K]
 }
 
 func (n *net) linear(x *Node, name string) *Node {
@@ -111,11 +111,11 @@ func (n *net) mamba(x *Node, name string) *Node {
 	xs := Reshape(Slice(xBC, AxisRange(), AxisRange(0, d.E)), l, d.Heads, d.HeadDim)
 	bm := Slice(xBC, AxisRange(), AxisRange(d.E, d.E+d.N))
 	cm := Slice(xBC, AxisRange(), AxisRange(d.E+d.N, d.E+2*d.N))
-	dt := Softplus(Add(dtRaw, ExpandLeftToRank(n.p[name+".dtbias"], 2)))     // [L, H]
-	a := ExpandLeftToRank(Neg(Exp(n.p[name+".alog"])), 2) // [1, H]
-	dA := Mul(dt, a)                                      // [L, H], log decay per step
-	xdt := Mul(xs, InsertAxes(dt, -1))                     // [L, H, P]
-	y := ssdScan(xdt, dA, bm, cm, d.Chunk)                 // [L, H, P]
+	dt := Softplus(Add(dtRaw, ExpandLeftToRank(n.p[name+".dtbias"], 2))) // [L, H]
+	a := ExpandLeftToRank(Neg(Exp(n.p[name+".alog"])), 2)                // [1, H]
+	dA := Mul(dt, a)                                                     // [L, H], log decay per step
+	xdt := Mul(xs, InsertAxes(dt, -1))                                   // [L, H, P]
+	y := ssdScan(xdt, dA, bm, cm, d.Chunk)                               // [L, H, P]
 	y = Add(y, Mul(xs, Reshape(n.p[name+".dskip"], 1, d.Heads, 1)))
 	y = Mul(Reshape(y, l, d.E), silu(z))
 	return n.linear(y, name+".out")
@@ -163,15 +163,15 @@ func ssdScan(x, dA, b, c *Node, q int) *Node {
 	// "non-transposed" layout): for small matmuls with a short contraction
 	// (the state size) the Go backend's kernel for that layout is several
 	// times faster than the dot-product kernel it uses after transposing.
-	bT := Transpose(b, 1, 2)                // [nc, n, r]
-	scores := bmm(c, bT) // [nc, s, r]
+	bT := Transpose(b, 1, 2) // [nc, n, r]
+	scores := bmm(c, bT)     // [nc, s, r]
 	m := Mul(Mul(Exp(MinScalar(diff, 0)), maskF), InsertAxes(scores, 1))
-	xT := Transpose(x, 1, 2)                      // [nc, h, q, p]
+	xT := Transpose(x, 1, 2) // [nc, h, q, p]
 	yDiag := Reshape(bmm(Reshape(m, nc*h, q, q), Reshape(xT, nc*h, q, p)), nc, h, q, p)
 
 	// State at the end of each chunk from its own tokens.
-	last := Slice(cum, AxisRange(), AxisElem(q-1))               // [nc, 1, h]
-	decayToEnd := Exp(Sub(last, cum))                            // [nc, q, h]
+	last := Slice(cum, AxisRange(), AxisElem(q-1)) // [nc, 1, h]
+	decayToEnd := Exp(Sub(last, cum))              // [nc, q, h]
 	states := Reshape(bmm(bT, Reshape(Mul(x, InsertAxes(decayToEnd, -1)), nc, q, h*p)), nc, nst, h, p)
 
 	// Inter-chunk pass: state entering chunk i = sum_{j<i} exp(A_{j+1..i-1}) states_j.

@@ -143,7 +143,6 @@ func meanStd(v []float64) (mean, std float64) {
 	return mean, std
 }
 
-
 // TestJasperRidgeFixedSplit trains the full model on Jasper Ridge (labels =
 // argmax abundance) with its fixed 15-per-class split. PNEC_RUNS as above.
 func TestJasperRidgeFixedSplit(t *testing.T) {

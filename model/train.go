@@ -3,8 +3,8 @@ package model
 import (
 	"context"
 
-	"github.com/gomlx/compute"
 	"fmt"
+	"github.com/gomlx/compute"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -287,11 +287,11 @@ func newTrainData(s Scene, lo, hi []float32, trainIdx []int, ytrain []int32) tra
 
 // trainer holds the compiled training step and the current state as tensors.
 type trainer struct {
-	exec   *Exec
-	cfg    Config
-	names  []string
-	state  []*tensors.Tensor // protos, protoInit, params..., adamM..., adamV...
-	t      int
+	exec  *Exec
+	cfg   Config
+	names []string
+	state []*tensors.Tensor // protos, protoInit, params..., adamM..., adamV...
+	t     int
 }
 
 const (
@@ -392,9 +392,9 @@ func (n *net) loss(x, anchor, wtr, ytr, cellMask, calib, protos, protoInit *Node
 // uninitialised prototype (init 0) takes the normalised mean, the others
 // Norm(m p + (1-m) mean); classes absent from this step keep theirs.
 func updateBank(f, anchor, protos, init *Node, k int, momentum float64) (newProtos, newInit *Node) {
-	hot := OneHot(anchor, k, f.DType()) // rows of -1 are all zero
-	sums := MatMul(Transpose(hot, 0, 1), f)          // [K, D]
-	counts := ReduceSum(hot, 0)                      // [K]
+	hot := OneHot(anchor, k, f.DType())     // rows of -1 are all zero
+	sums := MatMul(Transpose(hot, 0, 1), f) // [K, D]
+	counts := ReduceSum(hot, 0)             // [K]
 	mean := l2normalize(Div(sums, InsertAxes(MaxScalar(counts, 1), -1)), 1)
 	mixed := l2normalize(Add(MulScalar(protos, momentum), MulScalar(mean, 1-momentum)), 1)
 	zero := ScalarZero(f.Graph(), f.DType())
