@@ -48,6 +48,15 @@ type modelMeta struct {
 	TrainSeconds  float64     `json:"train_seconds"`
 	Params        []paramMeta `json:"params"`
 	PrototypeRows int         `json:"prototype_rows"`
+	// SpectralClasses is the dense class of each training pixel whose raw
+	// spectrum is stored after the prototype bank (spectralSpectra,
+	// [len][Bands]) for the spectral reliability; absent in older files.
+	SpectralClasses []int     `json:"spectral_reference_classes,omitempty"`
+	spectralSpectra []float32 // not JSON: binary after the prototype bank
+	// GroupNormStats are the GroupNorm statistics of the inference mode
+	// (see groupNormStats); absent in older files, which predict with
+	// per-image statistics.
+	GroupNormStats []normStat `json:"groupnorm_stats,omitempty"`
 }
 
 // encode writes the file body (without the trailing checksum).
@@ -71,6 +80,7 @@ func (m *Model) encode(w io.Writer) error {
 		writeFloats(&buf, p.Data)
 	}
 	writeFloats(&buf, m.protos)
+	writeFloats(&buf, m.meta.spectralSpectra)
 	_, err = w.Write(buf.Bytes())
 	return err
 }
@@ -182,10 +192,19 @@ func decodeModel(data []byte) (*Model, error) {
 		return nil, err
 	}
 	m.protos = protos
+	if m.meta.spectralSpectra, err = read(len(meta.SpectralClasses) * meta.Bands); err != nil {
+		return nil, err
+	}
 	if len(rest) != 0 {
 		return nil, fmt.Errorf("%w: %d trailing bytes", ErrModelFile, len(rest))
 	}
 	if err := m.check(); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrModelFile, err)
+	}
+	if err := m.checkSpectra(); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrModelFile, err)
+	}
+	if err := m.checkNormStats(); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrModelFile, err)
 	}
 	return m, nil

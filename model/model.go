@@ -2,6 +2,7 @@ package model
 
 import (
 	"fmt"
+	"math"
 	"slices"
 )
 
@@ -87,4 +88,38 @@ func PaletteColor(v int) [3]uint8 {
 		return [3]uint8{0, 0, 0}
 	}
 	return palette[(v-1)%len(palette)]
+}
+
+// normStat is the stored per-group mean and variance of one GroupNorm call
+// (Key is normKey's name), used by Predict in inference mode.
+type normStat struct {
+	Key  string    `json:"layer"`
+	Mean []float32 `json:"mean"`
+	Var  []float32 `json:"var"`
+}
+
+// FixedNorm reports whether the model stores GroupNorm statistics, so that
+// Predict normalises every scene and tile identically (inference mode).
+// Models saved before the statistics existed normalise each input with its
+// own statistics, and tiles of a scene then see slightly different networks.
+func (m *Model) FixedNorm() bool { return len(m.meta.GroupNormStats) > 0 }
+
+// checkNormStats verifies stored GroupNorm statistics (none is valid).
+func (m *Model) checkNormStats() error {
+	seen := map[string]bool{}
+	for _, st := range m.meta.GroupNormStats {
+		if seen[st.Key] {
+			return fmt.Errorf("group norm statistics for %q twice", st.Key)
+		}
+		seen[st.Key] = true
+		if len(st.Mean) != m.meta.Config.Groups || len(st.Var) != m.meta.Config.Groups {
+			return fmt.Errorf("group norm statistics for %q have %d/%d values, want %d groups", st.Key, len(st.Mean), len(st.Var), m.meta.Config.Groups)
+		}
+		for g := range st.Mean {
+			if v := float64(st.Var[g]); math.IsNaN(float64(st.Mean[g])) || math.IsInf(float64(st.Mean[g]), 0) || !(v >= 0) || math.IsInf(v, 0) {
+				return fmt.Errorf("group norm statistics for %q group %d: mean %g, variance %g", st.Key, g, st.Mean[g], st.Var[g])
+			}
+		}
+	}
+	return nil
 }

@@ -1,6 +1,7 @@
 package model
 
 import (
+	"fmt"
 	"math"
 
 	"github.com/gomlx/compute/dtypes"
@@ -15,6 +16,32 @@ type net struct {
 	// keepGradients turns the deliberate StopGradients off: the gradient
 	// test compares against finite differences, which see through them.
 	keepGradients bool
+	// fixedNorm, when non-nil, holds stored per-group mean and variance
+	// ([Groups] each) for every GroupNorm call, keyed by normKey: inference
+	// mode, in which the normalisation no longer depends on the input's
+	// extent, so a tile is normalised exactly like the whole scene.
+	fixedNorm map[string][2]*Node
+	// recordNorm, when non-nil, collects the per-image statistics of each
+	// GroupNorm call (the pass that derives the stored statistics).
+	recordNorm *[]normRecord
+	// normCalls counts GroupNorm calls per layer name during one graph
+	// build (the head's norm runs twice, on raw and on calibrated features).
+	normCalls map[string]int
+}
+
+// normRecord is one GroupNorm call's per-image statistics in a graph.
+type normRecord struct {
+	key      string
+	mean, vr *Node // [Groups]
+}
+
+// normKey names the c-th call (from 1) of the GroupNorm layer name: the
+// layer name for the first, name#c after it.
+func normKey(name string, c int) string {
+	if c <= 1 {
+		return name
+	}
+	return fmt.Sprintf("%s#%d", name, c)
 }
 
 // sg is StopGradient unless n.keepGradients.
@@ -41,14 +68,29 @@ func (n *net) linear(x *Node, name string) *Node {
 func silu(x *Node) *Node { return Mul(x, Sigmoid(x)) }
 
 // groupNorm normalises x [M, C] over M and C/groups per group, with affine
-// parameters; 1/Sqrt instead of Rsqrt because Rsqrt has no gradient in the Go backend.
+// parameters: with the input's own statistics (training, as in the paper,
+// and models without stored statistics) or with n.fixedNorm's; 1/Sqrt instead of Rsqrt because Rsqrt has no gradient in the Go backend.
 func (n *net) groupNorm(x *Node, name string) *Node {
 	m, c := x.Shape().Dimensions[0], x.Shape().Dimensions[1]
 	g := n.d.Groups
 	xg := Reshape(x, m, g, c/g)
-	mean := ReduceAndKeep(xg, ReduceMean, 0, 2)
+	if n.normCalls == nil {
+		n.normCalls = map[string]int{}
+	}
+	n.normCalls[name]++
+	key := normKey(name, n.normCalls[name])
+	var mean, variance *Node
+	if st, ok := n.fixedNorm[key]; ok {
+		mean = Reshape(ConvertDType(st[0], x.DType()), 1, g, 1)
+		variance = Reshape(ConvertDType(st[1], x.DType()), 1, g, 1)
+	} else {
+		mean = ReduceAndKeep(xg, ReduceMean, 0, 2)
+		variance = ReduceAndKeep(Square(Sub(xg, mean)), ReduceMean, 0, 2)
+		if n.recordNorm != nil {
+			*n.recordNorm = append(*n.recordNorm, normRecord{key: key, mean: Reshape(mean, g), vr: Reshape(variance, g)})
+		}
+	}
 	xc := Sub(xg, mean)
-	variance := ReduceAndKeep(Square(xc), ReduceMean, 0, 2)
 	inv := Inverse(Sqrt(AddScalar(variance, 1e-5)))
 	y := Reshape(Mul(xc, inv), m, c)
 	return Add(Mul(y, ExpandLeftToRank(n.p[name+".g"], 2)), ExpandLeftToRank(n.p[name+".b"], 2))

@@ -41,21 +41,24 @@ func NewPredictor(m *Model, backend string) (*Predictor, error) {
 	for i, prm := range m.params {
 		names[i] = prm.Name
 	}
+	stats := m.meta.GroupNormStats
 	fn := func(g *Graph, in []*Node) []*Node {
 		x, ur, uc, protos := in[0], in[1], in[2], in[3]
 		n.p = make(map[string]*Node, len(names))
 		for i, name := range names {
 			n.p[name] = in[4+i]
 		}
-		l := x.Shape().Dimensions[0] * x.Shape().Dimensions[1]
-		anchor := Const(g, tensorOf(make([]int32, l), l))
-		anchor = AddScalar(anchor, -1)
-		// Calibration is on except for the variants trained without it.
-		calib := 1.0
-		if ab := m.meta.Config.Ablation; ab == AblationBase || ab == AblationNoEC {
-			calib = 0
+		n.normCalls, n.fixedNorm = nil, nil
+		if len(stats) > 0 {
+			// Inference mode: every GroupNorm uses the statistics stored at
+			// training, so the result does not depend on the scene's extent.
+			n.fixedNorm = make(map[string][2]*Node, len(stats))
+			base := 4 + len(names)
+			for j, st := range stats {
+				n.fixedNorm[st.Key] = [2]*Node{in[base+2*j], in[base+2*j+1]}
+			}
 		}
-		o := n.forward(x, func(*Node) *Node { return protos }, anchor, Scalar(g, x.DType(), calib))
+		o := m.inferForward(n, x, protos)
 		forgetBMM(g)
 		prob := Softmax(upsample(o.Zcal, ur, uc), -1)
 		gt := upsample(InsertAxes(o.Gtilde, -1), ur, uc)
@@ -71,7 +74,87 @@ func NewPredictor(m *Model, backend string) (*Predictor, error) {
 	for _, prm := range m.params {
 		p.weights = append(p.weights, tensorOf(prm.Data, prm.Shape...))
 	}
+	for _, st := range stats {
+		p.weights = append(p.weights, tensorOf(st.Mean, len(st.Mean)), tensorOf(st.Var, len(st.Var)))
+	}
 	return p, nil
+}
+
+// inferForward is the inference forward pass: no anchor classes, and
+// calibration on except for the variants trained without it.
+func (m *Model) inferForward(n *net, x, protos *Node) fwd {
+	g := x.Graph()
+	l := x.Shape().Dimensions[0] * x.Shape().Dimensions[1]
+	anchor := AddScalar(Const(g, tensorOf(make([]int32, l), l)), -1)
+	calib := 1.0
+	if ab := m.meta.Config.Ablation; ab == AblationBase || ab == AblationNoEC {
+		calib = 0
+	}
+	return n.forward(x, func(*Node) *Node { return protos }, anchor, Scalar(g, x.DType(), calib))
+}
+
+// groupNormStats runs the inference pass of m once on its training scene s
+// with per-image statistics and returns each GroupNorm call's per-group
+// mean and variance, for the inference mode (like BatchNorm's running
+// statistics, but from the one training scene the paper trains on). With
+// them, Predict on s gives what the per-image network gives, and any tile
+// or other scene is normalised the same way.
+func groupNormStats(b compute.Backend, m *Model, s Scene) ([]normStat, error) {
+	d, err := makeDims(m.meta.Config, m.meta.Bands, len(m.meta.Classes))
+	if err != nil {
+		return nil, err
+	}
+	n := &net{d: d, cfg: m.meta.Config}
+	var keys []string
+	fn := func(g *Graph, in []*Node) []*Node {
+		x, protos := in[0], in[1]
+		n.p = make(map[string]*Node, len(m.params))
+		for i, prm := range m.params {
+			n.p[prm.Name] = in[2+i]
+		}
+		var recs []normRecord
+		n.recordNorm, n.normCalls, n.fixedNorm = &recs, nil, nil
+		o := m.inferForward(n, x, protos)
+		forgetBMM(g)
+		keys = keys[:0]
+		// The logits keep the whole pass in the graph.
+		out := []*Node{ReduceAllSum(o.Zcal)}
+		for _, r := range recs {
+			keys = append(keys, r.key)
+			out = append(out, r.mean, r.vr)
+		}
+		return out
+	}
+	exec, err := NewExec(b, fn)
+	if err != nil {
+		return nil, err
+	}
+	defer exec.Finalize()
+	hp, wp := padTo(s.Rows), padTo(s.Cols)
+	args := []any{tensorOf(cellMeans(s, m.meta.StretchLo, m.meta.StretchHi), hp/Stride, wp/Stride, s.Bands), tensorOf(m.protos, d.K, d.D)}
+	for _, prm := range m.params {
+		args = append(args, tensorOf(prm.Data, prm.Shape...))
+	}
+	out, err := exec.Call(args...)
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		for _, t := range out {
+			t.FinalizeAll()
+		}
+	}()
+	stats := make([]normStat, len(keys))
+	for j, k := range keys {
+		stats[j].Key = k
+		if stats[j].Mean, err = tensors.CopyFlatData[float32](out[1+2*j]); err != nil {
+			return nil, err
+		}
+		if stats[j].Var, err = tensors.CopyFlatData[float32](out[2+2*j]); err != nil {
+			return nil, err
+		}
+	}
+	return stats, nil
 }
 
 // upsample maps z [Hs*Ws, C] on the stride-4 grid to [Rows, Cols, C] with

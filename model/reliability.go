@@ -48,23 +48,35 @@ var ReliabilityKinds = []ReliabilityKind{
 // SpectralReliabilityKinds lists the kinds that need a SpectralReference.
 var SpectralReliabilityKinds = []ReliabilityKind{ReliabilitySpectral, ReliabilitySpectralMargin}
 
-// DefaultReliability is the kind products carry unless asked otherwise: of
-// ReliabilityKinds, the one with the best error AUROC on held-out pixels of
-// SalinasA and JasperRidge (measurements in docs/readme/evaluate.md).
-const DefaultReliability = ReliabilityCombined
+// DefaultReliability is the kind products carry unless asked otherwise:
+// the candidate with the best worst-case error AUROC on held-out pixels of
+// SalinasA and JasperRidge (measurements in docs/readme/evaluate.md). It
+// needs the training spectra the model file stores; for a model file
+// without them products fall back to FallbackReliability.
+const DefaultReliability = ReliabilitySpectral
+
+// FallbackReliability is the default for models without training spectra:
+// the best-measured kind computed from P_rec and G~ alone.
+const FallbackReliability = ReliabilityCombined
+
+// AllReliabilityKinds lists every kind, in the order reports print them.
+func AllReliabilityKinds() []ReliabilityKind {
+	return append(append([]ReliabilityKind(nil), ReliabilityKinds...), SpectralReliabilityKinds...)
+}
 
 // ParseReliability checks a kind's name ("" = DefaultReliability).
 func ParseReliability(s string) (ReliabilityKind, error) {
 	if s == "" {
 		return DefaultReliability, nil
 	}
-	for _, k := range ReliabilityKinds {
+	all := AllReliabilityKinds()
+	for _, k := range all {
 		if strings.EqualFold(s, string(k)) {
 			return k, nil
 		}
 	}
-	names := make([]string, len(ReliabilityKinds))
-	for i, k := range ReliabilityKinds {
+	names := make([]string, len(all))
+	for i, k := range all {
 		names[i] = string(k)
 	}
 	return "", fmt.Errorf("reliability %q: unknown; want one of %s", s, strings.Join(names, ", "))
@@ -135,120 +147,16 @@ func (k ReliabilityKind) PixelSpectral(p []float32, g, agreement float32) float3
 	return k.Pixel(p, g)
 }
 
-// SpectralReference holds the spectra of the training pixels and their
-// dense classes. Its Agreement says whether a pixel's spectrum looks like
-// the training pixels of the class it was given rather than those of any
-// other class, by spectral angle, which ignores illumination scale.
-type SpectralReference struct {
-	bands, classes int
-	unit           []float64 // [n][bands], each spectrum scaled to unit length
-	class          []int
-}
-
-// NewSpectralReference builds a reference from spectra ([n][bands],
-// pixel-interleaved) of dense classes class[i] in 0..classes-1. Spectra of
-// zero length (no data) are skipped.
-func NewSpectralReference(spectra []float32, bands int, class []int, classes int) (*SpectralReference, error) {
-	if bands < 1 || len(spectra) != len(class)*bands {
-		return nil, fmt.Errorf("spectral reference: %d values for %d pixels of %d bands", len(spectra), len(class), bands)
-	}
-	r := &SpectralReference{bands: bands, classes: classes}
-	seen := map[int]bool{}
-	for i, c := range class {
-		if c < 0 || c >= classes {
-			return nil, fmt.Errorf("spectral reference: pixel %d has class %d outside 0..%d", i, c, classes-1)
-		}
-		u, ok := unitSpectrum(spectra[i*bands : (i+1)*bands])
-		if !ok {
-			continue
-		}
-		r.unit = append(r.unit, u...)
-		r.class = append(r.class, c)
-		seen[c] = true
-	}
-	if len(seen) < 2 {
-		return nil, fmt.Errorf("spectral reference: spectra of %d classes, need at least 2", len(seen))
-	}
-	return r, nil
-}
-
-func unitSpectrum(s []float32) ([]float64, bool) {
-	n := 0.0
-	for _, v := range s {
-		n += float64(v) * float64(v)
-	}
-	if !(n > 0) || math.IsInf(n, 0) {
-		return nil, false
-	}
-	inv := 1 / math.Sqrt(n)
-	u := make([]float64, len(s))
-	for i, v := range s {
-		u[i] = float64(v) * inv
-	}
-	return u, true
-}
-
-// Bands is the spectrum length the reference takes.
-func (r *SpectralReference) Bands() int { return r.bands }
-
-// Agreement returns a_other / (a_label + a_other) in 0..1, with a_label the
-// spectral angle from spectrum to the nearest reference pixel of class label
-// and a_other to the nearest of any other class: above 0.5 when the spectrum
-// is closer to its label's training pixels. A label without reference pixels
-// gives 0; a zero spectrum NaN.
-func (r *SpectralReference) Agreement(spectrum []float32, label int) float32 {
-	if len(spectrum) != r.bands {
-		return float32(math.NaN())
-	}
-	norm := 0.0
-	for _, v := range spectrum {
-		norm += float64(v) * float64(v)
-	}
-	if !(norm > 0) || math.IsInf(norm, 0) {
-		return float32(math.NaN())
-	}
-	// The angle falls as the cosine rises, so the nearest reference of each
-	// group is the one with the largest dot product with the unit reference;
-	// acos is taken once per group, not once per reference.
-	cosLabel, cosOther := math.Inf(-1), math.Inf(-1)
-	for j, c := range r.class {
-		ref := r.unit[j*r.bands : (j+1)*r.bands : (j+1)*r.bands]
-		var d0, d1, d2, d3 float64
-		b := 0
-		for ; b+4 <= len(ref); b += 4 {
-			d0 += ref[b] * float64(spectrum[b])
-			d1 += ref[b+1] * float64(spectrum[b+1])
-			d2 += ref[b+2] * float64(spectrum[b+2])
-			d3 += ref[b+3] * float64(spectrum[b+3])
-		}
-		for ; b < len(ref); b++ {
-			d0 += ref[b] * float64(spectrum[b])
-		}
-		dot := d0 + d1 + d2 + d3
-		if c == label {
-			cosLabel = math.Max(cosLabel, dot)
-		} else {
-			cosOther = math.Max(cosOther, dot)
-		}
-	}
-	if math.IsInf(cosLabel, -1) {
-		return 0
-	}
-	inv := 1 / math.Sqrt(norm)
-	angle := func(cos float64) float64 { return math.Acos(math.Max(-1, math.Min(1, cos*inv))) }
-	aLabel, aOther := angle(cosLabel), angle(cosOther)
-	if aLabel+aOther == 0 {
-		return 0.5
-	}
-	return float32(aOther / (aLabel + aOther))
-}
-
 // Reliability computes kind for every pixel of prec ([pixels][classes],
 // recovered probabilities) with uncertainty ([pixels], G~; may be nil for
-// kinds that do not use it). Pixels with no data get NaN.
+// kinds that do not use it). Pixels with no data get NaN. The spectral
+// kinds need each pixel's spectrum: use PixelSpectral with AgreementOf.
 func Reliability(kind ReliabilityKind, prec, uncertainty []float32, classes int) ([]float32, error) {
 	if _, err := ParseReliability(string(kind)); err != nil {
 		return nil, err
+	}
+	if kind.NeedsSpectrum() {
+		return nil, fmt.Errorf("reliability %s: needs the pixels' spectra (PixelSpectral)", kind)
 	}
 	if classes < 1 || len(prec)%classes != 0 {
 		return nil, fmt.Errorf("reliability: %d probabilities do not divide into %d classes", len(prec), classes)

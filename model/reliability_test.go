@@ -147,8 +147,8 @@ func TestSpectralReference(t *testing.T) {
 			t.Errorf("%s: got nil error", bad.name)
 		}
 	}
-	if _, err := ParseReliability("spectral"); err == nil {
-		t.Error("ParseReliability(spectral): products cannot carry it yet; got nil error")
+	if k, err := ParseReliability("Spectral"); err != nil || k != ReliabilitySpectral {
+		t.Errorf("ParseReliability(Spectral): got %q, %v; want spectral", k, err)
 	}
 }
 

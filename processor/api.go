@@ -30,8 +30,11 @@ type Options struct {
 	// ReliabilityFloat32 writes the reliability band as Float32 0..1 (NaN
 	// nodata) instead of Byte percent (255 nodata).
 	ReliabilityFloat32 bool
-	// Reliability is the score the reliability band carries ("" =
-	// model.DefaultReliability); see model.ReliabilityKind.
+	// Reliability is the score the reliability band carries; see
+	// model.ReliabilityKind. "" = model.DefaultReliability when the model
+	// file holds the training spectra, else model.FallbackReliability (with
+	// a log line). A spectral kind asked of a model without them fails with
+	// model.ErrNoSpectralReference.
 	Reliability model.ReliabilityKind
 	// Progress, when set, is called after every tile is stitched with the
 	// number of tiles done and their total; from the stitching goroutine.
@@ -88,7 +91,8 @@ type Classifier struct {
 	pred predictor
 	log  *slog.Logger
 	kind model.ReliabilityKind
-	busy chan struct{} // one Classify at a time
+	ref  *model.SpectralReference // training spectra; nil unless kind needs them
+	busy chan struct{}            // one Classify at a time
 }
 
 // NewClassifier prepares m for classification with opts.
@@ -105,7 +109,11 @@ func NewClassifier(m *model.Model, opts Options) (*Classifier, error) {
 	if err := m.Recovery().Validate(); err != nil {
 		return nil, fmt.Errorf("processor: model: %w", err)
 	}
-	kind, err := model.ParseReliability(string(opts.Reliability))
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	kind, ref, err := ResolveReliability(m, opts.Reliability, log)
 	if err != nil {
 		return nil, fmt.Errorf("processor: %w", err)
 	}
@@ -113,11 +121,38 @@ func NewClassifier(m *model.Model, opts Options) (*Classifier, error) {
 	if err != nil {
 		return nil, fmt.Errorf("processor: prepare backend %q: %w", opts.Backend, err)
 	}
-	log := opts.Logger
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
+	return &Classifier{m: m, opts: opts, pred: pred, log: log, kind: kind, ref: ref, busy: make(chan struct{}, 1)}, nil
+}
+
+// ResolveReliability picks the reliability kind products of m carry when
+// asked for asked ("" = the default) and, for the spectral kinds, the
+// model's training spectra. The default is model.DefaultReliability when m
+// stores its training spectra and model.FallbackReliability otherwise
+// (logged on log, which may be nil); an explicitly asked spectral kind that
+// m cannot compute is an error wrapping model.ErrNoSpectralReference.
+func ResolveReliability(m *model.Model, asked model.ReliabilityKind, log *slog.Logger) (model.ReliabilityKind, *model.SpectralReference, error) {
+	kind, err := model.ParseReliability(string(asked))
+	if err != nil {
+		return "", nil, err
 	}
-	return &Classifier{m: m, opts: opts, pred: pred, log: log, kind: kind, busy: make(chan struct{}, 1)}, nil
+	if !kind.NeedsSpectrum() {
+		return kind, nil, nil
+	}
+	ref, err := m.SpectralReference()
+	if err == nil && ref.Bands() != m.Bands() {
+		err = fmt.Errorf("training spectra of %d bands, model %d", ref.Bands(), m.Bands())
+	}
+	if err != nil {
+		if asked != "" {
+			return "", nil, fmt.Errorf("reliability %s: %w", kind, err)
+		}
+		if log != nil {
+			log.Info("reliability falls back: the model file holds no usable training spectra",
+				"wanted", kind, "using", model.FallbackReliability, "cause", err)
+		}
+		return model.FallbackReliability, nil, nil
+	}
+	return kind, ref, nil
 }
 
 // Backend names the backend the network runs on.

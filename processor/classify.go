@@ -27,7 +27,8 @@ type tileIn struct {
 type tileOut struct {
 	tile  tiling.Tile
 	pred  model.Prediction
-	valid []bool // input validity, TileRows x TileCols (padding replicated)
+	valid []bool    // input validity, TileRows x TileCols (padding replicated)
+	dist  []float32 // [TileRows*TileCols][K] class distances of the spectra (spectral kinds only)
 }
 
 // rowsOut is a run of final product rows.
@@ -110,8 +111,8 @@ func (c *Classifier) classify(parent context.Context, sceneName, out string) (re
 	preds := make(chan tileOut, 1)
 	rows := make(chan rowsOut, 2)
 	var readT, netT, stitchT, writeT time.Duration
-	st := &stitcher{plan: &plan, classes: classes, recovery: rp, kind: c.kind, out: rows, progress: c.opts.Progress,
-		counts: make(map[int]int64)}
+	st := &stitcher{plan: &plan, classes: classes, recovery: rp, kind: c.kind, spectral: c.ref != nil,
+		out: rows, progress: c.opts.Progress, counts: make(map[int]int64)}
 
 	var wg sync.WaitGroup
 	wg.Go(func() {
@@ -229,8 +230,22 @@ func (c *Classifier) runTiles(ctx context.Context, f *failer, name string, plan 
 			continue // drain: the reader stops by itself
 		}
 		t0 := time.Now()
+		// The spectral class distances depend on the tile's spectra only, so
+		// they run beside the network; the stitcher blends them like the
+		// probabilities and takes the final label's agreement.
+		var dist []float32
+		var distErr error
+		var distDone sync.WaitGroup
+		if c.ref != nil {
+			dist = make([]float32, t.scene.Rows*t.scene.Cols*k)
+			distDone.Go(func() { distErr = c.ref.ClassDistances(t.scene.Data, t.scene.Valid, dist) })
+		}
 		p, err := c.pred.Predict(ctx, t.scene)
+		distDone.Wait()
 		busy += time.Since(t0)
+		if err == nil && distErr != nil {
+			err = fmt.Errorf("spectral reliability: %w", distErr)
+		}
 		if err != nil {
 			f.fail(fmt.Errorf("classify %s tile %d %v: %w", name, t.tile.Index, t.tile.Input, err))
 			continue
@@ -242,7 +257,7 @@ func (c *Classifier) runTiles(ctx context.Context, f *failer, name string, plan 
 			continue
 		}
 		select {
-		case out <- tileOut{tile: t.tile, pred: p, valid: t.scene.Valid}:
+		case out <- tileOut{tile: t.tile, pred: p, valid: t.scene.Valid, dist: dist}:
 		case <-ctx.Done():
 		}
 	}
@@ -256,6 +271,7 @@ type stitcher struct {
 	classes  []model.Class
 	recovery model.RecoveryParams
 	kind     model.ReliabilityKind
+	spectral bool // tiles carry class distances (K more canvas channels)
 	out      chan<- rowsOut
 	progress func(done, total int)
 
@@ -266,17 +282,26 @@ type stitcher struct {
 	counts  map[int]int64
 }
 
-// Canvas channels per pixel after the K class probabilities.
+// Canvas channels per pixel after the K class probabilities; with a
+// spectral reliability, K class distances follow them.
 const (
 	chUncertainty = iota
 	chValid
 	extraChannels
 )
 
+// depth is the number of canvas channels per pixel.
+func (s *stitcher) depth() int {
+	k := len(s.classes)
+	if s.spectral {
+		return 2*k + extraChannels
+	}
+	return k + extraChannels
+}
+
 func (s *stitcher) run(ctx context.Context, f *failer, in <-chan tileOut) time.Duration {
 	var busy time.Duration
-	k := len(s.classes)
-	s.canvas = tiling.NewCanvas(s.plan.Cols, k+extraChannels)
+	s.canvas = tiling.NewCanvas(s.plan.Cols, s.depth())
 	bands := s.plan.RowBands()
 	done := 0
 	for t := range in {
@@ -313,8 +338,11 @@ func (s *stitcher) run(ctx context.Context, f *failer, in <-chan tileOut) time.D
 // add blends one tile's probabilities, uncertainty and validity.
 func (s *stitcher) add(t tileOut) error {
 	k := len(s.classes)
-	d := k + extraChannels
+	d := s.depth()
 	n := t.pred.Rows * t.pred.Cols
+	if s.spectral && len(t.dist) != n*k {
+		return fmt.Errorf("stitch tile %d: %d class distances for %d pixels of %d classes", t.tile.Index, len(t.dist), n, k)
+	}
 	if cap(s.buf) < n*d {
 		s.buf = make([]float32, n*d)
 	}
@@ -326,6 +354,9 @@ func (s *stitcher) add(t tileOut) error {
 		px[k+chValid] = 0
 		if t.valid == nil || t.valid[i] {
 			px[k+chValid] = 1
+		}
+		if s.spectral {
+			copy(px[k+extraChannels:], t.dist[i*k:(i+1)*k])
 		}
 	}
 	if err := s.canvas.Add(s.plan, t.tile, buf); err != nil {
@@ -359,12 +390,16 @@ func (s *stitcher) finalize(ctx context.Context, limit int) error {
 // rows computes product rows [lo, hi) from canvas rows [lo-h, hi+h) clipped to the scene.
 func (s *stitcher) rows(lo, hi, h int) (rowsOut, error) {
 	k := len(s.classes)
-	d := k + extraChannels
+	d := s.depth()
 	cols := s.plan.Cols
 	inLo, inHi := max(lo-h, 0), min(hi+h, s.plan.Rows)
 	prob := make([]float32, (inHi-inLo)*cols*k)
 	valid := make([]bool, (inHi-inLo)*cols)
 	unc := make([]float32, (hi-lo)*cols)
+	var dist []float32 // [hi-lo rows][cols][k]
+	if s.spectral {
+		dist = make([]float32, (hi-lo)*cols*k)
+	}
 	for r := inLo; r < inHi; r++ {
 		row, err := s.canvas.Row(r)
 		if err != nil {
@@ -380,7 +415,11 @@ func (s *stitcher) rows(lo, hi, h int) (rowsOut, error) {
 				copy(prob[i*k:(i+1)*k], px[:k])
 			}
 			if r >= lo && r < hi {
-				unc[(r-lo)*cols+c] = px[k+chUncertainty]
+				j := (r-lo)*cols + c
+				unc[j] = px[k+chUncertainty]
+				if dist != nil {
+					copy(dist[j*k:(j+1)*k], px[k+extraChannels:])
+				}
 			}
 		}
 	}
@@ -404,7 +443,11 @@ func (s *stitcher) rows(lo, hi, h int) (rowsOut, error) {
 		}
 		v := s.classes[best].Value
 		out.class[i] = uint16(v)
-		out.rel[i] = s.kind.Pixel(px, unc[i])
+		if dist != nil {
+			out.rel[i] = s.kind.PixelSpectral(px, unc[i], model.AgreementOf(dist[i*k:(i+1)*k], best))
+		} else {
+			out.rel[i] = s.kind.Pixel(px, unc[i])
+		}
 		s.valid++
 		s.counts[v]++
 	}

@@ -117,13 +117,21 @@ type ScoreSpec struct {
 	// training scene's size TrainRows x TrainCols.
 	TrainIndices         []int
 	TrainRows, TrainCols int
+	// Spectral is the model's stored training spectra (nil for model files
+	// without them). With it the spectral candidates are scored on any
+	// scene, and the default is model.DefaultReliability, as in products.
+	Spectral *model.SpectralReference
 }
 
 // SpecOf describes m for Score.
 func SpecOf(m *model.Model) ScoreSpec {
 	r, c := m.TrainSceneSize()
-	return ScoreSpec{Checksum: m.Checksum(), Backend: m.Backend(), Ablation: m.Config().Ablation,
+	spec := ScoreSpec{Checksum: m.Checksum(), Backend: m.Backend(), Ablation: m.Config().Ablation,
 		Classes: m.Classes(), Recovery: m.Recovery(), TrainIndices: m.TrainIndices(), TrainRows: r, TrainCols: c}
+	if _, ref, err := ResolveReliability(m, model.DefaultReliability, nil); err == nil {
+		spec.Spectral = ref
+	}
+	return spec
 }
 
 // Score evaluates a prediction of the model m describes against labels. It
@@ -215,8 +223,18 @@ func Score(m ScoreSpec, pred model.Prediction, scene model.Scene, labels []int32
 		wrong[j] = argmaxAt(final, K, i) != truth[j]
 	}
 	kinds := model.ReliabilityKinds
-	var agreement []float32 // by test pixel
-	if ref := spectralReference(m, scene, dense, labels, K); ref != nil {
+	defaultKind := model.FallbackReliability // what products of this model carry by default
+	var agreement []float32                  // by test pixel
+	ref := m.Spectral
+	if ref != nil {
+		defaultKind = model.DefaultReliability
+	} else {
+		ref = spectralReference(m, scene, dense, labels, K)
+	}
+	if ref != nil && (scene.Bands != ref.Bands() || len(scene.Data) != n*scene.Bands) {
+		ref = nil // no spectra to compare (Score without scene data)
+	}
+	if ref != nil {
 		kinds = append(slices.Clone(kinds), model.SpectralReliabilityKinds...)
 		agreement = make([]float32, len(test))
 		B := scene.Bands
@@ -242,7 +260,7 @@ func Score(m ScoreSpec, pred model.Prediction, scene model.Scene, labels []int32
 		if err != nil {
 			return Evaluation{}, fmt.Errorf("reliability %s: %w", kind, err)
 		}
-		ev.Reliability = append(ev.Reliability, ReliabilityScore{Kind: kind, Default: kind == model.DefaultReliability, ErrorDetection: d})
+		ev.Reliability = append(ev.Reliability, ReliabilityScore{Kind: kind, Default: kind == defaultKind, ErrorDetection: d})
 	}
 	return ev, nil
 }

@@ -196,7 +196,7 @@ func TestEvaluationOutputs(t *testing.T) {
 	if err := ev.WriteText(&buf); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"OA", "kappa", "3 c (0 px)", "error AUROC", string(model.DefaultReliability) + " (default)", "without recovery"} {
+	for _, want := range []string{"OA", "kappa", "3 c (0 px)", "error AUROC", string(model.FallbackReliability) + " (default)", "without recovery"} {
 		if !strings.Contains(buf.String(), want) {
 			t.Errorf("text output lacks %q:\n%s", want, buf.String())
 		}

@@ -40,6 +40,11 @@ func planScene(rows, cols, bands int, m *model.Model, opts Options, lazy bool) (
 	if m != nil {
 		cost.Bands = m.Bands()
 		cost.Classes = len(m.Classes())
+		if _, ref, err := ResolveReliability(m, opts.Reliability, nil); err == nil && ref != nil {
+			// The spectral reliability adds one class cosine per class to
+			// every tile output and canvas pixel: count them as classes.
+			cost.Classes *= 2
+		}
 		cost.NetworkBytes = m.EstimatePredictBytes
 		window = m.Recovery().Window
 	}

@@ -25,7 +25,9 @@ func init() {
 		Description: "Runs the model on the whole image when the scene fits the memory budget, otherwise on\n" +
 			"overlapping tiles that are blended before the AvgPool recovery, and streams the product: band 1\n" +
 			"'class' (0 = no data), band 2 'reliability' (percent, 255 = no data; or Float32 0..1 with\n" +
-			"--reliability float32). The product is written beside OUTPUT and renamed into place when complete.\n" +
+			"--reliability float32). The reliability is by default the spectral agreement of each pixel with\n" +
+			"the model's training pixels of its label (--reliability-score; see 'pnec evaluate' for each kind's\n" +
+			"measured error AUROC). The product is written beside OUTPUT and renamed into place when complete.\n" +
 			"The scene is any GDAL dataset name (GeoTIFF, ENVI, VRT, /vsicurl/...). The positional form lets\n" +
 			"GDAL pipelines call pnec as an external step.\n\n" +
 			"Examples:\n" +
@@ -40,6 +42,7 @@ func init() {
 			&cli.StringFlag{Name: "backend", Usage: "compute backend `NAME`: go, xla:cpu, xla:cuda, xla:/abs/plugin.so (default: XLA when a PJRT plugin is installed, else go)"},
 			&cli.StringSliceFlag{Name: "co", Usage: "COG creation option `KEY=VALUE` (repeatable), e.g. --co COMPRESS=ZSTD --co BLOCKSIZE=256"},
 			&cli.StringFlag{Name: "reliability", Value: "byte", Usage: "reliability band `TYPE`: byte (percent 0-100, nodata 255) or float32 (0..1, NaN nodata)"},
+			&cli.StringFlag{Name: "reliability-score", Usage: "`KIND` of score the reliability band carries: spectral, spectral-margin, combined, margin, maxprob, entropy or gate (default: spectral, the best measured; combined for model files without training spectra)"},
 			&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "no progress and no summary line"},
 		}, planFlags()...),
 		Action: classifyAction,
@@ -136,6 +139,13 @@ func classifyAction(c *cli.Context) error {
 		opts.ReliabilityFloat32 = true
 	default:
 		return fmt.Errorf("--reliability %s: want byte or float32", c.String("reliability"))
+	}
+	if v := c.String("reliability-score"); v != "" {
+		kind, err := model.ParseReliability(v)
+		if err != nil {
+			return fmt.Errorf("--reliability-score: %w", err)
+		}
+		opts.Reliability = kind
 	}
 	quiet := c.Bool("quiet")
 	stderr := c.App.ErrWriter

@@ -20,7 +20,9 @@ func init() {
 			"labels, and the paper's reliability table for each reliability candidate: mean uncertainty\n" +
 			"(1 - reliability) of correct and of wrong test pixels, error AUROC (0.5 = chance, 1 = every\n" +
 			"error more uncertain than every correct pixel) and the share of errors among the 20% most\n" +
-			"uncertain test pixels.\n\n" +
+			"uncertain test pixels. The spectral candidates (spectral, spectral-margin) compare each pixel's\n" +
+			"spectrum with the training pixels' spectra stored in the model; the row marked (default) is the\n" +
+			"kind 'pnec classify' writes for this model.\n\n" +
 			"Examples:\n" +
 			"  pnec evaluate --model salinasA.pnec --scene salinasA.tif --labels salinasA_gt.tif\n" +
 			"  pnec evaluate --model salinasA.pnec --scene salinasA.tif --labels salinasA_gt.tif --json > eval.json",

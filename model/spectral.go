@@ -1,0 +1,328 @@
+package model
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"runtime"
+	"slices"
+	"sync"
+)
+
+// ErrNoSpectralReference is returned (wrapped) when a spectral reliability
+// kind is asked of a model whose file does not hold the training pixels'
+// spectra (files written before they were stored).
+var ErrNoSpectralReference = errors.New("model file holds no training spectra")
+
+// NoReference is the class distance ClassDistances gives a class without
+// reference spectra: above every real distance (0..2) and finite, so that
+// tile blending, which averages these values, keeps it.
+const NoReference = 4
+
+// simdWidth is the number of float32 lanes of one vector in the fast kernel;
+// references are padded to a multiple of it.
+const simdWidth = 8
+
+// SpectralReference holds the spectra of the training pixels and their
+// dense classes. Its Agreement says whether a pixel's spectrum looks like
+// the training pixels of the class it was given rather than those of any
+// other class, by spectral angle, which ignores illumination scale.
+//
+// The references are kept as unit vectors, band-major and grouped by class,
+// so that one pass of dot products over a pixel's bands gives its cosine to
+// every reference (8 references per vector instruction where the CPU has
+// AVX2 and FMA), and the per-class maxima follow from contiguous runs.
+type SpectralReference struct {
+	bands, classes int
+	refs, padded   int       // reference spectra kept; refs rounded up to simdWidth
+	unitT          []float32 // [bands][padded], zero in the padding
+	span           [][2]int  // per class, references [lo, hi); lo == hi when none
+	spectra        []float32 // [refs][bands] as given, in input order (for saving)
+	class          []int     // [refs] dense class, input order
+}
+
+// NewSpectralReference builds a reference from spectra ([n][bands],
+// pixel-interleaved, raw values) of dense classes class[i] in 0..classes-1.
+// Spectra of zero length (no data) are skipped.
+func NewSpectralReference(spectra []float32, bands int, class []int, classes int) (*SpectralReference, error) {
+	if bands < 1 || len(spectra) != len(class)*bands {
+		return nil, fmt.Errorf("spectral reference: %d values for %d pixels of %d bands", len(spectra), len(class), bands)
+	}
+	r := &SpectralReference{bands: bands, classes: classes, span: make([][2]int, classes)}
+	type unitRef struct {
+		class int
+		unit  []float32
+	}
+	var kept []unitRef
+	for i, c := range class {
+		if c < 0 || c >= classes {
+			return nil, fmt.Errorf("spectral reference: pixel %d has class %d outside 0..%d", i, c, classes-1)
+		}
+		s := spectra[i*bands : (i+1)*bands]
+		n := 0.0
+		for _, v := range s {
+			n += float64(v) * float64(v)
+		}
+		if !(n > 0) || math.IsInf(n, 0) || math.IsNaN(n) {
+			continue
+		}
+		inv := 1 / math.Sqrt(n)
+		u := make([]float32, bands)
+		for b, v := range s {
+			u[b] = float32(float64(v) * inv)
+		}
+		kept = append(kept, unitRef{c, u})
+		r.spectra = append(r.spectra, s...)
+		r.class = append(r.class, c)
+	}
+	slices.SortStableFunc(kept, func(a, b unitRef) int { return a.class - b.class })
+	seen := 0
+	for j, k := range kept {
+		if j == 0 || kept[j-1].class != k.class {
+			r.span[k.class][0] = j
+			seen++
+		}
+		r.span[k.class][1] = j + 1
+	}
+	if seen < 2 {
+		return nil, fmt.Errorf("spectral reference: spectra of %d classes, need at least 2", seen)
+	}
+	r.refs = len(kept)
+	r.padded = (r.refs + simdWidth - 1) / simdWidth * simdWidth
+	r.unitT = make([]float32, bands*r.padded)
+	for j, k := range kept {
+		for b, v := range k.unit {
+			r.unitT[b*r.padded+j] = v
+		}
+	}
+	return r, nil
+}
+
+// Bands is the spectrum length the reference takes.
+func (r *SpectralReference) Bands() int { return r.bands }
+
+// Classes is the number of dense classes (the length of ClassDistances' rows).
+func (r *SpectralReference) Classes() int { return r.classes }
+
+// Len is the number of reference spectra.
+func (r *SpectralReference) Len() int { return r.refs }
+
+// Agreement returns a_other / (a_label + a_other) in 0..1, with a_label the
+// spectral angle from spectrum to the nearest reference pixel of class label
+// and a_other to the nearest of any other class: above 0.5 when the spectrum
+// is closer to its label's training pixels. A label without reference pixels
+// gives 0; a zero spectrum NaN. It equals AgreementOf(ClassDistances(...), label).
+func (r *SpectralReference) Agreement(spectrum []float32, label int) float32 {
+	if len(spectrum) != r.bands {
+		return float32(math.NaN())
+	}
+	cos := make([]float32, r.classes)
+	r.pixelDistances(spectrum, make([]float32, r.padded), cos)
+	return AgreementOf(cos, label)
+}
+
+// ClassDistances writes, for each pixel of spectra ([n][bands], raw
+// values), the cosine distance 1 - cos(angle) to the nearest reference of
+// every class: out[i*Classes()+c] in 0..2, NoReference for a class without
+// references, NaN for an invalid pixel (valid[i] false; valid may be nil)
+// or one of zero length. Pixels are shared among runtime.GOMAXPROCS
+// goroutines.
+//
+// Distances rather than cosines, because the angles that matter are small:
+// a cosine near 1 loses most of its precision when tiles average it, its
+// distance to 1 keeps it (relative rounding), and AgreementOf takes the
+// angle from the distance without cancellation.
+func (r *SpectralReference) ClassDistances(spectra []float32, valid []bool, out []float32) error {
+	if len(spectra)%r.bands != 0 {
+		return fmt.Errorf("spectral distances: %d values do not divide into %d bands", len(spectra), r.bands)
+	}
+	n := len(spectra) / r.bands
+	if len(out) != n*r.classes {
+		return fmt.Errorf("spectral distances: output of %d values for %d pixels of %d classes", len(out), n, r.classes)
+	}
+	if valid != nil && len(valid) != n {
+		return fmt.Errorf("spectral distances: %d validity flags for %d pixels", len(valid), n)
+	}
+	// Below a few thousand pixels a goroutine costs more than it saves.
+	const minPixelsPerWorker = 2048
+	workers := max(1, min(runtime.GOMAXPROCS(0), n/minPixelsPerWorker))
+	per := (n + workers - 1) / max(workers, 1)
+	var wg sync.WaitGroup
+	for lo := 0; lo < n; lo += per {
+		hi := min(lo+per, n)
+		wg.Go(func() {
+			var px, dots [4][]float32
+			for p := range dots {
+				dots[p] = make([]float32, r.padded)
+			}
+			ok := func(i int) bool { return valid == nil || valid[i] }
+			spectrum := func(i int) []float32 { return spectra[i*r.bands : (i+1)*r.bands] }
+			row := func(i int) []float32 { return out[i*r.classes : (i+1)*r.classes] }
+			i := lo
+			// Four valid pixels at a time share every load of the references.
+			for ; i+4 <= hi; i += 4 {
+				if !ok(i) || !ok(i+1) || !ok(i+2) || !ok(i+3) {
+					for p := range 4 {
+						r.onePixel(spectrum(i+p), ok(i+p), dots[0], row(i+p))
+					}
+					continue
+				}
+				for p := range 4 {
+					px[p] = spectrum(i + p)
+				}
+				if haveSIMD {
+					dots4SIMD(r.unitT, r.padded, &px, &dots)
+				} else {
+					for p := range 4 {
+						dotsScalar(r.unitT, r.padded, px[p], dots[p])
+					}
+				}
+				for p := range 4 {
+					r.distancesFromDots(px[p], dots[p], row(i+p))
+				}
+			}
+			for ; i < hi; i++ {
+				r.onePixel(spectrum(i), ok(i), dots[0], row(i))
+			}
+		})
+	}
+	wg.Wait()
+	return nil
+}
+
+// onePixel writes one pixel's class distances into cos: NaN when it is
+// not valid.
+func (r *SpectralReference) onePixel(s []float32, valid bool, dots, cos []float32) {
+	if !valid {
+		for c := range cos {
+			cos[c] = float32(math.NaN())
+		}
+		return
+	}
+	r.pixelDistances(s, dots, cos)
+}
+
+// pixelDistances computes one pixel's class distances (1 - cos) into cos
+// (len classes), using dots (len padded) as scratch.
+func (r *SpectralReference) pixelDistances(s, dots, cos []float32) {
+	if haveSIMD {
+		dotsSIMD(r.unitT, r.padded, s, dots)
+	} else {
+		dotsScalar(r.unitT, r.padded, s, dots)
+	}
+	r.distancesFromDots(s, dots, cos)
+}
+
+// distancesFromDots turns a pixel's dot products with the unit references
+// into its class distances: NaN for a spectrum of zero or non-finite length.
+func (r *SpectralReference) distancesFromDots(s, dots, cos []float32) {
+	var norm float32
+	for _, v := range s {
+		norm += v * v
+	}
+	if !(norm > 0) || math.IsInf(float64(norm), 0) {
+		for c := range cos {
+			cos[c] = float32(math.NaN())
+		}
+		return
+	}
+	inv := 1 / float32(math.Sqrt(float64(norm)))
+	for c, sp := range r.span {
+		if sp[0] == sp[1] {
+			cos[c] = NoReference
+			continue
+		}
+		best := dots[sp[0]]
+		for _, d := range dots[sp[0]+1 : sp[1]] {
+			best = max(best, d)
+		}
+		cos[c] = min(2, max(0, 1-best*inv))
+	}
+}
+
+// dotsScalar sets dots[j] = sum_b s[b] * unitT[b*padded+j], four references
+// at a time so that each band's value is loaded once per four products.
+func dotsScalar(unitT []float32, padded int, s, dots []float32) {
+	for j := 0; j < padded; j += 4 {
+		var d0, d1, d2, d3 float32
+		for b, v := range s {
+			col := unitT[b*padded+j : b*padded+j+4 : b*padded+j+4]
+			d0 += v * col[0]
+			d1 += v * col[1]
+			d2 += v * col[2]
+			d3 += v * col[3]
+		}
+		dots[j], dots[j+1], dots[j+2], dots[j+3] = d0, d1, d2, d3
+	}
+}
+
+// AgreementOf is SpectralReference.Agreement from a pixel's class
+// distances (one row of ClassDistances): a_other / (a_label + a_other) with
+// the angles of the label's distance and of the smallest other one. NaN
+// distances (no data) give NaN; a label without references 0; no
+// competing class 1.
+func AgreementOf(dist []float32, label int) float32 {
+	if label < 0 || label >= len(dist) {
+		return float32(math.NaN())
+	}
+	dl := dist[label]
+	if math.IsNaN(float64(dl)) {
+		return dl
+	}
+	const absent = NoReference - 1 // between the largest distance (2) and NoReference
+	if dl > absent {
+		return 0
+	}
+	other := float32(NoReference)
+	for c, v := range dist {
+		if c != label && v < other {
+			other = v
+		}
+	}
+	if other > absent {
+		return 1
+	}
+	// 1 - cos(a) = 2 sin^2(a/2).
+	angle := func(d float32) float64 { return 2 * math.Asin(math.Sqrt(math.Max(0, math.Min(2, float64(d)))/2)) }
+	aLabel, aOther := angle(dl), angle(other)
+	if aLabel+aOther == 0 {
+		return 0.5
+	}
+	return float32(aOther / (aLabel + aOther))
+}
+
+// SpectralReference returns the training pixels' spectra as a reference for
+// the spectral reliability kinds, or an error wrapping
+// ErrNoSpectralReference for a model file written before they were stored.
+func (m *Model) SpectralReference() (*SpectralReference, error) {
+	if len(m.meta.SpectralClasses) == 0 {
+		return nil, ErrNoSpectralReference
+	}
+	return NewSpectralReference(m.meta.spectralSpectra, m.meta.Bands, m.meta.SpectralClasses, len(m.meta.Classes))
+}
+
+// trainSpectra copies the raw spectra of the training pixels (trainIdx,
+// classes ytrain) out of s for the model file.
+func trainSpectra(s Scene, trainIdx []int, ytrain []int32) ([]float32, []int) {
+	spectra := make([]float32, 0, len(trainIdx)*s.Bands)
+	class := make([]int, 0, len(trainIdx))
+	for t, i := range trainIdx {
+		spectra = append(spectra, s.Data[i*s.Bands:(i+1)*s.Bands]...)
+		class = append(class, int(ytrain[t]))
+	}
+	return spectra, class
+}
+
+// checkSpectra verifies the stored training spectra of a decoded model file.
+func (m *Model) checkSpectra() error {
+	n := len(m.meta.SpectralClasses)
+	if len(m.meta.spectralSpectra) != n*m.meta.Bands {
+		return fmt.Errorf("%d training spectra values for %d pixels of %d bands", len(m.meta.spectralSpectra), n, m.meta.Bands)
+	}
+	for i, c := range m.meta.SpectralClasses {
+		if c < 0 || c >= len(m.meta.Classes) {
+			return fmt.Errorf("training spectrum %d has class %d outside 0..%d", i, c, len(m.meta.Classes)-1)
+		}
+	}
+	return nil
+}
