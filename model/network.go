@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/gomlx/compute"
 	"github.com/gomlx/compute/dtypes"
 	. "github.com/gomlx/gomlx/core/graph" //nolint:revive // graph DSL
 )
@@ -27,6 +28,13 @@ type net struct {
 	// normCalls counts GroupNorm calls per layer name during one graph
 	// build (the head's norm runs twice, on raw and on calibrated features).
 	normCalls map[string]int
+	// fused, set only for inference graphs on the Go backend, builds each
+	// linear layer as the backend's FusedDense (bias added row-wise in
+	// place, SiLU applied in the same pass) and folds fixed GroupNorms into
+	// the preceding layer's weights: about a third of inference time went
+	// to the broadcasting elementwise passes this removes. It has no
+	// gradient, so training graphs never set it.
+	fused bool
 }
 
 // normRecord is one GroupNorm call's per-image statistics in a graph.
@@ -62,7 +70,47 @@ type fwd struct {
 }
 
 func (n *net) linear(x *Node, name string) *Node {
+	if n.fused {
+		return BackendFusedDense(x, n.p[name+".w"], n.p[name+".b"], compute.DenseConfig{})
+	}
 	return Add(MatMul(x, n.p[name+".w"]), ExpandLeftToRank(n.p[name+".b"], 2))
+}
+
+// linearSilu is silu(linear(x, name)).
+func (n *net) linearSilu(x *Node, name string) *Node {
+	if n.fused {
+		return BackendFusedDense(x, n.p[name+".w"], n.p[name+".b"], compute.DenseConfig{Activation: compute.ActivationSilu})
+	}
+	return silu(n.linear(x, name))
+}
+
+// linearNormSilu is silu(groupNorm(linear(x, lin), gn)). With n.fused and
+// stored statistics for this call the normalisation is affine per channel,
+// y = (x W + b) a + c with a = gamma / sqrt(var + eps) and
+// c = beta - mean a, so it is folded into the layer: W a and b a + c
+// (small [In, C] work) feed one fused matmul + bias + SiLU.
+func (n *net) linearNormSilu(x *Node, lin, gn string) *Node {
+	if n.fused {
+		if n.normCalls == nil {
+			n.normCalls = map[string]int{}
+		}
+		key := normKey(gn, n.normCalls[gn]+1)
+		if st, ok := n.fixedNorm[key]; ok {
+			n.normCalls[gn]++
+			w, b := n.p[lin+".w"], n.p[lin+".b"]
+			c := b.Shape().Dimensions[0]
+			g := n.d.Groups
+			dt := x.DType()
+			mean := BroadcastToDims(Reshape(ConvertDType(st[0], dt), g, 1), g, c/g)
+			inv := BroadcastToDims(Reshape(Inverse(Sqrt(AddScalar(ConvertDType(st[1], dt), 1e-5))), g, 1), g, c/g)
+			a := Mul(Reshape(inv, c), n.p[gn+".g"])
+			shift := Sub(n.p[gn+".b"], Mul(Reshape(mean, c), a))
+			wf := Mul(w, ExpandLeftToRank(a, 2))
+			bf := Add(Mul(b, a), shift)
+			return BackendFusedDense(x, wf, bf, compute.DenseConfig{Activation: compute.ActivationSilu})
+		}
+	}
+	return silu(n.groupNorm(n.linear(x, lin), gn))
 }
 
 func silu(x *Node) *Node { return Mul(x, Sigmoid(x)) }
@@ -96,9 +144,13 @@ func (n *net) groupNorm(x *Node, name string) *Node {
 	return Add(Mul(y, ExpandLeftToRank(n.p[name+".g"], 2)), ExpandLeftToRank(n.p[name+".b"], 2))
 }
 
-// conv3x3 is a zero-padded 3x3 convolution of x [H, W, C] as one matmul over
-// the nine shifted views (the native Convolve of the Go backend is slow).
-func (n *net) conv3x3(x *Node, name string) *Node {
+// conv3x3 is a zero-padded 3x3 convolution of x [H, W, C] (layer name).
+func (n *net) conv3x3(x *Node, name string) *Node { return n.linear(im2col3x3(x), name) }
+
+// im2col3x3 gives the nine shifted views of x [H, W, C], zero padded, as
+// [H*W, 9*C]: a 3x3 convolution is then one matmul with the layer's weights
+// (the native Convolve of the Go backend is slow).
+func im2col3x3(x *Node) *Node {
 	h, w, c := x.Shape().Dimensions[0], x.Shape().Dimensions[1], x.Shape().Dimensions[2]
 	zr := Zeros(x.Graph(), shapeOf(x.DType(), 1, w, c))
 	xp := Concatenate([]*Node{zr, x, zr}, 0)
@@ -110,16 +162,24 @@ func (n *net) conv3x3(x *Node, name string) *Node {
 			views = append(views, Slice(xp, AxisRange(dy, dy+h), AxisRange(dx, dx+w)))
 		}
 	}
-	cols := Reshape(Concatenate(views, 2), h*w, 9*c)
-	return n.linear(cols, name)
+	return Reshape(Concatenate(views, 2), h*w, 9*c)
 }
 
 // causalConv is a depthwise causal convolution along the sequence axis of x [L, C].
 func (n *net) causalConv(x *Node, name string) *Node {
+	return n.causalConvWB(x, n.p[name+".w"], n.p[name+".b"])
+}
+
+// causalConvWB is causalConv with weights w [DConv, C] (tap k multiplies
+// x[t-(DConv-1-k)]) and bias b [C].
+func (n *net) causalConvWB(x, w, b *Node) *Node {
 	l, c := x.Shape().Dimensions[0], x.Shape().Dimensions[1]
-	w := n.p[name+".w"] // [DConv, C]; tap k multiplies x[t-(DConv-1-k)]
 	kw := n.d.DConv
 	var out *Node
+	var xp *Node // inference: x after kw-1 zero rows, padded once for all taps
+	if n.fused && kw > 1 {
+		xp = Concatenate([]*Node{Zeros(x.Graph(), shapeOf(x.DType(), kw-1, c)), x}, 0)
+	}
 	for k := 0; k < kw; k++ {
 		shift := kw - 1 - k
 		var xs *Node
@@ -127,6 +187,8 @@ func (n *net) causalConv(x *Node, name string) *Node {
 			xs = x
 		} else if shift >= l {
 			continue
+		} else if xp != nil {
+			xs = Slice(xp, AxisRange(k, k+l))
 		} else {
 			xs = Concatenate([]*Node{Zeros(x.Graph(), shapeOf(x.DType(), shift, c)), Slice(x, AxisRange(0, l-shift))}, 0)
 		}
@@ -137,30 +199,55 @@ func (n *net) causalConv(x *Node, name string) *Node {
 			out = Add(out, term)
 		}
 	}
-	return Add(out, ExpandLeftToRank(n.p[name+".b"], 2))
+	return Add(out, ExpandLeftToRank(b, 2))
 }
 
 // mamba is the selective state-space block over the token sequence x [L, D].
-func (n *net) mamba(x *Node, name string) *Node {
+func (n *net) mamba(x *Node, name string) *Node { return n.linear(n.mambaInner(x, name), name+".out") }
+
+// mambaInner is mamba up to its output projection (name+".out"), so that
+// the caller can fuse that projection with what follows it.
+func (n *net) mambaInner(x *Node, name string) *Node {
 	d := n.d
 	l := x.Shape().Dimensions[0]
-	proj := n.linear(x, name+".in")
 	xbc := d.E + 2*d.N
-	z := Slice(proj, AxisRange(), AxisRange(0, d.E))
-	xBC := Slice(proj, AxisRange(), AxisRange(d.E, d.E+xbc))
-	dtRaw := Slice(proj, AxisRange(), AxisRange(d.E+xbc, d.E+xbc+d.Heads))
-	xBC = silu(n.causalConv(xBC, name+".conv1d"))
-	xs := Reshape(Slice(xBC, AxisRange(), AxisRange(0, d.E)), l, d.Heads, d.HeadDim)
-	bm := Slice(xBC, AxisRange(), AxisRange(d.E, d.E+d.N))
-	cm := Slice(xBC, AxisRange(), AxisRange(d.E+d.N, d.E+2*d.N))
+	var z, xs, bm, cm, dtRaw *Node
+	if n.fused {
+		// Fused products on column blocks of the weights (z, x, B, C, dt)
+		// instead of one product and copying slices of it, before and after
+		// the depthwise convolution (which acts per channel, so it splits
+		// the same way); SiLU(z) comes out of its product directly.
+		w, b := n.p[name+".in.w"], n.p[name+".in.b"]
+		part := func(lo, hi int, act compute.ActivationType) *Node {
+			return BackendFusedDense(x, Slice(w, AxisRange(), AxisRange(lo, hi)), Slice(b, AxisRange(lo, hi)), compute.DenseConfig{Activation: act})
+		}
+		cw, cb := n.p[name+".conv1d.w"], n.p[name+".conv1d.b"]
+		convPart := func(lo, hi int) *Node { // lo, hi within the x, B, C block
+			in := part(d.E+lo, d.E+hi, compute.ActivationNone)
+			return silu(n.causalConvWB(in, Slice(cw, AxisRange(), AxisRange(lo, hi)), Slice(cb, AxisRange(lo, hi))))
+		}
+		z = part(0, d.E, compute.ActivationSilu) // already silu(z)
+		xs = Reshape(convPart(0, d.E), l, d.Heads, d.HeadDim)
+		bm = convPart(d.E, d.E+d.N)
+		cm = convPart(d.E+d.N, d.E+2*d.N)
+		dtRaw = part(d.E+xbc, d.E+xbc+d.Heads, compute.ActivationNone)
+	} else {
+		proj := n.linear(x, name+".in")
+		z = silu(Slice(proj, AxisRange(), AxisRange(0, d.E)))
+		xBC := Slice(proj, AxisRange(), AxisRange(d.E, d.E+xbc))
+		dtRaw = Slice(proj, AxisRange(), AxisRange(d.E+xbc, d.E+xbc+d.Heads))
+		xBC = silu(n.causalConv(xBC, name+".conv1d"))
+		xs = Reshape(Slice(xBC, AxisRange(), AxisRange(0, d.E)), l, d.Heads, d.HeadDim)
+		bm = Slice(xBC, AxisRange(), AxisRange(d.E, d.E+d.N))
+		cm = Slice(xBC, AxisRange(), AxisRange(d.E+d.N, d.E+2*d.N))
+	}
 	dt := Softplus(Add(dtRaw, ExpandLeftToRank(n.p[name+".dtbias"], 2))) // [L, H]
 	a := ExpandLeftToRank(Neg(Exp(n.p[name+".alog"])), 2)                // [1, H]
 	dA := Mul(dt, a)                                                     // [L, H], log decay per step
 	xdt := Mul(xs, InsertAxes(dt, -1))                                   // [L, H, P]
-	y := ssdScan(xdt, dA, bm, cm, d.Chunk)                               // [L, H, P]
+	y := ssdScanMode(xdt, dA, bm, cm, d.Chunk, n.fused)                  // [L, H, P]
 	y = Add(y, Mul(xs, Reshape(n.p[name+".dskip"], 1, d.Heads, 1)))
-	y = Mul(Reshape(y, l, d.E), silu(z))
-	return n.linear(y, name+".out")
+	return Mul(Reshape(y, l, d.E), z)
 }
 
 // ssdScan computes the selective scan h_t = exp(dA_t) h_{t-1} + B_t x_t^T,
@@ -168,7 +255,12 @@ func (n *net) mamba(x *Node, name string) *Node {
 // matrix (SSD) form: masked products inside chunks of q tokens and a state pass
 // between chunks. The cumulative decays across chunks are summed in float64,
 // where float32 loses ~5e-4 over 10^4 tokens.
-func ssdScan(x, dA, b, c *Node, q int) *Node {
+func ssdScan(x, dA, b, c *Node, q int) *Node { return ssdScanMode(x, dA, b, c, q, false) }
+
+// ssdScanMode is ssdScan; inference (no gradient needed) masks the intra-chunk
+// decays by adding -Inf above the diagonal before the exponential, one pass
+// instead of a clamp and a broadcast product.
+func ssdScanMode(x, dA, b, c *Node, q int, inference bool) *Node {
 	g := x.Graph()
 	l, h, p := x.Shape().Dimensions[0], x.Shape().Dimensions[1], x.Shape().Dimensions[2]
 	nst := b.Shape().Dimensions[1]
@@ -207,7 +299,14 @@ func ssdScan(x, dA, b, c *Node, q int) *Node {
 	// times faster than the dot-product kernel it uses after transposing.
 	bT := Transpose(b, 1, 2) // [nc, n, r]
 	scores := bmm(c, bT)     // [nc, s, r]
-	m := Mul(Mul(Exp(MinScalar(diff, 0)), maskF), InsertAxes(scores, 1))
+	var m *Node
+	if inference {
+		// Below and on the diagonal diff <= 0 (dA <= 0), so the clamp is a no-op there.
+		negInf := InsertAxes(Where(ShapedLowerTriangular(g, q, q, 0), Zeros(g, shapeOf(dt, q, q)), FillScalar(g, shapeOf(dt, q, q), math.Inf(-1))), 0, 0)
+		m = Mul(Exp(Add(diff, negInf)), InsertAxes(scores, 1))
+	} else {
+		m = Mul(Mul(Exp(MinScalar(diff, 0)), maskF), InsertAxes(scores, 1))
+	}
 	xT := Transpose(x, 1, 2) // [nc, h, q, p]
 	yDiag := Reshape(bmm(Reshape(m, nc*h, q, q), Reshape(xT, nc*h, q, p)), nc, h, q, p)
 
@@ -243,11 +342,10 @@ func ssdScan(x, dA, b, c *Node, q int) *Node {
 func (n *net) encode(x *Node) (f0, fspa, fdiff *Node) {
 	d := n.d
 	hs, ws := x.Shape().Dimensions[0], x.Shape().Dimensions[1]
-	e := n.linear(Reshape(x, hs*ws, d.Bands), "embed")
-	e = silu(n.groupNorm(e, "embed.gn"))
-	f0 = silu(n.groupNorm(n.conv3x3(Reshape(e, hs, ws, d.D), "conv"), "conv.gn")) // [L, D]
+	e := n.linearNormSilu(Reshape(x, hs*ws, d.Bands), "embed", "embed.gn")
+	f0 = n.linearNormSilu(im2col3x3(Reshape(e, hs, ws, d.D)), "conv", "conv.gn") // [L, D]
 
-	fspa = Add(f0, silu(n.groupNorm(n.mamba(f0, "spa"), "spa.gn")))
+	fspa = Add(f0, n.linearNormSilu(n.mambaInner(f0, "spa"), "spa.out", "spa.gn"))
 	// Differential input: x - a * avg_pool_5(x) along channels (zero padded,
 	// divided by the full window, like PyTorch's avg_pool1d), as a banded matmul.
 	band := make([]float32, d.D*d.D)
@@ -261,13 +359,41 @@ func (n *net) encode(x *Node) (f0, fspa, fdiff *Node) {
 	}
 	pool := MatMul(f0, ConvertDType(Const(x.Graph(), tensorOf(band, d.D, d.D)), x.DType()))
 	xd := Sub(f0, Mul(n.p["diff.a"], pool))
-	fdiff = Add(xd, silu(n.groupNorm(n.mamba(xd, "diff"), "diff.gn")))
+	fdiff = Add(xd, n.linearNormSilu(n.mambaInner(xd, "diff"), "diff.out", "diff.gn"))
 	return f0, fspa, fdiff
 }
 
 func (n *net) head(f *Node) *Node {
-	h := silu(n.groupNorm(n.linear(f, "head.1"), "head.gn"))
-	return n.linear(h, "head.2")
+	return n.linear(n.linearNormSilu(f, "head.1", "head.gn"), "head.2")
+}
+
+// fusedEvidence is alpha g_pos - beta g_neg (the evidence heads on
+// [F, Fspa, Fdiff, context], context = posHot protos or wneg protos) as two
+// fused layers for inference: both heads' first layers are one product of
+// [F, Fspa, Fdiff, posHot, wneg] [L, 3D+2K] with their weights side by side,
+// the context blocks pre-multiplied by the bank (protos W is [K, D], so the
+// [L, 4D] inputs are never built), and the second layers, scaled by alpha
+// and -beta, are one product of the stacked hidden units.
+func (n *net) fusedEvidence(f, fspa, fdiff, posHot, wneg, protos *Node) *Node {
+	d := n.d
+	first := func(name string) (top, ctx *Node) {
+		w := n.p[name+".1.w"] // [4D, D]
+		return Slice(w, AxisRange(0, 3*d.D)), MatMul(protos, Slice(w, AxisRange(3*d.D, 4*d.D)))
+	}
+	topP, ctxP := first("gpos")
+	topN, ctxN := first("gneg")
+	zk := ZerosLike(ctxP)
+	w1 := Concatenate([]*Node{
+		Concatenate([]*Node{topP, topN}, 1),
+		Concatenate([]*Node{ctxP, zk}, 1),
+		Concatenate([]*Node{zk, ctxN}, 1),
+	}, 0) // [3D+2K, 2D]
+	b1 := Concatenate([]*Node{n.p["gpos.1.b"], n.p["gneg.1.b"]}, 0)
+	in := Concatenate([]*Node{f, fspa, fdiff, posHot, wneg}, 1)
+	h := BackendFusedDense(in, w1, b1, compute.DenseConfig{Activation: compute.ActivationSilu}) // [L, 2D]
+	w2 := Concatenate([]*Node{MulScalar(n.p["gpos.2.w"], n.cfg.Alpha), MulScalar(n.p["gneg.2.w"], -n.cfg.Beta)}, 0)
+	b2 := Sub(MulScalar(n.p["gpos.2.b"], n.cfg.Alpha), MulScalar(n.p["gneg.2.b"], n.cfg.Beta))
+	return BackendFusedDense(h, w2, b2, compute.DenseConfig{})
 }
 
 func l2normalize(x *Node, axis int) *Node {
@@ -281,6 +407,9 @@ func l2normalize(x *Node, axis int) *Node {
 func (n *net) forward(x *Node, bank func(f *Node) *Node, anchor, s *Node) fwd {
 	d := n.d
 	var o fwd
+	if n.normCalls == nil {
+		n.normCalls = map[string]int{}
+	}
 	f0, fspa, fdiff := n.encode(x)
 	o.Fspa, o.Fdiff = fspa, fdiff
 	o.Zspa = n.linear(fspa, "spa.aux")
@@ -306,7 +435,6 @@ func (n *net) forward(x *Node, bank func(f *Node) *Node, anchor, s *Node) fwd {
 	pred := ArgMax(q, 1, dtypes.Int32)
 	pos := Where(GreaterOrEqual(anchor, ScalarZero(x.Graph(), dtypes.Int32)), anchor, pred)
 	posHot := OneHot(pos, d.K, q.DType()) // [L, K]
-	cpos := MatMul(posHot, protos)
 	// Negative context: the two most similar non-target prototypes, weighted by renormalised Q.
 	qn := Mul(q, OneMinus(posHot))
 	negMask := OneHot(ArgMax(qn, 1, dtypes.Int32), d.K, q.DType())
@@ -316,13 +444,17 @@ func (n *net) forward(x *Node, bank func(f *Node) *Node, anchor, s *Node) fwd {
 	}
 	wneg := Mul(q, negMask)
 	wneg = Div(wneg, AddScalar(ReduceAndKeep(wneg, ReduceSum, 1), 1e-12))
-	cneg := MatMul(wneg, protos)
 
 	evidence := func(ctxv *Node, name string) *Node {
 		in := Concatenate([]*Node{o.F, fspa, fdiff, ctxv}, 1)
-		return n.linear(silu(n.linear(in, name+".1")), name+".2")
+		return n.linear(n.linearSilu(in, name+".1"), name+".2")
 	}
-	delta := Sub(MulScalar(evidence(cpos, "gpos"), n.cfg.Alpha), MulScalar(evidence(cneg, "gneg"), n.cfg.Beta))
+	var delta *Node
+	if n.fused {
+		delta = n.fusedEvidence(o.F, fspa, fdiff, posHot, wneg, protos)
+	} else {
+		delta = Sub(MulScalar(evidence(MatMul(posHot, protos), "gpos"), n.cfg.Alpha), MulScalar(evidence(MatMul(wneg, protos), "gneg"), n.cfg.Beta))
+	}
 
 	// Uncertainty sources, treated as measurements (no gradient into them).
 	logK := math.Log(float64(d.K))

@@ -3,6 +3,7 @@ package model
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 
 	"github.com/gomlx/compute"
@@ -24,6 +25,12 @@ type Predictor struct {
 // NewPredictor prepares m on backend ("" = default: GOMLX_BACKEND, else XLA
 // when a PJRT plugin is installed, else "go").
 func NewPredictor(m *Model, backend string) (*Predictor, error) {
+	return newPredictor(m, backend, true)
+}
+
+// newPredictor is NewPredictor; fused allows the fused inference layers
+// (net.fused) where the backend has them (tests compare with them off).
+func newPredictor(m *Model, backend string, fused bool) (*Predictor, error) {
 	if m == nil {
 		return nil, fmt.Errorf("new predictor: nil model")
 	}
@@ -36,7 +43,8 @@ func NewPredictor(m *Model, backend string) (*Predictor, error) {
 		return nil, err
 	}
 	p := &Predictor{m: m, backend: b, config: config}
-	n := &net{d: d, cfg: m.meta.Config}
+	// The fused layers are Go-backend kernels (see net.fused).
+	n := &net{d: d, cfg: m.meta.Config, fused: fused && strings.HasPrefix(config, "go:")}
 	names := make([]string, len(m.params))
 	for i, prm := range m.params {
 		names[i] = prm.Name

@@ -4,7 +4,9 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"runtime"
 	"slices"
+	"sync"
 )
 
 // checkScene validates the sizes of s.
@@ -66,7 +68,7 @@ func padTo(n int) int { return (n + Stride - 1) / Stride * Stride }
 // [ceil(Rows/4)][ceil(Cols/4)][Bands], zero for cells without a valid pixel.
 // The network's 1x1 spectral embedding is linear, so embedding the cell
 // means equals pooling the embedded pixels; doing it first keeps all the
-// network's work on the stride-4 grid (see docs/readme/model.md).
+// network's work on the stride-4 grid (see README.md, "The network").
 func cellMeans(s Scene, lo, hi []float32) []float32 {
 	hs, ws := padTo(s.Rows)/Stride, padTo(s.Cols)/Stride
 	out := make([]float32, hs*ws*s.Bands)
@@ -77,7 +79,24 @@ func cellMeans(s Scene, lo, hi []float32) []float32 {
 			scale[b] = 1 / d
 		}
 	}
-	for r := 0; r < s.Rows; r++ {
+	// Bands of cell rows are independent (each writes its own cells), so
+	// they are summed in parallel: this pass reads the whole scene.
+	workers := min(runtime.GOMAXPROCS(0), hs)
+	var wg sync.WaitGroup
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func(cr0, cr1 int) {
+			defer wg.Done()
+			cellMeanRows(s, cr0, cr1, ws, scale, lo, out, count)
+		}(w*hs/workers, (w+1)*hs/workers)
+	}
+	wg.Wait()
+	return out
+}
+
+// cellMeanRows fills out and count for the cell rows [cr0, cr1) (see cellMeans).
+func cellMeanRows(s Scene, cr0, cr1, ws int, scale, lo, out, count []float32) {
+	for r := cr0 * Stride; r < min(s.Rows, cr1*Stride); r++ {
 		for c := 0; c < s.Cols; c++ {
 			i := r*s.Cols + c
 			if !s.valid(i) {
@@ -97,14 +116,13 @@ func cellMeans(s Scene, lo, hi []float32) []float32 {
 			}
 		}
 	}
-	for cell, n := range count {
-		if n > 1 {
+	for cell := cr0 * ws; cell < cr1*ws; cell++ {
+		if n := count[cell]; n > 1 {
 			for b := cell * s.Bands; b < (cell+1)*s.Bands; b++ {
 				out[b] /= n
 			}
 		}
 	}
-	return out
 }
 
 // upMatrix is the bilinear interpolation matrix [n][n/Stride rounded up]

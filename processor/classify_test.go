@@ -200,7 +200,7 @@ func tileEdges(p tiling.Plan, px int) []bool {
 //
 // The network cannot give identical labels on tiles: its scan is global
 // and causal, so a tile lacks the context of the scene above and left of
-// it (see docs/readme/classify.md). Its GroupNorm layers use statistics
+// it (see README.md, "Classifying scenes"). Its GroupNorm layers use statistics
 // stored at training (model.Model.FixedNorm), so every tile is normalised
 // exactly like the whole scene; with per-image statistics, agreement was
 // 0.974-0.989. Measured with stored statistics: 0.9995-0.9998 overall and

@@ -46,11 +46,8 @@ func init() {
 			&cli.StringFlag{Name: "stac-collection", Usage: "STAC Collection `FILE` each Item is added to (created if missing, updated atomically)"},
 			&cli.StringFlag{Name: "collection-id", Usage: "`ID` of a new collection (default: the collection file's directory name)"},
 			&cli.StringFlag{Name: "report", Value: "-", Usage: "run report `FILE`: one JSON line per scene (- = stdout)"},
-			&cli.StringFlag{Name: "backend", Usage: "compute backend `NAME`: go, xla:cpu, xla:cuda, xla:/abs/plugin.so (default: XLA when a PJRT plugin is installed, else go)"},
-			&cli.StringSliceFlag{Name: "co", Usage: "COG creation option `KEY=VALUE` (repeatable)"},
-			&cli.StringFlag{Name: "reliability", Value: "byte", Usage: "reliability band `TYPE`: byte (percent, nodata 255) or float32 (0..1, NaN nodata)"},
 			&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "no progress bar or log lines (the report and errors still appear)"},
-		}, planFlags()...),
+		}, productFlags()...),
 		Action: batchAction,
 	})
 }
@@ -90,23 +87,9 @@ func batchAction(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	opts, err := planOptions(c)
+	opts, err := productOptions(c)
 	if err != nil {
 		return err
-	}
-	opts.Backend = c.String("backend")
-	opts.CreationOptions = c.StringSlice("co")
-	for _, kv := range opts.CreationOptions {
-		if !strings.Contains(kv, "=") {
-			return fmt.Errorf("--co %s: want KEY=VALUE", kv)
-		}
-	}
-	switch strings.ToLower(c.String("reliability")) {
-	case "byte":
-	case "float32":
-		opts.ReliabilityFloat32 = true
-	default:
-		return fmt.Errorf("--reliability %s: want byte or float32", c.String("reliability"))
 	}
 	if c.Int("jobs") < 0 {
 		return fmt.Errorf("--jobs %d: want a positive number (or 0 for the default)", c.Int("jobs"))

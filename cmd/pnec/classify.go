@@ -39,12 +39,8 @@ func init() {
 			&cli.StringFlag{Name: "model", Required: true, Usage: "trained model `FILE` (from 'pnec train')"},
 			&cli.StringFlag{Name: "scene", Usage: "input scene: any GDAL dataset `NAME` (or the first argument)"},
 			&cli.StringFlag{Name: "out", Usage: "output product `PATH` (COG GeoTIFF; or the second argument)"},
-			&cli.StringFlag{Name: "backend", Usage: "compute backend `NAME`: go, xla:cpu, xla:cuda, xla:/abs/plugin.so (default: XLA when a PJRT plugin is installed, else go)"},
-			&cli.StringSliceFlag{Name: "co", Usage: "COG creation option `KEY=VALUE` (repeatable), e.g. --co COMPRESS=ZSTD --co BLOCKSIZE=256"},
-			&cli.StringFlag{Name: "reliability", Value: "byte", Usage: "reliability band `TYPE`: byte (percent 0-100, nodata 255) or float32 (0..1, NaN nodata)"},
-			&cli.StringFlag{Name: "reliability-score", Usage: "`KIND` of score the reliability band carries: spectral, spectral-margin, combined, margin, maxprob, entropy or gate (default: spectral, the best measured; combined for model files without training spectra)"},
 			&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "no progress and no summary line"},
-		}, planFlags()...),
+		}, productFlags()...),
 		Action: classifyAction,
 	})
 }
@@ -56,6 +52,47 @@ func planFlags() []cli.Flag {
 		&cli.IntFlag{Name: "tile", Usage: "force tiles of `N` pixels a side (rounded up to the stride of 4; 0 = the budget decides)"},
 		&cli.IntFlag{Name: "overlap", Value: -1, Usage: "overlap between tiles in `PIXELS` (rounded up to 4; -1 = a quarter of the tile, at least the recovery window + 16)"},
 	}
+}
+
+// productFlags are the flags that shape a product, shared by classify and
+// batch: the plan flags plus backend, creation options and reliability.
+func productFlags() []cli.Flag {
+	return append([]cli.Flag{
+		&cli.StringFlag{Name: "backend", Usage: "compute backend `NAME`: go, xla:cpu, xla:cuda, xla:/abs/plugin.so (default: XLA when a PJRT plugin is installed, else go)"},
+		&cli.StringSliceFlag{Name: "co", Usage: "COG creation option `KEY=VALUE` (repeatable), e.g. --co COMPRESS=ZSTD --co BLOCKSIZE=256"},
+		&cli.StringFlag{Name: "reliability", Value: "byte", Usage: "reliability band `TYPE`: byte (percent 0-100, nodata 255) or float32 (0..1, NaN nodata)"},
+		&cli.StringFlag{Name: "reliability-score", Usage: "`KIND` of score the reliability band carries: spectral, spectral-margin, combined, margin, maxprob, entropy or gate (default: spectral, the best measured; combined for model files without training spectra)"},
+	}, planFlags()...)
+}
+
+// productOptions reads the product flags (see productFlags) into processor options.
+func productOptions(c *cli.Context) (processor.Options, error) {
+	opts, err := planOptions(c)
+	if err != nil {
+		return opts, err
+	}
+	opts.Backend = c.String("backend")
+	opts.CreationOptions = c.StringSlice("co")
+	for _, kv := range opts.CreationOptions {
+		if !strings.Contains(kv, "=") {
+			return opts, fmt.Errorf("--co %s: want KEY=VALUE", kv)
+		}
+	}
+	switch strings.ToLower(c.String("reliability")) {
+	case "byte":
+	case "float32":
+		opts.ReliabilityFloat32 = true
+	default:
+		return opts, fmt.Errorf("--reliability %s: want byte or float32", c.String("reliability"))
+	}
+	if v := c.String("reliability-score"); v != "" {
+		kind, err := model.ParseReliability(v)
+		if err != nil {
+			return opts, fmt.Errorf("--reliability-score: %w", err)
+		}
+		opts.Reliability = kind
+	}
+	return opts, nil
 }
 
 // planOptions reads the plan flags into processor options.
@@ -122,30 +159,9 @@ func classifyAction(c *cli.Context) error {
 	if scene == "" || out == "" {
 		return errors.New("classify: need a scene and an output: --scene SCENE --out PRODUCT.tif, or INPUT OUTPUT")
 	}
-	opts, err := planOptions(c)
+	opts, err := productOptions(c)
 	if err != nil {
 		return err
-	}
-	opts.Backend = c.String("backend")
-	opts.CreationOptions = c.StringSlice("co")
-	for _, kv := range opts.CreationOptions {
-		if !strings.Contains(kv, "=") {
-			return fmt.Errorf("--co %s: want KEY=VALUE", kv)
-		}
-	}
-	switch strings.ToLower(c.String("reliability")) {
-	case "byte":
-	case "float32":
-		opts.ReliabilityFloat32 = true
-	default:
-		return fmt.Errorf("--reliability %s: want byte or float32", c.String("reliability"))
-	}
-	if v := c.String("reliability-score"); v != "" {
-		kind, err := model.ParseReliability(v)
-		if err != nil {
-			return fmt.Errorf("--reliability-score: %w", err)
-		}
-		opts.Reliability = kind
 	}
 	quiet := c.Bool("quiet")
 	stderr := c.App.ErrWriter

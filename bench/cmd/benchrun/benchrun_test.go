@@ -213,3 +213,20 @@ func FuzzParseGoBench(f *testing.F) {
 		}
 	})
 }
+
+// TestParseGoBenchSkipsOnceOnlyRepeats: whole-scene benchmarks measure once
+// per process and report 0 iterations with NaN on later -count repeats; those
+// lines must not reach the report (JSON cannot hold NaN).
+func TestParseGoBenchSkipsOnceOnlyRepeats(t *testing.T) {
+	out := "pkg: example.com/p\n" +
+		"BenchmarkWhole-2   \t       1\t5545271061 ns/op\t       128.1 MiB-peak\n" +
+		"BenchmarkWhole-2   \t       0\t               NaN ns/op\t       0 B/op\t       0 allocs/op\n"
+	res := parseGoBench(strings.NewReader(out))
+	units := res.values["example.com/p\x00BenchmarkWhole"]
+	if got := len(units["ns/op"]); got != 1 {
+		t.Fatalf("got %d ns/op samples, want 1 (the 0-iteration line skipped)", got)
+	}
+	if _, ok := units["B/op"]; ok {
+		t.Errorf("got B/op from the 0-iteration line, want none")
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"go/parser"
 	"go/token"
 	"io"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -210,6 +211,11 @@ func parseGoBenchInto(res *benchResult, pkg string, r io.Reader) {
 		if m == nil {
 			continue
 		}
+		// A benchmark that measures once per process (whole-scene rows) reports
+		// 0 iterations and NaN on its repeats: those lines carry no sample.
+		if m[2] == "0" {
+			continue
+		}
 		fields := strings.Fields(m[3])
 		if len(fields) < 2 || len(fields)%2 != 0 {
 			continue
@@ -224,7 +230,7 @@ func parseGoBenchInto(res *benchResult, pkg string, r io.Reader) {
 		}
 		for i := 0; i+1 < len(fields); i += 2 {
 			v, err := strconv.ParseFloat(fields[i], 64)
-			if err != nil || fields[i+1] == "" {
+			if err != nil || fields[i+1] == "" || math.IsNaN(v) || math.IsInf(v, 0) {
 				continue
 			}
 			units[fields[i+1]] = append(units[fields[i+1]], v)
