@@ -6,8 +6,10 @@ import (
 	"encoding/xml"
 	"errors"
 	"fmt"
+	"io/fs"
 	"math"
 	"os"
+	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -47,6 +49,10 @@ type ProductWriter struct {
 	temps   []string       // every temporary path, removed by Close unless committed
 	pnecMD  map[string]string
 	done    bool
+	// remote is the GDAL virtual path (/vsis3/, /vsimem/, ...) a product goes
+	// to; path is then a local staging copy in localDir, uploaded on Commit.
+	remote   string
+	localDir string
 }
 
 // classDataType is Byte unless the classes need more (over 254 classes or
@@ -76,9 +82,6 @@ func classDataType(classes []ClassInfo) godal.DataType {
 // metadata domain, which GDAL's COG copy does not carry into the TIFF).
 func CreateProduct(path string, spec ProductSpec) (*ProductWriter, error) {
 	register()
-	if isVSI(path) {
-		return nil, fmt.Errorf("create product %s: a product must be a local file (write it locally, then copy)", path)
-	}
 	if spec.Cols <= 0 || spec.Rows <= 0 {
 		return nil, fmt.Errorf("create product %s: size %dx%d: want positive cols and rows", path, spec.Cols, spec.Rows)
 	}
@@ -93,6 +96,16 @@ func CreateProduct(path string, spec ProductSpec) (*ProductWriter, error) {
 		maxV = max(maxV, c.Value)
 	}
 	p := &ProductWriter{path: path, spec: spec, written: make([]bool, spec.Rows), isClass: make([]bool, maxV+1)}
+	if isVSI(path) {
+		// Object stores and other virtual file systems have no rename: the
+		// product is made locally and uploaded whole on Commit, so the
+		// target only ever holds a complete product.
+		dir, err := os.MkdirTemp("", "pnec-product-*")
+		if err != nil {
+			return nil, fmt.Errorf("create product %s: local staging directory: %w", path, err)
+		}
+		p.remote, p.localDir, p.path = path, dir, filepath.Join(dir, vsiBase(path))
+	}
 	for _, c := range spec.Classes {
 		if p.isClass[c.Value] {
 			return nil, fmt.Errorf("create product %s: class value %d listed twice", path, c.Value)
@@ -107,7 +120,8 @@ func CreateProduct(path string, spec ProductSpec) (*ProductWriter, error) {
 		return nil, fmt.Errorf("create product %s: %w", path, err)
 	}
 	var err error
-	if p.stage, err = tempBeside(path, ".stage.tif"); err != nil {
+	if p.stage, err = tempBeside(p.path, ".stage.tif"); err != nil {
+		p.Close()
 		return nil, err
 	}
 	p.temps = append(p.temps, p.stage, p.stage+auxSuffix)
@@ -394,6 +408,7 @@ func (p *ProductWriter) commit(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
+	probeHook("closed")
 	if lv := overviewLevels(p.spec.Cols, p.spec.Rows); len(lv) > 0 {
 		if err := p.buildOverviews(ctx, lv); err != nil {
 			return err
@@ -402,6 +417,7 @@ func (p *ProductWriter) commit(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
+	probeHook("overviews")
 	opts, err := p.cogOptions()
 	if err != nil {
 		return err
@@ -419,6 +435,7 @@ func (p *ProductWriter) commit(ctx context.Context) error {
 	if err == nil {
 		err = out.Close(errh)
 	}
+	probeHook("translated")
 	src.Close(errh)
 	if err != nil {
 		return fmt.Errorf("write COG %s: %w", cog, tidy(err))
@@ -438,6 +455,17 @@ func (p *ProductWriter) commit(ctx context.Context) error {
 		return err
 	}
 	removeIfExists(p.stage, p.stage+auxSuffix)
+	if p.remote != "" {
+		// The sidecar goes first: the product file's arrival is what readers
+		// (and pnec batch) take as "complete".
+		if err := vsiUpload(p.path+auxSuffix, p.remote+auxSuffix); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+		if err := vsiUpload(p.path, p.remote); err != nil {
+			return err
+		}
+		os.RemoveAll(p.localDir)
+	}
 	return nil
 }
 
@@ -611,8 +639,13 @@ func (p *ProductWriter) Close() error {
 	}
 	errs = append(errs, removeIfExists(p.temps...))
 	p.temps = nil
+	if p.localDir != "" {
+		errs = append(errs, os.RemoveAll(p.localDir))
+	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("close %s: %w", p.path, err)
 	}
 	return nil
 }
+
+var probeHook = func(string) {}
