@@ -408,7 +408,6 @@ func (p *ProductWriter) commit(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	probeHook("closed")
 	if lv := overviewLevels(p.spec.Cols, p.spec.Rows); len(lv) > 0 {
 		if err := p.buildOverviews(ctx, lv); err != nil {
 			return err
@@ -417,7 +416,6 @@ func (p *ProductWriter) commit(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	probeHook("overviews")
 	opts, err := p.cogOptions()
 	if err != nil {
 		return err
@@ -435,7 +433,6 @@ func (p *ProductWriter) commit(ctx context.Context) error {
 	if err == nil {
 		err = out.Close(errh)
 	}
-	probeHook("translated")
 	src.Close(errh)
 	if err != nil {
 		return fmt.Errorf("write COG %s: %w", cog, tidy(err))
@@ -647,5 +644,3 @@ func (p *ProductWriter) Close() error {
 	}
 	return nil
 }
-
-var probeHook = func(string) {}
