@@ -6,28 +6,16 @@ import (
 	"path/filepath"
 	"reflect"
 	"testing"
+
+	"github.com/pnec/pnec/internal/shareddata"
 )
 
 // dataDir returns <repo root>/../shared/data, skipping the test when absent.
 func dataDir(t testing.TB) string {
 	t.Helper()
-	dir, err := os.Getwd()
+	d, err := shareddata.Find(".")
 	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			break
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Skip("repository root (go.mod) not found; skipping tests on ../shared/data")
-		}
-		dir = parent
-	}
-	d := filepath.Join(dir, "..", "shared", "data")
-	if _, err := os.Stat(d); err != nil {
-		t.Skipf("real data folder %s absent; skipping", d)
+		t.Skipf("real data absent (%v); skipping", err)
 	}
 	return d
 }

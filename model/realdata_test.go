@@ -9,26 +9,18 @@ import (
 	"testing"
 
 	"github.com/pnec/pnec/matfile"
+
+	"github.com/pnec/pnec/internal/shareddata"
 )
 
 // sharedData finds ../shared/data beside the repository root, or skips.
 func sharedData(t *testing.T) string {
 	t.Helper()
-	dir, err := os.Getwd()
+	d, err := shareddata.Find(".")
 	if err != nil {
-		t.Fatal(err)
+		t.Skipf("real data not found (%v)", err)
 	}
-	for ; dir != filepath.Dir(dir); dir = filepath.Dir(dir) {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			data := filepath.Join(dir, "..", "shared", "data")
-			if _, err := os.Stat(data); err != nil {
-				t.Skipf("real data not found at %s", data)
-			}
-			return data
-		}
-	}
-	t.Skip("repository root not found")
-	return ""
+	return d
 }
 
 func readLabels(t *testing.T, path, name string) []int32 {

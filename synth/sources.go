@@ -5,11 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"os"
 	"path/filepath"
 	"strings"
 
 	"github.com/pnec/pnec/geo"
+	"github.com/pnec/pnec/internal/shareddata"
 	"github.com/pnec/pnec/matfile"
 )
 
@@ -30,27 +30,11 @@ var JasperRidgeNames = map[int]string{1: "tree", 2: "water", 3: "dirt", 4: "road
 // first <ancestor>/shared/data holding README.md, walking up from start (the
 // repository's ../shared/data is found from anywhere inside it).
 func FindDataDir(start string) (string, error) {
-	if d := os.Getenv("PNEC_DATA"); d != "" {
-		if _, err := os.Stat(d); err != nil {
-			return "", fmt.Errorf("%w: PNEC_DATA=%s: %v", ErrNoData, d, err)
-		}
-		return d, nil
-	}
-	dir, err := filepath.Abs(start)
+	d, err := shareddata.Find(start)
 	if err != nil {
-		return "", err
+		return "", fmt.Errorf("%w: %v", ErrNoData, err)
 	}
-	for {
-		cand := filepath.Join(dir, "shared", "data")
-		if _, err := os.Stat(filepath.Join(cand, "README.md")); err == nil {
-			return cand, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", fmt.Errorf("%w: no shared/data above %s (set PNEC_DATA)", ErrNoData, start)
-		}
-		dir = parent
-	}
+	return d, nil
 }
 
 // Image is a labelled hyperspectral image in memory.
