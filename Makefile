@@ -1,6 +1,10 @@
 # GoMLX's pure-Go backend compiles its SIMD matrix kernels only with this
 # experiment on; without it matrix work is 10-20x slower.
 export GOEXPERIMENT := simd
+# go.mod names `toolchain go1.27.4` (GoMLX v0.28.16 needs Go 1.27); Debian's and
+# many distributions' Go default to GOTOOLCHAIN=local, which would refuse it.
+# auto lets any Go >= 1.21 fetch that toolchain from the module proxy once.
+export GOTOOLCHAIN := auto
 
 GO      ?= go
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)

@@ -1,12 +1,14 @@
 module github.com/pnec/pnec
 
-go 1.26.5
+go 1.27
+
+toolchain go1.27.4
 
 require (
 	github.com/airbusgeo/godal v0.0.18
-	github.com/gomlx/compute v0.1.2
-	github.com/gomlx/go-xla v0.4.1
-	github.com/gomlx/gomlx v0.28.2
+	github.com/gomlx/compute v0.1.14
+	github.com/gomlx/go-xla v0.4.13
+	github.com/gomlx/gomlx v0.28.16
 	github.com/paulmach/orb v0.14.0
 	github.com/planetlabs/go-stac v0.34.0
 	github.com/schollz/progressbar/v3 v3.19.0
@@ -24,8 +26,8 @@ require (
 	github.com/rivo/uniseg v0.4.7 // indirect
 	github.com/russross/blackfriday/v2 v2.1.0 // indirect
 	github.com/xrash/smetrics v0.0.0-20240521201337-686a1a2994c1 // indirect
-	golang.org/x/exp v0.0.0-20260410095643-746e56fc9e2f // indirect
-	golang.org/x/sys v0.43.0 // indirect
+	golang.org/x/exp v0.0.0-20260908205506-85c1c2202aba // indirect
+	golang.org/x/sys v0.48.0 // indirect
 	golang.org/x/term v0.40.0 // indirect
 	google.golang.org/protobuf v1.36.11 // indirect
 	k8s.io/klog/v2 v2.140.0 // indirect

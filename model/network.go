@@ -79,7 +79,7 @@ func (n *net) linear(x *Node, name string) *Node {
 // linearSilu is silu(linear(x, name)).
 func (n *net) linearSilu(x *Node, name string) *Node {
 	if n.fused {
-		return BackendFusedDense(x, n.p[name+".w"], n.p[name+".b"], compute.DenseConfig{Activation: compute.ActivationSilu})
+		return BackendFusedDense(x, n.p[name+".w"], n.p[name+".b"], compute.DenseConfig{Activation: compute.ActivationConfig{Type: compute.ActivationSilu}})
 	}
 	return silu(n.linear(x, name))
 }
@@ -107,7 +107,7 @@ func (n *net) linearNormSilu(x *Node, lin, gn string) *Node {
 			shift := Sub(n.p[gn+".b"], Mul(Reshape(mean, c), a))
 			wf := Mul(w, ExpandLeftToRank(a, 2))
 			bf := Add(Mul(b, a), shift)
-			return BackendFusedDense(x, wf, bf, compute.DenseConfig{Activation: compute.ActivationSilu})
+			return BackendFusedDense(x, wf, bf, compute.DenseConfig{Activation: compute.ActivationConfig{Type: compute.ActivationSilu}})
 		}
 	}
 	return silu(n.groupNorm(n.linear(x, lin), gn))
@@ -219,7 +219,7 @@ func (n *net) mambaInner(x *Node, name string) *Node {
 		// the same way); SiLU(z) comes out of its product directly.
 		w, b := n.p[name+".in.w"], n.p[name+".in.b"]
 		part := func(lo, hi int, act compute.ActivationType) *Node {
-			return BackendFusedDense(x, Slice(w, AxisRange(), AxisRange(lo, hi)), Slice(b, AxisRange(lo, hi)), compute.DenseConfig{Activation: act})
+			return BackendFusedDense(x, Slice(w, AxisRange(), AxisRange(lo, hi)), Slice(b, AxisRange(lo, hi)), compute.DenseConfig{Activation: compute.ActivationConfig{Type: act}})
 		}
 		cw, cb := n.p[name+".conv1d.w"], n.p[name+".conv1d.b"]
 		convPart := func(lo, hi int) *Node { // lo, hi within the x, B, C block
@@ -390,7 +390,7 @@ func (n *net) fusedEvidence(f, fspa, fdiff, posHot, wneg, protos *Node) *Node {
 	}, 0) // [3D+2K, 2D]
 	b1 := Concatenate([]*Node{n.p["gpos.1.b"], n.p["gneg.1.b"]}, 0)
 	in := Concatenate([]*Node{f, fspa, fdiff, posHot, wneg}, 1)
-	h := BackendFusedDense(in, w1, b1, compute.DenseConfig{Activation: compute.ActivationSilu}) // [L, 2D]
+	h := BackendFusedDense(in, w1, b1, compute.DenseConfig{Activation: compute.ActivationConfig{Type: compute.ActivationSilu}}) // [L, 2D]
 	w2 := Concatenate([]*Node{MulScalar(n.p["gpos.2.w"], n.cfg.Alpha), MulScalar(n.p["gneg.2.w"], -n.cfg.Beta)}, 0)
 	b2 := Sub(MulScalar(n.p["gpos.2.b"], n.cfg.Alpha), MulScalar(n.p["gneg.2.b"], n.cfg.Beta))
 	return BackendFusedDense(h, w2, b2, compute.DenseConfig{})

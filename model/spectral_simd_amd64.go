@@ -19,22 +19,22 @@ func dotsSIMD(unitT []float32, padded int, s, dots []float32) {
 		for b, v := range s {
 			pb := archsimd.BroadcastFloat32x8(v)
 			row := unitT[b*padded+j : b*padded+j+32 : b*padded+j+32]
-			a0 = archsimd.LoadFloat32x8Slice(row[0:8]).MulAdd(pb, a0)
-			a1 = archsimd.LoadFloat32x8Slice(row[8:16]).MulAdd(pb, a1)
-			a2 = archsimd.LoadFloat32x8Slice(row[16:24]).MulAdd(pb, a2)
-			a3 = archsimd.LoadFloat32x8Slice(row[24:32]).MulAdd(pb, a3)
+			a0 = archsimd.LoadFloat32x8(row[0:8]).MulAdd(pb, a0)
+			a1 = archsimd.LoadFloat32x8(row[8:16]).MulAdd(pb, a1)
+			a2 = archsimd.LoadFloat32x8(row[16:24]).MulAdd(pb, a2)
+			a3 = archsimd.LoadFloat32x8(row[24:32]).MulAdd(pb, a3)
 		}
-		a0.StoreSlice(dots[j : j+8])
-		a1.StoreSlice(dots[j+8 : j+16])
-		a2.StoreSlice(dots[j+16 : j+24])
-		a3.StoreSlice(dots[j+24 : j+32])
+		a0.Store(dots[j : j+8])
+		a1.Store(dots[j+8 : j+16])
+		a2.Store(dots[j+16 : j+24])
+		a3.Store(dots[j+24 : j+32])
 	}
 	for ; j < padded; j += 8 {
 		var a archsimd.Float32x8
 		for b, v := range s {
-			a = archsimd.LoadFloat32x8Slice(unitT[b*padded+j:b*padded+j+8]).MulAdd(archsimd.BroadcastFloat32x8(v), a)
+			a = archsimd.LoadFloat32x8(unitT[b*padded+j:b*padded+j+8]).MulAdd(archsimd.BroadcastFloat32x8(v), a)
 		}
-		a.StoreSlice(dots[j : j+8])
+		a.Store(dots[j : j+8])
 	}
 }
 
@@ -52,8 +52,8 @@ func dots4SIMD(unitT []float32, padded int, s *[4][]float32, dots *[4][]float32)
 		var a0, a1, b0, b1, c0, c1, e0, e1 archsimd.Float32x8
 		for b := 0; b < bands; b++ {
 			row := unitT[b*padded+j : b*padded+j+16 : b*padded+j+16]
-			r0 := archsimd.LoadFloat32x8Slice(row[0:8])
-			r1 := archsimd.LoadFloat32x8Slice(row[8:16])
+			r0 := archsimd.LoadFloat32x8(row[0:8])
+			r1 := archsimd.LoadFloat32x8(row[8:16])
 			p := archsimd.BroadcastFloat32x8(s0[b])
 			a0, a1 = r0.MulAdd(p, a0), r1.MulAdd(p, a1)
 			p = archsimd.BroadcastFloat32x8(s1[b])
@@ -63,27 +63,27 @@ func dots4SIMD(unitT []float32, padded int, s *[4][]float32, dots *[4][]float32)
 			p = archsimd.BroadcastFloat32x8(s3[b])
 			e0, e1 = r0.MulAdd(p, e0), r1.MulAdd(p, e1)
 		}
-		a0.StoreSlice(dots[0][j : j+8])
-		a1.StoreSlice(dots[0][j+8 : j+16])
-		b0.StoreSlice(dots[1][j : j+8])
-		b1.StoreSlice(dots[1][j+8 : j+16])
-		c0.StoreSlice(dots[2][j : j+8])
-		c1.StoreSlice(dots[2][j+8 : j+16])
-		e0.StoreSlice(dots[3][j : j+8])
-		e1.StoreSlice(dots[3][j+8 : j+16])
+		a0.Store(dots[0][j : j+8])
+		a1.Store(dots[0][j+8 : j+16])
+		b0.Store(dots[1][j : j+8])
+		b1.Store(dots[1][j+8 : j+16])
+		c0.Store(dots[2][j : j+8])
+		c1.Store(dots[2][j+8 : j+16])
+		e0.Store(dots[3][j : j+8])
+		e1.Store(dots[3][j+8 : j+16])
 	}
 	for ; j < padded; j += 8 {
 		var a, bb, c, e archsimd.Float32x8
 		for b := 0; b < bands; b++ {
-			r := archsimd.LoadFloat32x8Slice(unitT[b*padded+j : b*padded+j+8])
+			r := archsimd.LoadFloat32x8(unitT[b*padded+j : b*padded+j+8])
 			a = r.MulAdd(archsimd.BroadcastFloat32x8(s0[b]), a)
 			bb = r.MulAdd(archsimd.BroadcastFloat32x8(s1[b]), bb)
 			c = r.MulAdd(archsimd.BroadcastFloat32x8(s2[b]), c)
 			e = r.MulAdd(archsimd.BroadcastFloat32x8(s3[b]), e)
 		}
-		a.StoreSlice(dots[0][j : j+8])
-		bb.StoreSlice(dots[1][j : j+8])
-		c.StoreSlice(dots[2][j : j+8])
-		e.StoreSlice(dots[3][j : j+8])
+		a.Store(dots[0][j : j+8])
+		bb.Store(dots[1][j : j+8])
+		c.Store(dots[2][j : j+8])
+		e.Store(dots[3][j : j+8])
 	}
 }
