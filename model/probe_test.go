@@ -1,0 +1,55 @@
+package model
+
+import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"testing"
+)
+
+// TestPJRTHeaderVersion checks PJRTHeaderVersion against the pjrt_c_api.h
+// of the go-xla module this build uses, so that an upgrade of go-xla cannot
+// leave the reported version stale.
+func TestPJRTHeaderVersion(t *testing.T) {
+	out, err := exec.Command("go", "list", "-m", "-json", "github.com/gomlx/go-xla").Output()
+	if err != nil {
+		t.Skipf("go list not available here (%v): cannot locate go-xla's header", err)
+	}
+	var mod struct{ Dir string }
+	if err := json.Unmarshal(out, &mod); err != nil || mod.Dir == "" {
+		t.Skipf("go-xla module source not in the module cache (%v)", err)
+	}
+	h, err := os.ReadFile(filepath.Join(mod.Dir, "pjrt", "pjrt_c_api.h"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, name := range []string{"PJRT_API_MAJOR", "PJRT_API_MINOR"} {
+		m := regexp.MustCompile(`#define ` + name + ` (\d+)`).FindSubmatch(h)
+		if m == nil {
+			t.Fatalf("%s not found in go-xla's pjrt_c_api.h", name)
+		}
+		v, _ := strconv.Atoi(string(m[1]))
+		if v != PJRTHeaderVersion[i] {
+			t.Errorf("%s = %d in go-xla's header, PJRTHeaderVersion says %d", name, v, PJRTHeaderVersion[i])
+		}
+	}
+}
+
+// TestProbeGoBackend runs the probe's smoke product on the pure-Go backend,
+// and checks that a missing plugin is reported as such, naming it.
+func TestProbeGoBackend(t *testing.T) {
+	info, err := ProbeBackend("go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !info.SmokeOK || info.Label != "go" || len(info.Devices) == 0 {
+		t.Errorf("probe of go: %+v", info)
+	}
+	_, err = ProbeBackend("xla:/nonexistent/xla_cuda_plugin.so")
+	if err == nil || !regexp.MustCompile(`/nonexistent/xla_cuda_plugin.so`).MatchString(err.Error()) {
+		t.Errorf("probe of a missing plugin: error %v, want one naming the path", err)
+	}
+}
