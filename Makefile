@@ -15,7 +15,7 @@ PREFIX  ?= /usr/local
 # tools, and rasterio as an independent reader of the products.
 APT_PACKAGES := libgdal-dev gdal-bin python3-rasterio python3-numpy
 
-.PHONY: all deps build install test test-short bench bench-quick demo clean
+.PHONY: all deps build install test test-short bench bench-quick demo gpu-bundle gpu-rehearse clean
 
 all: build
 
@@ -66,5 +66,14 @@ bench-quick: deps
 demo: build
 	PNEC=bin/pnec ./scripts/demo.sh
 
+# gpu-bundle builds what scripts/gpu-check.sh needs on a GPU machine without
+# Go or GDAL (README "GPU (XLA/CUDA)"); gpu-rehearse runs that script's
+# steps here on the pure-Go backend.
+gpu-bundle: deps
+	scripts/gpu-bundle.sh --e2e
+
+gpu-rehearse: gpu-bundle
+	OUT=gpu-results scripts/gpu-check.sh --cpu --quick gpu-bundle
+
 clean:
-	rm -rf bin demo
+	rm -rf bin demo gpu-bundle gpu-results

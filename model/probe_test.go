@@ -53,3 +53,20 @@ func TestProbeGoBackend(t *testing.T) {
 		t.Errorf("probe of a missing plugin: error %v, want one naming the path", err)
 	}
 }
+
+// TestProbeOtherBackend reports what PNEC_XLA_BACKEND is (plugin, PJRT
+// versions, devices) and fails when it cannot run the smoke product; it is
+// the first step of scripts/gpu-check.sh.
+func TestProbeOtherBackend(t *testing.T) {
+	b := os.Getenv("PNEC_XLA_BACKEND")
+	if b == "" {
+		t.Skip("PNEC_XLA_BACKEND is not set: nothing to probe")
+	}
+	info, err := ProbeBackend(b)
+	t.Logf("backend %s: plugin %s, plugin PJRT C API %d.%d, go-xla's %d.%d", info.Label, info.PluginPath,
+		info.PluginPJRT[0], info.PluginPJRT[1], info.HeaderPJRT[0], info.HeaderPJRT[1])
+	t.Logf("description: %s; devices: %q; smoke product %.3f s", info.Description, info.Devices, info.SmokeSec)
+	if err != nil {
+		t.Fatal(err)
+	}
+}
