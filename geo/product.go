@@ -70,21 +70,21 @@ const (
 
 // ProductWriter streams rows of a product to a temporary raster and finishes it as a COG.
 type ProductWriter struct {
-	path    string
-	spec    ProductSpec
-	dtype   godal.DataType // of both bands: a TIFF holds one sample type
-	nodata  int            // of both bands, inside the TIFF
-	block   int            // COG tile size, pixels
-	stage   string         // tiled GTiff the rows go to
-	ds      *godal.Dataset // open on stage until Commit
+	path   string
+	spec   ProductSpec
+	dtype  godal.DataType // of both bands: a TIFF holds one sample type
+	nodata int            // of both bands, inside the TIFF
+	block  int            // COG tile size, pixels
+	stage  string         // tiled GTiff the rows go to
+	ds     *godal.Dataset // open on stage until Commit
 	// relStage/relDS: the Float32 reliability file's stage (ReliabilityFloat32).
 	relStage string
 	relDS    *godal.Dataset
-	written []bool         // rows written
-	isClass []bool         // isClass[v]: v is a class value
-	temps   []string       // every temporary path, removed by Close unless committed
-	pnecMD  map[string]string
-	done    bool
+	written  []bool   // rows written
+	isClass  []bool   // isClass[v]: v is a class value
+	temps    []string // every temporary path, removed by Close unless committed
+	pnecMD   map[string]string
+	done     bool
 	// remote is the GDAL virtual path (/vsis3/, /vsimem/, ...) a product goes
 	// to; path is then a local staging copy in localDir, uploaded on Commit.
 	remote   string

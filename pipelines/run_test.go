@@ -156,8 +156,12 @@ func TestRunEndToEnd(t *testing.T) {
 	if item.Properties["datetime"] != "2024-06-01T10:30:00Z" {
 		t.Errorf("scene-d datetime %v, want the source item's 2024-06-01T10:30:00Z", item.Properties["datetime"])
 	}
-	if item.Links[0]["rel"] != "derived_from" || !strings.HasSuffix(item.Links[0]["href"], "stac/d.json") {
-		t.Errorf("scene-d links %v, want derived_from the source item", item.Links)
+	rels := map[string]string{}
+	for _, l := range item.Links {
+		rels[l["rel"]] = l["href"]
+	}
+	if !strings.HasSuffix(rels["derived_from"], "stac/d.json") || rels["self"] != "scene-d.json" || rels["root"] == "" || rels["collection"] != rels["root"] {
+		t.Errorf("scene-d links %v, want self, root/collection and derived_from the source item", item.Links)
 	}
 	mtimes := map[string]time.Time{}
 	for _, k := range keys {
