@@ -15,7 +15,7 @@ PREFIX  ?= /usr/local
 # tools, and rasterio as an independent reader of the products.
 APT_PACKAGES := libgdal-dev gdal-bin python3-rasterio python3-numpy
 
-.PHONY: all deps build install test test-short bench bench-quick demo gpu-bundle gpu-rehearse clean
+.PHONY: all deps build install test test-short bench bench-quick demo gpu-bundle gpu-rehearse check-clients clean
 
 all: build
 
@@ -75,5 +75,23 @@ gpu-bundle: deps
 gpu-rehearse: gpu-bundle
 	OUT=gpu-results scripts/gpu-check.sh --cpu --quick gpu-bundle
 
+# check-clients opens products in headless QGIS (PyQGIS) as GIS users do
+# (docs/product.md): the default paletted renderer with the class names,
+# transparent no-data, the product file alone, and an ungeoreferenced
+# product upright and aligned with its input. Not part of `make test`: it
+# installs qgis, python3-qgis and python3-gdal (about 260 MB) when missing.
+CLIENT_PACKAGES := qgis python3-qgis python3-gdal
+CLIENTS_DIR ?= check-clients
+
+check-clients: deps
+	@if ! /usr/bin/python3 -c 'import qgis.core, osgeo.gdal' >/dev/null 2>&1; then \
+		echo "make: installing $(CLIENT_PACKAGES) with apt-get"; \
+		SUDO=; [ "$$(id -u)" = 0 ] || SUDO=sudo; \
+		$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends $(CLIENT_PACKAGES); \
+	fi
+	rm -rf $(CLIENTS_DIR)
+	PNEC_CLIENTS_OUT=$(abspath $(CLIENTS_DIR)) $(GO) test -count=1 -run '^TestClientsFixture$$' ./cmd/pnec
+	QT_QPA_PLATFORM=offscreen /usr/bin/python3 scripts/check_clients.py $(CLIENTS_DIR)
+
 clean:
-	rm -rf bin demo gpu-bundle gpu-results
+	rm -rf bin demo gpu-bundle gpu-results check-clients
