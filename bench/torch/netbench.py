@@ -44,9 +44,11 @@ def main():
     r = np.arange(H)[:, None]
     c = np.arange(W)[None, :]
     labels = ((r // 37) * 7 + (c // 29)) % K  # class blocks
-    band = np.arange(B, dtype=np.float32)[None, None, :]
-    X = (0.2 + 0.6 * (labels[:, :, None] + 1) / (K + 1) + 0.1 * np.sin(band / 7.0 + labels[:, :, None])).astype(np.float32)
-    x = torch.from_numpy(np.ascontiguousarray(X.transpose(2, 0, 1)))[None]
+    # Built directly in the network's [bands, H, W] layout and shared with the tensor, so the
+    # process holds one copy of the scene, as pnec does.
+    band = np.arange(B, dtype=np.float32)[:, None, None]
+    X = (0.2 + 0.6 * (labels[None] + 1) / (K + 1) + 0.1 * np.sin(band / 7.0 + labels[None])).astype(np.float32)
+    x = torch.from_numpy(X)[None]
 
     model = ref.PNECMamba(B, K)
     h, w = ref.low_res_shape(H, W)

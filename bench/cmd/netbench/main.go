@@ -93,8 +93,11 @@ func run(ctx context.Context, args []string) error {
 		}
 		res.Backend = *backend
 	case "infer":
+		// The weights come from one epoch on a small crop, so that the
+		// process's peak RSS is inference's, not a full-scene training's.
 		cfg.Epochs = 1
-		m, err := model.Train(ctx, s, labels, model.TrainOptions{Config: cfg, Backend: *backend})
+		cs, cl := scene(min(*rows, 64), min(*cols, 64), *bands, *classes)
+		m, err := model.Train(ctx, cs, cl, model.TrainOptions{Config: cfg, Backend: *backend})
 		if err != nil {
 			return err
 		}
