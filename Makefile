@@ -15,7 +15,7 @@ PREFIX  ?= /usr/local
 # tools, and rasterio as an independent reader of the products.
 APT_PACKAGES := libgdal-dev gdal-bin python3-rasterio python3-numpy
 
-.PHONY: all deps build install test test-short bench bench-quick demo gpu-bundle gpu-rehearse check-clients clean
+.PHONY: all deps build install test test-short bench bench-torch bench-quick demo gpu-bundle gpu-rehearse check-clients clean
 
 all: build
 
@@ -54,6 +54,12 @@ BENCH_TIME_INSTALL = if [ ! -x /usr/bin/time ]; then \
 bench: deps
 	@$(BENCH_TIME_INSTALL)
 	$(GO) run ./bench/cmd/benchrun -mode full
+
+# bench-torch runs only the side-by-side comparison with the PyTorch reference
+# (../shared/reference; needs python3-torch and libopenblas0-openmp, skipped
+# with a message otherwise) and writes its own report.
+bench-torch: deps
+	$(GO) run ./bench/cmd/benchrun -mode full -torch-only -md bench/torch.md -json bench/torch.json
 
 bench-quick: deps
 	@$(BENCH_TIME_INSTALL)
