@@ -522,10 +522,10 @@ func itemDatetime(in Input, info geo.Info, user time.Time) (string, string) {
 }
 
 // sceneDatetimeKeys are the metadata items that carry an acquisition time:
-// GDAL's ACQUISITIONDATETIME (ENVI "acquisition time" and other drivers),
-// pnec's own, and TIFFTAG_DATETIME (the TIFF's DateTime, which cameras and
+// GDAL's ACQUISITIONDATETIME (several drivers), an ENVI header's
+// "acquisition time", and TIFFTAG_DATETIME (the TIFF's DateTime, which cameras and
 // most producers set to the acquisition).
-var sceneDatetimeKeys = []string{"ACQUISITIONDATETIME", "ACQUISITION_DATETIME", "acquisition_datetime", "ACQUISITION_TIME",
+var sceneDatetimeKeys = []string{"ACQUISITIONDATETIME", "ACQUISITION_DATETIME", geo.MetaENVIAcquisitionTime, "acquisition_datetime", "ACQUISITION_TIME",
 	"acquisition_time", "acquisition time", "DATETIME", "TIFFTAG_DATETIME"}
 
 // SceneDatetime reads the acquisition time from a scene's metadata.

@@ -136,6 +136,22 @@ func TestBuildItemValidates(t *testing.T) {
 				t.Errorf("got datetime %v from %v, want 2023-07-04T12:00:00Z from the scene", p["datetime"], p[propDatetimeSource])
 			}
 		}},
+		{"GDAL ACQUISITIONDATETIME", func(p *ItemParams) {
+			p.Input.ItemDatetime = ""
+			p.Info.Metadata = map[string]string{"ACQUISITIONDATETIME": "2022-08-09T10:11:12Z"}
+		}, func(t *testing.T, m map[string]any) {
+			if p := m["properties"].(map[string]any); p["datetime"] != "2022-08-09T10:11:12Z" || p[propDatetimeSource] != datetimeFromScene {
+				t.Errorf("got datetime %v from %v, want the scene's ACQUISITIONDATETIME", p["datetime"], p[propDatetimeSource])
+			}
+		}},
+		{"ENVI acquisition time", func(p *ItemParams) {
+			p.Input.ItemDatetime = ""
+			p.Info.Metadata = map[string]string{geo.MetaENVIAcquisitionTime: "2021-03-04T05:06:07Z"}
+		}, func(t *testing.T, m map[string]any) {
+			if p := m["properties"].(map[string]any); p["datetime"] != "2021-03-04T05:06:07Z" {
+				t.Errorf("got datetime %v, want the ENVI header's acquisition time", p["datetime"])
+			}
+		}},
 		{"user datetime wins", func(p *ItemParams) {
 			p.Datetime = time.Date(2020, 5, 6, 7, 8, 9, 0, time.UTC)
 			p.Info.Metadata = map[string]string{"TIFFTAG_DATETIME": "2023:07:04 12:00:00"}
