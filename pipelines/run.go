@@ -490,7 +490,7 @@ func (w *worker) scene(ctx context.Context, in Input) SceneReport {
 	src.Name = portableHref(src.Name, w.root(), w.cfg.OutDir)
 	checksum := w.model.Checksum()
 	if !w.cfg.Force {
-		if ok, why := upToDate(product, itemPath, src, checksum); ok {
+		if ok, why := upToDate(product, itemPath, src, checksum, w.cfg.Options.ReliabilityFloat32); ok {
 			// A run killed between writing the Item and adding it to the
 			// collection left it out: add it now (a no-op when it is in).
 			if w.cfg.Collection != "" && !w.inCollection[itemHref(w.cfg.Collection, itemPath)] {

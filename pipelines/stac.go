@@ -302,6 +302,7 @@ func BuildItem(p ItemParams) (*stac.Item, error) {
 		propSource:        p.Source,
 		propModelChecksum: p.ModelChecksum,
 		propProductBytes:  p.ProductBytes,
+		propProductFormat: productFormat,
 		propBackend:       p.Backend,
 	}
 	dt, dtSource := itemDatetime(p.Input, p.Info, p.Datetime)
