@@ -2,6 +2,7 @@ package geo
 
 import (
 	"encoding/json"
+	"encoding/xml"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -11,6 +12,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/airbusgeo/godal"
 )
 
 // pythonGDAL is the interpreter with rasterio and GDAL's Python bindings.
@@ -341,6 +344,54 @@ func TestProductUngeoreferenced(t *testing.T) {
 		s.Close()
 		if in.HasGeoTransform || in.WKT != "" {
 			t.Errorf("%s: got geotransform %v (%v) and CRS %q, want none", filepath.Base(f), in.GeoTransform, in.HasGeoTransform, in.WKT)
+		}
+	}
+}
+
+// TestProductSidecarOnlyRepeats: everything the .aux.xml sidecar says is
+// also inside the TIFF (category names as CLASS_<value>, the PNEC domain as
+// PNEC_* items), and the sidecar declares no no-data of its own.
+func TestProductSidecarOnlyRepeats(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "p.tif")
+	writeTestProduct(t, path, productCases[0], 60, 50, map[string]string{"MODEL_CHECKSUM": "abc"})
+	b, err := os.ReadFile(path + auxSuffix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pam pamDataset
+	if err := xml.Unmarshal(b, &pam); err != nil {
+		t.Fatalf("sidecar: %v", err)
+	}
+	// Opened without sibling files: what the TIFF alone says.
+	ds, err := godal.Open(path, godal.RasterOnly())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ds.Close()
+	cls := ds.Bands()[0]
+	n := 0
+	for _, band := range pam.Bands {
+		if band.NoData != "" {
+			t.Errorf("sidecar band %d declares no-data %s", band.Band, band.NoData)
+		}
+		for v, name := range band.Categories {
+			if name == "" {
+				continue
+			}
+			n++
+			if got := cls.Metadata(fmt.Sprintf("CLASS_%d", v)); got != name {
+				t.Errorf("category %d %q: inside the TIFF CLASS_%d=%q", v, name, v, got)
+			}
+		}
+	}
+	if n != len(testClasses(6)) {
+		t.Errorf("sidecar has %d category names, want %d", n, len(testClasses(6)))
+	}
+	for _, md := range pam.Metadata {
+		for _, it := range md.Items {
+			if got := ds.Metadata("PNEC_" + it.Key); got != it.Value {
+				t.Errorf("sidecar %s/%s=%q: inside the TIFF PNEC_%s=%q", md.Domain, it.Key, it.Value, it.Key, got)
+			}
 		}
 	}
 }
