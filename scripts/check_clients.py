@@ -11,24 +11,34 @@ Checks, each printed as PASS/FAIL:
   2. its no-data is transparent: QGIS reads no-data 255 on both bands, and a
      rendered no-data pixel has alpha 0 while a class pixel has its colour;
   3. the product file alone (no .qml, no .aux.xml) still has no-data 255 on both
-     bands and the class names in its band metadata;
+     bands and the class names in its band metadata; read over HTTP from a local
+     server with GDAL_DISABLE_READDIR_ON_OPEN=EMPTY_DIR, QGIS still reads both
+     no-data values and its statistics do not count no-data as a class;
   4. the product of an ungeoreferenced scene has no georeference, covers exactly
      the extent of its input in QGIS, and is upright: the rendered top and bottom
      of the right half show the classes of the product's first and last rows.
 Exit status 1 when any check fails.
 """
+import functools
+import http.server
 import os
 import shutil
 import sys
 import tempfile
+import threading
 
 from osgeo import gdal
 from qgis.core import (QgsApplication, QgsMapRendererParallelJob, QgsMapSettings,
-                       QgsRasterLayer, QgsRectangle)
+                       QgsRasterBandStats, QgsRasterLayer, QgsRectangle)
 from qgis.PyQt.QtCore import QSize
 from qgis.PyQt.QtGui import QColor
 
 failures = []
+
+
+class QuietHandler(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, *args):
+        pass
 
 
 def check(ok, what):
@@ -117,6 +127,33 @@ def main(root):
         check(all(md.get("CLASS_%d" % v) == n for v, (n, _) in classes.items()), "the product file alone carries the class names")
     finally:
         shutil.rmtree(alone)
+
+    # 3b. Over HTTP as COG servers hand it out: /vsicurl/ from a local server
+    # with GDAL_DISABLE_READDIR_ON_OPEN=EMPTY_DIR (no sidecar, no style):
+    # QGIS's statistics leave no-data out instead of counting it as a class.
+    served = tempfile.mkdtemp(prefix="pnec-http-")
+    shutil.copy(product, os.path.join(served, "product.tif"))
+    handler = functools.partial(QuietHandler, directory=served)
+    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    try:
+        gdal.SetConfigOption("GDAL_DISABLE_READDIR_ON_OPEN", "EMPTY_DIR")
+        url = "/vsicurl/http://127.0.0.1:%d/product.tif" % srv.server_address[1]
+        lh = QgsRasterLayer(url, "http")
+        check(lh.isValid(), "QGIS opens %s" % url)
+        ph = lh.dataProvider()
+        check(all(ph.sourceHasNoDataValue(b) and ph.sourceNoDataValue(b) == 255 for b in (1, 2)),
+              "over HTTP with EMPTY_DIR: QGIS reads no-data 255 on both bands")
+        st = ph.bandStatistics(1, QgsRasterBandStats.All, QgsRectangle(), 0)
+        valid = int((arr != 255).sum())
+        check(st.elementCount == valid and st.maximumValue <= max(classes),
+              "over HTTP: QGIS statistics count %d valid pixels (want %d), values up to %g (want <= %d): no-data is not a class"
+              % (st.elementCount, valid, st.maximumValue, max(classes)))
+        del lh, ph
+    finally:
+        gdal.SetConfigOption("GDAL_DISABLE_READDIR_ON_OPEN", None)
+        srv.shutdown()
+        shutil.rmtree(served)
 
     # 4. Ungeoreferenced: no georeference, aligned with its input, upright.
     scene = os.path.join(root, "local", "scene.tif")
