@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"github.com/airbusgeo/godal"
+
+	"github.com/pnec/pnec/internal/tempfiles"
 )
 
 // Product layout constants.
@@ -142,6 +144,10 @@ func CreateProduct(path string, spec ProductSpec) (*ProductWriter, error) {
 			return nil, fmt.Errorf("create product %s: local staging directory: %w", path, err)
 		}
 		p.remote, p.localDir, p.path = path, dir, filepath.Join(dir, vsiBase(path))
+		if err := tempfiles.Add(dir); err != nil {
+			os.RemoveAll(dir)
+			return nil, fmt.Errorf("create product %s: %w", path, err)
+		}
 	}
 	for _, c := range spec.Classes {
 		if p.isClass[c.Value] {
@@ -576,6 +582,7 @@ func (p *ProductWriter) commit(ctx context.Context) error {
 			return err
 		}
 		os.RemoveAll(p.localDir)
+		tempfiles.Forget(p.localDir)
 	}
 	return nil
 }
@@ -806,6 +813,7 @@ func (p *ProductWriter) Close() error {
 	p.temps = nil
 	if p.localDir != "" {
 		errs = append(errs, os.RemoveAll(p.localDir))
+		tempfiles.Forget(p.localDir)
 	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("close %s: %w", p.path, err)
