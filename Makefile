@@ -12,8 +12,9 @@ LDFLAGS := -X main.version=$(VERSION)
 PREFIX  ?= /usr/local
 
 # Debian/Ubuntu packages the build and the tests need: GDAL's headers and
-# tools, and rasterio as an independent reader of the products.
-APT_PACKAGES := libgdal-dev gdal-bin python3-rasterio python3-numpy
+# tools, rasterio as an independent reader of the products, and python3-gdal
+# for GDAL's own COG validator (osgeo_utils), which the product tests run.
+APT_PACKAGES := libgdal-dev gdal-bin python3-rasterio python3-numpy python3-gdal
 
 .PHONY: all deps build install test test-short bench bench-torch bench-quick demo gpu-bundle gpu-rehearse check-clients clean
 
@@ -21,7 +22,7 @@ all: build
 
 # deps installs GDAL (and the test readers) with apt-get when missing.
 deps:
-	@if ! command -v gdal-config >/dev/null 2>&1 || ! command -v gdalinfo >/dev/null 2>&1 || ! /usr/bin/python3 -c 'import rasterio' >/dev/null 2>&1; then \
+	@if ! command -v gdal-config >/dev/null 2>&1 || ! command -v gdalinfo >/dev/null 2>&1 || ! /usr/bin/python3 -c 'import rasterio, osgeo_utils.samples.validate_cloud_optimized_geotiff' >/dev/null 2>&1; then \
 		echo "make: installing $(APT_PACKAGES) with apt-get"; \
 		SUDO=; [ "$$(id -u)" = 0 ] || SUDO=sudo; \
 		$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $(APT_PACKAGES); \

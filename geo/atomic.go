@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/pnec/pnec/internal/tempfiles"
 )
 
 // auxSuffix is the name GDAL's PAM machinery gives a dataset's sidecar.
@@ -20,6 +22,9 @@ func tempBeside(path, tag string) (string, error) {
 	if dir == "" {
 		dir = "."
 	}
+	if err := tempfiles.Add(); err != nil {
+		return "", fmt.Errorf("create temporary file beside %s: %w", path, err)
+	}
 	f, err := os.CreateTemp(dir, "."+base+".*"+tag)
 	if err != nil {
 		return "", fmt.Errorf("create temporary file beside %s: %w", path, err)
@@ -30,6 +35,11 @@ func tempBeside(path, tag string) (string, error) {
 	// 0600 mode: remove the placeholder so GDAL creates the file with the
 	// usual mode (0666 less umask). The random name stays practically unique.
 	if err := os.Remove(name); err != nil {
+		return "", fmt.Errorf("create temporary file beside %s: %w", path, err)
+	}
+	// Recorded so that a signal's stop removes it (and its sidecar) even
+	// while GDAL is still writing it.
+	if err := tempfiles.Add(name, name+auxSuffix); err != nil {
 		return "", fmt.Errorf("create temporary file beside %s: %w", path, err)
 	}
 	return name, nil
@@ -44,7 +54,9 @@ func removeIfExists(paths ...string) error {
 		}
 		if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			errs = append(errs, err)
+			continue
 		}
+		tempfiles.Forget(p)
 	}
 	return errors.Join(errs...)
 }
@@ -53,7 +65,20 @@ func removeIfExists(paths ...string) error {
 // to path's; a stale sidecar of an earlier file at path is removed so that it
 // cannot describe the new one. The main file goes first: a crash between the
 // two renames leaves a complete product whose own metadata is inside it.
+//
+// The renames run under tempfiles.Publish: once a signal's stop has begun
+// nothing is published, and a stop waits for renames in progress.
 func publish(tmp, path string) error {
+	err := tempfiles.Publish(func() error { return publishNow(tmp, path) })
+	if err == nil {
+		tempfiles.Forget(tmp, tmp+auxSuffix)
+	}
+	return err
+}
+
+// publishNow does publish's renames. It runs under tempfiles' lock, so it
+// must not call tempfiles (removeIfExists does).
+func publishNow(tmp, path string) error {
 	if err := os.Rename(tmp, path); err != nil {
 		return fmt.Errorf("rename %s to %s: %w", tmp, path, err)
 	}
@@ -61,7 +86,7 @@ func publish(tmp, path string) error {
 		if err := os.Rename(tmp+auxSuffix, path+auxSuffix); err != nil {
 			return fmt.Errorf("rename %s to %s: %w", tmp+auxSuffix, path+auxSuffix, err)
 		}
-	} else if err := removeIfExists(path + auxSuffix); err != nil {
+	} else if err := os.Remove(path + auxSuffix); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("remove stale sidecar: %w", err)
 	}
 	return nil

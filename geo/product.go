@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"github.com/airbusgeo/godal"
+
+	"github.com/pnec/pnec/internal/tempfiles"
 )
 
 // Product layout constants.
@@ -142,6 +144,10 @@ func CreateProduct(path string, spec ProductSpec) (*ProductWriter, error) {
 			return nil, fmt.Errorf("create product %s: local staging directory: %w", path, err)
 		}
 		p.remote, p.localDir, p.path = path, dir, filepath.Join(dir, vsiBase(path))
+		if err := tempfiles.Add(dir); err != nil {
+			os.RemoveAll(dir)
+			return nil, fmt.Errorf("create product %s: %w", path, err)
+		}
 	}
 	for _, c := range spec.Classes {
 		if p.isClass[c.Value] {
@@ -553,9 +559,11 @@ func (p *ProductWriter) commit(ctx context.Context) error {
 	} else if err := removeIfExists(relPath, relPath+auxSuffix); err != nil {
 		return fmt.Errorf("remove stale %s: %w", relPath, err)
 	}
-	if err := os.Rename(style, stylePath); err != nil {
+	// Under tempfiles.Publish like every rename: nothing is published once a stop began.
+	if err := tempfiles.Publish(func() error { return os.Rename(style, stylePath) }); err != nil {
 		return fmt.Errorf("rename %s to %s: %w", style, stylePath, err)
 	}
+	tempfiles.Forget(style)
 	if err := publish(cog, p.path); err != nil {
 		return err
 	}
@@ -576,6 +584,7 @@ func (p *ProductWriter) commit(ctx context.Context) error {
 			return err
 		}
 		os.RemoveAll(p.localDir)
+		tempfiles.Forget(p.localDir)
 	}
 	return nil
 }
@@ -806,6 +815,7 @@ func (p *ProductWriter) Close() error {
 	p.temps = nil
 	if p.localDir != "" {
 		errs = append(errs, os.RemoveAll(p.localDir))
+		tempfiles.Forget(p.localDir)
 	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("close %s: %w", p.path, err)

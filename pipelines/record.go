@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/pnec/pnec/geo"
+	"github.com/pnec/pnec/internal/tempfiles"
 )
 
 // SourceRecord identifies the input a product was made from. A local file
@@ -132,12 +133,20 @@ func tryLock(outDir, key string) (*sceneLock, error) {
 		}
 		return nil, fmt.Errorf("lock %s: %w", p, err)
 	}
+	// A signal's stop removes the lock file as release would (the lock is
+	// ours until the process exits).
+	if err := tempfiles.Add(p); err != nil {
+		os.Remove(p)
+		f.Close()
+		return nil, fmt.Errorf("lock %s: %w", p, err)
+	}
 	return &sceneLock{f: f, path: p}, nil
 }
 
 // release removes the lock file (while still holding the lock) and unlocks.
 func (l *sceneLock) release() {
 	os.Remove(l.path)
+	tempfiles.Forget(l.path)
 	l.f.Close()
 }
 
@@ -189,6 +198,12 @@ func writeFileAtomic(path string, data []byte) error {
 	var rnd [4]byte
 	rand.Read(rnd[:])
 	tmp := filepath.Join(filepath.Dir(path), "."+filepath.Base(path)+".pnec-tmp-"+hex.EncodeToString(rnd[:]))
+	// Recorded so that a signal's stop removes it; the rename runs under
+	// tempfiles.Publish so that nothing is published once the stop began.
+	if err := tempfiles.Add(tmp); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	defer tempfiles.Forget(tmp)
 	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
 	if err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
@@ -200,7 +215,7 @@ func writeFileAtomic(path string, data []byte) error {
 		os.Remove(tmp)
 		return fmt.Errorf("write %s: %w", path, err)
 	}
-	if err := os.Rename(tmp, path); err != nil {
+	if err := tempfiles.Publish(func() error { return os.Rename(tmp, path) }); err != nil {
 		os.Remove(tmp)
 		return fmt.Errorf("write %s: %w", path, err)
 	}

@@ -11,10 +11,12 @@ import (
 	"sort"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/urfave/cli/v2"
 
 	"github.com/pnec/pnec/geo"
+	"github.com/pnec/pnec/internal/tempfiles"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
@@ -26,10 +28,26 @@ var commands []*cli.Command
 
 func register(c *cli.Command) { commands = append(commands, c) }
 
+// stopGrace is how long a command told to stop (SIGINT, SIGTERM) may take
+// to return by itself: a network call or a GDAL read or write in progress
+// cannot be interrupted and may take much longer, so after stopGrace the
+// process removes its temporaries and exits anyway (well within the 5 s a
+// scheduler such as Slurm or Kubernetes usually allows before SIGKILL).
+const stopGrace = 2500 * time.Millisecond
+
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	err := run(ctx, os.Args)
-	stop()
+	ctx, cancel := context.WithCancel(context.Background())
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	done := make(chan error, 1)
+	go func() { done <- run(ctx, os.Args) }()
+	var err error
+	select {
+	case err = <-done:
+	case sig := <-sigs:
+		cancel()
+		stopOnSignal(sig, sigs, done)
+	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "pnec: "+oneLine(err.Error()))
 		var ec cli.ExitCoder
@@ -38,6 +56,39 @@ func main() {
 		}
 		os.Exit(1)
 	}
+}
+
+// stopOnSignal stops the process after sig: it waits up to stopGrace for
+// the command to return (a second signal cuts the wait short), then removes
+// every temporary file the writers recorded, so that no partial product and
+// no staging file is left and any earlier product stays as it was, and exits
+// with 128 + the signal's number, as shells report a process a signal ended.
+func stopOnSignal(sig os.Signal, sigs <-chan os.Signal, done <-chan error) {
+	fmt.Fprintf(os.Stderr, "pnec: %s: stopping\n", sig)
+	finished := false
+	select {
+	case <-done:
+		finished = true
+	case <-time.After(stopGrace):
+	case <-sigs:
+	}
+	removed, err := tempfiles.Abort()
+	msg := fmt.Sprintf("pnec: stopped by %s", sig)
+	if !finished {
+		msg += fmt.Sprintf(" (work in progress abandoned after %s)", stopGrace)
+	}
+	if len(removed) > 0 {
+		msg += fmt.Sprintf("; removed %d temporary file(s)", len(removed))
+	}
+	if err != nil {
+		msg += "; " + oneLine(err.Error())
+	}
+	fmt.Fprintln(os.Stderr, msg)
+	code := 130
+	if s, ok := sig.(syscall.Signal); ok {
+		code = 128 + int(s)
+	}
+	os.Exit(code)
 }
 
 // run builds the application and runs it on args (args[0] is the program name).

@@ -1,0 +1,165 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/pnec/pnec/pipelines/pipelinetest"
+)
+
+// bigFixtureScene writes the fixture scene and a VRT that stretches it
+// (nearest neighbour) to rows x cols pixels: a scene large enough that
+// classifying it takes many seconds, without writing its pixels.
+func bigFixtureScene(t *testing.T, dir string, rows, cols int) string {
+	t.Helper()
+	src := filepath.Join(dir, "fixture.tif")
+	if err := pipelinetest.WriteScene(src, 5); err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "<VRTDataset rasterXSize=\"%d\" rasterYSize=\"%d\">\n", cols, rows)
+	for i := 1; i <= pipelinetest.Bands; i++ {
+		fmt.Fprintf(&b, "  <VRTRasterBand dataType=\"Float32\" band=\"%d\"><NoDataValue>%g</NoDataValue>\n", i, pipelinetest.NoData)
+		fmt.Fprintf(&b, "    <SimpleSource><SourceFilename relativeToVRT=\"1\">fixture.tif</SourceFilename><SourceBand>%d</SourceBand>", i)
+		fmt.Fprintf(&b, "<SrcRect xOff=\"0\" yOff=\"0\" xSize=\"%d\" ySize=\"%d\"/><DstRect xOff=\"0\" yOff=\"0\" xSize=\"%d\" ySize=\"%d\"/></SimpleSource>\n",
+			pipelinetest.Cols, pipelinetest.Rows, cols, rows)
+		b.WriteString("  </VRTRasterBand>\n")
+	}
+	b.WriteString("</VRTDataset>\n")
+	p := filepath.Join(dir, "big.vrt")
+	if err := os.WriteFile(p, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// leftovers lists the files of dir that a run must not leave behind.
+func leftovers(t *testing.T, dir string) []string {
+	t.Helper()
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, e := range ents {
+		n := e.Name()
+		if strings.HasPrefix(n, ".") || strings.Contains(n, "stage") || strings.Contains(n, "tmp") || strings.Contains(n, "lock") {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// TestSignalStops runs the real binary on a scene that takes minutes, sends
+// it SIGINT or SIGTERM once it is writing (its staging file exists) and, in
+// one case, after a delay that lands inside a network call, and checks that
+// it exits within 5 s with 128 + the signal, removes every temporary and
+// leaves the earlier product byte for byte as it was.
+func TestSignalStops(t *testing.T) {
+	bin := pnecBinary(t)
+	modelPath, err := pipelinetest.ModelPath()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	scene := bigFixtureScene(t, dir, 6144, 6144)
+	old := []byte("an earlier product that must survive\n")
+	for _, tc := range []struct {
+		name  string
+		sig   syscall.Signal
+		batch bool
+		delay time.Duration // after the staging file appears
+	}{
+		{"classify SIGTERM", syscall.SIGTERM, false, 0},
+		{"classify SIGINT mid-network", syscall.SIGINT, false, 1500 * time.Millisecond},
+		{"batch SIGTERM", syscall.SIGTERM, true, 300 * time.Millisecond},
+		{"batch SIGINT", syscall.SIGINT, true, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out := filepath.Join(t.TempDir(), "products")
+			if err := os.MkdirAll(out, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			product := filepath.Join(out, "big.tif")
+			if err := os.WriteFile(product, old, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			// --tile 1024: each network call takes a good part of a second or more.
+			args := []string{"classify", "--model", modelPath, "--scene", scene, "--out", product, "--tile", "1024", "--backend", "go"}
+			if tc.batch {
+				args = []string{"batch", "--model", modelPath, "--out-dir", out, "--force", "--tile", "1024", "--backend", "go",
+					"--report", filepath.Join(t.TempDir(), "report.jsonl"), scene}
+			}
+			cmd := exec.Command(bin, args...)
+			var stderr bytes.Buffer
+			cmd.Stderr = &stderr
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			done := make(chan error, 1)
+			go func() { done <- cmd.Wait() }()
+			started := false
+			for deadline := time.Now().Add(2 * time.Minute); !started && time.Now().Before(deadline); {
+				select {
+				case err := <-done:
+					t.Fatalf("pnec ended before it was signalled: %v\n%s", err, stderr.String())
+				case <-time.After(20 * time.Millisecond):
+				}
+				matches, _ := filepath.Glob(filepath.Join(out, ".big.tif.*.stage.tif"))
+				started = len(matches) > 0
+			}
+			if !started {
+				cmd.Process.Kill()
+				t.Fatalf("no staging file within 2 minutes\n%s", stderr.String())
+			}
+			time.Sleep(tc.delay)
+			t0 := time.Now()
+			if err := cmd.Process.Signal(tc.sig); err != nil {
+				t.Fatal(err)
+			}
+			var werr error
+			select {
+			case werr = <-done:
+			case <-time.After(10 * time.Second):
+				cmd.Process.Kill()
+				<-done
+				t.Fatalf("still running 10 s after %v\n%s", tc.sig, stderr.String())
+			}
+			took := time.Since(t0)
+			t.Logf("stopped %s after the signal; stderr tail: %q", took.Round(time.Millisecond), tail(stderr.String(), 200))
+			if took > 5*time.Second {
+				t.Errorf("took %s to stop after %v, want <= 5 s", took, tc.sig)
+			}
+			code := -1
+			if ee, ok := werr.(*exec.ExitError); ok {
+				code = ee.ExitCode()
+			}
+			if want := 128 + int(tc.sig); code != want {
+				t.Errorf("exit status %d (%v), want %d", code, werr, want)
+			}
+			if !strings.Contains(stderr.String(), "stopped by") {
+				t.Errorf("stderr does not say it stopped:\n%s", stderr.String())
+			}
+			if got := leftovers(t, out); len(got) > 0 {
+				t.Errorf("left behind in the output directory: %v", got)
+			}
+			if b, err := os.ReadFile(product); err != nil || !bytes.Equal(b, old) {
+				t.Errorf("earlier product changed: %q, %v", b, err)
+			}
+		})
+	}
+}
+
+func tail(s string, n int) string {
+	if len(s) > n {
+		return s[len(s)-n:]
+	}
+	return s
+}

@@ -1,0 +1,60 @@
+package tempfiles
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// The package state is process-wide, so one test walks the whole life
+// cycle: record, publish, forget, abort, refuse.
+func TestLifeCycle(t *testing.T) {
+	dir := t.TempDir()
+	stage := filepath.Join(dir, ".p.tif.1.stage.tif")
+	cog := filepath.Join(dir, ".p.tif.2.tmp.tif")
+	staging := filepath.Join(dir, "staging")
+	product := filepath.Join(dir, "p.tif")
+	for _, p := range []string{stage, cog, product} {
+		if err := os.WriteFile(p, []byte(p), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.MkdirAll(filepath.Join(staging, "sub"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	missing := filepath.Join(dir, "never-created")
+	if err := Add(stage, cog, staging, missing); err != nil {
+		t.Fatal(err)
+	}
+	// A publish (with a nested Forget afterwards, as geo does) works before the stop.
+	if err := Publish(func() error { return os.Rename(cog, product) }); err != nil {
+		t.Fatal(err)
+	}
+	Forget(cog)
+	if got := Live(); len(got) != 3 {
+		t.Fatalf("live %v, want stage, staging and the missing file", got)
+	}
+	removed, err := Abort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(removed) != 2 || removed[0] != stage || removed[1] != staging {
+		t.Fatalf("removed %v, want [%s %s]", removed, stage, staging)
+	}
+	for _, p := range []string{stage, staging} {
+		if _, err := os.Lstat(p); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("%s still there after Abort (%v)", p, err)
+		}
+	}
+	if b, err := os.ReadFile(product); err != nil || string(b) != cog {
+		t.Errorf("published product %q, %v; want the renamed file", b, err)
+	}
+	if err := Add(filepath.Join(dir, "late")); !errors.Is(err, ErrStopping) {
+		t.Errorf("Add after Abort: %v, want ErrStopping", err)
+	}
+	ran := false
+	if err := Publish(func() error { ran = true; return nil }); !errors.Is(err, ErrStopping) || ran {
+		t.Errorf("Publish after Abort: %v (ran %v), want ErrStopping without running", err, ran)
+	}
+}
