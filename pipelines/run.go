@@ -390,7 +390,6 @@ func isGPUBackend(b string) bool {
 	return strings.Contains(b, "cuda") || strings.Contains(b, "gpu") || strings.Contains(b, "rocm")
 }
 
-
 // reporter serialises report lines and events.
 type reporter struct {
 	mu      sync.Mutex

@@ -15,7 +15,7 @@ func TestCheckTile(t *testing.T) {
 		ok            bool
 		words         string
 	}{
-		{0, 0, true, ""},           // automatic
+		{0, 0, true, ""},          // automatic
 		{3, 0, false, "at least"}, // the issue's --tile 3: 4 px tiles, no overlap left
 		{12, 0, false, "at least"},
 		{16, 4, true, ""},
