@@ -107,6 +107,7 @@ type Summary struct {
 	Jobs                                int
 	Backend                             string
 	TempFilesRemoved                    int
+	MaxMemoryBytesPerJob                int64 // each job's share of the memory budget
 }
 
 // String is the one-paragraph summary printed at the end of a run.
@@ -115,8 +116,12 @@ func (s Summary) String() string {
 	if backend == "" {
 		backend = "default"
 	}
-	return fmt.Sprintf("%d scenes: %d done, %d skipped (up to date), %d failed, %d busy; %d pixels in %s with %d jobs on backend %s",
+	out := fmt.Sprintf("%d scenes: %d done, %d skipped (up to date), %d failed, %d busy; %d pixels in %s with %d jobs on backend %s",
 		s.Scenes, s.Done, s.Skipped, s.Failed, s.Busy, s.Pixels, s.Elapsed.Round(time.Millisecond), s.Jobs, backend)
+	if s.MaxMemoryBytesPerJob > 0 {
+		out += fmt.Sprintf(", memory budget %s per job", processor.FormatBytes(s.MaxMemoryBytesPerJob))
+	}
+	return out
 }
 
 // Event reports progress.
@@ -217,9 +222,13 @@ func Run(ctx context.Context, cfg Config) (Summary, error) {
 	jobs = max(1, min(jobs, len(mine)))
 	sum.Jobs, sum.Backend = jobs, backend
 	opts := cfg.Options
-	if opts.MaxMemoryBytes > 0 {
-		opts.MaxMemoryBytes /= int64(jobs)
+	// The budget, given or the default (which respects cgroup limits), is
+	// the whole process's: each job gets its share.
+	if opts.MaxMemoryBytes <= 0 {
+		opts.MaxMemoryBytes = processor.DefaultMaxMemoryBytes()
 	}
+	opts.MaxMemoryBytes /= int64(jobs)
+	sum.MaxMemoryBytesPerJob = opts.MaxMemoryBytes
 	if opts.Logger == nil {
 		opts.Logger = log
 	}
@@ -374,7 +383,7 @@ func chooseJobs(m *model.Model, jobs int, o processor.Options) (int, string) {
 	}
 	budget := o.MaxMemoryBytes
 	if budget <= 0 {
-		budget = physicalMemoryBytes() / 2
+		budget = processor.DefaultMaxMemoryBytes()
 	}
 	per := m.EstimatePredictBytes(512, 512)
 	if per <= 0 || budget <= 0 {
@@ -386,21 +395,6 @@ func chooseJobs(m *model.Model, jobs int, o processor.Options) (int, string) {
 func isGPUBackend(b string) bool {
 	b = strings.ToLower(b)
 	return strings.Contains(b, "cuda") || strings.Contains(b, "gpu") || strings.Contains(b, "rocm")
-}
-
-// physicalMemoryBytes reads MemTotal from /proc/meminfo (0 when unknown).
-func physicalMemoryBytes() int64 {
-	b, err := os.ReadFile("/proc/meminfo")
-	if err != nil {
-		return 0
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		var kb int64
-		if _, err := fmt.Sscanf(line, "MemTotal: %d kB", &kb); err == nil {
-			return kb << 10
-		}
-	}
-	return 0
 }
 
 // reporter serialises report lines and events.

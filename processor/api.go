@@ -109,6 +109,9 @@ func NewClassifier(m *model.Model, opts Options) (*Classifier, error) {
 	if err := m.Recovery().Validate(); err != nil {
 		return nil, fmt.Errorf("processor: model: %w", err)
 	}
+	if err := checkTile(opts, m.Recovery().Window); err != nil {
+		return nil, err
+	}
 	log := opts.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)

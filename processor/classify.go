@@ -55,6 +55,9 @@ func (f *failer) fail(err error) {
 func (c *Classifier) classify(parent context.Context, sceneName, out string) (res Result, err error) {
 	start := time.Now()
 	res = Result{Scene: sceneName, Product: out, ModelChecksum: c.m.Checksum(), Backend: c.pred.Backend()}
+	if err := CheckOutput(out); err != nil {
+		return res, err
+	}
 	sc, err := geo.Open(sceneName)
 	if err != nil {
 		return res, err

@@ -1,41 +1,211 @@
 package processor
 
 import (
+	"bufio"
+	"fmt"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 )
 
-// DefaultMemoryFraction is the share of physical memory (or of the cgroup
-// limit, when lower) the planner may use when Options.MaxMemoryBytes is 0.
+// DefaultMemoryFraction is the share of the memory this process may use
+// (MemoryLimits.Usable) that the default budget takes, leaving the rest to
+// the rest of the machine (or of the container, Slurm job or Kubernetes pod).
 const DefaultMemoryFraction = 0.5
+
+// availableFraction caps the default budget at this share of the memory
+// the kernel reports available now (MemAvailable), so that a machine
+// already busy is not pushed into swap or the OOM killer.
+const availableFraction = 0.8
+
+// MemoryLimits are the limits on this process's memory, bytes (0 = unknown
+// or unlimited).
+type MemoryLimits struct {
+	Physical  int64  // MemTotal of /proc/meminfo
+	Available int64  // MemAvailable of /proc/meminfo
+	Cgroup    int64  // lowest cgroup limit (v2 memory.max/memory.high, v1 memory.limit_in_bytes) on this process's cgroup path
+	CgroupAt  string // the file that set Cgroup
+}
+
+// Usable is the memory the process may use at most: the cgroup limit when
+// one is set and below physical memory, else physical memory.
+func (l MemoryLimits) Usable() int64 {
+	if l.Cgroup > 0 && (l.Physical == 0 || l.Cgroup < l.Physical) {
+		return l.Cgroup
+	}
+	return l.Physical
+}
+
+// DefaultBudget is the budget used when none is given: DefaultMemoryFraction
+// of Usable, and at most availableFraction of the memory available now. It
+// returns the budget and the reason, in words, for logs.
+func (l MemoryLimits) DefaultBudget() (int64, string) {
+	u := l.Usable()
+	b := int64(float64(u) * DefaultMemoryFraction)
+	why := fmt.Sprintf("%.0f%% of physical memory %s", 100*DefaultMemoryFraction, FormatBytes(u))
+	if u == l.Cgroup && l.Cgroup > 0 {
+		why = fmt.Sprintf("%.0f%% of the cgroup limit %s (%s)", 100*DefaultMemoryFraction, FormatBytes(u), l.CgroupAt)
+	}
+	if a := int64(float64(l.Available) * availableFraction); l.Available > 0 && a < b {
+		b = a
+		why = fmt.Sprintf("%.0f%% of the memory available now, %s", 100*availableFraction, FormatBytes(l.Available))
+	}
+	return b, why
+}
+
+// ReadMemoryLimits reads the limits from the files under root ("/" for
+// this machine; tests pass a directory of fake files): /proc/meminfo,
+// /proc/self/cgroup and /proc/self/mountinfo, and the cgroup files they point to.
+func ReadMemoryLimits(root string) MemoryLimits {
+	var l MemoryLimits
+	if b, err := os.ReadFile(filepath.Join(root, "proc/meminfo")); err == nil {
+		for _, line := range strings.Split(string(b), "\n") {
+			var kb int64
+			if _, err := fmt.Sscanf(line, "MemTotal: %d kB", &kb); err == nil {
+				l.Physical = kb << 10
+			}
+			if _, err := fmt.Sscanf(line, "MemAvailable: %d kB", &kb); err == nil {
+				l.Available = kb << 10
+			}
+		}
+	}
+	l.Cgroup, l.CgroupAt = cgroupLimit(root)
+	return l
+}
+
+// cgroupMount is a cgroup file system mount: its mount point, the cgroup
+// path it shows at that point (not "/" in some containers) and version.
+type cgroupMount struct {
+	point, root string
+	v2          bool
+}
+
+// cgroupLimit returns the lowest memory limit set on the process's cgroup
+// or any ancestor visible to it, and the file that set it; 0 when none.
+func cgroupLimit(root string) (int64, string) {
+	mounts := cgroupMounts(root)
+	paths := map[bool]string{} // v2 -> the process's cgroup path
+	if f, err := os.Open(filepath.Join(root, "proc/self/cgroup")); err == nil {
+		sc := bufio.NewScanner(f)
+		for sc.Scan() {
+			// hierarchy-ID:controller-list:cgroup-path
+			parts := strings.SplitN(sc.Text(), ":", 3)
+			if len(parts) != 3 {
+				continue
+			}
+			switch {
+			case parts[0] == "0" && parts[1] == "":
+				paths[true] = parts[2]
+			case hasController(parts[1], "memory"):
+				paths[false] = parts[2]
+			}
+		}
+		f.Close()
+	}
+	var best int64
+	var at string
+	consider := func(file string) {
+		v, ok := readLimit(file)
+		if ok && (best == 0 || v < best) {
+			best, at = v, strings.TrimPrefix(file, strings.TrimSuffix(root, "/"))
+		}
+	}
+	for _, m := range mounts {
+		p, ok := paths[m.v2]
+		if !ok {
+			p = "/"
+		}
+		// The path is relative to the hierarchy's root; the mount shows
+		// m.root of it (a container's own cgroup, say).
+		rel := "/"
+		if r, ok := strings.CutPrefix(p, m.root); ok {
+			rel = "/" + strings.TrimPrefix(r, "/")
+		}
+		names := []string{"memory.limit_in_bytes"}
+		if m.v2 {
+			names = []string{"memory.max", "memory.high"}
+		}
+		// Every level from the process's cgroup up to the mount point
+		// limits it; the tightest wins.
+		dir := filepath.Join(root, m.point, rel)
+		top := filepath.Join(root, m.point)
+		for {
+			for _, n := range names {
+				consider(filepath.Join(dir, n))
+			}
+			if dir == top || !strings.HasPrefix(dir, top) {
+				break
+			}
+			dir = filepath.Dir(dir)
+		}
+	}
+	return best, at
+}
+
+func hasController(list, name string) bool {
+	for _, c := range strings.Split(list, ",") {
+		if c == name {
+			return true
+		}
+	}
+	return false
+}
+
+// cgroupMounts lists the cgroup v2 mounts and the v1 memory controller
+// mounts of /proc/self/mountinfo; with no mountinfo, the usual places.
+func cgroupMounts(root string) []cgroupMount {
+	b, err := os.ReadFile(filepath.Join(root, "proc/self/mountinfo"))
+	if err != nil {
+		return []cgroupMount{{point: "/sys/fs/cgroup", root: "/", v2: true}, {point: "/sys/fs/cgroup/memory", root: "/"}}
+	}
+	var out []cgroupMount
+	for _, line := range strings.Split(string(b), "\n") {
+		// id parent major:minor root mount-point options [optional...] - fstype source super-options
+		pre, post, ok := strings.Cut(line, " - ")
+		if !ok {
+			continue
+		}
+		f, g := strings.Fields(pre), strings.Fields(post)
+		if len(f) < 5 || len(g) < 1 {
+			continue
+		}
+		switch {
+		case g[0] == "cgroup2":
+			out = append(out, cgroupMount{point: f[4], root: f[3], v2: true})
+		case g[0] == "cgroup" && len(g) >= 3 && hasController(g[2], "memory"):
+			out = append(out, cgroupMount{point: f[4], root: f[3]})
+		}
+	}
+	return out
+}
+
+// readLimit reads a cgroup limit file: a number of bytes, or "max" (v2) or
+// a value near 2^63 (v1) for none.
+func readLimit(file string) (int64, bool) {
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return 0, false
+	}
+	v, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
+	if err != nil || v <= 0 || v >= 1<<62 {
+		return 0, false
+	}
+	return v, true
+}
 
 // PhysicalMemoryBytes returns the memory this process may use: the
 // machine's RAM, or the cgroup v2/v1 limit when that is lower; 0 when
 // unknown.
 func PhysicalMemoryBytes() int64 {
-	var total int64
-	var si syscall.Sysinfo_t
-	if err := syscall.Sysinfo(&si); err == nil {
-		total = int64(si.Totalram) * int64(si.Unit)
-	}
-	for _, f := range []string{"/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"} {
-		b, err := os.ReadFile(f)
-		if err != nil {
-			continue
-		}
-		v, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
-		if err == nil && v > 0 && (total == 0 || v < total) {
-			total = v
-		}
-	}
-	return total
+	return ReadMemoryLimits("/").Usable()
 }
 
-// DefaultMaxMemoryBytes is the budget used when Options.MaxMemoryBytes is 0.
+// DefaultMaxMemoryBytes is the budget used when Options.MaxMemoryBytes is 0
+// (see MemoryLimits.DefaultBudget).
 func DefaultMaxMemoryBytes() int64 {
-	return int64(float64(PhysicalMemoryBytes()) * DefaultMemoryFraction)
+	b, _ := ReadMemoryLimits("/").DefaultBudget()
+	return b
 }
 
 // ParseBytes reads a memory size: a plain number of bytes or one with a

@@ -48,6 +48,9 @@ func planScene(rows, cols, bands int, m *model.Model, opts Options, lazy bool) (
 		cost.NetworkBytes = m.EstimatePredictBytes
 		window = m.Recovery().Window
 	}
+	if err := checkTile(opts, window); err != nil {
+		return tiling.Plan{}, budget, err
+	}
 	overlap := opts.Overlap
 	switch {
 	case overlap == 0:

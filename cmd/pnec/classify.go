@@ -165,6 +165,9 @@ func classifyAction(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
+	if err := processor.CheckOutput(out); err != nil {
+		return fmt.Errorf("--out %w", err)
+	}
 	quiet := c.Bool("quiet")
 	stderr := c.App.ErrWriter
 	if stderr == nil {
@@ -182,6 +185,9 @@ func classifyAction(c *cli.Context) error {
 		return fmt.Errorf("%s: %w", c.String("model"), err)
 	}
 	cl, err := processor.NewClassifier(m, opts)
+	if errors.Is(err, processor.ErrTileTooSmall) {
+		return fmt.Errorf("--tile %d: %w", opts.TileSize, err)
+	}
 	if err != nil {
 		return err
 	}

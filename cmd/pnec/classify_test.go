@@ -117,6 +117,10 @@ func TestClassifyCommandErrors(t *testing.T) {
 		{"overlap too wide", []string{"--scene", scene, "--out", filepath.Join(dir, "x.tif"), "--tile", "16", "--overlap", "16"}, "overlap 16 px"},
 		{"bad co", []string{"--scene", scene, "--out", filepath.Join(dir, "x.tif"), "--co", "ZSTD"}, "--co zstd"},
 		{"missing scene", []string{"--scene", filepath.Join(dir, "nope.tif"), "--out", filepath.Join(dir, "x.tif")}, "nope.tif"},
+		{"tile without context", []string{"--scene", scene, "--out", filepath.Join(dir, "x.tif"), "--tile", "3"}, "--tile 3: tile too small"},
+		{"tile smaller than overlap plus window", []string{"--scene", scene, "--out", filepath.Join(dir, "x.tif"), "--tile", "16", "--overlap", "12"}, "recovery window"},
+		{"out is a directory", []string{"--scene", scene, "--out", dir}, "is a directory"},
+		{"out in a missing directory", []string{"--scene", scene, "--out", filepath.Join(dir, "no", "x.tif")}, "does not exist"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -1,0 +1,99 @@
+package processor
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/pnec/pnec/model"
+	"github.com/pnec/pnec/tiling"
+)
+
+// ErrTileTooSmall: a forced tile (Options.TileSize) leaves no context
+// beyond its overlap and the recovery window.
+var ErrTileTooSmall = errors.New("tile too small")
+
+// ErrBadOutput: the product path cannot be written (a directory, or in a
+// directory that does not exist).
+var ErrBadOutput = errors.New("unusable output path")
+
+// tileOverlap returns the tile side and overlap, pixels, a forced tile of
+// opts runs with (both rounded up to the stride), as the planner makes them.
+func tileOverlap(opts Options, window int) (tile, overlap int) {
+	tile = alignUp(opts.TileSize, model.Stride)
+	switch {
+	case opts.Overlap == 0:
+		overlap = tiling.DefaultOverlap(tile, model.Stride, window)
+	case opts.Overlap < 0:
+		overlap = 0
+	default:
+		overlap = alignUp(opts.Overlap, model.Stride)
+	}
+	return tile, overlap
+}
+
+func alignUp(n, a int) int { return (n + a - 1) / a * a }
+
+// MinTileSize is the smallest forced tile side, pixels, that checkTile
+// accepts with opts' overlap and a recovery window of window pixels: the
+// tile must hold its overlap plus the window. A smaller tile has no pixel
+// whose recovery window lies inside the tile's own context, so every pixel
+// of it is blended from tiles that saw almost nothing around it (--tile 3
+// ran 462 tiles of 4 x 4 pixels and reported success). The default overlap
+// grows with the tile, hence the search.
+func MinTileSize(opts Options, window int) int {
+	for t := model.Stride; ; t += model.Stride {
+		o := opts
+		o.TileSize = t
+		tile, overlap := tileOverlap(o, window)
+		if overlap < tile && tile >= overlap+window {
+			return tile
+		}
+	}
+}
+
+// checkTile refuses, before any work, a forced tile that cannot work with
+// m's recovery window (see MinTileSize) or whose overlap is not smaller
+// than the tile.
+func checkTile(opts Options, window int) error {
+	if opts.TileSize <= 0 {
+		return nil
+	}
+	tile, overlap := tileOverlap(opts, window)
+	if overlap >= tile {
+		return fmt.Errorf("%w: overlap %d px must be smaller than the tile (%d px)", ErrTileTooSmall, overlap, tile)
+	}
+	if tile < overlap+window {
+		return fmt.Errorf("%w: %d px tiles with %d px overlap leave no context for the %d px recovery window: want tiles of at least %d px (overlap + window), or 0 for automatic",
+			ErrTileTooSmall, tile, overlap, window, MinTileSize(opts, window))
+	}
+	return nil
+}
+
+// CheckOutput refuses, before any work, a product path that cannot be
+// written: an existing directory, or a path in a directory that does not
+// exist (or is not a directory). GDAL virtual paths (/vsi...) are not checked.
+func CheckOutput(out string) error {
+	if out == "" {
+		return fmt.Errorf("%w: empty path", ErrBadOutput)
+	}
+	if strings.HasPrefix(out, "/vsi") {
+		return nil
+	}
+	if st, err := os.Stat(out); err == nil && st.IsDir() {
+		return fmt.Errorf("%s: %w: it is a directory (give a file name such as %s)", out, ErrBadOutput, filepath.Join(out, "product.tif"))
+	}
+	dir := filepath.Dir(out)
+	st, err := os.Stat(dir)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return fmt.Errorf("%s: %w: directory %s does not exist", out, ErrBadOutput, dir)
+	case err != nil:
+		return fmt.Errorf("%s: %w: %v", out, ErrBadOutput, err)
+	case !st.IsDir():
+		return fmt.Errorf("%s: %w: %s is not a directory", out, ErrBadOutput, dir)
+	}
+	return nil
+}
