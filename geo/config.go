@@ -4,6 +4,7 @@ package geo
 #cgo pkg-config: gdal
 #include <stdlib.h>
 #include <cpl_conv.h>
+#include <gdal.h>
 */
 import "C"
 
@@ -70,3 +71,39 @@ func GDALVersion() string {
 	v := godal.Version()
 	return fmt.Sprintf("%d.%d.%d", v.Major(), v.Minor(), v.Revision())
 }
+
+// cacheMu guards the block cache reservations.
+var (
+	cacheMu       sync.Mutex
+	cacheReserved int64
+	cacheDefault  int64 = -1 // GDAL's own maximum before the first reservation
+)
+
+// ReserveBlockCache adds n bytes (negative to give them back) to the
+// process's GDAL block cache maximum, which is the sum of the reservations
+// of the runs in progress: a classifier reserves what its reads need, so the
+// cache is part of its memory budget instead of GDAL's default (5% of
+// physical memory, whatever the budget). With no reservation left the
+// maximum goes back to what it was. A GDAL_CACHEMAX set by the user
+// (environment or --config) is left alone; ReserveBlockCache reports
+// whether it applied.
+func ReserveBlockCache(n int64) bool {
+	if ConfigValue("GDAL_CACHEMAX") != "" {
+		return false
+	}
+	cacheMu.Lock()
+	defer cacheMu.Unlock()
+	if cacheDefault < 0 {
+		cacheDefault = int64(C.GDALGetCacheMax64())
+	}
+	cacheReserved = max(cacheReserved+n, 0)
+	v := cacheReserved
+	if v == 0 {
+		v = cacheDefault
+	}
+	C.GDALSetCacheMax64(C.GIntBig(v))
+	return true
+}
+
+// BlockCacheMaxBytes is GDAL's block cache maximum now.
+func BlockCacheMaxBytes() int64 { return int64(C.GDALGetCacheMax64()) }

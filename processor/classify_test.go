@@ -530,11 +530,8 @@ func TestPlanSceneBudget(t *testing.T) {
 			if p.Whole != tt.wantWhole {
 				t.Fatalf("got %v, want whole=%v", p, tt.wantWhole)
 			}
-			if !p.Whole {
-				cost := &tiling.Cost{Bands: f.bands, Classes: len(f.model.Classes()), NetworkBytes: f.model.EstimatePredictBytes}
-				if need := cost.TiledBytes(p.TileRows, p.TileCols, cols, p.Overlap, f.model.Recovery().Window); need > tt.budget {
-					t.Errorf("plan %v needs %d bytes, budget %d", p, need, tt.budget)
-				}
+			if need := PlannedBytes(p, assumedInfo(rows, cols, f.bands), f.model, Options{}); need > tt.budget {
+				t.Errorf("plan %v needs %d bytes, budget %d", p, need, tt.budget)
 			}
 		})
 	}

@@ -107,6 +107,10 @@ type Cost struct {
 	// NetworkBytes is the network's peak for an input of rows x cols pixels
 	// (model.Model.EstimatePredictBytes); nil = 0.
 	NetworkBytes func(rows, cols int) int64
+	// Whole and Tiled, when set, replace WholeBytes' and TiledBytes' own
+	// estimates (the processor's calibrated memory model).
+	Whole func(rows, cols int) int64
+	Tiled func(tileRows, tileCols, sceneCols, overlap, window int) int64
 }
 
 // inputPixelBytes is one pixel of a read block: float32 per band and a validity flag.
@@ -120,6 +124,9 @@ func (c *Cost) outputPixelBytes() int64 { return int64(c.Classes+2) * 4 }
 // the scene block, the network, its prediction, the canvas it is copied
 // into and the product rows.
 func (c *Cost) WholeBytes(rows, cols int) int64 {
+	if c.Whole != nil {
+		return c.Whole(rows, cols)
+	}
 	px := int64(rows) * int64(cols)
 	n := px*c.inputPixelBytes() + 2*px*c.outputPixelBytes() + px*8
 	if c.NetworkBytes != nil {
@@ -133,6 +140,9 @@ func (c *Cost) WholeBytes(rows, cols int) int64 {
 // stitched), and the canvas stripe: a tile row plus the recovery halo on both
 // sides, the whole scene width.
 func (c *Cost) TiledBytes(tileRows, tileCols, sceneCols, overlap, window int) int64 {
+	if c.Tiled != nil {
+		return c.Tiled(tileRows, tileCols, sceneCols, overlap, window)
+	}
 	tpx := int64(tileRows) * int64(tileCols)
 	n := 2*tpx*c.inputPixelBytes() + 2*tpx*c.outputPixelBytes()
 	if c.NetworkBytes != nil {

@@ -72,7 +72,7 @@ func tilesAction(c *cli.Context) error {
 	if m != nil && m.Bands() != info.Bands {
 		return fmt.Errorf("%s: %d bands, the model takes %d: %w", name, info.Bands, m.Bands(), model.ErrBandCount)
 	}
-	plan, budget, err := processor.PlanSceneLazy(info.Rows, info.Cols, info.Bands, m, opts)
+	plan, budget, err := processor.PlanSceneLazy(info, m, opts)
 	if err != nil {
 		return fmt.Errorf("%s: plan: %w", name, err)
 	}
