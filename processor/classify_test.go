@@ -224,7 +224,7 @@ func TestTiledAgreesWithWholeImage(t *testing.T) {
 		return out
 	}())
 	cases := []struct{ tile, overlap int }{
-		{96, 0},   // default overlap (28 px); 96 divides neither 224 nor 260
+		{96, 0},   // default overlap (32 px); 96 divides neither 224 nor 260
 		{128, 48}, // wider than default
 		{176, 0},
 		{200, 64},
