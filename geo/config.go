@@ -22,7 +22,21 @@ var registerOnce sync.Once
 // register makes every GDAL driver available; called before any dataset is opened or created.
 func register() { registerOnce.Do(godal.RegisterAll) }
 
-func init() { register() }
+func init() {
+	register()
+	// Compressed blocks (DEFLATE, ZSTD, LZW ...) of GTiff sources are then
+	// decoded on every core (GDAL 3.6's GTiff driver does that for reads of
+	// several blocks). Measured on a 2048 x 2048 x 200 Int16 DEFLATE VRT on
+	// 2 shared cores: reading 4 tiles of 640 x 640 in Python's GDAL went from
+	// 40 to 53 M samples/s, and pnec classify --max-memory 2G from 69 s to
+	// 60 s wall. A value the user set (environment or --config) wins.
+	if ConfigValue("GDAL_NUM_THREADS") == "" {
+		k, v := C.CString("GDAL_NUM_THREADS"), C.CString("ALL_CPUS")
+		C.CPLSetConfigOption(k, v)
+		C.free(unsafe.Pointer(k))
+		C.free(unsafe.Pointer(v))
+	}
+}
 
 // SetConfig applies GDAL configuration options given as KEY=VALUE (e.g.
 // "GDAL_CACHEMAX=512", "AWS_NO_SIGN_REQUEST=YES") process-wide, as

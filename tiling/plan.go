@@ -225,7 +225,12 @@ func fromBudget(rows, cols int, o Options) (Plan, error) {
 		}
 		tr, tc := min(t, rows), min(t, cols)
 		if o.Cost.TiledBytes(tr, tc, cols, overlap, o.RecoveryWindow) <= o.MaxMemoryBytes {
-			return grid(rows, cols, t, overlap, o.Stride, o.Lazy), nil
+			// The same number of tiles, each no larger than needed: the
+			// grid's tiles end where the scene ends instead of the last
+			// one overlapping its neighbour by most of a tile (a 2048 px
+			// axis in 640 px tiles ran 2560 px; balanced, 2144).
+			br, bc := balanced(rows, t, overlap, o.Stride), balanced(cols, t, overlap, o.Stride)
+			return gridRC(rows, cols, br, bc, overlap, o.Stride, o.Lazy), nil
 		}
 	}
 	t := alignUp(MinTile, o.Stride)
@@ -248,10 +253,27 @@ func whole(rows, cols, stride int, lazy bool) Plan {
 	return p
 }
 
+// balanced is the smallest tile side (a multiple of stride, at most tile)
+// that covers an axis of size pixels with as many tiles of overlap as tiles
+// of side tile need.
+func balanced(size, tile, overlap, stride int) int {
+	if size <= tile {
+		return tile
+	}
+	n := (size - overlap + tile - overlap - 1) / (tile - overlap)
+	b := alignUp((size-overlap+n-1)/n+overlap, stride)
+	return min(b, tile)
+}
+
 func grid(rows, cols, tile, overlap, stride int, lazy bool) Plan {
+	return gridRC(rows, cols, tile, tile, overlap, stride, lazy)
+}
+
+// gridRC is grid with tiles tileRows high and tileCols wide.
+func gridRC(rows, cols, tileRows, tileCols, overlap, stride int, lazy bool) Plan {
 	p := Plan{Rows: rows, Cols: cols, Stride: stride, Overlap: overlap, Margin: overlap / 4}
-	p.rowOrigins, p.TileRows, p.rowCores = axis(rows, tile, overlap, stride)
-	p.colOrigins, p.TileCols, p.colCores = axis(cols, tile, overlap, stride)
+	p.rowOrigins, p.TileRows, p.rowCores = axis(rows, tileRows, overlap, stride)
+	p.colOrigins, p.TileCols, p.colCores = axis(cols, tileCols, overlap, stride)
 	p.TilesDown, p.TilesAcross = len(p.rowOrigins), len(p.colOrigins)
 	p.Whole = p.NumTiles() == 1
 	if !lazy {
