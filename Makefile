@@ -12,16 +12,17 @@ LDFLAGS := -X main.version=$(VERSION)
 PREFIX  ?= /usr/local
 
 # Debian/Ubuntu packages the build and the tests need: GDAL's headers and
-# tools, and rasterio as an independent reader of the products.
-APT_PACKAGES := libgdal-dev gdal-bin python3-rasterio python3-numpy
+# tools, rasterio as an independent reader of the products, and python3-gdal
+# for GDAL's own COG validator (osgeo_utils), which the product tests run.
+APT_PACKAGES := libgdal-dev gdal-bin python3-rasterio python3-numpy python3-gdal
 
-.PHONY: all deps build install test test-short bench bench-quick bench-big bench-budget calibrate demo gpu-bundle gpu-rehearse clean
+.PHONY: all deps build install test test-short bench bench-torch bench-quick bench-big bench-budget calibrate demo gpu-bundle gpu-rehearse check-clients clean
 
 all: build
 
 # deps installs GDAL (and the test readers) with apt-get when missing.
 deps:
-	@if ! command -v gdal-config >/dev/null 2>&1 || ! command -v gdalinfo >/dev/null 2>&1 || ! /usr/bin/python3 -c 'import rasterio' >/dev/null 2>&1; then \
+	@if ! command -v gdal-config >/dev/null 2>&1 || ! command -v gdalinfo >/dev/null 2>&1 || ! /usr/bin/python3 -c 'import rasterio, osgeo_utils.samples.validate_cloud_optimized_geotiff' >/dev/null 2>&1; then \
 		echo "make: installing $(APT_PACKAGES) with apt-get"; \
 		SUDO=; [ "$$(id -u)" = 0 ] || SUDO=sudo; \
 		$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $(APT_PACKAGES); \
@@ -54,6 +55,12 @@ BENCH_TIME_INSTALL = if [ ! -x /usr/bin/time ]; then \
 bench: deps
 	@$(BENCH_TIME_INSTALL)
 	$(GO) run ./bench/cmd/benchrun -mode full
+
+# bench-torch runs only the side-by-side comparison with the PyTorch reference
+# (../shared/reference; needs python3-torch and libopenblas0-openmp, skipped
+# with a message otherwise) and writes its own report.
+bench-torch: deps
+	$(GO) run ./bench/cmd/benchrun -mode full -torch-only -md bench/torch.md -json bench/torch.json
 
 bench-quick: deps
 	@$(BENCH_TIME_INSTALL)
@@ -97,5 +104,23 @@ gpu-bundle: deps
 gpu-rehearse: gpu-bundle
 	OUT=gpu-results scripts/gpu-check.sh --cpu --quick gpu-bundle
 
+# check-clients opens products in headless QGIS (PyQGIS) as GIS users do
+# (docs/product.md): the default paletted renderer with the class names,
+# transparent no-data, the product file alone, and an ungeoreferenced
+# product upright and aligned with its input. Not part of `make test`: it
+# installs qgis, python3-qgis and python3-gdal (about 260 MB) when missing.
+CLIENT_PACKAGES := qgis python3-qgis python3-gdal
+CLIENTS_DIR ?= check-clients
+
+check-clients: deps
+	@if ! /usr/bin/python3 -c 'import qgis.core, osgeo.gdal' >/dev/null 2>&1; then \
+		echo "make: installing $(CLIENT_PACKAGES) with apt-get"; \
+		SUDO=; [ "$$(id -u)" = 0 ] || SUDO=sudo; \
+		$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends $(CLIENT_PACKAGES); \
+	fi
+	rm -rf $(CLIENTS_DIR)
+	PNEC_CLIENTS_OUT=$(abspath $(CLIENTS_DIR)) $(GO) test -count=1 -run '^TestClientsFixture$$' ./cmd/pnec
+	QT_QPA_PLATFORM=offscreen /usr/bin/python3 scripts/check_clients.py $(CLIENTS_DIR)
+
 clean:
-	rm -rf bin demo gpu-bundle gpu-results
+	rm -rf bin demo gpu-bundle gpu-results check-clients

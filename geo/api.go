@@ -47,8 +47,14 @@ type Info struct {
 	BandNames     []string // per band descriptions ("" when none)
 	// FootprintWGS84 is the scene outline in lon/lat (EPSG:4326, x=lon), nil without a CRS.
 	FootprintWGS84 orb.Polygon
-	Metadata       map[string]string // default-domain dataset metadata
+	// Metadata is the default-domain dataset metadata, plus an ENVI header's
+	// "acquisition time" as MetaENVIAcquisitionTime.
+	Metadata map[string]string
 }
+
+// MetaENVIAcquisitionTime is the Info.Metadata key of an ENVI header's
+// "acquisition time" (GDAL's ENVI metadata domain).
+const MetaENVIAcquisitionTime = "ENVI_ACQUISITION_TIME"
 
 // Block is a window of a scene read into memory.
 type Block struct {

@@ -106,7 +106,7 @@ func BenchmarkProductWrite(b *testing.B) {
 		}
 		p.Close()
 	}
-	comp := cogCompression()
+	comp := DefaultCompression
 	var geoTime, gdalTime time.Duration
 	b.ReportAllocs()
 	b.ResetTimer()
@@ -128,7 +128,7 @@ func BenchmarkProductWrite(b *testing.B) {
 			b.Fatal(err)
 		}
 		out, err := ds.Translate(filepath.Join(dir, "translate.tif"), []string{"-of", "COG"},
-			godal.CreationOption("COMPRESS="+comp, "OVERVIEW_COMPRESS="+comp, "BLOCKSIZE=512", "OVERVIEW_RESAMPLING=MODE"))
+			godal.CreationOption("COMPRESS="+comp, "OVERVIEW_COMPRESS="+comp, "PREDICTOR=YES", "BLOCKSIZE=512", "OVERVIEW_RESAMPLING=MODE"))
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -121,3 +121,35 @@ func ReserveBlockCache(n int64) bool {
 
 // BlockCacheMaxBytes is GDAL's block cache maximum now.
 func BlockCacheMaxBytes() int64 { return int64(C.GDALGetCacheMax64()) }
+
+// setUnitTypes sets the unit type of bands of the raster file at path
+// (units[i] for band i+1; "" leaves a band alone): godal has no call for it.
+// The file must not be open elsewhere for writing.
+func setUnitTypes(path string, units []string) error {
+	cp := C.CString(path)
+	defer C.free(unsafe.Pointer(cp))
+	ds := C.GDALOpenEx(cp, C.GDAL_OF_RASTER|C.GDAL_OF_UPDATE, nil, nil, nil)
+	if ds == nil {
+		return fmt.Errorf("open %s for update", path)
+	}
+	var failed error
+	for i, u := range units {
+		if u == "" {
+			continue
+		}
+		b := C.GDALGetRasterBand(ds, C.int(i+1))
+		if b == nil {
+			failed = fmt.Errorf("%s has no band %d", path, i+1)
+			break
+		}
+		cu := C.CString(u)
+		e := C.GDALSetRasterUnitType(b, cu)
+		C.free(unsafe.Pointer(cu))
+		if e != C.CE_None {
+			failed = fmt.Errorf("set unit type of band %d of %s", i+1, path)
+			break
+		}
+	}
+	C.GDALClose(ds) // void before GDAL 3.7; the stage is read back next
+	return failed
+}

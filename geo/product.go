@@ -22,15 +22,46 @@ import (
 
 // Product layout constants.
 const (
-	// ProductBlockSize is the COG's internal tile size in pixels.
+	// ProductBlockSize is the COG's default internal tile size in pixels
+	// (--co BLOCKSIZE=N changes it).
 	ProductBlockSize = 512
-	// ReliabilityNoDataByte is the nodata value of a Byte (percent) reliability band.
+	// ReliabilityNoDataByte is the no-data value of a Byte product: both
+	// bands (class and reliability in percent) share it inside the TIFF.
 	ReliabilityNoDataByte = 255
-	// ClassNoData is the class band value meaning no data / unclassified.
+	// NoDataUInt16 is the shared no-data value of a UInt16 product.
+	NoDataUInt16 = math.MaxUint16
+	// ClassNoData is the class value meaning no data / unclassified in the
+	// rows given to WriteRows; the product stores it as the file's no-data
+	// value (ProductNoData).
 	ClassNoData = 0
 	// MetadataDomain is the GDAL metadata domain of pnec's product metadata.
 	MetadataDomain = "PNEC"
+	// ReliabilityUnit is the unit type of the product's reliability band.
+	ReliabilityUnit = "percent"
+	// ReliabilityFloatUnit is the unit type of the Float32 reliability file (0..1).
+	ReliabilityFloatUnit = "1"
 )
+
+// ProductNoData is the no-data value a product with these classes stores in
+// both bands: 255 for a Byte product, 65535 for a UInt16 one.
+func ProductNoData(classes []ClassInfo) int {
+	if classDataType(classes) == godal.UInt16 {
+		return NoDataUInt16
+	}
+	return ReliabilityNoDataByte
+}
+
+// ReliabilityPath is where a product at path keeps its Float32 reliability
+// (ProductSpec.ReliabilityFloat32): KEY.tif -> KEY.reliability.tif.
+func ReliabilityPath(path string) string {
+	return strings.TrimSuffix(path, filepath.Ext(path)) + ".reliability.tif"
+}
+
+// StylePath is where a product at path keeps its QGIS style: KEY.tif ->
+// KEY.qml, the name QGIS loads by default with KEY.tif.
+func StylePath(path string) string {
+	return strings.TrimSuffix(path, filepath.Ext(path)) + ".qml"
+}
 
 // Keys pnec writes in the PNEC metadata domain when the caller did not.
 const (
@@ -41,16 +72,21 @@ const (
 
 // ProductWriter streams rows of a product to a temporary raster and finishes it as a COG.
 type ProductWriter struct {
-	path    string
-	spec    ProductSpec
-	dtype   godal.DataType // of both bands: a TIFF holds one sample type
-	stage   string         // tiled GTiff the rows go to
-	ds      *godal.Dataset // open on stage until Commit
-	written []bool         // rows written
-	isClass []bool         // isClass[v]: v is a class value
-	temps   []string       // every temporary path, removed by Close unless committed
-	pnecMD  map[string]string
-	done    bool
+	path   string
+	spec   ProductSpec
+	dtype  godal.DataType // of both bands: a TIFF holds one sample type
+	nodata int            // of both bands, inside the TIFF
+	block  int            // COG tile size, pixels
+	stage  string         // tiled GTiff the rows go to
+	ds     *godal.Dataset // open on stage until Commit
+	// relStage/relDS: the Float32 reliability file's stage (ReliabilityFloat32).
+	relStage string
+	relDS    *godal.Dataset
+	written  []bool   // rows written
+	isClass  []bool   // isClass[v]: v is a class value
+	temps    []string // every temporary path, removed by Close unless committed
+	pnecMD   map[string]string
+	done     bool
 	// remote is the GDAL virtual path (/vsis3/, /vsimem/, ...) a product goes
 	// to; path is then a local staging copy in localDir, uploaded on Commit.
 	remote   string
@@ -73,15 +109,16 @@ func classDataType(classes []ClassInfo) godal.DataType {
 
 // CreateProduct starts a product at path. Both bands share one sample type
 // because a GeoTIFF holds one: Byte (class values up to 254, reliability in
-// percent, nodata 255), UInt16 when the classes need it (reliability in
-// percent, nodata 65535), or Float32 with ReliabilityFloat32 (reliability
-// 0..1, nodata NaN; the class band then stores the same integers as floats
-// and has no colour table, which GeoTIFF allows only for Byte and UInt16).
+// percent) or UInt16 when the classes need it. GeoTIFF also keeps one
+// no-data value per file, so both bands share it: 255 (Byte) or 65535
+// (UInt16), outside every class value and every percent. Everything a reader
+// needs is inside the TIFF (no-data, colour table, class names as band
+// metadata CLASS_<value>, reliability unit type, PNEC_* metadata); the
+// .aux.xml sidecar only repeats the category names and the PNEC domain.
 //
-// GeoTIFF also keeps one nodata value per file: the TIFF's is the
-// reliability band's, and the class band's nodata 0 is declared in the
-// product's .aux.xml sidecar (with the category names and the PNEC
-// metadata domain, which GDAL's COG copy does not carry into the TIFF).
+// ReliabilityFloat32 never changes the product: it adds a second COG at
+// ReliabilityPath(path), one Float32 band of reliability 0..1 (no-data NaN).
+// A QGIS style (paletted class map) is written at StylePath(path).
 func CreateProduct(path string, spec ProductSpec) (*ProductWriter, error) {
 	register()
 	if spec.Cols <= 0 || spec.Rows <= 0 {
@@ -119,13 +156,14 @@ func CreateProduct(path string, spec ProductSpec) (*ProductWriter, error) {
 		p.isClass[c.Value] = true
 	}
 	p.dtype = classDataType(spec.Classes)
-	if spec.ReliabilityFloat32 {
-		p.dtype = godal.Float32
-	}
+	p.nodata = ProductNoData(spec.Classes)
 	if _, err := mergeOptions(nil, spec.CreationOptions); err != nil {
 		return nil, fmt.Errorf("create product %s: %w", path, err)
 	}
 	var err error
+	if p.block, err = blockSize(spec.CreationOptions); err != nil {
+		return nil, fmt.Errorf("create product %s: %w", path, err)
+	}
 	if p.stage, err = tempBeside(p.path, ".stage.tif"); err != nil {
 		p.Close()
 		return nil, err
@@ -143,7 +181,58 @@ func CreateProduct(path string, spec ProductSpec) (*ProductWriter, error) {
 		p.Close()
 		return nil, fmt.Errorf("create product %s: %w", path, err)
 	}
+	if spec.ReliabilityFloat32 {
+		if p.relStage, err = tempBeside(p.path, ".rel.stage.tif"); err != nil {
+			p.Close()
+			return nil, err
+		}
+		p.temps = append(p.temps, p.relStage, p.relStage+auxSuffix)
+		p.relDS, err = godal.Create(godal.GTiff, p.relStage, 1, godal.Float32, spec.Cols, spec.Rows,
+			godal.CreationOption("TILED=YES", "BLOCKXSIZE=512", "BLOCKYSIZE=512", "COMPRESS=NONE", "BIGTIFF=IF_SAFER"), errh)
+		if err != nil {
+			p.Close()
+			return nil, fmt.Errorf("create product %s: reliability file: %w", path, err)
+		}
+		if err := p.describeFloat(); err != nil {
+			p.Close()
+			return nil, fmt.Errorf("create product %s: reliability file: %w", path, err)
+		}
+	}
 	return p, nil
+}
+
+// blockSize is the COG tile size the creation options ask for (BLOCKSIZE),
+// else ProductBlockSize.
+func blockSize(opts []string) (int, error) {
+	bs := ProductBlockSize
+	for _, kv := range opts {
+		k, v, _ := strings.Cut(kv, "=")
+		if !strings.EqualFold(strings.TrimSpace(k), "BLOCKSIZE") {
+			continue
+		}
+		n, err := strconv.Atoi(strings.TrimSpace(v))
+		if err != nil || n < 16 || n%16 != 0 {
+			return 0, fmt.Errorf("creation option %q: want a multiple of 16 of at least 16", kv)
+		}
+		bs = n
+	}
+	return bs, nil
+}
+
+// describeFloat sets georeferencing, description, unit and no-data of the
+// Float32 reliability file.
+func (p *ProductWriter) describeFloat() error {
+	if err := setGeoRef(p.relDS, p.spec.GeoRef); err != nil {
+		return err
+	}
+	b := p.relDS.Bands()[0]
+	if err := b.SetDescription("reliability", errh); err != nil {
+		return fmt.Errorf("description: %w", err)
+	}
+	if err := b.SetNoData(math.NaN(), errh); err != nil {
+		return fmt.Errorf("nodata: %w", err)
+	}
+	return nil
 }
 
 // sortedClasses returns the classes ordered by value.
@@ -153,8 +242,9 @@ func (p *ProductWriter) sortedClasses() []ClassInfo {
 	return cs
 }
 
-// describe sets georeferencing, nodata, descriptions, colour table and the
-// class names that travel inside the TIFF (band metadata CLASS_<value>).
+// describe sets georeferencing, the shared no-data value, descriptions,
+// colour table, the reliability unit and the class names that travel inside
+// the TIFF (band metadata CLASS_<value>, GDAL_METADATA tag).
 func (p *ProductWriter) describe() error {
 	if err := setGeoRef(p.ds, p.spec.GeoRef); err != nil {
 		return err
@@ -164,25 +254,30 @@ func (p *ProductWriter) describe() error {
 	if err := cls.SetDescription("class", errh); err != nil {
 		return fmt.Errorf("class band description: %w", err)
 	}
-	md := map[string]string{}
+	// A GeoTIFF holds one no-data value for all bands; setting it on each
+	// band keeps GDAL's in-memory state consistent with the file.
+	for i, b := range bands {
+		if err := b.SetNoData(float64(p.nodata), errh); err != nil {
+			return fmt.Errorf("band %d nodata: %w", i+1, err)
+		}
+	}
+	md := map[string]string{fmt.Sprintf("CLASS_%d", p.nodata): "no data"}
 	for _, c := range p.spec.Classes {
 		md[fmt.Sprintf("CLASS_%d", c.Value)] = c.Name
 	}
 	if err := setMetadata(cls, md, ""); err != nil {
 		return fmt.Errorf("class band: %w", err)
 	}
-	if p.dtype != godal.Float32 {
-		ct := godal.ColorTable{PaletteInterp: godal.RGBPalette, Entries: make([][4]int16, len(p.isClass))}
-		ct.Entries[0] = [4]int16{0, 0, 0, 0}
-		for v := 1; v < len(ct.Entries); v++ {
-			ct.Entries[v] = [4]int16{0, 0, 0, 255}
-		}
-		for _, c := range p.spec.Classes {
-			ct.Entries[c.Value] = [4]int16{int16(c.Color[0]), int16(c.Color[1]), int16(c.Color[2]), 255}
-		}
-		if err := cls.SetColorTable(ct, errh); err != nil {
-			return fmt.Errorf("class band colour table: %w", err)
-		}
+	// A TIFF colour map has 2^bits entries and no alpha whatever is set
+	// here: GDAL reads the entry of the no-data value back as transparent
+	// and every other one opaque. The legend of the classes only is the
+	// QGIS style's (StylePath) and the STAC Item's.
+	ct := godal.ColorTable{PaletteInterp: godal.RGBPalette, Entries: make([][4]int16, len(p.isClass))}
+	for _, c := range p.spec.Classes {
+		ct.Entries[c.Value] = [4]int16{int16(c.Color[0]), int16(c.Color[1]), int16(c.Color[2]), 255}
+	}
+	if err := cls.SetColorTable(ct, errh); err != nil {
+		return fmt.Errorf("class band colour table: %w", err)
 	}
 	// Without this GDAL makes the second band of a paletted TIFF an alpha
 	// band, which GIS software would use as transparency.
@@ -192,28 +287,7 @@ func (p *ProductWriter) describe() error {
 	if err := rel.SetDescription("reliability", errh); err != nil {
 		return fmt.Errorf("reliability band description: %w", err)
 	}
-	relND, unit := p.reliabilityNoData(), "percent"
-	if p.dtype == godal.Float32 {
-		unit = "fraction"
-	}
-	if err := rel.SetNoData(relND, errh); err != nil {
-		return fmt.Errorf("reliability band nodata: %w", err)
-	}
-	if err := rel.SetMetadata("UNITS", unit, errh); err != nil {
-		return fmt.Errorf("reliability band metadata: %w", err)
-	}
 	return nil
-}
-
-// reliabilityNoData is the reliability band's nodata (and the TIFF's).
-func (p *ProductWriter) reliabilityNoData() float64 {
-	switch p.dtype {
-	case godal.Byte:
-		return ReliabilityNoDataByte
-	case godal.UInt16:
-		return math.MaxUint16
-	}
-	return math.NaN()
 }
 
 // WriteRows writes whole rows from row0: class values (0 = no data) and reliability in 0..1 (NaN = no data).
@@ -238,35 +312,40 @@ func (p *ProductWriter) WriteRows(row0 int, class []uint16, reliability []float3
 	}
 	bands := p.ds.Bands()
 	var err error
+	nd := p.nodata
 	switch p.dtype {
 	case godal.Byte:
 		cb := make([]uint8, len(class))
 		rb := make([]uint8, len(class))
 		for i, v := range class {
-			cb[i] = uint8(v)
-			rb[i] = uint8(percent(reliability[i]))
+			if v == ClassNoData {
+				cb[i] = uint8(nd)
+			} else {
+				cb[i] = uint8(v)
+			}
+			rb[i] = uint8(percent(reliability[i], nd))
 		}
 		if err = bands[0].Write(0, row0, cb, cols, n, errh); err == nil {
 			err = bands[1].Write(0, row0, rb, cols, n, errh)
 		}
-	case godal.UInt16:
+	default:
+		cb := make([]uint16, len(class))
 		rb := make([]uint16, len(class))
-		for i := range class {
-			if v := percent(reliability[i]); v == ReliabilityNoDataByte {
-				rb[i] = math.MaxUint16
+		for i, v := range class {
+			if v == ClassNoData {
+				cb[i] = uint16(nd)
 			} else {
-				rb[i] = uint16(v)
+				cb[i] = v
 			}
+			rb[i] = uint16(percent(reliability[i], nd))
 		}
-		if err = bands[0].Write(0, row0, class, cols, n, errh); err == nil {
+		if err = bands[0].Write(0, row0, cb, cols, n, errh); err == nil {
 			err = bands[1].Write(0, row0, rb, cols, n, errh)
 		}
-	default:
-		cb := make([]float32, len(class))
-		rb := make([]float32, len(class))
-		for i, v := range class {
-			cb[i] = float32(v)
-			r := reliability[i]
+	}
+	if err == nil && p.relDS != nil {
+		rf := make([]float32, len(class))
+		for i, r := range reliability {
 			switch {
 			case math.IsNaN(float64(r)) || math.IsInf(float64(r), 0):
 				r = float32(math.NaN())
@@ -275,11 +354,9 @@ func (p *ProductWriter) WriteRows(row0 int, class []uint16, reliability []float3
 			case r > 1:
 				r = 1
 			}
-			rb[i] = r
+			rf[i] = r
 		}
-		if err = bands[0].Write(0, row0, cb, cols, n, errh); err == nil {
-			err = bands[1].Write(0, row0, rb, cols, n, errh)
-		}
+		err = p.relDS.Bands()[0].Write(0, row0, rf, cols, n, errh)
 	}
 	if err != nil {
 		return fmt.Errorf("write %s rows %d..%d: %w", p.path, row0, row0+n-1, err)
@@ -290,20 +367,21 @@ func (p *ProductWriter) WriteRows(row0 int, class []uint16, reliability []float3
 	return nil
 }
 
-// percent maps a reliability in 0..1 to a rounded percent 0..100, NaN/Inf to nodata 255.
-func percent(r float32) int {
+// percent maps a reliability in 0..1 to a rounded percent 0..100, NaN/Inf to nodata.
+func percent(r float32, nodata int) int {
 	if math.IsNaN(float64(r)) || math.IsInf(float64(r), 0) {
-		return ReliabilityNoDataByte
+		return nodata
 	}
 	return int(math.Round(float64(min(max(r, 0), 1)) * 100))
 }
 
 // overviewLevels returns the decimation factors 2, 4, ... that the COG
-// driver would build: halve until the image fits in one tile.
-func overviewLevels(cols, rows int) []int {
+// driver would build for tiles of block pixels: halve until the image fits
+// in one tile.
+func overviewLevels(cols, rows, block int) []int {
 	var lv []int
 	f := 1
-	for cols > ProductBlockSize || rows > ProductBlockSize {
+	for cols > block || rows > block {
 		f *= 2
 		lv = append(lv, f)
 		cols, rows = (cols+1)/2, (rows+1)/2
@@ -311,30 +389,29 @@ func overviewLevels(cols, rows int) []int {
 	return lv
 }
 
-// cogCompression is ZSTD when this GDAL's COG driver offers it, else DEFLATE.
-func cogCompression() string {
-	if drv, ok := godal.RasterDriver("COG"); ok {
-		if strings.Contains(drv.Metadata("DMD_CREATIONOPTIONLIST"), "<Value>ZSTD</Value>") {
-			return "ZSTD"
-		}
-	}
-	return "DEFLATE"
-}
+// DefaultCompression is the products' compression: DEFLATE with the
+// horizontal predictor, which every GeoTIFF reader decodes (ZSTD, which
+// older GDAL builds and browser COG readers cannot, only by --co COMPRESS=ZSTD).
+const DefaultCompression = "DEFLATE"
 
 // cogOptions are the COG creation options: defaults, then the caller's.
 func (p *ProductWriter) cogOptions() ([]string, error) {
-	comp := cogCompression()
+	comp := DefaultCompression
 	for _, kv := range p.spec.CreationOptions {
 		if k, v, _ := strings.Cut(kv, "="); strings.EqualFold(strings.TrimSpace(k), "COMPRESS") {
-			comp = v
+			comp = strings.ToUpper(strings.TrimSpace(v))
 		}
 	}
 	base := []string{
-		"BLOCKSIZE=" + strconv.Itoa(ProductBlockSize),
+		"BLOCKSIZE=" + strconv.Itoa(p.block),
 		"COMPRESS=" + comp,
 		"OVERVIEW_COMPRESS=" + comp,
 		"OVERVIEWS=FORCE_USE_EXISTING",
 		"BIGTIFF=IF_SAFER",
+	}
+	switch comp {
+	case "DEFLATE", "ZSTD", "LZW", "LZMA":
+		base = append(base, "PREDICTOR=YES")
 	}
 	return mergeOptions(base, p.spec.CreationOptions)
 }
@@ -370,10 +447,12 @@ func (p *ProductWriter) pnecMetadata() (map[string]string, error) {
 	return md, nil
 }
 
-// Commit builds overviews (MODE for the class band, AVERAGE for
+// Commit builds overviews (MODE for the class band, exact means for
 // reliability), writes the COG to a temporary file beside the target with
-// its .aux.xml sidecar (category names) and renames both into place. Every
-// row must have been written. On failure nothing changes at path.
+// its .aux.xml sidecar (category names), the QGIS style and, with
+// ReliabilityFloat32, the Float32 reliability COG, and renames them into
+// place, the product last. Every row must have been written. On failure
+// nothing changes at path.
 func (p *ProductWriter) Commit(ctx context.Context) error {
 	if p.ds == nil {
 		return fmt.Errorf("commit %s: %w", p.path, ErrClosed)
@@ -411,10 +490,28 @@ func (p *ProductWriter) commit(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("flush %s: %w", p.stage, tidy(err))
 	}
+	// The band's unit type (GDAL_METADATA tag), which QGIS and rasterio show.
+	if err := setUnitTypes(p.stage, []string{"", ReliabilityUnit}); err != nil {
+		return fmt.Errorf("reliability unit: %w", err)
+	}
+	if p.relDS != nil {
+		if err := setMetadata(p.relDS, prefixed, ""); err != nil {
+			return err
+		}
+		err = p.relDS.Close(errh)
+		p.relDS = nil
+		if err != nil {
+			return fmt.Errorf("flush %s: %w", p.relStage, tidy(err))
+		}
+		if err := setUnitTypes(p.relStage, []string{ReliabilityFloatUnit}); err != nil {
+			return fmt.Errorf("reliability unit: %w", err)
+		}
+	}
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	if lv := overviewLevels(p.spec.Cols, p.spec.Rows); len(lv) > 0 {
+	lv := overviewLevels(p.spec.Cols, p.spec.Rows, p.block)
+	if len(lv) > 0 {
 		if err := p.buildOverviews(ctx, lv); err != nil {
 			return err
 		}
@@ -422,45 +519,64 @@ func (p *ProductWriter) commit(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	opts, err := p.cogOptions()
+	cog, err := p.toCOG(p.stage, ".tmp.tif")
 	if err != nil {
 		return err
 	}
-	cog, err := tempBeside(p.path, ".tmp.tif")
-	if err != nil {
-		return err
-	}
-	p.temps = append(p.temps, cog, cog+auxSuffix)
-	src, err := godal.Open(p.stage, godal.RasterOnly(), godal.SiblingFiles(), errh)
-	if err != nil {
-		return fmt.Errorf("reopen %s: %w", p.stage, err)
-	}
-	out, err := src.Translate(cog, []string{"-of", "COG"}, godal.CreationOption(opts...), errh)
-	if err == nil {
-		err = out.Close(errh)
-	}
-	src.Close(errh)
-	if err != nil {
-		return fmt.Errorf("write COG %s: %w", cog, tidy(err))
-	}
-	if p.dtype != godal.Float32 {
-		if err := unmarkAlpha(cog); err != nil {
-			return fmt.Errorf("unmark alpha in %s: %w", cog, err)
-		}
+	if err := unmarkAlpha(cog); err != nil {
+		return fmt.Errorf("unmark alpha in %s: %w", cog, err)
 	}
 	if err := p.writeSidecar(cog + auxSuffix); err != nil {
 		return err
 	}
+	var relCOG string
+	if p.relStage != "" {
+		if err := p.floatOverviews(ctx, lv); err != nil {
+			return err
+		}
+		if relCOG, err = p.toCOG(p.relStage, ".rel.tmp.tif"); err != nil {
+			return err
+		}
+	}
+	style, err := tempBeside(p.path, ".qml.tmp")
+	if err != nil {
+		return err
+	}
+	p.temps = append(p.temps, style)
+	if err := os.WriteFile(style, qgisStyle(p.sortedClasses(), p.nodata), 0o644); err != nil {
+		return fmt.Errorf("write QGIS style: %w", err)
+	}
 	if err := ctx.Err(); err != nil {
 		return err
 	}
+	// The product file goes last: its arrival is what readers (and pnec
+	// batch) take as "complete".
+	relPath, stylePath := ReliabilityPath(p.path), StylePath(p.path)
+	if relCOG != "" {
+		if err := publish(relCOG, relPath); err != nil {
+			return err
+		}
+	} else if err := removeIfExists(relPath, relPath+auxSuffix); err != nil {
+		return fmt.Errorf("remove stale %s: %w", relPath, err)
+	}
+	// Under tempfiles.Publish like every rename: nothing is published once a stop began.
+	if err := tempfiles.Publish(func() error { return os.Rename(style, stylePath) }); err != nil {
+		return fmt.Errorf("rename %s to %s: %w", style, stylePath, err)
+	}
+	tempfiles.Forget(style)
 	if err := publish(cog, p.path); err != nil {
 		return err
 	}
-	removeIfExists(p.stage, p.stage+auxSuffix)
+	removeIfExists(p.stage, p.stage+auxSuffix, p.relStage, p.relStage+auxSuffix)
 	if p.remote != "" {
-		// The sidecar goes first: the product file's arrival is what readers
-		// (and pnec batch) take as "complete".
+		// Companions first, the product file last.
+		for _, ext := range []string{".reliability.tif", ".qml"} {
+			local := strings.TrimSuffix(p.path, filepath.Ext(p.path)) + ext
+			remote := strings.TrimSuffix(p.remote, filepath.Ext(p.remote)) + ext
+			if err := vsiUpload(local, remote); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				return err
+			}
+		}
 		if err := vsiUpload(p.path+auxSuffix, p.remote+auxSuffix); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return err
 		}
@@ -471,6 +587,33 @@ func (p *ProductWriter) commit(ctx context.Context) error {
 		tempfiles.Forget(p.localDir)
 	}
 	return nil
+}
+
+// toCOG copies a stage to a COG in a temporary file beside the product (tag
+// names it) and returns that file's name.
+func (p *ProductWriter) toCOG(stage, tag string) (string, error) {
+	opts, err := p.cogOptions()
+	if err != nil {
+		return "", err
+	}
+	cog, err := tempBeside(p.path, tag)
+	if err != nil {
+		return "", err
+	}
+	p.temps = append(p.temps, cog, cog+auxSuffix)
+	src, err := godal.Open(stage, godal.RasterOnly(), godal.SiblingFiles(), errh)
+	if err != nil {
+		return "", fmt.Errorf("reopen %s: %w", stage, err)
+	}
+	out, err := src.Translate(cog, []string{"-of", "COG"}, godal.CreationOption(opts...), errh)
+	if err == nil {
+		err = out.Close(errh)
+	}
+	src.Close(errh)
+	if err != nil {
+		return "", fmt.Errorf("write COG %s: %w", cog, tidy(err))
+	}
+	return cog, nil
 }
 
 // buildOverviews gives the stage internal overviews at levels: MODE for
@@ -488,7 +631,32 @@ func (p *ProductWriter) buildOverviews(ctx context.Context, levels []int) error 
 	}
 	err = ctx.Err()
 	if err == nil {
-		err = p.averageOverviews(ds.Bands()[1], levels)
+		err = p.averageOverviews(ds.Bands()[1], levels, float64(p.nodata), false)
+	}
+	if cerr := ds.Close(errh); err == nil && cerr != nil {
+		err = fmt.Errorf("flush overviews: %w", cerr)
+	}
+	return err
+}
+
+// floatOverviews gives the Float32 reliability stage its overviews: exact
+// means of the valid full-resolution pixels (averageOverviews).
+func (p *ProductWriter) floatOverviews(ctx context.Context, levels []int) error {
+	if len(levels) == 0 {
+		return nil
+	}
+	ds, err := godal.Open(p.relStage, godal.RasterOnly(), godal.Update(), errh)
+	if err != nil {
+		return fmt.Errorf("reopen %s for update: %w", p.relStage, err)
+	}
+	// NEAREST only allocates the levels; averageOverviews then fills them.
+	if err := ds.BuildOverviews(godal.Resampling(godal.Nearest), godal.Levels(levels...), errh); err != nil {
+		ds.Close(errh)
+		return fmt.Errorf("reliability overviews: %w", err)
+	}
+	err = ctx.Err()
+	if err == nil {
+		err = p.averageOverviews(ds.Bands()[0], levels, math.NaN(), true)
 	}
 	if cerr := ds.Close(errh); err == nil && cerr != nil {
 		err = fmt.Errorf("flush overviews: %w", cerr)
@@ -498,18 +666,17 @@ func (p *ProductWriter) buildOverviews(ctx context.Context, levels []int) error 
 
 // averageOverviews writes every overview level of band (decimation factors
 // levels, ascending powers of two) as the mean of the valid full-resolution
-// pixels of each f x f block (partial blocks at the right and bottom edges).
+// pixels of each f x f block (partial blocks at the right and bottom edges),
+// rounded unless isFloat; nd is the band's no-data value.
 // GDAL's AVERAGE computes a level from the next finer, rounded one, which
 // drifts from the mean where nodata is uneven; one pass over the band in
 // strips of the largest factor's rows gives exact means for all levels.
-func (p *ProductWriter) averageOverviews(band godal.Band, levels []int) error {
+func (p *ProductWriter) averageOverviews(band godal.Band, levels []int, nd float64, isFloat bool) error {
 	ovs := band.Overviews()
 	if len(ovs) != len(levels) {
 		return fmt.Errorf("reliability band has %d overview levels, want %d", len(ovs), len(levels))
 	}
 	cols, rows := p.spec.Cols, p.spec.Rows
-	nd := p.reliabilityNoData()
-	isFloat := p.dtype == godal.Float32
 	F := levels[len(levels)-1]
 	type acc struct {
 		ow, oh  int
@@ -593,17 +760,16 @@ type pamBand struct {
 	Categories []string `xml:"CategoryNames>Category"`
 }
 
-// writeSidecar writes GDAL's PAM sidecar of the product: the class band's
-// nodata 0 (the TIFF holds one nodata, the reliability band's), its
-// category names (index = class value; GTiff keeps those only in PAM) and
-// the PNEC metadata domain.
+// writeSidecar writes GDAL's PAM sidecar of the product. It only repeats
+// what the TIFF holds: the class band's category names (index = class
+// value; GTiff keeps categories only in PAM, the TIFF has them as band
+// metadata CLASS_<value>) and the PNEC metadata domain (PNEC_* inside).
 func (p *ProductWriter) writeSidecar(path string) error {
 	if _, err := os.Stat(path); err == nil {
 		// GDAL wrote a sidecar of its own for the COG; pnec's would replace it.
 		return fmt.Errorf("unexpected sidecar %s written by GDAL", path)
 	}
 	names := make([]string, len(p.isClass))
-	names[0] = "no data"
 	for _, c := range p.spec.Classes {
 		names[c.Value] = c.Name
 	}
@@ -618,7 +784,7 @@ func (p *ProductWriter) writeSidecar(path string) error {
 	}
 	doc := pamDataset{
 		Metadata: []pamMetadata{md},
-		Bands:    []pamBand{{Band: 1, NoData: strconv.Itoa(ClassNoData), Categories: names}},
+		Bands:    []pamBand{{Band: 1, Categories: names}},
 	}
 	b, err := xml.MarshalIndent(doc, "", "  ")
 	if err != nil {
@@ -640,6 +806,10 @@ func (p *ProductWriter) Close() error {
 	if p.ds != nil {
 		errs = append(errs, p.ds.Close(errh))
 		p.ds = nil
+	}
+	if p.relDS != nil {
+		errs = append(errs, p.relDS.Close(errh))
+		p.relDS = nil
 	}
 	errs = append(errs, removeIfExists(p.temps...))
 	p.temps = nil

@@ -27,10 +27,20 @@ type productCase struct {
 	relNoData float64
 }
 
+// relNoData is the no-data value both bands of the product share; the
+// float32 case keeps a Byte product and adds the Float32 reliability file.
 var productCases = []productCase{
 	{"byte", 6, false, godal.Byte, 255},
 	{"uint16", 300, false, godal.UInt16, 65535},
-	{"float32", 6, true, godal.Float32, math.NaN()},
+	{"float32", 6, true, godal.Byte, 255},
+}
+
+// stored is the class value the product stores for v (0 = no data).
+func (pc productCase) stored(v uint16) float64 {
+	if v == ClassNoData {
+		return pc.relNoData
+	}
+	return float64(v)
 }
 
 func testClasses(n int) []ClassInfo {
@@ -116,8 +126,12 @@ func TestProductRoundTrip(t *testing.T) {
 			dir := t.TempDir()
 			path := filepath.Join(dir, "product.tif")
 			spec := writeTestProduct(t, path, pc, cols, rows, map[string]string{"MODEL_SHA256": "deadbeef", "INPUT": "scene.tif"})
-			if got := listDir(t, dir); !slices.Equal(got, []string{"product.tif", "product.tif.aux.xml"}) {
-				t.Errorf("files: got %v, want product.tif and its .aux.xml", got)
+			wantFiles := []string{"product.qml", "product.tif", "product.tif.aux.xml"}
+			if pc.float32 {
+				wantFiles = []string{"product.qml", "product.reliability.tif", "product.tif", "product.tif.aux.xml"}
+			}
+			if got := listDir(t, dir); !slices.Equal(got, wantFiles) {
+				t.Errorf("files: got %v, want %v", got, wantFiles)
 			}
 			ds, err := godal.Open(path, godal.SiblingFiles())
 			if err != nil {
@@ -144,10 +158,10 @@ func TestProductRoundTrip(t *testing.T) {
 			if cls.Description() != "class" || rel.Description() != "reliability" {
 				t.Errorf("descriptions: got %q %q", cls.Description(), rel.Description())
 			}
-			if nd, ok := cls.NoData(); !ok || nd != 0 {
-				t.Errorf("class nodata: got %v %v, want 0", nd, ok)
+			if nd, ok := cls.NoData(); !ok || nd != pc.relNoData {
+				t.Errorf("class nodata: got %v %v, want %v", nd, ok, pc.relNoData)
 			}
-			if nd, ok := rel.NoData(); !ok || !(nd == pc.relNoData || math.IsNaN(nd) && math.IsNaN(pc.relNoData)) {
+			if nd, ok := rel.NoData(); !ok || nd != pc.relNoData {
 				t.Errorf("reliability nodata: got %v %v, want %v", nd, ok, pc.relNoData)
 			}
 			if rel.ColorInterp() == godal.CIAlpha {
@@ -159,13 +173,18 @@ func TestProductRoundTrip(t *testing.T) {
 					t.Errorf("CLASS_%d metadata: got %q, want %q", c.Value, got, c.Name)
 				}
 			}
-			if !pc.float32 {
-				ct := cls.ColorTable()
-				for _, c := range spec.Classes {
-					e := ct.Entries[c.Value]
-					if e[0] != int16(c.Color[0]) || e[1] != int16(c.Color[1]) || e[2] != int16(c.Color[2]) {
-						t.Errorf("colour of class %d: got %v, want %v", c.Value, e, c.Color)
-					}
+			// A TIFF colour map always has 2^bits entries and no alpha: GDAL
+			// reads the no-data entry back transparent, every other opaque.
+			ct := cls.ColorTable()
+			if n := len(ct.Entries); n != int(pc.relNoData)+1 {
+				t.Errorf("colour table: got %d entries, want %d", n, int(pc.relNoData)+1)
+			} else if e := ct.Entries[int(pc.relNoData)]; e[3] != 0 {
+				t.Errorf("colour table entry of no-data %v: got %v, want transparent", pc.relNoData, e)
+			}
+			for _, c := range spec.Classes {
+				e := ct.Entries[c.Value]
+				if e != [4]int16{int16(c.Color[0]), int16(c.Color[1]), int16(c.Color[2]), 255} {
+					t.Errorf("colour of class %d: got %v, want %v opaque", c.Value, e, c.Color)
 				}
 			}
 			md := ds.Metadatas(godal.Domain(MetadataDomain))
@@ -185,11 +204,11 @@ func TestProductRoundTrip(t *testing.T) {
 				for c := 0; c < cols; c++ {
 					wc, wr := productPixel(spec.Classes, r, c)
 					i := r*cols + c
-					if cv[i] != float64(wc) {
+					if cv[i] != pc.stored(wc) {
 						t.Fatalf("class (%d,%d): got %v, want %v", r, c, cv[i], wc)
 					}
 					if math.IsNaN(float64(wr)) {
-						if !(rv[i] == pc.relNoData || math.IsNaN(rv[i]) && math.IsNaN(pc.relNoData)) {
+						if rv[i] != pc.relNoData {
 							t.Fatalf("reliability (%d,%d): got %v, want nodata", r, c, rv[i])
 						}
 					} else if d := rv[i] - relStored(wr, pc); math.Abs(d) > 1e-6 {
@@ -197,52 +216,104 @@ func TestProductRoundTrip(t *testing.T) {
 					}
 				}
 			}
-			checkOverviews(t, spec, pc, cls, rel, cv, rv)
+			checkOverviews(t, spec, pc, cls, rel, cv, rv, false)
+			if pc.float32 {
+				checkFloatReliability(t, spec, ReliabilityPath(path))
+			}
 		})
 	}
 }
 
-// relStored is the value the reliability band stores for r.
-func relStored(r float32, pc productCase) float64 {
-	if pc.float32 {
-		return float64(r)
+// checkFloatReliability checks the Float32 reliability file of a product:
+// one band, 0..1 with NaN no-data, unit "1", the product's georeference and
+// overviews of exact means.
+func checkFloatReliability(t *testing.T, spec ProductSpec, path string) {
+	t.Helper()
+	ds, err := godal.Open(path)
+	if err != nil {
+		t.Fatalf("reliability file: %v", err)
 	}
-	return float64(percent(r))
+	defer ds.Close()
+	if md := ds.Metadata("LAYOUT", godal.Domain("IMAGE_STRUCTURE")); md != "COG" {
+		t.Errorf("reliability file LAYOUT=%q, want COG", md)
+	}
+	if gt, err := ds.GeoTransform(); err != nil || gt != testGT {
+		t.Errorf("reliability file geotransform: got %v (%v)", gt, err)
+	}
+	bands := ds.Bands()
+	if len(bands) != 1 || bands[0].Structure().DataType != godal.Float32 {
+		t.Fatalf("reliability file: got %d bands, want one Float32", len(bands))
+	}
+	b := bands[0]
+	if nd, ok := b.NoData(); !ok || !math.IsNaN(nd) {
+		t.Errorf("reliability file nodata: got %v %v, want NaN", nd, ok)
+	}
+	rv, _, _ := readBand(t, b)
+	for r := 0; r < spec.Rows; r++ {
+		for c := 0; c < spec.Cols; c++ {
+			_, wr := productPixel(spec.Classes, r, c)
+			got := rv[r*spec.Cols+c]
+			if math.IsNaN(float64(wr)) != math.IsNaN(got) || !math.IsNaN(got) && math.Abs(got-float64(wr)) > 1e-6 {
+				t.Fatalf("reliability file (%d,%d): got %v, want %v", r, c, got, wr)
+			}
+		}
+	}
+	pc := productCase{float32: true, relNoData: math.NaN()}
+	checkOverviews(t, spec, pc, godal.Band{}, b, nil, rv, true)
 }
 
-func checkOverviews(t *testing.T, spec ProductSpec, pc productCase, cls, rel godal.Band, cv, rv []float64) {
+// relStored is the value the product's reliability band stores for r.
+func relStored(r float32, pc productCase) float64 {
+	return float64(percent(r, int(pc.relNoData)))
+}
+
+// checkOverviews checks the class overviews (unless relOnly) and the
+// reliability overviews of a product.
+func checkOverviews(t *testing.T, spec ProductSpec, pc productCase, cls, rel godal.Band, cv, rv []float64, relOnly bool) {
 	t.Helper()
-	isClass := map[float64]bool{0: true}
+	isClass := map[float64]bool{pc.relNoData: true}
 	for _, c := range spec.Classes {
 		isClass[float64(c.Value)] = true
 	}
-	cOv, rOv := cls.Overviews(), rel.Overviews()
-	if len(cOv) != 2 || len(rOv) != 2 {
-		t.Fatalf("overview levels: got %d and %d, want 2", len(cOv), len(rOv))
+	rOv := rel.Overviews()
+	var cOv []godal.Band
+	if !relOnly {
+		cOv = cls.Overviews()
+		if len(cOv) != 2 {
+			t.Fatalf("class overview levels: got %d, want 2", len(cOv))
+		}
 	}
-	for lvl := range cOv {
+	if len(rOv) != 2 {
+		t.Fatalf("reliability overview levels: got %d, want 2", len(rOv))
+	}
+	for lvl := range rOv {
 		f := 2 << lvl // decimation factor
-		oc, ow, oh := readBand(t, cOv[lvl])
-		or, _, _ := readBand(t, rOv[lvl])
+		or, ow, oh := readBand(t, rOv[lvl])
 		if ow != spec.Cols/f || oh != spec.Rows/f {
 			t.Fatalf("level %d size: got %dx%d, want %dx%d", lvl, ow, oh, spec.Cols/f, spec.Rows/f)
 		}
 		// Every level is the mean of the valid full-resolution pixels of its
 		// block, rounded to a whole percent for integer bands.
 		tol := 0.5 + 1e-9
-		if pc.float32 {
+		if relOnly {
 			tol = 1e-5
+		}
+		var oc []float64
+		if !relOnly {
+			oc, _, _ = readBand(t, cOv[lvl])
 		}
 		for r := 0; r < oh; r++ {
 			for c := 0; c < ow; c++ {
-				v := oc[r*ow+c]
-				if !isClass[v] {
-					t.Fatalf("level %d class (%d,%d) = %v is not a class value", lvl, r, c, v)
-				}
-				// The block's majority class.
-				wantC, _ := productPixel(spec.Classes, r*f, c*f)
-				if v != float64(wantC) {
-					t.Fatalf("level %d class (%d,%d): got %v, want majority %v", lvl, r, c, v, wantC)
+				if !relOnly {
+					v := oc[r*ow+c]
+					if !isClass[v] {
+						t.Fatalf("level %d class (%d,%d) = %v is not a class value", lvl, r, c, v)
+					}
+					// The block's majority class.
+					wantC, _ := productPixel(spec.Classes, r*f, c*f)
+					if v != pc.stored(wantC) {
+						t.Fatalf("level %d class (%d,%d): got %v, want majority %v", lvl, r, c, v, pc.stored(wantC))
+					}
 				}
 				sum, n := 0.0, 0
 				for dr := 0; dr < f; dr++ {
@@ -291,7 +362,7 @@ func TestProductIndependentReaders(t *testing.T) {
 			t.Errorf("gdalinfo categories lack %q", want)
 		}
 	}
-	for _, want := range []string{"Description = class", "Description = reliability", "NoData Value=0", "NoData Value=255", "Overviews: 300x265"} {
+	for _, want := range []string{"Description = class", "Description = reliability", "NoData Value=255", "Overviews: 300x265"} {
 		if !strings.Contains(text, want) {
 			t.Errorf("gdalinfo lacks %q", want)
 		}
@@ -336,7 +407,7 @@ with rasterio.open(sys.argv[1]) as s:
 	if err := json.Unmarshal(out, &got); err != nil {
 		t.Fatalf("rasterio output %s: %v", out, err)
 	}
-	if got.Count != 2 || !slices.Equal(got.Dtypes, []string{"uint8", "uint8"}) || !slices.Equal(got.Nodata, []float64{0, 255}) {
+	if got.Count != 2 || !slices.Equal(got.Dtypes, []string{"uint8", "uint8"}) || !slices.Equal(got.Nodata, []float64{255, 255}) {
 		t.Errorf("rasterio bands: got count %d dtypes %v nodata %v", got.Count, got.Dtypes, got.Nodata)
 	}
 	if got.EPSG != 32631 || !slices.Equal(got.Transform, testGT[:]) {
@@ -347,7 +418,7 @@ with rasterio.open(sys.argv[1]) as s:
 	}
 	for r := range got.Class {
 		for c := range got.Class[r] {
-			if want, _ := productPixel(spec.Classes, r, 60+c); got.Class[r][c] != int(want) {
+			if want, _ := productPixel(spec.Classes, r, 60+c); float64(got.Class[r][c]) != productCases[0].stored(want) {
 				t.Errorf("rasterio class (%d,%d): got %d, want %d", r, 60+c, got.Class[r][c], want)
 			}
 		}
@@ -355,7 +426,7 @@ with rasterio.open(sys.argv[1]) as s:
 	for r := range got.Rel {
 		for c := range got.Rel[r] {
 			_, wr := productPixel(spec.Classes, 10+r, 5+c)
-			if want := percent(wr); got.Rel[r][c] != want {
+			if want := percent(wr, 255); got.Rel[r][c] != want {
 				t.Errorf("rasterio reliability (%d,%d): got %d, want %d", 10+r, 5+c, got.Rel[r][c], want)
 			}
 		}
@@ -378,14 +449,16 @@ func TestProductAtomic(t *testing.T) {
 	writeTestProduct(t, path, pc, 40, 30, map[string]string{"RUN": "first"})
 	oldTIF, _ := os.ReadFile(path)
 	oldAux, _ := os.ReadFile(path + auxSuffix)
+	oldQML, _ := os.ReadFile(StylePath(path))
 	unchanged := func(t *testing.T) {
 		t.Helper()
 		tif, _ := os.ReadFile(path)
 		aux, _ := os.ReadFile(path + auxSuffix)
-		if !bytes.Equal(tif, oldTIF) || !bytes.Equal(aux, oldAux) {
+		qml, _ := os.ReadFile(StylePath(path))
+		if !bytes.Equal(tif, oldTIF) || !bytes.Equal(aux, oldAux) || !bytes.Equal(qml, oldQML) {
 			t.Error("the existing product changed")
 		}
-		if got := listDir(t, dir); !slices.Equal(got, []string{"p.tif", "p.tif.aux.xml"}) {
+		if got := listDir(t, dir); !slices.Equal(got, []string{"p.qml", "p.tif", "p.tif.aux.xml"}) {
 			t.Errorf("files: got %v, want only the existing product", got)
 		}
 	}
@@ -492,13 +565,14 @@ func TestProductSpecErrors(t *testing.T) {
 
 func TestOverviewLevels(t *testing.T) {
 	for _, tc := range []struct {
-		cols, rows int
-		want       []int
+		cols, rows, block int
+		want              []int
 	}{
-		{512, 512, nil}, {513, 10, []int{2}}, {1100, 700, []int{2, 4}}, {5000, 100, []int{2, 4, 8, 16}},
+		{512, 512, 512, nil}, {513, 10, 512, []int{2}}, {1100, 700, 512, []int{2, 4}}, {5000, 100, 512, []int{2, 4, 8, 16}},
+		{86, 83, 32, []int{2, 4}}, {86, 83, 512, nil}, {1100, 700, 256, []int{2, 4, 8}},
 	} {
-		if got := overviewLevels(tc.cols, tc.rows); !slices.Equal(got, tc.want) {
-			t.Errorf("%dx%d: got %v, want %v", tc.cols, tc.rows, got, tc.want)
+		if got := overviewLevels(tc.cols, tc.rows, tc.block); !slices.Equal(got, tc.want) {
+			t.Errorf("%dx%d in %d blocks: got %v, want %v", tc.cols, tc.rows, tc.block, got, tc.want)
 		}
 	}
 }

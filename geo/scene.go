@@ -87,6 +87,16 @@ func (s *Scene) load() error {
 		BandNames: make([]string, len(s.bands)),
 		Metadata:  s.ds.Metadatas(),
 	}
+	// An ENVI header's acquisition time is in GDAL's ENVI domain; it is the
+	// scene's acquisition time, which products' STAC Items carry.
+	if v, ok := s.ds.Metadatas(godal.Domain("ENVI"))["acquisition_time"]; ok {
+		if in.Metadata == nil {
+			in.Metadata = map[string]string{}
+		}
+		if _, dup := in.Metadata[MetaENVIAcquisitionTime]; !dup {
+			in.Metadata[MetaENVIAcquisitionTime] = v
+		}
+	}
 	n := len(s.bands)
 	s.scale, s.offset = make([]float32, n), make([]float32, n)
 	s.nodata, s.hasNoData = make([]float32, n), make([]bool, n)

@@ -270,7 +270,7 @@ func TestOpenENVIWavelengths(t *testing.T) {
 	}
 	hdr := "ENVI\nsamples = 5\nlines = 4\nbands = 3\nheader offset = 0\nfile type = ENVI Standard\n" +
 		"data type = 2\ninterleave = bsq\nbyte order = 0\nwavelength units = Micrometers\n" +
-		"band names = {blue, green, red}\nwavelength = { 0.45, 0.55,\n 0.65}\n"
+		"band names = {blue, green, red}\nwavelength = { 0.45, 0.55,\n 0.65}\nacquisition time = 2024-06-01T10:30:00Z\n"
 	if err := os.WriteFile(filepath.Join(dir, "cube.hdr"), []byte(hdr), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -294,6 +294,10 @@ func TestOpenENVIWavelengths(t *testing.T) {
 	}
 	if !strings.HasPrefix(in.BandNames[2], "red") {
 		t.Errorf("band names: got %q", in.BandNames)
+	}
+	// The header's acquisition time, for the products' STAC datetime.
+	if got := in.Metadata[MetaENVIAcquisitionTime]; got != "2024-06-01T10:30:00Z" {
+		t.Errorf("ENVI acquisition time: got %q", got)
 	}
 	blk, err := s.ReadWindow(context.Background(), Window{Col: 1, Row: 2, Cols: 2, Rows: 1})
 	if err != nil {

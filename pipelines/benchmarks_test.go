@@ -50,11 +50,12 @@ func BenchmarkUpToDate(b *testing.B) {
 	src := writeFile(b, filepath.Join(d, "in.tif"), "input")
 	product := writeFile(b, filepath.Join(d, "p.tif"), "product")
 	rec := sourceRecord(Input{Name: src})
-	item, _ := json.Marshal(map[string]any{"properties": map[string]any{propSource: rec, propModelChecksum: "m", propProductBytes: 7}})
+	item, _ := json.Marshal(map[string]any{"properties": map[string]any{propSource: rec, propModelChecksum: "m", propProductBytes: 7, propProductFormat: productFormat}})
+	writeFile(b, filepath.Join(d, "p.qml"), "<qgis/>")
 	itemPath := writeFile(b, filepath.Join(d, "p.json"), string(item))
 	b.ReportAllocs()
 	for b.Loop() {
-		if ok, why := upToDate(product, itemPath, sourceRecord(Input{Name: src}), "m"); !ok {
+		if ok, why := upToDate(product, itemPath, sourceRecord(Input{Name: src}), "m", false); !ok {
 			b.Fatal(why)
 		}
 	}

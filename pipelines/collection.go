@@ -8,16 +8,135 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"regexp"
 	"syscall"
 	"time"
+
+	"github.com/pnec/pnec/geo"
 )
 
+// Extension schemas a Collection uses besides those of its Items.
+const ItemAssetsSchema = "https://stac-extensions.github.io/item-assets/v1.0.0/schema.json"
+
+// CollectionMeta is what a Collection says of its products: it gives the
+// Collection its title, licence, summaries and item_assets, so that a
+// client has the legend without opening an Item.
+type CollectionMeta struct {
+	ID             string
+	License        string // SPDX; "" = "proprietary"
+	Classes        []ClassObject
+	NoData         int
+	ReliabilityF32 bool
+}
+
+// spdxLike accepts SPDX identifiers and expressions ("MIT", "CC-BY-4.0",
+// "Apache-2.0 OR MIT", "GPL-3.0-or-later WITH Classpath-exception-2.0") and
+// STAC's "proprietary" and "various".
+var spdxLike = regexp.MustCompile(`^[A-Za-z0-9.+-]+( (AND|OR|WITH) [A-Za-z0-9.+-]+)*$`)
+
+// checkLicense refuses a licence that is not an SPDX identifier or expression.
+func checkLicense(l string) error {
+	if l == "" || spdxLike.MatchString(l) {
+		return nil
+	}
+	return fmt.Errorf("--license %q: want an SPDX licence identifier or expression (e.g. CC-BY-4.0), proprietary or various", l)
+}
+
+// itemInterval is the [start, end] an Item covers: its datetime twice, or
+// its start_datetime and end_datetime when datetime is null.
+func itemInterval(props map[string]any) [2]string {
+	if dt, ok := props["datetime"].(string); ok && dt != "" {
+		return [2]string{dt, dt}
+	}
+	s, _ := props["start_datetime"].(string)
+	e, _ := props["end_datetime"].(string)
+	return [2]string{s, e}
+}
+
+// collectionFields sets the fields of a Collection that describe pnec's
+// products: title, description, licence, extensions, summaries and
+// item_assets (a legend of the classes, the bands and the assets).
+func collectionFields(coll map[string]any, meta CollectionMeta) {
+	if _, ok := coll["title"]; !ok {
+		coll["title"] = "pnec land-cover maps: " + meta.ID
+	}
+	coll["description"] = "Land-cover maps classified by pnec (PNEC-Mamba) from hyperspectral scenes. " +
+		"Each Item's COG has band 1 'class' (colour table, class names inside the TIFF) and band 2 'reliability' " +
+		"(percent); both use the same no-data value. A QGIS style (.qml) beside each product draws the class map."
+	switch {
+	case meta.License != "":
+		coll["license"] = meta.License
+	case coll["license"] == nil:
+		coll["license"] = "proprietary"
+	}
+	exts := map[string]bool{}
+	var list []any
+	if cur, ok := coll["stac_extensions"].([]any); ok {
+		for _, e := range cur {
+			if s, ok := e.(string); ok && !exts[s] {
+				exts[s] = true
+				list = append(list, s)
+			}
+		}
+	}
+	for _, u := range []string{ItemAssetsSchema, ClassificationSchema, RasterSchema} {
+		if !exts[u] {
+			list = append(list, u)
+		}
+	}
+	coll["stac_extensions"] = list
+	if len(meta.Classes) == 0 {
+		return
+	}
+	classes := withNoDataClass(meta.Classes, meta.NoData)
+	cb, rb, err := productBands(meta.Classes, meta.NoData, ProductStats{})
+	if err != nil {
+		return
+	}
+	cb.Statistics, rb.Statistics = nil, nil
+	band := func(name string, b any) map[string]any {
+		var m map[string]any
+		j, _ := json.Marshal(b)
+		json.Unmarshal(j, &m)
+		m["name"] = name
+		if u, ok := m["units"]; ok { // go-stac's name for raster's "unit"
+			delete(m, "units")
+			m["unit"] = u
+		}
+		return m
+	}
+	classBand := band("class", cb)
+	classBand["classification:classes"] = classes
+	bands := []any{classBand, band("reliability", rb)}
+	coll["summaries"] = map[string]any{
+		"classification:classes": classes,
+		"raster:bands":           bands,
+	}
+	assets := map[string]any{
+		productAssetKey: map[string]any{
+			"title": "land-cover class (band 1) and reliability (band 2)", "type": cogMediaType,
+			"roles": []any{"data", "classification", "reliability"}, "raster:bands": bands,
+		},
+		styleAssetKey: map[string]any{
+			"title": "QGIS layer style", "type": geo.StyleMediaType, "roles": []any{"style", "metadata"},
+		},
+	}
+	if meta.ReliabilityF32 {
+		assets[reliabilityAssetKey] = map[string]any{
+			"title": "reliability (Float32, 0..1)", "type": cogMediaType, "roles": []any{"data", "reliability"},
+			"raster:bands": []any{map[string]any{"name": "reliability", "data_type": "float32", "nodata": "nan", "unit": geo.ReliabilityFloatUnit, "sampling": "area"}},
+		}
+	}
+	coll["item_assets"] = assets
+}
+
 // addToCollection adds the Item at itemPath (with WGS84 bbox, may be nil, and
-// datetime dt) to the STAC Collection file collPath, creating it when absent.
-// Concurrent writers (parallel jobs, other shards on a shared volume) are
-// serialised by a lock on the collection's directory; the file is replaced
-// atomically, so readers never see a half-written collection.
-func addToCollection(collPath, collID, itemPath string, bbox []float64, dt string) error {
+// the interval iv it covers) to the STAC Collection file collPath, creating
+// it when absent. Concurrent writers (parallel jobs, other shards on a
+// shared volume) are serialised by a lock on the collection's directory;
+// the file is replaced atomically, so readers never see a half-written
+// collection.
+func addToCollection(collPath string, meta CollectionMeta, itemPath string, bbox []float64, iv [2]string) error {
 	dir := filepath.Dir(collPath)
 	d, err := os.Open(dir)
 	if err != nil {
@@ -44,9 +163,7 @@ func addToCollection(collPath, collID, itemPath string, bbox []float64, dt strin
 		coll = map[string]any{
 			"type":         "Collection",
 			"stac_version": STACVersion,
-			"id":           collID,
-			"description":  "Land-cover maps classified by pnec (PNEC-Mamba) from hyperspectral scenes.",
-			"license":      "proprietary",
+			"id":           meta.ID,
 			"extent": map[string]any{
 				"spatial":  map[string]any{"bbox": []any{}},
 				"temporal": map[string]any{"interval": []any{[]any{nil, nil}}},
@@ -57,12 +174,26 @@ func addToCollection(collPath, collID, itemPath string, bbox []float64, dt strin
 		return fmt.Errorf("collection %s: %w", collPath, err)
 	}
 
+	collectionFields(coll, meta)
 	href := itemHref(collPath, itemPath)
 	links, _ := coll["links"].([]any)
 	found := false
+	has := map[string]bool{}
 	for _, l := range links {
-		if m, ok := l.(map[string]any); ok && m["rel"] == "item" && m["href"] == href {
-			found = true
+		if m, ok := l.(map[string]any); ok {
+			if m["rel"] == "item" && m["href"] == href {
+				found = true
+			}
+			if r, ok := m["rel"].(string); ok {
+				has[r] = true
+			}
+		}
+	}
+	// The Collection is its own root: relative links keep the tree portable.
+	self := filepath.Base(collPath)
+	for _, rel := range []string{"self", "root"} {
+		if !has[rel] {
+			links = append(links, map[string]any{"rel": rel, "href": self, "type": "application/json"})
 		}
 	}
 	if !found {
@@ -100,26 +231,30 @@ func addToCollection(collPath, collID, itemPath string, bbox []float64, dt strin
 		}
 		sp["bbox"] = boxes
 	}
-	if t, err := time.Parse(time.RFC3339Nano, dt); err == nil {
+	if t0, err0 := time.Parse(time.RFC3339Nano, iv[0]); err0 == nil {
+		t1, err := time.Parse(time.RFC3339Nano, iv[1])
+		if err != nil {
+			t1 = t0
+		}
 		tp, _ := ext["temporal"].(map[string]any)
 		if tp == nil {
 			tp = map[string]any{}
 			ext["temporal"] = tp
 		}
-		iv := []any{nil, nil}
+		civ := []any{nil, nil}
 		if ivs, ok := tp["interval"].([]any); ok && len(ivs) > 0 {
 			if first, ok := ivs[0].([]any); ok && len(first) == 2 {
-				iv = first
+				civ = first
 			}
 		}
-		for i, earlier := range []bool{true, false} {
-			cur, _ := iv[i].(string)
+		for i, t := range []time.Time{t0, t1} {
+			cur, _ := civ[i].(string)
 			ct, err := time.Parse(time.RFC3339Nano, cur)
-			if err != nil || (earlier && t.Before(ct)) || (!earlier && t.After(ct)) {
-				iv[i] = t.UTC().Format(time.RFC3339Nano)
+			if err != nil || (i == 0 && t.Before(ct)) || (i == 1 && t.After(ct)) {
+				civ[i] = t.UTC().Format(time.RFC3339Nano)
 			}
 		}
-		tp["interval"] = []any{iv}
+		tp["interval"] = []any{civ}
 	}
 	out, err := json.MarshalIndent(coll, "", "  ")
 	if err != nil {
@@ -169,20 +304,18 @@ func collectionItems(collPath string) map[string]bool {
 	return out
 }
 
-// addItemFileToCollection adds an Item already written at itemPath, taking its bbox and datetime from the file.
-func addItemFileToCollection(collPath, collID, itemPath string) error {
+// addItemFileToCollection adds an Item already written at itemPath, taking its bbox and interval from the file.
+func addItemFileToCollection(collPath string, meta CollectionMeta, itemPath string) error {
 	b, err := os.ReadFile(itemPath)
 	if err != nil {
 		return fmt.Errorf("collection %s: %w", collPath, err)
 	}
 	var it struct {
 		Bbox       []float64
-		Properties struct {
-			Datetime string
-		}
+		Properties map[string]any
 	}
 	if err := json.Unmarshal(b, &it); err != nil {
 		return fmt.Errorf("collection %s: item %s: %w", collPath, itemPath, err)
 	}
-	return addToCollection(collPath, collID, itemPath, it.Bbox, it.Properties.Datetime)
+	return addToCollection(collPath, meta, itemPath, it.Bbox, itemInterval(it.Properties))
 }

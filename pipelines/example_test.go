@@ -49,9 +49,11 @@ func Example() {
 	// run 1: 2 done, 0 skipped, 0 failed
 	// run 2: 0 done, 2 skipped, 0 failed
 	// north.json
+	// north.qml
 	// north.tif
 	// north.tif.aux.xml
 	// south.json
+	// south.qml
 	// south.tif
 	// south.tif.aux.xml
 }

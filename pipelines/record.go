@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/pnec/pnec/geo"
 	"github.com/pnec/pnec/internal/tempfiles"
 )
 
@@ -43,15 +44,24 @@ const (
 	propSource        = "pnec:source"
 	propModelChecksum = "pnec:model_checksum"
 	propProductBytes  = "pnec:product_size_bytes"
+	propProductFormat = "pnec:product_format"
 )
 
+// productFormat is the layout of the products this pnec writes, recorded in
+// each Item: 2 since issue 12 (no-data shared by both bands inside the TIFF,
+// QGIS style, Float32 reliability as a second file). A product of another
+// format is redone.
+const productFormat = 2
+
 // upToDate reports whether the product and its Item exist, the Item says the
-// product was made from src by the model with checksum, and the product file
-// has the size the Item recorded. The product and Item each appear only by a
+// product was made from src by the model with checksum in this pnec's
+// product format, the product file has the size the Item recorded, and its
+// companions are there (the QGIS style; the Float32 reliability file when
+// floatRel). The product and Item each appear only by a
 // rename of a complete file, and the Item is written after the product, so a
 // matching pair is complete; a kill between the two renames leaves a product
 // without (or with an older) Item, and the scene is redone.
-func upToDate(productPath, itemPath string, src SourceRecord, checksum string) (bool, string) {
+func upToDate(productPath, itemPath string, src SourceRecord, checksum string, floatRel bool) (bool, string) {
 	b, err := os.ReadFile(itemPath)
 	if err != nil {
 		return false, "no STAC item"
@@ -76,12 +86,24 @@ func upToDate(productPath, itemPath string, src SourceRecord, checksum string) (
 	if gotSum != checksum {
 		return false, "model changed"
 	}
+	var gotFormat int
+	if json.Unmarshal(doc.Properties[propProductFormat], &gotFormat) != nil || gotFormat != productFormat {
+		return false, "product format changed"
+	}
 	st, err := os.Stat(productPath)
 	if err != nil {
 		return false, "no product"
 	}
 	if st.Size() != gotSize {
 		return false, "product size differs from the record"
+	}
+	if _, err := os.Stat(geo.StylePath(productPath)); err != nil {
+		return false, "no QGIS style"
+	}
+	if floatRel {
+		if _, err := os.Stat(geo.ReliabilityPath(productPath)); err != nil {
+			return false, "no Float32 reliability file"
+		}
 	}
 	return true, ""
 }

@@ -45,10 +45,13 @@ func TestUpToDate(t *testing.T) {
 	if rec.SizeBytes != 5 || rec.ModTime == "" {
 		t.Fatalf("got record %+v, want size 5 and an mtime", rec)
 	}
-	writeItem := func(r SourceRecord, sum string, size int64) {
-		b, _ := json.Marshal(map[string]any{"properties": map[string]any{propSource: r, propModelChecksum: sum, propProductBytes: size}})
+	style := writeFile(t, filepath.Join(dir, "out.qml"), "<qgis/>")
+	floatRel := false
+	writeItemFormat := func(r SourceRecord, sum string, size int64, format int) {
+		b, _ := json.Marshal(map[string]any{"properties": map[string]any{propSource: r, propModelChecksum: sum, propProductBytes: size, propProductFormat: format}})
 		writeFile(t, item, string(b))
 	}
+	writeItem := func(r SourceRecord, sum string, size int64) { writeItemFormat(r, sum, size, productFormat) }
 	changed := rec
 	changed.ModTime = time.Now().Add(time.Hour).UTC().Format(time.RFC3339Nano)
 	for _, tc := range []struct {
@@ -64,11 +67,15 @@ func TestUpToDate(t *testing.T) {
 		{"input changed", func() { writeItem(changed, "m1", 13) }, false, "input changed"},
 		{"model changed", func() { writeItem(rec, "m2", 13) }, false, "model changed"},
 		{"product truncated", func() { writeItem(rec, "m1", 14) }, false, "product size differs from the record"},
-		{"no product", func() { writeItem(rec, "m1", 13); os.Rename(product, product+".x") }, false, "no product"},
+		// Products of pnec before issue 12 (class no-data only in the sidecar) are redone.
+		{"older product format", func() { writeItemFormat(rec, "m1", 13, 0) }, false, "product format changed"},
+		{"no style", func() { writeItem(rec, "m1", 13); os.Rename(style, style+".x") }, false, "no QGIS style"},
+		{"float reliability asked, none there", func() { os.Rename(style+".x", style); floatRel = true }, false, "no Float32 reliability file"},
+		{"no product", func() { floatRel = false; os.Rename(product, product+".x") }, false, "no product"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tc.setup()
-			got, why := upToDate(product, item, sourceRecord(Input{Name: src}), "m1")
+			got, why := upToDate(product, item, sourceRecord(Input{Name: src}), "m1", floatRel)
 			if got != tc.want || why != tc.wantWhy {
 				t.Errorf("got %v %q, want %v %q", got, why, tc.want, tc.wantWhy)
 			}

@@ -11,7 +11,6 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
-	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -45,6 +44,12 @@ type Config struct {
 	Collection string
 	// CollectionID names a new collection (default: the collection file's directory name).
 	CollectionID string
+	// License is the Collection's licence: an SPDX identifier or expression
+	// ("" = "proprietary", i.e. none granted).
+	License string
+	// Datetime, when not zero, is the acquisition time of every scene (--datetime);
+	// otherwise each scene's own (source Item, scene metadata), or none (datetime null).
+	Datetime time.Time
 	// Options are passed to every Classifier; MaxMemoryBytes is the budget of
 	// the whole run and is divided among the jobs.
 	Options processor.Options
@@ -172,6 +177,9 @@ func Run(ctx context.Context, cfg Config) (Summary, error) {
 	if cfg.OutDir == "" {
 		return sum, errors.New("no output directory given")
 	}
+	if err := checkLicense(cfg.License); err != nil {
+		return sum, err
+	}
 	if err := os.MkdirAll(cfg.OutDir, 0o755); err != nil {
 		return sum, fmt.Errorf("output directory %s: %w", cfg.OutDir, err)
 	}
@@ -226,15 +234,14 @@ func Run(ctx context.Context, cfg Config) (Summary, error) {
 	}
 
 	var classes []ClassObject
+	var geoClasses []geo.ClassInfo
 	if m != nil {
 		for _, c := range m.Classes() {
-			classes = append(classes, ClassObject{
-				Value: c.Value, Description: c.Name, Name: c.Name,
-				ColorHint: fmt.Sprintf("%02X%02X%02X", c.Color[0], c.Color[1], c.Color[2]),
-			})
+			geoClasses = append(geoClasses, geo.ClassInfo{Value: c.Value, Name: c.Name, Color: c.Color})
 		}
-		sort.Slice(classes, func(i, j int) bool { return classes[i].Value < classes[j].Value })
+		classes = ClassObjects(geoClasses)
 	}
+
 	collID := cfg.CollectionID
 	if cfg.Collection != "" && collID == "" {
 		abs, _ := filepath.Abs(cfg.Collection)
@@ -253,7 +260,7 @@ func Run(ctx context.Context, cfg Config) (Summary, error) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			w := &worker{cfg: &cfg, model: m, classes: classes, collID: collID, inCollection: inColl, rep: rep, log: log, now: now}
+			w := &worker{cfg: &cfg, model: m, classes: classes, nodata: geo.ProductNoData(geoClasses), collID: collID, inCollection: inColl, rep: rep, log: log, now: now}
 			o := opts
 			o.Progress = func(done, total int) {
 				if p := w.current.Load(); p != nil {
@@ -432,6 +439,7 @@ type worker struct {
 	model      *model.Model
 	classifier *processor.Classifier
 	classes    []ClassObject
+	nodata     int // the products' shared no-data value
 	collID     string
 	// inCollection: item hrefs the collection held when the run started (read-only).
 	inCollection map[string]bool
@@ -477,13 +485,16 @@ func (w *worker) scene(ctx context.Context, in Input) SceneReport {
 	}
 
 	src := sourceRecord(in)
+	// The record names the input as the Item's links do (relative when under
+	// the Item's root), so the Item stays portable and the check stable.
+	src.Name = portableHref(src.Name, w.root(), w.cfg.OutDir)
 	checksum := w.model.Checksum()
 	if !w.cfg.Force {
-		if ok, why := upToDate(product, itemPath, src, checksum); ok {
+		if ok, why := upToDate(product, itemPath, src, checksum, w.cfg.Options.ReliabilityFloat32); ok {
 			// A run killed between writing the Item and adding it to the
 			// collection left it out: add it now (a no-op when it is in).
 			if w.cfg.Collection != "" && !w.inCollection[itemHref(w.cfg.Collection, itemPath)] {
-				if err := addItemFileToCollection(w.cfg.Collection, w.collID, itemPath); err != nil {
+				if err := addItemFileToCollection(w.cfg.Collection, w.collection(), itemPath); err != nil {
 					return fail(err)
 				}
 			}
@@ -541,6 +552,21 @@ func (w *worker) preflight(in Input) (geo.Info, error) {
 	return info, nil
 }
 
+// root is the directory the Items' relative hrefs stay under: the
+// Collection's, else the output directory.
+func (w *worker) root() string {
+	if w.cfg.Collection != "" {
+		return filepath.Dir(w.cfg.Collection)
+	}
+	return w.cfg.OutDir
+}
+
+// collection is what a new or updated Collection says of the products.
+func (w *worker) collection() CollectionMeta {
+	return CollectionMeta{ID: w.collID, License: w.cfg.License, Classes: w.classes, NoData: w.nodata,
+		ReliabilityF32: w.cfg.Options.ReliabilityFloat32}
+}
+
 // describe writes the product's STAC Item (and adds it to the collection).
 func (w *worker) describe(ctx context.Context, in Input, scene geo.Info, product, itemPath string, src SourceRecord, res processor.Result) error {
 	info, stats, err := readProductStats(ctx, product)
@@ -561,20 +587,10 @@ func (w *worker) describe(ctx context.Context, in Input, scene geo.Info, product
 		Classes: w.classes, ReliabilityF32: w.cfg.Options.ReliabilityFloat32,
 		ModelChecksum: checksum, Backend: res.Backend, Version: w.cfg.Version,
 		Source: src, ProductBytes: st.Size(), Now: w.now(), CollectionID: w.collID,
+		CollectionPath: w.cfg.Collection, Datetime: w.cfg.Datetime, NoData: w.nodata,
 	})
 	if err != nil {
 		return fmt.Errorf("STAC item for %s: %w", product, err)
-	}
-	if w.cfg.Collection != "" {
-		// Links to the collection are relative to the item.
-		rel, err := filepath.Rel(filepath.Dir(itemPath), w.cfg.Collection)
-		if err == nil {
-			for _, l := range item.Links {
-				if l.Rel == "collection" || l.Rel == "parent" {
-					l.Href = filepath.ToSlash(rel)
-				}
-			}
-		}
 	}
 	b, err := json.MarshalIndent(item, "", "  ")
 	if err != nil {
@@ -584,8 +600,7 @@ func (w *worker) describe(ctx context.Context, in Input, scene geo.Info, product
 		return err
 	}
 	if w.cfg.Collection != "" {
-		dt, _ := item.Properties["datetime"].(string)
-		if err := addToCollection(w.cfg.Collection, w.collID, itemPath, item.Bbox, dt); err != nil {
+		if err := addToCollection(w.cfg.Collection, w.collection(), itemPath, item.Bbox, itemInterval(item.Properties)); err != nil {
 			// Without the Item the scene is not up to date, so the next
 			// run redoes it and adds it then.
 			os.Remove(itemPath)

@@ -156,8 +156,12 @@ func TestRunEndToEnd(t *testing.T) {
 	if item.Properties["datetime"] != "2024-06-01T10:30:00Z" {
 		t.Errorf("scene-d datetime %v, want the source item's 2024-06-01T10:30:00Z", item.Properties["datetime"])
 	}
-	if item.Links[0]["rel"] != "derived_from" || !strings.HasSuffix(item.Links[0]["href"], "stac/d.json") {
-		t.Errorf("scene-d links %v, want derived_from the source item", item.Links)
+	rels := map[string]string{}
+	for _, l := range item.Links {
+		rels[l["rel"]] = l["href"]
+	}
+	if !strings.HasSuffix(rels["derived_from"], "stac/d.json") || rels["self"] != "scene-d.json" || rels["root"] == "" || rels["collection"] != rels["root"] {
+		t.Errorf("scene-d links %v, want self, root/collection and derived_from the source item", item.Links)
 	}
 	mtimes := map[string]time.Time{}
 	for _, k := range keys {
@@ -337,5 +341,69 @@ func TestRunHealsCollection(t *testing.T) {
 	b, err := os.ReadFile(coll)
 	if err != nil || !strings.Contains(string(b), `"href": "h.json"`) {
 		t.Errorf("collection after the rerun: %v\n%s\nwant an item link to h.json", err, b)
+	}
+}
+
+// TestRunPortableTree: with the Collection at the top of a tree holding the
+// inputs (a plain scene and a STAC Item), the products and the Items, every
+// href, link and record is relative (issue 12, defect 5); the whole tree
+// moved elsewhere still resolves, validates, and a rerun there finds every
+// product up to date.
+func TestRunPortableTree(t *testing.T) {
+	modelPath := tinyModel(t)
+	base := t.TempDir()
+	root := filepath.Join(base, "tree")
+	if err := pipelinetest.WriteScene(filepath.Join(root, "in", "a.tif"), 2); err != nil {
+		t.Fatal(err)
+	}
+	if err := pipelinetest.WriteScene(filepath.Join(root, "stac", "data", "d.tif"), 5); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Join(root, "stac", "d.json"), itemJSON("scene-d", `"hsi":{"href":"data/d.tif","roles":["data"]}`))
+	cfg := func(r string) Config {
+		return Config{ModelPath: modelPath, OutDir: filepath.Join(r, "out"), Collection: filepath.Join(r, "collection.json"),
+			Inputs: []string{filepath.Join(r, "in", "a.tif"), filepath.Join(r, "stac", "d.json")}, Jobs: 1, Version: "test", License: "CC-BY-4.0"}
+	}
+	sum, err := Run(context.Background(), cfg(root))
+	if err != nil || sum.Done != 2 {
+		t.Fatalf("first run: %+v, %v", sum, err)
+	}
+	moved := filepath.Join(base, "elsewhere")
+	if err := os.Rename(root, moved); err != nil {
+		t.Fatal(err)
+	}
+	for _, key := range []string{"a", "scene-d"} {
+		itemPath := filepath.Join(moved, "out", key+".json")
+		b, err := os.ReadFile(itemPath)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(string(b), base) {
+			t.Errorf("%s names the tree's old absolute location:\n%s", key, b)
+		}
+		validateItem(t, b)
+		var it struct {
+			Links  []struct{ Rel, Href string }
+			Assets map[string]struct{ Href string }
+		}
+		json.Unmarshal(b, &it)
+		var hrefs []string
+		for _, l := range it.Links {
+			hrefs = append(hrefs, l.Href)
+		}
+		for _, a := range it.Assets {
+			hrefs = append(hrefs, a.Href)
+		}
+		for _, h := range hrefs {
+			if filepath.IsAbs(h) {
+				t.Errorf("%s: absolute href %s", key, h)
+			} else if _, err := os.Stat(filepath.Join(filepath.Dir(itemPath), h)); err != nil {
+				t.Errorf("%s: href %s does not resolve after the move: %v", key, h, err)
+			}
+		}
+	}
+	sum, err = Run(context.Background(), cfg(moved))
+	if err != nil || sum.Skipped != 2 || sum.Done != 0 {
+		t.Errorf("rerun in the moved tree: %+v, %v; want both up to date", sum, err)
 	}
 }

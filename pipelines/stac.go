@@ -19,19 +19,30 @@ import (
 
 // STAC versions and extension schemas the Items follow (shipped under testdata/stac/schemas).
 const (
-	STACVersion           = "1.0.0"
-	ClassificationSchema  = "https://stac-extensions.github.io/classification/v1.1.0/schema.json"
-	ProjectionSchema      = "https://stac-extensions.github.io/projection/v1.1.0/schema.json"
-	ProcessingSchema      = "https://stac-extensions.github.io/processing/v1.2.0/schema.json"
-	RasterSchema          = "https://stac-extensions.github.io/raster/v1.1.0/schema.json"
-	cogMediaType          = "image/tiff; application=geotiff; profile=cloud-optimized"
-	productAssetKey       = "classification"
-	propDatetimeSource    = "pnec:datetime_source"
-	propBackend           = "pnec:backend"
-	datetimeFromItem      = "source-item"
-	datetimeFromScene     = "scene-metadata"
-	datetimeFromProcessed = "processing-time"
+	STACVersion          = "1.0.0"
+	ClassificationSchema = "https://stac-extensions.github.io/classification/v1.1.0/schema.json"
+	ProjectionSchema     = "https://stac-extensions.github.io/projection/v1.1.0/schema.json"
+	ProcessingSchema     = "https://stac-extensions.github.io/processing/v1.2.0/schema.json"
+	RasterSchema         = "https://stac-extensions.github.io/raster/v1.1.0/schema.json"
+	cogMediaType         = "image/tiff; application=geotiff; profile=cloud-optimized"
+	productAssetKey      = "classification"
+	reliabilityAssetKey  = "reliability"
+	styleAssetKey        = "style"
+	propDatetimeSource   = "pnec:datetime_source"
+	propBackend          = "pnec:backend"
+	datetimeFromItem     = "source-item"
+	datetimeFromScene    = "scene-metadata"
+	datetimeFromUser     = "user"    // --datetime
+	datetimeUnknown      = "unknown" // datetime null, start..end = unknownStart..processing time
+	// unknownStart is start_datetime of an Item whose acquisition time is
+	// unknown: STAC needs an interval when datetime is null, and all pnec
+	// knows is that the scene was acquired before it was processed.
+	unknownStart = "1970-01-01T00:00:00Z"
 )
+
+// NoDataClassName is the name of the classification class object that
+// describes the products' no-data value.
+const NoDataClassName = "no_data"
 
 // Classification is the STAC classification extension (v1.1.0) for one band
 // of an asset's raster:bands: go-stac has no such extension, so it is added
@@ -48,6 +59,7 @@ type ClassObject struct {
 	Description string `json:"description"`
 	Name        string `json:"name,omitempty"`
 	ColorHint   string `json:"color_hint,omitempty"` // RRGGBB hex
+	NoData      bool   `json:"nodata,omitempty"`     // the class is the no-data value
 }
 
 var _ stac.Extension = (*Classification)(nil)
@@ -88,7 +100,8 @@ func patchBands(asset map[string]any, f func([]map[string]any) error) error {
 	return nil
 }
 
-// rasterStddev adds statistics.stddev to raster bands. go-stac v0.34.0's
+// rasterStddev adds statistics.stddev to raster bands and names the unit
+// field as the schema does. go-stac v0.34.0's
 // raster extension names the field "stdev", which the raster v1.1.0 schema
 // rejects (its statistics object allows only mean, minimum, maximum, stddev
 // and valid_percent), so the standard deviation is written through this hook.
@@ -99,6 +112,14 @@ type rasterStddev struct {
 func (*rasterStddev) URI() string { return RasterSchema }
 func (r *rasterStddev) Encode(asset map[string]any) error {
 	return patchBands(asset, func(bands []map[string]any) error {
+		// go-stac v0.34.0 also writes a band's unit as "units"; raster
+		// v1.1.0 names it "unit" (which readers look for).
+		for _, b := range bands {
+			if u, ok := b["units"]; ok {
+				delete(b, "units")
+				b["unit"] = u
+			}
+		}
 		for i, sd := range r.stddev {
 			if i < 0 || i >= len(bands) {
 				return fmt.Errorf("raster: band %d of %d", i, len(bands))
@@ -257,20 +278,43 @@ type ItemParams struct {
 	ProductBytes   int64
 	Now            time.Time
 	CollectionID   string // "" when not part of a collection
+	// CollectionPath is the Collection file the Item belongs to ("" = none):
+	// the root, parent and collection links point at it, relative to the Item.
+	CollectionPath string
+	// Datetime, when not zero, is the acquisition time the user gave (--datetime); it wins over the scene's.
+	Datetime time.Time
+	// NoData is the value both product bands store for no data (geo.ProductNoData).
+	NoData int
 }
 
-// BuildItem makes the STAC Item describing a product.
+// BuildItem makes the STAC Item describing a product. Hrefs of local files
+// are relative to the Item when they lie under its root (the Collection's
+// directory, else the Item's), absolute otherwise; URLs stay as they are.
 func BuildItem(p ItemParams) (*stac.Item, error) {
 	now := p.Now.UTC()
+	itemDir := filepath.Dir(p.ItemPath)
+	root := itemDir
+	if p.CollectionPath != "" {
+		root = filepath.Dir(p.CollectionPath)
+	}
 	props := map[string]any{
 		"created":         now.Format(time.RFC3339),
 		propSource:        p.Source,
 		propModelChecksum: p.ModelChecksum,
 		propProductBytes:  p.ProductBytes,
+		propProductFormat: productFormat,
 		propBackend:       p.Backend,
 	}
-	dt, dtSource := itemDatetime(p.Input, p.Info, now)
-	props["datetime"] = dt
+	dt, dtSource := itemDatetime(p.Input, p.Info, p.Datetime)
+	if dt == "" {
+		// No acquisition time: STAC's way to say so is datetime null with
+		// the interval it may lie in.
+		props["datetime"] = nil
+		props["start_datetime"] = unknownStart
+		props["end_datetime"] = now.Format(time.RFC3339)
+	} else {
+		props["datetime"] = dt
+	}
 	props[propDatetimeSource] = dtSource
 
 	item := &stac.Item{
@@ -298,22 +342,26 @@ func BuildItem(p ItemParams) (*stac.Item, error) {
 		props["pnec:georeferenced"] = false // no CRS: geometry null, as STAC allows
 	}
 
-	// Links: the source item (or dataset) the product derives from.
-	src := p.Input.Item
-	if src == "" {
-		src = p.Input.Name
+	// Links: itself, its collection (root and parent too), and the source
+	// Item (or scene file) the product derives from.
+	item.Links = append(item.Links, &stac.Link{Rel: "self", Href: filepath.Base(p.ItemPath), Type: "application/geo+json"})
+	if p.CollectionPath != "" {
+		c := portableHref(p.CollectionPath, root, itemDir)
+		for _, rel := range []string{"root", "parent", "collection"} {
+			item.Links = append(item.Links, &stac.Link{Rel: rel, Href: c, Type: "application/json"})
+		}
 	}
-	item.Links = append(item.Links, &stac.Link{Rel: "derived_from", Href: linkHref(src), Title: "source scene"})
-	if p.CollectionID != "" {
-		item.Links = append(item.Links,
-			&stac.Link{Rel: "collection", Href: "collection.json", Type: "application/json"},
-			&stac.Link{Rel: "parent", Href: "collection.json", Type: "application/json"})
+	if p.Input.Item != "" {
+		item.Links = append(item.Links, &stac.Link{Rel: "derived_from", Href: portableHref(p.Input.Item, root, itemDir),
+			Type: "application/geo+json", Title: "source STAC Item"})
+	} else {
+		item.Links = append(item.Links, &stac.Link{Rel: "derived_from", Href: portableHref(p.Input.Name, root, itemDir), Title: "source scene"})
 	}
 
-	// Projection.
+	// Projection: only what the product has (no geotransform, no transform).
 	proj := &Projection{Shape: []int{p.Info.Rows, p.Info.Cols}}
 	gt := p.Info.GeoTransform
-	if gt != ([6]float64{}) {
+	if p.Info.HasGeoTransform && gt != ([6]float64{}) {
 		proj.Transform = []float64{gt[1], gt[2], gt[0], gt[4], gt[5], gt[3]}
 		xs, ys := []float64{}, []float64{}
 		for _, c := range [][2]float64{{0, 0}, {float64(p.Info.Cols), 0}, {0, float64(p.Info.Rows)}, {float64(p.Info.Cols), float64(p.Info.Rows)}} {
@@ -322,7 +370,9 @@ func BuildItem(p ItemParams) (*stac.Item, error) {
 		}
 		sort.Float64s(xs)
 		sort.Float64s(ys)
-		proj.BBox = []float64{xs[0], ys[0], xs[3], ys[3]}
+		if p.Info.WKT != "" || p.Info.EPSG != 0 {
+			proj.BBox = []float64{xs[0], ys[0], xs[3], ys[3]}
+		}
 	}
 	if p.Info.EPSG != 0 {
 		e := p.Info.EPSG
@@ -334,56 +384,108 @@ func BuildItem(p ItemParams) (*stac.Item, error) {
 		proj.Centroid = &LatLonObj{Lat: (item.Bbox[1] + item.Bbox[3]) / 2, Lon: (item.Bbox[0] + item.Bbox[2]) / 2}
 	}
 
+	src := p.Input.Item
+	if src == "" {
+		src = p.Input.Name
+	}
 	proc := &Processing{
 		Lineage: fmt.Sprintf("PNEC-Mamba land-cover classification of %s with model sha256:%s on backend %s",
-			p.Input.Name, p.ModelChecksum, p.Backend),
+			portableHref(src, root, itemDir), p.ModelChecksum, p.Backend),
 		Datetime: now.Format(time.RFC3339),
 		Software: map[string]string{"pnec": p.Version},
 	}
 	item.Extensions = []stac.Extension{proj, proc}
 
-	// The one asset: the COG with its two bands.
-	classType := "uint8"
-	if len(p.Classes) > 0 && p.Classes[len(p.Classes)-1].Value > 254 {
-		classType = "uint16"
-	}
-	relType, relNoData, relUnit := "uint8", any(255), "percent"
-	if p.ReliabilityF32 {
-		relType, relNoData, relUnit = "float32", "nan", "1"
-	}
-	valid := 0.0
-	if total := float64(p.Stats.Rows) * float64(p.Stats.Cols); total > 0 {
-		valid = 100 * float64(p.Stats.ValidPixels) / total
-	}
-	cmin, cmax := classRange(p.Stats.ClassCounts)
-	classBand := &raster.Band{
-		NoData: 0, Sampling: "area", DataType: classType,
-		Statistics: &raster.Statistics{Minimum: &cmin, Maximum: &cmax, ValidPercent: &valid},
-	}
-	relMin, relMax, relMean, relStd := p.Stats.RelMin, p.Stats.RelMax, p.Stats.RelMean, p.Stats.RelStdev
-	relBand := &raster.Band{
-		NoData: relNoData, Sampling: "area", DataType: relType, Unit: relUnit,
-		Statistics: &raster.Statistics{Minimum: &relMin, Maximum: &relMax, Mean: &relMean, ValidPercent: &valid},
-	}
-	rel, err := filepath.Rel(filepath.Dir(p.ItemPath), p.ProductPath)
+	classBand, relBand, err := productBands(p.Classes, p.NoData, p.Stats)
 	if err != nil {
-		rel = p.ProductPath
+		return nil, err
 	}
+	relStd := p.Stats.RelStdev
 	item.Assets = map[string]*stac.Asset{
 		productAssetKey: {
-			Href:        filepath.ToSlash(rel),
-			Type:        cogMediaType,
-			Title:       "land-cover class (band 1) and reliability (band 2)",
-			Description: "Band 1 'class': class value, 0 = no data. Band 2 'reliability': confidence of the class (" + relUnit + ").",
-			Roles:       []string{"data", "classification", "reliability"},
+			Href:  portableHref(p.ProductPath, root, itemDir),
+			Type:  cogMediaType,
+			Title: "land-cover class (band 1) and reliability (band 2)",
+			Description: fmt.Sprintf("Band 1 'class': class value (colour table and class names inside the TIFF). "+
+				"Band 2 'reliability': confidence of the class in percent (0-100). Both bands: %d = no data.", p.NoData),
+			Roles: []string{"data", "classification", "reliability"},
 			Extensions: []stac.Extension{
 				&raster.Asset{Bands: []*raster.Band{classBand, relBand}},
-				&Classification{Band: 0, Classes: p.Classes},
+				&Classification{Band: 0, Classes: withNoDataClass(p.Classes, p.NoData)},
 				&rasterStddev{stddev: map[int]float64{1: relStd}},
 			},
 		},
+		styleAssetKey: {
+			Href:        portableHref(geo.StylePath(p.ProductPath), root, itemDir),
+			Type:        geo.StyleMediaType,
+			Title:       "QGIS layer style",
+			Description: "QGIS style (.qml) of the product: band 1 as a paletted class map with the class names and colours, no-data transparent. QGIS loads it by default when it lies beside the product.",
+			Roles:       []string{"style", "metadata"},
+		},
+	}
+	if p.ReliabilityF32 {
+		nan := "nan"
+		item.Assets[reliabilityAssetKey] = &stac.Asset{
+			Href:        portableHref(geo.ReliabilityPath(p.ProductPath), root, itemDir),
+			Type:        cogMediaType,
+			Title:       "reliability (Float32, 0..1)",
+			Description: "Confidence of the class of band 1 of the classification asset as a fraction 0..1; NaN = no data.",
+			Roles:       []string{"data", "reliability"},
+			Extensions: []stac.Extension{
+				&raster.Asset{Bands: []*raster.Band{{NoData: nan, Sampling: "area", DataType: "float32", Unit: geo.ReliabilityFloatUnit}}},
+				&rasterStddev{},
+			},
+		}
 	}
 	return item, nil
+}
+
+// productBands are the raster:bands of the product asset: class and
+// reliability share the product's data type and no-data value.
+func productBands(classes []ClassObject, nodata int, st ProductStats) (*raster.Band, *raster.Band, error) {
+	dtype := "uint8"
+	if nodata == geo.NoDataUInt16 {
+		dtype = "uint16"
+	} else if nodata != geo.ReliabilityNoDataByte {
+		return nil, nil, fmt.Errorf("product no-data %d: want %d or %d", nodata, geo.ReliabilityNoDataByte, geo.NoDataUInt16)
+	}
+	valid := 0.0
+	if total := float64(st.Rows) * float64(st.Cols); total > 0 {
+		valid = 100 * float64(st.ValidPixels) / total
+	}
+	cmin, cmax := classRange(st.ClassCounts)
+	classBand := &raster.Band{
+		NoData: nodata, Sampling: "area", DataType: dtype,
+		Statistics: &raster.Statistics{Minimum: &cmin, Maximum: &cmax, ValidPercent: &valid},
+	}
+	relMin, relMax, relMean := st.RelMin, st.RelMax, st.RelMean
+	relBand := &raster.Band{
+		NoData: nodata, Sampling: "area", DataType: dtype, Unit: geo.ReliabilityUnit,
+		Statistics: &raster.Statistics{Minimum: &relMin, Maximum: &relMax, Mean: &relMean, ValidPercent: &valid},
+	}
+	return classBand, relBand, nil
+}
+
+// withNoDataClass is classes and a class object describing the no-data
+// value ("nodata": true, as classification v2 names it; v1.1.0 allows the field).
+func withNoDataClass(classes []ClassObject, nodata int) []ClassObject {
+	out := append([]ClassObject(nil), classes...)
+	return append(out, ClassObject{Value: nodata, Name: NoDataClassName, NoData: true,
+		Description: "No data: outside the scene or where the input pixel is invalid (nodata, NaN, masked)"})
+}
+
+// ClassObjects are the classification class objects of a model's classes.
+func ClassObjects(classes []geo.ClassInfo) []ClassObject {
+	out := make([]ClassObject, 0, len(classes))
+	for _, c := range classes {
+		out = append(out, ClassObject{
+			Value: c.Value, Name: c.Name,
+			Description: fmt.Sprintf("Pixels the model labels %s (class value %d)", c.Name, c.Value),
+			ColorHint:   fmt.Sprintf("%02X%02X%02X", c.Color[0], c.Color[1], c.Color[2]),
+		})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Value < out[j].Value })
+	return out
 }
 
 func classRange(counts map[int]int64) (float64, float64) {
@@ -404,35 +506,76 @@ var wkt2Start = regexp.MustCompile(`^\s*(PROJCRS|GEOGCRS|GEODCRS|BOUNDCRS|COMPOU
 
 func isWKT2(wkt string) bool { return wkt2Start.MatchString(wkt) }
 
-// itemDatetime takes the acquisition time from the source Item, else from the
-// scene's metadata, else the processing time, and says which.
-func itemDatetime(in Input, info geo.Info, now time.Time) (string, string) {
+// itemDatetime is the acquisition time: the user's (--datetime), else the
+// source Item's, else the scene's metadata's; "" when none is known. It
+// says which.
+func itemDatetime(in Input, info geo.Info, user time.Time) (string, string) {
+	if !user.IsZero() {
+		return user.UTC().Format(time.RFC3339Nano), datetimeFromUser
+	}
 	if t, err := time.Parse(time.RFC3339Nano, in.ItemDatetime); err == nil {
 		return t.UTC().Format(time.RFC3339Nano), datetimeFromItem
 	}
-	for _, k := range []string{"ACQUISITION_DATETIME", "acquisition_datetime", "ACQUISITION_TIME", "acquisition time", "DATETIME", "TIFFTAG_DATETIME"} {
-		v, ok := info.Metadata[k]
+	if t, ok := SceneDatetime(info.Metadata); ok {
+		return t.UTC().Format(time.RFC3339Nano), datetimeFromScene
+	}
+	return "", datetimeUnknown
+}
+
+// sceneDatetimeKeys are the metadata items that carry an acquisition time:
+// GDAL's ACQUISITIONDATETIME (several drivers), an ENVI header's
+// "acquisition time", and TIFFTAG_DATETIME (the TIFF's DateTime, which cameras and
+// most producers set to the acquisition).
+var sceneDatetimeKeys = []string{"ACQUISITIONDATETIME", "ACQUISITION_DATETIME", geo.MetaENVIAcquisitionTime, "acquisition_datetime", "ACQUISITION_TIME",
+	"acquisition_time", "acquisition time", "DATETIME", "TIFFTAG_DATETIME"}
+
+// SceneDatetime reads the acquisition time from a scene's metadata.
+func SceneDatetime(md map[string]string) (time.Time, bool) {
+	for _, k := range sceneDatetimeKeys {
+		v, ok := md[k]
 		if !ok {
 			continue
 		}
-		for _, layout := range []string{time.RFC3339Nano, "2006:01:02 15:04:05", "2006-01-02 15:04:05", "2006-01-02T15:04:05", "2006-01-02"} {
-			if t, err := time.Parse(layout, strings.TrimSpace(v)); err == nil {
-				return t.UTC().Format(time.RFC3339Nano), datetimeFromScene
-			}
+		if t, ok := ParseDatetime(v); ok {
+			return t, true
 		}
 	}
-	return now.Format(time.RFC3339), datetimeFromProcessed
+	return time.Time{}, false
 }
 
-// linkHref writes a local target as an absolute path (inputs and products
-// live in unrelated trees, so a relative link would break when either moves),
-// and URLs and /vsi paths as they are.
-func linkHref(target string) string {
+// ParseDatetime reads a time as RFC 3339, TIFF's "2006:01:02 15:04:05", or
+// a date; times without zone are UTC.
+func ParseDatetime(v string) (time.Time, bool) {
+	for _, layout := range []string{time.RFC3339Nano, "2006:01:02 15:04:05", "2006-01-02 15:04:05", "2006-01-02T15:04:05", "2006-01-02T15:04:05.999999999", "2006-01-02"} {
+		if t, err := time.Parse(layout, strings.TrimSpace(v)); err == nil {
+			return t.UTC(), true
+		}
+	}
+	return time.Time{}, false
+}
+
+// portableHref writes a local target relative to base (the Item's
+// directory) when it lies under root (the Collection's or the Item's
+// directory), so that the tree can be moved or served as it is; a local
+// target elsewhere stays an absolute path (a relative one would climb out
+// of the tree and break when either moves). URLs and /vsi paths stay as
+// they are.
+func portableHref(target, root, base string) string {
 	if isURL(target) || strings.HasPrefix(target, "/vsi") || strings.Contains(target, "://") {
 		return target
 	}
-	if abs, err := filepath.Abs(target); err == nil {
-		return filepath.ToSlash(abs)
+	abs, err := filepath.Abs(target)
+	if err != nil {
+		return filepath.ToSlash(target)
 	}
-	return target
+	ra, err1 := filepath.Abs(root)
+	ba, err2 := filepath.Abs(base)
+	if err1 == nil && err2 == nil {
+		if r, err := filepath.Rel(ra, abs); err == nil && r != ".." && !strings.HasPrefix(r, "../") {
+			if rel, err := filepath.Rel(ba, abs); err == nil {
+				return filepath.ToSlash(rel)
+			}
+		}
+	}
+	return filepath.ToSlash(abs)
 }

@@ -2,8 +2,10 @@ package pipelines
 
 import (
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -11,7 +13,6 @@ import (
 	"github.com/paulmach/orb"
 
 	"github.com/pnec/pnec/geo"
-	"github.com/pnec/pnec/pipelines/internal/jsonschema"
 )
 
 func sampleParams(dir string) ItemParams {
@@ -22,19 +23,21 @@ func sampleParams(dir string) ItemParams {
 		ItemPath:    filepath.Join(dir, "salinas.json"),
 		Info: geo.Info{
 			Cols: 86, Rows: 83, Bands: 2,
-			GeoRef:         geo.GeoRef{GeoTransform: [6]float64{600000, 3.7, 0, 4050000, 0, -3.7}, EPSG: 32610},
-			FootprintWGS84: orb.Polygon{ring},
+			GeoRef:          geo.GeoRef{GeoTransform: [6]float64{600000, 3.7, 0, 4050000, 0, -3.7}, EPSG: 32610},
+			HasGeoTransform: true,
+			FootprintWGS84:  orb.Polygon{ring},
 		},
 		Stats: ProductStats{Rows: 83, Cols: 86, ClassCounts: map[int]int64{0: 100, 1: 5000, 6: 2038},
 			ValidPixels: 7038, RelMin: 12, RelMax: 100, RelMean: 87.5, RelStdev: 9.1},
-		Classes: []ClassObject{
-			{Value: 1, Description: "Brocoli green weeds 1", Name: "Brocoli green weeds 1", ColorHint: "1F77B4"},
-			{Value: 6, Description: "Lettuce romaine 7wk", Name: "Lettuce romaine 7wk", ColorHint: "FF7F0E"},
-		},
+		Classes: ClassObjects([]geo.ClassInfo{
+			{Value: 6, Name: "Lettuce romaine 7wk", Color: [3]uint8{0xFF, 0x7F, 0x0E}},
+			{Value: 1, Name: "Brocoli green weeds 1", Color: [3]uint8{0x1F, 0x77, 0xB4}},
+		}),
 		ModelChecksum: strings.Repeat("ab", 32), Backend: "go", Version: "test",
 		Source:       SourceRecord{Name: "/data/salinas.tif", SizeBytes: 1234, ModTime: "2024-06-01T11:00:00Z"},
 		ProductBytes: 4321,
 		Now:          time.Date(2026, 11, 22, 1, 2, 3, 0, time.UTC),
+		NoData:       255,
 	}
 }
 
@@ -56,8 +59,8 @@ func TestBuildItemValidates(t *testing.T) {
 			}
 			bands := m["assets"].(map[string]any)[productAssetKey].(map[string]any)["raster:bands"].([]any)
 			cls := bands[0].(map[string]any)["classification:classes"].([]any)
-			if len(cls) != 2 || cls[1].(map[string]any)["value"] != 6.0 || cls[1].(map[string]any)["color_hint"] != "FF7F0E" {
-				t.Errorf("got classification:classes %v, want the two classes", cls)
+			if len(cls) != 3 || cls[1].(map[string]any)["value"] != 6.0 || cls[1].(map[string]any)["color_hint"] != "FF7F0E" {
+				t.Errorf("got classification:classes %v, want the two classes and no-data", cls)
 			}
 			if st := bands[1].(map[string]any)["statistics"].(map[string]any); st["stddev"] != 9.1 || st["mean"] != 87.5 {
 				t.Errorf("got reliability statistics %v, want mean 87.5 stddev 9.1", st)
@@ -65,9 +68,32 @@ func TestBuildItemValidates(t *testing.T) {
 			if bands[1].(map[string]any)["nodata"] != 255.0 || bands[1].(map[string]any)["data_type"] != "uint8" {
 				t.Errorf("got reliability band %v, want uint8 with nodata 255", bands[1])
 			}
-			links := m["links"].([]any)
-			if l := links[0].(map[string]any); l["rel"] != "derived_from" || l["href"] != "/data/salinas.json" {
-				t.Errorf("got link %v, want derived_from the source item", l)
+			// The source Item lies outside the Item's root: absolute.
+			var derived map[string]any
+			for _, l := range m["links"].([]any) {
+				if l := l.(map[string]any); l["rel"] == "derived_from" {
+					derived = l
+				}
+			}
+			if derived == nil || derived["href"] != "/data/salinas.json" || derived["type"] != "application/geo+json" {
+				t.Errorf("got link %v, want derived_from the source item", derived)
+			}
+			if bands[0].(map[string]any)["nodata"] != 255.0 || bands[1].(map[string]any)["unit"] != geo.ReliabilityUnit {
+				t.Errorf("got class band %v and reliability %v, want nodata 255 (as inside the TIFF) and unit %s", bands[0], bands[1], geo.ReliabilityUnit)
+			}
+			last := cls[len(cls)-1].(map[string]any)
+			if last["value"] != 255.0 || last["nodata"] != true || last["name"] != NoDataClassName {
+				t.Errorf("got last class %v, want the no-data class 255", last)
+			}
+			if d := cls[0].(map[string]any)["description"]; d == cls[0].(map[string]any)["name"] {
+				t.Errorf("class description %q repeats the name", d)
+			}
+			assets := m["assets"].(map[string]any)
+			if st := assets[styleAssetKey].(map[string]any); st["href"] != "salinas.qml" || st["type"] != geo.StyleMediaType {
+				t.Errorf("got style asset %v, want salinas.qml (%s)", st, geo.StyleMediaType)
+			}
+			if _, ok := assets[reliabilityAssetKey]; ok {
+				t.Error("a reliability asset without --reliability float32")
 			}
 		}},
 		{"WKT2 without EPSG, float reliability, no source datetime", func(p *ItemParams) {
@@ -80,8 +106,25 @@ func TestBuildItemValidates(t *testing.T) {
 			if p["proj:epsg"] != nil || !strings.HasPrefix(p["proj:wkt2"].(string), "PROJCRS") {
 				t.Errorf("got proj:epsg %v proj:wkt2 %v, want null and the WKT2", p["proj:epsg"], p["proj:wkt2"])
 			}
-			if p["datetime"] != "2026-11-22T01:02:03Z" || p[propDatetimeSource] != datetimeFromProcessed {
-				t.Errorf("got datetime %v from %v, want the processing time, said so", p["datetime"], p[propDatetimeSource])
+			// No acquisition time: datetime null with the interval it lies in,
+			// never the processing time (issue 12, defect 4).
+			if v, ok := p["datetime"]; !ok || v != nil || p[propDatetimeSource] != datetimeUnknown {
+				t.Errorf("got datetime %v (present %v) from %v, want null, said unknown", v, ok, p[propDatetimeSource])
+			}
+			if p["start_datetime"] != unknownStart || p["end_datetime"] != "2026-11-22T01:02:03Z" {
+				t.Errorf("got start %v end %v, want %s .. the processing time", p["start_datetime"], p["end_datetime"], unknownStart)
+			}
+			if p["processing:datetime"] != "2026-11-22T01:02:03Z" || p["created"] != "2026-11-22T01:02:03Z" {
+				t.Errorf("got processing:datetime %v created %v, want the processing time", p["processing:datetime"], p["created"])
+			}
+			rel := m["assets"].(map[string]any)[reliabilityAssetKey].(map[string]any)
+			rb := rel["raster:bands"].([]any)[0].(map[string]any)
+			if rel["href"] != "salinas.reliability.tif" || rb["data_type"] != "float32" || rb["nodata"] != "nan" {
+				t.Errorf("got reliability asset %v, want the Float32 COG beside the product", rel)
+			}
+			cb := m["assets"].(map[string]any)[productAssetKey].(map[string]any)["raster:bands"].([]any)[0].(map[string]any)
+			if cb["data_type"] != "uint8" {
+				t.Errorf("class band with float reliability: got %v, want uint8 (issue 12, defect 2)", cb["data_type"])
 			}
 		}},
 		{"scene metadata datetime", func(p *ItemParams) {
@@ -93,17 +136,66 @@ func TestBuildItemValidates(t *testing.T) {
 				t.Errorf("got datetime %v from %v, want 2023-07-04T12:00:00Z from the scene", p["datetime"], p[propDatetimeSource])
 			}
 		}},
-		{"local grid without CRS", func(p *ItemParams) {
+		{"GDAL ACQUISITIONDATETIME", func(p *ItemParams) {
+			p.Input.ItemDatetime = ""
+			p.Info.Metadata = map[string]string{"ACQUISITIONDATETIME": "2022-08-09T10:11:12Z"}
+		}, func(t *testing.T, m map[string]any) {
+			if p := m["properties"].(map[string]any); p["datetime"] != "2022-08-09T10:11:12Z" || p[propDatetimeSource] != datetimeFromScene {
+				t.Errorf("got datetime %v from %v, want the scene's ACQUISITIONDATETIME", p["datetime"], p[propDatetimeSource])
+			}
+		}},
+		{"ENVI acquisition time", func(p *ItemParams) {
+			p.Input.ItemDatetime = ""
+			p.Info.Metadata = map[string]string{geo.MetaENVIAcquisitionTime: "2021-03-04T05:06:07Z"}
+		}, func(t *testing.T, m map[string]any) {
+			if p := m["properties"].(map[string]any); p["datetime"] != "2021-03-04T05:06:07Z" {
+				t.Errorf("got datetime %v, want the ENVI header's acquisition time", p["datetime"])
+			}
+		}},
+		{"user datetime wins", func(p *ItemParams) {
+			p.Datetime = time.Date(2020, 5, 6, 7, 8, 9, 0, time.UTC)
+			p.Info.Metadata = map[string]string{"TIFFTAG_DATETIME": "2023:07:04 12:00:00"}
+		}, func(t *testing.T, m map[string]any) {
+			p := m["properties"].(map[string]any)
+			if p["datetime"] != "2020-05-06T07:08:09Z" || p[propDatetimeSource] != datetimeFromUser {
+				t.Errorf("got datetime %v from %v, want --datetime's", p["datetime"], p[propDatetimeSource])
+			}
+		}},
+		{"ungeoreferenced product", func(p *ItemParams) {
 			p.Info.EPSG, p.Info.WKT, p.Info.FootprintWGS84 = 0, "", nil
-			p.Info.GeoTransform = [6]float64{0, 1, 0, 0, 0, 1}
+			p.Info.GeoTransform, p.Info.HasGeoTransform = [6]float64{0, 1, 0, 0, 0, 1}, false
 		}, func(t *testing.T, m map[string]any) {
 			if m["geometry"] != nil || m["bbox"] != nil {
 				t.Errorf("got geometry %v bbox %v, want null and none", m["geometry"], m["bbox"])
 			}
+			p := m["properties"].(map[string]any)
+			if p["proj:transform"] != nil || p["proj:bbox"] != nil {
+				t.Errorf("got proj:transform %v proj:bbox %v, want none (issue 12, defect 3)", p["proj:transform"], p["proj:bbox"])
+			}
 		}},
-		{"in a collection", func(p *ItemParams) { p.CollectionID = "nightly" }, func(t *testing.T, m map[string]any) {
+		{"in a collection", func(p *ItemParams) {
+			p.CollectionID = "nightly"
+			p.CollectionPath = filepath.Join(filepath.Dir(p.ItemPath), "..", "collection.json")
+			p.Input.Item = filepath.Join(filepath.Dir(p.ItemPath), "..", "sources", "salinas.json")
+		}, func(t *testing.T, m map[string]any) {
 			if m["collection"] != "nightly" {
 				t.Errorf("got collection %v, want nightly", m["collection"])
+			}
+			want := map[string]string{"self": "salinas.json", "root": "../collection.json", "parent": "../collection.json",
+				"collection": "../collection.json", "derived_from": "../sources/salinas.json"}
+			got := map[string]string{}
+			for _, l := range m["links"].([]any) {
+				l := l.(map[string]any)
+				got[l["rel"].(string)] = l["href"].(string)
+			}
+			for rel, href := range want {
+				if got[rel] != href {
+					t.Errorf("link %s: got %q, want %q (relative: under the collection's root)", rel, got[rel], href)
+				}
+			}
+			p := m["properties"].(map[string]any)
+			if lin := p["processing:lineage"].(string); !strings.Contains(lin, " ../sources/salinas.json ") {
+				t.Errorf("lineage %q: want the source Item relative to the Item", lin)
 			}
 		}},
 	} {
@@ -187,7 +279,7 @@ func TestSchemasCatchBadItems(t *testing.T) {
 			if err == nil {
 				t.Fatalf("got no error from %s, want the item rejected", tc.schema)
 			}
-			if !strings.Contains(err.Error(), jsonschema.ErrInvalid.Error()) {
+			if !errors.Is(err, errInvalid) {
 				t.Errorf("got %v, want a validation failure (not a schema loading error)", err)
 			}
 		})
@@ -206,8 +298,9 @@ func TestCollection(t *testing.T) {
 		{filepath.Join(dir, "b.json"), []float64{0, 3, 2, 5}, "2024-06-01T00:00:00Z"},
 		{filepath.Join(dir, "a.json"), []float64{1, 2, 3, 4}, "2024-06-02T00:00:00Z"}, // again: no duplicate link
 	}
+	meta := CollectionMeta{ID: "nightly", License: "CC-BY-4.0", Classes: sampleParams(dir).Classes, NoData: 255, ReliabilityF32: true}
 	for _, it := range items {
-		if err := addToCollection(coll, "nightly", it.path, it.bbox, it.dt); err != nil {
+		if err := addToCollection(coll, meta, it.path, it.bbox, [2]string{it.dt, it.dt}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -215,19 +308,47 @@ func TestCollection(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := schemaStore(t).Validate(b, "https://schemas.stacspec.org/v1.0.0/collection-spec/json-schema/collection.json"); err != nil {
-		t.Errorf("collection does not validate: %v", err)
+	for _, u := range []string{"https://schemas.stacspec.org/v1.0.0/collection-spec/json-schema/collection.json", ClassificationSchema, RasterSchema} {
+		if err := schemaStore(t).Validate(b, u); err != nil {
+			t.Errorf("collection does not validate against %s: %v", u, err)
+		}
 	}
 	var m struct {
-		Links  []map[string]string
-		Extent struct {
+		Title, Description, License string
+		Links                       []map[string]string
+		Extent                      struct {
 			Spatial  struct{ Bbox [][]float64 }
 			Temporal struct{ Interval [][]string }
 		}
+		Summaries struct {
+			Classes []ClassObject    `json:"classification:classes"`
+			Bands   []map[string]any `json:"raster:bands"`
+		}
+		ItemAssets map[string]map[string]any `json:"item_assets"`
+		Extensions []string                  `json:"stac_extensions"`
 	}
 	json.Unmarshal(b, &m)
-	if len(m.Links) != 2 || m.Links[0]["href"] != "a.json" || m.Links[1]["href"] != "b.json" {
-		t.Errorf("got links %v, want items a.json and b.json once each", m.Links)
+	links := map[string][]string{}
+	for _, l := range m.Links {
+		links[l["rel"]] = append(links[l["rel"]], l["href"])
+	}
+	if strings.Join(links["item"], " ") != "a.json b.json" || strings.Join(links["self"], " ") != "collection.json" || strings.Join(links["root"], " ") != "collection.json" {
+		t.Errorf("got links %v, want self and root (relative) and items a.json and b.json once each", m.Links)
+	}
+	// Issue 12, defect 5: a Collection a client can use without opening an Item.
+	if m.Title == "" || m.Description == "" || m.License != "CC-BY-4.0" {
+		t.Errorf("got title %q description %q license %q, want both and CC-BY-4.0", m.Title, m.Description, m.License)
+	}
+	if len(m.Summaries.Classes) != 3 || m.Summaries.Classes[2].Value != 255 || !m.Summaries.Classes[2].NoData || len(m.Summaries.Bands) != 2 || m.Summaries.Bands[1]["unit"] != geo.ReliabilityUnit {
+		t.Errorf("got summaries %+v, want the classes with no-data and two bands", m.Summaries)
+	}
+	for _, k := range []string{productAssetKey, styleAssetKey, reliabilityAssetKey} {
+		if m.ItemAssets[k]["type"] == nil {
+			t.Errorf("item_assets lacks %s: %v", k, m.ItemAssets)
+		}
+	}
+	if !slices.Contains(m.Extensions, ItemAssetsSchema) {
+		t.Errorf("stac_extensions %v lacks %s", m.Extensions, ItemAssetsSchema)
 	}
 	if got := m.Extent.Spatial.Bbox; len(got) != 1 || got[0][0] != 0 || got[0][1] != 2 || got[0][2] != 3 || got[0][3] != 5 {
 		t.Errorf("got bbox %v, want [[0 2 3 5]]", got)

@@ -90,9 +90,15 @@ func (c *Classifier) classify(parent context.Context, sceneName, out string) (re
 		ci[i] = geo.ClassInfo{Value: k.Value, Name: k.Name, Color: k.Color}
 	}
 	rp := c.m.Recovery()
+	geoRef := info.GeoRef
+	if !info.HasGeoTransform {
+		// No georeference in, none out: Info's pixel-coordinate default is
+		// not written as a fake geotransform.
+		geoRef.GeoTransform = [6]float64{}
+	}
 	pw, err := geo.CreateProduct(out, geo.ProductSpec{
 		Cols: info.Cols, Rows: info.Rows,
-		GeoRef:             info.GeoRef,
+		GeoRef:             geoRef,
 		Classes:            ci,
 		ReliabilityFloat32: c.opts.ReliabilityFloat32,
 		CreationOptions:    c.opts.CreationOptions,

@@ -52,6 +52,24 @@ func readProduct(t *testing.T, path string) product {
 	return p
 }
 
+// readProductFloat is readProduct with rel taken from the product's Float32
+// reliability file (Options.ReliabilityFloat32), 0..1.
+func readProductFloat(t *testing.T, path string) product {
+	t.Helper()
+	p := readProduct(t, path)
+	s, err := geo.Open(geo.ReliabilityPath(path))
+	if err != nil {
+		t.Fatalf("open reliability file: %v", err)
+	}
+	defer s.Close()
+	b, err := s.ReadWindow(context.Background(), geo.Window{Cols: p.cols, Rows: p.rows})
+	if err != nil {
+		t.Fatal(err)
+	}
+	copy(p.rel, b.Data)
+	return p
+}
+
 func classify(t *testing.T, f *fixture, opts Options, out string) Result {
 	t.Helper()
 	c, err := NewClassifier(f.model, opts)
@@ -286,14 +304,40 @@ func TestClassifyFloat32Reliability(t *testing.T) {
 	f := getFixture(t)
 	out := filepath.Join(t.TempDir(), "f32.tif")
 	classify(t, f, Options{ReliabilityFloat32: true, TileSize: 64}, out)
+	// The product keeps its Byte class band with its palette (issue 12):
+	// the Float32 reliability is a second file.
 	info := gdalinfoJSON(t, out)
 	bands, _ := info["bands"].([]any)
 	if len(bands) != 2 {
 		t.Fatalf("got %d bands, want 2", len(bands))
 	}
-	b2, _ := bands[1].(map[string]any)
-	if b2["type"] != "Float32" {
-		t.Errorf("reliability band type %v, want Float32", b2["type"])
+	b1, _ := bands[0].(map[string]any)
+	if b1["type"] != "Byte" || b1["colorInterpretation"] != "Palette" {
+		t.Errorf("class band: type %v, colour interpretation %v; want Byte with its palette", b1["type"], b1["colorInterpretation"])
+	}
+	rinfo := gdalinfoJSON(t, geo.ReliabilityPath(out))
+	rb, _ := rinfo["bands"].([]any)
+	if len(rb) != 1 || rb[0].(map[string]any)["type"] != "Float32" {
+		t.Fatalf("reliability file bands: got %v, want one Float32", rb)
+	}
+	whole := readProduct(t, out)
+	fl, err := geo.Open(geo.ReliabilityPath(out))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fl.Close()
+	blk, err := fl.ReadWindow(context.Background(), geo.Window{Cols: whole.cols, Rows: whole.rows})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, c := range whole.class {
+		if c == 0 {
+			continue
+		}
+		// The product's percent is the rounded Float32 fraction.
+		if d := math.Abs(float64(blk.Data[i])*100 - float64(whole.rel[i])); blk.Valid[i] && d > 0.5+1e-4 {
+			t.Fatalf("pixel %d: float reliability %v, product %v percent", i, blk.Data[i], whole.rel[i])
+		}
 	}
 }
 
@@ -555,5 +599,36 @@ func TestParseBytes(t *testing.T) {
 		if (err == nil) != tt.ok || got != tt.want {
 			t.Errorf("ParseBytes(%q) = %d, %v; want %d, ok=%v", tt.in, got, err, tt.want, tt.ok)
 		}
+	}
+}
+
+// TestClassifyUngeoreferenced: a scene without geotransform or CRS gives a
+// product without them, not GDAL's pixel-coordinate default written as a
+// fake geotransform (issue 12, defect 3).
+func TestClassifyUngeoreferenced(t *testing.T) {
+	f := getFixture(t)
+	dir := t.TempDir()
+	scene := filepath.Join(dir, "local.tif")
+	data, _ := synthScene(40, 48, f.bands, 3, 5)
+	if err := writeScene(scene, 40, 48, f.bands, data, geo.GeoRef{}); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "local-product.tif")
+	c, err := NewClassifier(f.model, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, err := c.Classify(context.Background(), scene, out); err != nil {
+		t.Fatal(err)
+	}
+	s, err := geo.Open(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	in := s.Info()
+	if in.HasGeoTransform || in.WKT != "" {
+		t.Errorf("product of an ungeoreferenced scene: geotransform %v (%v), CRS %q; want none", in.GeoTransform, in.HasGeoTransform, in.WKT)
 	}
 }

@@ -22,23 +22,25 @@ var (
 	ErrNoSpace = errors.New("not enough free disk space")
 )
 
-// productSampleBytes is the size of one sample of a product written for m
-// with opts: both bands share the type geo.CreateProduct picks (Byte, UInt16
-// for more than 254 classes or a class value over 254, Float32 with
-// Options.ReliabilityFloat32).
+// productSampleBytes is the size of one pixel's two samples of a product
+// written for m with opts, halved (checkSpace counts two bands): both bands
+// share the type geo.CreateProduct picks (Byte, UInt16 for more than 254
+// classes or a class value over 254); Options.ReliabilityFloat32 adds a
+// Float32 file of one band (4 bytes a pixel).
 func productSampleBytes(m *model.Model, opts Options) int64 {
-	if opts.ReliabilityFloat32 {
-		return 4
-	}
 	classes := m.Classes()
 	maxV := 0
 	for _, k := range classes {
 		maxV = max(maxV, k.Value)
 	}
+	n := int64(1)
 	if len(classes) > 254 || maxV > 254 {
-		return 2
+		n = 2
 	}
-	return 1
+	if opts.ReliabilityFloat32 {
+		n += 2 // 4 bytes over the two bands checkSpace counts
+	}
+	return n
 }
 
 // checkSpace refuses, before any work, a scene whose product cannot fit in

@@ -35,7 +35,7 @@ func TestClassifySpectralReliability(t *testing.T) {
 	if res.Tiles < 4 {
 		t.Fatalf("tiled run has %d tiles, want at least 4", res.Tiles)
 	}
-	whole, tiled := readProduct(t, wholePath), readProduct(t, tiledPath)
+	whole, tiled := readProductFloat(t, wholePath), readProductFloat(t, tiledPath)
 	md, _ := gdalinfoJSON(t, wholePath)["metadata"].(map[string]any)
 	if dflt, _ := md["PNEC"].(map[string]any); dflt["RELIABILITY"] != string(model.ReliabilitySpectral) {
 		t.Errorf("product metadata RELIABILITY = %v, want %s", dflt["RELIABILITY"], model.ReliabilitySpectral)

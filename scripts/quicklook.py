@@ -23,9 +23,12 @@ def main(product, out, scale):
         cls = src.read(1)
         rel = src.read(2).astype(np.float64)
         cmap = src.colormap(1)
-        rel_nodata = src.nodatavals[1]
+        cls_nodata, rel_nodata = src.nodatavals[0], src.nodatavals[1]
     rows, cols = cls.shape
+    # Class no-data: the TIFF's (255 since issue 12, shared by both bands), or 0 in older products.
     nodata = cls == 0
+    if cls_nodata is not None:
+        nodata |= cls == cls_nodata
     # Reliability: Byte percent (nodata 255) or Float32 0..1 (NaN nodata).
     if rel_nodata is not None and not np.isnan(rel_nodata):
         nodata |= rel == rel_nodata

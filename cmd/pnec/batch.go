@@ -8,6 +8,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/schollz/progressbar/v3"
 	"github.com/urfave/cli/v2"
@@ -45,6 +46,8 @@ func init() {
 			&cli.IntFlag{Name: "shards", Usage: "number of shards `N`; this process is shard $JOB_COMPLETION_INDEX (Kubernetes Indexed Job)"},
 			&cli.StringFlag{Name: "stac-collection", Usage: "STAC Collection `FILE` each Item is added to (created if missing, updated atomically)"},
 			&cli.StringFlag{Name: "collection-id", Usage: "`ID` of a new collection (default: the collection file's directory name)"},
+			&cli.StringFlag{Name: "license", Usage: "licence of the Collection's products, an SPDX `ID` or expression (e.g. CC-BY-4.0; default: proprietary, none granted)"},
+			&cli.StringFlag{Name: "datetime", Usage: "acquisition `TIME` (RFC 3339, or YYYY-MM-DD) of the scenes, written as each Item's datetime; without it, a scene's own (source STAC Item, ACQUISITIONDATETIME/TIFFTAG_DATETIME metadata), or datetime null with start_datetime..end_datetime when it has none"},
 			&cli.StringFlag{Name: "report", Value: "-", Usage: "run report `FILE`: one JSON line per scene (- = stdout)"},
 			&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "no progress bar or log lines (the report and errors still appear)"},
 		}, productFlags()...),
@@ -112,7 +115,16 @@ func batchAction(c *cli.Context) error {
 		report = f
 	}
 
+	var acquired time.Time
+	if v := c.String("datetime"); v != "" {
+		t, ok := pipelines.ParseDatetime(v)
+		if !ok {
+			return fmt.Errorf("--datetime %q: want an RFC 3339 time (2024-06-01T10:30:00Z) or a date (2024-06-01)", v)
+		}
+		acquired = t
+	}
 	cfg := pipelines.Config{
+		Datetime: acquired, License: c.String("license"),
 		ModelPath: c.String("model"), OutDir: c.String("out-dir"), Inputs: inputs,
 		Asset: c.String("asset"), Force: c.Bool("force"), Jobs: c.Int("jobs"), Shard: shard,
 		Collection: c.String("stac-collection"), CollectionID: c.String("collection-id"),

@@ -306,6 +306,8 @@ func TestBatchShardsFromEnv(t *testing.T) {
 		{"index out of range", "2", []string{"--shards", "2"}, "shard 2/2"},
 		{"both flags", "0", []string{"--shards", "2", "--shard", "0/2"}, "not both"},
 		{"bad shard", "", []string{"--shard", "1-2"}, "INDEX/COUNT"},
+		{"bad datetime", "", []string{"--datetime", "June 2024"}, `--datetime "June 2024"`},
+		{"bad license", "", []string{"--license", "all mine!"}, `--license "all mine!"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if tc.env == "" {

@@ -25,8 +25,10 @@ func init() {
 		UsageText: "pnec classify --model MODEL --scene SCENE --out PRODUCT.tif [options]\npnec classify --model MODEL [options] INPUT OUTPUT",
 		Description: "Runs the model on the whole image when the scene fits the memory budget, otherwise on\n" +
 			"overlapping tiles that are blended before the AvgPool recovery, and streams the product: band 1\n" +
-			"'class' (0 = no data), band 2 'reliability' (percent, 255 = no data; or Float32 0..1 with\n" +
-			"--reliability float32). The reliability is by default the spectral agreement of each pixel with\n" +
+			"'class' (colour table and class names inside), band 2 'reliability' (percent); both bands share\n" +
+			"the no-data value 255 (65535 for more than 254 classes). --reliability float32 adds OUTPUT's\n" +
+			"NAME.reliability.tif (Float32 0..1, NaN no-data); a QGIS style NAME.qml is written beside it.\n" +
+			"The reliability is by default the spectral agreement of each pixel with\n" +
 			"the model's training pixels of its label (--reliability-score; see 'pnec evaluate' for each kind's\n" +
 			"measured error AUROC). The product is written beside OUTPUT and renamed into place when complete.\n" +
 			"The scene is any GDAL dataset name (GeoTIFF, ENVI, VRT, /vsicurl/...). The positional form lets\n" +
@@ -61,7 +63,7 @@ func productFlags() []cli.Flag {
 	return append([]cli.Flag{
 		&cli.StringFlag{Name: "backend", Usage: "compute backend `NAME`: go, xla:cpu, xla:cuda, xla:/abs/plugin.so (default: XLA when a PJRT plugin is installed, else go)"},
 		&cli.StringSliceFlag{Name: "co", Usage: "COG creation option `KEY=VALUE` (repeatable), e.g. --co COMPRESS=ZSTD --co BLOCKSIZE=256"},
-		&cli.StringFlag{Name: "reliability", Value: "byte", Usage: "reliability band `TYPE`: byte (percent 0-100, nodata 255) or float32 (0..1, NaN nodata)"},
+		&cli.StringFlag{Name: "reliability", Value: "byte", Usage: "reliability `TYPE`: byte (band 2, percent 0-100, no-data 255) or float32 (band 2 as byte plus a Float32 0..1 COG NAME.reliability.tif, NaN no-data)"},
 		&cli.StringFlag{Name: "reliability-score", Usage: "`KIND` of score the reliability band carries: spectral, spectral-margin, combined, margin, maxprob, entropy or gate (default: spectral, the best measured; combined for model files without training spectra)"},
 	}, planFlags()...)
 }

@@ -5,9 +5,11 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
+	"github.com/pnec/pnec/geo"
 	"github.com/pnec/pnec/pipelines/pipelinetest"
 )
 
@@ -56,7 +58,7 @@ func TestClassifyCommand(t *testing.T) {
 		{"flags whole image", []string{"--scene", scene, "--out", filepath.Join(dir, "a.tif")}, "a.tif",
 			[]string{"whole image", "valid pixels 1280 of 1280"}, "Byte"},
 		{"positional tiled float32", []string{"--tile", "16", "--overlap", "4", "--reliability", "float32", "--co", "BLOCKSIZE=256", scene, filepath.Join(dir, "b.tif")}, "b.tif",
-			[]string{"tiles (", "stitch+recovery"}, "Float32"},
+			[]string{"tiles (", "stitch+recovery"}, "Byte"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -85,6 +87,11 @@ func TestClassifyCommand(t *testing.T) {
 			}
 			if b2, _ := bands[1].(map[string]any); b2["type"] != tt.wantType {
 				t.Errorf("reliability type %v, want %s", b2["type"], tt.wantType)
+			}
+			// --reliability float32 keeps the product and adds a Float32 file.
+			_, err = os.Stat(geo.ReliabilityPath(filepath.Join(dir, tt.out)))
+			if f32 := slices.Contains(tt.args, "float32"); f32 != (err == nil) {
+				t.Errorf("float32 reliability file: exists %v, want %v", err == nil, f32)
 			}
 			md, _ := info["metadata"].(map[string]any)
 			isl, _ := md["IMAGE_STRUCTURE"].(map[string]any)

@@ -43,6 +43,10 @@ type options struct {
 	Deadline  time.Time
 	GoOnly    bool
 	E2EOnly   bool
+	TorchOnly bool
+	NoTorch   bool
+	TorchRuns int    // runs per side of each comparison (default 3 full, 1 quick)
+	Reference string // folder of the PyTorch reference (default ../shared/reference from the root)
 	Filter    string // go test -bench pattern
 }
 
@@ -64,6 +68,10 @@ func run(ctx context.Context, args []string) error {
 	fs.BoolVar(&o.GoOnly, "go-only", false, "run only the Go benchmarks")
 	fs.BoolVar(&o.E2EOnly, "e2e-only", false, "run only the e2e rows")
 	fs.StringVar(&o.Filter, "bench", ".", "go test -bench pattern")
+	fs.BoolVar(&o.TorchOnly, "torch-only", false, "run only the side-by-side comparison with PyTorch")
+	fs.BoolVar(&o.NoTorch, "no-torch", false, "skip the side-by-side comparison with PyTorch")
+	fs.IntVar(&o.TorchRuns, "torch-runs", 0, "runs per side of each PyTorch comparison (default 3 full, 1 quick)")
+	fs.StringVar(&o.Reference, "reference", "", "folder of the PyTorch reference pnec_torch.py (default ../shared/reference from the root)")
 	render := fs.String("render", "", "only rewrite the Markdown report from this results JSON (no benchmarks run)")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -123,6 +131,9 @@ func run(ctx context.Context, args []string) error {
 	if err := buildPnec(ctx, root, pnec); err != nil {
 		return err
 	}
+	if o.TorchOnly {
+		o.GoOnly, o.E2EOnly = false, true
+	}
 	if !o.E2EOnly {
 		rows, notes, err := runGoBenchmarks(ctx, o, scratch)
 		if err != nil {
@@ -131,12 +142,20 @@ func run(ctx context.Context, args []string) error {
 		rep.Go = rows
 		rep.Notes = append(rep.Notes, notes...)
 	}
-	if !o.GoOnly {
+	if !o.GoOnly && !o.TorchOnly {
 		rows, err := runE2E(ctx, o, pnec, scratch)
 		if err != nil {
 			return err
 		}
 		rep.E2E = rows
+	}
+	if !o.NoTorch && !o.GoOnly && (!o.E2EOnly || o.TorchOnly) {
+		rows, notes, err := runTorchComparison(ctx, o, scratch)
+		if err != nil {
+			return err
+		}
+		rep.Torch = rows
+		rep.Notes = append(rep.Notes, notes...)
 	}
 	rep.DurationS = time.Since(started).Seconds()
 	if err := writeJSON(under(root, o.JSON), rep); err != nil {

@@ -15,13 +15,14 @@ import (
 
 // Report is what a run writes to bench/results.json.
 type Report struct {
-	Mode      string   `json:"mode"`
-	Started   string   `json:"started_utc"`
-	DurationS float64  `json:"duration_s"`
-	Machine   Machine  `json:"machine"`
-	Go        []Row    `json:"go_benchmarks"`
-	E2E       []Row    `json:"e2e"`
-	Notes     []string `json:"notes,omitempty"`
+	Mode      string     `json:"mode"`
+	Started   string     `json:"started_utc"`
+	DurationS float64    `json:"duration_s"`
+	Machine   Machine    `json:"machine"`
+	Go        []Row      `json:"go_benchmarks"`
+	E2E       []Row      `json:"e2e"`
+	Torch     []TorchRow `json:"torch,omitempty"`
+	Notes     []string   `json:"notes,omitempty"`
 }
 
 // Machine describes where the numbers were measured.
@@ -197,6 +198,9 @@ func writeMarkdown(path string, rep Report) error {
 		"Custom units come from `b.ReportMetric` (ratios, throughputs).", rep.Go)
 	table("Whole commands", "Rows of `bench/e2e.tsv`, each run with bash under GNU time (`/usr/bin/time -v`): wall time measured by the harness, "+
 		"peak RSS (largest process of the command) from GNU time; a throughput when the row declares its work.", rep.E2E)
+	if len(rep.Torch) > 0 {
+		torchMarkdown(&b, rep.Torch)
+	}
 	if len(rep.E2E) > 0 {
 		b.WriteString("### Commands\n\n")
 		for _, r := range rep.E2E {

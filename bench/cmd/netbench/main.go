@@ -1,0 +1,160 @@
+// Command netbench times pnec's network on a synthetic scene, for the
+// side-by-side comparison with the PyTorch reference (bench/cmd/torchcmp).
+//
+// In one process it measures either full-scene inference (normalisation,
+// network, bilinear upsampling, softmax and the AvgPool recovery, then the
+// class argmax: what the reference's infer() computes) or one full training
+// step (forward with the training labels, the four losses, backward, Adam,
+// prototype update, evidence calibration on). The first operation, which
+// includes compilation, is reported apart; the result is one JSON line with
+// the median seconds per operation of -steps timed operations. Peak RSS is
+// measured by the caller (wait4), as for the PyTorch side.
+//
+// The scene is the same deterministic pattern bench/torch/netbench.py builds.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"math"
+	"os"
+	"os/signal"
+	"slices"
+	"time"
+
+	"github.com/pnec/pnec/model"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	err := run(ctx, os.Args[1:])
+	stop()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "netbench: "+err.Error())
+		os.Exit(1)
+	}
+}
+
+// result is the JSON line netbench prints; torchcmp reads the same fields
+// from the PyTorch side.
+type result struct {
+	Impl    string  `json:"impl"`
+	Backend string  `json:"backend"`
+	FirstS  float64 `json:"first_s"` // first operation, compilation included
+	MedianS float64 `json:"median_s"`
+	MinS    float64 `json:"min_s"`
+	MaxS    float64 `json:"max_s"`
+	Steps   int     `json:"steps"`
+}
+
+func run(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("netbench", flag.ContinueOnError)
+	rows := fs.Int("rows", 610, "scene rows")
+	cols := fs.Int("cols", 340, "scene columns")
+	bands := fs.Int("bands", 103, "bands")
+	classes := fs.Int("classes", 9, "classes")
+	encoder := fs.String("encoder", "cell", "encoder: paper or cell")
+	mode := fs.String("mode", "infer", "infer (full-scene inference) or train (one training step)")
+	steps := fs.Int("steps", 3, "timed operations after the first")
+	backend := fs.String("backend", "go", "backend (go, or xla:...)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *steps < 1 {
+		return fmt.Errorf("-steps %d: want at least 1", *steps)
+	}
+	s, labels := scene(*rows, *cols, *bands, *classes)
+	cfg := model.DefaultConfig()
+	if err := setEncoder(&cfg, *encoder); err != nil {
+		return err
+	}
+	cfg.ECWarmupEpochs = 0 // calibration on in every timed step, as in the reference's timing
+	var times []float64
+	var res result
+	res.Impl, res.Steps = "pnec", *steps
+	switch *mode {
+	case "train":
+		cfg.Epochs = 1 + *steps
+		var last time.Duration
+		_, err := model.Train(ctx, s, labels, model.TrainOptions{Config: cfg, Backend: *backend,
+			Progress: func(e model.EpochStats) {
+				d := e.Elapsed - last
+				last = e.Elapsed
+				if e.Epoch == 1 {
+					res.FirstS = d.Seconds()
+					return
+				}
+				times = append(times, d.Seconds())
+			}})
+		if err != nil {
+			return err
+		}
+		res.Backend = *backend
+	case "infer":
+		// The weights come from one epoch on a small crop, so that the
+		// process's peak RSS is inference's, not a full-scene training's.
+		cfg.Epochs = 1
+		cs, cl := scene(min(*rows, 64), min(*cols, 64), *bands, *classes)
+		m, err := model.Train(ctx, cs, cl, model.TrainOptions{Config: cfg, Backend: *backend})
+		if err != nil {
+			return err
+		}
+		p, err := model.NewPredictor(m, *backend)
+		if err != nil {
+			return err
+		}
+		defer p.Close()
+		res.Backend = p.Backend()
+		rec := cfg.Recovery
+		op := func() error {
+			pred, err := p.Predict(ctx, s)
+			if err != nil {
+				return err
+			}
+			prob := model.Recover(pred.Prob, s.Valid, pred.Rows, pred.Cols, pred.Classes, rec)
+			_ = model.Argmax(prob, pred.Classes)
+			return nil
+		}
+		for i := 0; i <= *steps; i++ {
+			t0 := time.Now()
+			if err := op(); err != nil {
+				return err
+			}
+			d := time.Since(t0).Seconds()
+			if i == 0 {
+				res.FirstS = d
+			} else {
+				times = append(times, d)
+			}
+		}
+	default:
+		return fmt.Errorf("-mode %s: want infer or train", *mode)
+	}
+	slices.Sort(times)
+	res.MedianS, res.MinS, res.MaxS = times[len(times)/2], times[0], times[len(times)-1]
+	return json.NewEncoder(os.Stdout).Encode(res)
+}
+
+// scene builds the benchmark scene: class blocks of 37x29 pixels and a
+// per-band sinusoid, values in [0, 1], all pixels valid. Labels are class
+// values 1..classes.
+func scene(rows, cols, bands, classes int) (model.Scene, []int32) {
+	s := model.Scene{Rows: rows, Cols: cols, Bands: bands, Data: make([]float32, rows*cols*bands),
+		Valid: make([]bool, rows*cols)}
+	labels := make([]int32, rows*cols)
+	for r := range rows {
+		for c := range cols {
+			k := ((r/37)*7 + c/29) % classes
+			i := r*cols + c
+			labels[i] = int32(k + 1)
+			s.Valid[i] = true
+			for b := range bands {
+				s.Data[i*bands+b] = float32(0.2 + 0.6*float64(k+1)/float64(classes+1) +
+					0.1*math.Sin(float64(b)/7+float64(k)))
+			}
+		}
+	}
+	return s, labels
+}

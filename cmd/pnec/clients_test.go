@@ -1,0 +1,72 @@
+package main
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/pnec/pnec/geo"
+	"github.com/pnec/pnec/pipelines/pipelinetest"
+)
+
+// TestClientsFixture writes the products that scripts/check_clients.py
+// opens in QGIS (make check-clients) to $PNEC_CLIENTS_OUT; without that
+// variable it is skipped. It runs pnec as users do:
+//
+//	geo/scene.tif       georeferenced scene, a no-data block at the bottom left
+//	geo/out/scene.{tif,qml,json}, geo/out/collection.json   its product (pnec batch)
+//	local/scene.tif     the same pixels without geotransform or CRS
+//	local/product.tif   its product (pnec classify), .qml beside it
+func TestClientsFixture(t *testing.T) {
+	out := os.Getenv("PNEC_CLIENTS_OUT")
+	if out == "" {
+		t.Skip("PNEC_CLIENTS_OUT not set: the fixture of make check-clients")
+	}
+	modelPath, err := pipelinetest.ModelPath()
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, _ := pipelinetest.SceneData(1)
+	// No-data block: rows 26.. and columns ..5 (bottom left).
+	for r := 26; r < pipelinetest.Rows; r++ {
+		for c := 0; c < 6; c++ {
+			for b := 0; b < pipelinetest.Bands; b++ {
+				data[(r*pipelinetest.Cols+c)*pipelinetest.Bands+b] = pipelinetest.NoData
+			}
+		}
+	}
+	geoDir, localDir := filepath.Join(out, "geo"), filepath.Join(out, "local")
+	for _, d := range []string{geoDir, localDir} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	scene := filepath.Join(geoDir, "scene.tif")
+	if err := pipelinetest.WriteRaster(scene, pipelinetest.Rows, pipelinetest.Cols, pipelinetest.Bands, data); err != nil {
+		t.Fatal(err)
+	}
+	local := filepath.Join(localDir, "scene.tif")
+	nd := pipelinetest.NoData
+	w, err := geo.CreateGeoTIFF(local, geo.RasterSpec{Cols: pipelinetest.Cols, Rows: pipelinetest.Rows, Bands: pipelinetest.Bands,
+		DataType: geo.Float32, NoData: &nd})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	if err := w.WriteWindow(geo.Window{Cols: pipelinetest.Cols, Rows: pipelinetest.Rows}, data); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	prodDir := filepath.Join(geoDir, "out")
+	if err := run(ctx, []string{"pnec", "batch", "--model", modelPath, "--backend", "go", "--out-dir", prodDir, "--report", filepath.Join(out, "report.jsonl"),
+		"--stac-collection", filepath.Join(prodDir, "collection.json"), "--license", "CC-BY-4.0", "--datetime", "2024-06-01T10:30:00Z", "-q", scene}); err != nil {
+		t.Fatalf("pnec batch: %v", err)
+	}
+	if err := run(ctx, []string{"pnec", "classify", "--model", modelPath, "--backend", "go", "--scene", local, "--out", filepath.Join(localDir, "product.tif")}); err != nil {
+		t.Fatalf("pnec classify: %v", err)
+	}
+}
