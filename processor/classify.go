@@ -80,7 +80,7 @@ func (c *Classifier) classify(parent context.Context, sceneName, out string) (re
 	res.PlannedBytes = PlannedBytes(plan, info, c.m, c.opts)
 	// The Go heap and GDAL's block cache are held to the plan's shares of
 	// the budget (see MemoryModel).
-	release := reserveMemory(newSceneCost(info, c.m, c.opts).limit(budget, plan.TileCols), blockCacheBytes(info, plan.TileCols))
+	release := reserveMemory(newSceneCost(info, c.m, c.opts).limit(budget, plan, c.pred.Backend()), blockCacheBytes(info, plan.TileCols))
 	defer release()
 	c.log.Info("plan", "scene", sceneName, "plan", plan.String(), "budget_mib", budget>>20, "planned_mib", res.PlannedBytes>>20)
 

@@ -103,8 +103,15 @@ func (c *sceneCost) tiling() *tiling.Cost {
 // budget leaves after the base process and the block cache, so that the Go
 // heap (the network's buffers on the Go backend included) stays inside the
 // budget instead of growing to twice its live data.
-func (c *sceneCost) limit(budget int64, tileCols int) int64 {
-	return budget - c.mm.BaseBytes - blockCacheBytes(c.info, tileCols)
+//
+// On an XLA backend the network's buffers are outside the Go heap, so
+// their share is kept out of the limit too.
+func (c *sceneCost) limit(budget int64, plan tiling.Plan, backend string) int64 {
+	l := budget - c.mm.BaseBytes - blockCacheBytes(c.info, plan.TileCols)
+	if backend != "go" {
+		l -= int64(c.mm.NetworkFactor * float64(c.network(plan.TileRows, plan.TileCols)))
+	}
+	return l
 }
 
 // processLimits keeps the runs in progress' Go memory limits: the process's
