@@ -89,7 +89,8 @@ func tilesAction(c *cli.Context) error {
 	}
 	bw := bufio.NewWriter(w)
 	fmt.Fprintf(bw, "%s: %s\n", name, plan)
-	fmt.Fprintf(bw, "memory budget %d MiB, stride %d, blend margin %d px\n", budget>>20, plan.Stride, plan.Margin)
+	fmt.Fprintf(bw, "memory budget %d MiB (planned peak %d MiB), stride %d, blend margin %d px\n",
+		budget>>20, processor.PlannedBytes(plan, info, m, opts)>>20, plan.Stride, plan.Margin)
 	for i := 0; i < listed; i++ {
 		t := plan.Tile(i)
 		fmt.Fprintf(bw, "tile %d (row %d, col %d): input %v, read %v, core %v\n", t.Index, t.Row, t.Col, t.Input, t.Read, t.Core)
