@@ -11,7 +11,8 @@
 #   PNEC=bin/pnec OUT=/tmp/pnec-bench-big scripts/bench-big.sh [SIZE] [BUDGET]
 #
 # SIZE (default 10000) and BUDGET (default 4G) make smaller rehearsals
-# possible (scripts/bench-big.sh 2048 2G). Takes about 10-40 minutes at the
+# possible (CROP=1024 scripts/bench-big.sh 2048 2G). The whole-image run of
+# the CROP x CROP crop (default 2048) needs about 12 GiB at 200 bands. Takes about 10-40 minutes at the
 # default size on 2 cores; run it on a quiet machine (it holds
 # /tmp/pnec-bench.lock while it measures).
 set -euo pipefail
@@ -32,7 +33,7 @@ SCENE=$OUT/big${SIZE}.vrt
 if [ ! -f "$SCENE" ]; then
 	"$PNEC" synth --layout procedural:1024x1024 --bands 200 --out "$SCENE" --vrt "${SIZE}x${SIZE}"
 fi
-rm -f "$OUT/big_map.tif" "$OUT/big_map.tif.aux.xml"
+rm -f "$OUT"/big_map.* "$OUT"/crop*
 
 echo "bench-big: classifying ${SIZE}x${SIZE}x200 with --max-memory $BUDGET" >&2
 flock /tmp/pnec-bench.lock /usr/bin/time -v -o "$OUT/time.txt" \
@@ -45,7 +46,8 @@ layout=$(gdalinfo "$OUT/big_map.tif" | grep -o "LAYOUT=COG" || true)
 rio=$($PY -c "import rasterio,sys; d=rasterio.open(sys.argv[1]); print(d.width, d.height, d.count, d.dtypes[0])" "$OUT/big_map.tif")
 
 # The crop: a whole-image run where both fit, against the same window of the big product.
-CROP=$((SIZE < 2048 ? SIZE : 2048))
+CROP=${CROP:-2048}
+CROP=$((SIZE < CROP ? SIZE : CROP))
 gdal_translate -q -srcwin 0 0 $CROP $CROP "$SCENE" "$OUT/crop.tif"
 "$PNEC" classify -q --backend go --model "$OUT/m200.pnec" --scene "$OUT/crop.tif" --out "$OUT/crop_whole.tif" --max-memory 1000G
 gdal_translate -q -srcwin 0 0 $CROP $CROP -b 1 "$OUT/big_map.tif" "$OUT/crop_of_big.tif"
