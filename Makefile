@@ -16,7 +16,7 @@ PREFIX  ?= /usr/local
 # for GDAL's own COG validator (osgeo_utils), which the product tests run.
 APT_PACKAGES := libgdal-dev gdal-bin python3-rasterio python3-numpy python3-gdal
 
-.PHONY: all deps build install test test-short bench bench-torch bench-quick demo gpu-bundle gpu-rehearse check-clients clean
+.PHONY: all deps build install test test-short bench bench-torch bench-quick bench-big bench-budget calibrate demo gpu-bundle gpu-rehearse check-clients clean
 
 all: build
 
@@ -65,6 +65,28 @@ bench-torch: deps
 bench-quick: deps
 	@$(BENCH_TIME_INSTALL)
 	$(GO) run ./bench/cmd/benchrun -mode quick
+
+# bench-big classifies a 10,000 x 10,000 x 200 Int16 DEFLATE scene (synth
+# VRT) with --max-memory 4G under GNU time and writes pixels/s, the stage
+# shares, the peak RSS and the product checks to $(BIG_OUT)/bench-big.md
+# (10-40 minutes on 2 cores; run it on a quiet machine). bench-budget writes
+# the table of peak RSS against --max-memory over widths, bands and budgets
+# to $(BUDGET_OUT)/budget-table.md (about an hour). calibrate remeasures the
+# planner's memory model and rewrites processor/calibration.go (about 5
+# minutes; rerun it after changes to the network or the pipeline's buffers).
+BIG_OUT    ?= /tmp/pnec-bench-big
+BUDGET_OUT ?= /tmp/pnec-bench-budget
+
+bench-big: build
+	@$(BENCH_TIME_INSTALL)
+	PNEC=bin/pnec OUT=$(BIG_OUT) scripts/bench-big.sh
+
+bench-budget: build
+	@$(BENCH_TIME_INSTALL)
+	PNEC=bin/pnec OUT=$(BUDGET_OUT) scripts/bench-budget.sh
+
+calibrate: deps
+	flock /tmp/pnec-bench.lock $(GO) run ./bench/cmd/calibrate
 
 # demo runs the main job end to end (see scripts/demo.sh): SalinasA from
 # ../shared/data when present, else a generated scene; a model trained with

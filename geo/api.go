@@ -30,9 +30,13 @@ type Info struct {
 	Bands      int
 	// DataType is the GDAL name of the bands' data type (e.g. "Int16"); a
 	// comma-separated list when bands differ.
-	DataType  string
-	NoData    []float64 // per band; meaningful where HasNoData is true
-	HasNoData []bool
+	DataType string
+	// SampleBytes is the size of the largest band's sample type, bytes.
+	SampleBytes int
+	// BlockCols x BlockRows is band 1's natural block (GDAL's block size).
+	BlockCols, BlockRows int
+	NoData               []float64 // per band; meaningful where HasNoData is true
+	HasNoData            []bool
 	GeoRef
 	// HasGeoTransform is false when the scene has no geotransform; GeoTransform
 	// is then GDAL's default {0, 1, 0, 0, 0, 1} (pixel coordinates).

@@ -111,6 +111,10 @@ func (s *Scene) load() error {
 		if t := bs.DataType.String(); !contains(types, t) {
 			types = append(types, t)
 		}
+		in.SampleBytes = max(in.SampleBytes, bs.DataType.Size())
+		if i == 0 {
+			in.BlockCols, in.BlockRows = bs.BlockSizeX, bs.BlockSizeY
+		}
 		s.scale[i], s.offset[i] = float32(bs.Scale), float32(bs.Offset)
 		if bs.Scale == 0 { // some drivers report 0 for "unset"
 			s.scale[i] = 1
@@ -274,11 +278,35 @@ func (s *Scene) ReadWindow(ctx context.Context, w Window) (Block, error) {
 	if err := s.checkWindow(w); err != nil {
 		return Block{}, fmt.Errorf("read %s: %w", s.name, err)
 	}
-	data, valid, err := s.read(w, w.Cols, w.Rows, true)
+	data, valid, err := s.readStrips(ctx, w)
 	if err != nil {
 		return Block{}, err
 	}
 	return Block{Window: w, Bands: len(s.bands), Data: data, Valid: valid}, nil
+}
+
+// readStrips reads w in strips of whole block rows (aligned to the scene's
+// block grid), so that GDAL's block cache only ever holds one row of blocks
+// across the window (all bands of a pixel-interleaved file are decoded
+// together) and ctx is honoured between strips: a stop need not wait for a
+// whole tile's read.
+func (s *Scene) readStrips(ctx context.Context, w Window) ([]float32, []bool, error) {
+	bh := max(s.info.BlockRows, 16)
+	nb := len(s.bands)
+	data, valid := make([]float32, w.Cols*w.Rows*nb), make([]bool, w.Cols*w.Rows)
+	for r0 := w.Row; r0 < w.Row+w.Rows; {
+		if err := ctx.Err(); err != nil {
+			return nil, nil, err
+		}
+		r1 := min((r0/bh+1)*bh, w.Row+w.Rows)
+		sw := Window{Col: w.Col, Row: r0, Cols: w.Cols, Rows: r1 - r0}
+		off := (r0 - w.Row) * w.Cols
+		if err := s.readInto(sw, sw.Cols, sw.Rows, true, data[off*nb:(off+sw.Cols*sw.Rows)*nb], valid[off:off+sw.Cols*sw.Rows]); err != nil {
+			return nil, nil, err
+		}
+		r0 = r1
+	}
+	return data, valid, nil
 }
 
 // read reads window w of every band into a bufCols x bufRows buffer (GDAL
@@ -289,8 +317,19 @@ func (s *Scene) read(w Window, bufCols, bufRows int, scale bool) ([]float32, []b
 	nb := len(s.bands)
 	npix := bufCols * bufRows
 	data, valid := make([]float32, npix*nb), make([]bool, npix)
+	if err := s.readInto(w, bufCols, bufRows, scale, data, valid); err != nil {
+		return nil, nil, err
+	}
+	return data, valid, nil
+}
+
+// readInto is read into the caller's buffers (bufCols*bufRows*bands and
+// bufCols*bufRows long).
+func (s *Scene) readInto(w Window, bufCols, bufRows int, scale bool, data []float32, valid []bool) error {
+	nb := len(s.bands)
+	npix := bufCols * bufRows
 	if err := s.ds.Read(w.Col, w.Row, data, bufCols, bufRows, godal.Window(w.Cols, w.Rows), errh); err != nil {
-		return nil, nil, fmt.Errorf("read %s window %v: %w", s.name, w, tidy(err))
+		return fmt.Errorf("read %s window %v: %w", s.name, w, tidy(err))
 	}
 	for i := range valid {
 		valid[i] = true
@@ -303,7 +342,7 @@ func (s *Scene) read(w Window, bufCols, bufRows int, scale bool) ([]float32, []b
 		}
 		for _, bi := range masks {
 			if err := s.bands[bi].MaskBand().Read(w.Col, w.Row, m, bufCols, bufRows, godal.Window(w.Cols, w.Rows), errh); err != nil {
-				return nil, nil, fmt.Errorf("read %s mask window %v: %w", s.name, w, tidy(err))
+				return fmt.Errorf("read %s mask window %v: %w", s.name, w, tidy(err))
 			}
 			for i, v := range m {
 				if v == 0 {
@@ -334,7 +373,7 @@ func (s *Scene) read(w Window, bufCols, bufRows int, scale bool) ([]float32, []b
 			}
 		}
 	}
-	return data, valid, nil
+	return nil
 }
 
 // windowBudgetBytes bounds the memory ValidFraction uses per strip.

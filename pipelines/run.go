@@ -267,6 +267,12 @@ func Run(ctx context.Context, cfg Config) (Summary, error) {
 					rep.tiles(*p, done, total)
 				}
 			}
+			if cfg.Logger != nil {
+				// A line per tile: pixels done, pixels/s and the time left.
+				o.OnProgress = func(p processor.Progress) {
+					log.Info("tile", "scene", p.Scene, "progress", p.String())
+				}
+			}
 			// Classifiers are made one at a time: backend discovery in
 			// go-xla v0.4.1 (GetAvailablePlugins) writes package state
 			// unguarded, a data race when predictors start concurrently.

@@ -39,8 +39,78 @@ type Options struct {
 	// Progress, when set, is called after every tile is stitched with the
 	// number of tiles done and their total; from the stitching goroutine.
 	Progress func(done, total int)
+	// OnProgress, when set, is called after every tile is stitched with
+	// the pixels done, the rate and the time left; from the stitching goroutine.
+	OnProgress func(Progress)
 	// Logger receives the plan and stage timings; nil = discard.
 	Logger *slog.Logger
+}
+
+// Progress is a running classification's state after a tile.
+type Progress struct {
+	Scene             string
+	Tile, Tiles       int           // tiles stitched, of the plan's
+	Pixels, PixelsAll int64         // scene pixels done (the stitched tiles' cores), of the scene's
+	Elapsed           time.Duration // since Classify started
+}
+
+// PixelsPerSecond is the rate so far.
+func (p Progress) PixelsPerSecond() float64 {
+	if p.Elapsed <= 0 {
+		return 0
+	}
+	return float64(p.Pixels) / p.Elapsed.Seconds()
+}
+
+// ETA is the time left at the rate so far (0 when unknown or done).
+func (p Progress) ETA() time.Duration {
+	r := p.PixelsPerSecond()
+	if r <= 0 || p.Pixels >= p.PixelsAll {
+		return 0
+	}
+	return time.Duration(float64(p.PixelsAll-p.Pixels) / r * float64(time.Second))
+}
+
+// String is the progress in one line: "tile 3/64, 12.5 of 100.0 Mpx (12.5%), 48.2 kpx/s, ETA 30m15s".
+func (p Progress) String() string {
+	s := fmt.Sprintf("tile %d/%d, %s of %s px (%.1f%%), %s px/s", p.Tile, p.Tiles,
+		SI(float64(p.Pixels)), SI(float64(p.PixelsAll)), 100*float64(p.Pixels)/float64(max(p.PixelsAll, 1)), SI(p.PixelsPerSecond()))
+	if eta := p.ETA().Round(time.Second); eta > 0 {
+		s += ", ETA " + eta.String()
+	}
+	return s
+}
+
+// SI writes v with an SI prefix: "950", "48.2k", "12.5M", "1.0G".
+func SI(v float64) string {
+	switch {
+	case v >= 1e9:
+		return fmt.Sprintf("%.1fG", v/1e9)
+	case v >= 1e6:
+		return fmt.Sprintf("%.1fM", v/1e6)
+	case v >= 1e4:
+		return fmt.Sprintf("%.1fk", v/1e3)
+	}
+	return fmt.Sprintf("%.0f", v)
+}
+
+// PixelsPerSecond is the scene's pixels over the wall time of Classify.
+func (r Result) PixelsPerSecond() float64 {
+	if r.Elapsed <= 0 {
+		return 0
+	}
+	return float64(r.Rows) * float64(r.Cols) / r.Elapsed.Seconds()
+}
+
+// Shares are the stage times as fractions of the wall time (they overlap,
+// so they may add up to more than 1).
+func (r Result) Shares() (read, network, stitch, write float64) {
+	w := r.Elapsed.Seconds()
+	if w <= 0 {
+		return
+	}
+	t := r.Times
+	return t.Read.Seconds() / w, t.Network.Seconds() / w, t.Stitch.Seconds() / w, t.Write.Seconds() / w
 }
 
 // StageTimes is where a scene's time went. The stages overlap in wall time
@@ -68,6 +138,7 @@ type Result struct {
 	Backend        string        // backend that ran the network
 	ModelChecksum  string        // model.Model.Checksum
 	MaxMemoryBytes int64         // budget the plan was made for
+	PlannedBytes   int64         // the memory model's peak estimate for the plan
 }
 
 // predictor is what Classify needs of model.Predictor; tests substitute

@@ -71,13 +71,18 @@ func (c *Classifier) classify(parent context.Context, sceneName, out string) (re
 	if err := checkSpace(sceneName, out, info, productSampleBytes(c.m, c.opts)); err != nil {
 		return res, err
 	}
-	plan, budget, err := PlanScene(info.Rows, info.Cols, info.Bands, c.m, c.opts)
+	plan, budget, err := PlanSceneInfo(info, c.m, c.opts)
 	if err != nil {
 		return res, fmt.Errorf("%s: plan: %w", sceneName, err)
 	}
 	res.Tiles, res.Plan, res.MaxMemoryBytes = len(plan.Tiles), plan.String(), budget
 	res.TileRows, res.TileCols, res.Overlap = plan.TileRows, plan.TileCols, plan.Overlap
-	c.log.Info("plan", "scene", sceneName, "plan", plan.String(), "budget_mib", budget>>20)
+	res.PlannedBytes = PlannedBytes(plan, info, c.m, c.opts)
+	// The Go heap and GDAL's block cache are held to the plan's shares of
+	// the budget (see MemoryModel).
+	release := reserveMemory(newSceneCost(info, c.m, c.opts).limit(budget, plan, c.pred.Backend()), blockCacheBytes(info, plan.TileCols))
+	defer release()
+	c.log.Info("plan", "scene", sceneName, "plan", plan.String(), "budget_mib", budget>>20, "planned_mib", res.PlannedBytes>>20)
 
 	classes := c.m.Classes()
 	ci := make([]geo.ClassInfo, len(classes))
@@ -116,12 +121,22 @@ func (c *Classifier) classify(parent context.Context, sceneName, out string) (re
 	ctx, cancel := context.WithCancel(parent)
 	defer cancel()
 	f := &failer{cancel: cancel}
-	tiles := make(chan tileIn, 1)
-	preds := make(chan tileOut, 1)
+	// Unbuffered: one tile is read (and one stitched) while the network
+	// runs another, and no more are held (the memory model counts these).
+	tiles := make(chan tileIn)
+	preds := make(chan tileOut)
 	rows := make(chan rowsOut, 2)
 	var readT, netT, stitchT, writeT time.Duration
 	st := &stitcher{plan: &plan, classes: classes, recovery: rp, kind: c.kind, spectral: c.ref != nil,
 		out: rows, progress: c.opts.Progress, counts: make(map[int]int64)}
+	if c.opts.OnProgress != nil {
+		var done int64
+		all := int64(info.Rows) * int64(info.Cols)
+		st.tileDone = func(t tiling.Tile, n int) {
+			done += int64(t.Core.Rows) * int64(t.Core.Cols)
+			c.opts.OnProgress(Progress{Scene: sceneName, Tile: n, Tiles: len(plan.Tiles), Pixels: done, PixelsAll: all, Elapsed: time.Since(start)})
+		}
+	}
 
 	var wg sync.WaitGroup
 	wg.Go(func() {
@@ -167,7 +182,8 @@ func (c *Classifier) classify(parent context.Context, sceneName, out string) (re
 	res.ValidPixels, res.ClassCounts = st.valid, st.counts
 	res.Elapsed = time.Since(start)
 	c.log.Info("classified", "scene", sceneName, "product", out, "tiles", res.Tiles,
-		"read", readT, "network", netT, "stitch", stitchT, "write", writeT, "elapsed", res.Elapsed)
+		"read", readT, "network", netT, "stitch", stitchT, "write", writeT, "elapsed", res.Elapsed,
+		"pixels_per_s", int64(res.PixelsPerSecond()))
 	return res, nil
 }
 
@@ -286,6 +302,7 @@ type stitcher struct {
 	spectral bool // tiles carry class distances (K more canvas channels)
 	out      chan<- rowsOut
 	progress func(done, total int)
+	tileDone func(t tiling.Tile, done int) // after each tile is stitched
 
 	canvas  *tiling.Canvas
 	buf     []float32 // interleaved tile output, reused
@@ -342,6 +359,9 @@ func (s *stitcher) run(ctx context.Context, f *failer, in <-chan tileOut) time.D
 		busy += time.Since(t0)
 		if s.progress != nil {
 			s.progress(done, len(s.plan.Tiles))
+		}
+		if s.tileDone != nil {
+			s.tileDone(t.tile, done)
 		}
 	}
 	return busy

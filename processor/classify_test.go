@@ -242,7 +242,7 @@ func TestTiledAgreesWithWholeImage(t *testing.T) {
 		return out
 	}())
 	cases := []struct{ tile, overlap int }{
-		{96, 0},   // default overlap (28 px); 96 divides neither 224 nor 260
+		{96, 0},   // default overlap (32 px); 96 divides neither 224 nor 260
 		{128, 48}, // wider than default
 		{176, 0},
 		{200, 64},
@@ -617,11 +617,8 @@ func TestPlanSceneBudget(t *testing.T) {
 			if p.Whole != tt.wantWhole {
 				t.Fatalf("got %v, want whole=%v", p, tt.wantWhole)
 			}
-			if !p.Whole {
-				cost := &tiling.Cost{Bands: f.bands, Classes: len(f.model.Classes()), NetworkBytes: f.model.EstimatePredictBytes}
-				if need := cost.TiledBytes(p.TileRows, p.TileCols, cols, p.Overlap, f.model.Recovery().Window); need > tt.budget {
-					t.Errorf("plan %v needs %d bytes, budget %d", p, need, tt.budget)
-				}
+			if need := PlannedBytes(p, assumedInfo(rows, cols, f.bands), f.model, Options{}); need > tt.budget {
+				t.Errorf("plan %v needs %d bytes, budget %d", p, need, tt.budget)
 			}
 		})
 	}

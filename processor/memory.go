@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 // DefaultMemoryFraction is the share of the memory this process may use
@@ -203,10 +204,14 @@ func PhysicalMemoryBytes() int64 {
 
 // DefaultMaxMemoryBytes is the budget used when Options.MaxMemoryBytes is 0
 // (see MemoryLimits.DefaultBudget).
-func DefaultMaxMemoryBytes() int64 {
+// It is read once per process, so that every plan and every batch job
+// shares the same figure (MemAvailable moves all the time).
+func DefaultMaxMemoryBytes() int64 { return defaultBudget() }
+
+var defaultBudget = sync.OnceValue(func() int64 {
 	b, _ := ReadMemoryLimits("/").DefaultBudget()
 	return b
-}
+})
 
 // ParseBytes reads a memory size: a plain number of bytes or one with a
 // suffix K, M, G, T (powers of 1024; KiB/MiB/GiB/TiB and KB/MB/GB/TB are

@@ -1,6 +1,10 @@
 package processor
 
 import (
+	"errors"
+	"fmt"
+
+	"github.com/pnec/pnec/geo"
 	"github.com/pnec/pnec/model"
 	"github.com/pnec/pnec/tiling"
 )
@@ -17,37 +21,57 @@ const genericClasses = 16
 // image when it fits opts.MaxMemoryBytes (0 = DefaultMaxMemoryBytes), else
 // the largest tiles that fit; opts.TileSize > 0 forces tiles. m supplies the
 // network's memory estimate, class count and recovery window; with m nil a
-// generic estimate is used. It returns the plan and the budget it was made for.
+// generic estimate is used. It returns the plan and the budget it was made
+// for. The scene's samples are taken as 4 bytes in 256 x 256 blocks for the
+// block cache; PlanSceneInfo uses what a geo.Info says.
 func PlanScene(rows, cols, bands int, m *model.Model, opts Options) (tiling.Plan, int64, error) {
-	return planScene(rows, cols, bands, m, opts, false)
+	return planScene(assumedInfo(rows, cols, bands), m, opts, false)
 }
 
-// PlanSceneLazy is PlanScene with a lazy plan (tiling.Options.Lazy): its
-// Tiles are not listed, Plan.Tile(i) gives each. It describes plans of any
-// size at once, for pnec tiles.
-func PlanSceneLazy(rows, cols, bands int, m *model.Model, opts Options) (tiling.Plan, int64, error) {
-	return planScene(rows, cols, bands, m, opts, true)
+// PlanSceneInfo is PlanScene for a scene described by info (its sample
+// size and block layout size the block cache).
+func PlanSceneInfo(info geo.Info, m *model.Model, opts Options) (tiling.Plan, int64, error) {
+	return planScene(info, m, opts, false)
 }
 
-func planScene(rows, cols, bands int, m *model.Model, opts Options, lazy bool) (tiling.Plan, int64, error) {
+// PlanSceneLazy is PlanSceneInfo with a lazy plan (tiling.Options.Lazy):
+// its Tiles are not listed, Plan.Tile(i) gives each. It describes plans of
+// any size at once, for pnec tiles.
+func PlanSceneLazy(info geo.Info, m *model.Model, opts Options) (tiling.Plan, int64, error) {
+	return planScene(info, m, opts, true)
+}
+
+func assumedInfo(rows, cols, bands int) geo.Info {
+	return geo.Info{Rows: rows, Cols: cols, Bands: bands, SampleBytes: 4, BlockCols: 256, BlockRows: 256}
+}
+
+// PlannedBytes is the calibrated memory model's estimate of the peak
+// resident memory of running plan on a scene of info's shape with m and
+// opts (see MemoryModel).
+func PlannedBytes(plan tiling.Plan, info geo.Info, m *model.Model, opts Options) int64 {
+	c := newSceneCost(info, m, opts).tiling()
+	if plan.Whole {
+		return c.WholeBytes(plan.Rows, plan.Cols)
+	}
+	return c.TiledBytes(plan.TileRows, plan.TileCols, plan.Cols, plan.Overlap, recoveryWindow(m))
+}
+
+func recoveryWindow(m *model.Model) int {
+	if m != nil {
+		return m.Recovery().Window
+	}
+	return model.DefaultConfig().Recovery.Window
+}
+
+func planScene(info geo.Info, m *model.Model, opts Options, lazy bool) (tiling.Plan, int64, error) {
+	rows, cols := info.Rows, info.Cols
 	budget := opts.MaxMemoryBytes
 	if budget == 0 {
 		budget = DefaultMaxMemoryBytes()
 	}
-	cost := &tiling.Cost{Bands: bands, Classes: genericClasses,
-		NetworkBytes: func(r, c int) int64 { return int64(r) * int64(c) * genericNetworkBytesPerPixel }}
-	window := model.DefaultConfig().Recovery.Window
-	if m != nil {
-		cost.Bands = m.Bands()
-		cost.Classes = len(m.Classes())
-		if _, ref, err := ResolveReliability(m, opts.Reliability, nil); err == nil && ref != nil {
-			// The spectral reliability adds one class cosine per class to
-			// every tile output and canvas pixel: count them as classes.
-			cost.Classes *= 2
-		}
-		cost.NetworkBytes = m.EstimatePredictBytes
-		window = m.Recovery().Window
-	}
+	sc := newSceneCost(info, m, opts)
+	cost := sc.tiling()
+	window := recoveryWindow(m)
 	if err := checkTile(opts, window); err != nil {
 		return tiling.Plan{}, budget, err
 	}
@@ -67,5 +91,33 @@ func planScene(rows, cols, bands int, m *model.Model, opts Options, lazy bool) (
 		Cost:           cost,
 		Lazy:           lazy,
 	})
-	return p, budget, err
+	if errors.Is(err, tiling.ErrBudget) {
+		// The smallest plan: tiles of tiling.MinTile, one row of them
+		// across the whole width (the canvas stripe).
+		t := min(tiling.MinTile, rows)
+		ov := tiling.DefaultOverlap(tiling.MinTile, model.Stride, window)
+		need := cost.TiledBytes(t, min(tiling.MinTile, cols), cols, ov, window)
+		return p, budget, fmt.Errorf("%w: a %dx%d scene (cols x rows) of %d bands needs at least %s (one row of %d px tiles across its width), the budget is %s: give --max-memory %s or more",
+			tiling.ErrBudget, cols, rows, sc.bands, FormatBytes(need), tiling.MinTile, FormatBytes(budget), ceilSize(need))
+	}
+	if err != nil {
+		return p, budget, err
+	}
+	if opts.TileSize > 0 && !p.Whole {
+		if need := PlannedBytes(p, info, m, opts); need > budget {
+			return p, budget, fmt.Errorf("%w: %d px tiles of a scene %d px wide with %d bands need about %s, the budget is %s: give --max-memory %s or more, or smaller tiles",
+				tiling.ErrBudget, opts.TileSize, cols, sc.bands, FormatBytes(need), FormatBytes(budget), ceilSize(need))
+		}
+	}
+	return p, budget, nil
+}
+
+// ceilSize writes n rounded up to a tenth of a GiB (or a MiB below 1 GiB),
+// as --max-memory takes it.
+func ceilSize(n int64) string {
+	if n >= 1<<30 {
+		tenths := (n*10 + 1<<30 - 1) >> 30
+		return fmt.Sprintf("%d.%dG", tenths/10, tenths%10)
+	}
+	return fmt.Sprintf("%dM", (n+1<<20-1)>>20)
 }

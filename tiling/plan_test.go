@@ -220,10 +220,14 @@ func TestPlanFromBudget(t *testing.T) {
 		if got > budget {
 			t.Errorf("budget %d: plan %v needs %d", budget, p, got)
 		}
-		// The next larger tile would not have fit (the planner takes the largest).
-		bigger := p.TileRows + 64
-		if bigger <= rows && cost.TiledBytes(bigger, min(bigger, cols), cols, DefaultOverlap(bigger, 4, 9), 9) <= budget {
-			t.Errorf("budget %d: tile %d chosen but %d fits too", budget, p.TileRows, bigger)
+		// Fewer tiles down would not have fit (the planner takes the
+		// largest tile, then shrinks it to the same count of tiles).
+		if n := p.TilesDown; n > 1 {
+			ov := p.Overlap
+			bigger := alignUp((rows-ov+n-2)/(n-1)+ov, 4)
+			if cost.TiledBytes(bigger, min(bigger, cols), cols, DefaultOverlap(bigger, 4, 9), 9) <= budget {
+				t.Errorf("budget %d: %d tiles down of %d chosen but %d px tiles (%d down) fit too", budget, n, p.TileRows, bigger, n-1)
+			}
 		}
 	}
 }
@@ -256,6 +260,29 @@ func TestDefaultOverlap(t *testing.T) {
 			if tile >= 4*(win+16) && o < win+16 {
 				t.Errorf("DefaultOverlap(%d, 4, %d) = %d, want >= window+16", tile, win, o)
 			}
+		}
+	}
+}
+
+// TestBalanced: budget plans keep the count of tiles of the largest tile
+// that fits but no more pixels than that count needs.
+func TestBalanced(t *testing.T) {
+	for _, tc := range []struct{ size, tile, overlap, want int }{
+		{2048, 640, 32, 536}, // 4 tiles: 4*536 - 3*32 = 2048
+		{2048, 2048, 32, 2048},
+		{100, 640, 32, 640},  // one tile covers the axis
+		{1000, 512, 32, 356}, // 3 tiles
+	} {
+		got := balanced(tc.size, tc.tile, tc.overlap, 4)
+		if got != tc.want {
+			t.Errorf("balanced(%d, %d, %d) = %d, want %d", tc.size, tc.tile, tc.overlap, got, tc.want)
+		}
+		n := func(tile int) int {
+			o, _, _ := axis(tc.size, tile, tc.overlap, 4)
+			return len(o)
+		}
+		if n(got) != n(tc.tile) {
+			t.Errorf("size %d: %d tiles of %d, %d of %d", tc.size, n(got), got, n(tc.tile), tc.tile)
 		}
 	}
 }

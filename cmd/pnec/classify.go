@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 	"time"
@@ -52,7 +53,7 @@ func planFlags() []cli.Flag {
 	return []cli.Flag{
 		&cli.StringFlag{Name: "max-memory", Usage: "memory budget `SIZE` for planning (e.g. 4G, 512M; default: half of physical memory)"},
 		&cli.IntFlag{Name: "tile", Usage: "force tiles of `N` pixels a side (rounded up to the stride of 4; 0 = the budget decides)"},
-		&cli.IntFlag{Name: "overlap", Value: -1, Usage: "overlap between tiles in `PIXELS` (rounded up to 4; -1 = a quarter of the tile, at least the recovery window + 16)"},
+		&cli.IntFlag{Name: "overlap", Value: -1, Usage: "overlap between tiles in `PIXELS` (rounded up to 4; -1 = 32 px, at least the recovery window + 16, measured: see README)"},
 	}
 }
 
@@ -177,7 +178,7 @@ func classifyAction(c *cli.Context) error {
 		opts.Logger = slog.New(slog.NewTextHandler(stderr, nil))
 	}
 	if !quiet {
-		opts.Progress = progressReporter(stderr, scene)
+		opts.OnProgress = progressReporter(stderr, scene)
 	}
 
 	m, err := model.Load(c.String("model"))
@@ -206,31 +207,27 @@ func classifyAction(c *cli.Context) error {
 	return cl.Close()
 }
 
-// progressReporter shows tiles done: a bar on a terminal, plain lines
-// otherwise (at most about twenty, so logs stay short).
-func progressReporter(w io.Writer, scene string) func(done, total int) {
+// progressReporter shows pixels done, pixels/s and the time left: a bar on
+// a terminal, a line per tile otherwise (for logs).
+func progressReporter(w io.Writer, scene string) func(processor.Progress) {
 	if f, ok := w.(*os.File); ok && isTerminal(f) {
 		var bar *progressbar.ProgressBar
-		return func(done, total int) {
+		return func(p processor.Progress) {
 			if bar == nil {
-				bar = progressbar.NewOptions(total, progressbar.OptionSetWriter(w),
-					progressbar.OptionSetDescription("classify tiles"), progressbar.OptionShowCount(),
+				bar = progressbar.NewOptions64(p.PixelsAll, progressbar.OptionSetWriter(w),
+					progressbar.OptionSetDescription("classify "+filepath.Base(scene)), progressbar.OptionShowCount(),
+					progressbar.OptionShowIts(), progressbar.OptionSetItsString("px"),
 					progressbar.OptionSetElapsedTime(true), progressbar.OptionSetPredictTime(true),
-					progressbar.OptionClearOnFinish())
+					progressbar.OptionThrottle(200*time.Millisecond), progressbar.OptionClearOnFinish())
 			}
-			_ = bar.Set(done)
-			if done == total {
+			_ = bar.Set64(p.Pixels)
+			if p.Tile == p.Tiles {
 				_ = bar.Finish()
 			}
 		}
 	}
-	last := -1
-	return func(done, total int) {
-		step := max(total/20, 1)
-		if done == total || done/step != last {
-			last = done / step
-			fmt.Fprintf(w, "classify %s: tile %d/%d\n", scene, done, total)
-		}
+	return func(p processor.Progress) {
+		fmt.Fprintf(w, "classify %s: %s\n", scene, p)
 	}
 }
 
@@ -248,7 +245,10 @@ func printSummary(w io.Writer, r processor.Result) {
 	}
 	fmt.Fprintln(w)
 	t := r.Times
-	fmt.Fprintf(w, "  time %s (read %s, network %s, stitch+recovery %s, write %s; stages overlap)\n",
-		r.Elapsed.Round(time.Millisecond), t.Read.Round(time.Millisecond), t.Network.Round(time.Millisecond),
-		t.Stitch.Round(time.Millisecond), t.Write.Round(time.Millisecond))
+	rd, nw, st, wr := r.Shares()
+	fmt.Fprintf(w, "  time %s, %s px/s (read %s %.0f%%, network %s %.0f%%, stitch+recovery %s %.0f%%, write %s %.0f%% of the wall time; stages overlap)\n",
+		r.Elapsed.Round(time.Millisecond), processor.SI(r.PixelsPerSecond()),
+		t.Read.Round(time.Millisecond), 100*rd, t.Network.Round(time.Millisecond), 100*nw,
+		t.Stitch.Round(time.Millisecond), 100*st, t.Write.Round(time.Millisecond), 100*wr)
+	fmt.Fprintf(w, "  memory budget %s, planned peak %s\n", processor.FormatBytes(r.MaxMemoryBytes), processor.FormatBytes(r.PlannedBytes))
 }

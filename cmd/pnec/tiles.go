@@ -72,7 +72,7 @@ func tilesAction(c *cli.Context) error {
 	if m != nil && m.Bands() != info.Bands {
 		return fmt.Errorf("%s: %d bands, the model takes %d: %w", name, info.Bands, m.Bands(), model.ErrBandCount)
 	}
-	plan, budget, err := processor.PlanSceneLazy(info.Rows, info.Cols, info.Bands, m, opts)
+	plan, budget, err := processor.PlanSceneLazy(info, m, opts)
 	if err != nil {
 		return fmt.Errorf("%s: plan: %w", name, err)
 	}
@@ -89,7 +89,8 @@ func tilesAction(c *cli.Context) error {
 	}
 	bw := bufio.NewWriter(w)
 	fmt.Fprintf(bw, "%s: %s\n", name, plan)
-	fmt.Fprintf(bw, "memory budget %d MiB, stride %d, blend margin %d px\n", budget>>20, plan.Stride, plan.Margin)
+	fmt.Fprintf(bw, "memory budget %d MiB (planned peak %d MiB), stride %d, blend margin %d px\n",
+		budget>>20, processor.PlannedBytes(plan, info, m, opts)>>20, plan.Stride, plan.Margin)
 	for i := 0; i < listed; i++ {
 		t := plan.Tile(i)
 		fmt.Fprintf(bw, "tile %d (row %d, col %d): input %v, read %v, core %v\n", t.Index, t.Row, t.Col, t.Input, t.Read, t.Core)

@@ -1,0 +1,343 @@
+// Command calibrate measures the memory model of pnec's planner
+// (processor.MemoryModel) and rewrites processor/calibration.go with it.
+//
+// It builds pnec, generates scenes of several widths and band counts
+// (pnec synth, uncompressed 64 x 64 blocks so that GDAL's block cache stays
+// small and known), trains a model per band count, then runs pnec classify
+// with forced tiles as child processes and reads each child's peak resident
+// memory from the kernel (rusage). The runs set GOGC low, so the peak is
+// close to the data the run holds live; the memory model's coefficients are
+// the non-negative least-squares fit of those peaks, relative error
+// weighted. Rerun it when the network (model/) or the pipeline's buffers
+// change:
+//
+//	flock /tmp/pnec-bench.lock go run ./bench/cmd/calibrate
+//
+// It takes about five minutes on 2 cores.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"math"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/pnec/pnec/geo"
+	"github.com/pnec/pnec/model"
+	"github.com/pnec/pnec/processor"
+	"github.com/pnec/pnec/tiling"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := run(ctx, os.Args[1:])
+	stop()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "calibrate: "+err.Error())
+		os.Exit(1)
+	}
+}
+
+// calibrationGOGC keeps the Go heap close to its live data in the runs.
+const calibrationGOGC = "5"
+
+// cacheMiB is the GDAL block cache of the runs: enough for a row of the
+// scenes' 64 x 64 blocks across the widest tile.
+const cacheMiB = 48
+
+type runSpec struct {
+	bands, tile, cols, rows int
+}
+
+type sample struct {
+	runSpec
+	peak     int64 // measured peak RSS, bytes
+	features [4]float64
+	wall     time.Duration
+}
+
+func run(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("calibrate", flag.ContinueOnError)
+	out := fs.String("out", "processor/calibration.go", "Go file to write (\"-\" prints it)")
+	data := fs.String("data", "", "shared data folder for pnec synth (default: $PNEC_DATA or ../shared/data)")
+	quick := fs.Bool("quick", false, "fewer, smaller runs (for a check of the harness)")
+	keep := fs.String("work", "", "work directory to use and keep (default: a temporary one, removed)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	work := *keep
+	if work == "" {
+		d, err := os.MkdirTemp("", "pnec-calibrate-")
+		if err != nil {
+			return err
+		}
+		defer os.RemoveAll(d)
+		work = d
+	}
+	if *data == "" {
+		*data = os.Getenv("PNEC_DATA")
+	}
+	if *data == "" {
+		*data = "../shared/data"
+	}
+	pnec := filepath.Join(work, "pnec")
+	if err := sh(ctx, nil, "go", "build", "-o", pnec, "./cmd/pnec"); err != nil {
+		return err
+	}
+	specs := []runSpec{
+		{50, 256, 512, 384}, {50, 512, 2048, 640}, {50, 256, 2048, 384},
+		{200, 256, 512, 384}, {200, 512, 1024, 640}, {200, 256, 2048, 384}, {200, 384, 4096, 448},
+		{400, 256, 1024, 384},
+	}
+	if *quick {
+		specs = []runSpec{{50, 128, 256, 192}, {50, 256, 512, 320}, {100, 128, 1024, 192}}
+	}
+	// The base: the process with a model loaded and a tiny scene.
+	specs = append([]runSpec{{50, 64, 64, 64}}, specs...)
+	models := map[int]string{}
+	var samples []sample
+	for _, s := range specs {
+		m, ok := models[s.bands]
+		if !ok {
+			m = filepath.Join(work, fmt.Sprintf("m%d.pnec", s.bands))
+			tr := filepath.Join(work, fmt.Sprintf("train%d.tif", s.bands))
+			gt := filepath.Join(work, fmt.Sprintf("train%d_gt.tif", s.bands))
+			if err := sh(ctx, nil, pnec, "synth", "--data-dir", *data, "--layout", "procedural:96x96", "--bands", fmt.Sprint(s.bands), "--out", tr, "--labels-out", gt); err != nil {
+				return err
+			}
+			if err := sh(ctx, nil, pnec, "train", "-q", "--backend", "go", "--scene", tr, "--labels", gt, "--out", m, "--epochs", "2"); err != nil {
+				return err
+			}
+			models[s.bands] = m
+		}
+		scene := filepath.Join(work, fmt.Sprintf("s%d_%dx%d.tif", s.bands, s.cols, s.rows))
+		if _, err := os.Stat(scene); err != nil {
+			if err := sh(ctx, nil, pnec, "synth", "--data-dir", *data, "--layout", fmt.Sprintf("procedural:%dx%d", s.rows, s.cols),
+				"--bands", fmt.Sprint(s.bands), "--out", scene,
+				"--co", "COMPRESS=NONE", "--co", "BLOCKXSIZE=64", "--co", "BLOCKYSIZE=64"); err != nil {
+				return err
+			}
+		}
+		mod, err := model.Load(m)
+		if err != nil {
+			return err
+		}
+		sc, err := geo.Open(scene)
+		if err != nil {
+			return err
+		}
+		info := sc.Info()
+		sc.Close()
+		opts := processor.Options{TileSize: s.tile, MaxMemoryBytes: 1 << 50}
+		plan, _, err := processor.PlanSceneInfo(info, mod, opts)
+		if err != nil {
+			return err
+		}
+		f := features(plan, info, mod, opts)
+		env := []string{"GOGC=" + calibrationGOGC, fmt.Sprintf("GDAL_CACHEMAX=%d", cacheMiB), "GOMEMLIMIT=off"}
+		t0 := time.Now()
+		peak, err := peakRSS(ctx, env, pnec, "classify", "-q", "--backend", "go", "--model", m, "--scene", scene,
+			"--out", filepath.Join(work, "out.tif"), "--tile", fmt.Sprint(s.tile), "--max-memory", "1000T")
+		if err != nil {
+			return err
+		}
+		smp := sample{runSpec: s, peak: peak, features: f, wall: time.Since(t0)}
+		samples = append(samples, smp)
+		fmt.Fprintf(os.Stderr, "calibrate: %d bands, %dx%d scene, %d px tiles (%s): peak %s in %s\n",
+			s.bands, s.cols, s.rows, s.tile, plan, processor.FormatBytes(peak), smp.wall.Round(time.Second))
+	}
+	base := samples[0].peak // the tiny run holds almost no data and barely touches the cache
+	mm, resid := fit(samples[1:], base)
+	src := render(mm, samples, resid)
+	if *out == "-" {
+		fmt.Print(src)
+		return nil
+	}
+	return os.WriteFile(*out, []byte(src), 0o644)
+}
+
+// features are the live-data terms of processor.MemoryModel for a plan:
+// input samples, the network estimate, output values and canvas values.
+func features(plan tiling.Plan, info geo.Info, m *model.Model, opts processor.Options) [4]float64 {
+	tr, tc := plan.TileRows, plan.TileCols
+	k := len(m.Classes())
+	if _, ref, err := processor.ResolveReliability(m, opts.Reliability, nil); err == nil && ref != nil {
+		k *= 2
+	}
+	stripe := plan.Rows
+	if !plan.Whole {
+		stripe = min(tr+plan.Overlap+2*m.Recovery().Window, plan.Rows)
+	}
+	tpx := float64(tr) * float64(tc)
+	return [4]float64{
+		tpx * float64(info.Bands),
+		float64(m.EstimatePredictBytes(tr, tc)),
+		tpx * float64(k+2),
+		float64(stripe) * float64(plan.Cols) * float64(k+2),
+	}
+}
+
+// fit solves min sum ((base + x.f - peak)/peak)^2 over x >= 0 by trying
+// every set of free coefficients (four: sixteen sets) and keeping the best
+// feasible one. It returns the model and the relative residuals.
+func fit(s []sample, base int64) (processor.MemoryModel, []float64) {
+	best := math.Inf(1)
+	var bx [4]float64
+	for mask := 1; mask < 16; mask++ {
+		var idx []int
+		for j := 0; j < 4; j++ {
+			if mask&(1<<j) != 0 {
+				idx = append(idx, j)
+			}
+		}
+		n := len(idx)
+		// Normal equations of the weighted problem.
+		a := make([][]float64, n)
+		for i := range a {
+			a[i] = make([]float64, n+1)
+		}
+		for _, smp := range s {
+			w := 1 / float64(smp.peak)
+			y := float64(smp.peak-base) * w
+			for i, ji := range idx {
+				for k, jk := range idx {
+					a[i][k] += smp.features[ji] * w * smp.features[jk] * w
+				}
+				a[i][n] += smp.features[ji] * w * y
+			}
+		}
+		sol, ok := solve(a)
+		if !ok {
+			continue
+		}
+		var x [4]float64
+		feasible := true
+		for i, j := range idx {
+			if sol[i] < 0 {
+				feasible = false
+			}
+			x[j] = sol[i]
+		}
+		if !feasible {
+			continue
+		}
+		var sse float64
+		for _, smp := range s {
+			r := (predict(x, base, smp) - float64(smp.peak)) / float64(smp.peak)
+			sse += r * r
+		}
+		if sse < best {
+			best, bx = sse, x
+		}
+	}
+	resid := make([]float64, len(s))
+	for i, smp := range s {
+		resid[i] = (predict(bx, base, smp) - float64(smp.peak)) / float64(smp.peak)
+	}
+	return processor.MemoryModel{
+		BaseBytes: base, ReadBytesPerSample: bx[0], NetworkFactor: bx[1],
+		OutputBytesPerValue: bx[2], CanvasBytesPerValue: bx[3],
+	}, resid
+}
+
+func predict(x [4]float64, base int64, s sample) float64 {
+	v := float64(base)
+	for j := range x {
+		v += x[j] * s.features[j]
+	}
+	return v
+}
+
+// solve does Gaussian elimination with partial pivoting on an augmented n x (n+1) matrix.
+func solve(a [][]float64) ([]float64, bool) {
+	n := len(a)
+	for c := 0; c < n; c++ {
+		p := c
+		for r := c + 1; r < n; r++ {
+			if math.Abs(a[r][c]) > math.Abs(a[p][c]) {
+				p = r
+			}
+		}
+		if math.Abs(a[p][c]) < 1e-300 {
+			return nil, false
+		}
+		a[c], a[p] = a[p], a[c]
+		for r := c + 1; r < n; r++ {
+			f := a[r][c] / a[c][c]
+			for k := c; k <= n; k++ {
+				a[r][k] -= f * a[c][k]
+			}
+		}
+	}
+	x := make([]float64, n)
+	for r := n - 1; r >= 0; r-- {
+		v := a[r][n]
+		for k := r + 1; k < n; k++ {
+			v -= a[r][k] * x[k]
+		}
+		x[r] = v / a[r][r]
+	}
+	return x, true
+}
+
+// headroom is the Go heap's growth over its live data that the plan
+// allows for under the memory limit a run sets: the limit makes the
+// collector run before the heap doubles, and this margin keeps it from
+// running all the time.
+const headroom = 1.15
+
+func render(mm processor.MemoryModel, s []sample, resid []float64) string {
+	var b strings.Builder
+	b.WriteString("// Code generated by go run ./bench/cmd/calibrate; DO NOT EDIT.\n\npackage processor\n\n")
+	fmt.Fprintf(&b, "// Calibrated is the memory model measured by bench/cmd/calibrate on %s\n", time.Now().UTC().Format("2006-01-02"))
+	fmt.Fprintf(&b, "// (GDAL %s, model %s), peak RSS of pnec classify with GOGC=%s:\n//\n", geo.GDALVersion(), model.Version, calibrationGOGC)
+	b.WriteString("//\tbands  scene cols x rows  tile  peak MiB  fit error\n")
+	for i, smp := range s {
+		e := "(base)"
+		if i > 0 {
+			e = fmt.Sprintf("%+.1f%%", 100*resid[i-1])
+		}
+		fmt.Fprintf(&b, "//\t%5d  %8d x %-6d  %4d  %8d  %s\n", smp.bands, smp.cols, smp.rows, smp.tile, smp.peak>>20, e)
+	}
+	b.WriteString("var Calibrated = MemoryModel{\n")
+	fmt.Fprintf(&b, "\tBaseBytes:           %d,\n", mm.BaseBytes)
+	fmt.Fprintf(&b, "\tReadBytesPerSample:  %.4g,\n", mm.ReadBytesPerSample)
+	fmt.Fprintf(&b, "\tNetworkFactor:       %.4g,\n", mm.NetworkFactor)
+	fmt.Fprintf(&b, "\tOutputBytesPerValue: %.4g,\n", mm.OutputBytesPerValue)
+	fmt.Fprintf(&b, "\tCanvasBytesPerValue: %.4g,\n", mm.CanvasBytesPerValue)
+	fmt.Fprintf(&b, "\tHeadroom:            %.4g,\n", headroom)
+	b.WriteString("}\n")
+	return b.String()
+}
+
+func sh(ctx context.Context, env []string, name string, args ...string) error {
+	cmd := exec.CommandContext(ctx, name, args...)
+	cmd.Env = append(os.Environ(), env...)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("%s %s: %v\n%s", name, strings.Join(args, " "), err, out)
+	}
+	return nil
+}
+
+// peakRSS runs a command and returns its peak resident set size (the
+// kernel's ru_maxrss of the child), bytes.
+func peakRSS(ctx context.Context, env []string, name string, args ...string) (int64, error) {
+	cmd := exec.CommandContext(ctx, name, args...)
+	cmd.Env = append(os.Environ(), env...)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		return 0, fmt.Errorf("%s %s: %v\n%s", name, strings.Join(args, " "), err, out)
+	}
+	ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage)
+	if !ok {
+		return 0, fmt.Errorf("no rusage for %s", name)
+	}
+	return ru.Maxrss << 10, nil
+}

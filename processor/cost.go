@@ -1,0 +1,153 @@
+package processor
+
+import (
+	"math"
+	"runtime/debug"
+	"sync"
+
+	"github.com/pnec/pnec/geo"
+	"github.com/pnec/pnec/model"
+	"github.com/pnec/pnec/tiling"
+)
+
+// MemoryModel is the planner's model of a classify process's peak resident
+// memory. Its coefficients are measured: `go run ./bench/cmd/calibrate`
+// runs pnec classify on generated scenes of several shapes and fits them
+// (see calibration.go, which it rewrites). Rerun it whenever the network or
+// the pipeline's buffers change.
+//
+// The peak of a run with tiles of tr x tc pixels, b bands, k output
+// channels per pixel (classes, or twice that with a spectral reliability)
+// and a scene sceneCols wide is
+//
+//	BaseBytes + block cache + Headroom * live
+//	live = ReadBytesPerSample  * tr*tc*b                  (read blocks in flight)
+//	     + NetworkFactor       * model.EstimatePredictBytes(tr, tc)
+//	     + OutputBytesPerValue * tr*tc*(k+2)              (predictions in flight)
+//	     + CanvasBytesPerValue * stripeRows*sceneCols*(k+2)
+//
+// where the block cache is what GDAL needs for one row of the scene's
+// blocks across a tile (blockCacheBytes; reserved with
+// geo.ReserveBlockCache) and Headroom is the Go heap's growth over its live
+// data under the memory limit the run sets (debug.SetMemoryLimit).
+type MemoryModel struct {
+	BaseBytes           int64   // the process with its model loaded, before any tile
+	ReadBytesPerSample  float64 // per input sample (pixel x band) of a tile
+	NetworkFactor       float64 // times model.EstimatePredictBytes of a tile
+	OutputBytesPerValue float64 // per tile output value
+	CanvasBytesPerValue float64 // per canvas value (stripe rows x scene columns x channels)
+	Headroom            float64 // Go heap over live data
+}
+
+// blockCacheBytes is the GDAL block cache a tile tileCols wide needs when
+// read in strips of block rows (geo.Scene.ReadWindow): one row of blocks
+// across the tile plus one, every band (a pixel-interleaved file decodes
+// all bands of a block at once). Blocks are taken as at least 256 x 256:
+// a VRT reports its own 128 x 128 blocks over sources of larger ones.
+func blockCacheBytes(info geo.Info, tileCols int) int64 {
+	bw, bh := max(info.BlockCols, 256), max(info.BlockRows, 256)
+	sb := int64(max(info.SampleBytes, 1))
+	across := int64((min(tileCols, info.Cols)+bw-1)/bw + 1)
+	return across*int64(bw)*int64(bh)*int64(max(info.Bands, 1))*sb + 16<<20
+}
+
+// sceneCost is a tiling.Cost for a scene of info's shape through m (nil:
+// a generic network) with opts, under the calibrated model.
+type sceneCost struct {
+	mm      MemoryModel
+	info    geo.Info
+	bands   int
+	depth   int // output channels per pixel: classes (x2 with spectral) + 2
+	network func(rows, cols int) int64
+}
+
+func newSceneCost(info geo.Info, m *model.Model, opts Options) *sceneCost {
+	c := &sceneCost{mm: Calibrated, info: info, bands: info.Bands, depth: genericClasses + 2,
+		network: func(r, c int) int64 { return int64(r) * int64(c) * genericNetworkBytesPerPixel }}
+	if m != nil {
+		c.bands = m.Bands()
+		k := len(m.Classes())
+		if _, ref, err := ResolveReliability(m, opts.Reliability, nil); err == nil && ref != nil {
+			k *= 2
+		}
+		c.depth = k + 2
+		c.network = m.EstimatePredictBytes
+	}
+	return c
+}
+
+// live is the data a run holds at its peak, bytes (see MemoryModel).
+func (c *sceneCost) live(tr, tc, sceneCols, stripeRows int) float64 {
+	tpx := float64(tr) * float64(tc)
+	return c.mm.ReadBytesPerSample*tpx*float64(c.bands) +
+		c.mm.NetworkFactor*float64(c.network(tr, tc)) +
+		c.mm.OutputBytesPerValue*tpx*float64(c.depth) +
+		c.mm.CanvasBytesPerValue*float64(stripeRows)*float64(sceneCols)*float64(c.depth)
+}
+
+func (c *sceneCost) total(tr, tc, sceneCols, stripeRows int) int64 {
+	return c.mm.BaseBytes + blockCacheBytes(c.info, tc) + int64(math.Ceil(c.mm.Headroom*c.live(tr, tc, sceneCols, stripeRows)))
+}
+
+func (c *sceneCost) tiling() *tiling.Cost {
+	return &tiling.Cost{
+		Bands: c.bands, Classes: c.depth - 2, NetworkBytes: c.network,
+		Whole: func(rows, cols int) int64 { return c.total(rows, cols, cols, rows) },
+		Tiled: func(tr, tc, sceneCols, overlap, window int) int64 {
+			return c.total(tr, tc, sceneCols, min(tr+overlap+2*window, c.info.Rows))
+		},
+	}
+}
+
+// limit is the Go memory limit for a run planned within budget: what the
+// budget leaves after the base process and the block cache, so that the Go
+// heap (the network's buffers on the Go backend included) stays inside the
+// budget instead of growing to twice its live data.
+//
+// On an XLA backend the network's buffers are outside the Go heap, so
+// their share is kept out of the limit too.
+func (c *sceneCost) limit(budget int64, plan tiling.Plan, backend string) int64 {
+	l := budget - c.mm.BaseBytes - blockCacheBytes(c.info, plan.TileCols)
+	if backend != "go" {
+		l -= int64(c.mm.NetworkFactor * float64(c.network(plan.TileRows, plan.TileCols)))
+	}
+	return l
+}
+
+// processLimits keeps the runs in progress' Go memory limits: the process's
+// limit is their sum (pnec batch runs several classifiers at once, each
+// with its share of the budget).
+var processLimits struct {
+	sync.Mutex
+	sum  int64
+	orig int64 // the limit before the first run (GOMEMLIMIT's, or none)
+	set  bool
+}
+
+// reserveMemory applies a run's Go memory limit and block cache and returns
+// the function that gives them back.
+func reserveMemory(goLimit, cache int64) (release func()) {
+	applied := geo.ReserveBlockCache(cache)
+	processLimits.Lock()
+	if !processLimits.set {
+		processLimits.orig = debug.SetMemoryLimit(-1)
+		processLimits.set = true
+	}
+	processLimits.sum += max(goLimit, 1<<20)
+	debug.SetMemoryLimit(min(processLimits.sum, processLimits.orig))
+	processLimits.Unlock()
+	return func() {
+		if applied {
+			geo.ReserveBlockCache(-cache)
+		}
+		processLimits.Lock()
+		processLimits.sum -= max(goLimit, 1<<20)
+		if processLimits.sum <= 0 {
+			processLimits.sum = 0
+			debug.SetMemoryLimit(processLimits.orig)
+		} else {
+			debug.SetMemoryLimit(min(processLimits.sum, processLimits.orig))
+		}
+		processLimits.Unlock()
+	}
+}

@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# bench-big.sh: the big-scene benchmark of issue 10 (make bench-big).
+#
+# Builds a 10,000 x 10,000 x 200 Int16 DEFLATE scene (pnec synth --vrt over a
+# 1024 x 1024 block), trains a 200-band model on a small synthetic scene,
+# classifies the big scene with --max-memory 4G under GNU time, checks the
+# product (gdalinfo LAYOUT=COG, rasterio) and compares its top-left
+# 2048 x 2048 with a whole-image run of that crop. Writes pixels/s, the
+# stage shares and the peak RSS to $OUT/bench-big.md (and prints it).
+#
+#   PNEC=bin/pnec OUT=/tmp/pnec-bench-big scripts/bench-big.sh [SIZE] [BUDGET]
+#
+# SIZE (default 10000) and BUDGET (default 4G) make smaller rehearsals
+# possible (CROP=1024 scripts/bench-big.sh 2048 2G). The whole-image run of
+# the CROP x CROP crop (default 2048) needs about 12 GiB at 200 bands. Takes about 10-40 minutes at the
+# default size on 2 cores; run it on a quiet machine (it holds
+# /tmp/pnec-bench.lock while it measures).
+set -euo pipefail
+SIZE=${1:-10000}
+BUDGET=${2:-4G}
+PNEC=${PNEC:-bin/pnec}
+OUT=${OUT:-/tmp/pnec-bench-big}
+DATA=${PNEC_DATA:-$(cd "$(dirname "$0")/.." && pwd)/../shared/data}
+PY=/usr/bin/python3
+mkdir -p "$OUT"
+export PNEC_DATA=$DATA
+
+if [ ! -f "$OUT/m200.pnec" ]; then
+	"$PNEC" synth --layout procedural:128x128 --bands 200 --out "$OUT/train.tif" --labels-out "$OUT/train_gt.tif"
+	"$PNEC" train -q --backend go --scene "$OUT/train.tif" --labels "$OUT/train_gt.tif" --out "$OUT/m200.pnec" --epochs 20
+fi
+SCENE=$OUT/big${SIZE}.vrt
+if [ ! -f "$SCENE" ]; then
+	"$PNEC" synth --layout procedural:1024x1024 --bands 200 --out "$SCENE" --vrt "${SIZE}x${SIZE}"
+fi
+rm -f "$OUT"/big_map.* "$OUT"/crop*
+
+echo "bench-big: classifying ${SIZE}x${SIZE}x200 with --max-memory $BUDGET" >&2
+flock /tmp/pnec-bench.lock /usr/bin/time -v -o "$OUT/time.txt" \
+	"$PNEC" --verbose classify --backend go --model "$OUT/m200.pnec" --scene "$SCENE" --out "$OUT/big_map.tif" \
+	--max-memory "$BUDGET" >"$OUT/summary.txt" 2>"$OUT/log.txt"
+wall=$(grep "Elapsed (wall clock)" "$OUT/time.txt" | awk '{print $NF}')
+rss_kb=$(grep "Maximum resident set size" "$OUT/time.txt" | awk '{print $NF}')
+
+layout=$(gdalinfo "$OUT/big_map.tif" | grep -o "LAYOUT=COG" || true)
+rio=$($PY -c "import rasterio,sys; d=rasterio.open(sys.argv[1]); print(d.width, d.height, d.count, d.dtypes[0])" "$OUT/big_map.tif")
+
+# The crop: a whole-image run where both fit, against the same window of the big product.
+CROP=${CROP:-2048}
+CROP=$((SIZE < CROP ? SIZE : CROP))
+gdal_translate -q -srcwin 0 0 $CROP $CROP "$SCENE" "$OUT/crop.tif"
+"$PNEC" classify -q --backend go --model "$OUT/m200.pnec" --scene "$OUT/crop.tif" --out "$OUT/crop_whole.tif" --max-memory 1000G
+gdal_translate -q -srcwin 0 0 $CROP $CROP -b 1 "$OUT/big_map.tif" "$OUT/crop_of_big.tif"
+agree=$($PY "$(dirname "$0")/compare_class.py" "$OUT/crop_whole.tif" "$OUT/crop_of_big.tif" 0 || true)
+
+{
+	echo "## bench-big: ${SIZE} x ${SIZE} x 200 Int16 DEFLATE (synth VRT), --max-memory $BUDGET, go backend"
+	echo
+	echo "- machine: $(nproc) cores, $(awk '/MemTotal/ {printf "%.1f GiB", $2/1048576}' /proc/meminfo); $(date -u +%Y-%m-%dT%H:%MZ); $(git -C "$(dirname "$0")/.." describe --always --dirty 2>/dev/null || echo unknown)"
+	echo "- wall $wall, peak RSS $((rss_kb / 1024)) MiB (budget $BUDGET)"
+	echo "- summary:"
+	sed 's/^/    /' "$OUT/summary.txt"
+	echo "- product: gdalinfo ${layout:-NOT A COG}; rasterio: $rio"
+	echo "- top-left ${CROP}x${CROP} against a whole-image run: $agree"
+} | tee "$OUT/bench-big.md"
