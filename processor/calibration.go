@@ -6,20 +6,20 @@ package processor
 // (GDAL 3.6.2, model dev), peak RSS of pnec classify with GOGC=5:
 //
 //	bands  scene cols x rows  tile  peak MiB  fit error
-//	   50        64 x 64        64       107  (base)
-//	   50       512 x 384      256       235  +1.9%
-//	   50      2048 x 640      512       675  -1.9%
-//	   50      2048 x 384      256       309  -1.6%
-//	  200       512 x 384      256       366  -2.7%
-//	  200      1024 x 640      512      1021  +2.8%
-//	  200      2048 x 384      256       405  +4.0%
-//	  200      4096 x 448      384       825  +0.2%
-//	  400      1024 x 384      256       552  -3.3%
+//	   50        64 x 64        64        95  (base)
+//	   50       512 x 384      256       243  +1.1%
+//	   50      2048 x 640      512       692  -3.0%
+//	   50      2048 x 384      256       309  -1.0%
+//	  200       512 x 384      256       367  +2.1%
+//	  200      1024 x 640      512      1058  +3.3%
+//	  200      2048 x 384      256       428  +1.5%
+//	  200      4096 x 448      384       839  +2.4%
+//	  400      1024 x 384      256       611  -7.4%
 var Calibrated = MemoryModel{
-	BaseBytes:           113037312,
-	ReadBytesPerSample:  12.42,
-	NetworkFactor:       0.2599,
-	OutputBytesPerValue: 19.41,
-	CanvasBytesPerValue: 7.26,
+	BaseBytes:           100474880,
+	ReadBytesPerSample:  12.61,
+	NetworkFactor:       0.4503,
+	OutputBytesPerValue: 1.523,
+	CanvasBytesPerValue: 7.421,
 	Headroom:            1.15,
 }

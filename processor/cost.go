@@ -20,7 +20,7 @@ import (
 // channels per pixel (classes, or twice that with a spectral reliability)
 // and a scene sceneCols wide is
 //
-//	BaseBytes + block cache + Headroom * live
+//	BaseBytes + block cache + strip scratch + Headroom * live
 //	live = ReadBytesPerSample  * tr*tc*b                  (read blocks in flight)
 //	     + NetworkFactor       * model.EstimatePredictBytes(tr, tc)
 //	     + OutputBytesPerValue * tr*tc*(k+2)              (predictions in flight)
@@ -28,7 +28,8 @@ import (
 //
 // where the block cache is what GDAL needs for one row of the scene's
 // blocks across a tile (blockCacheBytes; reserved with
-// geo.ReserveBlockCache) and Headroom is the Go heap's growth over its live
+// geo.ReserveBlockCache), the strip scratch geo's band-sequential read
+// buffer (StripScratchBytes), and Headroom is the Go heap's growth over its live
 // data under the memory limit the run sets (debug.SetMemoryLimit).
 type MemoryModel struct {
 	BaseBytes           int64   // the process with its model loaded, before any tile
@@ -86,7 +87,15 @@ func (c *sceneCost) live(tr, tc, sceneCols, stripeRows int) float64 {
 }
 
 func (c *sceneCost) total(tr, tc, sceneCols, stripeRows int) int64 {
-	return c.mm.BaseBytes + blockCacheBytes(c.info, tc) + int64(math.Ceil(c.mm.Headroom*c.live(tr, tc, sceneCols, stripeRows)))
+	return c.mm.BaseBytes + blockCacheBytes(c.info, tc) + StripScratchBytes(c.info, tc) +
+		int64(math.Ceil(c.mm.Headroom*c.live(tr, tc, sceneCols, stripeRows)))
+}
+
+// StripScratchBytes is geo.Scene's band-sequential buffer for one strip of
+// a tile tileCols wide (float32 samples, a block row high; see
+// geo.Scene.ReadWindow).
+func StripScratchBytes(info geo.Info, tileCols int) int64 {
+	return int64(min(tileCols, info.Cols)) * int64(max(info.BlockRows, 16)) * int64(max(info.Bands, 1)) * 4
 }
 
 func (c *sceneCost) tiling() *tiling.Cost {

@@ -59,6 +59,7 @@ type runSpec struct {
 type sample struct {
 	runSpec
 	peak     int64 // measured peak RSS, bytes
+	scratch  int64 // the read strip's scratch buffer, bytes (an explicit term of the model)
 	features [4]float64
 	wall     time.Duration
 }
@@ -148,7 +149,7 @@ func run(ctx context.Context, args []string) error {
 		if err != nil {
 			return err
 		}
-		smp := sample{runSpec: s, peak: peak, features: f, wall: time.Since(t0)}
+		smp := sample{runSpec: s, peak: peak, scratch: processor.StripScratchBytes(info, plan.TileCols), features: f, wall: time.Since(t0)}
 		samples = append(samples, smp)
 		fmt.Fprintf(os.Stderr, "calibrate: %d bands, %dx%d scene, %d px tiles (%s): peak %s in %s\n",
 			s.bands, s.cols, s.rows, s.tile, plan, processor.FormatBytes(peak), smp.wall.Round(time.Second))
@@ -205,7 +206,7 @@ func fit(s []sample, base int64) (processor.MemoryModel, []float64) {
 		}
 		for _, smp := range s {
 			w := 1 / float64(smp.peak)
-			y := float64(smp.peak-base) * w
+			y := float64(smp.peak-base-smp.scratch) * w
 			for i, ji := range idx {
 				for k, jk := range idx {
 					a[i][k] += smp.features[ji] * w * smp.features[jk] * w
@@ -248,7 +249,7 @@ func fit(s []sample, base int64) (processor.MemoryModel, []float64) {
 }
 
 func predict(x [4]float64, base int64, s sample) float64 {
-	v := float64(base)
+	v := float64(base + s.scratch)
 	for j := range x {
 		v += x[j] * s.features[j]
 	}
