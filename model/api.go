@@ -54,7 +54,26 @@ const (
 	AblationFull Ablation = "full"  // the whole model
 	AblationBase Ablation = "base"  // no evidence calibration at all (Z_cal = Z_raw, no prototype evidence heads)
 	AblationNoEC Ablation = "no-ec" // without evidence calibration (prototypes and losses kept, s = 0 always)
-	AblationNoRC Ablation = "no-rc" // without recovery (the network is the full one; evaluation skips AvgPool recovery)
+	// AblationNoRC is the paper's "w/o RC": reliability-aware calibration
+	// removed, the gate fixed at G = 1 (the evidence is applied in full
+	// everywhere, whatever the uncertainty).
+	AblationNoRC Ablation = "no-rc"
+	// AblationNoRecovery is the whole network with the AvgPool recovery
+	// skipped at evaluation ("w/o recovery").
+	AblationNoRecovery Ablation = "no-recovery"
+)
+
+// Encoders of the network (Config.Encoder).
+const (
+	// EncoderPaper is the paper's encoder: 1x1 conv + GroupNorm + SiLU at
+	// full resolution, then 3x3 conv, MaxPool 2, GELU and AvgPool 2 (stride
+	// 4, floor grid).
+	EncoderPaper = "paper"
+	// EncoderCell averages the normalised input over 4x4 cells first
+	// (partial cells over their valid pixels), then runs 1x1 conv + GroupNorm
+	// + SiLU and 3x3 conv + GroupNorm + SiLU on the stride-4 grid: all of its
+	// work is at stride 4.
+	EncoderCell = "cell"
 )
 
 // Config holds the network and training hyperparameters; DefaultConfig gives the paper's values.
@@ -78,8 +97,14 @@ type Config struct {
 	LearningRate   float64 // Adam learning rate (3e-4)
 	Epochs         int     // full-image steps (200)
 	Recovery       RecoveryParams
-	Ablation       Ablation // full|base|no-ec|no-rc
+	Ablation       Ablation // full|base|no-ec|no-rc|no-recovery
+	// Encoder is EncoderPaper or EncoderCell; model files without it
+	// were written with the cell encoder.
+	Encoder string
 }
+
+// DefaultEncoder is the encoder of DefaultConfig (README "The network" says why).
+const DefaultEncoder = EncoderCell
 
 // DefaultConfig returns the paper's hyperparameters.
 func DefaultConfig() Config {
@@ -90,6 +115,7 @@ func DefaultConfig() Config {
 		ECWarmupEpochs: 10, LearningRate: 3e-4, Epochs: 200,
 		Recovery: RecoveryParams{Window: 9, Eta: 1},
 		Ablation: AblationFull,
+		Encoder:  DefaultEncoder,
 	}
 }
 

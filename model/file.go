@@ -15,7 +15,13 @@ import (
 )
 
 // fileMagic starts every model file; the number is the format version.
-const fileMagic = "PNECMDL1"
+// Version 2 is the network aligned with the reference implementation
+// (no Mamba projection biases, tau itself, the differential branch's
+// residual on f0, the encoder choice); version 1 files hold other weights.
+const fileMagic = "PNECMDL2"
+
+// fileMagicV1 starts model files of pnec before format 2.
+const fileMagicV1 = "PNECMDL1"
 
 // ErrModelFile is returned (wrapped) for files that are not valid model files.
 var ErrModelFile = errors.New("not a valid pnec model file")
@@ -150,6 +156,9 @@ func Load(path string) (*Model, error) {
 }
 
 func decodeModel(data []byte) (*Model, error) {
+	if len(data) >= len(fileMagicV1) && string(data[:len(fileMagicV1)]) == fileMagicV1 {
+		return nil, fmt.Errorf("%w: model file format 1, written by an earlier pnec whose network differs; train the model again with this version", ErrModelFile)
+	}
 	if len(data) < len(fileMagic)+8+sha256.Size || string(data[:len(fileMagic)]) != fileMagic {
 		return nil, fmt.Errorf("%w: bad magic or too short", ErrModelFile)
 	}
@@ -168,6 +177,9 @@ func decodeModel(data []byte) (*Model, error) {
 		return nil, fmt.Errorf("%w: header: %v", ErrModelFile, err)
 	}
 	rest = rest[n:]
+	if meta.Config.Encoder == "" {
+		meta.Config.Encoder = EncoderCell
+	}
 	m := &Model{meta: meta, checksum: hex.EncodeToString(sum[:])}
 	read := func(count int) ([]float32, error) {
 		if 4*count > len(rest) {

@@ -13,8 +13,15 @@ import (
 // full training loss (evidence calibration on, every loss term active)
 // against central differences, in float64, on a tiny network.
 func TestGradientsMatchFiniteDifferences(t *testing.T) {
+	for _, enc := range []string{EncoderCell, EncoderPaper} {
+		t.Run(enc, func(t *testing.T) { testGradients(t, enc) })
+	}
+}
+
+func testGradients(t *testing.T, encoder string) {
 	b := testBackend(t)
 	cfg := tinyConfig(1)
+	cfg.Encoder = encoder
 	cfg.Hidden, cfg.HeadDim, cfg.DState, cfg.Chunk = 8, 4, 3, 4
 	const rows, cols, bands, k = 10, 9, 5, 3
 	d, err := makeDims(cfg, bands, k)
@@ -31,10 +38,13 @@ func TestGradientsMatchFiniteDifferences(t *testing.T) {
 			}
 		}
 	}
-	hp, wp := padTo(rows), padTo(cols)
-	hs, ws := hp/Stride, wp/Stride
+	hs, ws := lowRes(rows, encoder), lowRes(cols, encoder)
 	l := hs * ws
-	x := make([]float64, hs*ws*bands)
+	xr, xc := hs, ws
+	if encoder == EncoderPaper {
+		xr, xc = rows, cols
+	}
+	x := make([]float64, xr*xc*bands)
 	for i := range x {
 		x[i] = rng.Float64()
 	}
@@ -46,7 +56,7 @@ func TestGradientsMatchFiniteDifferences(t *testing.T) {
 	for i := range anchor {
 		anchor[i] = -1 // bank fixed: its update is not differentiated
 	}
-	ur, uc := upMatrix(rows), upMatrix(cols)
+	ur, uc := upMatrix(rows, hs), upMatrix(cols, ws)
 	train := []int{3, 17, 40, 55, 71, 88}
 	wtr := make([]float64, len(train)*l)
 	ytr := make([]int32, len(train))
@@ -63,19 +73,35 @@ func TestGradientsMatchFiniteDifferences(t *testing.T) {
 	for i := range ones {
 		ones[i] = 1
 	}
+	// Valid masks with a few invalid rows, so that the masked GroupNorm
+	// statistics are differentiated too.
+	var masks []any
+	if encoder == EncoderPaper {
+		pix := make([]float64, rows*cols)
+		for i := range pix {
+			pix[i] = float64(min(1, i%7))
+		}
+		masks = append(masks, tensorOf(pix, rows*cols))
+	}
+	cellMask := append([]float64{}, ones...)
+	cellMask[l-1] = 0
+	masks = append(masks, tensorOf(cellMask, l))
 	fixed := []any{
-		tensorOf(x, hs, ws, bands), tensorOf(anchor, l), tensorOf(wtr, len(train), l), tensorOf(ytr, len(train)),
+		tensorOf(x, xr, xc, bands), tensorOf(anchor, l), tensorOf(wtr, len(train), l), tensorOf(ytr, len(train)),
 		tensorOf(ones, l), float64(1), tensorOf(protos, k, d.D), tensorOf(make([]float64, k), k),
 	}
+	fixed = append(fixed, masks...)
+	nm := len(masks)
 	n := &net{d: d, cfg: cfg, keepGradients: true}
 	np := len(params)
 	exec, err := NewExec(b, func(g *Graph, in []*Node) []*Node {
 		n.p = map[string]*Node{}
 		for i, p := range params {
-			n.p[p.Name] = in[8+i]
+			n.p[p.Name] = in[8+nm+i]
 		}
+		n.setMasks(in[8 : 8+nm]...)
 		loss, _, _, _ := n.loss(in[0], in[1], in[2], in[3], in[4], in[5], in[6], Add(in[7], OnesLike(in[7])))
-		grads := Gradient(loss, in[8:8+np]...)
+		grads := Gradient(loss, in[8+nm:8+nm+np]...)
 		forgetBMM(g)
 		return append([]*Node{loss}, grads...)
 	})

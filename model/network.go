@@ -28,6 +28,10 @@ type net struct {
 	// normCalls counts GroupNorm calls per layer name during one graph
 	// build (the head's norm runs twice, on raw and on calibrated features).
 	normCalls map[string]int
+	// masks, keyed by row count, are 1/0 valid masks [M] of the grids the
+	// GroupNorms run on (netMasks): per-image statistics average only valid
+	// rows, so nodata borders do not shift them.
+	masks map[int]*Node
 	// fused, set only for inference graphs on the Go backend, builds each
 	// linear layer as the backend's FusedDense (bias added row-wise in
 	// place, SiLU applied in the same pass) and folds fixed GroupNorms into
@@ -66,6 +70,7 @@ type fwd struct {
 	Zspa, Zdiff, Zraw *Node // [L, K]
 	S, Q              *Node // [L, K]
 	Gtilde            *Node // [L]
+	U                 *Node // [L, 3] the gate's inputs: entropy, branch JS, prototype margin
 	Zcal              *Node // [L, K]
 }
 
@@ -74,6 +79,14 @@ func (n *net) linear(x *Node, name string) *Node {
 		return BackendFusedDense(x, n.p[name+".w"], n.p[name+".b"], compute.DenseConfig{})
 	}
 	return Add(MatMul(x, n.p[name+".w"]), ExpandLeftToRank(n.p[name+".b"], 2))
+}
+
+// linearNB is x W for a layer without bias (Mamba's projections).
+func (n *net) linearNB(x *Node, name string) *Node {
+	if n.fused {
+		return BackendFusedDense(x, n.p[name+".w"], nil, compute.DenseConfig{})
+	}
+	return MatMul(x, n.p[name+".w"])
 }
 
 // linearSilu is silu(linear(x, name)).
@@ -97,8 +110,8 @@ func (n *net) linearNormSilu(x *Node, lin, gn string) *Node {
 		key := normKey(gn, n.normCalls[gn]+1)
 		if st, ok := n.fixedNorm[key]; ok {
 			n.normCalls[gn]++
-			w, b := n.p[lin+".w"], n.p[lin+".b"]
-			c := b.Shape().Dimensions[0]
+			w, b := n.p[lin+".w"], n.p[lin+".b"] // b is nil for a layer without bias
+			c := w.Shape().Dimensions[1]
 			g := n.d.Groups
 			dt := x.DType()
 			mean := BroadcastToDims(Reshape(ConvertDType(st[0], dt), g, 1), g, c/g)
@@ -106,9 +119,15 @@ func (n *net) linearNormSilu(x *Node, lin, gn string) *Node {
 			a := Mul(Reshape(inv, c), n.p[gn+".g"])
 			shift := Sub(n.p[gn+".b"], Mul(Reshape(mean, c), a))
 			wf := Mul(w, ExpandLeftToRank(a, 2))
-			bf := Add(Mul(b, a), shift)
+			bf := shift
+			if b != nil {
+				bf = Add(Mul(b, a), shift)
+			}
 			return BackendFusedDense(x, wf, bf, compute.DenseConfig{Activation: compute.ActivationConfig{Type: compute.ActivationSilu}})
 		}
+	}
+	if _, ok := n.p[lin+".b"]; !ok {
+		return silu(n.groupNorm(n.linearNB(x, lin), gn))
 	}
 	return silu(n.groupNorm(n.linear(x, lin), gn))
 }
@@ -131,6 +150,14 @@ func (n *net) groupNorm(x *Node, name string) *Node {
 	if st, ok := n.fixedNorm[key]; ok {
 		mean = Reshape(ConvertDType(st[0], x.DType()), 1, g, 1)
 		variance = Reshape(ConvertDType(st[1], x.DType()), 1, g, 1)
+	} else if mk, ok := n.masks[m]; ok {
+		w := ConvertDType(Reshape(mk, m, 1, 1), x.DType())
+		count := MaxScalar(MulScalar(ReduceAllSum(w), float64(c/g)), 1)
+		mean = Div(ReduceAndKeep(Mul(xg, w), ReduceSum, 0, 2), count)
+		variance = Div(ReduceAndKeep(Mul(Square(Sub(xg, mean)), w), ReduceSum, 0, 2), count)
+		if n.recordNorm != nil {
+			*n.recordNorm = append(*n.recordNorm, normRecord{key: key, mean: Reshape(mean, g), vr: Reshape(variance, g)})
+		}
 	} else {
 		mean = ReduceAndKeep(xg, ReduceMean, 0, 2)
 		variance = ReduceAndKeep(Square(Sub(xg, mean)), ReduceMean, 0, 2)
@@ -203,7 +230,7 @@ func (n *net) causalConvWB(x, w, b *Node) *Node {
 }
 
 // mamba is the selective state-space block over the token sequence x [L, D].
-func (n *net) mamba(x *Node, name string) *Node { return n.linear(n.mambaInner(x, name), name+".out") }
+func (n *net) mamba(x *Node, name string) *Node { return n.linearNB(n.mambaInner(x, name), name+".out") }
 
 // mambaInner is mamba up to its output projection (name+".out"), so that
 // the caller can fuse that projection with what follows it.
@@ -217,9 +244,9 @@ func (n *net) mambaInner(x *Node, name string) *Node {
 		// instead of one product and copying slices of it, before and after
 		// the depthwise convolution (which acts per channel, so it splits
 		// the same way); SiLU(z) comes out of its product directly.
-		w, b := n.p[name+".in.w"], n.p[name+".in.b"]
+		w := n.p[name+".in.w"] // Mamba's input projection has no bias
 		part := func(lo, hi int, act compute.ActivationType) *Node {
-			return BackendFusedDense(x, Slice(w, AxisRange(), AxisRange(lo, hi)), Slice(b, AxisRange(lo, hi)), compute.DenseConfig{Activation: compute.ActivationConfig{Type: act}})
+			return BackendFusedDense(x, Slice(w, AxisRange(), AxisRange(lo, hi)), nil, compute.DenseConfig{Activation: compute.ActivationConfig{Type: act}})
 		}
 		cw, cb := n.p[name+".conv1d.w"], n.p[name+".conv1d.b"]
 		convPart := func(lo, hi int) *Node { // lo, hi within the x, B, C block
@@ -232,7 +259,7 @@ func (n *net) mambaInner(x *Node, name string) *Node {
 		cm = convPart(d.E+d.N, d.E+2*d.N)
 		dtRaw = part(d.E+xbc, d.E+xbc+d.Heads, compute.ActivationNone)
 	} else {
-		proj := n.linear(x, name+".in")
+		proj := n.linearNB(x, name+".in")
 		z = silu(Slice(proj, AxisRange(), AxisRange(0, d.E)))
 		xBC := Slice(proj, AxisRange(), AxisRange(d.E, d.E+xbc))
 		dtRaw = Slice(proj, AxisRange(), AxisRange(d.E+xbc, d.E+xbc+d.Heads))
@@ -337,30 +364,97 @@ func ssdScanMode(x, dA, b, c *Node, q int, inference bool) *Node {
 	return y
 }
 
-// encode runs the encoder and both branches on x [Hs, Ws, Bands], the
-// normalised scene averaged over Stride x Stride cells (cellMeans).
+// encode runs the encoder and both branches. x is the normalised scene:
+// for the cell encoder averaged over Stride x Stride cells, [Hs, Ws, Bands]
+// (cellMeans); for the paper's encoder at full resolution, [H, W, Bands].
 func (n *net) encode(x *Node) (f0, fspa, fdiff *Node) {
 	d := n.d
-	hs, ws := x.Shape().Dimensions[0], x.Shape().Dimensions[1]
-	e := n.linearNormSilu(Reshape(x, hs*ws, d.Bands), "embed", "embed.gn")
-	f0 = n.linearNormSilu(im2col3x3(Reshape(e, hs, ws, d.D)), "conv", "conv.gn") // [L, D]
+	if n.cfg.Encoder == EncoderPaper {
+		f0 = n.paperEncoder(x)
+	} else {
+		hs, ws := x.Shape().Dimensions[0], x.Shape().Dimensions[1]
+		e := n.linearNormSilu(Reshape(x, hs*ws, d.Bands), "embed", "embed.gn")
+		f0 = n.linearNormSilu(im2col3x3(Reshape(e, hs, ws, d.D)), "conv", "conv.gn") // [L, D]
+	}
 
 	fspa = Add(f0, n.linearNormSilu(n.mambaInner(f0, "spa"), "spa.out", "spa.gn"))
-	// Differential input: x - a * avg_pool_5(x) along channels (zero padded,
-	// divided by the full window, like PyTorch's avg_pool1d), as a banded matmul.
+	// Differential input: x - a * avg_pool_5(x) along channels, averaging
+	// only the channels inside the window at the edges (PyTorch's
+	// avg_pool1d with count_include_pad=False), as a banded matmul.
 	band := make([]float32, d.D*d.D)
 	half := d.DiffWindow / 2
 	for i := 0; i < d.D; i++ {
-		for j := i - half; j <= i+half; j++ {
-			if j >= 0 && j < d.D {
-				band[j*d.D+i] = 1 / float32(d.DiffWindow)
-			}
+		lo, hi := max(0, i-half), min(d.D-1, i+half)
+		for j := lo; j <= hi; j++ {
+			band[j*d.D+i] = 1 / float32(hi-lo+1)
 		}
 	}
 	pool := MatMul(f0, ConvertDType(Const(x.Graph(), tensorOf(band, d.D, d.D)), x.DType()))
 	xd := Sub(f0, Mul(n.p["diff.a"], pool))
-	fdiff = Add(xd, n.linearNormSilu(n.mambaInner(xd, "diff"), "diff.out", "diff.gn"))
+	// The branch output is added to f0 (not to xd): both branches are
+	// residual on the encoder's features.
+	fdiff = Add(f0, n.linearNormSilu(n.mambaInner(xd, "diff"), "diff.out", "diff.gn"))
 	return f0, fspa, fdiff
+}
+
+// paperEncoder is the paper's encoder on x [H, W, Bands] at full
+// resolution: 1x1 conv + GroupNorm + SiLU, 3x3 conv (zero padded), MaxPool
+// 2, GELU, AvgPool 2, on the floor grid [H/4, W/4] -> [L, D].
+func (n *net) paperEncoder(x *Node) *Node {
+	d := n.d
+	h, w := x.Shape().Dimensions[0], x.Shape().Dimensions[1]
+	hs, ws := h/Stride, w/Stride
+	e := Reshape(n.linearNormSilu(Reshape(x, h*w, d.Bands), "embed", "embed.gn"), h, w, d.D)
+	c := n.conv3x3Shifted(e, "conv") // [H, W, D]
+	// Only rows and columns [0, 4 hs) x [0, 4 ws) reach the floor grid.
+	if h != hs*Stride || w != ws*Stride {
+		c = Slice(c, AxisRange(0, hs*Stride), AxisRange(0, ws*Stride))
+	}
+	m := ReduceMax(Reshape(c, 2*hs, 2, 2*ws, 2, d.D), 1, 3) // MaxPool 2
+	m = gelu(m)
+	a := ReduceMean(Reshape(m, hs, 2, ws, 2, d.D), 1, 3) // AvgPool 2
+	return Reshape(a, hs*ws, d.D)
+}
+
+// gelu is the exact GELU, x Phi(x) (PyTorch's default).
+func gelu(x *Node) *Node {
+	return Mul(MulScalar(x, 0.5), OnePlus(Erf(MulScalar(x, 1/math.Sqrt2))))
+}
+
+// conv3x3Shifted is a zero-padded 3x3 convolution of x [H, W, C] with the
+// layer's weights [9C, D] (rows ordered tap (dy, dx) then channel, as
+// im2col3x3) as nine products of shifted views with [C, D] blocks, summed:
+// the same work as one im2col product without its [H*W, 9C] matrix (about
+// 1 GB at Pavia University's size with C = 128).
+func (n *net) conv3x3Shifted(x *Node, name string) *Node {
+	h, w, c := x.Shape().Dimensions[0], x.Shape().Dimensions[1], x.Shape().Dimensions[2]
+	wt := n.p[name+".w"]
+	dOut := wt.Shape().Dimensions[1]
+	zr := Zeros(x.Graph(), shapeOf(x.DType(), 1, w, c))
+	xp := Concatenate([]*Node{zr, x, zr}, 0)
+	zc := Zeros(x.Graph(), shapeOf(x.DType(), h+2, 1, c))
+	xp = Concatenate([]*Node{zc, xp, zc}, 1)
+	var out *Node
+	for dy := 0; dy < 3; dy++ {
+		for dx := 0; dx < 3; dx++ {
+			k := dy*3 + dx
+			view := Reshape(Slice(xp, AxisRange(dy, dy+h), AxisRange(dx, dx+w)), h*w, c)
+			wk := Slice(wt, AxisRange(k*c, (k+1)*c))
+			var term *Node
+			if n.fused {
+				term = BackendFusedDense(view, wk, nil, compute.DenseConfig{})
+			} else {
+				term = MatMul(view, wk)
+			}
+			if out == nil {
+				out = term
+			} else {
+				out = Add(out, term)
+			}
+		}
+	}
+	out = Add(out, ExpandLeftToRank(n.p[name+".b"], 2))
+	return Reshape(out, h, w, dOut)
 }
 
 func (n *net) head(f *Node) *Node {
@@ -419,7 +513,7 @@ func (n *net) forward(x *Node, bank func(f *Node) *Node, anchor, s *Node) fwd {
 	o.Zraw = n.head(o.F)
 	protos := bank(o.F)
 
-	tau := Exp(n.p["logtau"])
+	tau := n.p["tau"]
 	cos := MatMul(l2normalize(o.F, 1), Transpose(protos, 0, 1)) // [L, K]
 	o.S = Mul(tau, cos)
 	o.Q = Softmax(o.S, 1)
@@ -471,10 +565,24 @@ func (n *net) forward(x *Node, bank func(f *Node) *Node, anchor, s *Node) fwd {
 	q2 := ReduceMax(Mul(q, OneMinus(OneHot(pred, d.K, q.DType()))), 1)
 	uPro := OneMinus(Sub(q1, q2))
 	u := Stack([]*Node{uEnt, uBr, uPro}, 1) // [L, 3]
+	o.U = u
 	o.Gtilde = Sigmoid(Add(MatMul(u, n.p["gate.w"]), n.p["gate.b"]))
 	rho := n.cfg.GateFloor
 	gate := AddScalar(MulScalar(o.Gtilde, 1-rho), rho)
+	if n.cfg.Ablation == AblationNoRC {
+		// w/o RC: no reliability-aware calibration, the evidence applies in full.
+		gate = OnesLike(gate)
+	}
 	fcal := Add(o.F, Mul(Mul(s, InsertAxes(gate, -1)), delta))
 	o.Zcal = n.head(fcal)
 	return o
+}
+
+// setMasks registers the valid masks (netMasks order: finest grid first)
+// for the GroupNorms of the next graph build.
+func (n *net) setMasks(masks ...*Node) {
+	n.masks = make(map[int]*Node, len(masks))
+	for _, mk := range masks {
+		n.masks[mk.Shape().Dimensions[0]] = mk
+	}
 }

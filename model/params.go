@@ -93,10 +93,12 @@ func initParams(d dims, cfg Config, rng *rand.Rand) paramSet {
 	linear("embed", d.Bands, d.D, false)
 	norm("embed.gn", d.D)
 	linear("conv", 9*d.D, d.D, false)
-	norm("conv.gn", d.D)
+	if cfg.Encoder != EncoderPaper { // the paper's 3x3 conv is followed by pooling, not a norm
+		norm("conv.gn", d.D)
+	}
 	for _, br := range []string{"spa", "diff"} {
 		xbc := d.E + 2*d.N
-		linear(br+".in", d.D, d.E+xbc+d.Heads, false)
+		add(br+".in.w", []int{d.D, d.E + xbc + d.Heads}, uniform(d.D)) // Mamba's projections have no bias
 		linear(br+".conv1d", d.DConv, xbc, false) // depthwise: one weight per tap and channel
 		// dt bias: inverse softplus of dt drawn log-uniformly in [1e-3, 1e-1] (Mamba's init).
 		add(br+".dtbias", []int{d.Heads}, func(int) float32 {
@@ -105,7 +107,7 @@ func initParams(d dims, cfg Config, rng *rand.Rand) paramSet {
 		})
 		add(br+".alog", []int{d.Heads}, func(int) float32 { return float32(math.Log(1 + 15*rng.Float64())) })
 		add(br+".dskip", []int{d.Heads}, constant(1))
-		linear(br+".out", d.E, d.D, false)
+		add(br+".out.w", []int{d.E, d.D}, uniform(d.E))
 		norm(br+".gn", d.D)
 		linear(br+".aux", d.D, d.K, false)
 	}
@@ -114,13 +116,13 @@ func initParams(d dims, cfg Config, rng *rand.Rand) paramSet {
 	linear("head.1", d.D, d.D, false)
 	norm("head.gn", d.D)
 	linear("head.2", d.D, d.K, false)
-	add("logtau", []int{}, constant(float32(math.Log(cfg.TauInit))))
+	add("tau", []int{}, constant(float32(cfg.TauInit))) // the scale itself, as the paper writes it
 	for _, ev := range []string{"gpos", "gneg"} {
 		linear(ev+".1", 4*d.D, d.D, false)
 		linear(ev+".2", d.D, d.D, true) // zero-initialised: calibration starts as the identity
 	}
-	// Uncertainty fusion starts as an even blend of the three sources.
-	add("gate.w", []int{3}, constant(1))
-	add("gate.b", []int{}, constant(-1.5))
+	// Uncertainty fusion: a 1x1 conv of the three sources, PyTorch's default init.
+	add("gate.w", []int{3}, uniform(3))
+	add("gate.b", []int{}, uniform(3))
 	return ps
 }

@@ -114,12 +114,14 @@ func groupNormStats(b compute.Backend, m *Model, s Scene) ([]normStat, error) {
 	}
 	n := &net{d: d, cfg: m.meta.Config}
 	var keys []string
+	masks := netMasks(s, m.meta.Config.Encoder)
 	fn := func(g *Graph, in []*Node) []*Node {
 		x, protos := in[0], in[1]
 		n.p = make(map[string]*Node, len(m.params))
 		for i, prm := range m.params {
 			n.p[prm.Name] = in[2+i]
 		}
+		n.setMasks(in[2+len(m.params):]...)
 		var recs []normRecord
 		n.recordNorm, n.normCalls, n.fixedNorm = &recs, nil, nil
 		o := m.inferForward(n, x, protos)
@@ -138,10 +140,13 @@ func groupNormStats(b compute.Backend, m *Model, s Scene) ([]normStat, error) {
 		return nil, err
 	}
 	defer exec.Finalize()
-	hp, wp := padTo(s.Rows), padTo(s.Cols)
-	args := []any{tensorOf(cellMeans(s, m.meta.StretchLo, m.meta.StretchHi), hp/Stride, wp/Stride, s.Bands), tensorOf(m.protos, d.K, d.D)}
+	x, xdims := netInput(s, m.meta.StretchLo, m.meta.StretchHi, m.meta.Config.Encoder)
+	args := []any{tensorOf(x, xdims...), tensorOf(m.protos, d.K, d.D)}
 	for _, prm := range m.params {
 		args = append(args, tensorOf(prm.Data, prm.Shape...))
+	}
+	for _, mk := range masks {
+		args = append(args, tensorOf(mk, len(mk)))
 	}
 	out, err := exec.Call(args...)
 	if err != nil {
@@ -193,12 +198,16 @@ func (p *Predictor) Predict(ctx context.Context, s Scene) (pred Prediction, err 
 	}()
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	x := cellMeans(s, p.m.meta.StretchLo, p.m.meta.StretchHi)
-	hp, wp := padTo(s.Rows), padTo(s.Cols)
+	enc := p.m.meta.Config.Encoder
+	if enc == EncoderPaper && (s.Rows < Stride || s.Cols < Stride) {
+		return Prediction{}, fmt.Errorf("predict %dx%d: the paper encoder needs at least %dx%d pixels", s.Rows, s.Cols, Stride, Stride)
+	}
+	x, xdims := netInput(s, p.m.meta.StretchLo, p.m.meta.StretchHi, enc)
+	hs, ws := lowRes(s.Rows, enc), lowRes(s.Cols, enc)
 	args := []any{
-		tensorOf(x, hp/Stride, wp/Stride, s.Bands),
-		tensorOf(upMatrix(s.Rows), s.Rows, hp/Stride),
-		tensorOf(upMatrix(s.Cols), s.Cols, wp/Stride),
+		tensorOf(x, xdims...),
+		tensorOf(upMatrix(s.Rows, hs), s.Rows, hs),
+		tensorOf(upMatrix(s.Cols, ws), s.Cols, ws),
 	}
 	for _, w := range p.weights {
 		args = append(args, w)

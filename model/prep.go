@@ -125,11 +125,24 @@ func cellMeanRows(s Scene, cr0, cr1, ws int, scale, lo, out, count []float32) {
 	}
 }
 
-// upMatrix is the bilinear interpolation matrix [n][n/Stride rounded up]
-// from the stride-4 grid to n full-resolution positions, with PyTorch's
-// align_corners=False convention (source = (i+0.5)/4 - 0.5, clamped).
-func upMatrix(n int) []float32 {
-	ns := padTo(n) / Stride
+// lowRes is the network's output grid size along an axis of n pixels: the
+// cell encoder's ceil(n/4) cells (a partial cell averages its pixels), the
+// paper encoder's floor grid (MaxPool and AvgPool drop a remainder).
+func lowRes(n int, encoder string) int {
+	if encoder == EncoderPaper {
+		return n / Stride
+	}
+	return padTo(n) / Stride
+}
+
+// upMatrix is the bilinear interpolation matrix [n][ns] from a stride-4
+// grid of ns cells to n full-resolution positions, with PyTorch's
+// align_corners=False convention (source = (i+0.5)/4 - 0.5, clamped). The
+// reference uses align_corners=True, whose source positions depend on the
+// scene's size; this convention depends only on the pixel's position in
+// its cell, so a tile (aligned to 4 pixels) interpolates exactly like the
+// whole scene.
+func upMatrix(n, ns int) []float32 {
 	m := make([]float32, n*ns)
 	for i := 0; i < n; i++ {
 		src := (float64(i)+0.5)/Stride - 0.5
@@ -142,10 +155,94 @@ func upMatrix(n int) []float32 {
 		}
 		i1 := min(i0+1, ns-1)
 		f := float32(src - float64(i0))
+		if i0 == i1 {
+			f = 0
+		}
 		m[i*ns+i0] += 1 - f
 		m[i*ns+i1] += f
 	}
 	return m
+}
+
+// stretched is s stretched to [0,1] per band with lo/hi (clipped), full
+// resolution [Rows][Cols][Bands], zero at invalid pixels: the paper
+// encoder's input.
+func stretched(s Scene, lo, hi []float32) []float32 {
+	out := make([]float32, len(s.Data))
+	scale := make([]float32, s.Bands)
+	for b := range scale {
+		if d := hi[b] - lo[b]; d > 0 {
+			scale[b] = 1 / d
+		}
+	}
+	workers := min(runtime.GOMAXPROCS(0), s.Rows)
+	var wg sync.WaitGroup
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func(r0, r1 int) {
+			defer wg.Done()
+			for i := r0 * s.Cols; i < r1*s.Cols; i++ {
+				if !s.valid(i) {
+					continue
+				}
+				dst := out[i*s.Bands : (i+1)*s.Bands]
+				for b, v := range s.Data[i*s.Bands : (i+1)*s.Bands] {
+					x := (v - lo[b]) * scale[b]
+					if !(x >= 0) { // also NaN
+						x = 0
+					} else if x > 1 {
+						x = 1
+					}
+					dst[b] = x
+				}
+			}
+		}(w*s.Rows/workers, (w+1)*s.Rows/workers)
+	}
+	wg.Wait()
+	return out
+}
+
+// netInput is the network's input for s: the cell means [Hs, Ws, Bands]
+// for the cell encoder, the stretched scene [Rows, Cols, Bands] for the
+// paper's; with the valid masks of the grids its GroupNorms run on (see
+// netMasks).
+func netInput(s Scene, lo, hi []float32, encoder string) (x []float32, dims []int) {
+	if encoder == EncoderPaper {
+		return stretched(s, lo, hi), []int{s.Rows, s.Cols, s.Bands}
+	}
+	return cellMeans(s, lo, hi), []int{padTo(s.Rows) / Stride, padTo(s.Cols) / Stride, s.Bands}
+}
+
+// netMasks are 1/0 valid masks of the grids the network normalises on, so
+// that nodata pixels and cells stay out of GroupNorm statistics: the
+// stride-4 grid (a cell is valid when one of its pixels is: the pixels it
+// pools from for the paper's floor grid), and for the paper encoder also
+// the full-resolution pixels (first).
+func netMasks(s Scene, encoder string) [][]float32 {
+	hs, ws := lowRes(s.Rows, encoder), lowRes(s.Cols, encoder)
+	cells := make([]float32, hs*ws)
+	var pix []float32
+	if encoder == EncoderPaper {
+		pix = make([]float32, s.Rows*s.Cols)
+	}
+	for r := 0; r < s.Rows; r++ {
+		for c := 0; c < s.Cols; c++ {
+			i := r*s.Cols + c
+			if !s.valid(i) {
+				continue
+			}
+			if pix != nil {
+				pix[i] = 1
+			}
+			if cr, cc := r/Stride, c/Stride; cr < hs && cc < ws {
+				cells[cr*ws+cc] = 1
+			}
+		}
+	}
+	if pix != nil {
+		return [][]float32{pix, cells}
+	}
+	return [][]float32{cells}
 }
 
 // pickSplit chooses up to perClass training pixels per class with rng seeded

@@ -42,7 +42,7 @@ func TestProfileParts(t *testing.T) {
 	x := tensorOf(rnd(l*bands), hs, ws, bands)
 	f := tensorOf(rnd(l*d.D), l, d.D)
 	z := tensorOf(rnd(l*d.K), l, d.K)
-	ur, uc := tensorOf(upMatrix(rows), rows, hs), tensorOf(upMatrix(cols), cols, ws)
+	ur, uc := tensorOf(upMatrix(rows, hs), rows, hs), tensorOf(upMatrix(cols, ws), cols, ws)
 	parts := []struct {
 		name   string
 		input  any

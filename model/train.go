@@ -31,6 +31,9 @@ func (o TrainOptions) withDefaults() TrainOptions {
 	if c.Ablation == "" {
 		c.Ablation = AblationFull
 	}
+	if c.Encoder == "" {
+		c.Encoder = def.Encoder
+	}
 	if o.TrainPerClass == 0 {
 		o.TrainPerClass = DefaultTrainPerClass
 	}
@@ -46,9 +49,14 @@ func (o TrainOptions) withDefaults() TrainOptions {
 // validateConfig checks the values a user can set.
 func validateConfig(c Config) error {
 	switch c.Ablation {
-	case AblationFull, AblationBase, AblationNoEC, AblationNoRC:
+	case AblationFull, AblationBase, AblationNoEC, AblationNoRC, AblationNoRecovery:
 	default:
-		return fmt.Errorf("ablation %q: want full, base, no-ec or no-rc", c.Ablation)
+		return fmt.Errorf("ablation %q: want full, base, no-ec, no-rc or no-recovery", c.Ablation)
+	}
+	switch c.Encoder {
+	case EncoderPaper, EncoderCell:
+	default:
+		return fmt.Errorf("encoder %q: want paper or cell", c.Encoder)
 	}
 	switch {
 	case c.Epochs < 1:
@@ -71,7 +79,8 @@ func validateConfig(c Config) error {
 
 // trainData is everything a training step needs besides the weights.
 type trainData struct {
-	x        *tensors.Tensor // [Hs, Ws, B] cell means
+	x        *tensors.Tensor // the network's input (netInput)
+	masks    []*tensors.Tensor // netMasks: valid rows of the grids GroupNorm runs on
 	anchor   *tensors.Tensor // [L] int32 dense class of cells holding a training pixel, else -1
 	wtr      *tensors.Tensor // [Ntr, L] bilinear weights of the training pixels
 	ytr      *tensors.Tensor // [Ntr] int32 dense class
@@ -186,7 +195,7 @@ func Train(ctx context.Context, s Scene, labels []int32, opts TrainOptions) (m *
 	for t, i := range trainIdx {
 		ytrain[t] = trainClass(i)
 	}
-	td := newTrainData(s, lo, hi, trainIdx, ytrain)
+	td := newTrainData(s, lo, hi, trainIdx, ytrain, cfg.Encoder)
 
 	rng := rand.New(rand.NewPCG(uint64(opts.Seed), 0x6d616d6261))
 	params := initParams(d, cfg, rng)
@@ -250,31 +259,31 @@ func Train(ctx context.Context, s Scene, labels []int32, opts TrainOptions) (m *
 // normalised padded scene, the anchor class of cells holding a training
 // pixel, the bilinear weights from the stride-4 grid to each training pixel,
 // and the valid-cell mask.
-func newTrainData(s Scene, lo, hi []float32, trainIdx []int, ytrain []int32) trainData {
-	hp, wp := padTo(s.Rows), padTo(s.Cols)
-	hs, ws := hp/Stride, wp/Stride
+func newTrainData(s Scene, lo, hi []float32, trainIdx []int, ytrain []int32, encoder string) trainData {
+	hs, ws := lowRes(s.Rows, encoder), lowRes(s.Cols, encoder)
 	l := hs * ws
-	td := trainData{x: tensorOf(cellMeans(s, lo, hi), hs, ws, s.Bands)}
+	x, xdims := netInput(s, lo, hi, encoder)
+	td := trainData{x: tensorOf(x, xdims...)}
+	masks := netMasks(s, encoder)
+	for _, mk := range masks {
+		td.masks = append(td.masks, tensorOf(mk, len(mk)))
+	}
 	anchor := make([]int32, l)
 	for i := range anchor {
 		anchor[i] = -1
 	}
-	cellMask := make([]float32, l)
-	for i := 0; i < s.Rows*s.Cols; i++ {
-		if s.valid(i) {
-			cellMask[(i/s.Cols)/Stride*ws+(i%s.Cols)/Stride] = 1
-		}
-	}
-	ur, uc := upMatrix(s.Rows), upMatrix(s.Cols)
+	cellMask := masks[len(masks)-1]
+	ur, uc := upMatrix(s.Rows, hs), upMatrix(s.Cols, ws)
 	ntr := len(trainIdx)
 	wtr := make([]float32, ntr*l)
 	ytr := make([]int32, ntr)
 	for t, i := range trainIdx {
 		r, c := i/s.Cols, i%s.Cols
 		ytr[t] = ytrain[t]
-		if cell := r/Stride*ws + c/Stride; anchor[cell] < 0 {
-			anchor[cell] = ytr[t]
-		}
+		// The cell a training pixel lies in anchors it (the last pixel wins,
+		// like the reference); pixels past the paper's floor grid go to the
+		// nearest cell.
+		anchor[min(r/Stride, hs-1)*ws+min(c/Stride, ws-1)] = ytr[t]
 		for a := 0; a < hs; a++ {
 			if wa := ur[r*hs+a]; wa != 0 {
 				for bb := 0; bb < ws; bb++ {
@@ -285,7 +294,6 @@ func newTrainData(s Scene, lo, hi []float32, trainIdx []int, ytrain []int32) tra
 	}
 	td.anchor, td.cellMask = tensorOf(anchor, l), tensorOf(cellMask, l)
 	td.wtr, td.ytr = tensorOf(wtr, ntr, l), tensorOf(ytr, ntr)
-
 	return td
 }
 
@@ -296,6 +304,7 @@ type trainer struct {
 	names []string
 	state []*tensors.Tensor // protos, protoInit, params..., adamM..., adamV...
 	t     int
+	masks int // valid masks the step takes (trainData.masks)
 }
 
 const (
@@ -311,8 +320,15 @@ func newTrainer(b compute.Backend, d dims, cfg Config, params paramSet) (*traine
 		tr.names = append(tr.names, p.Name)
 	}
 	n := &net{d: d, cfg: cfg}
+	nm := 1 // valid masks (netMasks): the stride-4 grid, and full resolution for the paper encoder
+	if cfg.Encoder == EncoderPaper {
+		nm = 2
+	}
+	tr.masks = nm
 	fn := func(g *Graph, in []*Node) []*Node {
 		x, anchor, wtr, ytr, cellMask, calib, a1, c2 := in[0], in[1], in[2], in[3], in[4], in[5], in[6], in[7]
+		n.setMasks(in[8 : 8+nm]...)
+		in = in[nm:]
 		protos, protoInit := in[8], in[9]
 		pNodes := in[10 : 10+np]
 		mNodes := in[10+np : 10+2*np]
@@ -360,7 +376,10 @@ func newTrainer(b compute.Backend, d dims, cfg Config, params paramSet) (*traine
 func (n *net) loss(x, anchor, wtr, ytr, cellMask, calib, protos, protoInit *Node) (loss, acc, newProtos, newInit *Node) {
 	d, cfg := n.d, n.cfg
 	bank := func(f *Node) *Node {
-		newProtos, newInit = updateBank(StopGradient(f), anchor, protos, protoInit, d.K, cfg.Momentum)
+		// The class means come from the features at the training pixels,
+		// bilinearly sampled from the grid (as the reference does).
+		feats := MatMul(wtr, n.sg(f)) // [Ntr, D]
+		newProtos, newInit = updateBank(feats, ytr, protos, protoInit, d.K, cfg.Momentum)
 		return newProtos
 	}
 	o := n.forward(x, bank, anchor, calib)
@@ -378,8 +397,9 @@ func (n *net) loss(x, anchor, wtr, ytr, cellMask, calib, protos, protoInit *Node
 		loss = Add(loss, MulScalar(ce(o.S), lambdaProto))
 	}
 	if lambdaCon != 0 {
-		// (1 - G~)-weighted KL(P_raw || P_cal) over the valid cells.
-		lraw, lcal := LogSoftmax(o.Zraw, 1), LogSoftmax(o.Zcal, 1)
+		// (1 - G~)-weighted KL(P_raw || P_cal) over the valid cells; P_raw
+		// is the target, so no gradient flows into it (as in the reference).
+		lraw, lcal := LogSoftmax(n.sg(o.Zraw), 1), LogSoftmax(o.Zcal, 1)
 		kl := ReduceSum(Mul(Exp(lraw), Sub(lraw, lcal)), 1)
 		w := Mul(OneMinus(n.sg(o.Gtilde)), cellMask)
 		lcon := Div(ReduceAllSum(Mul(w, kl)), MaxScalar(ReduceAllSum(cellMask), 1))
@@ -392,7 +412,8 @@ func (n *net) loss(x, anchor, wtr, ytr, cellMask, calib, protos, protoInit *Node
 }
 
 // updateBank is the momentum update of the prototype bank from the class
-// means of the features f [L, D] of cells with an anchor class: an
+// means of the features f [N, D] of rows with a class in anchor [N] (-1:
+// none): an
 // uninitialised prototype (init 0) takes the normalised mean, the others
 // Norm(m p + (1-m) mean); classes absent from this step keep theirs.
 func updateBank(f, anchor, protos, init *Node, k int, momentum float64) (newProtos, newInit *Node) {
@@ -418,6 +439,12 @@ func (tr *trainer) step(td trainData, calib float32) (loss, acc float64, err err
 	a1 := float32(tr.cfg.LearningRate / bc1)
 	c2 := float32(1 / math.Sqrt(bc2))
 	args := []any{td.x, td.anchor, td.wtr, td.ytr, td.cellMask, calib, a1, c2}
+	if len(td.masks) != tr.masks {
+		return 0, 0, fmt.Errorf("training data has %d valid masks, the step takes %d", len(td.masks), tr.masks)
+	}
+	for _, t := range td.masks {
+		args = append(args, t)
+	}
 	for _, t := range tr.state {
 		args = append(args, t)
 	}

@@ -222,9 +222,9 @@ func (c *Classifier) readTiles(ctx context.Context, f *failer, sc *geo.Scene, na
 }
 
 // padTile turns a block read for t.Read into a model scene of t.Input's
-// shape. The few rows and columns t.Input overhangs the scene repeat the
-// last row and column, validity included: the same padding the model gives
-// a whole scene whose size is not a multiple of the stride.
+// shape. The few rows and columns t.Input overhangs the scene are invalid
+// (zero, Valid false): a partial 4x4 cell then averages only the scene's
+// pixels, exactly as in a whole-scene run.
 func padTile(b geo.Block, t tiling.Tile) model.Scene {
 	in := t.Input
 	if b.Rows == in.Rows && b.Cols == in.Cols {
@@ -232,13 +232,16 @@ func padTile(b geo.Block, t tiling.Tile) model.Scene {
 	}
 	s := model.Scene{Rows: in.Rows, Cols: in.Cols, Bands: b.Bands,
 		Data: make([]float32, in.Rows*in.Cols*b.Bands), Valid: make([]bool, in.Rows*in.Cols)}
-	for r := 0; r < in.Rows; r++ {
-		sr := min(r, b.Rows-1)
-		for col := 0; col < in.Cols; col++ {
-			sc := min(col, b.Cols-1)
-			src, dst := sr*b.Cols+sc, r*in.Cols+col
-			copy(s.Data[dst*b.Bands:(dst+1)*b.Bands], b.Data[src*b.Bands:(src+1)*b.Bands])
-			s.Valid[dst] = b.Valid[src]
+	for r := 0; r < min(in.Rows, b.Rows); r++ {
+		n := min(in.Cols, b.Cols)
+		src, dst := r*b.Cols, r*in.Cols
+		copy(s.Data[dst*b.Bands:(dst+n)*b.Bands], b.Data[src*b.Bands:(src+n)*b.Bands])
+		if b.Valid == nil {
+			for c := range n {
+				s.Valid[dst+c] = true
+			}
+		} else {
+			copy(s.Valid[dst:dst+n], b.Valid[src:src+n])
 		}
 	}
 	return s

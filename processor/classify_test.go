@@ -420,7 +420,7 @@ func TestClassifyCancel(t *testing.T) {
 }
 
 func TestPadTile(t *testing.T) {
-	// A 3x2 block of 2 bands padded to a 4x4 input: the last row and column repeat.
+	// A 3x2 block of 2 bands padded to a 4x4 input: the overhang is zero and invalid.
 	b := geo.Block{Window: geo.Window{Cols: 2, Rows: 3}, Bands: 2,
 		Data:  []float32{1, 10, 2, 20, 3, 30, 4, 40, 5, 50, 6, 60},
 		Valid: []bool{true, true, true, false, true, true}}
@@ -429,18 +429,61 @@ func TestPadTile(t *testing.T) {
 	if s.Rows != 4 || s.Cols != 4 || len(s.Data) != 32 || len(s.Valid) != 16 {
 		t.Fatalf("got %dx%d with %d values, want 4x4 with 32", s.Cols, s.Rows, len(s.Data))
 	}
-	want := [][2]float32{{1, 10}, {2, 20}, {2, 20}, {2, 20}, {3, 30}, {4, 40}, {4, 40}, {4, 40},
-		{5, 50}, {6, 60}, {6, 60}, {6, 60}, {5, 50}, {6, 60}, {6, 60}, {6, 60}}
+	want := [][2]float32{{1, 10}, {2, 20}, {}, {}, {3, 30}, {4, 40}, {}, {}, {5, 50}, {6, 60}, {}, {}, {}, {}, {}, {}}
 	for i, w := range want {
 		if got := [2]float32{s.Data[2*i], s.Data[2*i+1]}; got != w {
 			t.Errorf("pixel %d: got %v, want %v", i, got, w)
 		}
 	}
-	wantValid := []bool{true, true, true, true, true, false, false, false, true, true, true, true, true, true, true, true}
+	wantValid := []bool{true, true, false, false, true, false, false, false, true, true, false, false, false, false, false, false}
 	for i, w := range wantValid {
 		if s.Valid[i] != w {
 			t.Errorf("pixel %d: got valid %v, want %v", i, s.Valid[i], w)
 		}
+	}
+}
+
+// TestPaddedTileMatchesWhole runs the network on a scene whose sides are
+// not multiples of the stride, whole and as one tile padded to the
+// stride: the last 1-3 rows and columns sit in partial 4x4 cells, which
+// average only the scene's pixels in both, so the probabilities agree.
+// (Padding that repeats the last row and column shifts those cells' means.)
+func TestPaddedTileMatchesWhole(t *testing.T) {
+	f := getFixture(t)
+	const rows, cols = 150, 141 // 150 = 4*37 + 2, 141 = 4*35 + 1
+	data, _ := synthScene(rows, cols, f.bands, fixClasses, 9)
+	valid := make([]bool, rows*cols)
+	for i := range valid {
+		valid[i] = true
+	}
+	p, err := model.NewPredictor(f.model, "go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	whole, err := p.Predict(context.Background(), model.Scene{Rows: rows, Cols: cols, Bands: f.bands, Data: data, Valid: valid})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := geo.Block{Window: geo.Window{Rows: rows, Cols: cols}, Bands: f.bands, Data: data, Valid: valid}
+	tile := tiling.Tile{Input: tiling.Rect{Rows: 152, Cols: 144}, Read: tiling.Rect{Rows: rows, Cols: cols}}
+	padded, err := p.Predict(context.Background(), padTile(b, tile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := whole.Classes
+	worst := 0.0
+	for r := 0; r < rows; r++ {
+		for c := 0; c < cols; c++ {
+			for j := 0; j < k; j++ {
+				d := math.Abs(float64(whole.Prob[(r*cols+c)*k+j] - padded.Prob[(r*144+c)*k+j]))
+				worst = max(worst, d)
+			}
+		}
+	}
+	t.Logf("max |P_up whole - P_up padded tile| = %.3g", worst)
+	if worst > 1e-5 {
+		t.Errorf("probabilities of the padded tile differ from the whole scene's by %.3g, want <= 1e-5", worst)
 	}
 }
 

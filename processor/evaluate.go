@@ -55,7 +55,7 @@ type Evaluation struct {
 	Recovery            model.RecoveryParams
 	// Raw is the accuracy of argmax P_up (no recovery); Recovered of argmax
 	// P_rec. Final is the one the model's ablation uses for its labels
-	// (Raw for no-rc, Recovered otherwise).
+	// (Raw for no-recovery, Recovered otherwise).
 	Raw, Recovered model.Accuracy
 	FinalRecovered bool
 	Reliability    []ReliabilityScore
@@ -211,7 +211,7 @@ func Score(m ScoreSpec, pred model.Prediction, scene model.Scene, labels []int32
 		ModelChecksum: m.Checksum, Backend: m.Backend, Ablation: m.Ablation,
 		Classes: classes, Rows: pred.Rows, Cols: pred.Cols,
 		TestPixels: len(test), TrainPixelsExcluded: excluded, Recovery: rec,
-		Raw: raw, Recovered: recovered, FinalRecovered: m.Ablation != model.AblationNoRC,
+		Raw: raw, Recovered: recovered, FinalRecovered: m.Ablation != model.AblationNoRecovery,
 	}
 	final := prec
 	if !ev.FinalRecovered {

@@ -64,14 +64,14 @@ func TestScoreHandChecked(t *testing.T) {
 		}
 	}
 
-	// w/o RC: the labels come without recovery, so pixel 2 is the one error.
-	spec, pred, labels = handScore(model.AblationNoRC)
+	// w/o recovery: the labels come without recovery, so pixel 2 is the one error.
+	spec, pred, labels = handScore(model.AblationNoRecovery)
 	ev, err = Score(spec, pred, model.Scene{}, labels, EvalOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !near(ev.Final().OA, 0.75) {
-		t.Fatalf("no-rc final OA: got %v, want 0.75", ev.Final().OA)
+		t.Fatalf("no-recovery final OA: got %v, want 0.75", ev.Final().OA)
 	}
 	want := map[model.ReliabilityKind]struct{ auroc, recall float64 }{
 		// margin uncertainties of test pixels 1..4: 0.4 0.8 0.7 0.9; the error (0.8)
@@ -154,7 +154,7 @@ func TestScoreOptionsAndErrors(t *testing.T) {
 }
 
 func TestEvaluationOutputs(t *testing.T) {
-	spec, pred, labels := handScore(model.AblationNoRC)
+	spec, pred, labels := handScore(model.AblationNoRecovery)
 	// A class without test pixels gives NaN per-class accuracy: null in JSON.
 	spec.Classes = append(spec.Classes, model.Class{Value: 3, Name: "c"})
 	pred.Classes = 3
@@ -204,7 +204,7 @@ func TestEvaluationOutputs(t *testing.T) {
 }
 
 func TestScoreSpectral(t *testing.T) {
-	spec, pred, labels := handScore(model.AblationNoRC)
+	spec, pred, labels := handScore(model.AblationNoRecovery)
 	spec.TrainIndices = []int{0, 4}
 	// Pixel 2 (truth 1, predicted 2 without recovery) has a class-1 spectrum.
 	scene := model.Scene{Rows: 1, Cols: 5, Bands: 2, Data: []float32{1, 0, 1, 0.1, 1, 0.2, 0.1, 1, 0, 1}}

@@ -20,7 +20,9 @@ import (
 type ExperimentOptions struct {
 	Runs      int   // runs per variant (0 = 10)
 	FirstSeed int64 // run i uses FirstSeed+i (0 = model.DefaultSeed, 202501)
-	// Ablation adds the paper's ablation variants: Base, w/o EC and w/o RC
+	// Ablation adds the paper's ablation variants: Base, w/o EC, w/o RC
+	// (gate fixed, G = 1) and w/o recovery (the full network's labels
+	// without the AvgPool recovery)
 	// beside the full model. w/o RC is the full network evaluated without
 	// the recovery step, so it reuses the full model's runs.
 	Ablation bool
@@ -110,6 +112,8 @@ func variantLabel(v model.Ablation) string {
 		return "w/o EC"
 	case model.AblationNoRC:
 		return "w/o RC"
+	case model.AblationNoRecovery:
+		return "w/o recovery"
 	}
 	return "PNEC-Mamba"
 }
@@ -146,7 +150,7 @@ func RunExperiment(ctx context.Context, s model.Scene, labels []int32, opts Expe
 	}
 	trained := []model.Ablation{model.AblationFull}
 	if opts.Ablation {
-		trained = []model.Ablation{model.AblationBase, model.AblationNoEC, model.AblationFull}
+		trained = []model.Ablation{model.AblationBase, model.AblationNoEC, model.AblationNoRC, model.AblationFull}
 	}
 	results := map[model.Ablation][]RunResult{}
 	exp := Experiment{FirstSeed: opts.FirstSeed, Runs: opts.Runs}
@@ -187,18 +191,18 @@ func RunExperiment(ctx context.Context, s model.Scene, labels []int32, opts Expe
 				"oa", pct(r.Accuracy.OA), "train_s", fmt.Sprintf("%.1f", trainTime.Seconds()),
 				"inference_s", fmt.Sprintf("%.2f", r.InferenceTime.Seconds()))
 			if variant == model.AblationFull && opts.Ablation {
-				// w/o RC: the same network, labels without the recovery step.
+				// w/o recovery: the same network, labels without the AvgPool recovery.
 				nr := r
-				nr.Variant = model.AblationNoRC
+				nr.Variant = model.AblationNoRecovery
 				nr.Accuracy = ev.Raw
 				nr.Reliability = nil
-				results[model.AblationNoRC] = append(results[model.AblationNoRC], nr)
+				results[model.AblationNoRecovery] = append(results[model.AblationNoRecovery], nr)
 			}
 		}
 	}
 	order := []model.Ablation{model.AblationFull}
 	if opts.Ablation {
-		order = []model.Ablation{model.AblationBase, model.AblationNoEC, model.AblationNoRC, model.AblationFull}
+		order = []model.Ablation{model.AblationBase, model.AblationNoEC, model.AblationNoRC, model.AblationNoRecovery, model.AblationFull}
 	}
 	for _, v := range order {
 		exp.Variants = append(exp.Variants, summarize(v, results[v], len(exp.Classes)))

@@ -42,12 +42,12 @@ func TestRunExperimentAblation(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if calls != 3*2*3 {
-		t.Errorf("progress calls: got %d, want 18 (3 trained variants x 2 runs x 3 epochs)", calls)
+	if calls != 4*2*3 {
+		t.Errorf("progress calls: got %d, want 24 (4 trained variants x 2 runs x 3 epochs)", calls)
 	}
-	wantLabels := []string{"Base", "w/o EC", "w/o RC", "PNEC-Mamba"}
+	wantLabels := []string{"Base", "w/o EC", "w/o RC", "w/o recovery", "PNEC-Mamba"}
 	if len(exp.Variants) != len(wantLabels) {
-		t.Fatalf("got %d variants, want 4", len(exp.Variants))
+		t.Fatalf("got %d variants, want %d", len(exp.Variants), len(wantLabels))
 	}
 	for i, v := range exp.Variants {
 		if v.Label != wantLabels[i] || len(v.Runs) != 2 || v.Runs[0].Seed != 7 || v.Runs[1].Seed != 8 {
@@ -57,11 +57,15 @@ func TestRunExperimentAblation(t *testing.T) {
 			t.Errorf("%s: got OA %+v and %d class stats", v.Label, v.OA, len(v.PerClass))
 		}
 	}
-	// w/o RC shares the full model's runs (same training time) but not its labels' recovery.
-	noRC, full := exp.Variants[2], exp.Variants[3]
+	// w/o recovery shares the full model's runs (same training time) but not
+	// its labels' recovery; w/o RC is a network of its own (gate G = 1).
+	noRC, noRec, full := exp.Variants[2], exp.Variants[3], exp.Variants[4]
 	for i := range full.Runs {
-		if noRC.Runs[i].TrainTime != full.Runs[i].TrainTime {
-			t.Errorf("run %d: w/o RC should reuse the full model's run", i)
+		if noRec.Runs[i].TrainTime != full.Runs[i].TrainTime {
+			t.Errorf("run %d: w/o recovery should reuse the full model's run", i)
+		}
+		if noRC.Runs[i].TrainTime == full.Runs[i].TrainTime {
+			t.Errorf("run %d: w/o RC should be trained on its own", i)
 		}
 	}
 	var buf bytes.Buffer
@@ -89,7 +93,7 @@ func TestRunExperimentAblation(t *testing.T) {
 	if err := json.Unmarshal(buf.Bytes(), &js); err != nil {
 		t.Fatalf("JSON does not parse: %v", err)
 	}
-	if len(js.Variants) != 4 || js.Variants[3].OA.Mean == nil || len(js.Variants[3].Runs) != 2 {
+	if len(js.Variants) != 5 || js.Variants[4].OA.Mean == nil || len(js.Variants[4].Runs) != 2 {
 		t.Errorf("JSON: got %+v", js)
 	}
 }

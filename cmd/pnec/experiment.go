@@ -46,7 +46,7 @@ func experimentModelFlags() []cli.Flag {
 	var out []cli.Flag
 	for _, f := range modelFlags() {
 		if f.Names()[0] == "ablation" {
-			out = append(out, &cli.BoolFlag{Name: "ablation", Usage: "also run the Base, w/o EC and w/o RC variants"})
+			out = append(out, &cli.BoolFlag{Name: "ablation", Usage: "also run the Base, w/o EC, w/o RC (gate G = 1) and w/o recovery variants"})
 			continue
 		}
 		out = append(out, f)

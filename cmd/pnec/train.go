@@ -61,7 +61,8 @@ func modelFlags() []cli.Flag {
 		&cli.Float64Flag{Name: "gate-floor", Value: d.GateFloor, Usage: "gate floor `RHO` in 0..1"},
 		&cli.IntFlag{Name: "window", Value: d.Recovery.Window, Usage: "recovery window in `PIXELS` (odd), stored in the model"},
 		&cli.Float64Flag{Name: "eta", Value: d.Recovery.Eta, Usage: "recovery strength `ETA` in 0..1, stored in the model"},
-		&cli.StringFlag{Name: "ablation", Value: string(d.Ablation), Usage: "network `VARIANT`: full, base (no evidence calibration), no-ec (s = 0), no-rc (no recovery)"},
+		&cli.StringFlag{Name: "ablation", Value: string(d.Ablation), Usage: "network `VARIANT`: full, base (no evidence calibration), no-ec (s = 0), no-rc (no reliability-aware calibration: gate G = 1), no-recovery (labels without the AvgPool recovery)"},
+		&cli.StringFlag{Name: "encoder", Value: d.Encoder, Usage: "`ENCODER`, stored in the model: paper (the paper's: 1x1 conv + GroupNorm + SiLU at full resolution, 3x3 conv, MaxPool 2, GELU, AvgPool 2) or cell (the input averaged over 4x4 cells first, all work at stride 4)"},
 		&cli.StringFlag{Name: "backend", Usage: "compute backend `NAME`: go, xla:cpu, xla:cuda, xla:/abs/plugin.so (default: $GOMLX_BACKEND, else XLA when a PJRT plugin is installed, else go)"},
 	}
 }
@@ -78,11 +79,17 @@ func configFromFlags(c *cli.Context, withAblation bool) (model.Config, error) {
 	cfg.Recovery = model.RecoveryParams{Window: c.Int("window"), Eta: c.Float64("eta")}
 	if withAblation {
 		switch a := model.Ablation(strings.ToLower(c.String("ablation"))); a {
-		case model.AblationFull, model.AblationBase, model.AblationNoEC, model.AblationNoRC:
+		case model.AblationFull, model.AblationBase, model.AblationNoEC, model.AblationNoRC, model.AblationNoRecovery:
 			cfg.Ablation = a
 		default:
-			return cfg, fmt.Errorf("--ablation %s: want full, base, no-ec or no-rc", c.String("ablation"))
+			return cfg, fmt.Errorf("--ablation %s: want full, base, no-ec, no-rc or no-recovery", c.String("ablation"))
 		}
+	}
+	switch e := strings.ToLower(c.String("encoder")); e {
+	case model.EncoderPaper, model.EncoderCell:
+		cfg.Encoder = e
+	default:
+		return cfg, fmt.Errorf("--encoder %s: want paper or cell", c.String("encoder"))
 	}
 	switch {
 	case cfg.Epochs < 1:

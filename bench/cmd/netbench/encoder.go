@@ -9,9 +9,9 @@ import (
 // setEncoder selects the network's encoder in cfg.
 func setEncoder(cfg *model.Config, name string) error {
 	switch name {
-	case "cell":
+	case model.EncoderPaper, model.EncoderCell:
+		cfg.Encoder = name
 		return nil
-	default:
-		return fmt.Errorf("-encoder %s: this build has only the cell encoder", name)
 	}
+	return fmt.Errorf("-encoder %s: want paper or cell", name)
 }
