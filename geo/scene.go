@@ -34,6 +34,7 @@ type Scene struct {
 	// mask, .msk, alpha); bandMask lists bands with their own mask otherwise.
 	datasetMask bool
 	bandMask    []int
+	scratch     []float32 // band-sequential read buffer of readPixels, reused
 }
 
 // Open opens a scene by GDAL dataset name (a path, VRT, /vsi path, subdataset name).
@@ -328,7 +329,7 @@ func (s *Scene) read(w Window, bufCols, bufRows int, scale bool) ([]float32, []b
 func (s *Scene) readInto(w Window, bufCols, bufRows int, scale bool, data []float32, valid []bool) error {
 	nb := len(s.bands)
 	npix := bufCols * bufRows
-	if err := s.ds.Read(w.Col, w.Row, data, bufCols, bufRows, godal.Window(w.Cols, w.Rows), errh); err != nil {
+	if err := s.readPixels(w, bufCols, bufRows, data); err != nil {
 		return fmt.Errorf("read %s window %v: %w", s.name, w, tidy(err))
 	}
 	for i := range valid {
@@ -370,6 +371,40 @@ func (s *Scene) readInto(w Window, bufCols, bufRows int, scale bool, data []floa
 		if scale && !s.identityScale {
 			for b := range px {
 				px[b] = px[b]*s.scale[b] + s.offset[b]
+			}
+		}
+	}
+	return nil
+}
+
+// readPixels reads all bands of w into data, pixel-interleaved. GDAL
+// writing a pixel-interleaved buffer band by band strides over the whole
+// buffer once per band (every cache line, 200 times for 200 bands); reading
+// band-sequential into a scratch buffer and transposing it here in blocks
+// of pixels that stay in cache is faster: on 536 x 536 windows of a
+// 2048 x 2048 x 200 Int16 DEFLATE VRT, 33-39 M samples/s became 52-59 M
+// (2 shared cores, three runs each).
+func (s *Scene) readPixels(w Window, bufCols, bufRows int, data []float32) error {
+	nb := len(s.bands)
+	if nb == 1 {
+		return s.ds.Read(w.Col, w.Row, data, bufCols, bufRows, godal.Window(w.Cols, w.Rows), errh)
+	}
+	npix := bufCols * bufRows
+	if cap(s.scratch) < npix*nb {
+		s.scratch = make([]float32, npix*nb)
+	}
+	bsq := s.scratch[:npix*nb]
+	if err := s.ds.Read(w.Col, w.Row, bsq, bufCols, bufRows, godal.Window(w.Cols, w.Rows), godal.BandInterleaved(), errh); err != nil {
+		return err
+	}
+	const block = 256 // pixels: block*nb*4 bytes of data stay in cache
+	for p0 := 0; p0 < npix; p0 += block {
+		p1 := min(p0+block, npix)
+		dst := data[p0*nb : p1*nb]
+		for b := 0; b < nb; b++ {
+			src := bsq[b*npix+p0 : b*npix+p1]
+			for i, v := range src {
+				dst[i*nb+b] = v
 			}
 		}
 	}

@@ -5,21 +5,26 @@ package processor
 // Calibrated is the memory model measured by bench/cmd/calibrate on 2026-11-23
 // (GDAL 3.6.2, model dev), peak RSS of pnec classify with GOGC=5:
 //
-//	bands  scene cols x rows  tile  peak MiB  fit error
-//	   50        64 x 64        64       107  (base)
-//	   50       512 x 384      256       235  +1.9%
-//	   50      2048 x 640      512       675  -1.9%
-//	   50      2048 x 384      256       309  -1.6%
-//	  200       512 x 384      256       366  -2.7%
-//	  200      1024 x 640      512      1021  +2.8%
-//	  200      2048 x 384      256       405  +4.0%
-//	  200      4096 x 448      384       825  +0.2%
-//	  400      1024 x 384      256       552  -3.3%
+//	bands  encoder  scene cols x rows  tile  peak MiB  fit error
+//	   50  cell           64 x 64        64       102  (base)
+//	   50  cell          512 x 384      256       235  +2.9%
+//	   50  cell         2048 x 640      512       668  -4.7%
+//	   50  cell         2048 x 384      256       302  -1.2%
+//	  200  cell          512 x 384      256       362  +0.7%
+//	  200  cell         1024 x 640      512       979  +6.1%
+//	  200  cell         2048 x 384      256       427  -1.5%
+//	  200  cell         4096 x 448      384       777  +5.3%
+//	  400  cell         1024 x 384      256       609  -10.3%
+//
+// Skipped (no model could be trained): paper encoder at 50 bands: pnec: train: group norm statistics on go: failed during graph construction/compilation: compilation failed for Exec "Exec:github.com/pnec/pnec/model.groupNormStats.func1": graphFn for "Exec:github.com...
+//
+// Skipped (no model could be trained): paper encoder at 200 bands: pnec: train: group norm statistics on go: failed during graph construction/compilation: compilation failed for Exec "Exec:github.com/pnec/pnec/model.groupNormStats.func1": graphFn for "Exec:github.com...
 var Calibrated = MemoryModel{
-	BaseBytes:           113037312,
-	ReadBytesPerSample:  12.42,
-	NetworkFactor:       0.2599,
-	OutputBytesPerValue: 19.41,
-	CanvasBytesPerValue: 7.26,
-	Headroom:            1.15,
+	BaseBytes:            107515904,
+	ReadBytesPerSample:   11.93,
+	NetworkFactor:        0.4226,
+	OutputBytesPerValue:  0,
+	CanvasBytesPerValue:  6.96,
+	FullResBytesPerValue: 0,
+	Headroom:             1.15,
 }

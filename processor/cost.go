@@ -20,15 +20,17 @@ import (
 // channels per pixel (classes, or twice that with a spectral reliability)
 // and a scene sceneCols wide is
 //
-//	BaseBytes + block cache + Headroom * live
+//	BaseBytes + block cache + strip scratch + Headroom * live
 //	live = ReadBytesPerSample  * tr*tc*b                  (read blocks in flight)
 //	     + NetworkFactor       * model.EstimatePredictBytes(tr, tc)
 //	     + OutputBytesPerValue * tr*tc*(k+2)              (predictions in flight)
 //	     + CanvasBytesPerValue * stripeRows*sceneCols*(k+2)
+//	     + FullResBytesPerValue * tr*tc*hidden            (paper encoder only)
 //
 // where the block cache is what GDAL needs for one row of the scene's
 // blocks across a tile (blockCacheBytes; reserved with
-// geo.ReserveBlockCache) and Headroom is the Go heap's growth over its live
+// geo.ReserveBlockCache), the strip scratch geo's band-sequential read
+// buffer (StripScratchBytes), and Headroom is the Go heap's growth over its live
 // data under the memory limit the run sets (debug.SetMemoryLimit).
 type MemoryModel struct {
 	BaseBytes           int64   // the process with its model loaded, before any tile
@@ -36,7 +38,11 @@ type MemoryModel struct {
 	NetworkFactor       float64 // times model.EstimatePredictBytes of a tile
 	OutputBytesPerValue float64 // per tile output value
 	CanvasBytesPerValue float64 // per canvas value (stripe rows x scene columns x channels)
-	Headroom            float64 // Go heap over live data
+	// FullResBytesPerValue is per tile pixel and hidden channel of a model
+	// whose encoder works at full resolution (model.EncoderPaper), which
+	// model.Model.EstimatePredictBytes (made for the cell encoder) leaves out.
+	FullResBytesPerValue float64
+	Headroom             float64 // Go heap over live data
 }
 
 // blockCacheBytes is the GDAL block cache a tile tileCols wide needs when
@@ -59,6 +65,7 @@ type sceneCost struct {
 	bands   int
 	depth   int // output channels per pixel: classes (x2 with spectral) + 2
 	network func(rows, cols int) int64
+	fullRes int // hidden channels of a full-resolution encoder, 0 for the cell encoder
 }
 
 func newSceneCost(info geo.Info, m *model.Model, opts Options) *sceneCost {
@@ -72,8 +79,21 @@ func newSceneCost(info geo.Info, m *model.Model, opts Options) *sceneCost {
 		}
 		c.depth = k + 2
 		c.network = m.EstimatePredictBytes
+		if cfg := m.Config(); cfg.Encoder == model.EncoderPaper {
+			c.fullRes = cfg.Hidden
+		}
 	}
 	return c
+}
+
+// FullResValues is the full-resolution encoder feature of the memory model
+// for a tile of tr x tc pixels through m: tr*tc*hidden for a paper-encoder
+// model, 0 otherwise.
+func FullResValues(m *model.Model, tr, tc int) float64 {
+	if m == nil || m.Config().Encoder != model.EncoderPaper {
+		return 0
+	}
+	return float64(tr) * float64(tc) * float64(m.Config().Hidden)
 }
 
 // live is the data a run holds at its peak, bytes (see MemoryModel).
@@ -82,11 +102,20 @@ func (c *sceneCost) live(tr, tc, sceneCols, stripeRows int) float64 {
 	return c.mm.ReadBytesPerSample*tpx*float64(c.bands) +
 		c.mm.NetworkFactor*float64(c.network(tr, tc)) +
 		c.mm.OutputBytesPerValue*tpx*float64(c.depth) +
-		c.mm.CanvasBytesPerValue*float64(stripeRows)*float64(sceneCols)*float64(c.depth)
+		c.mm.CanvasBytesPerValue*float64(stripeRows)*float64(sceneCols)*float64(c.depth) +
+		c.mm.FullResBytesPerValue*tpx*float64(c.fullRes)
 }
 
 func (c *sceneCost) total(tr, tc, sceneCols, stripeRows int) int64 {
-	return c.mm.BaseBytes + blockCacheBytes(c.info, tc) + int64(math.Ceil(c.mm.Headroom*c.live(tr, tc, sceneCols, stripeRows)))
+	return c.mm.BaseBytes + blockCacheBytes(c.info, tc) + StripScratchBytes(c.info, tc) +
+		int64(math.Ceil(c.mm.Headroom*c.live(tr, tc, sceneCols, stripeRows)))
+}
+
+// StripScratchBytes is geo.Scene's band-sequential buffer for one strip of
+// a tile tileCols wide (float32 samples, a block row high; see
+// geo.Scene.ReadWindow).
+func StripScratchBytes(info geo.Info, tileCols int) int64 {
+	return int64(min(tileCols, info.Cols)) * int64(max(info.BlockRows, 16)) * int64(max(info.Bands, 1)) * 4
 }
 
 func (c *sceneCost) tiling() *tiling.Cost {

@@ -20,6 +20,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"go/format"
 	"math"
 	"os"
 	"os/exec"
@@ -54,12 +55,14 @@ const cacheMiB = 48
 
 type runSpec struct {
 	bands, tile, cols, rows int
+	encoder                 string // model.EncoderCell or model.EncoderPaper
 }
 
 type sample struct {
 	runSpec
 	peak     int64 // measured peak RSS, bytes
-	features [4]float64
+	scratch  int64 // the read strip's scratch buffer, bytes (an explicit term of the model)
+	features [nFeatures]float64
 	wall     time.Duration
 }
 
@@ -91,31 +94,46 @@ func run(ctx context.Context, args []string) error {
 	if err := sh(ctx, nil, "go", "build", "-o", pnec, "./cmd/pnec"); err != nil {
 		return err
 	}
+	const cell, paper = model.EncoderCell, model.EncoderPaper
 	specs := []runSpec{
-		{50, 256, 512, 384}, {50, 512, 2048, 640}, {50, 256, 2048, 384},
-		{200, 256, 512, 384}, {200, 512, 1024, 640}, {200, 256, 2048, 384}, {200, 384, 4096, 448},
-		{400, 256, 1024, 384},
+		{50, 256, 512, 384, cell}, {50, 512, 2048, 640, cell}, {50, 256, 2048, 384, cell},
+		{200, 256, 512, 384, cell}, {200, 512, 1024, 640, cell}, {200, 256, 2048, 384, cell}, {200, 384, 4096, 448, cell},
+		{400, 256, 1024, 384, cell},
+		{50, 256, 512, 384, paper}, {200, 256, 1024, 384, paper}, {200, 512, 1024, 640, paper},
 	}
 	if *quick {
-		specs = []runSpec{{50, 128, 256, 192}, {50, 256, 512, 320}, {100, 128, 1024, 192}}
+		specs = []runSpec{{50, 128, 256, 192, cell}, {50, 256, 512, 320, cell}, {100, 128, 1024, 192, cell}, {50, 128, 512, 192, paper}}
 	}
 	// The base: the process with a model loaded and a tiny scene.
-	specs = append([]runSpec{{50, 64, 64, 64}}, specs...)
-	models := map[int]string{}
+	specs = append([]runSpec{{50, 64, 64, 64, cell}}, specs...)
+	models := map[string]string{}
+	var skipped []string
 	var samples []sample
 	for _, s := range specs {
-		m, ok := models[s.bands]
+		key := fmt.Sprintf("%d-%s", s.bands, s.encoder)
+		m, ok := models[key]
 		if !ok {
-			m = filepath.Join(work, fmt.Sprintf("m%d.pnec", s.bands))
+			m = filepath.Join(work, fmt.Sprintf("m%d_%s.pnec", s.bands, s.encoder))
 			tr := filepath.Join(work, fmt.Sprintf("train%d.tif", s.bands))
 			gt := filepath.Join(work, fmt.Sprintf("train%d_gt.tif", s.bands))
 			if err := sh(ctx, nil, pnec, "synth", "--data-dir", *data, "--layout", "procedural:96x96", "--bands", fmt.Sprint(s.bands), "--out", tr, "--labels-out", gt); err != nil {
 				return err
 			}
-			if err := sh(ctx, nil, pnec, "train", "-q", "--backend", "go", "--scene", tr, "--labels", gt, "--out", m, "--epochs", "2"); err != nil {
-				return err
+			if err := sh(ctx, nil, pnec, "train", "-q", "--backend", "go", "--scene", tr, "--labels", gt, "--out", m, "--epochs", "2", "--encoder", s.encoder); err != nil {
+				if s.encoder == model.EncoderCell {
+					return err
+				}
+				// The other encoder's runs are skipped (its coefficient
+				// stays 0) rather than losing the whole calibration.
+				skipped = append(skipped, fmt.Sprintf("%s encoder at %d bands: %s", s.encoder, s.bands, firstLine(err.Error())))
+				fmt.Fprintln(os.Stderr, "calibrate: skipped: "+skipped[len(skipped)-1])
+				models[key] = ""
+				continue
 			}
-			models[s.bands] = m
+			models[key] = m
+		}
+		if m == "" {
+			continue
 		}
 		scene := filepath.Join(work, fmt.Sprintf("s%d_%dx%d.tif", s.bands, s.cols, s.rows))
 		if _, err := os.Stat(scene); err != nil {
@@ -148,14 +166,14 @@ func run(ctx context.Context, args []string) error {
 		if err != nil {
 			return err
 		}
-		smp := sample{runSpec: s, peak: peak, features: f, wall: time.Since(t0)}
+		smp := sample{runSpec: s, peak: peak, scratch: processor.StripScratchBytes(info, plan.TileCols), features: f, wall: time.Since(t0)}
 		samples = append(samples, smp)
-		fmt.Fprintf(os.Stderr, "calibrate: %d bands, %dx%d scene, %d px tiles (%s): peak %s in %s\n",
-			s.bands, s.cols, s.rows, s.tile, plan, processor.FormatBytes(peak), smp.wall.Round(time.Second))
+		fmt.Fprintf(os.Stderr, "calibrate: %d bands, %s encoder, %dx%d scene, %d px tiles (%s): peak %s in %s\n",
+			s.bands, s.encoder, s.cols, s.rows, s.tile, plan, processor.FormatBytes(peak), smp.wall.Round(time.Second))
 	}
 	base := samples[0].peak // the tiny run holds almost no data and barely touches the cache
 	mm, resid := fit(samples[1:], base)
-	src := render(mm, samples, resid)
+	src := render(mm, samples, resid, skipped)
 	if *out == "-" {
 		fmt.Print(src)
 		return nil
@@ -163,9 +181,13 @@ func run(ctx context.Context, args []string) error {
 	return os.WriteFile(*out, []byte(src), 0o644)
 }
 
+// nFeatures is the number of live-data terms of processor.MemoryModel.
+const nFeatures = 5
+
 // features are the live-data terms of processor.MemoryModel for a plan:
-// input samples, the network estimate, output values and canvas values.
-func features(plan tiling.Plan, info geo.Info, m *model.Model, opts processor.Options) [4]float64 {
+// input samples, the network estimate, output values, canvas values and
+// full-resolution encoder values.
+func features(plan tiling.Plan, info geo.Info, m *model.Model, opts processor.Options) [nFeatures]float64 {
 	tr, tc := plan.TileRows, plan.TileCols
 	k := len(m.Classes())
 	if _, ref, err := processor.ResolveReliability(m, opts.Reliability, nil); err == nil && ref != nil {
@@ -176,23 +198,24 @@ func features(plan tiling.Plan, info geo.Info, m *model.Model, opts processor.Op
 		stripe = min(tr+plan.Overlap+2*m.Recovery().Window, plan.Rows)
 	}
 	tpx := float64(tr) * float64(tc)
-	return [4]float64{
+	return [nFeatures]float64{
 		tpx * float64(info.Bands),
 		float64(m.EstimatePredictBytes(tr, tc)),
 		tpx * float64(k+2),
 		float64(stripe) * float64(plan.Cols) * float64(k+2),
+		processor.FullResValues(m, tr, tc),
 	}
 }
 
 // fit solves min sum ((base + x.f - peak)/peak)^2 over x >= 0 by trying
-// every set of free coefficients (four: sixteen sets) and keeping the best
+// every set of free coefficients (2^nFeatures - 1 sets) and keeping the best
 // feasible one. It returns the model and the relative residuals.
 func fit(s []sample, base int64) (processor.MemoryModel, []float64) {
 	best := math.Inf(1)
-	var bx [4]float64
-	for mask := 1; mask < 16; mask++ {
+	var bx [nFeatures]float64
+	for mask := 1; mask < 1<<nFeatures; mask++ {
 		var idx []int
-		for j := 0; j < 4; j++ {
+		for j := 0; j < nFeatures; j++ {
 			if mask&(1<<j) != 0 {
 				idx = append(idx, j)
 			}
@@ -205,7 +228,7 @@ func fit(s []sample, base int64) (processor.MemoryModel, []float64) {
 		}
 		for _, smp := range s {
 			w := 1 / float64(smp.peak)
-			y := float64(smp.peak-base) * w
+			y := float64(smp.peak-base-smp.scratch) * w
 			for i, ji := range idx {
 				for k, jk := range idx {
 					a[i][k] += smp.features[ji] * w * smp.features[jk] * w
@@ -217,7 +240,7 @@ func fit(s []sample, base int64) (processor.MemoryModel, []float64) {
 		if !ok {
 			continue
 		}
-		var x [4]float64
+		var x [nFeatures]float64
 		feasible := true
 		for i, j := range idx {
 			if sol[i] < 0 {
@@ -243,12 +266,12 @@ func fit(s []sample, base int64) (processor.MemoryModel, []float64) {
 	}
 	return processor.MemoryModel{
 		BaseBytes: base, ReadBytesPerSample: bx[0], NetworkFactor: bx[1],
-		OutputBytesPerValue: bx[2], CanvasBytesPerValue: bx[3],
+		OutputBytesPerValue: bx[2], CanvasBytesPerValue: bx[3], FullResBytesPerValue: bx[4],
 	}, resid
 }
 
-func predict(x [4]float64, base int64, s sample) float64 {
-	v := float64(base)
+func predict(x [nFeatures]float64, base int64, s sample) float64 {
+	v := float64(base + s.scratch)
 	for j := range x {
 		v += x[j] * s.features[j]
 	}
@@ -293,18 +316,21 @@ func solve(a [][]float64) ([]float64, bool) {
 // running all the time.
 const headroom = 1.15
 
-func render(mm processor.MemoryModel, s []sample, resid []float64) string {
+func render(mm processor.MemoryModel, s []sample, resid []float64, skipped []string) string {
 	var b strings.Builder
 	b.WriteString("// Code generated by go run ./bench/cmd/calibrate; DO NOT EDIT.\n\npackage processor\n\n")
 	fmt.Fprintf(&b, "// Calibrated is the memory model measured by bench/cmd/calibrate on %s\n", time.Now().UTC().Format("2006-01-02"))
 	fmt.Fprintf(&b, "// (GDAL %s, model %s), peak RSS of pnec classify with GOGC=%s:\n//\n", geo.GDALVersion(), model.Version, calibrationGOGC)
-	b.WriteString("//\tbands  scene cols x rows  tile  peak MiB  fit error\n")
+	b.WriteString("//\tbands  encoder  scene cols x rows  tile  peak MiB  fit error\n")
 	for i, smp := range s {
 		e := "(base)"
 		if i > 0 {
 			e = fmt.Sprintf("%+.1f%%", 100*resid[i-1])
 		}
-		fmt.Fprintf(&b, "//\t%5d  %8d x %-6d  %4d  %8d  %s\n", smp.bands, smp.cols, smp.rows, smp.tile, smp.peak>>20, e)
+		fmt.Fprintf(&b, "//\t%5d  %-7s  %8d x %-6d  %4d  %8d  %s\n", smp.bands, smp.encoder, smp.cols, smp.rows, smp.tile, smp.peak>>20, e)
+	}
+	for _, k := range skipped {
+		fmt.Fprintf(&b, "//\n// Skipped (no model could be trained): %s\n", k)
 	}
 	b.WriteString("var Calibrated = MemoryModel{\n")
 	fmt.Fprintf(&b, "\tBaseBytes:           %d,\n", mm.BaseBytes)
@@ -312,9 +338,33 @@ func render(mm processor.MemoryModel, s []sample, resid []float64) string {
 	fmt.Fprintf(&b, "\tNetworkFactor:       %.4g,\n", mm.NetworkFactor)
 	fmt.Fprintf(&b, "\tOutputBytesPerValue: %.4g,\n", mm.OutputBytesPerValue)
 	fmt.Fprintf(&b, "\tCanvasBytesPerValue: %.4g,\n", mm.CanvasBytesPerValue)
+	fmt.Fprintf(&b, "\tFullResBytesPerValue: %.4g,\n", mm.FullResBytesPerValue)
 	fmt.Fprintf(&b, "\tHeadroom:            %.4g,\n", headroom)
 	b.WriteString("}\n")
-	return b.String()
+	src, err := format.Source([]byte(b.String()))
+	if err != nil {
+		return b.String()
+	}
+	return string(src)
+}
+
+func firstLine(s string) string {
+	// The command's own error line (pnec: ...) says more than the exit status.
+	for _, l := range strings.Split(s, "\n") {
+		if l = strings.TrimSpace(l); strings.HasPrefix(l, "pnec: ") {
+			s = l
+			break
+		}
+	}
+	for _, l := range strings.Split(s, "\n") {
+		if l = strings.TrimSpace(l); l != "" {
+			if len(l) > 200 {
+				l = l[:200] + "..."
+			}
+			return l
+		}
+	}
+	return s
 }
 
 func sh(ctx context.Context, env []string, name string, args ...string) error {
