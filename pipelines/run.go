@@ -40,6 +40,9 @@ type Config struct {
 	Jobs int
 	// Shard selects this process's share of the inputs.
 	Shard Shard
+	// Engine is the job scheduler this process runs under (EngineFromEnv):
+	// its name, job id and the shard are recorded in the report and the Items.
+	Engine Engine
 	// Collection, when set, is a STAC Collection file each Item is added to.
 	Collection string
 	// CollectionID names a new collection (default: the collection file's directory name).
@@ -97,6 +100,9 @@ type SceneReport struct {
 	ValidPixels int64         `json:"valid_pixels,omitempty"`
 	Tiles       int           `json:"tiles,omitempty"`
 	Backend     string        `json:"backend,omitempty"`
+	Shard       string        `json:"shard,omitempty"`  // "i/n" when the run is one shard
+	Engine      string        `json:"engine,omitempty"` // slurm, kubernetes, aws-batch
+	JobID       string        `json:"job_id,omitempty"` // the engine's id of this task
 }
 
 // Summary totals a run.
@@ -199,6 +205,7 @@ func Run(ctx context.Context, cfg Config) (Summary, error) {
 			continue // another shard reports it
 		}
 		r := SceneReport{Input: ie.Input, Status: StatusFailed, Reason: oneLine(ie.Error())}
+		cfg.stamp(&r)
 		log.Warn("input failed", "input", ie.Input, "reason", ie.Err)
 		rep.scene(&r)
 		sum.Failed++
@@ -457,6 +464,7 @@ func (w *worker) scene(ctx context.Context, in Input) SceneReport {
 	product := filepath.Join(w.cfg.OutDir, in.Key+".tif")
 	itemPath := filepath.Join(w.cfg.OutDir, in.Key+".json")
 	r := SceneReport{Input: in.Name, Output: product, Item: itemPath}
+	w.cfg.stamp(&r)
 	fail := func(err error) SceneReport {
 		r.Status = StatusFailed
 		r.Reason = oneLine(err.Error())
@@ -588,6 +596,7 @@ func (w *worker) describe(ctx context.Context, in Input, scene geo.Info, product
 		ModelChecksum: checksum, Backend: res.Backend, Version: w.cfg.Version,
 		Source: src, ProductBytes: st.Size(), Now: w.now(), CollectionID: w.collID,
 		CollectionPath: w.cfg.Collection, Datetime: w.cfg.Datetime, NoData: w.nodata,
+		Shard: w.cfg.Shard, Engine: w.cfg.Engine,
 	})
 	if err != nil {
 		return fmt.Errorf("STAC item for %s: %w", product, err)
@@ -608,4 +617,12 @@ func (w *worker) describe(ctx context.Context, in Input, scene geo.Info, product
 		}
 	}
 	return nil
+}
+
+// stamp records the run's shard and engine in a scene's report line.
+func (cfg *Config) stamp(r *SceneReport) {
+	if cfg.Shard.Count > 1 {
+		r.Shard = cfg.Shard.String()
+	}
+	r.Engine, r.JobID = cfg.Engine.Name, cfg.Engine.JobID
 }

@@ -285,6 +285,10 @@ type ItemParams struct {
 	Datetime time.Time
 	// NoData is the value both product bands store for no data (geo.ProductNoData).
 	NoData int
+	// Shard and Engine are the batch process's share of the inputs and the
+	// scheduler it ran under (recorded as pnec:shard, pnec:engine, pnec:job_id).
+	Shard  Shard
+	Engine Engine
 }
 
 // BuildItem makes the STAC Item describing a product. Hrefs of local files
@@ -304,6 +308,15 @@ func BuildItem(p ItemParams) (*stac.Item, error) {
 		propProductBytes:  p.ProductBytes,
 		propProductFormat: productFormat,
 		propBackend:       p.Backend,
+	}
+	if p.Shard.Count > 1 {
+		props["pnec:shard"] = p.Shard.String()
+	}
+	if p.Engine.Name != "" {
+		props["pnec:engine"] = p.Engine.Name
+	}
+	if p.Engine.JobID != "" {
+		props["pnec:job_id"] = p.Engine.JobID
 	}
 	dt, dtSource := itemDatetime(p.Input, p.Info, p.Datetime)
 	if dt == "" {

@@ -6,8 +6,6 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/schollz/progressbar/v3"
@@ -35,6 +33,7 @@ func init() {
 			"  pnec batch --model m.pnec --out-dir products/ --stac-collection products/collection.json catalog.json\n" +
 			"  pnec batch --model m.pnec --out-dir /shared/products --shard 2/8 /shared/incoming/\n" +
 			"  JOB_COMPLETION_INDEX=2 pnec batch --model m.pnec --out-dir out --shards 8 in/   (Kubernetes Indexed Job)\n" +
+			"  sbatch --array=0-7 --wrap 'pnec batch --model m.pnec --out-dir /shared/out /shared/in/'   (Slurm: shard from the array)\n" +
 			"  pnec --config AWS_REGION=eu-west-1 batch --model m.pnec --out-dir out /vsis3/bucket/scene.tif",
 		Flags: append([]cli.Flag{
 			&cli.StringFlag{Name: "model", Required: true, Usage: "trained model `FILE` (from 'pnec train')"},
@@ -43,7 +42,7 @@ func init() {
 			&cli.BoolFlag{Name: "force", Usage: "redo scenes whose product is up to date"},
 			&cli.IntFlag{Name: "jobs", Aliases: []string{"j"}, Usage: "scenes classified at once, `N`; 0 = 1 on a GPU backend, on CPU as many as fit in --max-memory (at most the CPU count)"},
 			&cli.StringFlag{Name: "shard", Usage: "process only shard `I/N` of the inputs (0-based I; deterministic, by a hash of the scene key)"},
-			&cli.IntFlag{Name: "shards", Usage: "number of shards `N`; this process is shard $JOB_COMPLETION_INDEX (Kubernetes Indexed Job)"},
+			&cli.IntFlag{Name: "shards", Usage: "number of shards `N` where the engine does not say (Kubernetes Indexed Job, AWS Batch array; or PNEC_SHARDS); the shard index comes from SLURM_ARRAY_TASK_ID (the count from the array's range), JOB_COMPLETION_INDEX or AWS_BATCH_JOB_ARRAY_INDEX without --shard"},
 			&cli.StringFlag{Name: "stac-collection", Usage: "STAC Collection `FILE` each Item is added to (created if missing, updated atomically)"},
 			&cli.StringFlag{Name: "collection-id", Usage: "`ID` of a new collection (default: the collection file's directory name)"},
 			&cli.StringFlag{Name: "license", Usage: "licence of the Collection's products, an SPDX `ID` or expression (e.g. CC-BY-4.0; default: proprietary, none granted)"},
@@ -55,27 +54,27 @@ func init() {
 	})
 }
 
-// batchShard reads --shard, or --shards with JOB_COMPLETION_INDEX.
-func batchShard(c *cli.Context) (pipelines.Shard, error) {
-	s, n := c.String("shard"), c.Int("shards")
-	switch {
-	case s != "" && c.IsSet("shards"):
-		return pipelines.Shard{}, errors.New("batch: give --shard I/N or --shards N, not both")
-	case s != "":
-		return pipelines.ParseShard(s)
-	case c.IsSet("shards"):
-		idx, ok := os.LookupEnv("JOB_COMPLETION_INDEX")
-		if !ok {
-			return pipelines.Shard{}, errors.New("batch: --shards needs JOB_COMPLETION_INDEX in the environment (set by a Kubernetes Indexed Job); use --shard I/N otherwise")
-		}
-		i, err := strconv.Atoi(strings.TrimSpace(idx))
-		if err != nil {
-			return pipelines.Shard{}, fmt.Errorf("batch: JOB_COMPLETION_INDEX=%q is not an integer", idx)
-		}
-		sh := pipelines.Shard{Index: i, Count: n}
-		return sh, sh.Validate()
+// batchEngine reads --shard, else the shard the job engine gives
+// (pipelines.EngineFromEnv: Slurm job arrays, Kubernetes Indexed Jobs, AWS
+// Batch array jobs; --shards or PNEC_SHARDS for the count where the engine
+// does not publish it).
+func batchEngine(c *cli.Context) (pipelines.Engine, error) {
+	s := c.String("shard")
+	if s != "" && c.IsSet("shards") {
+		return pipelines.Engine{}, errors.New("batch: give --shard I/N or --shards N, not both")
 	}
-	return pipelines.Shard{}, nil
+	if s != "" {
+		sh, err := pipelines.ParseShard(s)
+		return pipelines.Engine{Shard: sh}, err
+	}
+	if c.IsSet("shards") && c.Int("shards") < 1 {
+		return pipelines.Engine{}, fmt.Errorf("batch: --shards %d: want at least 1", c.Int("shards"))
+	}
+	e, err := pipelines.EngineFromEnv(os.Getenv, c.Int("shards"))
+	if err != nil {
+		return pipelines.Engine{}, fmt.Errorf("batch: %w", err)
+	}
+	return e, nil
 }
 
 func batchAction(c *cli.Context) error {
@@ -86,7 +85,8 @@ func batchAction(c *cli.Context) error {
 	if len(inputs) == 0 {
 		return errors.New("batch: no INPUT given (scenes, globs, directories or STAC documents)")
 	}
-	shard, err := batchShard(c)
+	engine, err := batchEngine(c)
+	shard := engine.Shard
 	if err != nil {
 		return err
 	}
@@ -126,7 +126,7 @@ func batchAction(c *cli.Context) error {
 	cfg := pipelines.Config{
 		Datetime: acquired, License: c.String("license"),
 		ModelPath: c.String("model"), OutDir: c.String("out-dir"), Inputs: inputs,
-		Asset: c.String("asset"), Force: c.Bool("force"), Jobs: c.Int("jobs"), Shard: shard,
+		Asset: c.String("asset"), Force: c.Bool("force"), Jobs: c.Int("jobs"), Shard: shard, Engine: engine,
 		Collection: c.String("stac-collection"), CollectionID: c.String("collection-id"),
 		Options: opts, Report: report, Version: version,
 	}

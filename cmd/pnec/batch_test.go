@@ -296,6 +296,64 @@ func TestBatchShardsFromEnv(t *testing.T) {
 			t.Errorf("%s done %d times", k, n)
 		}
 	}
+
+	// A Slurm job array (--array=1-2): the shard comes from the array's
+	// range without --shards, and the report and Items record it.
+	os.Unsetenv("JOB_COMPLETION_INDEX")
+	slurmOut := filepath.Join(dir, "slurm")
+	seen = map[string]int{}
+	for id := 1; id <= 2; id++ {
+		for k, v := range map[string]string{"SLURM_ARRAY_TASK_ID": fmt.Sprint(id), "SLURM_ARRAY_TASK_MIN": "1",
+			"SLURM_ARRAY_TASK_MAX": "2", "SLURM_ARRAY_TASK_COUNT": "2", "SLURM_ARRAY_JOB_ID": "4242"} {
+			t.Setenv(k, v)
+		}
+		report := filepath.Join(dir, fmt.Sprintf("s%d.jsonl", id))
+		if err := run(context.Background(), []string{"pnec", "batch", "--quiet", "--model", modelPath, "--out-dir", slurmOut,
+			"--report", report, filepath.Join(dir, "in")}); err != nil {
+			t.Fatalf("slurm task %d: %v", id, err)
+		}
+		b, err := os.ReadFile(report)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+			var r struct {
+				Input, Status, Item, Shard, Engine string
+				JobID                              string `json:"job_id"`
+			}
+			if err := json.Unmarshal([]byte(line), &r); err != nil {
+				t.Fatalf("report line %q: %v", line, err)
+			}
+			seen[r.Input]++
+			want := fmt.Sprintf("%d/2", id-1)
+			if r.Shard != want || r.Engine != "slurm" || r.JobID != fmt.Sprintf("4242_%d", id) {
+				t.Errorf("task %d report: shard %q engine %q job %q, want %s slurm 4242_%d", id, r.Shard, r.Engine, r.JobID, want, id)
+			}
+			ib, err := os.ReadFile(r.Item)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var item struct{ Properties map[string]any }
+			if err := json.Unmarshal(ib, &item); err != nil {
+				t.Fatal(err)
+			}
+			if item.Properties["pnec:shard"] != want || item.Properties["pnec:engine"] != "slurm" || item.Properties["pnec:job_id"] != fmt.Sprintf("4242_%d", id) {
+				t.Errorf("task %d Item %s: shard %v engine %v job %v", id, r.Item, item.Properties["pnec:shard"], item.Properties["pnec:engine"], item.Properties["pnec:job_id"])
+			}
+		}
+	}
+	if len(seen) != 4 {
+		t.Errorf("the two Slurm tasks did %v, want all 4 scenes once", seen)
+	}
+	for k, n := range seen {
+		if n != 1 {
+			t.Errorf("%s done %d times by the Slurm tasks", k, n)
+		}
+	}
+	for _, k := range []string{"SLURM_ARRAY_TASK_ID", "SLURM_ARRAY_TASK_MIN", "SLURM_ARRAY_TASK_MAX", "SLURM_ARRAY_TASK_COUNT", "SLURM_ARRAY_JOB_ID"} {
+		os.Unsetenv(k)
+	}
+
 	for _, tc := range []struct {
 		name string
 		env  string
