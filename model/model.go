@@ -60,7 +60,18 @@ func (m *Model) EstimatePredictBytes(rows, cols int) int64 {
 	cells := int64(padTo(rows)/Stride) * int64(padTo(cols)/Stride)
 	d, b, k := int64(m.meta.Config.Hidden), int64(m.meta.Bands), int64(len(m.meta.Classes))
 	full := int64(rows) * int64(cols)
-	return 4*(cells*b+cells*d*60+full*(3*k+2)) + 64<<20
+	est := 4*(cells*b+cells*d*60+full*(3*k+2)) + 64<<20
+	if m.meta.Config.Encoder == EncoderPaper {
+		// The paper's encoder works at full resolution: the stretched input
+		// and, in the 1x1 and 3x3 convolutions, about 90 D-wide maps per
+		// pixel in this estimate's units (processor scales it by its
+		// calibrated NetworkFactor). Measured with pnec classify of a
+		// 512x512x50 scene, D = 128: planned 722 MiB / actual 759 MiB at
+		// --max-memory 1G, 1331 / 1223 MiB at 2G (without this term a paper
+		// model peaked at 2.4 GB under a 1 GB budget).
+		est += 4 * full * (2*b + 90*d)
+	}
+	return est
 }
 
 // sceneCheck verifies that s fits the model.

@@ -92,7 +92,11 @@ func newPredictor(m *Model, backend string, fused bool) (*Predictor, error) {
 // calibration on except for the variants trained without it.
 func (m *Model) inferForward(n *net, x, protos *Node) fwd {
 	g := x.Graph()
-	l := x.Shape().Dimensions[0] * x.Shape().Dimensions[1]
+	enc := m.meta.Config.Encoder
+	l := x.Shape().Dimensions[0] * x.Shape().Dimensions[1] // the cell encoder's input is the grid
+	if enc == EncoderPaper {
+		l = lowRes(x.Shape().Dimensions[0], enc) * lowRes(x.Shape().Dimensions[1], enc)
+	}
 	anchor := AddScalar(Const(g, tensorOf(make([]int32, l), l)), -1)
 	calib := 1.0
 	if ab := m.meta.Config.Ablation; ab == AblationBase || ab == AblationNoEC {
