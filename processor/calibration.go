@@ -2,29 +2,28 @@
 
 package processor
 
-// Calibrated is the memory model measured by bench/cmd/calibrate on 2026-11-23
+// Calibrated is the memory model measured by bench/cmd/calibrate on 2026-11-24
 // (GDAL 3.6.2, model dev), peak RSS of pnec classify with GOGC=5:
 //
 //	bands  encoder  scene cols x rows  tile  peak MiB  fit error
-//	   50  cell           64 x 64        64       102  (base)
-//	   50  cell          512 x 384      256       235  +2.9%
-//	   50  cell         2048 x 640      512       668  -4.7%
-//	   50  cell         2048 x 384      256       302  -1.2%
-//	  200  cell          512 x 384      256       362  +0.7%
-//	  200  cell         1024 x 640      512       979  +6.1%
-//	  200  cell         2048 x 384      256       427  -1.5%
-//	  200  cell         4096 x 448      384       777  +5.3%
-//	  400  cell         1024 x 384      256       609  -10.3%
-//
-// Skipped (no model could be trained): paper encoder at 50 bands: pnec: train: group norm statistics on go: failed during graph construction/compilation: compilation failed for Exec "Exec:github.com/pnec/pnec/model.groupNormStats.func1": graphFn for "Exec:github.com...
-//
-// Skipped (no model could be trained): paper encoder at 200 bands: pnec: train: group norm statistics on go: failed during graph construction/compilation: compilation failed for Exec "Exec:github.com/pnec/pnec/model.groupNormStats.func1": graphFn for "Exec:github.com...
+//	   50  cell           64 x 64        64       107  (base)
+//	   50  cell          512 x 384      256       239  +2.1%
+//	   50  cell         2048 x 640      512       680  -1.9%
+//	   50  cell         2048 x 384      256       310  -3.9%
+//	  200  cell          512 x 384      256       367  -1.4%
+//	  200  cell         1024 x 640      512      1022  +3.5%
+//	  200  cell         2048 x 384      256       421  -1.0%
+//	  200  cell         4096 x 448      384       774  +5.9%
+//	  400  cell         1024 x 384      256       572  -5.9%
+//	   50  paper         512 x 384      256       853  +1.1%
+//	  200  paper        1024 x 384      256      1054  -3.7%
+//	  200  paper        1024 x 640      512      3518  +2.3%
 var Calibrated = MemoryModel{
-	BaseBytes:            107515904,
-	ReadBytesPerSample:   11.93,
-	NetworkFactor:        0.4226,
-	OutputBytesPerValue:  0,
-	CanvasBytesPerValue:  6.96,
+	BaseBytes:            112521216,
+	ReadBytesPerSample:   11.62,
+	NetworkFactor:        0.213,
+	OutputBytesPerValue:  34.26,
+	CanvasBytesPerValue:  6.734,
 	FullResBytesPerValue: 0,
 	Headroom:             1.15,
 }
