@@ -16,7 +16,7 @@ PREFIX  ?= /usr/local
 # for GDAL's own COG validator (osgeo_utils), which the product tests run.
 APT_PACKAGES := libgdal-dev gdal-bin python3-rasterio python3-numpy python3-gdal
 
-.PHONY: all deps build install test test-short bench bench-torch bench-quick bench-big bench-budget calibrate demo gpu-bundle gpu-rehearse check-clients clean
+.PHONY: check-slurm all deps build install test test-short bench bench-torch bench-quick bench-big bench-budget calibrate demo gpu-bundle gpu-rehearse check-clients clean
 
 all: build
 
@@ -124,3 +124,11 @@ check-clients: deps
 
 clean:
 	rm -rf bin demo gpu-bundle gpu-results check-clients
+
+# check-slurm runs pnec batch as a job array on a real single-node Slurm
+# cluster started in a temporary directory (root; installs slurm-wlm and
+# munge with apt-get when missing) and checks exactly-once processing, the
+# shared STAC Collection, a bad scene, scancel + resubmit and idempotence.
+# make test runs it too (TestCheckSlurm) when it runs as root.
+check-slurm: build
+	scripts/check-slurm.sh bin/pnec

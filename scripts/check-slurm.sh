@@ -46,16 +46,21 @@ trap cleanup EXIT
 trap 'exit 1' INT TERM
 fail=0
 check() { # check DESCRIPTION COMMAND...: runs COMMAND, reports it
-	if "$@"; then say "ok: $1"; else say "FAILED: $1"; fail=1; fi
+	local what=$1
+	shift
+	if "$@"; then say "ok: $what"; else say "FAILED: $what"; fail=1; fi
 }
-# (the first argument of check is a description run as `true DESCRIPTION`)
+is_cog() { # is_cog FILE: gdalinfo (an independent reader) says LAYOUT=COG
+	local info
+	info=$(gdalinfo "$1" 2>/dev/null) && [[ $info == *LAYOUT=COG* ]]
+}
 
 # munge with its own key and socket
 mkdir -p "$work/munge"
 dd if=/dev/urandom of="$work/munge/munge.key" bs=1024 count=1 status=none
 chmod 400 "$work/munge/munge.key"
 munged -F -f --key-file="$work/munge/munge.key" --socket="$work/munge/socket" --log-file="$work/munged.log" \
-	--pid-file="$work/munge/munged.pid" --seed-file="$work/munge/seed" &
+	--pid-file="$work/munge/munged.pid" --seed-file="$work/munge/seed" >"$work/munged.out" 2>&1 &
 pids+=($!)
 
 host=$(hostname -s)
@@ -111,7 +116,7 @@ say "cluster up on $host (slurm $(sinfo -V | awk '{print $2}'), port $port)"
 d=$work/data
 mkdir -p "$d/in" "$d/out"
 "$pnec" synth --layout procedural:96x96 --bands 12 --seed 1 --out "$d/train.tif" --labels-out "$d/train_gt.tif" >/dev/null 2>&1 &&
-	"$pnec" train --scene "$d/train.tif" --labels "$d/train_gt.tif" --out "$d/m.pnec" --epochs 3 --hidden 16 -q ||
+	"$pnec" train --scene "$d/train.tif" --labels "$d/train_gt.tif" --out "$d/m.pnec" --epochs 3 --hidden 32 -q ||
 	{ say "could not make the model"; exit 1; }
 for i in 1 2 3 4 5; do
 	"$pnec" synth --layout procedural:80x72 --bands 12 --seed $((10 + i)) --out "$d/in/scene$i.tif" >/dev/null 2>&1 || { say "synth failed"; exit 1; }
@@ -158,13 +163,14 @@ sys.exit(0 if ok else 1)
 PY
 for f in "$d"/out/*.tif; do
 	case "$f" in *reliability*) continue ;; esac
-	gdalinfo "$f" 2>/dev/null | grep -q "LAYOUT=COG" || { say "FAILED: $f is not a COG"; fail=1; }
+	is_cog "$f" || { say "FAILED: $f is not a COG (gdalinfo)"; fail=1; }
 done
+[ $fail = 0 ] && say "ok: every product is a COG (gdalinfo: LAYOUT=COG)"
 left=$(find "$d/out" -name '.*' -o -name '*stage*' -o -name '*.tmp' | wc -l)
 check "no temporary files after the array" test "$left" = 0
 
 # 2. scancel mid-scene, then resubmit the task
-"$pnec" synth --layout procedural:512x512 --bands 12 --seed 7 --out "$d/big.tif" --vrt 4096x4096 >/dev/null 2>&1
+"$pnec" synth --layout procedural:512x512 --bands 12 --seed 7 --out "$d/big.vrt" --vrt 4096x4096 >/dev/null 2>&1 || { say "synth of the big scene failed"; exit 1; }
 mkdir -p "$d/in2"
 ln -s "$d/big.vrt" "$d/in2/big.vrt" 2>/dev/null || cp "$d/big.vrt" "$d/in2/"
 jid=$(sbatch --parsable --array=0 --mem=3G --output="$work/big-%a.log" -J pnec-big "$work/task.sh" --tile 512 "$d/in2")
@@ -172,6 +178,9 @@ for _ in $(seq 600); do
 	ls "$d/out"/.*stage* >/dev/null 2>&1 && break
 	sleep 0.1
 done
+staged=0
+ls "$d/out"/.*stage* >/dev/null 2>&1 && staged=1
+check "the big scene's task is writing (its staging file exists)" test $staged = 1
 sleep 1
 scancel "$jid"
 for _ in $(seq 300); do squeue -h -j "$jid" 2>/dev/null | grep -q . || break; sleep 0.1; done
@@ -179,7 +188,7 @@ partial=$(find "$d/out" -name '.*' -o -name '*stage*' -o -name '*.tmp' | wc -l)
 check "scancel mid-scene leaves no partial or temporary file" test "$partial" = 0
 check "scancel mid-scene leaves no product" test ! -e "$d/out/big.tif"
 sbatch --wait --array=0 --mem=3G --output="$work/big2-%a.log" -J pnec-big "$work/task.sh" --tile 512 "$d/in2" >/dev/null 2>&1
-check "the resubmitted task completes the big scene" sh -c "gdalinfo '$d/out/big.tif' 2>/dev/null | grep -q LAYOUT=COG"
+check "the resubmitted task completes the big scene" is_cog "$d/out/big.tif"
 
 # 3. the whole array again: nothing to do
 rm -f "$d"/report-*.jsonl

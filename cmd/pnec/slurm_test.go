@@ -1,0 +1,39 @@
+package main
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestCheckSlurm runs scripts/check-slurm.sh (make check-slurm): pnec batch
+// as a job array on a real single-node Slurm started for the test (slurm-wlm
+// and munge are installed with apt-get when missing). It needs root; it is
+// skipped with -short, without root, or with PNEC_SKIP_SLURM=1.
+func TestCheckSlurm(t *testing.T) {
+	if os.Getenv("PNEC_SKIP_SLURM") != "" {
+		t.Skip("PNEC_SKIP_SLURM is set")
+	}
+	if os.Geteuid() != 0 {
+		t.Skip("check-slurm needs root (slurmd and munged run as root): run make check-slurm as root")
+	}
+	bin := pnecBinary(t)
+	script, err := filepath.Abs(filepath.Join("..", "..", "scripts", "check-slurm.sh"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command("bash", script, bin).CombinedOutput()
+	text := string(out)
+	if ee, ok := err.(*exec.ExitError); ok && ee.ExitCode() == 77 {
+		t.Skipf("check-slurm cannot run here: %s", strings.TrimSpace(text))
+	}
+	if err != nil {
+		t.Fatalf("check-slurm: %v\n%s", err, text)
+	}
+	t.Logf("%s", text)
+	if !strings.Contains(text, "all checks passed") {
+		t.Fatalf("check-slurm did not report success:\n%s", text)
+	}
+}
