@@ -69,8 +69,15 @@ func predictOn(t testing.TB, m *Model, backend string, s Scene) (Prediction, flo
 // PNEC_XLA_BACKEND, on a Pavia-University-sized synthetic scene.
 func TestBackendsAgreePrediction(t *testing.T) {
 	other := otherBackend(t)
+	for _, enc := range []string{EncoderPaper, EncoderCell} {
+		t.Run(enc, func(t *testing.T) { backendsAgreePrediction(t, other, enc) })
+	}
+}
+
+func backendsAgreePrediction(t *testing.T, other, encoder string) {
 	s, labels := synthScene(610, 340, 103, 9, 11)
 	cfg := DefaultConfig()
+	cfg.Encoder = encoder
 	cfg.Epochs = 3
 	m, err := Train(context.Background(), s, labels, TrainOptions{Config: cfg, Backend: "go"})
 	if err != nil {
@@ -150,6 +157,12 @@ func benchBackend() string {
 // reported as compile-s.
 func BenchmarkBackendInference(b *testing.B) {
 	backend := benchBackend()
+	for _, enc := range []string{EncoderPaper, EncoderCell} {
+		b.Run(enc, func(b *testing.B) { benchmarkBackendInference(b, backend, enc) })
+	}
+}
+
+func benchmarkBackendInference(b *testing.B, backend, encoder string) {
 	for _, sz := range []struct {
 		name                 string
 		rows, cols, bands, k int
@@ -160,6 +173,7 @@ func BenchmarkBackendInference(b *testing.B) {
 		b.Run(sz.name, func(b *testing.B) {
 			s, labels := synthScene(sz.rows, sz.cols, sz.bands, sz.k, 11)
 			cfg := DefaultConfig()
+			cfg.Encoder = encoder
 			cfg.Epochs = 1
 			m, err := Train(context.Background(), s, labels, TrainOptions{Config: cfg, Backend: "go"})
 			if err != nil {
@@ -198,13 +212,18 @@ func BenchmarkBackendTrain200Epochs(b *testing.B) {
 		b.Skip("200 epochs on the Go backend take minutes: set PNEC_BENCH_BACKEND=xla:...")
 	}
 	s, labels := synthScene(610, 340, 103, 9, 11)
-	cfg := DefaultConfig()
-	for range b.N {
-		m, err := Train(context.Background(), s, labels, TrainOptions{Config: cfg, Backend: backend})
-		if err != nil {
-			b.Fatal(err)
-		}
-		b.ReportMetric(m.TrainSeconds(), "train-s")
+	for _, enc := range []string{EncoderPaper, EncoderCell} {
+		b.Run(enc, func(b *testing.B) {
+			cfg := DefaultConfig()
+			cfg.Encoder = enc
+			for range b.N {
+				m, err := Train(context.Background(), s, labels, TrainOptions{Config: cfg, Backend: backend})
+				if err != nil {
+					b.Fatal(err)
+				}
+				b.ReportMetric(m.TrainSeconds(), "train-s")
+			}
+		})
 	}
 }
 

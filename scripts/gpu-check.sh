@@ -99,8 +99,10 @@ mt() { (cd "$bundle/shared" && "$bundle/model.test" "$@"); }
 
 if [ -x "$bundle/model.test" ]; then
 	step "probe: plugin loads, PJRT version, smoke product" mt -test.run 'TestProbeOtherBackend' -test.v
-	step "correctness: parity with the reference, go vs $backend" \
-		mt -test.run 'Parity|BackendsAgree' -test.v -test.timeout 30m
+	step "correctness: parity with the reference (both encoders) on $backend" \
+		env PNEC_TEST_BACKEND="$backend" "$bundle/model.test" -test.run 'Parity' -test.v
+	step "correctness: go vs $backend (both encoders), 20 SalinasA epochs" \
+		mt -test.run 'BackendsAgree' -test.v -test.timeout 30m
 	n=10 train=BackendTrain200Epochs
 	[ "$quick" = 1 ] && n=3 train=NONE
 	step "speed: inference (after compilation)" \
