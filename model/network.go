@@ -373,9 +373,10 @@ func (n *net) encode(x *Node) (f0, fspa, fdiff *Node) {
 		f0 = n.paperEncoder(x)
 	} else {
 		hs, ws := x.Shape().Dimensions[0], x.Shape().Dimensions[1]
-		e := n.linearNormSilu(Reshape(x, hs*ws, d.Bands), "embed", "embed.gn")
+		e := n.zeroInvalid(n.linearNormSilu(Reshape(x, hs*ws, d.Bands), "embed", "embed.gn"))
 		f0 = n.linearNormSilu(im2col3x3(Reshape(e, hs, ws, d.D)), "conv", "conv.gn") // [L, D]
 	}
+	f0 = n.zeroInvalid(f0)
 
 	fspa = Add(f0, n.linearNormSilu(n.mambaInner(f0, "spa"), "spa.out", "spa.gn"))
 	// Differential input: x - a * avg_pool_5(x) along channels, averaging
@@ -404,7 +405,7 @@ func (n *net) paperEncoder(x *Node) *Node {
 	d := n.d
 	h, w := x.Shape().Dimensions[0], x.Shape().Dimensions[1]
 	hs, ws := h/Stride, w/Stride
-	e := Reshape(n.linearNormSilu(Reshape(x, h*w, d.Bands), "embed", "embed.gn"), h, w, d.D)
+	e := Reshape(n.zeroInvalid(n.linearNormSilu(Reshape(x, h*w, d.Bands), "embed", "embed.gn")), h, w, d.D)
 	c := n.conv3x3Shifted(e, "conv") // [H, W, D]
 	// Only rows and columns [0, 4 hs) x [0, 4 ws) reach the floor grid.
 	if h != hs*Stride || w != ws*Stride {
@@ -576,6 +577,18 @@ func (n *net) forward(x *Node, bank func(f *Node) *Node, anchor, s *Node) fwd {
 	fcal := Add(o.F, Mul(Mul(s, InsertAxes(gate, -1)), delta))
 	o.Zcal = n.head(fcal)
 	return o
+}
+
+// zeroInvalid sets the rows of x [M, C] that are invalid in the mask of
+// its grid (n.masks) to zero, so that nodata pixels and cells enter the 3x3
+// convolution as its zero padding does and the scan as zero tokens; x as
+// it is without a mask for M.
+func (n *net) zeroInvalid(x *Node) *Node {
+	mk, ok := n.masks[x.Shape().Dimensions[0]]
+	if !ok {
+		return x
+	}
+	return Mul(x, InsertAxes(ConvertDType(mk, x.DType()), -1))
 }
 
 // setMasks registers the valid masks (netMasks order: finest grid first)

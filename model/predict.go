@@ -66,6 +66,7 @@ func newPredictor(m *Model, backend string, fused bool) (*Predictor, error) {
 				n.fixedNorm[st.Key] = [2]*Node{in[base+2*j], in[base+2*j+1]}
 			}
 		}
+		n.setMasks(in[4+len(names)+2*len(stats):]...)
 		o := m.inferForward(n, x, protos)
 		forgetBMM(g)
 		prob := Softmax(upsample(o.Zcal, ur, uc), -1)
@@ -215,6 +216,9 @@ func (p *Predictor) Predict(ctx context.Context, s Scene) (pred Prediction, err 
 	}
 	for _, w := range p.weights {
 		args = append(args, w)
+	}
+	for _, mk := range netMasks(s, enc) {
+		args = append(args, tensorOf(mk, len(mk)))
 	}
 	out, err := p.exec.Call(args...)
 	if err != nil {
