@@ -45,7 +45,7 @@ type options struct {
 	E2EOnly   bool
 	TorchOnly bool
 	NoTorch   bool
-	TorchRuns int    // runs per side of each comparison (default 3 full, 1 quick)
+	TorchRuns int    // runs per side of each comparison (default 2 full, 1 quick)
 	Reference string // folder of the PyTorch reference (default ../shared/reference from the root)
 	Filter    string // go test -bench pattern
 }
@@ -70,7 +70,7 @@ func run(ctx context.Context, args []string) error {
 	fs.StringVar(&o.Filter, "bench", ".", "go test -bench pattern")
 	fs.BoolVar(&o.TorchOnly, "torch-only", false, "run only the side-by-side comparison with PyTorch")
 	fs.BoolVar(&o.NoTorch, "no-torch", false, "skip the side-by-side comparison with PyTorch")
-	fs.IntVar(&o.TorchRuns, "torch-runs", 0, "runs per side of each PyTorch comparison (default 3 full, 1 quick)")
+	fs.IntVar(&o.TorchRuns, "torch-runs", 0, "runs per side of each PyTorch comparison (default 2 full, 1 quick)")
 	fs.StringVar(&o.Reference, "reference", "", "folder of the PyTorch reference pnec_torch.py (default ../shared/reference from the root)")
 	render := fs.String("render", "", "only rewrite the Markdown report from this results JSON (no benchmarks run)")
 	if err := fs.Parse(args); err != nil {

@@ -123,7 +123,7 @@ func runTorchComparison(ctx context.Context, o options, scratch string) ([]Torch
 	script := filepath.Join(o.Root, "bench", "torch", "netbench.py")
 	runs, steps := o.TorchRuns, 3
 	if runs == 0 {
-		runs = map[bool]int{true: 1, false: 3}[o.Mode == "quick"]
+		runs = map[bool]int{true: 1, false: 2}[o.Mode == "quick"]
 	}
 	var rows []TorchRow
 	for _, sc := range torchScenes(o.Mode == "quick") {
