@@ -64,7 +64,7 @@ func run(ctx context.Context, args []string) error {
 	fs.IntVar(&o.Runs, "runs", 0, "timed runs per e2e row (default 5 full, 2 quick)")
 	fs.DurationVar(&o.RowLimit, "row-timeout", 0, "limit per timed e2e run (default 5m full, 60s quick)")
 	fs.DurationVar(&o.GoLimit, "go-timeout", 0, "limit for all Go benchmarks, shared out between packages (default 18m full, 75s quick)")
-	fs.DurationVar(&o.Budget, "budget", 0, "whole run; e2e rows that would start past it are skipped (default 28m full, 150s quick)")
+	fs.DurationVar(&o.Budget, "budget", 0, "whole run; e2e rows that would start past it are skipped (default 50m full, 150s quick)")
 	fs.BoolVar(&o.GoOnly, "go-only", false, "run only the Go benchmarks")
 	fs.BoolVar(&o.E2EOnly, "e2e-only", false, "run only the e2e rows")
 	fs.StringVar(&o.Filter, "bench", ".", "go test -bench pattern")
@@ -103,7 +103,7 @@ func run(ctx context.Context, args []string) error {
 		o.GoLimit = map[bool]time.Duration{true: 75 * time.Second, false: 18 * time.Minute}[quick]
 	}
 	if o.Budget == 0 {
-		o.Budget = map[bool]time.Duration{true: 150 * time.Second, false: 28 * time.Minute}[quick]
+		o.Budget = map[bool]time.Duration{true: 150 * time.Second, false: 50 * time.Minute}[quick]
 	}
 	o.Deadline = time.Now().Add(o.Budget)
 	root, err := filepath.Abs(o.Root)
