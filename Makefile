@@ -42,8 +42,10 @@ test-short: deps
 	$(GO) test -short -count=1 ./...
 
 # bench runs every Go benchmark of the module (-count 5) and the rows of
-# bench/e2e.tsv under GNU time, and writes BENCHMARKS.md and
-# bench/results.json (under 30 minutes on 2 cores). bench-quick does the same
+# bench/e2e.tsv under GNU time, then pnec against the PyTorch reference on the
+# same network (both encoders; skipped with a message without python3-torch),
+# and writes BENCHMARKS.md and bench/results.json (about 45 minutes on 2
+# cores). bench-quick does the same
 # with smaller inputs and fewer runs (under 3 minutes) and marks the report
 # as quick. GNU time (Debian package 'time') gives the peak RSS.
 BENCH_TIME_INSTALL = if [ ! -x /usr/bin/time ]; then \
