@@ -13,8 +13,16 @@ import (
 // perturbed so that no block is zero or the identity (a freshly trained
 // model has zero second evidence layers, which would hide an error there).
 func TestFusedInferenceMatches(t *testing.T) {
+	for _, enc := range []string{EncoderCell, EncoderPaper} {
+		t.Run(enc, func(t *testing.T) { fusedInferenceMatches(t, enc) })
+	}
+}
+
+func fusedInferenceMatches(t *testing.T, encoder string) {
 	s, labels := synthScene(30, 26, 10, 4, 5)
-	m, err := Train(context.Background(), s, labels, TrainOptions{Config: tinyConfig(2), TrainPerClass: 8, Backend: "go"})
+	cfg := tinyConfig(2)
+	cfg.Encoder = encoder
+	m, err := Train(context.Background(), s, labels, TrainOptions{Config: cfg, TrainPerClass: 8, Backend: "go"})
 	if err != nil {
 		t.Fatal(err)
 	}

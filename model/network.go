@@ -417,6 +417,51 @@ func (n *net) paperEncoder(x *Node) *Node {
 	return Reshape(a, hs*ws, d.D)
 }
 
+// conv3x3Sequential is conv3x3Shifted for inference graphs on the Go
+// backend, built to hold few full-resolution maps at once: the nine
+// products are taken on the zero-padded input flattened to rows of W+2
+// pixels, where the tap (dy, dx) of output pixel i is input row i + dy (W+2)
+// + dx, so each product's contribution is one contiguous slice of it (no
+// shifted copies of the input), and each product waits for the sum so far
+// (its bias depends on one value of it): the executor, which otherwise
+// runs the nine independent products side by side, keeps only the input,
+// the sum and one product alive (peak inference memory of the paper encoder
+// at Houston's size went from about 10 GB; see README).
+func (n *net) conv3x3Sequential(x *Node, name string) *Node {
+	h, w, c := x.Shape().Dimensions[0], x.Shape().Dimensions[1], x.Shape().Dimensions[2]
+	wt, bias := n.p[name+".w"], n.p[name+".b"]
+	dOut := wt.Shape().Dimensions[1]
+	wp := w + 2
+	// One zero row above, two below (the last taps of the last row's
+	// padding columns reach one pixel past the second), one zero column on
+	// each side.
+	zc := Zeros(x.Graph(), shapeOf(x.DType(), h, 1, c))
+	xp := Concatenate([]*Node{zc, x, zc}, 1)
+	xp = Concatenate([]*Node{Zeros(x.Graph(), shapeOf(x.DType(), 1, wp, c)), xp, Zeros(x.Graph(), shapeOf(x.DType(), 2, wp, c))}, 0)
+	flat := Reshape(xp, (h+3)*wp, c)
+	var acc *Node
+	for dy := 0; dy < 3; dy++ {
+		for dx := 0; dx < 3; dx++ {
+			k := dy*3 + dx
+			b := bias
+			if acc != nil {
+				b = ZerosLike(bias)
+				// A dependency on the sum so far, adding zero.
+				b = Add(b, MulScalar(ReduceAllSum(Slice(acc, AxisRange(0, 1), AxisRange(0, 1))), 0))
+			}
+			y := BackendFusedDense(flat, Slice(wt, AxisRange(k*c, (k+1)*c)), b, compute.DenseConfig{})
+			off := dy*wp + dx
+			part := Slice(y, AxisRange(off, off+h*wp))
+			if acc == nil {
+				acc = part
+			} else {
+				acc = Add(acc, part)
+			}
+		}
+	}
+	return Slice(Reshape(acc, h, wp, dOut), AxisRange(), AxisRange(0, w))
+}
+
 // gelu is the exact GELU, x Phi(x) (PyTorch's default).
 func gelu(x *Node) *Node {
 	return Mul(MulScalar(x, 0.5), OnePlus(Erf(MulScalar(x, 1/math.Sqrt2))))
@@ -428,6 +473,9 @@ func gelu(x *Node) *Node {
 // the same work as one im2col product without its [H*W, 9C] matrix (about
 // 1 GB at Pavia University's size with C = 128).
 func (n *net) conv3x3Shifted(x *Node, name string) *Node {
+	if n.fused {
+		return n.conv3x3Sequential(x, name)
+	}
 	h, w, c := x.Shape().Dimensions[0], x.Shape().Dimensions[1], x.Shape().Dimensions[2]
 	wt := n.p[name+".w"]
 	dOut := wt.Shape().Dimensions[1]
