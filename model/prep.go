@@ -60,6 +60,26 @@ func percentile(sorted []float64, pct float64) float64 {
 	return sorted[i]*(1-f) + sorted[i+1]*f
 }
 
+// stretchScales are 1/(hi-lo) per band (0 for a constant band).
+func stretchScales(lo, hi []float32) []float32 {
+	scale := make([]float32, len(lo))
+	for b := range scale {
+		if d := hi[b] - lo[b]; d > 0 {
+			scale[b] = 1 / d
+		}
+	}
+	return scale
+}
+
+// stretch01 is v stretched with lo and scale and clipped to [0,1] (NaN: 0).
+func stretch01(v, lo, scale float32) float32 {
+	x := (v - lo) * scale
+	if !(x >= 0) { // also NaN
+		return 0
+	}
+	return min(x, 1)
+}
+
 // padTo returns n rounded up to a multiple of Stride.
 func padTo(n int) int { return (n + Stride - 1) / Stride * Stride }
 
@@ -73,12 +93,7 @@ func cellMeans(s Scene, lo, hi []float32) []float32 {
 	hs, ws := padTo(s.Rows)/Stride, padTo(s.Cols)/Stride
 	out := make([]float32, hs*ws*s.Bands)
 	count := make([]float32, hs*ws)
-	scale := make([]float32, s.Bands)
-	for b := range scale {
-		if d := hi[b] - lo[b]; d > 0 {
-			scale[b] = 1 / d
-		}
-	}
+	scale := stretchScales(lo, hi)
 	// Bands of cell rows are independent (each writes its own cells), so
 	// they are summed in parallel: this pass reads the whole scene.
 	workers := min(runtime.GOMAXPROCS(0), hs)
@@ -106,13 +121,7 @@ func cellMeanRows(s Scene, cr0, cr1, ws int, scale, lo, out, count []float32) {
 			count[cell]++
 			dst := out[cell*s.Bands : (cell+1)*s.Bands]
 			for b, v := range s.Data[i*s.Bands : (i+1)*s.Bands] {
-				x := (v - lo[b]) * scale[b]
-				if !(x >= 0) { // also NaN
-					x = 0
-				} else if x > 1 {
-					x = 1
-				}
-				dst[b] += x
+				dst[b] += stretch01(v, lo[b], scale[b])
 			}
 		}
 	}
@@ -169,12 +178,7 @@ func upMatrix(n, ns int) []float32 {
 // encoder's input.
 func stretched(s Scene, lo, hi []float32) []float32 {
 	out := make([]float32, len(s.Data))
-	scale := make([]float32, s.Bands)
-	for b := range scale {
-		if d := hi[b] - lo[b]; d > 0 {
-			scale[b] = 1 / d
-		}
-	}
+	scale := stretchScales(lo, hi)
 	workers := min(runtime.GOMAXPROCS(0), s.Rows)
 	var wg sync.WaitGroup
 	for w := 0; w < workers; w++ {
@@ -187,13 +191,7 @@ func stretched(s Scene, lo, hi []float32) []float32 {
 				}
 				dst := out[i*s.Bands : (i+1)*s.Bands]
 				for b, v := range s.Data[i*s.Bands : (i+1)*s.Bands] {
-					x := (v - lo[b]) * scale[b]
-					if !(x >= 0) { // also NaN
-						x = 0
-					} else if x > 1 {
-						x = 1
-					}
-					dst[b] = x
+					dst[b] = stretch01(v, lo[b], scale[b])
 				}
 			}
 		}(w*s.Rows/workers, (w+1)*s.Rows/workers)
