@@ -48,29 +48,12 @@ func TestNoDataBorderMatchesCrop(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				p, err := NewPredictor(mod, "go")
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer p.Close()
-				pred, err := p.Predict(context.Background(), s)
-				if err != nil {
-					t.Fatal(err)
-				}
-				return mod, pred
+				return mod, predictWith(t, mod, s)
 			}
 			mc, pc := train(crop, labels, mask)
 			mw, pw := train(wide, wideLabels, wideMask)
 			{ // the crop's model on the bordered scene: inference alone
-				p, err := NewPredictor(mc, "go")
-				if err != nil {
-					t.Fatal(err)
-				}
-				pb, err := p.Predict(context.Background(), wide)
-				p.Close()
-				if err != nil {
-					t.Fatal(err)
-				}
+				pb := predictWith(t, mc, wide)
 				ab, ac := Argmax(pb.Prob, pb.Classes), Argmax(pc.Prob, pc.Classes)
 				same := 0
 				for r := 0; r < rows; r++ {
