@@ -9,6 +9,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -443,5 +444,72 @@ func TestOpenSubdatasets(t *testing.T) {
 	// GPKG rasters are RGBA: band 1 holds the source's band.
 	if got, want := blk.Data[blk.Bands], float32(pixelValue(2, 2, 0)); got != want {
 		t.Errorf("subdataset pixel: got %v, want %v", got, want)
+	}
+}
+
+// TestReadWindowIntoReusesBuffers: integer bands without nodata (the fast
+// path: read as their own type, every pixel valid, scale applied while
+// reading) read into a recycled, dirty buffer give exactly what a fresh
+// ReadWindow gives, and a buffer too short for the window is replaced.
+func TestReadWindowIntoReusesBuffers(t *testing.T) {
+	const cols, rows, bands = 40, 30, 5
+	win := Window{Col: 3, Row: 11, Cols: 21, Rows: 17}
+	for _, dt := range []godal.DataType{godal.Byte, godal.UInt16, godal.Int16, godal.Float32} {
+		t.Run(dt.String(), func(t *testing.T) {
+			path := writeScene(t, t.TempDir(), dt, cols, rows, bands, func(ds *godal.Dataset) {
+				if err := ds.Bands()[2].SetScaleOffset(0.5, 10); err != nil {
+					t.Fatal(err)
+				}
+			})
+			s, err := Open(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			ctx := context.Background()
+			dirty := make([]float32, win.Cols*win.Rows*bands+100)
+			for i := range dirty {
+				dirty[i] = 7
+			}
+			dirtyValid := make([]bool, win.Cols*win.Rows)
+			got, err := s.ReadWindowInto(ctx, win, dirty, dirtyValid)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if &got.Data[0] != &dirty[0] || &got.Valid[0] != &dirtyValid[0] {
+				t.Error("a buffer long enough was not reused")
+			}
+			if len(got.Data) != win.Cols*win.Rows*bands {
+				t.Fatalf("got %d values, want %d", len(got.Data), win.Cols*win.Rows*bands)
+			}
+			for r := 0; r < win.Rows; r++ {
+				for c := 0; c < win.Cols; c++ {
+					p := r*win.Cols + c
+					if !got.Valid[p] {
+						t.Fatalf("pixel (%d,%d) invalid", r, c)
+					}
+					for b := 0; b < bands; b++ {
+						v := pixelValue(win.Row+r, win.Col+c, b)
+						if dt == godal.Byte {
+							v = math.Min(v, 255)
+						}
+						if b == 2 {
+							v = v*0.5 + 10
+						}
+						if g := got.Data[p*bands+b]; g != float32(v) {
+							t.Fatalf("(%d,%d) band %d: got %v, want %v", r, c, b, g, v)
+						}
+					}
+				}
+			}
+			short := make([]float32, 10)
+			again, err := s.ReadWindowInto(ctx, win, short, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(again.Data, got.Data) || !slices.Equal(again.Valid, got.Valid) {
+				t.Error("a read into new buffers differs from the read into recycled ones")
+			}
+		})
 	}
 }

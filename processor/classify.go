@@ -125,6 +125,9 @@ func (c *Classifier) classify(parent context.Context, sceneName, out string) (re
 	// runs another, and no more are held (the memory model counts these).
 	tiles := make(chan tileIn)
 	preds := make(chan tileOut)
+	// The network hands each tile's input buffer back for the next read
+	// (at most one waits here, so no more buffers live than without it).
+	free := make(chan []float32, 1)
 	rows := make(chan rowsOut, 2)
 	var readT, netT, stitchT, writeT time.Duration
 	st := &stitcher{plan: &plan, classes: classes, recovery: rp, kind: c.kind, spectral: c.ref != nil,
@@ -141,11 +144,11 @@ func (c *Classifier) classify(parent context.Context, sceneName, out string) (re
 	var wg sync.WaitGroup
 	wg.Go(func() {
 		defer close(tiles)
-		readT = c.readTiles(ctx, f, sc, sceneName, info, &plan, tiles)
+		readT = c.readTiles(ctx, f, sc, sceneName, info, &plan, free, tiles)
 	})
 	wg.Go(func() {
 		defer close(preds)
-		netT = c.runTiles(ctx, f, sceneName, &plan, tiles, preds)
+		netT = c.runTiles(ctx, f, sceneName, &plan, tiles, free, preds)
 	})
 	wg.Go(func() {
 		defer close(rows)
@@ -190,14 +193,21 @@ func (c *Classifier) classify(parent context.Context, sceneName, out string) (re
 // readTiles reads every tile of plan in order and sends it padded to the
 // network's input shape. It returns the time spent reading. A scene without
 // a valid pixel, or whose valid pixels are all 0, fails when its last tile
-// is read, before that tile goes to the network (see signalCheck).
-func (c *Classifier) readTiles(ctx context.Context, f *failer, sc *geo.Scene, name string, info geo.Info, plan *tiling.Plan, out chan<- tileIn) time.Duration {
+// is read, before that tile goes to the network (see signalCheck). Tiles
+// are read into the buffers the network hands back on free when there is
+// one.
+func (c *Classifier) readTiles(ctx context.Context, f *failer, sc *geo.Scene, name string, info geo.Info, plan *tiling.Plan, free <-chan []float32, out chan<- tileIn) time.Duration {
 	var busy time.Duration
 	var sig signalCheck
 	for i, t := range plan.Tiles {
 		t0 := time.Now()
 		w := geo.Window{Col: t.Read.Col, Row: t.Read.Row, Cols: t.Read.Cols, Rows: t.Read.Rows}
-		blk, err := sc.ReadWindow(ctx, w)
+		var buf []float32
+		select {
+		case buf = <-free:
+		default:
+		}
+		blk, err := sc.ReadWindowInto(ctx, w, buf, nil)
 		if err != nil {
 			// geo's error names the scene and the window already.
 			f.fail(fmt.Errorf("%w (tile %d)", err, t.Index))
@@ -249,8 +259,9 @@ func padTile(b geo.Block, t tiling.Tile) model.Scene {
 
 // runTiles runs the network on every tile it receives. All tiles share one
 // input shape, so the predictor compiles once. It returns the time spent in
-// the network.
-func (c *Classifier) runTiles(ctx context.Context, f *failer, name string, plan *tiling.Plan, in <-chan tileIn, out chan<- tileOut) time.Duration {
+// the network. Each tile's input data goes back to the reader on free once
+// the network and the spectral distances are done with it.
+func (c *Classifier) runTiles(ctx context.Context, f *failer, name string, plan *tiling.Plan, in <-chan tileIn, free chan<- []float32, out chan<- tileOut) time.Duration {
 	var busy time.Duration
 	k := len(c.m.Classes())
 	for t := range in {
@@ -271,6 +282,10 @@ func (c *Classifier) runTiles(ctx context.Context, f *failer, name string, plan 
 		p, err := c.pred.Predict(ctx, t.scene)
 		distDone.Wait()
 		busy += time.Since(t0)
+		select {
+		case free <- t.scene.Data:
+		default:
+		}
 		if err == nil && distErr != nil {
 			err = fmt.Errorf("spectral reliability: %w", distErr)
 		}
