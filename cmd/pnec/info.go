@@ -78,11 +78,6 @@ func infoAction(c *cli.Context) error {
 	if c.NArg() != 1 {
 		return fmt.Errorf("info: want one SCENE argument, got %d (see pnec info --help)", c.NArg())
 	}
-	if kv := c.StringSlice("config"); len(kv) > 0 {
-		if err := geo.SetConfig(kv); err != nil {
-			return err
-		}
-	}
 	s, err := geo.Open(c.Args().First())
 	if err != nil {
 		return err

@@ -47,9 +47,6 @@ func init() {
 const maxListedTiles = 1000
 
 func tilesAction(c *cli.Context) error {
-	if err := applyConfig(c); err != nil {
-		return err
-	}
 	opts, err := planOptions(c)
 	if err != nil {
 		return err
