@@ -3,12 +3,14 @@ package importer
 import (
 	"context"
 	"math"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/pnec/pnec/geo"
+	"github.com/pnec/pnec/internal/matwrite"
 )
 
 func TestParseSource(t *testing.T) {
@@ -139,5 +141,74 @@ func TestMATRoundTrip(t *testing.T) {
 	}
 	if !slices.Equal(blk.Data, cube.Pixels) {
 		t.Errorf("pixels %v, want %v", blk.Data, cube.Pixels)
+	}
+}
+
+// TestMAT imports a MAT-file holding a cube and a label map (MATLAB's
+// column-major layout, as matwrite writes it) and reads both GeoTIFFs back.
+func TestMAT(t *testing.T) {
+	dir := t.TempDir()
+	const rows, cols, bands = 3, 4, 2
+	value := func(r, c, b int) float64 { return float64(100*r + 10*c + b) }
+	var cube, gt []float64 // column-major: row fastest, then column, then band
+	for b := 0; b < bands; b++ {
+		for c := 0; c < cols; c++ {
+			for r := 0; r < rows; r++ {
+				cube = append(cube, value(r, c, b))
+			}
+		}
+	}
+	for c := 0; c < cols; c++ {
+		for r := 0; r < rows; r++ {
+			gt = append(gt, float64((r+c)%3))
+		}
+	}
+	mat := filepath.Join(dir, "scene.mat")
+	data := matwrite.Encode(false, true,
+		matwrite.Var{Name: "cube", Class: matwrite.MxDOUBLE, Dims: []int{rows, cols, bands}, Type: matwrite.MiUINT16, Data: cube},
+		matwrite.Var{Name: "gt", Class: matwrite.MxDOUBLE, Dims: []int{rows, cols}, Type: matwrite.MiUINT8, Data: gt})
+	if err := os.WriteFile(mat, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cubeOut, labelsOut := filepath.Join(dir, "scene.tif"), filepath.Join(dir, "labels.tif")
+	res, err := MAT(context.Background(), Request{
+		Cube: ParseSource(mat), CubeOut: cubeOut, Labels: ParseSource(mat + ":gt"), LabelsOut: labelsOut, Local: true,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Cube == nil || res.Cube.What != mat+":cube" || res.Cube.DataType != geo.Int16 || res.Labels == nil || res.Labels.DataType != geo.Byte {
+		t.Fatalf("result %+v, cube %+v, labels %+v", res, res.Cube, res.Labels)
+	}
+	for _, tc := range []struct {
+		path  string
+		bands int
+		want  func(r, c, b int) float64
+	}{
+		{cubeOut, bands, value},
+		{labelsOut, 1, func(r, c, _ int) float64 { return float64((r + c) % 3) }},
+	} {
+		sc, err := geo.Open(tc.path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		info := sc.Info()
+		blk, err := sc.ReadWindow(context.Background(), geo.Window{Cols: info.Cols, Rows: info.Rows})
+		sc.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if info.Rows != rows || info.Cols != cols || info.Bands != tc.bands || info.Metadata["PNEC_GRID"] != "local" {
+			t.Fatalf("%s: %dx%dx%d, metadata %v", tc.path, info.Rows, info.Cols, info.Bands, info.Metadata)
+		}
+		for r := 0; r < rows; r++ {
+			for c := 0; c < cols; c++ {
+				for b := 0; b < tc.bands; b++ {
+					if got := blk.Data[(r*cols+c)*tc.bands+b]; float64(got) != tc.want(r, c, b) {
+						t.Fatalf("%s: pixel (row %d, col %d) band %d = %v, want %v", tc.path, r, c, b, got, tc.want(r, c, b))
+					}
+				}
+			}
+		}
 	}
 }
