@@ -77,6 +77,9 @@ const (
 	StatusSkipped = "skipped" // product up to date
 	StatusFailed  = "failed"
 	StatusBusy    = "busy" // another process holds the scene's lock
+	// StatusStopped: the run was stopped (a signal) while or before the
+	// scene was done; nothing of it was published and a rerun does it.
+	StatusStopped = "stopped"
 )
 
 // StageSeconds is a scene's time per stage, in seconds.
@@ -108,7 +111,7 @@ type SceneReport struct {
 
 // Summary totals a run.
 type Summary struct {
-	Scenes, Done, Skipped, Failed, Busy int
+	Scenes, Done, Skipped, Failed, Busy, Stopped int
 	Pixels                              int64 // pixels classified (done scenes)
 	Elapsed                             time.Duration
 	Jobs                                int
@@ -127,6 +130,9 @@ func (s Summary) String() string {
 		s.Scenes, s.Done, s.Skipped, s.Failed, s.Busy, s.Pixels, s.Elapsed.Round(time.Millisecond), s.Jobs, backend)
 	if s.MaxMemoryBytesPerJob > 0 {
 		out += fmt.Sprintf(", memory budget %s per job", processor.FormatBytes(s.MaxMemoryBytesPerJob))
+	}
+	if s.Stopped > 0 {
+		out += fmt.Sprintf("; %d stopped before they finished", s.Stopped)
 	}
 	return out
 }
@@ -311,6 +317,8 @@ func Run(ctx context.Context, cfg Config) (Summary, error) {
 					sum.Skipped++
 				case StatusBusy:
 					sum.Busy++
+				case StatusStopped:
+					sum.Stopped++
 				default:
 					sum.Failed++
 					if firstFailure == "" {
@@ -455,6 +463,13 @@ func (w *worker) scene(ctx context.Context, in Input) SceneReport {
 	r := SceneReport{Input: in.Name, Output: product, Item: itemPath}
 	w.cfg.stamp(&r)
 	fail := func(err error) SceneReport {
+		if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
+			// Not the scene's fault: the run is stopping.
+			r.Status = StatusStopped
+			r.Reason = fmt.Sprintf("stopped before it finished (%v); nothing was published, a rerun does it", context.Cause(ctx))
+			w.log.Warn("scene stopped", "input", in.Name)
+			return r
+		}
 		r.Status = StatusFailed
 		r.Reason = oneline.Fold(err.Error())
 		if !strings.Contains(r.Reason, in.Name) {

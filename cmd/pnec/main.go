@@ -37,7 +37,9 @@ func register(c *cli.Command) { commands = append(commands, c) }
 const stopGrace = 2500 * time.Millisecond
 
 func main() {
-	ctx, cancel := context.WithCancel(context.Background())
+	// The cause names the signal, which a batch's report gives for the
+	// scenes it stopped.
+	ctx, cancel := context.WithCancelCause(context.Background())
 	sigs := make(chan os.Signal, 2)
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
 	done := make(chan error, 1)
@@ -46,7 +48,7 @@ func main() {
 	select {
 	case err = <-done:
 	case sig := <-sigs:
-		cancel()
+		cancel(fmt.Errorf("signal %s", sig))
 		stopOnSignal(sig, sigs, done)
 	}
 	if err != nil {
