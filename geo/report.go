@@ -93,6 +93,14 @@ func crsName(wkt string) string {
 
 func fmtNum(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
 
+// WriteJSON writes the report as one indented JSON object and a newline
+// (pnec info --json).
+func (r Report) WriteJSON(w io.Writer) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(r)
+}
+
 // WriteText writes the report as aligned "key: value" lines.
 func (r Report) WriteText(w io.Writer) error {
 	var b strings.Builder

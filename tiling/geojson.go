@@ -1,7 +1,9 @@
 package tiling
 
 import (
+	"encoding/json"
 	"fmt"
+	"io"
 
 	"github.com/paulmach/orb/geojson"
 )
@@ -59,4 +61,15 @@ func (p Plan) GeoJSON(scene string, gt [6]float64, epsg, n int) *geojson.Feature
 		})
 	}
 	return fc
+}
+
+// WriteGeoJSON writes GeoJSON(scene, gt, epsg, n) indented by one space,
+// and a newline (pnec tiles --geojson).
+func (p Plan) WriteGeoJSON(w io.Writer, scene string, gt [6]float64, epsg, n int) error {
+	b, err := json.MarshalIndent(p.GeoJSON(scene, gt, epsg, n), "", " ")
+	if err != nil {
+		return fmt.Errorf("encode tiles of %s: %w", scene, err)
+	}
+	_, err = fmt.Fprintln(w, string(b))
+	return err
 }

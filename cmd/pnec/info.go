@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 
 	"github.com/pnec/pnec/geo"
@@ -53,9 +52,7 @@ func infoAction(c *cli.Context) error {
 		rep.ValidFraction, rep.ValidEstimated = &f, !exact
 	}
 	if c.Bool("json") {
-		enc := json.NewEncoder(c.App.Writer)
-		enc.SetIndent("", "  ")
-		return enc.Encode(rep)
+		return rep.WriteJSON(c.App.Writer)
 	}
 	return rep.WriteText(c.App.Writer)
 }

@@ -2,15 +2,12 @@ package main
 
 import (
 	"bufio"
-	"encoding/json"
 	"fmt"
-	"io"
 	"os"
 
 	"github.com/pnec/pnec/geo"
 	"github.com/pnec/pnec/model"
 	"github.com/pnec/pnec/processor"
-	"github.com/pnec/pnec/tiling"
 	"github.com/urfave/cli/v2"
 )
 
@@ -81,7 +78,7 @@ func tilesAction(c *cli.Context) error {
 		listed = min(listed, maxListedTiles)
 	}
 	if c.Bool("geojson") {
-		return writeTilesGeoJSON(w, name, info, plan, listed)
+		return plan.WriteGeoJSON(w, name, info.GeoTransform, info.EPSG, listed)
 	}
 	bw := bufio.NewWriter(w)
 	fmt.Fprintf(bw, "%s: %s\n", name, plan)
@@ -95,15 +92,4 @@ func tilesAction(c *cli.Context) error {
 		fmt.Fprintf(bw, "... %d more tiles not listed (--all lists every one)\n", more)
 	}
 	return bw.Flush()
-}
-
-// writeTilesGeoJSON writes the first listed tiles of plan as tiling.Plan.GeoJSON
-// lays them out.
-func writeTilesGeoJSON(w io.Writer, name string, info geo.Info, plan tiling.Plan, listed int) error {
-	b, err := json.MarshalIndent(plan.GeoJSON(name, info.GeoTransform, info.EPSG, listed), "", " ")
-	if err != nil {
-		return fmt.Errorf("encode tiles of %s: %w", name, err)
-	}
-	_, err = fmt.Fprintln(w, string(b))
-	return err
 }
