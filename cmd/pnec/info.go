@@ -56,4 +56,3 @@ func infoAction(c *cli.Context) error {
 	}
 	return rep.WriteText(c.App.Writer)
 }
-
