@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/pnec/pnec/geo"
+	"github.com/pnec/pnec/internal/oneline"
 	"github.com/pnec/pnec/model"
 	"github.com/pnec/pnec/processor"
 )
@@ -210,7 +211,7 @@ func Run(ctx context.Context, cfg Config) (Summary, error) {
 			rep.total--
 			continue // another shard reports it
 		}
-		r := SceneReport{Input: ie.Input, Status: StatusFailed, Reason: oneLine(ie.Error())}
+		r := SceneReport{Input: ie.Input, Status: StatusFailed, Reason: oneline.Fold(ie.Error())}
 		cfg.stamp(&r)
 		log.Warn("input failed", "input", ie.Input, "reason", ie.Err)
 		rep.scene(&r)
@@ -363,18 +364,6 @@ feed:
 	return sum, nil
 }
 
-// oneLine joins the lines of a message (GDAL errors often span several) with "; ",
-// so that each report reason and the command's error stay one line.
-func oneLine(s string) string {
-	var parts []string
-	for _, l := range strings.Split(s, "\n") {
-		if l = strings.TrimSpace(l); l != "" {
-			parts = append(parts, l)
-		}
-	}
-	return strings.Join(parts, "; ")
-}
-
 // checkWritable creates and removes a file in dir, so that an unwritable
 // output directory fails the run at once rather than every scene.
 func checkWritable(dir string) error {
@@ -482,7 +471,7 @@ func (w *worker) scene(ctx context.Context, in Input) SceneReport {
 			return r
 		}
 		r.Status = StatusFailed
-		r.Reason = oneLine(err.Error())
+		r.Reason = oneline.Fold(err.Error())
 		if !strings.Contains(r.Reason, in.Name) {
 			r.Reason = in.Name + ": " + r.Reason
 		}

@@ -13,6 +13,8 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+
+	"github.com/pnec/pnec/internal/tempfiles"
 )
 
 // Report is what a run writes to bench/results.json.
@@ -233,11 +235,7 @@ func writeAtomic(path string, data []byte) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return err
 	}
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, data, 0o644); err != nil {
-		return err
-	}
-	return os.Rename(tmp, path)
+	return tempfiles.WriteFile(path, data, 0o644)
 }
 
 // readable shows long ns/op times in ms or s, and large per-second rates
