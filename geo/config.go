@@ -10,6 +10,8 @@ import "C"
 
 import (
 	"fmt"
+	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"unsafe"
@@ -152,4 +154,18 @@ func setUnitTypes(path string, units []string) error {
 	}
 	C.GDALClose(ds) // void before GDAL 3.7; the stage is read back next
 	return failed
+}
+
+// DecodeThreads is the number of threads GDAL decodes compressed blocks
+// with: GDAL_NUM_THREADS as a number, or every core for ALL_CPUS (pnec's
+// default); 1 when unset or not understood.
+func DecodeThreads() int {
+	v := strings.TrimSpace(ConfigValue("GDAL_NUM_THREADS"))
+	if strings.EqualFold(v, "ALL_CPUS") {
+		return runtime.NumCPU()
+	}
+	if n, err := strconv.Atoi(v); err == nil && n > 0 {
+		return n
+	}
+	return 1
 }
