@@ -12,3 +12,6 @@ func dots4SIMD(unitT []float32, padded int, s *[4][]float32, dots *[4][]float32)
 		dotsScalar(unitT, padded, s[p], dots[p])
 	}
 }
+
+// have512 is false without GOEXPERIMENT=simd on amd64.
+const have512 = false

@@ -131,7 +131,7 @@ func (c *Classifier) classify(parent context.Context, sceneName, out string) (re
 	rows := make(chan rowsOut, 2)
 	var readT, netT, stitchT, writeT time.Duration
 	st := &stitcher{plan: &plan, classes: classes, recovery: rp, kind: c.kind, spectral: c.ref != nil,
-		out: rows, progress: c.opts.Progress, counts: make(map[int]int64)}
+		out: rows, progress: c.opts.Progress, byClass: make([]int64, len(classes))}
 	if c.opts.OnProgress != nil {
 		var done int64
 		all := int64(info.Rows) * int64(info.Cols)
@@ -182,7 +182,7 @@ func (c *Classifier) classify(parent context.Context, sceneName, out string) (re
 	}
 	writeT += time.Since(t0)
 	res.Times = StageTimes{Read: readT, Network: netT, Stitch: stitchT, Write: writeT}
-	res.ValidPixels, res.ClassCounts = st.valid, st.counts
+	res.ValidPixels, res.ClassCounts = st.valid, st.counts()
 	res.Elapsed = time.Since(start)
 	c.log.Info("classified", "scene", sceneName, "product", out, "tiles", res.Tiles,
 		"read", readT, "network", netT, "stitch", stitchT, "write", writeT, "elapsed", res.Elapsed,
@@ -440,7 +440,7 @@ type stitcher struct {
 	buf     []float32 // interleaved tile output, reused
 	written int       // product rows sent
 	valid   int64
-	counts  map[int]int64
+	byClass []int64 // pixels per dense class (a map per pixel cost 0.7% of the run)
 }
 
 // Canvas channels per pixel after the K class probabilities; with a
@@ -497,6 +497,18 @@ func (s *stitcher) run(ctx context.Context, f *failer, in <-chan tileOut) time.D
 		}
 	}
 	return busy
+}
+
+// counts is the pixels per class value of the classified pixels (classes
+// with none left out).
+func (s *stitcher) counts() map[int]int64 {
+	m := make(map[int]int64)
+	for i, n := range s.byClass {
+		if n > 0 {
+			m[s.classes[i].Value] += n
+		}
+	}
+	return m
 }
 
 // add blends one tile's probabilities, uncertainty and validity.
@@ -613,7 +625,7 @@ func (s *stitcher) rows(lo, hi, h int) (rowsOut, error) {
 			out.rel[i] = s.kind.Pixel(px, unc[i])
 		}
 		s.valid++
-		s.counts[v]++
+		s.byClass[best]++
 	}
 	return out, nil
 }
