@@ -291,7 +291,11 @@ func (r *carryReader) read(ctx context.Context, t tiling.Tile, next *tiling.Tile
 	if n := wide * w.Rows * nb; cap(buf) >= n {
 		buf = buf[:n]
 	} else {
-		buf = make([]float32, n)
+		// Room for the widest read of a tile this size, so that the
+		// buffer, recycled from tile to tile, is not made again for the
+		// next tile that reads a block further (fresh pages cost the
+		// kernel's zeroing).
+		buf = make([]float32, n, max(n, (w.Cols+r.blockCols)*w.Rows*nb))
 	}
 	valid := make([]bool, wide*w.Rows)
 	from := w.Col // first column not yet in buf
