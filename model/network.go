@@ -230,7 +230,9 @@ func (n *net) causalConvWB(x, w, b *Node) *Node {
 }
 
 // mamba is the selective state-space block over the token sequence x [L, D].
-func (n *net) mamba(x *Node, name string) *Node { return n.linearNB(n.mambaInner(x, name), name+".out") }
+func (n *net) mamba(x *Node, name string) *Node {
+	return n.linearNB(n.mambaInner(x, name), name+".out")
+}
 
 // mambaInner is mamba up to its output projection (name+".out"), so that
 // the caller can fuse that projection with what follows it.

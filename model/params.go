@@ -99,7 +99,7 @@ func initParams(d dims, cfg Config, rng *rand.Rand) paramSet {
 	for _, br := range []string{"spa", "diff"} {
 		xbc := d.E + 2*d.N
 		add(br+".in.w", []int{d.D, d.E + xbc + d.Heads}, uniform(d.D)) // Mamba's projections have no bias
-		linear(br+".conv1d", d.DConv, xbc, false) // depthwise: one weight per tap and channel
+		linear(br+".conv1d", d.DConv, xbc, false)                      // depthwise: one weight per tap and channel
 		// dt bias: inverse softplus of dt drawn log-uniformly in [1e-3, 1e-1] (Mamba's init).
 		add(br+".dtbias", []int{d.Heads}, func(int) float32 {
 			dt := math.Exp(rng.Float64()*(math.Log(0.1)-math.Log(0.001)) + math.Log(0.001))

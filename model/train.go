@@ -79,12 +79,12 @@ func validateConfig(c Config) error {
 
 // trainData is everything a training step needs besides the weights.
 type trainData struct {
-	x        *tensors.Tensor // the network's input (netInput)
+	x        *tensors.Tensor   // the network's input (netInput)
 	masks    []*tensors.Tensor // netMasks: valid rows of the grids GroupNorm runs on
-	anchor   *tensors.Tensor // [L] int32 dense class of cells holding a training pixel, else -1
-	wtr      *tensors.Tensor // [Ntr, L] bilinear weights of the training pixels
-	ytr      *tensors.Tensor // [Ntr] int32 dense class
-	cellMask *tensors.Tensor // [L] 1 for cells with a valid pixel
+	anchor   *tensors.Tensor   // [L] int32 dense class of cells holding a training pixel, else -1
+	wtr      *tensors.Tensor   // [Ntr, L] bilinear weights of the training pixels
+	ytr      *tensors.Tensor   // [Ntr] int32 dense class
+	cellMask *tensors.Tensor   // [L] 1 for cells with a valid pixel
 }
 
 // Train fits a model on scene s. labels holds class values (row-major,

@@ -112,12 +112,12 @@ type SceneReport struct {
 // Summary totals a run.
 type Summary struct {
 	Scenes, Done, Skipped, Failed, Busy, Stopped int
-	Pixels                              int64 // pixels classified (done scenes)
-	Elapsed                             time.Duration
-	Jobs                                int
-	Backend                             string
-	TempFilesRemoved                    int
-	MaxMemoryBytesPerJob                int64 // each job's share of the memory budget
+	Pixels                                       int64 // pixels classified (done scenes)
+	Elapsed                                      time.Duration
+	Jobs                                         int
+	Backend                                      string
+	TempFilesRemoved                             int
+	MaxMemoryBytesPerJob                         int64 // each job's share of the memory budget
 }
 
 // String is the one-paragraph summary printed at the end of a run.

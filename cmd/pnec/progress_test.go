@@ -47,4 +47,3 @@ func TestClassifyProgressLines(t *testing.T) {
 		}
 	}
 }
-
