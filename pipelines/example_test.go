@@ -6,8 +6,8 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/pnec/pnec/internal/fixture"
 	"github.com/pnec/pnec/pipelines"
-	"github.com/pnec/pnec/pipelines/pipelinetest"
 	"github.com/pnec/pnec/processor"
 )
 
@@ -17,12 +17,12 @@ func Example() {
 	dir, _ := os.MkdirTemp("", "pnec-example-")
 	defer os.RemoveAll(dir)
 	for i, name := range []string{"north.tif", "south.tif"} {
-		if err := pipelinetest.WriteScene(filepath.Join(dir, "incoming", name), uint64(10+i)); err != nil {
+		if err := fixture.WriteScene(filepath.Join(dir, "incoming", name), uint64(10+i)); err != nil {
 			fmt.Println(err)
 			return
 		}
 	}
-	modelPath, err := pipelinetest.ModelPath() // a tiny model trained for the example
+	modelPath, err := fixture.ModelPath() // a tiny model trained for the example
 	if err != nil {
 		fmt.Println(err)
 		return

@@ -16,12 +16,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pnec/pnec/pipelines/pipelinetest"
+	"github.com/pnec/pnec/internal/fixture"
 )
 
 func TestMain(m *testing.M) {
 	code := m.Run()
-	pipelinetest.Cleanup()
+	fixture.Cleanup()
 	os.Exit(code)
 }
 
@@ -30,7 +30,7 @@ func tinyModel(t testing.TB) string {
 	if testing.Short() {
 		t.Skip("trains a model: skipped with -short")
 	}
-	p, err := pipelinetest.ModelPath()
+	p, err := fixture.ModelPath()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -41,18 +41,18 @@ func tinyModel(t testing.TB) string {
 func batchInputs(t *testing.T) (string, []string) {
 	dir := t.TempDir()
 	for i, n := range []string{"a", "b", "c"} {
-		if err := pipelinetest.WriteScene(filepath.Join(dir, "in", n+".tif"), uint64(2+i)); err != nil {
+		if err := fixture.WriteScene(filepath.Join(dir, "in", n+".tif"), uint64(2+i)); err != nil {
 			t.Fatal(err)
 		}
 	}
 	os.MkdirAll(filepath.Join(dir, "stac", "data"), 0o755)
-	if err := pipelinetest.WriteScene(filepath.Join(dir, "stac", "data", "d.tif"), 5); err != nil {
+	if err := fixture.WriteScene(filepath.Join(dir, "stac", "data", "d.tif"), 5); err != nil {
 		t.Fatal(err)
 	}
 	writeFile(t, filepath.Join(dir, "stac", "d.json"), itemJSON("scene-d", `"hsi":{"href":"data/d.tif","roles":["data"]}`))
 	writeFile(t, filepath.Join(dir, "bad", "garbage.tif"), "this is not a GeoTIFF at all")
-	four := make([]float32, pipelinetest.Rows*pipelinetest.Cols*4)
-	if err := pipelinetest.WriteRaster(filepath.Join(dir, "bad", "fourbands.tif"), pipelinetest.Rows, pipelinetest.Cols, 4, four); err != nil {
+	four := make([]float32, fixture.Rows*fixture.Cols*4)
+	if err := fixture.WriteRaster(filepath.Join(dir, "bad", "fourbands.tif"), fixture.Rows, fixture.Cols, 4, four); err != nil {
 		t.Fatal(err)
 	}
 	return dir, []string{filepath.Join(dir, "in"), filepath.Join(dir, "stac", "d.json"), filepath.Join(dir, "bad", "*.tif")}
@@ -121,8 +121,8 @@ func TestRunEndToEnd(t *testing.T) {
 	}
 	for _, n := range []string{"a.tif", "b.tif", "c.tif", "d.tif"} {
 		r := rep[n]
-		if r.Status != StatusDone || r.Times == nil || r.Times.Total <= 0 || r.Pixels != pipelinetest.Rows*pipelinetest.Cols || r.Backend == "" {
-			t.Errorf("report of %s: %+v, want done with times, %d pixels and a backend", n, r, pipelinetest.Rows*pipelinetest.Cols)
+		if r.Status != StatusDone || r.Times == nil || r.Times.Total <= 0 || r.Pixels != fixture.Rows*fixture.Cols || r.Backend == "" {
+			t.Errorf("report of %s: %+v, want done with times, %d pixels and a backend", n, r, fixture.Rows*fixture.Cols)
 		}
 	}
 	for n, want := range map[string]string{"garbage.tif": "garbage.tif", "fourbands.tif": "band"} {
@@ -226,7 +226,7 @@ func TestRunShards(t *testing.T) {
 func TestRunSetupErrors(t *testing.T) {
 	dir := t.TempDir()
 	scene := filepath.Join(dir, "s.tif")
-	if err := pipelinetest.WriteScene(scene, 1); err != nil {
+	if err := fixture.WriteScene(scene, 1); err != nil {
 		t.Fatal(err)
 	}
 	ro := filepath.Join(dir, "ro")
@@ -261,7 +261,7 @@ func TestRunSetupErrors(t *testing.T) {
 func TestRunSTACOverHTTP(t *testing.T) {
 	modelPath := tinyModel(t)
 	dir := t.TempDir()
-	if err := pipelinetest.WriteScene(filepath.Join(dir, "www", "data", "remote.tif"), 7); err != nil {
+	if err := fixture.WriteScene(filepath.Join(dir, "www", "data", "remote.tif"), 7); err != nil {
 		t.Fatal(err)
 	}
 	srv := httptest.NewServer(http.FileServer(http.Dir(filepath.Join(dir, "www"))))
@@ -270,7 +270,7 @@ func TestRunSTACOverHTTP(t *testing.T) {
 	writeFile(t, filepath.Join(dir, "www", "items", "remote.json"),
 		itemJSON("remote-1", `"cube":{"href":"`+srv.URL+`/data/remote.tif","roles":["data"]}`))
 
-	if err := pipelinetest.WriteScene(filepath.Join(dir, "zipped", "z.tif"), 8); err != nil {
+	if err := fixture.WriteScene(filepath.Join(dir, "zipped", "z.tif"), 8); err != nil {
 		t.Fatal(err)
 	}
 	zipPath := filepath.Join(dir, "scenes.zip")
@@ -324,7 +324,7 @@ func TestRunHealsCollection(t *testing.T) {
 	modelPath := tinyModel(t)
 	dir := t.TempDir()
 	scene := filepath.Join(dir, "in", "h.tif")
-	if err := pipelinetest.WriteScene(scene, 11); err != nil {
+	if err := fixture.WriteScene(scene, 11); err != nil {
 		t.Fatal(err)
 	}
 	out := filepath.Join(dir, "out")
@@ -353,10 +353,10 @@ func TestRunPortableTree(t *testing.T) {
 	modelPath := tinyModel(t)
 	base := t.TempDir()
 	root := filepath.Join(base, "tree")
-	if err := pipelinetest.WriteScene(filepath.Join(root, "in", "a.tif"), 2); err != nil {
+	if err := fixture.WriteScene(filepath.Join(root, "in", "a.tif"), 2); err != nil {
 		t.Fatal(err)
 	}
-	if err := pipelinetest.WriteScene(filepath.Join(root, "stac", "data", "d.tif"), 5); err != nil {
+	if err := fixture.WriteScene(filepath.Join(root, "stac", "data", "d.tif"), 5); err != nil {
 		t.Fatal(err)
 	}
 	writeFile(t, filepath.Join(root, "stac", "d.json"), itemJSON("scene-d", `"hsi":{"href":"data/d.tif","roles":["data"]}`))

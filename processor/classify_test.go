@@ -15,8 +15,8 @@ import (
 	"time"
 
 	"github.com/pnec/pnec/geo"
+	"github.com/pnec/pnec/internal/fixture"
 	"github.com/pnec/pnec/model"
-	"github.com/pnec/pnec/pipelines/pipelinetest"
 	"github.com/pnec/pnec/tiling"
 )
 
@@ -70,7 +70,7 @@ func readProductFloat(t *testing.T, path string) product {
 	return p
 }
 
-func classify(t *testing.T, f *fixture, opts Options, out string) Result {
+func classify(t *testing.T, f *sceneFixture, opts Options, out string) Result {
 	t.Helper()
 	c, err := NewClassifier(f.model, opts)
 	if err != nil {
@@ -233,7 +233,7 @@ const (
 func TestTiledAgreesWithWholeImage(t *testing.T) {
 	f := getFixture(t)
 	if !f.model.FixedNorm() {
-		t.Fatal("fixture model has no stored GroupNorm statistics; tiles would be normalised unlike the whole scene")
+		t.Fatal("sceneFixture model has no stored GroupNorm statistics; tiles would be normalised unlike the whole scene")
 	}
 	dir := t.TempDir()
 	whole := readProduct(t, func() string {
@@ -518,7 +518,7 @@ func (p pointwise) Predict(ctx context.Context, s model.Scene) (model.Prediction
 func TestTiledEqualsWholeWithoutContext(t *testing.T) {
 	// Any model serves: the pointwise network replaces it; only its classes,
 	// band count and recovery parameters are used. The tiny shared one trains in seconds.
-	modelPath, err := pipelinetest.ModelPath()
+	modelPath, err := fixture.ModelPath()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -540,7 +540,7 @@ func TestTiledEqualsWholeWithoutContext(t *testing.T) {
 		}
 	}
 	scene := filepath.Join(dir, "scene.tif")
-	if err := writeScene(scene, rows, cols, m.Bands(), data, pipelinetest.GeoRef); err != nil {
+	if err := writeScene(scene, rows, cols, m.Bands(), data, fixture.GeoRef); err != nil {
 		t.Fatal(err)
 	}
 	run := func(opts Options, out string) Result {

@@ -7,8 +7,8 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/pnec/pnec/internal/fixture"
 	"github.com/pnec/pnec/model"
-	"github.com/pnec/pnec/pipelines/pipelinetest"
 	"github.com/pnec/pnec/processor"
 )
 
@@ -17,7 +17,7 @@ import (
 // classify scene to product. Here tiles are forced to show the tiled path;
 // with Options{} the whole image runs when it fits half of physical memory.
 func ExampleClassifier() {
-	modelPath, err := pipelinetest.ModelPath() // a tiny model trained for tests
+	modelPath, err := fixture.ModelPath() // a tiny model trained for tests
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -27,7 +27,7 @@ func ExampleClassifier() {
 	}
 	defer os.RemoveAll(dir)
 	scene := filepath.Join(dir, "scene.tif") // 40 x 32 pixels, 8 bands
-	if err := pipelinetest.WriteScene(scene, 2); err != nil {
+	if err := fixture.WriteScene(scene, 2); err != nil {
 		log.Fatal(err)
 	}
 

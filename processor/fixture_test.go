@@ -12,15 +12,15 @@ import (
 	"time"
 
 	"github.com/pnec/pnec/geo"
+	"github.com/pnec/pnec/internal/fixture"
 	"github.com/pnec/pnec/model"
-	"github.com/pnec/pnec/pipelines/pipelinetest"
 )
 
-// The fixture is a small synthetic scene with a few land-cover regions, a
+// The sceneFixture is a small synthetic scene with a few land-cover regions, a
 // nodata hole and scattered nodata pixels, written as a georeferenced
 // GeoTIFF, and a small model trained on it. It is built once per test
 // binary, on first use.
-type fixture struct {
+type sceneFixture struct {
 	dir        string
 	scene      string // GeoTIFF path
 	rows, cols int
@@ -35,7 +35,7 @@ type fixture struct {
 
 var (
 	fixOnce sync.Once
-	fix     *fixture
+	fix     *sceneFixture
 	fixErr  error
 )
 
@@ -46,21 +46,21 @@ const (
 	fixNoData                              = -9999
 )
 
-func getFixture(tb testing.TB) *fixture {
+func getFixture(tb testing.TB) *sceneFixture {
 	tb.Helper()
 	if testing.Short() {
 		tb.Skip("trains a model on a 96x96 scene (about a minute here): skipped with -short")
 	}
 	fixOnce.Do(func() { fix, fixErr = buildFixture() })
 	if fixErr != nil {
-		tb.Fatalf("fixture: %v", fixErr)
+		tb.Fatalf("sceneFixture: %v", fixErr)
 	}
 	return fix
 }
 
 func TestMain(m *testing.M) {
 	code := m.Run()
-	pipelinetest.Cleanup()
+	fixture.Cleanup()
 	if benchTmp != "" {
 		os.RemoveAll(benchTmp)
 	}
@@ -128,7 +128,7 @@ func writeScene(path string, rows, cols, bands int, data []float32, ref geo.GeoR
 	return w.Commit()
 }
 
-func buildFixture() (f *fixture, err error) {
+func buildFixture() (f *sceneFixture, err error) {
 	dir, err := os.MkdirTemp("", "pnec-processor-")
 	if err != nil {
 		return nil, err
@@ -151,7 +151,7 @@ func buildFixture() (f *fixture, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("train: %w", err)
 	}
-	f = &fixture{dir: dir, rows: fixRows, cols: fixCols, bands: fixBands, scene: filepath.Join(dir, "scene.tif"),
+	f = &sceneFixture{dir: dir, rows: fixRows, cols: fixCols, bands: fixBands, scene: filepath.Join(dir, "scene.tif"),
 		model: m, trainTime: time.Since(start), modelPath: filepath.Join(dir, "model.pnec")}
 	if err := m.Save(f.modelPath); err != nil {
 		return nil, err
@@ -179,7 +179,7 @@ func buildFixture() (f *fixture, err error) {
 	return f, nil
 }
 
-// epsg32632WKT is WGS 84 / UTM zone 32N, so that the fixture does not
+// epsg32632WKT is WGS 84 / UTM zone 32N, so that the sceneFixture does not
 // depend on a CRS lookup.
 const epsg32632WKT = `PROJCS["WGS 84 / UTM zone 32N",GEOGCS["WGS 84",DATUM["WGS_1984",SPHEROID["WGS 84",6378137,298.257223563,AUTHORITY["EPSG","7030"]],AUTHORITY["EPSG","6326"]],PRIMEM["Greenwich",0,AUTHORITY["EPSG","8901"]],UNIT["degree",0.0174532925199433,AUTHORITY["EPSG","9122"]],AUTHORITY["EPSG","4326"]],PROJECTION["Transverse_Mercator"],PARAMETER["latitude_of_origin",0],PARAMETER["central_meridian",9],PARAMETER["scale_factor",0.9996],PARAMETER["false_easting",500000],PARAMETER["false_northing",0],UNIT["metre",1,AUTHORITY["EPSG","9001"]],AXIS["Easting",EAST],AXIS["Northing",NORTH],AUTHORITY["EPSG","32632"]]`
 

@@ -12,7 +12,7 @@ import (
 // the smallest overlap that keeps >= 99.5% overall and >= 99% within 8 px
 // of tile edges, with margin. It prints a Markdown table (README,
 // "Classifying scenes"). It runs only when asked, since it classifies the
-// fixture scene a dozen times:
+// sceneFixture scene a dozen times:
 //
 //	PNEC_OVERLAP_SWEEP=1 go test -run TestOverlapSweep -v ./processor
 //
@@ -70,6 +70,6 @@ func TestOverlapSweep(t *testing.T) {
 				100*float64(agree)/float64(n), 100*float64(agreeEdge)/float64(max(nEdge, 1)))
 		}
 	}
-	t.Logf("fixture %dx%dx%d, recovery window %d\n| tile px | overlap px | tiles | pixels run | agreement | within 8 px of tile edges |\n|---|---|---|---|---|---|\n%s",
+	t.Logf("sceneFixture %dx%dx%d, recovery window %d\n| tile px | overlap px | tiles | pixels run | agreement | within 8 px of tile edges |\n|---|---|---|---|---|---|\n%s",
 		f.cols, f.rows, f.bands, f.model.Recovery().Window, table)
 }

@@ -14,8 +14,8 @@ import (
 	"time"
 
 	"github.com/pnec/pnec/geo"
+	"github.com/pnec/pnec/internal/fixture"
 	"github.com/pnec/pnec/model"
-	"github.com/pnec/pnec/pipelines/pipelinetest"
 )
 
 // counting is a pointwise network that counts the tiles it runs.
@@ -36,7 +36,7 @@ func tinyModel(t *testing.T) *model.Model {
 	if testing.Short() {
 		t.Skip("trains the shared tiny model: skipped with -short")
 	}
-	p, err := pipelinetest.ModelPath()
+	p, err := fixture.ModelPath()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -49,7 +49,7 @@ func tinyModel(t *testing.T) *model.Model {
 
 func writeTyped(t *testing.T, path string, rows, cols, bands int, dt geo.DataType, nodata *float64, data []float32) {
 	t.Helper()
-	w, err := geo.CreateGeoTIFF(path, geo.RasterSpec{Cols: cols, Rows: rows, Bands: bands, DataType: dt, GeoRef: pipelinetest.GeoRef, NoData: nodata})
+	w, err := geo.CreateGeoTIFF(path, geo.RasterSpec{Cols: cols, Rows: rows, Bands: bands, DataType: dt, GeoRef: fixture.GeoRef, NoData: nodata})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -158,7 +158,7 @@ func TestClassifyRefusesHugeScene(t *testing.T) {
 		t.Skipf("the temporary directory's file system has over 2 TiB free (or cannot be queried: %v): the product would fit", err)
 	}
 	src := filepath.Join(in, "src.tif")
-	if err := pipelinetest.WriteScene(src, 5); err != nil {
+	if err := fixture.WriteScene(src, 5); err != nil {
 		t.Fatal(err)
 	}
 	var b strings.Builder

@@ -26,7 +26,7 @@ func TestClassifySpectralReliability(t *testing.T) {
 	f := getFixture(t)
 	ref, err := f.model.SpectralReference()
 	if err != nil {
-		t.Fatalf("fixture model: %v", err)
+		t.Fatalf("sceneFixture model: %v", err)
 	}
 	dir := t.TempDir()
 	wholePath, tiledPath := filepath.Join(dir, "whole.tif"), filepath.Join(dir, "tiled.tif")

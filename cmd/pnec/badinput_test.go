@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/pnec/pnec/geo"
-	"github.com/pnec/pnec/pipelines/pipelinetest"
+	"github.com/pnec/pnec/internal/fixture"
 )
 
 // The tests in this file run the pnec binary, built once, as a user would:
@@ -54,7 +54,7 @@ func pnecBinary(t *testing.T) string {
 
 func TestMain(m *testing.M) {
 	code := m.Run()
-	pipelinetest.Cleanup()
+	fixture.Cleanup()
 	if binPath != "" {
 		os.RemoveAll(filepath.Dir(binPath))
 	}
@@ -92,7 +92,7 @@ func runPnec(t *testing.T, limit time.Duration, args ...string) runResult {
 // writeTyped writes a GeoTIFF of the given type with the fixture georeference.
 func writeTyped(t *testing.T, path string, rows, cols, bands int, dt geo.DataType, nodata *float64, data []float32) {
 	t.Helper()
-	w, err := geo.CreateGeoTIFF(path, geo.RasterSpec{Cols: cols, Rows: rows, Bands: bands, DataType: dt, GeoRef: pipelinetest.GeoRef, NoData: nodata})
+	w, err := geo.CreateGeoTIFF(path, geo.RasterSpec{Cols: cols, Rows: rows, Bands: bands, DataType: dt, GeoRef: fixture.GeoRef, NoData: nodata})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -130,7 +130,7 @@ type badInput struct {
 
 func goodScene(t *testing.T, dir string) string {
 	p := filepath.Join(dir, "good.tif")
-	if err := pipelinetest.WriteScene(p, 9); err != nil {
+	if err := fixture.WriteScene(p, 9); err != nil {
 		t.Fatal(err)
 	}
 	return p
@@ -173,37 +173,37 @@ var badInputs = []badInput{
 	}},
 	{name: "wrong band count", want: "band", okFor: map[string]bool{"info": true}, make: func(t *testing.T, d string) string {
 		p := filepath.Join(d, "fourbands.tif")
-		writeTyped(t, p, pipelinetest.Rows, pipelinetest.Cols, 4, geo.Float32, nil, make([]float32, pipelinetest.Rows*pipelinetest.Cols*4))
+		writeTyped(t, p, fixture.Rows, fixture.Cols, 4, geo.Float32, nil, make([]float32, fixture.Rows*fixture.Cols*4))
 		return p
 	}},
 	{name: "integer scene all zeros without nodata", want: "every pixel is 0 in all bands and the scene sets no nodata",
 		okFor: map[string]bool{"info": true, "tiles": true}, make: func(t *testing.T, d string) string {
 			p := filepath.Join(d, "zeros.tif")
-			writeTyped(t, p, pipelinetest.Rows, pipelinetest.Cols, pipelinetest.Bands, geo.Int16, nil, make([]float32, pipelinetest.Rows*pipelinetest.Cols*pipelinetest.Bands))
+			writeTyped(t, p, fixture.Rows, fixture.Cols, fixture.Bands, geo.Int16, nil, make([]float32, fixture.Rows*fixture.Cols*fixture.Bands))
 			return p
 		}},
 	{name: "NaN and Inf pixels everywhere", want: "no valid pixels", okFor: map[string]bool{"info": true, "tiles": true},
 		okOut: map[string]string{"info": "valid pixels:   0.00% (0 of 1280)"}, make: func(t *testing.T, d string) string {
 			p := filepath.Join(d, "nan.tif")
-			data := make([]float32, pipelinetest.Rows*pipelinetest.Cols*pipelinetest.Bands)
+			data := make([]float32, fixture.Rows*fixture.Cols*fixture.Bands)
 			for i := range data {
 				data[i] = []float32{float32(math.NaN()), float32(math.Inf(1)), float32(math.Inf(-1))}[i%3]
 			}
-			writeTyped(t, p, pipelinetest.Rows, pipelinetest.Cols, pipelinetest.Bands, geo.Float32, nil, data)
+			writeTyped(t, p, fixture.Rows, fixture.Cols, fixture.Bands, geo.Float32, nil, data)
 			return p
 		}},
 	// A scene smaller than the network's stride is padded by the processor
 	// and yields a valid product: that is accepted, and the product checked.
 	{name: "1x1 scene", okFor: map[string]bool{"info": true, "tiles": true, "classify": true, "batch": true}, make: func(t *testing.T, d string) string {
 		p := filepath.Join(d, "onepixel.tif")
-		data, _ := pipelinetest.SceneData(3)
-		writeTyped(t, p, 1, 1, pipelinetest.Bands, geo.Float32, nil, data[:pipelinetest.Bands])
+		data, _ := fixture.SceneData(3)
+		writeTyped(t, p, 1, 1, fixture.Bands, geo.Float32, nil, data[:fixture.Bands])
 		return p
 	}},
 	{name: "smaller than one stride", okFor: map[string]bool{"info": true, "tiles": true, "classify": true, "batch": true}, make: func(t *testing.T, d string) string {
 		p := filepath.Join(d, "tiny.tif")
-		data, _ := pipelinetest.SceneData(3)
-		writeTyped(t, p, 3, 2, pipelinetest.Bands, geo.Float32, nil, data[:3*2*pipelinetest.Bands])
+		data, _ := fixture.SceneData(3)
+		writeTyped(t, p, 3, 2, fixture.Bands, geo.Float32, nil, data[:3*2*fixture.Bands])
 		return p
 	}},
 	// info samples the valid fraction of a huge scene and says so; tiles
@@ -217,7 +217,7 @@ var badInputs = []badInput{
 			var b strings.Builder
 			fmt.Fprintf(&b, `<VRTDataset rasterXSize="1000000" rasterYSize="1000000">`+"\n")
 			fmt.Fprintf(&b, "  <SRS>EPSG:32631</SRS>\n  <GeoTransform>500000, 10, 0, 4800000, 0, -10</GeoTransform>\n")
-			for i := 1; i <= pipelinetest.Bands; i++ {
+			for i := 1; i <= fixture.Bands; i++ {
 				fmt.Fprintf(&b, `  <VRTRasterBand dataType="Float32" band="%d"><SimpleSource><SourceFilename relativeToVRT="0">%s</SourceFilename><SourceBand>%d</SourceBand></SimpleSource></VRTRasterBand>`+"\n", i, src, i)
 			}
 			b.WriteString("</VRTDataset>\n")
@@ -302,7 +302,7 @@ func checkCleanFailure(t *testing.T, r runResult, input, want, out string) {
 // TestBadInputs feeds each command each bad input.
 func TestBadInputs(t *testing.T) {
 	pnecBinary(t) // skips with -short
-	modelPath, err := pipelinetest.ModelPath()
+	modelPath, err := fixture.ModelPath()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -367,7 +367,7 @@ func mountTmpfs(t *testing.T, dir string, sizeKiB int, readOnly bool) bool {
 // clear line, a non-zero exit, and no partial files.
 func TestBadOutputs(t *testing.T) {
 	pnecBinary(t)
-	modelPath, err := pipelinetest.ModelPath()
+	modelPath, err := fixture.ModelPath()
 	if err != nil {
 		t.Fatal(err)
 	}

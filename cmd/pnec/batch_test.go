@@ -15,22 +15,22 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pnec/pnec/pipelines/pipelinetest"
+	"github.com/pnec/pnec/internal/fixture"
 )
 
 // bigScene writes a rows x cols fixture scene by repeating the small one.
 func bigScene(t *testing.T, path string, rows, cols int, seed uint64) {
 	t.Helper()
-	base, _ := pipelinetest.SceneData(seed)
-	nb := pipelinetest.Bands
+	base, _ := fixture.SceneData(seed)
+	nb := fixture.Bands
 	d := make([]float32, rows*cols*nb)
 	for r := 0; r < rows; r++ {
 		for c := 0; c < cols; c++ {
-			src := ((r%pipelinetest.Rows)*pipelinetest.Cols + c%pipelinetest.Cols) * nb
+			src := ((r%fixture.Rows)*fixture.Cols + c%fixture.Cols) * nb
 			copy(d[(r*cols+c)*nb:(r*cols+c+1)*nb], base[src:src+nb])
 		}
 	}
-	if err := pipelinetest.WriteRaster(path, rows, cols, nb, d); err != nil {
+	if err := fixture.WriteRaster(path, rows, cols, nb, d); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -81,7 +81,7 @@ func TestBatchKill9(t *testing.T) {
 	if _, err := exec.LookPath("gdalinfo"); err != nil {
 		t.Skip("gdalinfo not installed: products cannot be checked independently")
 	}
-	modelPath, err := pipelinetest.ModelPath()
+	modelPath, err := fixture.ModelPath()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -205,7 +205,7 @@ func TestBatchKill9(t *testing.T) {
 // good scenes of the same batch are classified, the exit status is 1.
 func TestBatchContinuesPastBadScenes(t *testing.T) {
 	pnecBinary(t)
-	modelPath, err := pipelinetest.ModelPath()
+	modelPath, err := fixture.ModelPath()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -221,7 +221,7 @@ func TestBatchContinuesPastBadScenes(t *testing.T) {
 	}
 	for i := 0; i < 2; i++ {
 		p := filepath.Join(dir, "good", fmt.Sprintf("g%d.tif", i))
-		if err := pipelinetest.WriteScene(p, uint64(30+i)); err != nil {
+		if err := fixture.WriteScene(p, uint64(30+i)); err != nil {
 			t.Fatal(err)
 		}
 		inputs = append(inputs, p)
@@ -262,13 +262,13 @@ func TestBatchShardsFromEnv(t *testing.T) {
 	if testing.Short() {
 		t.Skip("trains a model: skipped with -short")
 	}
-	modelPath, err := pipelinetest.ModelPath()
+	modelPath, err := fixture.ModelPath()
 	if err != nil {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
 	for i := 0; i < 4; i++ {
-		if err := pipelinetest.WriteScene(filepath.Join(dir, "in", fmt.Sprintf("k%d.tif", i)), uint64(40+i)); err != nil {
+		if err := fixture.WriteScene(filepath.Join(dir, "in", fmt.Sprintf("k%d.tif", i)), uint64(40+i)); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -8,8 +8,8 @@ import (
 	"testing"
 
 	"github.com/pnec/pnec/geo"
+	"github.com/pnec/pnec/internal/fixture"
 	"github.com/pnec/pnec/model"
-	"github.com/pnec/pnec/pipelines/pipelinetest"
 	"github.com/pnec/pnec/processor"
 )
 
@@ -41,7 +41,7 @@ func smallestPlanBytes(t *testing.T, modelPath, scene string) int64 {
 // within 10% above.
 func TestBudgetHolds(t *testing.T) {
 	bin := pnecBinary(t)
-	modelPath, err := pipelinetest.ModelPath()
+	modelPath, err := fixture.ModelPath()
 	if err != nil {
 		t.Fatal(err)
 	}

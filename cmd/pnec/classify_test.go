@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/pnec/pnec/geo"
-	"github.com/pnec/pnec/pipelines/pipelinetest"
+	"github.com/pnec/pnec/internal/fixture"
 )
 
 func classifyFixture(t *testing.T) (modelPath, scene, dir string) {
@@ -18,13 +18,13 @@ func classifyFixture(t *testing.T) (modelPath, scene, dir string) {
 	if testing.Short() {
 		t.Skip("trains a model: skipped with -short")
 	}
-	modelPath, err := pipelinetest.ModelPath()
+	modelPath, err := fixture.ModelPath()
 	if err != nil {
 		t.Fatal(err)
 	}
 	dir = t.TempDir()
 	scene = filepath.Join(dir, "scene.tif")
-	if err := pipelinetest.WriteScene(scene, 3); err != nil {
+	if err := fixture.WriteScene(scene, 3); err != nil {
 		t.Fatal(err)
 	}
 	return modelPath, scene, dir
@@ -176,7 +176,7 @@ func TestTilesCommand(t *testing.T) {
 		t.Errorf("crs %q, want EPSG 32631", fc.CRS.Properties.Name)
 	}
 	// Footprints are in the scene's CRS: 10 m pixels from (500000, 4800000).
-	gt := pipelinetest.GeoRef.GeoTransform
+	gt := fixture.GeoRef.GeoTransform
 	for i, f := range fc.Features {
 		rd := f.Properties.Read
 		ring := f.Geometry.Coordinates[0]

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/pnec/pnec/geo"
-	"github.com/pnec/pnec/pipelines/pipelinetest"
+	"github.com/pnec/pnec/internal/fixture"
 )
 
 // TestClientsFixture writes the products that scripts/check_clients.py
@@ -23,16 +23,16 @@ func TestClientsFixture(t *testing.T) {
 	if out == "" {
 		t.Skip("PNEC_CLIENTS_OUT not set: the fixture of make check-clients")
 	}
-	modelPath, err := pipelinetest.ModelPath()
+	modelPath, err := fixture.ModelPath()
 	if err != nil {
 		t.Fatal(err)
 	}
-	data, _ := pipelinetest.SceneData(1)
+	data, _ := fixture.SceneData(1)
 	// No-data block: rows 26.. and columns ..5 (bottom left).
-	for r := 26; r < pipelinetest.Rows; r++ {
+	for r := 26; r < fixture.Rows; r++ {
 		for c := 0; c < 6; c++ {
-			for b := 0; b < pipelinetest.Bands; b++ {
-				data[(r*pipelinetest.Cols+c)*pipelinetest.Bands+b] = pipelinetest.NoData
+			for b := 0; b < fixture.Bands; b++ {
+				data[(r*fixture.Cols+c)*fixture.Bands+b] = fixture.NoData
 			}
 		}
 	}
@@ -43,18 +43,18 @@ func TestClientsFixture(t *testing.T) {
 		}
 	}
 	scene := filepath.Join(geoDir, "scene.tif")
-	if err := pipelinetest.WriteRaster(scene, pipelinetest.Rows, pipelinetest.Cols, pipelinetest.Bands, data); err != nil {
+	if err := fixture.WriteRaster(scene, fixture.Rows, fixture.Cols, fixture.Bands, data); err != nil {
 		t.Fatal(err)
 	}
 	local := filepath.Join(localDir, "scene.tif")
-	nd := pipelinetest.NoData
-	w, err := geo.CreateGeoTIFF(local, geo.RasterSpec{Cols: pipelinetest.Cols, Rows: pipelinetest.Rows, Bands: pipelinetest.Bands,
+	nd := fixture.NoData
+	w, err := geo.CreateGeoTIFF(local, geo.RasterSpec{Cols: fixture.Cols, Rows: fixture.Rows, Bands: fixture.Bands,
 		DataType: geo.Float32, NoData: &nd})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer w.Close()
-	if err := w.WriteWindow(geo.Window{Cols: pipelinetest.Cols, Rows: pipelinetest.Rows}, data); err != nil {
+	if err := w.WriteWindow(geo.Window{Cols: fixture.Cols, Rows: fixture.Rows}, data); err != nil {
 		t.Fatal(err)
 	}
 	if err := w.Commit(); err != nil {

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pnec/pnec/pipelines/pipelinetest"
+	"github.com/pnec/pnec/internal/fixture"
 )
 
 // bigFixtureScene writes the fixture scene and a VRT that stretches it
@@ -20,16 +20,16 @@ import (
 func bigFixtureScene(t *testing.T, dir string, rows, cols int) string {
 	t.Helper()
 	src := filepath.Join(dir, "fixture.tif")
-	if err := pipelinetest.WriteScene(src, 5); err != nil {
+	if err := fixture.WriteScene(src, 5); err != nil {
 		t.Fatal(err)
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "<VRTDataset rasterXSize=\"%d\" rasterYSize=\"%d\">\n", cols, rows)
-	for i := 1; i <= pipelinetest.Bands; i++ {
-		fmt.Fprintf(&b, "  <VRTRasterBand dataType=\"Float32\" band=\"%d\"><NoDataValue>%g</NoDataValue>\n", i, pipelinetest.NoData)
+	for i := 1; i <= fixture.Bands; i++ {
+		fmt.Fprintf(&b, "  <VRTRasterBand dataType=\"Float32\" band=\"%d\"><NoDataValue>%g</NoDataValue>\n", i, fixture.NoData)
 		fmt.Fprintf(&b, "    <SimpleSource><SourceFilename relativeToVRT=\"1\">fixture.tif</SourceFilename><SourceBand>%d</SourceBand>", i)
 		fmt.Fprintf(&b, "<SrcRect xOff=\"0\" yOff=\"0\" xSize=\"%d\" ySize=\"%d\"/><DstRect xOff=\"0\" yOff=\"0\" xSize=\"%d\" ySize=\"%d\"/></SimpleSource>\n",
-			pipelinetest.Cols, pipelinetest.Rows, cols, rows)
+			fixture.Cols, fixture.Rows, cols, rows)
 		b.WriteString("  </VRTRasterBand>\n")
 	}
 	b.WriteString("</VRTDataset>\n")
@@ -64,7 +64,7 @@ func leftovers(t *testing.T, dir string) []string {
 // leaves the earlier product byte for byte as it was.
 func TestSignalStops(t *testing.T) {
 	bin := pnecBinary(t)
-	modelPath, err := pipelinetest.ModelPath()
+	modelPath, err := fixture.ModelPath()
 	if err != nil {
 		t.Fatal(err)
 	}
