@@ -3,6 +3,7 @@ package model
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"math"
 	"runtime"
 	"slices"
@@ -358,4 +359,35 @@ func (m *Model) checkSpectra() error {
 		}
 	}
 	return nil
+}
+
+// ResolveReliability picks the reliability kind products of m carry when
+// asked for asked ("" = the default) and, for the spectral kinds, the
+// model's training spectra. The default is DefaultReliability when m
+// stores its training spectra and FallbackReliability otherwise
+// (logged on log, which may be nil); an explicitly asked spectral kind that
+// m cannot compute is an error wrapping ErrNoSpectralReference.
+func (m *Model) ResolveReliability(asked ReliabilityKind, log *slog.Logger) (ReliabilityKind, *SpectralReference, error) {
+	kind, err := ParseReliability(string(asked))
+	if err != nil {
+		return "", nil, err
+	}
+	if !kind.NeedsSpectrum() {
+		return kind, nil, nil
+	}
+	ref, err := m.SpectralReference()
+	if err == nil && ref.Bands() != m.Bands() {
+		err = fmt.Errorf("training spectra of %d bands, model %d", ref.Bands(), m.Bands())
+	}
+	if err != nil {
+		if asked != "" {
+			return "", nil, fmt.Errorf("reliability %s: %w", kind, err)
+		}
+		if log != nil {
+			log.Info("reliability falls back: the model file holds no usable training spectra",
+				"wanted", kind, "using", FallbackReliability, "cause", err)
+		}
+		return FallbackReliability, nil, nil
+	}
+	return kind, ref, nil
 }

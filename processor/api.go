@@ -187,7 +187,7 @@ func NewClassifier(m *model.Model, opts Options) (*Classifier, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	kind, ref, err := ResolveReliability(m, opts.Reliability, log)
+	kind, ref, err := m.ResolveReliability(opts.Reliability, log)
 	if err != nil {
 		return nil, fmt.Errorf("processor: %w", err)
 	}
@@ -196,37 +196,6 @@ func NewClassifier(m *model.Model, opts Options) (*Classifier, error) {
 		return nil, fmt.Errorf("processor: prepare backend %q: %w", opts.Backend, err)
 	}
 	return &Classifier{m: m, opts: opts, pred: pred, log: log, kind: kind, ref: ref, busy: make(chan struct{}, 1)}, nil
-}
-
-// ResolveReliability picks the reliability kind products of m carry when
-// asked for asked ("" = the default) and, for the spectral kinds, the
-// model's training spectra. The default is model.DefaultReliability when m
-// stores its training spectra and model.FallbackReliability otherwise
-// (logged on log, which may be nil); an explicitly asked spectral kind that
-// m cannot compute is an error wrapping model.ErrNoSpectralReference.
-func ResolveReliability(m *model.Model, asked model.ReliabilityKind, log *slog.Logger) (model.ReliabilityKind, *model.SpectralReference, error) {
-	kind, err := model.ParseReliability(string(asked))
-	if err != nil {
-		return "", nil, err
-	}
-	if !kind.NeedsSpectrum() {
-		return kind, nil, nil
-	}
-	ref, err := m.SpectralReference()
-	if err == nil && ref.Bands() != m.Bands() {
-		err = fmt.Errorf("training spectra of %d bands, model %d", ref.Bands(), m.Bands())
-	}
-	if err != nil {
-		if asked != "" {
-			return "", nil, fmt.Errorf("reliability %s: %w", kind, err)
-		}
-		if log != nil {
-			log.Info("reliability falls back: the model file holds no usable training spectra",
-				"wanted", kind, "using", model.FallbackReliability, "cause", err)
-		}
-		return model.FallbackReliability, nil, nil
-	}
-	return kind, ref, nil
 }
 
 // Backend names the backend the network runs on.

@@ -90,7 +90,7 @@ func newSceneCost(info geo.Info, m *model.Model, opts Options) *sceneCost {
 	if m != nil {
 		c.bands = m.Bands()
 		k := len(m.Classes())
-		if _, ref, err := ResolveReliability(m, opts.Reliability, nil); err == nil && ref != nil {
+		if _, ref, err := m.ResolveReliability(opts.Reliability, nil); err == nil && ref != nil {
 			k *= 2
 		}
 		c.depth = k + 2

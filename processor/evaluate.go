@@ -128,7 +128,7 @@ func SpecOf(m *model.Model) ScoreSpec {
 	r, c := m.TrainSceneSize()
 	spec := ScoreSpec{Checksum: m.Checksum(), Backend: m.Backend(), Ablation: m.Config().Ablation,
 		Classes: m.Classes(), Recovery: m.Recovery(), TrainIndices: m.TrainIndices(), TrainRows: r, TrainCols: c}
-	if _, ref, err := ResolveReliability(m, model.DefaultReliability, nil); err == nil {
+	if _, ref, err := m.ResolveReliability(model.DefaultReliability, nil); err == nil {
 		spec.Spectral = ref
 	}
 	return spec

@@ -136,16 +136,16 @@ func TestReliabilityFallback(t *testing.T) {
 	if _, err := m.SpectralReference(); !errors.Is(err, model.ErrNoSpectralReference) {
 		t.Fatalf("old model file: SpectralReference error %v, want ErrNoSpectralReference", err)
 	}
-	kind, ref, err := ResolveReliability(m, "", nil)
+	kind, ref, err := m.ResolveReliability("", nil)
 	if err != nil || kind != model.FallbackReliability || ref != nil {
 		t.Errorf("default for an old model: got %q, %v, %v; want %s", kind, ref != nil, err, model.FallbackReliability)
 	}
 	for _, k := range model.SpectralReliabilityKinds {
-		if _, _, err := ResolveReliability(m, k, nil); !errors.Is(err, model.ErrNoSpectralReference) {
+		if _, _, err := m.ResolveReliability(k, nil); !errors.Is(err, model.ErrNoSpectralReference) {
 			t.Errorf("%s for an old model: error %v, want ErrNoSpectralReference", k, err)
 		}
 	}
-	kind, ref, err = ResolveReliability(f.model, "", nil)
+	kind, ref, err = f.model.ResolveReliability("", nil)
 	if err != nil || kind != model.DefaultReliability || ref == nil {
 		t.Errorf("default for a new model: got %q, reference %v, %v; want %s with a reference", kind, ref != nil, err, model.DefaultReliability)
 	}

@@ -190,7 +190,7 @@ const nFeatures = 5
 func features(plan tiling.Plan, info geo.Info, m *model.Model, opts processor.Options) [nFeatures]float64 {
 	tr, tc := plan.TileRows, plan.TileCols
 	k := len(m.Classes())
-	if _, ref, err := processor.ResolveReliability(m, opts.Reliability, nil); err == nil && ref != nil {
+	if _, ref, err := m.ResolveReliability(opts.Reliability, nil); err == nil && ref != nil {
 		k *= 2
 	}
 	stripe := plan.Rows
