@@ -1,4 +1,5 @@
-// Package processor classifies scenes: it plans the run (the whole image, or
+// Package processor classifies scenes into products (training, evaluation
+// and experiments are package evaluation's): it plans the run (the whole image, or
 // overlapping tiles when the scene does not fit the memory budget), reads
 // tiles through geo, runs the network through model, blends the tiles'
 // calibrated probabilities and uncertainty into a stripe canvas (tiling),

@@ -3,8 +3,8 @@ package main
 import (
 	"fmt"
 
+	"github.com/pnec/pnec/evaluation"
 	"github.com/pnec/pnec/model"
-	"github.com/pnec/pnec/processor"
 	"github.com/urfave/cli/v2"
 )
 
@@ -33,7 +33,7 @@ func init() {
 			&cli.BoolFlag{Name: "json", Usage: "print one JSON object instead of tables (ratios 0..1, null where undefined)"},
 			&cli.IntFlag{Name: "window", DefaultText: "the model's", Usage: "recovery window in `PIXELS` (odd)"},
 			&cli.Float64Flag{Name: "eta", DefaultText: "the model's", Usage: "recovery strength `ETA` in 0..1"},
-			&cli.Float64Flag{Name: "top", Value: processor.DefaultTopFraction, Usage: "`SHARE` (0..1) of most uncertain test pixels for the error recall column"},
+			&cli.Float64Flag{Name: "top", Value: evaluation.DefaultTopFraction, Usage: "`SHARE` (0..1) of most uncertain test pixels for the error recall column"},
 			&cli.StringFlag{Name: "backend", Usage: "compute backend `NAME`: go, xla:cpu, xla:cuda, xla:/abs/plugin.so (default: $GOMLX_BACKEND, else XLA when a PJRT plugin is installed, else go)"},
 		},
 		Action: evaluateAction,
@@ -45,7 +45,7 @@ func evaluateAction(c *cli.Context) error {
 	if err != nil {
 		return fmt.Errorf("%s: %w", c.String("model"), err)
 	}
-	opts := processor.EvalOptions{Backend: c.String("backend"), TopFraction: c.Float64("top")}
+	opts := evaluation.EvalOptions{Backend: c.String("backend"), TopFraction: c.Float64("top")}
 	if !(opts.TopFraction > 0 && opts.TopFraction <= 1) {
 		return fmt.Errorf("--top %g: want a share in (0, 1]", opts.TopFraction)
 	}
@@ -61,7 +61,7 @@ func evaluateAction(c *cli.Context) error {
 			return fmt.Errorf("--window/--eta: %w", err)
 		}
 	}
-	ev, err := processor.EvaluateFiles(c.Context, m, c.String("scene"), c.String("labels"), opts)
+	ev, err := evaluation.EvaluateFiles(c.Context, m, c.String("scene"), c.String("labels"), opts)
 	if err != nil {
 		return err
 	}

@@ -3,8 +3,8 @@ package main
 import (
 	"fmt"
 
+	"github.com/pnec/pnec/evaluation"
 	"github.com/pnec/pnec/model"
-	"github.com/pnec/pnec/processor"
 	"github.com/urfave/cli/v2"
 )
 
@@ -73,11 +73,11 @@ func experimentAction(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	opts := processor.ExperimentOptions{
+	opts := evaluation.ExperimentOptions{
 		Runs: runs, FirstSeed: c.Int64("first-seed"), Ablation: c.Bool("ablation"),
 		Train: model.TrainOptions{Config: cfg, TrainPerClass: c.Int("train-per-class"),
 			SplitSeed: c.Int64("split-seed"), Backend: c.String("backend"), ClassNames: names},
-		Eval: processor.EvalOptions{Backend: c.String("backend")},
+		Eval: evaluation.EvalOptions{Backend: c.String("backend")},
 	}
 	if !c.Bool("quiet") {
 		trainings := runs
@@ -87,13 +87,13 @@ func experimentAction(c *cli.Context) error {
 		total := trainings * cfg.Epochs
 		rep := newEpochReporter(stderrOf(c), total, "experiment")
 		defer rep.finish()
-		opts.Progress = func(p processor.ExperimentProgress) {
+		opts.Progress = func(p evaluation.ExperimentProgress) {
 			step := p.Trainings*cfg.Epochs + p.Epoch.Epoch
 			rep.report(step, total, p.Epoch, fmt.Sprintf("%s run %d/%d seed %d epoch %d/%d",
 				p.Variant, p.Run, p.Runs, p.Seed, p.Epoch.Epoch, p.Epoch.Epochs))
 		}
 	}
-	exp, err := processor.RunExperimentFiles(c.Context, c.String("scene"), c.String("labels"), c.String("train-mask"), opts)
+	exp, err := evaluation.RunExperimentFiles(c.Context, c.String("scene"), c.String("labels"), c.String("train-mask"), opts)
 	if err != nil {
 		return err
 	}

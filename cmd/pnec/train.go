@@ -9,9 +9,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/pnec/pnec/evaluation"
 	"github.com/pnec/pnec/internal/progress"
 	"github.com/pnec/pnec/model"
-	"github.com/pnec/pnec/processor"
 	"github.com/schollz/progressbar/v3"
 	"github.com/urfave/cli/v2"
 )
@@ -114,7 +114,7 @@ func configFromFlags(c *cli.Context, withAblation bool) (model.Config, error) {
 func classNamesFromFlags(c *cli.Context) (map[int]string, error) {
 	names := map[int]string{}
 	if f := c.String("class-names"); f != "" {
-		n, err := processor.ReadClassNamesFile(f)
+		n, err := evaluation.ReadClassNamesFile(f)
 		if err != nil {
 			return nil, fmt.Errorf("--class-names: %w", err)
 		}
@@ -200,7 +200,7 @@ func trainAction(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	req := processor.TrainRequest{
+	req := evaluation.TrainRequest{
 		Scene: c.String("scene"), Labels: c.String("labels"), TrainMask: c.String("train-mask"),
 		Options: model.TrainOptions{
 			Config: cfg, TrainPerClass: c.Int("train-per-class"), SplitSeed: c.Int64("split-seed"),
@@ -219,7 +219,7 @@ func trainAction(c *cli.Context) error {
 			rep.report(e.Epoch, e.Epochs, e, fmt.Sprintf("epoch %d/%d", e.Epoch, e.Epochs))
 		}
 	}
-	res, err := processor.Train(c.Context, req)
+	res, err := evaluation.Train(c.Context, req)
 	if err != nil {
 		return err
 	}
