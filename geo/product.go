@@ -91,6 +91,62 @@ type ProductWriter struct {
 	// to; path is then a local staging copy in localDir, uploaded on Commit.
 	remote   string
 	localDir string
+	stats    statsAcc // of what WriteRows stored
+}
+
+// ProductStats describe a product's stored pixels, as a reader of the
+// finished file sees them (a pixel either of whose bands holds the no-data
+// value is no data): what a STAC Item reports.
+type ProductStats struct {
+	Rows, Cols        int
+	ClassCounts       map[int]int64 // class value -> pixels (0 = no data)
+	ValidPixels       int64         // pixels with a class
+	RelMin, RelMax    float64       // reliability over valid pixels, in the stored unit (percent)
+	RelMean, RelStdev float64
+}
+
+// statsAcc gathers ProductStats row by row. The sums are of small integers
+// (stored percent), exact in float64 in any order.
+type statsAcc struct {
+	counts    map[int]int64
+	valid     int64
+	sum, sum2 float64
+	min, max  float64
+}
+
+func (a *statsAcc) add(class int, rel int, relValid bool) {
+	if a.counts == nil {
+		a.counts = map[int]int64{}
+		a.min, a.max = math.Inf(1), math.Inf(-1)
+	}
+	if class == ClassNoData || !relValid {
+		a.counts[0]++
+		return
+	}
+	a.counts[class]++
+	a.valid++
+	r := float64(rel)
+	a.sum += r
+	a.sum2 += r * r
+	a.min, a.max = min(a.min, r), max(a.max, r)
+}
+
+// Stats are the statistics of the rows written so far (all of them after
+// Commit): the counts and reliability statistics pipelines' STAC Items
+// give, without reading the product back.
+func (p *ProductWriter) Stats() ProductStats {
+	a := p.stats
+	st := ProductStats{Rows: p.spec.Rows, Cols: p.spec.Cols, ClassCounts: map[int]int64{}, ValidPixels: a.valid}
+	for k, v := range a.counts {
+		st.ClassCounts[k] = v
+	}
+	if a.valid > 0 {
+		n := float64(a.valid)
+		st.RelMin, st.RelMax = a.min, a.max
+		st.RelMean = a.sum / n
+		st.RelStdev = math.Sqrt(max(0, a.sum2/n-st.RelMean*st.RelMean))
+	}
+	return st
 }
 
 // classDataType is Byte unless the classes need more (over 254 classes or
@@ -324,6 +380,7 @@ func (p *ProductWriter) WriteRows(row0 int, class []uint16, reliability []float3
 				cb[i] = uint8(v)
 			}
 			rb[i] = uint8(percent(reliability[i], nd))
+			p.stats.add(int(v), int(rb[i]), int(rb[i]) != nd && int(cb[i]) != nd)
 		}
 		if err = bands[0].Write(0, row0, cb, cols, n, errh); err == nil {
 			err = bands[1].Write(0, row0, rb, cols, n, errh)
@@ -338,6 +395,7 @@ func (p *ProductWriter) WriteRows(row0 int, class []uint16, reliability []float3
 				cb[i] = v
 			}
 			rb[i] = uint16(percent(reliability[i], nd))
+			p.stats.add(int(v), int(rb[i]), int(rb[i]) != nd && int(cb[i]) != nd)
 		}
 		if err = bands[0].Write(0, row0, cb, cols, n, errh); err == nil {
 			err = bands[1].Write(0, row0, rb, cols, n, errh)

@@ -641,3 +641,69 @@ func TestProductNoSidecarLeftovers(t *testing.T) {
 		})
 	}
 }
+
+// TestProductStatsMatchReadBack: the statistics the writer gathers while
+// rows stream in equal what a reader of the finished product finds
+// (class counts with no data under 0, valid pixels, reliability range,
+// mean and deviation in stored percent), for Byte and UInt16 products and
+// with the Float32 reliability file, whose main product keeps percent.
+func TestProductStatsMatchReadBack(t *testing.T) {
+	for _, pc := range productCases {
+		t.Run(pc.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "p.tif")
+			const cols, rows = 45, 38
+			spec := ProductSpec{Cols: cols, Rows: rows, GeoRef: GeoRef{GeoTransform: testGT, WKT: utm31(t)},
+				Classes: testClasses(pc.nClasses), ReliabilityFloat32: pc.float32}
+			p, err := CreateProduct(path, spec)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer p.Close()
+			for r0 := 0; r0 < rows; r0 += 11 {
+				n := min(11, rows-r0)
+				cl, rl := make([]uint16, n*cols), make([]float32, n*cols)
+				for i := range cl {
+					cl[i], rl[i] = productPixel(spec.Classes, r0+i/cols, i%cols)
+				}
+				if err := p.WriteRows(r0, cl, rl); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := p.Commit(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			got := p.Stats()
+
+			s, err := Open(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			blk, err := s.ReadWindow(context.Background(), Window{Cols: cols, Rows: rows})
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := ProductStats{Rows: rows, Cols: cols, ClassCounts: map[int]int64{}, RelMin: math.Inf(1), RelMax: math.Inf(-1)}
+			var sum, sum2 float64
+			for i := range cols * rows {
+				cls, rel := int(blk.Data[i*2]), float64(blk.Data[i*2+1])
+				want.ClassCounts[cls]++
+				if cls == 0 {
+					continue
+				}
+				want.ValidPixels++
+				sum += rel
+				sum2 += rel * rel
+				want.RelMin, want.RelMax = min(want.RelMin, rel), max(want.RelMax, rel)
+			}
+			want.RelMean = sum / float64(want.ValidPixels)
+			want.RelStdev = math.Sqrt(max(0, sum2/float64(want.ValidPixels)-want.RelMean*want.RelMean))
+			if want.ClassCounts[0] == 0 || want.ValidPixels == 0 {
+				t.Fatalf("fixture has %d no-data and %d valid pixels; want both", want.ClassCounts[0], want.ValidPixels)
+			}
+			if fmt.Sprint(got) != fmt.Sprint(want) {
+				t.Errorf("writer's stats %+v, read back %+v", got, want)
+			}
+		})
+	}
+}

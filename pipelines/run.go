@@ -518,10 +518,6 @@ func (w *worker) scene(ctx context.Context, in Input) SceneReport {
 		}
 	}
 
-	sceneInfo, err := w.preflight(in)
-	if err != nil {
-		return fail(err)
-	}
 	res, err := w.classifier.Classify(ctx, in.Name, product)
 	if err != nil {
 		return fail(err)
@@ -537,7 +533,7 @@ func (w *worker) scene(ctx context.Context, in Input) SceneReport {
 	r.Times = times
 
 	tSTAC := time.Now()
-	if err := w.describe(ctx, in, sceneInfo, product, itemPath, src, res); err != nil {
+	if err := w.describe(in, product, itemPath, src, res); err != nil {
 		// The product is complete but undescribed: the next run redoes it
 		// (no Item means not up to date).
 		return fail(err)
@@ -547,21 +543,6 @@ func (w *worker) scene(ctx context.Context, in Input) SceneReport {
 	r.Status = StatusDone
 	w.log.Info("scene done", "input", in.Name, "output", product, "pixels", r.Pixels, "seconds", times.Total)
 	return r
-}
-
-// preflight opens the scene for its metadata (the Item's datetime). The
-// checks that refuse a scene before work (band count, free space for the
-// product) and after reading it (no valid pixel, no signal) are
-// processor.Classify's, so that pnec classify and pnec batch refuse the
-// same scenes with the same words.
-func (w *worker) preflight(in Input) (geo.Info, error) {
-	s, err := geo.Open(in.Name)
-	if err != nil {
-		return geo.Info{}, err
-	}
-	info := s.Info()
-	s.Close()
-	return info, nil
 }
 
 // root is the directory the Items' relative hrefs stay under: the
@@ -580,12 +561,17 @@ func (w *worker) collection() CollectionMeta {
 }
 
 // describe writes the product's STAC Item (and adds it to the collection).
-func (w *worker) describe(ctx context.Context, in Input, scene geo.Info, product, itemPath string, src SourceRecord, res processor.Result) error {
-	info, stats, err := readProductStats(ctx, product)
+// The scene's metadata and the product's statistics come from the
+// classification's result: the scene is opened once per run (by processor)
+// and the product is not read back, only opened for its georeference as
+// GDAL gives it, which is also the check that it opens.
+func (w *worker) describe(in Input, product, itemPath string, src SourceRecord, res processor.Result) error {
+	info, err := productInfo(product)
 	if err != nil {
 		return err
 	}
-	info.Metadata = scene.Metadata // the acquisition time is the input's
+	info.Metadata = res.SceneInfo.Metadata // the acquisition time is the input's
+	stats := res.Stats
 	st, err := os.Stat(product)
 	if err != nil {
 		return fmt.Errorf("product %s: %w", product, err)

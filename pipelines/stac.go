@@ -1,7 +1,6 @@
 package pipelines
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -202,66 +201,22 @@ func (p *Processing) Decode(item map[string]any) error {
 	return stac.DecodeExtendedItemProperties(p, item)
 }
 
-// ProductStats are statistics of a product's bands, read back from the product.
-type ProductStats struct {
-	Rows, Cols        int
-	ClassCounts       map[int]int64 // class value -> pixels (0 = no data)
-	ValidPixels       int64         // pixels with a class
-	RelMin, RelMax    float64       // reliability over valid pixels, in the stored unit
-	RelMean, RelStdev float64
-}
+// ProductStats describe a product's stored pixels (see geo.ProductStats).
+type ProductStats = geo.ProductStats
 
-// readProductStats reads the product window by window (so memory does not
-// grow with the product) and gathers class counts and reliability statistics;
-// reading it through GDAL is also the check that the product opens.
-func readProductStats(ctx context.Context, productPath string) (geo.Info, ProductStats, error) {
+// productInfo opens a product for its size and georeference as GDAL reads
+// them.
+func productInfo(productPath string) (geo.Info, error) {
 	s, err := geo.Open(productPath)
 	if err != nil {
-		return geo.Info{}, ProductStats{}, fmt.Errorf("open product %s: %w", productPath, err)
+		return geo.Info{}, fmt.Errorf("open product %s: %w", productPath, err)
 	}
 	defer s.Close()
 	info := s.Info()
-	st := ProductStats{Rows: info.Rows, Cols: info.Cols, ClassCounts: map[int]int64{}}
 	if info.Bands < 2 {
-		return info, st, fmt.Errorf("product %s has %d bands, want 2", productPath, info.Bands)
+		return info, fmt.Errorf("product %s has %d bands, want 2", productPath, info.Bands)
 	}
-	relNoData := math.NaN()
-	if len(info.HasNoData) > 1 && info.HasNoData[1] {
-		relNoData = info.NoData[1]
-	}
-	var sum, sum2 float64
-	st.RelMin, st.RelMax = math.Inf(1), math.Inf(-1)
-	const stripeRows = 256
-	for r0 := 0; r0 < info.Rows; r0 += stripeRows {
-		h := min(stripeRows, info.Rows-r0)
-		blk, err := s.ReadWindow(ctx, geo.Window{Col: 0, Row: r0, Cols: info.Cols, Rows: h})
-		if err != nil {
-			return info, st, fmt.Errorf("read product %s rows %d..%d: %w", productPath, r0, r0+h, err)
-		}
-		for i := 0; i < h*info.Cols; i++ {
-			cls := int(blk.Data[i*blk.Bands])
-			st.ClassCounts[cls]++
-			if cls == 0 {
-				continue
-			}
-			st.ValidPixels++
-			rel := float64(blk.Data[i*blk.Bands+1])
-			if math.IsNaN(rel) || rel == relNoData {
-				continue
-			}
-			sum += rel
-			sum2 += rel * rel
-			st.RelMin, st.RelMax = min(st.RelMin, rel), max(st.RelMax, rel)
-		}
-	}
-	if st.ValidPixels > 0 {
-		n := float64(st.ValidPixels)
-		st.RelMean = sum / n
-		st.RelStdev = math.Sqrt(max(0, sum2/n-st.RelMean*st.RelMean))
-	} else {
-		st.RelMin, st.RelMax = 0, 0
-	}
-	return info, st, nil
+	return info, nil
 }
 
 // ItemParams is what BuildItem needs to describe one product.

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/pnec/pnec/geo"
 	"github.com/pnec/pnec/model"
 )
 
@@ -139,6 +140,12 @@ type Result struct {
 	ModelChecksum  string        // model.Model.Checksum
 	MaxMemoryBytes int64         // budget the plan was made for
 	PlannedBytes   int64         // the memory model's peak estimate for the plan
+	// SceneInfo is the scene as geo opened it (metadata, georeference), so
+	// that a caller need not open it again.
+	SceneInfo geo.Info
+	// Stats are the product's stored pixels as its writer saw them: class
+	// counts and reliability statistics, without reading the product back.
+	Stats geo.ProductStats
 }
 
 // predictor is what Classify needs of model.Predictor; tests substitute

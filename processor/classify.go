@@ -64,7 +64,7 @@ func (c *Classifier) classify(parent context.Context, sceneName, out string) (re
 	}
 	defer sc.Close()
 	info := sc.Info()
-	res.Rows, res.Cols = info.Rows, info.Cols
+	res.Rows, res.Cols, res.SceneInfo = info.Rows, info.Cols, info
 	if info.Bands != c.m.Bands() {
 		return res, fmt.Errorf("%s: %d bands, the model takes %d: %w", sceneName, info.Bands, c.m.Bands(), model.ErrBandCount)
 	}
@@ -180,6 +180,7 @@ func (c *Classifier) classify(parent context.Context, sceneName, out string) (re
 	if err := pw.Commit(parent); err != nil {
 		return res, err // geo names the product
 	}
+	res.Stats = pw.Stats()
 	writeT += time.Since(t0)
 	res.Times = StageTimes{Read: readT, Network: netT, Stitch: stitchT, Write: writeT}
 	res.ValidPixels, res.ClassCounts = st.valid, st.counts()
