@@ -8,6 +8,8 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/sync/errgroup"
+
 	"github.com/pnec/pnec/geo"
 	"github.com/pnec/pnec/model"
 	"github.com/pnec/pnec/tiling"
@@ -36,20 +38,6 @@ type rowsOut struct {
 	row0  int
 	class []uint16
 	rel   []float32
-}
-
-// failer keeps the first error of a set of goroutines and cancels the rest.
-type failer struct {
-	once   sync.Once
-	err    error
-	cancel context.CancelFunc
-}
-
-func (f *failer) fail(err error) {
-	f.once.Do(func() {
-		f.err = err
-		f.cancel()
-	})
 }
 
 func (c *Classifier) classify(parent context.Context, sceneName, out string) (res Result, err error) {
@@ -118,9 +106,9 @@ func (c *Classifier) classify(parent context.Context, sceneName, out string) (re
 	}
 	defer pw.Close()
 
-	ctx, cancel := context.WithCancel(parent)
-	defer cancel()
-	f := &failer{cancel: cancel}
+	// The stages run as a group: the first to fail cancels the others'
+	// context, and Wait returns its error.
+	g, ctx := errgroup.WithContext(parent)
 	// Unbuffered: one tile is read (and one stitched) while the network
 	// runs another, and no more are held (the memory model counts these).
 	tiles := make(chan tileIn)
@@ -141,37 +129,39 @@ func (c *Classifier) classify(parent context.Context, sceneName, out string) (re
 		}
 	}
 
-	var wg sync.WaitGroup
-	wg.Go(func() {
+	g.Go(func() (err error) {
 		defer close(tiles)
-		readT = c.readTiles(ctx, f, sc, sceneName, info, &plan, free, tiles)
+		readT, err = c.readTiles(ctx, sc, sceneName, info, &plan, free, tiles)
+		return err
 	})
-	wg.Go(func() {
+	g.Go(func() (err error) {
 		defer close(preds)
-		netT = c.runTiles(ctx, f, sceneName, &plan, tiles, free, preds)
+		netT, err = c.runTiles(ctx, sceneName, &plan, tiles, free, preds)
+		return err
 	})
-	wg.Go(func() {
+	g.Go(func() (err error) {
 		defer close(rows)
-		stitchT = st.run(ctx, f, preds)
+		stitchT, err = st.run(ctx, preds)
+		return err
 	})
-	wg.Go(func() {
+	g.Go(func() error {
 		for r := range rows {
 			if ctx.Err() != nil {
-				continue // drain so the stitcher never blocks
+				return nil // stopping: the stitcher's sends give up too
 			}
 			t0 := time.Now()
 			if err := pw.WriteRows(r.row0, r.class, r.rel); err != nil {
-				f.fail(fmt.Errorf("write %s rows %d..%d: %w", out, r.row0, r.row0+len(r.class)/info.Cols, err))
+				return fmt.Errorf("write %s rows %d..%d: %w", out, r.row0, r.row0+len(r.class)/info.Cols, err)
 			}
 			writeT += time.Since(t0)
 		}
+		return nil
 	})
-	wg.Wait()
-	if f.err == nil && parent.Err() != nil {
-		f.err = parent.Err()
+	if err := g.Wait(); err != nil {
+		return res, err
 	}
-	if f.err != nil {
-		return res, f.err
+	if err := parent.Err(); err != nil {
+		return res, err
 	}
 	if st.written != info.Rows {
 		return res, fmt.Errorf("classify %s: wrote %d of %d rows", sceneName, st.written, info.Rows)
@@ -197,7 +187,7 @@ func (c *Classifier) classify(parent context.Context, sceneName, out string) (re
 // is read, before that tile goes to the network (see signalCheck). Tiles
 // are read into the buffers the network hands back on free when there is
 // one.
-func (c *Classifier) readTiles(ctx context.Context, f *failer, sc *geo.Scene, name string, info geo.Info, plan *tiling.Plan, free <-chan []float32, out chan<- tileIn) time.Duration {
+func (c *Classifier) readTiles(ctx context.Context, sc *geo.Scene, name string, info geo.Info, plan *tiling.Plan, free <-chan []float32, out chan<- tileIn) (time.Duration, error) {
 	var busy time.Duration
 	var sig signalCheck
 	cr := carryReader{sc: sc, bands: info.Bands, sceneCols: info.Cols, blockCols: carryBlockCols(info)}
@@ -215,14 +205,12 @@ func (c *Classifier) readTiles(ctx context.Context, f *failer, sc *geo.Scene, na
 		blk, err := cr.read(ctx, t, next, buf)
 		if err != nil {
 			// geo's error names the scene and the window already.
-			f.fail(fmt.Errorf("%w (tile %d)", err, t.Index))
-			return busy
+			return busy, fmt.Errorf("%w (tile %d)", err, t.Index)
 		}
 		sig.add(blk.Data, blk.Valid, blk.Bands)
 		if i == len(plan.Tiles)-1 {
 			if err := sig.verdict(name, info); err != nil {
-				f.fail(err)
-				return busy
+				return busy, err
 			}
 		}
 		s := padTile(blk, t)
@@ -230,10 +218,10 @@ func (c *Classifier) readTiles(ctx context.Context, f *failer, sc *geo.Scene, na
 		select {
 		case out <- tileIn{tile: t, scene: s}:
 		case <-ctx.Done():
-			return busy
+			return busy, nil // the group's error, or the caller's stop, says why
 		}
 	}
-	return busy
+	return busy, nil
 }
 
 // carryReader reads the tiles of a row of tiles so that each column of the
@@ -383,12 +371,12 @@ func padTile(b geo.Block, t tiling.Tile) model.Scene {
 // input shape, so the predictor compiles once. It returns the time spent in
 // the network. Each tile's input data goes back to the reader on free once
 // the network and the spectral distances are done with it.
-func (c *Classifier) runTiles(ctx context.Context, f *failer, name string, plan *tiling.Plan, in <-chan tileIn, free chan<- []float32, out chan<- tileOut) time.Duration {
+func (c *Classifier) runTiles(ctx context.Context, name string, plan *tiling.Plan, in <-chan tileIn, free chan<- []float32, out chan<- tileOut) (time.Duration, error) {
 	var busy time.Duration
 	k := len(c.m.Classes())
 	for t := range in {
 		if ctx.Err() != nil {
-			continue // drain: the reader stops by itself
+			return busy, nil
 		}
 		t0 := time.Now()
 		// The spectral class distances depend on the tile's spectra only, so
@@ -412,21 +400,20 @@ func (c *Classifier) runTiles(ctx context.Context, f *failer, name string, plan 
 			err = fmt.Errorf("spectral reliability: %w", distErr)
 		}
 		if err != nil {
-			f.fail(fmt.Errorf("classify %s tile %d %v: %w", name, t.tile.Index, t.tile.Input, err))
-			continue
+			return busy, fmt.Errorf("classify %s tile %d %v: %w", name, t.tile.Index, t.tile.Input, err)
 		}
 		if p.Rows != t.scene.Rows || p.Cols != t.scene.Cols || p.Classes != k ||
 			len(p.Prob) != p.Rows*p.Cols*k || len(p.Uncertainty) != p.Rows*p.Cols {
-			f.fail(fmt.Errorf("classify %s tile %d: prediction %dx%dx%d for a %dx%d tile of %d classes",
-				name, t.tile.Index, p.Rows, p.Cols, p.Classes, t.scene.Rows, t.scene.Cols, k))
-			continue
+			return busy, fmt.Errorf("classify %s tile %d: prediction %dx%dx%d for a %dx%d tile of %d classes",
+				name, t.tile.Index, p.Rows, p.Cols, p.Classes, t.scene.Rows, t.scene.Cols, k)
 		}
 		select {
 		case out <- tileOut{tile: t.tile, pred: p, valid: t.scene.Valid, dist: dist}:
 		case <-ctx.Done():
+			return busy, nil
 		}
 	}
-	return busy
+	return busy, nil
 }
 
 // stitcher blends tile outputs into the canvas and turns final rows into
@@ -465,19 +452,18 @@ func (s *stitcher) depth() int {
 	return k + extraChannels
 }
 
-func (s *stitcher) run(ctx context.Context, f *failer, in <-chan tileOut) time.Duration {
+func (s *stitcher) run(ctx context.Context, in <-chan tileOut) (time.Duration, error) {
 	var busy time.Duration
 	s.canvas = tiling.NewCanvas(s.plan.Cols, s.depth())
 	bands := s.plan.RowBands()
 	done := 0
 	for t := range in {
 		if ctx.Err() != nil {
-			continue
+			return busy, nil
 		}
 		t0 := time.Now()
 		if err := s.add(t); err != nil {
-			f.fail(err)
-			continue
+			return busy, err
 		}
 		done++
 		band := bands[t.tile.Row]
@@ -489,8 +475,10 @@ func (s *stitcher) run(ctx context.Context, f *failer, in <-chan tileOut) time.D
 				limit = s.plan.Rows
 			}
 			if err := s.finalize(ctx, limit); err != nil {
-				f.fail(err)
-				continue
+				if ctx.Err() != nil {
+					return busy, nil
+				}
+				return busy, err
 			}
 		}
 		busy += time.Since(t0)
@@ -501,7 +489,7 @@ func (s *stitcher) run(ctx context.Context, f *failer, in <-chan tileOut) time.D
 			s.tileDone(t.tile, done)
 		}
 	}
-	return busy
+	return busy, nil
 }
 
 // counts is the pixels per class value of the classified pixels (classes
