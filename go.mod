@@ -7,6 +7,7 @@ toolchain go1.27.4
 require (
 	github.com/airbusgeo/godal v0.0.18
 	github.com/dlclark/regexp2 v1.11.5
+	github.com/gofrs/flock v0.13.0
 	github.com/gomlx/compute v0.1.14
 	github.com/gomlx/go-xla v0.4.13
 	github.com/gomlx/gomlx v0.28.16

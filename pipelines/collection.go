@@ -9,8 +9,9 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
-	"syscall"
 	"time"
+
+	"github.com/gofrs/flock"
 
 	"github.com/pnec/pnec/geo"
 )
@@ -138,15 +139,16 @@ func collectionFields(coll map[string]any, meta CollectionMeta) {
 // collection.
 func addToCollection(collPath string, meta CollectionMeta, itemPath string, bbox []float64, iv [2]string) error {
 	dir := filepath.Dir(collPath)
-	d, err := os.Open(dir)
-	if err != nil {
+	if _, err := os.Stat(dir); err != nil {
 		return fmt.Errorf("collection %s: %w", collPath, err)
 	}
-	defer d.Close()
-	if err := syscall.Flock(int(d.Fd()), syscall.LOCK_EX); err != nil {
+	// The directory itself is the lock (opened read-only: it cannot be
+	// opened for writing), so no lock file is left beside the collection.
+	lock := flock.New(dir, flock.SetFlag(os.O_RDONLY))
+	if err := lock.Lock(); err != nil {
 		return fmt.Errorf("lock collection directory %s: %w", dir, err)
 	}
-	defer syscall.Flock(int(d.Fd()), syscall.LOCK_UN)
+	defer lock.Close()
 	removeTemps(dir, collectionTempKey(collPath))
 
 	coll := map[string]any{}

@@ -7,8 +7,9 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"time"
+
+	"github.com/gofrs/flock"
 
 	"github.com/pnec/pnec/geo"
 	"github.com/pnec/pnec/internal/tempfiles"
@@ -108,7 +109,7 @@ func upToDate(productPath, itemPath string, src SourceRecord, checksum string, f
 
 // sceneLock is an exclusive advisory lock (flock) on a scene's lock file.
 type sceneLock struct {
-	f    *os.File
+	l    *flock.Flock
 	path string
 }
 
@@ -120,32 +121,30 @@ func lockPath(outDir, key string) string { return filepath.Join(outDir, "."+key+
 // tryLock takes the scene's lock without waiting.
 func tryLock(outDir, key string) (*sceneLock, error) {
 	p := lockPath(outDir, key)
-	f, err := os.OpenFile(p, os.O_CREATE|os.O_RDWR, 0o644)
+	l := flock.New(p, flock.SetPermissions(0o644))
+	ok, err := l.TryLock()
 	if err != nil {
-		return nil, fmt.Errorf("create lock file: %w", err)
-	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
-		f.Close()
-		if errors.Is(err, syscall.EWOULDBLOCK) {
-			return nil, errBusy
-		}
 		return nil, fmt.Errorf("lock %s: %w", p, err)
+	}
+	if !ok {
+		l.Close()
+		return nil, errBusy
 	}
 	// A signal's stop removes the lock file as release would (the lock is
 	// ours until the process exits).
 	if err := tempfiles.Add(p); err != nil {
 		os.Remove(p)
-		f.Close()
+		l.Close()
 		return nil, fmt.Errorf("lock %s: %w", p, err)
 	}
-	return &sceneLock{f: f, path: p}, nil
+	return &sceneLock{l: l, path: p}, nil
 }
 
 // release removes the lock file (while still holding the lock) and unlocks.
 func (l *sceneLock) release() {
 	os.Remove(l.path)
 	tempfiles.Forget(l.path)
-	l.f.Close()
+	l.l.Close()
 }
 
 // isTempOf reports whether the file name in an output directory is a
