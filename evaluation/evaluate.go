@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/pnec/pnec/model"
+	"github.com/pnec/pnec/tiling"
 )
 
 // DefaultTopFraction is the share of most uncertain pixels in which the
@@ -198,7 +199,7 @@ func Score(m ScoreSpec, pred model.Prediction, scene model.Scene, labels []int32
 		return Evaluation{}, fmt.Errorf("no test pixels: every labelled valid pixel is a training pixel: %w", ErrLabels)
 	}
 	K := pred.Classes
-	prec := model.Recover(pred.Prob, valid, pred.Rows, pred.Cols, K, rec)
+	prec := tiling.Recover(pred.Prob, valid, pred.Rows, pred.Cols, K, rec)
 	raw, err := accuracyAt(pred.Prob, K, test, truth)
 	if err != nil {
 		return Evaluation{}, err

@@ -6,11 +6,13 @@ package geo
 
 import (
 	"github.com/paulmach/orb"
+
+	"github.com/pnec/pnec/grid"
 )
 
 // Window is a rectangle of pixels: Col, Row is its top-left corner (0-based),
-// Cols x Rows its size.
-type Window struct{ Col, Row, Cols, Rows int }
+// Cols x Rows its size (the project's one rectangle type, package grid's).
+type Window = grid.Rect
 
 // GeoRef places a raster on the Earth.
 type GeoRef struct {

@@ -5,6 +5,7 @@ package model
 
 import (
 	"errors"
+	"github.com/pnec/pnec/tiling"
 	"time"
 )
 
@@ -29,11 +30,10 @@ type Scene struct {
 	WavelengthsNM     []float64 // optional, per band
 }
 
-// RecoveryParams are the AvgPool recovery settings: P_rec = (1-Eta) P + Eta AvgPool_Window(P).
-type RecoveryParams struct {
-	Window int     // odd window side in pixels (default 9)
-	Eta    float64 // strength in 0..1 (default 1.0)
-}
+// RecoveryParams are the AvgPool recovery settings a model stores:
+// P_rec = (1-Eta) P + Eta AvgPool_Window(P), applied by tiling.Recover on
+// stitched probabilities.
+type RecoveryParams = tiling.Recovery
 
 // Prediction is the network's output for a scene: calibrated probabilities
 // upsampled to full resolution (before recovery) and the fused uncertainty

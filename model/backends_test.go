@@ -9,6 +9,7 @@ package model
 import (
 	"context"
 	"fmt"
+	"github.com/pnec/pnec/tiling"
 	"math"
 	"os"
 	"path/filepath"
@@ -199,7 +200,7 @@ func benchmarkBackendInference(b *testing.B, backend, encoder string) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				_ = Recover(pred.Prob, s.Valid, s.Rows, s.Cols, pred.Classes, m.Recovery())
+				_ = tiling.Recover(pred.Prob, s.Valid, s.Rows, s.Cols, pred.Classes, m.Recovery())
 			}
 			b.ReportMetric(compile, "compile-s")
 		})

@@ -14,8 +14,10 @@
 // the tests. Prototype-guided evidence, three uncertainty sources, the gate
 // and the shared head give the calibrated logits Z_cal and the fused
 // uncertainty G~; Predict returns softmax(bilinear_up(Z_cal)) and G~ at full
-// resolution. Recovery (AvgPool), metrics and reliability candidates are
-// plain Go in recovery.go, metrics.go and reliability.go.
+// resolution. Metrics and reliability candidates are plain Go in
+// metrics.go and reliability.go; the AvgPool recovery, which works on
+// stitched probabilities, is package tiling's (tiling.Recover), beside the
+// canvas it runs on.
 //
 // Training (train.go) is one full-scene step per epoch, with the weights,
 // Adam moments and prototype bank kept as tensors that each step consumes

@@ -2,6 +2,7 @@ package model
 
 import (
 	"context"
+	"github.com/pnec/pnec/tiling"
 	"testing"
 )
 
@@ -54,7 +55,7 @@ func TestNoDataBorderMatchesCrop(t *testing.T) {
 			mw, pw := train(wide, wideLabels, wideMask)
 			{ // the crop's model on the bordered scene: inference alone
 				pb := predictWith(t, mc, wide)
-				ab, ac := Argmax(pb.Prob, pb.Classes), Argmax(pc.Prob, pc.Classes)
+				ab, ac := tiling.Argmax(pb.Prob, pb.Classes), tiling.Argmax(pc.Prob, pc.Classes)
 				same := 0
 				for r := 0; r < rows; r++ {
 					for c := 0; c < cols; c++ {
@@ -69,7 +70,7 @@ func TestNoDataBorderMatchesCrop(t *testing.T) {
 					t.Errorf("the cropped scene's model labels the bordered scene like the crop on %.4f of the valid part, want >= 0.97", f)
 				}
 			}
-			ac, aw := Argmax(pc.Prob, pc.Classes), Argmax(pw.Prob, pw.Classes)
+			ac, aw := tiling.Argmax(pc.Prob, pc.Classes), tiling.Argmax(pw.Prob, pw.Classes)
 			agree, correctC, correctW, test := 0, 0, 0, 0
 			for r := 0; r < rows; r++ {
 				for c := 0; c < cols; c++ {

@@ -2,6 +2,7 @@ package model
 
 import (
 	"context"
+	"github.com/pnec/pnec/tiling"
 	"math"
 	"os"
 	"path/filepath"
@@ -56,7 +57,7 @@ func sceneOA(t *testing.T, s Scene, labels, split []int32, cfg Config, seed int6
 	if err != nil {
 		t.Fatal(err)
 	}
-	rec := Recover(pred.Prob, s.Valid, s.Rows, s.Cols, pred.Classes, m.Recovery())
+	rec := tiling.Recover(pred.Prob, s.Valid, s.Rows, s.Cols, pred.Classes, m.Recovery())
 	classes := m.Classes()
 	var right, rightRec, total int
 	for i, v := range labels {

@@ -181,3 +181,20 @@ func BenchmarkSpectralAgreement(b *testing.B) {
 		}
 	}
 }
+
+// randomProb is n random probability vectors of k classes (each sums to 1).
+func randomProb(rng *rand.Rand, n, k int) []float32 {
+	p := make([]float32, n*k)
+	for i := range n {
+		row := p[i*k : (i+1)*k]
+		var s float32
+		for j := range row {
+			row[j] = rng.Float32()
+			s += row[j]
+		}
+		for j := range row {
+			row[j] /= s
+		}
+	}
+	return p
+}

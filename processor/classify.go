@@ -592,7 +592,7 @@ func (s *stitcher) rows(lo, hi, h int) (rowsOut, error) {
 			}
 		}
 	}
-	rec, err := model.RecoverRows(prob, valid, inLo, inHi-inLo, cols, k, lo, hi-lo, s.recovery)
+	rec, err := tiling.RecoverRows(prob, valid, inLo, inHi-inLo, cols, k, lo, hi-lo, s.recovery)
 	if err != nil {
 		return rowsOut{}, fmt.Errorf("recover rows %d..%d: %w", lo, hi, err)
 	}

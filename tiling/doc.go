@@ -19,5 +19,10 @@
 // A lazy plan (Options.Lazy) lists no tiles: Plan.Tile(i) computes each from
 // the grid, so a plan of any size is made and described at once.
 //
-// Coordinates are 0-based pixels; Rect.Col/Row is the top-left corner.
+// The AvgPool recovery (Recover, RecoverRows, RecoverRegion) is arithmetic
+// on the stitched canvas's probabilities and lives here beside it: a row
+// stripe is recovered once its rows and their halo are final.
+//
+// Coordinates are 0-based pixels; Rect (package grid's, shared with geo's
+// windows) has Col/Row at the top-left corner.
 package tiling

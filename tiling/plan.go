@@ -3,31 +3,13 @@ package tiling
 import (
 	"errors"
 	"fmt"
+
+	"github.com/pnec/pnec/grid"
 )
 
-// Rect is a rectangle of pixels: Col, Row is its top-left corner (0-based),
-// Cols x Rows its size.
-type Rect struct{ Col, Row, Cols, Rows int }
-
-// Empty reports whether r holds no pixel.
-func (r Rect) Empty() bool { return r.Cols <= 0 || r.Rows <= 0 }
-
-// Contains reports whether pixel (col, row) lies in r.
-func (r Rect) Contains(col, row int) bool {
-	return col >= r.Col && col < r.Col+r.Cols && row >= r.Row && row < r.Row+r.Rows
-}
-
-// Intersect returns the part of r inside s (empty when they do not meet).
-func (r Rect) Intersect(s Rect) Rect {
-	c0, r0 := max(r.Col, s.Col), max(r.Row, s.Row)
-	c1, r1 := min(r.Col+r.Cols, s.Col+s.Cols), min(r.Row+r.Rows, s.Row+s.Rows)
-	if c1 <= c0 || r1 <= r0 {
-		return Rect{}
-	}
-	return Rect{Col: c0, Row: r0, Cols: c1 - c0, Rows: r1 - r0}
-}
-
-func (r Rect) String() string { return fmt.Sprintf("%dx%d+%d+%d", r.Cols, r.Rows, r.Col, r.Row) }
+// Rect is a rectangle of pixels (the one rectangle type of the project,
+// package grid's).
+type Rect = grid.Rect
 
 // Tile is one network run of a Plan.
 type Tile struct {
@@ -205,7 +187,7 @@ func New(rows, cols int, o Options) (Plan, error) {
 	if overlap >= tile {
 		return Plan{}, fmt.Errorf("%w: overlap %d px must be smaller than the tile (%d px)", ErrInvalid, overlap, tile)
 	}
-	return grid(rows, cols, tile, overlap, o.Stride, o.Lazy), nil
+	return tileGrid(rows, cols, tile, overlap, o.Stride, o.Lazy), nil
 }
 
 // fromBudget picks the largest tile (a multiple of 64 pixels, and of the
@@ -265,7 +247,7 @@ func balanced(size, tile, overlap, stride int) int {
 	return min(b, tile)
 }
 
-func grid(rows, cols, tile, overlap, stride int, lazy bool) Plan {
+func tileGrid(rows, cols, tile, overlap, stride int, lazy bool) Plan {
 	return gridRC(rows, cols, tile, tile, overlap, stride, lazy)
 }
 

@@ -25,6 +25,7 @@ import (
 	"time"
 
 	"github.com/pnec/pnec/model"
+	"github.com/pnec/pnec/tiling"
 )
 
 func main() {
@@ -113,8 +114,8 @@ func run(ctx context.Context, args []string) error {
 			if err != nil {
 				return err
 			}
-			prob := model.Recover(pred.Prob, s.Valid, pred.Rows, pred.Cols, pred.Classes, rec)
-			_ = model.Argmax(prob, pred.Classes)
+			prob := tiling.Recover(pred.Prob, s.Valid, pred.Rows, pred.Cols, pred.Classes, rec)
+			_ = tiling.Argmax(prob, pred.Classes)
 			return nil
 		}
 		for i := 0; i <= *steps; i++ {

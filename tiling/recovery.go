@@ -1,28 +1,29 @@
-package model
+package tiling
 
 import (
 	"fmt"
 )
 
-// Region places a block of pixels in a scene: Row0, Col0 is its top-left
-// pixel (0-based, scene coordinates), Rows x Cols its size.
-type Region struct{ Row0, Col0, Rows, Cols int }
-
-func (r Region) String() string {
-	return fmt.Sprintf("rows %d..%d cols %d..%d", r.Row0, r.Row0+r.Rows, r.Col0, r.Col0+r.Cols)
+// Recovery are the AvgPool recovery settings: P_rec = (1-Eta) P + Eta
+// AvgPool_Window(P), the paper's spatial consistency refinement, which
+// runs on the stitched probabilities (the canvas), never on a tile alone.
+// A model stores its own (model.RecoveryParams is this type).
+type Recovery struct {
+	Window int     // odd window side in pixels (default 9)
+	Eta    float64 // strength in 0..1 (default 1.0)
 }
 
-// contains reports whether o lies inside r.
-func (r Region) contains(o Region) bool {
+// inside reports whether o lies inside r.
+func inside(o, r Rect) bool {
 	return o.Rows >= 0 && o.Cols >= 0 &&
-		o.Row0 >= r.Row0 && o.Col0 >= r.Col0 &&
-		o.Row0+o.Rows <= r.Row0+r.Rows && o.Col0+o.Cols <= r.Col0+r.Cols
+		o.Row >= r.Row && o.Col >= r.Col &&
+		o.Row+o.Rows <= r.Row+r.Rows && o.Col+o.Cols <= r.Col+r.Cols
 }
 
 // Halo is the number of pixels a region's recovery reads beyond each side of
 // the region: Window/2. A tile whose output rows are [r0, r1) needs input rows
 // [r0-Halo, r1+Halo) clipped to the scene to match a whole-scene Recover.
-func (p RecoveryParams) Halo() int {
+func (p Recovery) Halo() int {
 	if p.Window <= 1 || p.Eta == 0 {
 		return 0
 	}
@@ -31,7 +32,7 @@ func (p RecoveryParams) Halo() int {
 
 // Validate reports parameters that Recover cannot apply: an even or
 // non-positive window, or a strength outside 0..1.
-func (p RecoveryParams) Validate() error {
+func (p Recovery) Validate() error {
 	if p.Window < 1 || p.Window%2 == 0 {
 		return fmt.Errorf("recovery window %d: must be an odd number of pixels >= 1", p.Window)
 	}
@@ -53,11 +54,11 @@ func (p RecoveryParams) Validate() error {
 //
 // Recover panics when the slice lengths do not match the shape or p is
 // invalid (see Validate): both are programming errors of the caller.
-func Recover(prob []float32, valid []bool, rows, cols, classes int, p RecoveryParams) []float32 {
-	reg := Region{Rows: rows, Cols: cols}
+func Recover(prob []float32, valid []bool, rows, cols, classes int, p Recovery) []float32 {
+	reg := Rect{Rows: rows, Cols: cols}
 	out, err := RecoverRegion(prob, valid, reg, reg, classes, p)
 	if err != nil {
-		panic("model.Recover: " + err.Error())
+		panic("tiling.Recover: " + err.Error())
 	}
 	return out
 }
@@ -69,10 +70,10 @@ func Recover(prob []float32, valid []bool, rows, cols, classes int, p RecoveryPa
 // of a whole-scene Recover when the input covers [outRow0-Halo,
 // outRow0+outRows+Halo) clipped to the scene.
 func RecoverRows(prob []float32, valid []bool, inRow0, inRows, cols, classes int,
-	outRow0, outRows int, p RecoveryParams) ([]float32, error) {
+	outRow0, outRows int, p Recovery) ([]float32, error) {
 	return RecoverRegion(prob, valid,
-		Region{Row0: inRow0, Rows: inRows, Cols: cols},
-		Region{Row0: outRow0, Rows: outRows, Cols: cols}, classes, p)
+		Rect{Row: inRow0, Rows: inRows, Cols: cols},
+		Rect{Row: outRow0, Rows: outRows, Cols: cols}, classes, p)
 }
 
 // RecoverRegion computes the recovered probabilities of the pixels of out
@@ -82,7 +83,7 @@ func RecoverRows(prob []float32, valid []bool, inRow0, inRows, cols, classes int
 // scene continues (and stops at the scene border) to get exactly the values
 // of a whole-scene Recover. The result is [out.Rows][out.Cols][classes], zero
 // at invalid pixels.
-func RecoverRegion(prob []float32, valid []bool, in, out Region, classes int, p RecoveryParams) ([]float32, error) {
+func RecoverRegion(prob []float32, valid []bool, in, out Rect, classes int, p Recovery) ([]float32, error) {
 	if err := p.Validate(); err != nil {
 		return nil, err
 	}
@@ -96,7 +97,7 @@ func RecoverRegion(prob []float32, valid []bool, in, out Region, classes int, p 
 	if valid != nil && len(valid) != in.Rows*in.Cols {
 		return nil, fmt.Errorf("recover: %d validity flags for %v, want %d", len(valid), in, in.Rows*in.Cols)
 	}
-	if !in.contains(out) {
+	if !inside(out, in) {
 		return nil, fmt.Errorf("recover: output %v is not inside input %v", out, in)
 	}
 	res := make([]float32, out.Rows*out.Cols*classes)
@@ -107,7 +108,7 @@ func RecoverRegion(prob []float32, valid []bool, in, out Region, classes int, p 
 	h := p.Halo()
 	// Output pixel (r, c) in scene coordinates reads input rows
 	// [r-h, r+h] and cols [c-h, c+h] clipped to in.
-	oR0, oC0 := out.Row0-in.Row0, out.Col0-in.Col0 // out's offset in the input block
+	oR0, oC0 := out.Row-in.Row, out.Col-in.Col // out's offset in the input block
 	if h == 0 {
 		for r := 0; r < out.Rows; r++ {
 			for c := 0; c < out.Cols; c++ {

@@ -1,4 +1,4 @@
-package model
+package tiling
 
 import (
 	"fmt"
@@ -9,7 +9,7 @@ import (
 
 // naiveRecover is the O(k^2) oracle: for every valid pixel, the mean of the
 // valid in-scene pixels of its window, blended with the pixel itself.
-func naiveRecover(prob []float32, valid []bool, rows, cols, classes int, p RecoveryParams) []float32 {
+func naiveRecover(prob []float32, valid []bool, rows, cols, classes int, p Recovery) []float32 {
 	out := make([]float32, len(prob))
 	h := p.Window / 2
 	for r := 0; r < rows; r++ {
@@ -79,19 +79,19 @@ func TestRecoverMatchesNaive(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	cases := []struct {
 		rows, cols, classes int
-		p                   RecoveryParams
+		p                   Recovery
 		invalidFrac         float64
 		nilValid            bool
 	}{
-		{1, 1, 3, RecoveryParams{9, 1}, 0, true},
-		{7, 5, 4, RecoveryParams{9, 1}, 0.2, false},
-		{13, 17, 6, RecoveryParams{9, 1}, 0.1, false},
-		{13, 17, 6, RecoveryParams{11, 0.85}, 0.3, false},
-		{20, 3, 2, RecoveryParams{13, 1}, 0, true},
-		{31, 29, 5, RecoveryParams{3, 0.5}, 0.5, false},
-		{9, 40, 9, RecoveryParams{1, 1}, 0.1, false},
-		{9, 40, 9, RecoveryParams{5, 0}, 0.1, false},
-		{16, 16, 3, RecoveryParams{7, 1}, 1, false}, // nothing valid
+		{1, 1, 3, Recovery{9, 1}, 0, true},
+		{7, 5, 4, Recovery{9, 1}, 0.2, false},
+		{13, 17, 6, Recovery{9, 1}, 0.1, false},
+		{13, 17, 6, Recovery{11, 0.85}, 0.3, false},
+		{20, 3, 2, Recovery{13, 1}, 0, true},
+		{31, 29, 5, Recovery{3, 0.5}, 0.5, false},
+		{9, 40, 9, Recovery{1, 1}, 0.1, false},
+		{9, 40, 9, Recovery{5, 0}, 0.1, false},
+		{16, 16, 3, Recovery{7, 1}, 1, false}, // nothing valid
 	}
 	for _, tc := range cases {
 		name := fmt.Sprintf("%dx%dx%d_k%d_eta%g_inv%g", tc.rows, tc.cols, tc.classes, tc.p.Window, tc.p.Eta, tc.invalidFrac)
@@ -129,7 +129,7 @@ func TestRecoverMatchesNaive(t *testing.T) {
 func TestRecoverRegionStitches(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
 	rows, cols, classes := 37, 23, 4
-	p := RecoveryParams{Window: 9, Eta: 0.85}
+	p := Recovery{Window: 9, Eta: 0.85}
 	prob := randomProb(rng, rows*cols, classes)
 	valid := randomValid(rng, rows*cols, 0.15)
 	whole := Recover(prob, valid, rows, cols, classes, p)
@@ -155,15 +155,15 @@ func TestRecoverRegionStitches(t *testing.T) {
 		tile := 8
 		for r0 := 0; r0 < rows; r0 += tile {
 			for c0 := 0; c0 < cols; c0 += tile {
-				out := Region{Row0: r0, Col0: c0, Rows: min(tile, rows-r0), Cols: min(tile, cols-c0)}
-				in := Region{Row0: max(r0-h, 0), Col0: max(c0-h, 0)}
-				in.Rows = min(r0+out.Rows+h, rows) - in.Row0
-				in.Cols = min(c0+out.Cols+h, cols) - in.Col0
+				out := Rect{Row: r0, Col: c0, Rows: min(tile, rows-r0), Cols: min(tile, cols-c0)}
+				in := Rect{Row: max(r0-h, 0), Col: max(c0-h, 0)}
+				in.Rows = min(r0+out.Rows+h, rows) - in.Row
+				in.Cols = min(c0+out.Cols+h, cols) - in.Col
 				bp := make([]float32, 0, in.Rows*in.Cols*classes)
 				bv := make([]bool, 0, in.Rows*in.Cols)
-				for r := in.Row0; r < in.Row0+in.Rows; r++ {
-					bp = append(bp, prob[(r*cols+in.Col0)*classes:(r*cols+in.Col0+in.Cols)*classes]...)
-					bv = append(bv, valid[r*cols+in.Col0:r*cols+in.Col0+in.Cols]...)
+				for r := in.Row; r < in.Row+in.Rows; r++ {
+					bp = append(bp, prob[(r*cols+in.Col)*classes:(r*cols+in.Col+in.Cols)*classes]...)
+					bv = append(bv, valid[r*cols+in.Col:r*cols+in.Col+in.Cols]...)
 				}
 				got, err := RecoverRegion(bp, bv, in, out, classes, p)
 				if err != nil {
@@ -181,21 +181,21 @@ func TestRecoverRegionStitches(t *testing.T) {
 }
 
 func TestRecoverRegionErrors(t *testing.T) {
-	p := RecoveryParams{Window: 3, Eta: 1}
+	p := Recovery{Window: 3, Eta: 1}
 	prob := make([]float32, 4*4*2)
 	cases := []struct {
 		name    string
 		prob    []float32
 		valid   []bool
-		in, out Region
-		p       RecoveryParams
+		in, out Rect
+		p       Recovery
 	}{
-		{"even window", prob, nil, Region{Rows: 4, Cols: 4}, Region{Rows: 4, Cols: 4}, RecoveryParams{Window: 4, Eta: 1}},
-		{"eta above 1", prob, nil, Region{Rows: 4, Cols: 4}, Region{Rows: 4, Cols: 4}, RecoveryParams{Window: 3, Eta: 1.5}},
-		{"eta NaN", prob, nil, Region{Rows: 4, Cols: 4}, Region{Rows: 4, Cols: 4}, RecoveryParams{Window: 3, Eta: math.NaN()}},
-		{"short prob", prob[:5], nil, Region{Rows: 4, Cols: 4}, Region{Rows: 4, Cols: 4}, p},
-		{"short valid", prob, make([]bool, 3), Region{Rows: 4, Cols: 4}, Region{Rows: 4, Cols: 4}, p},
-		{"out outside in", prob, nil, Region{Row0: 2, Rows: 4, Cols: 4}, Region{Row0: 0, Rows: 4, Cols: 4}, p},
+		{"even window", prob, nil, Rect{Rows: 4, Cols: 4}, Rect{Rows: 4, Cols: 4}, Recovery{Window: 4, Eta: 1}},
+		{"eta above 1", prob, nil, Rect{Rows: 4, Cols: 4}, Rect{Rows: 4, Cols: 4}, Recovery{Window: 3, Eta: 1.5}},
+		{"eta NaN", prob, nil, Rect{Rows: 4, Cols: 4}, Rect{Rows: 4, Cols: 4}, Recovery{Window: 3, Eta: math.NaN()}},
+		{"short prob", prob[:5], nil, Rect{Rows: 4, Cols: 4}, Rect{Rows: 4, Cols: 4}, p},
+		{"short valid", prob, make([]bool, 3), Rect{Rows: 4, Cols: 4}, Rect{Rows: 4, Cols: 4}, p},
+		{"out outside in", prob, nil, Rect{Row: 2, Rows: 4, Cols: 4}, Rect{Row: 0, Rows: 4, Cols: 4}, p},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -228,7 +228,7 @@ func BenchmarkRecover(b *testing.B) {
 			b.ReportAllocs()
 			b.SetBytes(int64(len(prob) * 4))
 			for b.Loop() {
-				Recover(prob, valid, rows, cols, classes, RecoveryParams{Window: k, Eta: 1})
+				Recover(prob, valid, rows, cols, classes, Recovery{Window: k, Eta: 1})
 			}
 		})
 	}
