@@ -71,9 +71,10 @@ bench-quick: deps
 # bench-big classifies a 10,000 x 10,000 x 200 Int16 DEFLATE scene (synth
 # VRT) with --max-memory 4G under GNU time and writes pixels/s, the stage
 # shares, the peak RSS and the product checks to $(BIG_OUT)/bench-big.md
-# (10-40 minutes on 2 cores; run it on a quiet machine). bench-budget writes
+# (10-20 minutes on 2 cores; run it on a quiet machine). bench-budget writes
 # the table of peak RSS against --max-memory over widths, bands and budgets
-# to $(BUDGET_OUT)/budget-table.md (about an hour). calibrate remeasures the
+# to $(BUDGET_OUT)/budget-table.md (about 20 minutes). Both copy their report
+# under bench/ and re-render BENCHMARKS.md, which includes them. calibrate remeasures the
 # planner's memory model and rewrites processor/calibration.go (about 5
 # minutes; rerun it after changes to the network or the pipeline's buffers).
 BIG_OUT    ?= /tmp/pnec-bench-big
@@ -81,11 +82,13 @@ BUDGET_OUT ?= /tmp/pnec-bench-budget
 
 bench-big: build
 	@$(BENCH_TIME_INSTALL)
-	PNEC=bin/pnec OUT=$(BIG_OUT) scripts/bench-big.sh
+	PNEC=bin/pnec OUT=$(BIG_OUT) REPORT=bench/big.md scripts/bench-big.sh
+	$(GO) run ./bench/cmd/benchrun -render bench/results.json
 
 bench-budget: build
 	@$(BENCH_TIME_INSTALL)
-	PNEC=bin/pnec OUT=$(BUDGET_OUT) scripts/bench-budget.sh
+	PNEC=bin/pnec OUT=$(BUDGET_OUT) REPORT=bench/budget.md scripts/bench-budget.sh
+	$(GO) run ./bench/cmd/benchrun -render bench/results.json
 
 calibrate: deps
 	flock /tmp/pnec-bench.lock $(GO) run ./bench/cmd/calibrate

@@ -37,12 +37,25 @@ func tempBeside(path, tag string) (string, error) {
 	if err := os.Remove(name); err != nil {
 		return "", fmt.Errorf("create temporary file beside %s: %w", path, err)
 	}
-	// Recorded so that a signal's stop removes it (and its sidecar) even
+	// Recorded so that a signal's stop removes it (and its sidecars) even
 	// while GDAL is still writing it.
-	if err := tempfiles.Add(name, name+auxSuffix); err != nil {
+	if err := tempfiles.Add(withSidecars(name)...); err != nil {
 		return "", fmt.Errorf("create temporary file beside %s: %w", path, err)
 	}
 	return name, nil
+}
+
+// withSidecars is path and the sidecars GDAL may write for it: the
+// .aux.xml, and the satellite metadata files (.IMD, .RPB, _RPC.TXT) that
+// GTiff writes when a dataset it closed after an update carries such
+// metadata, which a metadata reader may have taken from an unrelated file
+// beside it (ALOS reads any summary.txt). Empty for an empty path.
+func withSidecars(path string) []string {
+	if path == "" {
+		return nil
+	}
+	base := strings.TrimSuffix(path, filepath.Ext(path))
+	return []string{path, path + auxSuffix, base + ".IMD", base + ".RPB", base + "_RPC.TXT"}
 }
 
 // removeIfExists removes files, ignoring ones that are not there.

@@ -11,7 +11,9 @@
 // and Scene.ValidFractionEstimate (exact up to 4 Mpixels, a decimated
 // sample beyond). GDAL failures come back as errors wrapping *GDALError,
 // folded into one line where GDAL gave several; GDAL warnings are dropped. Wavelengths are gathered from GDAL 3.10 IMAGERY band metadata,
-// ENVI-style band metadata and the ENVI header (wavelength.go).
+// ENVI-style band metadata and the ENVI header (wavelength.go). NewReport
+// turns a scene's Info into the description pnec info prints (report.go:
+// text, or JSON with the footprint as a GeoJSON geometry).
 //
 // Writing (raster.go, product.go): every file is written to a hidden
 // temporary file beside its target and renamed into place by Commit; Close

@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	"github.com/airbusgeo/godal"
+
+	"github.com/pnec/pnec/internal/oneline"
 )
 
 // Sentinel errors callers can branch on with errors.Is.
@@ -80,14 +82,4 @@ type tidyError struct{ err error }
 
 func (e tidyError) Unwrap() error { return e.err }
 
-func (e tidyError) Error() string {
-	var out []string
-	seen := map[string]bool{}
-	for _, l := range strings.FieldsFunc(e.err.Error(), func(r rune) bool { return r == '\n' || r == '\r' }) {
-		if l = strings.TrimSpace(l); l != "" && !seen[l] {
-			seen[l] = true
-			out = append(out, l)
-		}
-	}
-	return strings.Join(out, "; ")
-}
+func (e tidyError) Error() string { return oneline.Fold(e.err.Error()) }

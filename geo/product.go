@@ -168,7 +168,7 @@ func CreateProduct(path string, spec ProductSpec) (*ProductWriter, error) {
 		p.Close()
 		return nil, err
 	}
-	p.temps = append(p.temps, p.stage, p.stage+auxSuffix)
+	p.temps = append(p.temps, withSidecars(p.stage)...)
 	// The stage is uncompressed: it is written once and read once, and
 	// compression would only cost time.
 	p.ds, err = godal.Create(godal.GTiff, p.stage, 2, p.dtype, spec.Cols, spec.Rows,
@@ -186,7 +186,7 @@ func CreateProduct(path string, spec ProductSpec) (*ProductWriter, error) {
 			p.Close()
 			return nil, err
 		}
-		p.temps = append(p.temps, p.relStage, p.relStage+auxSuffix)
+		p.temps = append(p.temps, withSidecars(p.relStage)...)
 		p.relDS, err = godal.Create(godal.GTiff, p.relStage, 1, godal.Float32, spec.Cols, spec.Rows,
 			godal.CreationOption("TILED=YES", "BLOCKXSIZE=512", "BLOCKYSIZE=512", "COMPRESS=NONE", "BIGTIFF=IF_SAFER"), errh)
 		if err != nil {
@@ -567,7 +567,7 @@ func (p *ProductWriter) commit(ctx context.Context) error {
 	if err := publish(cog, p.path); err != nil {
 		return err
 	}
-	removeIfExists(p.stage, p.stage+auxSuffix, p.relStage, p.relStage+auxSuffix)
+	removeIfExists(append(withSidecars(p.stage), withSidecars(p.relStage)...)...)
 	if p.remote != "" {
 		// Companions first, the product file last.
 		for _, ext := range []string{".reliability.tif", ".qml"} {
@@ -600,7 +600,7 @@ func (p *ProductWriter) toCOG(stage, tag string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	p.temps = append(p.temps, cog, cog+auxSuffix)
+	p.temps = append(p.temps, withSidecars(cog)...)
 	src, err := godal.Open(stage, godal.RasterOnly(), godal.SiblingFiles(), errh)
 	if err != nil {
 		return "", fmt.Errorf("reopen %s: %w", stage, err)

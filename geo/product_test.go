@@ -614,3 +614,30 @@ func TestProductCreationOptionsAndMode(t *testing.T) {
 		t.Errorf("product mode: got %v, want %v", st.Mode().Perm(), rst.Mode().Perm())
 	}
 }
+
+// TestProductNoSidecarLeftovers: a directory holding a file that one of
+// GDAL's metadata readers takes for a satellite sidecar (ALOS reads any
+// summary.txt as IMD metadata) gets the product and nothing else. GDAL
+// wrote the stage's IMD into a .stage.IMD file when the stage was reopened
+// for update with sidecar probing, and it was left behind.
+func TestProductNoSidecarLeftovers(t *testing.T) {
+	for _, pc := range productCases {
+		t.Run(pc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			summary := "memory budget 4.0 GiB\nvalid pixels 1200 of 1200\n"
+			if err := os.WriteFile(filepath.Join(dir, "summary.txt"), []byte(summary), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			writeTestProduct(t, filepath.Join(dir, "p.tif"), pc, 40, 30, nil)
+			got := listDir(t, dir)
+			for _, f := range got {
+				if strings.HasPrefix(f, ".") {
+					t.Errorf("temporary %s left behind", f)
+				}
+			}
+			if want := []string{"p.qml", "p.tif", "p.tif.aux.xml", "summary.txt"}; !pc.float32 && !slices.Equal(got, want) {
+				t.Errorf("files: got %v, want %v", got, want)
+			}
+		})
+	}
+}

@@ -34,7 +34,14 @@ type Scene struct {
 	// mask, .msk, alpha); bandMask lists bands with their own mask otherwise.
 	datasetMask bool
 	bandMask    []int
-	scratch     []float32 // band-sequential read buffer of readPixels, reused
+	// native is the one data type every band has when readPixels can read
+	// it as is (Byte, Int16, UInt16) and convert while transposing, else
+	// godal.Unknown (read as Float32 by GDAL).
+	native     godal.DataType
+	scratch    []float32 // band-sequential read buffers of readPixels, reused
+	scratchI16 []int16
+	scratchU16 []uint16
+	scratchU8  []uint8
 }
 
 // Open opens a scene by GDAL dataset name (a path, VRT, /vsi path, subdataset name).
@@ -146,6 +153,12 @@ func (s *Scene) load() error {
 	}
 	if perDatasetMask {
 		s.bandMask = nil
+	}
+	s.native = s.bands[0].Structure().DataType
+	for _, b := range s.bands {
+		if t := b.Structure().DataType; t != s.native || (t != godal.Byte && t != godal.Int16 && t != godal.UInt16) {
+			s.native = godal.Unknown
+		}
 	}
 	in.DataType = strings.Join(types, ",")
 	if gt, err := s.ds.GeoTransform(errh); err == nil {
@@ -270,44 +283,72 @@ func (s *Scene) checkWindow(w Window) error {
 // Inf, or masked by the dataset's mask) have Valid false and all their
 // Data values set to 0, so that they cannot spread NaN through a model.
 func (s *Scene) ReadWindow(ctx context.Context, w Window) (Block, error) {
-	if s.ds == nil {
-		return Block{}, fmt.Errorf("read %s: %w", s.name, ErrClosed)
-	}
-	if err := ctx.Err(); err != nil {
-		return Block{}, err
-	}
-	if err := s.checkWindow(w); err != nil {
-		return Block{}, fmt.Errorf("read %s: %w", s.name, err)
-	}
-	data, valid, err := s.readStrips(ctx, w)
-	if err != nil {
-		return Block{}, err
-	}
-	return Block{Window: w, Bands: len(s.bands), Data: data, Valid: valid}, nil
+	return s.ReadWindowInto(ctx, w, nil, nil)
 }
 
-// readStrips reads w in strips of whole block rows (aligned to the scene's
-// block grid), so that GDAL's block cache only ever holds one row of blocks
-// across the window (all bands of a pixel-interleaved file are decoded
-// together) and ctx is honoured between strips: a stop need not wait for a
-// whole tile's read.
-func (s *Scene) readStrips(ctx context.Context, w Window) ([]float32, []bool, error) {
-	bh := max(s.info.BlockRows, 16)
+// ReadWindowInto is ReadWindow into data and valid when they are long
+// enough for w (w.Cols*w.Rows*bands and w.Cols*w.Rows); shorter ones are
+// replaced by new slices. A caller that reads tile after tile recycles the
+// previous tile's buffers this way: a fresh 400 MB tile buffer costs the
+// kernel's page zeroing on every tile (13% of a 200-band classify's CPU
+// time before, measured with perf).
+func (s *Scene) ReadWindowInto(ctx context.Context, w Window, data []float32, valid []bool) (Block, error) {
 	nb := len(s.bands)
-	data, valid := make([]float32, w.Cols*w.Rows*nb), make([]bool, w.Cols*w.Rows)
+	if n := w.Cols * w.Rows * nb; cap(data) >= n {
+		data = data[:n]
+	} else {
+		data = make([]float32, n)
+	}
+	if n := w.Cols * w.Rows; cap(valid) >= n {
+		valid = valid[:n]
+	} else {
+		valid = make([]bool, n)
+	}
+	if err := s.ReadWindowAt(ctx, w, data, valid, w.Cols); err != nil {
+		return Block{}, err
+	}
+	return Block{Window: w, Bands: nb, Data: data, Valid: valid}, nil
+}
+
+// ReadWindowAt reads all bands of w into a larger pixel-interleaved block
+// rowPixels wide, as ReadWindow would: pixel (r, c) of w goes to pixel
+// r*rowPixels + c of data (bands values each) and valid. Slice data and
+// valid to start at the pixel w's top-left goes to; they must reach its
+// bottom-right. A caller assembles a tile from parts this way (columns it
+// read before and columns read now) without a copy.
+func (s *Scene) ReadWindowAt(ctx context.Context, w Window, data []float32, valid []bool, rowPixels int) error {
+	if s.ds == nil {
+		return fmt.Errorf("read %s: %w", s.name, ErrClosed)
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if err := s.checkWindow(w); err != nil {
+		return fmt.Errorf("read %s: %w", s.name, err)
+	}
+	nb := len(s.bands)
+	if n := (w.Rows-1)*rowPixels + w.Cols; rowPixels < w.Cols || len(valid) < n || len(data) < n*nb {
+		return fmt.Errorf("read %s window %v: buffer of %d pixels (rows %d wide) is too small", s.name, w, len(valid), rowPixels)
+	}
+	// Strips of whole block rows (aligned to the scene's block grid), so
+	// that GDAL's block cache only ever holds one row of blocks across the
+	// window (all bands of a pixel-interleaved file are decoded together)
+	// and ctx is honoured between strips: a stop need not wait for a whole
+	// tile's read.
+	bh := max(s.info.BlockRows, 16)
 	for r0 := w.Row; r0 < w.Row+w.Rows; {
 		if err := ctx.Err(); err != nil {
-			return nil, nil, err
+			return err
 		}
 		r1 := min((r0/bh+1)*bh, w.Row+w.Rows)
 		sw := Window{Col: w.Col, Row: r0, Cols: w.Cols, Rows: r1 - r0}
-		off := (r0 - w.Row) * w.Cols
-		if err := s.readInto(sw, sw.Cols, sw.Rows, true, data[off*nb:(off+sw.Cols*sw.Rows)*nb], valid[off:off+sw.Cols*sw.Rows]); err != nil {
-			return nil, nil, err
+		off := (r0 - w.Row) * rowPixels
+		if err := s.readInto(sw, sw.Cols, sw.Rows, true, data[off*nb:], valid[off:], rowPixels); err != nil {
+			return err
 		}
 		r0 = r1
 	}
-	return data, valid, nil
+	return nil
 }
 
 // read reads window w of every band into a bufCols x bufRows buffer (GDAL
@@ -318,25 +359,46 @@ func (s *Scene) read(w Window, bufCols, bufRows int, scale bool) ([]float32, []b
 	nb := len(s.bands)
 	npix := bufCols * bufRows
 	data, valid := make([]float32, npix*nb), make([]bool, npix)
-	if err := s.readInto(w, bufCols, bufRows, scale, data, valid); err != nil {
+	if err := s.readInto(w, bufCols, bufRows, scale, data, valid, bufCols); err != nil {
 		return nil, nil, err
 	}
 	return data, valid, nil
 }
 
-// readInto is read into the caller's buffers (bufCols*bufRows*bands and
-// bufCols*bufRows long).
-func (s *Scene) readInto(w Window, bufCols, bufRows int, scale bool, data []float32, valid []bool) error {
+// readInto is read into the caller's buffers: buffer pixel (r, c) goes to
+// pixel r*rowPixels + c of data (bands values each) and valid.
+func (s *Scene) readInto(w Window, bufCols, bufRows int, scale bool, data []float32, valid []bool, rowPixels int) error {
 	nb := len(s.bands)
-	npix := bufCols * bufRows
-	if err := s.readPixels(w, bufCols, bufRows, data); err != nil {
+	if err := s.readPixels(w, bufCols, bufRows, data, rowPixels); err != nil {
 		return fmt.Errorf("read %s window %v: %w", s.name, w, tidy(err))
 	}
-	for i := range valid {
-		valid[i] = true
+	rowValid := func(r int) []bool { return valid[r*rowPixels : r*rowPixels+bufCols] }
+	rowData := func(r int) []float32 { return data[r*rowPixels*nb : (r*rowPixels+bufCols)*nb] }
+	for r := range bufRows {
+		v := rowValid(r)
+		for i := range v {
+			v[i] = true
+		}
+	}
+	applyScale := scale && !s.identityScale
+	if s.allIntegerNoNoData {
+		// Integers cannot be NaN or Inf, and there is no nodata or mask:
+		// every pixel is valid, only the scale is left to apply.
+		if applyScale {
+			for r := range bufRows {
+				d := rowData(r)
+				for p := 0; p < bufCols; p++ {
+					px := d[p*nb : p*nb+nb : p*nb+nb]
+					for b := range px {
+						px[b] = px[b]*s.scale[b] + s.offset[b]
+					}
+				}
+			}
+		}
+		return nil
 	}
 	if s.datasetMask || len(s.bandMask) > 0 {
-		m := make([]byte, npix)
+		m := make([]byte, bufCols*bufRows)
 		masks := s.bandMask
 		if s.datasetMask {
 			masks = []int{0}
@@ -345,70 +407,133 @@ func (s *Scene) readInto(w Window, bufCols, bufRows int, scale bool, data []floa
 			if err := s.bands[bi].MaskBand().Read(w.Col, w.Row, m, bufCols, bufRows, godal.Window(w.Cols, w.Rows), errh); err != nil {
 				return fmt.Errorf("read %s mask window %v: %w", s.name, w, tidy(err))
 			}
-			for i, v := range m {
-				if v == 0 {
-					valid[i] = false
+			for r := range bufRows {
+				v := rowValid(r)
+				for c, mv := range m[r*bufCols : (r+1)*bufCols] {
+					if mv == 0 {
+						v[c] = false
+					}
 				}
 			}
 		}
 	}
-	for p := 0; p < npix; p++ {
-		px := data[p*nb : p*nb+nb : p*nb+nb]
-		ok := valid[p]
-		if ok {
-			for b, v := range px {
-				if math.IsNaN(float64(v)) || math.IsInf(float64(v), 0) || (s.hasNoData[b] && v == s.nodata[b]) {
-					ok = false
-					break
+	for r := range bufRows {
+		v, d := rowValid(r), rowData(r)
+		for p := range v {
+			px := d[p*nb : p*nb+nb : p*nb+nb]
+			ok := v[p]
+			if ok {
+				for b, x := range px {
+					if math.IsNaN(float64(x)) || math.IsInf(float64(x), 0) || (s.hasNoData[b] && x == s.nodata[b]) {
+						ok = false
+						break
+					}
 				}
 			}
-		}
-		if !ok {
-			valid[p] = false
-			clear(px)
-			continue
-		}
-		if scale && !s.identityScale {
-			for b := range px {
-				px[b] = px[b]*s.scale[b] + s.offset[b]
+			if !ok {
+				v[p] = false
+				clear(px)
+				continue
+			}
+			if applyScale {
+				for b := range px {
+					px[b] = px[b]*s.scale[b] + s.offset[b]
+				}
 			}
 		}
 	}
 	return nil
 }
 
-// readPixels reads all bands of w into data, pixel-interleaved. GDAL
-// writing a pixel-interleaved buffer band by band strides over the whole
-// buffer once per band (every cache line, 200 times for 200 bands); reading
-// band-sequential into a scratch buffer and transposing it here in blocks
-// of pixels that stay in cache is faster: on 536 x 536 windows of a
-// 2048 x 2048 x 200 Int16 DEFLATE VRT, 33-39 M samples/s became 52-59 M
-// (2 shared cores, three runs each).
-func (s *Scene) readPixels(w Window, bufCols, bufRows int, data []float32) error {
+// readPixels reads all bands of w into data, pixel-interleaved, buffer
+// pixel (r, c) at pixel r*rowPixels + c. GDAL writing a pixel-interleaved
+// buffer band by band strides over the whole buffer once per band (every
+// cache line, 200 times for 200 bands); reading band-sequential into a
+// scratch buffer and transposing it here in blocks of pixels that stay in
+// cache is faster: on 536 x 536 windows of a 2048 x 2048 x 200 Int16
+// DEFLATE VRT, 33-39 M samples/s became 52-59 M (2 shared cores, three runs
+// each). Bands of one integer type are read as that type and converted
+// while transposing, which spares GDAL's per-source conversion (and,
+// through a VRT, its temporary buffers).
+func (s *Scene) readPixels(w Window, bufCols, bufRows int, data []float32, rowPixels int) error {
 	nb := len(s.bands)
-	if nb == 1 {
-		return s.ds.Read(w.Col, w.Row, data, bufCols, bufRows, godal.Window(w.Cols, w.Rows), errh)
-	}
 	npix := bufCols * bufRows
-	if cap(s.scratch) < npix*nb {
-		s.scratch = make([]float32, npix*nb)
+	if nb == 1 && rowPixels == bufCols {
+		return s.ds.Read(w.Col, w.Row, data[:npix], bufCols, bufRows, godal.Window(w.Cols, w.Rows), errh)
 	}
-	bsq := s.scratch[:npix*nb]
-	if err := s.ds.Read(w.Col, w.Row, bsq, bufCols, bufRows, godal.Window(w.Cols, w.Rows), godal.BandInterleaved(), errh); err != nil {
-		return err
+	read := func(buf any) error {
+		return s.ds.Read(w.Col, w.Row, buf, bufCols, bufRows, godal.Window(w.Cols, w.Rows), godal.BandInterleaved(), errh)
 	}
+	switch s.native {
+	case godal.Int16:
+		s.scratchI16 = grow(s.scratchI16, npix*nb)
+		if err := read(s.scratchI16); err != nil {
+			return err
+		}
+		interleave(s.scratchI16, data, bufCols, bufRows, nb, rowPixels)
+	case godal.UInt16:
+		s.scratchU16 = grow(s.scratchU16, npix*nb)
+		if err := read(s.scratchU16); err != nil {
+			return err
+		}
+		interleave(s.scratchU16, data, bufCols, bufRows, nb, rowPixels)
+	case godal.Byte:
+		s.scratchU8 = grow(s.scratchU8, npix*nb)
+		if err := read(s.scratchU8); err != nil {
+			return err
+		}
+		interleave(s.scratchU8, data, bufCols, bufRows, nb, rowPixels)
+	default:
+		s.scratch = grow(s.scratch, npix*nb)
+		if err := read(s.scratch); err != nil {
+			return err
+		}
+		interleave(s.scratch, data, bufCols, bufRows, nb, rowPixels)
+	}
+	return nil
+}
+
+// grow returns buf resliced to n, or a new slice when buf is shorter.
+func grow[T any](buf []T, n int) []T {
+	if cap(buf) < n {
+		return make([]T, n)
+	}
+	return buf[:n]
+}
+
+// interleave turns band-sequential bsq ([nb][rows*cols]) into
+// pixel-interleaved float32 data, pixel (r, c) at r*rowPixels + c, in
+// blocks of pixels whose output stays in cache, four bands at a time so
+// that each pixel's output is written 16 bytes at once.
+func interleave[T int16 | uint16 | uint8 | float32](bsq []T, data []float32, cols, rows, nb, rowPixels int) {
 	const block = 256 // pixels: block*nb*4 bytes of data stay in cache
-	for p0 := 0; p0 < npix; p0 += block {
-		p1 := min(p0+block, npix)
-		dst := data[p0*nb : p1*nb]
-		for b := 0; b < nb; b++ {
-			src := bsq[b*npix+p0 : b*npix+p1]
-			for i, v := range src {
-				dst[i*nb+b] = v
+	npix := cols * rows
+	for r := range rows {
+		for c0 := 0; c0 < cols; c0 += block {
+			c1 := min(c0+block, cols)
+			n := c1 - c0
+			p0 := r*cols + c0 // in bsq's planes
+			o0 := r*rowPixels + c0
+			dst := data[o0*nb : (o0+n)*nb]
+			b := 0
+			for ; b+4 <= nb; b += 4 {
+				s0 := bsq[b*npix+p0 : b*npix+p0+n]
+				s1 := bsq[(b+1)*npix+p0 : (b+1)*npix+p0+n][:n]
+				s2 := bsq[(b+2)*npix+p0 : (b+2)*npix+p0+n][:n]
+				s3 := bsq[(b+3)*npix+p0 : (b+3)*npix+p0+n][:n]
+				for i := range s0 {
+					o := dst[i*nb+b : i*nb+b+4 : i*nb+b+4]
+					o[0], o[1], o[2], o[3] = float32(s0[i]), float32(s1[i]), float32(s2[i]), float32(s3[i])
+				}
+			}
+			for ; b < nb; b++ {
+				src := bsq[b*npix+p0 : b*npix+p0+n]
+				for i, v := range src {
+					dst[i*nb+b] = float32(v)
+				}
 			}
 		}
 	}
-	return nil
 }
 
 // windowBudgetBytes bounds the memory ValidFraction uses per strip.

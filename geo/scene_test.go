@@ -9,6 +9,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -443,5 +444,168 @@ func TestOpenSubdatasets(t *testing.T) {
 	// GPKG rasters are RGBA: band 1 holds the source's band.
 	if got, want := blk.Data[blk.Bands], float32(pixelValue(2, 2, 0)); got != want {
 		t.Errorf("subdataset pixel: got %v, want %v", got, want)
+	}
+}
+
+// TestReadWindowIntoReusesBuffers: integer bands without nodata (the fast
+// path: read as their own type, every pixel valid, scale applied while
+// reading) read into a recycled, dirty buffer give exactly what a fresh
+// ReadWindow gives, and a buffer too short for the window is replaced.
+func TestReadWindowIntoReusesBuffers(t *testing.T) {
+	const cols, rows, bands = 40, 30, 5
+	win := Window{Col: 3, Row: 11, Cols: 21, Rows: 17}
+	for _, dt := range []godal.DataType{godal.Byte, godal.UInt16, godal.Int16, godal.Float32} {
+		t.Run(dt.String(), func(t *testing.T) {
+			path := writeScene(t, t.TempDir(), dt, cols, rows, bands, func(ds *godal.Dataset) {
+				if err := ds.Bands()[2].SetScaleOffset(0.5, 10); err != nil {
+					t.Fatal(err)
+				}
+			})
+			s, err := Open(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			ctx := context.Background()
+			dirty := make([]float32, win.Cols*win.Rows*bands+100)
+			for i := range dirty {
+				dirty[i] = 7
+			}
+			dirtyValid := make([]bool, win.Cols*win.Rows)
+			got, err := s.ReadWindowInto(ctx, win, dirty, dirtyValid)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if &got.Data[0] != &dirty[0] || &got.Valid[0] != &dirtyValid[0] {
+				t.Error("a buffer long enough was not reused")
+			}
+			if len(got.Data) != win.Cols*win.Rows*bands {
+				t.Fatalf("got %d values, want %d", len(got.Data), win.Cols*win.Rows*bands)
+			}
+			for r := 0; r < win.Rows; r++ {
+				for c := 0; c < win.Cols; c++ {
+					p := r*win.Cols + c
+					if !got.Valid[p] {
+						t.Fatalf("pixel (%d,%d) invalid", r, c)
+					}
+					for b := 0; b < bands; b++ {
+						v := pixelValue(win.Row+r, win.Col+c, b)
+						if dt == godal.Byte {
+							v = math.Min(v, 255)
+						}
+						if b == 2 {
+							v = v*0.5 + 10
+						}
+						if g := got.Data[p*bands+b]; g != float32(v) {
+							t.Fatalf("(%d,%d) band %d: got %v, want %v", r, c, b, g, v)
+						}
+					}
+				}
+			}
+			short := make([]float32, 10)
+			again, err := s.ReadWindowInto(ctx, win, short, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(again.Data, got.Data) || !slices.Equal(again.Valid, got.Valid) {
+				t.Error("a read into new buffers differs from the read into recycled ones")
+			}
+		})
+	}
+}
+
+// TestReadWindowAtAssemblesParts: a window read as two column ranges into
+// one wider buffer (ReadWindowAt with a row width) equals the window read
+// at once, for the integer fast path and for a Float32 scene with NaN,
+// nodata, a dataset mask and a scale; the pixels outside the parts are
+// left alone.
+func TestReadWindowAtAssemblesParts(t *testing.T) {
+	const cols, rows, bands = 37, 29, 6
+	for _, tc := range []struct {
+		name string
+		dt   godal.DataType
+		prep func(ds *godal.Dataset)
+	}{
+		{"Int16 fast path", godal.Int16, nil},
+		{"Float32 NaN nodata mask scale", godal.Float32, func(ds *godal.Dataset) {
+			if err := ds.Bands()[0].Write(4, 7, []float32{float32(math.NaN())}, 1, 1); err != nil {
+				t.Fatal(err)
+			}
+			if err := ds.Bands()[3].SetNoData(pixelValue(9, 20, 3)); err != nil {
+				t.Fatal(err)
+			}
+			if err := ds.Bands()[2].SetScaleOffset(0.25, -3); err != nil {
+				t.Fatal(err)
+			}
+			m, err := ds.CreateMaskBand(gmfPerDataset)
+			if err != nil {
+				t.Fatal(err)
+			}
+			mask := make([]byte, cols*rows)
+			for i := range mask {
+				if i%cols != 12 {
+					mask[i] = 255
+				}
+			}
+			if err := m.Write(0, 0, mask, cols, rows); err != nil {
+				t.Fatal(err)
+			}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := writeScene(t, t.TempDir(), tc.dt, cols, rows, bands, tc.prep)
+			s, err := Open(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			ctx := context.Background()
+			win := Window{Col: 2, Row: 3, Cols: 31, Rows: 24}
+			whole, err := s.ReadWindow(ctx, win)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// A buffer 3 pixels wider than the window, the window at column 1.
+			const wide, at = 34, 1
+			data := make([]float32, win.Rows*wide*bands)
+			valid := make([]bool, win.Rows*wide)
+			for i := range data {
+				data[i] = -99
+			}
+			split := 13
+			left := Window{Col: win.Col, Row: win.Row, Cols: split, Rows: win.Rows}
+			right := Window{Col: win.Col + split, Row: win.Row, Cols: win.Cols - split, Rows: win.Rows}
+			if err := s.ReadWindowAt(ctx, right, data[(at+split)*bands:], valid[at+split:], wide); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.ReadWindowAt(ctx, left, data[at*bands:], valid[at:], wide); err != nil {
+				t.Fatal(err)
+			}
+			invalid := 0
+			for r := 0; r < win.Rows; r++ {
+				for c := 0; c < wide; c++ {
+					px := data[(r*wide+c)*bands : (r*wide+c+1)*bands]
+					if c < at || c >= at+win.Cols {
+						if px[0] != -99 || valid[r*wide+c] {
+							t.Fatalf("pixel (%d,%d) outside the parts was written", r, c)
+						}
+						continue
+					}
+					i := r*win.Cols + c - at
+					if valid[r*wide+c] != whole.Valid[i] || !slices.Equal(px, whole.Data[i*bands:(i+1)*bands]) {
+						t.Fatalf("pixel (%d,%d): parts %v %v, whole %v %v", r, c, valid[r*wide+c], px, whole.Valid[i], whole.Data[i*bands:(i+1)*bands])
+					}
+					if !whole.Valid[i] {
+						invalid++
+					}
+				}
+			}
+			if tc.prep != nil && invalid < win.Rows {
+				t.Errorf("%d invalid pixels: the NaN, nodata and masked column did not all show", invalid)
+			}
+			if err := s.ReadWindowAt(ctx, win, data, valid[:10], wide); err == nil {
+				t.Error("a buffer too small for the window was accepted")
+			}
+		})
 	}
 }

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pnec/pnec/matfile/internal/matwrite"
+	"github.com/pnec/pnec/internal/matwrite"
 )
 
 // Pavia University's size: 610 x 340 pixels, 103 bands.

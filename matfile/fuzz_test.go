@@ -7,7 +7,7 @@ import (
 	"runtime"
 	"testing"
 
-	"github.com/pnec/pnec/matfile/internal/matwrite"
+	"github.com/pnec/pnec/internal/matwrite"
 )
 
 // fuzzSeeds are small valid files in every storage variant, plus a few real

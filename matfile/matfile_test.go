@@ -11,7 +11,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/pnec/pnec/matfile/internal/matwrite"
+	"github.com/pnec/pnec/internal/matwrite"
 )
 
 // writeTemp writes b to a file in a test temp dir and returns its path.

@@ -1,8 +1,6 @@
 package pipelines
 
 import (
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -195,28 +193,7 @@ func removeTemps(outDir, key string) (int, error) {
 // writeFileAtomic writes data to a temporary file beside path (named as
 // isTempOf recognises), syncs it and renames it over path.
 func writeFileAtomic(path string, data []byte) error {
-	var rnd [4]byte
-	rand.Read(rnd[:])
-	tmp := filepath.Join(filepath.Dir(path), "."+filepath.Base(path)+".pnec-tmp-"+hex.EncodeToString(rnd[:]))
-	// Recorded so that a signal's stop removes it; the rename runs under
-	// tempfiles.Publish so that nothing is published once the stop began.
-	if err := tempfiles.Add(tmp); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	defer tempfiles.Forget(tmp)
-	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
-	if err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	_, werr := f.Write(data)
-	serr := f.Sync()
-	cerr := f.Close()
-	if err := errors.Join(werr, serr, cerr); err != nil {
-		os.Remove(tmp)
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := tempfiles.Publish(func() error { return os.Rename(tmp, path) }); err != nil {
-		os.Remove(tmp)
+	if err := tempfiles.WriteFile(path, data, 0o644); err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
 	return nil

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/pnec/pnec/geo"
+	"github.com/pnec/pnec/internal/oneline"
 	"github.com/pnec/pnec/model"
 	"github.com/pnec/pnec/processor"
 )
@@ -76,6 +77,9 @@ const (
 	StatusSkipped = "skipped" // product up to date
 	StatusFailed  = "failed"
 	StatusBusy    = "busy" // another process holds the scene's lock
+	// StatusStopped: the run was stopped (a signal) while or before the
+	// scene was done; nothing of it was published and a rerun does it.
+	StatusStopped = "stopped"
 )
 
 // StageSeconds is a scene's time per stage, in seconds.
@@ -107,7 +111,7 @@ type SceneReport struct {
 
 // Summary totals a run.
 type Summary struct {
-	Scenes, Done, Skipped, Failed, Busy int
+	Scenes, Done, Skipped, Failed, Busy, Stopped int
 	Pixels                              int64 // pixels classified (done scenes)
 	Elapsed                             time.Duration
 	Jobs                                int
@@ -126,6 +130,9 @@ func (s Summary) String() string {
 		s.Scenes, s.Done, s.Skipped, s.Failed, s.Busy, s.Pixels, s.Elapsed.Round(time.Millisecond), s.Jobs, backend)
 	if s.MaxMemoryBytesPerJob > 0 {
 		out += fmt.Sprintf(", memory budget %s per job", processor.FormatBytes(s.MaxMemoryBytesPerJob))
+	}
+	if s.Stopped > 0 {
+		out += fmt.Sprintf("; %d stopped before they finished", s.Stopped)
 	}
 	return out
 }
@@ -204,7 +211,7 @@ func Run(ctx context.Context, cfg Config) (Summary, error) {
 			rep.total--
 			continue // another shard reports it
 		}
-		r := SceneReport{Input: ie.Input, Status: StatusFailed, Reason: oneLine(ie.Error())}
+		r := SceneReport{Input: ie.Input, Status: StatusFailed, Reason: oneline.Fold(ie.Error())}
 		cfg.stamp(&r)
 		log.Warn("input failed", "input", ie.Input, "reason", ie.Err)
 		rep.scene(&r)
@@ -310,6 +317,8 @@ func Run(ctx context.Context, cfg Config) (Summary, error) {
 					sum.Skipped++
 				case StatusBusy:
 					sum.Busy++
+				case StatusStopped:
+					sum.Stopped++
 				default:
 					sum.Failed++
 					if firstFailure == "" {
@@ -353,18 +362,6 @@ feed:
 		return sum, &FailedError{Failed: sum.Failed, Scenes: sum.Scenes, First: firstFailure}
 	}
 	return sum, nil
-}
-
-// oneLine joins the lines of a message (GDAL errors often span several) with "; ",
-// so that each report reason and the command's error stay one line.
-func oneLine(s string) string {
-	var parts []string
-	for _, l := range strings.Split(s, "\n") {
-		if l = strings.TrimSpace(l); l != "" {
-			parts = append(parts, l)
-		}
-	}
-	return strings.Join(parts, "; ")
 }
 
 // checkWritable creates and removes a file in dir, so that an unwritable
@@ -466,8 +463,15 @@ func (w *worker) scene(ctx context.Context, in Input) SceneReport {
 	r := SceneReport{Input: in.Name, Output: product, Item: itemPath}
 	w.cfg.stamp(&r)
 	fail := func(err error) SceneReport {
+		if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
+			// Not the scene's fault: the run is stopping.
+			r.Status = StatusStopped
+			r.Reason = fmt.Sprintf("stopped before it finished (%v); nothing was published, a rerun does it", context.Cause(ctx))
+			w.log.Warn("scene stopped", "input", in.Name)
+			return r
+		}
 		r.Status = StatusFailed
-		r.Reason = oneLine(err.Error())
+		r.Reason = oneline.Fold(err.Error())
 		if !strings.Contains(r.Reason, in.Name) {
 			r.Reason = in.Name + ": " + r.Reason
 		}

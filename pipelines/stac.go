@@ -11,6 +11,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/paulmach/orb"
+	"github.com/paulmach/orb/geojson"
 	stac "github.com/planetlabs/go-stac"
 	raster "github.com/planetlabs/go-stac/extensions/raster/v1"
 
@@ -337,18 +339,15 @@ func BuildItem(p ItemParams) (*stac.Item, error) {
 		Collection: p.CollectionID,
 	}
 	if len(p.Info.FootprintWGS84) > 0 && len(p.Info.FootprintWGS84[0]) >= 4 {
-		var rings [][][]float64
+		var fp orb.Polygon
 		for _, ring := range p.Info.FootprintWGS84 {
-			var r [][]float64
-			for _, pt := range ring {
-				r = append(r, []float64{pt[0], pt[1]})
-			}
-			if len(r) > 0 && (r[0][0] != r[len(r)-1][0] || r[0][1] != r[len(r)-1][1]) {
+			r := append(orb.Ring(nil), ring...)
+			if len(r) > 0 && r[0] != r[len(r)-1] {
 				r = append(r, r[0]) // GeoJSON rings are closed
 			}
-			rings = append(rings, r)
+			fp = append(fp, r)
 		}
-		item.Geometry = map[string]any{"type": "Polygon", "coordinates": rings}
+		item.Geometry = geojson.NewGeometry(fp)
 		b := p.Info.FootprintWGS84.Bound()
 		item.Bbox = []float64{b.Min[0], b.Min[1], b.Max[0], b.Max[1]}
 	} else {

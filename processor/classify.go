@@ -125,6 +125,9 @@ func (c *Classifier) classify(parent context.Context, sceneName, out string) (re
 	// runs another, and no more are held (the memory model counts these).
 	tiles := make(chan tileIn)
 	preds := make(chan tileOut)
+	// The network hands each tile's input buffer back for the next read
+	// (at most one waits here, so no more buffers live than without it).
+	free := make(chan []float32, 1)
 	rows := make(chan rowsOut, 2)
 	var readT, netT, stitchT, writeT time.Duration
 	st := &stitcher{plan: &plan, classes: classes, recovery: rp, kind: c.kind, spectral: c.ref != nil,
@@ -141,11 +144,11 @@ func (c *Classifier) classify(parent context.Context, sceneName, out string) (re
 	var wg sync.WaitGroup
 	wg.Go(func() {
 		defer close(tiles)
-		readT = c.readTiles(ctx, f, sc, sceneName, info, &plan, tiles)
+		readT = c.readTiles(ctx, f, sc, sceneName, info, &plan, free, tiles)
 	})
 	wg.Go(func() {
 		defer close(preds)
-		netT = c.runTiles(ctx, f, sceneName, &plan, tiles, preds)
+		netT = c.runTiles(ctx, f, sceneName, &plan, tiles, free, preds)
 	})
 	wg.Go(func() {
 		defer close(rows)
@@ -190,14 +193,25 @@ func (c *Classifier) classify(parent context.Context, sceneName, out string) (re
 // readTiles reads every tile of plan in order and sends it padded to the
 // network's input shape. It returns the time spent reading. A scene without
 // a valid pixel, or whose valid pixels are all 0, fails when its last tile
-// is read, before that tile goes to the network (see signalCheck).
-func (c *Classifier) readTiles(ctx context.Context, f *failer, sc *geo.Scene, name string, info geo.Info, plan *tiling.Plan, out chan<- tileIn) time.Duration {
+// is read, before that tile goes to the network (see signalCheck). Tiles
+// are read into the buffers the network hands back on free when there is
+// one.
+func (c *Classifier) readTiles(ctx context.Context, f *failer, sc *geo.Scene, name string, info geo.Info, plan *tiling.Plan, free <-chan []float32, out chan<- tileIn) time.Duration {
 	var busy time.Duration
 	var sig signalCheck
+	cr := carryReader{sc: sc, bands: info.Bands, sceneCols: info.Cols, blockCols: carryBlockCols(info)}
 	for i, t := range plan.Tiles {
 		t0 := time.Now()
-		w := geo.Window{Col: t.Read.Col, Row: t.Read.Row, Cols: t.Read.Cols, Rows: t.Read.Rows}
-		blk, err := sc.ReadWindow(ctx, w)
+		var buf []float32
+		select {
+		case buf = <-free:
+		default:
+		}
+		var next *tiling.Tile
+		if i+1 < len(plan.Tiles) {
+			next = &plan.Tiles[i+1]
+		}
+		blk, err := cr.read(ctx, t, next, buf)
 		if err != nil {
 			// geo's error names the scene and the window already.
 			f.fail(fmt.Errorf("%w (tile %d)", err, t.Index))
@@ -219,6 +233,119 @@ func (c *Classifier) readTiles(ctx context.Context, f *failer, sc *geo.Scene, na
 		}
 	}
 	return busy
+}
+
+// carryReader reads the tiles of a row of tiles so that each column of the
+// scene's blocks is decoded once per row of tiles rather than once per tile
+// that touches it. A compressed block is decoded whole (every band of a
+// pixel-interleaved one), and a tile's read window reaches a block column
+// into its right neighbour's, so neighbours decoded their shared block
+// columns twice: 25 blocks per tile of 800 x 800 px over 256 x 256 blocks
+// where 15 are new. Each read goes on to the next block boundary when the
+// next tile in the row starts before it, and keeps the columns the next
+// tile needs (the carry) for it.
+type carryReader struct {
+	sc        *geo.Scene
+	bands     int
+	sceneCols int
+	blockCols int // decoding's block width; 0: no carrying
+	carry     geo.Block
+}
+
+// carryBlockCols is the block width reads align to for carrying: the
+// scene's blocks, taken as at least 256 wide as blockCacheBytes does (a VRT
+// reports 128 x 128 over sources of larger blocks); 0 (no carrying) for
+// strips or blocks wider than 1024, whose carry would cost more memory than
+// a decode.
+func carryBlockCols(info geo.Info) int {
+	bw := max(info.BlockCols, 256)
+	if bw > 1024 || bw >= info.Cols {
+		return 0
+	}
+	return bw
+}
+
+// carryColumns is the widest carry a tile tileCols wide may keep for a
+// scene of info's shape (0 without carrying): up to a block past its
+// right edge plus the overlap the next tile reads from it.
+func carryColumns(info geo.Info, tileCols int) int {
+	bw := carryBlockCols(info)
+	if bw == 0 || tileCols >= info.Cols {
+		return 0
+	}
+	return bw + min(tileCols, 2*bw)
+}
+
+// read reads t's window into buf's storage when it is large enough; next
+// is the tile after t (nil for the last).
+func (r *carryReader) read(ctx context.Context, t tiling.Tile, next *tiling.Tile, buf []float32) (geo.Block, error) {
+	w := geo.Window{Col: t.Read.Col, Row: t.Read.Row, Cols: t.Read.Cols, Rows: t.Read.Rows}
+	nb := r.bands
+	end := w.Col + w.Cols
+	ext := end // the read goes on to ext for the next tile
+	if r.blockCols > 0 && next != nil && next.Read.Row == w.Row && next.Read.Rows == w.Rows &&
+		next.Read.Col > w.Col && next.Read.Col < end {
+		ext = min((end+r.blockCols-1)/r.blockCols*r.blockCols, r.sceneCols)
+	}
+	wide := ext - w.Col // row width of the buffer while reading
+	if n := wide * w.Rows * nb; cap(buf) >= n {
+		buf = buf[:n]
+	} else {
+		buf = make([]float32, n)
+	}
+	valid := make([]bool, wide*w.Rows)
+	from := w.Col // first column not yet in buf
+	if c := r.carry; c.Data != nil && c.Row == w.Row && c.Rows == w.Rows && c.Col <= w.Col && c.Col+c.Cols > w.Col {
+		k := min(c.Col+c.Cols, ext) - w.Col
+		off := w.Col - c.Col
+		for row := range w.Rows {
+			copy(buf[row*wide*nb:(row*wide+k)*nb], c.Data[(row*c.Cols+off)*nb:(row*c.Cols+off+k)*nb])
+			copy(valid[row*wide:row*wide+k], c.Valid[row*c.Cols+off:row*c.Cols+off+k])
+		}
+		from = w.Col + k
+	}
+	if from < ext {
+		part := geo.Window{Col: from, Row: w.Row, Cols: ext - from, Rows: w.Rows}
+		if err := r.sc.ReadWindowAt(ctx, part, buf[(from-w.Col)*nb:], valid[from-w.Col:], wide); err != nil {
+			return geo.Block{}, err
+		}
+	}
+	// The next tile's columns [next.Read.Col, ext) stay for it.
+	if ext > end {
+		c0 := next.Read.Col
+		cc := ext - c0
+		carry := r.carry
+		if n := cc * w.Rows * nb; cap(carry.Data) >= n {
+			carry.Data = carry.Data[:n]
+		} else {
+			carry.Data = make([]float32, n)
+		}
+		if n := cc * w.Rows; cap(carry.Valid) >= n {
+			carry.Valid = carry.Valid[:n]
+		} else {
+			carry.Valid = make([]bool, n)
+		}
+		for row := range w.Rows {
+			off := row*wide + c0 - w.Col
+			copy(carry.Data[row*cc*nb:(row+1)*cc*nb], buf[off*nb:(off+cc)*nb])
+			copy(carry.Valid[row*cc:(row+1)*cc], valid[off:off+cc])
+		}
+		carry.Window = geo.Window{Col: c0, Row: w.Row, Cols: cc, Rows: w.Rows}
+		carry.Bands = nb
+		r.carry = carry
+	} else {
+		r.carry.Window = geo.Window{} // nothing to hand on (keeps the buffers)
+		r.carry.Cols = 0
+	}
+	if wide > w.Cols {
+		// Close up the rows to the tile's width (moving left: each row's
+		// destination starts at or before its source).
+		for row := 1; row < w.Rows; row++ {
+			copy(buf[row*w.Cols*nb:(row+1)*w.Cols*nb], buf[row*wide*nb:(row*wide+w.Cols)*nb])
+			copy(valid[row*w.Cols:(row+1)*w.Cols], valid[row*wide:row*wide+w.Cols])
+		}
+	}
+	return geo.Block{Window: w, Bands: nb, Data: buf[:w.Cols*w.Rows*nb], Valid: valid[:w.Cols*w.Rows]}, nil
 }
 
 // padTile turns a block read for t.Read into a model scene of t.Input's
@@ -249,8 +376,9 @@ func padTile(b geo.Block, t tiling.Tile) model.Scene {
 
 // runTiles runs the network on every tile it receives. All tiles share one
 // input shape, so the predictor compiles once. It returns the time spent in
-// the network.
-func (c *Classifier) runTiles(ctx context.Context, f *failer, name string, plan *tiling.Plan, in <-chan tileIn, out chan<- tileOut) time.Duration {
+// the network. Each tile's input data goes back to the reader on free once
+// the network and the spectral distances are done with it.
+func (c *Classifier) runTiles(ctx context.Context, f *failer, name string, plan *tiling.Plan, in <-chan tileIn, free chan<- []float32, out chan<- tileOut) time.Duration {
 	var busy time.Duration
 	k := len(c.m.Classes())
 	for t := range in {
@@ -271,6 +399,10 @@ func (c *Classifier) runTiles(ctx context.Context, f *failer, name string, plan 
 		p, err := c.pred.Predict(ctx, t.scene)
 		distDone.Wait()
 		busy += time.Since(t0)
+		select {
+		case free <- t.scene.Data:
+		default:
+		}
 		if err == nil && distErr != nil {
 			err = fmt.Errorf("spectral reliability: %w", distErr)
 		}

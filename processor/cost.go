@@ -103,7 +103,20 @@ func (c *sceneCost) live(tr, tc, sceneCols, stripeRows int) float64 {
 		c.mm.NetworkFactor*float64(c.network(tr, tc)) +
 		c.mm.OutputBytesPerValue*tpx*float64(c.depth) +
 		c.mm.CanvasBytesPerValue*float64(stripeRows)*float64(sceneCols)*float64(c.depth) +
-		c.mm.FullResBytesPerValue*tpx*float64(c.fullRes)
+		c.mm.FullResBytesPerValue*tpx*float64(c.fullRes) +
+		c.carryBytes(tr, tc)
+}
+
+// carryBytes is what carrying block columns between horizontal neighbours
+// adds to a tile's read (see carryReader): the read buffer up to a block
+// wider, and the carry kept for the next tile; float32 samples. Not part
+// of the calibration's fit: it was added after, at its exact size.
+func (c *sceneCost) carryBytes(tr, tc int) float64 {
+	cc := carryColumns(c.info, tc)
+	if cc == 0 {
+		return 0
+	}
+	return 4 * float64(tr) * float64(cc+carryBlockCols(c.info)) * float64(c.bands)
 }
 
 func (c *sceneCost) total(tr, tc, sceneCols, stripeRows int) int64 {

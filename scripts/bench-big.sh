@@ -35,6 +35,7 @@ if [ ! -f "$SCENE" ]; then
 fi
 rm -f "$OUT"/big_map.* "$OUT"/crop*
 
+LOAD0=$(cut -d' ' -f1-3 /proc/loadavg)
 echo "bench-big: classifying ${SIZE}x${SIZE}x200 with --max-memory $BUDGET" >&2
 flock /tmp/pnec-bench.lock /usr/bin/time -v -o "$OUT/time.txt" \
 	"$PNEC" --verbose classify --backend go --model "$OUT/m200.pnec" --scene "$SCENE" --out "$OUT/big_map.tif" \
@@ -53,13 +54,28 @@ gdal_translate -q -srcwin 0 0 $CROP $CROP "$SCENE" "$OUT/crop.tif"
 gdal_translate -q -srcwin 0 0 $CROP $CROP -b 1 "$OUT/big_map.tif" "$OUT/crop_of_big.tif"
 agree=$($PY "$(dirname "$0")/compare_class.py" "$OUT/crop_whole.tif" "$OUT/crop_of_big.tif" 0 || true)
 
+wall_s=$(awk -F: '{ if (NF == 3) print $1*3600 + $2*60 + $3; else print $1*60 + $2 }' <<<"$wall")
+rss_gb=$(awk -v k="$rss_kb" 'BEGIN {printf "%.2f", k*1024/1e9}')
+verdict() { if awk -v a="$1" -v b="$2" 'BEGIN {exit !(a <= b)}'; then echo met; else echo missed; fi; }
+plan=$(head -1 "$OUT/summary.txt" | sed 's/^[^:]*: //; s/, backend.*//')
+timing=$(grep -m1 "px/s" "$OUT/summary.txt" | sed 's/^ *//')
+planned=$(grep -m1 "planned peak" "$OUT/summary.txt" | sed 's/^ *//')
 {
-	echo "## bench-big: ${SIZE} x ${SIZE} x 200 Int16 DEFLATE (synth VRT), --max-memory $BUDGET, go backend"
+	echo "## Big scene (make bench-big)"
 	echo
-	echo "- machine: $(nproc) cores, $(awk '/MemTotal/ {printf "%.1f GiB", $2/1048576}' /proc/meminfo); $(date -u +%Y-%m-%dT%H:%MZ); $(git -C "$(dirname "$0")/.." describe --always --dirty 2>/dev/null || echo unknown)"
-	echo "- wall $wall, peak RSS $((rss_kb / 1024)) MiB (budget $BUDGET)"
-	echo "- summary:"
-	sed 's/^/    /' "$OUT/summary.txt"
-	echo "- product: gdalinfo ${layout:-NOT A COG}; rasterio: $rio"
-	echo "- top-left ${CROP}x${CROP} against a whole-image run: $agree"
+	echo "\`pnec classify --backend go --max-memory $BUDGET\` of a ${SIZE} x ${SIZE} x 200 Int16 DEFLATE scene (\`pnec synth --vrt\` over a 1024 x 1024 block, 256 x 256 pixel-interleaved tiles), under GNU time; scripts/bench-big.sh."
+	echo
+	echo "| | |"
+	echo "|---|---|"
+	echo "| machine | $(nproc) cores, $(awk '/MemTotal/ {printf "%.1f GiB", $2/1048576}' /proc/meminfo), load average at start $LOAD0 |"
+	echo "| date (UTC), commit | $(date -u +%Y-%m-%dT%H:%MZ), $(git -C "$(dirname "$0")/.." describe --always --dirty 2>/dev/null || echo unknown) |"
+	echo "| plan | $plan |"
+	echo "| wall | $wall ($(printf %.0f "$wall_s") s; target <= 600 s at 10,000 px a side: $( [ "$SIZE" = 10000 ] && verdict "$wall_s" 600 || echo n/a)) |"
+	echo "| throughput and stage shares | $timing |"
+	echo "| memory | peak RSS $((rss_kb / 1024)) MiB = $rss_gb GB; $planned (target <= 4.4 GB at 4G: $( [ "$BUDGET" = 4G ] && verdict "$rss_gb" 4.4 || echo n/a)) |"
+	echo "| product | gdalinfo: ${layout:-NOT A COG}; rasterio: $rio (width height bands dtype) |"
+	echo "| top-left ${CROP} x ${CROP} against a whole-image run of that crop | $agree |"
 } | tee "$OUT/bench-big.md"
+if [ -n "${REPORT:-}" ]; then
+	cp "$OUT/bench-big.md" "$REPORT"
+fi

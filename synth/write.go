@@ -3,13 +3,13 @@ package synth
 import (
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
 
 	"github.com/pnec/pnec/geo"
+	"github.com/pnec/pnec/internal/tempfiles"
 )
 
 // DefaultGeoRef places scenes without a georeference of their own: UTM zone
@@ -336,23 +336,7 @@ func xmlEscape(s string) string {
 
 // writeFileAtomic writes data to a temporary file beside path and renames it.
 func writeFileAtomic(path string, data []byte) error {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*.tmp")
-	if err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	tmp := f.Name()
-	_, err = f.Write(data)
-	if err == nil {
-		err = f.Chmod(0o644) // CreateTemp makes 0600; a VRT is as public as its block
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
-	if err != nil {
-		os.Remove(tmp)
+	if err := tempfiles.WriteFile(path, data, 0o644); err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
 	return nil

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/pnec/pnec/internal/oneline"
 	"github.com/pnec/pnec/model"
 	"github.com/urfave/cli/v2"
 )
@@ -53,7 +54,7 @@ func backendsAction(c *cli.Context) error {
 		} else {
 			status := "ok"
 			if err != nil {
-				status = "FAILED: " + oneLine(err.Error())
+				status = "FAILED: " + oneline.Fold(err.Error())
 			}
 			fmt.Fprintf(w, "%s: %s\n", info.Label, status)
 			if info.PluginPath != "" {
@@ -61,10 +62,10 @@ func backendsAction(c *cli.Context) error {
 					info.PluginPJRT[0], info.PluginPJRT[1], info.HeaderPJRT[0], info.HeaderPJRT[1])
 			}
 			if info.Description != "" {
-				fmt.Fprintf(w, "  %s\n", oneLine(info.Description))
+				fmt.Fprintf(w, "  %s\n", oneline.Fold(info.Description))
 			}
 			for i, d := range info.Devices {
-				fmt.Fprintf(w, "  device %d: %s\n", i, oneLine(d))
+				fmt.Fprintf(w, "  device %d: %s\n", i, oneline.Fold(d))
 			}
 			if info.SmokeOK {
 				fmt.Fprintf(w, "  64x64 matrix product compiled and ran in %.1f ms\n", 1000*info.SmokeSec)

@@ -11,6 +11,7 @@ import (
 	"github.com/schollz/progressbar/v3"
 	"github.com/urfave/cli/v2"
 
+	"github.com/pnec/pnec/internal/progress"
 	"github.com/pnec/pnec/pipelines"
 )
 
@@ -78,9 +79,6 @@ func batchEngine(c *cli.Context) (pipelines.Engine, error) {
 }
 
 func batchAction(c *cli.Context) error {
-	if err := applyConfig(c); err != nil {
-		return err
-	}
 	inputs := c.Args().Slice()
 	if len(inputs) == 0 {
 		return errors.New("batch: no INPUT given (scenes, globs, directories or STAC documents)")
@@ -134,10 +132,9 @@ func batchAction(c *cli.Context) error {
 	if c.Bool("verbose") {
 		level = slog.LevelDebug
 	}
-	f, isFile := stderr.(*os.File)
 	switch {
 	case c.Bool("quiet"):
-	case isFile && isTerminal(f):
+	case progress.IsTerminal(stderr):
 		cfg.OnEvent = batchBar(stderr)
 		if c.Bool("verbose") {
 			cfg.Logger = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
@@ -161,9 +158,7 @@ func batchBar(w io.Writer) func(pipelines.Event) {
 	var bar *progressbar.ProgressBar
 	return func(ev pipelines.Event) {
 		if bar == nil {
-			bar = progressbar.NewOptions(ev.ScenesTotal, progressbar.OptionSetWriter(w),
-				progressbar.OptionShowCount(), progressbar.OptionSetElapsedTime(true),
-				progressbar.OptionSetPredictTime(true), progressbar.OptionClearOnFinish())
+			bar = progress.New(w, int64(ev.ScenesTotal), progress.Options{})
 		}
 		name := ev.Scene
 		if len(name) > 40 {

@@ -11,7 +11,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/pnec/pnec/geo"
+	"github.com/pnec/pnec/internal/progress"
 	"github.com/pnec/pnec/model"
 	"github.com/pnec/pnec/processor"
 	"github.com/schollz/progressbar/v3"
@@ -129,26 +129,7 @@ func planOptions(c *cli.Context) (processor.Options, error) {
 	return o, nil
 }
 
-// applyConfig applies the global --config GDAL options.
-func applyConfig(c *cli.Context) error {
-	if kv := c.StringSlice("config"); len(kv) > 0 {
-		if err := geo.SetConfig(kv); err != nil {
-			return fmt.Errorf("--config: %w", err)
-		}
-	}
-	return nil
-}
-
-// isTerminal reports whether f is an interactive terminal (a character device).
-func isTerminal(f *os.File) bool {
-	st, err := f.Stat()
-	return err == nil && st.Mode()&os.ModeCharDevice != 0
-}
-
 func classifyAction(c *cli.Context) error {
-	if err := applyConfig(c); err != nil {
-		return err
-	}
 	scene, out := c.String("scene"), c.String("out")
 	args := c.Args().Slice()
 	switch {
@@ -210,15 +191,12 @@ func classifyAction(c *cli.Context) error {
 // progressReporter shows pixels done, pixels/s and the time left: a bar on
 // a terminal, a line per tile otherwise (for logs).
 func progressReporter(w io.Writer, scene string) func(processor.Progress) {
-	if f, ok := w.(*os.File); ok && isTerminal(f) {
+	if progress.IsTerminal(w) {
 		var bar *progressbar.ProgressBar
 		return func(p processor.Progress) {
 			if bar == nil {
-				bar = progressbar.NewOptions64(p.PixelsAll, progressbar.OptionSetWriter(w),
-					progressbar.OptionSetDescription("classify "+filepath.Base(scene)), progressbar.OptionShowCount(),
-					progressbar.OptionShowIts(), progressbar.OptionSetItsString("px"),
-					progressbar.OptionSetElapsedTime(true), progressbar.OptionSetPredictTime(true),
-					progressbar.OptionThrottle(200*time.Millisecond), progressbar.OptionClearOnFinish())
+				bar = progress.New(w, p.PixelsAll, progress.Options{
+					Description: "classify " + filepath.Base(scene), Units: "px", Throttle: 200 * time.Millisecond})
 			}
 			_ = bar.Set64(p.Pixels)
 			if p.Tile == p.Tiles {

@@ -41,9 +41,6 @@ func init() {
 }
 
 func evaluateAction(c *cli.Context) error {
-	if err := applyConfig(c); err != nil {
-		return err
-	}
 	m, err := model.Load(c.String("model"))
 	if err != nil {
 		return fmt.Errorf("%s: %w", c.String("model"), err)

@@ -55,9 +55,6 @@ func experimentModelFlags() []cli.Flag {
 }
 
 func experimentAction(c *cli.Context) error {
-	if err := applyConfig(c); err != nil {
-		return err
-	}
 	cfg, err := configFromFlags(c, false)
 	if err != nil {
 		return err

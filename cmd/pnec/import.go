@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"math"
@@ -12,7 +11,7 @@ import (
 	"time"
 
 	"github.com/pnec/pnec/geo"
-	"github.com/pnec/pnec/matfile"
+	"github.com/pnec/pnec/importer"
 	"github.com/urfave/cli/v2"
 )
 
@@ -57,32 +56,6 @@ func init() {
 	})
 }
 
-// matSource is one "FILE.mat[:VAR]" argument.
-type matSource struct{ file, varName string }
-
-func (s matSource) String() string {
-	if s.varName == "" {
-		return s.file
-	}
-	return s.file + ":" + s.varName
-}
-
-// parseMatSource splits FILE.mat:VAR at the last colon after ".mat"; a
-// path without such a suffix is all file.
-func parseMatSource(s string) matSource {
-	if i := strings.LastIndex(s, ":"); i > 0 && strings.HasSuffix(strings.ToLower(s[:i]), ".mat") && !strings.ContainsAny(s[i+1:], `/\`) {
-		return matSource{file: s[:i], varName: s[i+1:]}
-	}
-	return matSource{file: s}
-}
-
-// image is a decoded raster, row-major and pixel-interleaved.
-type image struct {
-	rows, cols, bands int
-	pixels            []float32
-	what              string // "file:VAR" for messages and metadata
-}
-
 func importMatAction(c *cli.Context) error {
 	cube, labels := c.String("cube"), c.String("labels")
 	out, labelsOut := c.String("out"), c.String("labels-out")
@@ -105,56 +78,24 @@ func importMatAction(c *cli.Context) error {
 		return err
 	}
 
-	// Read and check everything before writing anything.
-	start := time.Now()
-	var cubeImg, labelImg *image
-	if cube != "" {
-		if cubeImg, err = readMatCube(c.Context, parseMatSource(cube)); err != nil {
-			return err
-		}
-	}
-	if labels != "" {
-		if labelImg, err = readMatLabels(c.Context, parseMatSource(labels)); err != nil {
-			return err
-		}
-	}
-	if cubeImg != nil && labelImg != nil && (cubeImg.rows != labelImg.rows || cubeImg.cols != labelImg.cols) {
-		return fmt.Errorf("%s is %dx%d pixels but %s is %dx%d (rows x cols); they must match",
-			labelImg.what, labelImg.rows, labelImg.cols, cubeImg.what, cubeImg.rows, cubeImg.cols)
-	}
-	var labelType geo.DataType
-	if labelImg != nil {
-		if labelType, err = labelDataType(labelImg); err != nil {
-			return err
-		}
-	}
-
-	if cubeImg != nil && !cacheMaxSet(c) {
-		// The cube is already in memory once; GDAL's block cache (5% of RAM
-		// by default) would otherwise hold most of the output as well.
-		if err := geo.SetConfig([]string{"GDAL_CACHEMAX=32"}); err != nil {
-			return err
-		}
-	}
-	readTime := time.Since(start)
-	co := c.StringSlice("co")
-	if cubeImg != nil {
-		dt := cubeDataType(cubeImg.pixels)
-		if err := writeImage(out, cubeImg, dt, ref, local, co); err != nil {
-			return err
-		}
-		if c.Bool("verbose") {
+	res, err := importer.MAT(c.Context, importer.Request{
+		Cube: importer.ParseSource(cube), CubeOut: out,
+		Labels: importer.ParseSource(labels), LabelsOut: labelsOut,
+		GeoRef: ref, Local: local, CreationOptions: c.StringSlice("co"),
+		LimitCache: !cacheMaxSet(c),
+	})
+	// Verbose lines for what was written, even when a later write failed.
+	if c.Bool("verbose") {
+		if w := res.Cube; w != nil {
 			fmt.Fprintf(c.App.ErrWriter, "import: %s -> %s: %d rows x %d cols x %d bands, %s (read %v, total %v)\n",
-				cubeImg.what, out, cubeImg.rows, cubeImg.cols, cubeImg.bands, dt, readTime.Round(time.Millisecond), time.Since(start).Round(time.Millisecond))
+				w.What, w.Path, w.Rows, w.Cols, w.Bands, w.DataType, res.Read.Round(time.Millisecond), res.CubeDone.Round(time.Millisecond))
+		}
+		if w := res.Labels; w != nil {
+			fmt.Fprintf(c.App.ErrWriter, "import: %s -> %s: %d rows x %d cols, %s\n", w.What, w.Path, w.Rows, w.Cols, w.DataType)
 		}
 	}
-	if labelImg != nil {
-		if err := writeImage(labelsOut, labelImg, labelType, ref, local, co); err != nil {
-			return err
-		}
-		if c.Bool("verbose") {
-			fmt.Fprintf(c.App.ErrWriter, "import: %s -> %s: %d rows x %d cols, %s\n", labelImg.what, labelsOut, labelImg.rows, labelImg.cols, labelType)
-		}
+	if err != nil {
+		return err
 	}
 	if local {
 		fmt.Fprintln(c.App.ErrWriter, "pnec: notice: no georeference given (--epsg, --origin, --pixel-size): wrote a local pixel grid "+
@@ -201,176 +142,4 @@ func importGeoRef(c *cli.Context) (ref geo.GeoRef, local bool, err error) {
 	}
 	// North-up: x grows with columns, y shrinks with rows.
 	return geo.GeoRef{GeoTransform: [6]float64{x, size, 0, y, 0, -size}, EPSG: epsg}, false, nil
-}
-
-// readMatCube reads a cube: a 3-D (or 2-D) array or the Y/nRow/nCol layout.
-func readMatCube(ctx context.Context, src matSource) (*image, error) {
-	vars, err := matfile.Variables(src.file)
-	if errors.Is(err, matfile.ErrV73) {
-		return readV73(ctx, src, false)
-	}
-	if err != nil {
-		return nil, err
-	}
-	img := &image{what: src.String()}
-	name := src.varName
-	if (name == "" || name == "Y") && matfile.IsUnmixing(vars) {
-		img.what = src.file + ":Y"
-		img.rows, img.cols, img.bands, img.pixels, err = matfile.ReadUnmixing(src.file)
-		if err != nil {
-			return nil, err
-		}
-		return img, nil
-	}
-	if name == "" {
-		// Prefer the only 3-D array; otherwise let matfile pick the only
-		// numeric array (or list the candidates).
-		var cubes []string
-		for _, v := range vars {
-			if len(trimDims(v.Dims)) == 3 && !v.Complex {
-				cubes = append(cubes, v.Name)
-			}
-		}
-		if len(cubes) == 1 {
-			name = cubes[0]
-		} else {
-			name = matfile.DefaultVariable(vars)
-		}
-	}
-	// With name still "", ReadImage fails listing the variables.
-	img.rows, img.cols, img.bands, img.pixels, err = matfile.ReadImage(src.file, name)
-	if err != nil {
-		return nil, err
-	}
-	img.what = src.file + ":" + name
-	return img, nil
-}
-
-// readMatLabels reads a 2-D label map.
-func readMatLabels(ctx context.Context, src matSource) (*image, error) {
-	vars, err := matfile.Variables(src.file)
-	if errors.Is(err, matfile.ErrV73) {
-		return readV73(ctx, src, true)
-	}
-	if err != nil {
-		return nil, err
-	}
-	name := src.varName
-	if name == "" {
-		name = matfile.DefaultVariable(vars)
-	}
-	img := &image{what: src.file + ":" + name}
-	img.rows, img.cols, img.bands, img.pixels, err = matfile.ReadImage(src.file, name)
-	if err != nil {
-		return nil, err
-	}
-	if img.bands != 1 {
-		return nil, fmt.Errorf("%s: labels are %dx%dx%d; want a 2-D label map", img.what, img.rows, img.cols, img.bands)
-	}
-	return img, nil
-}
-
-func trimDims(d []int) []int {
-	for len(d) > 2 && d[len(d)-1] == 1 {
-		d = d[:len(d)-1]
-	}
-	return d
-}
-
-// readV73 reads variable src.varName of a MATLAB v7.3 (HDF5) file through
-// GDAL's HDF5 driver. MATLAB stores arrays column-major, so HDF5 (row-major)
-// sees the dimensions reversed and GDAL shows the image transposed: GDAL's
-// x is MATLAB's row, y its column; the bands stay bands.
-func readV73(ctx context.Context, src matSource, labels bool) (*image, error) {
-	if src.varName == "" {
-		return nil, fmt.Errorf("%s is a MATLAB v7.3 (HDF5) MAT-file: name the variable as %s:VAR (gdalinfo %s lists them)", src.file, src.file, src.file)
-	}
-	name := fmt.Sprintf("HDF5:%q://%s", src.file, src.varName)
-	sc, err := geo.Open(name)
-	if err != nil {
-		return nil, fmt.Errorf("%s is a MATLAB v7.3 (HDF5) MAT-file; reading it through GDAL's HDF5 driver failed: %w", src.file, err)
-	}
-	defer sc.Close()
-	info := sc.Info()
-	blk, err := sc.ReadWindow(ctx, geo.Window{Cols: info.Cols, Rows: info.Rows})
-	if err != nil {
-		return nil, fmt.Errorf("read %s: %w", name, err)
-	}
-	img := &image{rows: info.Cols, cols: info.Rows, bands: info.Bands, what: src.String()}
-	if labels && img.bands != 1 {
-		return nil, fmt.Errorf("%s: labels have %d bands; want a 2-D label map", img.what, img.bands)
-	}
-	img.pixels = make([]float32, len(blk.Data))
-	b := img.bands
-	for r := 0; r < img.rows; r++ { // MATLAB row = GDAL column
-		for c := 0; c < img.cols; c++ { // MATLAB column = GDAL row
-			copy(img.pixels[(r*img.cols+c)*b:(r*img.cols+c+1)*b], blk.Data[(c*info.Cols+r)*b:(c*info.Cols+r+1)*b])
-		}
-	}
-	return img, nil
-}
-
-// cubeDataType is Int16 or UInt16 when every value is an integer that fits,
-// else Float32.
-func cubeDataType(px []float32) geo.DataType {
-	lo, hi := float32(math.Inf(1)), float32(math.Inf(-1))
-	for _, v := range px {
-		if v != float32(math.Trunc(float64(v))) { // false for NaN and ±Inf too
-			return geo.Float32
-		}
-		lo, hi = min(lo, v), max(hi, v)
-	}
-	switch {
-	case lo >= math.MinInt16 && hi <= math.MaxInt16:
-		return geo.Int16
-	case lo >= 0 && hi <= math.MaxUint16:
-		return geo.UInt16
-	}
-	return geo.Float32
-}
-
-// labelDataType is Byte, or UInt16 above 255; labels must be non-negative integers.
-func labelDataType(img *image) (geo.DataType, error) {
-	var hi float32
-	for i, v := range img.pixels {
-		if v < 0 || v > math.MaxUint16 || v != float32(math.Trunc(float64(v))) {
-			return 0, fmt.Errorf("%s: pixel (row %d, col %d) is %v; labels must be integers 0..65535 (0 = unlabelled)", img.what, i/img.cols, i%img.cols, v)
-		}
-		hi = max(hi, v)
-	}
-	if hi > math.MaxUint8 {
-		return geo.UInt16, nil
-	}
-	return geo.Byte, nil
-}
-
-// writeImage writes img to path as a GeoTIFF of type dt (atomically: geo
-// writes a temporary file beside path and renames it on Commit).
-func writeImage(path string, img *image, dt geo.DataType, ref geo.GeoRef, local bool, co []string) error {
-	md := map[string]string{"PNEC_SOURCE": filepath.Base(img.what)}
-	if local {
-		md["PNEC_GRID"] = "local"
-	}
-	w, err := geo.CreateGeoTIFF(path, geo.RasterSpec{
-		Cols: img.cols, Rows: img.rows, Bands: img.bands, DataType: dt, GeoRef: ref,
-		Metadata: md, CreationOptions: co,
-	})
-	if err != nil {
-		return err
-	}
-	defer w.Close()
-	// Strips of whole tiles (geo writes 256x256 tiles) keep GDAL's conversion
-	// buffers small.
-	const stripRows = 256
-	rowValues := img.cols * img.bands
-	for r0 := 0; r0 < img.rows; r0 += stripRows {
-		n := min(stripRows, img.rows-r0)
-		if err := w.WriteWindow(geo.Window{Row: r0, Cols: img.cols, Rows: n}, img.pixels[r0*rowValues:(r0+n)*rowValues]); err != nil {
-			return err
-		}
-	}
-	if err := w.Commit(); err != nil {
-		return err
-	}
-	return nil
 }

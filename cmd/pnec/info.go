@@ -1,14 +1,8 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
-	"io"
-	"math"
-	"strconv"
-	"strings"
 
-	"github.com/paulmach/orb"
 	"github.com/pnec/pnec/geo"
 	"github.com/urfave/cli/v2"
 )
@@ -40,55 +34,16 @@ func init() {
 	})
 }
 
-// sceneReport is pnec info's JSON output.
-type sceneReport struct {
-	Name          string          `json:"name"`
-	Driver        string          `json:"driver"`
-	Cols          int             `json:"cols"`
-	Rows          int             `json:"rows"`
-	Bands         int             `json:"bands"`
-	DataType      string          `json:"data_type"`
-	NoData        []*float64      `json:"nodata"` // per band; null where none
-	CRS           *crsReport      `json:"crs"`    // null for a local grid
-	GeoTransform  *[6]float64     `json:"geotransform"`
-	Footprint     *geoJSONPolygon `json:"footprint"` // WGS84 lon/lat; null without a CRS
-	ValidFraction *float64        `json:"valid_fraction"`
-	// ValidEstimated: valid_fraction comes from a sample, not every pixel.
-	ValidEstimated bool              `json:"valid_fraction_estimated,omitempty"`
-	WavelengthsNM  []*float64        `json:"wavelengths_nm"` // null when the scene says none
-	BandNames      []string          `json:"band_names"`
-	Metadata       map[string]string `json:"metadata,omitempty"`
-}
-
-// geoJSONPolygon is a GeoJSON (RFC 7946) Polygon geometry. (orb/geojson
-// would pull in a BSON module that go.sum does not pin; orb.Polygon already
-// marshals as GeoJSON coordinates.)
-type geoJSONPolygon struct {
-	Type        string      `json:"type"`
-	Coordinates orb.Polygon `json:"coordinates"`
-}
-
-type crsReport struct {
-	Name string `json:"name"`
-	EPSG int    `json:"epsg,omitempty"`
-	WKT  string `json:"wkt"`
-}
-
 func infoAction(c *cli.Context) error {
 	if c.NArg() != 1 {
 		return fmt.Errorf("info: want one SCENE argument, got %d (see pnec info --help)", c.NArg())
-	}
-	if kv := c.StringSlice("config"); len(kv) > 0 {
-		if err := geo.SetConfig(kv); err != nil {
-			return err
-		}
 	}
 	s, err := geo.Open(c.Args().First())
 	if err != nil {
 		return err
 	}
 	defer s.Close()
-	rep := newSceneReport(s.Info())
+	rep := geo.NewReport(s.Info())
 	if !c.Bool("skip-valid") {
 		f, exact, err := s.ValidFractionEstimate(c.Context)
 		if err != nil {
@@ -97,176 +52,7 @@ func infoAction(c *cli.Context) error {
 		rep.ValidFraction, rep.ValidEstimated = &f, !exact
 	}
 	if c.Bool("json") {
-		enc := json.NewEncoder(c.App.Writer)
-		enc.SetIndent("", "  ")
-		return enc.Encode(rep)
+		return rep.WriteJSON(c.App.Writer)
 	}
-	return writeSceneText(c.App.Writer, rep)
-}
-
-func newSceneReport(in geo.Info) sceneReport {
-	rep := sceneReport{
-		Name: in.Name, Driver: in.Driver, Cols: in.Cols, Rows: in.Rows, Bands: in.Bands,
-		DataType: in.DataType, BandNames: in.BandNames, Metadata: in.Metadata,
-		NoData: make([]*float64, in.Bands),
-	}
-	for i := range rep.NoData {
-		if in.HasNoData[i] && !math.IsNaN(in.NoData[i]) {
-			v := in.NoData[i]
-			rep.NoData[i] = &v
-		}
-	}
-	if in.WKT != "" {
-		rep.CRS = &crsReport{Name: crsName(in.WKT), EPSG: in.EPSG, WKT: in.WKT}
-	}
-	if in.HasGeoTransform {
-		gt := in.GeoTransform
-		rep.GeoTransform = &gt
-	}
-	if in.FootprintWGS84 != nil {
-		rep.Footprint = &geoJSONPolygon{Type: "Polygon", Coordinates: in.FootprintWGS84}
-	}
-	if in.WavelengthsNM != nil {
-		rep.WavelengthsNM = make([]*float64, len(in.WavelengthsNM))
-		for i, w := range in.WavelengthsNM {
-			if !math.IsNaN(w) {
-				v := w
-				rep.WavelengthsNM[i] = &v
-			}
-		}
-	}
-	return rep
-}
-
-// crsName is the name in the WKT's root node (PROJCRS["WGS 84 / UTM zone 31N", ...).
-func crsName(wkt string) string {
-	i := strings.Index(wkt, `["`)
-	if i < 0 {
-		return ""
-	}
-	j := strings.Index(wkt[i+2:], `"`)
-	if j < 0 {
-		return ""
-	}
-	return wkt[i+2 : i+2+j]
-}
-
-func fmtNum(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
-
-func writeSceneText(w io.Writer, r sceneReport) error {
-	var b strings.Builder
-	line := func(k, format string, args ...any) {
-		fmt.Fprintf(&b, "%-15s %s\n", k+":", fmt.Sprintf(format, args...))
-	}
-	line("scene", "%s (%s)", r.Name, r.Driver)
-	line("size", "%d cols x %d rows, %d bands", r.Cols, r.Rows, r.Bands)
-	line("data type", "%s", r.DataType)
-	line("nodata", "%s", nodataText(r))
-	switch {
-	case r.CRS == nil:
-		line("CRS", "none (local pixel grid)")
-	case r.CRS.EPSG != 0:
-		line("CRS", "EPSG:%d (%s)", r.CRS.EPSG, r.CRS.Name)
-	default:
-		line("CRS", "%s (no EPSG code; --json gives the WKT)", r.CRS.Name)
-	}
-	if r.GeoTransform == nil {
-		line("geotransform", "none (pixel coordinates)")
-	} else {
-		gt := r.GeoTransform
-		line("geotransform", "[%s, %s, %s, %s, %s, %s]", fmtNum(gt[0]), fmtNum(gt[1]), fmtNum(gt[2]), fmtNum(gt[3]), fmtNum(gt[4]), fmtNum(gt[5]))
-		line("origin", "%s, %s", fmtNum(gt[0]), fmtNum(gt[3]))
-		line("pixel size", "%s x %s", fmtNum(gt[1]), fmtNum(gt[5]))
-	}
-	if r.Footprint == nil {
-		line("footprint", "none (no CRS)")
-	} else {
-		// Text shows micro-degrees (about 0.1 m); --json keeps full precision.
-		short := geoJSONPolygon{Type: "Polygon", Coordinates: orb.Polygon{}}
-		for _, ring := range r.Footprint.Coordinates {
-			rr := make(orb.Ring, len(ring))
-			for i, p := range ring {
-				rr[i] = orb.Point{math.Round(p[0]*1e6) / 1e6, math.Round(p[1]*1e6) / 1e6}
-			}
-			short.Coordinates = append(short.Coordinates, rr)
-		}
-		fp, err := json.Marshal(short)
-		if err != nil {
-			return err
-		}
-		line("footprint", "%s", fp)
-	}
-	switch {
-	case r.ValidFraction != nil && r.ValidEstimated:
-		line("valid pixels", "%.2f%% (estimated from a regular sample of at most %d Mpixels of %d)", *r.ValidFraction*100, geo.MaxExactValidPixels>>20, int64(r.Cols)*int64(r.Rows))
-	case r.ValidFraction != nil:
-		line("valid pixels", "%.2f%% (%.0f of %d)", *r.ValidFraction*100, math.Round(*r.ValidFraction*float64(r.Cols*r.Rows)), r.Cols*r.Rows)
-	}
-	if r.WavelengthsNM != nil {
-		line("wavelengths", "%s", wavelengthText(r.WavelengthsNM))
-	}
-	named := 0
-	for _, n := range r.BandNames {
-		if n != "" {
-			named++
-		}
-	}
-	if named > 0 {
-		line("band names", "%s", listText(r.BandNames, func(s string) string { return strconv.Quote(s) }))
-	}
-	_, err := io.WriteString(w, b.String())
-	return err
-}
-
-func nodataText(r sceneReport) string {
-	first, same := r.NoData[0], true
-	for _, v := range r.NoData[1:] {
-		if (v == nil) != (first == nil) || (v != nil && *v != *first) {
-			same = false
-		}
-	}
-	if same {
-		if first == nil {
-			return "none"
-		}
-		return fmtNum(*first) + " (all bands)"
-	}
-	return listText(r.NoData, func(v *float64) string {
-		if v == nil {
-			return "none"
-		}
-		return fmtNum(*v)
-	})
-}
-
-func wavelengthText(ws []*float64) string {
-	lo, hi, n := math.Inf(1), math.Inf(-1), 0
-	for _, w := range ws {
-		if w != nil {
-			lo, hi, n = math.Min(lo, *w), math.Max(hi, *w), n+1
-		}
-	}
-	list := listText(ws, func(w *float64) string {
-		if w == nil {
-			return "?"
-		}
-		return strconv.FormatFloat(*w, 'f', -1, 64)
-	})
-	return fmt.Sprintf("%d of %d bands, %s-%s nm: %s", n, len(ws), fmtNum(lo), fmtNum(hi), list)
-}
-
-// listText joins items, eliding the middle of long lists.
-func listText[T any](items []T, f func(T) string) string {
-	const head, tail = 6, 3
-	var parts []string
-	for i, it := range items {
-		if len(items) > head+tail+1 && i == head {
-			parts = append(parts, fmt.Sprintf("... (%d more)", len(items)-head-tail))
-		}
-		if len(items) > head+tail+1 && i >= head && i < len(items)-tail {
-			continue
-		}
-		parts = append(parts, f(it))
-	}
-	return strings.Join(parts, ", ")
+	return rep.WriteText(c.App.Writer)
 }

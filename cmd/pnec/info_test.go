@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/paulmach/orb"
 	"github.com/pnec/pnec/geo"
 )
 
@@ -95,7 +96,7 @@ func TestInfoJSON(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var got sceneReport
+	var got geo.Report
 	dec := json.NewDecoder(bytes.NewReader([]byte(out)))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&got); err != nil {
@@ -114,11 +115,15 @@ func TestInfoJSON(t *testing.T) {
 		t.Fatalf("footprint: got %+v", got.Footprint)
 	}
 	// 120 m x 80 m near 3.867 E, 43.62 N; the ring is closed.
-	ring := got.Footprint.Coordinates[0]
+	fp, ok := got.Footprint.Coordinates.(orb.Polygon)
+	if !ok {
+		t.Fatalf("footprint: got %T, want a polygon", got.Footprint.Coordinates)
+	}
+	ring := fp[0]
 	if ring[0] != ring[len(ring)-1] {
 		t.Error("footprint ring is not closed")
 	}
-	b := got.Footprint.Coordinates.Bound()
+	b := fp.Bound()
 	if math.Abs(b.Min[0]-3.8676) > 1e-3 || math.Abs(b.Max[1]-43.6197) > 1e-3 || b.Max[0]-b.Min[0] > 0.002 {
 		t.Errorf("footprint bound (x=lon): got %v", b)
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/pnec/pnec/geo"
+	"github.com/pnec/pnec/internal/oneline"
 	"github.com/pnec/pnec/internal/tempfiles"
 )
 
@@ -36,7 +37,9 @@ func register(c *cli.Command) { commands = append(commands, c) }
 const stopGrace = 2500 * time.Millisecond
 
 func main() {
-	ctx, cancel := context.WithCancel(context.Background())
+	// The cause names the signal, which a batch's report gives for the
+	// scenes it stopped.
+	ctx, cancel := context.WithCancelCause(context.Background())
 	sigs := make(chan os.Signal, 2)
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
 	done := make(chan error, 1)
@@ -45,11 +48,11 @@ func main() {
 	select {
 	case err = <-done:
 	case sig := <-sigs:
-		cancel()
+		cancel(fmt.Errorf("signal %s", sig))
 		stopOnSignal(sig, sigs, done)
 	}
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "pnec: "+oneLine(err.Error()))
+		fmt.Fprintln(os.Stderr, "pnec: "+oneline.Fold(err.Error()))
 		var ec cli.ExitCoder
 		if errors.As(err, &ec) && ec.ExitCode() != 0 {
 			os.Exit(ec.ExitCode())
@@ -81,7 +84,7 @@ func stopOnSignal(sig os.Signal, sigs <-chan os.Signal, done <-chan error) {
 		msg += fmt.Sprintf("; removed %d temporary file(s)", len(removed))
 	}
 	if err != nil {
-		msg += "; " + oneLine(err.Error())
+		msg += "; " + oneline.Fold(err.Error())
 	}
 	fmt.Fprintln(os.Stderr, msg)
 	code := 130
@@ -154,14 +157,4 @@ func quietUsageErrors(c *cli.Command) {
 	for _, sub := range c.Subcommands {
 		quietUsageErrors(sub)
 	}
-}
-
-// oneLine folds a multi-line message (GDAL often reports several lines for
-// one failure) into the single line users and log scrapers expect.
-func oneLine(msg string) string {
-	lines := strings.FieldsFunc(msg, func(r rune) bool { return r == '\n' || r == '\r' })
-	for i := range lines {
-		lines[i] = strings.TrimSpace(lines[i])
-	}
-	return strings.Join(lines, "; ")
 }

@@ -93,9 +93,10 @@ func TestSignalStops(t *testing.T) {
 			}
 			// --tile 1024: each network call takes a good part of a second or more.
 			args := []string{"classify", "--model", modelPath, "--scene", scene, "--out", product, "--tile", "1024", "--backend", "go"}
+			report := filepath.Join(t.TempDir(), "report.jsonl")
 			if tc.batch {
 				args = []string{"batch", "--model", modelPath, "--out-dir", out, "--force", "--tile", "1024", "--backend", "go",
-					"--report", filepath.Join(t.TempDir(), "report.jsonl"), scene}
+					"--report", report, scene}
 			}
 			cmd := exec.Command(bin, args...)
 			var stderr bytes.Buffer
@@ -152,6 +153,16 @@ func TestSignalStops(t *testing.T) {
 			}
 			if b, err := os.ReadFile(product); err != nil || !bytes.Equal(b, old) {
 				t.Errorf("earlier product changed: %q, %v", b, err)
+			}
+			// A batch that stops in time reports the scene as stopped (it is
+			// not the scene's fault), naming the signal.
+			if b, err := os.ReadFile(report); tc.batch && err == nil && len(b) > 0 {
+				if !strings.Contains(string(b), `"status":"stopped"`) || strings.Contains(string(b), `"status":"failed"`) ||
+					!strings.Contains(string(b), "signal "+tc.sig.String()) {
+					t.Errorf("report does not say the scene was stopped by %v:\n%s", tc.sig, b)
+				}
+			} else if tc.batch {
+				t.Logf("no report line (the batch did not return within the grace): %v", err)
 			}
 		})
 	}

@@ -2,16 +2,12 @@ package main
 
 import (
 	"bufio"
-	"encoding/json"
 	"fmt"
-	"io"
 	"os"
 
-	"github.com/paulmach/orb"
 	"github.com/pnec/pnec/geo"
 	"github.com/pnec/pnec/model"
 	"github.com/pnec/pnec/processor"
-	"github.com/pnec/pnec/tiling"
 	"github.com/urfave/cli/v2"
 )
 
@@ -47,9 +43,6 @@ func init() {
 const maxListedTiles = 1000
 
 func tilesAction(c *cli.Context) error {
-	if err := applyConfig(c); err != nil {
-		return err
-	}
 	opts, err := planOptions(c)
 	if err != nil {
 		return err
@@ -85,7 +78,7 @@ func tilesAction(c *cli.Context) error {
 		listed = min(listed, maxListedTiles)
 	}
 	if c.Bool("geojson") {
-		return writeTilesGeoJSON(w, name, info, plan, listed)
+		return plan.WriteGeoJSON(w, name, info.GeoTransform, info.EPSG, listed)
 	}
 	bw := bufio.NewWriter(w)
 	fmt.Fprintf(bw, "%s: %s\n", name, plan)
@@ -99,63 +92,4 @@ func tilesAction(c *cli.Context) error {
 		fmt.Fprintf(bw, "... %d more tiles not listed (--all lists every one)\n", more)
 	}
 	return bw.Flush()
-}
-
-func rectJSON(r tiling.Rect) []int { return []int{r.Col, r.Row, r.Cols, r.Rows} }
-
-// GeoJSON shapes, written with encoding/json: orb's geojson package would
-// pull in a BSON module for nothing here.
-type (
-	gjPolygon struct {
-		Type        string      `json:"type"`
-		Coordinates orb.Polygon `json:"coordinates"`
-	}
-	gjFeature struct {
-		Type       string         `json:"type"`
-		Geometry   gjPolygon      `json:"geometry"`
-		Properties map[string]any `json:"properties"`
-	}
-	gjCollection struct {
-		Type string `json:"type"`
-		Name string `json:"name"`
-		Plan string `json:"plan"`
-		// TilesTotal counts the plan's tiles; Features lists the first
-		// ones only when Truncated (see maxListedTiles).
-		TilesTotal int            `json:"tiles_total"`
-		Truncated  bool           `json:"truncated,omitempty"`
-		CRS        map[string]any `json:"crs,omitempty"`
-		Features   []gjFeature    `json:"features"`
-	}
-)
-
-// writeTilesGeoJSON writes one feature per tile for the first listed tiles:
-// its read window's footprint in the scene's CRS, with the windows as
-// [col, row, cols, rows].
-func writeTilesGeoJSON(w io.Writer, name string, info geo.Info, plan tiling.Plan, listed int) error {
-	fc := gjCollection{Type: "FeatureCollection", Name: name, Plan: plan.String(), Features: []gjFeature{},
-		TilesTotal: plan.NumTiles(), Truncated: listed < plan.NumTiles()}
-	if info.EPSG != 0 {
-		// RFC 7946 dropped "crs", but GDAL and QGIS still read this form,
-		// and the footprints are in the scene's CRS, not WGS84.
-		fc.CRS = map[string]any{
-			"type": "name", "properties": map[string]any{"name": fmt.Sprintf("urn:ogc:def:crs:EPSG::%d", info.EPSG)},
-		}
-	}
-	for i := 0; i < listed; i++ {
-		t := plan.Tile(i)
-		fc.Features = append(fc.Features, gjFeature{
-			Type:     "Feature",
-			Geometry: gjPolygon{Type: "Polygon", Coordinates: t.Read.Footprint(info.GeoTransform)},
-			Properties: map[string]any{
-				"index": t.Index, "row": t.Row, "col": t.Col,
-				"input": rectJSON(t.Input), "read": rectJSON(t.Read), "core": rectJSON(t.Core),
-			},
-		})
-	}
-	b, err := json.MarshalIndent(fc, "", " ")
-	if err != nil {
-		return fmt.Errorf("encode tiles of %s: %w", name, err)
-	}
-	_, err = fmt.Fprintln(w, string(b))
-	return err
 }

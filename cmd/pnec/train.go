@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/pnec/pnec/internal/progress"
 	"github.com/pnec/pnec/model"
 	"github.com/pnec/pnec/processor"
 	"github.com/schollz/progressbar/v3"
@@ -156,12 +157,9 @@ type epochReporter struct {
 
 func newEpochReporter(w io.Writer, total int, prefix string) *epochReporter {
 	r := &epochReporter{w: w, prefix: prefix}
-	if f, ok := w.(*os.File); ok && isTerminal(f) {
+	if progress.IsTerminal(w) {
 		r.term = true
-		r.bar = progressbar.NewOptions(total, progressbar.OptionSetWriter(w),
-			progressbar.OptionSetDescription(prefix), progressbar.OptionShowCount(),
-			progressbar.OptionSetElapsedTime(true), progressbar.OptionSetPredictTime(true),
-			progressbar.OptionSetWidth(24), progressbar.OptionClearOnFinish())
+		r.bar = progress.New(w, int64(total), progress.Options{Description: prefix, Width: 24})
 	} else {
 		r.log = slog.New(slog.NewTextHandler(w, nil))
 	}
@@ -191,9 +189,6 @@ func (r *epochReporter) finish() {
 }
 
 func trainAction(c *cli.Context) error {
-	if err := applyConfig(c); err != nil {
-		return err
-	}
 	cfg, err := configFromFlags(c, true)
 	if err != nil {
 		return err

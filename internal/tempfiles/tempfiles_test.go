@@ -58,3 +58,34 @@ func TestLifeCycle(t *testing.T) {
 		t.Errorf("Publish after Abort: %v (ran %v), want ErrStopping without running", err, ran)
 	}
 }
+
+func TestWriteFile(t *testing.T) {
+	// TestLifeCycle may have aborted the process-wide state: start afresh.
+	mu.Lock()
+	stopped = false
+	mu.Unlock()
+	dir := t.TempDir()
+	path := filepath.Join(dir, "out.json")
+	for _, data := range []string{"first", "second, longer"} {
+		if err := WriteFile(path, []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		got, err := os.ReadFile(path)
+		if err != nil || string(got) != data {
+			t.Fatalf("read back %q, %v; want %q", got, err, data)
+		}
+	}
+	st, err := os.Stat(path)
+	if err != nil || st.Mode().Perm() != 0o644 {
+		t.Errorf("mode %v, %v; want 0644", st.Mode().Perm(), err)
+	}
+	if ents, _ := os.ReadDir(dir); len(ents) != 1 {
+		t.Errorf("directory holds %d entries, want the file alone (no temporary left)", len(ents))
+	}
+	if live := Live(); len(live) != 0 {
+		t.Errorf("temporaries still recorded: %v", live)
+	}
+	if err := WriteFile(filepath.Join(dir, "missing", "x"), nil, 0o644); err == nil {
+		t.Error("WriteFile into a missing directory succeeded")
+	}
+}

@@ -3,7 +3,9 @@ package main
 import (
 	"bufio"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"math"
 	"os"
 	"os/exec"
@@ -11,6 +13,8 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+
+	"github.com/pnec/pnec/internal/tempfiles"
 )
 
 // Report is what a run writes to bench/results.json.
@@ -208,18 +212,30 @@ func writeMarkdown(path string, rep Report) error {
 		}
 		b.WriteString("\n")
 	}
+	// The big-scene runs take longer than make bench's budget: their own
+	// targets write these reports, which every rendering includes as they are.
+	for _, name := range bigSceneReports {
+		part, err := os.ReadFile(filepath.Join(filepath.Dir(path), "bench", name))
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		b.WriteString(strings.TrimRight(string(part), "\n") + "\n\n")
+	}
 	return writeAtomic(path, []byte(b.String()))
 }
+
+// bigSceneReports are the reports of make bench-big and make bench-budget
+// under bench/, in the order BENCHMARKS.md shows them.
+var bigSceneReports = []string{"big.md", "budget.md"}
 
 func writeAtomic(path string, data []byte) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return err
 	}
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, data, 0o644); err != nil {
-		return err
-	}
-	return os.Rename(tmp, path)
+	return tempfiles.WriteFile(path, data, 0o644)
 }
 
 // readable shows long ns/op times in ms or s, and large per-second rates

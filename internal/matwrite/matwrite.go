@@ -1,6 +1,7 @@
-// Package matwrite writes MATLAB level 5 MAT-files for tests, fuzz seeds and
-// benchmarks of package matfile: every stored type, both byte orders,
-// compressed or not, structs and cells. It is not a general MAT writer.
+// Package matwrite writes MATLAB level 5 MAT-files for the tests, fuzz
+// seeds and benchmarks of packages matfile and importer and for
+// bench/cmd/matcube: every stored type, both byte orders, compressed or not,
+// structs and cells. It is not a general MAT writer.
 package matwrite
 
 import (

@@ -2,7 +2,7 @@
 // double stored as uint16 or int16, compressed or not) for benchmarks of
 // 'pnec import mat', e.g. a Pavia-University-sized file:
 //
-//	go run ./matfile/internal/matcube -out /tmp/pavia.mat -rows 610 -cols 340 -bands 103
+//	go run ./bench/cmd/matcube -out /tmp/pavia.mat -rows 610 -cols 340 -bands 103
 package main
 
 import (
@@ -11,7 +11,7 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/pnec/pnec/matfile/internal/matwrite"
+	"github.com/pnec/pnec/internal/matwrite"
 )
 
 func main() {

@@ -1,0 +1,232 @@
+package geo
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"strconv"
+	"strings"
+
+	"github.com/paulmach/orb"
+	"github.com/paulmach/orb/geojson"
+)
+
+// Report describes a scene as the classifier sees it: pnec info prints it
+// as text (WriteText) or as JSON (encoding/json, the field tags below).
+type Report struct {
+	Name         string            `json:"name"`
+	Driver       string            `json:"driver"`
+	Cols         int               `json:"cols"`
+	Rows         int               `json:"rows"`
+	Bands        int               `json:"bands"`
+	DataType     string            `json:"data_type"`
+	NoData       []*float64        `json:"nodata"` // per band; null where none
+	CRS          *CRSReport        `json:"crs"`    // null for a local grid
+	GeoTransform *[6]float64       `json:"geotransform"`
+	Footprint    *geojson.Geometry `json:"footprint"` // GeoJSON Polygon in WGS84 lon/lat; null without a CRS
+	// ValidFraction is the share of valid pixels; nil until measured
+	// (Scene.ValidFractionEstimate).
+	ValidFraction *float64 `json:"valid_fraction"`
+	// ValidEstimated: valid_fraction comes from a sample, not every pixel.
+	ValidEstimated bool              `json:"valid_fraction_estimated,omitempty"`
+	WavelengthsNM  []*float64        `json:"wavelengths_nm"` // null when the scene says none
+	BandNames      []string          `json:"band_names"`
+	Metadata       map[string]string `json:"metadata,omitempty"`
+}
+
+// CRSReport names a scene's CRS.
+type CRSReport struct {
+	Name string `json:"name"` // from the WKT's root node
+	EPSG int    `json:"epsg,omitempty"`
+	WKT  string `json:"wkt"`
+}
+
+// NewReport builds the report of a scene from its Info (without the valid
+// fraction, which needs a read).
+func NewReport(in Info) Report {
+	rep := Report{
+		Name: in.Name, Driver: in.Driver, Cols: in.Cols, Rows: in.Rows, Bands: in.Bands,
+		DataType: in.DataType, BandNames: in.BandNames, Metadata: in.Metadata,
+		NoData: make([]*float64, in.Bands),
+	}
+	for i := range rep.NoData {
+		if in.HasNoData[i] && !math.IsNaN(in.NoData[i]) {
+			v := in.NoData[i]
+			rep.NoData[i] = &v
+		}
+	}
+	if in.WKT != "" {
+		rep.CRS = &CRSReport{Name: crsName(in.WKT), EPSG: in.EPSG, WKT: in.WKT}
+	}
+	if in.HasGeoTransform {
+		gt := in.GeoTransform
+		rep.GeoTransform = &gt
+	}
+	if in.FootprintWGS84 != nil {
+		rep.Footprint = geojson.NewGeometry(in.FootprintWGS84)
+	}
+	if in.WavelengthsNM != nil {
+		rep.WavelengthsNM = make([]*float64, len(in.WavelengthsNM))
+		for i, w := range in.WavelengthsNM {
+			if !math.IsNaN(w) {
+				v := w
+				rep.WavelengthsNM[i] = &v
+			}
+		}
+	}
+	return rep
+}
+
+// crsName is the name in the WKT's root node (PROJCRS["WGS 84 / UTM zone 31N", ...).
+func crsName(wkt string) string {
+	i := strings.Index(wkt, `["`)
+	if i < 0 {
+		return ""
+	}
+	j := strings.Index(wkt[i+2:], `"`)
+	if j < 0 {
+		return ""
+	}
+	return wkt[i+2 : i+2+j]
+}
+
+func fmtNum(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
+
+// WriteJSON writes the report as one indented JSON object and a newline
+// (pnec info --json).
+func (r Report) WriteJSON(w io.Writer) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(r)
+}
+
+// WriteText writes the report as aligned "key: value" lines.
+func (r Report) WriteText(w io.Writer) error {
+	var b strings.Builder
+	line := func(k, format string, args ...any) {
+		fmt.Fprintf(&b, "%-15s %s\n", k+":", fmt.Sprintf(format, args...))
+	}
+	line("scene", "%s (%s)", r.Name, r.Driver)
+	line("size", "%d cols x %d rows, %d bands", r.Cols, r.Rows, r.Bands)
+	line("data type", "%s", r.DataType)
+	line("nodata", "%s", r.nodataText())
+	switch {
+	case r.CRS == nil:
+		line("CRS", "none (local pixel grid)")
+	case r.CRS.EPSG != 0:
+		line("CRS", "EPSG:%d (%s)", r.CRS.EPSG, r.CRS.Name)
+	default:
+		line("CRS", "%s (no EPSG code; --json gives the WKT)", r.CRS.Name)
+	}
+	if r.GeoTransform == nil {
+		line("geotransform", "none (pixel coordinates)")
+	} else {
+		gt := r.GeoTransform
+		line("geotransform", "[%s, %s, %s, %s, %s, %s]", fmtNum(gt[0]), fmtNum(gt[1]), fmtNum(gt[2]), fmtNum(gt[3]), fmtNum(gt[4]), fmtNum(gt[5]))
+		line("origin", "%s, %s", fmtNum(gt[0]), fmtNum(gt[3]))
+		line("pixel size", "%s x %s", fmtNum(gt[1]), fmtNum(gt[5]))
+	}
+	if p, ok := r.footprintPolygon(); !ok {
+		line("footprint", "none (no CRS)")
+	} else {
+		// Text shows micro-degrees (about 0.1 m); JSON keeps full precision.
+		short := orb.Polygon{}
+		for _, ring := range p {
+			rr := make(orb.Ring, len(ring))
+			for i, pt := range ring {
+				rr[i] = orb.Point{math.Round(pt[0]*1e6) / 1e6, math.Round(pt[1]*1e6) / 1e6}
+			}
+			short = append(short, rr)
+		}
+		fp, err := json.Marshal(geojson.NewGeometry(short))
+		if err != nil {
+			return err
+		}
+		line("footprint", "%s", fp)
+	}
+	switch {
+	case r.ValidFraction != nil && r.ValidEstimated:
+		line("valid pixels", "%.2f%% (estimated from a regular sample of at most %d Mpixels of %d)", *r.ValidFraction*100, MaxExactValidPixels>>20, int64(r.Cols)*int64(r.Rows))
+	case r.ValidFraction != nil:
+		line("valid pixels", "%.2f%% (%.0f of %d)", *r.ValidFraction*100, math.Round(*r.ValidFraction*float64(r.Cols*r.Rows)), r.Cols*r.Rows)
+	}
+	if r.WavelengthsNM != nil {
+		line("wavelengths", "%s", wavelengthText(r.WavelengthsNM))
+	}
+	named := 0
+	for _, n := range r.BandNames {
+		if n != "" {
+			named++
+		}
+	}
+	if named > 0 {
+		line("band names", "%s", listText(r.BandNames, func(s string) string { return strconv.Quote(s) }))
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+func (r Report) footprintPolygon() (orb.Polygon, bool) {
+	if r.Footprint == nil {
+		return nil, false
+	}
+	p, ok := r.Footprint.Coordinates.(orb.Polygon)
+	return p, ok
+}
+
+func (r Report) nodataText() string {
+	if len(r.NoData) == 0 {
+		return "none"
+	}
+	first, same := r.NoData[0], true
+	for _, v := range r.NoData[1:] {
+		if (v == nil) != (first == nil) || (v != nil && *v != *first) {
+			same = false
+		}
+	}
+	if same {
+		if first == nil {
+			return "none"
+		}
+		return fmtNum(*first) + " (all bands)"
+	}
+	return listText(r.NoData, func(v *float64) string {
+		if v == nil {
+			return "none"
+		}
+		return fmtNum(*v)
+	})
+}
+
+func wavelengthText(ws []*float64) string {
+	lo, hi, n := math.Inf(1), math.Inf(-1), 0
+	for _, w := range ws {
+		if w != nil {
+			lo, hi, n = math.Min(lo, *w), math.Max(hi, *w), n+1
+		}
+	}
+	list := listText(ws, func(w *float64) string {
+		if w == nil {
+			return "?"
+		}
+		return strconv.FormatFloat(*w, 'f', -1, 64)
+	})
+	return fmt.Sprintf("%d of %d bands, %s-%s nm: %s", n, len(ws), fmtNum(lo), fmtNum(hi), list)
+}
+
+// listText joins items, eliding the middle of long lists.
+func listText[T any](items []T, f func(T) string) string {
+	const head, tail = 6, 3
+	var parts []string
+	for i, it := range items {
+		if len(items) > head+tail+1 && i == head {
+			parts = append(parts, fmt.Sprintf("... (%d more)", len(items)-head-tail))
+		}
+		if len(items) > head+tail+1 && i >= head && i < len(items)-tail {
+			continue
+		}
+		parts = append(parts, f(it))
+	}
+	return strings.Join(parts, ", ")
+}

@@ -1,0 +1,101 @@
+package geo
+
+import (
+	"bytes"
+	"context"
+	"flag"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/paulmach/orb"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files under testdata/ from the current output")
+
+// checkGolden compares got with testdata/name, or rewrites the file with -update.
+func checkGolden(t *testing.T, name string, got []byte) {
+	t.Helper()
+	golden := filepath.Join("testdata", name)
+	if *update {
+		if err := os.WriteFile(golden, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(golden)
+	if err != nil {
+		t.Fatalf("%v (run with -update to create it)", err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("output differs from %s (rerun with -update if the change is meant):\n%s", golden, got)
+	}
+}
+
+// TestReportGolden: the JSON of pnec info --json (Report.WriteJSON) for a
+// small georeferenced scene with nodata, band names and wavelengths. The
+// scene's path and the CRS's WKT (its text varies with PROJ's version) are
+// normalised; the rest is compared byte for byte.
+func TestReportGolden(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "scene.tif")
+	nodata := -1.0
+	w, err := CreateGeoTIFF(path, RasterSpec{
+		Cols: 5, Rows: 4, Bands: 3, DataType: Int16,
+		GeoRef:        GeoRef{GeoTransform: [6]float64{570000, 10, 0, 4830000, 0, -10}, EPSG: 32631},
+		NoData:        &nodata,
+		BandNames:     []string{"blue", "green", "red"},
+		WavelengthsNM: []float64{490, 560, 665},
+		Metadata:      map[string]string{"PNEC_SOURCE": "golden"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	px := make([]float32, 5*4*3)
+	for i := range px {
+		px[i] = float32(i)
+	}
+	for b := range 3 {
+		px[(1*5+2)*3+b] = -1 // one nodata pixel
+	}
+	if err := w.WriteWindow(Window{Cols: 5, Rows: 4}, px); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	s, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	rep := NewReport(s.Info())
+	f, exact, err := s.ValidFractionEstimate(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep.ValidFraction, rep.ValidEstimated = &f, !exact
+	if rep.CRS == nil || !strings.Contains(rep.CRS.WKT, "UTM zone 31N") {
+		t.Fatalf("CRS %+v, want UTM zone 31N", rep.CRS)
+	}
+	rep.Name = "scene.tif"
+	// PROJ's last digits may differ between versions and CPUs: 1e-9 degrees
+	// (0.1 mm) is far below what the footprint is for.
+	fp, ok := rep.Footprint.Coordinates.(orb.Polygon)
+	if !ok {
+		t.Fatalf("footprint %T, want a polygon", rep.Footprint.Coordinates)
+	}
+	for _, ring := range fp {
+		for i, pt := range ring {
+			ring[i] = orb.Point{math.Round(pt[0]*1e9) / 1e9, math.Round(pt[1]*1e9) / 1e9}
+		}
+	}
+	rep.CRS.WKT = "(WKT of EPSG:32631; its text varies with PROJ's version)"
+	var b bytes.Buffer
+	if err := rep.WriteJSON(&b); err != nil {
+		t.Fatal(err)
+	}
+	checkGolden(t, "report.golden.json", b.Bytes())
+}

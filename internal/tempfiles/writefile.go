@@ -1,0 +1,50 @@
+package tempfiles
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"os"
+	"path/filepath"
+)
+
+// TempSuffix marks WriteFile's temporaries: ".NAME" + TempSuffix + 8 hex
+// digits, beside NAME, so that a later run can recognise and remove one left
+// by a killed process.
+const TempSuffix = ".pnec-tmp-"
+
+// WriteFile writes data to path atomically: to a temporary file beside path
+// (recorded here, so that a stop on a signal removes it), synced, given
+// perm, then renamed over path under Publish, so that nothing is published
+// once a stop has begun. Readers see the old file or the new one, never a
+// part. The error is the cause alone; callers add which file it was for.
+func WriteFile(path string, data []byte, perm os.FileMode) error {
+	var rnd [4]byte
+	if _, err := rand.Read(rnd[:]); err != nil {
+		return err
+	}
+	tmp := filepath.Join(filepath.Dir(path), "."+filepath.Base(path)+TempSuffix+hex.EncodeToString(rnd[:]))
+	if err := Add(tmp); err != nil {
+		return err
+	}
+	defer Forget(tmp)
+	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_EXCL|os.O_WRONLY, perm)
+	if err != nil {
+		return err
+	}
+	_, werr := f.Write(data)
+	serr := f.Sync()
+	// perm exactly, not perm less the umask: the file replaces one that
+	// readers (a web server, other users) already read.
+	merr := f.Chmod(perm)
+	cerr := f.Close()
+	if err := errors.Join(werr, serr, merr, cerr); err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	if err := Publish(func() error { return os.Rename(tmp, path) }); err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	return nil
+}

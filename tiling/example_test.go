@@ -1,0 +1,58 @@
+package tiling_test
+
+import (
+	"fmt"
+	"log"
+
+	"github.com/pnec/pnec/tiling"
+)
+
+// Plan a 83 x 86 pixel scene in 48 pixel tiles overlapping by 16, for a
+// network of output stride 4: each tile's network input, the window read
+// from the scene (the input clipped to it) and the core it owns (the cores
+// partition the scene).
+func ExampleNew() {
+	p, err := tiling.New(83, 86, tiling.Options{Stride: 4, TileSize: 48, Overlap: 16})
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(p)
+	for _, t := range p.Tiles {
+		fmt.Printf("tile %d (row %d, col %d): input %v, read %v, core %v\n", t.Index, t.Row, t.Col, t.Input, t.Read, t.Core)
+	}
+	// Rows are final (no later tile touches them) after each row of tiles.
+	for _, b := range p.RowBands() {
+		fmt.Printf("after tile row %d: rows below %d are final\n", b.Row, b.FinalRows)
+	}
+	// Output:
+	// 9 tiles (3 down x 3 across) of 48x48, overlap 16 px, scene 86x83 (cols x rows)
+	// tile 0 (row 0, col 0): input 48x48+0+0, read 48x48+0+0, core 40x40+0+0
+	// tile 1 (row 0, col 1): input 48x48+32+0, read 48x48+32+0, core 20x40+40+0
+	// tile 2 (row 0, col 2): input 48x48+40+0, read 46x48+40+0, core 26x40+60+0
+	// tile 3 (row 1, col 0): input 48x48+0+32, read 48x48+0+32, core 40x16+0+40
+	// tile 4 (row 1, col 1): input 48x48+32+32, read 48x48+32+32, core 20x16+40+40
+	// tile 5 (row 1, col 2): input 48x48+40+32, read 46x48+40+32, core 26x16+60+40
+	// tile 6 (row 2, col 0): input 48x48+0+36, read 48x47+0+36, core 40x27+0+56
+	// tile 7 (row 2, col 1): input 48x48+32+36, read 48x47+32+36, core 20x27+40+56
+	// tile 8 (row 2, col 2): input 48x48+40+36, read 46x47+40+36, core 26x27+60+56
+	// after tile row 0: rows below 32 are final
+	// after tile row 1: rows below 36 are final
+	// after tile row 2: rows below 83 are final
+}
+
+// Without a forced tile size the memory budget decides: the whole image
+// when it fits, else the largest tiles that do.
+func ExampleNew_budget() {
+	cost := &tiling.Cost{Bands: 200, Classes: 16}
+	for _, budget := range []int64{16 << 30, 1 << 30, 64 << 20} {
+		p, err := tiling.New(2048, 2048, tiling.Options{Stride: 4, Overlap: -1, RecoveryWindow: 5, MaxMemoryBytes: budget, Cost: cost, Lazy: true})
+		if err != nil {
+			log.Fatal(err)
+		}
+		fmt.Printf("%d MiB: %v\n", budget>>20, p)
+	}
+	// Output:
+	// 16384 MiB: whole image 2048x2048 (cols x rows)
+	// 1024 MiB: 9 tiles (3 down x 3 across) of 704x704, overlap 32 px, scene 2048x2048 (cols x rows)
+	// 64 MiB: 441 tiles (21 down x 21 across) of 128x128, overlap 32 px, scene 2048x2048 (cols x rows)
+}
