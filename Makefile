@@ -101,7 +101,7 @@ demo: build
 	PNEC=bin/pnec ./scripts/demo.sh
 
 # gpu-bundle builds what scripts/gpu-check.sh needs on a GPU machine without
-# Go or GDAL (README "GPU (XLA/CUDA)"); gpu-rehearse runs that script's
+# Go or GDAL (docs/development.md, "GPU (XLA/CUDA)"); gpu-rehearse runs that script's
 # steps here on the pure-Go backend.
 gpu-bundle: deps
 	scripts/gpu-bundle.sh --e2e

@@ -3,7 +3,7 @@
 # machine that has an NVIDIA GPU, Python with jax-cuda13-pjrt (its
 # xla_cuda_plugin.so is the PJRT plugin) and the NVIDIA pip libraries, but
 # neither Go nor GDAL. Build the bundle first, where Go and GDAL are, with
-# scripts/gpu-bundle.sh, and carry it there (README "GPU (XLA/CUDA)").
+# scripts/gpu-bundle.sh, and carry it there (docs/development.md, "GPU (XLA/CUDA)").
 #
 # Usage: scripts/gpu-check.sh [--cpu] [--quick] [BUNDLE]   (default BUNDLE: gpu-bundle)
 #   --cpu    run every step on the pure-Go backend instead (to rehearse the

@@ -362,3 +362,35 @@ func TestDocsFlagCheckFinds(t *testing.T) {
 		})
 	}
 }
+
+// TestDocsLinksResolve fails when README.md or a docs page links to a file
+// of the repository that is not there (a page renamed or moved).
+func TestDocsLinksResolve(t *testing.T) {
+	linkRE := regexp.MustCompile(`\]\(([^)\s]+)\)`)
+	files, err := filepath.Glob(filepath.Join(docsDir, "*.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	files = append(files, "../../README.md")
+	links := 0
+	for _, file := range files {
+		md, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range linkRE.FindAllStringSubmatch(string(md), -1) {
+			target := m[1]
+			if strings.Contains(target, "://") || strings.HasPrefix(target, "#") || strings.HasPrefix(target, "mailto:") {
+				continue
+			}
+			target = strings.SplitN(target, "#", 2)[0]
+			links++
+			if _, err := os.Stat(filepath.Join(filepath.Dir(file), target)); err != nil {
+				t.Errorf("%s: link to %s: %v", file, m[1], err)
+			}
+		}
+	}
+	if links == 0 {
+		t.Fatal("no relative link found: the link pattern is broken")
+	}
+}
