@@ -103,7 +103,7 @@ type Config struct {
 	Encoder string
 }
 
-// DefaultEncoder is the encoder of DefaultConfig (README "The network" says why).
+// DefaultEncoder is the encoder of DefaultConfig (docs/model.md says why).
 const DefaultEncoder = EncoderCell
 
 // DefaultConfig returns the paper's hyperparameters.

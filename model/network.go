@@ -428,7 +428,7 @@ func (n *net) paperEncoder(x *Node) *Node {
 // (its bias depends on one value of it): the executor, which otherwise
 // runs the nine independent products side by side, keeps only the input,
 // the sum and one product alive (peak inference memory of the paper encoder
-// at Houston's size went from about 10 GB; see README).
+// at Houston's size went from about 10 GB; see docs/model.md, "Speed and memory").
 func (n *net) conv3x3Sequential(x *Node, name string) *Node {
 	h, w, c := x.Shape().Dimensions[0], x.Shape().Dimensions[1], x.Shape().Dimensions[2]
 	wt, bias := n.p[name+".w"], n.p[name+".b"]

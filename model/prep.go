@@ -88,7 +88,7 @@ func padTo(n int) int { return (n + Stride - 1) / Stride * Stride }
 // [ceil(Rows/4)][ceil(Cols/4)][Bands], zero for cells without a valid pixel.
 // The network's 1x1 spectral embedding is linear, so embedding the cell
 // means equals pooling the embedded pixels; doing it first keeps all the
-// network's work on the stride-4 grid (see README.md, "The network").
+// network's work on the stride-4 grid (see docs/model.md, "Architecture as implemented").
 func cellMeans(s Scene, lo, hi []float32) []float32 {
 	hs, ws := padTo(s.Rows)/Stride, padTo(s.Cols)/Stride
 	out := make([]float32, hs*ws*s.Bands)

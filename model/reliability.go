@@ -50,7 +50,7 @@ var SpectralReliabilityKinds = []ReliabilityKind{ReliabilitySpectral, Reliabilit
 
 // DefaultReliability is the kind products carry unless asked otherwise:
 // the candidate with the best worst-case error AUROC on held-out pixels of
-// SalinasA and JasperRidge (measurements in README.md, "Training, evaluation and experiments"). It
+// SalinasA and JasperRidge (measurements in docs/model.md, "Reliability"). It
 // needs the training spectra the model file stores; for a model file
 // without them products fall back to FallbackReliability.
 const DefaultReliability = ReliabilitySpectral

@@ -137,7 +137,7 @@ func (c *Cost) TiledBytes(tileRows, tileCols, sceneCols, overlap, window int) in
 
 // DefaultOverlapPixels is the default overlap's floor, pixels, chosen from
 // measured tiled-versus-whole agreement (processor's TestOverlapSweep; the
-// table is in README, "Classifying scenes"): 8 px already kept >= 99.5%
+// table is in docs/classify.md): 8 px already kept >= 99.5%
 // overall and >= 99% within 8 px of tile edges at tiles of 64 to 128 px,
 // 24-32 px gave 99.95-99.98% and 99.95-99.99%; a wider overlap bought
 // nothing measurable. The overlap does not grow with the tile (the old

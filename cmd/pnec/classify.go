@@ -53,7 +53,7 @@ func planFlags() []cli.Flag {
 	return []cli.Flag{
 		&cli.StringFlag{Name: "max-memory", Usage: "memory budget `SIZE` for planning (e.g. 4G, 512M; default: half of physical memory)"},
 		&cli.IntFlag{Name: "tile", Usage: "force tiles of `N` pixels a side (rounded up to the stride of 4; 0 = the budget decides)"},
-		&cli.IntFlag{Name: "overlap", Value: -1, Usage: "overlap between tiles in `PIXELS` (rounded up to 4; -1 = 32 px, at least the recovery window + 16, measured: see README)"},
+		&cli.IntFlag{Name: "overlap", Value: -1, Usage: "overlap between tiles in `PIXELS` (rounded up to 4; -1 = 32 px, at least the recovery window + 16, measured: see docs/classify.md)"},
 	}
 }
 
