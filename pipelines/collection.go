@@ -154,8 +154,8 @@ func addToCollection(collPath string, meta CollectionMeta, itemPath string, bbox
 	// The Collection stays an untyped JSON object, unlike the Items (built
 	// with go-stac's types): it may be the user's own, and go-stac's
 	// Collection (v0.34) keeps no member it does not know (no additional
-	// fields), so a round trip through it would drop the user's extension
-	// fields, title, providers' extras and the like.
+	// fields), so a round trip through it would drop members a user or
+	// another tool added (extension fields such as sci:doi, for one).
 	coll := map[string]any{}
 	b, err := os.ReadFile(collPath)
 	switch {
