@@ -116,16 +116,7 @@ func synthScene(rows, cols, bands, classes int, seed uint64) (data []float32, la
 
 // writeScene writes data as a Float32 GeoTIFF with nodata fixNoData.
 func writeScene(path string, rows, cols, bands int, data []float32, ref geo.GeoRef) error {
-	nd := float64(fixNoData)
-	w, err := geo.CreateGeoTIFF(path, geo.RasterSpec{Cols: cols, Rows: rows, Bands: bands, DataType: geo.Float32, GeoRef: ref, NoData: &nd})
-	if err != nil {
-		return err
-	}
-	defer w.Close()
-	if err := w.WriteWindow(geo.Window{Cols: cols, Rows: rows}, data); err != nil {
-		return err
-	}
-	return w.Commit()
+	return fixture.WriteFloat32(path, rows, cols, bands, data, ref, float64(fixNoData))
 }
 
 func buildFixture() (f *sceneFixture, err error) {
