@@ -294,16 +294,7 @@ func (s *Scene) ReadWindow(ctx context.Context, w Window) (Block, error) {
 // time before, measured with perf).
 func (s *Scene) ReadWindowInto(ctx context.Context, w Window, data []float32, valid []bool) (Block, error) {
 	nb := len(s.bands)
-	if n := w.Cols * w.Rows * nb; cap(data) >= n {
-		data = data[:n]
-	} else {
-		data = make([]float32, n)
-	}
-	if n := w.Cols * w.Rows; cap(valid) >= n {
-		valid = valid[:n]
-	} else {
-		valid = make([]bool, n)
-	}
+	data, valid = grow(data, w.Cols*w.Rows*nb), grow(valid, w.Cols*w.Rows)
 	if err := s.ReadWindowAt(ctx, w, data, valid, w.Cols); err != nil {
 		return Block{}, err
 	}
@@ -466,30 +457,25 @@ func (s *Scene) readPixels(w Window, bufCols, bufRows int, data []float32, rowPi
 	}
 	switch s.native {
 	case godal.Int16:
-		s.scratchI16 = grow(s.scratchI16, npix*nb)
-		if err := read(s.scratchI16); err != nil {
-			return err
-		}
-		interleave(s.scratchI16, data, bufCols, bufRows, nb, rowPixels)
+		return readInterleaved(&s.scratchI16, read, data, bufCols, bufRows, nb, rowPixels)
 	case godal.UInt16:
-		s.scratchU16 = grow(s.scratchU16, npix*nb)
-		if err := read(s.scratchU16); err != nil {
-			return err
-		}
-		interleave(s.scratchU16, data, bufCols, bufRows, nb, rowPixels)
+		return readInterleaved(&s.scratchU16, read, data, bufCols, bufRows, nb, rowPixels)
 	case godal.Byte:
-		s.scratchU8 = grow(s.scratchU8, npix*nb)
-		if err := read(s.scratchU8); err != nil {
-			return err
-		}
-		interleave(s.scratchU8, data, bufCols, bufRows, nb, rowPixels)
+		return readInterleaved(&s.scratchU8, read, data, bufCols, bufRows, nb, rowPixels)
 	default:
-		s.scratch = grow(s.scratch, npix*nb)
-		if err := read(s.scratch); err != nil {
-			return err
-		}
-		interleave(s.scratch, data, bufCols, bufRows, nb, rowPixels)
+		return readInterleaved(&s.scratch, read, data, bufCols, bufRows, nb, rowPixels)
 	}
+}
+
+// readInterleaved reads band-sequential samples of type T into the scratch
+// buffer *scratch (grown as needed) with read, then interleaves them into
+// data (see interleave).
+func readInterleaved[T int16 | uint16 | uint8 | float32](scratch *[]T, read func(buf any) error, data []float32, cols, rows, nb, rowPixels int) error {
+	*scratch = grow(*scratch, cols*rows*nb)
+	if err := read(*scratch); err != nil {
+		return err
+	}
+	interleave(*scratch, data, cols, rows, nb, rowPixels)
 	return nil
 }
 

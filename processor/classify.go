@@ -290,11 +290,8 @@ func (r *carryReader) read(ctx context.Context, t tiling.Tile, next *tiling.Tile
 	from := w.Col // first column not yet in buf
 	if c := r.carry; c.Data != nil && c.Row == w.Row && c.Rows == w.Rows && c.Col <= w.Col && c.Col+c.Cols > w.Col {
 		k := min(c.Col+c.Cols, ext) - w.Col
-		off := w.Col - c.Col
-		for row := range w.Rows {
-			copy(buf[row*wide*nb:(row*wide+k)*nb], c.Data[(row*c.Cols+off)*nb:(row*c.Cols+off+k)*nb])
-			copy(valid[row*wide:row*wide+k], c.Valid[row*c.Cols+off:row*c.Cols+off+k])
-		}
+		copyColumns(buf, wide, 0, c.Data, c.Cols, w.Col-c.Col, k, w.Rows, nb)
+		copyColumns(valid, wide, 0, c.Valid, c.Cols, w.Col-c.Col, k, w.Rows, 1)
 		from = w.Col + k
 	}
 	if from < ext {
@@ -307,38 +304,39 @@ func (r *carryReader) read(ctx context.Context, t tiling.Tile, next *tiling.Tile
 	if ext > end {
 		c0 := next.Read.Col
 		cc := ext - c0
-		carry := r.carry
-		if n := cc * w.Rows * nb; cap(carry.Data) >= n {
-			carry.Data = carry.Data[:n]
-		} else {
-			carry.Data = make([]float32, n)
-		}
-		if n := cc * w.Rows; cap(carry.Valid) >= n {
-			carry.Valid = carry.Valid[:n]
-		} else {
-			carry.Valid = make([]bool, n)
-		}
-		for row := range w.Rows {
-			off := row*wide + c0 - w.Col
-			copy(carry.Data[row*cc*nb:(row+1)*cc*nb], buf[off*nb:(off+cc)*nb])
-			copy(carry.Valid[row*cc:(row+1)*cc], valid[off:off+cc])
-		}
-		carry.Window = geo.Window{Col: c0, Row: w.Row, Cols: cc, Rows: w.Rows}
-		carry.Bands = nb
-		r.carry = carry
+		data, vld := resize(r.carry.Data, cc*w.Rows*nb), resize(r.carry.Valid, cc*w.Rows)
+		copyColumns(data, cc, 0, buf, wide, c0-w.Col, cc, w.Rows, nb)
+		copyColumns(vld, cc, 0, valid, wide, c0-w.Col, cc, w.Rows, 1)
+		r.carry = geo.Block{Window: geo.Window{Col: c0, Row: w.Row, Cols: cc, Rows: w.Rows}, Bands: nb, Data: data, Valid: vld}
 	} else {
 		r.carry.Window = geo.Window{} // nothing to hand on (keeps the buffers)
-		r.carry.Cols = 0
 	}
 	if wide > w.Cols {
 		// Close up the rows to the tile's width (moving left: each row's
 		// destination starts at or before its source).
-		for row := 1; row < w.Rows; row++ {
-			copy(buf[row*w.Cols*nb:(row+1)*w.Cols*nb], buf[row*wide*nb:(row*wide+w.Cols)*nb])
-			copy(valid[row*w.Cols:(row+1)*w.Cols], valid[row*wide:row*wide+w.Cols])
-		}
+		copyColumns(buf, w.Cols, 0, buf, wide, 0, w.Cols, w.Rows, nb)
+		copyColumns(valid, w.Cols, 0, valid, wide, 0, w.Cols, w.Rows, 1)
 	}
 	return geo.Block{Window: w, Bands: nb, Data: buf[:w.Cols*w.Rows*nb], Valid: valid[:w.Cols*w.Rows]}, nil
+}
+
+// copyColumns copies cols pixels (per values each) of each of rows rows
+// from src, rows srcCols pixels wide from column srcCol, to dst, rows
+// dstCols wide from column dstCol. Rows go top to bottom, so dst may be src
+// itself when no row's destination lies after its source.
+func copyColumns[T any](dst []T, dstCols, dstCol int, src []T, srcCols, srcCol, cols, rows, per int) {
+	for r := range rows {
+		d, s := (r*dstCols+dstCol)*per, (r*srcCols+srcCol)*per
+		copy(dst[d:d+cols*per], src[s:s+cols*per])
+	}
+}
+
+// resize is buf resliced to n, or a new slice when buf is shorter.
+func resize[T any](buf []T, n int) []T {
+	if cap(buf) < n {
+		return make([]T, n)
+	}
+	return buf[:n]
 }
 
 // padTile turns a block read for t.Read into a model scene of t.Input's
