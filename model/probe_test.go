@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strconv"
+	"strings"
 	"testing"
 )
 
@@ -68,5 +69,27 @@ func TestProbeOtherBackend(t *testing.T) {
 	t.Logf("description: %s; devices: %q; smoke product %.3f s", info.Description, info.Devices, info.SmokeSec)
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestResolveBackendFullFloat32: XLA backends get full-precision float32
+// matrix products unless the name asks for TF32.
+func TestResolveBackendFullFloat32(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"xla:cuda", "xla:cuda,notf32"},
+		{"xla:/opt/p/xla_cuda_plugin.so", "xla:/opt/p/xla_cuda_plugin.so,notf32"},
+		{"xla:cuda,tf32", "xla:cuda,tf32"},
+		{"xla:cuda,tf32=false", "xla:cuda,tf32=false"},
+		{"xla:cuda,notf32", "xla:cuda,notf32"},
+		{"xla:cuda,preallocate=false", "xla:cuda,preallocate=false,notf32"},
+		{"go", goBackendConfig},
+		{"go:parallelism=2", "go:parallelism=2"},
+	} {
+		if got := ResolveBackend(tc.in); got != tc.want {
+			t.Errorf("ResolveBackend(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+		if got := backendLabel(ResolveBackend(tc.in)); strings.Contains(got, "notf32") {
+			t.Errorf("backendLabel(ResolveBackend(%q)) = %q: the default option should not show", tc.in, got)
+		}
 	}
 }

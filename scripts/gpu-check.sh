@@ -106,9 +106,15 @@ if [ -x "$bundle/model.test" ]; then
 	n=10 train=BackendTrain200Epochs
 	[ "$quick" = 1 ] && n=3 train=NONE
 	step "speed: inference (after compilation)" \
-		mt -test.run '^$' -test.bench 'BackendInference' -test.benchtime "${n}x" -test.timeout 30m
+		mt -test.run '^$' -test.bench 'BackendInference$' -test.benchtime "${n}x" -test.timeout 30m
+	step "speed: inference by stage (host preparation, copies, device, recovery)" \
+		mt -test.run '^$' -test.bench 'BackendInferenceStages' -test.benchtime "${n}x" -test.timeout 30m
+	# Training with XLA's autotuning off, as pnec train does by default
+	# (cmd/pnec/xlaflags.go): compiling the autotuned step costs more than
+	# 200 epochs gain from it.
 	[ "$train" != NONE ] && step "speed: 200 training epochs, Pavia size" \
-		mt -test.run '^$' -test.bench "$train" -test.benchtime 1x -test.timeout 30m
+		env XLA_FLAGS="${XLA_FLAGS:-} --xla_gpu_autotune_level=0" \
+		bash -c 'cd "$1/shared" && "$1/model.test" -test.run "^\$" -test.bench "$2" -test.benchtime 1x -test.timeout 30m' _ "$bundle" "$train"
 else
 	say "gpu-check: no model.test in the bundle: model steps skipped"
 fi
@@ -138,6 +144,9 @@ if [ -f "$bundle/e2e.tar.xz" ]; then
 	step "e2e: synth + train" bash -c "set -e
 		pnec synth --layout procedural:256x256 --bands 103 --seed 3 --out $w/s.tif --labels-out $w/s_gt.tif
 		pnec train --quiet --scene $w/s.tif --labels $w/s_gt.tif --out $w/m.pnec --epochs 30 --backend $backend"
+	[ "$quick" = 0 ] && step "e2e: 200 training epochs of both encoders at Pavia size (pnec train)" bash -c "set -e
+		pnec synth --layout procedural:610x340 --bands 103 --seed 3 --out $w/pavia.tif --labels-out $w/pavia_gt.tif
+		for enc in paper cell; do pnec train --scene $w/pavia.tif --labels $w/pavia_gt.tif --out $w/m_\$enc.pnec --encoder \$enc --epochs 200 --backend $backend 2>&1 | tail -1; done"
 	step "e2e: classify whole vs tiled" bash -c "set -e
 		pnec classify --quiet --model $w/m.pnec --backend $backend --tile 0 $w/s.tif $w/whole.tif
 		pnec classify --quiet --model $w/m.pnec --backend $backend --tile 128 --overlap 32 $w/s.tif $w/tiled.tif
@@ -147,7 +156,7 @@ if [ -f "$bundle/e2e.tar.xz" ]; then
 			pnec synth --layout procedural:1024x1024 --bands 200 --seed 5 --out $w/big.vrt --vrt 10000x10000
 			pnec synth --layout procedural:256x256 --bands 200 --seed 6 --out $w/t200.tif --labels-out $w/t200_gt.tif
 			pnec train --quiet --scene $w/t200.tif --labels $w/t200_gt.tif --out $w/m200.pnec --epochs 30 --backend $backend
-			/usr/bin/time -v true >/dev/null 2>&1 && T='/usr/bin/time -v' || T=
+			T=\"python3 $here/peakrss.py\"; /usr/bin/time -v true >/dev/null 2>&1 && T='/usr/bin/time -v'
 			\$T pnec --config GDAL_NUM_THREADS=ALL_CPUS classify --model $w/m200.pnec --backend $backend --max-memory 32G $w/big.vrt $w/big_map.tif"
 	fi
 	rm -rf "$w"

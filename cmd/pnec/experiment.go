@@ -55,6 +55,7 @@ func experimentModelFlags() []cli.Flag {
 }
 
 func experimentAction(c *cli.Context) error {
+	preferQuickXLACompile()
 	cfg, err := configFromFlags(c, false)
 	if err != nil {
 		return err

@@ -227,9 +227,10 @@ func writeMarkdown(path string, rep Report) error {
 	return writeAtomic(path, []byte(b.String()))
 }
 
-// bigSceneReports are the reports of make bench-big and make bench-budget
+// bigSceneReports are the reports of make bench-big, make bench-budget and
+// scripts/gpu-check.sh on a GPU machine (bench/gpu.md)
 // under bench/, in the order BENCHMARKS.md shows them.
-var bigSceneReports = []string{"big.md", "budget.md"}
+var bigSceneReports = []string{"big.md", "budget.md", "gpu.md"}
 
 func writeAtomic(path string, data []byte) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
