@@ -502,7 +502,11 @@ func (w *worker) scene(ctx context.Context, in Input) SceneReport {
 	src.Name = portableHref(src.Name, w.root(), w.cfg.OutDir)
 	checksum := w.model.Checksum()
 	if !w.cfg.Force {
-		if ok, why := upToDate(product, itemPath, src, checksum, w.cfg.Options.ReliabilityFloat32); ok {
+		ok, why := upToDate(product, itemPath, src, checksum, w.cfg.Options.ReliabilityFloat32)
+		if ok {
+			ok, why = probabilitiesUpToDate(itemPath, product, w.cfg.Options.Probabilities, w.cfg.Options.TopK)
+		}
+		if ok {
 			// A run killed between writing the Item and adding it to the
 			// collection left it out: add it now (a no-op when it is in).
 			if w.cfg.Collection != "" && !w.inCollection[itemHref(w.cfg.Collection, itemPath)] {
@@ -587,6 +591,7 @@ func (w *worker) describe(in Input, product, itemPath string, src SourceRecord, 
 		Source: src, ProductBytes: st.Size(), Now: w.now(), CollectionID: w.collID,
 		CollectionPath: w.cfg.Collection, Datetime: w.cfg.Datetime, NoData: w.nodata,
 		Shard: w.cfg.Shard, Engine: w.cfg.Engine,
+		Probabilities: w.cfg.Options.Probabilities, TopK: w.cfg.Options.TopK,
 	})
 	if err != nil {
 		return fmt.Errorf("STAC item for %s: %w", product, err)

@@ -16,6 +16,7 @@ import (
 	raster "github.com/planetlabs/go-stac/extensions/raster/v1"
 
 	"github.com/pnec/pnec/geo"
+	"github.com/pnec/pnec/processor"
 )
 
 // STAC versions and extension schemas the Items follow (shipped under testdata/stac/schemas).
@@ -242,6 +243,10 @@ type ItemParams struct {
 	Datetime time.Time
 	// NoData is the value both product bands store for no data (geo.ProductNoData).
 	NoData int
+	// Probabilities and TopK describe the class probabilities file beside
+	// the product (processor.Options); ProbabilitiesOff: none.
+	Probabilities processor.ProbabilityStage
+	TopK          int
 	// Shard and Engine are the batch process's share of the inputs and the
 	// scheduler it ran under (recorded as pnec:shard, pnec:engine, pnec:job_id).
 	Shard  Shard
@@ -403,6 +408,9 @@ func BuildItem(p ItemParams) (*stac.Item, error) {
 				&rasterStddev{},
 			},
 		}
+	}
+	if p.Probabilities != processor.ProbabilitiesOff {
+		item.Assets[probabilitiesAssetKey] = probabilitiesAsset(p, portableHref(geo.ProbabilitiesPath(p.ProductPath), root, itemDir))
 	}
 	return item, nil
 }

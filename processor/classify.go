@@ -38,6 +38,7 @@ type rowsOut struct {
 	row0  int
 	class []uint16
 	rel   []float32
+	prob  []uint16 // [rows][cols][probability bands], nil without probabilities
 }
 
 func (c *Classifier) classify(parent context.Context, sceneName, out string) (res Result, err error) {
@@ -68,7 +69,8 @@ func (c *Classifier) classify(parent context.Context, sceneName, out string) (re
 	res.PlannedBytes = PlannedBytes(plan, info, c.m, c.opts)
 	// The Go heap and GDAL's block cache are held to the plan's shares of
 	// the budget (see MemoryModel).
-	release := reserveMemory(newSceneCost(info, c.m, c.opts).limit(budget, plan, c.pred.Backend()), blockCacheBytes(info, plan.TileCols))
+	cost := newSceneCost(info, c.m, c.opts)
+	release := reserveMemory(cost.limit(budget, plan, c.pred.Backend()), blockCacheBytes(info, plan.TileCols)+cost.probCache)
 	defer release()
 	c.log.Info("plan", "scene", sceneName, "plan", plan.String(), "budget_mib", budget>>20, "planned_mib", res.PlannedBytes>>20)
 
@@ -89,6 +91,7 @@ func (c *Classifier) classify(parent context.Context, sceneName, out string) (re
 		GeoRef:             geoRef,
 		Classes:            ci,
 		ReliabilityFloat32: c.opts.ReliabilityFloat32,
+		Probabilities:      probabilitySpec(c.opts),
 		CreationOptions:    c.opts.CreationOptions,
 		Metadata: map[string]string{
 			"MODEL_CHECKSUM":   c.m.Checksum(),
@@ -119,7 +122,15 @@ func (c *Classifier) classify(parent context.Context, sceneName, out string) (re
 	rows := make(chan rowsOut, 2)
 	var readT, netT, stitchT, writeT time.Duration
 	st := &stitcher{plan: &plan, classes: classes, recovery: rp, kind: c.kind, spectral: c.ref != nil,
-		out: rows, progress: c.opts.Progress, byClass: make([]int64, len(classes))}
+		out: rows, progress: c.opts.Progress, byClass: make([]int64, len(classes)),
+		probStage: c.opts.Probabilities, probBands: probabilityBands(c.opts, len(classes))}
+	if st.probBands > 0 {
+		values := make([]int, len(classes))
+		for i, k := range classes {
+			values[i] = k.Value
+		}
+		st.quant = newQuantizer(values, c.opts.TopK)
+	}
 	if c.opts.OnProgress != nil {
 		var done int64
 		all := int64(info.Rows) * int64(info.Cols)
@@ -152,6 +163,11 @@ func (c *Classifier) classify(parent context.Context, sceneName, out string) (re
 			t0 := time.Now()
 			if err := pw.WriteRows(r.row0, r.class, r.rel); err != nil {
 				return fmt.Errorf("write %s rows %d..%d: %w", out, r.row0, r.row0+len(r.class)/info.Cols, err)
+			}
+			if r.prob != nil {
+				if err := pw.WriteProbabilities(r.row0, r.prob); err != nil {
+					return err // geo names the file and the rows
+				}
 			}
 			writeT += time.Since(t0)
 		}
@@ -426,6 +442,10 @@ type stitcher struct {
 	progress func(done, total int)
 	tileDone func(t tiling.Tile, done int) // after each tile is stitched
 
+	probStage ProbabilityStage // the probabilities sent with the rows (ProbabilitiesOff: none)
+	probBands int              // values per pixel of rowsOut.prob
+	quant     *quantizer
+
 	canvas  *tiling.Canvas
 	buf     []float32 // interleaved tile output, reused
 	written int       // product rows sent
@@ -595,13 +615,26 @@ func (s *stitcher) rows(lo, hi, h int) (rowsOut, error) {
 		return rowsOut{}, fmt.Errorf("recover rows %d..%d: %w", lo, hi, err)
 	}
 	out := rowsOut{row0: lo, class: make([]uint16, (hi-lo)*cols), rel: make([]float32, (hi-lo)*cols)}
+	nb := s.probBands
+	if nb > 0 {
+		out.prob = make([]uint16, (hi-lo)*cols*nb)
+	}
 	off := (lo - inLo) * cols
 	for i := range out.class {
 		if !valid[off+i] {
 			out.rel[i] = float32(math.NaN())
+			if nb > 0 {
+				noData(out.prob[i*nb : (i+1)*nb])
+			}
 			continue
 		}
 		px := rec[i*k : (i+1)*k]
+		switch s.probStage {
+		case ProbabilitiesRecovered:
+			s.quant.put(out.prob[i*nb:(i+1)*nb], px)
+		case ProbabilitiesNetwork:
+			s.quant.put(out.prob[i*nb:(i+1)*nb], prob[(off+i)*k:(off+i+1)*k])
+		}
 		best := 0
 		for j, v := range px {
 			if v > px[best] {
