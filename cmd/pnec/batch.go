@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/schollz/progressbar/v3"
@@ -47,7 +48,9 @@ func init() {
 			&cli.StringFlag{Name: "stac-collection", Usage: "STAC Collection `FILE` each Item is added to (created if missing, updated atomically)"},
 			&cli.StringFlag{Name: "collection-id", Usage: "`ID` of a new collection (default: the collection file's directory name)"},
 			&cli.StringFlag{Name: "license", Usage: "licence of the Collection's products, an SPDX `ID` or expression (e.g. CC-BY-4.0; default: proprietary, none granted)"},
-			&cli.StringFlag{Name: "datetime", Usage: "acquisition `TIME` (RFC 3339, or YYYY-MM-DD) of the scenes, written as each Item's datetime; without it, a scene's own (source STAC Item, ACQUISITIONDATETIME/TIFFTAG_DATETIME metadata), or datetime null with start_datetime..end_datetime when it has none"},
+			&cli.StringFlag{Name: "datetime", Usage: "acquisition `TIME` (RFC 3339, or YYYY-MM-DD) of the scenes, or an interval START/END they were acquired in, written as each Item's datetime (an interval: datetime null, start_datetime, end_datetime); without it, a scene's own (source STAC Item, ACQUISITIONDATETIME/TIFFTAG_DATETIME metadata), and a scene without any fails"},
+			&cli.StringFlag{Name: "stac-base-url", Usage: "public `URL` of the Items' root (the --stac-collection file's directory, else --out-dir): Items and the Collection get absolute self links under it (without it, none)"},
+			&cli.StringFlag{Name: "model-item", Usage: "`HREF` (path or URL) of the model's STAC Item the products' Items point at (default: MODEL.json beside the model, from 'pnec train' or 'pnec model-item', else one written into --out-dir)"},
 			&cli.StringFlag{Name: "report", Value: "-", Usage: "run report `FILE`: one JSON line per scene (- = stdout)"},
 			&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "no progress bar or log lines (the report and errors still appear)"},
 		}, productFlags()...),
@@ -113,16 +116,17 @@ func batchAction(c *cli.Context) error {
 		report = f
 	}
 
-	var acquired time.Time
-	if v := c.String("datetime"); v != "" {
-		t, ok := pipelines.ParseDatetime(v)
-		if !ok {
-			return fmt.Errorf("--datetime %q: want an RFC 3339 time (2024-06-01T10:30:00Z) or a date (2024-06-01)", v)
-		}
-		acquired = t
+	acquired, acquiredEnd, err := parseDatetimeFlag(c.String("datetime"))
+	if err != nil {
+		return err
+	}
+	baseURL := c.String("stac-base-url")
+	if baseURL != "" && !strings.HasPrefix(baseURL, "https://") && !strings.HasPrefix(baseURL, "http://") {
+		return fmt.Errorf("--stac-base-url %q: want an http(s) URL", baseURL)
 	}
 	cfg := pipelines.Config{
-		Datetime: acquired, License: c.String("license"),
+		Datetime: acquired, DatetimeEnd: acquiredEnd, License: c.String("license"),
+		STACBaseURL: baseURL, ModelItem: c.String("model-item"),
 		ModelPath: c.String("model"), OutDir: c.String("out-dir"), Inputs: inputs,
 		Asset: c.String("asset"), Force: c.Bool("force"), Jobs: c.Int("jobs"), Shard: shard, Engine: engine,
 		Collection: c.String("stac-collection"), CollectionID: c.String("collection-id"),
@@ -147,10 +151,35 @@ func batchAction(c *cli.Context) error {
 	if !c.Bool("quiet") && sum.Scenes > 0 {
 		fmt.Fprintln(stderr, "batch: "+sum.String())
 	}
+	if errors.Is(err, pipelines.ErrNoDatetime) {
+		return fmt.Errorf("batch: %w (give --datetime TIME or START/END)", err)
+	}
 	if err != nil {
 		return fmt.Errorf("batch: %w", err)
 	}
 	return nil
+}
+
+// parseDatetimeFlag reads --datetime: a time, or an interval START/END
+// (end zero for a single time).
+func parseDatetimeFlag(v string) (time.Time, time.Time, error) {
+	if v == "" {
+		return time.Time{}, time.Time{}, nil
+	}
+	bad := fmt.Errorf("--datetime %q: want an RFC 3339 time (2024-06-01T10:30:00Z), a date (2024-06-01) or an interval START/END of them", v)
+	a, b, interval := strings.Cut(v, "/")
+	start, ok := pipelines.ParseDatetime(a)
+	if !ok {
+		return time.Time{}, time.Time{}, bad
+	}
+	if !interval {
+		return start, time.Time{}, nil
+	}
+	end, ok := pipelines.ParseDatetime(b)
+	if !ok || end.Before(start) {
+		return time.Time{}, time.Time{}, bad
+	}
+	return start, end, nil
 }
 
 // batchBar draws scenes done, and the current scene's tiles, on a terminal.
