@@ -34,6 +34,9 @@ type Input struct {
 	ItemUpdated  string `json:"-"`
 	// Key names the scene's products (Key.tif, Key.json); unique within one expansion.
 	Key string `json:"-"`
+	// Mask is the GDAL name of the source Item's area-of-interest asset
+	// (ExpandOptions.MaskRole), "" when none was asked for or found.
+	Mask string `json:"mask,omitempty"`
 }
 
 // InputError is an argument, or a STAC Item it led to, that yields no scene.
@@ -57,6 +60,9 @@ var (
 type ExpandOptions struct {
 	// Asset is the asset key to take from STAC Items; "" takes the one asset with role "data".
 	Asset string
+	// MaskRole, when set, takes each STAC Item's asset with this role as
+	// the scene's mask (Input.Mask; see maskAsset).
+	MaskRole string
 	// HTTPClient fetches STAC documents given as URLs; nil = http.DefaultClient.
 	HTTPClient *http.Client
 	// MaxDepth limits how deep Catalog/Collection child links are followed (default 8).
@@ -361,6 +367,12 @@ func (e *expander) item(loc, origin string, d stacDoc) {
 		in.ItemDatetime = s
 	}
 	in.ItemUpdated, _ = d.Properties["updated"].(string)
+	if e.opts.MaskRole != "" {
+		if in.Mask, err = maskAsset(loc, d.Assets, e.opts.MaskRole); err != nil {
+			e.fail(name, err)
+			return
+		}
+	}
 	e.out = append(e.out, in)
 }
 

@@ -24,6 +24,10 @@ type SourceRecord struct {
 	SizeBytes   int64  `json:"size_bytes,omitempty"`
 	ModTime     string `json:"mtime,omitempty"` // RFC 3339 with nanoseconds, UTC
 	ItemUpdated string `json:"item_updated,omitempty"`
+	// Mask is the area of interest the product was made within (maskRecord).
+	Mask          string `json:"mask,omitempty"`
+	MaskSizeBytes int64  `json:"mask_size_bytes,omitempty"`
+	MaskModTime   string `json:"mask_mtime,omitempty"`
 }
 
 func sourceRecord(in Input) SourceRecord {

@@ -34,6 +34,11 @@ type Config struct {
 	Inputs []string
 	// Asset is the STAC asset key to classify; "" = the asset with role "data".
 	Asset string
+	// Mask is the area of interest scenes are classified in: "" none, a
+	// raster or vector file for every scene, a pattern with {key} (the
+	// scene's key) for one per scene, or asset:ROLE for the asset of that
+	// role of each scene's STAC Item. See processor.Classifier.ClassifyMasked.
+	Mask string
 	// Force redoes scenes whose product is up to date.
 	Force bool
 	// Jobs is the number of scenes classified at once; 0 = 1 on a GPU backend,
@@ -221,7 +226,7 @@ func Run(ctx context.Context, cfg Config) (Summary, error) {
 		return sum, fmt.Errorf("output directory %s: %w", cfg.OutDir, err)
 	}
 
-	inputs, inErrs, err := Expand(ctx, cfg.Inputs, ExpandOptions{Asset: cfg.Asset, HTTPClient: cfg.HTTPClient})
+	inputs, inErrs, err := Expand(ctx, cfg.Inputs, ExpandOptions{Asset: cfg.Asset, HTTPClient: cfg.HTTPClient, MaskRole: MaskRole(cfg.Mask)})
 	if err != nil {
 		return sum, err
 	}
@@ -526,10 +531,18 @@ func (w *worker) scene(ctx context.Context, in Input) SceneReport {
 		w.log.Info("removed stale temporary files", "input", in.Name, "files", n)
 	}
 
+	mask, err := sceneMask(w.cfg.Mask, in)
+	if err != nil {
+		return fail(err)
+	}
 	src := sourceRecord(in)
+	maskRecord(&src, mask)
 	// The record names the input as the Item's links do (relative when under
 	// the Item's root), so the Item stays portable and the check stable.
 	src.Name = portableHref(src.Name, w.root(), w.cfg.OutDir)
+	if src.Mask != "" {
+		src.Mask = portableHref(src.Mask, w.root(), w.cfg.OutDir)
+	}
 	checksum := w.model.Checksum()
 	if !w.cfg.Force {
 		ok, why := upToDate(product, itemPath, src, checksum, w.cfg.Options.ReliabilityFloat32)
@@ -559,7 +572,7 @@ func (w *worker) scene(ctx context.Context, in Input) SceneReport {
 	if err := w.checkDatetime(in); err != nil {
 		return fail(err)
 	}
-	res, err := w.classifier.Classify(ctx, in.Name, product)
+	res, err := w.classifier.ClassifyMasked(ctx, in.Name, mask, product)
 	if err != nil {
 		return fail(err)
 	}

@@ -387,9 +387,13 @@ func BuildItem(p ItemParams) (*stac.Item, error) {
 	if src == "" {
 		src = p.Input.Name
 	}
+	lineage := fmt.Sprintf("PNEC-Mamba land-cover classification of %s with model sha256:%s on backend %s",
+		portableHref(src, root, itemDir), p.ModelChecksum, p.Backend)
+	if p.Source.Mask != "" {
+		lineage += ", within the area of interest " + p.Source.Mask
+	}
 	proc := &Processing{
-		Lineage: fmt.Sprintf("PNEC-Mamba land-cover classification of %s with model sha256:%s on backend %s",
-			portableHref(src, root, itemDir), p.ModelChecksum, p.Backend),
+		Lineage:  lineage,
 		Level:    processingLevel,
 		Datetime: now.Format(time.RFC3339),
 		Software: map[string]string{"pnec": p.Version},

@@ -46,6 +46,9 @@ type Options struct {
 	// TopK is the number of classes the probabilities keep per pixel
 	// (0 = every class as a band); needs Probabilities.
 	TopK int
+	// Mask, when set, is an area of interest every scene is classified in
+	// (a raster, non-zero inside, or a vector file; see ClassifyMasked).
+	Mask string
 	// Progress, when set, is called after every tile is stitched with the
 	// number of tiles done and their total; from the stitching goroutine.
 	Progress func(done, total int)
@@ -155,6 +158,12 @@ type Result struct {
 	// Stats are the product's stored pixels as its writer saw them: class
 	// counts and reliability statistics, without reading the product back.
 	Stats geo.ProductStats
+	// Mask is the area of interest the scene was classified in ("" =
+	// none), MaskPixels the scene's pixels inside it and TilesSkipped the
+	// tiles wholly outside it, which were neither read nor run.
+	Mask         string
+	MaskPixels   int64
+	TilesSkipped int
 }
 
 // predictor is what Classify needs of model.Predictor; tests substitute

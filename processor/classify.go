@@ -23,6 +23,7 @@ const finalizeChunkRows = 128
 type tileIn struct {
 	tile  tiling.Tile
 	scene model.Scene
+	skip  bool // wholly outside the mask: not read, not run
 }
 
 // tileOut is the network's output for a tile.
@@ -31,6 +32,7 @@ type tileOut struct {
 	pred  model.Prediction
 	valid []bool    // input validity, TileRows x TileCols (padding replicated)
 	dist  []float32 // [TileRows*TileCols][K] class distances of the spectra (spectral kinds only)
+	skip  bool      // wholly outside the mask: no prediction, every pixel invalid
 }
 
 // rowsOut is a run of final product rows.
@@ -42,8 +44,13 @@ type rowsOut struct {
 }
 
 func (c *Classifier) classify(parent context.Context, sceneName, out string) (res Result, err error) {
+	return c.classifyIn(parent, sceneName, c.opts.Mask, out)
+}
+
+// classifyIn classifies the scene within mask ("" = everywhere).
+func (c *Classifier) classifyIn(parent context.Context, sceneName, mask, out string) (res Result, err error) {
 	start := time.Now()
-	res = Result{Scene: sceneName, Product: out, ModelChecksum: c.m.Checksum(), Backend: c.pred.Backend()}
+	res = Result{Scene: sceneName, Product: out, ModelChecksum: c.m.Checksum(), Backend: c.pred.Backend(), Mask: mask}
 	if err := CheckOutput(out); err != nil {
 		return res, err
 	}
@@ -73,6 +80,14 @@ func (c *Classifier) classify(parent context.Context, sceneName, out string) (re
 	release := reserveMemory(cost.limit(budget, plan, c.pred.Backend()), blockCacheBytes(info, plan.TileCols)+cost.probCache)
 	defer release()
 	c.log.Info("plan", "scene", sceneName, "plan", plan.String(), "budget_mib", budget>>20, "planned_mib", res.PlannedBytes>>20)
+	var mk *geo.Mask
+	if mask != "" {
+		if mk, err = geo.OpenMask(parent, mask, info); err != nil {
+			return res, fmt.Errorf("%s: %w", sceneName, err)
+		}
+		defer mk.Close()
+		res.MaskPixels = mk.Inside()
+	}
 
 	classes := c.m.Classes()
 	ci := make([]geo.ClassInfo, len(classes))
@@ -142,7 +157,7 @@ func (c *Classifier) classify(parent context.Context, sceneName, out string) (re
 
 	g.Go(func() (err error) {
 		defer close(tiles)
-		readT, err = c.readTiles(ctx, sc, sceneName, info, &plan, free, tiles)
+		readT, res.TilesSkipped, err = c.readTiles(ctx, sc, mk, sceneName, info, &plan, free, tiles)
 		return err
 	})
 	g.Go(func() (err error) {
@@ -203,12 +218,36 @@ func (c *Classifier) classify(parent context.Context, sceneName, out string) (re
 // is read, before that tile goes to the network (see signalCheck). Tiles
 // are read into the buffers the network hands back on free when there is
 // one.
-func (c *Classifier) readTiles(ctx context.Context, sc *geo.Scene, name string, info geo.Info, plan *tiling.Plan, free <-chan []float32, out chan<- tileIn) (time.Duration, error) {
+func (c *Classifier) readTiles(ctx context.Context, sc *geo.Scene, mk *geo.Mask, name string, info geo.Info, plan *tiling.Plan, free <-chan []float32, out chan<- tileIn) (time.Duration, int, error) {
 	var busy time.Duration
 	var sig signalCheck
+	var inside []bool
+	skipped := 0
 	cr := carryReader{sc: sc, bands: info.Bands, sceneCols: info.Cols, blockCols: carryBlockCols(info)}
 	for i, t := range plan.Tiles {
 		t0 := time.Now()
+		if mk != nil {
+			var any bool
+			var err error
+			if inside, any, err = tileMask(mk, t, inside); err != nil {
+				return busy, skipped, fmt.Errorf("%w (tile %d)", err, t.Index)
+			}
+			if !any {
+				skipped++
+				if i == len(plan.Tiles)-1 {
+					if err := sig.verdict(name, info); err != nil {
+						return busy, skipped, err
+					}
+				}
+				busy += time.Since(t0)
+				select {
+				case out <- tileIn{tile: t, skip: true}:
+				case <-ctx.Done():
+					return busy, skipped, nil
+				}
+				continue
+			}
+		}
 		var buf []float32
 		select {
 		case buf = <-free:
@@ -221,12 +260,15 @@ func (c *Classifier) readTiles(ctx context.Context, sc *geo.Scene, name string, 
 		blk, err := cr.read(ctx, t, next, buf)
 		if err != nil {
 			// geo's error names the scene and the window already.
-			return busy, fmt.Errorf("%w (tile %d)", err, t.Index)
+			return busy, skipped, fmt.Errorf("%w (tile %d)", err, t.Index)
+		}
+		if mk != nil {
+			applyMask(blk, inside)
 		}
 		sig.add(blk.Data, blk.Valid, blk.Bands)
 		if i == len(plan.Tiles)-1 {
 			if err := sig.verdict(name, info); err != nil {
-				return busy, err
+				return busy, skipped, err
 			}
 		}
 		s := padTile(blk, t)
@@ -234,10 +276,10 @@ func (c *Classifier) readTiles(ctx context.Context, sc *geo.Scene, name string, 
 		select {
 		case out <- tileIn{tile: t, scene: s}:
 		case <-ctx.Done():
-			return busy, nil // the group's error, or the caller's stop, says why
+			return busy, skipped, nil // the group's error, or the caller's stop, says why
 		}
 	}
-	return busy, nil
+	return busy, skipped, nil
 }
 
 // carryReader reads the tiles of a row of tiles so that each column of the
@@ -392,6 +434,14 @@ func (c *Classifier) runTiles(ctx context.Context, name string, plan *tiling.Pla
 		if ctx.Err() != nil {
 			return busy, nil
 		}
+		if t.skip {
+			select {
+			case out <- tileOut{tile: t.tile, skip: true}:
+				continue
+			case <-ctx.Done():
+				return busy, nil
+			}
+		}
 		t0 := time.Now()
 		// The spectral class distances depend on the tile's spectra only, so
 		// they run beside the network; the stitcher blends them like the
@@ -524,6 +574,12 @@ func (s *stitcher) counts() map[int]int64 {
 
 // add blends one tile's probabilities, uncertainty and validity.
 func (s *stitcher) add(t tileOut) error {
+	if t.skip {
+		if err := s.canvas.Add(s.plan, t.tile, s.skippedOutput(t.tile)); err != nil {
+			return fmt.Errorf("stitch tile %d: %w", t.tile.Index, err)
+		}
+		return nil
+	}
 	k := len(s.classes)
 	d := s.depth()
 	n := t.pred.Rows * t.pred.Cols

@@ -41,6 +41,7 @@ func init() {
 			&cli.StringFlag{Name: "model", Required: true, Usage: "trained model `FILE` (from 'pnec train')"},
 			&cli.StringFlag{Name: "out-dir", Required: true, Usage: "output `DIR` (local file system) for KEY.tif and KEY.json; created if missing"},
 			&cli.StringFlag{Name: "asset", Usage: "STAC asset `KEY` to classify (default: the asset with role \"data\")"},
+			&cli.StringFlag{Name: "mask", Usage: "classify only inside an area of interest `SPEC`: a raster (non-zero = inside) or vector file (any CRS, reprojected) for every scene; a path pattern with {key} (the scene's KEY) for one per scene; or asset:ROLE for the asset with that role of each scene's STAC Item"},
 			&cli.BoolFlag{Name: "force", Usage: "redo scenes whose product is up to date"},
 			&cli.IntFlag{Name: "jobs", Aliases: []string{"j"}, Usage: "scenes classified at once, `N`; 0 = 1 on a GPU backend, on CPU as many as fit in --max-memory (at most the CPU count)"},
 			&cli.StringFlag{Name: "shard", Usage: "process only shard `I/N` of the inputs (0-based I; deterministic, by a hash of the scene key)"},
@@ -128,7 +129,7 @@ func batchAction(c *cli.Context) error {
 		Datetime: acquired, DatetimeEnd: acquiredEnd, License: c.String("license"),
 		STACBaseURL: baseURL, ModelItem: c.String("model-item"),
 		ModelPath: c.String("model"), OutDir: c.String("out-dir"), Inputs: inputs,
-		Asset: c.String("asset"), Force: c.Bool("force"), Jobs: c.Int("jobs"), Shard: shard, Engine: engine,
+		Asset: c.String("asset"), Mask: c.String("mask"), Force: c.Bool("force"), Jobs: c.Int("jobs"), Shard: shard, Engine: engine,
 		Collection: c.String("stac-collection"), CollectionID: c.String("collection-id"),
 		Options: opts, Report: report, Version: version,
 	}

@@ -45,6 +45,7 @@ func init() {
 			&cli.StringFlag{Name: "model", Required: true, Usage: "trained model `FILE` (from 'pnec train')"},
 			&cli.StringFlag{Name: "scene", Usage: "input scene: any GDAL dataset `NAME` (or the first argument)"},
 			&cli.StringFlag{Name: "out", Usage: "output product `PATH` (COG GeoTIFF; or the second argument)"},
+			&cli.StringFlag{Name: "mask", Usage: "classify only inside the area of interest `FILE`: a raster (non-zero = inside) or a vector file OGR reads (GeoJSON, GeoPackage, Shapefile; polygons in any CRS, reprojected); outside is no-data, tiles wholly outside are not read"},
 			&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "no progress and no summary line"},
 		}, productFlags()...),
 		Action: classifyAction,
@@ -171,6 +172,10 @@ func classifyAction(c *cli.Context) error {
 	if err := processor.CheckOutput(out); err != nil {
 		return fmt.Errorf("--out %w", err)
 	}
+	mask := c.String("mask")
+	if strings.Contains(mask, "{key}") || strings.HasPrefix(mask, "asset:") {
+		return fmt.Errorf("--mask %s: a pattern or asset:ROLE is for pnec batch; give the mask file", mask)
+	}
 	quiet := c.Bool("quiet")
 	stderr := c.App.ErrWriter
 	if stderr == nil {
@@ -198,7 +203,7 @@ func classifyAction(c *cli.Context) error {
 		return err
 	}
 	defer cl.Close()
-	res, err := cl.Classify(c.Context, scene, out)
+	res, err := cl.ClassifyMasked(c.Context, scene, mask, out)
 	if err != nil {
 		return err
 	}
@@ -235,6 +240,9 @@ func progressReporter(w io.Writer, scene string) func(processor.Progress) {
 
 func printSummary(w io.Writer, r processor.Result) {
 	fmt.Fprintf(w, "%s: %dx%d (cols x rows), %s, backend %s\n", r.Product, r.Cols, r.Rows, r.Plan, r.Backend)
+	if r.Mask != "" {
+		fmt.Fprintf(w, "  mask %s: %d pixels inside, %d of %d tiles wholly outside (not read)\n", r.Mask, r.MaskPixels, r.TilesSkipped, r.Tiles)
+	}
 	total := int64(r.Rows) * int64(r.Cols)
 	fmt.Fprintf(w, "  valid pixels %d of %d (%.1f%%); classes:", r.ValidPixels, total, 100*float64(r.ValidPixels)/float64(max(total, 1)))
 	keys := make([]int, 0, len(r.ClassCounts))
