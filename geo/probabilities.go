@@ -249,15 +249,19 @@ func (p *ProductWriter) commitProbabilities(ctx context.Context, prefixed map[st
 			return "", err
 		}
 	}
-	cog, err := p.toCOG(pf.stage, ".prob.tmp.tif")
-	if err != nil {
-		return "", err
-	}
-	if err := unmarkAlpha(cog); err != nil {
-		return "", fmt.Errorf("unmark alpha in %s: %w", cog, err)
-	}
-	return cog, nil
+	// Not unmarkAlpha'd as the product is: GDAL's COG driver writes 3 or 4
+	// Byte bands as PHOTOMETRIC=RGB (band 4 an alpha sample) whatever the
+	// source says, and keeps the bands' own colour interpretations in its
+	// metadata, which GDAL (and rasterio and QGIS through it) reads back.
+	return p.toCOG(pf.stage, ".prob.tmp.tif", stageOpenOptions...)
 }
+
+// stageOpenOptions open the probabilities stage for reading with one
+// thread: GDAL 3.6's multithreaded block reader (GDAL_NUM_THREADS, which
+// pnec sets) fails on a stage of 3 or more bands ("_TIFFVSetField: Bad value
+// 3 for ExtraSamples tag", printed per block) and falls back to reading
+// on one thread anyway.
+var stageOpenOptions = []string{"NUM_THREADS=1"}
 
 // probabilityOverviews gives the stage its overview levels: MODE for a
 // top-k file's class bands (GDAL 3.6 builds one method for all bands of a
@@ -265,7 +269,7 @@ func (p *ProductWriter) commitProbabilities(ctx context.Context, prefixed map[st
 // means of its valid full-resolution pixels (averageOverviews).
 func (p *ProductWriter) probabilityOverviews(ctx context.Context, levels []int) error {
 	pf := p.prob
-	ds, err := godal.Open(pf.stage, godal.RasterOnly(), godal.Update(), errh)
+	ds, err := godal.Open(pf.stage, godal.RasterOnly(), godal.Update(), godal.DriverOpenOption(stageOpenOptions...), errh)
 	if err != nil {
 		return fmt.Errorf("reopen %s for update: %w", pf.stage, err)
 	}

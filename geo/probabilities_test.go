@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -102,6 +103,7 @@ func TestProbabilitiesFile(t *testing.T) {
 		{productCases[0], 0},
 		{productCases[0], 2},
 		{productCases[1], 3},
+		{productCase{"byte3", 3, false, godal.Byte, 255}, 0}, // 3 Byte bands: GDAL's COG writes them as RGB
 	} {
 		t.Run(fmt.Sprintf("%s_top%d", tc.pc.name, tc.topK), func(t *testing.T) {
 			path := filepath.Join(dir, fmt.Sprintf("%s_%d.tif", tc.pc.name, tc.topK))
@@ -189,6 +191,12 @@ func TestProbabilitiesFile(t *testing.T) {
 				t.Errorf("gdalinfo: a band is marked alpha")
 			}
 			validateCOG(t, ProbabilitiesPath(path))
+			// Decoded by GDAL's threads, as pnec reads (GDAL_NUM_THREADS=ALL_CPUS).
+			cmd := exec.Command("gdalinfo", "-checksum", ProbabilitiesPath(path))
+			cmd.Env = append(os.Environ(), "GDAL_NUM_THREADS=ALL_CPUS")
+			if out, err := cmd.CombinedOutput(); err != nil || strings.Contains(string(out), "ERROR") {
+				t.Errorf("gdalinfo -checksum with GDAL_NUM_THREADS=ALL_CPUS: %v\n%s", err, out)
+			}
 		})
 	}
 }

@@ -672,7 +672,7 @@ func (p *ProductWriter) commit(ctx context.Context) error {
 
 // toCOG copies a stage to a COG in a temporary file beside the product (tag
 // names it) and returns that file's name.
-func (p *ProductWriter) toCOG(stage, tag string) (string, error) {
+func (p *ProductWriter) toCOG(stage, tag string, openOpts ...string) (string, error) {
 	opts, err := p.cogOptions()
 	if err != nil {
 		return "", err
@@ -682,7 +682,7 @@ func (p *ProductWriter) toCOG(stage, tag string) (string, error) {
 		return "", err
 	}
 	p.temps = append(p.temps, withSidecars(cog)...)
-	src, err := godal.Open(stage, godal.RasterOnly(), godal.SiblingFiles(), errh)
+	src, err := godal.Open(stage, godal.RasterOnly(), godal.SiblingFiles(), godal.DriverOpenOption(openOpts...), errh)
 	if err != nil {
 		return "", fmt.Errorf("reopen %s: %w", stage, err)
 	}

@@ -67,6 +67,11 @@ type ExpandOptions struct {
 	HTTPClient *http.Client
 	// MaxDepth limits how deep Catalog/Collection child links are followed (default 8).
 	MaxDepth int
+	// Items are STAC Items given as JSON (a STAC task payload's features),
+	// scenes like those of an Item file; ItemsBase is the file they came
+	// from, which relative hrefs resolve against ("" = the working directory).
+	Items     []json.RawMessage
+	ItemsBase string
 }
 
 // maxSTACBytes caps one STAC document read into memory (64 MiB).
@@ -95,6 +100,9 @@ func Expand(ctx context.Context, args []string, opts ExpandOptions) ([]Input, []
 			return nil, nil, err
 		}
 		e.arg(ctx, a, a)
+	}
+	for i, raw := range opts.Items {
+		e.payloadItem(i, raw)
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, nil, err

@@ -32,6 +32,10 @@ type Config struct {
 	OutDir string
 	// Inputs are dataset names, globs, directories and STAC documents (see Expand).
 	Inputs []string
+	// Items are more inputs: STAC Items as JSON (a STAC task payload's
+	// features; see RunPayload), relative hrefs against ItemsBase.
+	Items     []json.RawMessage
+	ItemsBase string
 	// Asset is the STAC asset key to classify; "" = the asset with role "data".
 	Asset string
 	// Mask is the area of interest scenes are classified in: "" none, a
@@ -226,7 +230,8 @@ func Run(ctx context.Context, cfg Config) (Summary, error) {
 		return sum, fmt.Errorf("output directory %s: %w", cfg.OutDir, err)
 	}
 
-	inputs, inErrs, err := Expand(ctx, cfg.Inputs, ExpandOptions{Asset: cfg.Asset, HTTPClient: cfg.HTTPClient, MaskRole: MaskRole(cfg.Mask)})
+	inputs, inErrs, err := Expand(ctx, cfg.Inputs, ExpandOptions{Asset: cfg.Asset, HTTPClient: cfg.HTTPClient, MaskRole: MaskRole(cfg.Mask),
+		Items: cfg.Items, ItemsBase: cfg.ItemsBase})
 	if err != nil {
 		return sum, err
 	}

@@ -20,7 +20,7 @@ func init() {
 	register(&cli.Command{
 		Name:      "batch",
 		Usage:     "classify many scenes (files, globs, directories, STAC) into COG products with STAC Items, idempotently",
-		UsageText: "pnec batch --model MODEL --out-dir DIR [options] INPUT...",
+		UsageText: "pnec batch --model MODEL --out-dir DIR [options] INPUT...\npnec batch --payload PAYLOAD.json|- [--payload-out OUT.json|-] [options] [INPUT...]",
 		Description: "Each INPUT is a GDAL dataset name (path, VRT, /vsizip/, /vsicurl/, /vsis3/ ...), a glob, a\n" +
 			"directory (its raster and STAC files, not recursive), or a STAC Item, ItemCollection, Catalog or\n" +
 			"Collection (local file or http(s) URL; the scene is the asset with role \"data\", or --asset KEY).\n" +
@@ -29,17 +29,26 @@ func init() {
 			"size and modification time and the model checksum). A scene whose product is up to date is\n" +
 			"skipped (--force redoes it); a run killed at any moment and started again finishes the rest.\n" +
 			"One failing scene does not stop the others; the exit status is 1 when any failed.\n" +
-			"A JSON line per scene goes to --report (default stdout), a summary to stderr.\n\n" +
+			"A JSON line per scene goes to --report (default stdout), a summary to stderr.\n" +
+			"--payload reads a STAC task payload (the stac-task convention Cirrus uses: a FeatureCollection of\n" +
+			"Items with process[0].tasks.pnec parameters named like these flags, e.g. \"out_dir\", \"max_memory\";\n" +
+			"flags given here win) and --payload-out writes the output payload: the features replaced by the\n" +
+			"product Items, uploaded to process[0].upload_options.path_template when it has one\n" +
+			"(docs/stac-task.md).\n\n" +
 			"Examples:\n" +
 			"  pnec batch --model salinas.pnec --out-dir products/ incoming/*.tif\n" +
 			"  pnec batch --model m.pnec --out-dir products/ --stac-collection products/collection.json catalog.json\n" +
 			"  pnec batch --model m.pnec --out-dir /shared/products --shard 2/8 /shared/incoming/\n" +
 			"  JOB_COMPLETION_INDEX=2 pnec batch --model m.pnec --out-dir out --shards 8 in/   (Kubernetes Indexed Job)\n" +
 			"  sbatch --array=0-7 --wrap 'pnec batch --model m.pnec --out-dir /shared/out /shared/in/'   (Slurm: shard from the array)\n" +
-			"  pnec --config AWS_REGION=eu-west-1 batch --model m.pnec --out-dir out /vsis3/bucket/scene.tif",
+			"  pnec --config AWS_REGION=eu-west-1 batch --model m.pnec --out-dir out /vsis3/bucket/scene.tif\n" +
+			"  pnec batch --payload - --payload-out - < payload.json > output-payload.json",
 		Flags: append([]cli.Flag{
-			&cli.StringFlag{Name: "model", Required: true, Usage: "trained model `FILE` (from 'pnec train')"},
-			&cli.StringFlag{Name: "out-dir", Required: true, Usage: "output `DIR` (local file system) for KEY.tif and KEY.json; created if missing"},
+			&cli.StringFlag{Name: "model", Usage: "trained model `FILE` (from 'pnec train'); required, here or as the payload's model parameter"},
+			&cli.StringFlag{Name: "out-dir", Usage: "output `DIR` (local file system) for KEY.tif and KEY.json; created if missing; required, here or as the payload's out_dir parameter"},
+			&cli.StringFlag{Name: "payload", Usage: "STAC task payload `FILE` (- = standard input): its Items are inputs, process[0].tasks.pnec (over workflow_options) its parameters"},
+			&cli.StringFlag{Name: "payload-out", Usage: "write the output payload to `FILE` (- = standard output; the report then goes to --report only when it names a file)"},
+			&cli.StringFlag{Name: "task-name", Value: pipelines.DefaultTaskName, Usage: "`NAME` of the task's parameters in the payload (process[0].tasks.NAME)"},
 			&cli.StringFlag{Name: "asset", Usage: "STAC asset `KEY` to classify (default: the asset with role \"data\")"},
 			&cli.StringFlag{Name: "mask", Usage: "classify only inside an area of interest `SPEC`: a raster (non-zero = inside) or vector file (any CRS, reprojected) for every scene; a path pattern with {key} (the scene's KEY) for one per scene; or asset:ROLE for the asset with that role of each scene's STAC Item"},
 			&cli.BoolFlag{Name: "force", Usage: "redo scenes whose product is up to date"},
@@ -84,8 +93,17 @@ func batchEngine(c *cli.Context) (pipelines.Engine, error) {
 
 func batchAction(c *cli.Context) error {
 	inputs := c.Args().Slice()
-	if len(inputs) == 0 {
-		return errors.New("batch: no INPUT given (scenes, globs, directories or STAC documents)")
+	payload, err := readPayloadFlag(c)
+	if err != nil {
+		return err
+	}
+	if len(inputs) == 0 && payload == nil {
+		return errors.New("batch: no INPUT given (scenes, globs, directories or STAC documents) and no --payload")
+	}
+	for _, f := range []string{"model", "out-dir"} {
+		if c.String(f) == "" {
+			return fmt.Errorf("batch: --%s not set (give it, or the payload's %s parameter)", f, strings.ReplaceAll(f, "-", "_"))
+		}
 	}
 	engine, err := batchEngine(c)
 	shard := engine.Shard
@@ -107,6 +125,9 @@ func batchAction(c *cli.Context) error {
 	var report io.Writer = c.App.Writer
 	if report == nil {
 		report = os.Stdout
+	}
+	if c.String("payload-out") == "-" && c.String("report") == "-" {
+		report = nil // standard output carries the output payload
 	}
 	if p := c.String("report"); p != "-" {
 		f, err := os.Create(p)
@@ -148,7 +169,16 @@ func batchAction(c *cli.Context) error {
 		cfg.Logger = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
 	}
 
-	sum, err := pipelines.Run(c.Context, cfg)
+	var sum pipelines.Summary
+	if payload != nil {
+		var out map[string]any
+		sum, out, err = pipelines.RunPayload(c.Context, cfg, payload)
+		if werr := writePayloadOut(c, out); werr != nil {
+			err = errors.Join(err, werr)
+		}
+	} else {
+		sum, err = pipelines.Run(c.Context, cfg)
+	}
 	if !c.Bool("quiet") && sum.Scenes > 0 {
 		fmt.Fprintln(stderr, "batch: "+sum.String())
 	}
