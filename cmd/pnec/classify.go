@@ -34,7 +34,8 @@ func init() {
 			"the model's training pixels of its label (--reliability-score; see 'pnec evaluate' for each kind's\n" +
 			"measured error AUROC). The product is written beside OUTPUT and renamed into place when complete.\n" +
 			"The scene is any GDAL dataset name (GeoTIFF, ENVI, VRT, /vsicurl/...). The positional form lets\n" +
-			"GDAL pipelines call pnec as an external step.\n\n" +
+			"GDAL pipelines call pnec as an external step: gdal raster pipeline ... ! external\n" +
+			"\"pnec classify --model M -q <INPUT> <OUTPUT>\" ! ... (docs/gdal-pipeline.md).\n\n" +
 			"Examples:\n" +
 			"  pnec classify --model salinas.pnec --scene salinas.tif --out salinas_map.tif\n" +
 			"  pnec classify --model paviau.pnec --scene big.vrt --out big_map.tif --max-memory 4G\n" +
