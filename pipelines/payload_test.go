@@ -187,7 +187,7 @@ func TestExpandTemplate(t *testing.T) {
 		"datetime": "2020-07-16T10:15:30Z", "mgrs:utm_zone": 31.0, "grid:code": "MGRS-31TDH"}}
 	for tmpl, want := range map[string]string{
 		"s3://b/${collection}/${year}/${month}/${day}/${id}": "s3://b/s2/2020/07/16/S2A_1",
-		"/out/${mgrs:utm_zone}/${grid:code}/${date}":        "/out/31/MGRS-31TDH/2020-07-16",
+		"/out/${mgrs:utm_zone}/${grid:code}/${date}":         "/out/31/MGRS-31TDH/2020-07-16",
 	} {
 		if got, err := expandTemplate(tmpl, item); err != nil || got != want {
 			t.Errorf("%s: got %q, %v, want %q", tmpl, got, err, want)
