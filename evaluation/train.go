@@ -8,6 +8,7 @@ import (
 	"io"
 	"math"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -153,6 +154,9 @@ func Train(ctx context.Context, req TrainRequest) (TrainResult, error) {
 		return TrainResult{}, err
 	}
 	opts := req.Options
+	if opts.Provenance == (model.Provenance{}) {
+		opts.Provenance = model.Provenance{Scene: absIfFile(req.Scene), Labels: absIfFile(req.Labels), TrainMask: absIfFile(req.TrainMask)}
+	}
 	if req.TrainMask != "" {
 		if opts.TrainMask, err = readTrainMask(ctx, req.TrainMask, req.Labels, in); err != nil {
 			return TrainResult{}, err
@@ -230,4 +234,19 @@ func ReadClassNamesFile(path string) (map[int]string, error) {
 	}
 	defer f.Close()
 	return ParseClassNames(f, path)
+}
+
+// absIfFile is name made absolute when it names a local file, so that the
+// model's record of it holds from any directory; other dataset names
+// (URLs, /vsi paths) stay as they are.
+func absIfFile(name string) string {
+	if name == "" {
+		return ""
+	}
+	if st, err := os.Stat(name); err == nil && st.Mode().IsRegular() {
+		if abs, err := filepath.Abs(name); err == nil {
+			return abs
+		}
+	}
+	return name
 }

@@ -92,6 +92,8 @@ type ProductWriter struct {
 	remote   string
 	localDir string
 	stats    statsAcc // of what WriteRows stored
+
+	prob *probFile // the class probabilities companion (ProductSpec.Probabilities)
 }
 
 // ProductStats describe a product's stored pixels, as a reader of the
@@ -252,6 +254,12 @@ func CreateProduct(path string, spec ProductSpec) (*ProductWriter, error) {
 		if err := p.describeFloat(); err != nil {
 			p.Close()
 			return nil, fmt.Errorf("create product %s: reliability file: %w", path, err)
+		}
+	}
+	if spec.Probabilities != nil {
+		if err := p.createProbabilities(); err != nil {
+			p.Close()
+			return nil, fmt.Errorf("create product %s: %w", path, err)
 		}
 	}
 	return p, nil
@@ -596,6 +604,10 @@ func (p *ProductWriter) commit(ctx context.Context) error {
 			return err
 		}
 	}
+	probCOG, err := p.commitProbabilities(ctx, prefixed, lv)
+	if err != nil {
+		return err
+	}
 	style, err := tempBeside(p.path, ".qml.tmp")
 	if err != nil {
 		return err
@@ -617,6 +629,14 @@ func (p *ProductWriter) commit(ctx context.Context) error {
 	} else if err := removeIfExists(relPath, relPath+auxSuffix); err != nil {
 		return fmt.Errorf("remove stale %s: %w", relPath, err)
 	}
+	probPath := ProbabilitiesPath(p.path)
+	if probCOG != "" {
+		if err := publish(probCOG, probPath); err != nil {
+			return err
+		}
+	} else if err := removeIfExists(probPath, probPath+auxSuffix); err != nil {
+		return fmt.Errorf("remove stale %s: %w", probPath, err)
+	}
 	// Under tempfiles.Publish like every rename: nothing is published once a stop began.
 	if err := tempfiles.Publish(func() error { return os.Rename(style, stylePath) }); err != nil {
 		return fmt.Errorf("rename %s to %s: %w", style, stylePath, err)
@@ -626,9 +646,12 @@ func (p *ProductWriter) commit(ctx context.Context) error {
 		return err
 	}
 	removeIfExists(append(withSidecars(p.stage), withSidecars(p.relStage)...)...)
+	if p.prob != nil {
+		removeIfExists(withSidecars(p.prob.stage)...)
+	}
 	if p.remote != "" {
 		// Companions first, the product file last.
-		for _, ext := range []string{".reliability.tif", ".qml"} {
+		for _, ext := range []string{".reliability.tif", ".probabilities.tif", ".qml"} {
 			local := strings.TrimSuffix(p.path, filepath.Ext(p.path)) + ext
 			remote := strings.TrimSuffix(p.remote, filepath.Ext(p.remote)) + ext
 			if err := vsiUpload(local, remote); err != nil && !errors.Is(err, fs.ErrNotExist) {
@@ -649,7 +672,7 @@ func (p *ProductWriter) commit(ctx context.Context) error {
 
 // toCOG copies a stage to a COG in a temporary file beside the product (tag
 // names it) and returns that file's name.
-func (p *ProductWriter) toCOG(stage, tag string) (string, error) {
+func (p *ProductWriter) toCOG(stage, tag string, openOpts ...string) (string, error) {
 	opts, err := p.cogOptions()
 	if err != nil {
 		return "", err
@@ -659,7 +682,7 @@ func (p *ProductWriter) toCOG(stage, tag string) (string, error) {
 		return "", err
 	}
 	p.temps = append(p.temps, withSidecars(cog)...)
-	src, err := godal.Open(stage, godal.RasterOnly(), godal.SiblingFiles(), errh)
+	src, err := godal.Open(stage, godal.RasterOnly(), godal.SiblingFiles(), godal.DriverOpenOption(openOpts...), errh)
 	if err != nil {
 		return "", fmt.Errorf("reopen %s: %w", stage, err)
 	}
@@ -869,6 +892,7 @@ func (p *ProductWriter) Close() error {
 		errs = append(errs, p.relDS.Close(errh))
 		p.relDS = nil
 	}
+	errs = append(errs, p.closeProbabilities())
 	errs = append(errs, removeIfExists(p.temps...))
 	p.temps = nil
 	if p.localDir != "" {

@@ -139,6 +139,8 @@ type TrainOptions struct {
 	Colors     map[int][3]uint8 // optional, by class value; a built-in palette fills the rest
 	Backend    string           // "" = default (see NewPredictor)
 	Progress   func(EpochStats) // optional, called after every epoch
+	// Provenance is recorded in the model file for its STAC Item (optional).
+	Provenance Provenance
 }
 
 // EpochStats reports training progress.

@@ -64,6 +64,8 @@ type modelMeta struct {
 	// (see groupNormStats); absent in older files, which predict with
 	// per-image statistics.
 	GroupNormStats []normStat `json:"groupnorm_stats,omitempty"`
+	// Provenance of the training (card.go); absent in older files.
+	provenanceMeta
 }
 
 // encode writes the file body (without the trailing checksum).

@@ -245,6 +245,7 @@ func Train(ctx context.Context, s Scene, labels []int32, opts TrainOptions) (m *
 	if split == "seed" {
 		m.meta.TrainPerClass = opts.TrainPerClass
 	}
+	m.meta.setProvenance(opts.Provenance)
 	m.meta.spectralSpectra, m.meta.SpectralClasses = trainSpectra(s, trainIdx, ytrain)
 	if m.meta.GroupNormStats, err = groupNormStats(b, m, s); err != nil {
 		return nil, fmt.Errorf("train: group norm statistics on %s: %w", backendLabel(config), err)

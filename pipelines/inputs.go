@@ -34,6 +34,9 @@ type Input struct {
 	ItemUpdated  string `json:"-"`
 	// Key names the scene's products (Key.tif, Key.json); unique within one expansion.
 	Key string `json:"-"`
+	// Mask is the GDAL name of the source Item's area-of-interest asset
+	// (ExpandOptions.MaskRole), "" when none was asked for or found.
+	Mask string `json:"mask,omitempty"`
 }
 
 // InputError is an argument, or a STAC Item it led to, that yields no scene.
@@ -57,10 +60,18 @@ var (
 type ExpandOptions struct {
 	// Asset is the asset key to take from STAC Items; "" takes the one asset with role "data".
 	Asset string
+	// MaskRole, when set, takes each STAC Item's asset with this role as
+	// the scene's mask (Input.Mask; see maskAsset).
+	MaskRole string
 	// HTTPClient fetches STAC documents given as URLs; nil = http.DefaultClient.
 	HTTPClient *http.Client
 	// MaxDepth limits how deep Catalog/Collection child links are followed (default 8).
 	MaxDepth int
+	// Items are STAC Items given as JSON (a STAC task payload's features),
+	// scenes like those of an Item file; ItemsBase is the file they came
+	// from, which relative hrefs resolve against ("" = the working directory).
+	Items     []json.RawMessage
+	ItemsBase string
 }
 
 // maxSTACBytes caps one STAC document read into memory (64 MiB).
@@ -89,6 +100,9 @@ func Expand(ctx context.Context, args []string, opts ExpandOptions) ([]Input, []
 			return nil, nil, err
 		}
 		e.arg(ctx, a, a)
+	}
+	for i, raw := range opts.Items {
+		e.payloadItem(i, raw)
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, nil, err
@@ -361,6 +375,12 @@ func (e *expander) item(loc, origin string, d stacDoc) {
 		in.ItemDatetime = s
 	}
 	in.ItemUpdated, _ = d.Properties["updated"].(string)
+	if e.opts.MaskRole != "" {
+		if in.Mask, err = maskAsset(loc, d.Assets, e.opts.MaskRole); err != nil {
+			e.fail(name, err)
+			return
+		}
+	}
 	e.out = append(e.out, in)
 }
 

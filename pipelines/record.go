@@ -24,6 +24,10 @@ type SourceRecord struct {
 	SizeBytes   int64  `json:"size_bytes,omitempty"`
 	ModTime     string `json:"mtime,omitempty"` // RFC 3339 with nanoseconds, UTC
 	ItemUpdated string `json:"item_updated,omitempty"`
+	// Mask is the area of interest the product was made within (maskRecord).
+	Mask          string `json:"mask,omitempty"`
+	MaskSizeBytes int64  `json:"mask_size_bytes,omitempty"`
+	MaskModTime   string `json:"mask_mtime,omitempty"`
 }
 
 func sourceRecord(in Input) SourceRecord {
@@ -42,7 +46,6 @@ func sourceRecord(in Input) SourceRecord {
 const (
 	propSource        = "pnec:source"
 	propModelChecksum = "pnec:model_checksum"
-	propProductBytes  = "pnec:product_size_bytes"
 	propProductFormat = "pnec:product_format"
 )
 
@@ -67,18 +70,24 @@ func upToDate(productPath, itemPath string, src SourceRecord, checksum string, f
 	}
 	var doc struct {
 		Properties map[string]json.RawMessage `json:"properties"`
+		Assets     map[string]struct {
+			Size *int64 `json:"file:size"`
+		} `json:"assets"`
 	}
 	if err := json.Unmarshal(b, &doc); err != nil {
 		return false, "unreadable STAC item"
 	}
 	var got SourceRecord
 	var gotSum string
-	var gotSize int64
+	// The product's size is its asset's file:size (the file extension;
+	// Items of pnec before issue 24 had it as pnec:product_size_bytes and
+	// are redone).
+	size := doc.Assets[productAssetKey].Size
 	if json.Unmarshal(doc.Properties[propSource], &got) != nil ||
-		json.Unmarshal(doc.Properties[propModelChecksum], &gotSum) != nil ||
-		json.Unmarshal(doc.Properties[propProductBytes], &gotSize) != nil {
+		json.Unmarshal(doc.Properties[propModelChecksum], &gotSum) != nil || size == nil {
 		return false, "STAC item has no pnec record"
 	}
+	gotSize := *size
 	if got != src {
 		return false, "input changed"
 	}

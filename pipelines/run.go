@@ -32,8 +32,17 @@ type Config struct {
 	OutDir string
 	// Inputs are dataset names, globs, directories and STAC documents (see Expand).
 	Inputs []string
+	// Items are more inputs: STAC Items as JSON (a STAC task payload's
+	// features; see RunPayload), relative hrefs against ItemsBase.
+	Items     []json.RawMessage
+	ItemsBase string
 	// Asset is the STAC asset key to classify; "" = the asset with role "data".
 	Asset string
+	// Mask is the area of interest scenes are classified in: "" none, a
+	// raster or vector file for every scene, a pattern with {key} (the
+	// scene's key) for one per scene, or asset:ROLE for the asset of that
+	// role of each scene's STAC Item. See processor.Classifier.ClassifyMasked.
+	Mask string
 	// Force redoes scenes whose product is up to date.
 	Force bool
 	// Jobs is the number of scenes classified at once; 0 = 1 on a GPU backend,
@@ -51,9 +60,20 @@ type Config struct {
 	// License is the Collection's licence: an SPDX identifier or expression
 	// ("" = "proprietary", i.e. none granted).
 	License string
-	// Datetime, when not zero, is the acquisition time of every scene (--datetime);
-	// otherwise each scene's own (source Item, scene metadata), or none (datetime null).
-	Datetime time.Time
+	// Datetime, when not zero, is the acquisition time of every scene;
+	// otherwise each scene's own (source Item, scene metadata). A scene
+	// without one fails (ErrNoDatetime). With DatetimeEnd, Datetime is the
+	// start of the interval every scene was acquired in.
+	Datetime, DatetimeEnd time.Time
+	// ModelItem is the href (path or URL) of the model's STAC Item the
+	// products' Items point at; "" = the Item beside the model file
+	// (ModelItemPath) when it describes this model, else one the run writes
+	// into OutDir.
+	ModelItem string
+	// STACBaseURL is the public URL of the Items' root (the Collection's
+	// directory with Collection, else OutDir): Items and the Collection
+	// get absolute self links under it; "" = none.
+	STACBaseURL string
 	// Options are passed to every Classifier; MaxMemoryBytes is the budget of
 	// the whole run and is divided among the jobs.
 	Options processor.Options
@@ -107,6 +127,7 @@ type SceneReport struct {
 	Shard       string        `json:"shard,omitempty"`  // "i/n" when the run is one shard
 	Engine      string        `json:"engine,omitempty"` // slurm, kubernetes, aws-batch
 	JobID       string        `json:"job_id,omitempty"` // the engine's id of this task
+	err         error         // why it failed (not in the report: Reason says it)
 }
 
 // Summary totals a run.
@@ -154,6 +175,9 @@ var ErrScenesFailed = errors.New("scenes failed")
 type FailedError struct {
 	Failed, Scenes int
 	First          string
+	// FirstErr is the first failure's error (nil for an input that could
+	// not be expanded), so that callers can branch on its cause.
+	FirstErr error
 }
 
 func (e *FailedError) Error() string {
@@ -163,7 +187,12 @@ func (e *FailedError) Error() string {
 	return fmt.Sprintf("%d of %d scenes failed (see the report); first: %s", e.Failed, e.Scenes, e.First)
 }
 
-func (e *FailedError) Unwrap() error { return ErrScenesFailed }
+func (e *FailedError) Unwrap() []error {
+	if e.FirstErr != nil {
+		return []error{ErrScenesFailed, e.FirstErr}
+	}
+	return []error{ErrScenesFailed}
+}
 
 // Run classifies the inputs of cfg. It returns an error wrapping
 // ErrScenesFailed when any scene (or input argument) failed, after every
@@ -184,6 +213,7 @@ func Run(ctx context.Context, cfg Config) (Summary, error) {
 	}
 	var sum Summary
 	var firstFailure string
+	var firstErr error
 	if err := cfg.Shard.Validate(); err != nil {
 		return sum, err
 	}
@@ -200,7 +230,8 @@ func Run(ctx context.Context, cfg Config) (Summary, error) {
 		return sum, fmt.Errorf("output directory %s: %w", cfg.OutDir, err)
 	}
 
-	inputs, inErrs, err := Expand(ctx, cfg.Inputs, ExpandOptions{Asset: cfg.Asset, HTTPClient: cfg.HTTPClient})
+	inputs, inErrs, err := Expand(ctx, cfg.Inputs, ExpandOptions{Asset: cfg.Asset, HTTPClient: cfg.HTTPClient, MaskRole: MaskRole(cfg.Mask),
+		Items: cfg.Items, ItemsBase: cfg.ItemsBase})
 	if err != nil {
 		return sum, err
 	}
@@ -256,6 +287,13 @@ func Run(ctx context.Context, cfg Config) (Summary, error) {
 		classes = ClassObjects(geoClasses)
 	}
 
+	var mItem *modelItem
+	if len(mine) > 0 {
+		if mItem, err = newModelItem(&cfg, m, now()); err != nil {
+			return sum, err
+		}
+	}
+
 	collID := cfg.CollectionID
 	if cfg.Collection != "" && collID == "" {
 		abs, _ := filepath.Abs(cfg.Collection)
@@ -274,7 +312,7 @@ func Run(ctx context.Context, cfg Config) (Summary, error) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			w := &worker{cfg: &cfg, model: m, classes: classes, nodata: geo.ProductNoData(geoClasses), collID: collID, inCollection: inColl, rep: rep, log: log, now: now}
+			w := &worker{cfg: &cfg, model: m, classes: classes, modelItem: mItem, nodata: geo.ProductNoData(geoClasses), collID: collID, inCollection: inColl, rep: rep, log: log, now: now}
 			o := opts
 			o.Progress = func(done, total int) {
 				if p := w.current.Load(); p != nil {
@@ -322,7 +360,7 @@ func Run(ctx context.Context, cfg Config) (Summary, error) {
 				default:
 					sum.Failed++
 					if firstFailure == "" {
-						firstFailure = r.Reason
+						firstFailure, firstErr = r.Reason, r.err
 					}
 				}
 				sum.Scenes++
@@ -359,7 +397,7 @@ feed:
 		return sum, fmt.Errorf("batch interrupted after %d of %d scenes: %w", sum.Scenes, rep.total, err)
 	}
 	if sum.Failed > 0 {
-		return sum, &FailedError{Failed: sum.Failed, Scenes: sum.Scenes, First: firstFailure}
+		return sum, &FailedError{Failed: sum.Failed, Scenes: sum.Scenes, First: firstFailure, FirstErr: firstErr}
 	}
 	return sum, nil
 }
@@ -443,7 +481,8 @@ type worker struct {
 	model      *model.Model
 	classifier *processor.Classifier
 	classes    []ClassObject
-	nodata     int // the products' shared no-data value
+	nodata     int        // the products' shared no-data value
+	modelItem  *modelItem // the model's STAC Item, which the products' Items point at
 	collID     string
 	// inCollection: item hrefs the collection held when the run started (read-only).
 	inCollection map[string]bool
@@ -472,6 +511,7 @@ func (w *worker) scene(ctx context.Context, in Input) SceneReport {
 		}
 		r.Status = StatusFailed
 		r.Reason = oneline.Fold(err.Error())
+		r.err = err
 		if !strings.Contains(r.Reason, in.Name) {
 			r.Reason = in.Name + ": " + r.Reason
 		}
@@ -496,19 +536,35 @@ func (w *worker) scene(ctx context.Context, in Input) SceneReport {
 		w.log.Info("removed stale temporary files", "input", in.Name, "files", n)
 	}
 
+	mask, err := sceneMask(w.cfg.Mask, in)
+	if err != nil {
+		return fail(err)
+	}
 	src := sourceRecord(in)
+	maskRecord(&src, mask)
 	// The record names the input as the Item's links do (relative when under
 	// the Item's root), so the Item stays portable and the check stable.
 	src.Name = portableHref(src.Name, w.root(), w.cfg.OutDir)
+	if src.Mask != "" {
+		src.Mask = portableHref(src.Mask, w.root(), w.cfg.OutDir)
+	}
 	checksum := w.model.Checksum()
 	if !w.cfg.Force {
-		if ok, why := upToDate(product, itemPath, src, checksum, w.cfg.Options.ReliabilityFloat32); ok {
+		ok, why := upToDate(product, itemPath, src, checksum, w.cfg.Options.ReliabilityFloat32)
+		if ok {
+			ok, why = probabilitiesUpToDate(itemPath, product, w.cfg.Options.Probabilities, w.cfg.Options.TopK)
+		}
+		if ok {
 			// A run killed between writing the Item and adding it to the
 			// collection left it out: add it now (a no-op when it is in).
 			if w.cfg.Collection != "" && !w.inCollection[itemHref(w.cfg.Collection, itemPath)] {
 				if err := addItemFileToCollection(w.cfg.Collection, w.collection(), itemPath); err != nil {
 					return fail(err)
 				}
+			}
+			// Its Item points at the model's Item: keep that there too.
+			if err := w.modelItem.ensure(); err != nil {
+				return fail(err)
 			}
 			r.Status = StatusSkipped
 			w.log.Info("scene up to date", "input", in.Name, "output", product)
@@ -518,7 +574,10 @@ func (w *worker) scene(ctx context.Context, in Input) SceneReport {
 		}
 	}
 
-	res, err := w.classifier.Classify(ctx, in.Name, product)
+	if err := w.checkDatetime(in); err != nil {
+		return fail(err)
+	}
+	res, err := w.classifier.ClassifyMasked(ctx, in.Name, mask, product)
 	if err != nil {
 		return fail(err)
 	}
@@ -556,7 +615,7 @@ func (w *worker) root() string {
 
 // collection is what a new or updated Collection says of the products.
 func (w *worker) collection() CollectionMeta {
-	return CollectionMeta{ID: w.collID, License: w.cfg.License, Classes: w.classes, NoData: w.nodata,
+	return CollectionMeta{ID: w.collID, License: w.cfg.License, Classes: w.classes, NoData: w.nodata, BaseURL: w.cfg.STACBaseURL,
 		ReliabilityF32: w.cfg.Options.ReliabilityFloat32}
 }
 
@@ -572,7 +631,7 @@ func (w *worker) describe(in Input, product, itemPath string, src SourceRecord, 
 	}
 	info.Metadata = res.SceneInfo.Metadata // the acquisition time is the input's
 	stats := res.Stats
-	st, err := os.Stat(product)
+	files, err := assetFiles(product, w.cfg.Options.ReliabilityFloat32, w.cfg.Options.Probabilities != processor.ProbabilitiesOff)
 	if err != nil {
 		return fmt.Errorf("product %s: %w", product, err)
 	}
@@ -584,9 +643,11 @@ func (w *worker) describe(in Input, product, itemPath string, src SourceRecord, 
 		Input: in, ProductPath: product, ItemPath: itemPath, Info: info, Stats: stats,
 		Classes: w.classes, ReliabilityF32: w.cfg.Options.ReliabilityFloat32,
 		ModelChecksum: checksum, Backend: res.Backend, Version: w.cfg.Version,
-		Source: src, ProductBytes: st.Size(), Now: w.now(), CollectionID: w.collID,
-		CollectionPath: w.cfg.Collection, Datetime: w.cfg.Datetime, NoData: w.nodata,
+		Source: src, Files: files, Now: w.now(), CollectionID: w.collID,
+		CollectionPath: w.cfg.Collection, Datetime: w.cfg.Datetime, DatetimeEnd: w.cfg.DatetimeEnd, NoData: w.nodata,
+		ModelItem: w.modelItem.href, ModelName: w.modelItem.name, BaseURL: w.cfg.STACBaseURL,
 		Shard: w.cfg.Shard, Engine: w.cfg.Engine,
+		Probabilities: w.cfg.Options.Probabilities, TopK: w.cfg.Options.TopK,
 	})
 	if err != nil {
 		return fmt.Errorf("STAC item for %s: %w", product, err)
@@ -594,6 +655,9 @@ func (w *worker) describe(in Input, product, itemPath string, src SourceRecord, 
 	b, err := json.MarshalIndent(item, "", "  ")
 	if err != nil {
 		return fmt.Errorf("STAC item for %s: %w", product, err)
+	}
+	if err := w.modelItem.ensure(); err != nil {
+		return err
 	}
 	if err := writeFileAtomic(itemPath, append(b, '\n')); err != nil {
 		return err
@@ -615,4 +679,26 @@ func (cfg *Config) stamp(r *SceneReport) {
 		r.Shard = cfg.Shard.String()
 	}
 	r.Engine, r.JobID = cfg.Engine.Name, cfg.Engine.JobID
+}
+
+// checkDatetime refuses, before any work, a scene whose Item could have no
+// acquisition time (ErrNoDatetime): none given, none in its source Item,
+// and none in its metadata (the scene is opened for it; a scene that does
+// not open is left to the classifier to report).
+func (w *worker) checkDatetime(in Input) error {
+	if !w.cfg.Datetime.IsZero() {
+		return nil
+	}
+	if _, err := time.Parse(time.RFC3339Nano, in.ItemDatetime); err == nil {
+		return nil
+	}
+	sc, err := geo.Open(in.Name)
+	if err != nil {
+		return nil
+	}
+	defer sc.Close()
+	if _, ok := SceneDatetime(sc.Info().Metadata); ok {
+		return nil
+	}
+	return fmt.Errorf("%s: %w", in.Name, ErrNoDatetime)
 }

@@ -37,6 +37,18 @@ type Options struct {
 	// a log line). A spectral kind asked of a model without them fails with
 	// model.ErrNoSpectralReference.
 	Reliability model.ReliabilityKind
+	// Probabilities, when not ProbabilitiesOff, also writes the class
+	// probabilities of that stage beside the product
+	// (geo.ProbabilitiesPath): one band per class, or with TopK > 0 the
+	// TopK most probable classes of each pixel as (class, probability)
+	// band pairs; percent 0-100 with the product's no-data.
+	Probabilities ProbabilityStage
+	// TopK is the number of classes the probabilities keep per pixel
+	// (0 = every class as a band); needs Probabilities.
+	TopK int
+	// Mask, when set, is an area of interest every scene is classified in
+	// (a raster, non-zero inside, or a vector file; see ClassifyMasked).
+	Mask string
 	// Progress, when set, is called after every tile is stitched with the
 	// number of tiles done and their total; from the stitching goroutine.
 	Progress func(done, total int)
@@ -146,6 +158,12 @@ type Result struct {
 	// Stats are the product's stored pixels as its writer saw them: class
 	// counts and reliability statistics, without reading the product back.
 	Stats geo.ProductStats
+	// Mask is the area of interest the scene was classified in ("" =
+	// none), MaskPixels the scene's pixels inside it and TilesSkipped the
+	// tiles wholly outside it, which were neither read nor run.
+	Mask         string
+	MaskPixels   int64
+	TilesSkipped int
 }
 
 // predictor is what Classify needs of model.Predictor; tests substitute
@@ -189,6 +207,9 @@ func NewClassifier(m *model.Model, opts Options) (*Classifier, error) {
 	}
 	if err := checkTile(opts, m.Recovery().Window); err != nil {
 		return nil, err
+	}
+	if err := checkProbabilities(opts, len(m.Classes())); err != nil {
+		return nil, fmt.Errorf("processor: %w", err)
 	}
 	log := opts.Logger
 	if log == nil {

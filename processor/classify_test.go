@@ -238,7 +238,7 @@ func TestTiledAgreesWithWholeImage(t *testing.T) {
 	dir := t.TempDir()
 	whole := readProduct(t, func() string {
 		out := filepath.Join(dir, "whole.tif")
-		classify(t, f, Options{}, out)
+		classify(t, f, Options{Probabilities: ProbabilitiesRecovered}, out)
 		return out
 	}())
 	cases := []struct{ tile, overlap int }{
@@ -254,8 +254,9 @@ func TestTiledAgreesWithWholeImage(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(fmt.Sprintf("tile%d_overlap%d", tc.tile, tc.overlap), func(t *testing.T) {
 			out := filepath.Join(dir, "tiled.tif")
-			opts := Options{TileSize: tc.tile, Overlap: tc.overlap}
+			opts := Options{TileSize: tc.tile, Overlap: tc.overlap, Probabilities: ProbabilitiesRecovered}
 			res := classify(t, f, opts, out)
+			agreeProbabilities(t, filepath.Join(dir, "whole.tif"), out)
 			plan, _, err := PlanScene(f.rows, f.cols, f.bands, f.model, opts)
 			if err != nil {
 				t.Fatal(err)
@@ -557,8 +558,14 @@ func TestTiledEqualsWholeWithoutContext(t *testing.T) {
 		}
 		return res
 	}
-	run(Options{}, filepath.Join(dir, "whole.tif"))
-	whole := readProduct(t, filepath.Join(dir, "whole.tif"))
+	// The probabilities must tile as the product does: the recovered ones
+	// (one band per class) with the product, the network's top-2 in a
+	// second run.
+	probOpts := []Options{{Probabilities: ProbabilitiesRecovered}, {Probabilities: ProbabilitiesNetwork, TopK: 2}}
+	for i, po := range probOpts {
+		run(po, filepath.Join(dir, fmt.Sprintf("whole%d.tif", i)))
+	}
+	whole := readProduct(t, filepath.Join(dir, "whole0.tif"))
 	nodata := 0
 	for _, k := range whole.class {
 		if k == 0 {
@@ -570,8 +577,12 @@ func TestTiledEqualsWholeWithoutContext(t *testing.T) {
 	}
 	for _, tc := range []struct{ tile, overlap int }{{16, -1}, {32, 0}, {48, -1}, {40, 8}, {64, 28}, {100, 0}} {
 		out := filepath.Join(dir, fmt.Sprintf("t%d_%d.tif", tc.tile, tc.overlap))
-		res := run(Options{TileSize: tc.tile, Overlap: tc.overlap}, out)
+		res := run(Options{TileSize: tc.tile, Overlap: tc.overlap, Probabilities: ProbabilitiesRecovered}, out)
 		got := readProduct(t, out)
+		compareProbabilities(t, fmt.Sprintf("tile %d overlap %d recovered", tc.tile, tc.overlap), filepath.Join(dir, "whole0.tif"), out)
+		out2 := filepath.Join(dir, fmt.Sprintf("t%d_%d_net.tif", tc.tile, tc.overlap))
+		run(Options{TileSize: tc.tile, Overlap: tc.overlap, Probabilities: ProbabilitiesNetwork, TopK: 2}, out2)
+		compareProbabilities(t, fmt.Sprintf("tile %d overlap %d network top-2", tc.tile, tc.overlap), filepath.Join(dir, "whole1.tif"), out2)
 		diff, relDiff := 0, 0
 		for i := range got.class {
 			if got.class[i] != whole.class[i] {

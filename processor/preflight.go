@@ -28,19 +28,28 @@ var (
 // classes or a class value over 254); Options.ReliabilityFloat32 adds a
 // Float32 file of one band (4 bytes a pixel).
 func productSampleBytes(m *model.Model, opts Options) int64 {
+	n := int64(productClassBytes(m))
+	if opts.ReliabilityFloat32 {
+		n += 2 // 4 bytes over the two bands checkSpace counts
+	}
+	// The probabilities file: its bands of the product's type, over the two
+	// bands checkSpace counts (rounded up).
+	n += (int64(probabilityBands(opts, len(m.Classes())))*int64(productClassBytes(m)) + 1) / 2
+	return n
+}
+
+// productClassBytes is the sample size of m's products, bytes: Byte,
+// or UInt16 for more than 254 classes or a class value over 254.
+func productClassBytes(m *model.Model) int {
 	classes := m.Classes()
 	maxV := 0
 	for _, k := range classes {
 		maxV = max(maxV, k.Value)
 	}
-	n := int64(1)
 	if len(classes) > 254 || maxV > 254 {
-		n = 2
+		return 2
 	}
-	if opts.ReliabilityFloat32 {
-		n += 2 // 4 bytes over the two bands checkSpace counts
-	}
-	return n
+	return 1
 }
 
 // checkSpace refuses, before any work, a scene whose product cannot fit in

@@ -251,7 +251,9 @@ func commandArgs(command, modelPath, scene, out string) []string {
 	case "classify":
 		return []string{"classify", "--quiet", "--model", modelPath, "--scene", scene, "--out", filepath.Join(out, "product.tif")}
 	case "batch":
-		return []string{"batch", "--quiet", "--model", modelPath, "--out-dir", out, "--report", filepath.Join(out, "..", "report.jsonl"), scene}
+		// --datetime: these scenes carry no acquisition time, which batch
+		// refuses first (pipelines.ErrNoDatetime); the table tests the rest.
+		return []string{"batch", "--quiet", "--model", modelPath, "--out-dir", out, "--report", filepath.Join(out, "..", "report.jsonl"), "--datetime", "2024-06-01", scene}
 	}
 	panic(command)
 }
@@ -412,7 +414,7 @@ func TestBadOutputs(t *testing.T) {
 				if command == "classify" {
 					args = []string{"classify", "--quiet", "--model", modelPath, "--scene", scene, "--out", filepath.Join(dir, "product.tif")}
 				} else {
-					args = []string{"batch", "--quiet", "--model", modelPath, "--out-dir", dir, "--report", report, scene}
+					args = []string{"batch", "--quiet", "--model", modelPath, "--out-dir", dir, "--report", report, "--datetime", "2024-06-01", scene}
 				}
 				r := runPnec(t, 2*time.Minute, args...)
 				t.Logf("exit %d in %s: %s", r.code, r.elapsed.Round(time.Millisecond), strings.TrimSpace(r.stderr))

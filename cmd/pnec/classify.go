@@ -28,20 +28,25 @@ func init() {
 			"'class' (colour table and class names inside), band 2 'reliability' (percent); both bands share\n" +
 			"the no-data value 255 (65535 for more than 254 classes). --reliability float32 adds OUTPUT's\n" +
 			"NAME.reliability.tif (Float32 0..1, NaN no-data); a QGIS style NAME.qml is written beside it.\n" +
+			"--probabilities adds NAME.probabilities.tif: the class probabilities in percent, a band per class or\n" +
+			"with --top-k the K most probable classes of each pixel (docs/product.md).\n" +
 			"The reliability is by default the spectral agreement of each pixel with\n" +
 			"the model's training pixels of its label (--reliability-score; see 'pnec evaluate' for each kind's\n" +
 			"measured error AUROC). The product is written beside OUTPUT and renamed into place when complete.\n" +
 			"The scene is any GDAL dataset name (GeoTIFF, ENVI, VRT, /vsicurl/...). The positional form lets\n" +
-			"GDAL pipelines call pnec as an external step.\n\n" +
+			"GDAL pipelines call pnec as an external step: gdal raster pipeline ... ! external\n" +
+			"\"pnec classify --model M -q <INPUT> <OUTPUT>\" ! ... (docs/gdal-pipeline.md).\n\n" +
 			"Examples:\n" +
 			"  pnec classify --model salinas.pnec --scene salinas.tif --out salinas_map.tif\n" +
 			"  pnec classify --model paviau.pnec --scene big.vrt --out big_map.tif --max-memory 4G\n" +
 			"  pnec classify --model paviau.pnec --scene paviau.tif --out map.tif --tile 256 --overlap 64 --co COMPRESS=ZSTD\n" +
+			"  pnec classify --model paviau.pnec scene.tif map.tif --probabilities recovered --top-k 3\n" +
 			"  pnec classify --model paviau.pnec scene.tif map.tif",
 		Flags: append([]cli.Flag{
 			&cli.StringFlag{Name: "model", Required: true, Usage: "trained model `FILE` (from 'pnec train')"},
 			&cli.StringFlag{Name: "scene", Usage: "input scene: any GDAL dataset `NAME` (or the first argument)"},
 			&cli.StringFlag{Name: "out", Usage: "output product `PATH` (COG GeoTIFF; or the second argument)"},
+			&cli.StringFlag{Name: "mask", Usage: "classify only inside the area of interest `FILE`: a raster (non-zero = inside) or a vector file OGR reads (GeoJSON, GeoPackage, Shapefile; polygons in any CRS, reprojected); outside is no-data, tiles wholly outside are not read"},
 			&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "no progress and no summary line"},
 		}, productFlags()...),
 		Action: classifyAction,
@@ -65,6 +70,8 @@ func productFlags() []cli.Flag {
 		&cli.StringSliceFlag{Name: "co", Usage: "COG creation option `KEY=VALUE` (repeatable), e.g. --co COMPRESS=ZSTD --co BLOCKSIZE=256"},
 		&cli.StringFlag{Name: "reliability", Value: "byte", Usage: "reliability `TYPE`: byte (band 2, percent 0-100, no-data 255) or float32 (band 2 as byte plus a Float32 0..1 COG NAME.reliability.tif, NaN no-data)"},
 		&cli.StringFlag{Name: "reliability-score", Usage: "`KIND` of score the reliability band carries: spectral, spectral-margin, combined, margin, maxprob, entropy or gate (default: spectral, the best measured; combined for model files without training spectra)"},
+		&cli.StringFlag{Name: "probabilities", Usage: "also write the class probabilities as NAME.probabilities.tif (percent 0-100, the product's no-data): `STAGE` recovered (after the AvgPool recovery; the class band is their argmax) or network (the network's, blended across tiles, before the recovery)"},
+		&cli.IntFlag{Name: "top-k", Usage: "keep the `K` most probable classes of each pixel in --probabilities, as band pairs class_1, probability_1, ... (0 = one band per class)"},
 	}, planFlags()...)
 }
 
@@ -87,6 +94,22 @@ func productOptions(c *cli.Context) (processor.Options, error) {
 		opts.ReliabilityFloat32 = true
 	default:
 		return opts, fmt.Errorf("--reliability %s: want byte or float32", c.String("reliability"))
+	}
+	if v := c.String("probabilities"); v != "" {
+		st, err := processor.ParseProbabilityStage(strings.ToLower(v))
+		if err != nil {
+			return opts, fmt.Errorf("--probabilities %s: want recovered or network", v)
+		}
+		opts.Probabilities = st
+	}
+	if k := c.Int("top-k"); k != 0 {
+		if opts.Probabilities == processor.ProbabilitiesOff {
+			return opts, errors.New("--top-k needs --probabilities recovered or network")
+		}
+		if k < 0 {
+			return opts, fmt.Errorf("--top-k %d: want a positive number of classes (or 0 for all)", k)
+		}
+		opts.TopK = k
 	}
 	if v := c.String("reliability-score"); v != "" {
 		kind, err := model.ParseReliability(v)
@@ -150,6 +173,10 @@ func classifyAction(c *cli.Context) error {
 	if err := processor.CheckOutput(out); err != nil {
 		return fmt.Errorf("--out %w", err)
 	}
+	mask := c.String("mask")
+	if strings.Contains(mask, "{key}") || strings.HasPrefix(mask, "asset:") {
+		return fmt.Errorf("--mask %s: a pattern or asset:ROLE is for pnec batch; give the mask file", mask)
+	}
 	quiet := c.Bool("quiet")
 	stderr := c.App.ErrWriter
 	if stderr == nil {
@@ -170,11 +197,14 @@ func classifyAction(c *cli.Context) error {
 	if errors.Is(err, processor.ErrTileTooSmall) {
 		return fmt.Errorf("--tile %d: %w", opts.TileSize, err)
 	}
+	if errors.Is(err, processor.ErrProbabilities) {
+		return fmt.Errorf("--top-k %d: %w", opts.TopK, err)
+	}
 	if err != nil {
 		return err
 	}
 	defer cl.Close()
-	res, err := cl.Classify(c.Context, scene, out)
+	res, err := cl.ClassifyMasked(c.Context, scene, mask, out)
 	if err != nil {
 		return err
 	}
@@ -211,6 +241,9 @@ func progressReporter(w io.Writer, scene string) func(processor.Progress) {
 
 func printSummary(w io.Writer, r processor.Result) {
 	fmt.Fprintf(w, "%s: %dx%d (cols x rows), %s, backend %s\n", r.Product, r.Cols, r.Rows, r.Plan, r.Backend)
+	if r.Mask != "" {
+		fmt.Fprintf(w, "  mask %s: %d pixels inside, %d of %d tiles wholly outside (not read)\n", r.Mask, r.MaskPixels, r.TilesSkipped, r.Tiles)
+	}
 	total := int64(r.Rows) * int64(r.Cols)
 	fmt.Fprintf(w, "  valid pixels %d of %d (%.1f%%); classes:", r.ValidPixels, total, 100*float64(r.ValidPixels)/float64(max(total, 1)))
 	keys := make([]int, 0, len(r.ClassCounts))

@@ -12,6 +12,7 @@ import (
 	"github.com/pnec/pnec/evaluation"
 	"github.com/pnec/pnec/internal/progress"
 	"github.com/pnec/pnec/model"
+	"github.com/pnec/pnec/pipelines"
 	"github.com/schollz/progressbar/v3"
 	"github.com/urfave/cli/v2"
 )
@@ -26,7 +27,9 @@ func init() {
 			"of class values, 0 = unlabelled), or the pixels of a fixed split given by --train-mask (a raster\n" +
 			"holding the class values of the training pixels, 0 elsewhere). Every other labelled pixel is a\n" +
 			"test pixel for 'pnec evaluate'. The model file records the weights, prototypes, normalisation,\n" +
-			"classes, split and hyperparameters. Defaults are the paper's. The same seeds give the same\n" +
+			"classes, split, hyperparameters and the training inputs' paths. Beside it, MODEL.json is the\n" +
+			"model's STAC Item (machine learning model extension; see 'pnec model-item'), which the products\n" +
+			"of 'pnec batch' point at. Defaults are the paper's. The same seeds give the same\n" +
 			"model on the same backend. On an XLA GPU backend, training turns XLA's autotuning off\n" +
 			"(--xla_gpu_autotune_level=0 in XLA_FLAGS, unless XLA_FLAGS sets a level): it halves the wall\n" +
 			"time of the default 200 epochs, most of which would otherwise go to compiling.\n\n" +
@@ -47,6 +50,7 @@ func init() {
 			&cli.StringFlag{Name: "class-names", Usage: "`FILE` of class names, one 'VALUE NAME' a line (e.g. '1 Brocoli_green_weeds_1')"},
 			&cli.StringSliceFlag{Name: "class-name", Usage: "class name `VALUE=NAME` (repeatable); overrides --class-names"},
 			&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "no progress and no summary"},
+			&cli.StringFlag{Name: "stac-base-url", Usage: "public `URL` of the model's directory: the model's STAC Item (MODEL.json) gets an absolute self link (without it, none)"},
 		}, modelFlags()...),
 		Action: trainAction,
 	})
@@ -203,6 +207,9 @@ func trainAction(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
+	if u := c.String("stac-base-url"); u != "" && !strings.HasPrefix(u, "https://") && !strings.HasPrefix(u, "http://") {
+		return fmt.Errorf("--stac-base-url %q: want an http(s) URL", u)
+	}
 	req := evaluation.TrainRequest{
 		Scene: c.String("scene"), Labels: c.String("labels"), TrainMask: c.String("train-mask"),
 		Options: model.TrainOptions{
@@ -229,6 +236,10 @@ func trainAction(c *cli.Context) error {
 	if err := res.Model.Save(c.String("out")); err != nil {
 		return fmt.Errorf("save %s: %w", c.String("out"), err)
 	}
+	itemPath := pipelines.ModelItemPath(c.String("out"))
+	if err := writeModelItem(res.Model, c.String("out"), itemPath, c.String("stac-base-url"), c.String("scene"), time.Now(), false); err != nil {
+		return err
+	}
 	if c.Bool("verbose") {
 		slog.New(slog.NewTextHandler(stderr, nil)).Info("trained", "backend", res.Backend,
 			"read_s", res.ReadTime.Seconds(), "fit_s", res.FitTime.Seconds())
@@ -243,6 +254,7 @@ func trainAction(c *cli.Context) error {
 		fmt.Fprintf(stdoutOf(c), "%s: %d classes (%s), %d training of %d labelled pixels, %d epochs in %.1f s on %s, checksum %s\n",
 			c.String("out"), len(classes), strings.Join(parts, ", "), res.TrainPixels, res.LabelledPixels,
 			m.Config().Epochs, res.FitTime.Seconds(), res.Backend, m.Checksum())
+		fmt.Fprintf(stdoutOf(c), "%s: its STAC Item (machine learning model extension)\n", itemPath)
 	}
 	return nil
 }

@@ -6,11 +6,13 @@ import (
 	"encoding/json"
 	"math"
 	"math/rand/v2"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/pnec/pnec/geo"
+	"github.com/pnec/pnec/pipelines"
 )
 
 // runCaptured runs the app on args with stdout and stderr captured.
@@ -81,6 +83,15 @@ func TestTrainEvaluateExperimentCommands(t *testing.T) {
 	if !strings.Contains(stdout, "2 water") || !strings.Contains(stdout, "12 training of 480 labelled pixels") {
 		t.Errorf("train summary: got %q, want the classes and 12 of 480 pixels", stdout)
 	}
+	// Beside the model, its STAC Item (machine learning model extension),
+	// linking the training inputs; pnec model-item writes the same for an
+	// existing model (schema validation: pipelines' TestModelItemValidates).
+	checkModelItem(t, modelPath, scene)
+	os.Remove(modelPath + ".json")
+	if _, stderr, err := runCaptured(t, "model-item", "--model", modelPath, "-q"); err != nil {
+		t.Fatalf("model-item: %v\n%s", err, stderr)
+	}
+	checkModelItem(t, modelPath, scene)
 	// Not a terminal: plain log lines with epoch, loss, accuracy and ETA.
 	for _, want := range []string{"epoch 1/40", "epoch 40/40", "loss=", "train_acc=", "eta="} {
 		if !strings.Contains(stderr, want) {
@@ -175,5 +186,38 @@ func TestTrainEvaluateBadInputs(t *testing.T) {
 				t.Errorf("got %q, want one line containing %q", err, tc.msg)
 			}
 		})
+	}
+}
+
+// checkModelItem reads the STAC Item beside modelPath: its mlm:name, the
+// model asset's checksum and size, and the training scene link.
+func checkModelItem(t *testing.T, modelPath, scene string) {
+	t.Helper()
+	b, err := os.ReadFile(modelPath + ".json")
+	if err != nil {
+		t.Fatalf("model STAC item: %v", err)
+	}
+	var item struct {
+		Properties map[string]any
+		Links      []map[string]string
+		Assets     map[string]map[string]any
+	}
+	if err := json.Unmarshal(b, &item); err != nil {
+		t.Fatal(err)
+	}
+	sum, size, err := pipelines.FileChecksum(modelPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := item.Assets["model"]
+	if item.Properties["mlm:name"] != "m" || a["file:checksum"] != sum || a["file:size"] != float64(size) || a["href"] != "m.pnec" {
+		t.Errorf("model item: name %v, asset %v; want m and the file's checksum %s, size %d", item.Properties["mlm:name"], a, sum, size)
+	}
+	var linked bool
+	for _, l := range item.Links {
+		linked = linked || (l["rel"] == "derived_from" && l["href"] == filepath.Base(scene))
+	}
+	if !linked {
+		t.Errorf("model item links %v: want derived_from %s", item.Links, filepath.Base(scene))
 	}
 }
