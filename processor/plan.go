@@ -103,10 +103,16 @@ func planScene(info geo.Info, m *model.Model, opts Options, lazy bool) (tiling.P
 	if err != nil {
 		return p, budget, err
 	}
-	if opts.TileSize > 0 && !p.Whole {
+	// A forced tile is held to the budget like the planner's own, also when
+	// it is at least the scene's size and the plan is its one tile.
+	if opts.TileSize > 0 {
 		if need := PlannedBytes(p, info, m, opts); need > budget {
-			return p, budget, fmt.Errorf("%w: %d px tiles of a scene %d px wide with %d bands need about %s, the budget is %s: give --max-memory %s or more, or smaller tiles",
-				tiling.ErrBudget, opts.TileSize, cols, sc.bands, FormatBytes(need), FormatBytes(budget), ceilSize(need))
+			what := fmt.Sprintf("%d px tiles of a scene %d px wide with %d bands need", opts.TileSize, cols, sc.bands)
+			if p.Whole {
+				what = fmt.Sprintf("%d px tiles hold the whole %dx%d scene (cols x rows) of %d bands, which needs", opts.TileSize, cols, rows, sc.bands)
+			}
+			return p, budget, fmt.Errorf("%w: %s about %s, the budget is %s: give --max-memory %s or more, or smaller tiles",
+				tiling.ErrBudget, what, FormatBytes(need), FormatBytes(budget), ceilSize(need))
 		}
 	}
 	return p, budget, nil
