@@ -46,6 +46,9 @@ func (c *Classifier) classify(parent context.Context, sceneName, out string) (re
 	if err := CheckOutput(out); err != nil {
 		return res, err
 	}
+	if err := checkNotInput(sceneName, out, c.opts.ReliabilityFloat32); err != nil {
+		return res, fmt.Errorf("%s: %w", sceneName, err)
+	}
 	sc, err := geo.Open(sceneName)
 	if err != nil {
 		return res, err

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"os"
 	"time"
@@ -104,13 +105,13 @@ func batchAction(c *cli.Context) error {
 	if report == nil {
 		report = os.Stdout
 	}
+	var rf *reportFile
 	if p := c.String("report"); p != "-" {
-		f, err := os.Create(p)
-		if err != nil {
+		if rf, err = openReport(p); err != nil {
 			return fmt.Errorf("--report %s: %w", p, err)
 		}
-		defer f.Close()
-		report = f
+		defer rf.f.Close()
+		report = rf
 	}
 
 	var acquired time.Time
@@ -128,6 +129,9 @@ func batchAction(c *cli.Context) error {
 		Collection: c.String("stac-collection"), CollectionID: c.String("collection-id"),
 		Options: opts, Report: report, Version: version,
 	}
+	if rf != nil {
+		cfg.ReportPath = c.String("report")
+	}
 	level := slog.LevelInfo
 	if c.Bool("verbose") {
 		level = slog.LevelDebug
@@ -144,6 +148,14 @@ func batchAction(c *cli.Context) error {
 	}
 
 	sum, err := pipelines.Run(c.Context, cfg)
+	if rf != nil {
+		if ferr := rf.finish(errors.Is(err, pipelines.ErrOutputIsInput)); ferr != nil && err == nil {
+			err = fmt.Errorf("--report %s: %w", cfg.ReportPath, ferr)
+		}
+	}
+	if errors.Is(err, pipelines.ErrOutputIsInput) {
+		return fmt.Errorf("batch: %w; give --out-dir, --stac-collection and --report apart from the inputs", err)
+	}
 	if !c.Bool("quiet") && sum.Scenes > 0 {
 		fmt.Fprintln(stderr, "batch: "+sum.String())
 	}
@@ -151,6 +163,58 @@ func batchAction(c *cli.Context) error {
 		return fmt.Errorf("batch: %w", err)
 	}
 	return nil
+}
+
+// reportFile is the --report file. It is opened (created when missing)
+// before the run but emptied only when the first line comes, so that a run
+// refused before any work (the report path is one of the inputs, say)
+// leaves an existing file as it was.
+type reportFile struct {
+	f       *os.File
+	created bool // the file did not exist before
+	started bool // a line was written
+}
+
+func openReport(path string) (*reportFile, error) {
+	_, statErr := os.Stat(path)
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	return &reportFile{f: f, created: errors.Is(statErr, fs.ErrNotExist)}, nil
+}
+
+// empty truncates a regular file (a device such as /dev/stdout is left alone).
+func (r *reportFile) empty() error {
+	if st, err := r.f.Stat(); err != nil || !st.Mode().IsRegular() {
+		return err
+	}
+	return r.f.Truncate(0)
+}
+
+func (r *reportFile) Write(b []byte) (int, error) {
+	if !r.started {
+		r.started = true
+		if err := r.empty(); err != nil {
+			return 0, err
+		}
+	}
+	return r.f.Write(b)
+}
+
+// finish ends a run's report: a run that wrote no line leaves an empty
+// report, unless it was refused, when the file is left as it was (removed
+// when the run created it).
+func (r *reportFile) finish(refused bool) error {
+	switch {
+	case r.started:
+		return nil
+	case refused && r.created:
+		return os.Remove(r.f.Name())
+	case refused:
+		return nil
+	}
+	return r.empty()
 }
 
 // batchBar draws scenes done, and the current scene's tiles, on a terminal.

@@ -11,7 +11,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/pnec/pnec/geo"
 	"github.com/pnec/pnec/internal/progress"
+	"github.com/pnec/pnec/internal/samefile"
 	"github.com/pnec/pnec/model"
 	"github.com/pnec/pnec/processor"
 	"github.com/schollz/progressbar/v3"
@@ -132,11 +134,14 @@ func planOptions(c *cli.Context) (processor.Options, error) {
 func classifyAction(c *cli.Context) error {
 	scene, out := c.String("scene"), c.String("out")
 	args := c.Args().Slice()
+	sceneRole, outRole := "--scene", "--out"
 	switch {
 	case scene == "" && out == "" && len(args) == 2:
 		scene, out = args[0], args[1]
+		sceneRole, outRole = "INPUT", "OUTPUT"
 	case scene != "" && out == "" && len(args) == 1:
 		out = args[0]
+		outRole = "OUTPUT"
 	case len(args) > 0:
 		return fmt.Errorf("classify: unexpected arguments %q: give --scene and --out, or INPUT OUTPUT", strings.Join(args, " "))
 	}
@@ -149,6 +154,10 @@ func classifyAction(c *cli.Context) error {
 	}
 	if err := processor.CheckOutput(out); err != nil {
 		return fmt.Errorf("--out %w", err)
+	}
+	if err := checkOutputsNotInputs(productOutputs(out, outRole, opts.ReliabilityFloat32),
+		[]samefile.Named{{Path: scene, Role: sceneRole}, {Path: c.String("model"), Role: "--model"}}); err != nil {
+		return err
 	}
 	quiet := c.Bool("quiet")
 	stderr := c.App.ErrWriter
@@ -186,6 +195,27 @@ func classifyAction(c *cli.Context) error {
 		printSummary(w, res)
 	}
 	return cl.Close()
+}
+
+// productOutputs are the files a product at out writes (geo.ProductFiles),
+// named after the flag or argument (role) that gave out.
+func productOutputs(out, role string, reliabilityFloat32 bool) []samefile.Named {
+	paths, roles := geo.ProductFiles(out, reliabilityFloat32)
+	named := []samefile.Named{{Path: out, Role: role}}
+	for i, p := range paths[1:] {
+		named = append(named, samefile.Named{Path: p, Role: role + "'s " + strings.TrimPrefix(roles[i+1], "the product's ")})
+	}
+	return named
+}
+
+// checkOutputsNotInputs refuses, before any work, an output that is one of
+// the inputs (the same path, a symbolic or hard link to it): one line naming
+// both.
+func checkOutputsNotInputs(outputs, inputs []samefile.Named) error {
+	if err := samefile.Check(outputs, inputs); err != nil {
+		return fmt.Errorf("%w; give another output", err)
+	}
+	return nil
 }
 
 // progressReporter shows pixels done, pixels/s and the time left: a bar on

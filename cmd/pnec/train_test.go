@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"math"
 	"math/rand/v2"
 	"path/filepath"
@@ -11,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/pnec/pnec/geo"
+	"github.com/pnec/pnec/processor"
 )
 
 // runCaptured runs the app on args with stdout and stderr captured.
@@ -165,6 +167,14 @@ func TestTrainEvaluateBadInputs(t *testing.T) {
 		{"evaluate labels size", []string{"evaluate", "--model", modelPath, "--scene", scene, "--labels", small}, "small.tif: 8 x 4 pixels"},
 		{"zero runs", []string{"experiment", "--scene", scene, "--labels", labels, "--runs", "0"}, "--runs 0"},
 	}
+	// The model path is checked before training, not when saving after it.
+	t.Run("out in a missing directory", func(t *testing.T) {
+		out := filepath.Join(dir, "none", "m.pnec")
+		_, _, err := runCaptured(t, append([]string{"train", "--scene", scene, "--labels", labels, "--out", out, "--quiet"}, tinyFlags...)...)
+		if !errors.Is(err, processor.ErrBadOutput) || !strings.Contains(err.Error(), out) {
+			t.Errorf("got %v, want ErrBadOutput naming %s before training", err, out)
+		}
+	})
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			_, _, err := runCaptured(t, tc.args...)
