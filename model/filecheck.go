@@ -89,7 +89,7 @@ func (meta *modelMeta) validate(bodyBytes int) error {
 		}
 		floats += int64(numel(p.Shape))
 	}
-	floats += int64(k) * int64(d.D)                               // prototype bank
+	floats += int64(k) * int64(d.D)                                // prototype bank
 	floats += int64(len(meta.SpectralClasses)) * int64(meta.Bands) // training spectra
 	if floats*4 != int64(bodyBytes) {
 		return fmt.Errorf("the header describes %d bytes of weights, the file holds %d", floats*4, bodyBytes)
