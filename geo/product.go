@@ -92,6 +92,9 @@ type ProductWriter struct {
 	remote   string
 	localDir string
 	stats    statsAcc // of what WriteRows stored
+	// watch sees GDAL failures of worker threads (block compression,
+	// decoding) from CreateProduct on: any fails the product at Commit.
+	watch failureWatch
 }
 
 // ProductStats describe a product's stored pixels, as a reader of the
@@ -190,7 +193,7 @@ func CreateProduct(path string, spec ProductSpec) (*ProductWriter, error) {
 		}
 		maxV = max(maxV, c.Value)
 	}
-	p := &ProductWriter{path: path, spec: spec, written: make([]bool, spec.Rows), isClass: make([]bool, maxV+1)}
+	p := &ProductWriter{path: path, spec: spec, written: make([]bool, spec.Rows), isClass: make([]bool, maxV+1), watch: startFailureWatch()}
 	if isVSI(path) {
 		// Object stores and other virtual file systems have no rename: the
 		// product is made locally and uploaded whole on Commit, so the
@@ -606,6 +609,12 @@ func (p *ProductWriter) commit(ctx context.Context) error {
 	}
 	if err := ctx.Err(); err != nil {
 		return err
+	}
+	// A failure GDAL reported on one of its worker threads does not fail
+	// the call that started the work: it is checked here, before anything
+	// is published.
+	if err := p.watch.err(); err != nil {
+		return fmt.Errorf("GDAL failed while the product was written: %w", err)
 	}
 	// The product file goes last: its arrival is what readers (and pnec
 	// batch) take as "complete".
