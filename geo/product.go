@@ -216,7 +216,7 @@ func CreateProduct(path string, spec ProductSpec) (*ProductWriter, error) {
 	}
 	p.dtype = classDataType(spec.Classes)
 	p.nodata = ProductNoData(spec.Classes)
-	if _, err := mergeOptions(nil, spec.CreationOptions); err != nil {
+	if err := validateCOGOptions(spec.CreationOptions); err != nil {
 		return nil, fmt.Errorf("create product %s: %w", path, err)
 	}
 	var err error
@@ -260,6 +260,13 @@ func CreateProduct(path string, spec ProductSpec) (*ProductWriter, error) {
 	return p, nil
 }
 
+// minBlockSize is the smallest BLOCKSIZE of GDAL's COG driver (its
+// creation option list's minimum).
+const minBlockSize = 128
+
+// blockSizeWant says what BLOCKSIZE takes.
+var blockSizeWant = fmt.Sprintf("want a multiple of 16 of at least %d", minBlockSize)
+
 // blockSize is the COG tile size the creation options ask for (BLOCKSIZE),
 // else ProductBlockSize.
 func blockSize(opts []string) (int, error) {
@@ -270,8 +277,8 @@ func blockSize(opts []string) (int, error) {
 			continue
 		}
 		n, err := strconv.Atoi(strings.TrimSpace(v))
-		if err != nil || n < 16 || n%16 != 0 {
-			return 0, fmt.Errorf("creation option %q: want a multiple of 16 of at least 16", kv)
+		if err != nil || n < minBlockSize || n%16 != 0 {
+			return 0, fmt.Errorf("creation option %q: %s", kv, blockSizeWant)
 		}
 		bs = n
 	}

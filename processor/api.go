@@ -190,6 +190,9 @@ func NewClassifier(m *model.Model, opts Options) (*Classifier, error) {
 	if err := checkTile(opts, m.Recovery().Window); err != nil {
 		return nil, err
 	}
+	if err := geo.CheckCreationOptions(opts.CreationOptions, productClasses(m), opts.ReliabilityFloat32); err != nil {
+		return nil, fmt.Errorf("processor: %w", err)
+	}
 	log := opts.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)

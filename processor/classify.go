@@ -76,10 +76,7 @@ func (c *Classifier) classify(parent context.Context, sceneName, out string) (re
 	c.log.Info("plan", "scene", sceneName, "plan", plan.String(), "budget_mib", budget>>20, "planned_mib", res.PlannedBytes>>20)
 
 	classes := c.m.Classes()
-	ci := make([]geo.ClassInfo, len(classes))
-	for i, k := range classes {
-		ci[i] = geo.ClassInfo{Value: k.Value, Name: k.Name, Color: k.Color}
-	}
+	ci := productClasses(c.m)
 	rp := c.m.Recovery()
 	geoRef := info.GeoRef
 	if !info.HasGeoTransform {

@@ -97,8 +97,8 @@ func planScene(info geo.Info, m *model.Model, opts Options, lazy bool) (tiling.P
 		t := min(tiling.MinTile, rows)
 		ov := tiling.DefaultOverlap(tiling.MinTile, model.Stride, window)
 		need := cost.TiledBytes(t, min(tiling.MinTile, cols), cols, ov, window)
-		return p, budget, fmt.Errorf("%w: a %dx%d scene (cols x rows) of %d bands needs at least %s (one row of %d px tiles across its width), the budget is %s: give --max-memory %s or more",
-			tiling.ErrBudget, cols, rows, sc.bands, FormatBytes(need), tiling.MinTile, FormatBytes(budget), ceilSize(need))
+		return p, budget, fmt.Errorf("%w: a %dx%d scene (cols x rows) of %d bands needs at least %s (one row of %d px tiles across its width%s), the budget is %s: give --max-memory %s or more",
+			tiling.ErrBudget, cols, rows, sc.bands, FormatBytes(need), tiling.MinTile, sc.writeNote(), FormatBytes(budget), ceilSize(need))
 	}
 	if err != nil {
 		return p, budget, err
@@ -111,11 +111,20 @@ func planScene(info geo.Info, m *model.Model, opts Options, lazy bool) (tiling.P
 			if p.Whole {
 				what = fmt.Sprintf("%d px tiles hold the whole %dx%d scene (cols x rows) of %d bands, which needs", opts.TileSize, cols, rows, sc.bands)
 			}
-			return p, budget, fmt.Errorf("%w: %s about %s, the budget is %s: give --max-memory %s or more, or smaller tiles",
-				tiling.ErrBudget, what, FormatBytes(need), FormatBytes(budget), ceilSize(need))
+			return p, budget, fmt.Errorf("%w: %s about %s%s, the budget is %s: give --max-memory %s or more, or smaller tiles",
+				tiling.ErrBudget, what, FormatBytes(need), sc.writeNote(), FormatBytes(budget), ceilSize(need))
 		}
 	}
 	return p, budget, nil
+}
+
+// writeNote says how much of a plan's need is the COG's large tiles (a
+// BLOCKSIZE creation option above the default), "" when none.
+func (c *sceneCost) writeNote() string {
+	if c.write <= 0 {
+		return ""
+	}
+	return fmt.Sprintf(", %s of it to compress the COG's tiles of the BLOCKSIZE creation option", FormatBytes(c.write))
 }
 
 // ceilSize writes n rounded up to a tenth of a GiB (or a MiB below 1 GiB),

@@ -64,7 +64,7 @@ func planFlags() []cli.Flag {
 func productFlags() []cli.Flag {
 	return append([]cli.Flag{
 		&cli.StringFlag{Name: "backend", Usage: "compute backend `NAME`: go, xla:cpu, xla:cuda, xla:/abs/plugin.so (default: XLA when a PJRT plugin is installed, else go)"},
-		&cli.StringSliceFlag{Name: "co", Usage: "COG creation option `KEY=VALUE` (repeatable), e.g. --co COMPRESS=ZSTD --co BLOCKSIZE=256"},
+		&cli.StringSliceFlag{Name: "co", Usage: "COG creation option `KEY=VALUE` (repeatable; checked against GDAL's COG driver before any work, large BLOCKSIZE counted in the memory budget), e.g. --co COMPRESS=ZSTD --co BLOCKSIZE=256"},
 		&cli.StringFlag{Name: "reliability", Value: "byte", Usage: "reliability `TYPE`: byte (band 2, percent 0-100, no-data 255) or float32 (band 2 as byte plus a Float32 0..1 COG NAME.reliability.tif, NaN no-data)"},
 		&cli.StringFlag{Name: "reliability-score", Usage: "`KIND` of score the reliability band carries: spectral, spectral-margin, combined, margin, maxprob, entropy or gate (default: spectral, the best measured; combined for model files without training spectra)"},
 	}, planFlags()...)
@@ -78,17 +78,17 @@ func productOptions(c *cli.Context) (processor.Options, error) {
 	}
 	opts.Backend = c.String("backend")
 	opts.CreationOptions = c.StringSlice("co")
-	for _, kv := range opts.CreationOptions {
-		if !strings.Contains(kv, "=") {
-			return opts, fmt.Errorf("--co %s: want KEY=VALUE", kv)
-		}
-	}
 	switch strings.ToLower(c.String("reliability")) {
 	case "byte":
 	case "float32":
 		opts.ReliabilityFloat32 = true
 	default:
 		return opts, fmt.Errorf("--reliability %s: want byte or float32", c.String("reliability"))
+	}
+	// Checked for a Byte product here, before anything is opened; the
+	// classifier checks them again for the model's classes.
+	if err := geo.CheckCreationOptions(opts.CreationOptions, nil, opts.ReliabilityFloat32); err != nil {
+		return opts, coError(err)
 	}
 	if v := c.String("reliability-score"); v != "" {
 		kind, err := model.ParseReliability(v)
@@ -180,7 +180,7 @@ func classifyAction(c *cli.Context) error {
 		return fmt.Errorf("--tile %d: %w", opts.TileSize, err)
 	}
 	if err != nil {
-		return err
+		return coError(err)
 	}
 	defer cl.Close()
 	res, err := cl.Classify(c.Context, scene, out)
@@ -195,6 +195,15 @@ func classifyAction(c *cli.Context) error {
 		printSummary(w, res)
 	}
 	return cl.Close()
+}
+
+// coError words a refused creation option after the --co flag that gave it.
+func coError(err error) error {
+	var coe *geo.CreationOptionError
+	if errors.As(err, &coe) {
+		return fmt.Errorf("--co %s: %s", coe.Option, coe.Reason)
+	}
+	return err
 }
 
 // productOutputs are the files a product at out writes (geo.ProductFiles),
