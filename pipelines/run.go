@@ -36,6 +36,9 @@ type Config struct {
 	Inputs []string
 	// Asset is the STAC asset key to classify; "" = the asset with role "data".
 	Asset string
+	// AllowOutsideCatalog lets STAC documents name local files outside
+	// their folder (see ExpandOptions.AllowOutsideCatalog).
+	AllowOutsideCatalog bool
 	// Force redoes scenes whose product is up to date.
 	Force bool
 	// Jobs is the number of scenes classified at once; 0 = 1 on a GPU backend,
@@ -159,6 +162,9 @@ var ErrScenesFailed = errors.New("scenes failed")
 type FailedError struct {
 	Failed, Scenes int
 	First          string
+	// FirstErr is the first failure's error when it was an input's (an
+	// *InputError), so that errors.Is sees its cause; nil otherwise.
+	FirstErr error
 }
 
 func (e *FailedError) Error() string {
@@ -168,7 +174,12 @@ func (e *FailedError) Error() string {
 	return fmt.Sprintf("%d of %d scenes failed (see the report); first: %s", e.Failed, e.Scenes, e.First)
 }
 
-func (e *FailedError) Unwrap() error { return ErrScenesFailed }
+func (e *FailedError) Unwrap() []error {
+	if e.FirstErr != nil {
+		return []error{ErrScenesFailed, e.FirstErr}
+	}
+	return []error{ErrScenesFailed}
+}
 
 // Run classifies the inputs of cfg. It returns an error wrapping
 // ErrScenesFailed when any scene (or input argument) failed, after every
@@ -189,6 +200,7 @@ func Run(ctx context.Context, cfg Config) (Summary, error) {
 	}
 	var sum Summary
 	var firstFailure string
+	var firstErr error
 	if err := cfg.Shard.Validate(); err != nil {
 		return sum, err
 	}
@@ -209,7 +221,7 @@ func Run(ctx context.Context, cfg Config) (Summary, error) {
 		return sum, err
 	}
 
-	inputs, inErrs, err := Expand(ctx, cfg.Inputs, ExpandOptions{Asset: cfg.Asset, HTTPClient: cfg.HTTPClient})
+	inputs, inErrs, err := Expand(ctx, cfg.Inputs, ExpandOptions{Asset: cfg.Asset, HTTPClient: cfg.HTTPClient, AllowOutsideCatalog: cfg.AllowOutsideCatalog})
 	if err != nil {
 		return sum, err
 	}
@@ -230,7 +242,7 @@ func Run(ctx context.Context, cfg Config) (Summary, error) {
 		sum.Failed++
 		sum.Scenes++
 		if firstFailure == "" {
-			firstFailure = r.Reason
+			firstFailure, firstErr = r.Reason, ie
 		}
 	}
 	log.Info("batch", "inputs", len(inputs), "shard", cfg.Shard.String(), "scenes", len(mine), "out_dir", cfg.OutDir)
@@ -371,7 +383,7 @@ feed:
 		return sum, fmt.Errorf("batch interrupted after %d of %d scenes: %w", sum.Scenes, rep.total, err)
 	}
 	if sum.Failed > 0 {
-		return sum, &FailedError{Failed: sum.Failed, Scenes: sum.Scenes, First: firstFailure}
+		return sum, &FailedError{Failed: sum.Failed, Scenes: sum.Scenes, First: firstFailure, FirstErr: firstErr}
 	}
 	return sum, nil
 }

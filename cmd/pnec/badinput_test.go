@@ -234,7 +234,7 @@ var badInputs = []badInput{
 		os.WriteFile(p, []byte(`{"type":"Feature","assets":{`), 0o644)
 		return p
 	}},
-	{name: "asset href escaping with ..", stacOnly: true, want: "escapes", make: func(t *testing.T, d string) string {
+	{name: "asset href escaping with ..", stacOnly: true, want: "leads outside the catalog's folder", make: func(t *testing.T, d string) string {
 		p := filepath.Join(d, "escape.json")
 		os.WriteFile(p, []byte(`{"type":"Feature","stac_version":"1.0.0","id":"x","geometry":null,"properties":{"datetime":null},"links":[],"assets":{"hsi":{"href":"../../etc/passwd","roles":["data"]}}}`), 0o644)
 		return p

@@ -41,6 +41,7 @@ func init() {
 			&cli.StringFlag{Name: "model", Required: true, Usage: "trained model `FILE` (from 'pnec train')"},
 			&cli.StringFlag{Name: "out-dir", Required: true, Usage: "output `DIR` (local file system) for KEY.tif and KEY.json; created if missing"},
 			&cli.StringFlag{Name: "asset", Usage: "STAC asset `KEY` to classify (default: the asset with role \"data\")"},
+			&cli.BoolFlag{Name: "allow-outside-catalog", Usage: "let STAC documents name local files outside their folder (absolute and /vsi paths, file:// URLs, ../, symbolic links leading out); refused by default"},
 			&cli.BoolFlag{Name: "force", Usage: "redo scenes whose product is up to date"},
 			&cli.IntFlag{Name: "jobs", Aliases: []string{"j"}, Usage: "scenes classified at once, `N`; 0 = 1 on a GPU backend, on CPU as many as fit in --max-memory (at most the CPU count)"},
 			&cli.StringFlag{Name: "shard", Usage: "process only shard `I/N` of the inputs (0-based I; deterministic, by a hash of the scene key)"},
@@ -125,7 +126,7 @@ func batchAction(c *cli.Context) error {
 	cfg := pipelines.Config{
 		Datetime: acquired, License: c.String("license"),
 		ModelPath: c.String("model"), OutDir: c.String("out-dir"), Inputs: inputs,
-		Asset: c.String("asset"), Force: c.Bool("force"), Jobs: c.Int("jobs"), Shard: shard, Engine: engine,
+		Asset: c.String("asset"), AllowOutsideCatalog: c.Bool("allow-outside-catalog"), Force: c.Bool("force"), Jobs: c.Int("jobs"), Shard: shard, Engine: engine,
 		Collection: c.String("stac-collection"), CollectionID: c.String("collection-id"),
 		Options: opts, Report: report, Version: version,
 	}
@@ -158,6 +159,9 @@ func batchAction(c *cli.Context) error {
 	}
 	if !c.Bool("quiet") && sum.Scenes > 0 {
 		fmt.Fprintln(stderr, "batch: "+sum.String())
+	}
+	if errors.Is(err, pipelines.ErrOutsideCatalog) {
+		return fmt.Errorf("batch: %w (--allow-outside-catalog reads it)", err)
 	}
 	if err != nil {
 		return fmt.Errorf("batch: %w", err)

@@ -64,12 +64,13 @@ func Key(name string) string {
 			return fmt.Sprintf("inode %d:%d", s.Dev, s.Ino)
 		}
 	}
-	return "path " + resolve(name)
+	return "path " + Resolve(name)
 }
 
-// resolve is name made absolute and clean, with its deepest existing
-// ancestor's symbolic links resolved.
-func resolve(name string) string {
+// Resolve is name made absolute and clean, with the symbolic links of its
+// deepest existing ancestor (itself when it exists) resolved: where a read
+// or write of name lands.
+func Resolve(name string) string {
 	abs, err := filepath.Abs(name)
 	if err != nil {
 		return filepath.Clean(name)
