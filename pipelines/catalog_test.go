@@ -53,7 +53,7 @@ func TestCatalogPolicy(t *testing.T) {
 		{name: "catalog link outside", doc: `{"type":"Catalog","id":"c","links":[{"rel":"item","href":"../outside/item.json"}]}`, want: secret, why: "(../ past the folder)"},
 		{name: "catalog link absolute", doc: `{"type":"Catalog","id":"c","links":[{"rel":"item","href":"` + filepath.Join(outside, "item.json") + `"}]}`, want: secret, why: "(an absolute path)"},
 		{name: "nested item back up inside the catalog", doc: `{"type":"Catalog","id":"c","links":[{"rel":"item","href":"items/b.json"}]}`,
-			want: filepath.Join(cat, "data", "a.tif"),
+			want:  filepath.Join(cat, "data", "a.tif"),
 			extra: func() { writeFile(t, filepath.Join(cat, "items", "b.json"), asset("../data/a.tif")) }},
 	} {
 		for _, allow := range []bool{false, true} {
