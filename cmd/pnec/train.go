@@ -128,8 +128,8 @@ func classNamesFromFlags(c *cli.Context) (map[int]string, error) {
 	for _, kv := range c.StringSlice("class-name") {
 		v, name, ok := strings.Cut(kv, "=")
 		val, err := strconv.Atoi(strings.TrimSpace(v))
-		if !ok || err != nil || val < 1 || strings.TrimSpace(name) == "" {
-			return nil, fmt.Errorf("--class-name %s: want VALUE=NAME with VALUE a class value >= 1", kv)
+		if !ok || err != nil || val < 1 || val > evaluation.MaxClassValue || strings.TrimSpace(name) == "" {
+			return nil, fmt.Errorf("--class-name %s: want VALUE=NAME with VALUE a class value 1..%d", kv, evaluation.MaxClassValue)
 		}
 		names[val] = strings.TrimSpace(name)
 	}
