@@ -68,7 +68,10 @@ func batchEngine(c *cli.Context) (pipelines.Engine, error) {
 	}
 	if s != "" {
 		sh, err := pipelines.ParseShard(s)
-		return pipelines.Engine{Shard: sh}, err
+		if err != nil {
+			return pipelines.Engine{}, fmt.Errorf("batch: --shard: %w", err)
+		}
+		return pipelines.Engine{Shard: sh}, nil
 	}
 	if c.IsSet("shards") && c.Int("shards") < 1 {
 		return pipelines.Engine{}, fmt.Errorf("batch: --shards %d: want at least 1", c.Int("shards"))
