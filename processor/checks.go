@@ -3,6 +3,7 @@ package processor
 import (
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -16,6 +17,16 @@ import (
 // ErrTileTooSmall: a forced tile (Options.TileSize) leaves no context
 // beyond its overlap and the recovery window.
 var ErrTileTooSmall = errors.New("tile too small")
+
+// ErrTileTooLarge: a forced tile side or overlap above MaxTileSide.
+var ErrTileTooLarge = errors.New("tile too large")
+
+// MaxTileSide is the largest forced tile side or overlap, pixels: GDAL's
+// largest raster side (a 32-bit int); a tile at least the scene's size is
+// the whole scene, so larger ones mean nothing more, and the planner's
+// arithmetic on them would overflow (--tile 9223372036854775807 was
+// reported as a tile of -9223372036854775804 px).
+const MaxTileSide = math.MaxInt32
 
 // ErrOutputIsInput: a file the product writes is a file the scene reads
 // (the scene itself, a sidecar, a VRT's source), through any name, link or
@@ -85,6 +96,9 @@ func MinTileSize(opts Options, window int) int {
 // m's recovery window (see MinTileSize) or whose overlap is not smaller
 // than the tile.
 func checkTile(opts Options, window int) error {
+	if opts.TileSize > MaxTileSide || opts.Overlap > MaxTileSide {
+		return fmt.Errorf("%w: tile %d px, overlap %d px: want at most %d px", ErrTileTooLarge, opts.TileSize, opts.Overlap, MaxTileSide)
+	}
 	if opts.TileSize <= 0 {
 		return nil
 	}

@@ -714,3 +714,18 @@ func TestPlanSceneForcedTileBudget(t *testing.T) {
 		}
 	}
 }
+
+// TestPlanSceneHugeTile: a tile side or overlap beyond MaxTileSide is
+// ErrTileTooLarge, not an overflowed negative tile in the message.
+func TestPlanSceneHugeTile(t *testing.T) {
+	f := getFixture(t)
+	for _, opts := range []Options{{TileSize: math.MaxInt}, {TileSize: 64, Overlap: math.MaxInt}} {
+		_, _, err := PlanScene(100, 100, f.bands, f.model, opts)
+		if !errors.Is(err, ErrTileTooLarge) || strings.Contains(err.Error(), "-") {
+			t.Errorf("tile %d overlap %d: got %v, want ErrTileTooLarge without negative sizes", opts.TileSize, opts.Overlap, err)
+		}
+	}
+	if _, _, err := PlanScene(100, 100, f.bands, f.model, Options{TileSize: MaxTileSide, MaxMemoryBytes: 1 << 40}); err != nil {
+		t.Errorf("tile MaxTileSide on a 100 x 100 scene: %v, want the whole scene", err)
+	}
+}

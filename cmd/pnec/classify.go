@@ -110,14 +110,14 @@ func planOptions(c *cli.Context) (processor.Options, error) {
 		}
 		o.MaxMemoryBytes = n
 	}
-	if t := c.Int("tile"); t < 0 {
-		return o, fmt.Errorf("--tile %d: want a positive tile side in pixels (or 0 for automatic)", t)
+	if t := c.Int("tile"); t < 0 || t > processor.MaxTileSide {
+		return o, fmt.Errorf("--tile %d: want a tile side of 1..%d pixels (or 0 for automatic)", t, processor.MaxTileSide)
 	} else {
 		o.TileSize = t
 	}
 	switch ov := c.Int("overlap"); {
-	case ov < -1:
-		return o, fmt.Errorf("--overlap %d: want pixels >= 0 (or -1 for automatic)", ov)
+	case ov < -1 || ov > processor.MaxTileSide:
+		return o, fmt.Errorf("--overlap %d: want 0..%d pixels (or -1 for automatic)", ov, processor.MaxTileSide)
 	case ov == -1:
 		o.Overlap = 0 // processor's default
 	case ov == 0:
