@@ -260,3 +260,51 @@ func ProductWriteBytes(spec ProductSpec) (int64, error) {
 	return max(0, cogBlockBytes(spec.Cols, spec.Rows, block, perPixel, threads)-
 		cogBlockBytes(spec.Cols, spec.Rows, ProductBlockSize, perPixel, threads)), nil
 }
+
+// stageBlock is the tile side of the product's staging GeoTIFFs; GTiff
+// gives their internal overviews the same tiles.
+const stageBlock = 512
+
+// tiledBytes is a cols x rows band of sampleBytes samples stored in whole
+// block x block tiles, as an uncompressed tiled GeoTIFF stores it.
+func tiledBytes(cols, rows, block, sampleBytes int) int64 {
+	return int64((cols+block-1)/block) * int64((rows+block-1)/block) * int64(block) * int64(block) * int64(sampleBytes)
+}
+
+// ProductDiskBytes is a lower bound of the disk space writing a product of
+// spec takes at its peak, when everything is written and nothing published:
+// the uncompressed staging GeoTIFF of the two bands in whole 512 x 512
+// tiles (a 10 x 10 product stages a whole tile), its internal overviews and
+// colour map, with ReliabilityFloat32 the Float32 reliability's stage and
+// overviews, and a few kB of headers, sidecar and QGIS style. The
+// compressed COG is left out: its size is known only once compressed, and
+// it is a fraction of the rest. Measured against the files on disk at the
+// peak: 0.78 to 1.0 of them (TestProductDiskBytes), where the product's
+// pixels alone, the estimate before, were 1/200 of them for a 40 x 32 product.
+func ProductDiskBytes(spec ProductSpec) (int64, error) {
+	if err := validateSyntax(spec.CreationOptions); err != nil {
+		return 0, err
+	}
+	if spec.Cols <= 0 || spec.Rows <= 0 {
+		return 0, nil
+	}
+	block, _ := blockSize(spec.CreationOptions)
+	sb, colourMap := 1, int64(3*256*2)
+	if classDataType(spec.Classes) == godal.UInt16 {
+		sb, colourMap = 2, 3*65536*2
+	}
+	levels := overviewLevels(spec.Cols, spec.Rows, block)
+	stage := func(bands, sampleBytes int) int64 {
+		n := int64(bands) * tiledBytes(spec.Cols, spec.Rows, stageBlock, sampleBytes)
+		for _, f := range levels {
+			n += int64(bands) * tiledBytes((spec.Cols+f-1)/f, (spec.Rows+f-1)/f, stageBlock, sampleBytes)
+		}
+		return n
+	}
+	const headers = 8 << 10 // TIFF headers, the sidecar and the QGIS style, at least
+	n := stage(2, sb) + colourMap + headers
+	if spec.ReliabilityFloat32 {
+		n += stage(1, 4)
+	}
+	return n, nil
+}

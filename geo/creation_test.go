@@ -1,7 +1,11 @@
 package geo
 
 import (
+	"context"
 	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -74,5 +78,64 @@ func TestProductWriteBytes(t *testing.T) {
 	}
 	if _, err := ProductWriteBytes(spec(10, 10, "BLOCKSIZE=abc")); !errors.Is(err, ErrCreationOption) {
 		t.Errorf("BLOCKSIZE=abc: got %v, want ErrCreationOption", err)
+	}
+}
+
+// TestProductDiskBytes: the estimate is a lower bound of the disk space a
+// product's write holds at its peak (everything written, nothing published),
+// and close to it (the compressed COG it leaves out is small). The earlier
+// estimate, the product's uncompressed pixels, missed the whole staged
+// tiles of small products by up to hundreds of times.
+func TestProductDiskBytes(t *testing.T) {
+	defer func() { atCommitPeak = nil }()
+	for _, tc := range []struct {
+		cols, rows int
+		classes    int
+		f32        bool
+		co         []string
+	}{
+		{1, 1, 3, false, nil},
+		{40, 32, 3, false, nil},
+		{40, 32, 3, true, nil},
+		{600, 500, 3, false, nil},
+		{600, 500, 300, true, nil},
+		{700, 300, 3, false, []string{"BLOCKSIZE=128"}},
+	} {
+		t.Run(fmt.Sprintf("%dx%d %d classes f32 %v %v", tc.cols, tc.rows, tc.classes, tc.f32, tc.co), func(t *testing.T) {
+			dir := t.TempDir()
+			spec := ProductSpec{Cols: tc.cols, Rows: tc.rows, Classes: testClasses(tc.classes), ReliabilityFloat32: tc.f32, CreationOptions: tc.co}
+			var peak int64
+			atCommitPeak = func(d string) {
+				ents, _ := os.ReadDir(d)
+				for _, e := range ents {
+					if fi, err := e.Info(); err == nil {
+						peak += fi.Size()
+					}
+				}
+			}
+			p, err := CreateProduct(filepath.Join(dir, "p.tif"), spec)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer p.Close()
+			cl := make([]uint16, tc.cols*tc.rows)
+			for i := range cl {
+				cl[i] = uint16(spec.Classes[i%len(spec.Classes)].Value)
+			}
+			if err := p.WriteRows(0, cl, make([]float32, len(cl))); err != nil {
+				t.Fatal(err)
+			}
+			if err := p.Commit(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			est, err := ProductDiskBytes(spec)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("estimate %d bytes, peak %d bytes on disk (%.2f); the pixels alone %d", est, peak, float64(est)/float64(peak), tc.cols*tc.rows*2)
+			if est > peak || est < peak*6/10 {
+				t.Errorf("estimate %d bytes, peak %d: want a lower bound within 60%%", est, peak)
+			}
+		})
 	}
 }

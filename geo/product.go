@@ -231,7 +231,7 @@ func CreateProduct(path string, spec ProductSpec) (*ProductWriter, error) {
 	// The stage is uncompressed: it is written once and read once, and
 	// compression would only cost time.
 	p.ds, err = godal.Create(godal.GTiff, p.stage, 2, p.dtype, spec.Cols, spec.Rows,
-		godal.CreationOption("TILED=YES", "BLOCKXSIZE=512", "BLOCKYSIZE=512", "COMPRESS=NONE", "BIGTIFF=IF_SAFER", "INTERLEAVE=BAND"), errh)
+		godal.CreationOption("TILED=YES", fmt.Sprintf("BLOCKXSIZE=%d", stageBlock), fmt.Sprintf("BLOCKYSIZE=%d", stageBlock), "COMPRESS=NONE", "BIGTIFF=IF_SAFER", "INTERLEAVE=BAND"), errh)
 	if err != nil {
 		p.Close()
 		return nil, fmt.Errorf("create product %s: %w", path, err)
@@ -247,7 +247,7 @@ func CreateProduct(path string, spec ProductSpec) (*ProductWriter, error) {
 		}
 		p.temps = append(p.temps, withSidecars(p.relStage)...)
 		p.relDS, err = godal.Create(godal.GTiff, p.relStage, 1, godal.Float32, spec.Cols, spec.Rows,
-			godal.CreationOption("TILED=YES", "BLOCKXSIZE=512", "BLOCKYSIZE=512", "COMPRESS=NONE", "BIGTIFF=IF_SAFER"), errh)
+			godal.CreationOption("TILED=YES", fmt.Sprintf("BLOCKXSIZE=%d", stageBlock), fmt.Sprintf("BLOCKYSIZE=%d", stageBlock), "COMPRESS=NONE", "BIGTIFF=IF_SAFER"), errh)
 		if err != nil {
 			p.Close()
 			return nil, fmt.Errorf("create product %s: reliability file: %w", path, err)
@@ -515,6 +515,10 @@ func (p *ProductWriter) pnecMetadata() (map[string]string, error) {
 	return md, nil
 }
 
+// atCommitPeak, when set (by tests), sees the product's directory when
+// Commit has written everything and published nothing: its disk peak.
+var atCommitPeak func(dir string)
+
 // Commit builds overviews (MODE for the class band, exact means for
 // reliability), writes the COG to a temporary file beside the target with
 // its .aux.xml sidecar (category names), the QGIS style and, with
@@ -616,6 +620,9 @@ func (p *ProductWriter) commit(ctx context.Context) error {
 	}
 	if err := ctx.Err(); err != nil {
 		return err
+	}
+	if atCommitPeak != nil {
+		atCommitPeak(filepath.Dir(p.path))
 	}
 	// A failure GDAL reported on one of its worker threads does not fail
 	// the call that started the work: it is checked here, before anything

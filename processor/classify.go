@@ -59,7 +59,8 @@ func (c *Classifier) classify(parent context.Context, sceneName, out string) (re
 	if info.Bands != c.m.Bands() {
 		return res, fmt.Errorf("%s: %d bands, the model takes %d: %w", sceneName, info.Bands, c.m.Bands(), model.ErrBandCount)
 	}
-	if err := checkSpace(sceneName, out, info, productSampleBytes(c.m, c.opts)); err != nil {
+	if err := checkSpace(sceneName, out, geo.ProductSpec{Cols: info.Cols, Rows: info.Rows, Classes: productClasses(c.m),
+		ReliabilityFloat32: c.opts.ReliabilityFloat32, CreationOptions: c.opts.CreationOptions}); err != nil {
 		return res, err
 	}
 	plan, budget, err := PlanSceneInfo(info, c.m, c.opts)
