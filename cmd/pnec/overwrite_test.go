@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/pnec/pnec/internal/fixture"
+	"github.com/pnec/pnec/internal/matwrite"
 )
 
 // fileSum is the SHA-256 of a file's content ("" when it cannot be read).
@@ -126,6 +127,33 @@ func TestOutputIsInputRefused(t *testing.T) {
 			link := filepath.Join(d, "model.pnec")
 			os.Symlink(l, link)
 			return trainArgs(s, l, link), []string{link, l}, []string{s, l}
+		}},
+		{"synth out is the layout", func(t *testing.T, d string) ([]string, []string, []string) {
+			s, l := writeTinyScene(t, d, 8, 8, 6)
+			return []string{"synth", "--layout", l, "--spectra", s + "," + l, "--bands", "6", "--out", l}, []string{l}, []string{s, l}
+		}},
+		{"synth out is the spectra source", func(t *testing.T, d string) ([]string, []string, []string) {
+			s, l := writeTinyScene(t, d, 8, 8, 6)
+			return []string{"synth", "--layout", "procedural:32x32", "--spectra", s + "," + l, "--bands", "6", "--out", s}, []string{s}, []string{s, l}
+		}},
+		{"synth labels-out is a link to out", func(t *testing.T, d string) ([]string, []string, []string) {
+			s, l := writeTinyScene(t, d, 8, 8, 6)
+			out := filepath.Join(d, "new.tif")
+			link := filepath.Join(d, "link.tif")
+			os.Symlink(out, link)
+			return []string{"synth", "--layout", "procedural:32x32", "--spectra", s + "," + l, "--bands", "6", "--out", out, "--labels-out", link}, []string{out, link}, []string{s, l}
+		}},
+		{"import out is the cube", func(t *testing.T, d string) ([]string, []string, []string) {
+			mat := filepath.Join(d, "cube.mat")
+			f, err := os.Create(mat)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := matwrite.WriteCube(f, "X", 6, 5, 4, matwrite.MiUINT16, false, 1); err != nil {
+				t.Fatal(err)
+			}
+			f.Close()
+			return []string{"import", "mat", "--cube", mat + ":X", "--out", mat}, []string{mat}, []string{mat}
 		}},
 		{"batch out-dir holds the scenes", func(t *testing.T, d string) ([]string, []string, []string) {
 			m := copyModel(t, t.TempDir())

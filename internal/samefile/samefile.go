@@ -70,10 +70,26 @@ func Key(name string) string {
 // Resolve is name made absolute and clean, with the symbolic links of its
 // deepest existing ancestor (itself when it exists) resolved: where a read
 // or write of name lands.
-func Resolve(name string) string {
+func Resolve(name string) string { return resolve(name, 0) }
+
+// maxLinks bounds the symbolic links resolve follows (as the kernel does).
+const maxLinks = 40
+
+func resolve(name string, links int) string {
 	abs, err := filepath.Abs(name)
 	if err != nil {
 		return filepath.Clean(name)
+	}
+	// A symbolic link to a file that does not exist yet names that file.
+	if fi, err := os.Lstat(abs); err == nil && fi.Mode()&os.ModeSymlink != 0 && links < maxLinks {
+		if _, err := os.Stat(abs); err != nil {
+			if target, err := os.Readlink(abs); err == nil {
+				if !filepath.IsAbs(target) {
+					target = filepath.Join(filepath.Dir(abs), target)
+				}
+				return resolve(target, links+1)
+			}
+		}
 	}
 	var rest []string
 	for p := abs; ; p = filepath.Dir(p) {

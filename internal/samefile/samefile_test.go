@@ -26,6 +26,7 @@ func TestSame(t *testing.T) {
 	os.Mkdir(sub, 0o755)
 	dirLink := filepath.Join(dir, "sublink")
 	os.Symlink(sub, dirLink)
+	os.Symlink("sub/new.tif", filepath.Join(dir, "dangling.tif"))
 	wd, _ := os.Getwd()
 	t.Cleanup(func() { os.Chdir(wd) })
 	os.Chdir(dir)
@@ -41,6 +42,7 @@ func TestSame(t *testing.T) {
 		{scene, other, false}, // same content, another file
 		{filepath.Join(sub, "new.tif"), filepath.Join(dirLink, "new.tif"), true}, // not yet written, through a linked directory
 		{filepath.Join(sub, "new.tif"), filepath.Join(sub, "new2.tif"), false},
+		{filepath.Join(sub, "new.tif"), filepath.Join(dir, "dangling.tif"), true}, // a link to a file still to be written
 		{"/vsimem/s.tif", "/vsimem/s.tif", false}, // not local: GDAL's business
 		{"https://example.com/s.tif", "https://example.com/s.tif", false},
 		{`HDF5:"s.h5"://cube`, `HDF5:"s.h5"://cube`, false},
