@@ -43,7 +43,7 @@ func TestSame(t *testing.T) {
 		{filepath.Join(sub, "new.tif"), filepath.Join(dirLink, "new.tif"), true}, // not yet written, through a linked directory
 		{filepath.Join(sub, "new.tif"), filepath.Join(sub, "new2.tif"), false},
 		{filepath.Join(sub, "new.tif"), filepath.Join(dir, "dangling.tif"), true}, // a link to a file still to be written
-		{"/vsimem/s.tif", "/vsimem/s.tif", false}, // not local: GDAL's business
+		{"/vsimem/s.tif", "/vsimem/s.tif", false},                                 // not local: GDAL's business
 		{"https://example.com/s.tif", "https://example.com/s.tif", false},
 		{`HDF5:"s.h5"://cube`, `HDF5:"s.h5"://cube`, false},
 	} {
