@@ -413,19 +413,24 @@ func (cfg *Config) checkNotInputs(inputs []Input) error {
 	if cfg.Model == nil {
 		ins.Add(samefile.Named{Path: cfg.ModelPath, Role: "the model"})
 	}
-	outs := []samefile.Named{{Path: cfg.Collection, Role: "the STAC Collection"}, {Path: cfg.ReportPath, Role: "the run report"}}
+	runFiles := []samefile.Named{{Path: cfg.Collection, Role: "the STAC Collection"}, {Path: cfg.ReportPath, Role: "the run report"}}
+	var products []samefile.Named
 	for _, in := range inputs {
 		product := filepath.Join(cfg.OutDir, in.Key+".tif")
 		paths, roles := geo.ProductFiles(product, cfg.Options.ReliabilityFloat32)
 		for i := range paths {
-			outs = append(outs, samefile.Named{Path: paths[i], Role: roles[i]})
+			products = append(products, samefile.Named{Path: paths[i], Role: roles[i]})
 		}
-		outs = append(outs, samefile.Named{Path: filepath.Join(cfg.OutDir, in.Key+".json"), Role: "the product's STAC Item"})
+		products = append(products, samefile.Named{Path: filepath.Join(cfg.OutDir, in.Key+".json"), Role: "the product's STAC Item"})
 	}
-	if err := ins.Check(outs...); err != nil {
+	if err := ins.Check(append(runFiles, products...)...); err != nil {
 		return err
 	}
-	return nil
+	// Nor may a product or an Item replace the Collection or the report
+	// (a scene named collection.tif beside collection.json, say).
+	var run samefile.Set
+	run.Add(runFiles...)
+	return run.Check(products...)
 }
 
 // checkCollection refuses, before any work, a Collection file that could

@@ -243,6 +243,8 @@ func TestRunSetupErrors(t *testing.T) {
 		// Refused before any scene is done (the products replaced the scenes).
 		{"out dir holds the scenes", Config{ModelPath: "m", OutDir: dir, Inputs: []string{scene}}, "the product " + scene + " is the scene " + scene},
 		{"report is the scene", Config{ModelPath: "m", OutDir: filepath.Join(dir, "o2"), Inputs: []string{scene}, ReportPath: scene}, "the run report " + scene + " is the scene"},
+		{"an Item is the collection", Config{ModelPath: "m", OutDir: filepath.Join(dir, "o6"), Inputs: []string{scene}, Collection: filepath.Join(dir, "o6", "s.json")},
+			"the product's STAC Item " + filepath.Join(dir, "o6", "s.json") + " is the STAC Collection"},
 		// Found after every scene was classified before.
 		{"collection in a missing directory", Config{ModelPath: "m", OutDir: filepath.Join(dir, "o3"), Inputs: []string{scene},
 			Collection: filepath.Join(dir, "none", "c.json")}, "collection " + filepath.Join(dir, "none", "c.json") + ": directory"},
