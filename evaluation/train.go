@@ -41,8 +41,13 @@ func ReadScene(ctx context.Context, name string) (model.Scene, geo.Info, error) 
 // for a scene: wrong size, several bands, or values that are not class values.
 var ErrLabels = errors.New("not a usable label raster")
 
+// MaxClassValue is the largest class value a label raster may hold: a
+// product stores classes as UInt16 at most, 65535 being its no-data
+// (geo.NoDataUInt16), so a model trained on that value could map nothing.
+const MaxClassValue = geo.NoDataUInt16 - 1
+
 // ReadLabels reads a single-band class raster of rows x cols pixels: class
-// values 1.. (whole numbers), 0 = unlabelled; nodata pixels read as 0.
+// values 1..MaxClassValue (whole numbers), 0 = unlabelled; nodata pixels read as 0.
 func ReadLabels(ctx context.Context, name string, rows, cols int) ([]int32, error) {
 	ds, err := geo.Open(name)
 	if err != nil {
@@ -66,9 +71,9 @@ func ReadLabels(ctx context.Context, name string, rows, cols int) ([]int32, erro
 		if !b.Valid[i] {
 			continue
 		}
-		if v < 0 || v != float32(math.Trunc(float64(v))) || v > math.MaxUint16 {
-			return nil, fmt.Errorf("%s: pixel (row %d, col %d) holds %g; class values are whole numbers 0..65535 (0 = unlabelled): %w",
-				name, i/cols, i%cols, v, ErrLabels)
+		if v < 0 || v != float32(math.Trunc(float64(v))) || v > MaxClassValue {
+			return nil, fmt.Errorf("%s: pixel (row %d, col %d) holds %g; class values are whole numbers 0..%d (0 = unlabelled, %d is the products' no-data): %w",
+				name, i/cols, i%cols, v, MaxClassValue, geo.NoDataUInt16, ErrLabels)
 		}
 		out[i] = int32(v)
 	}
@@ -115,8 +120,8 @@ func parseClassName(text string) (int, string, error) {
 	vs := strings.TrimSpace(text[:i])
 	name := strings.TrimSpace(strings.Trim(strings.TrimSpace(text[i+1:]), `"`))
 	v, err := strconv.Atoi(vs)
-	if err != nil || v < 1 || v > math.MaxUint16 {
-		return 0, "", fmt.Errorf("%q: class value %q is not a whole number in 1..65535", text, vs)
+	if err != nil || v < 1 || v > MaxClassValue {
+		return 0, "", fmt.Errorf("%q: class value %q is not a whole number in 1..%d", text, vs, MaxClassValue)
 	}
 	if name == "" {
 		return 0, "", fmt.Errorf("%q: class %d has an empty name", text, v)

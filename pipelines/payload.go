@@ -146,7 +146,10 @@ func (e *expander) payloadItem(i int, raw json.RawMessage) {
 		}
 	}
 	n := len(e.out)
-	e.item(loc, name, d)
+	// A payload is the job the orchestrator hands over, as trusted as the
+	// command line (which names any local file): its Items' hrefs are not
+	// confined to a folder (root ""), unlike those of a catalog given as input.
+	e.item(loc, name, "", d)
 	if len(e.out) > n {
 		e.out[n].Item = self
 	}

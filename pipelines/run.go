@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"net/http"
 	"os"
@@ -18,6 +19,7 @@ import (
 
 	"github.com/pnec/pnec/geo"
 	"github.com/pnec/pnec/internal/oneline"
+	"github.com/pnec/pnec/internal/samefile"
 	"github.com/pnec/pnec/model"
 	"github.com/pnec/pnec/processor"
 )
@@ -43,6 +45,9 @@ type Config struct {
 	// scene's key) for one per scene, or asset:ROLE for the asset of that
 	// role of each scene's STAC Item. See processor.Classifier.ClassifyMasked.
 	Mask string
+	// AllowOutsideCatalog lets STAC documents name local files outside
+	// their folder (see ExpandOptions.AllowOutsideCatalog).
+	AllowOutsideCatalog bool
 	// Force redoes scenes whose product is up to date.
 	Force bool
 	// Jobs is the number of scenes classified at once; 0 = 1 on a GPU backend,
@@ -79,6 +84,9 @@ type Config struct {
 	Options processor.Options
 	// Report receives one JSON line (SceneReport) per scene; nil = none.
 	Report io.Writer
+	// ReportPath is the file Report writes to, if any: Run refuses to start
+	// when it is one of the inputs (Report should not truncate it before).
+	ReportPath string
 	// Logger receives progress lines; nil = discard.
 	Logger *slog.Logger
 	// OnEvent, when set, is called on progress (from several goroutines, serialised).
@@ -175,8 +183,9 @@ var ErrScenesFailed = errors.New("scenes failed")
 type FailedError struct {
 	Failed, Scenes int
 	First          string
-	// FirstErr is the first failure's error (nil for an input that could
-	// not be expanded), so that callers can branch on its cause.
+	// FirstErr is the first failure's error (an *InputError for an input
+	// that could not be expanded, the scene's error otherwise), so that
+	// callers and errors.Is see its cause.
 	FirstErr error
 }
 
@@ -230,9 +239,16 @@ func Run(ctx context.Context, cfg Config) (Summary, error) {
 		return sum, fmt.Errorf("output directory %s: %w", cfg.OutDir, err)
 	}
 
+	if err := checkCollection(cfg.Collection); err != nil {
+		return sum, err
+	}
+
 	inputs, inErrs, err := Expand(ctx, cfg.Inputs, ExpandOptions{Asset: cfg.Asset, HTTPClient: cfg.HTTPClient, MaskRole: MaskRole(cfg.Mask),
-		Items: cfg.Items, ItemsBase: cfg.ItemsBase})
+		Items: cfg.Items, ItemsBase: cfg.ItemsBase, AllowOutsideCatalog: cfg.AllowOutsideCatalog})
 	if err != nil {
+		return sum, err
+	}
+	if err := cfg.checkNotInputs(inputs); err != nil {
 		return sum, err
 	}
 	mine := cfg.Shard.Select(inputs)
@@ -249,7 +265,7 @@ func Run(ctx context.Context, cfg Config) (Summary, error) {
 		sum.Failed++
 		sum.Scenes++
 		if firstFailure == "" {
-			firstFailure = r.Reason
+			firstFailure, firstErr = r.Reason, ie
 		}
 	}
 	log.Info("batch", "inputs", len(inputs), "shard", cfg.Shard.String(), "scenes", len(mine), "out_dir", cfg.OutDir)
@@ -400,6 +416,93 @@ feed:
 		return sum, &FailedError{Failed: sum.Failed, Scenes: sum.Scenes, First: firstFailure, FirstErr: firstErr}
 	}
 	return sum, nil
+}
+
+// ErrOutputIsInput: a file the run would write (a product, its Item, the
+// Collection, the report) is one of its inputs (a scene, a source STAC
+// document, the model), through any name, link or hard link. Run refuses
+// to start then; the error is a *samefile.Conflict naming both.
+var ErrOutputIsInput = samefile.ErrOutputIsInput
+
+// checkNotInputs refuses, before any work, a run that would write over one
+// of its inputs: out-dir holding the scenes (a product would replace its
+// scene), a source Item in out-dir (its product's Item would replace it),
+// the Collection or the report being an input. Every input of every shard
+// is checked, so that all shards agree.
+func (cfg *Config) checkNotInputs(inputs []Input) error {
+	var ins samefile.Set
+	for _, in := range inputs {
+		ins.Add(samefile.Named{Path: in.Name, Role: "the scene"})
+		if in.Item != "" {
+			ins.Add(samefile.Named{Path: in.Item, Role: "the source STAC Item"})
+		}
+	}
+	for _, a := range cfg.Inputs { // catalogs and collections named as inputs
+		ins.Add(samefile.Named{Path: a, Role: "the input"})
+	}
+	if cfg.Model == nil {
+		ins.Add(samefile.Named{Path: cfg.ModelPath, Role: "the model"})
+	}
+	if m := cfg.Mask; m != "" && !strings.Contains(m, "{key}") && MaskRole(m) == "" {
+		ins.Add(samefile.Named{Path: m, Role: "the mask"})
+	}
+	for _, in := range inputs {
+		if in.Mask != "" {
+			ins.Add(samefile.Named{Path: in.Mask, Role: "the mask of " + in.Key})
+		}
+	}
+	runFiles := []samefile.Named{{Path: cfg.Collection, Role: "the STAC Collection"}, {Path: cfg.ReportPath, Role: "the run report"}}
+	var products []samefile.Named
+	for _, in := range inputs {
+		product := filepath.Join(cfg.OutDir, in.Key+".tif")
+		paths, roles := geo.ProductFiles(product, cfg.Options.ReliabilityFloat32)
+		for i := range paths {
+			products = append(products, samefile.Named{Path: paths[i], Role: roles[i]})
+		}
+		products = append(products, samefile.Named{Path: filepath.Join(cfg.OutDir, in.Key+".json"), Role: "the product's STAC Item"})
+	}
+	if err := ins.Check(append(runFiles, products...)...); err != nil {
+		return err
+	}
+	// Nor may a product or an Item replace the Collection or the report
+	// (a scene named collection.tif beside collection.json, say).
+	var run samefile.Set
+	run.Add(runFiles...)
+	return run.Check(products...)
+}
+
+// checkCollection refuses, before any work, a Collection file that could
+// not take the Items: its directory missing, or an existing file that is
+// not a STAC Collection. (Found per scene, it failed every scene after
+// classifying it.)
+func checkCollection(path string) error {
+	if path == "" {
+		return nil
+	}
+	dir := filepath.Dir(path)
+	if st, err := os.Stat(dir); err != nil {
+		return fmt.Errorf("collection %s: directory %s: %w", path, dir, err)
+	} else if !st.IsDir() {
+		return fmt.Errorf("collection %s: %s is not a directory", path, dir)
+	}
+	if err := checkWritable(dir); err != nil {
+		return fmt.Errorf("collection %s: directory %s: %w", path, dir, err)
+	}
+	b, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil // created with the first Item
+	}
+	if err != nil {
+		return fmt.Errorf("collection %s: %w", path, err)
+	}
+	var coll map[string]any
+	if err := json.Unmarshal(b, &coll); err != nil {
+		return fmt.Errorf("collection %s: bad JSON: %w", path, err)
+	}
+	if coll["type"] != "Collection" {
+		return fmt.Errorf("collection %s: type %v, want Collection", path, coll["type"])
+	}
+	return nil
 }
 
 // checkWritable creates and removes a file in dir, so that an unwritable

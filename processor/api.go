@@ -211,6 +211,9 @@ func NewClassifier(m *model.Model, opts Options) (*Classifier, error) {
 	if err := checkProbabilities(opts, len(m.Classes())); err != nil {
 		return nil, fmt.Errorf("processor: %w", err)
 	}
+	if err := geo.CheckCreationOptions(opts.CreationOptions, productClasses(m), opts.ReliabilityFloat32); err != nil {
+		return nil, fmt.Errorf("processor: %w", err)
+	}
 	log := opts.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)

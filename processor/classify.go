@@ -54,6 +54,9 @@ func (c *Classifier) classifyIn(parent context.Context, sceneName, mask, out str
 	if err := CheckOutput(out); err != nil {
 		return res, err
 	}
+	if err := checkNotInput(sceneName, out, c.opts.ReliabilityFloat32); err != nil {
+		return res, fmt.Errorf("%s: %w", sceneName, err)
+	}
 	sc, err := geo.Open(sceneName)
 	if err != nil {
 		return res, err
@@ -64,7 +67,9 @@ func (c *Classifier) classifyIn(parent context.Context, sceneName, mask, out str
 	if info.Bands != c.m.Bands() {
 		return res, fmt.Errorf("%s: %d bands, the model takes %d: %w", sceneName, info.Bands, c.m.Bands(), model.ErrBandCount)
 	}
-	if err := checkSpace(sceneName, out, info, productSampleBytes(c.m, c.opts)); err != nil {
+	if err := checkSpace(sceneName, out, geo.ProductSpec{Cols: info.Cols, Rows: info.Rows, Classes: productClasses(c.m),
+		ReliabilityFloat32: c.opts.ReliabilityFloat32, CreationOptions: c.opts.CreationOptions,
+		Probabilities: probabilitySpec(c.opts)}); err != nil {
 		return res, err
 	}
 	plan, budget, err := PlanSceneInfo(info, c.m, c.opts)
@@ -90,10 +95,7 @@ func (c *Classifier) classifyIn(parent context.Context, sceneName, mask, out str
 	}
 
 	classes := c.m.Classes()
-	ci := make([]geo.ClassInfo, len(classes))
-	for i, k := range classes {
-		ci[i] = geo.ClassInfo{Value: k.Value, Name: k.Name, Color: k.Color}
-	}
+	ci := productClasses(c.m)
 	rp := c.m.Recovery()
 	geoRef := info.GeoRef
 	if !info.HasGeoTransform {

@@ -686,3 +686,57 @@ func TestClassifyUngeoreferenced(t *testing.T) {
 		t.Errorf("product of an ungeoreferenced scene: geotransform %v (%v), CRS %q; want none", in.GeoTransform, in.HasGeoTransform, in.WKT)
 	}
 }
+
+// TestPlanSceneForcedTileBudget: a forced tile at least as large as the
+// scene makes a one-tile (whole-image) plan, and that plan is held to the
+// budget like any forced tile (it was not: --max-memory 512M --tile 1100 on
+// a 1100 x 1100 scene planned 4.2 GiB and ran).
+func TestPlanSceneForcedTileBudget(t *testing.T) {
+	f := getFixture(t)
+	const rows, cols = 1100, 1100
+	info := assumedInfo(rows, cols, f.bands)
+	wholePlan, _, err := PlanScene(rows, cols, f.bands, f.model, Options{MaxMemoryBytes: 1 << 50})
+	if err != nil || !wholePlan.Whole {
+		t.Fatalf("ample budget: %v, %v; want a whole-image plan", wholePlan, err)
+	}
+	need := PlannedBytes(wholePlan, info, f.model, Options{})
+	for _, tile := range []int{1024, 1100, 1104, 4096} {
+		for _, tc := range []struct {
+			budget int64
+			ok     bool
+		}{{need / 4, false}, {need + need/10, true}} {
+			t.Run(fmt.Sprintf("tile %d budget %d MiB", tile, tc.budget>>20), func(t *testing.T) {
+				opts := Options{MaxMemoryBytes: tc.budget, TileSize: tile}
+				p, _, err := PlanScene(rows, cols, f.bands, f.model, opts)
+				if !tc.ok {
+					if !errors.Is(err, tiling.ErrBudget) {
+						t.Fatalf("got %v (%v), want ErrBudget: the plan needs %d MiB", p, err, PlannedBytes(p, info, f.model, opts)>>20)
+					}
+					t.Logf("%v", err)
+					return
+				}
+				if err != nil {
+					t.Fatalf("got %v, want a plan", err)
+				}
+				if got := PlannedBytes(p, info, f.model, opts); got > tc.budget {
+					t.Errorf("plan %v needs %d bytes, budget %d", p, got, tc.budget)
+				}
+			})
+		}
+	}
+}
+
+// TestPlanSceneHugeTile: a tile side or overlap beyond MaxTileSide is
+// ErrTileTooLarge, not an overflowed negative tile in the message.
+func TestPlanSceneHugeTile(t *testing.T) {
+	f := getFixture(t)
+	for _, opts := range []Options{{TileSize: math.MaxInt}, {TileSize: 64, Overlap: math.MaxInt}} {
+		_, _, err := PlanScene(100, 100, f.bands, f.model, opts)
+		if !errors.Is(err, ErrTileTooLarge) || strings.Contains(err.Error(), "-") {
+			t.Errorf("tile %d overlap %d: got %v, want ErrTileTooLarge without negative sizes", opts.TileSize, opts.Overlap, err)
+		}
+	}
+	if _, _, err := PlanScene(100, 100, f.bands, f.model, Options{TileSize: MaxTileSide, MaxMemoryBytes: 1 << 40}); err != nil {
+		t.Errorf("tile MaxTileSide on a 100 x 100 scene: %v, want the whole scene", err)
+	}
+}

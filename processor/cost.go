@@ -85,6 +85,10 @@ type sceneCost struct {
 	// probHeap and probCache are what the class probabilities output adds
 	// (probabilityMemoryBytes): Go heap, and GDAL block cache for its stage.
 	probHeap, probCache int64
+	// write is the C memory of compressing the COG's tiles beyond the
+	// default tiles' (geo.ProductWriteBytes: a large BLOCKSIZE creation
+	// option holds several whole tiles).
+	write int64
 }
 
 func newSceneCost(info geo.Info, m *model.Model, opts Options) *sceneCost {
@@ -103,7 +107,23 @@ func newSceneCost(info geo.Info, m *model.Model, opts Options) *sceneCost {
 		}
 		c.probHeap, c.probCache = probabilityMemoryBytes(info.Cols, probabilityBands(opts, len(m.Classes())), productClassBytes(m))
 	}
+	// Invalid options are refused before (geo.CheckCreationOptions).
+	c.write, _ = geo.ProductWriteBytes(geo.ProductSpec{Cols: info.Cols, Rows: info.Rows, Classes: productClasses(m),
+		ReliabilityFloat32: opts.ReliabilityFloat32, CreationOptions: opts.CreationOptions})
 	return c
+}
+
+// productClasses are m's classes as a product describes them (nil for a nil model).
+func productClasses(m *model.Model) []geo.ClassInfo {
+	if m == nil {
+		return nil
+	}
+	classes := m.Classes()
+	ci := make([]geo.ClassInfo, len(classes))
+	for i, k := range classes {
+		ci[i] = geo.ClassInfo{Value: k.Value, Name: k.Name, Color: k.Color}
+	}
+	return ci
 }
 
 // FullResValues is the full-resolution encoder feature of the memory model
@@ -140,7 +160,7 @@ func (c *sceneCost) carryBytes(tr, tc int) float64 {
 }
 
 func (c *sceneCost) total(tr, tc, sceneCols, stripeRows int) int64 {
-	return c.mm.BaseBytes + blockCacheBytes(c.info, tc) + c.probCache + decodeBytes(c.info) + StripScratchBytes(c.info, tc) +
+	return c.mm.BaseBytes + blockCacheBytes(c.info, tc) + c.probCache + decodeBytes(c.info) + StripScratchBytes(c.info, tc) + c.write +
 		int64(math.Ceil(c.mm.Headroom*c.live(tr, tc, sceneCols, stripeRows)))
 }
 
@@ -169,7 +189,7 @@ func (c *sceneCost) tiling() *tiling.Cost {
 // On an XLA backend the network's buffers are outside the Go heap, so
 // their share is kept out of the limit too.
 func (c *sceneCost) limit(budget int64, plan tiling.Plan, backend string) int64 {
-	l := budget - c.mm.BaseBytes - blockCacheBytes(c.info, plan.TileCols) - c.probCache - decodeBytes(c.info)
+	l := budget - c.mm.BaseBytes - blockCacheBytes(c.info, plan.TileCols) - c.probCache - decodeBytes(c.info) - c.write
 	if backend != "go" {
 		l -= int64(c.mm.NetworkFactor * float64(c.network(plan.TileRows, plan.TileCols)))
 	}

@@ -22,22 +22,6 @@ var (
 	ErrNoSpace = errors.New("not enough free disk space")
 )
 
-// productSampleBytes is the size of one pixel's two samples of a product
-// written for m with opts, halved (checkSpace counts two bands): both bands
-// share the type geo.CreateProduct picks (Byte, UInt16 for more than 254
-// classes or a class value over 254); Options.ReliabilityFloat32 adds a
-// Float32 file of one band (4 bytes a pixel).
-func productSampleBytes(m *model.Model, opts Options) int64 {
-	n := int64(productClassBytes(m))
-	if opts.ReliabilityFloat32 {
-		n += 2 // 4 bytes over the two bands checkSpace counts
-	}
-	// The probabilities file: its bands of the product's type, over the two
-	// bands checkSpace counts (rounded up).
-	n += (int64(probabilityBands(opts, len(m.Classes())))*int64(productClassBytes(m)) + 1) / 2
-	return n
-}
-
 // productClassBytes is the sample size of m's products, bytes: Byte,
 // or UInt16 for more than 254 classes or a class value over 254.
 func productClassBytes(m *model.Model) int {
@@ -53,15 +37,18 @@ func productClassBytes(m *model.Model) int {
 }
 
 // checkSpace refuses, before any work, a scene whose product cannot fit in
-// the free space of out's file system. The product's uncompressed size (two
-// bands) is a lower bound of what writing it takes (GDAL stages the rows
-// uncompressed, then copies them into the COG), so no scene that could fit
-// is refused; one that cannot fails in milliseconds instead of after GDAL
-// has run out of space hours into a run. A file system that cannot be
-// queried (a missing directory, which creating the product reports) is not
-// checked.
-func checkSpace(scene, out string, info geo.Info, sampleBytes int64) error {
-	need := int64(info.Rows) * int64(info.Cols) * 2 * sampleBytes
+// the free space of out's file system: geo.ProductDiskBytes of the product
+// spec describes, a lower bound of what writing it holds on disk at its
+// peak (the uncompressed stage in whole tiles, its overviews, the Float32
+// stage), so no scene that could fit is refused; one that cannot fails in
+// milliseconds instead of after GDAL has run out of space hours into a
+// run. A file system that cannot be queried (a missing directory, which
+// creating the product reports) is not checked.
+func checkSpace(scene, out string, spec geo.ProductSpec) error {
+	need, err := geo.ProductDiskBytes(spec)
+	if err != nil {
+		return err
+	}
 	dir := filepath.Dir(out)
 	var fs syscall.Statfs_t
 	if err := syscall.Statfs(dir, &fs); err != nil {
@@ -70,7 +57,7 @@ func checkSpace(scene, out string, info geo.Info, sampleBytes int64) error {
 	free := int64(fs.Bavail) * int64(fs.Bsize)
 	if need > free {
 		return fmt.Errorf("%s: %dx%d pixels (cols x rows): its product %s needs at least %s while written, %s has %s free: %w",
-			scene, info.Cols, info.Rows, filepath.Base(out), FormatBytes(need), dir, FormatBytes(free), ErrNoSpace)
+			scene, spec.Cols, spec.Rows, filepath.Base(out), FormatBytes(need), dir, FormatBytes(free), ErrNoSpace)
 	}
 	return nil
 }

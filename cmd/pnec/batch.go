@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"os"
 	"strings"
@@ -51,6 +52,7 @@ func init() {
 			&cli.StringFlag{Name: "task-name", Value: pipelines.DefaultTaskName, Usage: "`NAME` of the task's parameters in the payload (process[0].tasks.NAME)"},
 			&cli.StringFlag{Name: "asset", Usage: "STAC asset `KEY` to classify (default: the asset with role \"data\")"},
 			&cli.StringFlag{Name: "mask", Usage: "classify only inside an area of interest `SPEC`: a raster (non-zero = inside) or vector file (any CRS, reprojected) for every scene; a path pattern with {key} (the scene's KEY) for one per scene; or asset:ROLE for the asset with that role of each scene's STAC Item"},
+			&cli.BoolFlag{Name: "allow-outside-catalog", Usage: "let STAC documents name local files outside their folder (absolute and /vsi paths, file:// URLs, ../, symbolic links leading out); refused by default"},
 			&cli.BoolFlag{Name: "force", Usage: "redo scenes whose product is up to date"},
 			&cli.IntFlag{Name: "jobs", Aliases: []string{"j"}, Usage: "scenes classified at once, `N`; 0 = 1 on a GPU backend, on CPU as many as fit in --max-memory (at most the CPU count)"},
 			&cli.StringFlag{Name: "shard", Usage: "process only shard `I/N` of the inputs (0-based I; deterministic, by a hash of the scene key)"},
@@ -79,7 +81,10 @@ func batchEngine(c *cli.Context) (pipelines.Engine, error) {
 	}
 	if s != "" {
 		sh, err := pipelines.ParseShard(s)
-		return pipelines.Engine{Shard: sh}, err
+		if err != nil {
+			return pipelines.Engine{}, fmt.Errorf("batch: --shard: %w", err)
+		}
+		return pipelines.Engine{Shard: sh}, nil
 	}
 	if c.IsSet("shards") && c.Int("shards") < 1 {
 		return pipelines.Engine{}, fmt.Errorf("batch: --shards %d: want at least 1", c.Int("shards"))
@@ -129,13 +134,13 @@ func batchAction(c *cli.Context) error {
 	if c.String("payload-out") == "-" && c.String("report") == "-" {
 		report = nil // standard output carries the output payload
 	}
+	var rf *reportFile
 	if p := c.String("report"); p != "-" {
-		f, err := os.Create(p)
-		if err != nil {
+		if rf, err = openReport(p); err != nil {
 			return fmt.Errorf("--report %s: %w", p, err)
 		}
-		defer f.Close()
-		report = f
+		defer rf.f.Close()
+		report = rf
 	}
 
 	acquired, acquiredEnd, err := parseDatetimeFlag(c.String("datetime"))
@@ -150,9 +155,13 @@ func batchAction(c *cli.Context) error {
 		Datetime: acquired, DatetimeEnd: acquiredEnd, License: c.String("license"),
 		STACBaseURL: baseURL, ModelItem: c.String("model-item"),
 		ModelPath: c.String("model"), OutDir: c.String("out-dir"), Inputs: inputs,
-		Asset: c.String("asset"), Mask: c.String("mask"), Force: c.Bool("force"), Jobs: c.Int("jobs"), Shard: shard, Engine: engine,
+		Asset: c.String("asset"), Mask: c.String("mask"), AllowOutsideCatalog: c.Bool("allow-outside-catalog"),
+		Force: c.Bool("force"), Jobs: c.Int("jobs"), Shard: shard, Engine: engine,
 		Collection: c.String("stac-collection"), CollectionID: c.String("collection-id"),
 		Options: opts, Report: report, Version: version,
+	}
+	if rf != nil {
+		cfg.ReportPath = c.String("report")
 	}
 	level := slog.LevelInfo
 	if c.Bool("verbose") {
@@ -179,11 +188,22 @@ func batchAction(c *cli.Context) error {
 	} else {
 		sum, err = pipelines.Run(c.Context, cfg)
 	}
+	if rf != nil {
+		if ferr := rf.finish(errors.Is(err, pipelines.ErrOutputIsInput)); ferr != nil && err == nil {
+			err = fmt.Errorf("--report %s: %w", cfg.ReportPath, ferr)
+		}
+	}
+	if errors.Is(err, pipelines.ErrOutputIsInput) {
+		return fmt.Errorf("batch: %w; give --out-dir, --stac-collection and --report apart from the inputs", err)
+	}
 	if !c.Bool("quiet") && sum.Scenes > 0 {
 		fmt.Fprintln(stderr, "batch: "+sum.String())
 	}
 	if errors.Is(err, pipelines.ErrNoDatetime) {
 		return fmt.Errorf("batch: %w (give --datetime TIME or START/END)", err)
+	}
+	if errors.Is(err, pipelines.ErrOutsideCatalog) {
+		return fmt.Errorf("batch: %w (--allow-outside-catalog reads it)", err)
 	}
 	if err != nil {
 		return fmt.Errorf("batch: %w", err)
@@ -211,6 +231,58 @@ func parseDatetimeFlag(v string) (time.Time, time.Time, error) {
 		return time.Time{}, time.Time{}, bad
 	}
 	return start, end, nil
+}
+
+// reportFile is the --report file. It is opened (created when missing)
+// before the run but emptied only when the first line comes, so that a run
+// refused before any work (the report path is one of the inputs, say)
+// leaves an existing file as it was.
+type reportFile struct {
+	f       *os.File
+	created bool // the file did not exist before
+	started bool // a line was written
+}
+
+func openReport(path string) (*reportFile, error) {
+	_, statErr := os.Stat(path)
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	return &reportFile{f: f, created: errors.Is(statErr, fs.ErrNotExist)}, nil
+}
+
+// empty truncates a regular file (a device such as /dev/stdout is left alone).
+func (r *reportFile) empty() error {
+	if st, err := r.f.Stat(); err != nil || !st.Mode().IsRegular() {
+		return err
+	}
+	return r.f.Truncate(0)
+}
+
+func (r *reportFile) Write(b []byte) (int, error) {
+	if !r.started {
+		r.started = true
+		if err := r.empty(); err != nil {
+			return 0, err
+		}
+	}
+	return r.f.Write(b)
+}
+
+// finish ends a run's report: a run that wrote no line leaves an empty
+// report, unless it was refused, when the file is left as it was (removed
+// when the run created it).
+func (r *reportFile) finish(refused bool) error {
+	switch {
+	case r.started:
+		return nil
+	case refused && r.created:
+		return os.Remove(r.f.Name())
+	case refused:
+		return nil
+	}
+	return r.empty()
 }
 
 // batchBar draws scenes done, and the current scene's tiles, on a terminal.

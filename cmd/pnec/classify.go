@@ -11,7 +11,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/pnec/pnec/geo"
 	"github.com/pnec/pnec/internal/progress"
+	"github.com/pnec/pnec/internal/samefile"
 	"github.com/pnec/pnec/model"
 	"github.com/pnec/pnec/processor"
 	"github.com/schollz/progressbar/v3"
@@ -67,7 +69,7 @@ func planFlags() []cli.Flag {
 func productFlags() []cli.Flag {
 	return append([]cli.Flag{
 		&cli.StringFlag{Name: "backend", Usage: "compute backend `NAME`: go, xla:cpu, xla:cuda, xla:/abs/plugin.so (default: XLA when a PJRT plugin is installed, else go)"},
-		&cli.StringSliceFlag{Name: "co", Usage: "COG creation option `KEY=VALUE` (repeatable), e.g. --co COMPRESS=ZSTD --co BLOCKSIZE=256"},
+		&cli.StringSliceFlag{Name: "co", Usage: "COG creation option `KEY=VALUE` (repeatable; checked against GDAL's COG driver before any work, large BLOCKSIZE counted in the memory budget), e.g. --co COMPRESS=ZSTD --co BLOCKSIZE=256"},
 		&cli.StringFlag{Name: "reliability", Value: "byte", Usage: "reliability `TYPE`: byte (band 2, percent 0-100, no-data 255) or float32 (band 2 as byte plus a Float32 0..1 COG NAME.reliability.tif, NaN no-data)"},
 		&cli.StringFlag{Name: "reliability-score", Usage: "`KIND` of score the reliability band carries: spectral, spectral-margin, combined, margin, maxprob, entropy or gate (default: spectral, the best measured; combined for model files without training spectra)"},
 		&cli.StringFlag{Name: "probabilities", Usage: "also write the class probabilities as NAME.probabilities.tif (percent 0-100, the product's no-data): `STAGE` recovered (after the AvgPool recovery; the class band is their argmax) or network (the network's, blended across tiles, before the recovery)"},
@@ -83,11 +85,6 @@ func productOptions(c *cli.Context) (processor.Options, error) {
 	}
 	opts.Backend = c.String("backend")
 	opts.CreationOptions = c.StringSlice("co")
-	for _, kv := range opts.CreationOptions {
-		if !strings.Contains(kv, "=") {
-			return opts, fmt.Errorf("--co %s: want KEY=VALUE", kv)
-		}
-	}
 	switch strings.ToLower(c.String("reliability")) {
 	case "byte":
 	case "float32":
@@ -111,6 +108,11 @@ func productOptions(c *cli.Context) (processor.Options, error) {
 		}
 		opts.TopK = k
 	}
+	// Checked for a Byte product here, before anything is opened; the
+	// classifier checks them again for the model's classes.
+	if err := geo.CheckCreationOptions(opts.CreationOptions, nil, opts.ReliabilityFloat32); err != nil {
+		return opts, coError(err)
+	}
 	if v := c.String("reliability-score"); v != "" {
 		kind, err := model.ParseReliability(v)
 		if err != nil {
@@ -131,14 +133,14 @@ func planOptions(c *cli.Context) (processor.Options, error) {
 		}
 		o.MaxMemoryBytes = n
 	}
-	if t := c.Int("tile"); t < 0 {
-		return o, fmt.Errorf("--tile %d: want a positive tile side in pixels (or 0 for automatic)", t)
+	if t := c.Int("tile"); t < 0 || t > processor.MaxTileSide {
+		return o, fmt.Errorf("--tile %d: want a tile side of 1..%d pixels (or 0 for automatic)", t, processor.MaxTileSide)
 	} else {
 		o.TileSize = t
 	}
 	switch ov := c.Int("overlap"); {
-	case ov < -1:
-		return o, fmt.Errorf("--overlap %d: want pixels >= 0 (or -1 for automatic)", ov)
+	case ov < -1 || ov > processor.MaxTileSide:
+		return o, fmt.Errorf("--overlap %d: want 0..%d pixels (or -1 for automatic)", ov, processor.MaxTileSide)
 	case ov == -1:
 		o.Overlap = 0 // processor's default
 	case ov == 0:
@@ -155,11 +157,14 @@ func planOptions(c *cli.Context) (processor.Options, error) {
 func classifyAction(c *cli.Context) error {
 	scene, out := c.String("scene"), c.String("out")
 	args := c.Args().Slice()
+	sceneRole, outRole := "--scene", "--out"
 	switch {
 	case scene == "" && out == "" && len(args) == 2:
 		scene, out = args[0], args[1]
+		sceneRole, outRole = "INPUT", "OUTPUT"
 	case scene != "" && out == "" && len(args) == 1:
 		out = args[0]
+		outRole = "OUTPUT"
 	case len(args) > 0:
 		return fmt.Errorf("classify: unexpected arguments %q: give --scene and --out, or INPUT OUTPUT", strings.Join(args, " "))
 	}
@@ -176,6 +181,13 @@ func classifyAction(c *cli.Context) error {
 	mask := c.String("mask")
 	if strings.Contains(mask, "{key}") || strings.HasPrefix(mask, "asset:") {
 		return fmt.Errorf("--mask %s: a pattern or asset:ROLE is for pnec batch; give the mask file", mask)
+	}
+	inputs := []samefile.Named{{Path: scene, Role: sceneRole}, {Path: c.String("model"), Role: "--model"}}
+	if mask != "" {
+		inputs = append(inputs, samefile.Named{Path: mask, Role: "--mask"})
+	}
+	if err := checkOutputsNotInputs(productOutputs(out, outRole, opts.ReliabilityFloat32), inputs); err != nil {
+		return err
 	}
 	quiet := c.Bool("quiet")
 	stderr := c.App.ErrWriter
@@ -201,7 +213,7 @@ func classifyAction(c *cli.Context) error {
 		return fmt.Errorf("--top-k %d: %w", opts.TopK, err)
 	}
 	if err != nil {
-		return err
+		return coError(err)
 	}
 	defer cl.Close()
 	res, err := cl.ClassifyMasked(c.Context, scene, mask, out)
@@ -216,6 +228,36 @@ func classifyAction(c *cli.Context) error {
 		printSummary(w, res)
 	}
 	return cl.Close()
+}
+
+// coError words a refused creation option after the --co flag that gave it.
+func coError(err error) error {
+	var coe *geo.CreationOptionError
+	if errors.As(err, &coe) {
+		return fmt.Errorf("--co %s: %s", coe.Option, coe.Reason)
+	}
+	return err
+}
+
+// productOutputs are the files a product at out writes (geo.ProductFiles),
+// named after the flag or argument (role) that gave out.
+func productOutputs(out, role string, reliabilityFloat32 bool) []samefile.Named {
+	paths, roles := geo.ProductFiles(out, reliabilityFloat32)
+	named := []samefile.Named{{Path: out, Role: role}}
+	for i, p := range paths[1:] {
+		named = append(named, samefile.Named{Path: p, Role: role + "'s " + strings.TrimPrefix(roles[i+1], "the product's ")})
+	}
+	return named
+}
+
+// checkOutputsNotInputs refuses, before any work, an output that is one of
+// the inputs (the same path, a symbolic or hard link to it): one line naming
+// both.
+func checkOutputsNotInputs(outputs, inputs []samefile.Named) error {
+	if err := samefile.Check(outputs, inputs); err != nil {
+		return fmt.Errorf("%w; give another output", err)
+	}
+	return nil
 }
 
 // progressReporter shows pixels done, pixels/s and the time left: a bar on

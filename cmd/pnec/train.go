@@ -5,14 +5,17 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/pnec/pnec/evaluation"
 	"github.com/pnec/pnec/internal/progress"
+	"github.com/pnec/pnec/internal/samefile"
 	"github.com/pnec/pnec/model"
 	"github.com/pnec/pnec/pipelines"
+	"github.com/pnec/pnec/processor"
 	"github.com/schollz/progressbar/v3"
 	"github.com/urfave/cli/v2"
 )
@@ -129,12 +132,31 @@ func classNamesFromFlags(c *cli.Context) (map[int]string, error) {
 	for _, kv := range c.StringSlice("class-name") {
 		v, name, ok := strings.Cut(kv, "=")
 		val, err := strconv.Atoi(strings.TrimSpace(v))
-		if !ok || err != nil || val < 1 || strings.TrimSpace(name) == "" {
-			return nil, fmt.Errorf("--class-name %s: want VALUE=NAME with VALUE a class value >= 1", kv)
+		if !ok || err != nil || val < 1 || val > evaluation.MaxClassValue || strings.TrimSpace(name) == "" {
+			return nil, fmt.Errorf("--class-name %s: want VALUE=NAME with VALUE a class value 1..%d", kv, evaluation.MaxClassValue)
 		}
 		names[val] = strings.TrimSpace(name)
 	}
 	return names, nil
+}
+
+// checkModelOutput refuses a model path that cannot be written: what
+// processor.CheckOutput refuses (a directory, a missing directory), and a
+// directory a file cannot be created in.
+func checkModelOutput(out string) error {
+	if strings.HasPrefix(out, "/vsi") {
+		return fmt.Errorf("%s: %w: a model file is written to the local file system", out, processor.ErrBadOutput)
+	}
+	if err := processor.CheckOutput(out); err != nil {
+		return err
+	}
+	f, err := os.CreateTemp(filepath.Dir(out), ".pnec-write-check-*")
+	if err != nil {
+		return fmt.Errorf("%s: %w: %v", out, processor.ErrBadOutput, err)
+	}
+	name := f.Name()
+	f.Close()
+	return os.Remove(name)
 }
 
 func stdoutOf(c *cli.Context) io.Writer {
@@ -210,6 +232,22 @@ func trainAction(c *cli.Context) error {
 	if u := c.String("stac-base-url"); u != "" && !strings.HasPrefix(u, "https://") && !strings.HasPrefix(u, "http://") {
 		return fmt.Errorf("--stac-base-url %q: want an http(s) URL", u)
 	}
+	// The model file is checked before training, not when it is saved
+	// after hours of it: a path it can be written to, and none of the inputs.
+	out := c.String("out")
+	if err := checkModelOutput(out); err != nil {
+		return fmt.Errorf("--out %w", err)
+	}
+	inputs := []samefile.Named{{Path: c.String("scene"), Role: "--scene"}, {Path: c.String("labels"), Role: "--labels"}}
+	for _, f := range []string{"train-mask", "class-names"} {
+		if p := c.String(f); p != "" {
+			inputs = append(inputs, samefile.Named{Path: p, Role: "--" + f})
+		}
+	}
+	outputs := []samefile.Named{{Path: out, Role: "--out"}, {Path: pipelines.ModelItemPath(out), Role: "the model's STAC Item"}}
+	if err := checkOutputsNotInputs(outputs, inputs); err != nil {
+		return err
+	}
 	req := evaluation.TrainRequest{
 		Scene: c.String("scene"), Labels: c.String("labels"), TrainMask: c.String("train-mask"),
 		Options: model.TrainOptions{
@@ -233,7 +271,7 @@ func trainAction(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := res.Model.Save(c.String("out")); err != nil {
+	if err := res.Model.Save(out); err != nil {
 		return fmt.Errorf("save %s: %w", c.String("out"), err)
 	}
 	itemPath := pipelines.ModelItemPath(c.String("out"))
