@@ -18,6 +18,7 @@ import (
 	"github.com/pnec/pnec/geo"
 	"github.com/pnec/pnec/internal/oneline"
 	"github.com/pnec/pnec/internal/tempfiles"
+	"github.com/pnec/pnec/model"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
@@ -94,6 +95,15 @@ func stopOnSignal(sig os.Signal, sigs <-chan os.Signal, done <-chan error) {
 	os.Exit(code)
 }
 
+// networkCommands are the commands that may run the network on the Go
+// backend: they make the model's heap guard (model.GuardHeap) before they
+// read anything, while the heap is fresh. The others (--version, info,
+// synth, tiles, import) never map it, so they run under any address-space
+// limit.
+var networkCommands = map[string]bool{
+	"classify": true, "batch": true, "train": true, "evaluate": true, "experiment": true, "backends": true,
+}
+
 // run builds the application and runs it on args (args[0] is the program name).
 func run(ctx context.Context, args []string) error {
 	return newApp().RunContext(ctx, args)
@@ -118,6 +128,9 @@ func newApp() *cli.App {
 		ExitErrHandler: func(*cli.Context, error) {},
 		// GDAL configuration applies to every command, before it opens anything.
 		Before: func(c *cli.Context) error {
+			if networkCommands[c.Args().First()] {
+				model.GuardHeap()
+			}
 			if kv := c.StringSlice("config"); len(kv) > 0 {
 				if err := geo.SetConfig(kv); err != nil {
 					return fmt.Errorf("--config: %w", err)
