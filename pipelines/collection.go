@@ -13,6 +13,8 @@ import (
 
 	"github.com/gofrs/flock"
 
+	"github.com/pnec/pnec/internal/tempfiles"
+
 	"github.com/pnec/pnec/geo"
 )
 
@@ -149,7 +151,7 @@ func addToCollection(collPath string, meta CollectionMeta, itemPath string, bbox
 		return fmt.Errorf("lock collection directory %s: %w", dir, err)
 	}
 	defer lock.Close()
-	removeTemps(dir, collectionTempKey(collPath))
+	tempfiles.RemoveTemps(dir, collectionTempKey(collPath))
 
 	// The Collection stays an untyped JSON object, unlike the Items (built
 	// with go-stac's types): it may be the user's own, and go-stac's

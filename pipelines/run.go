@@ -18,6 +18,7 @@ import (
 
 	"github.com/pnec/pnec/geo"
 	"github.com/pnec/pnec/internal/oneline"
+	"github.com/pnec/pnec/internal/tempfiles"
 	"github.com/pnec/pnec/model"
 	"github.com/pnec/pnec/processor"
 )
@@ -345,10 +346,10 @@ feed:
 	// Leftovers of killed runs of scenes this process did not touch (another
 	// shard's crashed run, or scenes skipped as up to date) go too, when free.
 	for _, in := range inputs {
-		if l, err := tryLock(cfg.OutDir, in.Key); err == nil {
-			n, _ := removeTemps(cfg.OutDir, in.Key)
+		if l, err := tempfiles.TryLock(cfg.OutDir, in.Key); err == nil {
+			n, _ := tempfiles.RemoveTemps(cfg.OutDir, in.Key)
 			sum.TempFilesRemoved += n
-			l.release()
+			l.Release()
 		}
 	}
 	sum.Elapsed = time.Since(start)
@@ -481,16 +482,16 @@ func (w *worker) scene(ctx context.Context, in Input) SceneReport {
 	if err := ctx.Err(); err != nil {
 		return fail(err)
 	}
-	lock, err := tryLock(w.cfg.OutDir, in.Key)
-	if errors.Is(err, errBusy) {
+	lock, err := tempfiles.TryLock(w.cfg.OutDir, in.Key)
+	if errors.Is(err, tempfiles.ErrBusy) {
 		r.Status, r.Reason = StatusBusy, errBusy.Error()
 		return r
 	}
 	if err != nil {
 		return fail(err)
 	}
-	defer lock.release()
-	if n, err := removeTemps(w.cfg.OutDir, in.Key); err != nil {
+	defer lock.Release()
+	if n, err := tempfiles.RemoveTemps(w.cfg.OutDir, in.Key); err != nil {
 		return fail(fmt.Errorf("remove stale temporary files: %w", err))
 	} else if n > 0 {
 		w.log.Info("removed stale temporary files", "input", in.Name, "files", n)

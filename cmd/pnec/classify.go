@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/pnec/pnec/internal/progress"
+	"github.com/pnec/pnec/internal/tempfiles"
 	"github.com/pnec/pnec/model"
 	"github.com/pnec/pnec/processor"
 	"github.com/schollz/progressbar/v3"
@@ -150,6 +151,13 @@ func classifyAction(c *cli.Context) error {
 	if err := processor.CheckOutput(out); err != nil {
 		return fmt.Errorf("--out %w", err)
 	}
+	lock, err := lockOutput(out, c.App.ErrWriter)
+	if err != nil {
+		return err
+	}
+	if lock != nil {
+		defer lock.Release()
+	}
 	quiet := c.Bool("quiet")
 	stderr := c.App.ErrWriter
 	if stderr == nil {
@@ -186,6 +194,36 @@ func classifyAction(c *cli.Context) error {
 		printSummary(w, res)
 	}
 	return cl.Close()
+}
+
+// lockOutput takes the lock pnec batch takes for a product (the same file,
+// so a classify and a batch never write one product at once) on a local
+// output and removes the temporaries a killed earlier run of the same
+// output left (staging files, lock): with the lock free their writer is
+// gone. It returns nil for an output GDAL writes remotely (/vsi...).
+func lockOutput(out string, stderr io.Writer) (*tempfiles.Lock, error) {
+	if strings.HasPrefix(out, "/vsi") {
+		return nil, nil
+	}
+	dir, base := filepath.Split(out)
+	if dir == "" {
+		dir = "."
+	}
+	key := base
+	if filepath.Ext(base) == ".tif" {
+		key = strings.TrimSuffix(base, ".tif")
+	}
+	lock, err := tempfiles.TryLock(dir, key)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", out, err)
+	}
+	if n, err := tempfiles.RemoveTemps(dir, key); err != nil {
+		lock.Release()
+		return nil, fmt.Errorf("%s: remove stale temporary files: %w", out, err)
+	} else if n > 0 && stderr != nil {
+		fmt.Fprintf(stderr, "pnec: %s: removed %d stale temporary file(s) of an earlier run\n", out, n)
+	}
+	return lock, nil
 }
 
 // progressReporter shows pixels done, pixels/s and the time left: a bar on

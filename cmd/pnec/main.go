@@ -30,7 +30,8 @@ var commands []*cli.Command
 
 func register(c *cli.Command) { commands = append(commands, c) }
 
-// stopGrace is how long a command told to stop (SIGINT, SIGTERM) may take
+// stopGrace is how long a command told to stop (SIGINT, SIGTERM, SIGHUP: a
+// closed terminal or ssh session stops work the same way) may take
 // to return by itself: a network call or a GDAL read or write in progress
 // cannot be interrupted and may take much longer, so after stopGrace the
 // process removes its temporaries and exits anyway (well within the 5 s a
@@ -42,7 +43,7 @@ func main() {
 	// scenes it stopped.
 	ctx, cancel := context.WithCancelCause(context.Background())
 	sigs := make(chan os.Signal, 2)
-	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	done := make(chan error, 1)
 	go func() { done <- run(ctx, os.Args) }()
 	var err error

@@ -58,7 +58,7 @@ func leftovers(t *testing.T, dir string) []string {
 }
 
 // TestSignalStops runs the real binary on a scene that takes minutes, sends
-// it SIGINT or SIGTERM once it is writing (its staging file exists) and, in
+// it SIGINT, SIGTERM or SIGHUP once it is writing (its staging file exists) and, in
 // one case, after a delay that lands inside a network call, and checks that
 // it exits within 5 s with 128 + the signal, removes every temporary and
 // leaves the earlier product byte for byte as it was.
@@ -78,6 +78,7 @@ func TestSignalStops(t *testing.T) {
 		delay time.Duration // after the staging file appears
 	}{
 		{"classify SIGTERM", syscall.SIGTERM, false, 0},
+		{"classify SIGHUP", syscall.SIGHUP, false, 0},
 		{"classify SIGINT mid-network", syscall.SIGINT, false, 1500 * time.Millisecond},
 		{"batch SIGTERM", syscall.SIGTERM, true, 300 * time.Millisecond},
 		{"batch SIGINT", syscall.SIGINT, true, 0},
