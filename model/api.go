@@ -138,7 +138,12 @@ type TrainOptions struct {
 	ClassNames map[int]string   // optional, by class value
 	Colors     map[int][3]uint8 // optional, by class value; a built-in palette fills the rest
 	Backend    string           // "" = default (see NewPredictor)
-	Progress   func(EpochStats) // optional, called after every epoch
+	// MaxMemoryBytes, when positive, is the memory the run may use: Train
+	// returns a *MemoryError before it allocates anything large when
+	// EstimateTrainBytes is above it (a --hidden of 100000 once tried to
+	// allocate 360 GB).
+	MaxMemoryBytes int64
+	Progress       func(EpochStats) // optional, called after every epoch
 }
 
 // EpochStats reports training progress.

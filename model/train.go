@@ -15,18 +15,41 @@ import (
 	"github.com/gomlx/gomlx/core/tensors"
 )
 
-// withDefaults fills zero fields of o with the paper's values.
+// withDefaults fills zero fields of o with the paper's values, each on its
+// own: Config{Epochs: 5} trains 5 epochs of the default network. The fields
+// that must be positive (the sizes, TauInit, LearningRate, Epochs, the
+// recovery window) take their default whenever they are zero. The weights
+// and switches where zero is a setting (Momentum, GateFloor, Alpha, Beta,
+// the loss weights, ECWarmupEpochs, the recovery strength) take their
+// defaults only when all of them are zero: a Config that sets none of them
+// wants the paper's; one that sets any (DefaultConfig() with
+// ECWarmupEpochs = 0, say) means its zeros.
 func (o TrainOptions) withDefaults() TrainOptions {
 	def := DefaultConfig()
 	c := &o.Config
-	if c.Hidden == 0 {
-		*c = def
+	for _, f := range []struct {
+		v   *int
+		def int
+	}{
+		{&c.Hidden, def.Hidden}, {&c.DState, def.DState}, {&c.DConv, def.DConv}, {&c.Expand, def.Expand},
+		{&c.HeadDim, def.HeadDim}, {&c.Chunk, def.Chunk}, {&c.Groups, def.Groups}, {&c.DiffWindow, def.DiffWindow},
+		{&c.Epochs, def.Epochs}, {&c.Recovery.Window, def.Recovery.Window},
+	} {
+		if *f.v == 0 {
+			*f.v = f.def
+		}
 	}
-	if c.Epochs == 0 {
-		c.Epochs = def.Epochs
+	if c.TauInit == 0 {
+		c.TauInit = def.TauInit
 	}
-	if c.Recovery.Window == 0 {
-		c.Recovery = def.Recovery
+	if c.LearningRate == 0 {
+		c.LearningRate = def.LearningRate
+	}
+	if c.Momentum == 0 && c.GateFloor == 0 && c.Alpha == 0 && c.Beta == 0 && c.LambdaBranch == 0 &&
+		c.LambdaProto == 0 && c.LambdaCon == 0 && c.ECWarmupEpochs == 0 && c.Recovery.Eta == 0 {
+		c.Momentum, c.GateFloor, c.Alpha, c.Beta = def.Momentum, def.GateFloor, def.Alpha, def.Beta
+		c.LambdaBranch, c.LambdaProto, c.LambdaCon = def.LambdaBranch, def.LambdaProto, def.LambdaCon
+		c.ECWarmupEpochs, c.Recovery.Eta = def.ECWarmupEpochs, def.Recovery.Eta
 	}
 	if c.Ablation == "" {
 		c.Ablation = AblationFull
@@ -174,6 +197,9 @@ func Train(ctx context.Context, s Scene, labels []int32, opts TrainOptions) (m *
 	d, err := makeDims(cfg, s.Bands, len(values))
 	if err != nil {
 		return nil, fmt.Errorf("train: %w", err)
+	}
+	if need := trainBytes(d, cfg, s.Rows, s.Cols); opts.MaxMemoryBytes > 0 && need > opts.MaxMemoryBytes {
+		return nil, fmt.Errorf("train: %w", &MemoryError{NeedBytes: need, LimitBytes: opts.MaxMemoryBytes})
 	}
 	lo, hi, err := bandStretch(s)
 	if err != nil {

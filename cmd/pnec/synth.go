@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"strings"
@@ -109,7 +110,9 @@ func synthAction(c *cli.Context) error {
 		CreationOptions: c.StringSlice("co"), Metadata: gen.Describe(src.Name),
 	}
 	if vrtRows > 0 {
-		if _, err := synth.WriteVRT(ctx, gen, opt, vrtRows, vrtCols); err != nil {
+		if _, err := synth.WriteVRT(ctx, gen, opt, vrtRows, vrtCols); errors.Is(err, synth.ErrTooLarge) {
+			return fmt.Errorf("--vrt %s: %w", c.String("vrt"), err)
+		} else if err != nil {
 			return err
 		}
 	} else if err := synth.WriteScene(ctx, gen, opt); err != nil {

@@ -173,11 +173,19 @@ func TestSynthCommandErrors(t *testing.T) {
 		{"bad spectra", []string{"--layout", "procedural:10x10", "--out", "x.tif", "--spectra", "Mars"}, "Mars"},
 		{"missing spectra file", []string{"--layout", "procedural:10x10", "--out", "x.tif", "--spectra", "a.tif,b.tif"}, "a.tif"},
 		{"bad mixing", []string{"--layout", "procedural:10x10", "--out", "x.tif", "--mixing", "9", "--spectra", src}, "mixing"},
+		// Refused before the block is generated: the VRT text alone would be 1 TB.
+		{"absurd vrt", []string{"--layout", "procedural:10x10", "--out", filepath.Join(dir, "huge.vrt"), "--spectra", src, "--vrt", "1000000000x1000000000"},
+			"--vrt 1000000000x1000000000: VRT 1000000000x1000000000: "},
+		{"vrt beyond GDAL", []string{"--layout", "procedural:10x10", "--out", filepath.Join(dir, "huge.vrt"), "--spectra", src, "--vrt", "3000000000x10"},
+			"at most 2147483647 pixels a side"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := run(context.Background(), append([]string{"pnec", "synth"}, tc.args...))
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("got error %v, want one mentioning %q", err, tc.want)
+			}
+			if left, _ := filepath.Glob(filepath.Join(dir, "huge*")); len(left) > 0 {
+				t.Errorf("left %v", left)
 			}
 		})
 	}
