@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"os"
 	"strconv"
 	"strings"
 
@@ -48,6 +49,9 @@ type Scene struct {
 // Every band must have a real (not complex) data type.
 func Open(name string) (*Scene, error) {
 	register()
+	if err := CheckRegular(name); err != nil {
+		return nil, fmt.Errorf("open %s: %w", name, err)
+	}
 	// SiblingFiles() with no names restores GDAL's own sidecar probing
 	// (.hdr of ENVI, .aux.xml, .ovr, .msk), which godal turns off by default.
 	ds, err := godal.Open(name, godal.RasterOnly(), godal.SiblingFiles(), errh)
@@ -64,6 +68,32 @@ func Open(name string) (*Scene, error) {
 		return nil, err
 	}
 	return s, nil
+}
+
+// CheckRegular refuses a local name that exists and is neither a regular
+// file nor a directory (ErrNotRegular): a FIFO, a device, a socket. Names
+// GDAL resolves itself (/vsi paths, subdataset names) and names that do not
+// exist are left to GDAL.
+func CheckRegular(name string) error {
+	if strings.HasPrefix(name, "/vsi") {
+		return nil
+	}
+	fi, err := os.Stat(name)
+	if err != nil || fi.Mode().IsRegular() || fi.IsDir() {
+		return nil
+	}
+	kind := "a special file"
+	switch m := fi.Mode(); {
+	case m&os.ModeNamedPipe != 0:
+		kind = "a FIFO"
+	case m&os.ModeCharDevice != 0:
+		kind = "a character device"
+	case m&os.ModeDevice != 0:
+		kind = "a block device"
+	case m&os.ModeSocket != 0:
+		kind = "a socket"
+	}
+	return fmt.Errorf("%w: %s", ErrNotRegular, kind)
 }
 
 func (s *Scene) load() error {

@@ -16,6 +16,8 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+
+	"github.com/pnec/pnec/geo"
 )
 
 // Input is one scene to classify.
@@ -174,6 +176,10 @@ func (e *expander) arg(ctx context.Context, a, origin string) {
 			e.dir(ctx, a, origin)
 			return
 		}
+		if err := geo.CheckRegular(a); err != nil { // a FIFO would block the sniff, and GDAL
+			e.fail(a, err)
+			return
+		}
 		if looksLikeJSON(a) || sniffJSON(a) {
 			e.stac(ctx, a, origin, 0)
 			return
@@ -228,6 +234,9 @@ func (e *expander) dir(ctx context.Context, d, origin string) {
 
 func (e *expander) read(ctx context.Context, loc string) ([]byte, error) {
 	if !isURL(loc) {
+		if err := geo.CheckRegular(loc); err != nil {
+			return nil, err
+		}
 		f, err := os.Open(loc)
 		if err != nil {
 			return nil, err
