@@ -1,6 +1,7 @@
 package geo
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"math"
@@ -70,6 +71,29 @@ func Open(name string) (*Scene, error) {
 	return s, nil
 }
 
+// vrtSourceTags open the source elements of a VRT band.
+var vrtSourceTags = [][]byte{[]byte("<SimpleSource"), []byte("<ComplexSource"), []byte("<AveragedSource"),
+	[]byte("<KernelFilteredSource"), []byte("<NoDataFromMaskSource")}
+
+// countVRTSources counts the source elements of a VRT given as inline XML
+// or as a local file (Info.VRTSources); 0 when it cannot read the text
+// (a /vsi path): GDAL then holds sources the plan does not see.
+func countVRTSources(name string) int {
+	var text []byte
+	if t := strings.TrimSpace(name); strings.HasPrefix(t, "<VRTDataset") {
+		text = []byte(t)
+	} else if strings.HasPrefix(name, "/vsi") {
+		return 0
+	} else if b, err := os.ReadFile(name); err == nil {
+		text = b
+	}
+	n := 0
+	for _, tag := range vrtSourceTags {
+		n += bytes.Count(text, tag)
+	}
+	return n
+}
+
 // CheckRegular refuses a local name that exists and is neither a regular
 // file nor a directory (ErrNotRegular): a FIFO, a device, a socket. Names
 // GDAL resolves itself (/vsi paths, subdataset names) and names that do not
@@ -124,6 +148,9 @@ func (s *Scene) load() error {
 		HasNoData: make([]bool, len(s.bands)),
 		BandNames: make([]string, len(s.bands)),
 		Metadata:  s.ds.Metadatas(),
+	}
+	if in.Driver == "VRT" {
+		in.VRTSources = countVRTSources(s.name)
 	}
 	// An ENVI header's acquisition time is in GDAL's ENVI domain; it is the
 	// scene's acquisition time, which products' STAC Items carry.
