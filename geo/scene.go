@@ -186,6 +186,18 @@ func (s *Scene) load() error {
 		}
 		if s.scale[i] != 1 || s.offset[i] != 0 {
 			s.identityScale = false
+			if in.Scale == nil {
+				in.Scale, in.Offset = make([]float64, n), make([]float64, n)
+				for j := range in.Scale {
+					in.Scale[j] = 1
+				}
+			}
+		}
+		if in.Scale != nil {
+			in.Scale[i], in.Offset[i] = bs.Scale, bs.Offset
+			if bs.Scale == 0 {
+				in.Scale[i] = 1
+			}
 		}
 		if nd, ok := b.NoData(); ok {
 			in.NoData[i], in.HasNoData[i] = nd, true
@@ -592,6 +604,13 @@ func (s *Scene) ValidFraction(ctx context.Context) (float64, error) {
 	if s.allIntegerNoNoData {
 		return 1, ctx.Err()
 	}
+	return s.readValidFraction(ctx)
+}
+
+// readValidFraction is ValidFraction reading every pixel, also of a scene
+// whose pixels are all valid by type, so that a scene GDAL cannot read (a
+// truncated file, a VRT source that is gone) fails.
+func (s *Scene) readValidFraction(ctx context.Context) (float64, error) {
 	in := s.info
 	rowBytes := in.Cols * in.Bands * 4
 	step := max(1, windowBudgetBytes/max(1, rowBytes))
@@ -616,7 +635,9 @@ const MaxExactValidPixels = 4 << 20
 
 // ValidFractionEstimate returns the share of valid pixels like
 // ValidFraction, exactly (exact true) for scenes of at most
-// MaxExactValidPixels pixels. A larger scene is sampled on a regular grid
+// MaxExactValidPixels pixels. It always reads, a scene of integer bands
+// without nodata too (whose pixels are all valid by type, exact true), so
+// that a scene GDAL cannot read fails instead of reporting 100%. A larger scene is sampled on a regular grid
 // of every f-th pixel in both directions, f chosen so that at most
 // MaxExactValidPixels pixels are read (GDAL's nearest-neighbour decimated
 // read): seconds for any declared size, where reading a mosaic of 10^12
@@ -627,8 +648,8 @@ func (s *Scene) ValidFractionEstimate(ctx context.Context) (fraction float64, ex
 	}
 	in := s.info
 	total := int64(in.Cols) * int64(in.Rows)
-	if s.allIntegerNoNoData || total <= MaxExactValidPixels {
-		f, err := s.ValidFraction(ctx)
+	if total <= MaxExactValidPixels {
+		f, err := s.readValidFraction(ctx)
 		return f, true, err
 	}
 	f := int(math.Ceil(math.Sqrt(float64(total) / MaxExactValidPixels)))
@@ -653,6 +674,9 @@ func (s *Scene) ValidFractionEstimate(ctx context.Context) (fraction float64, ex
 			}
 		}
 		n += len(v)
+	}
+	if s.allIntegerNoNoData { // read (the sample is readable), and valid by type
+		return 1, true, nil
 	}
 	return float64(valid) / float64(n), false, nil
 }
