@@ -5,6 +5,10 @@ package geo
 #include <stdlib.h>
 #include <cpl_conv.h>
 #include <gdal.h>
+#include <cpl_error.h>
+
+static void pnecQuietErrors(void) { CPLSetErrorHandler(CPLQuietErrorHandler); }
+static void pnecEmitError(const char *msg) { CPLError(CE_Failure, CPLE_AppDefined, "%s", msg); }
 */
 import "C"
 
@@ -38,6 +42,25 @@ func init() {
 		C.free(unsafe.Pointer(k))
 		C.free(unsafe.Pointer(v))
 	}
+}
+
+// QuietMessages stops GDAL from printing messages that arrive outside a
+// call of this package (those inside are captured and returned as errors,
+// or dropped as harmless warnings): GDAL's default handler writes them to
+// stderr as "ERROR 1: ..." or "Warning 1: ..." around the command's one
+// line (a PROJ database warning while a CRS is looked up lazily, say).
+// pnec calls it unless --verbose is given.
+func QuietMessages() {
+	register()
+	C.pnecQuietErrors()
+}
+
+// emitGDALError reports msg as a GDAL failure outside any call of this
+// package, as GDAL's own threads and lazy initialisations do (for tests).
+func emitGDALError(msg string) {
+	cm := C.CString(msg)
+	defer C.free(unsafe.Pointer(cm))
+	C.pnecEmitError(cm)
 }
 
 // SetConfig applies GDAL configuration options given as KEY=VALUE (e.g.

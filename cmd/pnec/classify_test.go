@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,6 +13,7 @@ import (
 	"github.com/pnec/pnec/geo"
 	"github.com/pnec/pnec/internal/fixture"
 	"github.com/pnec/pnec/internal/tempfiles"
+	"github.com/pnec/pnec/model"
 )
 
 func classifyFixture(t *testing.T) (modelPath, scene, dir string) {
@@ -245,5 +247,20 @@ func TestClassifyRemovesStaleTemporaries(t *testing.T) {
 	slices.Sort(want)
 	if !slices.Equal(got, want) {
 		t.Errorf("output directory holds %v, want %v", got, want)
+	}
+}
+
+// TestNoPluginMessage: an XLA backend without a PJRT plugin fails with
+// pnec's one line, not GoMLX's hint for Go developers (import its
+// autoinstall package).
+func TestNoPluginMessage(t *testing.T) {
+	modelPath, scene, dir := classifyFixture(t)
+	t.Setenv("PJRT_PLUGIN_LIBRARY_PATH", t.TempDir())
+	_, stderr, err := runCaptured(t, "classify", "--model", modelPath, "--backend", "xla:cpu", "--scene", scene, "--out", filepath.Join(dir, "x.tif"))
+	if err == nil {
+		t.Skip("an XLA CPU plugin was found here")
+	}
+	if !errors.Is(err, model.ErrNoPlugin) || strings.Contains(err.Error(), "autoinstall") || strings.Contains(err.Error(), "\n") {
+		t.Errorf("got %q, want model.ErrNoPlugin's one line\n%s", err, stderr)
 	}
 }

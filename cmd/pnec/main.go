@@ -96,6 +96,18 @@ func stopOnSignal(sig os.Signal, sigs <-chan os.Signal, done <-chan error) {
 	os.Exit(code)
 }
 
+// quietLibraries keeps the libraries' own logging off stderr, where it
+// would surround pnec's one line: GDAL's messages outside pnec's calls,
+// and the INFO and WARNING lines (glog/absl) an XLA PJRT plugin prints when
+// it loads. --verbose keeps them, and so does a TF_CPP_MIN_LOG_LEVEL the
+// user set.
+func quietLibraries() {
+	geo.QuietMessages()
+	if _, set := os.LookupEnv("TF_CPP_MIN_LOG_LEVEL"); !set {
+		os.Setenv("TF_CPP_MIN_LOG_LEVEL", "2")
+	}
+}
+
 // networkCommands are the commands that may run the network on the Go
 // backend: they make the model's heap guard (model.GuardHeap) before they
 // read anything, while the heap is fresh. The others (--version, info,
@@ -111,9 +123,10 @@ func run(ctx context.Context, args []string) error {
 }
 
 func newApp() *cli.App {
-	cmds := append([]*cli.Command(nil), commands...)
-	for _, c := range cmds {
-		quietUsageErrors(c)
+	cmds := make([]*cli.Command, len(commands))
+	for i, c := range commands {
+		cmds[i] = freshCommand(c)
+		quietUsageErrors(cmds[i])
 	}
 	sort.Slice(cmds, func(i, j int) bool { return cmds[i].Name < cmds[j].Name })
 	return &cli.App{
@@ -132,6 +145,9 @@ func newApp() *cli.App {
 			if networkCommands[c.Args().First()] {
 				model.GuardHeap()
 			}
+			if !c.Bool("verbose") {
+				quietLibraries()
+			}
 			if kv := c.StringSlice("config"); len(kv) > 0 {
 				if err := geo.SetConfig(kv); err != nil {
 					return fmt.Errorf("--config: %w", err)
@@ -145,6 +161,20 @@ func newApp() *cli.App {
 			&cli.BoolFlag{Name: "verbose", Usage: "log more detail to stderr"},
 		},
 	}
+}
+
+// freshCommand copies c and its subcommands for one app: urfave/cli writes
+// its help name into a command when an app runs (prefixing the app's to
+// what is there), so commands shared by several runs in one process (the
+// tests) read "pnec pnec pnec ... synth" in their help.
+func freshCommand(c *cli.Command) *cli.Command {
+	cp := *c
+	cp.HelpName = ""
+	cp.Subcommands = make([]*cli.Command, len(c.Subcommands))
+	for i, sub := range c.Subcommands {
+		cp.Subcommands[i] = freshCommand(sub)
+	}
+	return &cp
 }
 
 // usageError keeps a bad flag to one line: urfave/cli would print the whole

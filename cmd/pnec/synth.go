@@ -50,6 +50,11 @@ func init() {
 	})
 }
 
+// synthConfigFlags are the flags that set synth.Config's fields.
+var synthConfigFlags = map[string]string{
+	"Bands": "bands", "NoiseRel": "noise", "MixingSigmaPx": "mixing", "BackgroundClasses": "background-classes",
+}
+
 func synthAction(c *cli.Context) error {
 	ctx := c.Context
 	start := time.Now()
@@ -98,6 +103,12 @@ func synthAction(c *cli.Context) error {
 	cfg.MixingSigmaPx = c.Float64("mixing")
 	cfg.BackgroundClasses = c.Int("background-classes")
 	gen, err := synth.New(layout, src, cfg)
+	var ce *synth.ConfigError
+	if errors.As(err, &ce) {
+		if flag, ok := synthConfigFlags[ce.Field]; ok {
+			return fmt.Errorf("--%s %g: want %s", flag, ce.Value, ce.Want)
+		}
+	}
 	if err != nil {
 		return err
 	}
