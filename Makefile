@@ -8,7 +8,9 @@ export GOTOOLCHAIN := auto
 
 GO      ?= go
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
-LDFLAGS := -X main.version=$(VERSION)
+# The version pnec --version prints and products, model files and STAC
+# Items record (model.Version).
+LDFLAGS := -X github.com/pnec/pnec/model.Version=$(VERSION)
 PREFIX  ?= /usr/local
 
 # Debian/Ubuntu packages the build and the tests need: GDAL's headers and

@@ -6,6 +6,7 @@ package model
 import (
 	"errors"
 	"github.com/pnec/pnec/tiling"
+	"runtime/debug"
 	"time"
 )
 
@@ -154,5 +155,42 @@ type EpochStats struct {
 	Elapsed, ETA  time.Duration
 }
 
-// Version is the software version recorded in model files; the lead may set it from main.
+// Version is pnec's version: pnec --version, model files, products
+// (SOFTWARE_VERSION) and STAC Items record it. The build sets it: make build
+// and scripts/gpu-bundle.sh pass -ldflags "-X
+// github.com/pnec/pnec/model.Version=$(git describe --tags --always
+// --dirty)". A plain go build in a git checkout records the commit instead
+// (vcs.revision, "-dirty" with uncommitted changes); "dev" when neither
+// says (go test, go run).
 var Version = "dev"
+
+func init() {
+	if Version == "dev" {
+		if v := vcsVersion(); v != "" {
+			Version = v
+		}
+	}
+}
+
+// vcsVersion is the commit the binary was built from (its first 12 hex
+// digits, "-dirty" when the tree had changes), "" when the build did not
+// record one.
+func vcsVersion() string {
+	info, ok := debug.ReadBuildInfo()
+	if !ok {
+		return ""
+	}
+	var rev, dirty string
+	for _, s := range info.Settings {
+		switch {
+		case s.Key == "vcs.revision":
+			rev = s.Value[:min(12, len(s.Value))]
+		case s.Key == "vcs.modified" && s.Value == "true":
+			dirty = "-dirty"
+		}
+	}
+	if rev == "" {
+		return ""
+	}
+	return rev + dirty
+}

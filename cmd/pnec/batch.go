@@ -126,7 +126,7 @@ func batchAction(c *cli.Context) error {
 		ModelPath: c.String("model"), OutDir: c.String("out-dir"), Inputs: inputs,
 		Asset: c.String("asset"), Force: c.Bool("force"), Jobs: c.Int("jobs"), Shard: shard, Engine: engine,
 		Collection: c.String("stac-collection"), CollectionID: c.String("collection-id"),
-		Options: opts, Report: report, Version: version,
+		Options: opts, Report: report,
 	}
 	level := slog.LevelInfo
 	if c.Bool("verbose") {

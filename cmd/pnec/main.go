@@ -21,9 +21,6 @@ import (
 	"github.com/pnec/pnec/model"
 )
 
-// version is set at build time with -ldflags "-X main.version=...".
-var version = "dev"
-
 // commands is filled by each subcommand's file through register, so that
 // subcommands live in their own files.
 var commands []*cli.Command
@@ -132,7 +129,7 @@ func newApp() *cli.App {
 	return &cli.App{
 		Name:    "pnec",
 		Usage:   "classify hyperspectral scenes with PNEC-Mamba into Cloud-Optimized GeoTIFF land-cover maps",
-		Version: version,
+		Version: model.Version,
 		Description: "pnec reads any scene GDAL reads, runs the PNEC-Mamba classifier on the whole image or on\n" +
 			"overlapping tiles, and writes a COG with a 'class' band and a 'reliability' band.\n" +
 			"Run 'pnec COMMAND --help' for each command's flags and examples.",
