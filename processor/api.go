@@ -22,9 +22,10 @@ type Options struct {
 	// TileSize > 0 forces tiles of this side, pixels (rounded up to
 	// model.Stride); 0 lets the budget choose between the whole image and tiles.
 	TileSize int
-	// Overlap between neighbouring tiles, pixels (rounded up to
-	// model.Stride): 0 = tiling.DefaultOverlap for the tile size, negative =
-	// no overlap (tiles are cropped edge to edge, which shows seams).
+	// Overlap between neighbouring tiles, as tiling.Options.Overlap:
+	// tiling.OverlapAuto (0, tiling.DefaultOverlap for the tile size),
+	// tiling.OverlapNone (negative: tiles cropped edge to edge, which shows
+	// seams), or pixels (rounded up to model.Stride).
 	Overlap int
 	// CreationOptions are COG creation options KEY=VALUE overriding geo's defaults.
 	CreationOptions []string

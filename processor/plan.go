@@ -75,17 +75,10 @@ func planScene(info geo.Info, m *model.Model, opts Options, lazy bool) (tiling.P
 	if err := checkTile(opts, window); err != nil {
 		return tiling.Plan{}, budget, err
 	}
-	overlap := opts.Overlap
-	switch {
-	case overlap == 0:
-		overlap = -1 // tiling's "default"
-	case overlap < 0:
-		overlap = 0
-	}
 	p, err := tiling.New(rows, cols, tiling.Options{
 		Stride:         model.Stride,
 		TileSize:       opts.TileSize,
-		Overlap:        overlap,
+		Overlap:        opts.Overlap,
 		RecoveryWindow: window,
 		MaxMemoryBytes: budget,
 		Cost:           cost,

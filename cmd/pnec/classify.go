@@ -15,6 +15,7 @@ import (
 	"github.com/pnec/pnec/internal/tempfiles"
 	"github.com/pnec/pnec/model"
 	"github.com/pnec/pnec/processor"
+	"github.com/pnec/pnec/tiling"
 	"github.com/schollz/progressbar/v3"
 	"github.com/urfave/cli/v2"
 )
@@ -114,13 +115,15 @@ func planOptions(c *cli.Context) (processor.Options, error) {
 	} else {
 		o.TileSize = t
 	}
+	// The flag's -1 (automatic) and 0 (none) read as a user counts pixels;
+	// the library's zero value is its default: translated here, once.
 	switch ov := c.Int("overlap"); {
 	case ov < -1:
 		return o, fmt.Errorf("--overlap %d: want pixels >= 0 (or -1 for automatic)", ov)
 	case ov == -1:
-		o.Overlap = 0 // processor's default
+		o.Overlap = tiling.OverlapAuto
 	case ov == 0:
-		o.Overlap = -1 // processor's "none"
+		o.Overlap = tiling.OverlapNone
 	default:
 		o.Overlap = ov
 	}
