@@ -144,9 +144,6 @@ func ReserveBlockCache(n int64) bool {
 	return true
 }
 
-// BlockCacheMaxBytes is GDAL's block cache maximum now.
-func BlockCacheMaxBytes() int64 { return int64(C.GDALGetCacheMax64()) }
-
 // setUnitTypes sets the unit type of bands of the raster file at path
 // (units[i] for band i+1; "" leaves a band alone): godal has no call for it.
 // The file must not be open elsewhere for writing.

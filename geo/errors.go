@@ -62,14 +62,6 @@ var errh = godal.ErrLogger(func(ec godal.ErrorCategory, code int, msg string) er
 	return nil
 })
 
-// wrapf wraps err with context, keeping nil as nil.
-func wrapf(err error, format string, args ...any) error {
-	if err == nil {
-		return nil
-	}
-	return fmt.Errorf(format+": %w", append(args, err)...)
-}
-
 // tidy makes a GDAL failure read as one line: GDAL often reports one
 // failure as several messages (libtiff repeats "No space left on device"
 // for every strip it tries), which godal joins with newlines. The message

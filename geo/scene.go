@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/airbusgeo/godal"
+	"github.com/pnec/pnec/internal/buffers"
 )
 
 // GDAL mask flags (gdal.h).
@@ -363,7 +364,7 @@ func (s *Scene) ReadWindow(ctx context.Context, w Window) (Block, error) {
 // time before, measured with perf).
 func (s *Scene) ReadWindowInto(ctx context.Context, w Window, data []float32, valid []bool) (Block, error) {
 	nb := len(s.bands)
-	data, valid = grow(data, w.Cols*w.Rows*nb), grow(valid, w.Cols*w.Rows)
+	data, valid = buffers.Resize(data, w.Cols*w.Rows*nb), buffers.Resize(valid, w.Cols*w.Rows)
 	if err := s.ReadWindowAt(ctx, w, data, valid, w.Cols); err != nil {
 		return Block{}, err
 	}
@@ -540,20 +541,12 @@ func (s *Scene) readPixels(w Window, bufCols, bufRows int, data []float32, rowPi
 // buffer *scratch (grown as needed) with read, then interleaves them into
 // data (see interleave).
 func readInterleaved[T int16 | uint16 | uint8 | float32](scratch *[]T, read func(buf any) error, data []float32, cols, rows, nb, rowPixels int) error {
-	*scratch = grow(*scratch, cols*rows*nb)
+	*scratch = buffers.Resize(*scratch, cols*rows*nb)
 	if err := read(*scratch); err != nil {
 		return err
 	}
 	interleave(*scratch, data, cols, rows, nb, rowPixels)
 	return nil
-}
-
-// grow returns buf resliced to n, or a new slice when buf is shorter.
-func grow[T any](buf []T, n int) []T {
-	if cap(buf) < n {
-		return make([]T, n)
-	}
-	return buf[:n]
 }
 
 // interleave turns band-sequential bsq ([nb][rows*cols]) into

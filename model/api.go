@@ -5,6 +5,7 @@ package model
 
 import (
 	"errors"
+	"fmt"
 	"github.com/pnec/pnec/tiling"
 	"runtime/debug"
 	"time"
@@ -47,6 +48,23 @@ type Prediction struct {
 
 // ErrBandCount is returned (wrapped) when a scene's band count differs from the model's.
 var ErrBandCount = errors.New("band count does not match the model")
+
+// BandCountError is a scene whose band count differs from the model's
+// (errors.Is(err, ErrBandCount) holds for it): Model.CheckBands returns it.
+type BandCountError struct {
+	Scene             string // the scene's name ("" when unnamed)
+	Bands, ModelBands int
+}
+
+func (e *BandCountError) Error() string {
+	name := e.Scene
+	if name == "" {
+		name = "scene"
+	}
+	return fmt.Sprintf("%s: %d bands, the model takes %d: %v", name, e.Bands, e.ModelBands, ErrBandCount)
+}
+
+func (e *BandCountError) Unwrap() error { return ErrBandCount }
 
 // Ablation selects a variant of the network for the paper's ablation study.
 type Ablation string

@@ -121,13 +121,22 @@ func (e *MemoryError) Error() string {
 	return fmt.Sprintf("training needs at least %.1f GB, more than the %.1f GB it may use", float64(e.NeedBytes)/1e9, float64(e.LimitBytes)/1e9)
 }
 
+// CheckBands returns a *BandCountError when a scene named scene with bands
+// bands does not fit the model, else nil.
+func (m *Model) CheckBands(scene string, bands int) error {
+	if bands != m.meta.Bands {
+		return &BandCountError{Scene: scene, Bands: bands, ModelBands: m.meta.Bands}
+	}
+	return nil
+}
+
 // sceneCheck verifies that s fits the model.
 func (m *Model) sceneCheck(s Scene) error {
 	if err := checkScene(s); err != nil {
 		return err
 	}
-	if s.Bands != m.meta.Bands {
-		return fmt.Errorf("scene has %d bands, model %d: %w", s.Bands, m.meta.Bands, ErrBandCount)
+	if err := m.CheckBands("", s.Bands); err != nil {
+		return err
 	}
 	return nil
 }

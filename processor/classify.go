@@ -11,6 +11,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/pnec/pnec/geo"
+	"github.com/pnec/pnec/internal/buffers"
 	"github.com/pnec/pnec/model"
 	"github.com/pnec/pnec/tiling"
 )
@@ -53,8 +54,8 @@ func (c *Classifier) classify(parent context.Context, sceneName, out string) (re
 	defer sc.Close()
 	info := sc.Info()
 	res.Rows, res.Cols, res.SceneInfo = info.Rows, info.Cols, info
-	if info.Bands != c.m.Bands() {
-		return res, fmt.Errorf("%s: %d bands, the model takes %d: %w", sceneName, info.Bands, c.m.Bands(), model.ErrBandCount)
+	if err := c.m.CheckBands(sceneName, info.Bands); err != nil {
+		return res, err
 	}
 	if err := checkSpace(sceneName, out, info, productSampleBytes(c.m, c.opts)); err != nil {
 		return res, err
@@ -304,7 +305,7 @@ func (r *carryReader) read(ctx context.Context, t tiling.Tile, next *tiling.Tile
 	if ext > end {
 		c0 := next.Read.Col
 		cc := ext - c0
-		data, vld := resize(r.carry.Data, cc*w.Rows*nb), resize(r.carry.Valid, cc*w.Rows)
+		data, vld := buffers.Resize(r.carry.Data, cc*w.Rows*nb), buffers.Resize(r.carry.Valid, cc*w.Rows)
 		copyColumns(data, cc, 0, buf, wide, c0-w.Col, cc, w.Rows, nb)
 		copyColumns(vld, cc, 0, valid, wide, c0-w.Col, cc, w.Rows, 1)
 		r.carry = geo.Block{Window: geo.Window{Col: c0, Row: w.Row, Cols: cc, Rows: w.Rows}, Bands: nb, Data: data, Valid: vld}
@@ -329,14 +330,6 @@ func copyColumns[T any](dst []T, dstCols, dstCol int, src []T, srcCols, srcCol, 
 		d, s := (r*dstCols+dstCol)*per, (r*srcCols+srcCol)*per
 		copy(dst[d:d+cols*per], src[s:s+cols*per])
 	}
-}
-
-// resize is buf resliced to n, or a new slice when buf is shorter.
-func resize[T any](buf []T, n int) []T {
-	if cap(buf) < n {
-		return make([]T, n)
-	}
-	return buf[:n]
 }
 
 // padTile turns a block read for t.Read into a model scene of t.Input's

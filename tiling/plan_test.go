@@ -237,19 +237,40 @@ func TestPlanFromBudget(t *testing.T) {
 
 // The stripe estimate must not depend on the scene's height: that is the
 // promise that memory does not grow with the scene.
+// TestTiledBytesIndependentOfHeight: under one budget, scenes of one width
+// and any height are planned in tiles of the same width whose planned peak
+// stays within the budget (the canvas holds a stripe, not the scene), while
+// the whole image's cost grows with the height past the budget. A planner
+// that counted the scene's height would give taller scenes narrower tiles
+// or a peak over the budget here. (It once compared TiledBytes of a forced
+// tile, which has no height argument: it could not fail.)
 func TestTiledBytesIndependentOfHeight(t *testing.T) {
 	cost := &Cost{Bands: 50, Classes: 5}
-	var prev int64
-	for _, rows := range []int{1000, 8000, 64000} {
-		p, err := New(rows, 800, Options{Stride: 4, TileSize: 256, Overlap: 64, RecoveryWindow: 9})
+	const cols = 800
+	budget := cost.WholeBytes(1000, cols) / 2 // the smallest scene already needs tiles
+	var first Plan
+	for i, rows := range []int{1000, 8000, 64000} {
+		p, err := New(rows, cols, Options{Stride: 4, RecoveryWindow: 9, MaxMemoryBytes: budget, Cost: cost, Lazy: true})
 		if err != nil {
-			t.Fatal(err)
+			t.Fatalf("rows %d: %v", rows, err)
 		}
-		got := cost.TiledBytes(p.TileRows, p.TileCols, 800, p.Overlap, 9)
-		if prev != 0 && got != prev {
-			t.Fatalf("rows %d: got %d bytes, want %d as for fewer rows", rows, got, prev)
+		if p.Whole {
+			t.Fatalf("rows %d: planned the whole image under %d bytes (it needs %d)", rows, budget, cost.WholeBytes(rows, cols))
 		}
-		prev = got
+		if got := cost.TiledBytes(p.TileRows, p.TileCols, cols, p.Overlap, 9); got > budget {
+			t.Errorf("rows %d: planned peak %d over the budget %d", rows, got, budget)
+		}
+		if i == 0 {
+			first = p
+			continue
+		}
+		if p.TileCols != first.TileCols || p.TilesAcross != first.TilesAcross || p.Overlap != first.Overlap {
+			t.Errorf("rows %d: %d tiles across of %d px, overlap %d; want %d of %d px, overlap %d as for 1000 rows",
+				rows, p.TilesAcross, p.TileCols, p.Overlap, first.TilesAcross, first.TileCols, first.Overlap)
+		}
+		if p.TilesDown*1000 < first.TilesDown*rows/2 {
+			t.Errorf("rows %d: %d tiles down, want about %d times the %d of 1000 rows", rows, p.TilesDown, rows/1000, first.TilesDown)
+		}
 	}
 }
 
