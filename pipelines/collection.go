@@ -37,13 +37,24 @@ type CollectionMeta struct {
 // STAC's "proprietary" and "various".
 var spdxLike = regexp.MustCompile(`^[A-Za-z0-9.+-]+( (AND|OR|WITH) [A-Za-z0-9.+-]+)*$`)
 
+// ErrLicense: Config.License is not an SPDX identifier or expression.
+var ErrLicense = errors.New("want an SPDX licence identifier or expression (e.g. CC-BY-4.0), proprietary or various")
+
 // checkLicense refuses a licence that is not an SPDX identifier or expression.
 func checkLicense(l string) error {
 	if l == "" || spdxLike.MatchString(l) {
 		return nil
 	}
-	return fmt.Errorf("--license %q: want an SPDX licence identifier or expression (e.g. CC-BY-4.0), proprietary or various", l)
+	return &LicenseError{License: l}
 }
+
+// LicenseError is a Collection licence that is not an SPDX identifier or
+// expression (errors.Is(err, ErrLicense) holds).
+type LicenseError struct{ License string }
+
+func (e *LicenseError) Error() string { return fmt.Sprintf("licence %q: %v", e.License, ErrLicense) }
+
+func (e *LicenseError) Unwrap() error { return ErrLicense }
 
 // itemInterval is the [start, end] an Item covers: its datetime twice, or
 // its start_datetime and end_datetime when datetime is null.

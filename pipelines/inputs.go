@@ -405,9 +405,9 @@ func chooseAsset(assets map[string]stacAsset, want string) (string, error) {
 		}
 		return data[0], nil
 	case 0:
-		return "", fmt.Errorf("%w: no asset has role \"data\"; choose one with --asset (assets: %s)", ErrNoAsset, strings.Join(keys, ", "))
+		return "", fmt.Errorf("%w: no asset has role \"data\"; name the one to classify (assets: %s)", ErrNoAsset, strings.Join(keys, ", "))
 	default:
-		return "", fmt.Errorf("%w: several assets have role \"data\" (%s); choose one with --asset", ErrNoAsset, strings.Join(data, ", "))
+		return "", fmt.Errorf("%w: several assets have role \"data\" (%s); name the one to classify", ErrNoAsset, strings.Join(data, ", "))
 	}
 }
 

@@ -40,10 +40,11 @@ type Config struct {
 	// Jobs is the number of scenes classified at once; 0 = 1 on a GPU backend,
 	// else as many as fit in the memory budget (at most the CPU count).
 	Jobs int
-	// Shard selects this process's share of the inputs.
+	// Shard selects this process's share of the inputs (given, or from the
+	// job engine: EngineFromEnv); recorded in the report and the Items.
 	Shard Shard
 	// Engine is the job scheduler this process runs under (EngineFromEnv):
-	// its name, job id and the shard are recorded in the report and the Items.
+	// its name and job id are recorded in the report and the Items.
 	Engine Engine
 	// Collection, when set, is a STAC Collection file each Item is added to.
 	Collection string
@@ -95,11 +96,13 @@ type StageSeconds struct {
 
 // SceneReport is one line of the run report.
 type SceneReport struct {
-	Input       string        `json:"input"`
-	Output      string        `json:"output,omitempty"`
-	Item        string        `json:"item,omitempty"`
-	Status      string        `json:"status"`
-	Reason      string        `json:"reason,omitempty"`
+	Input  string `json:"input"`
+	Output string `json:"output,omitempty"`
+	Item   string `json:"item,omitempty"`
+	Status string `json:"status"`
+	Reason string `json:"reason,omitempty"`
+	// err is the failure behind Reason (for FailedError), not reported.
+	err         error
 	Times       *StageSeconds `json:"times,omitempty"`
 	Pixels      int64         `json:"pixels,omitempty"`
 	ValidPixels int64         `json:"valid_pixels,omitempty"`
@@ -155,6 +158,9 @@ var ErrScenesFailed = errors.New("scenes failed")
 type FailedError struct {
 	Failed, Scenes int
 	First          string
+	// FirstErr is the first failure's error (nil when unknown): errors.Is
+	// and errors.As see it through FailedError.
+	FirstErr error
 }
 
 func (e *FailedError) Error() string {
@@ -164,7 +170,12 @@ func (e *FailedError) Error() string {
 	return fmt.Sprintf("%d of %d scenes failed (see the report); first: %s", e.Failed, e.Scenes, e.First)
 }
 
-func (e *FailedError) Unwrap() error { return ErrScenesFailed }
+func (e *FailedError) Unwrap() []error {
+	if e.FirstErr == nil {
+		return []error{ErrScenesFailed}
+	}
+	return []error{ErrScenesFailed, e.FirstErr}
+}
 
 // Run classifies the inputs of cfg. It returns an error wrapping
 // ErrScenesFailed when any scene (or input argument) failed, after every
@@ -185,6 +196,7 @@ func Run(ctx context.Context, cfg Config) (Summary, error) {
 	}
 	var sum Summary
 	var firstFailure string
+	var firstErr error
 	if err := cfg.Shard.Validate(); err != nil {
 		return sum, err
 	}
@@ -212,14 +224,14 @@ func Run(ctx context.Context, cfg Config) (Summary, error) {
 			rep.total--
 			continue // another shard reports it
 		}
-		r := SceneReport{Input: ie.Input, Status: StatusFailed, Reason: oneline.Fold(ie.Error())}
+		r := SceneReport{Input: ie.Input, Status: StatusFailed, Reason: oneline.Fold(ie.Error()), err: ie}
 		cfg.stamp(&r)
 		log.Warn("input failed", "input", ie.Input, "reason", ie.Err)
 		rep.scene(&r)
 		sum.Failed++
 		sum.Scenes++
 		if firstFailure == "" {
-			firstFailure = r.Reason
+			firstFailure, firstErr = r.Reason, r.err
 		}
 	}
 	log.Info("batch", "inputs", len(inputs), "shard", cfg.Shard.String(), "scenes", len(mine), "out_dir", cfg.OutDir)
@@ -323,7 +335,7 @@ func Run(ctx context.Context, cfg Config) (Summary, error) {
 				default:
 					sum.Failed++
 					if firstFailure == "" {
-						firstFailure = r.Reason
+						firstFailure, firstErr = r.Reason, r.err
 					}
 				}
 				sum.Scenes++
@@ -360,7 +372,7 @@ feed:
 		return sum, fmt.Errorf("batch interrupted after %d of %d scenes: %w", sum.Scenes, rep.total, err)
 	}
 	if sum.Failed > 0 {
-		return sum, &FailedError{Failed: sum.Failed, Scenes: sum.Scenes, First: firstFailure}
+		return sum, &FailedError{Failed: sum.Failed, Scenes: sum.Scenes, First: firstFailure, FirstErr: firstErr}
 	}
 	return sum, nil
 }
@@ -471,7 +483,7 @@ func (w *worker) scene(ctx context.Context, in Input) SceneReport {
 			w.log.Warn("scene stopped", "input", in.Name)
 			return r
 		}
-		r.Status = StatusFailed
+		r.Status, r.err = StatusFailed, err
 		r.Reason = oneline.Fold(err.Error())
 		if !strings.Contains(r.Reason, in.Name) {
 			r.Reason = in.Name + ": " + r.Reason

@@ -90,20 +90,43 @@ func planScene(info geo.Info, m *model.Model, opts Options, lazy bool) (tiling.P
 		t := min(tiling.MinTile, rows)
 		ov := tiling.DefaultOverlap(tiling.MinTile, model.Stride, window)
 		need := cost.TiledBytes(t, min(tiling.MinTile, cols), cols, ov, window)
-		return p, budget, fmt.Errorf("%w: a %dx%d scene (cols x rows) of %d bands needs at least %s (one row of %d px tiles across its width), the budget is %s: give --max-memory %s or more",
-			tiling.ErrBudget, cols, rows, sc.bands, FormatBytes(need), tiling.MinTile, FormatBytes(budget), ceilSize(need))
+		return p, budget, &BudgetError{Cols: cols, Rows: rows, Bands: sc.bands, NeedBytes: need, BudgetBytes: budget}
 	}
 	if err != nil {
 		return p, budget, err
 	}
 	if opts.TileSize > 0 && !p.Whole {
 		if need := PlannedBytes(p, info, m, opts); need > budget {
-			return p, budget, fmt.Errorf("%w: %d px tiles of a scene %d px wide with %d bands need about %s, the budget is %s: give --max-memory %s or more, or smaller tiles",
-				tiling.ErrBudget, opts.TileSize, cols, sc.bands, FormatBytes(need), FormatBytes(budget), ceilSize(need))
+			return p, budget, &BudgetError{Cols: cols, Rows: rows, Bands: sc.bands, TileSize: opts.TileSize, NeedBytes: need, BudgetBytes: budget}
 		}
 	}
 	return p, budget, nil
 }
+
+// BudgetError is a plan refused for memory (errors.Is(err,
+// tiling.ErrBudget) holds): the scene needs NeedBytes, the budget is
+// BudgetBytes. cmd/pnec adds the flags that change either.
+type BudgetError struct {
+	Cols, Rows, Bands int
+	// TileSize is the forced tile side, pixels; 0 when the smallest plan
+	// the planner can make (one row of tiling.MinTile tiles) does not fit.
+	TileSize               int
+	NeedBytes, BudgetBytes int64
+}
+
+func (e *BudgetError) Error() string {
+	if e.TileSize > 0 {
+		return fmt.Sprintf("%v: %d px tiles of a scene %d px wide with %d bands need about %s, the budget is %s",
+			tiling.ErrBudget, e.TileSize, e.Cols, e.Bands, FormatBytes(e.NeedBytes), FormatBytes(e.BudgetBytes))
+	}
+	return fmt.Sprintf("%v: a %dx%d scene (cols x rows) of %d bands needs at least %s (one row of %d px tiles across its width), the budget is %s",
+		tiling.ErrBudget, e.Cols, e.Rows, e.Bands, FormatBytes(e.NeedBytes), tiling.MinTile, FormatBytes(e.BudgetBytes))
+}
+
+func (e *BudgetError) Unwrap() error { return tiling.ErrBudget }
+
+// NeedSize is NeedBytes rounded up as a budget is written (4.2G, 512M).
+func (e *BudgetError) NeedSize() string { return ceilSize(e.NeedBytes) }
 
 // ceilSize writes n rounded up to a tenth of a GiB (or a MiB below 1 GiB),
 // as --max-memory takes it.

@@ -19,6 +19,8 @@ import (
 	"github.com/pnec/pnec/internal/oneline"
 	"github.com/pnec/pnec/internal/tempfiles"
 	"github.com/pnec/pnec/model"
+	"github.com/pnec/pnec/pipelines"
+	"github.com/pnec/pnec/processor"
 )
 
 // commands is filled by each subcommand's file through register, so that
@@ -167,11 +169,35 @@ func newApp() *cli.App {
 func freshCommand(c *cli.Command) *cli.Command {
 	cp := *c
 	cp.HelpName = ""
+	if action := c.Action; action != nil {
+		cp.Action = func(ctx *cli.Context) error { return withFlagHints(action(ctx)) }
+	}
 	cp.Subcommands = make([]*cli.Command, len(c.Subcommands))
 	for i, sub := range c.Subcommands {
 		cp.Subcommands[i] = freshCommand(sub)
 	}
 	return &cp
+}
+
+// withFlagHints words the libraries' typed errors with the flags that
+// change what they refuse (the libraries do not name flags): the memory
+// budget, the STAC asset, the Collection's licence.
+func withFlagHints(err error) error {
+	var be *processor.BudgetError
+	var le *pipelines.LicenseError
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &be) && be.TileSize > 0:
+		return fmt.Errorf("%w: give --max-memory %s or more, or a smaller --tile", err, be.NeedSize())
+	case errors.As(err, &be):
+		return fmt.Errorf("%w: give --max-memory %s or more", err, be.NeedSize())
+	case errors.Is(err, pipelines.ErrNoAsset):
+		return fmt.Errorf("%w; choose one with --asset", err)
+	case errors.As(err, &le):
+		return fmt.Errorf("--license %q: %w", le.License, pipelines.ErrLicense)
+	}
+	return err
 }
 
 // usageError keeps a bad flag to one line: urfave/cli would print the whole
