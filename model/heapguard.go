@@ -104,7 +104,11 @@ func addressSpaceLeft() int64 {
 }
 
 // virtualSizeBytes reads the process's VmSize from /proc/self/status.
-func virtualSizeBytes() (int64, bool) {
+func virtualSizeBytes() (int64, bool) { return procStatusBytes("VmSize") }
+
+// procStatusBytes reads a size field of /proc/self/status ("VmSize",
+// "VmHWM", in kB there), bytes; false where it cannot (not Linux).
+func procStatusBytes(field string) (int64, bool) {
 	f, err := os.Open("/proc/self/status")
 	if err != nil {
 		return 0, false
@@ -112,7 +116,7 @@ func virtualSizeBytes() (int64, bool) {
 	defer f.Close()
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
-		if rest, ok := strings.CutPrefix(sc.Text(), "VmSize:"); ok {
+		if rest, ok := strings.CutPrefix(sc.Text(), field+":"); ok {
 			kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 10, 64)
 			return kb << 10, err == nil
 		}

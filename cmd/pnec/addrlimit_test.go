@@ -7,8 +7,6 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-
-	"github.com/pnec/pnec/internal/fixture"
 )
 
 // addressSpaceLimitKB is the address-space limit (ulimit -v, in KiB) a site
@@ -25,15 +23,7 @@ func TestRunsUnderAddressSpaceLimit(t *testing.T) {
 	if _, err := exec.LookPath("bash"); err != nil {
 		t.Skip("needs bash for ulimit -v")
 	}
-	modelPath, err := fixture.ModelPath()
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	scene := filepath.Join(dir, "scene.tif")
-	if err := fixture.WriteScene(scene, 3); err != nil {
-		t.Fatal(err)
-	}
+	modelPath, scene, dir := classifyFixture(t)
 	product := filepath.Join(dir, "product.tif")
 	for _, args := range [][]string{
 		{"--version"},

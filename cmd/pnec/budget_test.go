@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -65,17 +64,7 @@ func TestBudgetHolds(t *testing.T) {
 			if need := smallestPlanBytes(t, modelPath, scene); budget < need*5/4 {
 				budget = need * 5 / 4
 			}
-			cmd := exec.Command(bin, "classify", "--backend", "go", "--model", modelPath, "--scene", scene,
-				"--out", filepath.Join(dir, "p.tif"), "--max-memory", fmt.Sprint(budget))
-			out, err := cmd.CombinedOutput()
-			if err != nil {
-				t.Fatalf("%v\n%s", err, tail(string(out), 2000))
-			}
-			peak := cmd.ProcessState.SysUsage().(*syscall.Rusage).Maxrss << 10
-			t.Logf("peak RSS %s for --max-memory %s (%.2f)\n%s", processor.FormatBytes(peak), processor.FormatBytes(budget), float64(peak)/float64(budget), tail(string(out), 400))
-			if float64(peak) > 1.1*float64(budget) {
-				t.Errorf("peak RSS %s, more than 10%% over --max-memory %s", processor.FormatBytes(peak), processor.FormatBytes(budget))
-			}
+			classifyWithinBudget(t, bin, modelPath, scene, dir, budget, "")
 		})
 	}
 }
@@ -85,29 +74,34 @@ func TestBudgetHolds(t *testing.T) {
 // scene whose open VRT holds more memory than its pixels need.
 func manySourceVRT(t *testing.T, dir string, rows, cols int) string {
 	t.Helper()
-	src := filepath.Join(dir, "fixture.tif")
-	if err := fixture.WriteScene(src, 5); err != nil {
-		t.Fatal(err)
-	}
-	var b strings.Builder
-	fmt.Fprintf(&b, "<VRTDataset rasterXSize=\"%d\" rasterYSize=\"%d\">\n", cols, rows)
-	for band := 1; band <= fixture.Bands; band++ {
-		fmt.Fprintf(&b, "  <VRTRasterBand dataType=\"Float32\" band=\"%d\"><NoDataValue>%g</NoDataValue>\n", band, fixture.NoData)
+	return fixtureVRT(t, dir, "mosaic.vrt", rows, cols, func(b *strings.Builder, band int) {
 		for y := 0; y < rows; y += 8 {
 			for x := 0; x < cols; x += 8 {
-				fmt.Fprintf(&b, "    <SimpleSource><SourceFilename relativeToVRT=\"1\">fixture.tif</SourceFilename><SourceBand>%d</SourceBand>"+
+				fmt.Fprintf(b, "    <SimpleSource><SourceFilename relativeToVRT=\"1\">fixture.tif</SourceFilename><SourceBand>%d</SourceBand>"+
 					"<SrcRect xOff=\"%d\" yOff=\"%d\" xSize=\"8\" ySize=\"8\"/><DstRect xOff=\"%d\" yOff=\"%d\" xSize=\"8\" ySize=\"8\"/></SimpleSource>\n",
 					band, (x/8)%(fixture.Cols/8)*8, (y/8)%(fixture.Rows/8)*8, x, y)
 			}
 		}
-		b.WriteString("  </VRTRasterBand>\n")
+	})
+}
+
+// classifyWithinBudget runs the binary's classify of scene with
+// --max-memory budget and checks the kernel's peak RSS of the process
+// within 10% above it; note is logged beside the figures.
+func classifyWithinBudget(t *testing.T, bin, modelPath, scene, dir string, budget int64, note string) {
+	t.Helper()
+	cmd := exec.Command(bin, "classify", "--backend", "go", "--model", modelPath, "--scene", scene,
+		"--out", filepath.Join(dir, "p.tif"), "--max-memory", fmt.Sprint(budget))
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("%v\n%s", err, tail(string(out), 2000))
 	}
-	b.WriteString("</VRTDataset>\n")
-	p := filepath.Join(dir, "mosaic.vrt")
-	if err := os.WriteFile(p, []byte(b.String()), 0o644); err != nil {
-		t.Fatal(err)
+	peak := cmd.ProcessState.SysUsage().(*syscall.Rusage).Maxrss << 10
+	t.Logf("peak RSS %s for --max-memory %s (%.2f)%s\n%s", processor.FormatBytes(peak), processor.FormatBytes(budget),
+		float64(peak)/float64(budget), note, tail(string(out), 400))
+	if float64(peak) > 1.1*float64(budget) {
+		t.Errorf("peak RSS %s, more than 10%% over --max-memory %s", processor.FormatBytes(peak), processor.FormatBytes(budget))
 	}
-	return p
 }
 
 // TestBudgetHoldsManySourceVRT classifies a VRT mosaic of 6144 sources in
@@ -134,16 +128,5 @@ func TestBudgetHoldsManySourceVRT(t *testing.T) {
 		t.Fatalf("Info.VRTSources = %d, want %d", info.VRTSources, want)
 	}
 	budget := smallestPlanBytes(t, modelPath, scene) * 5 / 4
-	cmd := exec.Command(bin, "classify", "--backend", "go", "--model", modelPath, "--scene", scene,
-		"--out", filepath.Join(dir, "p.tif"), "--max-memory", fmt.Sprint(budget))
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("%v\n%s", err, tail(string(out), 2000))
-	}
-	peak := cmd.ProcessState.SysUsage().(*syscall.Rusage).Maxrss << 10
-	t.Logf("peak RSS %s for --max-memory %s (%.2f), of which VRT sources %s\n%s", processor.FormatBytes(peak), processor.FormatBytes(budget),
-		float64(peak)/float64(budget), processor.FormatBytes(processor.VRTSourcesBytes(info)), tail(string(out), 400))
-	if float64(peak) > 1.1*float64(budget) {
-		t.Errorf("peak RSS %s, more than 10%% over --max-memory %s", processor.FormatBytes(peak), processor.FormatBytes(budget))
-	}
+	classifyWithinBudget(t, bin, modelPath, scene, dir, budget, ", of which VRT sources "+processor.FormatBytes(processor.VRTSourcesBytes(info)))
 }

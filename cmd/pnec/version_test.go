@@ -7,8 +7,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-
-	"github.com/pnec/pnec/internal/fixture"
 )
 
 // TestVersionFromBuild builds pnec as make build does (-ldflags -X
@@ -28,15 +26,7 @@ func TestVersionFromBuild(t *testing.T) {
 	if err != nil || strings.TrimSpace(string(out)) != "pnec version "+v {
 		t.Errorf("--version: %q, %v; want %q", out, err, "pnec version "+v)
 	}
-	modelPath, err := fixture.ModelPath()
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	scene := filepath.Join(dir, "scene.tif")
-	if err := fixture.WriteScene(scene, 3); err != nil {
-		t.Fatal(err)
-	}
+	modelPath, scene, dir := classifyFixture(t)
 	product := filepath.Join(dir, "p.tif")
 	if out, err := exec.Command(bin, "classify", "--backend", "go", "--model", modelPath, "--scene", scene, "--out", product, "-q").CombinedOutput(); err != nil {
 		t.Fatalf("classify: %v\n%s", err, out)
