@@ -25,15 +25,23 @@ func TestRunsUnderAddressSpaceLimit(t *testing.T) {
 	}
 	modelPath, scene, dir := classifyFixture(t)
 	product := filepath.Join(dir, "product.tif")
-	for _, args := range [][]string{
-		{"--version"},
-		{"classify", "--model", modelPath, "--scene", scene, "--out", product, "--backend", "go"},
+	for _, tc := range []struct {
+		env  []string
+		args []string
+	}{
+		{nil, []string{"--version"}},
+		{nil, []string{"classify", "--model", modelPath, "--scene", scene, "--out", product, "--backend", "go"}},
+		// As many threads as a 16-core node runs: glibc's malloc arenas (64
+		// MiB of address space each, up to 8 per core) once made this fail
+		// with or without the heap guard; geo caps them under a limit.
+		{[]string{"GOMAXPROCS=16", "GDAL_NUM_THREADS=16"}, []string{"classify", "--model", modelPath, "--scene", scene, "--out", product, "--backend", "go"}},
 	} {
 		script := `ulimit -v "$1" && shift && exec "$@"`
-		cmd := exec.Command("bash", append([]string{"-c", script, "bash", strconv.Itoa(addressSpaceLimitKB), bin}, args...)...)
+		cmd := exec.Command("bash", append([]string{"-c", script, "bash", strconv.Itoa(addressSpaceLimitKB), bin}, tc.args...)...)
+		cmd.Env = append(os.Environ(), tc.env...)
 		out, err := cmd.CombinedOutput()
 		if err != nil {
-			t.Errorf("pnec %s under ulimit -v %d: %v\n%s", strings.Join(args, " "), addressSpaceLimitKB, err, tail(string(out), 2000))
+			t.Errorf("%s pnec %s under ulimit -v %d: %v\n%s", strings.Join(tc.env, " "), strings.Join(tc.args, " "), addressSpaceLimitKB, err, tail(string(out), 2000))
 		}
 	}
 	if _, err := os.Stat(product); err != nil {
