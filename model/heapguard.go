@@ -61,6 +61,11 @@ var (
 func GuardHeap() {
 	heapGuardOnce.Do(func() {
 		heapGuardBytes = heapGuardSize(addressSpaceLeft())
+		if v, ok := os.LookupEnv(HeapGuardEnv); ok {
+			if n, err := strconv.ParseInt(v, 10, 64); err == nil && n >= 0 {
+				heapGuardBytes = n
+			}
+		}
 		if heapGuardBytes == 0 {
 			return
 		}
@@ -70,6 +75,12 @@ func GuardHeap() {
 		debug.FreeOSMemory()
 	})
 }
+
+// HeapGuardEnv names the environment variable that sets the guard's size in
+// bytes instead (0: none), for a site whose address-space limit leaves no
+// room for one; without a guard the Go backend may fault as described
+// above.
+const HeapGuardEnv = "PNEC_HEAP_GUARD_BYTES"
 
 // HeapGuardBytes is the size of the guard GuardHeap made (0 before it ran,
 // or when the address-space limit left no room for one).
