@@ -77,8 +77,8 @@ func EvaluateFiles(ctx context.Context, m *model.Model, scene, labels string, op
 	if err != nil {
 		return Evaluation{}, err
 	}
-	if in.scene.Bands != m.Bands() {
-		return Evaluation{}, fmt.Errorf("%s: %d bands, the model takes %d: %w", scene, in.scene.Bands, m.Bands(), model.ErrBandCount)
+	if err := m.CheckBands(scene, in.scene.Bands); err != nil {
+		return Evaluation{}, err
 	}
 	return Evaluate(ctx, m, in.scene, in.labels, opts)
 }
@@ -295,15 +295,11 @@ func spectralReference(m ScoreSpec, scene model.Scene, dense map[int32]int, labe
 	return ref
 }
 
+// argmaxAt is pixel i's predicted dense class in prob ([pixels][k]); a
+// pixel with no positive probability (none among valid pixels: softmax is
+// positive) counts as class 0, as before.
 func argmaxAt(prob []float32, k, i int) int {
-	px := prob[i*k : (i+1)*k]
-	best := 0
-	for c, v := range px {
-		if v > px[best] {
-			best = c
-		}
-	}
-	return best
+	return max(tiling.ArgmaxPixel(prob[i*k:(i+1)*k]), 0)
 }
 
 func accuracyAt(prob []float32, k int, test, truth []int) (model.Accuracy, error) {

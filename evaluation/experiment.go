@@ -160,13 +160,6 @@ func RunExperiment(ctx context.Context, s model.Scene, labels []int32, opts Expe
 			seed := opts.FirstSeed + int64(run)
 			to := opts.Train
 			to.Seed = seed
-			if to.Config.Hidden == 0 {
-				epochs := to.Config.Epochs
-				to.Config = model.DefaultConfig()
-				if epochs > 0 {
-					to.Config.Epochs = epochs
-				}
-			}
 			to.Config.Ablation = variant
 			if opts.Progress != nil {
 				p := ExperimentProgress{Variant: variant, Run: run + 1, Runs: opts.Runs, Seed: seed, Trainings: done, TotalTrain: total}

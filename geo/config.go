@@ -5,6 +5,9 @@ package geo
 #include <stdlib.h>
 #include <cpl_conv.h>
 #include <gdal.h>
+#include <cpl_error.h>
+
+static void pnecEmitError(const char *msg) { CPLError(CE_Failure, CPLE_AppDefined, "%s", msg); }
 */
 import "C"
 
@@ -38,6 +41,28 @@ func init() {
 		C.free(unsafe.Pointer(k))
 		C.free(unsafe.Pointer(v))
 	}
+}
+
+// QuietMessages stops GDAL from printing messages that arrive outside a
+// call of this package (those inside are captured and returned as errors,
+// or dropped as harmless warnings): GDAL's default handler writes them to
+// stderr as "ERROR 1: ..." or "Warning 1: ..." around the command's one
+// line (a PROJ database warning while a CRS is looked up lazily, say).
+// pnec calls it unless --verbose is given.
+func QuietMessages() {
+	register()
+	// Not CPLSetErrorHandler(CPLQuietErrorHandler): that would also drop
+	// the counting of worker-thread failures that fails a product write
+	// (failures.go).
+	quietFailureHandler()
+}
+
+// emitGDALError reports msg as a GDAL failure outside any call of this
+// package, as GDAL's own threads and lazy initialisations do (for tests).
+func emitGDALError(msg string) {
+	cm := C.CString(msg)
+	defer C.free(unsafe.Pointer(cm))
+	C.pnecEmitError(cm)
 }
 
 // SetConfig applies GDAL configuration options given as KEY=VALUE (e.g.
@@ -120,9 +145,6 @@ func ReserveBlockCache(n int64) bool {
 	C.GDALSetCacheMax64(C.GIntBig(v))
 	return true
 }
-
-// BlockCacheMaxBytes is GDAL's block cache maximum now.
-func BlockCacheMaxBytes() int64 { return int64(C.GDALGetCacheMax64()) }
 
 // setUnitTypes sets the unit type of bands of the raster file at path
 // (units[i] for band i+1; "" leaves a band alone): godal has no call for it.

@@ -23,6 +23,10 @@ var (
 	ErrClosed = errors.New("geo: already closed")
 	// ErrSize is returned when a buffer's length does not match the window or rows it is for.
 	ErrSize = errors.New("geo: buffer size mismatch")
+	// ErrNotRegular is returned for a local dataset name that is a FIFO, a
+	// device or a socket: GDAL would block on it forever (a FIFO nobody
+	// writes) or read without end.
+	ErrNotRegular = errors.New("not a regular file")
 )
 
 // DataTypeError reports a scene band whose data type the processor cannot
@@ -57,14 +61,6 @@ var errh = godal.ErrLogger(func(ec godal.ErrorCategory, code int, msg string) er
 	}
 	return nil
 })
-
-// wrapf wraps err with context, keeping nil as nil.
-func wrapf(err error, format string, args ...any) error {
-	if err == nil {
-		return nil
-	}
-	return fmt.Errorf(format+": %w", append(args, err)...)
-}
 
 // tidy makes a GDAL failure read as one line: GDAL often reports one
 // failure as several messages (libtiff repeats "No space left on device"

@@ -22,6 +22,11 @@ static long long pnecFailCount;
 #define PNEC_FAIL_RING 8
 static char pnecFailMsg[PNEC_FAIL_RING][256];
 static CPLErrorHandler pnecPrevHandler;
+// pnecQuiet: counted failures are not passed on (nothing is printed): see
+// QuietMessages. It replaces swapping the handler for GDAL's quiet one,
+// which would drop the counting with the printing.
+static volatile int pnecQuiet;
+static void pnecSetQuiet(int q) { pnecQuiet = q; }
 
 static void CPL_STDCALL pnecFailureHandler(CPLErr cls, CPLErrorNum code, const char *msg) {
 	if (cls >= CE_Failure) {
@@ -31,6 +36,9 @@ static void CPL_STDCALL pnecFailureHandler(CPLErr cls, CPLErrorNum code, const c
 		slot[255] = 0;
 		pnecFailCount++;
 		pthread_mutex_unlock(&pnecFailMu);
+	}
+	if (pnecQuiet) {
+		return;
 	}
 	if (pnecPrevHandler != NULL) {
 		pnecPrevHandler(cls, code, msg);
@@ -89,6 +97,13 @@ var failureHandlerOnce sync.Once
 func installFailureHandler() { failureHandlerOnce.Do(func() { C.pnecInstallFailureHandler() }) }
 
 func init() { installFailureHandler() }
+
+// quietFailureHandler makes the process-wide handler count failures without
+// printing anything (QuietMessages).
+func quietFailureHandler() {
+	installFailureHandler()
+	C.pnecSetQuiet(1)
+}
 
 // failureWatch notices GDAL failures reported off the calling thread (by
 // GDAL's worker threads) since it was started. It is process-wide: in a

@@ -68,3 +68,16 @@ func TestWorkerThreadFailureFailsWriters(t *testing.T) {
 		}
 	})
 }
+
+// TestQuietMessagesKeepCountingFailures: QuietMessages (pnec without
+// --verbose) silences GDAL's printing but not the counting of worker-thread
+// failures that fails a product write; it once replaced the process-wide
+// handler with GDAL's quiet one, which dropped both.
+func TestQuietMessagesKeepCountingFailures(t *testing.T) {
+	QuietMessages()
+	w := startFailureWatch()
+	emitFailureOffThread("quiet test failure")
+	if err := w.err(); err == nil || !strings.Contains(err.Error(), "quiet test failure") {
+		t.Fatalf("after QuietMessages a worker-thread failure gave %v, want it counted", err)
+	}
+}

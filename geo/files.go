@@ -29,8 +29,13 @@ import "unsafe"
 // itself, its sidecars (.aux.xml, an ENVI .hdr, .ovr, .msk) and, for a VRT,
 // its sources. It is empty when GDAL cannot open name (Open reports why).
 // It opens the dataset once more, so callers that guard outputs against
-// inputs call it before Open, not while the scene is open.
+// inputs call it before Open, not while the scene is open. A FIFO or other
+// special file (CheckRegular) is not opened: reading it would block; the
+// list is then empty and Open reports why.
 func DatasetFiles(name string) []string {
+	if CheckRegular(name) != nil {
+		return nil
+	}
 	register()
 	cn := C.CString(name)
 	defer C.free(unsafe.Pointer(cn))

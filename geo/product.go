@@ -196,20 +196,6 @@ func CreateProduct(path string, spec ProductSpec) (*ProductWriter, error) {
 		maxV = max(maxV, c.Value)
 	}
 	p := &ProductWriter{path: path, spec: spec, written: make([]bool, spec.Rows), isClass: make([]bool, maxV+1), watch: startFailureWatch()}
-	if isVSI(path) {
-		// Object stores and other virtual file systems have no rename: the
-		// product is made locally and uploaded whole on Commit, so the
-		// target only ever holds a complete product.
-		dir, err := os.MkdirTemp("", "pnec-product-*")
-		if err != nil {
-			return nil, fmt.Errorf("create product %s: local staging directory: %w", path, err)
-		}
-		p.remote, p.localDir, p.path = path, dir, filepath.Join(dir, vsiBase(path))
-		if err := tempfiles.Add(dir); err != nil {
-			os.RemoveAll(dir)
-			return nil, fmt.Errorf("create product %s: %w", path, err)
-		}
-	}
 	for _, c := range spec.Classes {
 		if p.isClass[c.Value] {
 			return nil, fmt.Errorf("create product %s: class value %d listed twice", path, c.Value)
@@ -224,6 +210,22 @@ func CreateProduct(path string, spec ProductSpec) (*ProductWriter, error) {
 	var err error
 	if p.block, err = blockSize(spec.CreationOptions); err != nil {
 		return nil, fmt.Errorf("create product %s: %w", path, err)
+	}
+	// Everything above is checked before the staging directory of a /vsi
+	// product exists: a return after it must remove it (p.Close).
+	if isVSI(path) {
+		// Object stores and other virtual file systems have no rename: the
+		// product is made locally and uploaded whole on Commit, so the
+		// target only ever holds a complete product.
+		dir, err := os.MkdirTemp("", "pnec-product-*")
+		if err != nil {
+			return nil, fmt.Errorf("create product %s: local staging directory: %w", path, err)
+		}
+		p.remote, p.localDir, p.path = path, dir, filepath.Join(dir, vsiBase(path))
+		if err := tempfiles.Add(dir); err != nil {
+			os.RemoveAll(dir)
+			return nil, fmt.Errorf("create product %s: %w", path, err)
+		}
 	}
 	if p.stage, err = tempBeside(p.path, ".stage.tif"); err != nil {
 		p.Close()

@@ -550,11 +550,22 @@ func TestProductSpecErrors(t *testing.T) {
 		{"duplicate", ProductSpec{Cols: 2, Rows: 2, Classes: []ClassInfo{{Value: 2}, {Value: 2}}}, "twice"},
 		{"size", ProductSpec{Cols: 0, Rows: 2, Classes: []ClassInfo{{Value: 1}}}, "size"},
 		{"option", ProductSpec{Cols: 2, Rows: 2, Classes: []ClassInfo{{Value: 1}}, CreationOptions: []string{"COMPRESS"}}, "KEY=VALUE"},
+		{"block size", ProductSpec{Cols: 2, Rows: 2, Classes: []ClassInfo{{Value: 1}}, CreationOptions: []string{"BLOCKSIZE=100"}}, "BLOCKSIZE"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := CreateProduct(filepath.Join(dir, "p.tif"), tc.spec)
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("got %v, want an error containing %q", err, tc.want)
+			}
+			// A /vsi product is staged in a local directory, which a
+			// refused spec once left behind (three early returns).
+			staging := t.TempDir()
+			t.Setenv("TMPDIR", staging)
+			if _, err := CreateProduct("/vsimem/pnec-test/p.tif", tc.spec); err == nil {
+				t.Errorf("/vsimem: got no error")
+			}
+			if got := listDir(t, staging); len(got) != 0 {
+				t.Errorf("/vsi staging left in TMPDIR: %v", got)
 			}
 		})
 	}

@@ -29,10 +29,14 @@ type Report struct {
 	// (Scene.ValidFractionEstimate).
 	ValidFraction *float64 `json:"valid_fraction"`
 	// ValidEstimated: valid_fraction comes from a sample, not every pixel.
-	ValidEstimated bool              `json:"valid_fraction_estimated,omitempty"`
-	WavelengthsNM  []*float64        `json:"wavelengths_nm"` // null when the scene says none
-	BandNames      []string          `json:"band_names"`
-	Metadata       map[string]string `json:"metadata,omitempty"`
+	ValidEstimated bool       `json:"valid_fraction_estimated,omitempty"`
+	WavelengthsNM  []*float64 `json:"wavelengths_nm"` // null when the scene says none
+	// Scale and Offset are the bands' scale and offset, applied on every
+	// read (value = DN*scale + offset); absent when no band has one.
+	Scale     []float64         `json:"scale,omitempty"`
+	Offset    []float64         `json:"offset,omitempty"`
+	BandNames []string          `json:"band_names"`
+	Metadata  map[string]string `json:"metadata,omitempty"`
 }
 
 // CRSReport names a scene's CRS.
@@ -48,7 +52,7 @@ func NewReport(in Info) Report {
 	rep := Report{
 		Name: in.Name, Driver: in.Driver, Cols: in.Cols, Rows: in.Rows, Bands: in.Bands,
 		DataType: in.DataType, BandNames: in.BandNames, Metadata: in.Metadata,
-		NoData: make([]*float64, in.Bands),
+		NoData: make([]*float64, in.Bands), Scale: in.Scale, Offset: in.Offset,
 	}
 	for i := range rep.NoData {
 		if in.HasNoData[i] && !math.IsNaN(in.NoData[i]) {
@@ -150,6 +154,11 @@ func (r Report) WriteText(w io.Writer) error {
 		line("valid pixels", "%.2f%% (estimated from a regular sample of at most %d Mpixels of %d)", *r.ValidFraction*100, MaxExactValidPixels>>20, int64(r.Cols)*int64(r.Rows))
 	case r.ValidFraction != nil:
 		line("valid pixels", "%.2f%% (%.0f of %d)", *r.ValidFraction*100, math.Round(*r.ValidFraction*float64(r.Cols*r.Rows)), r.Cols*r.Rows)
+	default:
+		line("valid pixels", "not measured (the scene was not read)")
+	}
+	if r.Scale != nil {
+		line("scale/offset", "%s (value = DN x scale + offset, applied on read)", scaleText(r.Scale, r.Offset))
 	}
 	if r.WavelengthsNM != nil {
 		line("wavelengths", "%s", wavelengthText(r.WavelengthsNM))
@@ -216,6 +225,24 @@ func wavelengthText(ws []*float64) string {
 }
 
 // listText joins items, eliding the middle of long lists.
+// scaleText is "x0.0001 +0" when every band has the same scale and
+// offset, else the per-band list.
+func scaleText(scale, offset []float64) string {
+	one := func(i int) string { return "x" + fmtNum(scale[i]) + " +" + fmtNum(offset[i]) }
+	same := true
+	for i := range scale {
+		same = same && scale[i] == scale[0] && offset[i] == offset[0]
+	}
+	if same {
+		return one(0) + " in every band"
+	}
+	idx := make([]int, len(scale))
+	for i := range idx {
+		idx[i] = i
+	}
+	return listText(idx, func(i int) string { return fmt.Sprintf("band %d %s", i+1, one(i)) })
+}
+
 func listText[T any](items []T, f func(T) string) string {
 	const head, tail = 6, 3
 	var parts []string

@@ -3,36 +3,15 @@ package geo
 import (
 	"bytes"
 	"context"
-	"flag"
 	"math"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/paulmach/orb"
+
+	"github.com/pnec/pnec/internal/golden"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files under testdata/ from the current output")
-
-// checkGolden compares got with testdata/name, or rewrites the file with -update.
-func checkGolden(t *testing.T, name string, got []byte) {
-	t.Helper()
-	golden := filepath.Join("testdata", name)
-	if *update {
-		if err := os.WriteFile(golden, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(golden)
-	if err != nil {
-		t.Fatalf("%v (run with -update to create it)", err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("output differs from %s (rerun with -update if the change is meant):\n%s", golden, got)
-	}
-}
 
 // TestReportGolden: the JSON of pnec info --json (Report.WriteJSON) for a
 // small georeferenced scene with nodata, band names and wavelengths. The
@@ -97,5 +76,5 @@ func TestReportGolden(t *testing.T) {
 	if err := rep.WriteJSON(&b); err != nil {
 		t.Fatal(err)
 	}
-	checkGolden(t, "report.golden.json", b.Bytes())
+	golden.Check(t, "report.golden.json", b.Bytes())
 }

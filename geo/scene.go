@@ -1,13 +1,16 @@
 package geo
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"math"
+	"os"
 	"strconv"
 	"strings"
 
 	"github.com/airbusgeo/godal"
+	"github.com/pnec/pnec/internal/buffers"
 )
 
 // GDAL mask flags (gdal.h).
@@ -48,6 +51,9 @@ type Scene struct {
 // Every band must have a real (not complex) data type.
 func Open(name string) (*Scene, error) {
 	register()
+	if err := CheckRegular(name); err != nil {
+		return nil, fmt.Errorf("open %s: %w", name, err)
+	}
 	// SiblingFiles() with no names restores GDAL's own sidecar probing
 	// (.hdr of ENVI, .aux.xml, .ovr, .msk), which godal turns off by default.
 	ds, err := godal.Open(name, godal.RasterOnly(), godal.SiblingFiles(), errh)
@@ -64,6 +70,55 @@ func Open(name string) (*Scene, error) {
 		return nil, err
 	}
 	return s, nil
+}
+
+// vrtSourceTags open the source elements of a VRT band.
+var vrtSourceTags = [][]byte{[]byte("<SimpleSource"), []byte("<ComplexSource"), []byte("<AveragedSource"),
+	[]byte("<KernelFilteredSource"), []byte("<NoDataFromMaskSource")}
+
+// countVRTSources counts the source elements of a VRT given as inline XML
+// or as a local file (Info.VRTSources); 0 when it cannot read the text
+// (a /vsi path): GDAL then holds sources the plan does not see.
+func countVRTSources(name string) int {
+	var text []byte
+	if t := strings.TrimSpace(name); strings.HasPrefix(t, "<VRTDataset") {
+		text = []byte(t)
+	} else if strings.HasPrefix(name, "/vsi") {
+		return 0
+	} else if b, err := os.ReadFile(name); err == nil {
+		text = b
+	}
+	n := 0
+	for _, tag := range vrtSourceTags {
+		n += bytes.Count(text, tag)
+	}
+	return n
+}
+
+// CheckRegular refuses a local name that exists and is neither a regular
+// file nor a directory (ErrNotRegular): a FIFO, a device, a socket. Names
+// GDAL resolves itself (/vsi paths, subdataset names) and names that do not
+// exist are left to GDAL.
+func CheckRegular(name string) error {
+	if strings.HasPrefix(name, "/vsi") {
+		return nil
+	}
+	fi, err := os.Stat(name)
+	if err != nil || fi.Mode().IsRegular() || fi.IsDir() {
+		return nil
+	}
+	kind := "a special file"
+	switch m := fi.Mode(); {
+	case m&os.ModeNamedPipe != 0:
+		kind = "a FIFO"
+	case m&os.ModeCharDevice != 0:
+		kind = "a character device"
+	case m&os.ModeDevice != 0:
+		kind = "a block device"
+	case m&os.ModeSocket != 0:
+		kind = "a socket"
+	}
+	return fmt.Errorf("%w: %s", ErrNotRegular, kind)
 }
 
 func (s *Scene) load() error {
@@ -94,6 +149,9 @@ func (s *Scene) load() error {
 		HasNoData: make([]bool, len(s.bands)),
 		BandNames: make([]string, len(s.bands)),
 		Metadata:  s.ds.Metadatas(),
+	}
+	if in.Driver == "VRT" {
+		in.VRTSources = countVRTSources(s.name)
 	}
 	// An ENVI header's acquisition time is in GDAL's ENVI domain; it is the
 	// scene's acquisition time, which products' STAC Items carry.
@@ -129,6 +187,18 @@ func (s *Scene) load() error {
 		}
 		if s.scale[i] != 1 || s.offset[i] != 0 {
 			s.identityScale = false
+			if in.Scale == nil {
+				in.Scale, in.Offset = make([]float64, n), make([]float64, n)
+				for j := range in.Scale {
+					in.Scale[j] = 1
+				}
+			}
+		}
+		if in.Scale != nil {
+			in.Scale[i], in.Offset[i] = bs.Scale, bs.Offset
+			if bs.Scale == 0 {
+				in.Scale[i] = 1
+			}
 		}
 		if nd, ok := b.NoData(); ok {
 			in.NoData[i], in.HasNoData[i] = nd, true
@@ -294,7 +364,7 @@ func (s *Scene) ReadWindow(ctx context.Context, w Window) (Block, error) {
 // time before, measured with perf).
 func (s *Scene) ReadWindowInto(ctx context.Context, w Window, data []float32, valid []bool) (Block, error) {
 	nb := len(s.bands)
-	data, valid = grow(data, w.Cols*w.Rows*nb), grow(valid, w.Cols*w.Rows)
+	data, valid = buffers.Resize(data, w.Cols*w.Rows*nb), buffers.Resize(valid, w.Cols*w.Rows)
 	if err := s.ReadWindowAt(ctx, w, data, valid, w.Cols); err != nil {
 		return Block{}, err
 	}
@@ -471,20 +541,12 @@ func (s *Scene) readPixels(w Window, bufCols, bufRows int, data []float32, rowPi
 // buffer *scratch (grown as needed) with read, then interleaves them into
 // data (see interleave).
 func readInterleaved[T int16 | uint16 | uint8 | float32](scratch *[]T, read func(buf any) error, data []float32, cols, rows, nb, rowPixels int) error {
-	*scratch = grow(*scratch, cols*rows*nb)
+	*scratch = buffers.Resize(*scratch, cols*rows*nb)
 	if err := read(*scratch); err != nil {
 		return err
 	}
 	interleave(*scratch, data, cols, rows, nb, rowPixels)
 	return nil
-}
-
-// grow returns buf resliced to n, or a new slice when buf is shorter.
-func grow[T any](buf []T, n int) []T {
-	if cap(buf) < n {
-		return make([]T, n)
-	}
-	return buf[:n]
 }
 
 // interleave turns band-sequential bsq ([nb][rows*cols]) into
@@ -535,6 +597,13 @@ func (s *Scene) ValidFraction(ctx context.Context) (float64, error) {
 	if s.allIntegerNoNoData {
 		return 1, ctx.Err()
 	}
+	return s.readValidFraction(ctx)
+}
+
+// readValidFraction is ValidFraction reading every pixel, also of a scene
+// whose pixels are all valid by type, so that a scene GDAL cannot read (a
+// truncated file, a VRT source that is gone) fails.
+func (s *Scene) readValidFraction(ctx context.Context) (float64, error) {
 	in := s.info
 	rowBytes := in.Cols * in.Bands * 4
 	step := max(1, windowBudgetBytes/max(1, rowBytes))
@@ -559,7 +628,9 @@ const MaxExactValidPixels = 4 << 20
 
 // ValidFractionEstimate returns the share of valid pixels like
 // ValidFraction, exactly (exact true) for scenes of at most
-// MaxExactValidPixels pixels. A larger scene is sampled on a regular grid
+// MaxExactValidPixels pixels. It always reads, a scene of integer bands
+// without nodata too (whose pixels are all valid by type, exact true), so
+// that a scene GDAL cannot read fails instead of reporting 100%. A larger scene is sampled on a regular grid
 // of every f-th pixel in both directions, f chosen so that at most
 // MaxExactValidPixels pixels are read (GDAL's nearest-neighbour decimated
 // read): seconds for any declared size, where reading a mosaic of 10^12
@@ -570,8 +641,8 @@ func (s *Scene) ValidFractionEstimate(ctx context.Context) (fraction float64, ex
 	}
 	in := s.info
 	total := int64(in.Cols) * int64(in.Rows)
-	if s.allIntegerNoNoData || total <= MaxExactValidPixels {
-		f, err := s.ValidFraction(ctx)
+	if total <= MaxExactValidPixels {
+		f, err := s.readValidFraction(ctx)
 		return f, true, err
 	}
 	f := int(math.Ceil(math.Sqrt(float64(total) / MaxExactValidPixels)))
@@ -596,6 +667,9 @@ func (s *Scene) ValidFractionEstimate(ctx context.Context) (fraction float64, ex
 			}
 		}
 		n += len(v)
+	}
+	if s.allIntegerNoNoData { // read (the sample is readable), and valid by type
+		return 1, true, nil
 	}
 	return float64(valid) / float64(n), false, nil
 }

@@ -12,7 +12,9 @@ import (
 	"slices"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/airbusgeo/godal"
 )
@@ -607,5 +609,26 @@ func TestReadWindowAtAssemblesParts(t *testing.T) {
 				t.Error("a buffer too small for the window was accepted")
 			}
 		})
+	}
+}
+
+// TestOpenRefusesNonRegular: a FIFO (GDAL would block on it forever) and a
+// character device are refused at once with ErrNotRegular.
+func TestOpenRefusesNonRegular(t *testing.T) {
+	fifo := filepath.Join(t.TempDir(), "pipe.tif")
+	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+		t.Skipf("mkfifo: %v", err)
+	}
+	for name, want := range map[string]string{fifo: "a FIFO", "/dev/zero": "a character device"} {
+		done := make(chan error, 1)
+		go func() { _, err := Open(name); done <- err }()
+		select {
+		case err := <-done:
+			if !errors.Is(err, ErrNotRegular) || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), name) {
+				t.Errorf("Open(%s) = %v, want ErrNotRegular naming it and %q", name, err, want)
+			}
+		case <-time.After(30 * time.Second):
+			t.Fatalf("Open(%s) still blocked after 30 s", name)
+		}
 	}
 }

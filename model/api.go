@@ -5,7 +5,9 @@ package model
 
 import (
 	"errors"
+	"fmt"
 	"github.com/pnec/pnec/tiling"
+	"runtime/debug"
 	"time"
 )
 
@@ -46,6 +48,23 @@ type Prediction struct {
 
 // ErrBandCount is returned (wrapped) when a scene's band count differs from the model's.
 var ErrBandCount = errors.New("band count does not match the model")
+
+// BandCountError is a scene whose band count differs from the model's
+// (errors.Is(err, ErrBandCount) holds for it): Model.CheckBands returns it.
+type BandCountError struct {
+	Scene             string // the scene's name ("" when unnamed)
+	Bands, ModelBands int
+}
+
+func (e *BandCountError) Error() string {
+	name := e.Scene
+	if name == "" {
+		name = "scene"
+	}
+	return fmt.Sprintf("%s: %d bands, the model takes %d: %v", name, e.Bands, e.ModelBands, ErrBandCount)
+}
+
+func (e *BandCountError) Unwrap() error { return ErrBandCount }
 
 // Ablation selects a variant of the network for the paper's ablation study.
 type Ablation string
@@ -138,7 +157,12 @@ type TrainOptions struct {
 	ClassNames map[int]string   // optional, by class value
 	Colors     map[int][3]uint8 // optional, by class value; a built-in palette fills the rest
 	Backend    string           // "" = default (see NewPredictor)
-	Progress   func(EpochStats) // optional, called after every epoch
+	// MaxMemoryBytes, when positive, is the memory the run may use: Train
+	// returns a *MemoryError before it allocates anything large when
+	// EstimateTrainBytes is above it (a --hidden of 100000 once tried to
+	// allocate 360 GB).
+	MaxMemoryBytes int64
+	Progress       func(EpochStats) // optional, called after every epoch
 	// Provenance is recorded in the model file for its STAC Item (optional).
 	Provenance Provenance
 }
@@ -151,5 +175,42 @@ type EpochStats struct {
 	Elapsed, ETA  time.Duration
 }
 
-// Version is the software version recorded in model files; the lead may set it from main.
+// Version is pnec's version: pnec --version, model files, products
+// (SOFTWARE_VERSION) and STAC Items record it. The build sets it: make build
+// and scripts/gpu-bundle.sh pass -ldflags "-X
+// github.com/pnec/pnec/model.Version=$(git describe --tags --always
+// --dirty)". A plain go build in a git checkout records the commit instead
+// (vcs.revision, "-dirty" with uncommitted changes); "dev" when neither
+// says (go test, go run).
 var Version = "dev"
+
+func init() {
+	if Version == "dev" {
+		if v := vcsVersion(); v != "" {
+			Version = v
+		}
+	}
+}
+
+// vcsVersion is the commit the binary was built from (its first 12 hex
+// digits, "-dirty" when the tree had changes), "" when the build did not
+// record one.
+func vcsVersion() string {
+	info, ok := debug.ReadBuildInfo()
+	if !ok {
+		return ""
+	}
+	var rev, dirty string
+	for _, s := range info.Settings {
+		switch {
+		case s.Key == "vcs.revision":
+			rev = s.Value[:min(12, len(s.Value))]
+		case s.Key == "vcs.modified" && s.Value == "true":
+			dirty = "-dirty"
+		}
+	}
+	if rev == "" {
+		return ""
+	}
+	return rev + dirty
+}

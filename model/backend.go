@@ -1,6 +1,7 @@
 package model
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"strings"
@@ -74,6 +75,9 @@ func withFullFloat32(config string) string {
 	return config + ",notf32"
 }
 
+// ErrNoPlugin says that no XLA PJRT plugin was found for an XLA backend.
+var ErrNoPlugin = errors.New("no XLA PJRT plugin found: set PJRT_PLUGIN_LIBRARY_PATH to the folder holding pjrt_c_api_*_plugin.so, or name the plugin file (xla:/abs/path/plugin.so)")
+
 // openBackend opens the backend named by name (see ResolveBackend). GoMLX
 // panics for unknown backends; that is turned into an error here.
 func openBackend(name string) (b compute.Backend, config string, err error) {
@@ -87,7 +91,7 @@ func openBackend(name string) (b compute.Backend, config string, err error) {
 		xlaMu.Lock()
 		defer xlaMu.Unlock() // also when it panics
 		if strings.HasPrefix(config, "go:") {
-			guardHeapEnd()
+			GuardHeap()
 			// The Go backend prints its parallelism setting to stdout, which
 			// would corrupt machine-readable output (pnec evaluate --json).
 			if devnull, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0); err == nil {
@@ -98,6 +102,11 @@ func openBackend(name string) (b compute.Backend, config string, err error) {
 		}
 		return compute.NewWithConfig(config)
 	}()
+	if err != nil && strings.Contains(err.Error(), "no plugins found") {
+		// GoMLX's message ends in a hint for Go developers (import its
+		// autoinstall package), not for someone running pnec.
+		return nil, config, fmt.Errorf("open backend %q: %w", config, ErrNoPlugin)
+	}
 	if err != nil {
 		return nil, config, fmt.Errorf("open backend %q: %w", config, err)
 	}

@@ -57,11 +57,15 @@ func (m *Model) TrainSceneSize() (rows, cols int) { return m.meta.SceneRows, m.m
 // branches, the SSD blocks and the heads) and the full-resolution outputs
 // with their upsampling intermediates. The caller's scene is not counted.
 func (m *Model) EstimatePredictBytes(rows, cols int) int64 {
+	return predictBytes(m.meta.Config, m.meta.Bands, len(m.meta.Classes), rows, cols)
+}
+
+func predictBytes(cfg Config, bands, classes, rows, cols int) int64 {
 	cells := int64(padTo(rows)/Stride) * int64(padTo(cols)/Stride)
-	d, b, k := int64(m.meta.Config.Hidden), int64(m.meta.Bands), int64(len(m.meta.Classes))
+	d, b, k := int64(cfg.Hidden), int64(bands), int64(classes)
 	full := int64(rows) * int64(cols)
 	est := 4*(cells*b+cells*d*60+full*(3*k+2)) + 64<<20
-	if m.meta.Config.Encoder == EncoderPaper {
+	if cfg.Encoder == EncoderPaper {
 		// The paper's encoder works at full resolution: the stretched input
 		// and, in the 1x1 and 3x3 convolutions, about 90 D-wide maps per
 		// pixel in this estimate's units (processor scales it by its
@@ -74,13 +78,65 @@ func (m *Model) EstimatePredictBytes(rows, cols int) int64 {
 	return est
 }
 
+// trainActivationFactor is how many times the inference maps of
+// predictBytes a training step keeps: the forward pass's activations for
+// the backward pass, and the backward pass's own.
+const trainActivationFactor = 3
+
+// EstimateTrainBytes is a lower bound, in bytes, of the memory Train needs
+// for a rows x cols scene of bands bands and classes classes with cfg (zero
+// fields as Train fills them): the weights with their gradients and Adam's
+// two moments (4 float32 copies), and the network's activations on the
+// whole scene, kept for the backward pass (trainActivationFactor times the
+// inference maps). Train refuses a run above TrainOptions.MaxMemoryBytes
+// with it, before it allocates anything large.
+func EstimateTrainBytes(cfg Config, bands, classes, rows, cols int) (int64, error) {
+	cfg = TrainOptions{Config: cfg}.withDefaults().Config
+	d, err := makeDims(cfg, bands, classes)
+	if err != nil {
+		return 0, err
+	}
+	return trainBytes(d, cfg, rows, cols), nil
+}
+
+func trainBytes(d dims, cfg Config, rows, cols int) int64 {
+	var weights int64
+	for _, p := range initParams(d, cfg, nil) {
+		n := int64(1)
+		for _, s := range p.Shape {
+			n *= int64(s)
+		}
+		weights += n
+	}
+	return 4*4*weights + trainActivationFactor*predictBytes(cfg, d.Bands, d.K, rows, cols)
+}
+
+// MemoryError says that a training run would need more memory than it may
+// use (TrainOptions.MaxMemoryBytes).
+type MemoryError struct {
+	NeedBytes, LimitBytes int64
+}
+
+func (e *MemoryError) Error() string {
+	return fmt.Sprintf("training needs at least %.1f GB, more than the %.1f GB it may use", float64(e.NeedBytes)/1e9, float64(e.LimitBytes)/1e9)
+}
+
+// CheckBands returns a *BandCountError when a scene named scene with bands
+// bands does not fit the model, else nil.
+func (m *Model) CheckBands(scene string, bands int) error {
+	if bands != m.meta.Bands {
+		return &BandCountError{Scene: scene, Bands: bands, ModelBands: m.meta.Bands}
+	}
+	return nil
+}
+
 // sceneCheck verifies that s fits the model.
 func (m *Model) sceneCheck(s Scene) error {
 	if err := checkScene(s); err != nil {
 		return err
 	}
-	if s.Bands != m.meta.Bands {
-		return fmt.Errorf("scene has %d bands, model %d: %w", s.Bands, m.meta.Bands, ErrBandCount)
+	if err := m.CheckBands("", s.Bands); err != nil {
+		return err
 	}
 	return nil
 }

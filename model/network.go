@@ -491,12 +491,7 @@ func (n *net) conv3x3Shifted(x *Node, name string) *Node {
 			k := dy*3 + dx
 			view := Reshape(Slice(xp, AxisRange(dy, dy+h), AxisRange(dx, dx+w)), h*w, c)
 			wk := Slice(wt, AxisRange(k*c, (k+1)*c))
-			var term *Node
-			if n.fused {
-				term = BackendFusedDense(view, wk, nil, compute.DenseConfig{})
-			} else {
-				term = MatMul(view, wk)
-			}
+			term := MatMul(view, wk)
 			if out == nil {
 				out = term
 			} else {

@@ -56,16 +56,17 @@ func (ps paramSet) index() map[string]int {
 	return m
 }
 
-// initParams (rng nil: the shapes only, Data nil) creates the weights of a network with sizes d, drawn from rng
+// initParams (rng nil: the shapes only, no weights) creates the weights of a network with sizes d, drawn from rng
 // like PyTorch's defaults (uniform +-1/sqrt(fan_in) for linear layers).
 func initParams(d dims, cfg Config, rng *rand.Rand) paramSet {
 	var ps paramSet
 	add := func(name string, shape []int, fill func(i int) float32) {
-		if rng == nil { // shapes only (to check loaded files): nothing allocated
-			ps = append(ps, param{Name: name, Shape: shape})
+		p := param{Name: name, Shape: shape}
+		if rng == nil { // shapes only (to check loaded files, to estimate memory): nothing allocated
+			ps = append(ps, p)
 			return
 		}
-		p := param{Name: name, Shape: shape, Data: make([]float32, numel(shape))}
+		p.Data = make([]float32, numel(shape))
 		for i := range p.Data {
 			p.Data[i] = fill(i)
 		}

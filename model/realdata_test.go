@@ -75,15 +75,8 @@ func sceneOA(t *testing.T, s Scene, labels, split []int32, cfg Config, seed int6
 	return float64(right) / float64(total), float64(rightRec) / float64(total), m
 }
 
-func argmaxRow(p []float32, i, k int) int {
-	best := 0
-	for c := 1; c < k; c++ {
-		if p[i*k+c] > p[i*k+best] {
-			best = c
-		}
-	}
-	return best
-}
+// argmaxRow is row i's largest value's index in p ([rows][k]).
+func argmaxRow(p []float32, i, k int) int { return tiling.ArgmaxPixel(p[i*k : (i+1)*k]) }
 
 // TestSalinasAFixedSplit trains the full model (200 epochs) on SalinasA's
 // fixed 15-per-class split. PNEC_RUNS=10 runs the paper's ten seeds and

@@ -15,18 +15,41 @@ import (
 	"github.com/gomlx/gomlx/core/tensors"
 )
 
-// withDefaults fills zero fields of o with the paper's values.
+// withDefaults fills zero fields of o with the paper's values, each on its
+// own: Config{Epochs: 5} trains 5 epochs of the default network. The fields
+// that must be positive (the sizes, TauInit, LearningRate, Epochs, the
+// recovery window) take their default whenever they are zero. The weights
+// and switches where zero is a setting (Momentum, GateFloor, Alpha, Beta,
+// the loss weights, ECWarmupEpochs, the recovery strength) take their
+// defaults only when all of them are zero: a Config that sets none of them
+// wants the paper's; one that sets any (DefaultConfig() with
+// ECWarmupEpochs = 0, say) means its zeros.
 func (o TrainOptions) withDefaults() TrainOptions {
 	def := DefaultConfig()
 	c := &o.Config
-	if c.Hidden == 0 {
-		*c = def
+	for _, f := range []struct {
+		v   *int
+		def int
+	}{
+		{&c.Hidden, def.Hidden}, {&c.DState, def.DState}, {&c.DConv, def.DConv}, {&c.Expand, def.Expand},
+		{&c.HeadDim, def.HeadDim}, {&c.Chunk, def.Chunk}, {&c.Groups, def.Groups}, {&c.DiffWindow, def.DiffWindow},
+		{&c.Epochs, def.Epochs}, {&c.Recovery.Window, def.Recovery.Window},
+	} {
+		if *f.v == 0 {
+			*f.v = f.def
+		}
 	}
-	if c.Epochs == 0 {
-		c.Epochs = def.Epochs
+	if c.TauInit == 0 {
+		c.TauInit = def.TauInit
 	}
-	if c.Recovery.Window == 0 {
-		c.Recovery = def.Recovery
+	if c.LearningRate == 0 {
+		c.LearningRate = def.LearningRate
+	}
+	if c.Momentum == 0 && c.GateFloor == 0 && c.Alpha == 0 && c.Beta == 0 && c.LambdaBranch == 0 &&
+		c.LambdaProto == 0 && c.LambdaCon == 0 && c.ECWarmupEpochs == 0 && c.Recovery.Eta == 0 {
+		c.Momentum, c.GateFloor, c.Alpha, c.Beta = def.Momentum, def.GateFloor, def.Alpha, def.Beta
+		c.LambdaBranch, c.LambdaProto, c.LambdaCon = def.LambdaBranch, def.LambdaProto, def.LambdaCon
+		c.ECWarmupEpochs, c.Recovery.Eta = def.ECWarmupEpochs, def.Recovery.Eta
 	}
 	if c.Ablation == "" {
 		c.Ablation = AblationFull
@@ -175,6 +198,9 @@ func Train(ctx context.Context, s Scene, labels []int32, opts TrainOptions) (m *
 	if err != nil {
 		return nil, fmt.Errorf("train: %w", err)
 	}
+	if need := trainBytes(d, cfg, s.Rows, s.Cols); opts.MaxMemoryBytes > 0 && need > opts.MaxMemoryBytes {
+		return nil, fmt.Errorf("train: %w", &MemoryError{NeedBytes: need, LimitBytes: opts.MaxMemoryBytes})
+	}
 	lo, hi, err := bandStretch(s)
 	if err != nil {
 		return nil, fmt.Errorf("train: normalisation statistics: %w", err)
@@ -298,6 +324,50 @@ func newTrainData(s Scene, lo, hi []float32, trainIdx []int, ytrain []int32, enc
 	return td
 }
 
+// stepInputs are the training step's inputs by name, in the order step
+// passes them (and splitStepInputs takes them): the data (x, anchor, wtr,
+// ytr, cellMask), the schedule (calib, and Adam's bias-corrected scales a1
+// and c2), the valid masks (trainData.masks), then the state (trainer.state):
+// the prototype bank and its initialised flags, the parameters, Adam's
+// first and second moments.
+type stepInputs struct {
+	x, anchor, wtr, ytr, cellMask *Node
+	calib, a1, c2                 *Node
+	masks                         []*Node
+	protos, protoInit             *Node
+	params, adamM, adamV          []*Node
+}
+
+// stepDataInputs is how many inputs come before the valid masks: the data
+// and the schedule of stepInputs.
+const stepDataInputs = 8
+
+// splitStepInputs names in: masks valid masks, np parameters (and as many
+// moments of each kind).
+func splitStepInputs(in []*Node, masks, np int) stepInputs {
+	take := func(n int) []*Node {
+		s := in[:n]
+		in = in[n:]
+		return s
+	}
+	var s stepInputs
+	d := take(stepDataInputs)
+	s.x, s.anchor, s.wtr, s.ytr, s.cellMask, s.calib, s.a1, s.c2 = d[0], d[1], d[2], d[3], d[4], d[5], d[6], d[7]
+	s.masks = take(masks)
+	bank := take(2)
+	s.protos, s.protoInit = bank[stateProtos], bank[stateProtoInit]
+	s.params, s.adamM, s.adamV = take(np), take(np), take(np)
+	return s
+}
+
+// Indices into trainer.state: the bank, its flags, then the parameters
+// (then Adam's moments).
+const (
+	stateProtos    = 0
+	stateProtoInit = 1
+	stateParams    = 2
+)
+
 // trainer holds the compiled training step and the current state as tensors.
 type trainer struct {
 	exec  *Exec
@@ -327,27 +397,22 @@ func newTrainer(b compute.Backend, d dims, cfg Config, params paramSet) (*traine
 	}
 	tr.masks = nm
 	fn := func(g *Graph, in []*Node) []*Node {
-		x, anchor, wtr, ytr, cellMask, calib, a1, c2 := in[0], in[1], in[2], in[3], in[4], in[5], in[6], in[7]
-		n.setMasks(in[8 : 8+nm]...)
-		in = in[nm:]
-		protos, protoInit := in[8], in[9]
-		pNodes := in[10 : 10+np]
-		mNodes := in[10+np : 10+2*np]
-		vNodes := in[10+2*np : 10+3*np]
+		s := splitStepInputs(in, nm, np)
+		n.setMasks(s.masks...)
 		n.p = make(map[string]*Node, np)
 		for i, name := range tr.names {
-			n.p[name] = pNodes[i]
+			n.p[name] = s.params[i]
 		}
-		loss, acc, newProtos, newInit := n.loss(x, anchor, wtr, ytr, cellMask, calib, protos, protoInit)
-		grads := Gradient(loss, pNodes...)
+		loss, acc, newProtos, newInit := n.loss(s.x, s.anchor, s.wtr, s.ytr, s.cellMask, s.calib, s.protos, s.protoInit)
+		grads := Gradient(loss, s.params...)
 		forgetBMM(g)
 		out := []*Node{loss, acc, newProtos, newInit}
 		var newP, newM, newV []*Node
 		for i, gr := range grads {
-			m := Add(MulScalar(mNodes[i], adamBeta1), MulScalar(gr, 1-adamBeta1))
-			v := Add(MulScalar(vNodes[i], adamBeta2), MulScalar(Square(gr), 1-adamBeta2))
-			step := Div(Mul(a1, m), AddScalar(Mul(Sqrt(v), c2), adamEps))
-			newP = append(newP, Sub(pNodes[i], step))
+			m := Add(MulScalar(s.adamM[i], adamBeta1), MulScalar(gr, 1-adamBeta1))
+			v := Add(MulScalar(s.adamV[i], adamBeta2), MulScalar(Square(gr), 1-adamBeta2))
+			step := Div(Mul(s.a1, m), AddScalar(Mul(Sqrt(v), s.c2), adamEps))
+			newP = append(newP, Sub(s.params[i], step))
 			newM = append(newM, m)
 			newV = append(newV, v)
 		}
@@ -439,7 +504,7 @@ func (tr *trainer) step(td trainData, calib float32) (loss, acc float64, err err
 	bc2 := 1 - math.Pow(adamBeta2, float64(tr.t))
 	a1 := float32(tr.cfg.LearningRate / bc1)
 	c2 := float32(1 / math.Sqrt(bc2))
-	args := []any{td.x, td.anchor, td.wtr, td.ytr, td.cellMask, calib, a1, c2}
+	args := []any{td.x, td.anchor, td.wtr, td.ytr, td.cellMask, calib, a1, c2} // stepInputs' order
 	if len(td.masks) != tr.masks {
 		return 0, 0, fmt.Errorf("training data has %d valid masks, the step takes %d", len(td.masks), tr.masks)
 	}
@@ -472,13 +537,13 @@ func (tr *trainer) step(td trainData, calib float32) (loss, acc float64, err err
 
 // weights copies the trained parameters and the prototype bank out of the state.
 func (tr *trainer) weights() (paramSet, []float32, error) {
-	protos, err := tensors.CopyFlatData[float32](tr.state[0])
+	protos, err := tensors.CopyFlatData[float32](tr.state[stateProtos])
 	if err != nil {
 		return nil, nil, err
 	}
 	var ps paramSet
 	for i, name := range tr.names {
-		t := tr.state[2+i]
+		t := tr.state[stateParams+i]
 		data, err := tensors.CopyFlatData[float32](t)
 		if err != nil {
 			return nil, nil, err

@@ -14,6 +14,8 @@ import (
 
 	"github.com/gofrs/flock"
 
+	"github.com/pnec/pnec/internal/tempfiles"
+
 	"github.com/pnec/pnec/geo"
 )
 
@@ -39,13 +41,24 @@ type CollectionMeta struct {
 // STAC's "proprietary" and "various".
 var spdxLike = regexp.MustCompile(`^[A-Za-z0-9.+-]+( (AND|OR|WITH) [A-Za-z0-9.+-]+)*$`)
 
+// ErrLicense: Config.License is not an SPDX identifier or expression.
+var ErrLicense = errors.New("want an SPDX licence identifier or expression (e.g. CC-BY-4.0), proprietary or various")
+
 // checkLicense refuses a licence that is not an SPDX identifier or expression.
 func checkLicense(l string) error {
 	if l == "" || spdxLike.MatchString(l) {
 		return nil
 	}
-	return fmt.Errorf("--license %q: want an SPDX licence identifier or expression (e.g. CC-BY-4.0), proprietary or various", l)
+	return &LicenseError{License: l}
 }
+
+// LicenseError is a Collection licence that is not an SPDX identifier or
+// expression (errors.Is(err, ErrLicense) holds).
+type LicenseError struct{ License string }
+
+func (e *LicenseError) Error() string { return fmt.Sprintf("licence %q: %v", e.License, ErrLicense) }
+
+func (e *LicenseError) Unwrap() error { return ErrLicense }
 
 // itemInterval is the [start, end] an Item covers: its datetime twice, or
 // its start_datetime and end_datetime when datetime is null.
@@ -153,7 +166,7 @@ func addToCollection(collPath string, meta CollectionMeta, itemPath string, bbox
 		return fmt.Errorf("lock collection directory %s: %w", dir, err)
 	}
 	defer lock.Close()
-	removeTemps(dir, collectionTempKey(collPath))
+	tempfiles.RemoveTemps(dir, collectionTempKey(collPath))
 
 	// The Collection stays an untyped JSON object, unlike the Items (built
 	// with go-stac's types): it may be the user's own, and go-stac's

@@ -17,6 +17,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/pnec/pnec/geo"
 	"github.com/pnec/pnec/internal/samefile"
 )
 
@@ -219,6 +220,10 @@ func (e *expander) arg(ctx context.Context, a, origin string) {
 			e.dir(ctx, a, origin)
 			return
 		}
+		if err := geo.CheckRegular(a); err != nil { // a FIFO would block the sniff, and GDAL
+			e.fail(a, err)
+			return
+		}
 		if looksLikeJSON(a) || sniffJSON(a) {
 			e.stac(ctx, a, origin, 0, rootOf(a))
 			return
@@ -273,6 +278,9 @@ func (e *expander) dir(ctx context.Context, d, origin string) {
 
 func (e *expander) read(ctx context.Context, loc string) ([]byte, error) {
 	if !isURL(loc) {
+		if err := geo.CheckRegular(loc); err != nil {
+			return nil, err
+		}
 		f, err := os.Open(loc)
 		if err != nil {
 			return nil, err
@@ -480,9 +488,9 @@ func chooseAsset(assets map[string]stacAsset, want string) (string, error) {
 		}
 		return data[0], nil
 	case 0:
-		return "", fmt.Errorf("%w: no asset has role \"data\"; choose one with --asset (assets: %s)", ErrNoAsset, strings.Join(keys, ", "))
+		return "", fmt.Errorf("%w: no asset has role \"data\"; name the one to classify (assets: %s)", ErrNoAsset, strings.Join(keys, ", "))
 	default:
-		return "", fmt.Errorf("%w: several assets have role \"data\" (%s); choose one with --asset", ErrNoAsset, strings.Join(data, ", "))
+		return "", fmt.Errorf("%w: several assets have role \"data\" (%s); name the one to classify", ErrNoAsset, strings.Join(data, ", "))
 	}
 }
 

@@ -96,7 +96,7 @@ func TestExpandSTACErrors(t *testing.T) {
 		{"not STAC", `{"type":"Point","coordinates":[0,0]}`, ErrNotSTAC, `type "Point"`},
 		{"href escapes", itemJSON("x", `"hsi":{"href":"../../etc/passwd","roles":["data"]}`), ErrOutsideCatalog, "(../ past the folder)"},
 		{"href escapes after clean", itemJSON("x", `"hsi":{"href":"data/../../x.tif","roles":["data"]}`), ErrOutsideCatalog, "(../ past the folder)"},
-		{"no data role", itemJSON("x", `"a":{"href":"a.tif"},"b":{"href":"b.tif"}`), ErrNoAsset, "choose one with --asset"},
+		{"no data role", itemJSON("x", `"a":{"href":"a.tif"},"b":{"href":"b.tif"}`), ErrNoAsset, "name the one to classify"},
 		{"two data assets", itemJSON("x", `"a":{"href":"a.tif","roles":["data"]},"b":{"href":"b.tif","roles":["data"]}`), ErrNoAsset, "several assets"},
 		{"no href", itemJSON("x", `"a":{"roles":["data"]}`), ErrNoAsset, "no href"},
 		{"odd scheme", itemJSON("x", `"a":{"href":"ftp://h/a.tif","roles":["data"]}`), nil, `unsupported URL scheme "ftp"`},

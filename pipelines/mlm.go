@@ -107,7 +107,7 @@ func BuildModelItem(p ModelItemParams) (*stac.Item, error) {
 		"datetime":                    p.Datetime.UTC().Format(time.RFC3339),
 		"created":                     p.Now.UTC().Format(time.RFC3339),
 		"title":                       fmt.Sprintf("PNEC-Mamba model %s", name),
-		"description":                 fmt.Sprintf("PNEC-Mamba land-cover classifier of %d-band hyperspectral scenes into %d classes, trained with pnec train; run it with 'pnec classify --model %s'.", m.Bands(), k, filepath.Base(p.ModelPath)),
+		"description":                 fmt.Sprintf("PNEC-Mamba land-cover classifier of %d-band hyperspectral scenes into %d classes, trained with pnec train; pnec classify and pnec batch run it from the model file %s.", m.Bands(), k, filepath.Base(p.ModelPath)),
 		"mlm:name":                    name,
 		"mlm:architecture":            MLMArchitecture,
 		"mlm:tasks":                   []string{"semantic-segmentation"},

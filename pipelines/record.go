@@ -6,10 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
-
-	"github.com/gofrs/flock"
 
 	"github.com/pnec/pnec/geo"
 	"github.com/pnec/pnec/internal/tempfiles"
@@ -116,87 +113,8 @@ func upToDate(productPath, itemPath string, src SourceRecord, checksum string, f
 	return true, ""
 }
 
-// sceneLock is an exclusive advisory lock (flock) on a scene's lock file.
-type sceneLock struct {
-	l    *flock.Flock
-	path string
-}
-
-// errBusy says another process holds a scene's lock.
+// errBusy is a scene's reason when another process holds its lock.
 var errBusy = errors.New("scene is being processed by another process")
-
-func lockPath(outDir, key string) string { return filepath.Join(outDir, "."+key+".pnec-lock") }
-
-// tryLock takes the scene's lock without waiting.
-func tryLock(outDir, key string) (*sceneLock, error) {
-	p := lockPath(outDir, key)
-	l := flock.New(p, flock.SetPermissions(0o644))
-	ok, err := l.TryLock()
-	if err != nil {
-		return nil, fmt.Errorf("lock %s: %w", p, err)
-	}
-	if !ok {
-		l.Close()
-		return nil, errBusy
-	}
-	// A signal's stop removes the lock file as release would (the lock is
-	// ours until the process exits).
-	if err := tempfiles.Add(p); err != nil {
-		os.Remove(p)
-		l.Close()
-		return nil, fmt.Errorf("lock %s: %w", p, err)
-	}
-	return &sceneLock{l: l, path: p}, nil
-}
-
-// release removes the lock file (while still holding the lock) and unlocks.
-func (l *sceneLock) release() {
-	os.Remove(l.path)
-	tempfiles.Forget(l.path)
-	l.l.Close()
-}
-
-// isTempOf reports whether the file name in an output directory is a
-// temporary file of scene key's product (KEY.tif, its sidecar) or Item
-// (KEY.json): ".KEY.tif.<random>.stage.tif" and ".KEY.tif.<random>.tmp.tif"
-// (geo's product writer), ".KEY.json.pnec-tmp-<random>" (writeFileAtomic),
-// or "KEY.tif.tmp..." as other tools name them. The file extension right
-// after the key keeps "scene" from claiming the temporaries of "scene.v2".
-func isTempOf(name, key string) bool {
-	for _, prefix := range []string{"." + key + ".", key + "."} {
-		rest, ok := strings.CutPrefix(name, prefix)
-		if !ok {
-			continue
-		}
-		ext, tail, ok := strings.Cut(rest, ".")
-		if !ok || (ext != "tif" && ext != "json") {
-			continue
-		}
-		tail = strings.ToLower(tail)
-		if strings.Contains(tail, "tmp") || (prefix[0] == '.' && strings.Contains(tail, "stage")) {
-			return true
-		}
-	}
-	return false
-}
-
-// removeTemps deletes key's temporary files in outDir; the caller holds key's lock.
-func removeTemps(outDir, key string) (int, error) {
-	ents, err := os.ReadDir(outDir)
-	if err != nil {
-		return 0, err
-	}
-	n := 0
-	for _, e := range ents {
-		if isTempOf(e.Name(), key) {
-			if err := os.RemoveAll(filepath.Join(outDir, e.Name())); err != nil {
-				return n, err
-			}
-			n++
-		}
-	}
-	return n, nil
-}
 
 // writeFileAtomic writes data to a temporary file beside path (named as
 // isTempOf recognises), syncs it and renames it over path.

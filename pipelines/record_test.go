@@ -2,39 +2,11 @@ package pipelines
 
 import (
 	"encoding/json"
-	"errors"
 	"os"
 	"path/filepath"
 	"testing"
 	"time"
 )
-
-func TestIsTempOf(t *testing.T) {
-	for _, tc := range []struct {
-		name, key string
-		want      bool
-	}{
-		{".scene.tif.123456.tmp.tif", "scene", true}, // geo's product temporary
-		{".scene.tif.123456.tmp.tif.aux.xml", "scene", true},
-		{".scene.tif.2678848612.stage.tif", "scene", true},
-		{".scene.v2.tif.1.stage.tif", "scene", false}, // scene.v2's
-		{".scene.v2.tif.1.stage.tif", "scene.v2", true},
-		{"scene.tif.stage", "scene", false},
-		{".scene.json.pnec-tmp-0a1b2c3d", "scene", true}, // writeFileAtomic
-		{"scene.tif.tmp", "scene", true},
-		{"scene.tif", "scene", false},
-		{"scene.json", "scene", false},
-		{"scene.tif.aux.xml", "scene", false},
-		{".scene.pnec-lock", "scene", false},
-		{"tmpscene.tif", "tmpscene", false},
-		{".scene2.tif.1.tmp.tif", "scene", false},
-		{".other.tif.1.tmp.tif", "scene", false},
-	} {
-		if got := isTempOf(tc.name, tc.key); got != tc.want {
-			t.Errorf("isTempOf(%q, %q) = %v, want %v", tc.name, tc.key, got, tc.want)
-		}
-	}
-}
 
 func TestUpToDate(t *testing.T) {
 	dir := t.TempDir()
@@ -82,31 +54,6 @@ func TestUpToDate(t *testing.T) {
 			}
 		})
 	}
-}
-
-func TestSceneLock(t *testing.T) {
-	dir := t.TempDir()
-	l, err := tryLock(dir, "s")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := tryLock(dir, "s"); !errors.Is(err, errBusy) {
-		t.Errorf("second lock got %v, want errBusy", err)
-	}
-	l2, err := tryLock(dir, "other")
-	if err != nil {
-		t.Fatalf("lock of another scene: %v", err)
-	}
-	l2.release()
-	l.release()
-	if _, err := os.Stat(lockPath(dir, "s")); !os.IsNotExist(err) {
-		t.Errorf("lock file left after release: %v", err)
-	}
-	l3, err := tryLock(dir, "s")
-	if err != nil {
-		t.Fatalf("lock after release: %v", err)
-	}
-	l3.release()
 }
 
 func TestWriteFileAtomic(t *testing.T) {

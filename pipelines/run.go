@@ -20,6 +20,7 @@ import (
 	"github.com/pnec/pnec/geo"
 	"github.com/pnec/pnec/internal/oneline"
 	"github.com/pnec/pnec/internal/samefile"
+	"github.com/pnec/pnec/internal/tempfiles"
 	"github.com/pnec/pnec/model"
 	"github.com/pnec/pnec/processor"
 )
@@ -53,10 +54,11 @@ type Config struct {
 	// Jobs is the number of scenes classified at once; 0 = 1 on a GPU backend,
 	// else as many as fit in the memory budget (at most the CPU count).
 	Jobs int
-	// Shard selects this process's share of the inputs.
+	// Shard selects this process's share of the inputs (given, or from the
+	// job engine: EngineFromEnv); recorded in the report and the Items.
 	Shard Shard
 	// Engine is the job scheduler this process runs under (EngineFromEnv):
-	// its name, job id and the shard are recorded in the report and the Items.
+	// its name and job id are recorded in the report and the Items.
 	Engine Engine
 	// Collection, when set, is a STAC Collection file each Item is added to.
 	Collection string
@@ -197,10 +199,10 @@ func (e *FailedError) Error() string {
 }
 
 func (e *FailedError) Unwrap() []error {
-	if e.FirstErr != nil {
-		return []error{ErrScenesFailed, e.FirstErr}
+	if e.FirstErr == nil {
+		return []error{ErrScenesFailed}
 	}
-	return []error{ErrScenesFailed}
+	return []error{ErrScenesFailed, e.FirstErr}
 }
 
 // Run classifies the inputs of cfg. It returns an error wrapping
@@ -220,36 +222,17 @@ func Run(ctx context.Context, cfg Config) (Summary, error) {
 	if cfg.Version == "" {
 		cfg.Version = model.Version
 	}
-	var sum Summary
-	var firstFailure string
-	var firstErr error
-	if err := cfg.Shard.Validate(); err != nil {
-		return sum, err
+	t := &tally{}
+	if err := prepareOutput(cfg); err != nil {
+		return t.sum, err
 	}
-	if cfg.OutDir == "" {
-		return sum, errors.New("no output directory given")
-	}
-	if err := checkLicense(cfg.License); err != nil {
-		return sum, err
-	}
-	if err := os.MkdirAll(cfg.OutDir, 0o755); err != nil {
-		return sum, fmt.Errorf("output directory %s: %w", cfg.OutDir, err)
-	}
-	if err := checkWritable(cfg.OutDir); err != nil {
-		return sum, fmt.Errorf("output directory %s: %w", cfg.OutDir, err)
-	}
-
-	if err := checkCollection(cfg.Collection); err != nil {
-		return sum, err
-	}
-
 	inputs, inErrs, err := Expand(ctx, cfg.Inputs, ExpandOptions{Asset: cfg.Asset, HTTPClient: cfg.HTTPClient, MaskRole: MaskRole(cfg.Mask),
 		Items: cfg.Items, ItemsBase: cfg.ItemsBase, AllowOutsideCatalog: cfg.AllowOutsideCatalog})
 	if err != nil {
-		return sum, err
+		return t.sum, err
 	}
 	if err := cfg.checkNotInputs(inputs); err != nil {
-		return sum, err
+		return t.sum, err
 	}
 	mine := cfg.Shard.Select(inputs)
 	rep := &reporter{w: cfg.Report, onEvent: cfg.OnEvent, total: len(mine) + len(inErrs)}
@@ -258,29 +241,102 @@ func Run(ctx context.Context, cfg Config) (Summary, error) {
 			rep.total--
 			continue // another shard reports it
 		}
-		r := SceneReport{Input: ie.Input, Status: StatusFailed, Reason: oneline.Fold(ie.Error())}
+		r := SceneReport{Input: ie.Input, Status: StatusFailed, Reason: oneline.Fold(ie.Error()), err: ie}
 		cfg.stamp(&r)
 		log.Warn("input failed", "input", ie.Input, "reason", ie.Err)
 		rep.scene(&r)
-		sum.Failed++
-		sum.Scenes++
-		if firstFailure == "" {
-			firstFailure, firstErr = r.Reason, ie
-		}
+		t.add(r)
 	}
 	log.Info("batch", "inputs", len(inputs), "shard", cfg.Shard.String(), "scenes", len(mine), "out_dir", cfg.OutDir)
 
 	m := cfg.Model
 	if m == nil && len(mine) > 0 {
 		if m, err = model.Load(cfg.ModelPath); err != nil {
-			return sum, fmt.Errorf("model %s: %w", cfg.ModelPath, err)
+			return t.sum, fmt.Errorf("model %s: %w", cfg.ModelPath, err)
 		}
 	}
+	jobs, opts := jobsAndOptions(cfg, m, len(mine), log, &t.sum)
+	setupErr := runJobs(ctx, &cfg, m, opts, jobs, mine, rep, t, log, now)
+
+	// Leftovers of killed runs of scenes this process did not touch (another
+	// shard's crashed run, or scenes skipped as up to date) go too, when free.
+	t.sum.TempFilesRemoved += removeStaleTemps(cfg.OutDir, inputs)
+	t.sum.Elapsed = time.Since(start)
+	if setupErr != nil {
+		return t.sum, setupErr
+	}
+	if err := ctx.Err(); err != nil {
+		return t.sum, fmt.Errorf("batch interrupted after %d of %d scenes: %w", t.sum.Scenes, rep.total, err)
+	}
+	if t.sum.Failed > 0 {
+		return t.sum, &FailedError{Failed: t.sum.Failed, Scenes: t.sum.Scenes, First: t.firstFailure, FirstErr: t.firstErr}
+	}
+	return t.sum, nil
+}
+
+// tally counts the scenes' outcomes into the Summary, from several jobs.
+type tally struct {
+	mu           sync.Mutex
+	sum          Summary
+	firstFailure string
+	firstErr     error
+}
+
+func (t *tally) add(r SceneReport) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	switch r.Status {
+	case StatusDone:
+		t.sum.Done++
+		t.sum.Pixels += r.Pixels
+		if r.Backend != "" {
+			t.sum.Backend = r.Backend
+		}
+	case StatusSkipped:
+		t.sum.Skipped++
+	case StatusBusy:
+		t.sum.Busy++
+	case StatusStopped:
+		t.sum.Stopped++
+	default:
+		t.sum.Failed++
+		if t.firstFailure == "" {
+			t.firstFailure, t.firstErr = r.Reason, r.err
+		}
+	}
+	t.sum.Scenes++
+}
+
+// prepareOutput checks what cfg asks for before any work: the shard, the
+// licence, and an output directory that exists (made if missing) and can be
+// written.
+func prepareOutput(cfg Config) error {
+	if err := cfg.Shard.Validate(); err != nil {
+		return err
+	}
+	if cfg.OutDir == "" {
+		return errors.New("no output directory given")
+	}
+	if err := checkLicense(cfg.License); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(cfg.OutDir, 0o755); err != nil {
+		return fmt.Errorf("output directory %s: %w", cfg.OutDir, err)
+	}
+	if err := checkWritable(cfg.OutDir); err != nil {
+		return fmt.Errorf("output directory %s: %w", cfg.OutDir, err)
+	}
+	return checkCollection(cfg.Collection)
+}
+
+// jobsAndOptions is how many scenes run at once and the Classifier options
+// of each (its share of the budget, the run's logger), recorded in sum.
+func jobsAndOptions(cfg Config, m *model.Model, scenes int, log *slog.Logger, sum *Summary) (int, processor.Options) {
 	jobs, backend := cfg.Jobs, cfg.Options.Backend
-	if len(mine) > 0 {
+	if scenes > 0 {
 		jobs, backend = chooseJobs(m, cfg.Jobs, cfg.Options)
 	}
-	jobs = max(1, min(jobs, len(mine)))
+	jobs = max(1, min(jobs, scenes))
 	sum.Jobs, sum.Backend = jobs, backend
 	opts := cfg.Options
 	// The budget, given or the default (which respects cgroup limits), is
@@ -293,7 +349,17 @@ func Run(ctx context.Context, cfg Config) (Summary, error) {
 	if opts.Logger == nil {
 		opts.Logger = log
 	}
+	if scenes == 0 {
+		jobs = 0
+	}
+	return jobs, opts
+}
 
+// runJobs classifies the scenes of mine with jobs workers, each with its
+// own Classifier, and tallies their reports; it returns the error of a
+// worker that could not start (its scenes go to the others, or wait).
+func runJobs(ctx context.Context, cfg *Config, m *model.Model, opts processor.Options, jobs int, mine []Input,
+	rep *reporter, t *tally, log *slog.Logger, now func() time.Time) error {
 	var classes []ClassObject
 	var geoClasses []geo.ClassInfo
 	if m != nil {
@@ -305,8 +371,9 @@ func Run(ctx context.Context, cfg Config) (Summary, error) {
 
 	var mItem *modelItem
 	if len(mine) > 0 {
-		if mItem, err = newModelItem(&cfg, m, now()); err != nil {
-			return sum, err
+		var err error
+		if mItem, err = newModelItem(cfg, m, now()); err != nil {
+			return err
 		}
 	}
 
@@ -315,20 +382,16 @@ func Run(ctx context.Context, cfg Config) (Summary, error) {
 		abs, _ := filepath.Abs(cfg.Collection)
 		collID = filepath.Base(filepath.Dir(abs))
 	}
-
 	inColl := collectionItems(cfg.Collection)
 	work := make(chan Input)
 	var wg sync.WaitGroup
-	var mu, newMu sync.Mutex
+	var errMu, newMu sync.Mutex
 	var setupErr error
-	if len(mine) == 0 {
-		jobs = 0
-	}
 	for j := 0; j < jobs; j++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			w := &worker{cfg: &cfg, model: m, classes: classes, modelItem: mItem, nodata: geo.ProductNoData(geoClasses), collID: collID, inCollection: inColl, rep: rep, log: log, now: now}
+			w := &worker{cfg: cfg, model: m, classes: classes, modelItem: mItem, nodata: geo.ProductNoData(geoClasses), collID: collID, inCollection: inColl, rep: rep, log: log, now: now}
 			o := opts
 			o.Progress = func(done, total int) {
 				if p := w.current.Load(); p != nil {
@@ -348,9 +411,9 @@ func Run(ctx context.Context, cfg Config) (Summary, error) {
 			c, err := processor.NewClassifier(m, o)
 			newMu.Unlock()
 			if err != nil {
-				mu.Lock()
+				errMu.Lock()
 				setupErr = errors.Join(setupErr, fmt.Errorf("prepare classifier: %w", err))
-				mu.Unlock()
+				errMu.Unlock()
 				for range work {
 				}
 				return
@@ -359,28 +422,7 @@ func Run(ctx context.Context, cfg Config) (Summary, error) {
 			w.classifier = c
 			for in := range work {
 				r := w.scene(ctx, in)
-				mu.Lock()
-				switch r.Status {
-				case StatusDone:
-					sum.Done++
-					sum.Pixels += r.Pixels
-					if r.Backend != "" {
-						sum.Backend = r.Backend
-					}
-				case StatusSkipped:
-					sum.Skipped++
-				case StatusBusy:
-					sum.Busy++
-				case StatusStopped:
-					sum.Stopped++
-				default:
-					sum.Failed++
-					if firstFailure == "" {
-						firstFailure, firstErr = r.Reason, r.err
-					}
-				}
-				sum.Scenes++
-				mu.Unlock()
+				t.add(r)
 				rep.scene(&r)
 			}
 		}()
@@ -395,27 +437,21 @@ feed:
 	}
 	close(work)
 	wg.Wait()
+	return setupErr
+}
 
-	// Leftovers of killed runs of scenes this process did not touch (another
-	// shard's crashed run, or scenes skipped as up to date) go too, when free.
+// removeStaleTemps removes the temporaries of killed runs of inputs' scenes
+// whose lock is free, and returns how many it removed.
+func removeStaleTemps(outDir string, inputs []Input) int {
+	n := 0
 	for _, in := range inputs {
-		if l, err := tryLock(cfg.OutDir, in.Key); err == nil {
-			n, _ := removeTemps(cfg.OutDir, in.Key)
-			sum.TempFilesRemoved += n
-			l.release()
+		if l, err := tempfiles.TryLock(outDir, in.Key); err == nil {
+			k, _ := tempfiles.RemoveTemps(outDir, in.Key)
+			n += k
+			l.Release()
 		}
 	}
-	sum.Elapsed = time.Since(start)
-	if setupErr != nil {
-		return sum, setupErr
-	}
-	if err := ctx.Err(); err != nil {
-		return sum, fmt.Errorf("batch interrupted after %d of %d scenes: %w", sum.Scenes, rep.total, err)
-	}
-	if sum.Failed > 0 {
-		return sum, &FailedError{Failed: sum.Failed, Scenes: sum.Scenes, First: firstFailure, FirstErr: firstErr}
-	}
-	return sum, nil
+	return n
 }
 
 // ErrOutputIsInput: a file the run would write (a product, its Item, the
@@ -612,7 +648,7 @@ func (w *worker) scene(ctx context.Context, in Input) SceneReport {
 			w.log.Warn("scene stopped", "input", in.Name)
 			return r
 		}
-		r.Status = StatusFailed
+		r.Status, r.err = StatusFailed, err
 		r.Reason = oneline.Fold(err.Error())
 		r.err = err
 		if !strings.Contains(r.Reason, in.Name) {
@@ -624,16 +660,16 @@ func (w *worker) scene(ctx context.Context, in Input) SceneReport {
 	if err := ctx.Err(); err != nil {
 		return fail(err)
 	}
-	lock, err := tryLock(w.cfg.OutDir, in.Key)
-	if errors.Is(err, errBusy) {
+	lock, err := tempfiles.TryLock(w.cfg.OutDir, in.Key)
+	if errors.Is(err, tempfiles.ErrBusy) {
 		r.Status, r.Reason = StatusBusy, errBusy.Error()
 		return r
 	}
 	if err != nil {
 		return fail(err)
 	}
-	defer lock.release()
-	if n, err := removeTemps(w.cfg.OutDir, in.Key); err != nil {
+	defer lock.Release()
+	if n, err := tempfiles.RemoveTemps(w.cfg.OutDir, in.Key); err != nil {
 		return fail(fmt.Errorf("remove stale temporary files: %w", err))
 	} else if n > 0 {
 		w.log.Info("removed stale temporary files", "input", in.Name, "files", n)

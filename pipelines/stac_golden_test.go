@@ -1,15 +1,11 @@
 package pipelines
 
 import (
-	"bytes"
 	"encoding/json"
-	"flag"
-	"os"
-	"path/filepath"
 	"testing"
-)
 
-var update = flag.Bool("update", false, "rewrite the golden files under testdata/ from the current output")
+	"github.com/pnec/pnec/internal/golden"
+)
 
 // TestItemGolden: the STAC Item of a fixed scene and product is exactly
 // testdata/item.golden.json, so that any change to what users' catalogues
@@ -25,20 +21,5 @@ func TestItemGolden(t *testing.T) {
 		t.Fatal(err)
 	}
 	got = append(got, '\n')
-	golden := filepath.Join("testdata", "item.golden.json")
-	if *update {
-		if err := os.MkdirAll("testdata", 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(golden, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(golden)
-	if err != nil {
-		t.Fatalf("%v (run with -update to create it)", err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("the Item differs from %s (rerun with -update if the change is meant):\n%s", golden, got)
-	}
+	golden.Check(t, "item.golden.json", got)
 }

@@ -22,9 +22,10 @@ type Options struct {
 	// TileSize > 0 forces tiles of this side, pixels (rounded up to
 	// model.Stride); 0 lets the budget choose between the whole image and tiles.
 	TileSize int
-	// Overlap between neighbouring tiles, pixels (rounded up to
-	// model.Stride): 0 = tiling.DefaultOverlap for the tile size, negative =
-	// no overlap (tiles are cropped edge to edge, which shows seams).
+	// Overlap between neighbouring tiles, as tiling.Options.Overlap:
+	// tiling.OverlapAuto (0, tiling.DefaultOverlap for the tile size),
+	// tiling.OverlapNone (negative: tiles cropped edge to edge, which shows
+	// seams), or pixels (rounded up to model.Stride).
 	Overlap int
 	// CreationOptions are COG creation options KEY=VALUE overriding geo's defaults.
 	CreationOptions []string
@@ -188,7 +189,10 @@ type Classifier struct {
 	log  *slog.Logger
 	kind model.ReliabilityKind
 	ref  *model.SpectralReference // training spectra; nil unless kind needs them
-	busy chan struct{}            // one Classify at a time
+	// busy is held by Classify and Close: one scene at a time, and pred is
+	// read and cleared only while it is held.
+	busy    chan struct{}
+	backend string // pred.Backend(), kept for Backend after Close
 }
 
 // NewClassifier prepares m for classification with opts.
@@ -226,35 +230,34 @@ func NewClassifier(m *model.Model, opts Options) (*Classifier, error) {
 	if err != nil {
 		return nil, fmt.Errorf("processor: prepare backend %q: %w", opts.Backend, err)
 	}
-	return &Classifier{m: m, opts: opts, pred: pred, log: log, kind: kind, ref: ref, busy: make(chan struct{}, 1)}, nil
+	return &Classifier{m: m, opts: opts, pred: pred, log: log, kind: kind, ref: ref, busy: make(chan struct{}, 1),
+		backend: pred.Backend()}, nil
 }
 
 // Backend names the backend the network runs on.
-func (c *Classifier) Backend() string {
-	if c.pred == nil {
-		return ""
-	}
-	return c.pred.Backend()
-}
+func (c *Classifier) Backend() string { return c.backend }
 
 // Classify reads the scene named scene (any GDAL dataset name), classifies
 // it and writes the COG product to out atomically: out is replaced only by a
 // complete product, and a failed or cancelled run leaves no partial file.
 func (c *Classifier) Classify(ctx context.Context, scene, out string) (Result, error) {
-	if c.pred == nil {
-		return Result{}, ErrClosed
-	}
 	select {
 	case c.busy <- struct{}{}:
 	case <-ctx.Done():
 		return Result{}, ctx.Err()
 	}
 	defer func() { <-c.busy }()
+	if c.pred == nil {
+		return Result{}, ErrClosed
+	}
 	return c.classify(ctx, scene, out)
 }
 
-// Close releases the backend. It is safe to call more than once.
+// Close releases the backend, after the Classify in progress (if any)
+// returns. It is safe to call more than once, and from another goroutine.
 func (c *Classifier) Close() error {
+	c.busy <- struct{}{}
+	defer func() { <-c.busy }()
 	if c.pred == nil {
 		return nil
 	}

@@ -60,19 +60,9 @@ var ErrBadOutput = errors.New("unusable output path")
 // tileOverlap returns the tile side and overlap, pixels, a forced tile of
 // opts runs with (both rounded up to the stride), as the planner makes them.
 func tileOverlap(opts Options, window int) (tile, overlap int) {
-	tile = alignUp(opts.TileSize, model.Stride)
-	switch {
-	case opts.Overlap == 0:
-		overlap = tiling.DefaultOverlap(tile, model.Stride, window)
-	case opts.Overlap < 0:
-		overlap = 0
-	default:
-		overlap = alignUp(opts.Overlap, model.Stride)
-	}
-	return tile, overlap
+	tile = tiling.AlignUp(opts.TileSize, model.Stride)
+	return tile, tiling.ResolveOverlap(opts.Overlap, tile, model.Stride, window)
 }
-
-func alignUp(n, a int) int { return (n + a - 1) / a * a }
 
 // MinTileSize is the smallest forced tile side, pixels, that checkTile
 // accepts with opts' overlap and a recovery window of window pixels: the

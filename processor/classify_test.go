@@ -740,3 +740,39 @@ func TestPlanSceneHugeTile(t *testing.T) {
 		t.Errorf("tile MaxTileSide on a 100 x 100 scene: %v, want the whole scene", err)
 	}
 }
+
+// TestClassifierCloseWhileClassifying closes a Classifier from another
+// goroutine while it classifies (Close once cleared the predictor without
+// holding the Classifier, a data race `go test -race` reports): Close waits
+// for the scene, which completes, and a later Classify says ErrClosed.
+func TestClassifierCloseWhileClassifying(t *testing.T) {
+	f := getFixture(t)
+	c, err := NewClassifier(f.model, Options{TileSize: 48})
+	if err != nil {
+		t.Fatal(err)
+	}
+	started := make(chan struct{})
+	done := make(chan error, 1)
+	out := filepath.Join(t.TempDir(), "p.tif")
+	go func() {
+		close(started)
+		_, err := c.Classify(context.Background(), f.scene, out)
+		done <- err
+	}()
+	<-started
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil && !errors.Is(err, ErrClosed) {
+		t.Errorf("Classify during Close: %v, want success or ErrClosed", err)
+	}
+	if _, err := c.Classify(context.Background(), f.scene, out); !errors.Is(err, ErrClosed) {
+		t.Errorf("Classify after Close: %v, want ErrClosed", err)
+	}
+	if c.Backend() == "" {
+		t.Error("Backend() empty after Close")
+	}
+	if err := c.Close(); err != nil {
+		t.Errorf("second Close: %v", err)
+	}
+}

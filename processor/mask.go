@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/pnec/pnec/geo"
+	"github.com/pnec/pnec/internal/buffers"
 	"github.com/pnec/pnec/tiling"
 )
 
@@ -30,7 +31,7 @@ func (c *Classifier) ClassifyMasked(ctx context.Context, scene, mask, out string
 // into inside (grown as needed) and reports whether any does.
 func tileMask(mk *geo.Mask, t tiling.Tile, inside []bool) ([]bool, bool, error) {
 	w := geo.Window{Col: t.Read.Col, Row: t.Read.Row, Cols: t.Read.Cols, Rows: t.Read.Rows}
-	inside = resize(inside, w.Cols*w.Rows)
+	inside = buffers.Resize(inside, w.Cols*w.Rows)
 	any, err := mk.Read(w, inside)
 	return inside, any, err
 }

@@ -195,13 +195,6 @@ func readLimit(file string) (int64, bool) {
 	return v, true
 }
 
-// PhysicalMemoryBytes returns the memory this process may use: the
-// machine's RAM, or the cgroup v2/v1 limit when that is lower; 0 when
-// unknown.
-func PhysicalMemoryBytes() int64 {
-	return ReadMemoryLimits("/").Usable()
-}
-
 // DefaultMaxMemoryBytes is the budget used when Options.MaxMemoryBytes is 0
 // (see MemoryLimits.DefaultBudget).
 // It is read once per process, so that every plan and every batch job

@@ -75,17 +75,10 @@ func planScene(info geo.Info, m *model.Model, opts Options, lazy bool) (tiling.P
 	if err := checkTile(opts, window); err != nil {
 		return tiling.Plan{}, budget, err
 	}
-	overlap := opts.Overlap
-	switch {
-	case overlap == 0:
-		overlap = -1 // tiling's "default"
-	case overlap < 0:
-		overlap = 0
-	}
 	p, err := tiling.New(rows, cols, tiling.Options{
 		Stride:         model.Stride,
 		TileSize:       opts.TileSize,
-		Overlap:        overlap,
+		Overlap:        opts.Overlap,
 		RecoveryWindow: window,
 		MaxMemoryBytes: budget,
 		Cost:           cost,
@@ -97,8 +90,7 @@ func planScene(info geo.Info, m *model.Model, opts Options, lazy bool) (tiling.P
 		t := min(tiling.MinTile, rows)
 		ov := tiling.DefaultOverlap(tiling.MinTile, model.Stride, window)
 		need := cost.TiledBytes(t, min(tiling.MinTile, cols), cols, ov, window)
-		return p, budget, fmt.Errorf("%w: a %dx%d scene (cols x rows) of %d bands needs at least %s (one row of %d px tiles across its width%s), the budget is %s: give --max-memory %s or more",
-			tiling.ErrBudget, cols, rows, sc.bands, FormatBytes(need), tiling.MinTile, sc.writeNote(), FormatBytes(budget), ceilSize(need))
+		return p, budget, &BudgetError{Cols: cols, Rows: rows, Bands: sc.bands, NeedBytes: need, BudgetBytes: budget, WriteBytes: sc.write}
 	}
 	if err != nil {
 		return p, budget, err
@@ -107,25 +99,50 @@ func planScene(info geo.Info, m *model.Model, opts Options, lazy bool) (tiling.P
 	// it is at least the scene's size and the plan is its one tile.
 	if opts.TileSize > 0 {
 		if need := PlannedBytes(p, info, m, opts); need > budget {
-			what := fmt.Sprintf("%d px tiles of a scene %d px wide with %d bands need", opts.TileSize, cols, sc.bands)
-			if p.Whole {
-				what = fmt.Sprintf("%d px tiles hold the whole %dx%d scene (cols x rows) of %d bands, which needs", opts.TileSize, cols, rows, sc.bands)
-			}
-			return p, budget, fmt.Errorf("%w: %s about %s%s, the budget is %s: give --max-memory %s or more, or smaller tiles",
-				tiling.ErrBudget, what, FormatBytes(need), sc.writeNote(), FormatBytes(budget), ceilSize(need))
+			return p, budget, &BudgetError{Cols: cols, Rows: rows, Bands: sc.bands, TileSize: opts.TileSize, Whole: p.Whole,
+				NeedBytes: need, BudgetBytes: budget, WriteBytes: sc.write}
 		}
 	}
 	return p, budget, nil
 }
 
-// writeNote says how much of a plan's need is the COG's large tiles (a
-// BLOCKSIZE creation option above the default), "" when none.
-func (c *sceneCost) writeNote() string {
-	if c.write <= 0 {
-		return ""
-	}
-	return fmt.Sprintf(", %s of it to compress the COG's tiles of the BLOCKSIZE creation option", FormatBytes(c.write))
+// BudgetError is a plan refused for memory (errors.Is(err,
+// tiling.ErrBudget) holds): the scene needs NeedBytes, the budget is
+// BudgetBytes. cmd/pnec adds the flags that change either.
+type BudgetError struct {
+	Cols, Rows, Bands int
+	// TileSize is the forced tile side, pixels; 0 when the smallest plan
+	// the planner can make (one row of tiling.MinTile tiles) does not fit.
+	TileSize int
+	// Whole: the forced tile holds the whole scene (a one-tile plan).
+	Whole                  bool
+	NeedBytes, BudgetBytes int64
+	// WriteBytes is the part of NeedBytes that compressing the COG's
+	// large tiles (a BLOCKSIZE creation option above the default) takes.
+	WriteBytes int64
 }
+
+func (e *BudgetError) Error() string {
+	note := ""
+	if e.WriteBytes > 0 {
+		note = fmt.Sprintf(", %s of it to compress the COG's tiles of the BLOCKSIZE creation option", FormatBytes(e.WriteBytes))
+	}
+	switch {
+	case e.TileSize > 0 && e.Whole:
+		return fmt.Sprintf("%v: %d px tiles hold the whole %dx%d scene (cols x rows) of %d bands, which needs about %s%s, the budget is %s",
+			tiling.ErrBudget, e.TileSize, e.Cols, e.Rows, e.Bands, FormatBytes(e.NeedBytes), note, FormatBytes(e.BudgetBytes))
+	case e.TileSize > 0:
+		return fmt.Sprintf("%v: %d px tiles of a scene %d px wide with %d bands need about %s%s, the budget is %s",
+			tiling.ErrBudget, e.TileSize, e.Cols, e.Bands, FormatBytes(e.NeedBytes), note, FormatBytes(e.BudgetBytes))
+	}
+	return fmt.Sprintf("%v: a %dx%d scene (cols x rows) of %d bands needs at least %s (one row of %d px tiles across its width%s), the budget is %s",
+		tiling.ErrBudget, e.Cols, e.Rows, e.Bands, FormatBytes(e.NeedBytes), tiling.MinTile, note, FormatBytes(e.BudgetBytes))
+}
+
+func (e *BudgetError) Unwrap() error { return tiling.ErrBudget }
+
+// NeedSize is NeedBytes rounded up as a budget is written (4.2G, 512M).
+func (e *BudgetError) NeedSize() string { return ceilSize(e.NeedBytes) }
 
 // ceilSize writes n rounded up to a tenth of a GiB (or a MiB below 1 GiB),
 // as --max-memory takes it.

@@ -112,14 +112,19 @@ if [ $up != 1 ]; then
 fi
 say "cluster up on $host (slurm $(sinfo -V | awk '{print $2}'), port $port)"
 
-# Scenes, a bad one, a tiny model.
+# Scenes, a bad one, a tiny model. The spectra come from the repository's
+# own source writer, so a clone without ../shared (SalinasA, synth's
+# default) runs the check too.
 d=$work/data
 mkdir -p "$d/in" "$d/out"
-"$pnec" synth --layout procedural:96x96 --bands 12 --seed 1 --out "$d/train.tif" --labels-out "$d/train_gt.tif" >/dev/null 2>&1 &&
+/usr/bin/python3 "$(dirname "$0")/demo_source.py" "$d/source.tif" "$d/source_gt.tif" ||
+	{ say "could not write the spectral source (scripts/demo_source.py needs python3-rasterio)"; exit 1; }
+spectra=$d/source.tif,$d/source_gt.tif
+"$pnec" synth --layout procedural:96x96 --bands 12 --seed 1 --spectra "$spectra" --out "$d/train.tif" --labels-out "$d/train_gt.tif" >/dev/null 2>&1 &&
 	"$pnec" train --scene "$d/train.tif" --labels "$d/train_gt.tif" --out "$d/m.pnec" --epochs 3 --hidden 32 -q ||
 	{ say "could not make the model"; exit 1; }
 for i in 1 2 3 4 5; do
-	"$pnec" synth --layout procedural:80x72 --bands 12 --seed $((10 + i)) --out "$d/in/scene$i.tif" >/dev/null 2>&1 || { say "synth failed"; exit 1; }
+	"$pnec" synth --layout procedural:80x72 --bands 12 --seed $((10 + i)) --spectra "$spectra" --out "$d/in/scene$i.tif" >/dev/null 2>&1 || { say "synth failed"; exit 1; }
 done
 echo "not a raster" >"$d/in/broken.tif"
 
@@ -170,7 +175,7 @@ left=$(find "$d/out" -name '.*' -o -name '*stage*' -o -name '*.tmp' | wc -l)
 check "no temporary files after the array" test "$left" = 0
 
 # 2. scancel mid-scene, then resubmit the task
-"$pnec" synth --layout procedural:512x512 --bands 12 --seed 7 --out "$d/big.vrt" --vrt 4096x4096 >/dev/null 2>&1 || { say "synth of the big scene failed"; exit 1; }
+"$pnec" synth --layout procedural:512x512 --bands 12 --seed 7 --spectra "$spectra" --out "$d/big.vrt" --vrt 4096x4096 >/dev/null 2>&1 || { say "synth of the big scene failed"; exit 1; }
 mkdir -p "$d/in2"
 ln -s "$d/big.vrt" "$d/in2/big.vrt" 2>/dev/null || cp "$d/big.vrt" "$d/in2/"
 jid=$(sbatch --parsable --array=0 --mem=3G --output="$work/big-%a.log" -J pnec-big "$work/task.sh" --tile 512 "$d/in2")

@@ -61,7 +61,7 @@ if [ "$e2e" = 1 ]; then
 	stage=$(mktemp -d)
 	trap 'rm -rf "$stage"' EXIT
 	mkdir -p "$stage/e2e/lib" "$stage/e2e/gdal-data" "$stage/e2e/proj-data"
-	go build -ldflags "-s -w -X main.version=$(git describe --tags --always --dirty 2>/dev/null || echo dev)" -o "$stage/e2e/pnec" ./cmd/pnec
+	go build -ldflags "-s -w -X github.com/pnec/pnec/model.Version=$(git describe --tags --always --dirty 2>/dev/null || echo dev)" -o "$stage/e2e/pnec" ./cmd/pnec
 	# Every library ldd resolves, and the loader itself: gpu-check.sh runs
 	# pnec through this loader so the GPU machine's own glibc does not matter.
 	ldd "$stage/e2e/pnec" | awk '/=> \//{print $3} /^\t\/lib.*ld-linux/{print $1}' | while read -r lib; do

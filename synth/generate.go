@@ -97,14 +97,47 @@ type Generator struct {
 	illf field
 }
 
+// ConfigError names the Config field that is out of range (errors.Is(err,
+// ErrConfig) holds for it).
+type ConfigError struct {
+	Field string  // the Config field, e.g. "NoiseRel"
+	Value float64 // its value
+	Want  string  // the range it must be in, in words
+}
+
+func (e *ConfigError) Error() string {
+	return fmt.Sprintf("%v: %s %g: want %s", ErrConfig, e.Field, e.Value, e.Want)
+}
+
+func (e *ConfigError) Unwrap() error { return ErrConfig }
+
+// validate checks each field of c, the first out of range as a *ConfigError.
+func (c Config) validate() error {
+	for _, f := range []struct {
+		name string
+		v    float64
+		ok   bool
+		want string
+	}{
+		{"Bands", float64(c.Bands), c.Bands >= 0, "0 (the source's) or more"},
+		{"NoiseRel", c.NoiseRel, c.NoiseRel >= 0, "0 or more"},
+		{"MixingSigmaPx", c.MixingSigmaPx, c.MixingSigmaPx >= 0 && c.MixingSigmaPx <= 5, "0..5 pixels"},
+		{"BackgroundClasses", float64(c.BackgroundClasses), c.BackgroundClasses >= 0, "0 or more"},
+		{"SpatialFraction", c.SpatialFraction, c.SpatialFraction >= 0 && c.SpatialFraction <= 1, "0..1"},
+		{"TailDOF", c.TailDOF, c.TailDOF == 0 || c.TailDOF > 2, "0 (Gaussian) or more than 2"},
+		{"IlluminationRel", c.IlluminationRel, c.IlluminationRel >= 0 && c.IlluminationRel <= 0.3, "0..0.3"},
+	} {
+		if !f.ok || math.IsNaN(f.v) {
+			return &ConfigError{Field: f.name, Value: f.v, Want: f.want}
+		}
+	}
+	return nil
+}
+
 // New prepares a generator for layout with class spectra drawn from src.
 func New(layout *Layout, src *Source, cfg Config) (*Generator, error) {
-	if cfg.Bands < 0 || cfg.NoiseRel < 0 || cfg.MixingSigmaPx < 0 || cfg.BackgroundClasses < 0 ||
-		cfg.SpatialFraction < 0 || cfg.SpatialFraction > 1 || (cfg.TailDOF != 0 && cfg.TailDOF <= 2) || cfg.IlluminationRel < 0 || cfg.IlluminationRel > 0.3 {
-		return nil, fmt.Errorf("%w: %+v", ErrConfig, cfg)
-	}
-	if cfg.MixingSigmaPx > 5 {
-		return nil, fmt.Errorf("%w: mixing sigma %g px: want 0..5", ErrConfig, cfg.MixingSigmaPx)
+	if err := cfg.validate(); err != nil {
+		return nil, err
 	}
 	if cfg.Bands == 0 {
 		cfg.Bands = src.Bands

@@ -2,7 +2,9 @@ package synth
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"math"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -215,6 +217,9 @@ func WriteVRT(ctx context.Context, g *Generator, opt WriteOptions, rows, cols in
 	if rows <= 0 || cols <= 0 {
 		return VRTPaths{}, fmt.Errorf("%w: VRT size %dx%d", ErrLayout, rows, cols)
 	}
+	if err := CheckVRTSize(rows, cols, g.layout.Rows, g.layout.Cols, g.bands); err != nil {
+		return VRTPaths{}, err
+	}
 	p := vrtPaths(opt.Path, opt.LabelsPath)
 	blockOpt := opt
 	blockOpt.Path, blockOpt.LabelsPath = p.Block, p.LabelsBlock
@@ -247,6 +252,55 @@ func WriteVRT(ctx context.Context, g *Generator, opt WriteOptions, rows, cols in
 	}
 	return p, nil
 }
+
+// MaxVRTBytes is the largest VRT text WriteVRT writes (its two files
+// together). The text is built in memory, and GDAL parses it whole each time
+// the scene is opened; a mosaic this large would take longer to open than to
+// read.
+const MaxVRTBytes = 256 << 20
+
+// vrtSourceBytes is the length of one SimpleSource element of writeTiledVRT
+// with short file names (measured: 336 characters a source in a
+// 200000x200000 VRT of a 64x64 block, 16 bands), rounded up.
+const vrtSourceBytes = 420
+
+// ErrTooLarge is returned (wrapped in a *SizeError) when a VRT would not be
+// usable: larger than GDAL's raster size limit or MaxVRTBytes of text.
+var ErrTooLarge = errors.New("synth: too large")
+
+// SizeError says why a VRT of Rows x Cols is refused.
+type SizeError struct {
+	Rows, Cols int
+	// TextBytes is the estimated text size (0 when the size itself is refused).
+	TextBytes int64
+	Why       string
+}
+
+func (e *SizeError) Error() string {
+	return fmt.Sprintf("VRT %dx%d: %s", e.Rows, e.Cols, e.Why)
+}
+
+func (e *SizeError) Unwrap() error { return ErrTooLarge }
+
+// CheckVRTSize refuses a rows x cols VRT of a blockRows x blockCols block
+// with bands bands before anything is generated: GDAL's raster sizes are
+// 32-bit, and the text (one source element per block column of the row VRT
+// and per block row of the main VRT, in each band) must stay under
+// MaxVRTBytes.
+func CheckVRTSize(rows, cols, blockRows, blockCols, bands int) error {
+	if rows > math.MaxInt32 || cols > math.MaxInt32 {
+		return &SizeError{Rows: rows, Cols: cols, Why: fmt.Sprintf("GDAL rasters are at most %d pixels a side", math.MaxInt32)}
+	}
+	sources := int64(bands) * (ceilDiv(int64(cols), int64(max(blockCols, 1))) + ceilDiv(int64(rows), int64(max(blockRows, 1))))
+	if text := sources * vrtSourceBytes; text > MaxVRTBytes {
+		return &SizeError{Rows: rows, Cols: cols, TextBytes: text,
+			Why: fmt.Sprintf("%d sources of a %dx%d block in %d bands make about %.1f GB of VRT text, more than the %d MiB limit",
+				sources, blockRows, blockCols, bands, float64(text)/1e9, MaxVRTBytes>>20)}
+	}
+	return nil
+}
+
+func ceilDiv(a, b int64) int64 { return (a + b - 1) / b }
 
 // writeTiledVRT writes rowVRT (block repeated across to cols) and vrt
 // (rowVRT repeated down to rows).

@@ -25,7 +25,7 @@ func tileOutput(tl Tile, depth int, f func(r, c int) []float32) []float32 {
 // exactly (up to rounding), whatever the weights.
 func TestCanvasReproducesAgreeingTiles(t *testing.T) {
 	for _, tc := range []struct{ rows, cols, tile, overlap int }{
-		{97, 61, 32, 8}, {200, 130, 64, 16}, {64, 64, 64, 0}, {150, 77, 40, 0}, {120, 50, 48, 24},
+		{97, 61, 32, 8}, {200, 130, 64, 16}, {64, 64, 64, OverlapNone}, {150, 77, 40, OverlapNone}, {120, 50, 48, 24},
 	} {
 		p, err := New(tc.rows, tc.cols, Options{Stride: 4, TileSize: tc.tile, Overlap: tc.overlap})
 		if err != nil {

@@ -45,7 +45,7 @@ func ExampleNew() {
 func ExampleNew_budget() {
 	cost := &tiling.Cost{Bands: 200, Classes: 16}
 	for _, budget := range []int64{16 << 30, 1 << 30, 64 << 20} {
-		p, err := tiling.New(2048, 2048, tiling.Options{Stride: 4, Overlap: -1, RecoveryWindow: 5, MaxMemoryBytes: budget, Cost: cost, Lazy: true})
+		p, err := tiling.New(2048, 2048, tiling.Options{Stride: 4, Overlap: tiling.OverlapAuto, RecoveryWindow: 5, MaxMemoryBytes: budget, Cost: cost, Lazy: true})
 		if err != nil {
 			log.Fatal(err)
 		}

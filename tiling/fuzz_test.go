@@ -19,20 +19,20 @@ func FuzzNew(f *testing.F) {
 		budgetMiB                                 int64
 		lazy                                      bool
 	}{
-		{83, 86, 4, 48, 16, 5, 0, false},       // make demo's SalinasA plan
-		{128, 128, 4, 64, 16, 5, 0, true},      // make demo's synthetic plan
-		{610, 340, 4, 0, -1, 9, 8, false},      // from a budget
-		{1, 1, 1, 1, 0, 1, 0, false},           // a single pixel
-		{5, 700, 16, 32, 31, 3, 0, false},      // overlap just below the tile
-		{300, 7, 3, 10, -1, 7, 0, true},        // stride not a power of two
-		{97, 101, 4, 0, -1, 5, 1, false},       // budget too small
-		{64, 64, 4, 16, 16, 5, 0, false},       // overlap = tile: refused
-		{0, 10, 4, 16, 4, 5, 0, false},         // empty scene: refused
-		{50, 50, 0, 16, 4, 5, 0, false},        // no stride: refused
-		{257, 255, 8, 100, 0, 1, 0, false},     // no overlap
-		{400, 399, 4, 0, 12, 5, 2, true},       // budget, fixed overlap, lazy
-		{33, 600, 4, 600, 20, 5, 0, false},     // one tile wider than the scene
-		{599, 37, 4, 0, -1, 5, 1 << 20, false}, // budget large enough for the whole image
+		{83, 86, 4, 48, 16, 5, 0, false},      // make demo's SalinasA plan
+		{128, 128, 4, 64, 16, 5, 0, true},     // make demo's synthetic plan
+		{610, 340, 4, 0, -1, 9, 8, false},     // from a budget
+		{1, 1, 1, 1, 0, 1, 0, false},          // a single pixel
+		{5, 700, 16, 32, 31, 3, 0, false},     // overlap just below the tile
+		{300, 7, 3, 10, -1, 7, 0, true},       // stride not a power of two
+		{97, 101, 4, 0, -1, 5, 1, false},      // budget too small
+		{64, 64, 4, 16, 16, 5, 0, false},      // overlap = tile: refused
+		{0, 10, 4, 16, 4, 5, 0, false},        // empty scene: refused
+		{50, 50, 0, 16, 4, 5, 0, false},       // no stride: refused
+		{257, 255, 8, 100, -1, 1, 0, false},   // no overlap
+		{400, 399, 4, 0, 12, 5, 2, true},      // budget, fixed overlap, lazy
+		{33, 600, 4, 600, 20, 5, 0, false},    // one tile wider than the scene
+		{599, 37, 4, 0, 0, 5, 1 << 20, false}, // budget large enough for the whole image
 	} {
 		f.Add(s.rows, s.cols, s.stride, s.tile, s.overlap, s.window, s.budgetMiB, s.lazy)
 	}

@@ -3,13 +3,10 @@ package tiling
 import (
 	"bytes"
 	"encoding/json"
-	"flag"
-	"os"
-	"path/filepath"
 	"testing"
-)
 
-var update = flag.Bool("update", false, "rewrite the golden files under testdata/ from the current output")
+	"github.com/pnec/pnec/internal/golden"
+)
 
 // TestWriteGeoJSONGolden: pnec tiles --geojson's output (Plan.WriteGeoJSON)
 // for make demo's SalinasA plan, georeferenced in UTM 31N and listing every
@@ -51,20 +48,7 @@ func TestWriteGeoJSONGolden(t *testing.T) {
 			if fc.Type != "FeatureCollection" || fc.TilesTotal != p.NumTiles() || len(fc.Features) != want || fc.Truncated != (want < p.NumTiles()) {
 				t.Fatalf("%s with %d of %d tiles (truncated %v), want a FeatureCollection of %d of %d", fc.Type, len(fc.Features), fc.TilesTotal, fc.Truncated, want, p.NumTiles())
 			}
-			golden := filepath.Join("testdata", tc.golden)
-			if *update {
-				if err := os.WriteFile(golden, b.Bytes(), 0o644); err != nil {
-					t.Fatal(err)
-				}
-				return
-			}
-			g, err := os.ReadFile(golden)
-			if err != nil {
-				t.Fatalf("%v (run with -update to create it)", err)
-			}
-			if !bytes.Equal(b.Bytes(), g) {
-				t.Errorf("output differs from %s (rerun with -update if the change is meant):\n%s", golden, b.Bytes())
-			}
+			golden.Check(t, tc.golden, b.Bytes())
 		})
 	}
 }

@@ -66,8 +66,10 @@ type Options struct {
 	Stride int // network output stride, pixels (> 0)
 	// TileSize forces tiles of this side, pixels (rounded up to the stride); 0 = plan from the budget.
 	TileSize int
-	// Overlap between neighbouring tiles, pixels (rounded up to the stride);
-	// negative = DefaultOverlap for the tile size. Ignored for whole-image plans.
+	// Overlap between neighbouring tiles: OverlapAuto (0, DefaultOverlap
+	// for the tile size), OverlapNone (any negative: tiles edge to edge), or
+	// pixels (rounded up to the stride); see ResolveOverlap. Ignored for
+	// whole-image plans. processor.Options.Overlap has the same meaning.
 	Overlap int
 	// RecoveryWindow is the odd side of the AvgPool recovery window, pixels;
 	// it sets the stripe's halo in the memory estimate and a floor for the default overlap.
@@ -146,12 +148,33 @@ func (c *Cost) TiledBytes(tileRows, tileCols, sceneCols, overlap, window int) in
 // the network, not by the tile.
 const DefaultOverlapPixels = 32
 
+// The two named overlap requests (Options.Overlap). The zero value asks for
+// the default, as every zero Option does.
+const (
+	OverlapAuto = 0  // DefaultOverlap for the tile size
+	OverlapNone = -1 // no overlap: tiles edge to edge, which shows seams
+)
+
+// ResolveOverlap is the overlap, pixels, tiles of side tile (a multiple
+// of stride) run with for the request overlap: DefaultOverlap for
+// OverlapAuto, 0 for OverlapNone (any negative), else overlap rounded up to
+// the stride. It is the one place an overlap request is resolved.
+func ResolveOverlap(overlap, tile, stride, window int) int {
+	switch {
+	case overlap == OverlapAuto:
+		return DefaultOverlap(tile, stride, window)
+	case overlap < 0:
+		return 0
+	}
+	return AlignUp(overlap, stride)
+}
+
 // DefaultOverlap is the overlap used for tiles of side tile when none is
 // given: DefaultOverlapPixels, at least the recovery window plus 16 pixels,
 // rounded up to the stride, and less than half the tile.
 func DefaultOverlap(tile, stride, window int) int {
 	o := max(DefaultOverlapPixels, window+16)
-	o = alignUp(o, stride)
+	o = AlignUp(o, stride)
 	if o > tile/2 {
 		o = alignDown(tile/2, stride)
 	}
@@ -178,12 +201,8 @@ func New(rows, cols int, o Options) (Plan, error) {
 		}
 		return fromBudget(rows, cols, o)
 	}
-	tile := alignUp(o.TileSize, o.Stride)
-	overlap := o.Overlap
-	if overlap < 0 {
-		overlap = DefaultOverlap(tile, o.Stride, o.RecoveryWindow)
-	}
-	overlap = alignUp(overlap, o.Stride)
+	tile := AlignUp(o.TileSize, o.Stride)
+	overlap := ResolveOverlap(o.Overlap, tile, o.Stride, o.RecoveryWindow)
 	if overlap >= tile {
 		return Plan{}, fmt.Errorf("%w: overlap %d px must be smaller than the tile (%d px)", ErrInvalid, overlap, tile)
 	}
@@ -194,14 +213,10 @@ func New(rows, cols int, o Options) (Plan, error) {
 // stride) whose tiled run fits the budget.
 func fromBudget(rows, cols int, o Options) (Plan, error) {
 	const step = 64
-	top := alignUp(max(rows, cols), step)
+	top := AlignUp(max(rows, cols), step)
 	for tile := top; tile >= MinTile; tile -= step {
-		t := alignUp(tile, o.Stride)
-		overlap := o.Overlap
-		if overlap < 0 {
-			overlap = DefaultOverlap(t, o.Stride, o.RecoveryWindow)
-		}
-		overlap = alignUp(overlap, o.Stride)
+		t := AlignUp(tile, o.Stride)
+		overlap := ResolveOverlap(o.Overlap, t, o.Stride, o.RecoveryWindow)
 		if overlap >= t {
 			continue
 		}
@@ -215,7 +230,7 @@ func fromBudget(rows, cols int, o Options) (Plan, error) {
 			return gridRC(rows, cols, br, bc, overlap, o.Stride, o.Lazy), nil
 		}
 	}
-	t := alignUp(MinTile, o.Stride)
+	t := AlignUp(MinTile, o.Stride)
 	need := o.Cost.TiledBytes(min(t, rows), min(t, cols), cols, DefaultOverlap(t, o.Stride, o.RecoveryWindow), o.RecoveryWindow)
 	return Plan{}, fmt.Errorf("%w: %d MiB allowed, a %dx%d scene needs about %d MiB with %d px tiles",
 		ErrBudget, o.MaxMemoryBytes>>20, cols, rows, need>>20, t)
@@ -243,7 +258,7 @@ func balanced(size, tile, overlap, stride int) int {
 		return tile
 	}
 	n := (size - overlap + tile - overlap - 1) / (tile - overlap)
-	b := alignUp((size-overlap+n-1)/n+overlap, stride)
+	b := AlignUp((size-overlap+n-1)/n+overlap, stride)
 	return min(b, tile)
 }
 
@@ -298,7 +313,7 @@ func axis(size, tile, overlap, stride int) ([]int, int, []span) {
 	for last := 0; last+tile < size; last = origins[len(origins)-1] {
 		// The last tile ends at the scene's edge, rounded up to the stride,
 		// rather than overhanging by up to a whole step of padding.
-		origins = append(origins, min(last+step, alignUp(size-tile, stride)))
+		origins = append(origins, min(last+step, AlignUp(size-tile, stride)))
 	}
 	cores := make([]span, len(origins))
 	for i := range origins {
@@ -315,7 +330,9 @@ func axis(size, tile, overlap, stride int) ([]int, int, []span) {
 	return origins, tile, cores
 }
 
-func alignUp(n, a int) int   { return (n + a - 1) / a * a }
+// AlignUp is n rounded up to a multiple of a (a > 0).
+func AlignUp(n, a int) int { return (n + a - 1) / a * a }
+
 func alignDown(n, a int) int { return n / a * a }
 
 // String summarises the plan in one line.

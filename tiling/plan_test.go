@@ -117,13 +117,16 @@ func TestPlanProperties(t *testing.T) {
 		stride := []int{1, 2, 4, 8}[rng.IntN(4)]
 		rows, cols := 1+rng.IntN(700), 1+rng.IntN(700)
 		tile := 8 + rng.IntN(250)
-		overlap := -1
+		overlap := OverlapAuto
 		if rng.IntN(4) > 0 {
 			overlap = rng.IntN(tile)
+			if overlap == 0 {
+				overlap = OverlapNone
+			}
 		}
 		p, err := New(rows, cols, Options{Stride: stride, TileSize: tile, Overlap: overlap, RecoveryWindow: 1 + 2*rng.IntN(7)})
 		if err != nil {
-			if errors.Is(err, ErrInvalid) && alignUp(max(overlap, 0), stride) >= alignUp(tile, stride) {
+			if errors.Is(err, ErrInvalid) && AlignUp(max(overlap, 0), stride) >= AlignUp(tile, stride) {
 				continue // overlap rounded up to the tile: a refused request
 			}
 			t.Fatalf("New(%d, %d, stride %d tile %d overlap %d): %v", rows, cols, stride, tile, overlap, err)
@@ -143,7 +146,7 @@ func TestPlanTable(t *testing.T) {
 	}{
 		{"no budget is whole", 610, 340, Options{Stride: 4}, 1, 1, 610, 340, true},
 		{"tile larger than scene", 100, 90, Options{Stride: 4, TileSize: 256, Overlap: 32}, 1, 1, 100, 90, true},
-		{"exact fit", 256, 256, Options{Stride: 4, TileSize: 128, Overlap: 0}, 2, 2, 128, 128, false},
+		{"exact fit", 256, 256, Options{Stride: 4, TileSize: 128, Overlap: OverlapNone}, 2, 2, 128, 128, false},
 		{"not dividing", 610, 340, Options{Stride: 4, TileSize: 128, Overlap: 32}, 7, 4, 128, 128, false},
 		{"narrow scene keeps its width", 1000, 60, Options{Stride: 4, TileSize: 128, Overlap: 32}, 11, 1, 128, 60, false},
 		{"overlap rounded to stride", 300, 300, Options{Stride: 4, TileSize: 100, Overlap: 10}, 4, 4, 100, 100, false},
@@ -182,7 +185,7 @@ func TestPlanErrors(t *testing.T) {
 		{"no stride", 10, 10, Options{}, ErrInvalid},
 		{"overlap too wide", 500, 500, Options{Stride: 4, TileSize: 64, Overlap: 64}, ErrInvalid},
 		{"negative tile", 500, 500, Options{Stride: 4, TileSize: -3}, ErrInvalid},
-		{"budget too small", 5000, 5000, Options{Stride: 4, Overlap: -1, MaxMemoryBytes: 1 << 20, Cost: &Cost{Bands: 100, Classes: 10}}, ErrBudget},
+		{"budget too small", 5000, 5000, Options{Stride: 4, Overlap: OverlapAuto, MaxMemoryBytes: 1 << 20, Cost: &Cost{Bands: 100, Classes: 10}}, ErrBudget},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -199,7 +202,7 @@ func TestPlanFromBudget(t *testing.T) {
 	const rows, cols = 4000, 1000
 	whole := cost.WholeBytes(rows, cols)
 	t.Run("fits whole", func(t *testing.T) {
-		p, err := New(rows, cols, Options{Stride: 4, Overlap: -1, RecoveryWindow: 9, MaxMemoryBytes: whole, Cost: cost})
+		p, err := New(rows, cols, Options{Stride: 4, Overlap: OverlapAuto, RecoveryWindow: 9, MaxMemoryBytes: whole, Cost: cost})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -208,7 +211,7 @@ func TestPlanFromBudget(t *testing.T) {
 		}
 	})
 	for _, budget := range []int64{whole / 2, whole / 8, whole / 30} {
-		p, err := New(rows, cols, Options{Stride: 4, Overlap: -1, RecoveryWindow: 9, MaxMemoryBytes: budget, Cost: cost})
+		p, err := New(rows, cols, Options{Stride: 4, Overlap: OverlapAuto, RecoveryWindow: 9, MaxMemoryBytes: budget, Cost: cost})
 		if err != nil {
 			t.Fatalf("budget %d: %v", budget, err)
 		}
@@ -224,7 +227,7 @@ func TestPlanFromBudget(t *testing.T) {
 		// largest tile, then shrinks it to the same count of tiles).
 		if n := p.TilesDown; n > 1 {
 			ov := p.Overlap
-			bigger := alignUp((rows-ov+n-2)/(n-1)+ov, 4)
+			bigger := AlignUp((rows-ov+n-2)/(n-1)+ov, 4)
 			if cost.TiledBytes(bigger, min(bigger, cols), cols, DefaultOverlap(bigger, 4, 9), 9) <= budget {
 				t.Errorf("budget %d: %d tiles down of %d chosen but %d px tiles (%d down) fit too", budget, n, p.TileRows, bigger, n-1)
 			}
@@ -234,19 +237,40 @@ func TestPlanFromBudget(t *testing.T) {
 
 // The stripe estimate must not depend on the scene's height: that is the
 // promise that memory does not grow with the scene.
+// TestTiledBytesIndependentOfHeight: under one budget, scenes of one width
+// and any height are planned in tiles of the same width whose planned peak
+// stays within the budget (the canvas holds a stripe, not the scene), while
+// the whole image's cost grows with the height past the budget. A planner
+// that counted the scene's height would give taller scenes narrower tiles
+// or a peak over the budget here. (It once compared TiledBytes of a forced
+// tile, which has no height argument: it could not fail.)
 func TestTiledBytesIndependentOfHeight(t *testing.T) {
 	cost := &Cost{Bands: 50, Classes: 5}
-	var prev int64
-	for _, rows := range []int{1000, 8000, 64000} {
-		p, err := New(rows, 800, Options{Stride: 4, TileSize: 256, Overlap: 64, RecoveryWindow: 9})
+	const cols = 800
+	budget := cost.WholeBytes(1000, cols) / 2 // the smallest scene already needs tiles
+	var first Plan
+	for i, rows := range []int{1000, 8000, 64000} {
+		p, err := New(rows, cols, Options{Stride: 4, RecoveryWindow: 9, MaxMemoryBytes: budget, Cost: cost, Lazy: true})
 		if err != nil {
-			t.Fatal(err)
+			t.Fatalf("rows %d: %v", rows, err)
 		}
-		got := cost.TiledBytes(p.TileRows, p.TileCols, 800, p.Overlap, 9)
-		if prev != 0 && got != prev {
-			t.Fatalf("rows %d: got %d bytes, want %d as for fewer rows", rows, got, prev)
+		if p.Whole {
+			t.Fatalf("rows %d: planned the whole image under %d bytes (it needs %d)", rows, budget, cost.WholeBytes(rows, cols))
 		}
-		prev = got
+		if got := cost.TiledBytes(p.TileRows, p.TileCols, cols, p.Overlap, 9); got > budget {
+			t.Errorf("rows %d: planned peak %d over the budget %d", rows, got, budget)
+		}
+		if i == 0 {
+			first = p
+			continue
+		}
+		if p.TileCols != first.TileCols || p.TilesAcross != first.TilesAcross || p.Overlap != first.Overlap {
+			t.Errorf("rows %d: %d tiles across of %d px, overlap %d; want %d of %d px, overlap %d as for 1000 rows",
+				rows, p.TilesAcross, p.TileCols, p.Overlap, first.TilesAcross, first.TileCols, first.Overlap)
+		}
+		if p.TilesDown*1000 < first.TilesDown*rows/2 {
+			t.Errorf("rows %d: %d tiles down, want about %d times the %d of 1000 rows", rows, p.TilesDown, rows/1000, first.TilesDown)
+		}
 	}
 }
 
@@ -283,6 +307,25 @@ func TestBalanced(t *testing.T) {
 		}
 		if n(got) != n(tc.tile) {
 			t.Errorf("size %d: %d tiles of %d, %d of %d", tc.size, n(got), got, n(tc.tile), tc.tile)
+		}
+	}
+}
+
+// TestResolveOverlap: the one convention for an overlap request (tiling,
+// processor; cmd/pnec's --overlap translates into it): zero asks for the
+// default, a negative for none, pixels are rounded up to the stride.
+func TestResolveOverlap(t *testing.T) {
+	for _, tc := range []struct{ overlap, tile, stride, window, want int }{
+		{OverlapAuto, 256, 4, 9, DefaultOverlap(256, 4, 9)},
+		{OverlapAuto, 256, 4, 9, 32},
+		{OverlapAuto, 48, 4, 9, 24}, // at most half the tile
+		{OverlapNone, 256, 4, 9, 0},
+		{-7, 256, 4, 9, 0},
+		{10, 256, 4, 9, 12},
+		{16, 256, 4, 9, 16},
+	} {
+		if got := ResolveOverlap(tc.overlap, tc.tile, tc.stride, tc.window); got != tc.want {
+			t.Errorf("ResolveOverlap(%d, tile %d, stride %d, window %d) = %d, want %d", tc.overlap, tc.tile, tc.stride, tc.window, got, tc.want)
 		}
 	}
 }

@@ -231,20 +231,24 @@ func RecoverRegion(prob []float32, valid []bool, in, out Rect, classes int, p Re
 }
 
 // Argmax returns, for each pixel of prob ([pixels][classes]), the dense index
-// of its largest probability; ties go to the lowest index. Pixels whose
-// probabilities are all zero (invalid pixels after Recover) get -1.
+// of its largest probability (ArgmaxPixel): ties go to the lowest index, and
+// pixels whose probabilities are all zero (invalid pixels after Recover) get -1.
 func Argmax(prob []float32, classes int) []int {
-	n := len(prob) / classes
-	out := make([]int, n)
+	out := make([]int, len(prob)/classes)
 	for i := range out {
-		px := prob[i*classes : (i+1)*classes]
-		best, bv := -1, float32(0)
-		for k, v := range px {
-			if v > bv {
-				best, bv = k, v
-			}
-		}
-		out[i] = best
+		out[i] = ArgmaxPixel(prob[i*classes : (i+1)*classes])
 	}
 	return out
+}
+
+// ArgmaxPixel is the index of px's largest value; ties go to the lowest
+// index; -1 when none is above 0 (an invalid pixel after Recover).
+func ArgmaxPixel(px []float32) int {
+	best, bv := -1, float32(0)
+	for k, v := range px {
+		if v > bv {
+			best, bv = k, v
+		}
+	}
+	return best
 }

@@ -145,6 +145,14 @@ var badInputs = []badInput{
 		os.MkdirAll(p, 0o755)
 		return p
 	}},
+	// A FIFO nobody writes blocked GDAL (and batch's STAC sniff) forever.
+	{name: "FIFO instead of file", want: "not a regular file", fastFail: true, make: func(t *testing.T, d string) string {
+		p := filepath.Join(d, "pipe.tif")
+		if err := syscall.Mkfifo(p, 0o644); err != nil {
+			t.Skipf("mkfifo: %v", err)
+		}
+		return p
+	}},
 	{name: "zero-byte file", make: func(t *testing.T, d string) string {
 		p := filepath.Join(d, "empty.tif")
 		os.WriteFile(p, nil, 0o644)

@@ -74,26 +74,35 @@ func init() {
 // (pipelines.EngineFromEnv: Slurm job arrays, Kubernetes Indexed Jobs, AWS
 // Batch array jobs; --shards or PNEC_SHARDS for the count where the engine
 // does not publish it).
-func batchEngine(c *cli.Context) (pipelines.Engine, error) {
+func batchEngine(c *cli.Context) (pipelines.Engine, pipelines.Shard, error) {
 	s := c.String("shard")
 	if s != "" && c.IsSet("shards") {
-		return pipelines.Engine{}, errors.New("batch: give --shard I/N or --shards N, not both")
+		return pipelines.Engine{}, pipelines.Shard{}, errors.New("batch: give --shard I/N or --shards N, not both")
 	}
 	if s != "" {
 		sh, err := pipelines.ParseShard(s)
 		if err != nil {
-			return pipelines.Engine{}, fmt.Errorf("batch: --shard: %w", err)
+			return pipelines.Engine{}, sh, fmt.Errorf("batch: --shard: %w", err)
 		}
-		return pipelines.Engine{Shard: sh}, nil
+		return pipelines.Engine{}, sh, nil
 	}
 	if c.IsSet("shards") && c.Int("shards") < 1 {
-		return pipelines.Engine{}, fmt.Errorf("batch: --shards %d: want at least 1", c.Int("shards"))
+		return pipelines.Engine{}, pipelines.Shard{}, fmt.Errorf("batch: --shards %d: want at least 1", c.Int("shards"))
 	}
-	e, err := pipelines.EngineFromEnv(os.Getenv, c.Int("shards"))
+	e, sh, err := pipelines.EngineFromEnv(os.Getenv, c.Int("shards"))
+	var ee *pipelines.EngineError
+	if errors.As(err, &ee) {
+		switch ee.Need {
+		case pipelines.NeedShard:
+			return e, sh, fmt.Errorf("batch: %w; give --shard I/N", err)
+		case pipelines.NeedCount:
+			return e, sh, fmt.Errorf("batch: %w; give --shards N or %s=N", err, pipelines.ShardsEnv)
+		}
+	}
 	if err != nil {
-		return pipelines.Engine{}, fmt.Errorf("batch: %w", err)
+		return e, sh, fmt.Errorf("batch: %w", err)
 	}
-	return e, nil
+	return e, sh, nil
 }
 
 func batchAction(c *cli.Context) error {
@@ -110,8 +119,7 @@ func batchAction(c *cli.Context) error {
 			return fmt.Errorf("batch: --%s not set (give it, or the payload's %s parameter)", f, strings.ReplaceAll(f, "-", "_"))
 		}
 	}
-	engine, err := batchEngine(c)
-	shard := engine.Shard
+	engine, shard, err := batchEngine(c)
 	if err != nil {
 		return err
 	}
@@ -158,7 +166,7 @@ func batchAction(c *cli.Context) error {
 		Asset: c.String("asset"), Mask: c.String("mask"), AllowOutsideCatalog: c.Bool("allow-outside-catalog"),
 		Force: c.Bool("force"), Jobs: c.Int("jobs"), Shard: shard, Engine: engine,
 		Collection: c.String("stac-collection"), CollectionID: c.String("collection-id"),
-		Options: opts, Report: report, Version: version,
+		Options: opts, Report: report,
 	}
 	if rf != nil {
 		cfg.ReportPath = c.String("report")

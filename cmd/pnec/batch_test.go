@@ -384,3 +384,44 @@ func TestBatchShardsFromEnv(t *testing.T) {
 		})
 	}
 }
+
+// TestBatchMovesOnPastFIFO gives batch a FIFO among its inputs (as a raster
+// and as a STAC document in a directory): each fails at once as "not a
+// regular file" and the good scene after them is classified.
+func TestBatchMovesOnPastFIFO(t *testing.T) {
+	modelPath, scene, dir := classifyFixture(t)
+	in := filepath.Join(dir, "in")
+	if err := os.MkdirAll(in, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range []string{"a.tif", "b.json"} {
+		if err := syscall.Mkfifo(filepath.Join(in, n), 0o644); err != nil {
+			t.Skipf("mkfifo: %v", err)
+		}
+	}
+	if err := os.Link(scene, filepath.Join(in, "z.tif")); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "out")
+	done := make(chan error, 1)
+	var stderr string
+	go func() {
+		var err error
+		_, stderr, err = runCaptured(t, "batch", "--model", modelPath, "--backend", "go", "--out-dir", out, in)
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err == nil || !strings.Contains(err.Error(), "2 of 3 scenes failed") {
+			t.Errorf("batch: %v, want 2 of 3 scenes failed\n%s", err, stderr)
+		}
+	case <-time.After(2 * time.Minute):
+		t.Fatal("batch still running after 2 minutes: blocked on a FIFO")
+	}
+	if _, err := os.Stat(filepath.Join(out, "z.tif")); err != nil {
+		t.Errorf("the good scene after the FIFOs was not classified: %v", err)
+	}
+	if n := strings.Count(stderr, "not a regular file: a FIFO"); n < 2 {
+		t.Errorf("stderr names %d FIFOs, want 2:\n%s", n, stderr)
+	}
+}

@@ -14,8 +14,10 @@ import (
 	"github.com/pnec/pnec/geo"
 	"github.com/pnec/pnec/internal/progress"
 	"github.com/pnec/pnec/internal/samefile"
+	"github.com/pnec/pnec/internal/tempfiles"
 	"github.com/pnec/pnec/model"
 	"github.com/pnec/pnec/processor"
+	"github.com/pnec/pnec/tiling"
 	"github.com/schollz/progressbar/v3"
 	"github.com/urfave/cli/v2"
 )
@@ -138,13 +140,15 @@ func planOptions(c *cli.Context) (processor.Options, error) {
 	} else {
 		o.TileSize = t
 	}
+	// The flag's -1 (automatic) and 0 (none) read as a user counts pixels;
+	// the library's zero value is its default: translated here, once.
 	switch ov := c.Int("overlap"); {
 	case ov < -1 || ov > processor.MaxTileSide:
 		return o, fmt.Errorf("--overlap %d: want 0..%d pixels (or -1 for automatic)", ov, processor.MaxTileSide)
 	case ov == -1:
-		o.Overlap = 0 // processor's default
+		o.Overlap = tiling.OverlapAuto
 	case ov == 0:
-		o.Overlap = -1 // processor's "none"
+		o.Overlap = tiling.OverlapNone
 	default:
 		o.Overlap = ov
 	}
@@ -188,6 +192,13 @@ func classifyAction(c *cli.Context) error {
 	}
 	if err := checkOutputsNotInputs(productOutputs(out, outRole, opts.ReliabilityFloat32), inputs); err != nil {
 		return err
+	}
+	lock, err := lockOutput(out, c.App.ErrWriter)
+	if err != nil {
+		return err
+	}
+	if lock != nil {
+		defer lock.Release()
 	}
 	quiet := c.Bool("quiet")
 	stderr := c.App.ErrWriter
@@ -258,6 +269,36 @@ func checkOutputsNotInputs(outputs, inputs []samefile.Named) error {
 		return fmt.Errorf("%w; give another output", err)
 	}
 	return nil
+}
+
+// lockOutput takes the lock pnec batch takes for a product (the same file,
+// so a classify and a batch never write one product at once) on a local
+// output and removes the temporaries a killed earlier run of the same
+// output left (staging files, lock): with the lock free their writer is
+// gone. It returns nil for an output GDAL writes remotely (/vsi...).
+func lockOutput(out string, stderr io.Writer) (*tempfiles.Lock, error) {
+	if strings.HasPrefix(out, "/vsi") {
+		return nil, nil
+	}
+	dir, base := filepath.Split(out)
+	if dir == "" {
+		dir = "."
+	}
+	key := base
+	if filepath.Ext(base) == ".tif" {
+		key = strings.TrimSuffix(base, ".tif")
+	}
+	lock, err := tempfiles.TryLock(dir, key)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", out, err)
+	}
+	if n, err := tempfiles.RemoveTemps(dir, key); err != nil {
+		lock.Release()
+		return nil, fmt.Errorf("%s: remove stale temporary files: %w", out, err)
+	} else if n > 0 && stderr != nil {
+		fmt.Fprintf(stderr, "pnec: %s: removed %d stale temporary file(s) of an earlier run\n", out, n)
+	}
+	return lock, nil
 }
 
 // progressReporter shows pixels done, pixels/s and the time left: a bar on

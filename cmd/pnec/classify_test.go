@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -11,6 +12,8 @@ import (
 
 	"github.com/pnec/pnec/geo"
 	"github.com/pnec/pnec/internal/fixture"
+	"github.com/pnec/pnec/internal/tempfiles"
+	"github.com/pnec/pnec/model"
 )
 
 func classifyFixture(t *testing.T) (modelPath, scene, dir string) {
@@ -186,5 +189,80 @@ func TestTilesCommand(t *testing.T) {
 		if f.Geometry.Type != "Polygon" || len(ring) != 5 || ring[0] != want {
 			t.Errorf("feature %d: %s ring %v, want 5 points from %v", i, f.Geometry.Type, ring, want)
 		}
+	}
+}
+
+// TestClassifyRemovesStaleTemporaries leaves in the output directory what a
+// classify killed with SIGKILL leaves (staging files of the product and its
+// Float32 reliability, a style temporary, its lock file) and checks that
+// the next classify of the same output removes them, leaves another
+// product's alone, and that while another process holds the output's lock
+// a classify refuses and removes nothing.
+func TestClassifyRemovesStaleTemporaries(t *testing.T) {
+	modelPath, scene, dir := classifyFixture(t)
+	out := filepath.Join(dir, "out")
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	stale := []string{".map.tif.123.stage.tif", ".map.tif.123.stage.tif.aux.xml", ".map.tif.456.tmp.tif",
+		".map.reliability.tif.789.stage.tif", ".map.qml.pnec-tmp-0a1b2c3d", ".map.pnec-lock"}
+	others := []string{".other.tif.1.stage.tif", ".map.v2.tif.1.stage.tif"}
+	for _, n := range append(append([]string(nil), stale...), others...) {
+		if err := os.WriteFile(filepath.Join(out, n), []byte("x"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	product := filepath.Join(out, "map.tif")
+	args := []string{"classify", "--model", modelPath, "--backend", "go", "--scene", scene, "--out", product}
+
+	held, err := tempfiles.TryLock(out, "map")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, stderr, err := runCaptured(t, args...)
+	if err == nil || !strings.Contains(err.Error(), "another process is writing it") {
+		t.Errorf("classify while the output's lock is held: %v, want 'another process is writing it'\n%s", err, stderr)
+	}
+	for _, n := range stale[:len(stale)-1] {
+		if _, err := os.Stat(filepath.Join(out, n)); err != nil {
+			t.Errorf("%s removed while another process held the lock: %v", n, err)
+		}
+	}
+	held.Release()
+	if err := os.WriteFile(filepath.Join(out, ".map.pnec-lock"), []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	_, stderr, err = runCaptured(t, args...)
+	if err != nil {
+		t.Fatalf("classify: %v\n%s", err, stderr)
+	}
+	if !strings.Contains(stderr, "removed 5 stale temporary file(s)") {
+		t.Errorf("stderr does not report the 5 stale temporaries:\n%s", stderr)
+	}
+	ents, _ := os.ReadDir(out)
+	var got []string
+	for _, e := range ents {
+		got = append(got, e.Name())
+	}
+	want := append([]string{"map.qml", "map.tif", "map.tif.aux.xml"}, others...)
+	slices.Sort(want)
+	if !slices.Equal(got, want) {
+		t.Errorf("output directory holds %v, want %v", got, want)
+	}
+}
+
+// TestNoPluginMessage: an XLA backend without a PJRT plugin fails with
+// pnec's one line, not GoMLX's hint for Go developers (import its
+// autoinstall package).
+func TestNoPluginMessage(t *testing.T) {
+	modelPath, scene, dir := classifyFixture(t)
+	t.Setenv("PJRT_PLUGIN_LIBRARY_PATH", t.TempDir())
+	_, stderr, err := runCaptured(t, "classify", "--model", modelPath, "--backend", "xla:cpu", "--scene", scene, "--out", filepath.Join(dir, "x.tif"))
+	if err == nil {
+		t.Skip("an XLA CPU plugin was found here")
+	}
+	if !errors.Is(err, model.ErrNoPlugin) || strings.Contains(err.Error(), "autoinstall") || strings.Contains(err.Error(), "\n") {
+		t.Errorf("got %q, want model.ErrNoPlugin's one line\n%s", err, stderr)
 	}
 }

@@ -5,6 +5,7 @@ import (
 
 	"github.com/pnec/pnec/evaluation"
 	"github.com/pnec/pnec/model"
+	"github.com/pnec/pnec/processor"
 	"github.com/urfave/cli/v2"
 )
 
@@ -77,7 +78,8 @@ func experimentAction(c *cli.Context) error {
 	opts := evaluation.ExperimentOptions{
 		Runs: runs, FirstSeed: c.Int64("first-seed"), Ablation: c.Bool("ablation"),
 		Train: model.TrainOptions{Config: cfg, TrainPerClass: c.Int("train-per-class"),
-			SplitSeed: c.Int64("split-seed"), Backend: c.String("backend"), ClassNames: names},
+			SplitSeed: c.Int64("split-seed"), Backend: c.String("backend"), ClassNames: names,
+			MaxMemoryBytes: processor.ReadMemoryLimits("/").Usable()},
 		Eval: evaluation.EvalOptions{Backend: c.String("backend")},
 	}
 	if !c.Bool("quiet") {
@@ -96,7 +98,7 @@ func experimentAction(c *cli.Context) error {
 	}
 	exp, err := evaluation.RunExperimentFiles(c.Context, c.String("scene"), c.String("labels"), c.String("train-mask"), opts)
 	if err != nil {
-		return err
+		return wordTrainMemory(err, cfg)
 	}
 	if c.Bool("json") {
 		return exp.WriteJSON(stdoutOf(c))

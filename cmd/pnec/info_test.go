@@ -7,6 +7,7 @@ import (
 	"io"
 	"math"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -171,7 +172,91 @@ func TestInfoErrors(t *testing.T) {
 			t.Errorf("local grid output lacks %q:\n%s", want, out)
 		}
 	}
-	if strings.Contains(out, "valid pixels") {
-		t.Error("--skip-valid still printed valid pixels")
+	if !strings.Contains(out, "valid pixels:   not measured (the scene was not read)") {
+		t.Errorf("--skip-valid does not say the valid pixels were not measured:\n%s", out)
+	}
+}
+
+// TestInfoReadsIntegerScenes: a scene of integer bands without nodata has
+// only valid pixels by type, and info once said "100%" without reading it,
+// also when GDAL could not read it (a truncated file, a VRT whose source is
+// gone). It reads now: those fail naming the scene, a good one says 100%.
+func TestInfoReadsIntegerScenes(t *testing.T) {
+	dir := t.TempDir()
+	good := filepath.Join(dir, "int16.tif")
+	w, err := geo.CreateGeoTIFF(good, geo.RasterSpec{Cols: 256, Rows: 256, Bands: 4, DataType: geo.Int16})
+	if err != nil {
+		t.Fatal(err)
+	}
+	data := make([]float32, 256*256*4)
+	for i := range data {
+		data[i] = float32(i % 1000)
+	}
+	if err := w.WriteWindow(geo.Window{Cols: 256, Rows: 256}, data); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	out, err := infoRun(t, "info", good)
+	if err != nil || !strings.Contains(out, "valid pixels:   100.00%") {
+		t.Fatalf("good Int16 scene: %v\n%s", err, out)
+	}
+	b, err := os.ReadFile(good)
+	if err != nil {
+		t.Fatal(err)
+	}
+	truncated := filepath.Join(dir, "truncated.tif")
+	if err := os.WriteFile(truncated, b[:len(b)/2], 0o644); err != nil {
+		t.Fatal(err)
+	}
+	vrt := filepath.Join(dir, "gone.vrt")
+	if err := os.WriteFile(vrt, []byte(`<VRTDataset rasterXSize="256" rasterYSize="256">
+  <VRTRasterBand dataType="Int16" band="1">
+    <SimpleSource><SourceFilename relativeToVRT="1">gone.tif</SourceFilename><SourceBand>1</SourceBand></SimpleSource>
+  </VRTRasterBand>
+</VRTDataset>
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{truncated, vrt} {
+		out, err := infoRun(t, "info", p)
+		if err == nil || !strings.Contains(err.Error(), filepath.Base(p)) {
+			t.Errorf("info %s: %v, want an error naming it\n%s", p, err, out)
+		}
+		if strings.Contains(out, "100.00%") {
+			t.Errorf("info %s reports 100%% valid:\n%s", p, out)
+		}
+	}
+}
+
+// TestInfoShowsScaleOffset: bands with a scale and offset (applied on
+// every read) show them in the text and the JSON.
+func TestInfoShowsScaleOffset(t *testing.T) {
+	if _, err := exec.LookPath("gdal_translate"); err != nil {
+		t.Skip("gdal_translate not on PATH (install gdal-bin)")
+	}
+	scaled := filepath.Join(t.TempDir(), "scaled.tif")
+	if b, err := exec.Command("gdal_translate", "-q", "-a_scale", "0.0001", "-a_offset", "-0.1", infoScene(t), scaled).CombinedOutput(); err != nil {
+		t.Fatalf("gdal_translate: %v %s", err, b)
+	}
+	out, err := infoRun(t, "info", scaled)
+	if err != nil || !strings.Contains(out, "scale/offset:   x0.0001 +-0.1 in every band") {
+		t.Errorf("text: %v, want the scale and offset:\n%s", err, out)
+	}
+	js, err := infoRun(t, "info", "--json", "--skip-valid", scaled)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rep geo.Report
+	if err := json.Unmarshal([]byte(js), &rep); err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Scale) != 3 || rep.Scale[2] != 0.0001 || rep.Offset[0] != -0.1 {
+		t.Errorf("JSON scale %v offset %v, want 0.0001 and -0.1 for 3 bands", rep.Scale, rep.Offset)
+	}
+	plain, err := infoRun(t, "info", "--skip-valid", infoScene(t))
+	if err != nil || strings.Contains(plain, "scale/offset") {
+		t.Errorf("a scene without scale/offset shows one: %v\n%s", err, plain)
 	}
 }

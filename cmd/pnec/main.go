@@ -18,10 +18,10 @@ import (
 	"github.com/pnec/pnec/geo"
 	"github.com/pnec/pnec/internal/oneline"
 	"github.com/pnec/pnec/internal/tempfiles"
+	"github.com/pnec/pnec/model"
+	"github.com/pnec/pnec/pipelines"
+	"github.com/pnec/pnec/processor"
 )
-
-// version is set at build time with -ldflags "-X main.version=...".
-var version = "dev"
 
 // commands is filled by each subcommand's file through register, so that
 // subcommands live in their own files.
@@ -29,7 +29,8 @@ var commands []*cli.Command
 
 func register(c *cli.Command) { commands = append(commands, c) }
 
-// stopGrace is how long a command told to stop (SIGINT, SIGTERM) may take
+// stopGrace is how long a command told to stop (SIGINT, SIGTERM, SIGHUP: a
+// closed terminal or ssh session stops work the same way) may take
 // to return by itself: a network call or a GDAL read or write in progress
 // cannot be interrupted and may take much longer, so after stopGrace the
 // process removes its temporaries and exits anyway (well within the 5 s a
@@ -41,7 +42,7 @@ func main() {
 	// scenes it stopped.
 	ctx, cancel := context.WithCancelCause(context.Background())
 	sigs := make(chan os.Signal, 2)
-	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	done := make(chan error, 1)
 	go func() { done <- run(ctx, os.Args) }()
 	var err error
@@ -94,21 +95,43 @@ func stopOnSignal(sig os.Signal, sigs <-chan os.Signal, done <-chan error) {
 	os.Exit(code)
 }
 
+// quietLibraries keeps the libraries' own logging off stderr, where it
+// would surround pnec's one line: GDAL's messages outside pnec's calls,
+// and the INFO and WARNING lines (glog/absl) an XLA PJRT plugin prints when
+// it loads. --verbose keeps them, and so does a TF_CPP_MIN_LOG_LEVEL the
+// user set.
+func quietLibraries() {
+	geo.QuietMessages()
+	if _, set := os.LookupEnv("TF_CPP_MIN_LOG_LEVEL"); !set {
+		os.Setenv("TF_CPP_MIN_LOG_LEVEL", "2")
+	}
+}
+
+// networkCommands are the commands that may run the network on the Go
+// backend: they make the model's heap guard (model.GuardHeap) before they
+// read anything, while the heap is fresh. The others (--version, info,
+// synth, tiles, import) never map it, so they run under any address-space
+// limit.
+var networkCommands = map[string]bool{
+	"classify": true, "batch": true, "train": true, "evaluate": true, "experiment": true, "backends": true,
+}
+
 // run builds the application and runs it on args (args[0] is the program name).
 func run(ctx context.Context, args []string) error {
 	return newApp().RunContext(ctx, args)
 }
 
 func newApp() *cli.App {
-	cmds := append([]*cli.Command(nil), commands...)
-	for _, c := range cmds {
-		quietUsageErrors(c)
+	cmds := make([]*cli.Command, len(commands))
+	for i, c := range commands {
+		cmds[i] = freshCommand(c)
+		quietUsageErrors(cmds[i])
 	}
 	sort.Slice(cmds, func(i, j int) bool { return cmds[i].Name < cmds[j].Name })
 	return &cli.App{
 		Name:    "pnec",
 		Usage:   "classify hyperspectral scenes with PNEC-Mamba into Cloud-Optimized GeoTIFF land-cover maps",
-		Version: version,
+		Version: model.Version,
 		Description: "pnec reads any scene GDAL reads, runs the PNEC-Mamba classifier on the whole image or on\n" +
 			"overlapping tiles, and writes a COG with a 'class' band and a 'reliability' band.\n" +
 			"Run 'pnec COMMAND --help' for each command's flags and examples.",
@@ -118,6 +141,12 @@ func newApp() *cli.App {
 		ExitErrHandler: func(*cli.Context, error) {},
 		// GDAL configuration applies to every command, before it opens anything.
 		Before: func(c *cli.Context) error {
+			if networkCommands[c.Args().First()] {
+				model.GuardHeap()
+			}
+			if !c.Bool("verbose") {
+				quietLibraries()
+			}
 			if kv := c.StringSlice("config"); len(kv) > 0 {
 				if err := geo.SetConfig(kv); err != nil {
 					return fmt.Errorf("--config: %w", err)
@@ -131,6 +160,44 @@ func newApp() *cli.App {
 			&cli.BoolFlag{Name: "verbose", Usage: "log more detail to stderr"},
 		},
 	}
+}
+
+// freshCommand copies c and its subcommands for one app: urfave/cli writes
+// its help name into a command when an app runs (prefixing the app's to
+// what is there), so commands shared by several runs in one process (the
+// tests) read "pnec pnec pnec ... synth" in their help.
+func freshCommand(c *cli.Command) *cli.Command {
+	cp := *c
+	cp.HelpName = ""
+	if action := c.Action; action != nil {
+		cp.Action = func(ctx *cli.Context) error { return withFlagHints(action(ctx)) }
+	}
+	cp.Subcommands = make([]*cli.Command, len(c.Subcommands))
+	for i, sub := range c.Subcommands {
+		cp.Subcommands[i] = freshCommand(sub)
+	}
+	return &cp
+}
+
+// withFlagHints words the libraries' typed errors with the flags that
+// change what they refuse (the libraries do not name flags): the memory
+// budget, the STAC asset, the Collection's licence.
+func withFlagHints(err error) error {
+	var be *processor.BudgetError
+	var le *pipelines.LicenseError
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &be) && be.TileSize > 0:
+		return fmt.Errorf("%w: give --max-memory %s or more, or a smaller --tile", err, be.NeedSize())
+	case errors.As(err, &be):
+		return fmt.Errorf("%w: give --max-memory %s or more", err, be.NeedSize())
+	case errors.Is(err, pipelines.ErrNoAsset):
+		return fmt.Errorf("%w; choose one with --asset", err)
+	case errors.As(err, &le):
+		return fmt.Errorf("--license %q: %w", le.License, pipelines.ErrLicense)
+	}
+	return err
 }
 
 // usageError keeps a bad flag to one line: urfave/cli would print the whole

@@ -19,21 +19,29 @@ import (
 // classifying it takes many seconds, without writing its pixels.
 func bigFixtureScene(t *testing.T, dir string, rows, cols int) string {
 	t.Helper()
-	src := filepath.Join(dir, "fixture.tif")
-	if err := fixture.WriteScene(src, 5); err != nil {
+	return fixtureVRT(t, dir, "big.vrt", rows, cols, func(b *strings.Builder, band int) {
+		fmt.Fprintf(b, "    <SimpleSource><SourceFilename relativeToVRT=\"1\">fixture.tif</SourceFilename><SourceBand>%d</SourceBand>", band)
+		fmt.Fprintf(b, "<SrcRect xOff=\"0\" yOff=\"0\" xSize=\"%d\" ySize=\"%d\"/><DstRect xOff=\"0\" yOff=\"0\" xSize=\"%d\" ySize=\"%d\"/></SimpleSource>\n",
+			fixture.Cols, fixture.Rows, cols, rows)
+	})
+}
+
+// fixtureVRT writes the fixture scene (fixture.tif) in dir and a rows x
+// cols Float32 VRT named name over it whose bands' sources sources writes.
+func fixtureVRT(t *testing.T, dir, name string, rows, cols int, sources func(b *strings.Builder, band int)) string {
+	t.Helper()
+	if err := fixture.WriteScene(filepath.Join(dir, "fixture.tif"), 5); err != nil {
 		t.Fatal(err)
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "<VRTDataset rasterXSize=\"%d\" rasterYSize=\"%d\">\n", cols, rows)
 	for i := 1; i <= fixture.Bands; i++ {
 		fmt.Fprintf(&b, "  <VRTRasterBand dataType=\"Float32\" band=\"%d\"><NoDataValue>%g</NoDataValue>\n", i, fixture.NoData)
-		fmt.Fprintf(&b, "    <SimpleSource><SourceFilename relativeToVRT=\"1\">fixture.tif</SourceFilename><SourceBand>%d</SourceBand>", i)
-		fmt.Fprintf(&b, "<SrcRect xOff=\"0\" yOff=\"0\" xSize=\"%d\" ySize=\"%d\"/><DstRect xOff=\"0\" yOff=\"0\" xSize=\"%d\" ySize=\"%d\"/></SimpleSource>\n",
-			fixture.Cols, fixture.Rows, cols, rows)
+		sources(&b, i)
 		b.WriteString("  </VRTRasterBand>\n")
 	}
 	b.WriteString("</VRTDataset>\n")
-	p := filepath.Join(dir, "big.vrt")
+	p := filepath.Join(dir, name)
 	if err := os.WriteFile(p, []byte(b.String()), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -58,7 +66,7 @@ func leftovers(t *testing.T, dir string) []string {
 }
 
 // TestSignalStops runs the real binary on a scene that takes minutes, sends
-// it SIGINT or SIGTERM once it is writing (its staging file exists) and, in
+// it SIGINT, SIGTERM or SIGHUP once it is writing (its staging file exists) and, in
 // one case, after a delay that lands inside a network call, and checks that
 // it exits within 5 s with 128 + the signal, removes every temporary and
 // leaves the earlier product byte for byte as it was.
@@ -78,6 +86,7 @@ func TestSignalStops(t *testing.T) {
 		delay time.Duration // after the staging file appears
 	}{
 		{"classify SIGTERM", syscall.SIGTERM, false, 0},
+		{"classify SIGHUP", syscall.SIGHUP, false, 0},
 		{"classify SIGINT mid-network", syscall.SIGINT, false, 1500 * time.Millisecond},
 		{"batch SIGTERM", syscall.SIGTERM, true, 300 * time.Millisecond},
 		{"batch SIGINT", syscall.SIGINT, true, 0},

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"strings"
@@ -49,6 +50,11 @@ func init() {
 		},
 		Action: synthAction,
 	})
+}
+
+// synthConfigFlags are the flags that set synth.Config's fields.
+var synthConfigFlags = map[string]string{
+	"Bands": "bands", "NoiseRel": "noise", "MixingSigmaPx": "mixing", "BackgroundClasses": "background-classes",
 }
 
 func synthAction(c *cli.Context) error {
@@ -102,6 +108,12 @@ func synthAction(c *cli.Context) error {
 	cfg.MixingSigmaPx = c.Float64("mixing")
 	cfg.BackgroundClasses = c.Int("background-classes")
 	gen, err := synth.New(layout, src, cfg)
+	var ce *synth.ConfigError
+	if errors.As(err, &ce) {
+		if flag, ok := synthConfigFlags[ce.Field]; ok {
+			return fmt.Errorf("--%s %g: want %s", flag, ce.Value, ce.Want)
+		}
+	}
 	if err != nil {
 		return err
 	}
@@ -114,7 +126,9 @@ func synthAction(c *cli.Context) error {
 		CreationOptions: c.StringSlice("co"), Metadata: gen.Describe(src.Name),
 	}
 	if vrtRows > 0 {
-		if _, err := synth.WriteVRT(ctx, gen, opt, vrtRows, vrtCols); err != nil {
+		if _, err := synth.WriteVRT(ctx, gen, opt, vrtRows, vrtCols); errors.Is(err, synth.ErrTooLarge) {
+			return fmt.Errorf("--vrt %s: %w", c.String("vrt"), err)
+		} else if err != nil {
 			return err
 		}
 	} else if err := synth.WriteScene(ctx, gen, opt); err != nil {

@@ -173,11 +173,23 @@ func TestSynthCommandErrors(t *testing.T) {
 		{"bad spectra", []string{"--layout", "procedural:10x10", "--out", "x.tif", "--spectra", "Mars"}, "Mars"},
 		{"missing spectra file", []string{"--layout", "procedural:10x10", "--out", "x.tif", "--spectra", "a.tif,b.tif"}, "a.tif"},
 		{"bad mixing", []string{"--layout", "procedural:10x10", "--out", "x.tif", "--mixing", "9", "--spectra", src}, "mixing"},
+		{"negative noise", []string{"--layout", "procedural:10x10", "--out", "x.tif", "--noise", "-1", "--spectra", src}, "--noise -1: want 0 or more"},
+		// Refused before the block is generated: the VRT text alone would be 1 TB.
+		{"absurd vrt", []string{"--layout", "procedural:10x10", "--out", filepath.Join(dir, "huge.vrt"), "--spectra", src, "--vrt", "1000000000x1000000000"},
+			"--vrt 1000000000x1000000000: VRT 1000000000x1000000000: "},
+		{"vrt beyond GDAL", []string{"--layout", "procedural:10x10", "--out", filepath.Join(dir, "huge.vrt"), "--spectra", src, "--vrt", "3000000000x10"},
+			"at most 2147483647 pixels a side"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := run(context.Background(), append([]string{"pnec", "synth"}, tc.args...))
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("got error %v, want one mentioning %q", err, tc.want)
+			}
+			if err != nil && strings.ContainsAny(err.Error(), "{}\n") {
+				t.Errorf("error %q prints a Go value or more than one line", err)
+			}
+			if left, _ := filepath.Glob(filepath.Join(dir, "huge*")); len(left) > 0 {
+				t.Errorf("left %v", left)
 			}
 		})
 	}
@@ -244,5 +256,30 @@ func TestSynthFromImportedLayout(t *testing.T) {
 	}
 	if a, b := checksum(gt), checksum(labels); a != b {
 		t.Errorf("label checksum %s, layout %s: want equal", b, a)
+	}
+}
+
+// TestHelpNameStable: the app runs many times in one process (the tests)
+// and each help still names the command once ("pnec synth", not
+// "pnec pnec pnec ... synth").
+func TestHelpNameStable(t *testing.T) {
+	for i := 0; i < 3; i++ {
+		for _, args := range [][]string{{"synth", "--help"}, {"import", "mat", "--help"}} {
+			if _, _, err := runCaptured(t, args...); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{{[]string{"synth", "--help"}, "pnec synth - "}, {[]string{"import", "mat", "--help"}, "pnec import mat - "}} {
+		out, _, err := runCaptured(t, tc.args...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(out, "   "+tc.want) || strings.Contains(out, "pnec pnec") {
+			t.Errorf("help of %v does not name it once as %q:\n%.300s", tc.args, tc.want, out)
+		}
 	}
 }

@@ -62,8 +62,10 @@ func tilesAction(c *cli.Context) error {
 	if err := sc.Close(); err != nil {
 		return fmt.Errorf("close %s: %w", name, err)
 	}
-	if m != nil && m.Bands() != info.Bands {
-		return fmt.Errorf("%s: %d bands, the model takes %d: %w", name, info.Bands, m.Bands(), model.ErrBandCount)
+	if m != nil {
+		if err := m.CheckBands(name, info.Bands); err != nil {
+			return err
+		}
 	}
 	plan, budget, err := processor.PlanSceneLazy(info, m, opts)
 	if err != nil {

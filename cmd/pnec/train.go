@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -216,6 +217,16 @@ func (r *epochReporter) finish() {
 	}
 }
 
+// wordTrainMemory names the flag behind a training run refused for memory
+// (model.MemoryError): --hidden sets the network's size.
+func wordTrainMemory(err error, cfg model.Config) error {
+	var me *model.MemoryError
+	if errors.As(err, &me) {
+		return fmt.Errorf("--hidden %d: %w on this scene; give a smaller --hidden (default %d) or a smaller scene", cfg.Hidden, me, model.DefaultConfig().Hidden)
+	}
+	return err
+}
+
 func trainAction(c *cli.Context) error {
 	preferQuickXLACompile()
 	cfg, err := configFromFlags(c, true)
@@ -253,6 +264,7 @@ func trainAction(c *cli.Context) error {
 		Options: model.TrainOptions{
 			Config: cfg, TrainPerClass: c.Int("train-per-class"), SplitSeed: c.Int64("split-seed"),
 			Seed: c.Int64("seed"), ClassNames: names, Backend: c.String("backend"),
+			MaxMemoryBytes: processor.ReadMemoryLimits("/").Usable(),
 		},
 	}
 	if req.Options.Seed == 0 || req.Options.SplitSeed == 0 {
@@ -269,7 +281,7 @@ func trainAction(c *cli.Context) error {
 	}
 	res, err := evaluation.Train(c.Context, req)
 	if err != nil {
-		return err
+		return wordTrainMemory(err, cfg)
 	}
 	if err := res.Model.Save(out); err != nil {
 		return fmt.Errorf("save %s: %w", c.String("out"), err)

@@ -189,6 +189,10 @@ func TestTrainEvaluateBadInputs(t *testing.T) {
 		{"missing model", []string{"evaluate", "--model", filepath.Join(dir, "none.pnec"), "--scene", scene, "--labels", labels}, "none.pnec"},
 		{"evaluate labels size", []string{"evaluate", "--model", modelPath, "--scene", scene, "--labels", small}, "small.tif: 8 x 4 pixels"},
 		{"zero runs", []string{"experiment", "--scene", scene, "--labels", labels, "--runs", "0"}, "--runs 0"},
+		// Refused from the memory estimate before any weight is allocated
+		// (once it tried to allocate 360 GB).
+		{"absurd hidden", []string{"train", "--scene", scene, "--labels", labels, "--out", modelPath, "--hidden", "100000"}, "--hidden 100000: training needs at least"},
+		{"absurd hidden experiment", []string{"experiment", "--scene", scene, "--labels", labels, "--hidden", "100000", "--runs", "1"}, "--hidden 100000: training needs at least"},
 	}
 	// The model path is checked before training, not when saving after it.
 	t.Run("out in a missing directory", func(t *testing.T) {

@@ -8,7 +8,8 @@ import (
 
 // resolveVersion is the version this binary reports and records in model
 // files, products and STAC Items (processing:software): the one the build
-// set (make: git describe, through -ldflags -X main.version), else the
+// set (make: git describe, through -ldflags -X
+// github.com/pnec/pnec/model.Version), else the
 // module version of a 'go install ...@vX' build, else "dev" with the
 // commit Go stamps into a build from a git checkout ("dev+0123456789ab",
 // "-dirty" for uncommitted changes).
@@ -43,9 +44,8 @@ func resolveVersion(set string, bi *debug.BuildInfo) string {
 }
 
 func init() {
+	// model.Version is the one version: --version, model files, products
+	// and STAC Items all take it.
 	bi, _ := debug.ReadBuildInfo()
-	version = resolveVersion(version, bi)
-	// Model files and products record the software version through
-	// package model (model.Version), which nothing else sets.
-	model.Version = version
+	model.Version = resolveVersion(model.Version, bi)
 }

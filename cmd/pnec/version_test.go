@@ -1,17 +1,17 @@
 package main
 
 import (
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime/debug"
 	"strings"
 	"testing"
-
-	"github.com/pnec/pnec/internal/fixture"
-	"github.com/pnec/pnec/model"
 )
 
+// TestResolveVersion: the version a build set wins; without one (a plain
+// go build), the module version or the commit Go stamped into the binary.
 func TestResolveVersion(t *testing.T) {
 	vcs := func(rev, modified string) *debug.BuildInfo {
 		return &debug.BuildInfo{Main: debug.Module{Version: "(devel)"}, Settings: []debug.BuildSetting{{Key: "vcs.revision", Value: rev}, {Key: "vcs.modified", Value: modified}}}
@@ -32,41 +32,40 @@ func TestResolveVersion(t *testing.T) {
 			t.Errorf("%s: got %q, want %q", tc.name, got, tc.want)
 		}
 	}
-	if model.Version != version {
-		t.Errorf("model.Version %q, want the command's %q: products and model files would record another", model.Version, version)
+}
+
+// TestVersionFromBuild builds pnec as make build does (-ldflags -X
+// github.com/pnec/pnec/model.Version=...) and checks that --version and
+// the product's SOFTWARE_VERSION carry that version: products said
+// SOFTWARE_VERSION=dev whatever the build, as only main's copy was set.
+func TestVersionFromBuild(t *testing.T) {
+	pnecBinary(t) // skips with -short
+	const v = "v0.0.0-versiontest"
+	bin := filepath.Join(t.TempDir(), "pnec")
+	build := exec.Command("go", "build", "-ldflags", "-X github.com/pnec/pnec/model.Version="+v, "-o", bin, ".")
+	build.Env = append(os.Environ(), "GOEXPERIMENT=simd")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	out, err := exec.Command(bin, "--version").CombinedOutput()
+	if err != nil || strings.TrimSpace(string(out)) != "pnec version "+v {
+		t.Errorf("--version: %q, %v; want %q", out, err, "pnec version "+v)
+	}
+	modelPath, scene, dir := classifyFixture(t)
+	product := filepath.Join(dir, "p.tif")
+	if out, err := exec.Command(bin, "classify", "--backend", "go", "--model", modelPath, "--scene", scene, "--out", product, "-q").CombinedOutput(); err != nil {
+		t.Fatalf("classify: %v\n%s", err, out)
+	}
+	md := gdalinfoMap(t, product)["metadata"]
+	if !strings.Contains(mustJSON(md), `"PNEC_SOFTWARE_VERSION":"`+v+`"`) {
+		t.Errorf("product metadata lacks PNEC_SOFTWARE_VERSION=%s: %s", v, mustJSON(md))
 	}
 }
 
-// TestVersionReachesProducts: a binary built as make builds it (-ldflags
-// -X main.version=...) records that version in its products, not "dev"
-// (issue 24: processing:software said dev because model.Version, which the
-// products take, was never set).
-func TestVersionReachesProducts(t *testing.T) {
-	pnecBinary(t) // skips with -short
-	modelPath, err := fixture.ModelPath()
+func mustJSON(v any) string {
+	b, err := json.Marshal(v)
 	if err != nil {
-		t.Fatal(err)
+		panic(err)
 	}
-	dir := t.TempDir()
-	bin := filepath.Join(dir, "pnec")
-	cmd := exec.Command("go", "build", "-ldflags", "-X main.version=v9.9.9-test", "-o", bin, ".")
-	cmd.Env = append(os.Environ(), "GOEXPERIMENT=simd")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	out, err := exec.Command(bin, "--version").Output()
-	if err != nil || !strings.Contains(string(out), "v9.9.9-test") {
-		t.Fatalf("pnec --version: %v %q", err, out)
-	}
-	scene, product := goodScene(t, dir), filepath.Join(dir, "p.tif")
-	if out, err := exec.Command(bin, "classify", "-q", "--model", modelPath, scene, product).CombinedOutput(); err != nil {
-		t.Fatalf("classify: %v\n%s", err, out)
-	}
-	info, err := exec.Command("gdalinfo", product).Output()
-	if err != nil {
-		t.Skipf("gdalinfo: %v", err)
-	}
-	if !strings.Contains(string(info), "PNEC_SOFTWARE_VERSION=v9.9.9-test") {
-		t.Errorf("product metadata lacks PNEC_SOFTWARE_VERSION=v9.9.9-test:\n%s", info)
-	}
+	return string(b)
 }

@@ -1,0 +1,107 @@
+package model
+
+import (
+	"errors"
+	"testing"
+)
+
+// TestTrainOptionsDefaults: each zero field takes its default on its own
+// (Config{Epochs: 5} once trained 200 epochs: a zero Hidden replaced the
+// whole Config), and zeros that are settings stay when the Config sets
+// any of them.
+func TestTrainOptionsDefaults(t *testing.T) {
+	def := DefaultConfig()
+	noWarmup := DefaultConfig()
+	noWarmup.ECWarmupEpochs = 0
+	noCon := DefaultConfig()
+	noCon.LambdaCon = 0
+	for _, tc := range []struct {
+		name  string
+		in    Config
+		check func(c Config) string
+	}{
+		{"zero config is the paper's", Config{}, func(c Config) string {
+			if c != def {
+				return "not DefaultConfig()"
+			}
+			return ""
+		}},
+		{"epochs alone", Config{Epochs: 5}, func(c Config) string {
+			want := def
+			want.Epochs = 5
+			if c != want {
+				return "not DefaultConfig() with 5 epochs"
+			}
+			return ""
+		}},
+		{"hidden alone", Config{Hidden: 32}, func(c Config) string {
+			want := def
+			want.Hidden = 32
+			if c != want {
+				return "not DefaultConfig() with hidden 32"
+			}
+			return ""
+		}},
+		{"encoder and window", Config{Encoder: EncoderPaper, Recovery: RecoveryParams{Window: 5}}, func(c Config) string {
+			if c.Encoder != EncoderPaper || c.Recovery.Window != 5 || c.Recovery.Eta != def.Recovery.Eta || c.Hidden != def.Hidden || c.Epochs != def.Epochs {
+				return "encoder/window lost or defaults not filled"
+			}
+			return ""
+		}},
+		{"no warmup kept", noWarmup, func(c Config) string {
+			if c.ECWarmupEpochs != 0 {
+				return "ECWarmupEpochs 0 replaced by the default"
+			}
+			return ""
+		}},
+		{"no consistency loss kept", noCon, func(c Config) string {
+			if c.LambdaCon != 0 || c.LambdaBranch != def.LambdaBranch {
+				return "LambdaCon 0 replaced, or another weight changed"
+			}
+			return ""
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := TrainOptions{Config: tc.in}.withDefaults()
+			if msg := tc.check(got.Config); msg != "" {
+				t.Errorf("withDefaults(%+v) = %+v: %s", tc.in, got.Config, msg)
+			}
+			if got.TrainPerClass != DefaultTrainPerClass || got.SplitSeed != DefaultSplitSeed || got.Seed != DefaultSeed {
+				t.Errorf("split/seed defaults not filled: %+v", got)
+			}
+		})
+	}
+}
+
+// TestEstimateTrainBytes: the estimate grows with the network's width
+// (weights quadratically) and the scene, and a 100000-channel network is
+// refused by Train before anything is allocated.
+func TestEstimateTrainBytes(t *testing.T) {
+	small, err := EstimateTrainBytes(Config{Hidden: 64}, 32, 5, 512, 512)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Measured: pnec train of a 512x512x32 synth scene, --hidden 64, peaked
+	// at 1.31 GB (GNU time); the estimate is a lower bound.
+	if small < 500<<20 || small > 1310<<20 {
+		t.Errorf("hidden 64, 512x512x32: %d MiB, want 500..1310 MiB (below the measured 1.31 GB peak)", small>>20)
+	}
+	huge, err := EstimateTrainBytes(Config{Hidden: 100000, HeadDim: 64}, 32, 5, 64, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if huge < 1<<40 {
+		t.Errorf("hidden 100000: %d GiB, want over 1 TiB", huge>>30)
+	}
+	s := Scene{Rows: 8, Cols: 8, Bands: 4, Data: make([]float32, 8*8*4)}
+	labels := make([]int32, 64)
+	for i := range labels {
+		labels[i] = int32(1 + i%2)
+		s.Data[i*4] = float32(i)
+	}
+	_, err = Train(t.Context(), s, labels, TrainOptions{Config: Config{Hidden: 100000}, MaxMemoryBytes: 8 << 30})
+	var me *MemoryError
+	if !errors.As(err, &me) || me.LimitBytes != 8<<30 || me.NeedBytes < 1<<40 {
+		t.Errorf("Train with hidden 100000 under 8 GiB: %v, want a *MemoryError", err)
+	}
+}
