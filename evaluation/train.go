@@ -14,26 +14,79 @@ import (
 
 	"github.com/pnec/pnec/geo"
 	"github.com/pnec/pnec/model"
+	"github.com/pnec/pnec/spectral"
 )
 
-// ReadScene reads every band of the scene named name (any GDAL dataset name)
-// into memory, as the network takes it for training and evaluation.
+// ReadScene reads the scene named name (any GDAL dataset name, or a
+// product pnec reads: see package geo) into memory as the network takes it
+// for training: every band the scene does not declare bad, in order (the
+// bad ones are left out without making any pixel invalid). Info describes
+// all of the scene's bands; BandRecordOf(info) says which were kept.
 func ReadScene(ctx context.Context, name string) (model.Scene, geo.Info, error) {
+	return readScene(ctx, name, func(info geo.Info) (*spectral.Plan, error) { return trainPlan(info), nil })
+}
+
+// readScene reads a scene through the band plan plan gives for it (nil:
+// every band as it is).
+func readScene(ctx context.Context, name string, plan func(geo.Info) (*spectral.Plan, error)) (model.Scene, geo.Info, error) {
 	ds, err := geo.Open(name)
 	if err != nil {
 		return model.Scene{}, geo.Info{}, err
 	}
 	defer ds.Close()
 	info := ds.Info()
+	p, err := plan(info)
+	if err != nil {
+		return model.Scene{}, info, fmt.Errorf("%s: %w", name, err)
+	}
+	if p != nil && !p.Identity(info.Bands) {
+		if err := ds.SetBandPlan(p); err != nil {
+			return model.Scene{}, info, err
+		}
+	}
 	b, err := ds.ReadWindow(ctx, geo.Window{Cols: info.Cols, Rows: info.Rows})
 	if err != nil {
 		return model.Scene{}, info, err
 	}
-	s := model.Scene{Rows: info.Rows, Cols: info.Cols, Bands: info.Bands, Data: b.Data, Valid: b.Valid}
-	if info.WavelengthsNM != nil {
+	s := model.Scene{Rows: info.Rows, Cols: info.Cols, Bands: b.Bands, Data: b.Data, Valid: b.Valid}
+	if p == nil || p.Identity(info.Bands) {
 		s.WavelengthsNM = info.WavelengthsNM
+	} else if p.Weights == nil && info.WavelengthsNM != nil {
+		s.WavelengthsNM = info.BandSet().Subset(p.Read).CentresNM
 	}
 	return s, info, nil
+}
+
+// trainPlan is the selection of the bands a scene does not declare bad
+// (nil when it declares none).
+func trainPlan(info geo.Info) *spectral.Plan {
+	good := info.BandSet().Good()
+	if len(good) == info.Bands || len(good) == 0 {
+		return nil
+	}
+	return &spectral.Plan{Read: good, Out: len(good)}
+}
+
+// BandRecordOf is what a model trained on a scene of info records of its
+// bands: the widths of the bands it keeps (those not declared bad), which
+// they are when it leaves some out, the bad ones, the wavelength units and
+// the radiometry.
+func BandRecordOf(info geo.Info) model.BandRecord {
+	bs := info.BandSet()
+	good := bs.Good()
+	rec := model.BandRecord{WavelengthUnits: info.WavelengthUnits, Radiometry: info.Radiometry}
+	if bs.FWHMNM != nil {
+		rec.FWHMNM = bs.Subset(good).FWHMNM
+	}
+	if len(good) < info.Bands && len(good) > 0 {
+		rec.SceneBands, rec.BandsUsed = info.Bands, good
+		for i, bad := range info.BadBands {
+			if bad {
+				rec.BadBands = append(rec.BadBands, i)
+			}
+		}
+	}
+	return rec
 }
 
 // ErrLabels is returned (wrapped) when a label raster cannot serve as labels
@@ -131,6 +184,9 @@ type TrainRequest struct {
 	// values, 0 elsewhere): a fixed split instead of the seeded one.
 	TrainMask string
 	Options   model.TrainOptions
+	// Radiometry, when known, says what the scene's values measure where
+	// the scene does not (it overrides the scene's own statement).
+	Radiometry spectral.Radiometry
 }
 
 // TrainResult describes a finished training run.
@@ -148,11 +204,15 @@ type TrainResult struct {
 // fits a model on them.
 func Train(ctx context.Context, req TrainRequest) (TrainResult, error) {
 	start := time.Now()
-	in, err := readInputs(ctx, req.Scene, req.Labels)
+	in, err := readInputs(ctx, req.Scene, req.Labels, nil)
 	if err != nil {
 		return TrainResult{}, err
 	}
 	opts := req.Options
+	opts.Bands = BandRecordOf(in.info)
+	if req.Radiometry.Known() {
+		opts.Bands.Radiometry = req.Radiometry
+	}
 	if req.TrainMask != "" {
 		if opts.TrainMask, err = readTrainMask(ctx, req.TrainMask, req.Labels, in); err != nil {
 			return TrainResult{}, err
@@ -179,9 +239,14 @@ type inputs struct {
 	labels []int32
 }
 
-// readInputs reads a scene and its label raster and checks that they match.
-func readInputs(ctx context.Context, scene, labels string) (inputs, error) {
-	s, info, err := ReadScene(ctx, scene)
+// readInputs reads a scene and its label raster and checks that they
+// match. The scene is read through the band plan plan gives for it; nil
+// reads it for training (ReadScene).
+func readInputs(ctx context.Context, scene, labels string, plan func(geo.Info) (*spectral.Plan, error)) (inputs, error) {
+	if plan == nil {
+		plan = func(info geo.Info) (*spectral.Plan, error) { return trainPlan(info), nil }
+	}
+	s, info, err := readScene(ctx, scene, plan)
 	if err != nil {
 		return inputs{}, err
 	}

@@ -40,6 +40,16 @@ type modelMeta struct {
 	Config        Config      `json:"config"`
 	Bands         int         `json:"bands"`
 	WavelengthsNM []float64   `json:"wavelengths_nm,omitempty"`
+	// The band set and radiometry of the training scene (BandRecord); each
+	// field is absent in files of earlier versions and where unknown.
+	FWHMNM           []float64 `json:"fwhm_nm,omitempty"`
+	WavelengthUnits  string    `json:"wavelength_units,omitempty"`
+	SceneBands       int       `json:"train_scene_bands,omitempty"`
+	BandsUsed        []int     `json:"bands_used,omitempty"`
+	BadBands         []int     `json:"bad_bands,omitempty"`
+	Quantity         string    `json:"radiometric_quantity,omitempty"`
+	QuantityScale    float64   `json:"radiometric_scale,omitempty"`
+	RadiometricUnits string    `json:"radiometric_units,omitempty"`
 	Classes       []Class     `json:"classes"`
 	StretchLo     []float32   `json:"stretch_p2"`
 	StretchHi     []float32   `json:"stretch_p98"`
@@ -221,6 +231,28 @@ func (m *Model) check() error {
 	}
 	if len(m.meta.StretchLo) != m.meta.Bands || len(m.meta.StretchHi) != m.meta.Bands {
 		return fmt.Errorf("normalisation statistics for %d/%d bands, want %d", len(m.meta.StretchLo), len(m.meta.StretchHi), m.meta.Bands)
+	}
+	return m.checkBandRecord()
+}
+
+// checkBandRecord verifies that the recorded band set fits the model's bands.
+func (m *Model) checkBandRecord() error {
+	mt := &m.meta
+	if n := len(mt.WavelengthsNM); n != 0 && n != mt.Bands {
+		return fmt.Errorf("%d wavelengths for %d bands", n, mt.Bands)
+	}
+	if n := len(mt.FWHMNM); n != 0 && n != mt.Bands {
+		return fmt.Errorf("%d band widths for %d bands", n, mt.Bands)
+	}
+	if n := len(mt.BandsUsed); n != 0 {
+		if n != mt.Bands {
+			return fmt.Errorf("%d training-scene bands used for %d model bands", n, mt.Bands)
+		}
+		for _, b := range mt.BandsUsed {
+			if b < 0 || b >= mt.SceneBands {
+				return fmt.Errorf("band used %d outside the training scene's %d bands", b, mt.SceneBands)
+			}
+		}
 	}
 	return nil
 }

@@ -5,7 +5,10 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"reflect"
 	"testing"
+
+	"github.com/pnec/pnec/spectral"
 )
 
 // TestModelFileDamage: a flipped byte or a truncated file is ErrModelFile,
@@ -47,5 +50,44 @@ func TestModelFileDamage(t *testing.T) {
 		if _, err := Load(p); !errors.Is(err, ErrModelFile) {
 			t.Errorf("%s file: error %v, want ErrModelFile", name, err)
 		}
+	}
+}
+
+// TestModelFileBandRecord: the training scene's band set and radiometry
+// survive Save and Load, and a record that does not fit the bands is refused.
+func TestModelFileBandRecord(t *testing.T) {
+	s, labels := synthScene(9, 10, 4, 2, 2)
+	s.WavelengthsNM = []float64{450, 550, 650, 850}
+	rec := BandRecord{
+		FWHMNM: []float64{10, 10, 12, 15}, WavelengthUnits: "Nanometers",
+		SceneBands: 6, BandsUsed: []int{0, 1, 3, 5}, BadBands: []int{2, 4},
+		Radiometry: spectral.Radiometry{Quantity: spectral.QuantityReflectance, Scale: 10000},
+	}
+	m, err := Train(context.Background(), s, labels, TrainOptions{Config: tinyConfig(2), TrainPerClass: 3, Backend: "go", Bands: rec})
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "m.pnec")
+	if err := m.Save(path); err != nil {
+		t.Fatal(err)
+	}
+	m2, err := Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := m2.BandRecord(); !reflect.DeepEqual(got, rec) {
+		t.Errorf("got band record %+v, want %+v", got, rec)
+	}
+	bs := m2.BandSet()
+	if !bs.HasCentres() || bs.CentresNM[3] != 850 || bs.FWHMNM[3] != 15 || bs.BadCount() != 0 {
+		t.Errorf("got band set %+v, want the 4 model bands with centres and widths", bs)
+	}
+	if o := m2.MatchOptions(true); !o.Resample || o.Source == nil || o.Source.Bands != 6 || !reflect.DeepEqual(o.Source.Used, rec.BandsUsed) {
+		t.Errorf("got match options %+v, want resampling with the 6-band training scene", o)
+	}
+	bad := rec
+	bad.BandsUsed = []int{0, 1, 3, 6}
+	if _, err := Train(context.Background(), s, labels, TrainOptions{Config: tinyConfig(2), TrainPerClass: 3, Backend: "go", Bands: bad}); err == nil {
+		t.Error("a band used outside the training scene's 6 bands was accepted")
 	}
 }

@@ -107,6 +107,11 @@ type SceneReport struct {
 	Shard       string        `json:"shard,omitempty"`  // "i/n" when the run is one shard
 	Engine      string        `json:"engine,omitempty"` // slurm, kubernetes, aws-batch
 	JobID       string        `json:"job_id,omitempty"` // the engine's id of this task
+	// Bands says how the model's bands were made from the scene's
+	// (processor.DescribeBandPlan); Warnings what classifying it assumed or
+	// converted.
+	Bands    string   `json:"bands,omitempty"`
+	Warnings []string `json:"warnings,omitempty"`
 }
 
 // Summary totals a run.
@@ -523,6 +528,7 @@ func (w *worker) scene(ctx context.Context, in Input) SceneReport {
 		return fail(err)
 	}
 	r.Backend = res.Backend
+	r.Bands, r.Warnings = res.Bands, res.Warnings // the classifier logged the warnings
 	r.Pixels = int64(res.Rows) * int64(res.Cols)
 	r.ValidPixels = res.ValidPixels
 	r.Tiles = res.Tiles

@@ -9,6 +9,7 @@ import (
 
 	"github.com/pnec/pnec/geo"
 	"github.com/pnec/pnec/model"
+	"github.com/pnec/pnec/spectral"
 )
 
 // Options tune a Classifier. Zero values mean the documented defaults.
@@ -37,6 +38,13 @@ type Options struct {
 	// a log line). A spectral kind asked of a model without them fails with
 	// model.ErrNoSpectralReference.
 	Reliability model.ReliabilityKind
+	// ResampleBands computes the model's bands from a scene whose bands are
+	// not the model's (Gaussian spectral response functions, see
+	// model.Model.BandPlan) instead of refusing it.
+	ResampleBands bool
+	// Radiometry says what a scene's values measure when the scene does
+	// not say (a plain GeoTIFF); a scene's own statement wins.
+	Radiometry spectral.Radiometry
 	// Progress, when set, is called after every tile is stitched with the
 	// number of tiles done and their total; from the stitching goroutine.
 	Progress func(done, total int)
@@ -146,6 +154,13 @@ type Result struct {
 	// Stats are the product's stored pixels as its writer saw them: class
 	// counts and reliability statistics, without reading the product back.
 	Stats geo.ProductStats
+	// Bands says how the model's bands were made from the scene's: a
+	// selection, a resampling or every band as it is (spectral.Plan).
+	Bands string
+	// Warnings are what classifying the scene assumed or converted (a
+	// scene without wavelengths taken band for band, a reflectance scale
+	// converted), one sentence each; they are also logged.
+	Warnings []string
 }
 
 // predictor is what Classify needs of model.Predictor; tests substitute

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/pnec/pnec/model"
+	"github.com/pnec/pnec/spectral"
 	"github.com/pnec/pnec/tiling"
 )
 
@@ -96,4 +97,26 @@ func CheckOutput(out string) error {
 		return fmt.Errorf("%s: %w: %s is not a directory", out, ErrBadOutput, dir)
 	}
 	return nil
+}
+
+// DescribeBandPlan says in a few words how p makes a model's bands from a
+// scene of sceneBands bands: "all 200 scene bands", "200 of 224 scene
+// bands (selection)", "200 bands resampled from 218 scene bands"; a gain
+// is added ("x10000").
+func DescribeBandPlan(p spectral.Plan, sceneBands int) string {
+	var s string
+	plain := p
+	plain.Gain = 1
+	switch {
+	case p.Resampled():
+		s = fmt.Sprintf("%d bands resampled from %d of %d scene bands", p.Out, len(p.Read), sceneBands)
+	case plain.Identity(sceneBands):
+		s = fmt.Sprintf("all %d scene bands", sceneBands)
+	default:
+		s = fmt.Sprintf("%d of %d scene bands (selection)", p.Out, sceneBands)
+	}
+	if p.Gain != 0 && p.Gain != 1 {
+		s += fmt.Sprintf(", x%g", p.Gain)
+	}
+	return s
 }

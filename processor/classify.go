@@ -53,8 +53,22 @@ func (c *Classifier) classify(parent context.Context, sceneName, out string) (re
 	defer sc.Close()
 	info := sc.Info()
 	res.Rows, res.Cols, res.SceneInfo = info.Rows, info.Cols, info
-	if info.Bands != c.m.Bands() {
-		return res, fmt.Errorf("%s: %d bands, the model takes %d: %w", sceneName, info.Bands, c.m.Bands(), model.ErrBandCount)
+	rad := info.Radiometry
+	if !rad.Known() {
+		rad = c.opts.Radiometry
+	}
+	bp, err := c.m.BandPlan(info.BandSet(), rad, c.opts.ResampleBands)
+	if err != nil {
+		return res, fmt.Errorf("%s: %w", sceneName, err)
+	}
+	res.Bands, res.Warnings = DescribeBandPlan(bp, info.Bands), bp.Warnings
+	for _, w := range bp.Warnings {
+		c.log.Warn(w, "scene", sceneName)
+	}
+	if !bp.Identity(info.Bands) {
+		if err := sc.SetBandPlan(&bp); err != nil {
+			return res, err
+		}
 	}
 	if err := checkSpace(sceneName, out, info, productSampleBytes(c.m, c.opts)); err != nil {
 		return res, err
@@ -99,6 +113,7 @@ func (c *Classifier) classify(parent context.Context, sceneName, out string) (re
 			"PLAN":             plan.String(),
 			"RECOVERY_WINDOW":  strconv.Itoa(rp.Window),
 			"RECOVERY_ETA":     strconv.FormatFloat(rp.Eta, 'g', -1, 64),
+			"BANDS":            res.Bands,
 		},
 	})
 	if err != nil {
@@ -190,7 +205,7 @@ func (c *Classifier) classify(parent context.Context, sceneName, out string) (re
 func (c *Classifier) readTiles(ctx context.Context, sc *geo.Scene, name string, info geo.Info, plan *tiling.Plan, free <-chan []float32, out chan<- tileIn) (time.Duration, error) {
 	var busy time.Duration
 	var sig signalCheck
-	cr := carryReader{sc: sc, bands: info.Bands, sceneCols: info.Cols, blockCols: carryBlockCols(info)}
+	cr := carryReader{sc: sc, bands: sc.Bands(), sceneCols: info.Cols, blockCols: carryBlockCols(info)}
 	for i, t := range plan.Tiles {
 		t0 := time.Now()
 		var buf []float32

@@ -256,11 +256,20 @@ func Match(model, scene BandSet, opts Options) (Plan, error) {
 	return Resample(model, scene)
 }
 
-// matchByCount is Match where a band set lacks wavelengths.
+// matchByCount is Match where a band set lacks wavelengths. It warns
+// when the other band set has them (something could have been checked and
+// was not); where neither has, the scene is taken as the model's training
+// scene was, with nothing to say.
 func matchByCount(model, scene BandSet, opts Options) (Plan, error) {
 	why := "the scene declares no band wavelengths"
 	if !model.HasCentres() {
 		why = "the model records no band wavelengths"
+	}
+	warn := func(format string, args ...any) []string {
+		if !model.HasCentres() && !scene.HasCentres() {
+			return nil
+		}
+		return []string{why + ": " + fmt.Sprintf(format, args...)}
 	}
 	switch {
 	case scene.Bands == model.Bands:
@@ -268,11 +277,10 @@ func matchByCount(model, scene BandSet, opts Options) (Plan, error) {
 		for i := range read {
 			read[i] = i
 		}
-		w := fmt.Sprintf("%s: its %d bands are taken as the model's, in order, unchecked", why, scene.Bands)
-		return Plan{Read: read, Out: model.Bands, Warnings: []string{w}}, nil
+		return Plan{Read: read, Out: model.Bands, Warnings: warn("its %d bands are taken as the model's, in order, unchecked", scene.Bands)}, nil
 	case opts.Source != nil && scene.Bands == opts.Source.Bands && len(opts.Source.Used) == model.Bands:
-		w := fmt.Sprintf("%s: its %d bands are taken as the training scene's, in order, unchecked (the model uses %d of them)", why, scene.Bands, model.Bands)
-		return Plan{Read: append([]int(nil), opts.Source.Used...), Out: model.Bands, Warnings: []string{w}}, nil
+		return Plan{Read: append([]int(nil), opts.Source.Used...), Out: model.Bands,
+			Warnings: warn("its %d bands are taken as the training scene's, in order, unchecked (the model uses %d of them)", scene.Bands, model.Bands)}, nil
 	}
 	want := fmt.Sprintf("%d", model.Bands)
 	if opts.Source != nil && opts.Source.Bands != model.Bands {

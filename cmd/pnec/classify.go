@@ -65,7 +65,7 @@ func productFlags() []cli.Flag {
 		&cli.StringSliceFlag{Name: "co", Usage: "COG creation option `KEY=VALUE` (repeatable), e.g. --co COMPRESS=ZSTD --co BLOCKSIZE=256"},
 		&cli.StringFlag{Name: "reliability", Value: "byte", Usage: "reliability `TYPE`: byte (band 2, percent 0-100, no-data 255) or float32 (band 2 as byte plus a Float32 0..1 COG NAME.reliability.tif, NaN no-data)"},
 		&cli.StringFlag{Name: "reliability-score", Usage: "`KIND` of score the reliability band carries: spectral, spectral-margin, combined, margin, maxprob, entropy or gate (default: spectral, the best measured; combined for model files without training spectra)"},
-	}, planFlags()...)
+	}, append(bandFlags(), planFlags()...)...)
 }
 
 // productOptions reads the product flags (see productFlags) into processor options.
@@ -75,6 +75,10 @@ func productOptions(c *cli.Context) (processor.Options, error) {
 		return opts, err
 	}
 	opts.Backend = c.String("backend")
+	opts.ResampleBands = c.Bool("resample-bands")
+	if opts.Radiometry, err = radiometryFromFlag(c); err != nil {
+		return opts, err
+	}
 	opts.CreationOptions = c.StringSlice("co")
 	for _, kv := range opts.CreationOptions {
 		if !strings.Contains(kv, "=") {
@@ -176,8 +180,9 @@ func classifyAction(c *cli.Context) error {
 	defer cl.Close()
 	res, err := cl.Classify(c.Context, scene, out)
 	if err != nil {
-		return err
+		return bandHint(err)
 	}
+	printWarnings(stderr, scene, res.Warnings)
 	if !quiet {
 		w := c.App.Writer
 		if w == nil {
@@ -229,4 +234,5 @@ func printSummary(w io.Writer, r processor.Result) {
 		t.Read.Round(time.Millisecond), 100*rd, t.Network.Round(time.Millisecond), 100*nw,
 		t.Stitch.Round(time.Millisecond), 100*st, t.Write.Round(time.Millisecond), 100*wr)
 	fmt.Fprintf(w, "  memory budget %s, planned peak %s\n", processor.FormatBytes(r.MaxMemoryBytes), processor.FormatBytes(r.PlannedBytes))
+	fmt.Fprintf(w, "  model bands: %s\n", r.Bands)
 }

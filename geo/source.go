@@ -1,0 +1,23 @@
+package geo
+
+// cubeReader reads the pixels of a scene that is not one GDAL raster
+// dataset (a product read through GDAL's multidimensional API, or one
+// orthorectified through its geometry lookup table): see product.go.
+type cubeReader interface {
+	// readBSQ reads window w of the 0-based bands, decimated to bufCols x
+	// bufRows (nearest neighbour), band-sequential into buf
+	// (len(bands)*bufCols*bufRows values). Pixels with no data are NaN or
+	// the band's nodata value.
+	readBSQ(w Window, bufCols, bufRows int, bands []int, buf []float32) error
+	close() error
+}
+
+// maskSource marks pixels of a scene invalid: a quality mask delivered
+// with a product or given by the user (Scene.AddMask).
+type maskSource interface {
+	name() string
+	// readMask sets bad[r*bufCols+c] for the buffer pixels of window w
+	// (decimated as readBSQ) the mask marks invalid; it never clears one.
+	readMask(w Window, bufCols, bufRows int, bad []bool) error
+	close() error
+}
