@@ -129,7 +129,7 @@ type RasterSpec struct {
 	NoData          *float64 // same nodata for every band; nil for none
 	BandNames       []string // band descriptions; nil or one per band
 	WavelengthsNM   []float64
-	FWHMNM          []float64 // band widths, nm; nil or one per band (written beside the wavelengths)
+	FWHMNM          []float64         // band widths, nm; nil or one per band (written beside the wavelengths)
 	Metadata        map[string]string // default-domain dataset metadata
 	CreationOptions []string          // KEY=VALUE, GDAL GTiff creation options overriding the defaults
 }

@@ -29,15 +29,15 @@ type Report struct {
 	// (Scene.ValidFractionEstimate).
 	ValidFraction *float64 `json:"valid_fraction"`
 	// ValidEstimated: valid_fraction comes from a sample, not every pixel.
-	ValidEstimated bool              `json:"valid_fraction_estimated,omitempty"`
-	WavelengthsNM  []*float64        `json:"wavelengths_nm"` // null when the scene says none
-	FWHMNM         []*float64        `json:"fwhm_nm"`        // null when the scene says none
+	ValidEstimated bool       `json:"valid_fraction_estimated,omitempty"`
+	WavelengthsNM  []*float64 `json:"wavelengths_nm"` // null when the scene says none
+	FWHMNM         []*float64 `json:"fwhm_nm"`        // null when the scene says none
 	// BadBands are the bands (1-based) the scene declares bad; empty when none.
 	BadBands        []int  `json:"bad_bands"`
 	WavelengthUnits string `json:"wavelength_units,omitempty"`
 	SpectralSource  string `json:"spectral_source,omitempty"`
 	// Product names the provider's product the scene was read as.
-	Product    string           `json:"product,omitempty"`
+	Product    string            `json:"product,omitempty"`
 	Radiometry *RadiometryReport `json:"radiometry"` // null when the scene does not say
 	// Scale and Offset are what reading applies to each band's samples;
 	// null when every band has scale 1 and offset 0.

@@ -44,12 +44,12 @@ type Scene struct {
 	// or SetBandPlan's); good is all without the bands the scene declares
 	// bad, for the valid fraction when no plan is set.
 	all, cur, good readSpec
-	masks      []maskSource // extra masks (AddMask): non-zero = invalid
+	masks          []maskSource // extra masks (AddMask): non-zero = invalid
 
-	scratch    []float32 // band-sequential read buffers of readPixels, reused
-	scratchI16 []int16
-	scratchU16 []uint16
-	scratchU8  []uint8
+	scratch      []float32 // band-sequential read buffers of readPixels, reused
+	scratchI16   []int16
+	scratchU16   []uint16
+	scratchU8    []uint8
 	pixScratch   []float32 // read bands of a strip before a plan makes the output bands
 	validScratch []bool
 }
@@ -57,16 +57,16 @@ type Scene struct {
 // readSpec is what a read reads: which bands, how their samples become
 // values, and how a pixel's values become the values a read returns.
 type readSpec struct {
-	bands                []int // 0-based bands read, in this order
-	scale, offset        []float32
-	identityScale        bool
-	nodata               []float32
-	hasNoData            []bool
-	bandMask             []int // positions in bands of bands with their own mask
-	allIntegerNoNoData   bool  // integer bands, no nodata, no mask: every pixel is valid
-	native               godal.DataType
-	plan                 *spectral.Plan // nil: the read values are returned as they are
-	out                  int            // values per returned pixel
+	bands              []int // 0-based bands read, in this order
+	scale, offset      []float32
+	identityScale      bool
+	nodata             []float32
+	hasNoData          []bool
+	bandMask           []int // positions in bands of bands with their own mask
+	allIntegerNoNoData bool  // integer bands, no nodata, no mask: every pixel is valid
+	native             godal.DataType
+	plan               *spectral.Plan // nil: the read values are returned as they are
+	out                int            // values per returned pixel
 }
 
 // transforms reports whether the returned values differ from the read ones.

@@ -163,8 +163,8 @@ type TrainOptions struct {
 	Backend    string           // "" = default (see NewPredictor)
 	// Bands is recorded in the model file as the training scene's band set
 	// and radiometry (see BandRecord).
-	Bands BandRecord
-	Progress   func(EpochStats) // optional, called after every epoch
+	Bands    BandRecord
+	Progress func(EpochStats) // optional, called after every epoch
 }
 
 // EpochStats reports training progress.

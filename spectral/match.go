@@ -148,8 +148,8 @@ func (e *MismatchError) Is(target error) bool { return target == ErrBandsDiffer 
 // declared bad), or without a width and no scene band near its centre.
 // errors.Is(err, ErrNotCovered) holds for it.
 type CoverageError struct {
-	ModelBand          int     // 0-based
-	CentreNM           float64 // the model band's centre
+	ModelBand            int     // 0-based
+	CentreNM             float64 // the model band's centre
 	SceneLoNM, SceneHiNM float64 // the scene's good bands' range
 	// GapLoNM, GapHiNM are the scene bands around a gap the band falls in
 	// (0 when it lies outside the range).
