@@ -45,6 +45,10 @@ type Scene struct {
 	// bad, for the valid fraction when no plan is set.
 	all, cur, good readSpec
 	masks          []maskSource // extra masks (AddMask): non-zero = invalid
+	// productMasks are the quality masks the product delivers
+	// (UseProductMasks); usedMasks names those applied.
+	productMasks []productMask
+	usedMasks    string
 
 	scratch      []float32 // band-sequential read buffers of readPixels, reused
 	scratchI16   []int16

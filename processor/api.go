@@ -45,6 +45,15 @@ type Options struct {
 	// Radiometry says what a scene's values measure when the scene does
 	// not say (a plain GeoTIFF); a scene's own statement wins.
 	Radiometry spectral.Radiometry
+	// ProductMasks applies the quality masks each scene's product delivers
+	// (geo.Scene.UseProductMasks: EnMAP's pixel and cloud masks, EMIT's
+	// mask file, ...): their flagged pixels become no-data. A scene whose
+	// product delivers none fails.
+	ProductMasks bool
+	// Masks are mask rasters on the scene's grid applied to every scene
+	// (geo.Scene.AddMask): pixels non-zero in any of a mask's bands become
+	// no-data.
+	Masks []Mask
 	// Progress, when set, is called after every tile is stitched with the
 	// number of tiles done and their total; from the stitching goroutine.
 	Progress func(done, total int)
@@ -53,6 +62,12 @@ type Options struct {
 	OnProgress func(Progress)
 	// Logger receives the plan and stage timings; nil = discard.
 	Logger *slog.Logger
+}
+
+// Mask is a mask raster for Options.Masks.
+type Mask struct {
+	Path  string // any GDAL dataset name, or a product's mask file pnec reads
+	Bands []int  // 0-based bands that flag pixels; nil: band 1
 }
 
 // Progress is a running classification's state after a tile.
@@ -157,6 +172,8 @@ type Result struct {
 	// Bands says how the model's bands were made from the scene's: a
 	// selection, a resampling or every band as it is (spectral.Plan).
 	Bands string
+	// Masks names the quality masks applied to the scene ("" when none).
+	Masks string
 	// Warnings are what classifying the scene assumed or converted (a
 	// scene without wavelengths taken band for band, a reflectance scale
 	// converted), one sentence each; they are also logged.

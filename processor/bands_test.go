@@ -208,3 +208,51 @@ func scaleScene(src, dst string, f float32) error {
 	}
 	return w.Commit()
 }
+
+// TestClassifyMasks: pixels a mask raster flags are no-data in the product
+// (and the product says which masks it applied); product masks of a plain
+// GeoTIFF are refused.
+func TestClassifyMasks(t *testing.T) {
+	if testing.Short() {
+		t.Skip("trains the fixture model: skipped with -short")
+	}
+	m := spectralModel(t)
+	dir := t.TempDir()
+	scene := filepath.Join(dir, "scene.tif")
+	if err := fixture.WriteSpectralScene(scene, 3, fixture.WavelengthsNM, fixture.FWHMNM, 0); err != nil {
+		t.Fatal(err)
+	}
+	mask := make([]float32, fixture.Rows*fixture.Cols)
+	flagged := 0
+	for r := 5; r < 12; r++ {
+		for c := 20; c < 31; c++ {
+			mask[r*fixture.Cols+c] = 3 // a cloud class
+			flagged++
+		}
+	}
+	maskPath := filepath.Join(dir, "clouds.tif")
+	if err := fixture.WriteRaster(maskPath, fixture.Rows, fixture.Cols, 1, mask); err != nil {
+		t.Fatal(err)
+	}
+	c, err := NewClassifier(m, Options{Masks: []Mask{{Path: maskPath}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	out := filepath.Join(dir, "masked.tif")
+	res, err := c.Classify(context.Background(), scene, out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := int64(fixture.Rows*fixture.Cols - flagged); res.ValidPixels != want || res.Masks != maskPath {
+		t.Errorf("got %d valid pixels, masks %q; want %d and %q", res.ValidPixels, res.Masks, want, maskPath)
+	}
+	pc, err := NewClassifier(m, Options{ProductMasks: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pc.Close()
+	if _, err := pc.Classify(context.Background(), scene, filepath.Join(dir, "p.tif")); !errors.Is(err, geo.ErrNoProductMasks) {
+		t.Errorf("product masks of a GeoTIFF: got %v, want geo.ErrNoProductMasks", err)
+	}
+}

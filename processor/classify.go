@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -70,6 +71,9 @@ func (c *Classifier) classify(parent context.Context, sceneName, out string) (re
 			return res, err
 		}
 	}
+	if res.Masks, err = c.applyMasks(sc); err != nil {
+		return res, err
+	}
 	if err := checkSpace(sceneName, out, info, productSampleBytes(c.m, c.opts)); err != nil {
 		return res, err
 	}
@@ -98,23 +102,27 @@ func (c *Classifier) classify(parent context.Context, sceneName, out string) (re
 		// not written as a fake geotransform.
 		geoRef.GeoTransform = [6]float64{}
 	}
+	md := map[string]string{
+		"MODEL_CHECKSUM":   c.m.Checksum(),
+		"SOFTWARE_VERSION": model.Version,
+		"RELIABILITY":      string(c.kind),
+		"SCENE":            sceneName,
+		"BACKEND":          c.pred.Backend(),
+		"PLAN":             plan.String(),
+		"RECOVERY_WINDOW":  strconv.Itoa(rp.Window),
+		"RECOVERY_ETA":     strconv.FormatFloat(rp.Eta, 'g', -1, 64),
+		"BANDS":            res.Bands,
+	}
+	if res.Masks != "" {
+		md["MASKS"] = res.Masks
+	}
 	pw, err := geo.CreateProduct(out, geo.ProductSpec{
 		Cols: info.Cols, Rows: info.Rows,
 		GeoRef:             geoRef,
 		Classes:            ci,
 		ReliabilityFloat32: c.opts.ReliabilityFloat32,
 		CreationOptions:    c.opts.CreationOptions,
-		Metadata: map[string]string{
-			"MODEL_CHECKSUM":   c.m.Checksum(),
-			"SOFTWARE_VERSION": model.Version,
-			"RELIABILITY":      string(c.kind),
-			"SCENE":            sceneName,
-			"BACKEND":          c.pred.Backend(),
-			"PLAN":             plan.String(),
-			"RECOVERY_WINDOW":  strconv.Itoa(rp.Window),
-			"RECOVERY_ETA":     strconv.FormatFloat(rp.Eta, 'g', -1, 64),
-			"BANDS":            res.Bands,
-		},
+		Metadata:           md,
 	})
 	if err != nil {
 		return res, err
@@ -194,6 +202,25 @@ func (c *Classifier) classify(parent context.Context, sceneName, out string) (re
 		"read", readT, "network", netT, "stitch", stitchT, "write", writeT, "elapsed", res.Elapsed,
 		"pixels_per_s", int64(res.PixelsPerSecond()))
 	return res, nil
+}
+
+// applyMasks applies the product's quality masks and the mask rasters of
+// the options to sc, and names what it applied.
+func (c *Classifier) applyMasks(sc *geo.Scene) (string, error) {
+	var names []string
+	if c.opts.ProductMasks {
+		if err := sc.UseProductMasks(); err != nil {
+			return "", err
+		}
+		names = append(names, sc.ProductMasks()...)
+	}
+	for _, m := range c.opts.Masks {
+		if err := sc.AddMask(m.Path, m.Bands); err != nil {
+			return "", fmt.Errorf("%s: %w", sc.Name(), err)
+		}
+		names = append(names, m.Path)
+	}
+	return strings.Join(names, ", "), nil
 }
 
 // readTiles reads every tile of plan in order and sends it padded to the

@@ -10,6 +10,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/pnec/pnec/model"
+	"github.com/pnec/pnec/processor"
 	"github.com/pnec/pnec/spectral"
 )
 
@@ -20,6 +21,51 @@ func bandFlags() []cli.Flag {
 		&cli.BoolFlag{Name: "resample-bands", Usage: "make the model's bands from a scene whose bands differ from them (Gaussian spectral response functions of the model bands' centres and FWHM over the scene's good bands) instead of refusing it; a model band the scene cannot cover is still refused"},
 		radiometryFlag("the scene's values"),
 	}
+}
+
+// maskFlag is --mask, shared by classify and batch.
+func maskFlag() cli.Flag {
+	return &cli.StringSliceFlag{Name: "mask", Usage: "quality mask `MASK` whose flagged pixels become no-data (repeatable): 'product' for the masks the scene's product delivers (EnMAP pixel/cloud/cirrus/cloud-shadow masks, EMIT's L2A mask file beside the scene, Tanager's cloud and cirrus masks: docs/sensors.md), or a raster on the scene's grid, PATH[:BANDS] (pixels non-zero in any of the 1-based BANDS, default band 1)"}
+}
+
+// masksFromFlag reads --mask into processor options.
+func masksFromFlag(c *cli.Context, o *processor.Options) error {
+	for _, v := range c.StringSlice("mask") {
+		if v == "product" {
+			o.ProductMasks = true
+			continue
+		}
+		m, err := parseMask(v)
+		if err != nil {
+			return fmt.Errorf("--mask %s: %w", v, err)
+		}
+		o.Masks = append(o.Masks, m)
+	}
+	return nil
+}
+
+// parseMask reads PATH[:BANDS]: a trailing ":1,3" (1-based band numbers)
+// selects bands; any other colon belongs to the path (GDAL names such as
+// NETCDF:"f.nc":mask have them).
+func parseMask(v string) (processor.Mask, error) {
+	m := processor.Mask{Path: v}
+	i := strings.LastIndex(v, ":")
+	if i <= 0 {
+		return m, nil
+	}
+	var bands []int
+	for _, f := range strings.Split(v[i+1:], ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil {
+			return m, nil // not a band list: part of the path
+		}
+		if n < 1 {
+			return m, fmt.Errorf("band %d: bands count from 1", n)
+		}
+		bands = append(bands, n-1)
+	}
+	m.Path, m.Bands = v[:i], bands
+	return m, nil
 }
 
 // radiometryFlag is --radiometry, saying what whose values measure.

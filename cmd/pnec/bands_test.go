@@ -2,6 +2,7 @@ package main
 
 import (
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -103,4 +104,26 @@ func TestBandSetCommands(t *testing.T) {
 			t.Fatalf("exit %d, stderr %q; want 0 and %q", r.code, r.stderr, want)
 		}
 	})
+}
+
+func TestParseMask(t *testing.T) {
+	tests := []struct {
+		in    string
+		path  string
+		bands []int
+		err   bool
+	}{
+		{"clouds.tif", "clouds.tif", nil, false},
+		{"clouds.tif:2", "clouds.tif", []int{1}, false},
+		{"mask.nc:1,2,5", "mask.nc", []int{0, 1, 4}, false},
+		{`NETCDF:"f.nc":mask`, `NETCDF:"f.nc":mask`, nil, false},
+		{`NETCDF:"f.nc":mask:3`, `NETCDF:"f.nc":mask`, []int{2}, false},
+		{"m.tif:0", "", nil, true},
+	}
+	for _, tt := range tests {
+		m, err := parseMask(tt.in)
+		if (err != nil) != tt.err || (!tt.err && (m.Path != tt.path || !slices.Equal(m.Bands, tt.bands))) {
+			t.Errorf("parseMask(%q) = %+v, %v; want %q %v (error %v)", tt.in, m, err, tt.path, tt.bands, tt.err)
+		}
+	}
 }

@@ -65,7 +65,7 @@ func productFlags() []cli.Flag {
 		&cli.StringSliceFlag{Name: "co", Usage: "COG creation option `KEY=VALUE` (repeatable), e.g. --co COMPRESS=ZSTD --co BLOCKSIZE=256"},
 		&cli.StringFlag{Name: "reliability", Value: "byte", Usage: "reliability `TYPE`: byte (band 2, percent 0-100, no-data 255) or float32 (band 2 as byte plus a Float32 0..1 COG NAME.reliability.tif, NaN no-data)"},
 		&cli.StringFlag{Name: "reliability-score", Usage: "`KIND` of score the reliability band carries: spectral, spectral-margin, combined, margin, maxprob, entropy or gate (default: spectral, the best measured; combined for model files without training spectra)"},
-	}, append(bandFlags(), planFlags()...)...)
+	}, append(append(bandFlags(), maskFlag()), planFlags()...)...)
 }
 
 // productOptions reads the product flags (see productFlags) into processor options.
@@ -76,6 +76,9 @@ func productOptions(c *cli.Context) (processor.Options, error) {
 	}
 	opts.Backend = c.String("backend")
 	opts.ResampleBands = c.Bool("resample-bands")
+	if err := masksFromFlag(c, &opts); err != nil {
+		return opts, err
+	}
 	if opts.Radiometry, err = radiometryFromFlag(c); err != nil {
 		return opts, err
 	}
@@ -235,4 +238,7 @@ func printSummary(w io.Writer, r processor.Result) {
 		t.Stitch.Round(time.Millisecond), 100*st, t.Write.Round(time.Millisecond), 100*wr)
 	fmt.Fprintf(w, "  memory budget %s, planned peak %s\n", processor.FormatBytes(r.MaxMemoryBytes), processor.FormatBytes(r.PlannedBytes))
 	fmt.Fprintf(w, "  model bands: %s\n", r.Bands)
+	if r.Masks != "" {
+		fmt.Fprintf(w, "  masks: %s\n", r.Masks)
+	}
 }
