@@ -27,7 +27,7 @@ type Scene struct {
 	bands []godal.Band
 	info  Info
 	// cube, when set, reads the pixels instead of ds (products GDAL 3.6
-	// cannot read as a raster: see product.go); bands is then nil.
+	// cannot read as a raster: see delivery.go); bands is then nil.
 	cube cubeReader
 
 	scale, offset []float32
@@ -174,16 +174,27 @@ func (s *Scene) SetBandPlan(plan *spectral.Plan) error {
 // bands, or the band plan's (SetBandPlan).
 func (s *Scene) Bands() int { return s.cur.out }
 
-// Open opens a scene by GDAL dataset name (a path, VRT, /vsi path, subdataset name).
+// Open opens a scene by GDAL dataset name (a path, VRT, /vsi path,
+// subdataset name), or a product pnec reads as its provider delivers it
+// (delivery.go: EnMAP L2A folders and ZIPs, EMIT, PRISMA, Tanager and
+// AVIRIS-3 NetCDF/HDF5 files; DESIS GeoTIFFs get their ENVI header).
 // Every band must have a real (not complex) data type.
 func Open(name string) (*Scene, error) {
 	register()
+	if s, ok, err := openProduct(name); ok {
+		return s, err
+	}
+	return openGDAL(name, name)
+}
+
+// openGDAL opens the GDAL dataset path as the scene called name.
+func openGDAL(name, path string) (*Scene, error) {
 	// SiblingFiles() with no names restores GDAL's own sidecar probing
 	// (.hdr of ENVI, .aux.xml, .ovr, .msk), which godal turns off by default.
-	ds, err := godal.Open(name, godal.RasterOnly(), godal.SiblingFiles(), errh)
+	ds, err := godal.Open(path, godal.RasterOnly(), godal.SiblingFiles(), errh)
 	if err != nil {
 		err = tidy(err)
-		if strings.HasPrefix(err.Error(), name+": ") { // GDAL named it already
+		if strings.HasPrefix(err.Error(), path+": ") { // GDAL named it already
 			return nil, fmt.Errorf("open %w", err)
 		}
 		return nil, fmt.Errorf("open %s: %w", name, err)
@@ -298,6 +309,9 @@ func (s *Scene) load() error {
 		}
 	}
 	if err := s.readSpectral(&in); err != nil {
+		return fmt.Errorf("%s: %w", s.name, err)
+	}
+	if err := s.readSidecars(&in); err != nil {
 		return fmt.Errorf("%s: %w", s.name, err)
 	}
 	s.info = in

@@ -2,7 +2,7 @@ package geo
 
 // cubeReader reads the pixels of a scene that is not one GDAL raster
 // dataset (a product read through GDAL's multidimensional API, or one
-// orthorectified through its geometry lookup table): see product.go.
+// orthorectified through its geometry lookup table): see delivery.go.
 type cubeReader interface {
 	// readBSQ reads window w of the 0-based bands, decimated to bufCols x
 	// bufRows (nearest neighbour), band-sequential into buf

@@ -1,0 +1,180 @@
+package geo_test
+
+import (
+	"context"
+	"math"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"github.com/pnec/pnec/geo"
+	"github.com/pnec/pnec/internal/fixture"
+	"github.com/pnec/pnec/spectral"
+)
+
+// checkDelivery checks the Info pnec reads of a sensor fixture: product,
+// band set, radiometry, georeference and size.
+func checkDelivery(t *testing.T, in geo.Info, d fixture.Delivery, product string) {
+	t.Helper()
+	if in.Product != product || in.Cols != fixture.Cols || in.Rows != fixture.Rows || in.Bands != len(d.CentresNM) {
+		t.Errorf("got %s %dx%dx%d, want %s %dx%dx%d", in.Product, in.Cols, in.Rows, in.Bands, product, fixture.Cols, fixture.Rows, len(d.CentresNM))
+	}
+	near := func(a, b []float64, tol float64) bool {
+		if len(a) != len(b) {
+			return false
+		}
+		for i := range a {
+			if math.Abs(a[i]-b[i]) > tol {
+				return false
+			}
+		}
+		return true
+	}
+	if !near(in.WavelengthsNM, d.CentresNM, 1e-3) || !near(in.FWHMNM, d.FWHMNM, 1e-3) {
+		t.Errorf("band set: got centres %v..., widths %v...", in.WavelengthsNM[:min(3, len(in.WavelengthsNM))], in.FWHMNM[:min(3, len(in.FWHMNM))])
+	}
+	wantBad := d.Bad
+	if !slices.Contains(wantBad, true) {
+		wantBad = nil
+	}
+	if !slices.Equal(in.BadBands, wantBad) {
+		t.Errorf("bad bands: got %d, want %d", in.BandSet().BadCount(), spectral.BandSet{Bands: len(d.Bad), Bad: d.Bad}.BadCount())
+	}
+	if in.Radiometry != (spectral.Radiometry{Quantity: spectral.QuantityReflectance, Scale: 1}) {
+		t.Errorf("radiometry: got %+v, want reflectance 0-1", in.Radiometry)
+	}
+	if in.GeoTransform != d.GeoRef.GeoTransform || in.EPSG != d.GeoRef.EPSG {
+		t.Errorf("georeference: got %v EPSG:%d, want %v EPSG:%d", in.GeoTransform, in.EPSG, d.GeoRef.GeoTransform, d.GeoRef.EPSG)
+	}
+}
+
+// checkReflectance reads the whole delivery and checks each valid pixel's
+// good bands against the fixture's spectra (noise sigma 40/10000).
+func checkReflectance(t *testing.T, s *geo.Scene, d fixture.Delivery) {
+	t.Helper()
+	good := s.Info().BandSet().Good()
+	if err := s.SetBandPlan(&spectral.Plan{Read: good, Out: len(good)}); err != nil {
+		t.Fatal(err)
+	}
+	blk, err := s.ReadWindow(context.Background(), geo.Window{Cols: fixture.Cols, Rows: fixture.Rows})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, labels := fixture.SceneData(1)
+	valid := 0
+	for p, ok := range blk.Valid {
+		if !ok {
+			continue
+		}
+		valid++
+		for k, b := range good {
+			want := fixture.Reflectance(int(labels[p]), d.CentresNM[b], 0)
+			if got := float64(blk.Data[p*len(good)+k]); math.Abs(got-want) > 0.025 {
+				t.Fatalf("pixel %d band %d (%g nm): got %.4f, want %.4f +- noise", p, b+1, d.CentresNM[b], got, want)
+			}
+		}
+	}
+	if valid == 0 {
+		t.Fatal("no valid pixel")
+	}
+	if err := s.SetBandPlan(nil); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestOpenEnMAP(t *testing.T) {
+	dir := t.TempDir()
+	folder, err := fixture.WriteEnMAP(filepath.Join(dir, "a"), fixture.EnMAPOptions{Seed: 1, Cloud: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	zipped, err := fixture.WriteEnMAP(filepath.Join(dir, "b"), fixture.EnMAPOptions{Seed: 2, ShiftCols: 40, Zip: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	names, _ := filepath.Glob(filepath.Join(folder.Path, "*-METADATA.XML"))
+	for _, tc := range []struct {
+		name string
+		d    fixture.Delivery
+		path string
+	}{
+		{"folder", folder, folder.Path},
+		{"METADATA.XML", folder, names[0]},
+		{"ZIP", zipped, zipped.Path},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s, err := geo.Open(tc.path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			in := s.Info()
+			checkDelivery(t, in, tc.d, geo.ProductEnMAPL2A)
+			if in.Scale[0] != 1e-4 || in.Metadata["ACQUISITIONDATETIME"] != "2023-06-01T08:30:00.000000Z" {
+				t.Errorf("got scale %g, acquisition %q", in.Scale[0], in.Metadata["ACQUISITIONDATETIME"])
+			}
+			// The no-data-filled water-vapour bands make no pixel invalid.
+			if f, err := s.ValidFraction(context.Background()); err != nil || f != 1 {
+				t.Errorf("valid fraction %v (%v), want 1", f, err)
+			}
+			checkReflectance(t, s, tc.d)
+			if got := s.ProductMasks(); len(got) != 4 {
+				t.Errorf("got product masks %q, want pixel, cloud, cirrus and cloud shadow", got)
+			}
+			if err := s.UseProductMasks(); err != nil {
+				t.Fatal(err)
+			}
+			want := 1 - float64(tc.d.Masked)/float64(fixture.Rows*fixture.Cols)
+			if f, err := s.ValidFraction(context.Background()); err != nil || f != want {
+				t.Errorf("with the product's masks: valid fraction %v (%v), want %v", f, err, want)
+			}
+		})
+	}
+}
+
+func TestOpenDESIS(t *testing.T) {
+	d, err := fixture.WriteDESIS(t.TempDir(), fixture.DESISOptions{Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := geo.Open(d.Path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	in := s.Info()
+	checkDelivery(t, in, d, geo.ProductDESISL2A)
+	if in.Scale[7] != 1e-4 || !in.HasNoData[0] || in.NoData[0] != -32768 || in.SpectralSource != "ENVI header beside the GeoTIFF" {
+		t.Errorf("got scale %g, nodata %v %g, source %q; want the header's gain, no-data and source", in.Scale[7], in.HasNoData[0], in.NoData[0], in.SpectralSource)
+	}
+	want := 1 - 2.0/float64(fixture.Rows*fixture.Cols)
+	if f, err := s.ValidFraction(context.Background()); err != nil || f != want {
+		t.Errorf("valid fraction %v (%v), want %v (the header's no-data corners)", f, err, want)
+	}
+	checkReflectance(t, s, d)
+}
+
+func TestOpenAVIRISNG(t *testing.T) {
+	d, err := fixture.WriteAVIRISNG(t.TempDir(), fixture.AVIRISOptions{Seed: 1, RotateDeg: 30})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := geo.Open(d.Path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	in := s.Info()
+	gt := in.GeoTransform
+	for i := range gt {
+		if math.Abs(gt[i]-d.GeoRef.GeoTransform[i]) > 1e-6 {
+			t.Fatalf("geotransform %v, want the rotated %v", gt, d.GeoRef.GeoTransform)
+		}
+	}
+	in.GeoTransform = d.GeoRef.GeoTransform // compared with a tolerance above
+	checkDelivery(t, in, d, geo.ProductAVIRISNG)
+	if f, err := s.ValidFraction(context.Background()); err != nil || f != 1 {
+		t.Errorf("valid fraction %v (%v), want 1 (the bad bands' -9999 makes no pixel invalid)", f, err)
+	}
+	checkReflectance(t, s, d)
+}

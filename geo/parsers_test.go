@@ -1,0 +1,82 @@
+package geo
+
+import (
+	"math"
+	"strings"
+	"testing"
+)
+
+func TestParseENVIHeader(t *testing.T) {
+	text := "ENVI\ndescription = {\n  DESIS L2A, reflectance}\nsamples = 40\nLines  = 32\n; a comment\n" +
+		"wavelength = { 401.3, 404.1,\n 406.9 }\ndata gain values = {1e-4,1e-4,1e-4}\nband names = {b1, b2, b3}\n"
+	h, err := parseENVIHeader(text)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v, ok := h.int("lines"); !ok || v != 32 {
+		t.Errorf("lines: got %v %v", v, ok)
+	}
+	wl, err := h.perBand("wavelength", 3)
+	if err != nil || len(wl) != 3 || wl[2] != 406.9 {
+		t.Errorf("wavelength: got %v, %v", wl, err)
+	}
+	if _, err := h.perBand("wavelength", 4); err == nil {
+		t.Error("3 wavelengths accepted for 4 bands")
+	}
+	if names := h.strings("band names"); strings.Join(names, "|") != "b1|b2|b3" {
+		t.Errorf("band names: got %q", names)
+	}
+	for _, bad := range []string{"", "GDAL\nsamples = 1", "ENVI\nsamples 1", "ENVI\nwavelength = {1, 2"} {
+		if _, err := parseENVIHeader(bad); err == nil {
+			t.Errorf("%q parsed", bad)
+		}
+	}
+}
+
+// FuzzParseENVIHeader: any text parses or fails without a panic, and a
+// parsed header's keys are lower case with single spaces, its lists closed.
+func FuzzParseENVIHeader(f *testing.F) {
+	f.Add("ENVI\nsamples = 5\nwavelength = { 0.45, 0.55,\n 0.65}\n")
+	f.Add("ENVI\nbbl = {1,0,1}\ndata gain values = {1,2,3}\n")
+	f.Add("ENVI\na = {{}\n}\n")
+	f.Fuzz(func(t *testing.T, text string) {
+		h, err := parseENVIHeader(text)
+		if err != nil {
+			return
+		}
+		for k, v := range h {
+			if k != strings.ToLower(k) || strings.Contains(k, "  ") || strings.TrimSpace(k) != k || k == "" {
+				t.Fatalf("key %q", k)
+			}
+			if strings.HasPrefix(v, "{") && strings.Count(v, "{") > strings.Count(v, "}") {
+				t.Fatalf("%s = %q: list not closed", k, v)
+			}
+			_, _ = h.numbers(k)
+			_ = h.strings(k)
+		}
+	})
+}
+
+// FuzzParseEnMAPMetadata: any document parses or fails without a panic; a
+// parsed one has one centre, width, gain, offset and statistic per band,
+// every centre positive.
+func FuzzParseEnMAPMetadata(f *testing.F) {
+	f.Add(`<level_X><specific><bandCharacterisation><bandID number="1"><wavelengthCenterOfBand>418.4</wavelengthCenterOfBand><FWHMOfBand>6.5</FWHMOfBand><GainOfBand>0.0001</GainOfBand><OffsetOfBand>0</OffsetOfBand></bandID></bandCharacterisation></specific><product><bandStatistics><bandID number="1"><stdDeviation>0</stdDeviation></bandID></bandStatistics></product></level_X>`)
+	f.Add(`<a><bandCharacterisation><bandID number="2"><wavelengthCenterOfBand>1</wavelengthCenterOfBand></bandID></bandCharacterisation></a>`)
+	f.Add(`<?xml version="1.0" encoding="ISO-8859-1"?><x/>`)
+	f.Fuzz(func(t *testing.T, doc string) {
+		md, err := parseEnMAPMetadata([]byte(doc))
+		if err != nil {
+			return
+		}
+		n := len(md.CentresNM)
+		if n == 0 || len(md.FWHMNM) != n || len(md.Gains) != n || len(md.Offsets) != n || len(md.BandStdDev) != n {
+			t.Fatalf("lengths %d %d %d %d %d", n, len(md.FWHMNM), len(md.Gains), len(md.Offsets), len(md.BandStdDev))
+		}
+		for _, c := range md.CentresNM {
+			if !(c > 0) || math.IsInf(c, 0) {
+				t.Fatalf("centre %g", c)
+			}
+		}
+	})
+}
