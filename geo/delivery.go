@@ -37,17 +37,14 @@ const (
 // openProduct opens name as a product pnec reads itself; ok is false when
 // name is none (the caller opens it through GDAL).
 func openProduct(name string) (s *Scene, ok bool, err error) {
-	for _, p := range productOpeners {
+	// Tried in order; each recognises its product cheaply (by name, or
+	// by a look at the file) before it reads anything.
+	for _, p := range []func(name string) (*Scene, bool, error){openEnMAP, openNetCDF} {
 		if s, ok, err = p(name); ok {
 			return s, true, err
 		}
 	}
 	return nil, false, nil
-}
-
-// productOpeners try, in order, to recognise and open a product.
-var productOpeners = []func(name string) (*Scene, bool, error){
-	openEnMAP,
 }
 
 // Names of deliveries pnec recognises by file name.

@@ -2,6 +2,7 @@ package geo_test
 
 import (
 	"context"
+	"errors"
 	"math"
 	"path/filepath"
 	"slices"
@@ -177,4 +178,91 @@ func TestOpenAVIRISNG(t *testing.T) {
 		t.Errorf("valid fraction %v (%v), want 1 (the bad bands' -9999 makes no pixel invalid)", f, err)
 	}
 	checkReflectance(t, s, d)
+}
+
+// skipWithout skips a test whose fixture needs a Python module.
+func skipWithout(t *testing.T, err error) {
+	t.Helper()
+	if errors.Is(err, fixture.ErrNoPython) {
+		t.Skip(err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestOpenEMIT: an EMIT L2A file is read on its ortho grid through its
+// geometry lookup table: each ortho pixel holds the spectrum of the sensor
+// pixel the GLT names (checked against a direct lookup), pixels off the
+// swath and the fill value are invalid, good_wavelengths marks bad bands,
+// and the mask file beside it is the product's mask.
+func TestOpenEMIT(t *testing.T) {
+	d, err := fixture.WriteEMIT(t.TempDir(), fixture.EMITOptions{Seed: 1, Mask: true})
+	skipWithout(t, err)
+	s, err := geo.Open(d.Path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	in := s.Info()
+	checkDelivery(t, in, d, geo.ProductEMITL2A)
+	if in.Metadata["ACQUISITIONDATETIME"] == "" {
+		t.Error("no acquisition time")
+	}
+	want := 1 - float64(d.NoData)/float64(fixture.Rows*fixture.Cols)
+	if f, err := s.ValidFraction(context.Background()); err != nil || math.Abs(f-want) > 1e-12 {
+		t.Errorf("valid fraction %v (%v), want %v (%d pixels off the swath or filled)", f, err, want, d.NoData)
+	}
+	checkReflectance(t, s, d)
+	// Decimated reads (pnec info's estimate on large scenes) sample the grid.
+	if err := s.SetBandPlan(&spectral.Plan{Read: []int{10}, Out: 1}); err != nil {
+		t.Fatal(err)
+	}
+	full, err := s.ReadWindow(context.Background(), geo.Window{Cols: fixture.Cols, Rows: fixture.Rows})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkDecimated(t, s, full)
+	if err := s.SetBandPlan(nil); err != nil {
+		t.Fatal(err)
+	}
+	if got := s.ProductMasks(); len(got) != 1 {
+		t.Fatalf("got product masks %q, want the L2A mask file", got)
+	}
+	if err := s.UseProductMasks(); err != nil {
+		t.Fatal(err)
+	}
+	want = 1 - float64(d.NoData+d.Masked)/float64(fixture.Rows*fixture.Cols)
+	if f, err := s.ValidFraction(context.Background()); err != nil || math.Abs(f-want) > 1e-12 {
+		t.Errorf("with the mask file: valid fraction %v (%v), want %v (%d cloudy pixels)", f, err, want, d.Masked)
+	}
+}
+
+// checkDecimated checks decimated reads (every 2nd pixel, and a 3-to-2
+// nearest sampling) of a one-band plan against the full read.
+func checkDecimated(t *testing.T, s *geo.Scene, full geo.Block) {
+	t.Helper()
+	for _, tc := range []struct {
+		w          geo.Window
+		cols, rows int
+	}{
+		{geo.Window{Col: 2, Row: 4, Cols: 36, Rows: 24}, 18, 12},
+		{geo.Window{Col: 0, Row: 0, Cols: 39, Rows: 30}, 26, 20},
+	} {
+		data, valid, err := s.ReadDecimated(tc.w, tc.cols, tc.rows)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for r := range tc.rows {
+			for c := range tc.cols {
+				sr := tc.w.Row + min(tc.w.Rows-1, int((float64(r)+0.5)*float64(tc.w.Rows)/float64(tc.rows)))
+				sc := tc.w.Col + min(tc.w.Cols-1, int((float64(c)+0.5)*float64(tc.w.Cols)/float64(tc.cols)))
+				i, j := r*tc.cols+c, sr*fixture.Cols+sc
+				if valid[i] != full.Valid[j] || data[i] != full.Data[j] {
+					t.Fatalf("decimated %v to %dx%d: pixel (%d,%d) = %v (%v), source (%d,%d) = %v (%v)",
+						tc.w, tc.cols, tc.rows, r, c, data[i], valid[i], sr, sc, full.Data[j], full.Valid[j])
+				}
+			}
+		}
+	}
 }
