@@ -39,7 +39,7 @@ const (
 func openProduct(name string) (s *Scene, ok bool, err error) {
 	// Tried in order; each recognises its product cheaply (by name, or
 	// by a look at the file) before it reads anything.
-	for _, p := range []func(name string) (*Scene, bool, error){openEnMAP, openNetCDF} {
+	for _, p := range []func(name string) (*Scene, bool, error){openEnMAP, openNetCDF, openHDF5} {
 		if s, ok, err = p(name); ok {
 			return s, true, err
 		}

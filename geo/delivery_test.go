@@ -266,3 +266,71 @@ func checkDecimated(t *testing.T, s *geo.Scene, full geo.Block) {
 		}
 	}
 }
+
+func TestOpenPRISMA(t *testing.T) {
+	d, err := fixture.WritePRISMA(t.TempDir(), fixture.PRISMAOptions{Seed: 1})
+	skipWithout(t, err)
+	s, err := geo.Open(d.Path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	in := s.Info()
+	checkDelivery(t, in, d, geo.ProductPRISMAL2D)
+	if in.Bands != 63+171 || math.Abs(in.Scale[0]-1.2/65535) > 1e-12 || math.Abs(in.Scale[in.Bands-1]-0.8/65535) > 1e-12 {
+		t.Errorf("got %d bands, scales %g and %g; want 234, VNIR 1.2/65535, SWIR 0.8/65535", in.Bands, in.Scale[0], in.Scale[in.Bands-1])
+	}
+	want := 1 - float64(d.NoData)/float64(fixture.Rows*fixture.Cols)
+	if f, err := s.ValidFraction(context.Background()); err != nil || f != want {
+		t.Errorf("valid fraction %v (%v), want %v: only pixels 0 in every band are no-data", f, err, want)
+	}
+	checkReflectance(t, s, d)
+	if err := s.SetBandPlan(&spectral.Plan{Read: []int{70}, Out: 1}); err != nil {
+		t.Fatal(err)
+	}
+	full, err := s.ReadWindow(context.Background(), geo.Window{Cols: fixture.Cols, Rows: fixture.Rows})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkDecimated(t, s, full)
+}
+
+func TestOpenTanager(t *testing.T) {
+	d, err := fixture.WriteTanager(t.TempDir(), fixture.TanagerOptions{Seed: 1, Cloud: true})
+	skipWithout(t, err)
+	s, err := geo.Open(d.Path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	in := s.Info()
+	checkDelivery(t, in, d, geo.ProductTanagerSR)
+	want := 1 - float64(d.NoData)/float64(fixture.Rows*fixture.Cols)
+	if f, err := s.ValidFraction(context.Background()); err != nil || f != want {
+		t.Errorf("valid fraction %v (%v), want %v (nodata_pixels)", f, err, want)
+	}
+	checkReflectance(t, s, d)
+	if err := s.UseProductMasks(); err != nil {
+		t.Fatal(err)
+	}
+	want = 1 - float64(d.NoData+d.Masked)/float64(fixture.Rows*fixture.Cols)
+	if f, err := s.ValidFraction(context.Background()); err != nil || f != want {
+		t.Errorf("with the cloud masks: valid fraction %v (%v), want %v", f, err, want)
+	}
+}
+
+func TestOpenAVIRIS3NetCDF(t *testing.T) {
+	d, err := fixture.WriteAVIRIS3NC(t.TempDir(), fixture.AVIRIS3Options{Seed: 1})
+	skipWithout(t, err)
+	s, err := geo.Open(d.Path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	checkDelivery(t, s.Info(), d, geo.ProductAVIRIS3)
+	want := 1 - float64(d.NoData)/float64(fixture.Rows*fixture.Cols)
+	if f, err := s.ValidFraction(context.Background()); err != nil || f != want {
+		t.Errorf("valid fraction %v (%v), want %v (fill values)", f, err, want)
+	}
+	checkReflectance(t, s, d)
+}

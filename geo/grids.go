@@ -1,11 +1,12 @@
 package geo
 
 import (
-	"errors"
 	"fmt"
 	"math"
 	"strconv"
 	"strings"
+
+	"github.com/airbusgeo/godal"
 )
 
 // openAVIRIS3NC reads AVIRIS-3's (and AVIRIS-5's) orthorectified L2A
@@ -88,8 +89,6 @@ func readVector(f *mdFile, full string) ([]float64, error) {
 	return a.readAllF64()
 }
 
-// errNotHDF5Product: an HDF5 file that is no product pnec reads itself.
-var errNotHDF5Product = errors.New("not a product pnec reads")
 
 // odlValue finds KEY=VALUE in HDF-EOS5 StructMetadata (ODL): the value of
 // the first line whose key is key, inside the group named group when one
@@ -209,4 +208,14 @@ func parseHEGrid(odl, name string) (heGrid, error) {
 // geoTransform is the grid's GDAL geotransform (corner convention).
 func (g heGrid) geoTransform() [6]float64 {
 	return [6]float64{g.ULX, (g.LRX - g.ULX) / float64(g.XDim), 0, g.ULY, 0, -(g.ULY - g.LRY) / float64(g.YDim)}
+}
+
+// wktOfEPSG is the WKT of an EPSG code.
+func wktOfEPSG(code int) (string, error) {
+	sr, err := godal.NewSpatialRefFromEPSG(code, errh)
+	if err != nil {
+		return "", fmt.Errorf("EPSG:%d: %w", code, err)
+	}
+	defer sr.Close()
+	return sr.WKT(errh)
 }

@@ -100,6 +100,30 @@ static char *pnec_md_read_i32(GDALMDArrayH a, const GUInt64 *start, const size_t
 	return err;
 }
 
+// pnec_md_read_string reads a scalar (or first) string of an array into
+// *out (CPLFree it).
+static char *pnec_md_read_string(GDALMDArrayH a, char **out) {
+	pnec_quiet_hdf5();
+	CPLErrorReset();
+	CPLPushErrorHandler(CPLQuietErrorHandler);
+	size_t nd = GDALMDArrayGetDimensionCount(a);
+	GUInt64 start[8] = {0};
+	size_t count[8] = {1, 1, 1, 1, 1, 1, 1, 1};
+	GDALExtendedDataTypeH t = GDALExtendedDataTypeCreateString(0);
+	char *p = NULL;
+	int ok = nd <= 8 && GDALMDArrayRead(a, start, count, NULL, NULL, t, &p, &p, sizeof(p));
+	GDALExtendedDataTypeRelease(t);
+	char *err = NULL;
+	if (!ok) {
+		err = pnec_errmsg();
+	} else {
+		*out = p ? CPLStrdup(p) : CPLStrdup("");
+		CPLFree(p);
+	}
+	CPLPopErrorHandler();
+	return err;
+}
+
 static GDALAttributeH pnec_md_attr(GDALMDArrayH a, GDALGroupH g, const char *name) {
 	pnec_quiet_hdf5();
 	CPLPushErrorHandler(CPLQuietErrorHandler);
@@ -371,6 +395,17 @@ func (a *mdArray) readI32(start, count, step []int, buf []int32) error {
 		return fmt.Errorf("read %s: %w", a.full, &GDALError{Msg: C.GoString(msg)})
 	}
 	return nil
+}
+
+// readString reads a scalar string array (HDF-EOS StructMetadata.0).
+func (a *mdArray) readString() (string, error) {
+	var out *C.char
+	if msg := C.pnec_md_read_string(a.h, &out); msg != nil {
+		defer C.CPLFree(unsafe.Pointer(msg))
+		return "", fmt.Errorf("read %s: %w", a.full, &GDALError{Msg: C.GoString(msg)})
+	}
+	defer C.CPLFree(unsafe.Pointer(out))
+	return C.GoString(out), nil
 }
 
 // readAllF64 reads a whole (small) array as float64 (band centres, widths,

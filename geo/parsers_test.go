@@ -80,3 +80,40 @@ func FuzzParseEnMAPMetadata(f *testing.F) {
 		}
 	})
 }
+
+func TestParseHEGrid(t *testing.T) {
+	odl := "GROUP=GridStructure\n\tGROUP=GRID_1\n\t\tGridName=\"HYP\"\n\t\tXDim=40\n\t\tYDim=32\n" +
+		"\t\tUpperLeftPointMtrs=(600000.000000,5000010.000000)\n\t\tLowerRightMtrs=(601200.000000,4999050.000000)\n" +
+		"\t\tProjection=HE5_GCTP_UTM\n\t\tZoneCode=-32\n\tEND_GROUP=GRID_1\nEND_GROUP=GridStructure\nEND\n"
+	g, err := parseHEGrid(odl, "HYP")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g.EPSG != 32732 || g.geoTransform() != [6]float64{600000, 30, 0, 5000010, 0, -30} {
+		t.Errorf("got EPSG:%d %v", g.EPSG, g.geoTransform())
+	}
+	if _, err := parseHEGrid(odl, "OTHER"); err == nil {
+		t.Error("a grid the metadata does not have was found")
+	}
+	geographic := strings.Replace(odl, "HE5_GCTP_UTM", "HE5_GCTP_GEO", 1)
+	if _, err := parseHEGrid(geographic, "HYP"); err == nil || !strings.Contains(err.Error(), "HE5_GCTP_GEO") {
+		t.Errorf("a geographic grid: got %v, want an error naming it", err)
+	}
+}
+
+// FuzzParseHEGrid: any StructMetadata parses or fails without a panic; a
+// parsed grid has positive dimensions, a UTM code and a north-up extent.
+func FuzzParseHEGrid(f *testing.F) {
+	f.Add("GridName=\"HYP\"\nXDim=4\nYDim=3\nUpperLeftPointMtrs=(0,90)\nLowerRightMtrs=(120,0)\nProjection=HE5_GCTP_UTM\nZoneCode=31\n")
+	f.Add("GridName=\"HYP\"\nXDim=1\nYDim=1\nUpperLeftPointMtrs=(1e300,-1e300)\nLowerRightMtrs=(,)\n")
+	f.Fuzz(func(t *testing.T, odl string) {
+		g, err := parseHEGrid(odl, "HYP")
+		if err != nil {
+			return
+		}
+		gt := g.geoTransform()
+		if g.XDim < 1 || g.YDim < 1 || g.EPSG < 32601 || g.EPSG > 32760 || !(gt[1] > 0) || !(gt[5] < 0) {
+			t.Fatalf("grid %+v, geotransform %v", g, gt)
+		}
+	})
+}

@@ -37,6 +37,18 @@ var sensorCases = []sensorCase{
 		write: func(dir string, seed uint64, shift int, masked bool) (fixture.Delivery, error) {
 			return fixture.WriteEMIT(dir, fixture.EMITOptions{Seed: seed, ShiftCols: shift, Mask: masked})
 		}},
+	{name: "PRISMA", product: geo.ProductPRISMAL2D,
+		write: func(dir string, seed uint64, shift int, _ bool) (fixture.Delivery, error) {
+			return fixture.WritePRISMA(dir, fixture.PRISMAOptions{Seed: seed, ShiftCols: shift})
+		}},
+	{name: "Tanager", product: geo.ProductTanagerSR, masks: true,
+		write: func(dir string, seed uint64, shift int, masked bool) (fixture.Delivery, error) {
+			return fixture.WriteTanager(dir, fixture.TanagerOptions{Seed: seed, ShiftCols: shift, Cloud: masked})
+		}},
+	{name: "AVIRIS-3 NetCDF", product: geo.ProductAVIRIS3,
+		write: func(dir string, seed uint64, shift int, _ bool) (fixture.Delivery, error) {
+			return fixture.WriteAVIRIS3NC(dir, fixture.AVIRIS3Options{Seed: seed, ShiftCols: shift})
+		}},
 	{name: "AVIRIS-NG", product: geo.ProductAVIRISNG,
 		write: func(dir string, seed uint64, shift int, _ bool) (fixture.Delivery, error) {
 			return fixture.WriteAVIRISNG(dir, fixture.AVIRISOptions{Seed: seed, ShiftCols: shift, RotateDeg: 30})
