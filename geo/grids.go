@@ -89,7 +89,6 @@ func readVector(f *mdFile, full string) ([]float64, error) {
 	return a.readAllF64()
 }
 
-
 // odlValue finds KEY=VALUE in HDF-EOS5 StructMetadata (ODL): the value of
 // the first line whose key is key, inside the group named group when one
 // is given ("" anywhere).
