@@ -197,3 +197,22 @@ func identityScale(scale, offset []float64) bool {
 	}
 	return true
 }
+
+// IsDelivery reports whether path (a local folder or file) is a product
+// delivery that Open reads as one scene although it is not one raster
+// file: an EnMAP L2A folder or ZIP. A batch takes such a folder as one
+// scene instead of the rasters inside it.
+func IsDelivery(path string) bool {
+	_, ok := findEnMAP(path)
+	return ok
+}
+
+// companionName matches the files of a delivery that belong to another
+// file's scene rather than being scenes themselves: EMIT's mask and
+// uncertainty files, EnMAP's and DESIS's quality layers and quicklooks.
+var companionName = regexp.MustCompile(`(?i)(^EMIT_L2A_(MASK|RFLUNCERT)_)|(-QL_[A-Z_]+\.(TIF|GEOTIFF)$)|(^DESIS-HSI-L2A-.*-QUALITY.*\.tif$)`)
+
+// IsCompanion reports whether the file name is a companion of another
+// scene in its delivery (see companionName): a batch given the folder
+// does not take it as a scene of its own.
+func IsCompanion(name string) bool { return companionName.MatchString(path.Base(name)) }
