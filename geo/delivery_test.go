@@ -93,6 +93,10 @@ func TestOpenEnMAP(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	bsq, err := fixture.WriteEnMAP(filepath.Join(dir, "c"), fixture.EnMAPOptions{Seed: 3, BSQ: true})
+	if err != nil {
+		t.Fatal(err)
+	}
 	names, _ := filepath.Glob(filepath.Join(folder.Path, "*-METADATA.XML"))
 	for _, tc := range []struct {
 		name string
@@ -102,6 +106,7 @@ func TestOpenEnMAP(t *testing.T) {
 		{"folder", folder, folder.Path},
 		{"METADATA.XML", folder, names[0]},
 		{"ZIP", zipped, zipped.Path},
+		{"BSQ", bsq, bsq.Path},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s, err := geo.Open(tc.path)
@@ -119,6 +124,12 @@ func TestOpenEnMAP(t *testing.T) {
 				t.Errorf("valid fraction %v (%v), want 1", f, err)
 			}
 			checkReflectance(t, s, tc.d)
+			if tc.name == "BSQ" {
+				if in.Driver != "ENVI" {
+					t.Errorf("BSQ delivery read by %s, want ENVI", in.Driver)
+				}
+				return
+			}
 			if got := s.ProductMasks(); len(got) != 4 {
 				t.Errorf("got product masks %q, want pixel, cloud, cirrus and cloud shadow", got)
 			}
