@@ -1,6 +1,7 @@
 package geo
 
 import (
+	"errors"
 	"fmt"
 	"path"
 	"regexp"
@@ -59,7 +60,7 @@ var (
 // no-data), and the product and radiometry of AVIRIS files known by name.
 func (s *Scene) readSidecars(in *Info) error {
 	base := path.Base(s.name)
-	if in.Driver == "GTiff" {
+	if in.Driver == "GTiff" && (desisName.MatchString(base) || !remotePath(s.name)) {
 		hdr := strings.TrimSuffix(s.name, path.Ext(s.name))
 		for _, ext := range []string{".hdr", ".HDR"} {
 			if !vsiExists(hdr + ext) {
@@ -70,6 +71,9 @@ func (s *Scene) readSidecars(in *Info) error {
 				return err
 			}
 			h, err := parseENVIHeader(string(text))
+			if errors.Is(err, errNotENVIHeader) {
+				break // another program's .hdr: not ours to read
+			}
 			if err != nil {
 				return fmt.Errorf("%s: %w", path.Base(hdr+ext), err)
 			}
@@ -102,6 +106,22 @@ func (s *Scene) readSidecars(in *Info) error {
 		}
 	}
 	return nil
+}
+
+// remotePath reports whether a dataset name is on a network or custom
+// GDAL file system (anything under /vsi but archives of local files),
+// where probing for a sidecar costs requests: pnec then looks for an ENVI
+// header beside a GeoTIFF only when the name says it is DESIS's.
+func remotePath(name string) bool {
+	if !strings.HasPrefix(name, "/vsi") {
+		return false
+	}
+	for _, local := range []string{"/vsizip/", "/vsitar/", "/vsigzip/", "/vsimem/"} {
+		if strings.HasPrefix(name, local) && !strings.Contains(name[len(local):], "/vsi") {
+			return false
+		}
+	}
+	return true
 }
 
 // applyENVIHeader sets what an ENVI header beside a GeoTIFF says and the

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"math"
+	"os"
 	"path/filepath"
 	"slices"
 	"testing"
@@ -344,4 +345,25 @@ func TestOpenAVIRIS3NetCDF(t *testing.T) {
 		t.Errorf("valid fraction %v (%v), want %v (fill values)", f, err, want)
 	}
 	checkReflectance(t, s, d)
+}
+
+// TestGeoTIFFWithForeignHDR: a .hdr beside a GeoTIFF that is not an ENVI
+// header (another program's) is ignored.
+func TestGeoTIFFWithForeignHDR(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "scene.tif")
+	if err := fixture.WriteScene(p, 1); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "scene.hdr"), []byte("BYTEORDER I\nLAYOUT BIL\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s, err := geo.Open(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if in := s.Info(); in.WavelengthsNM != nil || in.Product != "" {
+		t.Errorf("got wavelengths %v, product %q from a foreign .hdr", in.WavelengthsNM, in.Product)
+	}
 }

@@ -117,3 +117,14 @@ func FuzzParseHEGrid(f *testing.F) {
 		}
 	})
 }
+
+func TestRemotePath(t *testing.T) {
+	for name, want := range map[string]bool{
+		"scene.tif": false, "/data/scene.tif": false, "/vsizip/a.zip/scene.tif": false, "/vsimem/x.tif": false,
+		"/vsis3/bucket/scene.tif": true, "/vsicurl/https://x/scene.tif": true, "/vsizip//vsis3/b/a.zip/s.tif": true,
+	} {
+		if got := remotePath(name); got != want {
+			t.Errorf("remotePath(%q) = %v, want %v", name, got, want)
+		}
+	}
+}
