@@ -273,7 +273,9 @@ func findEnMAP(name string) (enmapDelivery, bool) {
 		for _, e := range vsiReadDir(z) {
 			dirs = append(dirs, z+"/"+e)
 		}
-	case vsiIsDir(name):
+	case (path.Ext(strings.TrimSuffix(name, "/")) == "" || strings.HasPrefix(strings.ToUpper(path.Base(name)), "ENMAP")) && vsiIsDir(name):
+		// Only names that can be folders are looked at: a file name
+		// with an extension costs no request on a network file system.
 		dirs = []string{name}
 	default:
 		return enmapDelivery{}, false
