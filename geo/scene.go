@@ -69,8 +69,9 @@ type readSpec struct {
 	bandMask           []int // positions in bands of bands with their own mask
 	allIntegerNoNoData bool  // integer bands, no nodata, no mask: every pixel is valid
 	native             godal.DataType
-	plan               *spectral.Plan // nil: the read values are returned as they are
-	out                int            // values per returned pixel
+	plan               *spectral.Plan   // nil: the read values are returned as they are
+	apply              spectral.Applier // plan compiled
+	out                int              // values per returned pixel
 }
 
 // transforms reports whether the returned values differ from the read ones.
@@ -85,6 +86,7 @@ func (s *Scene) spec(bands []int, plan *spectral.Plan) readSpec {
 		nodata: make([]float32, len(bands)), hasNoData: make([]bool, len(bands))}
 	if plan != nil {
 		r.out = plan.Out
+		r.apply = plan.Compile()
 	}
 	for k, b := range bands {
 		r.scale[k], r.offset[k] = s.scale[b], s.offset[b]
@@ -465,7 +467,7 @@ func (s *Scene) readInto(sp *readSpec, w Window, bufCols, bufRows int, scale boo
 				clear(out)
 				continue
 			}
-			sp.plan.Apply(tmp[i*nr:(i+1)*nr], out)
+			sp.apply.Apply(tmp[i*nr:(i+1)*nr], out)
 		}
 	}
 	return nil
