@@ -198,3 +198,35 @@ func TestBandPlanNativeTypes(t *testing.T) {
 		}
 	}
 }
+
+// TestBandPlanStripChunks: a plan's read through a scratch of a few rows
+// at a time gives what one through a whole-strip scratch does.
+func TestBandPlanStripChunks(t *testing.T) {
+	img := writeENVI(t, t.TempDir(), 9, 23, 4, false, "wavelength = {400, 410, 420, 430}\n")
+	s, err := Open(img)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	plan := &spectral.Plan{Read: []int{0, 2, 3}, Weights: []float32{0.25, 0.75, 0, 0, 0, 1}, Out: 2, Gain: 0.5}
+	if err := s.SetBandPlan(plan); err != nil {
+		t.Fatal(err)
+	}
+	w := Window{Col: 1, Row: 2, Cols: 7, Rows: 19}
+	whole, err := s.ReadWindow(context.Background(), w)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func(v int) { transformScratchBytes = v }(transformScratchBytes)
+	transformScratchBytes = 2 * 7 * 3 * 4 // two rows of 7 pixels, 3 read bands
+	chunked, err := s.ReadWindow(context.Background(), w)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(whole.Data, chunked.Data) || !slices.Equal(whole.Valid, chunked.Valid) {
+		t.Error("a read in 2-row chunks differs from the whole strip's")
+	}
+	if want := float32(0.5 * (0.25*pixelValue(5, 3, 0) + 0.75*pixelValue(5, 3, 2))); chunked.Data[(3*7+2)*2] != want {
+		t.Errorf("pixel (5,3): got %v, want %v", chunked.Data[(3*7+2)*2], want)
+	}
+}

@@ -452,26 +452,43 @@ func (s *Scene) readInto(sp *readSpec, w Window, bufCols, bufRows int, scale boo
 		return s.readValues(sp, w, bufCols, bufRows, scale, data, valid, rowPixels)
 	}
 	nr, no := len(sp.bands), sp.out
-	s.pixScratch = grow(s.pixScratch, bufCols*bufRows*nr)
-	s.validScratch = grow(s.validScratch, bufCols*bufRows)
-	tmp, tv := s.pixScratch, s.validScratch
-	if err := s.readValues(sp, w, bufCols, bufRows, scale, tmp, tv, bufCols); err != nil {
-		return err
+	// The read bands go through a scratch strip of at most
+	// transformScratchBytes (whole rows; a decimated read at once), so a
+	// plan adds little to the read's memory whatever the strip's height.
+	step := bufRows
+	if bufRows == w.Rows {
+		step = max(1, min(bufRows, transformScratchBytes/max(1, bufCols*nr*4)))
 	}
-	for r := range bufRows {
-		for c := range bufCols {
-			i, o := r*bufCols+c, r*rowPixels+c
-			valid[o] = tv[i]
-			out := data[o*no : (o+1)*no : (o+1)*no]
-			if !tv[i] {
-				clear(out)
-				continue
+	for r0 := 0; r0 < bufRows; r0 += step {
+		k := min(step, bufRows-r0)
+		part, prow := w, k
+		if bufRows == w.Rows {
+			part = Window{Col: w.Col, Row: w.Row + r0, Cols: w.Cols, Rows: k}
+		}
+		s.pixScratch = grow(s.pixScratch, bufCols*prow*nr)
+		s.validScratch = grow(s.validScratch, bufCols*prow)
+		tmp, tv := s.pixScratch, s.validScratch
+		if err := s.readValues(sp, part, bufCols, prow, scale, tmp, tv, bufCols); err != nil {
+			return err
+		}
+		for r := range prow {
+			for c := range bufCols {
+				i, o := r*bufCols+c, (r0+r)*rowPixels+c
+				valid[o] = tv[i]
+				out := data[o*no : (o+1)*no : (o+1)*no]
+				if !tv[i] {
+					clear(out)
+					continue
+				}
+				sp.apply.Apply(tmp[i*nr:(i+1)*nr], out)
 			}
-			sp.apply.Apply(tmp[i*nr:(i+1)*nr], out)
 		}
 	}
 	return nil
 }
+
+// transformScratchBytes bounds the scratch strip of a band plan's read.
+var transformScratchBytes = 16 << 20
 
 // readValues reads the bands of sp (len(sp.bands) values per pixel) into
 // the caller's buffers: buffer pixel (r, c) goes to pixel r*rowPixels + c
