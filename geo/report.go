@@ -206,7 +206,7 @@ func (r Report) WriteText(w io.Writer) error {
 		line("wavelengths", "none (the model's band count is all pnec can check)")
 	}
 	if r.FWHMNM != nil {
-		line("fwhm", "%s", wavelengthText(r.FWHMNM))
+		line("fwhm", "%s", fwhmText(r.FWHMNM))
 	}
 	if len(r.BadBands) > 0 {
 		line("bad bands", "%d: %s (left out of training and classification)", len(r.BadBands), listText(r.BadBands, strconv.Itoa))
@@ -287,6 +287,26 @@ func wavelengthText(ws []*float64) string {
 		return strconv.FormatFloat(*w, 'f', -1, 64)
 	})
 	return fmt.Sprintf("%d of %d bands, %s-%s nm: %s", n, len(ws), fmtNum(lo), fmtNum(hi), list)
+}
+
+// fwhmText is the band widths: one value when every band has it, else
+// as wavelengthText.
+func fwhmText(ws []*float64) string {
+	var first *float64
+	for _, w := range ws {
+		switch {
+		case w == nil:
+			return wavelengthText(ws)
+		case first == nil:
+			first = w
+		case *w != *first:
+			return wavelengthText(ws)
+		}
+	}
+	if first == nil {
+		return wavelengthText(ws)
+	}
+	return fmt.Sprintf("%s nm, every band", fmtNum(*first))
 }
 
 // listText joins items, eliding the middle of long lists.
