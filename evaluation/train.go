@@ -49,10 +49,17 @@ func readScene(ctx context.Context, name string, plan func(geo.Info) (*spectral.
 		return model.Scene{}, info, err
 	}
 	s := model.Scene{Rows: info.Rows, Cols: info.Cols, Bands: b.Bands, Data: b.Data, Valid: b.Valid}
-	if p == nil || p.Identity(info.Bands) {
-		s.WavelengthsNM = info.WavelengthsNM
-	} else if p.Weights == nil && info.WavelengthsNM != nil {
-		s.WavelengthsNM = info.BandSet().Subset(p.Read).CentresNM
+	// Centres only when every band read has one (a model records all or
+	// none; JSON has no NaN).
+	switch bs := info.BandSet(); {
+	case p == nil || p.Identity(info.Bands):
+		if bs.HasCentres() {
+			s.WavelengthsNM = bs.CentresNM
+		}
+	case p.Weights == nil:
+		if sub := bs.Subset(p.Read); sub.HasCentres() {
+			s.WavelengthsNM = sub.CentresNM
+		}
 	}
 	return s, info, nil
 }
@@ -75,8 +82,17 @@ func BandRecordOf(info geo.Info) model.BandRecord {
 	bs := info.BandSet()
 	good := bs.Good()
 	rec := model.BandRecord{WavelengthUnits: info.WavelengthUnits, Radiometry: info.Radiometry}
-	if bs.FWHMNM != nil {
-		rec.FWHMNM = bs.Subset(good).FWHMNM
+	if bs.FWHMNM != nil && bs.HasCentres() {
+		// Widths only when every band kept has one (all or none).
+		sub := bs.Subset(good)
+		all := true
+		for i := range sub.Bands {
+			_, ok := sub.FWHM(i)
+			all = all && ok
+		}
+		if all {
+			rec.FWHMNM = sub.FWHMNM
+		}
 	}
 	if len(good) < info.Bands && len(good) > 0 {
 		rec.SceneBands, rec.BandsUsed = info.Bands, good

@@ -244,6 +244,16 @@ func (m *Model) checkBandRecord() error {
 	if n := len(mt.FWHMNM); n != 0 && n != mt.Bands {
 		return fmt.Errorf("%d band widths for %d bands", n, mt.Bands)
 	}
+	for i := range mt.WavelengthsNM {
+		if w := mt.WavelengthsNM[i]; !(w > 0) || math.IsInf(w, 0) {
+			return fmt.Errorf("band %d's wavelength is %g: a model records every band's or none", i+1, w)
+		}
+		if len(mt.FWHMNM) > 0 {
+			if f := mt.FWHMNM[i]; !(f > 0) || math.IsInf(f, 0) {
+				return fmt.Errorf("band %d's width is %g: a model records every band's or none", i+1, f)
+			}
+		}
+	}
 	if n := len(mt.BandsUsed); n != 0 {
 		if n != mt.Bands {
 			return fmt.Errorf("%d training-scene bands used for %d model bands", n, mt.Bands)
