@@ -18,7 +18,7 @@ PREFIX  ?= /usr/local
 # (EMIT and AVIRIS-3 NetCDF-4, PRISMA and Tanager HDF5: internal/fixture).
 APT_PACKAGES := libgdal-dev gdal-bin python3-rasterio python3-numpy python3-gdal python3-netcdf4 python3-h5py
 
-.PHONY: check-slurm all deps build install test test-short bench bench-torch bench-quick bench-big bench-budget calibrate demo gpu-bundle gpu-rehearse check-clients clean
+.PHONY: check-slurm all deps build install test test-short bench bench-torch bench-quick bench-big bench-budget calibrate demo gpu-bundle gpu-rehearse check-clients qgis-plugin clean
 
 all: build
 
@@ -114,12 +114,15 @@ gpu-rehearse: gpu-bundle
 # check-clients opens products in headless QGIS (PyQGIS) as GIS users do
 # (docs/product.md): the default paletted renderer with the class names,
 # transparent no-data, the product file alone, and an ungeoreferenced
-# product upright and aligned with its input. Not part of `make test`: it
-# installs qgis, python3-qgis and python3-gdal (about 260 MB) when missing.
+# product upright and aligned with its input; then it runs the QGIS plugin
+# (qgis/pnec_processing, docs/qgis.md) through QGIS's Processing with
+# bin/pnec: classify with progress, style and Cancel, train, batch. Not part
+# of `make test`: it installs qgis, python3-qgis and python3-gdal (about
+# 260 MB) when missing.
 CLIENT_PACKAGES := qgis python3-qgis python3-gdal
 CLIENTS_DIR ?= check-clients
 
-check-clients: deps
+check-clients: build
 	@if ! /usr/bin/python3 -c 'import qgis.core, osgeo.gdal' >/dev/null 2>&1; then \
 		echo "make: installing $(CLIENT_PACKAGES) with apt-get"; \
 		SUDO=; [ "$$(id -u)" = 0 ] || SUDO=sudo; \
@@ -128,6 +131,13 @@ check-clients: deps
 	rm -rf $(CLIENTS_DIR)
 	PNEC_CLIENTS_OUT=$(abspath $(CLIENTS_DIR)) $(GO) test -count=1 -run '^TestClientsFixture$$' ./cmd/pnec
 	QT_QPA_PLATFORM=offscreen /usr/bin/python3 scripts/check_clients.py $(CLIENTS_DIR)
+	QT_QPA_PLATFORM=offscreen /usr/bin/python3 scripts/check_qgis_plugin.py $(CLIENTS_DIR) bin/pnec
+
+# qgis-plugin zips the QGIS plugin for QGIS's "Install from ZIP" (docs/qgis.md).
+qgis-plugin:
+	mkdir -p bin
+	rm -f bin/pnec_processing.zip
+	cd qgis && /usr/bin/python3 -c 'import sys, zipfile, pathlib; z = zipfile.ZipFile(sys.argv[1], "w", zipfile.ZIP_DEFLATED); [z.write(p) for p in sorted(pathlib.Path("pnec_processing").rglob("*")) if "__pycache__" not in p.parts]' ../bin/pnec_processing.zip
 
 clean:
 	rm -rf bin demo gpu-bundle gpu-results check-clients

@@ -8,6 +8,7 @@ import (
 	"io"
 	"math"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -109,8 +110,13 @@ func BandRecordOf(info geo.Info) model.BandRecord {
 // for a scene: wrong size, several bands, or values that are not class values.
 var ErrLabels = errors.New("not a usable label raster")
 
+// MaxClassValue is the largest class value a label raster may hold: a
+// product stores classes as UInt16 at most, 65535 being its no-data
+// (geo.NoDataUInt16), so a model trained on that value could map nothing.
+const MaxClassValue = geo.NoDataUInt16 - 1
+
 // ReadLabels reads a single-band class raster of rows x cols pixels: class
-// values 1.. (whole numbers), 0 = unlabelled; nodata pixels read as 0.
+// values 1..MaxClassValue (whole numbers), 0 = unlabelled; nodata pixels read as 0.
 func ReadLabels(ctx context.Context, name string, rows, cols int) ([]int32, error) {
 	ds, err := geo.Open(name)
 	if err != nil {
@@ -134,9 +140,9 @@ func ReadLabels(ctx context.Context, name string, rows, cols int) ([]int32, erro
 		if !b.Valid[i] {
 			continue
 		}
-		if v < 0 || v != float32(math.Trunc(float64(v))) || v > math.MaxUint16 {
-			return nil, fmt.Errorf("%s: pixel (row %d, col %d) holds %g; class values are whole numbers 0..65535 (0 = unlabelled): %w",
-				name, i/cols, i%cols, v, ErrLabels)
+		if v < 0 || v != float32(math.Trunc(float64(v))) || v > MaxClassValue {
+			return nil, fmt.Errorf("%s: pixel (row %d, col %d) holds %g; class values are whole numbers 0..%d (0 = unlabelled, %d is the products' no-data): %w",
+				name, i/cols, i%cols, v, MaxClassValue, geo.NoDataUInt16, ErrLabels)
 		}
 		out[i] = int32(v)
 	}
@@ -183,8 +189,8 @@ func parseClassName(text string) (int, string, error) {
 	vs := strings.TrimSpace(text[:i])
 	name := strings.TrimSpace(strings.Trim(strings.TrimSpace(text[i+1:]), `"`))
 	v, err := strconv.Atoi(vs)
-	if err != nil || v < 1 || v > math.MaxUint16 {
-		return 0, "", fmt.Errorf("%q: class value %q is not a whole number in 1..65535", text, vs)
+	if err != nil || v < 1 || v > MaxClassValue {
+		return 0, "", fmt.Errorf("%q: class value %q is not a whole number in 1..%d", text, vs, MaxClassValue)
 	}
 	if name == "" {
 		return 0, "", fmt.Errorf("%q: class %d has an empty name", text, v)
@@ -228,6 +234,9 @@ func Train(ctx context.Context, req TrainRequest) (TrainResult, error) {
 	opts.Bands = BandRecordOf(in.info)
 	if req.Radiometry.Known() {
 		opts.Bands.Radiometry = req.Radiometry
+	}
+	if opts.Provenance == (model.Provenance{}) {
+		opts.Provenance = model.Provenance{Scene: absIfFile(req.Scene), Labels: absIfFile(req.Labels), TrainMask: absIfFile(req.TrainMask)}
 	}
 	if req.TrainMask != "" {
 		if opts.TrainMask, err = readTrainMask(ctx, req.TrainMask, req.Labels, in); err != nil {
@@ -311,4 +320,19 @@ func ReadClassNamesFile(path string) (map[int]string, error) {
 	}
 	defer f.Close()
 	return ParseClassNames(f, path)
+}
+
+// absIfFile is name made absolute when it names a local file, so that the
+// model's record of it holds from any directory; other dataset names
+// (URLs, /vsi paths) stay as they are.
+func absIfFile(name string) string {
+	if name == "" {
+		return ""
+	}
+	if st, err := os.Stat(name); err == nil && st.Mode().IsRegular() {
+		if abs, err := filepath.Abs(name); err == nil {
+			return abs
+		}
+	}
+	return name
 }

@@ -149,4 +149,7 @@ type ProductSpec struct {
 	ReliabilityFloat32 bool              // Float32 0..1 NaN-nodata instead of Byte percent (nodata 255)
 	CreationOptions    []string          // COG creation options overriding the defaults
 	Metadata           map[string]string // written to the PNEC metadata domain
+	// Probabilities, when set, adds the class probabilities companion
+	// (ProbabilitiesPath), written with WriteProbabilities.
+	Probabilities *ProbabilitySpec
 }

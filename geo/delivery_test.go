@@ -131,10 +131,10 @@ func TestOpenEnMAP(t *testing.T) {
 				}
 				return
 			}
-			if got := s.ProductMasks(); len(got) != 4 {
+			if got := s.ProductQualityMasks(); len(got) != 4 {
 				t.Errorf("got product masks %q, want pixel, cloud, cirrus and cloud shadow", got)
 			}
-			if err := s.UseProductMasks(); err != nil {
+			if err := s.UseProductQualityMasks(); err != nil {
 				t.Fatal(err)
 			}
 			want := 1 - float64(tc.d.Masked)/float64(fixture.Rows*fixture.Cols)
@@ -238,10 +238,10 @@ func TestOpenEMIT(t *testing.T) {
 	if err := s.SetBandPlan(nil); err != nil {
 		t.Fatal(err)
 	}
-	if got := s.ProductMasks(); len(got) != 1 {
+	if got := s.ProductQualityMasks(); len(got) != 1 {
 		t.Fatalf("got product masks %q, want the L2A mask file", got)
 	}
-	if err := s.UseProductMasks(); err != nil {
+	if err := s.UseProductQualityMasks(); err != nil {
 		t.Fatal(err)
 	}
 	want = 1 - float64(d.NoData+d.Masked)/float64(fixture.Rows*fixture.Cols)
@@ -322,7 +322,7 @@ func TestOpenTanager(t *testing.T) {
 		t.Errorf("valid fraction %v (%v), want %v (nodata_pixels)", f, err, want)
 	}
 	checkReflectance(t, s, d)
-	if err := s.UseProductMasks(); err != nil {
+	if err := s.UseProductQualityMasks(); err != nil {
 		t.Fatal(err)
 	}
 	want = 1 - float64(d.NoData+d.Masked)/float64(fixture.Rows*fixture.Cols)

@@ -125,7 +125,7 @@ func openEMIT(name string, f *mdFile) (*Scene, error) {
 		if i := strings.Index(base, "_L2A_RFL_"); i >= 0 {
 			mf := path.Join(path.Dir(name), base[:i]+"_L2A_MASK_"+base[i+len("_L2A_RFL_"):])
 			if vsiExists(mf) {
-				s.productMasks = append(s.productMasks, productMask{label: "EMIT L2A mask (cloud, cirrus, spacecraft, dilated cloud flags)",
+				s.productQualityMasks = append(s.productQualityMasks, productQualityMask{label: "EMIT L2A mask (cloud, cirrus, spacecraft, dilated cloud flags)",
 					bands: emitMaskFlags, open: func() (*Scene, error) { return Open(mf) }})
 			}
 		}

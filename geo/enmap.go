@@ -348,7 +348,7 @@ func openEnMAP(name string) (*Scene, bool, error) {
 		{"EnMAP cloud shadow mask", "QL_QUALITY_CLOUDSHADOW"},
 	} {
 		if f := d.file(m.file, ".TIF", ".GEOTIFF"); f != "" {
-			s.productMasks = append(s.productMasks, productMask{label: m.label, open: func() (*Scene, error) { return openGDAL(f, f) }})
+			s.productQualityMasks = append(s.productQualityMasks, productQualityMask{label: m.label, open: func() (*Scene, error) { return openGDAL(f, f) }})
 		}
 	}
 	return s, true, nil

@@ -274,7 +274,7 @@ func openTanager(name string, f *mdFile) (*Scene, error) {
 	if f.has(tanagerFields + "/nodata_pixels") {
 		ms, err := layer("nodata_pixels")()
 		if err == nil {
-			err = s.addMaskScene(ms, "Tanager nodata_pixels", nil)
+			err = s.addQualityMaskScene(ms, "Tanager nodata_pixels", nil)
 		}
 		if err != nil {
 			s.Close()
@@ -283,7 +283,7 @@ func openTanager(name string, f *mdFile) (*Scene, error) {
 	}
 	for _, m := range []struct{ ds, label string }{{"beta_cloud_mask", "Tanager cloud mask"}, {"beta_cirrus_mask", "Tanager cirrus mask"}} {
 		if f.has(tanagerFields + "/" + m.ds) {
-			s.productMasks = append(s.productMasks, productMask{label: m.label, open: layer(m.ds)})
+			s.productQualityMasks = append(s.productQualityMasks, productQualityMask{label: m.label, open: layer(m.ds)})
 		}
 	}
 	return s, nil

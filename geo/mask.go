@@ -1,154 +1,288 @@
 package geo
 
 import (
+	"context"
 	"errors"
 	"fmt"
-	"strings"
+	"os"
+	"path/filepath"
 
-	"github.com/pnec/pnec/spectral"
+	"github.com/airbusgeo/godal"
+
+	"github.com/pnec/pnec/internal/tempfiles"
 )
 
-// ErrNoProductMasks is returned by UseProductMasks for a scene whose
-// product delivers no quality mask pnec knows (or that is no product).
-var ErrNoProductMasks = errors.New("geo: the scene's product delivers no quality masks pnec reads")
+// Mask errors; the returned errors name the mask and the scene.
+var (
+	// ErrMaskCRS: the mask cannot be placed on the scene: it has no CRS
+	// (and is no raster of the scene's size), or the scene has none and
+	// the mask has one.
+	ErrMaskCRS = errors.New("cannot place the mask on the scene")
+	// ErrMaskNoOverlap: no pixel of the scene lies inside the mask.
+	ErrMaskNoOverlap = errors.New("the mask does not overlap the scene")
+)
 
-// MaskError reports a mask that cannot serve a scene (another size).
-type MaskError struct {
-	Mask, Scene          string
-	Cols, Rows           int // the mask's
-	SceneCols, SceneRows int
+// Mask is an area of interest on a scene's pixel grid: a raster mask
+// (non-zero = inside) warped to the scene's grid, or polygons of a vector
+// file OGR reads rasterised on it (pixels whose centre lies inside), each
+// reprojected from its own CRS. It is kept in a temporary compressed
+// GeoTIFF, read by windows, and removed by Close.
+type Mask struct {
+	name       string
+	dir        string // temporary directory, removed by Close
+	ds         *godal.Dataset
+	band       godal.Band
+	rows, cols int
+	inside     int64
+	buf        []float32
 }
 
-func (e *MaskError) Error() string {
-	return fmt.Sprintf("mask %s is %dx%d pixels (cols x rows), the scene %s %dx%d: a mask must be on the scene's grid",
-		e.Mask, e.Cols, e.Rows, e.Scene, e.SceneCols, e.SceneRows)
-}
-
-// sceneMask is a mask read from a raster (or a product's mask file) on the
-// scene's grid: a pixel is masked where any of its bands is non-zero (and
-// the mask's own pixel is valid).
-type sceneMask struct {
-	label string
-	sc    *Scene
-}
-
-func (m *sceneMask) name() string { return m.label }
-
-func (m *sceneMask) readMask(w Window, bufCols, bufRows int, bad []bool) error {
-	data, valid, err := m.sc.read(&m.sc.cur, w, bufCols, bufRows, false)
+// OpenMask places the mask named name (a raster or vector dataset name)
+// on the pixel grid of scene (rows, columns, geotransform, CRS). A raster
+// without CRS is taken as the scene's own grid when it has the scene's
+// size. Errors name the mask: one that does not open, ErrMaskCRS,
+// ErrMaskNoOverlap.
+func OpenMask(ctx context.Context, name string, scene Info) (*Mask, error) {
+	register()
+	m, err := openMask(ctx, name, scene)
 	if err != nil {
+		return nil, fmt.Errorf("mask %s: %w", name, err)
+	}
+	return m, nil
+}
+
+func openMask(ctx context.Context, name string, scene Info) (*Mask, error) {
+	dir, err := os.MkdirTemp("", "pnec-mask-*")
+	if err != nil {
+		return nil, err
+	}
+	if err := tempfiles.Add(dir); err != nil {
+		os.RemoveAll(dir)
+		return nil, err
+	}
+	m := &Mask{name: name, dir: dir, rows: scene.Rows, cols: scene.Cols}
+	ok := false
+	defer func() {
+		if !ok {
+			m.Close()
+		}
+	}()
+	if vds, err := godal.Open(name, godal.VectorOnly(), errh); err == nil {
+		err = m.rasterize(vds, scene)
+		vds.Close(errh)
+		if err != nil {
+			return nil, err
+		}
+	} else {
+		src, rerr := godal.Open(name, godal.RasterOnly(), errh)
+		if rerr != nil {
+			return nil, fmt.Errorf("neither a vector nor a raster GDAL opens: %w", tidy(rerr))
+		}
+		err := m.warp(src, scene)
+		src.Close(errh)
+		if err != nil {
+			return nil, err
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if m.band, err = m.firstBand(); err != nil {
+		return nil, err
+	}
+	if err := m.count(ctx); err != nil {
+		return nil, err
+	}
+	if m.inside == 0 {
+		return nil, fmt.Errorf("%w %s (no pixel of it lies inside)", ErrMaskNoOverlap, scene.Name)
+	}
+	ok = true
+	return m, nil
+}
+
+// create makes the mask's raster on the scene's grid.
+func (m *Mask) create(scene Info, dtype godal.DataType) (string, error) {
+	path := filepath.Join(m.dir, "mask.tif")
+	ds, err := godal.Create(godal.GTiff, path, 1, dtype, scene.Cols, scene.Rows,
+		godal.CreationOption("TILED=YES", "COMPRESS=DEFLATE", "BIGTIFF=IF_SAFER", "SPARSE_OK=TRUE"), errh)
+	if err != nil {
+		return "", fmt.Errorf("create mask raster: %w", err)
+	}
+	gt := scene.GeoTransform
+	if gt == ([6]float64{}) {
+		gt = [6]float64{0, 1, 0, 0, 0, 1} // pixel coordinates
+	}
+	if err := ds.SetGeoTransform(gt, errh); err != nil {
+		ds.Close(errh)
+		return "", err
+	}
+	if scene.WKT != "" {
+		if err := setGeoRef(ds, GeoRef{GeoTransform: gt, WKT: scene.WKT}); err != nil {
+			ds.Close(errh)
+			return "", err
+		}
+	}
+	m.ds = ds
+	return path, nil
+}
+
+// rasterize burns the vector dataset's geometries (every layer; each
+// reprojected from its CRS to the scene's) into the mask.
+func (m *Mask) rasterize(vds *godal.Dataset, scene Info) error {
+	layers := vds.Layers()
+	if len(layers) == 0 {
+		return errors.New("a vector dataset without layers")
+	}
+	for _, l := range layers {
+		has := hasSRS(l.SpatialRef())
+		switch {
+		case !has && scene.WKT != "":
+			return fmt.Errorf("%w: layer %q has no CRS, scene %s has one", ErrMaskCRS, l.Name(), scene.Name)
+		case has && scene.WKT == "":
+			return fmt.Errorf("%w: scene %s has no CRS to reproject layer %q to", ErrMaskCRS, scene.Name, l.Name())
+		}
+	}
+	if _, err := m.create(scene, godal.Byte); err != nil {
 		return err
 	}
-	nb := m.sc.cur.out
-	for p, ok := range valid {
-		if !ok {
-			continue
+	// GDAL reprojects each layer to the raster's CRS; pixels whose centre
+	// lies inside a polygon are burnt.
+	if err := m.ds.RasterizeInto(vds, []string{"-burn", "1"}, errh); err != nil {
+		return fmt.Errorf("rasterize: %w", tidy(err))
+	}
+	return nil
+}
+
+// warp places a raster mask's first band on the scene's grid: nearest
+// neighbour, from its CRS to the scene's; outside the mask raster, and
+// where it is no-data, is outside. A raster without CRS (or without
+// geotransform) of the scene's size is the scene's grid as it is.
+func (m *Mask) warp(src *godal.Dataset, scene Info) error {
+	st := src.Structure()
+	hasCRS := src.Projection() != ""
+	_, gtErr := src.GeoTransform(errh)
+	if len(src.Bands()) == 0 {
+		return errors.New("a raster without bands")
+	}
+	dtype := src.Bands()[0].Structure().DataType
+	aligned := st.SizeX == scene.Cols && st.SizeY == scene.Rows
+	switch {
+	case (!hasCRS || gtErr != nil) && aligned:
+		// Pixel for pixel: the scene's grid.
+		path, err := m.create(scene, dtype)
+		if err != nil {
+			return err
 		}
-		for _, v := range data[p*nb : (p+1)*nb] {
+		m.ds.Close(errh)
+		m.ds = nil
+		out, err := src.Translate(path, []string{"-b", "1", "-of", "GTiff", "-a_nodata", "none", "-co", "TILED=YES", "-co", "COMPRESS=DEFLATE"}, errh)
+		if err != nil {
+			return fmt.Errorf("copy: %w", tidy(err))
+		}
+		m.ds = out
+		return nil
+	case !hasCRS || gtErr != nil:
+		return fmt.Errorf("%w: a raster without CRS or geotransform must have the scene's size %dx%d (cols x rows), it has %dx%d",
+			ErrMaskCRS, scene.Cols, scene.Rows, st.SizeX, st.SizeY)
+	case scene.WKT == "":
+		return fmt.Errorf("%w: scene %s has no CRS to reproject the mask to", ErrMaskCRS, scene.Name)
+	}
+	// Band 1 only: a VRT of it, then the warp into the scene's grid.
+	vrt := filepath.Join(m.dir, "band1.vrt")
+	one, err := src.Translate(vrt, []string{"-b", "1", "-of", "VRT"}, errh)
+	if err != nil {
+		return fmt.Errorf("band 1: %w", tidy(err))
+	}
+	defer one.Close(errh)
+	if _, err := m.create(scene, dtype); err != nil {
+		return err
+	}
+	if err := m.ds.WarpInto([]*godal.Dataset{one}, []string{"-r", "near", "-wo", "INIT_DEST=0"}, errh); err != nil {
+		return fmt.Errorf("warp to the scene's grid: %w", tidy(err))
+	}
+	return nil
+}
+
+func (m *Mask) firstBand() (godal.Band, error) {
+	if m.ds == nil || len(m.ds.Bands()) == 0 {
+		return godal.Band{}, errors.New("no mask raster")
+	}
+	return m.ds.Bands()[0], nil
+}
+
+// count counts the pixels inside, in strips.
+func (m *Mask) count(ctx context.Context) error {
+	const strip = 256
+	buf := make([]float32, m.cols*strip)
+	for r0 := 0; r0 < m.rows; r0 += strip {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		n := min(strip, m.rows-r0)
+		if err := m.band.Read(0, r0, buf[:m.cols*n], m.cols, n, errh); err != nil {
+			return fmt.Errorf("read rows %d..%d: %w", r0, r0+n-1, tidy(err))
+		}
+		for _, v := range buf[:m.cols*n] {
 			if v != 0 {
-				bad[p] = true
-				break
+				m.inside++
 			}
 		}
 	}
 	return nil
 }
 
-func (m *sceneMask) close() error { return m.sc.Close() }
+// Name is the mask's dataset name.
+func (m *Mask) Name() string { return m.name }
 
-// AddMask makes the pixels a mask raster marks become invalid (no-data) in
-// every later read of s: the raster named name (any GDAL dataset name, or
-// a product's mask file pnec reads, such as EMIT's L2A mask, which is
-// orthorectified as its scene is) must have the scene's size; a pixel is
-// masked where any of its bands (0-based; nil: band 1) is non-zero. The
-// mask is closed with the scene.
-func (s *Scene) AddMask(name string, bands []int) error {
-	ms, err := Open(name)
-	if err != nil {
-		return fmt.Errorf("mask: %w", err)
+// Inside is the number of the scene's pixels inside the mask.
+func (m *Mask) Inside() int64 { return m.inside }
+
+// Read sets inside[r*w.Cols+c] to whether pixel (c, r) of window w lies
+// inside the mask and reports whether any does. inside must hold
+// w.Cols*w.Rows values. The window must lie in the scene.
+func (m *Mask) Read(w Window, inside []bool) (bool, error) {
+	if w.Col < 0 || w.Row < 0 || w.Cols <= 0 || w.Rows <= 0 || w.Col+w.Cols > m.cols || w.Row+w.Rows > m.rows {
+		return false, fmt.Errorf("mask %s: %w: %v of %dx%d", m.name, ErrWindow, w, m.cols, m.rows)
 	}
-	if err := s.addMaskScene(ms, name, bands); err != nil {
-		ms.Close()
-		return err
+	n := w.Cols * w.Rows
+	if len(inside) < n {
+		return false, fmt.Errorf("mask %s: %w: %d values for a %dx%d window", m.name, ErrSize, len(inside), w.Cols, w.Rows)
 	}
-	return nil
+	if cap(m.buf) < n {
+		m.buf = make([]float32, n)
+	}
+	buf := m.buf[:n]
+	if err := m.band.Read(w.Col, w.Row, buf, w.Cols, w.Rows, errh); err != nil {
+		return false, fmt.Errorf("mask %s: read %v: %w", m.name, w, tidy(err))
+	}
+	any := false
+	for i, v := range buf {
+		inside[i] = v != 0
+		any = any || inside[i]
+	}
+	return any, nil
 }
 
-// addMaskScene adds the open scene ms as a mask of s (see AddMask); it
-// takes ms over.
-func (s *Scene) addMaskScene(ms *Scene, label string, bands []int) error {
-	mi := ms.Info()
-	if mi.Cols != s.info.Cols || mi.Rows != s.info.Rows {
-		return &MaskError{Mask: label, Scene: s.name, Cols: mi.Cols, Rows: mi.Rows, SceneCols: s.info.Cols, SceneRows: s.info.Rows}
+// Close releases the mask and removes its temporary raster.
+func (m *Mask) Close() error {
+	var err error
+	if m.ds != nil {
+		err = m.ds.Close(errh)
+		m.ds = nil
 	}
-	if bands == nil {
-		bands = []int{0}
-	}
-	for _, b := range bands {
-		if b < 0 || b >= mi.Bands {
-			return fmt.Errorf("mask %s: band %d of %d", label, b+1, mi.Bands)
+	if m.dir != "" {
+		if rerr := os.RemoveAll(m.dir); err == nil {
+			err = rerr
 		}
+		tempfiles.Forget(m.dir)
+		m.dir = ""
 	}
-	if err := ms.SetBandPlan(&spectral.Plan{Read: bands, Out: len(bands)}); err != nil {
-		return fmt.Errorf("mask %s: %w", label, err)
-	}
-	s.masks = append(s.masks, &sceneMask{label: label, sc: ms})
-	s.refreshSpecs()
-	return nil
+	return err
 }
 
-// refreshSpecs rebuilds the read specs after masks were added (a mask
-// makes integer scenes readable for invalid pixels too).
-func (s *Scene) refreshSpecs() {
-	plan := s.cur.plan
-	cur := s.cur.bands
-	s.setSpecs()
-	if plan != nil {
-		s.cur = s.spec(cur, plan)
-	}
-}
-
-// ProductMasks names the quality masks the scene's product delivers that
-// UseProductMasks would apply ("" joined; nil for none).
-func (s *Scene) ProductMasks() []string {
-	var out []string
-	for _, m := range s.productMasks {
-		out = append(out, m.label)
-	}
-	return out
-}
-
-// UseProductMasks applies the quality masks delivered with the scene's
-// product (docs/sensors.md says which, per sensor): their flagged pixels
-// become invalid in every later read. ErrNoProductMasks when it has none.
-func (s *Scene) UseProductMasks() error {
-	if len(s.productMasks) == 0 {
-		what := "it is not a product pnec reads"
-		if s.info.Product != "" {
-			what = s.info.Product + " delivers none pnec reads"
-		}
-		return fmt.Errorf("%s: %w (%s)", s.name, ErrNoProductMasks, what)
-	}
-	var names []string
-	for _, pm := range s.productMasks {
-		ms, err := pm.open()
-		if err != nil {
-			return fmt.Errorf("%s: quality mask %s: %w", s.name, pm.label, err)
-		}
-		if err := s.addMaskScene(ms, pm.label, pm.bands); err != nil {
-			ms.Close()
-			return fmt.Errorf("%s: %w", s.name, err)
-		}
-		names = append(names, pm.label)
-	}
-	s.usedMasks = strings.Join(names, ", ")
-	return nil
-}
-
-// productMask is a quality mask a product delivers: how to open it, which
-// of its bands flag pixels, and its name for messages.
-type productMask struct {
-	label string
-	bands []int // 0-based; nil: band 1
-	open  func() (*Scene, error)
+// hasSRS reports whether sr (a layer's or dataset's, not owned) is set:
+// exporting an unset one fails.
+func hasSRS(sr *godal.SpatialRef) bool {
+	wkt, err := sr.WKT(godal.ErrLogger(func(godal.ErrorCategory, int, string) error { return nil }))
+	return err == nil && wkt != ""
 }

@@ -3,88 +3,262 @@ package geo
 import (
 	"context"
 	"errors"
+	"fmt"
+	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/airbusgeo/godal"
 )
 
-// writeMask writes a cols x rows Byte GeoTIFF whose pixels in rect are
-// value (0 elsewhere), in two bands: band 2 marks the first column too.
-func writeMask(t *testing.T, path string, cols, rows int, rect Window, value byte) {
+// The mask tests place a 400 m square (pixels 20..59 of both axes of a
+// 100 x 80 px scene on testGT) given in several CRSs and formats.
+const maskCols, maskRows = 100, 80
+
+func maskScene(t *testing.T) Info {
+	return Info{Name: "scene.tif", Cols: maskCols, Rows: maskRows, GeoRef: GeoRef{GeoTransform: testGT, WKT: utm31(t)}, HasGeoTransform: true}
+}
+
+// squareIn is the square's corners in the CRS of EPSG code epsg (x, y in
+// GIS order), transformed by GDAL from UTM 31N.
+func squareIn(t *testing.T, epsg int) [][2]float64 {
 	t.Helper()
-	ds, err := godal.Create(godal.GTiff, path, 2, godal.Byte, cols, rows)
+	x0, y0 := testGT[0]+20*testGT[1], testGT[3]+20*testGT[5]
+	x1, y1 := testGT[0]+60*testGT[1], testGT[3]+60*testGT[5]
+	xs := []float64{x0, x1, x1, x0, x0}
+	ys := []float64{y0, y0, y1, y1, y0}
+	if epsg != 32631 {
+		src, err := godal.NewSpatialRefFromEPSG(32631)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer src.Close()
+		dst, err := godal.NewSpatialRefFromEPSG(epsg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer dst.Close()
+		tr, err := godal.NewTransform(src, dst)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer tr.Close()
+		if err := tr.TransformEx(xs, ys, make([]float64, len(xs)), nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	out := make([][2]float64, len(xs))
+	for i := range xs {
+		out[i] = [2]float64{xs[i], ys[i]}
+	}
+	return out
+}
+
+// writeGeoJSON writes the square as a GeoJSON polygon (WGS84 lon/lat).
+func writeGeoJSON(t *testing.T, path string, ring [][2]float64) string {
+	t.Helper()
+	var pts []string
+	for _, p := range ring {
+		pts = append(pts, fmt.Sprintf("[%.10f,%.10f]", p[0], p[1]))
+	}
+	doc := `{"type":"FeatureCollection","features":[{"type":"Feature","properties":{"name":"aoi"},"geometry":{"type":"Polygon","coordinates":[[` + strings.Join(pts, ",") + `]]}}]}`
+	if err := os.WriteFile(path, []byte(doc), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// translateVector copies the vector file src to dst (driver by name),
+// reprojected to EPSG epsg (0: as it is), with ogr2ogr's library call.
+func translateVector(t *testing.T, src, dst, driver string, epsg int) string {
+	t.Helper()
+	ds, err := godal.Open(src, godal.VectorOnly())
 	if err != nil {
 		t.Fatal(err)
 	}
-	buf := make([]byte, cols*rows*2)
-	for r := rect.Row; r < rect.Row+rect.Rows; r++ {
-		for c := rect.Col; c < rect.Col+rect.Cols; c++ {
-			buf[(r*cols+c)*2] = value
+	defer ds.Close()
+	sw := []string{"-f", driver}
+	if epsg != 0 {
+		sw = append(sw, "-t_srs", fmt.Sprintf("EPSG:%d", epsg))
+	}
+	out, err := ds.VectorTranslate(dst, sw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := out.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return dst
+}
+
+// writeMaskRaster writes a one-band Byte raster: 1 inside the square,
+// 0 outside, on a grid of cell size px in the CRS of epsg (0: no CRS and
+// no geotransform, the scene's size, the square in pixels).
+func writeMaskRaster(t *testing.T, path string, epsg int, cols, rows int) string {
+	t.Helper()
+	ds, err := godal.Create(godal.GTiff, path, 1, godal.Byte, cols, rows)
+	if err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]uint8, cols*rows)
+	if epsg == 0 {
+		for r := 20; r < min(60, rows); r++ {
+			for c := 20; c < min(60, cols); c++ {
+				buf[r*cols+c] = 7 // any non-zero value is inside
+			}
+		}
+	} else {
+		sq := squareIn(t, epsg)
+		minX, maxX, minY, maxY := sq[0][0], sq[0][0], sq[0][1], sq[0][1]
+		for _, p := range sq {
+			minX, maxX, minY, maxY = min(minX, p[0]), max(maxX, p[0]), min(minY, p[1]), max(maxY, p[1])
+		}
+		// The grid spans twice the square; the square is its middle half.
+		w, h := maxX-minX, maxY-minY
+		gt := [6]float64{minX - w/2, 2 * w / float64(cols), 0, maxY + h/2, 0, -2 * h / float64(rows)}
+		if err := ds.SetGeoTransform(gt); err != nil {
+			t.Fatal(err)
+		}
+		sr, _ := godal.NewSpatialRefFromEPSG(epsg)
+		if err := ds.SetSpatialRef(sr); err != nil {
+			t.Fatal(err)
+		}
+		sr.Close()
+		for r := rows / 4; r < 3*rows/4; r++ {
+			for c := cols / 4; c < 3*cols/4; c++ {
+				buf[r*cols+c] = 1
+			}
 		}
 	}
-	for r := range rows {
-		buf[(r*cols)*2+1] = 1
-	}
-	if err := ds.Write(0, 0, buf, cols, rows); err != nil {
+	if err := ds.Bands()[0].Write(0, 0, buf, cols, rows); err != nil {
 		t.Fatal(err)
 	}
 	if err := ds.Close(); err != nil {
 		t.Fatal(err)
 	}
+	return path
 }
 
-// TestAddMask: a mask raster's non-zero pixels become invalid in reads and
-// in the valid fraction; a mask of another size, or product masks of a
-// plain raster, are refused.
-func TestAddMask(t *testing.T) {
+// TestMaskFormats: the square given as GeoJSON (WGS84), GeoPackage (Web
+// Mercator), Shapefile (UTM 31N), a raster in WGS84 and a raster without
+// CRS of the scene's size lands on the same pixels of the scene.
+func TestMaskFormats(t *testing.T) {
 	dir := t.TempDir()
-	const cols, rows = 20, 10
-	scene := writeScene(t, dir, godal.Int16, cols, rows, 3, nil)
-	maskPath := filepath.Join(dir, "clouds.tif")
-	cloud := Window{Col: 4, Row: 2, Cols: 5, Rows: 3}
-	writeMask(t, maskPath, cols, rows, cloud, 1)
-	s, err := Open(scene)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	ctx := context.Background()
-	if f, err := s.ValidFraction(ctx); err != nil || f != 1 {
-		t.Fatalf("before the mask: valid fraction %v (%v), want 1", f, err)
-	}
-	if err := s.AddMask(maskPath, nil); err != nil {
-		t.Fatal(err)
-	}
-	blk, err := s.ReadWindow(ctx, Window{Cols: cols, Rows: rows})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for r := range rows {
-		for c := range cols {
-			in := r >= cloud.Row && r < cloud.Row+cloud.Rows && c >= cloud.Col && c < cloud.Col+cloud.Cols
-			if blk.Valid[r*cols+c] == in {
-				t.Fatalf("pixel (%d,%d): valid %v, want %v", r, c, blk.Valid[r*cols+c], !in)
+	scene := maskScene(t)
+	gj := writeGeoJSON(t, filepath.Join(dir, "aoi.geojson"), squareIn(t, 4326))
+	for _, tc := range []struct {
+		name  string
+		path  string
+		slack int64 // pixels the count may differ by (a raster's cells do not follow the scene's)
+	}{
+		{"GeoJSON WGS84", gj, 0},
+		{"GeoPackage Web Mercator", translateVector(t, gj, filepath.Join(dir, "aoi.gpkg"), "GPKG", 3857), 0},
+		{"Shapefile UTM 31N", translateVector(t, gj, filepath.Join(dir, "aoi.shp"), "ESRI Shapefile", 32631), 0},
+		{"raster WGS84", writeMaskRaster(t, filepath.Join(dir, "aoi4326.tif"), 4326, 400, 400), 80},
+		{"raster without CRS, the scene's size", writeMaskRaster(t, filepath.Join(dir, "aoi_px.tif"), 0, maskCols, maskRows), 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m, err := OpenMask(context.Background(), tc.path, scene)
+			if err != nil {
+				t.Fatal(err)
 			}
-		}
+			defer m.Close()
+			t.Logf("%d pixels inside", m.Inside())
+			if d := m.Inside() - 1600; d < -tc.slack || d > tc.slack {
+				t.Errorf("%d pixels inside, want 1600 (+-%d)", m.Inside(), tc.slack)
+			}
+			in := make([]bool, maskCols*maskRows)
+			any, err := m.Read(Window{Cols: maskCols, Rows: maskRows}, in)
+			if err != nil || !any {
+				t.Fatalf("read: %v, any %v", err, any)
+			}
+			wrong := 0
+			for r := 0; r < maskRows; r++ {
+				for c := 0; c < maskCols; c++ {
+					want := r >= 20 && r < 60 && c >= 20 && c < 60
+					// Off the square's edges by two pixels, a raster's cells must agree too.
+					edge := tc.slack > 0 && (abs(r-20) < 2 || abs(r-60) < 2 || abs(c-20) < 2 || abs(c-60) < 2)
+					if in[r*maskCols+c] != want && !edge {
+						wrong++
+					}
+				}
+			}
+			if wrong > 0 {
+				t.Errorf("%d pixels on the wrong side of the square", wrong)
+			}
+			// A window wholly outside reads as none inside.
+			if any, err := m.Read(Window{Col: 70, Row: 0, Cols: 30, Rows: 15}, in); err != nil || any {
+				t.Errorf("window outside: any %v, err %v", any, err)
+			}
+			dirName := m.dir
+			if err := m.Close(); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := os.Stat(dirName); !os.IsNotExist(err) {
+				t.Errorf("temporary mask raster %s left after Close", dirName)
+			}
+		})
 	}
-	if f, err := s.ValidFraction(ctx); err != nil || f != 1-15.0/200 {
-		t.Errorf("valid fraction %v (%v), want %v", f, err, 1-15.0/200)
+}
+
+func abs(v int) int {
+	if v < 0 {
+		return -v
 	}
-	// Band 2 of the mask flags the first column as well.
-	if err := s.AddMask(maskPath, []int{0, 1}); err != nil {
-		t.Fatal(err)
+	return v
+}
+
+// TestMaskErrors: masks that cannot be used fail with one line naming the
+// mask and why.
+func TestMaskErrors(t *testing.T) {
+	dir := t.TempDir()
+	scene := maskScene(t)
+	gj := writeGeoJSON(t, filepath.Join(dir, "aoi.geojson"), squareIn(t, 4326))
+	noCRS := translateVector(t, gj, filepath.Join(dir, "nocrs.shp"), "ESRI Shapefile", 32631)
+	os.Remove(strings.TrimSuffix(noCRS, ".shp") + ".prj")
+	far := make([][2]float64, 0)
+	for _, p := range squareIn(t, 4326) {
+		far = append(far, [2]float64{p[0] + 5, p[1]}) // 5 degrees east
 	}
-	if f, _ := s.ValidFraction(ctx); f != 1-25.0/200 {
-		t.Errorf("with band 2: valid fraction %v, want %v", f, 1-25.0/200)
+	garbage := filepath.Join(dir, "garbage.gpkg")
+	os.WriteFile(garbage, []byte("not a geopackage"), 0o644)
+	ungeo := scene
+	ungeo.WKT, ungeo.GeoTransform, ungeo.HasGeoTransform = "", [6]float64{0, 1, 0, 0, 0, 1}, false
+	for _, tc := range []struct {
+		name   string
+		path   string
+		scene  Info
+		target error
+		want   string
+	}{
+		{"vector without CRS", noCRS, scene, ErrMaskCRS, "has no CRS"},
+		{"raster without CRS of another size", writeMaskRaster(t, filepath.Join(dir, "small.tif"), 0, 50, 40), scene, ErrMaskCRS, "must have the scene's size"},
+		{"scene without CRS, mask with one", gj, ungeo, ErrMaskCRS, "scene scene.tif has no CRS"},
+		{"no overlap", writeGeoJSON(t, filepath.Join(dir, "far.geojson"), far), scene, ErrMaskNoOverlap, "does not overlap"},
+		{"unreadable", garbage, scene, nil, "neither a vector nor a raster"},
+		{"missing", filepath.Join(dir, "missing.gpkg"), scene, nil, "missing.gpkg"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m, err := OpenMask(context.Background(), tc.path, tc.scene)
+			if err == nil {
+				m.Close()
+				t.Fatal("no error")
+			}
+			if tc.target != nil && !errors.Is(err, tc.target) {
+				t.Errorf("got %v, want %v", err, tc.target)
+			}
+			msg := err.Error()
+			if !strings.Contains(msg, tc.path) || !strings.Contains(msg, tc.want) || strings.Contains(msg, "\n") {
+				t.Errorf("got %q, want one line naming %s and saying %q", msg, tc.path, tc.want)
+			}
+		})
 	}
-	small := filepath.Join(dir, "small.tif")
-	writeMask(t, small, cols-1, rows, cloud, 1)
-	var me *MaskError
-	if err := s.AddMask(small, nil); !errors.As(err, &me) {
-		t.Errorf("a 19-column mask: got %v, want a *MaskError", err)
-	}
-	if err := s.UseProductMasks(); !errors.Is(err, ErrNoProductMasks) {
-		t.Errorf("product masks of a GeoTIFF: got %v, want ErrNoProductMasks", err)
+	// A scene without CRS takes a vector without CRS in its pixel coordinates.
+	m, err := OpenMask(context.Background(), noCRS, Info{Name: "ungeo", Cols: 600000, Rows: 10})
+	if err == nil {
+		m.Close()
+	} else if !errors.Is(err, ErrMaskNoOverlap) {
+		t.Errorf("vector without CRS on a scene without CRS: got %v, want it placed (here: outside the scene)", err)
 	}
 }

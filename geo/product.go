@@ -92,6 +92,11 @@ type ProductWriter struct {
 	remote   string
 	localDir string
 	stats    statsAcc // of what WriteRows stored
+
+	prob *probFile // the class probabilities companion (ProductSpec.Probabilities)
+	// watch sees GDAL failures of worker threads (block compression,
+	// decoding) from CreateProduct on: any fails the product at Commit.
+	watch failureWatch
 }
 
 // ProductStats describe a product's stored pixels, as a reader of the
@@ -190,7 +195,7 @@ func CreateProduct(path string, spec ProductSpec) (*ProductWriter, error) {
 		}
 		maxV = max(maxV, c.Value)
 	}
-	p := &ProductWriter{path: path, spec: spec, written: make([]bool, spec.Rows), isClass: make([]bool, maxV+1)}
+	p := &ProductWriter{path: path, spec: spec, written: make([]bool, spec.Rows), isClass: make([]bool, maxV+1), watch: startFailureWatch()}
 	if isVSI(path) {
 		// Object stores and other virtual file systems have no rename: the
 		// product is made locally and uploaded whole on Commit, so the
@@ -213,7 +218,7 @@ func CreateProduct(path string, spec ProductSpec) (*ProductWriter, error) {
 	}
 	p.dtype = classDataType(spec.Classes)
 	p.nodata = ProductNoData(spec.Classes)
-	if _, err := mergeOptions(nil, spec.CreationOptions); err != nil {
+	if err := validateCOGOptions(spec.CreationOptions); err != nil {
 		return nil, fmt.Errorf("create product %s: %w", path, err)
 	}
 	var err error
@@ -228,7 +233,7 @@ func CreateProduct(path string, spec ProductSpec) (*ProductWriter, error) {
 	// The stage is uncompressed: it is written once and read once, and
 	// compression would only cost time.
 	p.ds, err = godal.Create(godal.GTiff, p.stage, 2, p.dtype, spec.Cols, spec.Rows,
-		godal.CreationOption("TILED=YES", "BLOCKXSIZE=512", "BLOCKYSIZE=512", "COMPRESS=NONE", "BIGTIFF=IF_SAFER", "INTERLEAVE=BAND"), errh)
+		godal.CreationOption("TILED=YES", fmt.Sprintf("BLOCKXSIZE=%d", stageBlock), fmt.Sprintf("BLOCKYSIZE=%d", stageBlock), "COMPRESS=NONE", "BIGTIFF=IF_SAFER", "INTERLEAVE=BAND"), errh)
 	if err != nil {
 		p.Close()
 		return nil, fmt.Errorf("create product %s: %w", path, err)
@@ -244,7 +249,7 @@ func CreateProduct(path string, spec ProductSpec) (*ProductWriter, error) {
 		}
 		p.temps = append(p.temps, withSidecars(p.relStage)...)
 		p.relDS, err = godal.Create(godal.GTiff, p.relStage, 1, godal.Float32, spec.Cols, spec.Rows,
-			godal.CreationOption("TILED=YES", "BLOCKXSIZE=512", "BLOCKYSIZE=512", "COMPRESS=NONE", "BIGTIFF=IF_SAFER"), errh)
+			godal.CreationOption("TILED=YES", fmt.Sprintf("BLOCKXSIZE=%d", stageBlock), fmt.Sprintf("BLOCKYSIZE=%d", stageBlock), "COMPRESS=NONE", "BIGTIFF=IF_SAFER"), errh)
 		if err != nil {
 			p.Close()
 			return nil, fmt.Errorf("create product %s: reliability file: %w", path, err)
@@ -254,8 +259,21 @@ func CreateProduct(path string, spec ProductSpec) (*ProductWriter, error) {
 			return nil, fmt.Errorf("create product %s: reliability file: %w", path, err)
 		}
 	}
+	if spec.Probabilities != nil {
+		if err := p.createProbabilities(); err != nil {
+			p.Close()
+			return nil, fmt.Errorf("create product %s: %w", path, err)
+		}
+	}
 	return p, nil
 }
+
+// minBlockSize is the smallest BLOCKSIZE of GDAL's COG driver (its
+// creation option list's minimum).
+const minBlockSize = 128
+
+// blockSizeWant says what BLOCKSIZE takes.
+var blockSizeWant = fmt.Sprintf("want a multiple of 16 of at least %d", minBlockSize)
 
 // blockSize is the COG tile size the creation options ask for (BLOCKSIZE),
 // else ProductBlockSize.
@@ -267,8 +285,8 @@ func blockSize(opts []string) (int, error) {
 			continue
 		}
 		n, err := strconv.Atoi(strings.TrimSpace(v))
-		if err != nil || n < 16 || n%16 != 0 {
-			return 0, fmt.Errorf("creation option %q: want a multiple of 16 of at least 16", kv)
+		if err != nil || n < minBlockSize || n%16 != 0 {
+			return 0, fmt.Errorf("creation option %q: %s", kv, blockSizeWant)
 		}
 		bs = n
 	}
@@ -505,6 +523,10 @@ func (p *ProductWriter) pnecMetadata() (map[string]string, error) {
 	return md, nil
 }
 
+// atCommitPeak, when set (by tests), sees the product's directory when
+// Commit has written everything and published nothing: its disk peak.
+var atCommitPeak func(dir string)
+
 // Commit builds overviews (MODE for the class band, exact means for
 // reliability), writes the COG to a temporary file beside the target with
 // its .aux.xml sidecar (category names), the QGIS style and, with
@@ -596,6 +618,10 @@ func (p *ProductWriter) commit(ctx context.Context) error {
 			return err
 		}
 	}
+	probCOG, err := p.commitProbabilities(ctx, prefixed, lv)
+	if err != nil {
+		return err
+	}
 	style, err := tempBeside(p.path, ".qml.tmp")
 	if err != nil {
 		return err
@@ -607,6 +633,15 @@ func (p *ProductWriter) commit(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
+	if atCommitPeak != nil {
+		atCommitPeak(filepath.Dir(p.path))
+	}
+	// A failure GDAL reported on one of its worker threads does not fail
+	// the call that started the work: it is checked here, before anything
+	// is published.
+	if err := p.watch.err(); err != nil {
+		return fmt.Errorf("GDAL failed while the product was written: %w", err)
+	}
 	// The product file goes last: its arrival is what readers (and pnec
 	// batch) take as "complete".
 	relPath, stylePath := ReliabilityPath(p.path), StylePath(p.path)
@@ -617,6 +652,14 @@ func (p *ProductWriter) commit(ctx context.Context) error {
 	} else if err := removeIfExists(relPath, relPath+auxSuffix); err != nil {
 		return fmt.Errorf("remove stale %s: %w", relPath, err)
 	}
+	probPath := ProbabilitiesPath(p.path)
+	if probCOG != "" {
+		if err := publish(probCOG, probPath); err != nil {
+			return err
+		}
+	} else if err := removeIfExists(probPath, probPath+auxSuffix); err != nil {
+		return fmt.Errorf("remove stale %s: %w", probPath, err)
+	}
 	// Under tempfiles.Publish like every rename: nothing is published once a stop began.
 	if err := tempfiles.Publish(func() error { return os.Rename(style, stylePath) }); err != nil {
 		return fmt.Errorf("rename %s to %s: %w", style, stylePath, err)
@@ -626,9 +669,12 @@ func (p *ProductWriter) commit(ctx context.Context) error {
 		return err
 	}
 	removeIfExists(append(withSidecars(p.stage), withSidecars(p.relStage)...)...)
+	if p.prob != nil {
+		removeIfExists(withSidecars(p.prob.stage)...)
+	}
 	if p.remote != "" {
 		// Companions first, the product file last.
-		for _, ext := range []string{".reliability.tif", ".qml"} {
+		for _, ext := range []string{".reliability.tif", ".probabilities.tif", ".qml"} {
 			local := strings.TrimSuffix(p.path, filepath.Ext(p.path)) + ext
 			remote := strings.TrimSuffix(p.remote, filepath.Ext(p.remote)) + ext
 			if err := vsiUpload(local, remote); err != nil && !errors.Is(err, fs.ErrNotExist) {
@@ -649,7 +695,7 @@ func (p *ProductWriter) commit(ctx context.Context) error {
 
 // toCOG copies a stage to a COG in a temporary file beside the product (tag
 // names it) and returns that file's name.
-func (p *ProductWriter) toCOG(stage, tag string) (string, error) {
+func (p *ProductWriter) toCOG(stage, tag string, openOpts ...string) (string, error) {
 	opts, err := p.cogOptions()
 	if err != nil {
 		return "", err
@@ -659,7 +705,7 @@ func (p *ProductWriter) toCOG(stage, tag string) (string, error) {
 		return "", err
 	}
 	p.temps = append(p.temps, withSidecars(cog)...)
-	src, err := godal.Open(stage, godal.RasterOnly(), godal.SiblingFiles(), errh)
+	src, err := godal.Open(stage, godal.RasterOnly(), godal.SiblingFiles(), godal.DriverOpenOption(openOpts...), errh)
 	if err != nil {
 		return "", fmt.Errorf("reopen %s: %w", stage, err)
 	}
@@ -869,6 +915,7 @@ func (p *ProductWriter) Close() error {
 		errs = append(errs, p.relDS.Close(errh))
 		p.relDS = nil
 	}
+	errs = append(errs, p.closeProbabilities())
 	errs = append(errs, removeIfExists(p.temps...))
 	p.temps = nil
 	if p.localDir != "" {

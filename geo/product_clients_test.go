@@ -255,7 +255,8 @@ func TestProductCOGValidator(t *testing.T) {
 	}
 }
 
-// TestProductBlockSizeOverviews: with --co BLOCKSIZE=32 an 86x83 product
+// TestProductBlockSizeOverviews: with --co BLOCKSIZE=128 (the COG driver's
+// smallest) a 344x332 product
 // gets the overview levels GDAL's COG driver gives it (2), and the default
 // compression is DEFLATE with the predictor; ZSTD only when asked for
 // (issue 12, defects 7 and 8).
@@ -267,18 +268,18 @@ func TestProductBlockSizeOverviews(t *testing.T) {
 		compress string
 	}{
 		{"default", nil, 0, "DEFLATE"},
-		{"blocksize 32", []string{"BLOCKSIZE=32"}, 2, "DEFLATE"},
+		{"blocksize 128", []string{"BLOCKSIZE=128"}, 2, "DEFLATE"},
 		{"zstd", []string{"COMPRESS=ZSTD"}, 0, "ZSTD"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "p.tif")
-			p, err := CreateProduct(path, ProductSpec{Cols: 86, Rows: 83, Classes: testClasses(3), CreationOptions: tc.co})
+			p, err := CreateProduct(path, ProductSpec{Cols: 344, Rows: 332, Classes: testClasses(3), CreationOptions: tc.co})
 			if err != nil {
 				t.Fatal(err)
 			}
 			defer p.Close()
-			cl := make([]uint16, 86*83)
-			rl := make([]float32, 86*83)
+			cl := make([]uint16, 344*332)
+			rl := make([]float32, 344*332)
 			for i := range cl {
 				cl[i] = uint16(1 + 2*(i%3))
 				rl[i] = float32(i%100) / 100

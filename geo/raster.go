@@ -72,6 +72,7 @@ type RasterWriter struct {
 	spec      RasterSpec
 	ds        *godal.Dataset
 	committed bool
+	watch     failureWatch // GDAL worker threads' failures (compression) since Create
 }
 
 // CreateGeoTIFF starts a tiled, DEFLATE-compressed GeoTIFF at path. Nothing
@@ -101,7 +102,7 @@ func CreateGeoTIFF(path string, spec RasterSpec) (*RasterWriter, error) {
 	if err != nil {
 		return nil, fmt.Errorf("create %s: %w", path, err)
 	}
-	w := &RasterWriter{path: path, spec: spec}
+	w := &RasterWriter{path: path, spec: spec, watch: startFailureWatch()}
 	if isVSI(path) {
 		w.tmp = path + ".tmp.tif"
 	} else if w.tmp, err = tempBeside(path, ".tmp.tif"); err != nil {
@@ -239,6 +240,9 @@ func (w *RasterWriter) Commit() error {
 	}
 	err := w.ds.Close(errh)
 	w.ds = nil
+	if err == nil {
+		err = w.watch.err()
+	}
 	if err != nil {
 		w.cleanup()
 		return fmt.Errorf("commit %s: %w", w.path, err)

@@ -44,11 +44,11 @@ type Scene struct {
 	// or SetBandPlan's); good is all without the bands the scene declares
 	// bad, for the valid fraction when no plan is set.
 	all, cur, good readSpec
-	masks          []maskSource // extra masks (AddMask): non-zero = invalid
-	// productMasks are the quality masks the product delivers
-	// (UseProductMasks); usedMasks names those applied.
-	productMasks []productMask
-	usedMasks    string
+	qualityMasks   []qualityMaskSource // added quality masks (AddQualityMask): non-zero = invalid
+	// productQualityMasks are the quality masks the product delivers
+	// (UseProductQualityMasks); usedQualityMasks names those applied.
+	productQualityMasks []productQualityMask
+	usedQualityMasks    string
 
 	scratch      []float32 // band-sequential read buffers of readPixels, reused
 	scratchI16   []int16
@@ -101,7 +101,7 @@ func (s *Scene) spec(bands []int, plan *spectral.Plan) readSpec {
 			r.bandMask = append(r.bandMask, k)
 		}
 	}
-	if s.datasetMask || len(r.bandMask) > 0 || len(s.masks) > 0 || s.cube != nil {
+	if s.datasetMask || len(r.bandMask) > 0 || len(s.qualityMasks) > 0 || s.cube != nil {
 		r.allIntegerNoNoData = false
 	}
 	r.native = godal.Unknown
@@ -566,7 +566,8 @@ func (s *Scene) readValues(sp *readSpec, w Window, bufCols, bufRows int, scale b
 }
 
 // applyMasks clears the validity of buffer pixels that the dataset's
-// mask, the read bands' own masks or an added mask (AddMask) mark invalid.
+// mask, the read bands' own masks or an added quality mask
+// (AddQualityMask) mark invalid.
 func (s *Scene) applyMasks(sp *readSpec, w Window, bufCols, bufRows int, valid []bool, rowPixels int) error {
 	rowValid := func(r int) []bool { return valid[r*rowPixels : r*rowPixels+bufCols] }
 	if s.ds != nil && (s.datasetMask || len(sp.bandMask) > 0) {
@@ -592,12 +593,12 @@ func (s *Scene) applyMasks(sp *readSpec, w Window, bufCols, bufRows int, valid [
 			}
 		}
 	}
-	if len(s.masks) > 0 {
+	if len(s.qualityMasks) > 0 {
 		bad := make([]bool, bufCols*bufRows)
-		for _, m := range s.masks {
+		for _, m := range s.qualityMasks {
 			clear(bad)
-			if err := m.readMask(w, bufCols, bufRows, bad); err != nil {
-				return fmt.Errorf("read %s mask %s window %v: %w", s.name, m.name(), w, err)
+			if err := m.readQualityMask(w, bufCols, bufRows, bad); err != nil {
+				return fmt.Errorf("read %s quality mask %s window %v: %w", s.name, m.name(), w, err)
 			}
 			for r := range bufRows {
 				v := rowValid(r)
@@ -808,10 +809,10 @@ func (s *Scene) Close() error {
 		return fmt.Errorf("close %s: %w", s.name, ErrClosed)
 	}
 	var errs []error
-	for _, m := range s.masks {
+	for _, m := range s.qualityMasks {
 		errs = append(errs, m.close())
 	}
-	s.masks = nil
+	s.qualityMasks = nil
 	if s.cube != nil {
 		errs = append(errs, s.cube.close())
 		s.cube = nil

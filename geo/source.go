@@ -12,12 +12,13 @@ type cubeReader interface {
 	close() error
 }
 
-// maskSource marks pixels of a scene invalid: a quality mask delivered
-// with a product or given by the user (Scene.AddMask).
-type maskSource interface {
+// qualityMaskSource marks pixels of a scene invalid: a quality mask
+// delivered with a product or given by the user (Scene.AddQualityMask).
+type qualityMaskSource interface {
 	name() string
-	// readMask sets bad[r*bufCols+c] for the buffer pixels of window w
-	// (decimated as readBSQ) the mask marks invalid; it never clears one.
-	readMask(w Window, bufCols, bufRows int, bad []bool) error
+	// readQualityMask sets bad[r*bufCols+c] for the buffer pixels of
+	// window w (decimated as readBSQ) the mask marks invalid; it never
+	// clears one.
+	readQualityMask(w Window, bufCols, bufRows int, bad []bool) error
 	close() error
 }

@@ -165,6 +165,8 @@ type TrainOptions struct {
 	// and radiometry (see BandRecord).
 	Bands    BandRecord
 	Progress func(EpochStats) // optional, called after every epoch
+	// Provenance is recorded in the model file for its STAC Item (optional).
+	Provenance Provenance
 }
 
 // EpochStats reports training progress.

@@ -27,6 +27,11 @@ const fileMagicV1 = "PNECMDL1"
 // ErrModelFile is returned (wrapped) for files that are not valid model files.
 var ErrModelFile = errors.New("not a valid pnec model file")
 
+// ErrNotFinite is returned (wrapped, with ErrModelFile) for a model file
+// whose weights hold NaN or Inf: a diverged training, whose every output
+// would be the same class.
+var ErrNotFinite = errors.New("NaN or Inf among the weights (the training diverged: train the model again)")
+
 type paramMeta struct {
 	Name  string `json:"name"`
 	Shape []int  `json:"shape"`
@@ -74,6 +79,8 @@ type modelMeta struct {
 	// (see groupNormStats); absent in older files, which predict with
 	// per-image statistics.
 	GroupNormStats []normStat `json:"groupnorm_stats,omitempty"`
+	// Provenance of the training (card.go); absent in older files.
+	provenanceMeta
 }
 
 // encode writes the file body (without the trailing checksum).
@@ -172,38 +179,43 @@ func decodeModel(data []byte) (*Model, error) {
 	if meta.Config.Encoder == "" {
 		meta.Config.Encoder = EncoderCell
 	}
+	// Every size the header gives is checked against the bytes that follow
+	// it before anything is allocated: a header can claim any shape.
+	if err := meta.validate(len(rest)); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrModelFile, err)
+	}
 	m := &Model{meta: meta, checksum: hex.EncodeToString(sum[:])}
-	read := func(count int) ([]float32, error) {
-		if 4*count > len(rest) {
+	read := func(what string, count int) ([]float32, error) {
+		if count < 0 || count > len(rest)/4 {
 			return nil, fmt.Errorf("%w: weights truncated", ErrModelFile)
 		}
 		v := make([]float32, count)
 		for i := range v {
 			v[i] = math.Float32frombits(binary.LittleEndian.Uint32(rest[4*i:]))
+			if math.IsNaN(float64(v[i])) || math.IsInf(float64(v[i]), 0) {
+				return nil, fmt.Errorf("%w: %s value %d is %g: %w", ErrModelFile, what, i, v[i], ErrNotFinite)
+			}
 		}
 		rest = rest[4*count:]
 		return v, nil
 	}
 	for _, pm := range meta.Params {
-		v, err := read(numel(pm.Shape))
+		v, err := read("weight "+pm.Name, numel(pm.Shape))
 		if err != nil {
 			return nil, err
 		}
 		m.params = append(m.params, param{Name: pm.Name, Shape: pm.Shape, Data: v})
 	}
-	protos, err := read(meta.PrototypeRows * meta.Config.Hidden)
+	protos, err := read("prototype bank", meta.PrototypeRows*meta.Config.Hidden)
 	if err != nil {
 		return nil, err
 	}
 	m.protos = protos
-	if m.meta.spectralSpectra, err = read(len(meta.SpectralClasses) * meta.Bands); err != nil {
+	if m.meta.spectralSpectra, err = read("training spectra", len(meta.SpectralClasses)*meta.Bands); err != nil {
 		return nil, err
 	}
 	if len(rest) != 0 {
 		return nil, fmt.Errorf("%w: %d trailing bytes", ErrModelFile, len(rest))
-	}
-	if err := m.check(); err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrModelFile, err)
 	}
 	if err := m.checkSpectra(); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrModelFile, err)
@@ -212,57 +224,4 @@ func decodeModel(data []byte) (*Model, error) {
 		return nil, fmt.Errorf("%w: %v", ErrModelFile, err)
 	}
 	return m, nil
-}
-
-// check verifies that the stored weights match the network the header describes.
-func (m *Model) check() error {
-	d, err := makeDims(m.meta.Config, m.meta.Bands, len(m.meta.Classes))
-	if err != nil {
-		return err
-	}
-	want := initParams(d, m.meta.Config, nil)
-	if len(want) != len(m.params) {
-		return fmt.Errorf("%d weight tensors, want %d", len(m.params), len(want))
-	}
-	for i, p := range want {
-		if p.Name != m.params[i].Name || numel(p.Shape) != numel(m.params[i].Shape) {
-			return fmt.Errorf("weight %d is %s %v, want %s %v", i, m.params[i].Name, m.params[i].Shape, p.Name, p.Shape)
-		}
-	}
-	if len(m.meta.StretchLo) != m.meta.Bands || len(m.meta.StretchHi) != m.meta.Bands {
-		return fmt.Errorf("normalisation statistics for %d/%d bands, want %d", len(m.meta.StretchLo), len(m.meta.StretchHi), m.meta.Bands)
-	}
-	return m.checkBandRecord()
-}
-
-// checkBandRecord verifies that the recorded band set fits the model's bands.
-func (m *Model) checkBandRecord() error {
-	mt := &m.meta
-	if n := len(mt.WavelengthsNM); n != 0 && n != mt.Bands {
-		return fmt.Errorf("%d wavelengths for %d bands", n, mt.Bands)
-	}
-	if n := len(mt.FWHMNM); n != 0 && n != mt.Bands {
-		return fmt.Errorf("%d band widths for %d bands", n, mt.Bands)
-	}
-	for i := range mt.WavelengthsNM {
-		if w := mt.WavelengthsNM[i]; !(w > 0) || math.IsInf(w, 0) {
-			return fmt.Errorf("band %d's wavelength is %g: a model records every band's or none", i+1, w)
-		}
-		if len(mt.FWHMNM) > 0 {
-			if f := mt.FWHMNM[i]; !(f > 0) || math.IsInf(f, 0) {
-				return fmt.Errorf("band %d's width is %g: a model records every band's or none", i+1, f)
-			}
-		}
-	}
-	if n := len(mt.BandsUsed); n != 0 {
-		if n != mt.Bands {
-			return fmt.Errorf("%d training-scene bands used for %d model bands", n, mt.Bands)
-		}
-		for _, b := range mt.BandsUsed {
-			if b < 0 || b >= mt.SceneBands {
-				return fmt.Errorf("band used %d outside the training scene's %d bands", b, mt.SceneBands)
-			}
-		}
-	}
-	return nil
 }

@@ -56,16 +56,16 @@ func (ps paramSet) index() map[string]int {
 	return m
 }
 
-// initParams (rng nil: zero weights, for the shapes only) creates the weights of a network with sizes d, drawn from rng
+// initParams (rng nil: the shapes only, Data nil) creates the weights of a network with sizes d, drawn from rng
 // like PyTorch's defaults (uniform +-1/sqrt(fan_in) for linear layers).
 func initParams(d dims, cfg Config, rng *rand.Rand) paramSet {
 	var ps paramSet
 	add := func(name string, shape []int, fill func(i int) float32) {
-		p := param{Name: name, Shape: shape, Data: make([]float32, numel(shape))}
-		if rng == nil { // shapes only (used to check loaded files)
-			ps = append(ps, p)
+		if rng == nil { // shapes only (to check loaded files): nothing allocated
+			ps = append(ps, param{Name: name, Shape: shape})
 			return
 		}
+		p := param{Name: name, Shape: shape, Data: make([]float32, numel(shape))}
 		for i := range p.Data {
 			p.Data[i] = fill(i)
 		}

@@ -252,9 +252,10 @@ func Train(ctx context.Context, s Scene, labels []int32, opts TrainOptions) (m *
 		m.meta.SceneBands, m.meta.BandsUsed = br.SceneBands, slices.Clone(br.BandsUsed)
 	}
 	m.meta.Quantity, m.meta.QuantityScale, m.meta.RadiometricUnits = br.Radiometry.Quantity, br.Radiometry.Scale, br.Radiometry.Units
-	if err := m.checkBandRecord(); err != nil {
+	if err := m.meta.validateBandRecord(); err != nil {
 		return nil, fmt.Errorf("train: band record: %w", err)
 	}
+	m.meta.setProvenance(opts.Provenance)
 	m.meta.spectralSpectra, m.meta.SpectralClasses = trainSpectra(s, trainIdx, ytrain)
 	if m.meta.GroupNormStats, err = groupNormStats(b, m, s); err != nil {
 		return nil, fmt.Errorf("train: group norm statistics on %s: %w", backendLabel(config), err)

@@ -50,7 +50,8 @@ func BenchmarkUpToDate(b *testing.B) {
 	src := writeFile(b, filepath.Join(d, "in.tif"), "input")
 	product := writeFile(b, filepath.Join(d, "p.tif"), "product")
 	rec := sourceRecord(Input{Name: src})
-	item, _ := json.Marshal(map[string]any{"properties": map[string]any{propSource: rec, propModelChecksum: "m", propProductBytes: 7, propProductFormat: productFormat}})
+	item, _ := json.Marshal(map[string]any{"properties": map[string]any{propSource: rec, propModelChecksum: "m", propProductFormat: productFormat},
+		"assets": map[string]any{productAssetKey: map[string]any{"file:size": 7}}})
 	writeFile(b, filepath.Join(d, "p.qml"), "<qgis/>")
 	itemPath := writeFile(b, filepath.Join(d, "p.json"), string(item))
 	b.ReportAllocs()

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strings"
 	"time"
 
 	"github.com/gofrs/flock"
@@ -28,6 +29,9 @@ type CollectionMeta struct {
 	Classes        []ClassObject
 	NoData         int
 	ReliabilityF32 bool
+	// BaseURL is the public URL of the Collection's directory; "" =
+	// unknown, and the Collection has no self link (STAC wants it absolute).
+	BaseURL string
 }
 
 // spdxLike accepts SPDX identifiers and expressions ("MIT", "CC-BY-4.0",
@@ -89,7 +93,7 @@ func collectionFields(coll map[string]any, meta CollectionMeta) {
 	if len(meta.Classes) == 0 {
 		return
 	}
-	classes := withNoDataClass(meta.Classes, meta.NoData)
+	classes := meta.Classes
 	cb, rb, err := productBands(meta.Classes, meta.NoData, ProductStats{})
 	if err != nil {
 		return
@@ -196,13 +200,14 @@ func addToCollection(collPath string, meta CollectionMeta, itemPath string, bbox
 			}
 		}
 	}
-	// The Collection is its own root: relative links keep the tree portable.
+	// The Collection is its own root: a relative root link keeps the tree
+	// portable. self is absolute (the base URL's) or absent: a relative one
+	// written by an earlier pnec goes.
 	self := filepath.Base(collPath)
-	for _, rel := range []string{"self", "root"} {
-		if !has[rel] {
-			links = append(links, map[string]any{"rel": rel, "href": self, "type": "application/json"})
-		}
+	if !has["root"] {
+		links = append(links, map[string]any{"rel": "root", "href": self, "type": "application/json"})
 	}
+	links = withSelf(links, meta.BaseURL, self)
 	if !found {
 		links = append(links, map[string]any{"rel": "item", "href": href, "type": "application/geo+json"})
 	}
@@ -325,4 +330,21 @@ func addItemFileToCollection(collPath string, meta CollectionMeta, itemPath stri
 		return fmt.Errorf("collection %s: item %s: %w", collPath, itemPath, err)
 	}
 	return addToCollection(collPath, meta, itemPath, it.Bbox, itemInterval(it.Properties))
+}
+
+// withSelf is links with one self link, base URL + name, or none without
+// a base URL: other self links (a relative one of an earlier pnec, or
+// another URL) are dropped.
+func withSelf(links []any, baseURL, name string) []any {
+	out := links[:0:0]
+	for _, l := range links {
+		if m, ok := l.(map[string]any); ok && m["rel"] == "self" {
+			continue
+		}
+		out = append(out, l)
+	}
+	if baseURL != "" {
+		out = append(out, map[string]any{"rel": "self", "href": strings.TrimSuffix(baseURL, "/") + "/" + name, "type": "application/json"})
+	}
+	return out
 }

@@ -16,6 +16,12 @@
 // left behind by a killed run are removed when their scene's lock is free.
 // One scene's failure is reported and does not stop the others.
 //
+// Around the batch: the model's STAC Item with the Machine Learning Model
+// extension, which product Items point at (BuildModelItem, mlm.go); STAC
+// task payloads in and out (RunPayload, payload.go); per-scene areas of
+// interest (Config.Mask, mask.go); the class probabilities asset
+// (probabilities.go).
+//
 // The package reaches GDAL only through geo and processor (never godal or
 // GoMLX directly); it fetches STAC documents given as http(s) URLs itself
 // (net/http) and hands their assets to GDAL as /vsicurl/, /vsis3/, /vsigs/

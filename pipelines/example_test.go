@@ -12,7 +12,9 @@ import (
 )
 
 // Example runs a nightly batch from Go: two scenes in, two COG products and
-// their STAC Items out; a second run finds both up to date.
+// their STAC Items out, with the model's STAC Item they point at (written
+// into the output directory when none lies beside the model file); a
+// second run finds both products up to date.
 func Example() {
 	dir, _ := os.MkdirTemp("", "pnec-example-")
 	defer os.RemoveAll(dir)
@@ -56,4 +58,5 @@ func Example() {
 	// south.qml
 	// south.tif
 	// south.tif.aux.xml
+	// tiny.pnec.json
 }

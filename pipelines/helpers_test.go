@@ -2,6 +2,7 @@ package pipelines
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/url"
@@ -141,11 +142,24 @@ var itemSchemas = []string{
 	ClassificationSchema, ProjectionSchema, ProcessingSchema, RasterSchema,
 }
 
-// validateItem checks the Item JSON against core and each extension schema it uses.
+// validateItem checks the Item JSON against core, the extensions every
+// product Item uses (itemSchemas) and every other extension schema it
+// declares (each must be shipped).
 func validateItem(t testing.TB, b []byte) {
 	t.Helper()
 	s := schemaStore(t)
-	for _, u := range itemSchemas {
+	var doc struct {
+		Extensions []string `json:"stac_extensions"`
+	}
+	if err := json.Unmarshal(b, &doc); err != nil {
+		t.Fatalf("item is not JSON: %v", err)
+	}
+	seen := map[string]bool{}
+	for _, u := range append(append([]string(nil), itemSchemas...), doc.Extensions...) {
+		if seen[u] {
+			continue
+		}
+		seen[u] = true
 		if err := s.Validate(b, u); err != nil {
 			t.Errorf("item does not validate against %s: %v", u, err)
 		}

@@ -18,6 +18,7 @@ import (
 	"strings"
 
 	"github.com/pnec/pnec/geo"
+	"github.com/pnec/pnec/internal/samefile"
 )
 
 // Input is one scene to classify.
@@ -36,6 +37,9 @@ type Input struct {
 	ItemUpdated  string `json:"-"`
 	// Key names the scene's products (Key.tif, Key.json); unique within one expansion.
 	Key string `json:"-"`
+	// Mask is the GDAL name of the source Item's area-of-interest asset
+	// (ExpandOptions.MaskRole), "" when none was asked for or found.
+	Mask string `json:"mask,omitempty"`
 }
 
 // InputError is an argument, or a STAC Item it led to, that yields no scene.
@@ -49,20 +53,57 @@ func (e *InputError) Unwrap() error { return e.Err }
 
 // Sentinel errors of input expansion.
 var (
-	ErrNoAsset     = errors.New("no usable asset")
-	ErrHrefEscapes = errors.New("asset href escapes the item's directory")
+	ErrNoAsset = errors.New("no usable asset")
+	// ErrOutsideCatalog: a STAC asset or link names a local file outside the
+	// folder of the STAC document given as input (see ExpandOptions.AllowOutsideCatalog).
+	ErrOutsideCatalog = errors.New("outside the catalog's folder")
+	// ErrHrefEscapes is ErrOutsideCatalog (its earlier name).
+	ErrHrefEscapes = ErrOutsideCatalog
 	ErrNotSTAC     = errors.New("not a STAC Item, ItemCollection, Catalog or Collection")
 	ErrNoMatch     = errors.New("no files match")
 )
+
+// OutsideError is a STAC href refused by the catalog policy: it names a
+// local file outside the catalog's folder Root. errors.Is(err,
+// ErrOutsideCatalog) holds.
+type OutsideError struct {
+	Href string // as the document gives it
+	Why  string // how it leaves: "an absolute path", "../ past the folder", ...
+	Root string // the folder of the STAC document given as input
+}
+
+func (e *OutsideError) Error() string {
+	return fmt.Sprintf("href %q leads outside the catalog's folder %s (%s): not read", e.Href, e.Root, e.Why)
+}
+
+// Is makes errors.Is(err, ErrOutsideCatalog) true.
+func (e *OutsideError) Is(target error) bool { return target == ErrOutsideCatalog }
 
 // ExpandOptions tune Expand.
 type ExpandOptions struct {
 	// Asset is the asset key to take from STAC Items; "" takes the one asset with role "data".
 	Asset string
+	// MaskRole, when set, takes each STAC Item's asset with this role as
+	// the scene's mask (Input.Mask; see maskAsset).
+	MaskRole string
 	// HTTPClient fetches STAC documents given as URLs; nil = http.DefaultClient.
 	HTTPClient *http.Client
 	// MaxDepth limits how deep Catalog/Collection child links are followed (default 8).
 	MaxDepth int
+	// Items are STAC Items given as JSON (a STAC task payload's features),
+	// scenes like those of an Item file; ItemsBase is the file they came
+	// from, which relative hrefs resolve against ("" = the working directory).
+	Items     []json.RawMessage
+	ItemsBase string
+	// AllowOutsideCatalog lets STAC assets and links name local files
+	// outside the catalog's folder: the folder of the STAC document given as
+	// input (for a remote one, its URL's folder). By default they are
+	// refused, whatever the way out: an absolute path or /vsi path, a file://
+	// URL, ../ past the folder, or a symbolic link inside it that leads out,
+	// so that a catalog cannot make a batch read arbitrary local files.
+	// Remote hrefs (http, https, s3, gs, az, abfs) are not local files and
+	// are read either way.
+	AllowOutsideCatalog bool
 }
 
 // maxSTACBytes caps one STAC document read into memory (64 MiB).
@@ -91,6 +132,9 @@ func Expand(ctx context.Context, args []string, opts ExpandOptions) ([]Input, []
 			return nil, nil, err
 		}
 		e.arg(ctx, a, a)
+	}
+	for i, raw := range opts.Items {
+		e.payloadItem(i, raw)
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, nil, err
@@ -137,7 +181,7 @@ func (e *expander) arg(ctx context.Context, a, origin string) {
 	case a == "":
 		e.fail(origin, errors.New("empty input name"))
 	case isURL(a) && looksLikeJSON(a):
-		e.stac(ctx, a, origin, 0)
+		e.stac(ctx, a, origin, 0, rootOf(a))
 	case isURL(a):
 		e.out = append(e.out, Input{Name: "/vsicurl/" + a, Arg: origin})
 	case strings.HasPrefix(a, "/vsi") || strings.Contains(a, ":") && !fileExists(a):
@@ -177,7 +221,7 @@ func (e *expander) arg(ctx context.Context, a, origin string) {
 			return
 		}
 		if looksLikeJSON(a) || sniffJSON(a) {
-			e.stac(ctx, a, origin, 0)
+			e.stac(ctx, a, origin, 0, rootOf(a))
 			return
 		}
 		e.out = append(e.out, Input{Name: a, Arg: origin})
@@ -228,7 +272,7 @@ func (e *expander) dir(ctx context.Context, d, origin string) {
 			e.out = append(e.out, Input{Name: p, Arg: origin})
 			n++
 		case ext == ".json":
-			e.stac(ctx, p, origin, 0)
+			e.stac(ctx, p, origin, 0, rootOf(p))
 			n++
 		}
 	}
@@ -293,7 +337,33 @@ type stacLink struct {
 	Href string `json:"href"`
 }
 
-func (e *expander) stac(ctx context.Context, loc, origin string, depth int) {
+// rootOf is the catalog folder of a STAC document given as input: its
+// directory, absolute (a local file), or its URL up to the last '/'.
+func rootOf(loc string) string {
+	if isURL(loc) {
+		if u, err := url.Parse(loc); err == nil {
+			u.RawQuery, u.Fragment = "", ""
+			u.Path = u.Path[:strings.LastIndex(u.Path, "/")+1]
+			return u.String()
+		}
+		return loc
+	}
+	if abs, err := filepath.Abs(filepath.Dir(loc)); err == nil {
+		return abs
+	}
+	return filepath.Dir(loc)
+}
+
+// hasScheme reports whether href starts with a URL scheme (two letters or more, so
+// that a Windows drive is none).
+func hasScheme(href string) bool {
+	u, err := url.Parse(href)
+	return err == nil && len(u.Scheme) > 1
+}
+
+// stac reads the STAC document at loc (a local path or URL), found from
+// the input origin under the catalog folder root (rootOf the input).
+func (e *expander) stac(ctx context.Context, loc, origin string, depth int, root string) {
 	if e.seen[loc] {
 		return
 	}
@@ -310,7 +380,7 @@ func (e *expander) stac(ctx context.Context, loc, origin string, depth int) {
 	}
 	switch d.Type {
 	case "Feature":
-		e.item(loc, origin, d)
+		e.item(loc, origin, root, d)
 	case "FeatureCollection":
 		if len(d.Features) == 0 {
 			e.fail(loc, errors.New("ItemCollection has no features"))
@@ -321,7 +391,7 @@ func (e *expander) stac(ctx context.Context, loc, origin string, depth int) {
 				e.fail(fmt.Sprintf("%s#features/%d", loc, i), errors.New("not a STAC Item"))
 				continue
 			}
-			e.item(loc, origin, it)
+			e.item(loc, origin, root, it)
 		}
 	case "Catalog", "Collection":
 		if depth >= e.opts.MaxDepth {
@@ -333,13 +403,16 @@ func (e *expander) stac(ctx context.Context, loc, origin string, depth int) {
 			if l.Rel != "item" && l.Rel != "child" {
 				continue
 			}
+			n++
 			target, err := resolveHref(loc, l.Href)
+			if err == nil {
+				err = e.inside(root, l.Href, target)
+			}
 			if err != nil {
-				e.fail(loc, fmt.Errorf("link %q: %w", l.Href, err))
+				e.fail(loc, fmt.Errorf("link: %w", err))
 				continue
 			}
-			n++
-			e.stac(ctx, target, origin, depth+1)
+			e.stac(ctx, target, origin, depth+1, root)
 		}
 		if n == 0 {
 			e.fail(loc, errors.New("catalog has no item or child links"))
@@ -349,7 +422,7 @@ func (e *expander) stac(ctx context.Context, loc, origin string, depth int) {
 	}
 }
 
-func (e *expander) item(loc, origin string, d stacDoc) {
+func (e *expander) item(loc, origin, root string, d stacDoc) {
 	name := loc
 	if d.ID != "" {
 		name = loc + "#" + d.ID
@@ -365,6 +438,10 @@ func (e *expander) item(loc, origin string, d stacDoc) {
 		e.fail(name, fmt.Errorf("asset %q href %q: %w", key, a.Href, err))
 		return
 	}
+	if err := e.inside(root, a.Href, target); err != nil {
+		e.fail(name, fmt.Errorf("asset %q: %w", key, err))
+		return
+	}
 	in := Input{Name: gdalName(target), Arg: origin, Item: loc, ItemID: d.ID, AssetKey: key}
 	if s, ok := d.Properties["datetime"].(string); ok {
 		in.ItemDatetime = s
@@ -372,6 +449,12 @@ func (e *expander) item(loc, origin string, d stacDoc) {
 		in.ItemDatetime = s
 	}
 	in.ItemUpdated, _ = d.Properties["updated"].(string)
+	if e.opts.MaskRole != "" {
+		if in.Mask, err = maskAsset(loc, d.Assets, e.opts.MaskRole); err != nil {
+			e.fail(name, err)
+			return
+		}
+	}
 	e.out = append(e.out, in)
 }
 
@@ -414,14 +497,15 @@ func chooseAsset(assets map[string]stacAsset, want string) (string, error) {
 }
 
 // resolveHref resolves href against the document at base (a local path or
-// URL). A relative href must stay inside the base document's directory: a
-// catalog that points outside it (../) is refused rather than followed, so
-// that a STAC file cannot make the batch read arbitrary files.
+// URL): a URL of a remote scheme stays as it is, file:// becomes its path,
+// an absolute path or /vsi path stays, and a relative href is joined to the
+// document's directory (or URL). Whether the target may be read is
+// expander.inside's to say.
 func resolveHref(base, href string) (string, error) {
 	if href == "" {
 		return "", errors.New("empty href")
 	}
-	if u, err := url.Parse(href); err == nil && u.Scheme != "" && len(u.Scheme) > 1 {
+	if u, err := url.Parse(href); err == nil && hasScheme(href) {
 		switch u.Scheme {
 		case "http", "https", "s3", "gs", "az", "abfs":
 			return href, nil
@@ -432,12 +516,9 @@ func resolveHref(base, href string) (string, error) {
 		}
 	}
 	if strings.HasPrefix(href, "/") {
-		return href, nil // absolute path or /vsi path: named explicitly
+		return href, nil
 	}
 	clean := path.Clean(strings.ReplaceAll(href, "\\", "/"))
-	if clean == ".." || strings.HasPrefix(clean, "../") {
-		return "", ErrHrefEscapes
-	}
 	if isURL(base) {
 		b, err := url.Parse(base)
 		if err != nil {
@@ -450,6 +531,66 @@ func resolveHref(base, href string) (string, error) {
 		return b.ResolveReference(r).String(), nil
 	}
 	return filepath.Join(filepath.Dir(base), filepath.FromSlash(clean)), nil
+}
+
+// isRemote reports whether target (resolveHref's) is read over a network.
+func isRemote(target string) bool {
+	for _, p := range []string{"http://", "https://", "s3://", "gs://", "az://", "abfs://",
+		"/vsicurl/", "/vsis3/", "/vsigs/", "/vsiaz/", "/vsiadls/", "/vsioss/", "/vsiswift/", "/vsiwebhdfs/"} {
+		if strings.HasPrefix(target, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// inside applies the catalog policy (ExpandOptions.AllowOutsideCatalog) to
+// href, resolved to target, of a document under the catalog folder root
+// ("" for a STAC task payload's Items, which are not confined).
+func (e *expander) inside(root, href, target string) error {
+	if e.opts.AllowOutsideCatalog || root == "" {
+		return nil
+	}
+	relative := !strings.HasPrefix(href, "/") && !hasScheme(href)
+	out := func(why string) error { return &OutsideError{Href: href, Why: why, Root: root} }
+	switch {
+	case isRemote(target):
+		// Another server or bucket is no local file; a relative href of a
+		// remote catalog stays under its folder like a local one's.
+		if relative && isURL(root) && !strings.HasPrefix(target, root) {
+			return out("../ past the folder")
+		}
+		return nil
+	case strings.HasPrefix(target, "/vsi"):
+		return out("a GDAL virtual path, which may read any local file")
+	case isURL(root):
+		return out("a local file named by a remote catalog")
+	}
+	abs, err := filepath.Abs(target)
+	if err != nil {
+		return out("a path that cannot be located")
+	}
+	if !within(root, abs) {
+		switch {
+		case strings.HasPrefix(strings.ToLower(href), "file:"):
+			return out("a file:// URL")
+		case !relative:
+			return out("an absolute path")
+		}
+		return out("../ past the folder")
+	}
+	// A symbolic link inside the folder may lead out of it (the folder
+	// itself may be reached through one).
+	if real := samefile.Resolve(abs); !within(samefile.Resolve(root), real) {
+		return out("through a symbolic link, to " + real)
+	}
+	return nil
+}
+
+// within reports whether the absolute path p is root or under it.
+func within(root, p string) bool {
+	rel, err := filepath.Rel(root, p)
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, "../")
 }
 
 // gdalName maps an href to the GDAL dataset name that reads it.

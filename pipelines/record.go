@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -13,6 +14,7 @@ import (
 
 	"github.com/pnec/pnec/geo"
 	"github.com/pnec/pnec/internal/tempfiles"
+	"github.com/pnec/pnec/processor"
 )
 
 // SourceRecord identifies the input a product was made from. A local file
@@ -24,6 +26,14 @@ type SourceRecord struct {
 	SizeBytes   int64  `json:"size_bytes,omitempty"`
 	ModTime     string `json:"mtime,omitempty"` // RFC 3339 with nanoseconds, UTC
 	ItemUpdated string `json:"item_updated,omitempty"`
+	// Mask is the area of interest the product was made within (maskRecord).
+	Mask          string `json:"mask,omitempty"`
+	MaskSizeBytes int64  `json:"mask_size_bytes,omitempty"`
+	MaskModTime   string `json:"mask_mtime,omitempty"`
+	// QualityMasks are the quality masks whose flagged pixels were made
+	// no-data (qualityMaskRecord): "product" and each mask raster with its
+	// bands, size and modification time; a change redoes the scene.
+	QualityMasks string `json:"quality_masks,omitempty"`
 }
 
 func sourceRecord(in Input) SourceRecord {
@@ -38,11 +48,36 @@ func sourceRecord(in Input) SourceRecord {
 	return r
 }
 
+// qualityMaskRecord records in r the quality masks of opts (product
+// masks, mask rasters) as the product is made with them; each raster is
+// named by href (the Items' portable names) and, when it is a local file,
+// identified by its size and modification time like the scene.
+func qualityMaskRecord(r *SourceRecord, opts processor.Options, href func(string) string) {
+	var parts []string
+	if opts.ProductQualityMasks {
+		parts = append(parts, "product")
+	}
+	for _, m := range opts.QualityMasks {
+		part := href(m.Path)
+		if len(m.Bands) > 0 {
+			bands := make([]string, len(m.Bands))
+			for i, b := range m.Bands {
+				bands[i] = strconv.Itoa(b + 1)
+			}
+			part += ":" + strings.Join(bands, ",")
+		}
+		if st, err := os.Stat(m.Path); err == nil && st.Mode().IsRegular() {
+			part += fmt.Sprintf(" (%d bytes, %s)", st.Size(), st.ModTime().UTC().Format(time.RFC3339Nano))
+		}
+		parts = append(parts, part)
+	}
+	r.QualityMasks = strings.Join(parts, "; ")
+}
+
 // Properties of the STAC Item that record how its product was made.
 const (
 	propSource        = "pnec:source"
 	propModelChecksum = "pnec:model_checksum"
-	propProductBytes  = "pnec:product_size_bytes"
 	propProductFormat = "pnec:product_format"
 )
 
@@ -67,18 +102,24 @@ func upToDate(productPath, itemPath string, src SourceRecord, checksum string, f
 	}
 	var doc struct {
 		Properties map[string]json.RawMessage `json:"properties"`
+		Assets     map[string]struct {
+			Size *int64 `json:"file:size"`
+		} `json:"assets"`
 	}
 	if err := json.Unmarshal(b, &doc); err != nil {
 		return false, "unreadable STAC item"
 	}
 	var got SourceRecord
 	var gotSum string
-	var gotSize int64
+	// The product's size is its asset's file:size (the file extension;
+	// Items of pnec before issue 24 had it as pnec:product_size_bytes and
+	// are redone).
+	size := doc.Assets[productAssetKey].Size
 	if json.Unmarshal(doc.Properties[propSource], &got) != nil ||
-		json.Unmarshal(doc.Properties[propModelChecksum], &gotSum) != nil ||
-		json.Unmarshal(doc.Properties[propProductBytes], &gotSize) != nil {
+		json.Unmarshal(doc.Properties[propModelChecksum], &gotSum) != nil || size == nil {
 		return false, "STAC item has no pnec record"
 	}
+	gotSize := *size
 	if got != src {
 		return false, "input changed"
 	}

@@ -48,7 +48,8 @@ func TestUpToDate(t *testing.T) {
 	style := writeFile(t, filepath.Join(dir, "out.qml"), "<qgis/>")
 	floatRel := false
 	writeItemFormat := func(r SourceRecord, sum string, size int64, format int) {
-		b, _ := json.Marshal(map[string]any{"properties": map[string]any{propSource: r, propModelChecksum: sum, propProductBytes: size, propProductFormat: format}})
+		b, _ := json.Marshal(map[string]any{"properties": map[string]any{propSource: r, propModelChecksum: sum, propProductFormat: format},
+			"assets": map[string]any{productAssetKey: map[string]any{"file:size": size}}})
 		writeFile(t, item, string(b))
 	}
 	writeItem := func(r SourceRecord, sum string, size int64) { writeItemFormat(r, sum, size, productFormat) }

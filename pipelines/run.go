@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"net/http"
 	"os"
@@ -18,6 +19,7 @@ import (
 
 	"github.com/pnec/pnec/geo"
 	"github.com/pnec/pnec/internal/oneline"
+	"github.com/pnec/pnec/internal/samefile"
 	"github.com/pnec/pnec/model"
 	"github.com/pnec/pnec/processor"
 )
@@ -32,8 +34,20 @@ type Config struct {
 	OutDir string
 	// Inputs are dataset names, globs, directories and STAC documents (see Expand).
 	Inputs []string
+	// Items are more inputs: STAC Items as JSON (a STAC task payload's
+	// features; see RunPayload), relative hrefs against ItemsBase.
+	Items     []json.RawMessage
+	ItemsBase string
 	// Asset is the STAC asset key to classify; "" = the asset with role "data".
 	Asset string
+	// Mask is the area of interest scenes are classified in: "" none, a
+	// raster or vector file for every scene, a pattern with {key} (the
+	// scene's key) for one per scene, or asset:ROLE for the asset of that
+	// role of each scene's STAC Item. See processor.Classifier.ClassifyMasked.
+	Mask string
+	// AllowOutsideCatalog lets STAC documents name local files outside
+	// their folder (see ExpandOptions.AllowOutsideCatalog).
+	AllowOutsideCatalog bool
 	// Force redoes scenes whose product is up to date.
 	Force bool
 	// Jobs is the number of scenes classified at once; 0 = 1 on a GPU backend,
@@ -51,14 +65,28 @@ type Config struct {
 	// License is the Collection's licence: an SPDX identifier or expression
 	// ("" = "proprietary", i.e. none granted).
 	License string
-	// Datetime, when not zero, is the acquisition time of every scene (--datetime);
-	// otherwise each scene's own (source Item, scene metadata), or none (datetime null).
-	Datetime time.Time
+	// Datetime, when not zero, is the acquisition time of every scene;
+	// otherwise each scene's own (source Item, scene metadata). A scene
+	// without one fails (ErrNoDatetime). With DatetimeEnd, Datetime is the
+	// start of the interval every scene was acquired in.
+	Datetime, DatetimeEnd time.Time
+	// ModelItem is the href (path or URL) of the model's STAC Item the
+	// products' Items point at; "" = the Item beside the model file
+	// (ModelItemPath) when it describes this model, else one the run writes
+	// into OutDir.
+	ModelItem string
+	// STACBaseURL is the public URL of the Items' root (the Collection's
+	// directory with Collection, else OutDir): Items and the Collection
+	// get absolute self links under it; "" = none.
+	STACBaseURL string
 	// Options are passed to every Classifier; MaxMemoryBytes is the budget of
 	// the whole run and is divided among the jobs.
 	Options processor.Options
 	// Report receives one JSON line (SceneReport) per scene; nil = none.
 	Report io.Writer
+	// ReportPath is the file Report writes to, if any: Run refuses to start
+	// when it is one of the inputs (Report should not truncate it before).
+	ReportPath string
 	// Logger receives progress lines; nil = discard.
 	Logger *slog.Logger
 	// OnEvent, when set, is called on progress (from several goroutines, serialised).
@@ -112,6 +140,7 @@ type SceneReport struct {
 	// converted.
 	Bands    string   `json:"bands,omitempty"`
 	Warnings []string `json:"warnings,omitempty"`
+	err      error    // why it failed (not in the report: Reason says it)
 }
 
 // Summary totals a run.
@@ -159,6 +188,10 @@ var ErrScenesFailed = errors.New("scenes failed")
 type FailedError struct {
 	Failed, Scenes int
 	First          string
+	// FirstErr is the first failure's error (an *InputError for an input
+	// that could not be expanded, the scene's error otherwise), so that
+	// callers and errors.Is see its cause.
+	FirstErr error
 }
 
 func (e *FailedError) Error() string {
@@ -168,7 +201,12 @@ func (e *FailedError) Error() string {
 	return fmt.Sprintf("%d of %d scenes failed (see the report); first: %s", e.Failed, e.Scenes, e.First)
 }
 
-func (e *FailedError) Unwrap() error { return ErrScenesFailed }
+func (e *FailedError) Unwrap() []error {
+	if e.FirstErr != nil {
+		return []error{ErrScenesFailed, e.FirstErr}
+	}
+	return []error{ErrScenesFailed}
+}
 
 // Run classifies the inputs of cfg. It returns an error wrapping
 // ErrScenesFailed when any scene (or input argument) failed, after every
@@ -189,6 +227,7 @@ func Run(ctx context.Context, cfg Config) (Summary, error) {
 	}
 	var sum Summary
 	var firstFailure string
+	var firstErr error
 	if err := cfg.Shard.Validate(); err != nil {
 		return sum, err
 	}
@@ -205,8 +244,16 @@ func Run(ctx context.Context, cfg Config) (Summary, error) {
 		return sum, fmt.Errorf("output directory %s: %w", cfg.OutDir, err)
 	}
 
-	inputs, inErrs, err := Expand(ctx, cfg.Inputs, ExpandOptions{Asset: cfg.Asset, HTTPClient: cfg.HTTPClient})
+	if err := checkCollection(cfg.Collection); err != nil {
+		return sum, err
+	}
+
+	inputs, inErrs, err := Expand(ctx, cfg.Inputs, ExpandOptions{Asset: cfg.Asset, HTTPClient: cfg.HTTPClient, MaskRole: MaskRole(cfg.Mask),
+		Items: cfg.Items, ItemsBase: cfg.ItemsBase, AllowOutsideCatalog: cfg.AllowOutsideCatalog})
 	if err != nil {
+		return sum, err
+	}
+	if err := cfg.checkNotInputs(inputs); err != nil {
 		return sum, err
 	}
 	mine := cfg.Shard.Select(inputs)
@@ -223,7 +270,7 @@ func Run(ctx context.Context, cfg Config) (Summary, error) {
 		sum.Failed++
 		sum.Scenes++
 		if firstFailure == "" {
-			firstFailure = r.Reason
+			firstFailure, firstErr = r.Reason, ie
 		}
 	}
 	log.Info("batch", "inputs", len(inputs), "shard", cfg.Shard.String(), "scenes", len(mine), "out_dir", cfg.OutDir)
@@ -261,6 +308,13 @@ func Run(ctx context.Context, cfg Config) (Summary, error) {
 		classes = ClassObjects(geoClasses)
 	}
 
+	var mItem *modelItem
+	if len(mine) > 0 {
+		if mItem, err = newModelItem(&cfg, m, now()); err != nil {
+			return sum, err
+		}
+	}
+
 	collID := cfg.CollectionID
 	if cfg.Collection != "" && collID == "" {
 		abs, _ := filepath.Abs(cfg.Collection)
@@ -279,7 +333,7 @@ func Run(ctx context.Context, cfg Config) (Summary, error) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			w := &worker{cfg: &cfg, model: m, classes: classes, nodata: geo.ProductNoData(geoClasses), collID: collID, inCollection: inColl, rep: rep, log: log, now: now}
+			w := &worker{cfg: &cfg, model: m, classes: classes, modelItem: mItem, nodata: geo.ProductNoData(geoClasses), collID: collID, inCollection: inColl, rep: rep, log: log, now: now}
 			o := opts
 			o.Progress = func(done, total int) {
 				if p := w.current.Load(); p != nil {
@@ -327,7 +381,7 @@ func Run(ctx context.Context, cfg Config) (Summary, error) {
 				default:
 					sum.Failed++
 					if firstFailure == "" {
-						firstFailure = r.Reason
+						firstFailure, firstErr = r.Reason, r.err
 					}
 				}
 				sum.Scenes++
@@ -364,9 +418,99 @@ feed:
 		return sum, fmt.Errorf("batch interrupted after %d of %d scenes: %w", sum.Scenes, rep.total, err)
 	}
 	if sum.Failed > 0 {
-		return sum, &FailedError{Failed: sum.Failed, Scenes: sum.Scenes, First: firstFailure}
+		return sum, &FailedError{Failed: sum.Failed, Scenes: sum.Scenes, First: firstFailure, FirstErr: firstErr}
 	}
 	return sum, nil
+}
+
+// ErrOutputIsInput: a file the run would write (a product, its Item, the
+// Collection, the report) is one of its inputs (a scene, a source STAC
+// document, the model), through any name, link or hard link. Run refuses
+// to start then; the error is a *samefile.Conflict naming both.
+var ErrOutputIsInput = samefile.ErrOutputIsInput
+
+// checkNotInputs refuses, before any work, a run that would write over one
+// of its inputs: out-dir holding the scenes (a product would replace its
+// scene), a source Item in out-dir (its product's Item would replace it),
+// the Collection or the report being an input. Every input of every shard
+// is checked, so that all shards agree.
+func (cfg *Config) checkNotInputs(inputs []Input) error {
+	var ins samefile.Set
+	for _, in := range inputs {
+		ins.Add(samefile.Named{Path: in.Name, Role: "the scene"})
+		if in.Item != "" {
+			ins.Add(samefile.Named{Path: in.Item, Role: "the source STAC Item"})
+		}
+	}
+	for _, a := range cfg.Inputs { // catalogs and collections named as inputs
+		ins.Add(samefile.Named{Path: a, Role: "the input"})
+	}
+	if cfg.Model == nil {
+		ins.Add(samefile.Named{Path: cfg.ModelPath, Role: "the model"})
+	}
+	if m := cfg.Mask; m != "" && !strings.Contains(m, "{key}") && MaskRole(m) == "" {
+		ins.Add(samefile.Named{Path: m, Role: "the mask"})
+	}
+	for _, in := range inputs {
+		if in.Mask != "" {
+			ins.Add(samefile.Named{Path: in.Mask, Role: "the mask of " + in.Key})
+		}
+	}
+	for _, m := range cfg.Options.QualityMasks {
+		ins.Add(samefile.Named{Path: m.Path, Role: "the quality mask"})
+	}
+	runFiles := []samefile.Named{{Path: cfg.Collection, Role: "the STAC Collection"}, {Path: cfg.ReportPath, Role: "the run report"}}
+	var products []samefile.Named
+	for _, in := range inputs {
+		product := filepath.Join(cfg.OutDir, in.Key+".tif")
+		paths, roles := geo.ProductFiles(product, cfg.Options.ReliabilityFloat32)
+		for i := range paths {
+			products = append(products, samefile.Named{Path: paths[i], Role: roles[i]})
+		}
+		products = append(products, samefile.Named{Path: filepath.Join(cfg.OutDir, in.Key+".json"), Role: "the product's STAC Item"})
+	}
+	if err := ins.Check(append(runFiles, products...)...); err != nil {
+		return err
+	}
+	// Nor may a product or an Item replace the Collection or the report
+	// (a scene named collection.tif beside collection.json, say).
+	var run samefile.Set
+	run.Add(runFiles...)
+	return run.Check(products...)
+}
+
+// checkCollection refuses, before any work, a Collection file that could
+// not take the Items: its directory missing, or an existing file that is
+// not a STAC Collection. (Found per scene, it failed every scene after
+// classifying it.)
+func checkCollection(path string) error {
+	if path == "" {
+		return nil
+	}
+	dir := filepath.Dir(path)
+	if st, err := os.Stat(dir); err != nil {
+		return fmt.Errorf("collection %s: directory %s: %w", path, dir, err)
+	} else if !st.IsDir() {
+		return fmt.Errorf("collection %s: %s is not a directory", path, dir)
+	}
+	if err := checkWritable(dir); err != nil {
+		return fmt.Errorf("collection %s: directory %s: %w", path, dir, err)
+	}
+	b, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil // created with the first Item
+	}
+	if err != nil {
+		return fmt.Errorf("collection %s: %w", path, err)
+	}
+	var coll map[string]any
+	if err := json.Unmarshal(b, &coll); err != nil {
+		return fmt.Errorf("collection %s: bad JSON: %w", path, err)
+	}
+	if coll["type"] != "Collection" {
+		return fmt.Errorf("collection %s: type %v, want Collection", path, coll["type"])
+	}
+	return nil
 }
 
 // checkWritable creates and removes a file in dir, so that an unwritable
@@ -448,7 +592,8 @@ type worker struct {
 	model      *model.Model
 	classifier *processor.Classifier
 	classes    []ClassObject
-	nodata     int // the products' shared no-data value
+	nodata     int        // the products' shared no-data value
+	modelItem  *modelItem // the model's STAC Item, which the products' Items point at
 	collID     string
 	// inCollection: item hrefs the collection held when the run started (read-only).
 	inCollection map[string]bool
@@ -477,6 +622,7 @@ func (w *worker) scene(ctx context.Context, in Input) SceneReport {
 		}
 		r.Status = StatusFailed
 		r.Reason = oneline.Fold(err.Error())
+		r.err = err
 		if !strings.Contains(r.Reason, in.Name) {
 			r.Reason = in.Name + ": " + r.Reason
 		}
@@ -501,19 +647,36 @@ func (w *worker) scene(ctx context.Context, in Input) SceneReport {
 		w.log.Info("removed stale temporary files", "input", in.Name, "files", n)
 	}
 
+	mask, err := sceneMask(w.cfg.Mask, in)
+	if err != nil {
+		return fail(err)
+	}
 	src := sourceRecord(in)
+	maskRecord(&src, mask)
 	// The record names the input as the Item's links do (relative when under
 	// the Item's root), so the Item stays portable and the check stable.
 	src.Name = portableHref(src.Name, w.root(), w.cfg.OutDir)
+	if src.Mask != "" {
+		src.Mask = portableHref(src.Mask, w.root(), w.cfg.OutDir)
+	}
+	qualityMaskRecord(&src, w.cfg.Options, func(p string) string { return portableHref(p, w.root(), w.cfg.OutDir) })
 	checksum := w.model.Checksum()
 	if !w.cfg.Force {
-		if ok, why := upToDate(product, itemPath, src, checksum, w.cfg.Options.ReliabilityFloat32); ok {
+		ok, why := upToDate(product, itemPath, src, checksum, w.cfg.Options.ReliabilityFloat32)
+		if ok {
+			ok, why = probabilitiesUpToDate(itemPath, product, w.cfg.Options.Probabilities, w.cfg.Options.TopK)
+		}
+		if ok {
 			// A run killed between writing the Item and adding it to the
 			// collection left it out: add it now (a no-op when it is in).
 			if w.cfg.Collection != "" && !w.inCollection[itemHref(w.cfg.Collection, itemPath)] {
 				if err := addItemFileToCollection(w.cfg.Collection, w.collection(), itemPath); err != nil {
 					return fail(err)
 				}
+			}
+			// Its Item points at the model's Item: keep that there too.
+			if err := w.modelItem.ensure(); err != nil {
+				return fail(err)
 			}
 			r.Status = StatusSkipped
 			w.log.Info("scene up to date", "input", in.Name, "output", product)
@@ -523,7 +686,10 @@ func (w *worker) scene(ctx context.Context, in Input) SceneReport {
 		}
 	}
 
-	res, err := w.classifier.Classify(ctx, in.Name, product)
+	if err := w.checkDatetime(in); err != nil {
+		return fail(err)
+	}
+	res, err := w.classifier.ClassifyMasked(ctx, in.Name, mask, product)
 	if err != nil {
 		return fail(err)
 	}
@@ -562,7 +728,7 @@ func (w *worker) root() string {
 
 // collection is what a new or updated Collection says of the products.
 func (w *worker) collection() CollectionMeta {
-	return CollectionMeta{ID: w.collID, License: w.cfg.License, Classes: w.classes, NoData: w.nodata,
+	return CollectionMeta{ID: w.collID, License: w.cfg.License, Classes: w.classes, NoData: w.nodata, BaseURL: w.cfg.STACBaseURL,
 		ReliabilityF32: w.cfg.Options.ReliabilityFloat32}
 }
 
@@ -578,7 +744,7 @@ func (w *worker) describe(in Input, product, itemPath string, src SourceRecord, 
 	}
 	info.Metadata = res.SceneInfo.Metadata // the acquisition time is the input's
 	stats := res.Stats
-	st, err := os.Stat(product)
+	files, err := assetFiles(product, w.cfg.Options.ReliabilityFloat32, w.cfg.Options.Probabilities != processor.ProbabilitiesOff)
 	if err != nil {
 		return fmt.Errorf("product %s: %w", product, err)
 	}
@@ -590,9 +756,11 @@ func (w *worker) describe(in Input, product, itemPath string, src SourceRecord, 
 		Input: in, ProductPath: product, ItemPath: itemPath, Info: info, Stats: stats,
 		Classes: w.classes, ReliabilityF32: w.cfg.Options.ReliabilityFloat32,
 		ModelChecksum: checksum, Backend: res.Backend, Version: w.cfg.Version,
-		Source: src, ProductBytes: st.Size(), Now: w.now(), CollectionID: w.collID,
-		CollectionPath: w.cfg.Collection, Datetime: w.cfg.Datetime, NoData: w.nodata,
+		Source: src, QualityMasks: res.QualityMasks, Files: files, Now: w.now(), CollectionID: w.collID,
+		CollectionPath: w.cfg.Collection, Datetime: w.cfg.Datetime, DatetimeEnd: w.cfg.DatetimeEnd, NoData: w.nodata,
+		ModelItem: w.modelItem.href, ModelName: w.modelItem.name, BaseURL: w.cfg.STACBaseURL,
 		Shard: w.cfg.Shard, Engine: w.cfg.Engine,
+		Probabilities: w.cfg.Options.Probabilities, TopK: w.cfg.Options.TopK,
 	})
 	if err != nil {
 		return fmt.Errorf("STAC item for %s: %w", product, err)
@@ -600,6 +768,9 @@ func (w *worker) describe(in Input, product, itemPath string, src SourceRecord, 
 	b, err := json.MarshalIndent(item, "", "  ")
 	if err != nil {
 		return fmt.Errorf("STAC item for %s: %w", product, err)
+	}
+	if err := w.modelItem.ensure(); err != nil {
+		return err
 	}
 	if err := writeFileAtomic(itemPath, append(b, '\n')); err != nil {
 		return err
@@ -621,4 +792,26 @@ func (cfg *Config) stamp(r *SceneReport) {
 		r.Shard = cfg.Shard.String()
 	}
 	r.Engine, r.JobID = cfg.Engine.Name, cfg.Engine.JobID
+}
+
+// checkDatetime refuses, before any work, a scene whose Item could have no
+// acquisition time (ErrNoDatetime): none given, none in its source Item,
+// and none in its metadata (the scene is opened for it; a scene that does
+// not open is left to the classifier to report).
+func (w *worker) checkDatetime(in Input) error {
+	if !w.cfg.Datetime.IsZero() {
+		return nil
+	}
+	if _, err := time.Parse(time.RFC3339Nano, in.ItemDatetime); err == nil {
+		return nil
+	}
+	sc, err := geo.Open(in.Name)
+	if err != nil {
+		return nil
+	}
+	defer sc.Close()
+	if _, ok := SceneDatetime(sc.Info().Metadata); ok {
+		return nil
+	}
+	return fmt.Errorf("%s: %w", in.Name, ErrNoDatetime)
 }

@@ -158,10 +158,20 @@ func TestRunEndToEnd(t *testing.T) {
 	}
 	rels := map[string]string{}
 	for _, l := range item.Links {
-		rels[l["rel"]] = l["href"]
+		rels[l["rel"]] += " " + l["href"]
 	}
-	if !strings.HasSuffix(rels["derived_from"], "stac/d.json") || rels["self"] != "scene-d.json" || rels["root"] == "" || rels["collection"] != rels["root"] {
-		t.Errorf("scene-d links %v, want self, root/collection and derived_from the source item", item.Links)
+	// derived_from: the source Item and the model's Item, which the run
+	// wrote into the output directory (none beside the model file); no
+	// self link without a base URL.
+	if rels["derived_from"] != " "+filepath.Join(dir, "stac", "d.json")+" tiny.pnec.json" || rels["self"] != "" || rels["root"] == "" || rels["collection"] != rels["root"] {
+		t.Errorf("scene-d links %v, want root/collection, derived_from the source item and the model's, no self", item.Links)
+	}
+	mb, err := os.ReadFile(filepath.Join(out, "tiny.pnec.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := schemaStore(t).Validate(mb, MLMSchema); err != nil {
+		t.Errorf("the model's item: %v", err)
 	}
 	mtimes := map[string]time.Time{}
 	for _, k := range keys {
@@ -240,11 +250,26 @@ func TestRunSetupErrors(t *testing.T) {
 		{"bad shard", Config{ModelPath: "m", OutDir: dir, Inputs: []string{scene}, Shard: Shard{3, 2}}, "shard 3/2"},
 		{"no out dir", Config{ModelPath: "m", Inputs: []string{scene}}, "no output directory"},
 		{"out dir is a file", Config{ModelPath: "m", OutDir: scene, Inputs: []string{scene}}, "output directory " + scene},
+		// Refused before any scene is done (the products replaced the scenes).
+		{"out dir holds the scenes", Config{ModelPath: "m", OutDir: dir, Inputs: []string{scene}}, "the product " + scene + " is the scene " + scene},
+		{"report is the scene", Config{ModelPath: "m", OutDir: filepath.Join(dir, "o2"), Inputs: []string{scene}, ReportPath: scene}, "the run report " + scene + " is the scene"},
+		{"an Item is the collection", Config{ModelPath: "m", OutDir: filepath.Join(dir, "o6"), Inputs: []string{scene}, Collection: filepath.Join(dir, "o6", "s.json")},
+			"the product's STAC Item " + filepath.Join(dir, "o6", "s.json") + " is the STAC Collection"},
+		// Found after every scene was classified before.
+		{"collection in a missing directory", Config{ModelPath: "m", OutDir: filepath.Join(dir, "o3"), Inputs: []string{scene},
+			Collection: filepath.Join(dir, "none", "c.json")}, "collection " + filepath.Join(dir, "none", "c.json") + ": directory"},
+		{"collection not JSON", Config{ModelPath: "m", OutDir: filepath.Join(dir, "o4"), Inputs: []string{scene},
+			Collection: writeFile(t, filepath.Join(dir, "c.json"), "{broken")}, "bad JSON"},
+		{"collection not a Collection", Config{ModelPath: "m", OutDir: filepath.Join(dir, "o5"), Inputs: []string{scene},
+			Collection: writeFile(t, filepath.Join(dir, "cat.json"), `{"type":"Catalog"}`)}, "type Catalog, want Collection"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := Run(context.Background(), tc.cfg)
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("got %v, want an error containing %q", err, tc.want)
+			}
+			if strings.Contains(tc.want, " is the ") && !errors.Is(err, ErrOutputIsInput) {
+				t.Errorf("got %v, want ErrOutputIsInput", err)
 			}
 		})
 	}

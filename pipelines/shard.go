@@ -17,7 +17,8 @@ type Shard struct {
 	Index, Count int
 }
 
-// ParseShard reads "i/n" (0 <= i < n).
+// ParseShard reads "i/n" (0 <= i < n, so n >= 1: "0/0" is refused, though
+// the zero Shard selects everything).
 func ParseShard(s string) (Shard, error) {
 	a, b, ok := strings.Cut(s, "/")
 	if !ok {
@@ -27,6 +28,9 @@ func ParseShard(s string) (Shard, error) {
 	n, err2 := strconv.Atoi(strings.TrimSpace(b))
 	if err1 != nil || err2 != nil {
 		return Shard{}, fmt.Errorf("shard %q: want INDEX/COUNT with integers, e.g. 0/4", s)
+	}
+	if n < 1 {
+		return Shard{}, fmt.Errorf("shard %q: want a count of at least 1, e.g. 0/4", s)
 	}
 	sh := Shard{Index: i, Count: n}
 	return sh, sh.Validate()

@@ -17,6 +17,8 @@ func TestParseShard(t *testing.T) {
 		{"4/4", Shard{}, true},
 		{"-1/4", Shard{}, true},
 		{"1/0", Shard{}, true},
+		{"0/0", Shard{}, true}, // the zero Shard means all; written, it is a mistake
+		{"0/1", Shard{0, 1}, false},
 		{"a/b", Shard{}, true},
 		{"3", Shard{}, true},
 	} {

@@ -2,6 +2,7 @@ package pipelines
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"path/filepath"
@@ -16,6 +17,7 @@ import (
 	raster "github.com/planetlabs/go-stac/extensions/raster/v1"
 
 	"github.com/pnec/pnec/geo"
+	"github.com/pnec/pnec/processor"
 )
 
 // STAC versions and extension schemas the Items follow (shipped under testdata/stac/schemas).
@@ -33,17 +35,17 @@ const (
 	propBackend          = "pnec:backend"
 	datetimeFromItem     = "source-item"
 	datetimeFromScene    = "scene-metadata"
-	datetimeFromUser     = "user"    // --datetime
-	datetimeUnknown      = "unknown" // datetime null, start..end = unknownStart..processing time
-	// unknownStart is start_datetime of an Item whose acquisition time is
-	// unknown: STAC needs an interval when datetime is null, and all pnec
-	// knows is that the scene was acquired before it was processed.
-	unknownStart = "1970-01-01T00:00:00Z"
+	datetimeFromUser     = "user" // --datetime
+	// processingLevel is the products' processing:level: model output
+	// (MLM best practices: L4).
+	processingLevel = "L4"
 )
 
-// NoDataClassName is the name of the classification class object that
-// describes the products' no-data value.
-const NoDataClassName = "no_data"
+// ErrNoDatetime: nothing says when a scene was acquired (no source STAC
+// Item datetime, no time in its metadata) and none was given. A STAC Item
+// needs a datetime or an interval; a made-up one (the whole 1970..now
+// range) matches almost any search, so the scene is refused instead.
+var ErrNoDatetime = errors.New("no acquisition time: neither its source STAC Item nor its metadata (ACQUISITIONDATETIME, TIFFTAG_DATETIME, ...) gives one, and none was given")
 
 // Classification is the STAC classification extension (v1.1.0) for one band
 // of an asset's raster:bands: go-stac has no such extension, so it is added
@@ -60,7 +62,6 @@ type ClassObject struct {
 	Description string `json:"description"`
 	Name        string `json:"name,omitempty"`
 	ColorHint   string `json:"color_hint,omitempty"` // RRGGBB hex
-	NoData      bool   `json:"nodata,omitempty"`     // the class is the no-data value
 }
 
 var _ stac.Extension = (*Classification)(nil)
@@ -185,10 +186,18 @@ func (p *Projection) Decode(item map[string]any) error {
 
 // Processing is the STAC processing extension (v1.2.0), item properties.
 type Processing struct {
-	Lineage  string            `json:"processing:lineage,omitempty"`
-	Level    string            `json:"processing:level,omitempty"`
-	Datetime string            `json:"processing:datetime,omitempty"`
-	Software map[string]string `json:"processing:software,omitempty"`
+	Lineage    string                `json:"processing:lineage,omitempty"`
+	Level      string                `json:"processing:level,omitempty"`
+	Datetime   string                `json:"processing:datetime,omitempty"`
+	Software   map[string]string     `json:"processing:software,omitempty"`
+	Expression *ProcessingExpression `json:"processing:expression,omitempty"`
+}
+
+// ProcessingExpression is processing:expression: how the data was made.
+// Products name their model's STAC Item ("stac-mlm", MLM best practices).
+type ProcessingExpression struct {
+	Format     string `json:"format"`
+	Expression string `json:"expression"`
 }
 
 var _ stac.Extension = (*Processing)(nil)
@@ -232,16 +241,34 @@ type ItemParams struct {
 	Backend        string
 	Version        string // pnec version
 	Source         SourceRecord
-	ProductBytes   int64
-	Now            time.Time
-	CollectionID   string // "" when not part of a collection
+	// QualityMasks names the quality masks whose flagged pixels were left
+	// unclassified (processor.Result.QualityMasks), "" when none.
+	QualityMasks string
+	// Files are the checksums and sizes of the asset files by asset key
+	// (FileChecksum), written as file:checksum and file:size.
+	Files map[string]FileInfo
+	// ModelItem is the href of the model's STAC Item (an MLM Item: see
+	// BuildModelItem), "" when there is none; ModelName its mlm:name.
+	ModelItem, ModelName string
+	// BaseURL is the public URL of the Item's root (the Collection's
+	// directory, else the Item's); "" = unknown, and the Item has no self
+	// link (STAC wants it absolute).
+	BaseURL      string
+	Now          time.Time
+	CollectionID string // "" when not part of a collection
 	// CollectionPath is the Collection file the Item belongs to ("" = none):
 	// the root, parent and collection links point at it, relative to the Item.
 	CollectionPath string
-	// Datetime, when not zero, is the acquisition time the user gave (--datetime); it wins over the scene's.
-	Datetime time.Time
+	// Datetime, when not zero, is the acquisition time the user gave; it
+	// wins over the scene's. With DatetimeEnd it is the start of an
+	// interval: datetime null, start_datetime..end_datetime.
+	Datetime, DatetimeEnd time.Time
 	// NoData is the value both product bands store for no data (geo.ProductNoData).
 	NoData int
+	// Probabilities and TopK describe the class probabilities file beside
+	// the product (processor.Options); ProbabilitiesOff: none.
+	Probabilities processor.ProbabilityStage
+	TopK          int
 	// Shard and Engine are the batch process's share of the inputs and the
 	// scheduler it ran under (recorded as pnec:shard, pnec:engine, pnec:job_id).
 	Shard  Shard
@@ -262,7 +289,6 @@ func BuildItem(p ItemParams) (*stac.Item, error) {
 		"created":         now.Format(time.RFC3339),
 		propSource:        p.Source,
 		propModelChecksum: p.ModelChecksum,
-		propProductBytes:  p.ProductBytes,
 		propProductFormat: productFormat,
 		propBackend:       p.Backend,
 	}
@@ -275,17 +301,19 @@ func BuildItem(p ItemParams) (*stac.Item, error) {
 	if p.Engine.JobID != "" {
 		props["pnec:job_id"] = p.Engine.JobID
 	}
-	dt, dtSource := itemDatetime(p.Input, p.Info, p.Datetime)
-	if dt == "" {
-		// No acquisition time: STAC's way to say so is datetime null with
-		// the interval it may lie in.
+	switch dt, dtSource := itemDatetime(p.Input, p.Info, p.Datetime); {
+	case !p.Datetime.IsZero() && !p.DatetimeEnd.IsZero():
+		// The user's interval: STAC's datetime null with its bounds.
 		props["datetime"] = nil
-		props["start_datetime"] = unknownStart
-		props["end_datetime"] = now.Format(time.RFC3339)
-	} else {
+		props["start_datetime"] = p.Datetime.UTC().Format(time.RFC3339Nano)
+		props["end_datetime"] = p.DatetimeEnd.UTC().Format(time.RFC3339Nano)
+		props[propDatetimeSource] = datetimeFromUser
+	case dt == "":
+		return nil, fmt.Errorf("%s: %w", p.Input.Name, ErrNoDatetime)
+	default:
 		props["datetime"] = dt
+		props[propDatetimeSource] = dtSource
 	}
-	props[propDatetimeSource] = dtSource
 
 	item := &stac.Item{
 		Version:    STACVersion,
@@ -309,9 +337,12 @@ func BuildItem(p ItemParams) (*stac.Item, error) {
 		props["pnec:georeferenced"] = false // no CRS: geometry null, as STAC allows
 	}
 
-	// Links: itself, its collection (root and parent too), and the source
-	// Item (or scene file) the product derives from.
-	item.Links = append(item.Links, &stac.Link{Rel: "self", Href: filepath.Base(p.ItemPath), Type: "application/geo+json"})
+	// Links: itself (only absolute, with a base URL), its collection (root
+	// and parent too), the source Item when the input was one (a scene file
+	// is no STAC object: the lineage names it) and the model's Item.
+	if self := selfHref(p.BaseURL, p.ItemPath, root); self != "" {
+		item.Links = append(item.Links, &stac.Link{Rel: "self", Href: self, Type: geojsonMediaType})
+	}
 	if p.CollectionPath != "" {
 		c := portableHref(p.CollectionPath, root, itemDir)
 		for _, rel := range []string{"root", "parent", "collection"} {
@@ -320,9 +351,13 @@ func BuildItem(p ItemParams) (*stac.Item, error) {
 	}
 	if p.Input.Item != "" {
 		item.Links = append(item.Links, &stac.Link{Rel: "derived_from", Href: portableHref(p.Input.Item, root, itemDir),
-			Type: "application/geo+json", Title: "source STAC Item"})
-	} else {
-		item.Links = append(item.Links, &stac.Link{Rel: "derived_from", Href: portableHref(p.Input.Name, root, itemDir), Title: "source scene"})
+			Type: geojsonMediaType, Title: "source STAC Item"})
+	}
+	var modelHref string
+	if p.ModelItem != "" {
+		modelHref = portableHref(p.ModelItem, root, itemDir)
+		item.Links = append(item.Links, &stac.Link{Rel: "derived_from", Href: modelHref, Type: geojsonMediaType,
+			Title: fmt.Sprintf("model %s (STAC Item, machine learning model extension)", p.ModelName)})
 	}
 
 	// Projection: only what the product has (no geotransform, no transform).
@@ -355,11 +390,22 @@ func BuildItem(p ItemParams) (*stac.Item, error) {
 	if src == "" {
 		src = p.Input.Name
 	}
+	lineage := fmt.Sprintf("PNEC-Mamba land-cover classification of %s with model sha256:%s on backend %s",
+		portableHref(src, root, itemDir), p.ModelChecksum, p.Backend)
+	if p.Source.Mask != "" {
+		lineage += ", within the area of interest " + p.Source.Mask
+	}
+	if p.QualityMasks != "" {
+		lineage += ", pixels flagged by the quality masks " + p.QualityMasks + " left unclassified"
+	}
 	proc := &Processing{
-		Lineage: fmt.Sprintf("PNEC-Mamba land-cover classification of %s with model sha256:%s on backend %s",
-			portableHref(src, root, itemDir), p.ModelChecksum, p.Backend),
+		Lineage:  lineage,
+		Level:    processingLevel,
 		Datetime: now.Format(time.RFC3339),
 		Software: map[string]string{"pnec": p.Version},
+	}
+	if modelHref != "" {
+		proc.Expression = &ProcessingExpression{Format: "stac-mlm", Expression: modelHref}
 	}
 	item.Extensions = []stac.Extension{proj, proc}
 
@@ -378,7 +424,7 @@ func BuildItem(p ItemParams) (*stac.Item, error) {
 			Roles: []string{"data", "classification", "reliability"},
 			Extensions: []stac.Extension{
 				&raster.Asset{Bands: []*raster.Band{classBand, relBand}},
-				&Classification{Band: 0, Classes: withNoDataClass(p.Classes, p.NoData)},
+				&Classification{Band: 0, Classes: p.Classes},
 				&rasterStddev{stddev: map[int]float64{1: relStd}},
 			},
 		},
@@ -404,6 +450,10 @@ func BuildItem(p ItemParams) (*stac.Item, error) {
 			},
 		}
 	}
+	if p.Probabilities != processor.ProbabilitiesOff {
+		item.Assets[probabilitiesAssetKey] = probabilitiesAsset(p, portableHref(geo.ProbabilitiesPath(p.ProductPath), root, itemDir))
+	}
+	addFileInfo(item, p.Files)
 	return item, nil
 }
 
@@ -431,14 +481,6 @@ func productBands(classes []ClassObject, nodata int, st ProductStats) (*raster.B
 		Statistics: &raster.Statistics{Minimum: &relMin, Maximum: &relMax, Mean: &relMean, ValidPercent: &valid},
 	}
 	return classBand, relBand, nil
-}
-
-// withNoDataClass is classes and a class object describing the no-data
-// value ("nodata": true, as classification v2 names it; v1.1.0 allows the field).
-func withNoDataClass(classes []ClassObject, nodata int) []ClassObject {
-	out := append([]ClassObject(nil), classes...)
-	return append(out, ClassObject{Value: nodata, Name: NoDataClassName, NoData: true,
-		Description: "No data: outside the scene or where the input pixel is invalid (nodata, NaN, masked)"})
 }
 
 // ClassObjects are the classification class objects of a model's classes.
@@ -486,7 +528,7 @@ func itemDatetime(in Input, info geo.Info, user time.Time) (string, string) {
 	if t, ok := SceneDatetime(info.Metadata); ok {
 		return t.UTC().Format(time.RFC3339Nano), datetimeFromScene
 	}
-	return "", datetimeUnknown
+	return "", ""
 }
 
 // sceneDatetimeKeys are the metadata items that carry an acquisition time:
@@ -510,10 +552,12 @@ func SceneDatetime(md map[string]string) (time.Time, bool) {
 	return time.Time{}, false
 }
 
-// ParseDatetime reads a time as RFC 3339, TIFF's "2006:01:02 15:04:05", or
-// a date; times without zone are UTC.
+// ParseDatetime reads a time as RFC 3339, ISO 8601 with a "+0000" zone
+// (NetCDF's time_coverage_start in EMIT and AVIRIS-3 files), TIFF's
+// "2006:01:02 15:04:05", or a date; times without zone are UTC.
 func ParseDatetime(v string) (time.Time, bool) {
-	for _, layout := range []string{time.RFC3339Nano, "2006:01:02 15:04:05", "2006-01-02 15:04:05", "2006-01-02T15:04:05", "2006-01-02T15:04:05.999999999", "2006-01-02"} {
+	for _, layout := range []string{time.RFC3339Nano, "2006-01-02T15:04:05.999999999-0700", "2006:01:02 15:04:05", "2006-01-02 15:04:05",
+		"2006-01-02T15:04:05", "2006-01-02T15:04:05.999999999", "2006-01-02"} {
 		if t, err := time.Parse(layout, strings.TrimSpace(v)); err == nil {
 			return t.UTC(), true
 		}

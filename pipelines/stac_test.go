@@ -34,10 +34,12 @@ func sampleParams(dir string) ItemParams {
 			{Value: 1, Name: "Brocoli green weeds 1", Color: [3]uint8{0x1F, 0x77, 0xB4}},
 		}),
 		ModelChecksum: strings.Repeat("ab", 32), Backend: "go", Version: "test",
-		Source:       SourceRecord{Name: "/data/salinas.tif", SizeBytes: 1234, ModTime: "2024-06-01T11:00:00Z"},
-		ProductBytes: 4321,
-		Now:          time.Date(2026, 11, 22, 1, 2, 3, 0, time.UTC),
-		NoData:       255,
+		Source: SourceRecord{Name: "/data/salinas.tif", SizeBytes: 1234, ModTime: "2024-06-01T11:00:00Z"},
+		Files: map[string]FileInfo{productAssetKey: {Checksum: "1220" + strings.Repeat("cd", 32), Size: 4321},
+			styleAssetKey: {Checksum: "1220" + strings.Repeat("ef", 32), Size: 900}},
+		ModelItem: "/models/salinas.pnec.json", ModelName: "salinas",
+		Now:    time.Date(2026, 11, 22, 1, 2, 3, 0, time.UTC),
+		NoData: 255,
 	}
 }
 
@@ -59,8 +61,13 @@ func TestBuildItemValidates(t *testing.T) {
 			}
 			bands := m["assets"].(map[string]any)[productAssetKey].(map[string]any)["raster:bands"].([]any)
 			cls := bands[0].(map[string]any)["classification:classes"].([]any)
-			if len(cls) != 3 || cls[1].(map[string]any)["value"] != 6.0 || cls[1].(map[string]any)["color_hint"] != "FF7F0E" {
-				t.Errorf("got classification:classes %v, want the two classes and no-data", cls)
+			if len(cls) != 2 || cls[1].(map[string]any)["value"] != 6.0 || cls[1].(map[string]any)["color_hint"] != "FF7F0E" {
+				t.Errorf("got classification:classes %v, want the two classes (no-data is raster:bands' nodata)", cls)
+			}
+			for _, c := range cls {
+				if _, ok := c.(map[string]any)["nodata"]; ok {
+					t.Errorf("class %v has \"nodata\", a field classification v1.1.0 does not define", c)
+				}
 			}
 			if st := bands[1].(map[string]any)["statistics"].(map[string]any); st["stddev"] != 9.1 || st["mean"] != 87.5 {
 				t.Errorf("got reliability statistics %v, want mean 87.5 stddev 9.1", st)
@@ -68,22 +75,34 @@ func TestBuildItemValidates(t *testing.T) {
 			if bands[1].(map[string]any)["nodata"] != 255.0 || bands[1].(map[string]any)["data_type"] != "uint8" {
 				t.Errorf("got reliability band %v, want uint8 with nodata 255", bands[1])
 			}
-			// The source Item lies outside the Item's root: absolute.
-			var derived map[string]any
+			// The source Item and the model's lie outside the Item's root: absolute.
+			derived := map[string]map[string]any{}
 			for _, l := range m["links"].([]any) {
 				if l := l.(map[string]any); l["rel"] == "derived_from" {
-					derived = l
+					derived[l["href"].(string)] = l
+				}
+				if l := l.(map[string]any); l["rel"] == "self" {
+					t.Errorf("got self link %v without a base URL, want none (STAC wants it absolute)", l)
 				}
 			}
-			if derived == nil || derived["href"] != "/data/salinas.json" || derived["type"] != "application/geo+json" {
-				t.Errorf("got link %v, want derived_from the source item", derived)
+			if d := derived["/data/salinas.json"]; len(derived) != 2 || d == nil || d["type"] != "application/geo+json" ||
+				derived["/models/salinas.pnec.json"]["type"] != "application/geo+json" {
+				t.Errorf("got derived_from links %v, want the source item and the model's item", derived)
+			}
+			if p := m["properties"].(map[string]any); p["processing:level"] != "L4" ||
+				p["processing:expression"].(map[string]any)["format"] != "stac-mlm" ||
+				p["processing:expression"].(map[string]any)["expression"] != "/models/salinas.pnec.json" {
+				t.Errorf("got processing:level %v expression %v, want L4 and stac-mlm of the model item", p["processing:level"], p["processing:expression"])
+			}
+			prod := m["assets"].(map[string]any)[productAssetKey].(map[string]any)
+			if prod["file:size"] != 4321.0 || !strings.HasPrefix(prod["file:checksum"].(string), "1220") {
+				t.Errorf("got file:size %v file:checksum %v on the product, want 4321 and a sha2-256 multihash", prod["file:size"], prod["file:checksum"])
+			}
+			if _, ok := m["properties"].(map[string]any)["pnec:product_size_bytes"]; ok {
+				t.Error("pnec:product_size_bytes is still written: the size is file:size")
 			}
 			if bands[0].(map[string]any)["nodata"] != 255.0 || bands[1].(map[string]any)["unit"] != geo.ReliabilityUnit {
 				t.Errorf("got class band %v and reliability %v, want nodata 255 (as inside the TIFF) and unit %s", bands[0], bands[1], geo.ReliabilityUnit)
-			}
-			last := cls[len(cls)-1].(map[string]any)
-			if last["value"] != 255.0 || last["nodata"] != true || last["name"] != NoDataClassName {
-				t.Errorf("got last class %v, want the no-data class 255", last)
 			}
 			if d := cls[0].(map[string]any)["description"]; d == cls[0].(map[string]any)["name"] {
 				t.Errorf("class description %q repeats the name", d)
@@ -96,23 +115,25 @@ func TestBuildItemValidates(t *testing.T) {
 				t.Error("a reliability asset without --reliability float32")
 			}
 		}},
-		{"WKT2 without EPSG, float reliability, no source datetime", func(p *ItemParams) {
+		{"WKT2 without EPSG, float reliability, the user's interval", func(p *ItemParams) {
 			p.Info.EPSG = 0
 			p.Info.WKT = `PROJCRS["local transverse mercator",BASEGEOGCRS["WGS 84"]]`
 			p.ReliabilityF32 = true
 			p.Input.ItemDatetime = ""
+			p.Datetime = time.Date(2024, 6, 1, 0, 0, 0, 0, time.UTC)
+			p.DatetimeEnd = time.Date(2024, 6, 30, 23, 59, 59, 0, time.UTC)
 		}, func(t *testing.T, m map[string]any) {
 			p := m["properties"].(map[string]any)
 			if p["proj:epsg"] != nil || !strings.HasPrefix(p["proj:wkt2"].(string), "PROJCRS") {
 				t.Errorf("got proj:epsg %v proj:wkt2 %v, want null and the WKT2", p["proj:epsg"], p["proj:wkt2"])
 			}
-			// No acquisition time: datetime null with the interval it lies in,
-			// never the processing time (issue 12, defect 4).
-			if v, ok := p["datetime"]; !ok || v != nil || p[propDatetimeSource] != datetimeUnknown {
-				t.Errorf("got datetime %v (present %v) from %v, want null, said unknown", v, ok, p[propDatetimeSource])
+			// The user's interval: datetime null with its bounds, never the
+			// processing time (issue 12, defect 4) nor a made-up range (issue 24).
+			if v, ok := p["datetime"]; !ok || v != nil || p[propDatetimeSource] != datetimeFromUser {
+				t.Errorf("got datetime %v (present %v) from %v, want null, from the user", v, ok, p[propDatetimeSource])
 			}
-			if p["start_datetime"] != unknownStart || p["end_datetime"] != "2026-11-22T01:02:03Z" {
-				t.Errorf("got start %v end %v, want %s .. the processing time", p["start_datetime"], p["end_datetime"], unknownStart)
+			if p["start_datetime"] != "2024-06-01T00:00:00Z" || p["end_datetime"] != "2024-06-30T23:59:59Z" {
+				t.Errorf("got start %v end %v, want the user's interval", p["start_datetime"], p["end_datetime"])
 			}
 			if p["processing:datetime"] != "2026-11-22T01:02:03Z" || p["created"] != "2026-11-22T01:02:03Z" {
 				t.Errorf("got processing:datetime %v created %v, want the processing time", p["processing:datetime"], p["created"])
@@ -161,6 +182,27 @@ func TestBuildItemValidates(t *testing.T) {
 				t.Errorf("got datetime %v from %v, want --datetime's", p["datetime"], p[propDatetimeSource])
 			}
 		}},
+		{"base URL, a plain scene file", func(p *ItemParams) {
+			p.BaseURL = "https://data.example.org/maps/"
+			p.Input.Item, p.Input.ItemDatetime = "", ""
+			p.Datetime = time.Date(2024, 6, 1, 0, 0, 0, 0, time.UTC)
+		}, func(t *testing.T, m map[string]any) {
+			links := map[string][]string{}
+			for _, l := range m["links"].([]any) {
+				l := l.(map[string]any)
+				links[l["rel"].(string)] = append(links[l["rel"].(string)], l["href"].(string))
+			}
+			if got := links["self"]; len(got) != 1 || got[0] != "https://data.example.org/maps/salinas.json" {
+				t.Errorf("got self %v, want the absolute URL under the base URL", got)
+			}
+			// A scene file is no STAC object: only the model's Item is derived_from.
+			if got := links["derived_from"]; len(got) != 1 || got[0] != "/models/salinas.pnec.json" {
+				t.Errorf("got derived_from %v, want only the model's item", got)
+			}
+			if lin := m["properties"].(map[string]any)["processing:lineage"].(string); !strings.Contains(lin, "/data/salinas.tif") {
+				t.Errorf("lineage %q does not name the source scene", lin)
+			}
+		}},
 		{"ungeoreferenced product", func(p *ItemParams) {
 			p.Info.EPSG, p.Info.WKT, p.Info.FootprintWGS84 = 0, "", nil
 			p.Info.GeoTransform, p.Info.HasGeoTransform = [6]float64{0, 1, 0, 0, 0, 1}, false
@@ -177,11 +219,12 @@ func TestBuildItemValidates(t *testing.T) {
 			p.CollectionID = "nightly"
 			p.CollectionPath = filepath.Join(filepath.Dir(p.ItemPath), "..", "collection.json")
 			p.Input.Item = filepath.Join(filepath.Dir(p.ItemPath), "..", "sources", "salinas.json")
+			p.ModelItem = ""
 		}, func(t *testing.T, m map[string]any) {
 			if m["collection"] != "nightly" {
 				t.Errorf("got collection %v, want nightly", m["collection"])
 			}
-			want := map[string]string{"self": "salinas.json", "root": "../collection.json", "parent": "../collection.json",
+			want := map[string]string{"root": "../collection.json", "parent": "../collection.json",
 				"collection": "../collection.json", "derived_from": "../sources/salinas.json"}
 			got := map[string]string{}
 			for _, l := range m["links"].([]any) {
@@ -332,15 +375,15 @@ func TestCollection(t *testing.T) {
 	for _, l := range m.Links {
 		links[l["rel"]] = append(links[l["rel"]], l["href"])
 	}
-	if strings.Join(links["item"], " ") != "a.json b.json" || strings.Join(links["self"], " ") != "collection.json" || strings.Join(links["root"], " ") != "collection.json" {
-		t.Errorf("got links %v, want self and root (relative) and items a.json and b.json once each", m.Links)
+	if strings.Join(links["item"], " ") != "a.json b.json" || len(links["self"]) != 0 || strings.Join(links["root"], " ") != "collection.json" {
+		t.Errorf("got links %v, want root (relative), no self without a base URL, and items a.json and b.json once each", m.Links)
 	}
 	// Issue 12, defect 5: a Collection a client can use without opening an Item.
 	if m.Title == "" || m.Description == "" || m.License != "CC-BY-4.0" {
 		t.Errorf("got title %q description %q license %q, want both and CC-BY-4.0", m.Title, m.Description, m.License)
 	}
-	if len(m.Summaries.Classes) != 3 || m.Summaries.Classes[2].Value != 255 || !m.Summaries.Classes[2].NoData || len(m.Summaries.Bands) != 2 || m.Summaries.Bands[1]["unit"] != geo.ReliabilityUnit {
-		t.Errorf("got summaries %+v, want the classes with no-data and two bands", m.Summaries)
+	if len(m.Summaries.Classes) != 2 || len(m.Summaries.Bands) != 2 || m.Summaries.Bands[1]["unit"] != geo.ReliabilityUnit || m.Summaries.Bands[0]["nodata"] != 255.0 {
+		t.Errorf("got summaries %+v, want the two classes and two bands with nodata 255", m.Summaries)
 	}
 	for _, k := range []string{productAssetKey, styleAssetKey, reliabilityAssetKey} {
 		if m.ItemAssets[k]["type"] == nil {
@@ -361,5 +404,15 @@ func TestCollection(t *testing.T) {
 		if strings.Contains(e.Name(), "tmp") {
 			t.Errorf("temporary file %s left behind", e.Name())
 		}
+	}
+}
+
+// TestBuildItemNeedsDatetime: a scene whose acquisition time nothing gives
+// gets no Item (ErrNoDatetime) rather than a made-up interval.
+func TestBuildItemNeedsDatetime(t *testing.T) {
+	p := sampleParams(t.TempDir())
+	p.Input.ItemDatetime = ""
+	if _, err := BuildItem(p); !errors.Is(err, ErrNoDatetime) || !strings.Contains(err.Error(), "/data/salinas.tif") {
+		t.Errorf("got %v, want ErrNoDatetime naming the scene", err)
 	}
 }

@@ -45,15 +45,29 @@ type Options struct {
 	// Radiometry says what a scene's values measure when the scene does
 	// not say (a plain GeoTIFF); a scene's own statement wins.
 	Radiometry spectral.Radiometry
-	// ProductMasks applies the quality masks each scene's product delivers
-	// (geo.Scene.UseProductMasks: EnMAP's pixel and cloud masks, EMIT's
-	// mask file, ...): their flagged pixels become no-data. A scene whose
-	// product delivers none fails.
-	ProductMasks bool
-	// Masks are mask rasters on the scene's grid applied to every scene
-	// (geo.Scene.AddMask): pixels non-zero in any of a mask's bands become
-	// no-data.
-	Masks []Mask
+	// ProductQualityMasks applies the quality masks each scene's product
+	// delivers (geo.Scene.UseProductQualityMasks: EnMAP's pixel and cloud
+	// masks, EMIT's mask file, ...): their flagged pixels become no-data. A
+	// scene whose product delivers none fails.
+	ProductQualityMasks bool
+	// QualityMasks are quality mask rasters on the scene's grid applied to
+	// every scene (geo.Scene.AddQualityMask): pixels non-zero in any of a
+	// mask's bands become no-data. They combine with Mask (the area of
+	// interest): a pixel is classified inside Mask where no quality mask
+	// flags it.
+	QualityMasks []QualityMask
+	// Probabilities, when not ProbabilitiesOff, also writes the class
+	// probabilities of that stage beside the product
+	// (geo.ProbabilitiesPath): one band per class, or with TopK > 0 the
+	// TopK most probable classes of each pixel as (class, probability)
+	// band pairs; percent 0-100 with the product's no-data.
+	Probabilities ProbabilityStage
+	// TopK is the number of classes the probabilities keep per pixel
+	// (0 = every class as a band); needs Probabilities.
+	TopK int
+	// Mask, when set, is an area of interest every scene is classified in
+	// (a raster, non-zero inside, or a vector file; see ClassifyMasked).
+	Mask string
 	// Progress, when set, is called after every tile is stitched with the
 	// number of tiles done and their total; from the stitching goroutine.
 	Progress func(done, total int)
@@ -64,8 +78,8 @@ type Options struct {
 	Logger *slog.Logger
 }
 
-// Mask is a mask raster for Options.Masks.
-type Mask struct {
+// QualityMask is a quality mask raster for Options.QualityMasks.
+type QualityMask struct {
 	Path  string // any GDAL dataset name, or a product's mask file pnec reads
 	Bands []int  // 0-based bands that flag pixels; nil: band 1
 }
@@ -172,12 +186,19 @@ type Result struct {
 	// Bands says how the model's bands were made from the scene's: a
 	// selection, a resampling or every band as it is (spectral.Plan).
 	Bands string
-	// Masks names the quality masks applied to the scene ("" when none).
-	Masks string
+	// QualityMasks names the quality masks applied to the scene ("" when
+	// none).
+	QualityMasks string
 	// Warnings are what classifying the scene assumed or converted (a
 	// scene without wavelengths taken band for band, a reflectance scale
 	// converted), one sentence each; they are also logged.
 	Warnings []string
+	// Mask is the area of interest the scene was classified in ("" =
+	// none), MaskPixels the scene's pixels inside it and TilesSkipped the
+	// tiles wholly outside it, which were neither read nor run.
+	Mask         string
+	MaskPixels   int64
+	TilesSkipped int
 }
 
 // predictor is what Classify needs of model.Predictor; tests substitute
@@ -221,6 +242,12 @@ func NewClassifier(m *model.Model, opts Options) (*Classifier, error) {
 	}
 	if err := checkTile(opts, m.Recovery().Window); err != nil {
 		return nil, err
+	}
+	if err := checkProbabilities(opts, len(m.Classes())); err != nil {
+		return nil, fmt.Errorf("processor: %w", err)
+	}
+	if err := geo.CheckCreationOptions(opts.CreationOptions, productClasses(m), opts.ReliabilityFloat32); err != nil {
+		return nil, fmt.Errorf("processor: %w", err)
 	}
 	log := opts.Logger
 	if log == nil {

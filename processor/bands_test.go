@@ -209,10 +209,12 @@ func scaleScene(src, dst string, f float32) error {
 	return w.Commit()
 }
 
-// TestClassifyMasks: pixels a mask raster flags are no-data in the product
-// (and the product says which masks it applied); product masks of a plain
-// GeoTIFF are refused.
-func TestClassifyMasks(t *testing.T) {
+// TestClassifyQualityMasks: pixels a quality mask raster flags are no-data
+// in the product (and the product says which quality masks it applied);
+// with an area of interest too, only pixels inside it and not flagged are
+// classified; a product may not replace the quality mask; product quality
+// masks of a plain GeoTIFF are refused.
+func TestClassifyQualityMasks(t *testing.T) {
 	if testing.Short() {
 		t.Skip("trains the fixture model: skipped with -short")
 	}
@@ -222,19 +224,33 @@ func TestClassifyMasks(t *testing.T) {
 	if err := fixture.WriteSpectralScene(scene, 3, fixture.WavelengthsNM, fixture.FWHMNM, 0); err != nil {
 		t.Fatal(err)
 	}
+	const aoiCols = 25 // the area of interest: columns 0..24
 	mask := make([]float32, fixture.Rows*fixture.Cols)
-	flagged := 0
+	aoi := make([]float32, fixture.Rows*fixture.Cols)
+	flagged, flaggedInside := 0, 0
+	for r := range fixture.Rows {
+		for c := range aoiCols {
+			aoi[r*fixture.Cols+c] = 1
+		}
+	}
 	for r := 5; r < 12; r++ {
 		for c := 20; c < 31; c++ {
 			mask[r*fixture.Cols+c] = 3 // a cloud class
 			flagged++
+			if c < aoiCols {
+				flaggedInside++
+			}
 		}
 	}
 	maskPath := filepath.Join(dir, "clouds.tif")
 	if err := fixture.WriteRaster(maskPath, fixture.Rows, fixture.Cols, 1, mask); err != nil {
 		t.Fatal(err)
 	}
-	c, err := NewClassifier(m, Options{Masks: []Mask{{Path: maskPath}}})
+	aoiPath := filepath.Join(dir, "aoi.tif")
+	if err := fixture.WriteRaster(aoiPath, fixture.Rows, fixture.Cols, 1, aoi); err != nil {
+		t.Fatal(err)
+	}
+	c, err := NewClassifier(m, Options{QualityMasks: []QualityMask{{Path: maskPath}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -244,15 +260,34 @@ func TestClassifyMasks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := int64(fixture.Rows*fixture.Cols - flagged); res.ValidPixels != want || res.Masks != maskPath {
-		t.Errorf("got %d valid pixels, masks %q; want %d and %q", res.ValidPixels, res.Masks, want, maskPath)
+	if want := int64(fixture.Rows*fixture.Cols - flagged); res.ValidPixels != want || res.QualityMasks != maskPath {
+		t.Errorf("got %d valid pixels, quality masks %q; want %d and %q", res.ValidPixels, res.QualityMasks, want, maskPath)
 	}
-	pc, err := NewClassifier(m, Options{ProductMasks: true})
+	ps, err := geo.Open(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := ps.Info().Metadata["PNEC_QUALITY_MASKS"]; got != maskPath {
+		t.Errorf("product metadata PNEC_QUALITY_MASKS %q, want %q", got, maskPath)
+	}
+	ps.Close()
+	res, err = c.ClassifyMasked(context.Background(), scene, aoiPath, filepath.Join(dir, "aoi-masked.tif"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := int64(fixture.Rows*aoiCols - flaggedInside); res.ValidPixels != want || res.QualityMasks != maskPath || res.Mask != aoiPath {
+		t.Errorf("with the area of interest: got %d valid pixels, quality masks %q, mask %q; want %d, %q and %q",
+			res.ValidPixels, res.QualityMasks, res.Mask, want, maskPath, aoiPath)
+	}
+	if _, err := c.Classify(context.Background(), scene, maskPath); !errors.Is(err, ErrOutputIsInput) {
+		t.Errorf("a product over its quality mask: got %v, want ErrOutputIsInput", err)
+	}
+	pc, err := NewClassifier(m, Options{ProductQualityMasks: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer pc.Close()
-	if _, err := pc.Classify(context.Background(), scene, filepath.Join(dir, "p.tif")); !errors.Is(err, geo.ErrNoProductMasks) {
-		t.Errorf("product masks of a GeoTIFF: got %v, want geo.ErrNoProductMasks", err)
+	if _, err := pc.Classify(context.Background(), scene, filepath.Join(dir, "p.tif")); !errors.Is(err, geo.ErrNoProductQualityMasks) {
+		t.Errorf("product quality masks of a GeoTIFF: got %v, want geo.ErrNoProductQualityMasks", err)
 	}
 }

@@ -3,10 +3,13 @@ package processor
 import (
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
 
+	"github.com/pnec/pnec/geo"
+	"github.com/pnec/pnec/internal/samefile"
 	"github.com/pnec/pnec/model"
 	"github.com/pnec/pnec/spectral"
 	"github.com/pnec/pnec/tiling"
@@ -15,6 +18,46 @@ import (
 // ErrTileTooSmall: a forced tile (Options.TileSize) leaves no context
 // beyond its overlap and the recovery window.
 var ErrTileTooSmall = errors.New("tile too small")
+
+// ErrTileTooLarge: a forced tile side or overlap above MaxTileSide.
+var ErrTileTooLarge = errors.New("tile too large")
+
+// MaxTileSide is the largest forced tile side or overlap, pixels: GDAL's
+// largest raster side (a 32-bit int); a tile at least the scene's size is
+// the whole scene, so larger ones mean nothing more, and the planner's
+// arithmetic on them would overflow (--tile 9223372036854775807 was
+// reported as a tile of -9223372036854775804 px).
+const MaxTileSide = math.MaxInt32
+
+// ErrOutputIsInput: a file the product writes is a file the scene reads
+// (the scene itself, a sidecar, a VRT's source), through any name, link or
+// hard link; Classify refuses it before any work.
+var ErrOutputIsInput = samefile.ErrOutputIsInput
+
+// checkNotInput refuses a product at out whose files (geo.ProductFiles)
+// include one the scene reads (geo.DatasetFiles), before any work.
+// Only local scenes are listed: opening a remote one once more costs
+// requests, and its files cannot be a local product's.
+func checkNotInput(scene, out string, reliabilityFloat32 bool, masks ...samefile.Named) error {
+	if !samefile.Local(out) || !samefile.Local(scene) {
+		return nil
+	}
+	inputs := []samefile.Named{{Path: scene, Role: "the scene"}}
+	for _, f := range geo.DatasetFiles(scene) {
+		inputs = append(inputs, samefile.Named{Path: f, Role: "a file the scene reads,"})
+	}
+	for _, m := range masks {
+		if samefile.Local(m.Path) {
+			inputs = append(inputs, m)
+		}
+	}
+	paths, roles := geo.ProductFiles(out, reliabilityFloat32)
+	outputs := make([]samefile.Named, len(paths))
+	for i := range paths {
+		outputs[i] = samefile.Named{Path: paths[i], Role: roles[i]}
+	}
+	return samefile.Check(outputs, inputs)
+}
 
 // ErrBadOutput: the product path cannot be written (a directory, or in a
 // directory that does not exist).
@@ -59,6 +102,9 @@ func MinTileSize(opts Options, window int) int {
 // m's recovery window (see MinTileSize) or whose overlap is not smaller
 // than the tile.
 func checkTile(opts Options, window int) error {
+	if opts.TileSize > MaxTileSide || opts.Overlap > MaxTileSide {
+		return fmt.Errorf("%w: tile %d px, overlap %d px: want at most %d px", ErrTileTooLarge, opts.TileSize, opts.Overlap, MaxTileSide)
+	}
 	if opts.TileSize <= 0 {
 		return nil
 	}
@@ -119,4 +165,18 @@ func DescribeBandPlan(p spectral.Plan, sceneBands int) string {
 		s += fmt.Sprintf(", x%g", p.Gain)
 	}
 	return s
+}
+
+// maskInputs names the files of the options' quality masks and of the
+// area of interest mask ("" = none) for checkNotInput: a product must
+// replace neither.
+func (c *Classifier) maskInputs(mask string) []samefile.Named {
+	var ins []samefile.Named
+	if mask != "" {
+		ins = append(ins, samefile.Named{Path: mask, Role: "the mask"})
+	}
+	for _, m := range c.opts.QualityMasks {
+		ins = append(ins, samefile.Named{Path: m.Path, Role: "the quality mask"})
+	}
+	return ins
 }

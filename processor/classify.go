@@ -24,6 +24,7 @@ const finalizeChunkRows = 128
 type tileIn struct {
 	tile  tiling.Tile
 	scene model.Scene
+	skip  bool // wholly outside the mask: not read, not run
 }
 
 // tileOut is the network's output for a tile.
@@ -32,6 +33,7 @@ type tileOut struct {
 	pred  model.Prediction
 	valid []bool    // input validity, TileRows x TileCols (padding replicated)
 	dist  []float32 // [TileRows*TileCols][K] class distances of the spectra (spectral kinds only)
+	skip  bool      // wholly outside the mask: no prediction, every pixel invalid
 }
 
 // rowsOut is a run of final product rows.
@@ -39,13 +41,22 @@ type rowsOut struct {
 	row0  int
 	class []uint16
 	rel   []float32
+	prob  []uint16 // [rows][cols][probability bands], nil without probabilities
 }
 
 func (c *Classifier) classify(parent context.Context, sceneName, out string) (res Result, err error) {
+	return c.classifyIn(parent, sceneName, c.opts.Mask, out)
+}
+
+// classifyIn classifies the scene within mask ("" = everywhere).
+func (c *Classifier) classifyIn(parent context.Context, sceneName, mask, out string) (res Result, err error) {
 	start := time.Now()
-	res = Result{Scene: sceneName, Product: out, ModelChecksum: c.m.Checksum(), Backend: c.pred.Backend()}
+	res = Result{Scene: sceneName, Product: out, ModelChecksum: c.m.Checksum(), Backend: c.pred.Backend(), Mask: mask}
 	if err := CheckOutput(out); err != nil {
 		return res, err
+	}
+	if err := checkNotInput(sceneName, out, c.opts.ReliabilityFloat32, c.maskInputs(mask)...); err != nil {
+		return res, fmt.Errorf("%s: %w", sceneName, err)
 	}
 	sc, err := geo.Open(sceneName)
 	if err != nil {
@@ -71,10 +82,12 @@ func (c *Classifier) classify(parent context.Context, sceneName, out string) (re
 			return res, err
 		}
 	}
-	if res.Masks, err = c.applyMasks(sc); err != nil {
+	if res.QualityMasks, err = c.applyQualityMasks(sc); err != nil {
 		return res, err
 	}
-	if err := checkSpace(sceneName, out, info, productSampleBytes(c.m, c.opts)); err != nil {
+	if err := checkSpace(sceneName, out, geo.ProductSpec{Cols: info.Cols, Rows: info.Rows, Classes: productClasses(c.m),
+		ReliabilityFloat32: c.opts.ReliabilityFloat32, CreationOptions: c.opts.CreationOptions,
+		Probabilities: probabilitySpec(c.opts)}); err != nil {
 		return res, err
 	}
 	plan, budget, err := PlanSceneInfo(info, c.m, c.opts)
@@ -86,15 +99,21 @@ func (c *Classifier) classify(parent context.Context, sceneName, out string) (re
 	res.PlannedBytes = PlannedBytes(plan, info, c.m, c.opts)
 	// The Go heap and GDAL's block cache are held to the plan's shares of
 	// the budget (see MemoryModel).
-	release := reserveMemory(newSceneCost(info, c.m, c.opts).limit(budget, plan, c.pred.Backend()), blockCacheBytes(info, plan.TileCols))
+	cost := newSceneCost(info, c.m, c.opts)
+	release := reserveMemory(cost.limit(budget, plan, c.pred.Backend()), blockCacheBytes(info, plan.TileCols)+cost.probCache)
 	defer release()
 	c.log.Info("plan", "scene", sceneName, "plan", plan.String(), "budget_mib", budget>>20, "planned_mib", res.PlannedBytes>>20)
+	var mk *geo.Mask
+	if mask != "" {
+		if mk, err = geo.OpenMask(parent, mask, info); err != nil {
+			return res, fmt.Errorf("%s: %w", sceneName, err)
+		}
+		defer mk.Close()
+		res.MaskPixels = mk.Inside()
+	}
 
 	classes := c.m.Classes()
-	ci := make([]geo.ClassInfo, len(classes))
-	for i, k := range classes {
-		ci[i] = geo.ClassInfo{Value: k.Value, Name: k.Name, Color: k.Color}
-	}
+	ci := productClasses(c.m)
 	rp := c.m.Recovery()
 	geoRef := info.GeoRef
 	if !info.HasGeoTransform {
@@ -113,14 +132,15 @@ func (c *Classifier) classify(parent context.Context, sceneName, out string) (re
 		"RECOVERY_ETA":     strconv.FormatFloat(rp.Eta, 'g', -1, 64),
 		"BANDS":            res.Bands,
 	}
-	if res.Masks != "" {
-		md["MASKS"] = res.Masks
+	if res.QualityMasks != "" {
+		md["QUALITY_MASKS"] = res.QualityMasks
 	}
 	pw, err := geo.CreateProduct(out, geo.ProductSpec{
 		Cols: info.Cols, Rows: info.Rows,
 		GeoRef:             geoRef,
 		Classes:            ci,
 		ReliabilityFloat32: c.opts.ReliabilityFloat32,
+		Probabilities:      probabilitySpec(c.opts),
 		CreationOptions:    c.opts.CreationOptions,
 		Metadata:           md,
 	})
@@ -142,7 +162,15 @@ func (c *Classifier) classify(parent context.Context, sceneName, out string) (re
 	rows := make(chan rowsOut, 2)
 	var readT, netT, stitchT, writeT time.Duration
 	st := &stitcher{plan: &plan, classes: classes, recovery: rp, kind: c.kind, spectral: c.ref != nil,
-		out: rows, progress: c.opts.Progress, byClass: make([]int64, len(classes))}
+		out: rows, progress: c.opts.Progress, byClass: make([]int64, len(classes)),
+		probStage: c.opts.Probabilities, probBands: probabilityBands(c.opts, len(classes))}
+	if st.probBands > 0 {
+		values := make([]int, len(classes))
+		for i, k := range classes {
+			values[i] = k.Value
+		}
+		st.quant = newQuantizer(values, c.opts.TopK)
+	}
 	if c.opts.OnProgress != nil {
 		var done int64
 		all := int64(info.Rows) * int64(info.Cols)
@@ -154,7 +182,7 @@ func (c *Classifier) classify(parent context.Context, sceneName, out string) (re
 
 	g.Go(func() (err error) {
 		defer close(tiles)
-		readT, err = c.readTiles(ctx, sc, sceneName, info, &plan, free, tiles)
+		readT, res.TilesSkipped, err = c.readTiles(ctx, sc, mk, sceneName, info, &plan, free, tiles)
 		return err
 	})
 	g.Go(func() (err error) {
@@ -175,6 +203,11 @@ func (c *Classifier) classify(parent context.Context, sceneName, out string) (re
 			t0 := time.Now()
 			if err := pw.WriteRows(r.row0, r.class, r.rel); err != nil {
 				return fmt.Errorf("write %s rows %d..%d: %w", out, r.row0, r.row0+len(r.class)/info.Cols, err)
+			}
+			if r.prob != nil {
+				if err := pw.WriteProbabilities(r.row0, r.prob); err != nil {
+					return err // geo names the file and the rows
+				}
 			}
 			writeT += time.Since(t0)
 		}
@@ -204,18 +237,18 @@ func (c *Classifier) classify(parent context.Context, sceneName, out string) (re
 	return res, nil
 }
 
-// applyMasks applies the product's quality masks and the mask rasters of
-// the options to sc, and names what it applied.
-func (c *Classifier) applyMasks(sc *geo.Scene) (string, error) {
+// applyQualityMasks applies the product's quality masks and the quality
+// mask rasters of the options to sc, and names what it applied.
+func (c *Classifier) applyQualityMasks(sc *geo.Scene) (string, error) {
 	var names []string
-	if c.opts.ProductMasks {
-		if err := sc.UseProductMasks(); err != nil {
+	if c.opts.ProductQualityMasks {
+		if err := sc.UseProductQualityMasks(); err != nil {
 			return "", err
 		}
-		names = append(names, sc.ProductMasks()...)
+		names = append(names, sc.ProductQualityMasks()...)
 	}
-	for _, m := range c.opts.Masks {
-		if err := sc.AddMask(m.Path, m.Bands); err != nil {
+	for _, m := range c.opts.QualityMasks {
+		if err := sc.AddQualityMask(m.Path, m.Bands); err != nil {
 			return "", fmt.Errorf("%s: %w", sc.Name(), err)
 		}
 		names = append(names, m.Path)
@@ -229,12 +262,36 @@ func (c *Classifier) applyMasks(sc *geo.Scene) (string, error) {
 // is read, before that tile goes to the network (see signalCheck). Tiles
 // are read into the buffers the network hands back on free when there is
 // one.
-func (c *Classifier) readTiles(ctx context.Context, sc *geo.Scene, name string, info geo.Info, plan *tiling.Plan, free <-chan []float32, out chan<- tileIn) (time.Duration, error) {
+func (c *Classifier) readTiles(ctx context.Context, sc *geo.Scene, mk *geo.Mask, name string, info geo.Info, plan *tiling.Plan, free <-chan []float32, out chan<- tileIn) (time.Duration, int, error) {
 	var busy time.Duration
 	var sig signalCheck
+	var inside []bool
+	skipped := 0
 	cr := carryReader{sc: sc, bands: sc.Bands(), sceneCols: info.Cols, blockCols: carryBlockCols(info)}
 	for i, t := range plan.Tiles {
 		t0 := time.Now()
+		if mk != nil {
+			var any bool
+			var err error
+			if inside, any, err = tileMask(mk, t, inside); err != nil {
+				return busy, skipped, fmt.Errorf("%w (tile %d)", err, t.Index)
+			}
+			if !any {
+				skipped++
+				if i == len(plan.Tiles)-1 {
+					if err := sig.verdict(name, info); err != nil {
+						return busy, skipped, err
+					}
+				}
+				busy += time.Since(t0)
+				select {
+				case out <- tileIn{tile: t, skip: true}:
+				case <-ctx.Done():
+					return busy, skipped, nil
+				}
+				continue
+			}
+		}
 		var buf []float32
 		select {
 		case buf = <-free:
@@ -247,12 +304,15 @@ func (c *Classifier) readTiles(ctx context.Context, sc *geo.Scene, name string, 
 		blk, err := cr.read(ctx, t, next, buf)
 		if err != nil {
 			// geo's error names the scene and the window already.
-			return busy, fmt.Errorf("%w (tile %d)", err, t.Index)
+			return busy, skipped, fmt.Errorf("%w (tile %d)", err, t.Index)
+		}
+		if mk != nil {
+			applyMask(blk, inside)
 		}
 		sig.add(blk.Data, blk.Valid, blk.Bands)
 		if i == len(plan.Tiles)-1 {
 			if err := sig.verdict(name, info); err != nil {
-				return busy, err
+				return busy, skipped, err
 			}
 		}
 		s := padTile(blk, t)
@@ -260,10 +320,10 @@ func (c *Classifier) readTiles(ctx context.Context, sc *geo.Scene, name string, 
 		select {
 		case out <- tileIn{tile: t, scene: s}:
 		case <-ctx.Done():
-			return busy, nil // the group's error, or the caller's stop, says why
+			return busy, skipped, nil // the group's error, or the caller's stop, says why
 		}
 	}
-	return busy, nil
+	return busy, skipped, nil
 }
 
 // carryReader reads the tiles of a row of tiles so that each column of the
@@ -418,6 +478,14 @@ func (c *Classifier) runTiles(ctx context.Context, name string, plan *tiling.Pla
 		if ctx.Err() != nil {
 			return busy, nil
 		}
+		if t.skip {
+			select {
+			case out <- tileOut{tile: t.tile, skip: true}:
+				continue
+			case <-ctx.Done():
+				return busy, nil
+			}
+		}
 		t0 := time.Now()
 		// The spectral class distances depend on the tile's spectra only, so
 		// they run beside the network; the stitcher blends them like the
@@ -467,6 +535,10 @@ type stitcher struct {
 	out      chan<- rowsOut
 	progress func(done, total int)
 	tileDone func(t tiling.Tile, done int) // after each tile is stitched
+
+	probStage ProbabilityStage // the probabilities sent with the rows (ProbabilitiesOff: none)
+	probBands int              // values per pixel of rowsOut.prob
+	quant     *quantizer
 
 	canvas  *tiling.Canvas
 	buf     []float32 // interleaved tile output, reused
@@ -546,6 +618,12 @@ func (s *stitcher) counts() map[int]int64 {
 
 // add blends one tile's probabilities, uncertainty and validity.
 func (s *stitcher) add(t tileOut) error {
+	if t.skip {
+		if err := s.canvas.Add(s.plan, t.tile, s.skippedOutput(t.tile)); err != nil {
+			return fmt.Errorf("stitch tile %d: %w", t.tile.Index, err)
+		}
+		return nil
+	}
 	k := len(s.classes)
 	d := s.depth()
 	n := t.pred.Rows * t.pred.Cols
@@ -637,13 +715,26 @@ func (s *stitcher) rows(lo, hi, h int) (rowsOut, error) {
 		return rowsOut{}, fmt.Errorf("recover rows %d..%d: %w", lo, hi, err)
 	}
 	out := rowsOut{row0: lo, class: make([]uint16, (hi-lo)*cols), rel: make([]float32, (hi-lo)*cols)}
+	nb := s.probBands
+	if nb > 0 {
+		out.prob = make([]uint16, (hi-lo)*cols*nb)
+	}
 	off := (lo - inLo) * cols
 	for i := range out.class {
 		if !valid[off+i] {
 			out.rel[i] = float32(math.NaN())
+			if nb > 0 {
+				noData(out.prob[i*nb : (i+1)*nb])
+			}
 			continue
 		}
 		px := rec[i*k : (i+1)*k]
+		switch s.probStage {
+		case ProbabilitiesRecovered:
+			s.quant.put(out.prob[i*nb:(i+1)*nb], px)
+		case ProbabilitiesNetwork:
+			s.quant.put(out.prob[i*nb:(i+1)*nb], prob[(off+i)*k:(off+i+1)*k])
+		}
 		best := 0
 		for j, v := range px {
 			if v > px[best] {

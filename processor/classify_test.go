@@ -238,7 +238,7 @@ func TestTiledAgreesWithWholeImage(t *testing.T) {
 	dir := t.TempDir()
 	whole := readProduct(t, func() string {
 		out := filepath.Join(dir, "whole.tif")
-		classify(t, f, Options{}, out)
+		classify(t, f, Options{Probabilities: ProbabilitiesRecovered}, out)
 		return out
 	}())
 	cases := []struct{ tile, overlap int }{
@@ -254,8 +254,9 @@ func TestTiledAgreesWithWholeImage(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(fmt.Sprintf("tile%d_overlap%d", tc.tile, tc.overlap), func(t *testing.T) {
 			out := filepath.Join(dir, "tiled.tif")
-			opts := Options{TileSize: tc.tile, Overlap: tc.overlap}
+			opts := Options{TileSize: tc.tile, Overlap: tc.overlap, Probabilities: ProbabilitiesRecovered}
 			res := classify(t, f, opts, out)
+			agreeProbabilities(t, filepath.Join(dir, "whole.tif"), out)
 			plan, _, err := PlanScene(f.rows, f.cols, f.bands, f.model, opts)
 			if err != nil {
 				t.Fatal(err)
@@ -557,8 +558,14 @@ func TestTiledEqualsWholeWithoutContext(t *testing.T) {
 		}
 		return res
 	}
-	run(Options{}, filepath.Join(dir, "whole.tif"))
-	whole := readProduct(t, filepath.Join(dir, "whole.tif"))
+	// The probabilities must tile as the product does: the recovered ones
+	// (one band per class) with the product, the network's top-2 in a
+	// second run.
+	probOpts := []Options{{Probabilities: ProbabilitiesRecovered}, {Probabilities: ProbabilitiesNetwork, TopK: 2}}
+	for i, po := range probOpts {
+		run(po, filepath.Join(dir, fmt.Sprintf("whole%d.tif", i)))
+	}
+	whole := readProduct(t, filepath.Join(dir, "whole0.tif"))
 	nodata := 0
 	for _, k := range whole.class {
 		if k == 0 {
@@ -570,8 +577,12 @@ func TestTiledEqualsWholeWithoutContext(t *testing.T) {
 	}
 	for _, tc := range []struct{ tile, overlap int }{{16, -1}, {32, 0}, {48, -1}, {40, 8}, {64, 28}, {100, 0}} {
 		out := filepath.Join(dir, fmt.Sprintf("t%d_%d.tif", tc.tile, tc.overlap))
-		res := run(Options{TileSize: tc.tile, Overlap: tc.overlap}, out)
+		res := run(Options{TileSize: tc.tile, Overlap: tc.overlap, Probabilities: ProbabilitiesRecovered}, out)
 		got := readProduct(t, out)
+		compareProbabilities(t, fmt.Sprintf("tile %d overlap %d recovered", tc.tile, tc.overlap), filepath.Join(dir, "whole0.tif"), out)
+		out2 := filepath.Join(dir, fmt.Sprintf("t%d_%d_net.tif", tc.tile, tc.overlap))
+		run(Options{TileSize: tc.tile, Overlap: tc.overlap, Probabilities: ProbabilitiesNetwork, TopK: 2}, out2)
+		compareProbabilities(t, fmt.Sprintf("tile %d overlap %d network top-2", tc.tile, tc.overlap), filepath.Join(dir, "whole1.tif"), out2)
 		diff, relDiff := 0, 0
 		for i := range got.class {
 			if got.class[i] != whole.class[i] {
@@ -673,5 +684,59 @@ func TestClassifyUngeoreferenced(t *testing.T) {
 	in := s.Info()
 	if in.HasGeoTransform || in.WKT != "" {
 		t.Errorf("product of an ungeoreferenced scene: geotransform %v (%v), CRS %q; want none", in.GeoTransform, in.HasGeoTransform, in.WKT)
+	}
+}
+
+// TestPlanSceneForcedTileBudget: a forced tile at least as large as the
+// scene makes a one-tile (whole-image) plan, and that plan is held to the
+// budget like any forced tile (it was not: --max-memory 512M --tile 1100 on
+// a 1100 x 1100 scene planned 4.2 GiB and ran).
+func TestPlanSceneForcedTileBudget(t *testing.T) {
+	f := getFixture(t)
+	const rows, cols = 1100, 1100
+	info := assumedInfo(rows, cols, f.bands)
+	wholePlan, _, err := PlanScene(rows, cols, f.bands, f.model, Options{MaxMemoryBytes: 1 << 50})
+	if err != nil || !wholePlan.Whole {
+		t.Fatalf("ample budget: %v, %v; want a whole-image plan", wholePlan, err)
+	}
+	need := PlannedBytes(wholePlan, info, f.model, Options{})
+	for _, tile := range []int{1024, 1100, 1104, 4096} {
+		for _, tc := range []struct {
+			budget int64
+			ok     bool
+		}{{need / 4, false}, {need + need/10, true}} {
+			t.Run(fmt.Sprintf("tile %d budget %d MiB", tile, tc.budget>>20), func(t *testing.T) {
+				opts := Options{MaxMemoryBytes: tc.budget, TileSize: tile}
+				p, _, err := PlanScene(rows, cols, f.bands, f.model, opts)
+				if !tc.ok {
+					if !errors.Is(err, tiling.ErrBudget) {
+						t.Fatalf("got %v (%v), want ErrBudget: the plan needs %d MiB", p, err, PlannedBytes(p, info, f.model, opts)>>20)
+					}
+					t.Logf("%v", err)
+					return
+				}
+				if err != nil {
+					t.Fatalf("got %v, want a plan", err)
+				}
+				if got := PlannedBytes(p, info, f.model, opts); got > tc.budget {
+					t.Errorf("plan %v needs %d bytes, budget %d", p, got, tc.budget)
+				}
+			})
+		}
+	}
+}
+
+// TestPlanSceneHugeTile: a tile side or overlap beyond MaxTileSide is
+// ErrTileTooLarge, not an overflowed negative tile in the message.
+func TestPlanSceneHugeTile(t *testing.T) {
+	f := getFixture(t)
+	for _, opts := range []Options{{TileSize: math.MaxInt}, {TileSize: 64, Overlap: math.MaxInt}} {
+		_, _, err := PlanScene(100, 100, f.bands, f.model, opts)
+		if !errors.Is(err, ErrTileTooLarge) || strings.Contains(err.Error(), "-") {
+			t.Errorf("tile %d overlap %d: got %v, want ErrTileTooLarge without negative sizes", opts.TileSize, opts.Overlap, err)
+		}
+	}
+	if _, _, err := PlanScene(100, 100, f.bands, f.model, Options{TileSize: MaxTileSide, MaxMemoryBytes: 1 << 40}); err != nil {
+		t.Errorf("tile MaxTileSide on a 100 x 100 scene: %v, want the whole scene", err)
 	}
 }

@@ -82,6 +82,13 @@ type sceneCost struct {
 	depth   int // output channels per pixel: classes (x2 with spectral) + 2
 	network func(rows, cols int) int64
 	fullRes int // hidden channels of a full-resolution encoder, 0 for the cell encoder
+	// probHeap and probCache are what the class probabilities output adds
+	// (probabilityMemoryBytes): Go heap, and GDAL block cache for its stage.
+	probHeap, probCache int64
+	// write is the C memory of compressing the COG's tiles beyond the
+	// default tiles' (geo.ProductWriteBytes: a large BLOCKSIZE creation
+	// option holds several whole tiles).
+	write int64
 }
 
 func newSceneCost(info geo.Info, m *model.Model, opts Options) *sceneCost {
@@ -98,8 +105,25 @@ func newSceneCost(info geo.Info, m *model.Model, opts Options) *sceneCost {
 		if cfg := m.Config(); cfg.Encoder == model.EncoderPaper {
 			c.fullRes = cfg.Hidden
 		}
+		c.probHeap, c.probCache = probabilityMemoryBytes(info.Cols, probabilityBands(opts, len(m.Classes())), productClassBytes(m))
 	}
+	// Invalid options are refused before (geo.CheckCreationOptions).
+	c.write, _ = geo.ProductWriteBytes(geo.ProductSpec{Cols: info.Cols, Rows: info.Rows, Classes: productClasses(m),
+		ReliabilityFloat32: opts.ReliabilityFloat32, CreationOptions: opts.CreationOptions})
 	return c
+}
+
+// productClasses are m's classes as a product describes them (nil for a nil model).
+func productClasses(m *model.Model) []geo.ClassInfo {
+	if m == nil {
+		return nil
+	}
+	classes := m.Classes()
+	ci := make([]geo.ClassInfo, len(classes))
+	for i, k := range classes {
+		ci[i] = geo.ClassInfo{Value: k.Value, Name: k.Name, Color: k.Color}
+	}
+	return ci
 }
 
 // FullResValues is the full-resolution encoder feature of the memory model
@@ -120,7 +144,7 @@ func (c *sceneCost) live(tr, tc, sceneCols, stripeRows int) float64 {
 		c.mm.OutputBytesPerValue*tpx*float64(c.depth) +
 		c.mm.CanvasBytesPerValue*float64(stripeRows)*float64(sceneCols)*float64(c.depth) +
 		c.mm.FullResBytesPerValue*tpx*float64(c.fullRes) +
-		c.carryBytes(tr, tc)
+		c.carryBytes(tr, tc) + float64(c.probHeap)
 }
 
 // carryBytes is what carrying block columns between horizontal neighbours
@@ -136,7 +160,7 @@ func (c *sceneCost) carryBytes(tr, tc int) float64 {
 }
 
 func (c *sceneCost) total(tr, tc, sceneCols, stripeRows int) int64 {
-	return c.mm.BaseBytes + blockCacheBytes(c.info, tc) + decodeBytes(c.info) + StripScratchBytes(c.info, tc) +
+	return c.mm.BaseBytes + blockCacheBytes(c.info, tc) + c.probCache + decodeBytes(c.info) + StripScratchBytes(c.info, tc) + c.write +
 		int64(math.Ceil(c.mm.Headroom*c.live(tr, tc, sceneCols, stripeRows)))
 }
 
@@ -165,7 +189,7 @@ func (c *sceneCost) tiling() *tiling.Cost {
 // On an XLA backend the network's buffers are outside the Go heap, so
 // their share is kept out of the limit too.
 func (c *sceneCost) limit(budget int64, plan tiling.Plan, backend string) int64 {
-	l := budget - c.mm.BaseBytes - blockCacheBytes(c.info, plan.TileCols) - decodeBytes(c.info)
+	l := budget - c.mm.BaseBytes - blockCacheBytes(c.info, plan.TileCols) - c.probCache - decodeBytes(c.info) - c.write
 	if backend != "go" {
 		l -= int64(c.mm.NetworkFactor * float64(c.network(plan.TileRows, plan.TileCols)))
 	}

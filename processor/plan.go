@@ -97,19 +97,34 @@ func planScene(info geo.Info, m *model.Model, opts Options, lazy bool) (tiling.P
 		t := min(tiling.MinTile, rows)
 		ov := tiling.DefaultOverlap(tiling.MinTile, model.Stride, window)
 		need := cost.TiledBytes(t, min(tiling.MinTile, cols), cols, ov, window)
-		return p, budget, fmt.Errorf("%w: a %dx%d scene (cols x rows) of %d bands needs at least %s (one row of %d px tiles across its width), the budget is %s: give --max-memory %s or more",
-			tiling.ErrBudget, cols, rows, sc.bands, FormatBytes(need), tiling.MinTile, FormatBytes(budget), ceilSize(need))
+		return p, budget, fmt.Errorf("%w: a %dx%d scene (cols x rows) of %d bands needs at least %s (one row of %d px tiles across its width%s), the budget is %s: give --max-memory %s or more",
+			tiling.ErrBudget, cols, rows, sc.bands, FormatBytes(need), tiling.MinTile, sc.writeNote(), FormatBytes(budget), ceilSize(need))
 	}
 	if err != nil {
 		return p, budget, err
 	}
-	if opts.TileSize > 0 && !p.Whole {
+	// A forced tile is held to the budget like the planner's own, also when
+	// it is at least the scene's size and the plan is its one tile.
+	if opts.TileSize > 0 {
 		if need := PlannedBytes(p, info, m, opts); need > budget {
-			return p, budget, fmt.Errorf("%w: %d px tiles of a scene %d px wide with %d bands need about %s, the budget is %s: give --max-memory %s or more, or smaller tiles",
-				tiling.ErrBudget, opts.TileSize, cols, sc.bands, FormatBytes(need), FormatBytes(budget), ceilSize(need))
+			what := fmt.Sprintf("%d px tiles of a scene %d px wide with %d bands need", opts.TileSize, cols, sc.bands)
+			if p.Whole {
+				what = fmt.Sprintf("%d px tiles hold the whole %dx%d scene (cols x rows) of %d bands, which needs", opts.TileSize, cols, rows, sc.bands)
+			}
+			return p, budget, fmt.Errorf("%w: %s about %s%s, the budget is %s: give --max-memory %s or more, or smaller tiles",
+				tiling.ErrBudget, what, FormatBytes(need), sc.writeNote(), FormatBytes(budget), ceilSize(need))
 		}
 	}
 	return p, budget, nil
+}
+
+// writeNote says how much of a plan's need is the COG's large tiles (a
+// BLOCKSIZE creation option above the default), "" when none.
+func (c *sceneCost) writeNote() string {
+	if c.write <= 0 {
+		return ""
+	}
+	return fmt.Sprintf(", %s of it to compress the COG's tiles of the BLOCKSIZE creation option", FormatBytes(c.write))
 }
 
 // ceilSize writes n rounded up to a tenth of a GiB (or a MiB below 1 GiB),

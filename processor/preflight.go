@@ -22,37 +22,33 @@ var (
 	ErrNoSpace = errors.New("not enough free disk space")
 )
 
-// productSampleBytes is the size of one pixel's two samples of a product
-// written for m with opts, halved (checkSpace counts two bands): both bands
-// share the type geo.CreateProduct picks (Byte, UInt16 for more than 254
-// classes or a class value over 254); Options.ReliabilityFloat32 adds a
-// Float32 file of one band (4 bytes a pixel).
-func productSampleBytes(m *model.Model, opts Options) int64 {
+// productClassBytes is the sample size of m's products, bytes: Byte,
+// or UInt16 for more than 254 classes or a class value over 254.
+func productClassBytes(m *model.Model) int {
 	classes := m.Classes()
 	maxV := 0
 	for _, k := range classes {
 		maxV = max(maxV, k.Value)
 	}
-	n := int64(1)
 	if len(classes) > 254 || maxV > 254 {
-		n = 2
+		return 2
 	}
-	if opts.ReliabilityFloat32 {
-		n += 2 // 4 bytes over the two bands checkSpace counts
-	}
-	return n
+	return 1
 }
 
 // checkSpace refuses, before any work, a scene whose product cannot fit in
-// the free space of out's file system. The product's uncompressed size (two
-// bands) is a lower bound of what writing it takes (GDAL stages the rows
-// uncompressed, then copies them into the COG), so no scene that could fit
-// is refused; one that cannot fails in milliseconds instead of after GDAL
-// has run out of space hours into a run. A file system that cannot be
-// queried (a missing directory, which creating the product reports) is not
-// checked.
-func checkSpace(scene, out string, info geo.Info, sampleBytes int64) error {
-	need := int64(info.Rows) * int64(info.Cols) * 2 * sampleBytes
+// the free space of out's file system: geo.ProductDiskBytes of the product
+// spec describes, a lower bound of what writing it holds on disk at its
+// peak (the uncompressed stage in whole tiles, its overviews, the Float32
+// stage), so no scene that could fit is refused; one that cannot fails in
+// milliseconds instead of after GDAL has run out of space hours into a
+// run. A file system that cannot be queried (a missing directory, which
+// creating the product reports) is not checked.
+func checkSpace(scene, out string, spec geo.ProductSpec) error {
+	need, err := geo.ProductDiskBytes(spec)
+	if err != nil {
+		return err
+	}
 	dir := filepath.Dir(out)
 	var fs syscall.Statfs_t
 	if err := syscall.Statfs(dir, &fs); err != nil {
@@ -61,7 +57,7 @@ func checkSpace(scene, out string, info geo.Info, sampleBytes int64) error {
 	free := int64(fs.Bavail) * int64(fs.Bsize)
 	if need > free {
 		return fmt.Errorf("%s: %dx%d pixels (cols x rows): its product %s needs at least %s while written, %s has %s free: %w",
-			scene, info.Cols, info.Rows, filepath.Base(out), FormatBytes(need), dir, FormatBytes(free), ErrNoSpace)
+			scene, spec.Cols, spec.Rows, filepath.Base(out), FormatBytes(need), dir, FormatBytes(free), ErrNoSpace)
 	}
 	return nil
 }

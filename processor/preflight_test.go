@@ -184,7 +184,7 @@ func TestClassifyRefusesHugeScene(t *testing.T) {
 	if !errors.Is(err, ErrNoSpace) {
 		t.Fatalf("got %v, want ErrNoSpace", err)
 	}
-	for _, w := range []string{scene, outDir, "free", "1.8 TiB"} {
+	for _, w := range []string{scene, outDir, "free", "2.4 TiB"} {
 		if !strings.Contains(err.Error(), w) {
 			t.Errorf("error %q does not say %q", err, w)
 		}

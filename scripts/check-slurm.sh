@@ -125,7 +125,7 @@ echo "not a raster" >"$d/in/broken.tif"
 
 cat >"$work/task.sh" <<TASK
 #!/bin/bash
-exec "$pnec" batch --quiet --model "$d/m.pnec" --out-dir "$d/out" --stac-collection "$d/out/collection.json" \
+exec "$pnec" batch --quiet --model "$d/m.pnec" --out-dir "$d/out" --stac-collection "$d/out/collection.json" --datetime 2024-06-01 \
 	--max-memory 1G --report "$d/report-\${SLURM_ARRAY_TASK_ID}-\${SLURM_JOB_ID}.jsonl" "\$@"
 TASK
 chmod +x "$work/task.sh"

@@ -23,32 +23,34 @@ func bandFlags() []cli.Flag {
 	}
 }
 
-// maskFlag is --mask, shared by classify and batch.
-func maskFlag() cli.Flag {
-	return &cli.StringSliceFlag{Name: "mask", Usage: "quality mask `MASK` whose flagged pixels become no-data (repeatable): 'product' for the masks the scene's product delivers (EnMAP pixel/cloud/cirrus/cloud-shadow masks, EMIT's L2A mask file beside the scene, Tanager's cloud and cirrus masks: docs/sensors.md), or a raster on the scene's grid, PATH[:BANDS] (pixels non-zero in any of the 1-based BANDS, default band 1)"}
+// qualityMaskFlag is --quality-mask, shared by classify and batch. It is
+// not --mask, the area of interest (non-zero = inside): a quality mask's
+// non-zero pixels are the ones left out.
+func qualityMaskFlag() cli.Flag {
+	return &cli.StringSliceFlag{Name: "quality-mask", Usage: "quality mask `QMASK` whose flagged pixels become no-data (repeatable; combines with --mask, the area of interest): 'product' for the masks the scene's product delivers (EnMAP pixel/cloud/cirrus/cloud-shadow masks, EMIT's L2A mask file beside the scene, Tanager's cloud and cirrus masks: docs/sensors.md), or a raster on the scene's grid, PATH[:BANDS] (pixels non-zero in any of the 1-based BANDS, default band 1)"}
 }
 
-// masksFromFlag reads --mask into processor options.
-func masksFromFlag(c *cli.Context, o *processor.Options) error {
-	for _, v := range c.StringSlice("mask") {
+// qualityMasksFromFlag reads --quality-mask into processor options.
+func qualityMasksFromFlag(c *cli.Context, o *processor.Options) error {
+	for _, v := range c.StringSlice("quality-mask") {
 		if v == "product" {
-			o.ProductMasks = true
+			o.ProductQualityMasks = true
 			continue
 		}
-		m, err := parseMask(v)
+		m, err := parseQualityMask(v)
 		if err != nil {
-			return fmt.Errorf("--mask %s: %w", v, err)
+			return fmt.Errorf("--quality-mask %s: %w", v, err)
 		}
-		o.Masks = append(o.Masks, m)
+		o.QualityMasks = append(o.QualityMasks, m)
 	}
 	return nil
 }
 
-// parseMask reads PATH[:BANDS]: a trailing ":1,3" (1-based band numbers)
-// selects bands; any other colon belongs to the path (GDAL names such as
-// NETCDF:"f.nc":mask have them).
-func parseMask(v string) (processor.Mask, error) {
-	m := processor.Mask{Path: v}
+// parseQualityMask reads PATH[:BANDS]: a trailing ":1,3" (1-based band
+// numbers) selects bands; any other colon belongs to the path (GDAL names
+// such as NETCDF:"f.nc":mask have them).
+func parseQualityMask(v string) (processor.QualityMask, error) {
+	m := processor.QualityMask{Path: v}
 	i := strings.LastIndex(v, ":")
 	if i <= 0 {
 		return m, nil

@@ -106,7 +106,7 @@ func TestBandSetCommands(t *testing.T) {
 	})
 }
 
-func TestParseMask(t *testing.T) {
+func TestParseQualityMask(t *testing.T) {
 	tests := []struct {
 		in    string
 		path  string
@@ -121,9 +121,9 @@ func TestParseMask(t *testing.T) {
 		{"m.tif:0", "", nil, true},
 	}
 	for _, tt := range tests {
-		m, err := parseMask(tt.in)
+		m, err := parseQualityMask(tt.in)
 		if (err != nil) != tt.err || (!tt.err && (m.Path != tt.path || !slices.Equal(m.Bands, tt.bands))) {
-			t.Errorf("parseMask(%q) = %+v, %v; want %q %v (error %v)", tt.in, m, err, tt.path, tt.bands, tt.err)
+			t.Errorf("parseQualityMask(%q) = %+v, %v; want %q %v (error %v)", tt.in, m, err, tt.path, tt.bands, tt.err)
 		}
 	}
 }

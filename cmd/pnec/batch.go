@@ -4,8 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/schollz/progressbar/v3"
@@ -19,7 +21,7 @@ func init() {
 	register(&cli.Command{
 		Name:      "batch",
 		Usage:     "classify many scenes (files, globs, directories, STAC) into COG products with STAC Items, idempotently",
-		UsageText: "pnec batch --model MODEL --out-dir DIR [options] INPUT...",
+		UsageText: "pnec batch --model MODEL --out-dir DIR [options] INPUT...\npnec batch --payload PAYLOAD.json|- [--payload-out OUT.json|-] [options] [INPUT...]",
 		Description: "Each INPUT is a GDAL dataset name (path, VRT, /vsizip/, /vsicurl/, /vsis3/ ...), a glob, a\n" +
 			"directory (its raster and STAC files, not recursive), or a STAC Item, ItemCollection, Catalog or\n" +
 			"Collection (local file or http(s) URL; the scene is the asset with role \"data\", or --asset KEY).\n" +
@@ -28,18 +30,29 @@ func init() {
 			"size and modification time and the model checksum). A scene whose product is up to date is\n" +
 			"skipped (--force redoes it); a run killed at any moment and started again finishes the rest.\n" +
 			"One failing scene does not stop the others; the exit status is 1 when any failed.\n" +
-			"A JSON line per scene goes to --report (default stdout), a summary to stderr.\n\n" +
+			"A JSON line per scene goes to --report (default stdout), a summary to stderr.\n" +
+			"--payload reads a STAC task payload (the stac-task convention Cirrus uses: a FeatureCollection of\n" +
+			"Items with process[0].tasks.pnec parameters named like these flags, e.g. \"out_dir\", \"max_memory\";\n" +
+			"flags given here win) and --payload-out writes the output payload: the features replaced by the\n" +
+			"product Items, uploaded to process[0].upload_options.path_template when it has one\n" +
+			"(docs/stac-task.md).\n\n" +
 			"Examples:\n" +
 			"  pnec batch --model salinas.pnec --out-dir products/ incoming/*.tif\n" +
 			"  pnec batch --model m.pnec --out-dir products/ --stac-collection products/collection.json catalog.json\n" +
 			"  pnec batch --model m.pnec --out-dir /shared/products --shard 2/8 /shared/incoming/\n" +
 			"  JOB_COMPLETION_INDEX=2 pnec batch --model m.pnec --out-dir out --shards 8 in/   (Kubernetes Indexed Job)\n" +
 			"  sbatch --array=0-7 --wrap 'pnec batch --model m.pnec --out-dir /shared/out /shared/in/'   (Slurm: shard from the array)\n" +
-			"  pnec --config AWS_REGION=eu-west-1 batch --model m.pnec --out-dir out /vsis3/bucket/scene.tif",
+			"  pnec --config AWS_REGION=eu-west-1 batch --model m.pnec --out-dir out /vsis3/bucket/scene.tif\n" +
+			"  pnec batch --payload - --payload-out - < payload.json > output-payload.json",
 		Flags: append([]cli.Flag{
-			&cli.StringFlag{Name: "model", Required: true, Usage: "trained model `FILE` (from 'pnec train')"},
-			&cli.StringFlag{Name: "out-dir", Required: true, Usage: "output `DIR` (local file system) for KEY.tif and KEY.json; created if missing"},
+			&cli.StringFlag{Name: "model", Usage: "trained model `FILE` (from 'pnec train'); required, here or as the payload's model parameter"},
+			&cli.StringFlag{Name: "out-dir", Usage: "output `DIR` (local file system) for KEY.tif and KEY.json; created if missing; required, here or as the payload's out_dir parameter"},
+			&cli.StringFlag{Name: "payload", Usage: "STAC task payload `FILE` (- = standard input): its Items are inputs, process[0].tasks.pnec (over workflow_options) its parameters"},
+			&cli.StringFlag{Name: "payload-out", Usage: "write the output payload to `FILE` (- = standard output; the report then goes to --report only when it names a file)"},
+			&cli.StringFlag{Name: "task-name", Value: pipelines.DefaultTaskName, Usage: "`NAME` of the task's parameters in the payload (process[0].tasks.NAME)"},
 			&cli.StringFlag{Name: "asset", Usage: "STAC asset `KEY` to classify (default: the asset with role \"data\")"},
+			&cli.StringFlag{Name: "mask", Usage: "classify only inside an area of interest `SPEC`: a raster (non-zero = inside) or vector file (any CRS, reprojected) for every scene; a path pattern with {key} (the scene's KEY) for one per scene; or asset:ROLE for the asset with that role of each scene's STAC Item"},
+			&cli.BoolFlag{Name: "allow-outside-catalog", Usage: "let STAC documents name local files outside their folder (absolute and /vsi paths, file:// URLs, ../, symbolic links leading out); refused by default"},
 			&cli.BoolFlag{Name: "force", Usage: "redo scenes whose product is up to date"},
 			&cli.IntFlag{Name: "jobs", Aliases: []string{"j"}, Usage: "scenes classified at once, `N`; 0 = 1 on a GPU backend, on CPU as many as fit in --max-memory (at most the CPU count)"},
 			&cli.StringFlag{Name: "shard", Usage: "process only shard `I/N` of the inputs (0-based I; deterministic, by a hash of the scene key)"},
@@ -47,7 +60,9 @@ func init() {
 			&cli.StringFlag{Name: "stac-collection", Usage: "STAC Collection `FILE` each Item is added to (created if missing, updated atomically)"},
 			&cli.StringFlag{Name: "collection-id", Usage: "`ID` of a new collection (default: the collection file's directory name)"},
 			&cli.StringFlag{Name: "license", Usage: "licence of the Collection's products, an SPDX `ID` or expression (e.g. CC-BY-4.0; default: proprietary, none granted)"},
-			&cli.StringFlag{Name: "datetime", Usage: "acquisition `TIME` (RFC 3339, or YYYY-MM-DD) of the scenes, written as each Item's datetime; without it, a scene's own (source STAC Item, ACQUISITIONDATETIME/TIFFTAG_DATETIME metadata), or datetime null with start_datetime..end_datetime when it has none"},
+			&cli.StringFlag{Name: "datetime", Usage: "acquisition `TIME` (RFC 3339, or YYYY-MM-DD) of the scenes, or an interval START/END they were acquired in, written as each Item's datetime (an interval: datetime null, start_datetime, end_datetime); without it, a scene's own (source STAC Item, ACQUISITIONDATETIME/TIFFTAG_DATETIME metadata), and a scene without any fails"},
+			&cli.StringFlag{Name: "stac-base-url", Usage: "public `URL` of the Items' root (the --stac-collection file's directory, else --out-dir): Items and the Collection get absolute self links under it (without it, none)"},
+			&cli.StringFlag{Name: "model-item", Usage: "`HREF` (path or URL) of the model's STAC Item the products' Items point at (default: MODEL.json beside the model, from 'pnec train' or 'pnec model-item', else one written into --out-dir)"},
 			&cli.StringFlag{Name: "report", Value: "-", Usage: "run report `FILE`: one JSON line per scene (- = stdout)"},
 			&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "no progress bar or log lines (the report and errors still appear)"},
 		}, productFlags()...),
@@ -66,7 +81,10 @@ func batchEngine(c *cli.Context) (pipelines.Engine, error) {
 	}
 	if s != "" {
 		sh, err := pipelines.ParseShard(s)
-		return pipelines.Engine{Shard: sh}, err
+		if err != nil {
+			return pipelines.Engine{}, fmt.Errorf("batch: --shard: %w", err)
+		}
+		return pipelines.Engine{Shard: sh}, nil
 	}
 	if c.IsSet("shards") && c.Int("shards") < 1 {
 		return pipelines.Engine{}, fmt.Errorf("batch: --shards %d: want at least 1", c.Int("shards"))
@@ -80,8 +98,17 @@ func batchEngine(c *cli.Context) (pipelines.Engine, error) {
 
 func batchAction(c *cli.Context) error {
 	inputs := c.Args().Slice()
-	if len(inputs) == 0 {
-		return errors.New("batch: no INPUT given (scenes, globs, directories or STAC documents)")
+	payload, err := readPayloadFlag(c)
+	if err != nil {
+		return err
+	}
+	if len(inputs) == 0 && payload == nil {
+		return errors.New("batch: no INPUT given (scenes, globs, directories or STAC documents) and no --payload")
+	}
+	for _, f := range []string{"model", "out-dir"} {
+		if c.String(f) == "" {
+			return fmt.Errorf("batch: --%s not set (give it, or the payload's %s parameter)", f, strings.ReplaceAll(f, "-", "_"))
+		}
 	}
 	engine, err := batchEngine(c)
 	shard := engine.Shard
@@ -104,29 +131,37 @@ func batchAction(c *cli.Context) error {
 	if report == nil {
 		report = os.Stdout
 	}
+	if c.String("payload-out") == "-" && c.String("report") == "-" {
+		report = nil // standard output carries the output payload
+	}
+	var rf *reportFile
 	if p := c.String("report"); p != "-" {
-		f, err := os.Create(p)
-		if err != nil {
+		if rf, err = openReport(p); err != nil {
 			return fmt.Errorf("--report %s: %w", p, err)
 		}
-		defer f.Close()
-		report = f
+		defer rf.f.Close()
+		report = rf
 	}
 
-	var acquired time.Time
-	if v := c.String("datetime"); v != "" {
-		t, ok := pipelines.ParseDatetime(v)
-		if !ok {
-			return fmt.Errorf("--datetime %q: want an RFC 3339 time (2024-06-01T10:30:00Z) or a date (2024-06-01)", v)
-		}
-		acquired = t
+	acquired, acquiredEnd, err := parseDatetimeFlag(c.String("datetime"))
+	if err != nil {
+		return err
+	}
+	baseURL := c.String("stac-base-url")
+	if baseURL != "" && !strings.HasPrefix(baseURL, "https://") && !strings.HasPrefix(baseURL, "http://") {
+		return fmt.Errorf("--stac-base-url %q: want an http(s) URL", baseURL)
 	}
 	cfg := pipelines.Config{
-		Datetime: acquired, License: c.String("license"),
+		Datetime: acquired, DatetimeEnd: acquiredEnd, License: c.String("license"),
+		STACBaseURL: baseURL, ModelItem: c.String("model-item"),
 		ModelPath: c.String("model"), OutDir: c.String("out-dir"), Inputs: inputs,
-		Asset: c.String("asset"), Force: c.Bool("force"), Jobs: c.Int("jobs"), Shard: shard, Engine: engine,
+		Asset: c.String("asset"), Mask: c.String("mask"), AllowOutsideCatalog: c.Bool("allow-outside-catalog"),
+		Force: c.Bool("force"), Jobs: c.Int("jobs"), Shard: shard, Engine: engine,
 		Collection: c.String("stac-collection"), CollectionID: c.String("collection-id"),
 		Options: opts, Report: report, Version: version,
+	}
+	if rf != nil {
+		cfg.ReportPath = c.String("report")
 	}
 	level := slog.LevelInfo
 	if c.Bool("verbose") {
@@ -143,14 +178,111 @@ func batchAction(c *cli.Context) error {
 		cfg.Logger = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
 	}
 
-	sum, err := pipelines.Run(c.Context, cfg)
+	var sum pipelines.Summary
+	if payload != nil {
+		var out map[string]any
+		sum, out, err = pipelines.RunPayload(c.Context, cfg, payload)
+		if werr := writePayloadOut(c, out); werr != nil {
+			err = errors.Join(err, werr)
+		}
+	} else {
+		sum, err = pipelines.Run(c.Context, cfg)
+	}
+	if rf != nil {
+		if ferr := rf.finish(errors.Is(err, pipelines.ErrOutputIsInput)); ferr != nil && err == nil {
+			err = fmt.Errorf("--report %s: %w", cfg.ReportPath, ferr)
+		}
+	}
+	if errors.Is(err, pipelines.ErrOutputIsInput) {
+		return fmt.Errorf("batch: %w; give --out-dir, --stac-collection and --report apart from the inputs", err)
+	}
 	if !c.Bool("quiet") && sum.Scenes > 0 {
 		fmt.Fprintln(stderr, "batch: "+sum.String())
+	}
+	if errors.Is(err, pipelines.ErrNoDatetime) {
+		return fmt.Errorf("batch: %w (give --datetime TIME or START/END)", err)
+	}
+	if errors.Is(err, pipelines.ErrOutsideCatalog) {
+		return fmt.Errorf("batch: %w (--allow-outside-catalog reads it)", err)
 	}
 	if err != nil {
 		return fmt.Errorf("batch: %w", err)
 	}
 	return nil
+}
+
+// parseDatetimeFlag reads --datetime: a time, or an interval START/END
+// (end zero for a single time).
+func parseDatetimeFlag(v string) (time.Time, time.Time, error) {
+	if v == "" {
+		return time.Time{}, time.Time{}, nil
+	}
+	bad := fmt.Errorf("--datetime %q: want an RFC 3339 time (2024-06-01T10:30:00Z), a date (2024-06-01) or an interval START/END of them", v)
+	a, b, interval := strings.Cut(v, "/")
+	start, ok := pipelines.ParseDatetime(a)
+	if !ok {
+		return time.Time{}, time.Time{}, bad
+	}
+	if !interval {
+		return start, time.Time{}, nil
+	}
+	end, ok := pipelines.ParseDatetime(b)
+	if !ok || end.Before(start) {
+		return time.Time{}, time.Time{}, bad
+	}
+	return start, end, nil
+}
+
+// reportFile is the --report file. It is opened (created when missing)
+// before the run but emptied only when the first line comes, so that a run
+// refused before any work (the report path is one of the inputs, say)
+// leaves an existing file as it was.
+type reportFile struct {
+	f       *os.File
+	created bool // the file did not exist before
+	started bool // a line was written
+}
+
+func openReport(path string) (*reportFile, error) {
+	_, statErr := os.Stat(path)
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	return &reportFile{f: f, created: errors.Is(statErr, fs.ErrNotExist)}, nil
+}
+
+// empty truncates a regular file (a device such as /dev/stdout is left alone).
+func (r *reportFile) empty() error {
+	if st, err := r.f.Stat(); err != nil || !st.Mode().IsRegular() {
+		return err
+	}
+	return r.f.Truncate(0)
+}
+
+func (r *reportFile) Write(b []byte) (int, error) {
+	if !r.started {
+		r.started = true
+		if err := r.empty(); err != nil {
+			return 0, err
+		}
+	}
+	return r.f.Write(b)
+}
+
+// finish ends a run's report: a run that wrote no line leaves an empty
+// report, unless it was refused, when the file is left as it was (removed
+// when the run created it).
+func (r *reportFile) finish(refused bool) error {
+	switch {
+	case r.started:
+		return nil
+	case refused && r.created:
+		return os.Remove(r.f.Name())
+	case refused:
+		return nil
+	}
+	return r.empty()
 }
 
 // batchBar draws scenes done, and the current scene's tiles, on a terminal.

@@ -364,7 +364,10 @@ func TestBatchShardsFromEnv(t *testing.T) {
 		{"index out of range", "2", []string{"--shards", "2"}, "shard 2/2"},
 		{"both flags", "0", []string{"--shards", "2", "--shard", "0/2"}, "not both"},
 		{"bad shard", "", []string{"--shard", "1-2"}, "INDEX/COUNT"},
+		{"shard 0/0", "", []string{"--shard", "0/0"}, `--shard: shard "0/0": want a count of at least 1`},
 		{"bad datetime", "", []string{"--datetime", "June 2024"}, `--datetime "June 2024"`},
+		{"interval backwards", "", []string{"--datetime", "2024-06-30/2024-06-01"}, `--datetime "2024-06-30/2024-06-01"`},
+		{"base URL not http", "", []string{"--stac-base-url", "maps/nightly"}, `--stac-base-url "maps/nightly": want an http(s) URL`},
 		{"bad license", "", []string{"--license", "all mine!"}, `--license "all mine!"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

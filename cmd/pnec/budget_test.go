@@ -15,7 +15,7 @@ import (
 
 // smallestPlanBytes is the memory model's estimate for scene through the
 // model at modelPath in 64 px tiles, the smallest plan the planner makes.
-func smallestPlanBytes(t *testing.T, modelPath, scene string) int64 {
+func smallestPlanBytes(t *testing.T, modelPath, scene string, base processor.Options) int64 {
 	t.Helper()
 	m, err := model.Load(modelPath)
 	if err != nil {
@@ -27,7 +27,8 @@ func smallestPlanBytes(t *testing.T, modelPath, scene string) int64 {
 	}
 	info := sc.Info()
 	sc.Close()
-	opts := processor.Options{TileSize: 64, MaxMemoryBytes: 1 << 40}
+	opts := base
+	opts.TileSize, opts.MaxMemoryBytes = 64, 1<<40
 	p, _, err := processor.PlanSceneInfo(info, m, opts)
 	if err != nil {
 		t.Fatal(err)
@@ -49,9 +50,13 @@ func TestBudgetHolds(t *testing.T) {
 		name       string
 		rows, cols int
 		budget     string
+		extra      []string          // more flags
+		opts       processor.Options // what they ask for
 	}{
-		{"wide", 160, 8192, "260M"},
-		{"tall", 3072, 256, "160M"},
+		{"wide", 160, 8192, "260M", nil, processor.Options{}},
+		{"tall", 3072, 256, "160M", nil, processor.Options{}},
+		// The probabilities' rows in flight and stage cache are counted too.
+		{"wide_probabilities", 160, 8192, "260M", []string{"--probabilities", "network"}, processor.Options{Probabilities: processor.ProbabilitiesNetwork}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
@@ -60,11 +65,12 @@ func TestBudgetHolds(t *testing.T) {
 			// A recalibrated memory model may need more for the smallest
 			// plan (64 px tiles): keep the budget above that, so the test
 			// checks the budget holds rather than the calibration's level.
-			if need := smallestPlanBytes(t, modelPath, scene); budget < need*5/4 {
+			if need := smallestPlanBytes(t, modelPath, scene, tc.opts); budget < need*5/4 {
 				budget = need * 5 / 4
 			}
-			cmd := exec.Command(bin, "classify", "--backend", "go", "--model", modelPath, "--scene", scene,
-				"--out", filepath.Join(dir, "p.tif"), "--max-memory", fmt.Sprint(budget))
+			args := append([]string{"classify", "--backend", "go", "--model", modelPath, "--scene", scene,
+				"--out", filepath.Join(dir, "p.tif"), "--max-memory", fmt.Sprint(budget)}, tc.extra...)
+			cmd := exec.Command(bin, args...)
 			out, err := cmd.CombinedOutput()
 			if err != nil {
 				t.Fatalf("%v\n%s", err, tail(string(out), 2000))

@@ -11,7 +11,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/pnec/pnec/geo"
 	"github.com/pnec/pnec/internal/progress"
+	"github.com/pnec/pnec/internal/samefile"
 	"github.com/pnec/pnec/model"
 	"github.com/pnec/pnec/processor"
 	"github.com/schollz/progressbar/v3"
@@ -28,20 +30,25 @@ func init() {
 			"'class' (colour table and class names inside), band 2 'reliability' (percent); both bands share\n" +
 			"the no-data value 255 (65535 for more than 254 classes). --reliability float32 adds OUTPUT's\n" +
 			"NAME.reliability.tif (Float32 0..1, NaN no-data); a QGIS style NAME.qml is written beside it.\n" +
+			"--probabilities adds NAME.probabilities.tif: the class probabilities in percent, a band per class or\n" +
+			"with --top-k the K most probable classes of each pixel (docs/product.md).\n" +
 			"The reliability is by default the spectral agreement of each pixel with\n" +
 			"the model's training pixels of its label (--reliability-score; see 'pnec evaluate' for each kind's\n" +
 			"measured error AUROC). The product is written beside OUTPUT and renamed into place when complete.\n" +
 			"The scene is any GDAL dataset name (GeoTIFF, ENVI, VRT, /vsicurl/...). The positional form lets\n" +
-			"GDAL pipelines call pnec as an external step.\n\n" +
+			"GDAL pipelines call pnec as an external step: gdal raster pipeline ... ! external\n" +
+			"\"pnec classify --model M -q <INPUT> <OUTPUT>\" ! ... (docs/gdal-pipeline.md).\n\n" +
 			"Examples:\n" +
 			"  pnec classify --model salinas.pnec --scene salinas.tif --out salinas_map.tif\n" +
 			"  pnec classify --model paviau.pnec --scene big.vrt --out big_map.tif --max-memory 4G\n" +
 			"  pnec classify --model paviau.pnec --scene paviau.tif --out map.tif --tile 256 --overlap 64 --co COMPRESS=ZSTD\n" +
+			"  pnec classify --model paviau.pnec scene.tif map.tif --probabilities recovered --top-k 3\n" +
 			"  pnec classify --model paviau.pnec scene.tif map.tif",
 		Flags: append([]cli.Flag{
 			&cli.StringFlag{Name: "model", Required: true, Usage: "trained model `FILE` (from 'pnec train')"},
 			&cli.StringFlag{Name: "scene", Usage: "input scene: any GDAL dataset `NAME` (or the first argument)"},
 			&cli.StringFlag{Name: "out", Usage: "output product `PATH` (COG GeoTIFF; or the second argument)"},
+			&cli.StringFlag{Name: "mask", Usage: "classify only inside the area of interest `FILE`: a raster (non-zero = inside) or a vector file OGR reads (GeoJSON, GeoPackage, Shapefile; polygons in any CRS, reprojected); outside is no-data, tiles wholly outside are not read"},
 			&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "no progress and no summary line"},
 		}, productFlags()...),
 		Action: classifyAction,
@@ -62,10 +69,12 @@ func planFlags() []cli.Flag {
 func productFlags() []cli.Flag {
 	return append([]cli.Flag{
 		&cli.StringFlag{Name: "backend", Usage: "compute backend `NAME`: go, xla:cpu, xla:cuda, xla:/abs/plugin.so (default: XLA when a PJRT plugin is installed, else go)"},
-		&cli.StringSliceFlag{Name: "co", Usage: "COG creation option `KEY=VALUE` (repeatable), e.g. --co COMPRESS=ZSTD --co BLOCKSIZE=256"},
+		&cli.StringSliceFlag{Name: "co", Usage: "COG creation option `KEY=VALUE` (repeatable; checked against GDAL's COG driver before any work, large BLOCKSIZE counted in the memory budget), e.g. --co COMPRESS=ZSTD --co BLOCKSIZE=256"},
 		&cli.StringFlag{Name: "reliability", Value: "byte", Usage: "reliability `TYPE`: byte (band 2, percent 0-100, no-data 255) or float32 (band 2 as byte plus a Float32 0..1 COG NAME.reliability.tif, NaN no-data)"},
 		&cli.StringFlag{Name: "reliability-score", Usage: "`KIND` of score the reliability band carries: spectral, spectral-margin, combined, margin, maxprob, entropy or gate (default: spectral, the best measured; combined for model files without training spectra)"},
-	}, append(append(bandFlags(), maskFlag()), planFlags()...)...)
+		&cli.StringFlag{Name: "probabilities", Usage: "also write the class probabilities as NAME.probabilities.tif (percent 0-100, the product's no-data): `STAGE` recovered (after the AvgPool recovery; the class band is their argmax) or network (the network's, blended across tiles, before the recovery)"},
+		&cli.IntFlag{Name: "top-k", Usage: "keep the `K` most probable classes of each pixel in --probabilities, as band pairs class_1, probability_1, ... (0 = one band per class)"},
+	}, append(append(bandFlags(), qualityMaskFlag()), planFlags()...)...)
 }
 
 // productOptions reads the product flags (see productFlags) into processor options.
@@ -76,24 +85,40 @@ func productOptions(c *cli.Context) (processor.Options, error) {
 	}
 	opts.Backend = c.String("backend")
 	opts.ResampleBands = c.Bool("resample-bands")
-	if err := masksFromFlag(c, &opts); err != nil {
+	if err := qualityMasksFromFlag(c, &opts); err != nil {
 		return opts, err
 	}
 	if opts.Radiometry, err = radiometryFromFlag(c); err != nil {
 		return opts, err
 	}
 	opts.CreationOptions = c.StringSlice("co")
-	for _, kv := range opts.CreationOptions {
-		if !strings.Contains(kv, "=") {
-			return opts, fmt.Errorf("--co %s: want KEY=VALUE", kv)
-		}
-	}
 	switch strings.ToLower(c.String("reliability")) {
 	case "byte":
 	case "float32":
 		opts.ReliabilityFloat32 = true
 	default:
 		return opts, fmt.Errorf("--reliability %s: want byte or float32", c.String("reliability"))
+	}
+	if v := c.String("probabilities"); v != "" {
+		st, err := processor.ParseProbabilityStage(strings.ToLower(v))
+		if err != nil {
+			return opts, fmt.Errorf("--probabilities %s: want recovered or network", v)
+		}
+		opts.Probabilities = st
+	}
+	if k := c.Int("top-k"); k != 0 {
+		if opts.Probabilities == processor.ProbabilitiesOff {
+			return opts, errors.New("--top-k needs --probabilities recovered or network")
+		}
+		if k < 0 {
+			return opts, fmt.Errorf("--top-k %d: want a positive number of classes (or 0 for all)", k)
+		}
+		opts.TopK = k
+	}
+	// Checked for a Byte product here, before anything is opened; the
+	// classifier checks them again for the model's classes.
+	if err := geo.CheckCreationOptions(opts.CreationOptions, nil, opts.ReliabilityFloat32); err != nil {
+		return opts, coError(err)
 	}
 	if v := c.String("reliability-score"); v != "" {
 		kind, err := model.ParseReliability(v)
@@ -115,14 +140,14 @@ func planOptions(c *cli.Context) (processor.Options, error) {
 		}
 		o.MaxMemoryBytes = n
 	}
-	if t := c.Int("tile"); t < 0 {
-		return o, fmt.Errorf("--tile %d: want a positive tile side in pixels (or 0 for automatic)", t)
+	if t := c.Int("tile"); t < 0 || t > processor.MaxTileSide {
+		return o, fmt.Errorf("--tile %d: want a tile side of 1..%d pixels (or 0 for automatic)", t, processor.MaxTileSide)
 	} else {
 		o.TileSize = t
 	}
 	switch ov := c.Int("overlap"); {
-	case ov < -1:
-		return o, fmt.Errorf("--overlap %d: want pixels >= 0 (or -1 for automatic)", ov)
+	case ov < -1 || ov > processor.MaxTileSide:
+		return o, fmt.Errorf("--overlap %d: want 0..%d pixels (or -1 for automatic)", ov, processor.MaxTileSide)
 	case ov == -1:
 		o.Overlap = 0 // processor's default
 	case ov == 0:
@@ -139,11 +164,14 @@ func planOptions(c *cli.Context) (processor.Options, error) {
 func classifyAction(c *cli.Context) error {
 	scene, out := c.String("scene"), c.String("out")
 	args := c.Args().Slice()
+	sceneRole, outRole := "--scene", "--out"
 	switch {
 	case scene == "" && out == "" && len(args) == 2:
 		scene, out = args[0], args[1]
+		sceneRole, outRole = "INPUT", "OUTPUT"
 	case scene != "" && out == "" && len(args) == 1:
 		out = args[0]
+		outRole = "OUTPUT"
 	case len(args) > 0:
 		return fmt.Errorf("classify: unexpected arguments %q: give --scene and --out, or INPUT OUTPUT", strings.Join(args, " "))
 	}
@@ -156,6 +184,20 @@ func classifyAction(c *cli.Context) error {
 	}
 	if err := processor.CheckOutput(out); err != nil {
 		return fmt.Errorf("--out %w", err)
+	}
+	mask := c.String("mask")
+	if strings.Contains(mask, "{key}") || strings.HasPrefix(mask, "asset:") {
+		return fmt.Errorf("--mask %s: a pattern or asset:ROLE is for pnec batch; give the mask file", mask)
+	}
+	inputs := []samefile.Named{{Path: scene, Role: sceneRole}, {Path: c.String("model"), Role: "--model"}}
+	if mask != "" {
+		inputs = append(inputs, samefile.Named{Path: mask, Role: "--mask"})
+	}
+	for _, qm := range opts.QualityMasks {
+		inputs = append(inputs, samefile.Named{Path: qm.Path, Role: "--quality-mask"})
+	}
+	if err := checkOutputsNotInputs(productOutputs(out, outRole, opts.ReliabilityFloat32), inputs); err != nil {
+		return err
 	}
 	quiet := c.Bool("quiet")
 	stderr := c.App.ErrWriter
@@ -177,11 +219,14 @@ func classifyAction(c *cli.Context) error {
 	if errors.Is(err, processor.ErrTileTooSmall) {
 		return fmt.Errorf("--tile %d: %w", opts.TileSize, err)
 	}
+	if errors.Is(err, processor.ErrProbabilities) {
+		return fmt.Errorf("--top-k %d: %w", opts.TopK, err)
+	}
 	if err != nil {
-		return err
+		return coError(err)
 	}
 	defer cl.Close()
-	res, err := cl.Classify(c.Context, scene, out)
+	res, err := cl.ClassifyMasked(c.Context, scene, mask, out)
 	if err != nil {
 		return bandHint(err)
 	}
@@ -194,6 +239,36 @@ func classifyAction(c *cli.Context) error {
 		printSummary(w, res)
 	}
 	return cl.Close()
+}
+
+// coError words a refused creation option after the --co flag that gave it.
+func coError(err error) error {
+	var coe *geo.CreationOptionError
+	if errors.As(err, &coe) {
+		return fmt.Errorf("--co %s: %s", coe.Option, coe.Reason)
+	}
+	return err
+}
+
+// productOutputs are the files a product at out writes (geo.ProductFiles),
+// named after the flag or argument (role) that gave out.
+func productOutputs(out, role string, reliabilityFloat32 bool) []samefile.Named {
+	paths, roles := geo.ProductFiles(out, reliabilityFloat32)
+	named := []samefile.Named{{Path: out, Role: role}}
+	for i, p := range paths[1:] {
+		named = append(named, samefile.Named{Path: p, Role: role + "'s " + strings.TrimPrefix(roles[i+1], "the product's ")})
+	}
+	return named
+}
+
+// checkOutputsNotInputs refuses, before any work, an output that is one of
+// the inputs (the same path, a symbolic or hard link to it): one line naming
+// both.
+func checkOutputsNotInputs(outputs, inputs []samefile.Named) error {
+	if err := samefile.Check(outputs, inputs); err != nil {
+		return fmt.Errorf("%w; give another output", err)
+	}
+	return nil
 }
 
 // progressReporter shows pixels done, pixels/s and the time left: a bar on
@@ -219,6 +294,9 @@ func progressReporter(w io.Writer, scene string) func(processor.Progress) {
 
 func printSummary(w io.Writer, r processor.Result) {
 	fmt.Fprintf(w, "%s: %dx%d (cols x rows), %s, backend %s\n", r.Product, r.Cols, r.Rows, r.Plan, r.Backend)
+	if r.Mask != "" {
+		fmt.Fprintf(w, "  mask %s: %d pixels inside, %d of %d tiles wholly outside (not read)\n", r.Mask, r.MaskPixels, r.TilesSkipped, r.Tiles)
+	}
 	total := int64(r.Rows) * int64(r.Cols)
 	fmt.Fprintf(w, "  valid pixels %d of %d (%.1f%%); classes:", r.ValidPixels, total, 100*float64(r.ValidPixels)/float64(max(total, 1)))
 	keys := make([]int, 0, len(r.ClassCounts))
@@ -238,7 +316,7 @@ func printSummary(w io.Writer, r processor.Result) {
 		t.Stitch.Round(time.Millisecond), 100*st, t.Write.Round(time.Millisecond), 100*wr)
 	fmt.Fprintf(w, "  memory budget %s, planned peak %s\n", processor.FormatBytes(r.MaxMemoryBytes), processor.FormatBytes(r.PlannedBytes))
 	fmt.Fprintf(w, "  model bands: %s\n", r.Bands)
-	if r.Masks != "" {
-		fmt.Fprintf(w, "  masks: %s\n", r.Masks)
+	if r.QualityMasks != "" {
+		fmt.Fprintf(w, "  quality masks: %s\n", r.QualityMasks)
 	}
 }

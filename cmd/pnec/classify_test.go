@@ -119,6 +119,8 @@ func TestClassifyCommandErrors(t *testing.T) {
 		{"missing scene", []string{"--scene", filepath.Join(dir, "nope.tif"), "--out", filepath.Join(dir, "x.tif")}, "nope.tif"},
 		{"tile without context", []string{"--scene", scene, "--out", filepath.Join(dir, "x.tif"), "--tile", "3"}, "--tile 3: tile too small"},
 		{"tile smaller than overlap plus window", []string{"--scene", scene, "--out", filepath.Join(dir, "x.tif"), "--tile", "16", "--overlap", "12"}, "recovery window"},
+		{"huge tile", []string{"--scene", scene, "--out", filepath.Join(dir, "x.tif"), "--tile", "9223372036854775807"}, "--tile 9223372036854775807: want a tile side of 1..2147483647 pixels"},
+		{"huge overlap", []string{"--scene", scene, "--out", filepath.Join(dir, "x.tif"), "--tile", "64", "--overlap", "9223372036854775807"}, "--overlap 9223372036854775807: want 0..2147483647 pixels"},
 		{"out is a directory", []string{"--scene", scene, "--out", dir}, "is a directory"},
 		{"out in a missing directory", []string{"--scene", scene, "--out", filepath.Join(dir, "no", "x.tif")}, "does not exist"},
 	}

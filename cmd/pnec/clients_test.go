@@ -18,6 +18,9 @@ import (
 //	geo/out/scene.{tif,qml,json}, geo/out/collection.json   its product (pnec batch)
 //	local/scene.tif     the same pixels without geotransform or CRS
 //	local/product.tif   its product (pnec classify), .qml beside it
+//	plugin/model.pnec, plugin/labels.tif, plugin/big.tif   for the QGIS plugin's
+//	                    check (scripts/check_qgis_plugin.py): the model, the
+//	                    scene's labels, and a 384 x 384 scene that takes a while
 func TestClientsFixture(t *testing.T) {
 	out := os.Getenv("PNEC_CLIENTS_OUT")
 	if out == "" {
@@ -68,5 +71,49 @@ func TestClientsFixture(t *testing.T) {
 	}
 	if err := run(ctx, []string{"pnec", "classify", "--model", modelPath, "--backend", "go", "--scene", local, "--out", filepath.Join(localDir, "product.tif")}); err != nil {
 		t.Fatalf("pnec classify: %v", err)
+	}
+	pluginFixture(t, filepath.Join(out, "plugin"), modelPath)
+}
+
+// pluginFixture writes what the QGIS plugin's check runs pnec on.
+func pluginFixture(t *testing.T, dir, modelPath string) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(modelPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "model.pnec"), b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, labels := fixture.SceneData(1)
+	lv := make([]float32, len(labels))
+	for i, v := range labels {
+		lv[i] = float32(v)
+	}
+	w, err := geo.CreateGeoTIFF(filepath.Join(dir, "labels.tif"), geo.RasterSpec{Cols: fixture.Cols, Rows: fixture.Rows, Bands: 1,
+		DataType: geo.Byte, GeoRef: fixture.GeoRef})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	if err := w.WriteWindow(geo.Window{Cols: fixture.Cols, Rows: fixture.Rows}, lv); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	data, _ := fixture.SceneData(1)
+	const n = 384
+	big := make([]float32, n*n*fixture.Bands)
+	for r := 0; r < n; r++ {
+		for c := 0; c < n; c++ {
+			src := ((r%fixture.Rows)*fixture.Cols + c%fixture.Cols) * fixture.Bands
+			copy(big[(r*n+c)*fixture.Bands:], data[src:src+fixture.Bands])
+		}
+	}
+	if err := fixture.WriteRaster(filepath.Join(dir, "big.tif"), n, n, fixture.Bands, big); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -57,6 +57,7 @@ var docPages = map[string][]string{
 	"import.md":     {"import", "mat"},
 	"info.md":       {"info"},
 	"synth.md":      {"synth"},
+	"model-item.md": {"model-item"},
 	"tiles.md":      {"tiles"},
 	"train.md":      {"train"},
 }

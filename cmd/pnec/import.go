@@ -12,6 +12,7 @@ import (
 
 	"github.com/pnec/pnec/geo"
 	"github.com/pnec/pnec/importer"
+	"github.com/pnec/pnec/internal/samefile"
 	"github.com/urfave/cli/v2"
 )
 
@@ -72,6 +73,21 @@ func importMatAction(c *cli.Context) error {
 		return errors.New("import mat: --labels-out needs --labels")
 	case out != "" && labelsOut != "" && filepath.Clean(out) == filepath.Clean(labelsOut):
 		return fmt.Errorf("import mat: --out and --labels-out are the same file %s", out)
+	}
+	var inputs, outputs []samefile.Named
+	if cube != "" {
+		inputs = append(inputs, samefile.Named{Path: importer.ParseSource(cube).File, Role: "--cube"})
+		outputs = append(outputs, samefile.Named{Path: out, Role: "--out"})
+	}
+	if labels != "" {
+		inputs = append(inputs, samefile.Named{Path: importer.ParseSource(labels).File, Role: "--labels"})
+		outputs = append(outputs, samefile.Named{Path: labelsOut, Role: "--labels-out"})
+	}
+	if cube != "" && labels != "" && samefile.Same(out, labelsOut) {
+		return fmt.Errorf("import mat: --out and --labels-out are the same file %s", out)
+	}
+	if err := checkOutputsNotInputs(outputs, inputs); err != nil {
+		return fmt.Errorf("import mat: %w", err)
 	}
 	ref, local, err := importGeoRef(c)
 	if err != nil {

@@ -22,6 +22,9 @@ type sensorCase struct {
 	// write writes a delivery: seed varies the noise, shift moves the grid east.
 	write func(dir string, seed uint64, shift int, masked bool) (fixture.Delivery, error)
 	masks bool // the product delivers quality masks
+	// noTime: the fixture carries no acquisition time pnec reads, so batch
+	// is given --datetime (EnMAP, EMIT and PRISMA deliveries carry theirs).
+	noTime bool
 }
 
 var sensorCases = []sensorCase{
@@ -29,7 +32,7 @@ var sensorCases = []sensorCase{
 		write: func(dir string, seed uint64, shift int, masked bool) (fixture.Delivery, error) {
 			return fixture.WriteEnMAP(dir, fixture.EnMAPOptions{Seed: seed, ShiftCols: shift, Zip: seed%2 == 0, Cloud: masked})
 		}},
-	{name: "DESIS", product: geo.ProductDESISL2A,
+	{name: "DESIS", product: geo.ProductDESISL2A, noTime: true,
 		write: func(dir string, seed uint64, shift int, _ bool) (fixture.Delivery, error) {
 			return fixture.WriteDESIS(dir, fixture.DESISOptions{Seed: seed, ShiftCols: shift})
 		}},
@@ -41,15 +44,15 @@ var sensorCases = []sensorCase{
 		write: func(dir string, seed uint64, shift int, _ bool) (fixture.Delivery, error) {
 			return fixture.WritePRISMA(dir, fixture.PRISMAOptions{Seed: seed, ShiftCols: shift})
 		}},
-	{name: "Tanager", product: geo.ProductTanagerSR, masks: true,
+	{name: "Tanager", product: geo.ProductTanagerSR, masks: true, noTime: true,
 		write: func(dir string, seed uint64, shift int, masked bool) (fixture.Delivery, error) {
 			return fixture.WriteTanager(dir, fixture.TanagerOptions{Seed: seed, ShiftCols: shift, Cloud: masked})
 		}},
-	{name: "AVIRIS-3 NetCDF", product: geo.ProductAVIRIS3,
+	{name: "AVIRIS-3 NetCDF", product: geo.ProductAVIRIS3, noTime: true,
 		write: func(dir string, seed uint64, shift int, _ bool) (fixture.Delivery, error) {
 			return fixture.WriteAVIRIS3NC(dir, fixture.AVIRIS3Options{Seed: seed, ShiftCols: shift})
 		}},
-	{name: "AVIRIS-NG", product: geo.ProductAVIRISNG,
+	{name: "AVIRIS-NG", product: geo.ProductAVIRISNG, noTime: true,
 		write: func(dir string, seed uint64, shift int, _ bool) (fixture.Delivery, error) {
 			return fixture.WriteAVIRISNG(dir, fixture.AVIRISOptions{Seed: seed, ShiftCols: shift, RotateDeg: 30})
 		}},
@@ -147,16 +150,20 @@ func TestSensorDeliveries(t *testing.T) {
 			}
 			if sc.masks {
 				masked := filepath.Join(dir, "b-masked.tif")
-				r = runPnec(t, limit, "classify", "--model", modelPath, "--backend", "go", "--mask", "product", b.Path, masked)
-				if r.code != 0 || !strings.Contains(r.stdout, "masks: ") {
-					t.Fatalf("classify --mask product: exit %d, stdout %s, stderr %s", r.code, r.stdout, r.stderr)
+				r = runPnec(t, limit, "classify", "--model", modelPath, "--backend", "go", "--quality-mask", "product", b.Path, masked)
+				if r.code != 0 || !strings.Contains(r.stdout, "quality masks: ") {
+					t.Fatalf("classify --quality-mask product: exit %d, stdout %s, stderr %s", r.code, r.stdout, r.stderr)
 				}
 				if _, n := classAgreement(t, masked); n != all-b.Masked {
-					t.Errorf("classify --mask product: %d classified pixels, want %d (%d masked)", n, all-b.Masked, b.Masked)
+					t.Errorf("classify --quality-mask product: %d classified pixels, want %d (%d masked)", n, all-b.Masked, b.Masked)
 				}
 			}
 			outDir := filepath.Join(dir, "batch")
-			r = runPnec(t, limit, "batch", "--model", modelPath, "--backend", "go", "--out-dir", outDir, "-q", b.Path)
+			args := []string{"batch", "--model", modelPath, "--backend", "go", "--out-dir", outDir, "-q"}
+			if sc.noTime {
+				args = append(args, "--datetime", "2024-08-01T08:30:00Z")
+			}
+			r = runPnec(t, limit, append(args, b.Path)...)
 			if r.code != 0 || !strings.Contains(r.stdout, `"status":"done"`) {
 				t.Fatalf("batch: exit %d, report %s, stderr %s", r.code, r.stdout, r.stderr)
 			}

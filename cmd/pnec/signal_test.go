@@ -96,7 +96,7 @@ func TestSignalStops(t *testing.T) {
 			report := filepath.Join(t.TempDir(), "report.jsonl")
 			if tc.batch {
 				args = []string{"batch", "--model", modelPath, "--out-dir", out, "--force", "--tile", "1024", "--backend", "go",
-					"--report", report, scene}
+					"--datetime", "2024-06-01", "--report", report, scene}
 			}
 			cmd := exec.Command(bin, args...)
 			var stderr bytes.Buffer

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/pnec/pnec/geo"
+	"github.com/pnec/pnec/importer"
+	"github.com/pnec/pnec/internal/samefile"
 	"github.com/pnec/pnec/synth"
 	"github.com/urfave/cli/v2"
 )
@@ -76,6 +78,9 @@ func synthAction(c *cli.Context) error {
 			return fmt.Errorf("--vrt: %w", err)
 		}
 	}
+	if err := synthNotInputs(c); err != nil {
+		return err
+	}
 	seed := c.Uint64("seed")
 	layout, ref, err := synth.LoadLayout(ctx, c.String("layout"), seed)
 	if err != nil {
@@ -120,4 +125,24 @@ func synthAction(c *cli.Context) error {
 			layout.Rows, layout.Cols, gen.Bands(), len(gen.Classes()), src.Name, time.Since(start).Round(time.Millisecond))
 	}
 	return nil
+}
+
+// synthNotInputs refuses, before any work, outputs that are inputs (the
+// layout file, the spectra source's files) or each other.
+func synthNotInputs(c *cli.Context) error {
+	inputs := []samefile.Named{{Path: importer.ParseSource(c.String("layout")).File, Role: "--layout"}}
+	if scene, labels, ok := strings.Cut(c.String("spectra"), ","); ok {
+		inputs = append(inputs, samefile.Named{Path: importer.ParseSource(scene).File, Role: "--spectra"},
+			samefile.Named{Path: importer.ParseSource(labels).File, Role: "--spectra"})
+	}
+	out := samefile.Named{Path: c.String("out"), Role: "--out"}
+	outputs := []samefile.Named{out}
+	if l := c.String("labels-out"); l != "" {
+		labelsOut := samefile.Named{Path: l, Role: "--labels-out"}
+		outputs = append(outputs, labelsOut)
+		if samefile.Same(out.Path, l) {
+			return fmt.Errorf("--labels-out %s is --out %s: give two files", l, out.Path)
+		}
+	}
+	return checkOutputsNotInputs(outputs, inputs)
 }

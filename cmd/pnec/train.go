@@ -5,13 +5,17 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/pnec/pnec/evaluation"
 	"github.com/pnec/pnec/internal/progress"
+	"github.com/pnec/pnec/internal/samefile"
 	"github.com/pnec/pnec/model"
+	"github.com/pnec/pnec/pipelines"
+	"github.com/pnec/pnec/processor"
 	"github.com/schollz/progressbar/v3"
 	"github.com/urfave/cli/v2"
 )
@@ -26,7 +30,9 @@ func init() {
 			"of class values, 0 = unlabelled), or the pixels of a fixed split given by --train-mask (a raster\n" +
 			"holding the class values of the training pixels, 0 elsewhere). Every other labelled pixel is a\n" +
 			"test pixel for 'pnec evaluate'. The model file records the weights, prototypes, normalisation,\n" +
-			"classes, split and hyperparameters. Defaults are the paper's. The same seeds give the same\n" +
+			"classes, split, hyperparameters and the training inputs' paths. Beside it, MODEL.json is the\n" +
+			"model's STAC Item (machine learning model extension; see 'pnec model-item'), which the products\n" +
+			"of 'pnec batch' point at. Defaults are the paper's. The same seeds give the same\n" +
 			"model on the same backend. On an XLA GPU backend, training turns XLA's autotuning off\n" +
 			"(--xla_gpu_autotune_level=0 in XLA_FLAGS, unless XLA_FLAGS sets a level): it halves the wall\n" +
 			"time of the default 200 epochs, most of which would otherwise go to compiling.\n\n" +
@@ -48,6 +54,7 @@ func init() {
 			&cli.StringSliceFlag{Name: "class-name", Usage: "class name `VALUE=NAME` (repeatable); overrides --class-names"},
 			&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "no progress and no summary"},
 			radiometryFlag("the training scene's values"),
+			&cli.StringFlag{Name: "stac-base-url", Usage: "public `URL` of the model's directory: the model's STAC Item (MODEL.json) gets an absolute self link (without it, none)"},
 		}, modelFlags()...),
 		Action: trainAction,
 	})
@@ -126,12 +133,31 @@ func classNamesFromFlags(c *cli.Context) (map[int]string, error) {
 	for _, kv := range c.StringSlice("class-name") {
 		v, name, ok := strings.Cut(kv, "=")
 		val, err := strconv.Atoi(strings.TrimSpace(v))
-		if !ok || err != nil || val < 1 || strings.TrimSpace(name) == "" {
-			return nil, fmt.Errorf("--class-name %s: want VALUE=NAME with VALUE a class value >= 1", kv)
+		if !ok || err != nil || val < 1 || val > evaluation.MaxClassValue || strings.TrimSpace(name) == "" {
+			return nil, fmt.Errorf("--class-name %s: want VALUE=NAME with VALUE a class value 1..%d", kv, evaluation.MaxClassValue)
 		}
 		names[val] = strings.TrimSpace(name)
 	}
 	return names, nil
+}
+
+// checkModelOutput refuses a model path that cannot be written: what
+// processor.CheckOutput refuses (a directory, a missing directory), and a
+// directory a file cannot be created in.
+func checkModelOutput(out string) error {
+	if strings.HasPrefix(out, "/vsi") {
+		return fmt.Errorf("%s: %w: a model file is written to the local file system", out, processor.ErrBadOutput)
+	}
+	if err := processor.CheckOutput(out); err != nil {
+		return err
+	}
+	f, err := os.CreateTemp(filepath.Dir(out), ".pnec-write-check-*")
+	if err != nil {
+		return fmt.Errorf("%s: %w: %v", out, processor.ErrBadOutput, err)
+	}
+	name := f.Name()
+	f.Close()
+	return os.Remove(name)
 }
 
 func stdoutOf(c *cli.Context) io.Writer {
@@ -204,6 +230,25 @@ func trainAction(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
+	if u := c.String("stac-base-url"); u != "" && !strings.HasPrefix(u, "https://") && !strings.HasPrefix(u, "http://") {
+		return fmt.Errorf("--stac-base-url %q: want an http(s) URL", u)
+	}
+	// The model file is checked before training, not when it is saved
+	// after hours of it: a path it can be written to, and none of the inputs.
+	out := c.String("out")
+	if err := checkModelOutput(out); err != nil {
+		return fmt.Errorf("--out %w", err)
+	}
+	inputs := []samefile.Named{{Path: c.String("scene"), Role: "--scene"}, {Path: c.String("labels"), Role: "--labels"}}
+	for _, f := range []string{"train-mask", "class-names"} {
+		if p := c.String(f); p != "" {
+			inputs = append(inputs, samefile.Named{Path: p, Role: "--" + f})
+		}
+	}
+	outputs := []samefile.Named{{Path: out, Role: "--out"}, {Path: pipelines.ModelItemPath(out), Role: "the model's STAC Item"}}
+	if err := checkOutputsNotInputs(outputs, inputs); err != nil {
+		return err
+	}
 	req := evaluation.TrainRequest{
 		Scene: c.String("scene"), Labels: c.String("labels"), TrainMask: c.String("train-mask"),
 		Options: model.TrainOptions{
@@ -230,8 +275,12 @@ func trainAction(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := res.Model.Save(c.String("out")); err != nil {
+	if err := res.Model.Save(out); err != nil {
 		return fmt.Errorf("save %s: %w", c.String("out"), err)
+	}
+	itemPath := pipelines.ModelItemPath(c.String("out"))
+	if err := writeModelItem(res.Model, c.String("out"), itemPath, c.String("stac-base-url"), c.String("scene"), time.Now(), false); err != nil {
+		return err
 	}
 	if c.Bool("verbose") {
 		slog.New(slog.NewTextHandler(stderr, nil)).Info("trained", "backend", res.Backend,
@@ -248,6 +297,7 @@ func trainAction(c *cli.Context) error {
 			c.String("out"), len(classes), strings.Join(parts, ", "), res.TrainPixels, res.LabelledPixels,
 			m.Config().Epochs, res.FitTime.Seconds(), res.Backend, m.Checksum())
 		fmt.Fprintf(stdoutOf(c), "  bands: %s; values: %s\n", bandsSummary(m), m.Radiometry())
+		fmt.Fprintf(stdoutOf(c), "%s: its STAC Item (machine learning model extension)\n", itemPath)
 	}
 	return nil
 }

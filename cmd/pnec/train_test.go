@@ -4,13 +4,17 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"math"
 	"math/rand/v2"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/pnec/pnec/geo"
+	"github.com/pnec/pnec/pipelines"
+	"github.com/pnec/pnec/processor"
 )
 
 // runCaptured runs the app on args with stdout and stderr captured.
@@ -81,6 +85,15 @@ func TestTrainEvaluateExperimentCommands(t *testing.T) {
 	if !strings.Contains(stdout, "2 water") || !strings.Contains(stdout, "12 training of 480 labelled pixels") {
 		t.Errorf("train summary: got %q, want the classes and 12 of 480 pixels", stdout)
 	}
+	// Beside the model, its STAC Item (machine learning model extension),
+	// linking the training inputs; pnec model-item writes the same for an
+	// existing model (schema validation: pipelines' TestModelItemValidates).
+	checkModelItem(t, modelPath, scene)
+	os.Remove(modelPath + ".json")
+	if _, stderr, err := runCaptured(t, "model-item", "--model", modelPath, "-q"); err != nil {
+		t.Fatalf("model-item: %v\n%s", err, stderr)
+	}
+	checkModelItem(t, modelPath, scene)
 	// Not a terminal: plain log lines with epoch, loss, accuracy and ETA.
 	for _, want := range []string{"epoch 1/40", "epoch 40/40", "loss=", "train_acc=", "eta="} {
 		if !strings.Contains(stderr, want) {
@@ -144,6 +157,15 @@ func TestTrainEvaluateBadInputs(t *testing.T) {
 	scene, labels := writeTinyScene(t, dir, 8, 8, 6)
 	small := filepath.Join(dir, "small.tif")
 	writeRasterT(t, small, 4, 8, 1, geo.Byte, make([]float32, 32))
+	// 65535 is the no-data value of a product with UInt16 classes: a model
+	// with that class value would be refused by classify.
+	bigLabel := filepath.Join(dir, "biglabel.tif")
+	lab := make([]float32, 64)
+	for i := range lab {
+		lab[i] = float32(1 + i%2)
+	}
+	lab[9] = 65535
+	writeRasterT(t, bigLabel, 8, 8, 1, geo.UInt16, lab)
 	fewBands := filepath.Join(dir, "few.tif")
 	writeRasterT(t, fewBands, 8, 8, 4, geo.Int16, make([]float32, 8*8*4))
 	modelPath := filepath.Join(dir, "m.pnec")
@@ -160,11 +182,22 @@ func TestTrainEvaluateBadInputs(t *testing.T) {
 		{"bad ablation", []string{"train", "--scene", scene, "--labels", labels, "--out", modelPath, "--ablation", "none"}, "--ablation none"},
 		{"even window", []string{"train", "--scene", scene, "--labels", labels, "--out", modelPath, "--window", "4"}, "recovery window 4"},
 		{"bad class name", []string{"train", "--scene", scene, "--labels", labels, "--out", modelPath, "--class-name", "x"}, "--class-name x"},
+		{"class value 65535", append([]string{"train", "--quiet", "--scene", scene, "--labels", bigLabel, "--out", filepath.Join(dir, "big.pnec"), "--epochs", "1"}, tinyFlags...),
+			"biglabel.tif: pixel (row 1, col 1) holds 65535; class values are whole numbers 0..65534"},
+		{"class name value 65535", []string{"train", "--scene", scene, "--labels", labels, "--out", modelPath, "--class-name", "65535=x"}, "--class-name 65535=x"},
 		{"band count", []string{"evaluate", "--model", modelPath, "--scene", fewBands, "--labels", labels}, "few.tif: 4 bands, the model takes 6"},
 		{"missing model", []string{"evaluate", "--model", filepath.Join(dir, "none.pnec"), "--scene", scene, "--labels", labels}, "none.pnec"},
 		{"evaluate labels size", []string{"evaluate", "--model", modelPath, "--scene", scene, "--labels", small}, "small.tif: 8 x 4 pixels"},
 		{"zero runs", []string{"experiment", "--scene", scene, "--labels", labels, "--runs", "0"}, "--runs 0"},
 	}
+	// The model path is checked before training, not when saving after it.
+	t.Run("out in a missing directory", func(t *testing.T) {
+		out := filepath.Join(dir, "none", "m.pnec")
+		_, _, err := runCaptured(t, append([]string{"train", "--scene", scene, "--labels", labels, "--out", out, "--quiet"}, tinyFlags...)...)
+		if !errors.Is(err, processor.ErrBadOutput) || !strings.Contains(err.Error(), out) {
+			t.Errorf("got %v, want ErrBadOutput naming %s before training", err, out)
+		}
+	})
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			_, _, err := runCaptured(t, tc.args...)
@@ -175,5 +208,38 @@ func TestTrainEvaluateBadInputs(t *testing.T) {
 				t.Errorf("got %q, want one line containing %q", err, tc.msg)
 			}
 		})
+	}
+}
+
+// checkModelItem reads the STAC Item beside modelPath: its mlm:name, the
+// model asset's checksum and size, and the training scene link.
+func checkModelItem(t *testing.T, modelPath, scene string) {
+	t.Helper()
+	b, err := os.ReadFile(modelPath + ".json")
+	if err != nil {
+		t.Fatalf("model STAC item: %v", err)
+	}
+	var item struct {
+		Properties map[string]any
+		Links      []map[string]string
+		Assets     map[string]map[string]any
+	}
+	if err := json.Unmarshal(b, &item); err != nil {
+		t.Fatal(err)
+	}
+	sum, size, err := pipelines.FileChecksum(modelPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := item.Assets["model"]
+	if item.Properties["mlm:name"] != "m" || a["file:checksum"] != sum || a["file:size"] != float64(size) || a["href"] != "m.pnec" {
+		t.Errorf("model item: name %v, asset %v; want m and the file's checksum %s, size %d", item.Properties["mlm:name"], a, sum, size)
+	}
+	var linked bool
+	for _, l := range item.Links {
+		linked = linked || (l["rel"] == "derived_from" && l["href"] == filepath.Base(scene))
+	}
+	if !linked {
+		t.Errorf("model item links %v: want derived_from %s", item.Links, filepath.Base(scene))
 	}
 }

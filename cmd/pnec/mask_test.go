@@ -1,0 +1,76 @@
+package main
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/pnec/pnec/internal/fixture"
+)
+
+// TestClassifyMaskCLI runs pnec classify --mask with a GeoJSON polygon in
+// UTM 31N (the old GeoJSON crs member, which OGR reads) over the left half
+// of the fixture scene, and reads the product with rasterio: no-data
+// right of it; a mask elsewhere on Earth fails with one line.
+func TestClassifyMaskCLI(t *testing.T) {
+	modelPath, err := fixture.ModelPath()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	scene := goodScene(t, dir)
+	gt := fixture.GeoRef.GeoTransform
+	x0, x1 := gt[0]-50, gt[0]+20*gt[1] // columns 0..19
+	y0, y1 := gt[3]+50, gt[3]+float64(fixture.Rows)*gt[5]-50
+	poly := func(dx float64) string {
+		return `{"type":"FeatureCollection","crs":{"type":"name","properties":{"name":"urn:ogc:def:crs:EPSG::32631"}},` +
+			`"features":[{"type":"Feature","properties":{},"geometry":{"type":"Polygon","coordinates":[[` +
+			coords([][2]float64{{x0 + dx, y0}, {x1 + dx, y0}, {x1 + dx, y1}, {x0 + dx, y1}, {x0 + dx, y0}}) + `]]}}]}`
+	}
+	aoi := filepath.Join(dir, "aoi.geojson")
+	os.WriteFile(aoi, []byte(poly(0)), 0o644)
+	out := filepath.Join(dir, "map.tif")
+	r := runPnec(t, 2*time.Minute, "classify", "--model", modelPath, "--mask", aoi, scene, out)
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	if !strings.Contains(r.stdout, "mask "+aoi+": 640 pixels inside") {
+		t.Errorf("summary %q, want the mask's 640 pixels", r.stdout)
+	}
+	if err := exec.Command("/usr/bin/python3", "-c", "import rasterio").Run(); err != nil {
+		t.Log("no rasterio: the product is not read independently")
+	} else {
+		script := `import sys, rasterio
+a = rasterio.open(sys.argv[1]).read(1, masked=True)
+assert (~a.mask[:, :20]).all(), "left half not classified"
+assert a.mask[:, 20:].all(), "right half classified"
+print("ok")`
+		if o, err := exec.Command("/usr/bin/python3", "-c", script, out).CombinedOutput(); err != nil || strings.TrimSpace(string(o)) != "ok" {
+			t.Errorf("rasterio: %v\n%s", err, o)
+		}
+	}
+	far := filepath.Join(dir, "far.geojson")
+	os.WriteFile(far, []byte(poly(1e6)), 0o644)
+	r = runPnec(t, time.Minute, "classify", "--model", modelPath, "--mask", far, scene, filepath.Join(dir, "far.tif"))
+	if r.code != 1 || !strings.Contains(r.stderr, "far.geojson") || !strings.Contains(r.stderr, "does not overlap") || strings.Count(strings.TrimSpace(r.stderr), "\n") > 0 {
+		t.Errorf("mask outside the scene: exit %d, %q, want one line naming it", r.code, r.stderr)
+	}
+	r = runPnec(t, time.Minute, "classify", "--model", modelPath, "--mask", "masks/{key}.tif", scene, filepath.Join(dir, "p.tif"))
+	if r.code != 1 || !strings.Contains(r.stderr, "for pnec batch") {
+		t.Errorf("a batch pattern given to classify: exit %d, %q", r.code, r.stderr)
+	}
+}
+
+func coords(pts [][2]float64) string {
+	var s []string
+	for _, p := range pts {
+		s = append(s, "["+ftoa(p[0])+","+ftoa(p[1])+"]")
+	}
+	return strings.Join(s, ",")
+}
+
+func ftoa(v float64) string { return strconv.FormatFloat(v, 'f', 3, 64) }

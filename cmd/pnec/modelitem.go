@@ -1,0 +1,95 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/pnec/pnec/geo"
+	"github.com/pnec/pnec/model"
+	"github.com/pnec/pnec/pipelines"
+)
+
+func init() {
+	register(&cli.Command{
+		Name:      "model-item",
+		Usage:     "write a model's STAC Item (machine learning model extension), for models trained before pnec train wrote it",
+		UsageText: "pnec model-item --model MODEL [--out ITEM.json] [--training-scene SCENE] [--stac-base-url URL]",
+		Description: "Describes a model file as a STAC Item with the Machine Learning Model extension (MLM v1.5.2):\n" +
+			"name, architecture, tasks, input bands (with wavelengths when the model records them), shape and\n" +
+			"scaling, output classes, the model file as asset with its checksum and size (file extension),\n" +
+			"the training scene and labels as derived_from links and the training accuracy. 'pnec train'\n" +
+			"writes the same Item beside every model it trains; the products of 'pnec batch' point at it\n" +
+			"(derived_from, processing:expression). Its geometry is the training scene's footprint when the\n" +
+			"scene opens (the path the model records, or --training-scene); its datetime the model file's\n" +
+			"modification time. Details: docs/model.md.\n\n" +
+			"Examples:\n" +
+			"  pnec model-item --model salinas.pnec                      (writes salinas.pnec.json)\n" +
+			"  pnec model-item --model m.pnec --stac-base-url https://models.example.org/pnec",
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "model", Required: true, Usage: "model `FILE` (from 'pnec train')"},
+			&cli.StringFlag{Name: "out", Usage: "Item `FILE` to write (default: MODEL.json beside the model, e.g. salinas.pnec.json)"},
+			&cli.StringFlag{Name: "training-scene", Usage: "training `SCENE` for the Item's footprint, when the model records none or it moved"},
+			&cli.StringFlag{Name: "stac-base-url", Usage: "public `URL` of the Item's directory: the Item gets an absolute self link (without it, none)"},
+			&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "no summary line"},
+		},
+		Action: modelItemAction,
+	})
+}
+
+func modelItemAction(c *cli.Context) error {
+	modelPath := c.String("model")
+	m, err := model.Load(modelPath)
+	if err != nil {
+		return fmt.Errorf("%s: %w", modelPath, err)
+	}
+	st, err := os.Stat(modelPath)
+	if err != nil {
+		return err
+	}
+	out := c.String("out")
+	if out == "" {
+		out = pipelines.ModelItemPath(modelPath)
+	}
+	scene := c.String("training-scene")
+	if scene == "" {
+		scene = m.Provenance().Scene
+	}
+	if err := writeModelItem(m, modelPath, out, c.String("stac-base-url"), scene, st.ModTime(), c.String("training-scene") != ""); err != nil {
+		return err
+	}
+	if !c.Bool("quiet") {
+		fmt.Fprintf(stdoutOf(c), "%s: STAC Item of %s (mlm:name %s)\n", out, modelPath, pipelines.ModelName(modelPath))
+	}
+	return nil
+}
+
+// writeModelItem writes the STAC Item of the model m saved at modelPath to
+// itemPath. The training scene, when it opens, gives the footprint; one
+// that does not is an error only when the user named it (mustOpen).
+func writeModelItem(m *model.Model, modelPath, itemPath, baseURL, scene string, datetime time.Time, mustOpen bool) error {
+	if baseURL != "" && !strings.HasPrefix(baseURL, "https://") && !strings.HasPrefix(baseURL, "http://") {
+		return fmt.Errorf("--stac-base-url %q: want an http(s) URL", baseURL)
+	}
+	p := pipelines.ModelItemParams{Model: m, ModelPath: modelPath, ItemPath: itemPath, BaseURL: baseURL,
+		Datetime: datetime, Now: time.Now()}
+	if scene != "" {
+		sc, err := geo.Open(scene)
+		switch {
+		case err == nil:
+			info := sc.Info()
+			sc.Close()
+			p.TrainInfo = &info
+		case mustOpen:
+			return fmt.Errorf("--training-scene: %w", err)
+		}
+	}
+	if err := pipelines.WriteModelItem(p); err != nil {
+		return errors.Join(fmt.Errorf("STAC item of %s", modelPath), err)
+	}
+	return nil
+}

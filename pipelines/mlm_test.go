@@ -1,0 +1,206 @@
+package pipelines
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/pnec/pnec/geo"
+	"github.com/pnec/pnec/internal/fixture"
+	"github.com/pnec/pnec/model"
+)
+
+// wavelengthModel trains a tiny model on the fixture scene with band
+// wavelengths recorded, in seconds.
+func wavelengthModel(t *testing.T, dir string) string {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("trains a model: skipped with -short")
+	}
+	data, labels := fixture.SceneData(1)
+	valid := make([]bool, fixture.Rows*fixture.Cols)
+	for i := range valid {
+		valid[i] = true
+	}
+	wl := make([]float64, fixture.Bands)
+	for i := range wl {
+		wl[i] = 450 + 50*float64(i)
+	}
+	cfg := model.DefaultConfig()
+	cfg.Hidden, cfg.HeadDim, cfg.DState, cfg.Chunk, cfg.Epochs, cfg.ECWarmupEpochs = 8, 4, 4, 16, 3, 1
+	m, err := model.Train(context.Background(), model.Scene{Rows: fixture.Rows, Cols: fixture.Cols, Bands: fixture.Bands, Data: data, Valid: valid, WavelengthsNM: wl},
+		labels, model.TrainOptions{Config: cfg, TrainPerClass: 5, Backend: "go", ClassNames: map[int]string{1: "water", 2: "forest", 3: "crop"},
+			Provenance: model.Provenance{Scene: filepath.Join(dir, "train.tif"), Labels: filepath.Join(dir, "train_gt.tif")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(dir, "landcover.pnec")
+	if err := m.Save(p); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// TestModelItemValidates: the model's Item validates against STAC core
+// 1.0.0 and the official MLM 1.5.2, file 2.1.0, raster, processing and
+// (with wavelengths) eo schemas, and says what the issue asks: name,
+// architecture, tasks, input bands with wavelengths, shape and scaling,
+// output classes, the model asset with role, artifact type, checksum and
+// size, the training data as links, the training accuracy.
+func TestModelItemValidates(t *testing.T) {
+	dir := t.TempDir()
+	modelPath := wavelengthModel(t, dir)
+	scene := filepath.Join(dir, "train.tif")
+	if err := fixture.WriteScene(scene, 1); err != nil {
+		t.Fatal(err)
+	}
+	sc, err := geo.Open(scene)
+	if err != nil {
+		t.Fatal(err)
+	}
+	info := sc.Info()
+	sc.Close()
+	m, err := model.Load(modelPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	itemPath := ModelItemPath(modelPath)
+	for _, tc := range []struct {
+		name    string
+		base    string
+		info    *geo.Info
+		wantEO  bool
+		wantGeo bool
+	}{
+		{"beside the model", "", &info, true, true},
+		{"base URL, no training scene", "https://models.example.org/pnec", nil, true, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := WriteModelItem(ModelItemParams{Model: m, ModelPath: modelPath, ItemPath: itemPath, BaseURL: tc.base, TrainInfo: tc.info,
+				Datetime: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC), Now: time.Date(2026, 1, 2, 3, 4, 6, 0, time.UTC)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, err := os.ReadFile(itemPath)
+			if err != nil {
+				t.Fatal(err)
+			}
+			s := schemaStore(t)
+			var doc struct {
+				Geometry   any              `json:"geometry"`
+				Extensions []string         `json:"stac_extensions"`
+				Properties map[string]any   `json:"properties"`
+				Links      []map[string]any `json:"links"`
+				Assets     map[string]map[string]any
+			}
+			if err := json.Unmarshal(b, &doc); err != nil {
+				t.Fatal(err)
+			}
+			for _, u := range append([]string{"https://schemas.stacspec.org/v1.0.0/item-spec/json-schema/item.json"}, doc.Extensions...) {
+				if err := s.Validate(b, u); err != nil {
+					t.Errorf("model item does not validate against %s: %v", u, err)
+				}
+			}
+			exts := strings.Join(doc.Extensions, " ")
+			for _, u := range []string{MLMSchema, FileSchema, RasterSchema, ProcessingSchema} {
+				if !strings.Contains(exts, u) {
+					t.Errorf("stac_extensions %v lacks %s", doc.Extensions, u)
+				}
+			}
+			if strings.Contains(exts, EOSchema) != tc.wantEO || (doc.Geometry != nil) != tc.wantGeo {
+				t.Errorf("eo declared %v geometry %v, want %v %v", strings.Contains(exts, EOSchema), doc.Geometry, tc.wantEO, tc.wantGeo)
+			}
+			p := doc.Properties
+			if p["mlm:name"] != "landcover" || p["mlm:architecture"] != MLMArchitecture || p[propModelChecksum] != m.Checksum() {
+				t.Errorf("got name %v architecture %v checksum %v", p["mlm:name"], p["mlm:architecture"], p[propModelChecksum])
+			}
+			if acc, ok := p["pnec:train_accuracy"].(float64); !ok || acc <= 0 || acc > 1 {
+				t.Errorf("got pnec:train_accuracy %v, want the training accuracy", p["pnec:train_accuracy"])
+			}
+			in := p["mlm:input"].([]any)[0].(map[string]any)
+			if bands := in["bands"].([]any); len(bands) != fixture.Bands || len(in["value_scaling"].([]any)) != fixture.Bands {
+				t.Errorf("got input %v, want %d bands with a scaling each", in, fixture.Bands)
+			}
+			out := p["mlm:output"].([]any)[0].(map[string]any)
+			if cls := out["classification:classes"].([]any); len(cls) != 3 || cls[0].(map[string]any)["name"] != "water" {
+				t.Errorf("got output classes %v, want water, forest, crop", cls)
+			}
+			a := doc.Assets[modelAssetKey]
+			sum, size, _ := FileChecksum(modelPath)
+			if a["href"] != "landcover.pnec" || a["mlm:artifact_type"] != MLMArtifactType || a["file:checksum"] != sum || a["file:size"] != float64(size) {
+				t.Errorf("got model asset %v, want href landcover.pnec, artifact type, checksum %s and size %d", a, sum, size)
+			}
+			if eo, ok := a["eo:bands"].([]any); ok && eo[1].(map[string]any)["center_wavelength"] != 0.5 {
+				t.Errorf("got eo:bands %v, want band 2 at 0.5 µm", eo)
+			}
+			rels := map[string][]string{}
+			for _, l := range doc.Links {
+				rels[l["rel"].(string)] = append(rels[l["rel"].(string)], l["href"].(string))
+			}
+			if got := rels["derived_from"]; len(got) != 2 || got[0] != "train.tif" || got[1] != "train_gt.tif" {
+				t.Errorf("got derived_from %v, want the training scene and labels", got)
+			}
+			wantSelf := ""
+			if tc.base != "" {
+				wantSelf = tc.base + "/landcover.pnec.json"
+			}
+			if got := strings.Join(rels["self"], " "); got != wantSelf {
+				t.Errorf("got self %q, want %q", got, wantSelf)
+			}
+		})
+	}
+}
+
+// TestMLMSchemaCatchesBadItems: the shipped MLM and file schemas reject
+// model Items with the faults a writer could make, so that
+// TestModelItemValidates can fail.
+func TestMLMSchemaCatchesBadItems(t *testing.T) {
+	modelPath := tinyModel(t)
+	m, err := model.Load(modelPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	item, err := BuildModelItem(ModelItemParams{Model: m, ModelPath: modelPath, ItemPath: ModelItemPath(modelPath), Datetime: time.Now(), Now: time.Now()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	good, _ := json.Marshal(item)
+	if err := schemaStore(t).Validate(good, MLMSchema); err != nil {
+		t.Fatalf("the unchanged item: %v", err)
+	}
+	for _, tc := range []struct {
+		name, schema string
+		mutate       func(m map[string]any)
+	}{
+		{"no mlm:name", MLMSchema, func(m map[string]any) { delete(m["properties"].(map[string]any), "mlm:name") }},
+		{"no artifact type", MLMSchema, func(m map[string]any) {
+			delete(m["assets"].(map[string]any)[modelAssetKey].(map[string]any), "mlm:artifact_type")
+		}},
+		{"no model role", MLMSchema, func(m map[string]any) {
+			m["assets"].(map[string]any)[modelAssetKey].(map[string]any)["roles"] = []any{"data"}
+		}},
+		{"bands without names", MLMSchema, func(m map[string]any) {
+			for _, b := range m["assets"].(map[string]any)[modelAssetKey].(map[string]any)["raster:bands"].([]any) {
+				delete(b.(map[string]any), "name")
+			}
+		}},
+		{"bad checksum", FileSchema, func(m map[string]any) {
+			m["assets"].(map[string]any)[modelAssetKey].(map[string]any)["file:checksum"] = "sha256:xyz"
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var doc map[string]any
+			json.Unmarshal(good, &doc)
+			tc.mutate(doc)
+			b, _ := json.Marshal(doc)
+			if err := schemaStore(t).Validate(b, tc.schema); !errors.Is(err, errInvalid) {
+				t.Errorf("got %v, want the item rejected by %s", err, tc.schema)
+			}
+		})
+	}
+}

@@ -1,0 +1,199 @@
+package pipelines
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/pnec/pnec/internal/fixture"
+)
+
+// testPayload is a payload shaped like the stac-task convention's own
+// examples (docs/source/payload.rst): a FeatureCollection of Items, and a
+// process array whose first definition has workflow_options, tasks for
+// several tasks (pnec's among them), upload_options with a path_template
+// and collection_matchers, jsonpath first and catch_all last.
+func testPayload(t *testing.T, dir, uploadTo string, extraFeature string) string {
+	t.Helper()
+	os.MkdirAll(filepath.Join(dir, "data"), 0o755)
+	var feats []string
+	for i, id := range []string{"scene-a-20240601", "scene-b-20240602"} {
+		if err := fixture.WriteScene(filepath.Join(dir, "data", id+".tif"), uint64(20+i)); err != nil {
+			t.Fatal(err)
+		}
+		feats = append(feats, `{"type":"Feature","stac_version":"1.0.0","id":"`+id+`","collection":"hyperspectral-raw",
+			"geometry":null,"properties":{"datetime":"2024-06-0`+string(rune('1'+i))+`T10:30:00Z"},
+			"links":[{"rel":"self","href":"s3://vendor-bucket/`+id+`.json","type":"application/geo+json"}],
+			"assets":{"hsi":{"href":"data/`+id+`.tif","type":"image/tiff; application=geotiff","roles":["data"]},
+			"thumbnail":{"href":"s3://vendor-bucket/`+id+`.jpg","type":"image/jpeg","roles":["thumbnail"]}}}`)
+	}
+	if extraFeature != "" {
+		feats = append(feats, extraFeature)
+	}
+	p := `{"type":"FeatureCollection","id":"pnec-test-payload","features":[` + strings.Join(feats, ",") + `],
+	"process":[{"description":"land cover of new hyperspectral scenes",
+		"workflow_options":{"probabilities":"network","top_k":1},
+		"tasks":{"asset-fetcher":{"download_assets":true},"pnec":{"top_k":2,"reliability_score":"combined"}},
+		"upload_options":{"path_template":"` + uploadTo + `/${collection}/${year}/${month}/${day}/${id}","public_assets":["classification"]},
+		"collection_matchers":[{"type":"jsonpath","pattern":"$[?(@.id =~ 'scene-a.*')]","collection_name":"landcover-a"},
+			{"type":"catch_all","collection_name":"landcover"}]}]}`
+	path := filepath.Join(dir, "payload.json")
+	writeFile(t, path, p)
+	return path
+}
+
+// TestRunPayload runs a batch on a payload and checks the output payload:
+// the input one with its features replaced by the product Items (valid,
+// collections assigned by the matchers, files uploaded to the
+// path_template with hrefs and self naming the copies); a rerun outputs
+// the same Items from products up to date.
+func TestRunPayload(t *testing.T) {
+	modelPath := tinyModel(t)
+	dir := t.TempDir()
+	up := filepath.Join(dir, "bucket")
+	path := testPayload(t, dir, up, "")
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := ReadPayload(f, path)
+	f.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	params, err := p.Parameters(DefaultTaskName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if params["top_k"] != 2.0 || params["probabilities"] != "network" || params["download_assets"] != nil {
+		t.Errorf("got parameters %v, want tasks.pnec over workflow_options and no other task's", params)
+	}
+	out := filepath.Join(dir, "work")
+	run := func() (Summary, map[string]any) {
+		t.Helper()
+		var rep bytes.Buffer
+		cfg := Config{ModelPath: modelPath, OutDir: out, Jobs: 1, Report: &rep, Version: "test"}
+		cfg.Options.Probabilities, cfg.Options.TopK = "network", 2
+		sum, o, err := RunPayload(context.Background(), cfg, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return sum, o
+	}
+	sum, o := run()
+	if sum.Done != 2 || o["type"] != "FeatureCollection" || o["id"] != "pnec-test-payload" || o["process"] == nil {
+		t.Fatalf("got %+v and payload %v, want 2 done and the payload kept", sum, o)
+	}
+	feats := o["features"].([]any)
+	if len(feats) != 2 {
+		t.Fatalf("got %d features, want 2", len(feats))
+	}
+	for _, f := range feats {
+		item := f.(map[string]any)
+		// STAC 1.0.0's schema allows "collection" only beside a collection
+		// link; the convention's orchestrator adds that link when it
+		// publishes the Item into the collection the matchers named, so
+		// the Item is validated without the field.
+		plain := map[string]any{}
+		for k, v := range item {
+			if k != "collection" {
+				plain[k] = v
+			}
+		}
+		b, _ := json.Marshal(plain)
+		validateItem(t, b)
+		id := item["id"].(string)
+		want := map[string]string{"scene-a-20240601": "landcover-a", "scene-b-20240602": "landcover"}[id]
+		if item["collection"] != want {
+			t.Errorf("%s: collection %v, want %s", id, item["collection"], want)
+		}
+		day := "01"
+		if strings.HasPrefix(id, "scene-b") {
+			day = "02"
+		}
+		dest := filepath.Join(up, want, "2024", "06", day, id)
+		for key, a := range item["assets"].(map[string]any) {
+			href := a.(map[string]any)["href"].(string)
+			if filepath.Dir(href) != dest {
+				t.Errorf("%s asset %s: href %s, want under %s", id, key, href, dest)
+			} else if _, err := os.Stat(href); err != nil {
+				t.Errorf("%s asset %s: %v", id, key, err)
+			}
+		}
+		links := map[string][]string{}
+		for _, l := range item["links"].([]any) {
+			lm := l.(map[string]any)
+			links[lm["rel"].(string)] = append(links[lm["rel"].(string)], lm["href"].(string))
+		}
+		if self := links["self"]; len(self) != 1 || self[0] != filepath.Join(dest, id+".json") {
+			t.Errorf("%s: self %v, want the uploaded Item", id, self)
+		} else if _, err := os.Stat(self[0]); err != nil {
+			t.Errorf("%s: uploaded Item: %v", id, err)
+		}
+		if d := strings.Join(links["derived_from"], " "); !strings.Contains(d, "s3://vendor-bucket/"+id+".json") {
+			t.Errorf("%s: derived_from %v, want the input Item's self href", id, d)
+		}
+	}
+	sum, o = run()
+	if sum.Skipped != 2 || len(o["features"].([]any)) != 2 {
+		t.Errorf("rerun: %+v, %d features; want both skipped and both Items output", sum, len(o["features"].([]any)))
+	}
+}
+
+// TestRunPayloadFailures: a payload Item without a usable asset fails
+// alone (the others are in the output payload, the error is Run's); a
+// payload that is none, or asks for an unknown matcher, is refused.
+func TestRunPayloadFailures(t *testing.T) {
+	modelPath := tinyModel(t)
+	dir := t.TempDir()
+	bad := `{"type":"Feature","stac_version":"1.0.0","id":"no-data-asset","geometry":null,"properties":{"datetime":"2024-06-01T00:00:00Z"},"links":[],"assets":{"thumb":{"href":"t.png","roles":["thumbnail"]}}}`
+	path := testPayload(t, dir, filepath.Join(dir, "up"), bad)
+	f, _ := os.Open(path)
+	p, err := ReadPayload(f, path)
+	f.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, o, err := RunPayload(context.Background(), Config{ModelPath: modelPath, OutDir: filepath.Join(dir, "w"), Jobs: 1, Version: "test"}, p)
+	if !errors.Is(err, ErrScenesFailed) || len(o["features"].([]any)) != 2 {
+		t.Errorf("got %v and %d features, want the failure and the 2 good Items", err, len(o["features"].([]any)))
+	}
+	for _, tc := range []struct{ name, doc, want string }{
+		{"not a FeatureCollection", `{"type":"Feature"}`, "want FeatureCollection"},
+		{"no process", `{"type":"FeatureCollection","features":[]}`, "no process definition"},
+		{"tasks not an object", `{"type":"FeatureCollection","features":[],"process":[{"tasks":{"pnec":3}}]}`, "tasks.pnec is not an object"},
+	} {
+		p, err := ReadPayload(strings.NewReader(tc.doc), "")
+		if err == nil {
+			_, err = p.Parameters(DefaultTaskName)
+		}
+		if !errors.Is(err, ErrPayload) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: got %v, want ErrPayload saying %q", tc.name, err, tc.want)
+		}
+	}
+	p, _ = ReadPayload(strings.NewReader(`{"type":"FeatureCollection","features":[],"process":[{"collection_matchers":[{"type":"jsonpath","pattern":"$.properties.x","collection_name":"c"}]}]}`), "")
+	if _, err := p.collectionOf("x"); !errors.Is(err, ErrPayload) {
+		t.Errorf("an unsupported JSONPath: got %v, want ErrPayload", err)
+	}
+}
+
+func TestExpandTemplate(t *testing.T) {
+	item := map[string]any{"id": "S2A_1", "collection": "s2", "properties": map[string]any{
+		"datetime": "2020-07-16T10:15:30Z", "mgrs:utm_zone": 31.0, "grid:code": "MGRS-31TDH"}}
+	for tmpl, want := range map[string]string{
+		"s3://b/${collection}/${year}/${month}/${day}/${id}": "s3://b/s2/2020/07/16/S2A_1",
+		"/out/${mgrs:utm_zone}/${grid:code}/${date}":         "/out/31/MGRS-31TDH/2020-07-16",
+	} {
+		if got, err := expandTemplate(tmpl, item); err != nil || got != want {
+			t.Errorf("%s: got %q, %v, want %q", tmpl, got, err, want)
+		}
+	}
+	if _, err := expandTemplate("/out/${platform}", item); !errors.Is(err, ErrPayload) || !strings.Contains(err.Error(), "has no platform") {
+		t.Errorf("missing variable: got %v", err)
+	}
+}
