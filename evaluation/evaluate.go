@@ -12,7 +12,9 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/pnec/pnec/geo"
 	"github.com/pnec/pnec/model"
+	"github.com/pnec/pnec/spectral"
 	"github.com/pnec/pnec/tiling"
 )
 
@@ -28,6 +30,12 @@ type EvalOptions struct {
 	// TopFraction is the share of most uncertain pixels for the top-recall
 	// column (0 = DefaultTopFraction).
 	TopFraction float64
+	// ResampleBands computes the model's bands from a scene whose bands are
+	// not the model's (see model.Model.BandPlan) instead of refusing it.
+	ResampleBands bool
+	// Radiometry says what the scene's values measure when the scene does
+	// not say; the scene's own statement wins.
+	Radiometry spectral.Radiometry
 }
 
 // ReliabilityScore is one reliability candidate's row of the paper's
@@ -61,6 +69,10 @@ type Evaluation struct {
 	FinalRecovered bool
 	Reliability    []ReliabilityScore
 	InferenceTime  time.Duration // the network's Predict call (Evaluate: the first, compiling one)
+	// Warnings are what reading the scene assumed or converted (a scene
+	// without wavelengths taken band for band, a reflectance scale
+	// converted), one sentence each.
+	Warnings []string
 }
 
 // Final is the accuracy of the labels a product would carry.
@@ -72,15 +84,33 @@ func (e Evaluation) Final() model.Accuracy {
 }
 
 // EvaluateFiles reads a scene and its labels and evaluates m on them.
+// The scene's bands are checked against the model's and made into the
+// model's (model.Model.BandPlan); the plan's warnings are in the
+// Evaluation.
 func EvaluateFiles(ctx context.Context, m *model.Model, scene, labels string, opts EvalOptions) (Evaluation, error) {
-	in, err := readInputs(ctx, scene, labels)
+	var warnings []string
+	plan := func(info geo.Info) (*spectral.Plan, error) {
+		rad := info.Radiometry
+		if !rad.Known() {
+			rad = opts.Radiometry
+		}
+		p, err := m.BandPlan(info.BandSet(), rad, opts.ResampleBands)
+		if err != nil {
+			return nil, err
+		}
+		warnings = p.Warnings
+		return &p, nil
+	}
+	in, err := readInputs(ctx, scene, labels, plan)
 	if err != nil {
 		return Evaluation{}, err
 	}
 	if err := m.CheckBands(scene, in.scene.Bands); err != nil {
 		return Evaluation{}, err
 	}
-	return Evaluate(ctx, m, in.scene, in.labels, opts)
+	ev, err := Evaluate(ctx, m, in.scene, in.labels, opts)
+	ev.Warnings = warnings
+	return ev, err
 }
 
 // Evaluate runs m on s and scores it against labels (class values,
@@ -344,6 +374,9 @@ func (e Evaluation) WriteText(w io.Writer) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "model %s (ablation %s), backend %s, inference %.2f s (network compilation included)\n",
 		short(e.ModelChecksum), e.Ablation, e.Backend, e.InferenceTime.Seconds())
+	for _, w := range e.Warnings {
+		fmt.Fprintf(&b, "note: %s\n", w)
+	}
 	fmt.Fprintf(&b, "test pixels: %d (labelled valid pixels; %d training pixels left out)\n\n", e.TestPixels, e.TrainPixelsExcluded)
 	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintf(tw, "metric (%%)\twithout recovery\twith recovery (window %d, eta %g)\t\n", e.Recovery.Window, e.Recovery.Eta)
@@ -481,11 +514,12 @@ func (e Evaluation) WriteJSON(w io.Writer) error {
 		FinalRecovered bool                 `json:"final_with_recovery"`
 		Reliability    []relJSON            `json:"reliability"`
 		InferenceS     float64              `json:"inference_seconds"`
+		Warnings       []string             `json:"warnings,omitempty"`
 	}{
 		Model: e.ModelChecksum, Backend: e.Backend, Ablation: string(e.Ablation), Classes: toClassesJSON(e.Classes),
 		Rows: e.Rows, Cols: e.Cols, TestPixels: e.TestPixels, TrainExcluded: e.TrainPixelsExcluded,
 		Recovery: e.Recovery, Raw: toAccuracyJSON(e.Raw), Recovered: toAccuracyJSON(e.Recovered),
-		FinalRecovered: e.FinalRecovered, InferenceS: e.InferenceTime.Seconds(),
+		FinalRecovered: e.FinalRecovered, InferenceS: e.InferenceTime.Seconds(), Warnings: e.Warnings,
 	}
 	for _, r := range e.Reliability {
 		out.Reliability = append(out.Reliability, relJSON{Kind: string(r.Kind), Default: r.Default,

@@ -120,7 +120,7 @@ func variantLabel(v model.Ablation) string {
 
 // RunExperimentFiles reads the scene, labels and optional fixed split and runs the experiment.
 func RunExperimentFiles(ctx context.Context, scene, labels, trainMask string, opts ExperimentOptions) (Experiment, error) {
-	in, err := readInputs(ctx, scene, labels)
+	in, err := readInputs(ctx, scene, labels, nil)
 	if err != nil {
 		return Experiment{}, err
 	}

@@ -15,26 +15,95 @@ import (
 
 	"github.com/pnec/pnec/geo"
 	"github.com/pnec/pnec/model"
+	"github.com/pnec/pnec/spectral"
 )
 
-// ReadScene reads every band of the scene named name (any GDAL dataset name)
-// into memory, as the network takes it for training and evaluation.
+// ReadScene reads the scene named name (any GDAL dataset name, or a
+// product pnec reads: see package geo) into memory as the network takes it
+// for training: every band the scene does not declare bad, in order (the
+// bad ones are left out without making any pixel invalid). Info describes
+// all of the scene's bands; BandRecordOf(info) says which were kept.
 func ReadScene(ctx context.Context, name string) (model.Scene, geo.Info, error) {
+	return readScene(ctx, name, func(info geo.Info) (*spectral.Plan, error) { return trainPlan(info), nil })
+}
+
+// readScene reads a scene through the band plan plan gives for it (nil:
+// every band as it is).
+func readScene(ctx context.Context, name string, plan func(geo.Info) (*spectral.Plan, error)) (model.Scene, geo.Info, error) {
 	ds, err := geo.Open(name)
 	if err != nil {
 		return model.Scene{}, geo.Info{}, err
 	}
 	defer ds.Close()
 	info := ds.Info()
+	p, err := plan(info)
+	if err != nil {
+		return model.Scene{}, info, fmt.Errorf("%s: %w", name, err)
+	}
+	if p != nil && !p.Identity(info.Bands) {
+		if err := ds.SetBandPlan(p); err != nil {
+			return model.Scene{}, info, err
+		}
+	}
 	b, err := ds.ReadWindow(ctx, geo.Window{Cols: info.Cols, Rows: info.Rows})
 	if err != nil {
 		return model.Scene{}, info, err
 	}
-	s := model.Scene{Rows: info.Rows, Cols: info.Cols, Bands: info.Bands, Data: b.Data, Valid: b.Valid}
-	if info.WavelengthsNM != nil {
-		s.WavelengthsNM = info.WavelengthsNM
+	s := model.Scene{Rows: info.Rows, Cols: info.Cols, Bands: b.Bands, Data: b.Data, Valid: b.Valid}
+	// Centres only when every band read has one (a model records all or
+	// none; JSON has no NaN).
+	switch bs := info.BandSet(); {
+	case p == nil || p.Identity(info.Bands):
+		if bs.HasCentres() {
+			s.WavelengthsNM = bs.CentresNM
+		}
+	case p.Weights == nil:
+		if sub := bs.Subset(p.Read); sub.HasCentres() {
+			s.WavelengthsNM = sub.CentresNM
+		}
 	}
 	return s, info, nil
+}
+
+// trainPlan is the selection of the bands a scene does not declare bad
+// (nil when it declares none).
+func trainPlan(info geo.Info) *spectral.Plan {
+	good := info.BandSet().Good()
+	if len(good) == info.Bands || len(good) == 0 {
+		return nil
+	}
+	return &spectral.Plan{Read: good, Out: len(good)}
+}
+
+// BandRecordOf is what a model trained on a scene of info records of its
+// bands: the widths of the bands it keeps (those not declared bad), which
+// they are when it leaves some out, the bad ones, the wavelength units and
+// the radiometry.
+func BandRecordOf(info geo.Info) model.BandRecord {
+	bs := info.BandSet()
+	good := bs.Good()
+	rec := model.BandRecord{WavelengthUnits: info.WavelengthUnits, Radiometry: info.Radiometry}
+	if bs.FWHMNM != nil && bs.HasCentres() {
+		// Widths only when every band kept has one (all or none).
+		sub := bs.Subset(good)
+		all := true
+		for i := range sub.Bands {
+			_, ok := sub.FWHM(i)
+			all = all && ok
+		}
+		if all {
+			rec.FWHMNM = sub.FWHMNM
+		}
+	}
+	if len(good) < info.Bands && len(good) > 0 {
+		rec.SceneBands, rec.BandsUsed = info.Bands, good
+		for i, bad := range info.BadBands {
+			if bad {
+				rec.BadBands = append(rec.BadBands, i)
+			}
+		}
+	}
+	return rec
 }
 
 // ErrLabels is returned (wrapped) when a label raster cannot serve as labels
@@ -137,6 +206,9 @@ type TrainRequest struct {
 	// values, 0 elsewhere): a fixed split instead of the seeded one.
 	TrainMask string
 	Options   model.TrainOptions
+	// Radiometry, when known, says what the scene's values measure where
+	// the scene does not (it overrides the scene's own statement).
+	Radiometry spectral.Radiometry
 }
 
 // TrainResult describes a finished training run.
@@ -154,11 +226,15 @@ type TrainResult struct {
 // fits a model on them.
 func Train(ctx context.Context, req TrainRequest) (TrainResult, error) {
 	start := time.Now()
-	in, err := readInputs(ctx, req.Scene, req.Labels)
+	in, err := readInputs(ctx, req.Scene, req.Labels, nil)
 	if err != nil {
 		return TrainResult{}, err
 	}
 	opts := req.Options
+	opts.Bands = BandRecordOf(in.info)
+	if req.Radiometry.Known() {
+		opts.Bands.Radiometry = req.Radiometry
+	}
 	if opts.Provenance == (model.Provenance{}) {
 		opts.Provenance = model.Provenance{Scene: absIfFile(req.Scene), Labels: absIfFile(req.Labels), TrainMask: absIfFile(req.TrainMask)}
 	}
@@ -188,9 +264,14 @@ type inputs struct {
 	labels []int32
 }
 
-// readInputs reads a scene and its label raster and checks that they match.
-func readInputs(ctx context.Context, scene, labels string) (inputs, error) {
-	s, info, err := ReadScene(ctx, scene)
+// readInputs reads a scene and its label raster and checks that they
+// match. The scene is read through the band plan plan gives for it; nil
+// reads it for training (ReadScene).
+func readInputs(ctx context.Context, scene, labels string, plan func(geo.Info) (*spectral.Plan, error)) (inputs, error) {
+	if plan == nil {
+		plan = func(info geo.Info) (*spectral.Plan, error) { return trainPlan(info), nil }
+	}
+	s, info, err := readScene(ctx, scene, plan)
 	if err != nil {
 		return inputs{}, err
 	}

@@ -5,9 +5,12 @@ package geo
 // product writer) and config.go.
 
 import (
+	"math"
+
 	"github.com/paulmach/orb"
 
 	"github.com/pnec/pnec/grid"
+	"github.com/pnec/pnec/spectral"
 )
 
 // Window is a rectangle of pixels: Col, Row is its top-left corner (0-based),
@@ -46,22 +49,55 @@ type Info struct {
 	// WavelengthsNM are band centre wavelengths in nanometres; nil when the
 	// scene does not say, NaN for single bands it does not say for.
 	WavelengthsNM []float64
+	// FWHMNM are the bands' full widths at half maximum in nanometres, as
+	// WavelengthsNM (nil when the scene does not say).
+	FWHMNM []float64
+	// BadBands marks bands the scene declares unusable (ENVI bbl 0, a
+	// product's bad-band flags); nil when it declares none.
+	BadBands []bool
+	// WavelengthUnits are the units the scene states its wavelengths in
+	// ("" when it states none); WavelengthsNM are converted to nm.
+	WavelengthUnits string
+	// SpectralSource says where the band centres came from: "ENVI
+	// header", "band metadata", "IMAGERY metadata", or a product's own
+	// metadata ("EnMAP METADATA.XML", ...); "" when none.
+	SpectralSource string
+	// Radiometry is what the values measure once Scale and Offset are
+	// applied (zero when the scene does not say).
+	Radiometry spectral.Radiometry
+	// Product names the provider's product the scene was read as ("EnMAP
+	// L2A", "EMIT L2A RFL", ...); "" for a plain raster.
+	Product string
+	// Scale and Offset are applied to each band's samples when reading
+	// (GDAL's band scale/offset, or the product's gains); 1 and 0 where none.
+	Scale, Offset []float64
 	BandNames     []string // per band descriptions ("" when none)
 	// FootprintWGS84 is the scene outline in lon/lat (EPSG:4326, x=lon), nil without a CRS.
 	FootprintWGS84 orb.Polygon
 	// Metadata is the default-domain dataset metadata, plus an ENVI header's
 	// "acquisition time" as MetaENVIAcquisitionTime.
 	Metadata map[string]string
-	// Scale and Offset are the bands' scale and offset (value = DN*Scale +
-	// Offset), which every read applies; nil when every band has none
-	// (scale 1, offset 0).
-	Scale, Offset []float64
 	// VRTSources is the number of source elements in a VRT's bands (all
 	// bands, top level: not those of VRTs it names), 0 for other drivers.
 	// GDAL keeps an object per source while the dataset is open, which the
 	// memory plan counts (a mosaic of 552 sources in each of 200 bands held
 	// about 380 MB before a pixel was read).
 	VRTSources int
+}
+
+// BandSet is the scene's spectral identity as package spectral compares it.
+func (in Info) BandSet() spectral.BandSet {
+	b := spectral.BandSet{Bands: in.Bands, CentresNM: in.WavelengthsNM, FWHMNM: in.FWHMNM, Bad: in.BadBands}
+	if b.FWHMNM != nil {
+		known := false
+		for _, f := range b.FWHMNM {
+			known = known || (f > 0 && !math.IsNaN(f))
+		}
+		if !known {
+			b.FWHMNM = nil
+		}
+	}
+	return b
 }
 
 // MetaENVIAcquisitionTime is the Info.Metadata key of an ENVI header's
@@ -99,6 +135,7 @@ type RasterSpec struct {
 	NoData          *float64 // same nodata for every band; nil for none
 	BandNames       []string // band descriptions; nil or one per band
 	WavelengthsNM   []float64
+	FWHMNM          []float64         // band widths, nm; nil or one per band (written beside the wavelengths)
 	Metadata        map[string]string // default-domain dataset metadata
 	CreationOptions []string          // KEY=VALUE, GDAL GTiff creation options overriding the defaults
 }

@@ -91,6 +91,9 @@ func CreateGeoTIFF(path string, spec RasterSpec) (*RasterWriter, error) {
 	if spec.WavelengthsNM != nil && len(spec.WavelengthsNM) != spec.Bands {
 		return nil, fmt.Errorf("create %s: %d wavelengths for %d bands", path, len(spec.WavelengthsNM), spec.Bands)
 	}
+	if spec.FWHMNM != nil && len(spec.FWHMNM) != spec.Bands {
+		return nil, fmt.Errorf("create %s: %d band widths for %d bands", path, len(spec.FWHMNM), spec.Bands)
+	}
 	dt, err := spec.DataType.godal()
 	if err != nil {
 		return nil, fmt.Errorf("create %s: %w", path, err)
@@ -196,6 +199,13 @@ func (w *RasterWriter) describe() error {
 				return fmt.Errorf("band %d: %w", i+1, err)
 			}
 			um := map[string]string{"CENTRAL_WAVELENGTH_UM": strconv.FormatFloat(nm/1000, 'g', -1, 64)}
+			if s.FWHMNM != nil && s.FWHMNM[i] > 0 {
+				md["fwhm"] = strconv.FormatFloat(s.FWHMNM[i], 'g', -1, 64)
+				um["FWHM_UM"] = strconv.FormatFloat(s.FWHMNM[i]/1000, 'g', -1, 64)
+				if err := setMetadata(b, md, ""); err != nil {
+					return fmt.Errorf("band %d: %w", i+1, err)
+				}
+			}
 			if err := setMetadata(b, um, "IMAGERY"); err != nil {
 				return fmt.Errorf("band %d: %w", i+1, err)
 			}

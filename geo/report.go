@@ -31,12 +31,27 @@ type Report struct {
 	// ValidEstimated: valid_fraction comes from a sample, not every pixel.
 	ValidEstimated bool       `json:"valid_fraction_estimated,omitempty"`
 	WavelengthsNM  []*float64 `json:"wavelengths_nm"` // null when the scene says none
-	// Scale and Offset are the bands' scale and offset, applied on every
-	// read (value = DN*scale + offset); absent when no band has one.
-	Scale     []float64         `json:"scale,omitempty"`
-	Offset    []float64         `json:"offset,omitempty"`
+	FWHMNM         []*float64 `json:"fwhm_nm"`        // null when the scene says none
+	// BadBands are the bands (1-based) the scene declares bad; empty when none.
+	BadBands        []int  `json:"bad_bands"`
+	WavelengthUnits string `json:"wavelength_units,omitempty"`
+	SpectralSource  string `json:"spectral_source,omitempty"`
+	// Product names the provider's product the scene was read as.
+	Product    string            `json:"product,omitempty"`
+	Radiometry *RadiometryReport `json:"radiometry"` // null when the scene does not say
+	// Scale and Offset are what reading applies to each band's samples;
+	// null when every band has scale 1 and offset 0.
+	Scale     []float64         `json:"scale"`
+	Offset    []float64         `json:"offset"`
 	BandNames []string          `json:"band_names"`
 	Metadata  map[string]string `json:"metadata,omitempty"`
+}
+
+// RadiometryReport says what a scene's values measure.
+type RadiometryReport struct {
+	Quantity string  `json:"quantity"`        // reflectance or radiance
+	Scale    float64 `json:"scale,omitempty"` // the value of reflectance 1
+	Units    string  `json:"units,omitempty"`
 }
 
 // CRSReport names a scene's CRS.
@@ -52,7 +67,7 @@ func NewReport(in Info) Report {
 	rep := Report{
 		Name: in.Name, Driver: in.Driver, Cols: in.Cols, Rows: in.Rows, Bands: in.Bands,
 		DataType: in.DataType, BandNames: in.BandNames, Metadata: in.Metadata,
-		NoData: make([]*float64, in.Bands), Scale: in.Scale, Offset: in.Offset,
+		NoData: make([]*float64, in.Bands),
 	}
 	for i := range rep.NoData {
 		if in.HasNoData[i] && !math.IsNaN(in.NoData[i]) {
@@ -70,16 +85,39 @@ func NewReport(in Info) Report {
 	if in.FootprintWGS84 != nil {
 		rep.Footprint = geojson.NewGeometry(in.FootprintWGS84)
 	}
-	if in.WavelengthsNM != nil {
-		rep.WavelengthsNM = make([]*float64, len(in.WavelengthsNM))
-		for i, w := range in.WavelengthsNM {
-			if !math.IsNaN(w) {
-				v := w
-				rep.WavelengthsNM[i] = &v
-			}
+	rep.WavelengthsNM, rep.FWHMNM = optional(in.WavelengthsNM), optional(in.BandSet().FWHMNM)
+	rep.BadBands = []int{}
+	for i, bad := range in.BadBands {
+		if bad {
+			rep.BadBands = append(rep.BadBands, i+1)
+		}
+	}
+	rep.WavelengthUnits, rep.SpectralSource, rep.Product = in.WavelengthUnits, in.SpectralSource, in.Product
+	if r := in.Radiometry; r.Known() {
+		rep.Radiometry = &RadiometryReport{Quantity: r.Quantity, Scale: r.Scale, Units: r.Units}
+	}
+	for i := range in.Scale {
+		if in.Scale[i] != 1 || (i < len(in.Offset) && in.Offset[i] != 0) {
+			rep.Scale, rep.Offset = in.Scale, in.Offset
+			break
 		}
 	}
 	return rep
+}
+
+// optional turns per-band values into JSON numbers, null for NaN; nil for nil.
+func optional(v []float64) []*float64 {
+	if v == nil {
+		return nil
+	}
+	out := make([]*float64, len(v))
+	for i, w := range v {
+		if !math.IsNaN(w) && w > 0 {
+			x := w
+			out[i] = &x
+		}
+	}
+	return out
 }
 
 // crsName is the name in the WKT's root node (PROJCRS["WGS 84 / UTM zone 31N", ...).
@@ -160,8 +198,33 @@ func (r Report) WriteText(w io.Writer) error {
 	if r.Scale != nil {
 		line("scale/offset", "%s (value = DN x scale + offset, applied on read)", scaleText(r.Scale, r.Offset))
 	}
+	if r.Product != "" {
+		line("product", "%s", r.Product)
+	}
 	if r.WavelengthsNM != nil {
-		line("wavelengths", "%s", wavelengthText(r.WavelengthsNM))
+		w := wavelengthText(r.WavelengthsNM)
+		if r.SpectralSource != "" {
+			w += " (from the " + r.SpectralSource + ")"
+		}
+		line("wavelengths", "%s", w)
+	} else {
+		line("wavelengths", "none (the model's band count is all pnec can check)")
+	}
+	if r.FWHMNM != nil {
+		line("fwhm", "%s", fwhmText(r.FWHMNM))
+	}
+	if len(r.BadBands) > 0 {
+		line("bad bands", "%d: %s (left out of training and classification)", len(r.BadBands), listText(r.BadBands, strconv.Itoa))
+	}
+	switch {
+	case r.Radiometry == nil:
+		line("radiometry", "not stated")
+	case r.Radiometry.Quantity == "reflectance" && r.Radiometry.Scale > 0:
+		line("radiometry", "reflectance 0-%s", fmtNum(r.Radiometry.Scale))
+	case r.Radiometry.Units != "":
+		line("radiometry", "%s (%s)", r.Radiometry.Quantity, r.Radiometry.Units)
+	default:
+		line("radiometry", "%s", r.Radiometry.Quantity)
 	}
 	named := 0
 	for _, n := range r.BandNames {
@@ -222,6 +285,26 @@ func wavelengthText(ws []*float64) string {
 		return strconv.FormatFloat(*w, 'f', -1, 64)
 	})
 	return fmt.Sprintf("%d of %d bands, %s-%s nm: %s", n, len(ws), fmtNum(lo), fmtNum(hi), list)
+}
+
+// fwhmText is the band widths: one value when every band has it, else
+// as wavelengthText.
+func fwhmText(ws []*float64) string {
+	var first *float64
+	for _, w := range ws {
+		switch {
+		case w == nil:
+			return wavelengthText(ws)
+		case first == nil:
+			first = w
+		case *w != *first:
+			return wavelengthText(ws)
+		}
+	}
+	if first == nil {
+		return wavelengthText(ws)
+	}
+	return fmt.Sprintf("%s nm, every band", fmtNum(*first))
 }
 
 // listText joins items, eliding the middle of long lists.

@@ -3,14 +3,17 @@ package geo
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"os"
-	"strconv"
+	"slices"
 	"strings"
 
 	"github.com/airbusgeo/godal"
+
 	"github.com/pnec/pnec/internal/buffers"
+	"github.com/pnec/pnec/spectral"
 )
 
 // GDAL mask flags (gdal.h).
@@ -26,50 +29,170 @@ type Scene struct {
 	ds    *godal.Dataset
 	bands []godal.Band
 	info  Info
+	// cube, when set, reads the pixels instead of ds (products GDAL 3.6
+	// cannot read as a raster: see delivery.go); bands is then nil.
+	cube cubeReader
 
 	scale, offset []float32
-	identityScale bool
 	nodata        []float32 // per band, as the float32 the band's samples convert to
 	hasNoData     []bool
-	// allIntegerNoNoData: integer bands, no nodata, no mask: every pixel is valid.
-	allIntegerNoNoData bool
+	// nodataAll: a pixel is nodata only when every band read holds its
+	// nodata value (PRISMA's 0 DN), not when any one does.
+	nodataAll bool
 	// datasetMask is set when the dataset has one mask for all bands (internal
 	// mask, .msk, alpha); bandMask lists bands with their own mask otherwise.
 	datasetMask bool
 	bandMask    []int
-	// native is the one data type every band has when readPixels can read
-	// it as is (Byte, Int16, UInt16) and convert while transposing, else
-	// godal.Unknown (read as Float32 by GDAL).
-	native     godal.DataType
-	scratch    []float32 // band-sequential read buffers of readPixels, reused
-	scratchI16 []int16
-	scratchU16 []uint16
-	scratchU8  []uint8
+	// all reads every band unchanged; cur is what reads read now (all,
+	// or SetBandPlan's); good is all without the bands the scene declares
+	// bad, for the valid fraction when no plan is set.
+	all, cur, good readSpec
+	qualityMasks   []qualityMaskSource // added quality masks (AddQualityMask): non-zero = invalid
+	// productQualityMasks are the quality masks the product delivers
+	// (UseProductQualityMasks); usedQualityMasks names those applied.
+	productQualityMasks []productQualityMask
+	usedQualityMasks    string
+
+	scratch      []float32 // band-sequential read buffers of readPixels, reused
+	scratchI16   []int16
+	scratchU16   []uint16
+	scratchU8    []uint8
+	pixScratch   []float32 // read bands of a strip before a plan makes the output bands
+	validScratch []bool
 }
 
-// Open opens a scene by GDAL dataset name (a path, VRT, /vsi path, subdataset name).
+// readSpec is what a read reads: which bands, how their samples become
+// values, and how a pixel's values become the values a read returns.
+type readSpec struct {
+	bands              []int // 0-based bands read, in this order
+	scale, offset      []float32
+	identityScale      bool
+	nodata             []float32
+	hasNoData          []bool
+	bandMask           []int // positions in bands of bands with their own mask
+	allIntegerNoNoData bool  // integer bands, no nodata, no mask: every pixel is valid
+	native             godal.DataType
+	plan               *spectral.Plan   // nil: the read values are returned as they are
+	apply              spectral.Applier // plan compiled
+	out                int              // values per returned pixel
+}
+
+// transforms reports whether the returned values differ from the read ones.
+func (r *readSpec) transforms() bool {
+	return r.plan != nil && (r.plan.Weights != nil || (r.plan.Gain != 0 && r.plan.Gain != 1))
+}
+
+// spec builds the readSpec of the 0-based bands, returned through plan (nil: as read).
+func (s *Scene) spec(bands []int, plan *spectral.Plan) readSpec {
+	r := readSpec{bands: bands, plan: plan, out: len(bands), identityScale: true, allIntegerNoNoData: true,
+		scale: make([]float32, len(bands)), offset: make([]float32, len(bands)),
+		nodata: make([]float32, len(bands)), hasNoData: make([]bool, len(bands))}
+	if plan != nil {
+		r.out = plan.Out
+		r.apply = plan.Compile()
+	}
+	for k, b := range bands {
+		r.scale[k], r.offset[k] = s.scale[b], s.offset[b]
+		r.nodata[k], r.hasNoData[k] = s.nodata[b], s.hasNoData[b]
+		if r.scale[k] != 1 || r.offset[k] != 0 {
+			r.identityScale = false
+		}
+		if r.hasNoData[k] {
+			r.allIntegerNoNoData = false
+		}
+		if slices.Contains(s.bandMask, b) {
+			r.bandMask = append(r.bandMask, k)
+		}
+	}
+	if s.datasetMask || len(r.bandMask) > 0 || len(s.qualityMasks) > 0 || s.cube != nil {
+		r.allIntegerNoNoData = false
+	}
+	r.native = godal.Unknown
+	if s.cube == nil && len(bands) > 0 {
+		r.native = s.bands[bands[0]].Structure().DataType
+		for _, b := range bands {
+			t := s.bands[b].Structure().DataType
+			if t == godal.Float32 || t == godal.Float64 {
+				r.allIntegerNoNoData = false
+			}
+			if t != r.native || (t != godal.Byte && t != godal.Int16 && t != godal.UInt16) {
+				r.native = godal.Unknown
+			}
+		}
+	}
+	return r
+}
+
+// allBands is 0, 1, ..., n-1.
+func allBands(n int) []int {
+	out := make([]int, n)
+	for i := range out {
+		out[i] = i
+	}
+	return out
+}
+
+// setSpecs makes the default read specs after the bands' properties are known.
+func (s *Scene) setSpecs() {
+	s.all = s.spec(allBands(len(s.scale)), nil)
+	s.cur = s.all
+	good := s.info.BandSet().Good()
+	if len(good) == len(s.scale) || len(good) == 0 {
+		s.good = s.all
+	} else {
+		s.good = s.spec(good, nil)
+	}
+}
+
+// SetBandPlan makes every later read return the bands plan makes of the
+// scene's (a selection, a resampling matrix, a gain: spectral.Match):
+// only the bands plan.Read are read, only they decide whether a pixel is
+// valid (so bands left out, such as bad bands, never invalidate one), and
+// a Block then has plan.Out values per pixel. A nil plan restores reading
+// every band unchanged.
+func (s *Scene) SetBandPlan(plan *spectral.Plan) error {
+	if plan == nil {
+		s.cur = s.all
+		return nil
+	}
+	n := len(s.scale)
+	if len(plan.Read) == 0 || plan.Out <= 0 {
+		return fmt.Errorf("%s: empty band plan", s.name)
+	}
+	for _, b := range plan.Read {
+		if b < 0 || b >= n {
+			return fmt.Errorf("%s: band plan reads band %d of %d", s.name, b+1, n)
+		}
+	}
+	if plan.Weights != nil && len(plan.Weights) != plan.Out*len(plan.Read) {
+		return fmt.Errorf("%s: band plan has %d weights for %d x %d bands", s.name, len(plan.Weights), plan.Out, len(plan.Read))
+	}
+	if plan.Weights == nil && plan.Out != len(plan.Read) {
+		return fmt.Errorf("%s: band plan selects %d bands for %d", s.name, len(plan.Read), plan.Out)
+	}
+	p := *plan
+	s.cur = s.spec(slices.Clone(p.Read), &p)
+	return nil
+}
+
+// Bands is the number of values per pixel a read returns: the scene's
+// bands, or the band plan's (SetBandPlan).
+func (s *Scene) Bands() int { return s.cur.out }
+
+// Open opens a scene by GDAL dataset name (a path, VRT, /vsi path,
+// subdataset name), or a product pnec reads as its provider delivers it
+// (delivery.go: EnMAP L2A folders and ZIPs, EMIT, PRISMA, Tanager and
+// AVIRIS-3 NetCDF/HDF5 files; DESIS GeoTIFFs get their ENVI header).
 // Every band must have a real (not complex) data type.
 func Open(name string) (*Scene, error) {
 	register()
 	if err := CheckRegular(name); err != nil {
 		return nil, fmt.Errorf("open %s: %w", name, err)
 	}
-	// SiblingFiles() with no names restores GDAL's own sidecar probing
-	// (.hdr of ENVI, .aux.xml, .ovr, .msk), which godal turns off by default.
-	ds, err := godal.Open(name, godal.RasterOnly(), godal.SiblingFiles(), errh)
-	if err != nil {
-		err = tidy(err)
-		if strings.HasPrefix(err.Error(), name+": ") { // GDAL named it already
-			return nil, fmt.Errorf("open %w", err)
-		}
-		return nil, fmt.Errorf("open %s: %w", name, err)
+	if s, ok, err := openProduct(name); ok {
+		return s, err
 	}
-	s := &Scene{name: name, ds: ds}
-	if err := s.load(); err != nil {
-		ds.Close(errh)
-		return nil, err
-	}
-	return s, nil
+	return openGDAL(name, name)
 }
 
 // vrtSourceTags open the source elements of a VRT band.
@@ -121,6 +244,29 @@ func CheckRegular(name string) error {
 	return fmt.Errorf("%w: %s", ErrNotRegular, kind)
 }
 
+// openGDAL opens the GDAL dataset path as the scene called name.
+func openGDAL(name, path string) (*Scene, error) {
+	// SiblingFiles() with no names restores GDAL's own sidecar probing
+	// (.hdr of ENVI, .aux.xml, .ovr, .msk), which godal turns off by default.
+	ds, err := godal.Open(path, godal.RasterOnly(), godal.SiblingFiles(), errh)
+	if err != nil {
+		err = tidy(err)
+		if strings.HasPrefix(err.Error(), path+": ") { // GDAL named it already
+			return nil, fmt.Errorf("open %w", err)
+		}
+		return nil, fmt.Errorf("open %s: %w", name, err)
+	}
+	s := &Scene{name: name, ds: ds}
+	if err := s.load(); err != nil {
+		ds.Close(errh)
+		return nil, err
+	}
+	if s.info.Driver == "VRT" {
+		s.info.VRTSources = countVRTSources(path)
+	}
+	return s, nil
+}
+
 func (s *Scene) load() error {
 	s.bands = s.ds.Bands()
 	if len(s.bands) == 0 {
@@ -150,9 +296,6 @@ func (s *Scene) load() error {
 		BandNames: make([]string, len(s.bands)),
 		Metadata:  s.ds.Metadatas(),
 	}
-	if in.Driver == "VRT" {
-		in.VRTSources = countVRTSources(s.name)
-	}
 	// An ENVI header's acquisition time is in GDAL's ENVI domain; it is the
 	// scene's acquisition time, which products' STAC Items carry.
 	if v, ok := s.ds.Metadatas(godal.Domain("ENVI"))["acquisition_time"]; ok {
@@ -166,7 +309,7 @@ func (s *Scene) load() error {
 	n := len(s.bands)
 	s.scale, s.offset = make([]float32, n), make([]float32, n)
 	s.nodata, s.hasNoData = make([]float32, n), make([]bool, n)
-	s.identityScale = true
+	in.Scale, in.Offset = make([]float64, n), make([]float64, n)
 	var types []string
 	perDatasetMask := false
 	for i, b := range s.bands {
@@ -185,20 +328,9 @@ func (s *Scene) load() error {
 		if bs.Scale == 0 { // some drivers report 0 for "unset"
 			s.scale[i] = 1
 		}
-		if s.scale[i] != 1 || s.offset[i] != 0 {
-			s.identityScale = false
-			if in.Scale == nil {
-				in.Scale, in.Offset = make([]float64, n), make([]float64, n)
-				for j := range in.Scale {
-					in.Scale[j] = 1
-				}
-			}
-		}
-		if in.Scale != nil {
-			in.Scale[i], in.Offset[i] = bs.Scale, bs.Offset
-			if bs.Scale == 0 {
-				in.Scale[i] = 1
-			}
+		in.Scale[i], in.Offset[i] = bs.Scale, bs.Offset
+		if bs.Scale == 0 {
+			in.Scale[i] = 1
 		}
 		if nd, ok := b.NoData(); ok {
 			in.NoData[i], in.HasNoData[i] = nd, true
@@ -215,20 +347,8 @@ func (s *Scene) load() error {
 		}
 	}
 	s.datasetMask = perDatasetMask
-	s.allIntegerNoNoData = !perDatasetMask && len(s.bandMask) == 0
-	for i, b := range s.bands {
-		if t := b.Structure().DataType; t == godal.Float32 || t == godal.Float64 || s.hasNoData[i] {
-			s.allIntegerNoNoData = false
-		}
-	}
 	if perDatasetMask {
 		s.bandMask = nil
-	}
-	s.native = s.bands[0].Structure().DataType
-	for _, b := range s.bands {
-		if t := b.Structure().DataType; t != s.native || (t != godal.Byte && t != godal.Int16 && t != godal.UInt16) {
-			s.native = godal.Unknown
-		}
 	}
 	in.DataType = strings.Join(types, ",")
 	if gt, err := s.ds.GeoTransform(errh); err == nil {
@@ -248,12 +368,14 @@ func (s *Scene) load() error {
 			in.FootprintWGS84 = fp
 		}
 	}
-	wl, err := s.wavelengths()
-	if err != nil {
-		return fmt.Errorf("%s: wavelengths: %w", s.name, err)
+	if err := s.readSpectral(&in); err != nil {
+		return fmt.Errorf("%s: %w", s.name, err)
 	}
-	in.WavelengthsNM = wl
+	if err := s.readSidecars(&in); err != nil {
+		return fmt.Errorf("%s: %w", s.name, err)
+	}
 	s.info = in
+	s.setSpecs()
 	return nil
 }
 
@@ -287,53 +409,6 @@ func lookupFold(md map[string]string, key string) (string, bool) {
 	return "", false
 }
 
-// wavelengths gathers per-band centre wavelengths in nm from, in order:
-// GDAL 3.10 IMAGERY band metadata (CENTRAL_WAVELENGTH_UM), band metadata
-// "wavelength"/"wavelength_units" (what the ENVI driver and pnec's writer
-// set), and the dataset's ENVI-domain "wavelength" list. Bands the scene
-// says nothing about are NaN; nil when no band has one.
-func (s *Scene) wavelengths() ([]float64, error) {
-	n := len(s.bands)
-	out := make([]float64, n)
-	found := 0
-	for i, b := range s.bands {
-		out[i] = math.NaN()
-		if v, ok := lookupFold(b.Metadatas(godal.Domain("IMAGERY")), "CENTRAL_WAVELENGTH_UM"); ok {
-			if x, err := strconv.ParseFloat(strings.TrimSpace(v), 64); err == nil {
-				out[i] = x * 1000
-				found++
-				continue
-			}
-		}
-		md := b.Metadatas()
-		if v, ok := lookupFold(md, "wavelength"); ok {
-			x, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
-			if err != nil {
-				return nil, fmt.Errorf("band %d wavelength %q: %w", i+1, v, err)
-			}
-			unit, _ := lookupFold(md, "wavelength_units")
-			out[i] = toNM([]float64{x}, unit)[0]
-			found++
-		}
-	}
-	if found == 0 {
-		envi := s.ds.Metadatas(godal.Domain("ENVI"))
-		if v, ok := lookupFold(envi, "wavelength"); ok {
-			vals, err := parseNumberList(v)
-			if err != nil {
-				return nil, err
-			}
-			if len(vals) != n {
-				return nil, fmt.Errorf("ENVI header lists %d wavelengths for %d bands", len(vals), n)
-			}
-			unit, _ := lookupFold(envi, "wavelength_units")
-			return toNM(vals, unit), nil
-		}
-		return nil, nil
-	}
-	return out, nil
-}
-
 // Info returns the scene's description.
 func (s *Scene) Info() Info { return s.info }
 
@@ -348,22 +423,23 @@ func (s *Scene) checkWindow(w Window) error {
 	return nil
 }
 
-// ReadWindow reads all bands of w. Only the blocks of the scene that
-// intersect w are read. Pixels that are invalid (any band nodata, NaN or
-// Inf, or masked by the dataset's mask) have Valid false and all their
-// Data values set to 0, so that they cannot spread NaN through a model.
+// ReadWindow reads all bands of w (or the band plan's, SetBandPlan). Only
+// the blocks of the scene that intersect w are read. Pixels that are
+// invalid (any band read nodata, NaN or Inf, or masked by the dataset's
+// mask or an added mask) have Valid false and all their Data values set to
+// 0, so that they cannot spread NaN through a model.
 func (s *Scene) ReadWindow(ctx context.Context, w Window) (Block, error) {
 	return s.ReadWindowInto(ctx, w, nil, nil)
 }
 
 // ReadWindowInto is ReadWindow into data and valid when they are long
-// enough for w (w.Cols*w.Rows*bands and w.Cols*w.Rows); shorter ones are
+// enough for w (w.Cols*w.Rows*Bands() and w.Cols*w.Rows); shorter ones are
 // replaced by new slices. A caller that reads tile after tile recycles the
 // previous tile's buffers this way: a fresh 400 MB tile buffer costs the
 // kernel's page zeroing on every tile (13% of a 200-band classify's CPU
 // time before, measured with perf).
 func (s *Scene) ReadWindowInto(ctx context.Context, w Window, data []float32, valid []bool) (Block, error) {
-	nb := len(s.bands)
+	nb := s.cur.out
 	data, valid = buffers.Resize(data, w.Cols*w.Rows*nb), buffers.Resize(valid, w.Cols*w.Rows)
 	if err := s.ReadWindowAt(ctx, w, data, valid, w.Cols); err != nil {
 		return Block{}, err
@@ -371,14 +447,14 @@ func (s *Scene) ReadWindowInto(ctx context.Context, w Window, data []float32, va
 	return Block{Window: w, Bands: nb, Data: data, Valid: valid}, nil
 }
 
-// ReadWindowAt reads all bands of w into a larger pixel-interleaved block
-// rowPixels wide, as ReadWindow would: pixel (r, c) of w goes to pixel
-// r*rowPixels + c of data (bands values each) and valid. Slice data and
-// valid to start at the pixel w's top-left goes to; they must reach its
-// bottom-right. A caller assembles a tile from parts this way (columns it
-// read before and columns read now) without a copy.
+// ReadWindowAt reads all bands of w (Bands() values per pixel) into a
+// larger pixel-interleaved block rowPixels wide, as ReadWindow would:
+// pixel (r, c) of w goes to pixel r*rowPixels + c of data and valid. Slice
+// data and valid to start at the pixel w's top-left goes to; they must
+// reach its bottom-right. A caller assembles a tile from parts this way
+// (columns it read before and columns read now) without a copy.
 func (s *Scene) ReadWindowAt(ctx context.Context, w Window, data []float32, valid []bool, rowPixels int) error {
-	if s.ds == nil {
+	if s.ds == nil && s.cube == nil {
 		return fmt.Errorf("read %s: %w", s.name, ErrClosed)
 	}
 	if err := ctx.Err(); err != nil {
@@ -387,7 +463,7 @@ func (s *Scene) ReadWindowAt(ctx context.Context, w Window, data []float32, vali
 	if err := s.checkWindow(w); err != nil {
 		return fmt.Errorf("read %s: %w", s.name, err)
 	}
-	nb := len(s.bands)
+	nb := s.cur.out
 	if n := (w.Rows-1)*rowPixels + w.Cols; rowPixels < w.Cols || len(valid) < n || len(data) < n*nb {
 		return fmt.Errorf("read %s window %v: buffer of %d pixels (rows %d wide) is too small", s.name, w, len(valid), rowPixels)
 	}
@@ -404,7 +480,7 @@ func (s *Scene) ReadWindowAt(ctx context.Context, w Window, data []float32, vali
 		r1 := min((r0/bh+1)*bh, w.Row+w.Rows)
 		sw := Window{Col: w.Col, Row: r0, Cols: w.Cols, Rows: r1 - r0}
 		off := (r0 - w.Row) * rowPixels
-		if err := s.readInto(sw, sw.Cols, sw.Rows, true, data[off*nb:], valid[off:], rowPixels); err != nil {
+		if err := s.readInto(&s.cur, sw, sw.Cols, sw.Rows, true, data[off*nb:], valid[off:], rowPixels); err != nil {
 			return err
 		}
 		r0 = r1
@@ -412,25 +488,72 @@ func (s *Scene) ReadWindowAt(ctx context.Context, w Window, data []float32, vali
 	return nil
 }
 
-// read reads window w of every band into a bufCols x bufRows buffer (GDAL
-// nearest-neighbour sampling when the buffer is smaller than w) and works
-// out each buffer pixel's validity; invalid pixels' values are zeroed, and
-// with scale true valid ones get the bands' scale and offset.
-func (s *Scene) read(w Window, bufCols, bufRows int, scale bool) ([]float32, []bool, error) {
-	nb := len(s.bands)
+// read reads window w of the bands of sp into a bufCols x bufRows buffer
+// (GDAL nearest-neighbour sampling when the buffer is smaller than w) and
+// works out each buffer pixel's validity; invalid pixels' values are
+// zeroed, and with scale true valid ones get the bands' scale and offset.
+func (s *Scene) read(sp *readSpec, w Window, bufCols, bufRows int, scale bool) ([]float32, []bool, error) {
 	npix := bufCols * bufRows
-	data, valid := make([]float32, npix*nb), make([]bool, npix)
-	if err := s.readInto(w, bufCols, bufRows, scale, data, valid, bufCols); err != nil {
+	data, valid := make([]float32, npix*sp.out), make([]bool, npix)
+	if err := s.readInto(sp, w, bufCols, bufRows, scale, data, valid, bufCols); err != nil {
 		return nil, nil, err
 	}
 	return data, valid, nil
 }
 
 // readInto is read into the caller's buffers: buffer pixel (r, c) goes to
-// pixel r*rowPixels + c of data (bands values each) and valid.
-func (s *Scene) readInto(w Window, bufCols, bufRows int, scale bool, data []float32, valid []bool, rowPixels int) error {
-	nb := len(s.bands)
-	if err := s.readPixels(w, bufCols, bufRows, data, rowPixels); err != nil {
+// pixel r*rowPixels + c of data (sp.out values each) and valid. A plan
+// that transforms the values reads the bands into a scratch strip first
+// and makes the returned values from the valid pixels' read ones.
+func (s *Scene) readInto(sp *readSpec, w Window, bufCols, bufRows int, scale bool, data []float32, valid []bool, rowPixels int) error {
+	if !sp.transforms() {
+		return s.readValues(sp, w, bufCols, bufRows, scale, data, valid, rowPixels)
+	}
+	nr, no := len(sp.bands), sp.out
+	// The read bands go through a scratch strip of at most
+	// transformScratchBytes (whole rows; a decimated read at once), so a
+	// plan adds little to the read's memory whatever the strip's height.
+	step := bufRows
+	if bufRows == w.Rows {
+		step = max(1, min(bufRows, transformScratchBytes/max(1, bufCols*nr*4)))
+	}
+	for r0 := 0; r0 < bufRows; r0 += step {
+		k := min(step, bufRows-r0)
+		part, prow := w, k
+		if bufRows == w.Rows {
+			part = Window{Col: w.Col, Row: w.Row + r0, Cols: w.Cols, Rows: k}
+		}
+		s.pixScratch = buffers.Resize(s.pixScratch, bufCols*prow*nr)
+		s.validScratch = buffers.Resize(s.validScratch, bufCols*prow)
+		tmp, tv := s.pixScratch, s.validScratch
+		if err := s.readValues(sp, part, bufCols, prow, scale, tmp, tv, bufCols); err != nil {
+			return err
+		}
+		for r := range prow {
+			for c := range bufCols {
+				i, o := r*bufCols+c, (r0+r)*rowPixels+c
+				valid[o] = tv[i]
+				out := data[o*no : (o+1)*no : (o+1)*no]
+				if !tv[i] {
+					clear(out)
+					continue
+				}
+				sp.apply.Apply(tmp[i*nr:(i+1)*nr], out)
+			}
+		}
+	}
+	return nil
+}
+
+// transformScratchBytes bounds the scratch strip of a band plan's read.
+var transformScratchBytes = 16 << 20
+
+// readValues reads the bands of sp (len(sp.bands) values per pixel) into
+// the caller's buffers: buffer pixel (r, c) goes to pixel r*rowPixels + c
+// of data and valid.
+func (s *Scene) readValues(sp *readSpec, w Window, bufCols, bufRows int, scale bool, data []float32, valid []bool, rowPixels int) error {
+	nb := len(sp.bands)
+	if err := s.readPixels(sp, w, bufCols, bufRows, data, rowPixels); err != nil {
 		return fmt.Errorf("read %s window %v: %w", s.name, w, tidy(err))
 	}
 	rowValid := func(r int) []bool { return valid[r*rowPixels : r*rowPixels+bufCols] }
@@ -441,8 +564,8 @@ func (s *Scene) readInto(w Window, bufCols, bufRows int, scale bool, data []floa
 			v[i] = true
 		}
 	}
-	applyScale := scale && !s.identityScale
-	if s.allIntegerNoNoData {
+	applyScale := scale && !sp.identityScale
+	if sp.allIntegerNoNoData {
 		// Integers cannot be NaN or Inf, and there is no nodata or mask:
 		// every pixel is valid, only the scale is left to apply.
 		if applyScale {
@@ -451,16 +574,66 @@ func (s *Scene) readInto(w Window, bufCols, bufRows int, scale bool, data []floa
 				for p := 0; p < bufCols; p++ {
 					px := d[p*nb : p*nb+nb : p*nb+nb]
 					for b := range px {
-						px[b] = px[b]*s.scale[b] + s.offset[b]
+						px[b] = px[b]*sp.scale[b] + sp.offset[b]
 					}
 				}
 			}
 		}
 		return nil
 	}
-	if s.datasetMask || len(s.bandMask) > 0 {
+	if err := s.applyMasks(sp, w, bufCols, bufRows, valid, rowPixels); err != nil {
+		return err
+	}
+	for r := range bufRows {
+		v, d := rowValid(r), rowData(r)
+		for p := range v {
+			px := d[p*nb : p*nb+nb : p*nb+nb]
+			ok := v[p]
+			if ok {
+				nodata := 0
+				for b, x := range px {
+					if math.IsNaN(float64(x)) || math.IsInf(float64(x), 0) {
+						ok = false
+						break
+					}
+					if sp.hasNoData[b] && x == sp.nodata[b] {
+						nodata++
+						if !s.nodataAll {
+							ok = false
+							break
+						}
+					}
+				}
+				if s.nodataAll && nodata == len(px) {
+					ok = false
+				}
+			}
+			if !ok {
+				v[p] = false
+				clear(px)
+				continue
+			}
+			if applyScale {
+				for b := range px {
+					px[b] = px[b]*sp.scale[b] + sp.offset[b]
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// applyMasks clears the validity of buffer pixels that the dataset's
+// mask, the read bands' own masks or an added quality mask
+// (AddQualityMask) mark invalid.
+func (s *Scene) applyMasks(sp *readSpec, w Window, bufCols, bufRows int, valid []bool, rowPixels int) error {
+	rowValid := func(r int) []bool { return valid[r*rowPixels : r*rowPixels+bufCols] }
+	if s.ds != nil && (s.datasetMask || len(sp.bandMask) > 0) {
 		m := make([]byte, bufCols*bufRows)
-		masks := s.bandMask
+		masks := make([]int, len(sp.bandMask))
+		for k, pos := range sp.bandMask {
+			masks[k] = sp.bands[pos]
+		}
 		if s.datasetMask {
 			masks = []int{0}
 		}
@@ -478,27 +651,19 @@ func (s *Scene) readInto(w Window, bufCols, bufRows int, scale bool, data []floa
 			}
 		}
 	}
-	for r := range bufRows {
-		v, d := rowValid(r), rowData(r)
-		for p := range v {
-			px := d[p*nb : p*nb+nb : p*nb+nb]
-			ok := v[p]
-			if ok {
-				for b, x := range px {
-					if math.IsNaN(float64(x)) || math.IsInf(float64(x), 0) || (s.hasNoData[b] && x == s.nodata[b]) {
-						ok = false
-						break
+	if len(s.qualityMasks) > 0 {
+		bad := make([]bool, bufCols*bufRows)
+		for _, m := range s.qualityMasks {
+			clear(bad)
+			if err := m.readQualityMask(w, bufCols, bufRows, bad); err != nil {
+				return fmt.Errorf("read %s quality mask %s window %v: %w", s.name, m.name(), w, err)
+			}
+			for r := range bufRows {
+				v := rowValid(r)
+				for c, b := range bad[r*bufCols : (r+1)*bufCols] {
+					if b {
+						v[c] = false
 					}
-				}
-			}
-			if !ok {
-				v[p] = false
-				clear(px)
-				continue
-			}
-			if applyScale {
-				for b := range px {
-					px[b] = px[b]*s.scale[b] + s.offset[b]
 				}
 			}
 		}
@@ -506,26 +671,31 @@ func (s *Scene) readInto(w Window, bufCols, bufRows int, scale bool, data []floa
 	return nil
 }
 
-// readPixels reads all bands of w into data, pixel-interleaved, buffer
-// pixel (r, c) at pixel r*rowPixels + c. GDAL writing a pixel-interleaved
-// buffer band by band strides over the whole buffer once per band (every
-// cache line, 200 times for 200 bands); reading band-sequential into a
-// scratch buffer and transposing it here in blocks of pixels that stay in
-// cache is faster: on 536 x 536 windows of a 2048 x 2048 x 200 Int16
-// DEFLATE VRT, 33-39 M samples/s became 52-59 M (2 shared cores, three runs
-// each). Bands of one integer type are read as that type and converted
-// while transposing, which spares GDAL's per-source conversion (and,
-// through a VRT, its temporary buffers).
-func (s *Scene) readPixels(w Window, bufCols, bufRows int, data []float32, rowPixels int) error {
-	nb := len(s.bands)
+// readPixels reads the bands of sp of window w into data,
+// pixel-interleaved, buffer pixel (r, c) at pixel r*rowPixels + c. GDAL
+// writing a pixel-interleaved buffer band by band strides over the whole
+// buffer once per band (every cache line, 200 times for 200 bands);
+// reading band-sequential into a scratch buffer and transposing it here in
+// blocks of pixels that stay in cache is faster: on 536 x 536 windows of a
+// 2048 x 2048 x 200 Int16 DEFLATE VRT, 33-39 M samples/s became 52-59 M (2
+// shared cores, three runs each). Bands of one integer type are read as
+// that type and converted while transposing, which spares GDAL's
+// per-source conversion (and, through a VRT, its temporary buffers).
+func (s *Scene) readPixels(sp *readSpec, w Window, bufCols, bufRows int, data []float32, rowPixels int) error {
+	nb := len(sp.bands)
 	npix := bufCols * bufRows
+	if s.cube != nil {
+		read := func(buf any) error { return s.cube.readBSQ(w, bufCols, bufRows, sp.bands, buf.([]float32)) }
+		return readInterleaved(&s.scratch, read, data, bufCols, bufRows, nb, rowPixels)
+	}
+	sel := godal.Bands(sp.bands...)
 	if nb == 1 && rowPixels == bufCols {
-		return s.ds.Read(w.Col, w.Row, data[:npix], bufCols, bufRows, godal.Window(w.Cols, w.Rows), errh)
+		return s.ds.Read(w.Col, w.Row, data[:npix], bufCols, bufRows, godal.Window(w.Cols, w.Rows), sel, errh)
 	}
 	read := func(buf any) error {
-		return s.ds.Read(w.Col, w.Row, buf, bufCols, bufRows, godal.Window(w.Cols, w.Rows), godal.BandInterleaved(), errh)
+		return s.ds.Read(w.Col, w.Row, buf, bufCols, bufRows, godal.Window(w.Cols, w.Rows), godal.BandInterleaved(), sel, errh)
 	}
-	switch s.native {
+	switch sp.native {
 	case godal.Int16:
 		return readInterleaved(&s.scratchI16, read, data, bufCols, bufRows, nb, rowPixels)
 	case godal.UInt16:
@@ -587,34 +757,53 @@ func interleave[T int16 | uint16 | uint8 | float32](bsq []T, data []float32, col
 // windowBudgetBytes bounds the memory ValidFraction uses per strip.
 const windowBudgetBytes = 32 << 20
 
+// validSpec is what the valid fraction counts: the band plan's bands when
+// one is set, else the bands the scene does not declare bad (a bad band
+// full of no-data makes no pixel invalid).
+func (s *Scene) validSpec() *readSpec {
+	if s.cur.plan != nil {
+		return &s.cur
+	}
+	return &s.good
+}
+
+// closed reports whether the scene has been closed.
+func (s *Scene) closed() bool { return s.ds == nil && s.cube == nil }
+
 // ValidFraction returns the share of valid pixels of the whole scene, read
 // window by window (strips of whole rows of about 32 MiB). A scene of
-// integer bands without nodata or mask has no invalid pixel and is not read.
+// integer bands without nodata or mask has no invalid pixel and is not
+// read. Bands declared bad do not count (see SetBandPlan).
 func (s *Scene) ValidFraction(ctx context.Context) (float64, error) {
-	if s.ds == nil {
+	if s.closed() {
 		return 0, fmt.Errorf("read %s: %w", s.name, ErrClosed)
 	}
-	if s.allIntegerNoNoData {
+	sp := s.validSpec()
+	if sp.allIntegerNoNoData {
 		return 1, ctx.Err()
 	}
-	return s.readValidFraction(ctx)
+	return s.readValidFraction(ctx, sp)
 }
 
 // readValidFraction is ValidFraction reading every pixel, also of a scene
 // whose pixels are all valid by type, so that a scene GDAL cannot read (a
 // truncated file, a VRT source that is gone) fails.
-func (s *Scene) readValidFraction(ctx context.Context) (float64, error) {
+func (s *Scene) readValidFraction(ctx context.Context, sp *readSpec) (float64, error) {
 	in := s.info
-	rowBytes := in.Cols * in.Bands * 4
+	rowBytes := in.Cols * len(sp.bands) * 4
 	step := max(1, windowBudgetBytes/max(1, rowBytes))
 	valid := 0
 	for r := 0; r < in.Rows; r += step {
-		blk, err := s.ReadWindow(ctx, Window{Col: 0, Row: r, Cols: in.Cols, Rows: min(step, in.Rows-r)})
+		if err := ctx.Err(); err != nil {
+			return 0, err
+		}
+		w := Window{Col: 0, Row: r, Cols: in.Cols, Rows: min(step, in.Rows-r)}
+		_, v, err := s.read(sp, w, w.Cols, w.Rows, false)
 		if err != nil {
 			return 0, err
 		}
-		for _, v := range blk.Valid {
-			if v {
+		for _, ok := range v {
+			if ok {
 				valid++
 			}
 		}
@@ -630,26 +819,28 @@ const MaxExactValidPixels = 4 << 20
 // ValidFraction, exactly (exact true) for scenes of at most
 // MaxExactValidPixels pixels. It always reads, a scene of integer bands
 // without nodata too (whose pixels are all valid by type, exact true), so
-// that a scene GDAL cannot read fails instead of reporting 100%. A larger scene is sampled on a regular grid
+// that a scene GDAL cannot read fails instead of reporting 100%. A larger
+// scene is sampled on a regular grid
 // of every f-th pixel in both directions, f chosen so that at most
 // MaxExactValidPixels pixels are read (GDAL's nearest-neighbour decimated
 // read): seconds for any declared size, where reading a mosaic of 10^12
 // pixels would take hours.
 func (s *Scene) ValidFractionEstimate(ctx context.Context) (fraction float64, exact bool, err error) {
-	if s.ds == nil {
+	if s.closed() {
 		return 0, false, fmt.Errorf("read %s: %w", s.name, ErrClosed)
 	}
+	sp := s.validSpec()
 	in := s.info
 	total := int64(in.Cols) * int64(in.Rows)
 	if total <= MaxExactValidPixels {
-		f, err := s.readValidFraction(ctx)
+		f, err := s.readValidFraction(ctx, sp)
 		return f, true, err
 	}
 	f := int(math.Ceil(math.Sqrt(float64(total) / MaxExactValidPixels)))
 	bufCols, bufRows := max(1, in.Cols/f), max(1, in.Rows/f)
 	// Source window per buffer pixel: f x f, except along an axis shorter than f.
 	fc, fr := min(f, in.Cols), min(f, in.Rows)
-	step := max(1, windowBudgetBytes/max(1, bufCols*in.Bands*4)) // buffer rows per strip
+	step := max(1, windowBudgetBytes/max(1, bufCols*len(sp.bands)*4)) // buffer rows per strip
 	valid, n := 0, 0
 	for r := 0; r < bufRows; r += step {
 		if err := ctx.Err(); err != nil {
@@ -657,7 +848,7 @@ func (s *Scene) ValidFractionEstimate(ctx context.Context) (fraction float64, ex
 		}
 		k := min(step, bufRows-r)
 		w := Window{Col: 0, Row: r * fr, Cols: bufCols * fc, Rows: k * fr}
-		_, v, err := s.read(w, bufCols, k, false)
+		_, v, err := s.read(sp, w, bufCols, k, false)
 		if err != nil {
 			return 0, false, err
 		}
@@ -668,20 +859,32 @@ func (s *Scene) ValidFractionEstimate(ctx context.Context) (fraction float64, ex
 		}
 		n += len(v)
 	}
-	if s.allIntegerNoNoData { // read (the sample is readable), and valid by type
+	if sp.allIntegerNoNoData { // read (the sample is readable), and valid by type
 		return 1, true, nil
 	}
 	return float64(valid) / float64(n), false, nil
 }
 
-// Close releases the dataset. A second Close returns ErrClosed.
+// Close releases the dataset (and any mask datasets added). A second
+// Close returns ErrClosed.
 func (s *Scene) Close() error {
-	if s.ds == nil {
+	if s.closed() {
 		return fmt.Errorf("close %s: %w", s.name, ErrClosed)
 	}
-	err := s.ds.Close(errh)
-	s.ds = nil
-	if err != nil {
+	var errs []error
+	for _, m := range s.qualityMasks {
+		errs = append(errs, m.close())
+	}
+	s.qualityMasks = nil
+	if s.cube != nil {
+		errs = append(errs, s.cube.close())
+		s.cube = nil
+	}
+	if s.ds != nil {
+		errs = append(errs, s.ds.Close(errh))
+		s.ds = nil
+	}
+	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("close %s: %w", s.name, err)
 	}
 	return nil

@@ -4,11 +4,12 @@ package model
 // model.go (Model), predict.go (Predictor), train.go (Train), file.go (Save/Load).
 
 import (
-	"errors"
 	"fmt"
-	"github.com/pnec/pnec/tiling"
 	"runtime/debug"
 	"time"
+
+	"github.com/pnec/pnec/spectral"
+	"github.com/pnec/pnec/tiling"
 )
 
 // Stride is the network's output stride: its logits live on a grid of
@@ -46,8 +47,30 @@ type Prediction struct {
 	Uncertainty         []float32 // [Rows][Cols], G~ in 0..1
 }
 
-// ErrBandCount is returned (wrapped) when a scene's band count differs from the model's.
-var ErrBandCount = errors.New("band count does not match the model")
+// ErrBandCount is returned (wrapped) when a scene's band count differs from
+// the model's; it is spectral.ErrBandCount, so errors.Is holds with either.
+var ErrBandCount = spectral.ErrBandCount
+
+// BandRecord is what a model records of its training scene's bands and
+// values (TrainOptions.Bands), so that each scene it meets can be checked
+// against them (spectral.Match, spectral.ConvertRadiometry). The model's
+// band centres are Scene.WavelengthsNM of the training scene.
+type BandRecord struct {
+	// FWHMNM are the model bands' widths, nm (nil when unknown).
+	FWHMNM []float64
+	// WavelengthUnits are the units the training scene declared its
+	// wavelengths in (informational; centres are stored in nm).
+	WavelengthUnits string
+	// SceneBands is the training scene's band count and BandsUsed its
+	// 0-based bands the model takes, in order, when the model left some out
+	// (bad bands); both zero when it took every band.
+	SceneBands int
+	BandsUsed  []int
+	// BadBands are the training scene's bands declared bad (0-based).
+	BadBands []int
+	// Radiometry is what the training scene's values measure.
+	Radiometry spectral.Radiometry
+}
 
 // BandCountError is a scene whose band count differs from the model's
 // (errors.Is(err, ErrBandCount) holds for it): Model.CheckBands returns it.
@@ -162,7 +185,10 @@ type TrainOptions struct {
 	// EstimateTrainBytes is above it (a --hidden of 100000 once tried to
 	// allocate 360 GB).
 	MaxMemoryBytes int64
-	Progress       func(EpochStats) // optional, called after every epoch
+	// Bands is recorded in the model file as the training scene's band set
+	// and radiometry (see BandRecord).
+	Bands    BandRecord
+	Progress func(EpochStats) // optional, called after every epoch
 	// Provenance is recorded in the model file for its STAC Item (optional).
 	Provenance Provenance
 }

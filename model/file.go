@@ -39,27 +39,37 @@ type paramMeta struct {
 
 // modelMeta is the JSON header of a model file: everything but the numbers.
 type modelMeta struct {
-	Format        string      `json:"format"`
-	Version       string      `json:"software_version"`
-	Backend       string      `json:"trained_backend"`
-	Config        Config      `json:"config"`
-	Bands         int         `json:"bands"`
-	WavelengthsNM []float64   `json:"wavelengths_nm,omitempty"`
-	Classes       []Class     `json:"classes"`
-	StretchLo     []float32   `json:"stretch_p2"`
-	StretchHi     []float32   `json:"stretch_p98"`
-	SceneRows     int         `json:"train_scene_rows"`
-	SceneCols     int         `json:"train_scene_cols"`
-	TrainSplit    string      `json:"train_split"` // "seed" or "mask"
-	TrainPerClass int         `json:"train_per_class,omitempty"`
-	SplitSeed     int64       `json:"split_seed"`
-	Seed          int64       `json:"seed"`
-	TrainIndices  []int       `json:"train_indices"`
-	FinalLoss     float64     `json:"final_loss"`
-	TrainAccuracy float64     `json:"train_accuracy"`
-	TrainSeconds  float64     `json:"train_seconds"`
-	Params        []paramMeta `json:"params"`
-	PrototypeRows int         `json:"prototype_rows"`
+	Format        string    `json:"format"`
+	Version       string    `json:"software_version"`
+	Backend       string    `json:"trained_backend"`
+	Config        Config    `json:"config"`
+	Bands         int       `json:"bands"`
+	WavelengthsNM []float64 `json:"wavelengths_nm,omitempty"`
+	// The band set and radiometry of the training scene (BandRecord); each
+	// field is absent in files of earlier versions and where unknown.
+	FWHMNM           []float64   `json:"fwhm_nm,omitempty"`
+	WavelengthUnits  string      `json:"wavelength_units,omitempty"`
+	SceneBands       int         `json:"train_scene_bands,omitempty"`
+	BandsUsed        []int       `json:"bands_used,omitempty"`
+	BadBands         []int       `json:"bad_bands,omitempty"`
+	Quantity         string      `json:"radiometric_quantity,omitempty"`
+	QuantityScale    float64     `json:"radiometric_scale,omitempty"`
+	RadiometricUnits string      `json:"radiometric_units,omitempty"`
+	Classes          []Class     `json:"classes"`
+	StretchLo        []float32   `json:"stretch_p2"`
+	StretchHi        []float32   `json:"stretch_p98"`
+	SceneRows        int         `json:"train_scene_rows"`
+	SceneCols        int         `json:"train_scene_cols"`
+	TrainSplit       string      `json:"train_split"` // "seed" or "mask"
+	TrainPerClass    int         `json:"train_per_class,omitempty"`
+	SplitSeed        int64       `json:"split_seed"`
+	Seed             int64       `json:"seed"`
+	TrainIndices     []int       `json:"train_indices"`
+	FinalLoss        float64     `json:"final_loss"`
+	TrainAccuracy    float64     `json:"train_accuracy"`
+	TrainSeconds     float64     `json:"train_seconds"`
+	Params           []paramMeta `json:"params"`
+	PrototypeRows    int         `json:"prototype_rows"`
 	// SpectralClasses is the dense class of each training pixel whose raw
 	// spectrum is stored after the prototype bank (spectralSpectra,
 	// [len][Bands]) for the spectral reliability; absent in older files.

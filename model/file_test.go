@@ -11,9 +11,12 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"reflect"
 	"runtime"
 	"strings"
 	"testing"
+
+	"github.com/pnec/pnec/spectral"
 )
 
 // TestModelFileDamage: a flipped byte or a truncated file is ErrModelFile,
@@ -58,8 +61,49 @@ func TestModelFileDamage(t *testing.T) {
 	}
 }
 
+// TestModelFileBandRecord: the training scene's band set and radiometry
+// survive Save and Load, and a record that does not fit the bands is refused.
+func TestModelFileBandRecord(t *testing.T) {
+	s, labels := synthScene(9, 10, 4, 2, 2)
+	s.WavelengthsNM = []float64{450, 550, 650, 850}
+	rec := BandRecord{
+		FWHMNM: []float64{10, 10, 12, 15}, WavelengthUnits: "Nanometers",
+		SceneBands: 6, BandsUsed: []int{0, 1, 3, 5}, BadBands: []int{2, 4},
+		Radiometry: spectral.Radiometry{Quantity: spectral.QuantityReflectance, Scale: 10000},
+	}
+	m, err := Train(context.Background(), s, labels, TrainOptions{Config: tinyConfig(2), TrainPerClass: 3, Backend: "go", Bands: rec})
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "m.pnec")
+	if err := m.Save(path); err != nil {
+		t.Fatal(err)
+	}
+	m2, err := Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := m2.BandRecord(); !reflect.DeepEqual(got, rec) {
+		t.Errorf("got band record %+v, want %+v", got, rec)
+	}
+	bs := m2.BandSet()
+	if !bs.HasCentres() || bs.CentresNM[3] != 850 || bs.FWHMNM[3] != 15 || bs.BadCount() != 0 {
+		t.Errorf("got band set %+v, want the 4 model bands with centres and widths", bs)
+	}
+	if o := m2.MatchOptions(true); !o.Resample || o.Source == nil || o.Source.Bands != 6 || !reflect.DeepEqual(o.Source.Used, rec.BandsUsed) {
+		t.Errorf("got match options %+v, want resampling with the 6-band training scene", o)
+	}
+	bad := rec
+	bad.BandsUsed = []int{0, 1, 3, 6}
+	if _, err := Train(context.Background(), s, labels, TrainOptions{Config: tinyConfig(2), TrainPerClass: 3, Backend: "go", Bands: bad}); err == nil {
+		t.Error("a band used outside the training scene's 6 bands was accepted")
+	}
+}
+
 // tinyModelFile is the file of a 2-class model of 4 bands with random
-// weights (initParams), made without GoMLX so that fuzzing starts at once.
+// weights (initParams), made without GoMLX so that fuzzing starts at once;
+// it records a band set and radiometry (4 of a 6-band training scene's
+// bands, 2 bad) so that hostile headers and the fuzzer reach them.
 func tinyModelFile(t testing.TB) []byte {
 	t.Helper()
 	cfg := tinyConfig(2)
@@ -75,6 +119,9 @@ func tinyModelFile(t testing.TB) []byte {
 		StretchLo: []float32{0, 0, 0, 0}, StretchHi: []float32{1, 1, 1, 1},
 		SceneRows: 9, SceneCols: 10, TrainSplit: "seed", TrainIndices: []int{3, 17, 40},
 		SpectralClasses: []int{0, 1}, spectralSpectra: []float32{0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8},
+		WavelengthsNM: []float64{450, 550, 650, 850}, FWHMNM: []float64{10, 10, 12, 15}, WavelengthUnits: "Nanometers",
+		SceneBands: 6, BandsUsed: []int{0, 1, 3, 5}, BadBands: []int{2, 4},
+		Quantity: spectral.QuantityReflectance, QuantityScale: 10000,
 	}, params: initParams(d, cfg, rng), protos: make([]float32, len(classes)*cfg.Hidden)}
 	for i := range m.protos {
 		m.protos[i] = float32(rng.NormFloat64())
@@ -182,6 +229,26 @@ func TestModelFileHostileHeader(t *testing.T) {
 		{"train index outside the scene", set("train_indices", []any{0, 1 << 40}), ErrModelFile},
 		{"training scene rows -1", set("train_scene_rows", -1), ErrModelFile},
 		{"unknown encoder", set("config.Encoder", "transformer"), ErrModelFile},
+		{"fewer wavelengths than bands", set("wavelengths_nm", []any{450, 550}), ErrModelFile},
+		{"wavelength 0", set("wavelengths_nm", []any{450, 0, 650, 850}), ErrModelFile},
+		{"wavelength negative", set("wavelengths_nm", []any{450, -550, 650, 850}), ErrModelFile},
+		{"more widths than bands", set("fwhm_nm", []any{10, 10, 12, 15, 20}), ErrModelFile},
+		{"width 0", set("fwhm_nm", []any{10, 0, 12, 15}), ErrModelFile},
+		{"widths without centres", func(meta map[string]any, w []byte) []byte { delete(meta, "wavelengths_nm"); return w }, ErrModelFile},
+		{"training scene bands -1", set("train_scene_bands", -1), ErrModelFile},
+		{"training scene bands huge", set("train_scene_bands", 1<<40), ErrModelFile},
+		{"training scene fewer bands than the model", set("train_scene_bands", 3), ErrModelFile},
+		{"bands used, one short", set("bands_used", []any{0, 1, 3}), ErrModelFile},
+		{"band used outside the training scene", set("bands_used", []any{0, 1, 3, 6}), ErrModelFile},
+		{"band used negative", set("bands_used", []any{-1, 1, 3, 5}), ErrModelFile},
+		{"bands used out of order", set("bands_used", []any{0, 3, 1, 5}), ErrModelFile},
+		{"bands used twice", set("bands_used", []any{0, 1, 1, 5}), ErrModelFile},
+		{"training scene bands without bands used", func(meta map[string]any, w []byte) []byte { delete(meta, "bands_used"); return w }, ErrModelFile},
+		{"bad band outside the training scene", set("bad_bands", []any{2, 1 << 40}), ErrModelFile},
+		{"bad band negative", set("bad_bands", []any{-3}), ErrModelFile},
+		{"bad bands out of order", set("bad_bands", []any{4, 2}), ErrModelFile},
+		{"unknown radiometric quantity", set("radiometric_quantity", "brightness"), ErrModelFile},
+		{"negative radiometric scale", set("radiometric_scale", -10000), ErrModelFile},
 		{"weights shorter than the header says", func(_ map[string]any, w []byte) []byte { return w[:len(w)-8] }, ErrModelFile},
 		{"weights longer than the header says", func(_ map[string]any, w []byte) []byte { return append(bytes.Clone(w), 0, 0, 0, 0) }, ErrModelFile},
 		{"all weights NaN", fill(0x7fc00000), ErrNotFinite},
@@ -217,7 +284,9 @@ func FuzzReadModel(f *testing.F) {
 	for _, kv := range []struct {
 		key string
 		v   any
-	}{{"prototype_rows", -1}, {"bands", -1}, {"bands", 1 << 40}, {"train_scene_rows", -1}} {
+	}{{"prototype_rows", -1}, {"bands", -1}, {"bands", 1 << 40}, {"train_scene_rows", -1},
+		{"wavelengths_nm", []any{450, 550}}, {"fwhm_nm", []any{10, 0, 12, 15}}, {"train_scene_bands", 3},
+		{"bands_used", []any{0, 1, 3, 6}}, {"bad_bands", []any{2, 1 << 40}}, {"radiometric_scale", -1}} {
 		m := map[string]any{}
 		for k, v := range meta {
 			m[k] = v

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math"
 	"slices"
+
+	"github.com/pnec/pnec/spectral"
 )
 
 // Bounds of a model file's header. They are far above any network pnec
@@ -103,8 +105,8 @@ func (meta *modelMeta) validate(bodyBytes int) error {
 			return fmt.Errorf("normalisation statistics of band %d: %g..%g", b+1, lo, hi)
 		}
 	}
-	if n := len(meta.WavelengthsNM); n != 0 && n != meta.Bands {
-		return fmt.Errorf("%d wavelengths for %d bands", n, meta.Bands)
+	if err := meta.validateBandRecord(); err != nil {
+		return err
 	}
 	if meta.SceneRows < 0 || meta.SceneCols < 0 || meta.SceneRows > maxFileSide || meta.SceneCols > maxFileSide {
 		return fmt.Errorf("training scene %dx%d (cols x rows): want sizes 0..%d", meta.SceneCols, meta.SceneRows, maxFileSide)
@@ -114,6 +116,73 @@ func (meta *modelMeta) validate(bodyBytes int) error {
 		if idx < 0 || int64(idx) >= pixels || (i > 0 && idx <= meta.TrainIndices[i-1]) {
 			return fmt.Errorf("training pixel %d: index %d outside the %dx%d training scene or out of order", i, idx, meta.SceneCols, meta.SceneRows)
 		}
+	}
+	return nil
+}
+
+// validateBandRecord checks the band set and radiometry a header records
+// (BandRecord), for files read and for models Train makes: band centres
+// and widths are every model band's or none and finite and positive
+// (JSON has no NaN; a zero width would divide by zero in resampling);
+// widths come with centres; the bands a model takes of its training scene
+// are in that scene, ascending (spectral.Plan.Read), one per model band;
+// bad bands are in the training scene, ascending; the radiometric
+// quantity is one spectral knows and its scale finite and not negative.
+// Bounds: meta.Bands is already within 1..maxFileBands.
+func (meta *modelMeta) validateBandRecord() error {
+	if n := len(meta.WavelengthsNM); n != 0 && n != meta.Bands {
+		return fmt.Errorf("%d wavelengths for %d bands", n, meta.Bands)
+	}
+	if n := len(meta.FWHMNM); n != 0 {
+		if n != meta.Bands {
+			return fmt.Errorf("%d band widths for %d bands", n, meta.Bands)
+		}
+		if len(meta.WavelengthsNM) == 0 {
+			return fmt.Errorf("band widths without band centres")
+		}
+	}
+	for i, w := range meta.WavelengthsNM {
+		if !(w > 0) || math.IsInf(w, 0) {
+			return fmt.Errorf("band %d's wavelength is %g: a model records every band's or none", i+1, w)
+		}
+	}
+	for i, f := range meta.FWHMNM {
+		if !(f > 0) || math.IsInf(f, 0) {
+			return fmt.Errorf("band %d's width is %g: a model records every band's or none", i+1, f)
+		}
+	}
+	if meta.SceneBands < 0 || meta.SceneBands > maxFileBands {
+		return fmt.Errorf("training scene bands %d: want 0..%d", meta.SceneBands, maxFileBands)
+	}
+	sceneBands := meta.Bands // the training scene's bands: the model's unless it left some out
+	if n := len(meta.BandsUsed); n != 0 {
+		if n != meta.Bands {
+			return fmt.Errorf("%d training-scene bands used for %d model bands", n, meta.Bands)
+		}
+		if meta.SceneBands < meta.Bands {
+			return fmt.Errorf("training scene of %d bands for a model of %d taken from it", meta.SceneBands, meta.Bands)
+		}
+		for i, b := range meta.BandsUsed {
+			if b < 0 || b >= meta.SceneBands || (i > 0 && b <= meta.BandsUsed[i-1]) {
+				return fmt.Errorf("band used %d outside the training scene's %d bands or out of order", b, meta.SceneBands)
+			}
+		}
+		sceneBands = meta.SceneBands
+	} else if meta.SceneBands != 0 && meta.SceneBands != meta.Bands {
+		return fmt.Errorf("training scene of %d bands for a model of %d without the bands used", meta.SceneBands, meta.Bands)
+	}
+	for i, b := range meta.BadBands {
+		if b < 0 || b >= sceneBands || (i > 0 && b <= meta.BadBands[i-1]) {
+			return fmt.Errorf("bad band %d outside the training scene's %d bands or out of order", b, sceneBands)
+		}
+	}
+	switch meta.Quantity {
+	case "", spectral.QuantityReflectance, spectral.QuantityRadiance:
+	default:
+		return fmt.Errorf("radiometric quantity %q: want %s, %s or none", meta.Quantity, spectral.QuantityReflectance, spectral.QuantityRadiance)
+	}
+	if !(meta.QuantityScale >= 0) || math.IsInf(meta.QuantityScale, 0) {
+		return fmt.Errorf("radiometric scale %g: want a finite number, 0 when unknown", meta.QuantityScale)
 	}
 	return nil
 }

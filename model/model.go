@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math"
 	"slices"
+
+	"github.com/pnec/pnec/spectral"
 )
 
 // Model is a trained PNEC-Mamba classifier with everything needed to apply
@@ -40,6 +42,61 @@ func (m *Model) Backend() string { return m.meta.Backend }
 
 // WavelengthsNM are the band centres recorded at training (nil when unknown).
 func (m *Model) WavelengthsNM() []float64 { return slices.Clone(m.meta.WavelengthsNM) }
+
+// BandRecord is the spectral and radiometric identity of the training
+// scene the model recorded (zero values where the file says nothing).
+func (m *Model) BandRecord() BandRecord {
+	mt := m.meta
+	return BandRecord{
+		FWHMNM: slices.Clone(mt.FWHMNM), WavelengthUnits: mt.WavelengthUnits, SceneBands: mt.SceneBands,
+		BandsUsed: slices.Clone(mt.BandsUsed), BadBands: slices.Clone(mt.BadBands),
+		Radiometry: spectral.Radiometry{Quantity: mt.Quantity, Scale: mt.QuantityScale, Units: mt.RadiometricUnits},
+	}
+}
+
+// BandSet is the model's input bands: their centres and widths (nil where
+// the training scene gave none); none of them is bad.
+func (m *Model) BandSet() spectral.BandSet {
+	return spectral.BandSet{Bands: m.meta.Bands, CentresNM: slices.Clone(m.meta.WavelengthsNM), FWHMNM: slices.Clone(m.meta.FWHMNM)}
+}
+
+// MatchOptions are the options of spectral.Match for this model: its
+// training scene when it used a subset of that scene's bands.
+func (m *Model) MatchOptions(resample bool) spectral.Options {
+	o := spectral.Options{Resample: resample}
+	if len(m.meta.BandsUsed) > 0 {
+		o.Source = &spectral.Source{Bands: m.meta.SceneBands, Used: slices.Clone(m.meta.BandsUsed)}
+	}
+	return o
+}
+
+// Radiometry is what the training scene's values measured.
+func (m *Model) Radiometry() spectral.Radiometry { return m.BandRecord().Radiometry }
+
+// BandPlan says how to make the model's input bands from a scene's bands
+// (spectral.Match with the model's band set and training scene), and
+// carries the radiometric conversion from the scene's values to the
+// model's, if one is needed, as the plan's gain (spectral.ConvertRadiometry;
+// its sentence joins the plan's warnings). With resample false a scene
+// whose bands are not the model's is refused (*spectral.MismatchError);
+// with resample true they are computed from the scene's (Gaussian
+// response functions), unless a model band is not covered. The errors
+// wrap spectral's sentinels and ErrBandCount and do not name the scene.
+func (m *Model) BandPlan(scene spectral.BandSet, rad spectral.Radiometry, resample bool) (spectral.Plan, error) {
+	gain, note, err := spectral.ConvertRadiometry(m.Radiometry(), rad)
+	if err != nil {
+		return spectral.Plan{}, err
+	}
+	p, err := spectral.Match(m.BandSet(), scene, m.MatchOptions(resample))
+	if err != nil {
+		return spectral.Plan{}, err
+	}
+	if gain != 1 {
+		p.Gain = float32(gain)
+		p.Warnings = append(p.Warnings, note)
+	}
+	return p, nil
+}
 
 // Version is the software version the model file was written by.
 func (m *Model) Version() string { return m.meta.Version }

@@ -271,6 +271,16 @@ func Train(ctx context.Context, s Scene, labels []int32, opts TrainOptions) (m *
 	if split == "seed" {
 		m.meta.TrainPerClass = opts.TrainPerClass
 	}
+	br := opts.Bands
+	m.meta.FWHMNM, m.meta.WavelengthUnits = slices.Clone(br.FWHMNM), br.WavelengthUnits
+	m.meta.BadBands = slices.Clone(br.BadBands)
+	if len(br.BandsUsed) > 0 {
+		m.meta.SceneBands, m.meta.BandsUsed = br.SceneBands, slices.Clone(br.BandsUsed)
+	}
+	m.meta.Quantity, m.meta.QuantityScale, m.meta.RadiometricUnits = br.Radiometry.Quantity, br.Radiometry.Scale, br.Radiometry.Units
+	if err := m.meta.validateBandRecord(); err != nil {
+		return nil, fmt.Errorf("train: band record: %w", err)
+	}
 	m.meta.setProvenance(opts.Provenance)
 	m.meta.spectralSpectra, m.meta.SpectralClasses = trainSpectra(s, trainIdx, ytrain)
 	if m.meta.GroupNormStats, err = groupNormStats(b, m, s); err != nil {

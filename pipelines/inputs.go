@@ -216,7 +216,7 @@ func (e *expander) arg(ctx context.Context, a, origin string) {
 			}
 			return
 		}
-		if st.IsDir() {
+		if st.IsDir() && !geo.IsDelivery(a) {
 			e.dir(ctx, a, origin)
 			return
 		}
@@ -247,7 +247,10 @@ func sniffJSON(p string) bool {
 	return strings.HasPrefix(s, "{")
 }
 
-// dir takes the raster files directly in d (not recursively) and its STAC Item files.
+// dir takes the raster files directly in d (not recursively), its
+// product deliveries (an EnMAP folder or ZIP: one scene each) and its STAC
+// Item files; the companions of another file's scene (EMIT's mask file, a
+// product's quality layers) are not scenes.
 func (e *expander) dir(ctx context.Context, d, origin string) {
 	ents, err := os.ReadDir(d)
 	if err != nil {
@@ -257,12 +260,18 @@ func (e *expander) dir(ctx context.Context, d, origin string) {
 	n := 0
 	for _, ent := range ents {
 		name := ent.Name()
-		if ent.IsDir() || strings.HasPrefix(name, ".") {
+		if strings.HasPrefix(name, ".") {
 			continue
 		}
 		ext := strings.ToLower(filepath.Ext(name))
 		p := filepath.Join(d, name)
 		switch {
+		case ent.IsDir() || ext == ".zip":
+			if geo.IsDelivery(p) {
+				e.out = append(e.out, Input{Name: p, Arg: origin})
+				n++
+			}
+		case geo.IsCompanion(name):
 		case rasterExts[ext]:
 			e.out = append(e.out, Input{Name: p, Arg: origin})
 			n++

@@ -7,9 +7,12 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
+
+	"github.com/pnec/pnec/internal/fixture"
 )
 
 func itemJSON(id string, assets string) string {
@@ -243,4 +246,48 @@ func FuzzExpandSTAC(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestExpandDeliveries: a directory of sensor deliveries gives one scene
+// per delivery (an EnMAP folder or ZIP, an EMIT reflectance file), not the
+// rasters inside a delivery nor the companion files (EMIT's mask file); an
+// EnMAP folder given by itself is one scene.
+func TestExpandDeliveries(t *testing.T) {
+	dir := t.TempDir()
+	in := filepath.Join(dir, "incoming")
+	folder, err := fixture.WriteEnMAP(in, fixture.EnMAPOptions{Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	zipped, err := fixture.WriteEnMAP(in, fixture.EnMAPOptions{Seed: 2, Zip: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range []string{folder.Labels, zipped.Labels} {
+		if err := os.Remove(l); err != nil { // the fixture's labels, not part of a delivery
+			t.Fatal(err)
+		}
+	}
+	for _, n := range []string{"EMIT_L2A_RFL_001_20230316T045133_2307503_005.nc", "EMIT_L2A_MASK_001_20230316T045133_2307503_005.nc"} {
+		if err := os.WriteFile(filepath.Join(in, n), []byte("x"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, errs, err := Expand(context.Background(), []string{in}, ExpandOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, g := range got {
+		names = append(names, filepath.Base(g.Name))
+	}
+	want := []string{filepath.Base(folder.Path), "EMIT_L2A_RFL_001_20230316T045133_2307503_005.nc", filepath.Base(zipped.Path)}
+	sort.Strings(want)
+	if !slices.Equal(names, want) {
+		t.Errorf("got scenes %q (errors %v), want %q", names, errs, want)
+	}
+	got, _, _ = Expand(context.Background(), []string{folder.Path}, ExpandOptions{})
+	if len(got) != 1 || got[0].Name != folder.Path {
+		t.Errorf("the EnMAP folder by itself: got %+v, want one scene", got)
+	}
 }

@@ -203,9 +203,13 @@ func BuildModelItem(p ModelItemParams) (*stac.Item, error) {
 	}
 	exts := []stac.Extension{declared(MLMSchema), declared(FileSchema), declared(RasterSchema), declared(ProcessingSchema)}
 	if wl := m.WavelengthsNM(); len(wl) == m.Bands() && allKnown(wl) {
+		fwhm := m.BandRecord().FWHMNM // every band's or none (model file check)
 		eo := make([]map[string]any, len(wl))
 		for i, w := range wl {
 			eo[i] = map[string]any{"name": bandNames[i], "center_wavelength": w / 1000} // µm
+			if len(fwhm) == len(wl) {
+				eo[i]["full_width_half_max"] = fwhm[i] / 1000 // µm
+			}
 		}
 		assetFields["eo:bands"] = eo
 		exts = append(exts, declared(EOSchema))

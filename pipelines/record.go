@@ -6,10 +6,13 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/pnec/pnec/geo"
 	"github.com/pnec/pnec/internal/tempfiles"
+	"github.com/pnec/pnec/processor"
 )
 
 // SourceRecord identifies the input a product was made from. A local file
@@ -25,6 +28,10 @@ type SourceRecord struct {
 	Mask          string `json:"mask,omitempty"`
 	MaskSizeBytes int64  `json:"mask_size_bytes,omitempty"`
 	MaskModTime   string `json:"mask_mtime,omitempty"`
+	// QualityMasks are the quality masks whose flagged pixels were made
+	// no-data (qualityMaskRecord): "product" and each mask raster with its
+	// bands, size and modification time; a change redoes the scene.
+	QualityMasks string `json:"quality_masks,omitempty"`
 }
 
 func sourceRecord(in Input) SourceRecord {
@@ -37,6 +44,32 @@ func sourceRecord(in Input) SourceRecord {
 		r.ModTime = st.ModTime().UTC().Format(time.RFC3339Nano)
 	}
 	return r
+}
+
+// qualityMaskRecord records in r the quality masks of opts (product
+// masks, mask rasters) as the product is made with them; each raster is
+// named by href (the Items' portable names) and, when it is a local file,
+// identified by its size and modification time like the scene.
+func qualityMaskRecord(r *SourceRecord, opts processor.Options, href func(string) string) {
+	var parts []string
+	if opts.ProductQualityMasks {
+		parts = append(parts, "product")
+	}
+	for _, m := range opts.QualityMasks {
+		part := href(m.Path)
+		if len(m.Bands) > 0 {
+			bands := make([]string, len(m.Bands))
+			for i, b := range m.Bands {
+				bands[i] = strconv.Itoa(b + 1)
+			}
+			part += ":" + strings.Join(bands, ",")
+		}
+		if st, err := os.Stat(m.Path); err == nil && st.Mode().IsRegular() {
+			part += fmt.Sprintf(" (%d bytes, %s)", st.Size(), st.ModTime().UTC().Format(time.RFC3339Nano))
+		}
+		parts = append(parts, part)
+	}
+	r.QualityMasks = strings.Join(parts, "; ")
 }
 
 // Properties of the STAC Item that record how its product was made.

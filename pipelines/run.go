@@ -137,7 +137,12 @@ type SceneReport struct {
 	Shard       string        `json:"shard,omitempty"`  // "i/n" when the run is one shard
 	Engine      string        `json:"engine,omitempty"` // slurm, kubernetes, aws-batch
 	JobID       string        `json:"job_id,omitempty"` // the engine's id of this task
-	err         error         // why it failed (not in the report: Reason says it)
+	// Bands says how the model's bands were made from the scene's
+	// (processor.DescribeBandPlan); Warnings what classifying it assumed or
+	// converted.
+	Bands    string   `json:"bands,omitempty"`
+	Warnings []string `json:"warnings,omitempty"`
+	err      error    // why it failed (not in the report: Reason says it)
 }
 
 // Summary totals a run.
@@ -487,6 +492,9 @@ func (cfg *Config) checkNotInputs(inputs []Input) error {
 			ins.Add(samefile.Named{Path: in.Mask, Role: "the mask of " + in.Key})
 		}
 	}
+	for _, m := range cfg.Options.QualityMasks {
+		ins.Add(samefile.Named{Path: m.Path, Role: "the quality mask"})
+	}
 	runFiles := []samefile.Named{{Path: cfg.Collection, Role: "the STAC Collection"}, {Path: cfg.ReportPath, Role: "the run report"}}
 	var products []samefile.Named
 	for _, in := range inputs {
@@ -687,6 +695,7 @@ func (w *worker) scene(ctx context.Context, in Input) SceneReport {
 	if src.Mask != "" {
 		src.Mask = portableHref(src.Mask, w.root(), w.cfg.OutDir)
 	}
+	qualityMaskRecord(&src, w.cfg.Options, func(p string) string { return portableHref(p, w.root(), w.cfg.OutDir) })
 	checksum := w.model.Checksum()
 	if !w.cfg.Force {
 		ok, why := upToDate(product, itemPath, src, checksum, w.cfg.Options.ReliabilityFloat32)
@@ -721,6 +730,7 @@ func (w *worker) scene(ctx context.Context, in Input) SceneReport {
 		return fail(err)
 	}
 	r.Backend = res.Backend
+	r.Bands, r.Warnings = res.Bands, res.Warnings // the classifier logged the warnings
 	r.Pixels = int64(res.Rows) * int64(res.Cols)
 	r.ValidPixels = res.ValidPixels
 	r.Tiles = res.Tiles
@@ -782,7 +792,7 @@ func (w *worker) describe(in Input, product, itemPath string, src SourceRecord, 
 		Input: in, ProductPath: product, ItemPath: itemPath, Info: info, Stats: stats,
 		Classes: w.classes, ReliabilityF32: w.cfg.Options.ReliabilityFloat32,
 		ModelChecksum: checksum, Backend: res.Backend, Version: w.cfg.Version,
-		Source: src, Files: files, Now: w.now(), CollectionID: w.collID,
+		Source: src, QualityMasks: res.QualityMasks, Files: files, Now: w.now(), CollectionID: w.collID,
 		CollectionPath: w.cfg.Collection, Datetime: w.cfg.Datetime, DatetimeEnd: w.cfg.DatetimeEnd, NoData: w.nodata,
 		ModelItem: w.modelItem.href, ModelName: w.modelItem.name, BaseURL: w.cfg.STACBaseURL,
 		Shard: w.cfg.Shard, Engine: w.cfg.Engine,

@@ -241,6 +241,9 @@ type ItemParams struct {
 	Backend        string
 	Version        string // pnec version
 	Source         SourceRecord
+	// QualityMasks names the quality masks whose flagged pixels were left
+	// unclassified (processor.Result.QualityMasks), "" when none.
+	QualityMasks string
 	// Files are the checksums and sizes of the asset files by asset key
 	// (FileChecksum), written as file:checksum and file:size.
 	Files map[string]FileInfo
@@ -391,6 +394,9 @@ func BuildItem(p ItemParams) (*stac.Item, error) {
 		portableHref(src, root, itemDir), p.ModelChecksum, p.Backend)
 	if p.Source.Mask != "" {
 		lineage += ", within the area of interest " + p.Source.Mask
+	}
+	if p.QualityMasks != "" {
+		lineage += ", pixels flagged by the quality masks " + p.QualityMasks + " left unclassified"
 	}
 	proc := &Processing{
 		Lineage:  lineage,
@@ -546,10 +552,12 @@ func SceneDatetime(md map[string]string) (time.Time, bool) {
 	return time.Time{}, false
 }
 
-// ParseDatetime reads a time as RFC 3339, TIFF's "2006:01:02 15:04:05", or
-// a date; times without zone are UTC.
+// ParseDatetime reads a time as RFC 3339, ISO 8601 with a "+0000" zone
+// (NetCDF's time_coverage_start in EMIT and AVIRIS-3 files), TIFF's
+// "2006:01:02 15:04:05", or a date; times without zone are UTC.
 func ParseDatetime(v string) (time.Time, bool) {
-	for _, layout := range []string{time.RFC3339Nano, "2006:01:02 15:04:05", "2006-01-02 15:04:05", "2006-01-02T15:04:05", "2006-01-02T15:04:05.999999999", "2006-01-02"} {
+	for _, layout := range []string{time.RFC3339Nano, "2006-01-02T15:04:05.999999999-0700", "2006:01:02 15:04:05", "2006-01-02 15:04:05",
+		"2006-01-02T15:04:05", "2006-01-02T15:04:05.999999999", "2006-01-02"} {
 		if t, err := time.Parse(layout, strings.TrimSpace(v)); err == nil {
 			return t.UTC(), true
 		}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/pnec/pnec/geo"
 	"github.com/pnec/pnec/model"
+	"github.com/pnec/pnec/spectral"
 )
 
 // Options tune a Classifier. Zero values mean the documented defaults.
@@ -38,6 +39,24 @@ type Options struct {
 	// a log line). A spectral kind asked of a model without them fails with
 	// model.ErrNoSpectralReference.
 	Reliability model.ReliabilityKind
+	// ResampleBands computes the model's bands from a scene whose bands are
+	// not the model's (Gaussian spectral response functions, see
+	// model.Model.BandPlan) instead of refusing it.
+	ResampleBands bool
+	// Radiometry says what a scene's values measure when the scene does
+	// not say (a plain GeoTIFF); a scene's own statement wins.
+	Radiometry spectral.Radiometry
+	// ProductQualityMasks applies the quality masks each scene's product
+	// delivers (geo.Scene.UseProductQualityMasks: EnMAP's pixel and cloud
+	// masks, EMIT's mask file, ...): their flagged pixels become no-data. A
+	// scene whose product delivers none fails.
+	ProductQualityMasks bool
+	// QualityMasks are quality mask rasters on the scene's grid applied to
+	// every scene (geo.Scene.AddQualityMask): pixels non-zero in any of a
+	// mask's bands become no-data. They combine with Mask (the area of
+	// interest): a pixel is classified inside Mask where no quality mask
+	// flags it.
+	QualityMasks []QualityMask
 	// Probabilities, when not ProbabilitiesOff, also writes the class
 	// probabilities of that stage beside the product
 	// (geo.ProbabilitiesPath): one band per class, or with TopK > 0 the
@@ -58,6 +77,12 @@ type Options struct {
 	OnProgress func(Progress)
 	// Logger receives the plan and stage timings; nil = discard.
 	Logger *slog.Logger
+}
+
+// QualityMask is a quality mask raster for Options.QualityMasks.
+type QualityMask struct {
+	Path  string // any GDAL dataset name, or a product's mask file pnec reads
+	Bands []int  // 0-based bands that flag pixels; nil: band 1
 }
 
 // Progress is a running classification's state after a tile.
@@ -159,6 +184,16 @@ type Result struct {
 	// Stats are the product's stored pixels as its writer saw them: class
 	// counts and reliability statistics, without reading the product back.
 	Stats geo.ProductStats
+	// Bands says how the model's bands were made from the scene's: a
+	// selection, a resampling or every band as it is (spectral.Plan).
+	Bands string
+	// QualityMasks names the quality masks applied to the scene ("" when
+	// none).
+	QualityMasks string
+	// Warnings are what classifying the scene assumed or converted (a
+	// scene without wavelengths taken band for band, a reflectance scale
+	// converted), one sentence each; they are also logged.
+	Warnings []string
 	// Mask is the area of interest the scene was classified in ("" =
 	// none), MaskPixels the scene's pixels inside it and TilesSkipped the
 	// tiles wholly outside it, which were neither read nor run.

@@ -11,6 +11,7 @@ import (
 	"github.com/pnec/pnec/geo"
 	"github.com/pnec/pnec/internal/samefile"
 	"github.com/pnec/pnec/model"
+	"github.com/pnec/pnec/spectral"
 	"github.com/pnec/pnec/tiling"
 )
 
@@ -37,13 +38,18 @@ var ErrOutputIsInput = samefile.ErrOutputIsInput
 // include one the scene reads (geo.DatasetFiles), before any work.
 // Only local scenes are listed: opening a remote one once more costs
 // requests, and its files cannot be a local product's.
-func checkNotInput(scene, out string, reliabilityFloat32 bool) error {
+func checkNotInput(scene, out string, reliabilityFloat32 bool, masks ...samefile.Named) error {
 	if !samefile.Local(out) || !samefile.Local(scene) {
 		return nil
 	}
 	inputs := []samefile.Named{{Path: scene, Role: "the scene"}}
 	for _, f := range geo.DatasetFiles(scene) {
 		inputs = append(inputs, samefile.Named{Path: f, Role: "a file the scene reads,"})
+	}
+	for _, m := range masks {
+		if samefile.Local(m.Path) {
+			inputs = append(inputs, m)
+		}
 	}
 	paths, roles := geo.ProductFiles(out, reliabilityFloat32)
 	outputs := make([]samefile.Named, len(paths))
@@ -127,4 +133,40 @@ func CheckOutput(out string) error {
 		return fmt.Errorf("%s: %w: %s is not a directory", out, ErrBadOutput, dir)
 	}
 	return nil
+}
+
+// DescribeBandPlan says in a few words how p makes a model's bands from a
+// scene of sceneBands bands: "all 200 scene bands", "200 of 224 scene
+// bands (selection)", "200 bands resampled from 218 scene bands"; a gain
+// is added ("x10000").
+func DescribeBandPlan(p spectral.Plan, sceneBands int) string {
+	var s string
+	plain := p
+	plain.Gain = 1
+	switch {
+	case p.Resampled():
+		s = fmt.Sprintf("%d bands resampled from %d of %d scene bands", p.Out, len(p.Read), sceneBands)
+	case plain.Identity(sceneBands):
+		s = fmt.Sprintf("all %d scene bands", sceneBands)
+	default:
+		s = fmt.Sprintf("%d of %d scene bands (selection)", p.Out, sceneBands)
+	}
+	if p.Gain != 0 && p.Gain != 1 {
+		s += fmt.Sprintf(", x%g", p.Gain)
+	}
+	return s
+}
+
+// maskInputs names the files of the options' quality masks and of the
+// area of interest mask ("" = none) for checkNotInput: a product must
+// replace neither.
+func (c *Classifier) maskInputs(mask string) []samefile.Named {
+	var ins []samefile.Named
+	if mask != "" {
+		ins = append(ins, samefile.Named{Path: mask, Role: "the mask"})
+	}
+	for _, m := range c.opts.QualityMasks {
+		ins = append(ins, samefile.Named{Path: m.Path, Role: "the quality mask"})
+	}
+	return ins
 }

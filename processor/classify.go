@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -52,7 +53,7 @@ func (c *Classifier) classify(parent context.Context, sceneName, out string) (re
 func (c *Classifier) classifyIn(parent context.Context, sceneName, mask, out string) (res Result, err error) {
 	start := time.Now()
 	res = Result{Scene: sceneName, Product: out, ModelChecksum: c.m.Checksum(), Backend: c.pred.Backend(), Mask: mask}
-	sc, info, err := c.openScene(sceneName, out)
+	sc, info, err := c.openScene(sceneName, mask, out, &res)
 	if err != nil {
 		return res, err
 	}
@@ -71,7 +72,7 @@ func (c *Classifier) classifyIn(parent context.Context, sceneName, mask, out str
 		defer mk.Close()
 		res.MaskPixels = mk.Inside()
 	}
-	pw, err := geo.CreateProduct(out, c.productSpec(sceneName, info, plan))
+	pw, err := geo.CreateProduct(out, c.productSpec(sceneName, info, plan, res))
 	if err != nil {
 		return res, err
 	}
@@ -102,13 +103,15 @@ func (c *Classifier) classifyIn(parent context.Context, sceneName, mask, out str
 	return res, nil
 }
 
-// openScene checks the output path, opens the scene and checks it against
-// the model and the output's free space.
-func (c *Classifier) openScene(sceneName, out string) (*geo.Scene, geo.Info, error) {
+// openScene checks the output path, opens the scene, matches its bands to
+// the model's (selecting or resampling them, or refusing the scene),
+// applies the quality masks, and checks the output's free space. It
+// records the band plan, its warnings and the masks in res.
+func (c *Classifier) openScene(sceneName, mask, out string, res *Result) (*geo.Scene, geo.Info, error) {
 	if err := CheckOutput(out); err != nil {
 		return nil, geo.Info{}, err
 	}
-	if err := checkNotInput(sceneName, out, c.opts.ReliabilityFloat32); err != nil {
+	if err := checkNotInput(sceneName, out, c.opts.ReliabilityFloat32, c.maskInputs(mask)...); err != nil {
 		return nil, geo.Info{}, fmt.Errorf("%s: %w", sceneName, err)
 	}
 	sc, err := geo.Open(sceneName)
@@ -116,7 +119,26 @@ func (c *Classifier) openScene(sceneName, out string) (*geo.Scene, geo.Info, err
 		return nil, geo.Info{}, err
 	}
 	info := sc.Info()
-	if err := c.m.CheckBands(sceneName, info.Bands); err != nil {
+	rad := info.Radiometry
+	if !rad.Known() {
+		rad = c.opts.Radiometry
+	}
+	bp, err := c.m.BandPlan(info.BandSet(), rad, c.opts.ResampleBands)
+	if err != nil {
+		sc.Close()
+		return nil, info, fmt.Errorf("%s: %w", sceneName, err)
+	}
+	res.Bands, res.Warnings = DescribeBandPlan(bp, info.Bands), bp.Warnings
+	for _, w := range bp.Warnings {
+		c.log.Warn(w, "scene", sceneName)
+	}
+	if !bp.Identity(info.Bands) {
+		if err := sc.SetBandPlan(&bp); err != nil {
+			sc.Close()
+			return nil, info, err
+		}
+	}
+	if res.QualityMasks, err = c.applyQualityMasks(sc); err != nil {
 		sc.Close()
 		return nil, info, err
 	}
@@ -147,8 +169,9 @@ func (c *Classifier) planRun(sceneName string, info geo.Info, res *Result) (plan
 }
 
 // productSpec is the product of the scene: its size and georeference, the
-// model's classes, and the run's metadata.
-func (c *Classifier) productSpec(sceneName string, info geo.Info, plan tiling.Plan) geo.ProductSpec {
+// model's classes, and the run's metadata (with res's band plan and
+// quality masks).
+func (c *Classifier) productSpec(sceneName string, info geo.Info, plan tiling.Plan, res Result) geo.ProductSpec {
 	ci := productClasses(c.m)
 	rp := c.m.Recovery()
 	geoRef := info.GeoRef
@@ -157,7 +180,7 @@ func (c *Classifier) productSpec(sceneName string, info geo.Info, plan tiling.Pl
 		// not written as a fake geotransform.
 		geoRef.GeoTransform = [6]float64{}
 	}
-	return geo.ProductSpec{
+	spec := geo.ProductSpec{
 		Cols: info.Cols, Rows: info.Rows,
 		GeoRef:             geoRef,
 		Classes:            ci,
@@ -173,8 +196,13 @@ func (c *Classifier) productSpec(sceneName string, info geo.Info, plan tiling.Pl
 			"PLAN":             plan.String(),
 			"RECOVERY_WINDOW":  strconv.Itoa(rp.Window),
 			"RECOVERY_ETA":     strconv.FormatFloat(rp.Eta, 'g', -1, 64),
+			"BANDS":            res.Bands,
 		},
 	}
+	if res.QualityMasks != "" {
+		spec.Metadata["QUALITY_MASKS"] = res.QualityMasks
+	}
+	return spec
 }
 
 // runStages runs the four stages as one group (the first to fail cancels
@@ -260,6 +288,25 @@ func writeRows(ctx context.Context, pw *geo.ProductWriter, out string, cols int,
 	return busy, nil
 }
 
+// applyQualityMasks applies the product's quality masks and the quality
+// mask rasters of the options to sc, and names what it applied.
+func (c *Classifier) applyQualityMasks(sc *geo.Scene) (string, error) {
+	var names []string
+	if c.opts.ProductQualityMasks {
+		if err := sc.UseProductQualityMasks(); err != nil {
+			return "", err
+		}
+		names = append(names, sc.ProductQualityMasks()...)
+	}
+	for _, m := range c.opts.QualityMasks {
+		if err := sc.AddQualityMask(m.Path, m.Bands); err != nil {
+			return "", fmt.Errorf("%s: %w", sc.Name(), err)
+		}
+		names = append(names, m.Path)
+	}
+	return strings.Join(names, ", "), nil
+}
+
 // readTiles reads every tile of plan in order and sends it padded to the
 // network's input shape. It returns the time spent reading. A scene without
 // a valid pixel, or whose valid pixels are all 0, fails when its last tile
@@ -271,7 +318,7 @@ func (c *Classifier) readTiles(ctx context.Context, sc *geo.Scene, mk *geo.Mask,
 	var sig signalCheck
 	var inside []bool
 	skipped := 0
-	cr := carryReader{sc: sc, bands: info.Bands, sceneCols: info.Cols, blockCols: carryBlockCols(info)}
+	cr := carryReader{sc: sc, bands: sc.Bands(), sceneCols: info.Cols, blockCols: carryBlockCols(info)}
 	for i, t := range plan.Tiles {
 		t0 := time.Now()
 		if mk != nil {

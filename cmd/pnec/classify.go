@@ -76,7 +76,7 @@ func productFlags() []cli.Flag {
 		&cli.StringFlag{Name: "reliability-score", Usage: "`KIND` of score the reliability band carries: spectral, spectral-margin, combined, margin, maxprob, entropy or gate (default: spectral, the best measured; combined for model files without training spectra)"},
 		&cli.StringFlag{Name: "probabilities", Usage: "also write the class probabilities as NAME.probabilities.tif (percent 0-100, the product's no-data): `STAGE` recovered (after the AvgPool recovery; the class band is their argmax) or network (the network's, blended across tiles, before the recovery)"},
 		&cli.IntFlag{Name: "top-k", Usage: "keep the `K` most probable classes of each pixel in --probabilities, as band pairs class_1, probability_1, ... (0 = one band per class)"},
-	}, planFlags()...)
+	}, append(append(bandFlags(), qualityMaskFlag()), planFlags()...)...)
 }
 
 // productOptions reads the product flags (see productFlags) into processor options.
@@ -86,6 +86,13 @@ func productOptions(c *cli.Context) (processor.Options, error) {
 		return opts, err
 	}
 	opts.Backend = c.String("backend")
+	opts.ResampleBands = c.Bool("resample-bands")
+	if err := qualityMasksFromFlag(c, &opts); err != nil {
+		return opts, err
+	}
+	if opts.Radiometry, err = radiometryFromFlag(c); err != nil {
+		return opts, err
+	}
 	opts.CreationOptions = c.StringSlice("co")
 	switch strings.ToLower(c.String("reliability")) {
 	case "byte":
@@ -190,6 +197,9 @@ func classifyAction(c *cli.Context) error {
 	if mask != "" {
 		inputs = append(inputs, samefile.Named{Path: mask, Role: "--mask"})
 	}
+	for _, qm := range opts.QualityMasks {
+		inputs = append(inputs, samefile.Named{Path: qm.Path, Role: "--quality-mask"})
+	}
 	if err := checkOutputsNotInputs(productOutputs(out, outRole, opts.ReliabilityFloat32), inputs); err != nil {
 		return err
 	}
@@ -229,8 +239,9 @@ func classifyAction(c *cli.Context) error {
 	defer cl.Close()
 	res, err := cl.ClassifyMasked(c.Context, scene, mask, out)
 	if err != nil {
-		return err
+		return bandHint(err)
 	}
+	printWarnings(stderr, scene, res.Warnings)
 	if !quiet {
 		w := c.App.Writer
 		if w == nil {
@@ -345,4 +356,8 @@ func printSummary(w io.Writer, r processor.Result) {
 		t.Read.Round(time.Millisecond), 100*rd, t.Network.Round(time.Millisecond), 100*nw,
 		t.Stitch.Round(time.Millisecond), 100*st, t.Write.Round(time.Millisecond), 100*wr)
 	fmt.Fprintf(w, "  memory budget %s, planned peak %s\n", processor.FormatBytes(r.MaxMemoryBytes), processor.FormatBytes(r.PlannedBytes))
+	fmt.Fprintf(w, "  model bands: %s\n", r.Bands)
+	if r.QualityMasks != "" {
+		fmt.Fprintf(w, "  quality masks: %s\n", r.QualityMasks)
+	}
 }

@@ -26,16 +26,16 @@ func init() {
 			"Examples:\n" +
 			"  pnec evaluate --model salinasA.pnec --scene salinasA.tif --labels salinasA_gt.tif\n" +
 			"  pnec evaluate --model salinasA.pnec --scene salinasA.tif --labels salinasA_gt.tif --json > eval.json",
-		Flags: []cli.Flag{
+		Flags: append([]cli.Flag{
 			&cli.StringFlag{Name: "model", Required: true, Usage: "model file `MODEL` written by 'pnec train'"},
-			&cli.StringFlag{Name: "scene", Required: true, Usage: "scene `SCENE` (any raster GDAL reads) with the model's band count"},
+			&cli.StringFlag{Name: "scene", Required: true, Usage: "scene `SCENE` (any raster GDAL reads, or a product pnec reads: docs/sensors.md) with the model's bands"},
 			&cli.StringFlag{Name: "labels", Required: true, Usage: "label raster `LABELS`: class values, 0 = unlabelled, same size as the scene"},
 			&cli.BoolFlag{Name: "json", Usage: "print one JSON object instead of tables (ratios 0..1, null where undefined)"},
 			&cli.IntFlag{Name: "window", DefaultText: "the model's", Usage: "recovery window in `PIXELS` (odd)"},
 			&cli.Float64Flag{Name: "eta", DefaultText: "the model's", Usage: "recovery strength `ETA` in 0..1"},
 			&cli.Float64Flag{Name: "top", Value: evaluation.DefaultTopFraction, Usage: "`SHARE` (0..1) of most uncertain test pixels for the error recall column"},
 			&cli.StringFlag{Name: "backend", Usage: "compute backend `NAME`: go, xla:cpu, xla:cuda, xla:/abs/plugin.so (default: $GOMLX_BACKEND, else XLA when a PJRT plugin is installed, else go)"},
-		},
+		}, bandFlags()...),
 		Action: evaluateAction,
 	})
 }
@@ -45,7 +45,10 @@ func evaluateAction(c *cli.Context) error {
 	if err != nil {
 		return fmt.Errorf("%s: %w", c.String("model"), err)
 	}
-	opts := evaluation.EvalOptions{Backend: c.String("backend"), TopFraction: c.Float64("top")}
+	opts := evaluation.EvalOptions{Backend: c.String("backend"), TopFraction: c.Float64("top"), ResampleBands: c.Bool("resample-bands")}
+	if opts.Radiometry, err = radiometryFromFlag(c); err != nil {
+		return err
+	}
 	if !(opts.TopFraction > 0 && opts.TopFraction <= 1) {
 		return fmt.Errorf("--top %g: want a share in (0, 1]", opts.TopFraction)
 	}
@@ -63,7 +66,7 @@ func evaluateAction(c *cli.Context) error {
 	}
 	ev, err := evaluation.EvaluateFiles(c.Context, m, c.String("scene"), c.String("labels"), opts)
 	if err != nil {
-		return err
+		return bandHint(err)
 	}
 	if c.Bool("json") {
 		return ev.WriteJSON(stdoutOf(c))

@@ -107,6 +107,13 @@ func TestOutputIsInputRefused(t *testing.T) {
 			os.WriteFile(vrt, []byte(b.String()), 0o644)
 			return classify(m, vrt, s), []string{s}, []string{s, vrt, m}
 		}},
+		{"classify out is the quality mask", func(t *testing.T, d string) ([]string, []string, []string) {
+			m, s := copyModel(t, d), goodScene(t, d)
+			qm := filepath.Join(d, "clouds.tif")
+			b, _ := os.ReadFile(s)
+			os.WriteFile(qm, b, 0o644)
+			return classify(m, s, qm, "--quality-mask", qm+":1"), []string{qm}, []string{s, qm, m}
+		}},
 		{"train out is the scene", func(t *testing.T, d string) ([]string, []string, []string) {
 			s, l := writeTinyScene(t, d, 8, 8, 6)
 			return trainArgs(s, l, s), []string{s}, []string{s, l}
@@ -170,6 +177,18 @@ func TestOutputIsInputRefused(t *testing.T) {
 			os.WriteFile(item, []byte(`{"type":"Feature","stac_version":"1.0.0","id":"flight7","geometry":null,"properties":{"datetime":null},"links":[],"assets":{"hsi":{"href":"data/good.tif","roles":["data"]}}}`), 0o644)
 			return []string{"batch", "--quiet", "--model", m, "--out-dir", d, "--report", filepath.Join(t.TempDir(), "r.jsonl"), item},
 				[]string{item}, []string{item, s, m}
+		}},
+		{"batch product is the quality mask", func(t *testing.T, d string) ([]string, []string, []string) {
+			m := copyModel(t, t.TempDir())
+			in, out := filepath.Join(d, "in"), filepath.Join(d, "out")
+			os.Mkdir(in, 0o755)
+			os.Mkdir(out, 0o755)
+			a := goodScene(t, in)
+			qm := filepath.Join(out, "good.tif") // where the scene's product goes
+			b, _ := os.ReadFile(a)
+			os.WriteFile(qm, b, 0o644)
+			return []string{"batch", "--quiet", "--model", m, "--out-dir", out, "--report", filepath.Join(d, "r.jsonl"), "--quality-mask", qm, in},
+				[]string{qm}, []string{a, qm, m}
 		}},
 		{"batch report is a scene", func(t *testing.T, d string) ([]string, []string, []string) {
 			m := copyModel(t, t.TempDir())

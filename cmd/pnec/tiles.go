@@ -32,7 +32,7 @@ func init() {
 			&cli.StringFlag{Name: "model", Usage: "model `FILE` whose memory estimate and recovery window to plan for"},
 			&cli.BoolFlag{Name: "geojson", Usage: "print the tiles' footprints as a GeoJSON FeatureCollection in the scene's CRS"},
 			&cli.BoolFlag{Name: "all", Usage: fmt.Sprintf("list every tile (default: at most %d; the summary always counts them all)", maxListedTiles)},
-		}, planFlags()...),
+		}, append(bandFlags(), planFlags()...)...),
 		Action: tilesAction,
 	})
 }
@@ -63,9 +63,19 @@ func tilesAction(c *cli.Context) error {
 		return fmt.Errorf("close %s: %w", name, err)
 	}
 	if m != nil {
-		if err := m.CheckBands(name, info.Bands); err != nil {
+		// The scene's bands must give the model's, as classify checks.
+		rad, err := radiometryFromFlag(c)
+		if err != nil {
 			return err
 		}
+		if info.Radiometry.Known() {
+			rad = info.Radiometry
+		}
+		bp, err := m.BandPlan(info.BandSet(), rad, c.Bool("resample-bands"))
+		if err != nil {
+			return bandHint(fmt.Errorf("%s: %w", name, err))
+		}
+		printWarnings(stderrOf(c), name, bp.Warnings)
 	}
 	plan, budget, err := processor.PlanSceneLazy(info, m, opts)
 	if err != nil {

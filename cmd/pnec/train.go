@@ -54,6 +54,7 @@ func init() {
 			&cli.StringFlag{Name: "class-names", Usage: "`FILE` of class names, one 'VALUE NAME' a line (e.g. '1 Brocoli_green_weeds_1')"},
 			&cli.StringSliceFlag{Name: "class-name", Usage: "class name `VALUE=NAME` (repeatable); overrides --class-names"},
 			&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "no progress and no summary"},
+			radiometryFlag("the training scene's values"),
 			&cli.StringFlag{Name: "stac-base-url", Usage: "public `URL` of the model's directory: the model's STAC Item (MODEL.json) gets an absolute self link (without it, none)"},
 		}, modelFlags()...),
 		Action: trainAction,
@@ -267,6 +268,9 @@ func trainAction(c *cli.Context) error {
 			MaxMemoryBytes: processor.ReadMemoryLimits("/").Usable(),
 		},
 	}
+	if req.Radiometry, err = radiometryFromFlag(c); err != nil {
+		return err
+	}
 	if req.Options.Seed == 0 || req.Options.SplitSeed == 0 {
 		return fmt.Errorf("--seed and --split-seed: 0 is reserved for the default; give another value")
 	}
@@ -304,6 +308,7 @@ func trainAction(c *cli.Context) error {
 		fmt.Fprintf(stdoutOf(c), "%s: %d classes (%s), %d training of %d labelled pixels, %d epochs in %.1f s on %s, checksum %s\n",
 			c.String("out"), len(classes), strings.Join(parts, ", "), res.TrainPixels, res.LabelledPixels,
 			m.Config().Epochs, res.FitTime.Seconds(), res.Backend, m.Checksum())
+		fmt.Fprintf(stdoutOf(c), "  bands: %s; values: %s\n", bandsSummary(m), m.Radiometry())
 		fmt.Fprintf(stdoutOf(c), "%s: its STAC Item (machine learning model extension)\n", itemPath)
 	}
 	return nil

@@ -1,0 +1,238 @@
+package geo
+
+import (
+	"errors"
+	"fmt"
+	"path"
+	"regexp"
+	"strings"
+
+	"github.com/pnec/pnec/spectral"
+)
+
+// The products of imaging spectrometers as their providers deliver them.
+// GDAL 3.6 reads some as they are (AVIRIS-NG's ENVI cubes, EnMAP's and
+// DESIS's GeoTIFFs) but not what makes them a scene: the band set, gains,
+// bad bands and masks are in the providers' own metadata (EnMAP's
+// METADATA.XML, DESIS's ENVI header beside a GeoTIFF). Others it cannot
+// read as a raster at all (EMIT's sensor-geometry cube and its geometry
+// lookup table, PRISMA's (rows, bands, cols) HDF-EOS5 cubes, Tanager's
+// HDF-EOS5 grid, AVIRIS-3's NetCDF groups): pnec reads those through
+// GDAL's multidimensional API (mdim.go). docs/sensors.md describes each.
+
+// Product names (Info.Product).
+const (
+	ProductEnMAPL2A   = "EnMAP L2A"
+	ProductDESISL2A   = "DESIS L2A"
+	ProductAVIRISNG   = "AVIRIS-NG L2"
+	ProductAVIRIS3    = "AVIRIS-3 L2A"
+	ProductEMITL2A    = "EMIT L2A RFL"
+	ProductEMITMask   = "EMIT L2A MASK"
+	ProductPRISMAL2D  = "PRISMA L2D"
+	ProductTanagerSR  = "Tanager ortho surface reflectance"
+	maxSidecarBytes   = 16 << 20
+	maxMetadataBytes  = 64 << 20
+	reflectanceFactor = 10000
+)
+
+// openProduct opens name as a product pnec reads itself; ok is false when
+// name is none (the caller opens it through GDAL).
+func openProduct(name string) (s *Scene, ok bool, err error) {
+	// Tried in order; each recognises its product cheaply (by name, or
+	// by a look at the file) before it reads anything.
+	for _, p := range []func(name string) (*Scene, bool, error){openEnMAP, openNetCDF, openHDF5} {
+		if s, ok, err = p(name); ok {
+			return s, true, err
+		}
+	}
+	return nil, false, nil
+}
+
+// Names of deliveries pnec recognises by file name.
+var (
+	desisName    = regexp.MustCompile(`(?i)^DESIS-HSI-L2A-`)
+	avirisNGName = regexp.MustCompile(`^ang\d{8}t\d{6}.*(rfl|corr)`)
+	aviris3Name  = regexp.MustCompile(`(?i)^AV3\d{8}t\d{6}.*RFL`)
+)
+
+// readSidecars completes in from what GDAL does not read of a delivery:
+// the ENVI header DESIS puts beside its GeoTIFF (band set, gains, offsets,
+// no-data), and the product and radiometry of AVIRIS files known by name.
+func (s *Scene) readSidecars(in *Info) error {
+	base := path.Base(s.name)
+	if in.Driver == "GTiff" && (desisName.MatchString(base) || !remotePath(s.name)) {
+		hdr := strings.TrimSuffix(s.name, path.Ext(s.name))
+		for _, ext := range []string{".hdr", ".HDR"} {
+			if !vsiExists(hdr + ext) {
+				continue
+			}
+			text, err := vsiReadFile(hdr+ext, maxSidecarBytes)
+			if err != nil {
+				return err
+			}
+			h, err := parseENVIHeader(string(text))
+			if errors.Is(err, errNotENVIHeader) {
+				break // another program's .hdr: not ours to read
+			}
+			if err != nil {
+				return fmt.Errorf("%s: %w", path.Base(hdr+ext), err)
+			}
+			if err := s.applyENVIHeader(in, h, path.Base(hdr+ext)); err != nil {
+				return err
+			}
+			break
+		}
+	}
+	switch {
+	case desisName.MatchString(base):
+		in.Product = ProductDESISL2A
+		if !in.Radiometry.Known() {
+			// DN x gain + offset is reflectance 0-1 (DLR's DESIS L2A
+			// product specification); without gains, the DN are x10000.
+			in.Radiometry = spectral.Radiometry{Quantity: spectral.QuantityReflectance, Scale: reflectanceFactor}
+			if !identityScale(in.Scale, in.Offset) {
+				in.Radiometry.Scale = 1
+			}
+		}
+	case avirisNGName.MatchString(base) && in.Driver == "ENVI":
+		in.Product = ProductAVIRISNG
+		if !in.Radiometry.Known() {
+			in.Radiometry = spectral.Radiometry{Quantity: spectral.QuantityReflectance, Scale: 1}
+		}
+	case aviris3Name.MatchString(base) && in.Driver == "ENVI":
+		in.Product = ProductAVIRIS3
+		if !in.Radiometry.Known() {
+			in.Radiometry = spectral.Radiometry{Quantity: spectral.QuantityReflectance, Scale: 1}
+		}
+	}
+	return nil
+}
+
+// remotePath reports whether a dataset name is on a network or custom
+// GDAL file system (anything under /vsi but archives of local files),
+// where probing for a sidecar costs requests: pnec then looks for an ENVI
+// header beside a GeoTIFF only when the name says it is DESIS's.
+func remotePath(name string) bool {
+	if !strings.HasPrefix(name, "/vsi") {
+		return false
+	}
+	for _, local := range []string{"/vsizip/", "/vsitar/", "/vsigzip/", "/vsimem/"} {
+		if strings.HasPrefix(name, local) && !strings.Contains(name[len(local):], "/vsi") {
+			return false
+		}
+	}
+	return true
+}
+
+// applyENVIHeader sets what an ENVI header beside a GeoTIFF says and the
+// GeoTIFF does not: band centres and widths, bad bands, gains and offsets
+// (when the TIFF has no scale of its own), no-data, band names and the
+// reflectance scale factor. Its size must be the raster's.
+func (s *Scene) applyENVIHeader(in *Info, h enviHeader, label string) error {
+	for key, want := range map[string]int{"samples": in.Cols, "lines": in.Rows, "bands": in.Bands} {
+		if v, ok := h.int(key); ok && v != want {
+			return fmt.Errorf("%s says %s = %d, the GeoTIFF has %d", label, key, v, want)
+		}
+	}
+	n := in.Bands
+	unit := h["wavelength units"]
+	if in.WavelengthsNM == nil {
+		wl, err := h.perBand("wavelength", n)
+		if err != nil {
+			return fmt.Errorf("%s: %w", label, err)
+		}
+		if wl != nil {
+			in.WavelengthsNM, in.WavelengthUnits, in.SpectralSource = toNM(wl, unit), unit, "ENVI header beside the GeoTIFF"
+		}
+	}
+	if in.FWHMNM == nil {
+		fw, err := h.perBand("fwhm", n)
+		if err != nil {
+			return fmt.Errorf("%s: %w", label, err)
+		}
+		if fw != nil {
+			in.FWHMNM = widthsNM(fw, unit, in.WavelengthsNM)
+		}
+	}
+	if in.BadBands == nil {
+		bbl, err := h.perBand("bbl", n)
+		if err != nil {
+			return fmt.Errorf("%s: %w", label, err)
+		}
+		in.BadBands = badFromBBL(bbl)
+	}
+	gains, err := h.perBand("data gain values", n)
+	if err != nil {
+		return fmt.Errorf("%s: %w", label, err)
+	}
+	offsets, err := h.perBand("data offset values", n)
+	if err != nil {
+		return fmt.Errorf("%s: %w", label, err)
+	}
+	if (gains != nil || offsets != nil) && identityScale(in.Scale, in.Offset) {
+		for i := range n {
+			g, o := 1.0, 0.0
+			if gains != nil {
+				g = gains[i]
+			}
+			if offsets != nil {
+				o = offsets[i]
+			}
+			s.setBandScale(in, i, g, o)
+		}
+	}
+	if v, ok := h.number("data ignore value"); ok {
+		for i := range n {
+			if !in.HasNoData[i] {
+				in.NoData[i], in.HasNoData[i] = v, true
+				s.nodata[i], s.hasNoData[i] = float32(v), true
+			}
+		}
+	}
+	if names := h.strings("band names"); len(names) == n {
+		for i, nm := range names {
+			if in.BandNames[i] == "" {
+				in.BandNames[i] = nm
+			}
+		}
+	}
+	if f, ok := h.number("reflectance scale factor"); ok && f > 0 && !in.Radiometry.Known() {
+		in.Radiometry = reflectanceAfterGain(f, in.Scale, in.Offset)
+	}
+	return nil
+}
+
+// setBandScale makes reads apply scale and offset to band i's samples.
+func (s *Scene) setBandScale(in *Info, i int, scale, offset float64) {
+	in.Scale[i], in.Offset[i] = scale, offset
+	s.scale[i], s.offset[i] = float32(scale), float32(offset)
+}
+
+// identityScale reports whether every band has scale 1 and offset 0.
+func identityScale(scale, offset []float64) bool {
+	for i := range scale {
+		if scale[i] != 1 || (i < len(offset) && offset[i] != 0) {
+			return false
+		}
+	}
+	return true
+}
+
+// IsDelivery reports whether path (a local folder or file) is a product
+// delivery that Open reads as one scene although it is not one raster
+// file: an EnMAP L2A folder or ZIP. A batch takes such a folder as one
+// scene instead of the rasters inside it.
+func IsDelivery(path string) bool {
+	_, ok := findEnMAP(path)
+	return ok
+}
+
+// companionName matches the files of a delivery that belong to another
+// file's scene rather than being scenes themselves: EMIT's mask and
+// uncertainty files, EnMAP's and DESIS's quality layers and quicklooks.
+var companionName = regexp.MustCompile(`(?i)(^EMIT_L2A_(MASK|RFLUNCERT)_)|(-QL_[A-Z_]+\.(TIF|GEOTIFF)$)|(^DESIS-HSI-L2A-.*-QUALITY.*\.tif$)`)
+
+// IsCompanion reports whether the file name is a companion of another
+// scene in its delivery (see companionName): a batch given the folder
+// does not take it as a scene of its own.
+func IsCompanion(name string) bool { return companionName.MatchString(path.Base(name)) }

@@ -1,0 +1,393 @@
+package geo
+
+import (
+	"bytes"
+	"encoding/xml"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"path"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/pnec/pnec/spectral"
+)
+
+// xmlNode is an element of a parsed XML document: its local name (no
+// namespace), attributes by local name, text and children.
+type xmlNode struct {
+	Name     string
+	Attr     map[string]string
+	Text     string
+	Children []*xmlNode
+}
+
+// maxXMLDepth bounds nesting, so that a hostile document cannot exhaust the stack.
+const maxXMLDepth = 64
+
+// parseXMLTree reads a whole XML document into a tree of xmlNode.
+func parseXMLTree(data []byte) (*xmlNode, error) {
+	dec := xml.NewDecoder(bytes.NewReader(data))
+	dec.Strict = true
+	dec.CharsetReader = func(charset string, r io.Reader) (io.Reader, error) {
+		switch strings.ToLower(charset) {
+		case "utf-8", "us-ascii", "iso-8859-1", "latin1":
+			return r, nil // EnMAP's metadata is ASCII
+		}
+		return nil, fmt.Errorf("unsupported XML encoding %q", charset)
+	}
+	var stack []*xmlNode
+	var root *xmlNode
+	for {
+		tok, err := dec.Token()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
+		switch t := tok.(type) {
+		case xml.StartElement:
+			if len(stack) >= maxXMLDepth {
+				return nil, fmt.Errorf("XML nested deeper than %d elements", maxXMLDepth)
+			}
+			n := &xmlNode{Name: t.Name.Local}
+			for _, a := range t.Attr {
+				if n.Attr == nil {
+					n.Attr = map[string]string{}
+				}
+				n.Attr[a.Name.Local] = a.Value
+			}
+			if len(stack) > 0 {
+				p := stack[len(stack)-1]
+				p.Children = append(p.Children, n)
+			} else if root == nil {
+				root = n
+			}
+			stack = append(stack, n)
+		case xml.EndElement:
+			stack = stack[:len(stack)-1]
+		case xml.CharData:
+			if len(stack) > 0 {
+				stack[len(stack)-1].Text += string(t)
+			}
+		}
+	}
+	if root == nil {
+		return nil, errors.New("no XML element")
+	}
+	return root, nil
+}
+
+// child is n's first child called name (nil when none).
+func (n *xmlNode) child(name string) *xmlNode {
+	if n == nil {
+		return nil
+	}
+	for _, c := range n.Children {
+		if c.Name == name {
+			return c
+		}
+	}
+	return nil
+}
+
+// path follows children names from n (nil when one is missing).
+func (n *xmlNode) path(names ...string) *xmlNode {
+	for _, nm := range names {
+		n = n.child(nm)
+	}
+	return n
+}
+
+// find is the first element called name below n, depth first.
+func (n *xmlNode) find(name string) *xmlNode {
+	if n == nil {
+		return nil
+	}
+	for _, c := range n.Children {
+		if c.Name == name {
+			return c
+		}
+		if f := c.find(name); f != nil {
+			return f
+		}
+	}
+	return nil
+}
+
+// text is n's trimmed text ("" for nil).
+func (n *xmlNode) text() string {
+	if n == nil {
+		return ""
+	}
+	return strings.TrimSpace(n.Text)
+}
+
+// enmapMetadata is what pnec takes from an EnMAP METADATA.XML.
+type enmapMetadata struct {
+	Level                string // "L2A", ... (from the product name; "" when unknown)
+	CentresNM, FWHMNM    []float64
+	Gains, Offsets       []float64
+	BandStdDev           []float64 // per band (NaN when not stated); 0 marks a no-data-filled band
+	StartTime            string
+	VNIRBands, SWIRBands []int // 1-based expected channel lists
+}
+
+// parseEnMAPMetadata reads an EnMAP METADATA.XML: the band
+// characterisation (bandID number, wavelengthCenterOfBand, FWHMOfBand,
+// GainOfBand, OffsetOfBand, in nm and the gains' units), the band
+// statistics (a standard deviation of 0 is a band filled with no-data: the
+// water-vapour bands of L2A), the acquisition start time and the VNIR/SWIR
+// expected channel lists.
+func parseEnMAPMetadata(data []byte) (enmapMetadata, error) {
+	var md enmapMetadata
+	root, err := parseXMLTree(data)
+	if err != nil {
+		return md, fmt.Errorf("METADATA.XML: %w", err)
+	}
+	chars := root.find("bandCharacterisation")
+	if chars == nil {
+		return md, errors.New("METADATA.XML has no bandCharacterisation")
+	}
+	type band struct {
+		n          int
+		c, f, g, o float64
+	}
+	var bands []band
+	seen := map[int]bool{}
+	num := func(n *xmlNode, name string, def float64) (float64, error) {
+		t := n.child(name).text()
+		if t == "" {
+			return def, nil
+		}
+		v, err := strconv.ParseFloat(t, 64)
+		if err != nil || math.IsInf(v, 0) {
+			return 0, fmt.Errorf("%s %q is not a number", name, truncate(t, 20))
+		}
+		return v, nil
+	}
+	for _, b := range chars.Children {
+		if b.Name != "bandID" {
+			continue
+		}
+		k, err := strconv.Atoi(strings.TrimSpace(b.Attr["number"]))
+		if err != nil || k < 1 || k > 100000 || seen[k] {
+			return md, fmt.Errorf("METADATA.XML: bandID number %q is not a new band number", b.Attr["number"])
+		}
+		seen[k] = true
+		var bd band
+		bd.n = k
+		if bd.c, err = num(b, "wavelengthCenterOfBand", math.NaN()); err != nil {
+			return md, fmt.Errorf("METADATA.XML band %d: %w", k, err)
+		}
+		if bd.f, err = num(b, "FWHMOfBand", math.NaN()); err != nil {
+			return md, fmt.Errorf("METADATA.XML band %d: %w", k, err)
+		}
+		if bd.g, err = num(b, "GainOfBand", 1); err != nil {
+			return md, fmt.Errorf("METADATA.XML band %d: %w", k, err)
+		}
+		if bd.o, err = num(b, "OffsetOfBand", 0); err != nil {
+			return md, fmt.Errorf("METADATA.XML band %d: %w", k, err)
+		}
+		if !(bd.c > 0) {
+			return md, fmt.Errorf("METADATA.XML band %d: no centre wavelength", k)
+		}
+		bands = append(bands, bd)
+	}
+	if len(bands) == 0 {
+		return md, errors.New("METADATA.XML lists no bands")
+	}
+	sort.Slice(bands, func(i, j int) bool { return bands[i].n < bands[j].n })
+	if bands[len(bands)-1].n != len(bands) {
+		return md, fmt.Errorf("METADATA.XML numbers its %d bands up to %d", len(bands), bands[len(bands)-1].n)
+	}
+	for _, b := range bands {
+		md.CentresNM = append(md.CentresNM, b.c)
+		md.FWHMNM = append(md.FWHMNM, b.f)
+		md.Gains = append(md.Gains, b.g)
+		md.Offsets = append(md.Offsets, b.o)
+	}
+	md.BandStdDev = nanSlice(len(bands))
+	if st := root.find("bandStatistics"); st != nil {
+		for _, b := range st.Children {
+			k, err := strconv.Atoi(strings.TrimSpace(b.Attr["number"]))
+			if b.Name != "bandID" || err != nil || k < 1 || k > len(bands) {
+				continue
+			}
+			if v, err := strconv.ParseFloat(b.child("stdDeviation").text(), 64); err == nil {
+				md.BandStdDev[k-1] = v
+			}
+		}
+	}
+	md.StartTime = root.find("temporalCoverage").child("startTime").text()
+	md.VNIRBands = channelList(root.find("vnirProductQuality").child("expectedChannelsList").text())
+	md.SWIRBands = channelList(root.find("swirProductQuality").child("expectedChannelsList").text())
+	if name := root.find("name").text(); name != "" {
+		for _, lv := range []string{"L1B", "L1C", "L2A"} {
+			if strings.Contains(name, lv) {
+				md.Level = lv
+			}
+		}
+	}
+	return md, nil
+}
+
+// channelList parses "1,2,3" (nil when empty or malformed).
+func channelList(s string) []int {
+	if s == "" {
+		return nil
+	}
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		v, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil {
+			return nil
+		}
+		out = append(out, v)
+	}
+	return out
+}
+
+// enmapDelivery is the files of one EnMAP product: a folder, a ZIP (with
+// the product's folder inside, or its files at the top) or the METADATA.XML
+// in a folder.
+type enmapDelivery struct {
+	dir      string // the product's directory (a /vsizip/ path for a ZIP)
+	prefix   string // the file names' common prefix, up to "-METADATA.XML"
+	metadata string
+}
+
+// findEnMAP recognises an EnMAP delivery by its METADATA.XML.
+func findEnMAP(name string) (enmapDelivery, bool) {
+	var dirs []string
+	lower := strings.ToLower(name)
+	switch {
+	case strings.HasSuffix(lower, "-metadata.xml") && strings.HasPrefix(strings.ToUpper(path.Base(name)), "ENMAP"):
+		dirs = []string{path.Dir(name)}
+	case strings.HasSuffix(lower, ".zip") && !strings.HasPrefix(name, "/vsizip/"):
+		z := "/vsizip/" + name
+		dirs = []string{z}
+		for _, e := range vsiReadDir(z) {
+			dirs = append(dirs, z+"/"+e)
+		}
+	case (path.Ext(strings.TrimSuffix(name, "/")) == "" || strings.HasPrefix(strings.ToUpper(path.Base(name)), "ENMAP")) && vsiIsDir(name):
+		// Only names that can be folders are looked at: a file name
+		// with an extension costs no request on a network file system.
+		dirs = []string{name}
+	default:
+		return enmapDelivery{}, false
+	}
+	for _, d := range dirs {
+		for _, e := range vsiReadDir(d) {
+			u := strings.ToUpper(e)
+			if strings.HasPrefix(u, "ENMAP") && strings.HasSuffix(u, "-METADATA.XML") {
+				return enmapDelivery{dir: d, prefix: e[:len(e)-len("-METADATA.XML")], metadata: d + "/" + e}, true
+			}
+		}
+	}
+	return enmapDelivery{}, false
+}
+
+// file finds the delivery's file called prefix-suffix with one of exts
+// ("" when none is there).
+func (d enmapDelivery) file(suffix string, exts ...string) string {
+	entries := vsiReadDir(d.dir)
+	for _, ext := range exts {
+		want := strings.ToUpper(d.prefix + "-" + suffix + ext)
+		for _, e := range entries {
+			if strings.ToUpper(e) == want {
+				return d.dir + "/" + e
+			}
+		}
+	}
+	return ""
+}
+
+// enmapImageExts are the spectral image's formats, as DLR delivers them.
+var enmapImageExts = []string{".TIF", ".GEOTIFF", "_COG.TIF", ".BSQ", ".BIL", ".BIP", ".JP2"}
+
+// openEnMAP opens an EnMAP L2A delivery: the spectral image through GDAL,
+// with the band centres, widths, gains and offsets of its METADATA.XML,
+// the bands its statistics show filled with no-data declared bad, and its
+// pixel, cloud, cirrus and cloud-shadow masks as the product's masks.
+func openEnMAP(name string) (*Scene, bool, error) {
+	d, ok := findEnMAP(name)
+	if !ok {
+		return nil, false, nil
+	}
+	data, err := vsiReadFile(d.metadata, maxMetadataBytes)
+	if err != nil {
+		return nil, true, fmt.Errorf("open %s: %w", name, err)
+	}
+	md, err := parseEnMAPMetadata(data)
+	if err != nil {
+		return nil, true, fmt.Errorf("open %s: %w", name, err)
+	}
+	if md.Level != "" && md.Level != "L2A" {
+		return nil, true, fmt.Errorf("open %s: an EnMAP %s product; pnec reads L2A (orthorectified reflectance)", name, md.Level)
+	}
+	img := d.file("SPECTRAL_IMAGE", enmapImageExts...)
+	if img == "" {
+		return nil, true, fmt.Errorf("open %s: no %s-SPECTRAL_IMAGE file (TIF, BSQ, BIL or BIP) beside its METADATA.XML", name, d.prefix)
+	}
+	s, err := openGDAL(name, img)
+	if err != nil {
+		return nil, true, err
+	}
+	if err := s.applyEnMAP(md); err != nil {
+		s.Close()
+		return nil, true, fmt.Errorf("%s: %w", name, err)
+	}
+	for _, m := range []struct{ label, file string }{
+		{"EnMAP pixel mask", "QL_PIXELMASK"},
+		{"EnMAP cloud mask", "QL_QUALITY_CLOUD"},
+		{"EnMAP cirrus mask", "QL_QUALITY_CIRRUS"},
+		{"EnMAP cloud shadow mask", "QL_QUALITY_CLOUDSHADOW"},
+	} {
+		if f := d.file(m.file, ".TIF", ".GEOTIFF"); f != "" {
+			s.productQualityMasks = append(s.productQualityMasks, productQualityMask{label: m.label, open: func() (*Scene, error) { return openGDAL(f, f) }})
+		}
+	}
+	return s, true, nil
+}
+
+// applyEnMAP sets the metadata's band set, gains and bad bands on a scene
+// opened from the spectral image.
+func (s *Scene) applyEnMAP(md enmapMetadata) error {
+	in := &s.info
+	if len(md.CentresNM) != in.Bands {
+		return fmt.Errorf("METADATA.XML describes %d bands, the spectral image has %d", len(md.CentresNM), in.Bands)
+	}
+	in.Product, in.SpectralSource, in.WavelengthUnits = ProductEnMAPL2A, "EnMAP METADATA.XML", "nm"
+	in.WavelengthsNM, in.FWHMNM = md.CentresNM, md.FWHMNM
+	in.BadBands = nil
+	for i, sd := range md.BandStdDev {
+		if sd == 0 {
+			if in.BadBands == nil {
+				in.BadBands = make([]bool, in.Bands)
+			}
+			in.BadBands[i] = true
+		}
+	}
+	if identityScale(in.Scale, in.Offset) {
+		for i := range in.Bands {
+			s.setBandScale(in, i, md.Gains[i], md.Offsets[i])
+		}
+	}
+	// L2A is reflectance; DN x gain (1e-4) + offset is 0-1.
+	in.Radiometry = spectral.Radiometry{Quantity: spectral.QuantityReflectance, Scale: 1}
+	if identityScale(in.Scale, in.Offset) {
+		in.Radiometry.Scale = reflectanceFactor
+	}
+	if md.StartTime != "" {
+		if in.Metadata == nil {
+			in.Metadata = map[string]string{}
+		}
+		in.Metadata["ACQUISITIONDATETIME"] = md.StartTime
+	}
+	s.setSpecs()
+	return nil
+}

@@ -1,0 +1,8 @@
+package geo
+
+// ReadDecimated is the decimated read that ValidFractionEstimate makes of
+// large scenes (nearest sampling of w into bufCols x bufRows), for the
+// external tests.
+func (s *Scene) ReadDecimated(w Window, bufCols, bufRows int) ([]float32, []bool, error) {
+	return s.read(&s.cur, w, bufCols, bufRows, true)
+}

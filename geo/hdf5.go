@@ -1,0 +1,317 @@
+package geo
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+
+	"github.com/pnec/pnec/spectral"
+)
+
+// openHDF5 recognises and opens the HDF5 deliveries: PRISMA L2D (HDF-EOS5
+// swaths) and Planet Tanager ortho products (HDF-EOS5 grid).
+func openHDF5(name string) (*Scene, bool, error) {
+	lower := strings.ToLower(name)
+	if !strings.HasSuffix(lower, ".he5") && !strings.HasSuffix(lower, ".h5") && !strings.HasSuffix(lower, ".hdf5") && !strings.HasSuffix(lower, ".hdf") {
+		return nil, false, nil
+	}
+	f, err := openMD(name)
+	if err != nil {
+		return nil, false, nil
+	}
+	var s *Scene
+	switch {
+	case f.has(prismaSwath + "/Data Fields/VNIR_Cube"):
+		s, err = openPRISMA(name, f)
+	case f.has(tanagerFields+"/surface_reflectance") || f.has(tanagerFields+"/toa_radiance"):
+		s, err = openTanager(name, f)
+	default:
+		for _, lv := range []string{"PRS_L1_HCO", "PRS_L2B_HCO", "PRS_L2C_HCO"} {
+			if f.has("/HDFEOS/SWATHS/" + lv + "/Data Fields/VNIR_Cube") {
+				f.close()
+				return nil, true, fmt.Errorf("open %s: a PRISMA %s product (sensor geometry); pnec reads L2D (geocoded reflectance)", name, strings.TrimSuffix(strings.TrimPrefix(lv, "PRS_"), "_HCO"))
+			}
+		}
+		f.close()
+		return nil, false, nil
+	}
+	if err != nil {
+		f.close()
+		return nil, true, fmt.Errorf("open %s: %w", name, err)
+	}
+	return s, true, nil
+}
+
+const prismaSwath = "/HDFEOS/SWATHS/PRS_L2D_HCO"
+
+// openPRISMA reads a PRISMA L2D file (ASI's HDF-EOS5): VNIR_Cube and
+// SWIR_Cube are UInt16 stored (rows, bands, cols), bands in descending
+// wavelength order; the root attributes List_Cw_Vnir/Swir and
+// List_Fwhm_Vnir/Swir give centres and widths (0 for a band not in use,
+// List_Cw_*_Flags 0 for one flagged), L2ScaleVnir/SwirMin and Max the
+// linear DN-to-reflectance scale (reflectance = Min + DN x (Max - Min) /
+// 65535), Epsg_Code and Product_UL/LRcorner_easting/northing the UTM grid
+// (the corner pixels' centres). A pixel whose DN is 0 in every band is
+// no-data.
+func openPRISMA(name string, f *mdFile) (*Scene, error) {
+	type det struct {
+		cube, key string
+	}
+	var parts []mdPart
+	type band struct {
+		c, w      float64
+		bad       bool
+		part, idx int
+		scale, of float64
+	}
+	var bands []band
+	rows, cols := -1, -1
+	for p, d := range []det{{"VNIR_Cube", "Vnir"}, {"SWIR_Cube", "Swir"}} {
+		arr, err := f.array(prismaSwath + "/Data Fields/" + d.cube)
+		if err != nil {
+			for _, pt := range parts {
+				pt.arr.close()
+			}
+			return nil, err
+		}
+		parts = append(parts, mdPart{arr: arr, bandAxis: 1, rowAxis: 0, colAxis: 2})
+		if len(arr.dims) != 3 || (rows >= 0 && (arr.dims[0] != rows || arr.dims[2] != cols)) {
+			for _, pt := range parts {
+				pt.arr.close()
+			}
+			return nil, fmt.Errorf("%s has dimensions %v, want (rows, bands, cols) like the other cube", d.cube, arr.dims)
+		}
+		rows, cols = arr.dims[0], arr.dims[2]
+		cw, _ := f.groupAttr("/", "List_Cw_"+d.key)
+		fw, _ := f.groupAttr("/", "List_Fwhm_"+d.key)
+		fl, hasFlags := f.groupAttr("/", "List_Cw_"+d.key+"_Flags")
+		if len(cw.floats()) != arr.dims[1] || (len(fw.floats()) != 0 && len(fw.floats()) != arr.dims[1]) {
+			for _, pt := range parts {
+				pt.arr.close()
+			}
+			return nil, fmt.Errorf("List_Cw_%s lists %d centres (and %d widths) for the %d bands of %s", d.key, len(cw.floats()), len(fw.floats()), arr.dims[1], d.cube)
+		}
+		lo, okLo := f.groupAttr("/", "L2Scale"+d.key+"Min")
+		hi, okHi := f.groupAttr("/", "L2Scale"+d.key+"Max")
+		mn, _ := lo.float()
+		mx, ok := hi.float()
+		if !okLo || !okHi || !ok {
+			mn, mx = 0, 1
+		}
+		for i, c := range cw.floats() {
+			if !(c > 0) {
+				continue // a band not in use
+			}
+			b := band{c: c, w: math.NaN(), part: p, idx: i, scale: (mx - mn) / 65535, of: mn}
+			if len(fw.floats()) > i {
+				b.w = fw.floats()[i]
+			}
+			if hasFlags && len(fl.floats()) > i && fl.floats()[i] == 0 {
+				b.bad = true
+			}
+			bands = append(bands, b)
+		}
+	}
+	// Ascending wavelength: both cubes are stored descending, and the
+	// SWIR's first bands overlap the VNIR's last.
+	sort.SliceStable(bands, func(i, j int) bool { return bands[i].c < bands[j].c })
+	n := len(bands)
+	if n == 0 {
+		for _, pt := range parts {
+			pt.arr.close()
+		}
+		return nil, errors.New("no band in use (List_Cw_Vnir and List_Cw_Swir are all 0)")
+	}
+	in := Info{Name: name, Driver: "HDF5", Rows: rows, Cols: cols, Bands: n, Product: ProductPRISMAL2D, DataType: "UInt16",
+		SpectralSource: "PRISMA List_Cw/List_Fwhm attributes", WavelengthUnits: "nm", Radiometry: reflectance01}
+	scale, offset := make([]float64, n), make([]float64, n)
+	in.WavelengthsNM, in.FWHMNM = make([]float64, n), make([]float64, n)
+	for k, b := range bands {
+		in.WavelengthsNM[k], in.FWHMNM[k], scale[k], offset[k] = b.c, b.w, b.scale, b.of
+		parts[b.part].index = append(parts[b.part].index, b.idx)
+		parts[b.part].scene = append(parts[b.part].scene, k)
+		if b.bad {
+			if in.BadBands == nil {
+				in.BadBands = make([]bool, n)
+			}
+			in.BadBands[k] = true
+		}
+	}
+	if epsg, ok := f.groupAttr("/", "Epsg_Code"); ok {
+		code, _ := epsg.float()
+		ul, okUL := prismaCorner(f, "UL")
+		lr, okLR := prismaCorner(f, "LR")
+		if w, err := wktOfEPSG(int(code)); err == nil && okUL && okLR && cols > 1 && rows > 1 {
+			// The corners are the corner pixels' centres: the grid's outer
+			// corner is half a pixel further out.
+			px, py := (lr[0]-ul[0])/float64(cols-1), (ul[1]-lr[1])/float64(rows-1)
+			in.GeoTransform = [6]float64{ul[0] - px/2, px, 0, ul[1] + py/2, 0, -py}
+			in.HasGeoTransform, in.WKT = true, w
+		}
+	}
+	if t, ok := f.groupAttr("/", "Product_StartTime"); ok && t.str != "" {
+		in.Metadata = map[string]string{"ACQUISITIONDATETIME": t.str}
+	}
+	var used []mdPart
+	for _, pt := range parts {
+		if len(pt.scene) > 0 {
+			used = append(used, pt)
+		} else {
+			pt.arr.close()
+		}
+	}
+	cube, err := newMDCube(f, n, used)
+	if err != nil {
+		for _, pt := range used {
+			pt.arr.close()
+		}
+		return nil, err
+	}
+	s, err := newCubeScene(in, cube, constSlice(n, 0), scale, offset)
+	if err != nil {
+		return nil, err
+	}
+	s.nodataAll = true // DN 0 in every band
+	return s, nil
+}
+
+// prismaCorner reads Product_<c>corner_easting/northing.
+func prismaCorner(f *mdFile, c string) ([2]float64, bool) {
+	e, okE := f.groupAttr("/", "Product_"+c+"corner_easting")
+	n, okN := f.groupAttr("/", "Product_"+c+"corner_northing")
+	x, okX := e.float()
+	y, okY := n.float()
+	return [2]float64{x, y}, okE && okN && okX && okY
+}
+
+const tanagerFields = "/HDFEOS/GRIDS/HYP/Data Fields"
+
+// openTanager reads a Planet Tanager ortho product (HDF-EOS5 grid HYP):
+// surface_reflectance (or toa_radiance) Float32 (bands, rows, cols), its
+// attributes wavelengths, fwhm, wavelengths_units and good_wavelengths,
+// the grid's UTM placement from HDFEOS INFORMATION/StructMetadata.0, the
+// pixels nodata_pixels flags as no-data, and beta_cloud_mask and
+// beta_cirrus_mask as the product's masks.
+func openTanager(name string, f *mdFile) (*Scene, error) {
+	varName, rad := "surface_reflectance", reflectance01
+	arr, err := f.array(tanagerFields + "/" + varName)
+	if errors.Is(err, errNoArray) {
+		varName, rad = "toa_radiance", spectral.Radiometry{Quantity: spectral.QuantityRadiance}
+		arr, err = f.array(tanagerFields + "/" + varName)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if len(arr.dims) != 3 {
+		arr.close()
+		return nil, fmt.Errorf("%s has %d dimensions, want (bands, rows, cols)", varName, len(arr.dims))
+	}
+	nb, rows, cols := arr.dims[0], arr.dims[1], arr.dims[2]
+	in := Info{Name: name, Driver: "HDF5", Rows: rows, Cols: cols, Bands: nb, Product: ProductTanagerSR, DataType: "Float32", Radiometry: rad}
+	if varName != "surface_reflectance" {
+		in.Product = "Tanager ortho radiance"
+		if u, ok := arr.attr("units"); ok {
+			in.Radiometry.Units = u.str
+		}
+	}
+	unit := "nm"
+	if u, ok := arr.attr("wavelengths_units"); ok && u.str != "" {
+		unit = u.str
+	}
+	if wl, ok := arr.attr("wavelengths"); ok && len(wl.floats()) == nb {
+		in.WavelengthsNM, in.WavelengthUnits, in.SpectralSource = toNM(wl.floats(), unit), unit, "Tanager dataset attributes"
+	}
+	if fw, ok := arr.attr("fwhm"); ok && len(fw.floats()) == nb {
+		in.FWHMNM = widthsNM(fw.floats(), unit, in.WavelengthsNM)
+	}
+	if gw, ok := arr.attr("good_wavelengths"); ok && len(gw.floats()) == nb {
+		in.BadBands = badFromBBL(gw.floats())
+	}
+	sm, err := f.array("/HDFEOS INFORMATION/StructMetadata.0")
+	if err != nil {
+		arr.close()
+		return nil, fmt.Errorf("no HDFEOS INFORMATION/StructMetadata.0 to place the grid: %w", err)
+	}
+	odl, err := sm.readString()
+	sm.close()
+	if err != nil {
+		arr.close()
+		return nil, err
+	}
+	g, err := parseHEGrid(odl, "HYP")
+	if err != nil {
+		arr.close()
+		return nil, err
+	}
+	if g.XDim != cols || g.YDim != rows {
+		arr.close()
+		return nil, fmt.Errorf("StructMetadata grid HYP is %dx%d, %s %dx%d", g.XDim, g.YDim, varName, cols, rows)
+	}
+	if in.WKT, err = wktOfEPSG(g.EPSG); err != nil {
+		arr.close()
+		return nil, err
+	}
+	in.GeoTransform, in.HasGeoTransform = g.geoTransform(), true
+	nodata := -9999.0
+	if arr.hasNoData {
+		nodata = arr.nodata
+	}
+	cube, err := newMDCube(f, nb, []mdPart{{arr: arr, bandAxis: 0, rowAxis: 1, colAxis: 2, index: allBands(nb), scene: allBands(nb)}})
+	if err != nil {
+		arr.close()
+		return nil, err
+	}
+	s, err := newCubeScene(in, cube, constSlice(nb, nodata), constSlice(nb, 1), constSlice(nb, 0))
+	if err != nil {
+		return nil, err
+	}
+	grid := in
+	layer := func(ds string) func() (*Scene, error) {
+		return func() (*Scene, error) { return openTanagerLayer(name, grid, ds) }
+	}
+	if f.has(tanagerFields + "/nodata_pixels") {
+		ms, err := layer("nodata_pixels")()
+		if err == nil {
+			err = s.addQualityMaskScene(ms, "Tanager nodata_pixels", nil)
+		}
+		if err != nil {
+			s.Close()
+			return nil, err
+		}
+	}
+	for _, m := range []struct{ ds, label string }{{"beta_cloud_mask", "Tanager cloud mask"}, {"beta_cirrus_mask", "Tanager cirrus mask"}} {
+		if f.has(tanagerFields + "/" + m.ds) {
+			s.productQualityMasks = append(s.productQualityMasks, productQualityMask{label: m.label, open: layer(m.ds)})
+		}
+	}
+	return s, nil
+}
+
+// openTanagerLayer opens a 2-D layer of a Tanager file on its grid (a
+// mask) as a one-band scene.
+func openTanagerLayer(name string, grid Info, ds string) (*Scene, error) {
+	f, err := openMD(name)
+	if err != nil {
+		return nil, err
+	}
+	arr, err := f.array(tanagerFields + "/" + ds)
+	if err != nil {
+		f.close()
+		return nil, err
+	}
+	if len(arr.dims) != 2 || arr.dims[0] != grid.Rows || arr.dims[1] != grid.Cols {
+		arr.close()
+		f.close()
+		return nil, fmt.Errorf("%s is %v, not the %dx%d grid", ds, arr.dims, grid.Rows, grid.Cols)
+	}
+	cube, err := newMDCube(f, 1, []mdPart{{arr: arr, bandAxis: -1, rowAxis: 0, colAxis: 1, index: []int{0}, scene: []int{0}}})
+	if err != nil {
+		arr.close()
+		f.close()
+		return nil, err
+	}
+	in := Info{Name: name + ":" + ds, Driver: "HDF5", Rows: grid.Rows, Cols: grid.Cols, Bands: 1, GeoRef: grid.GeoRef, HasGeoTransform: grid.HasGeoTransform}
+	return newCubeScene(in, cube, []float64{math.NaN()}, []float64{1}, []float64{0})
+}

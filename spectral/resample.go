@@ -1,0 +1,192 @@
+package spectral
+
+import (
+	"math"
+	"sort"
+)
+
+// FWHMPerSigma is the FWHM of a Gaussian in units of its standard
+// deviation: 2 sqrt(2 ln 2).
+var FWHMPerSigma = 2 * math.Sqrt(2*math.Ln2)
+
+// Resampling limits.
+const (
+	// GapSpacings is how many of the scene's median band spacings a gap
+	// between two good scene bands may span before a model band inside it
+	// counts as not covered (2.5): the water-vapour bands a scene declares
+	// bad leave gaps of 10 spacings and more.
+	GapSpacings = 2.5
+	// kernelSigmas is where the Gaussian kernel is cut, in standard deviations.
+	kernelSigmas = 5
+)
+
+// Resample returns the plan that computes every model band from the
+// scene's good bands, each through the model band's Gaussian spectral
+// response function (its centre and FWHM):
+//
+// A scene band is itself a Gaussian average of the spectrum (its own
+// FWHM), so the model band's average is the scene bands' average under a
+// Gaussian of the remaining width, sigma_e^2 = sigma_model^2 -
+// sigma_scene^2 (Gaussians compose by adding variances), weighted by each
+// scene band's share of the wavelength axis (half the distance to its
+// neighbours). This is exact for spectra whose Gaussian averages are (a
+// polynomial of degree two; a Gaussian absorption line in the limit of
+// fine scene sampling), which the tests check. Where sigma_e is below half
+// the scene's band spacing (a model band narrower than the scene's) the
+// model band is interpolated linearly between the two scene bands around
+// its centre, exact for linear spectra. A scene band without a width is
+// taken as wide as the band spacing.
+//
+// A model band without a width takes the nearest scene band within half
+// that band's width (or spacing). A model band the good scene bands do not
+// surround (beyond half a band width past either end, or in a gap wider
+// than GapSpacings spacings and than its own width, such as water-vapour
+// bands the scene declares bad) is refused with a *CoverageError: nothing
+// is extrapolated.
+func Resample(model, scene BandSet) (Plan, error) {
+	sorted := sortByCentre(scene, scene.Good())
+	n := len(sorted)
+	if n == 0 || !model.HasCentres() {
+		return matchByCount(model, scene, Options{})
+	}
+	cs := make([]float64, n)
+	for k, j := range sorted {
+		cs[k] = scene.CentresNM[j]
+	}
+	h := bandSpacing(cs)
+	width := func(k int) float64 { // scene band k's FWHM (of sorted), spacing when unknown
+		if f, ok := scene.FWHM(sorted[k]); ok {
+			return f
+		}
+		return h
+	}
+	maxGap := GapSpacings * h
+	// share is scene band k's part of the wavelength axis, gaps capped.
+	share := func(k int) float64 {
+		var left, right float64
+		if k > 0 {
+			left = math.Min(cs[k]-cs[k-1], maxGap)
+		}
+		if k < n-1 {
+			right = math.Min(cs[k+1]-cs[k], maxGap)
+		}
+		switch {
+		case k == 0 && k == n-1:
+			return 1
+		case k == 0:
+			return right
+		case k == n-1:
+			return left
+		}
+		return (left + right) / 2
+	}
+	lo, hi := cs[0], cs[n-1]
+	rows := make([]map[int]float64, model.Bands) // per model band: scene band -> weight
+	for i, c := range model.CentresNM {
+		fm, okm := model.FWHM(i)
+		row := map[int]float64{}
+		rows[i] = row
+		cover := &CoverageError{ModelBand: i, CentreNM: c, SceneLoNM: lo, SceneHiNM: hi}
+		switch {
+		case c < lo-width(0)/2 || c > hi+width(n-1)/2:
+			return Plan{}, cover
+		case c <= lo:
+			row[sorted[0]] = 1
+			continue
+		case c >= hi:
+			row[sorted[n-1]] = 1
+			continue
+		}
+		b := sort.SearchFloat64s(cs, c) // cs[b] >= c, b >= 1
+		a := b - 1
+		if cs[b] == c {
+			a = b
+		}
+		if gap := cs[b] - cs[a]; gap > maxGap && (!okm || gap > fm) {
+			cover.GapLoNM, cover.GapHiNM = cs[a], cs[b]
+			return Plan{}, cover
+		}
+		if !okm {
+			k := a
+			if c-cs[a] > cs[b]-c {
+				k = b
+			}
+			if d := math.Abs(cs[k] - c); d > width(k)/2 {
+				cover.NoWidth, cover.GapHiNM = true, d
+				return Plan{}, cover
+			}
+			row[sorted[k]] = 1
+			continue
+		}
+		sm := fm / FWHMPerSigma
+		ss := (width(a) + width(b)) / 2 / FWHMPerSigma
+		se2 := sm*sm - ss*ss
+		if se2 < (h/2)*(h/2) {
+			if a == b {
+				row[sorted[a]] = 1
+				continue
+			}
+			t := (c - cs[a]) / (cs[b] - cs[a])
+			row[sorted[a]] += 1 - t
+			row[sorted[b]] += t
+			continue
+		}
+		se := math.Sqrt(se2)
+		k0 := sort.SearchFloat64s(cs, c-kernelSigmas*se)
+		sum := 0.0
+		for k := k0; k < n && cs[k] <= c+kernelSigmas*se; k++ {
+			d := cs[k] - c
+			w := math.Exp(-d*d/(2*se2)) * share(k)
+			row[sorted[k]] += w
+			sum += w
+		}
+		for j := range row {
+			row[j] /= sum
+		}
+	}
+	return planFromRows(rows), nil
+}
+
+// planFromRows turns per-model-band weights into a Plan over the scene
+// bands any row uses.
+func planFromRows(rows []map[int]float64) Plan {
+	seen := map[int]bool{}
+	var read []int
+	for _, r := range rows {
+		for j, w := range r {
+			if w != 0 && !seen[j] {
+				seen[j] = true
+				read = append(read, j)
+			}
+		}
+	}
+	sort.Ints(read)
+	pos := make(map[int]int, len(read))
+	for p, j := range read {
+		pos[j] = p
+	}
+	w := make([]float32, len(rows)*len(read))
+	for k, r := range rows {
+		for j, v := range r {
+			if v != 0 {
+				w[k*len(read)+pos[j]] = float32(v)
+			}
+		}
+	}
+	return Plan{Read: read, Weights: w, Out: len(rows)}
+}
+
+// bandSpacing is the median distance between neighbouring centres of
+// cs (ascending); 10 nm for a single band.
+func bandSpacing(cs []float64) float64 {
+	var d []float64
+	for k := 1; k < len(cs); k++ {
+		if g := cs[k] - cs[k-1]; g > 0 {
+			d = append(d, g)
+		}
+	}
+	if len(d) == 0 {
+		return 10
+	}
+	return median(d)
+}
