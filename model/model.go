@@ -51,6 +51,11 @@ func (m *Model) TrainSeconds() float64 { return m.meta.TrainSeconds }
 // (TrainIndices index that grid).
 func (m *Model) TrainSceneSize() (rows, cols int) { return m.meta.SceneRows, m.meta.SceneCols }
 
+// inputSpec is how m turns raw spectra into the network's input.
+func (m *Model) inputSpec() inputSpec {
+	return newInputSpec(m.meta.Config.Input, m.meta.StretchLo, m.meta.StretchHi)
+}
+
 // EstimatePredictBytes is the peak memory, in bytes, that Predict needs for
 // a rows x cols scene on the Go backend: the normalised cell means, the
 // stride-4 activations (about 60 D-wide maps live at once in the two Mamba
@@ -58,7 +63,7 @@ func (m *Model) TrainSceneSize() (rows, cols int) { return m.meta.SceneRows, m.m
 // with their upsampling intermediates. The caller's scene is not counted.
 func (m *Model) EstimatePredictBytes(rows, cols int) int64 {
 	cells := int64(padTo(rows)/Stride) * int64(padTo(cols)/Stride)
-	d, b, k := int64(m.meta.Config.Hidden), int64(m.meta.Bands), int64(len(m.meta.Classes))
+	d, b, k := int64(m.meta.Config.Hidden), int64(inputChannels(m.meta.Config.Input, m.meta.Bands)), int64(len(m.meta.Classes))
 	full := int64(rows) * int64(cols)
 	est := 4*(cells*b+cells*d*60+full*(3*k+2)) + 64<<20
 	if m.meta.Config.Encoder == EncoderPaper {

@@ -58,6 +58,14 @@ func validateConfig(c Config) error {
 	default:
 		return fmt.Errorf("encoder %q: want paper or cell", c.Encoder)
 	}
+	switch c.Input {
+	case "", InputStretch, InputShape, InputStretchShape, InputSNV:
+	default:
+		return fmt.Errorf("input %q: want %s, %s, %s or %s", c.Input, InputStretch, InputShape, InputStretchShape, InputSNV)
+	}
+	if err := c.Augment.validate(); err != nil {
+		return err
+	}
 	switch {
 	case c.Epochs < 1:
 		return fmt.Errorf("epochs %d: need at least 1", c.Epochs)
@@ -195,7 +203,10 @@ func Train(ctx context.Context, s Scene, labels []int32, opts TrainOptions) (m *
 	for t, i := range trainIdx {
 		ytrain[t] = trainClass(i)
 	}
-	td := newTrainData(s, lo, hi, trainIdx, ytrain, cfg.Encoder)
+	in := newInputSpec(cfg.Input, lo, hi)
+	td := newTrainData(s, in, trainIdx, ytrain, cfg.Encoder)
+	defer td.finalize()
+	aug := newAugmenter(cfg.Augment, s, in, cfg.Encoder, opts.Seed)
 
 	rng := rand.New(rand.NewPCG(uint64(opts.Seed), 0x6d616d6261))
 	params := initParams(d, cfg, rng)
@@ -214,7 +225,12 @@ func Train(ctx context.Context, s Scene, labels []int32, opts TrainOptions) (m *
 		if epoch <= cfg.ECWarmupEpochs || cfg.Ablation == AblationBase || cfg.Ablation == AblationNoEC {
 			calib = 0
 		}
-		loss, acc, err = st.step(td, calib)
+		step := td
+		if x := aug.next(); x != nil {
+			step.x = x
+		}
+		loss, acc, err = st.step(step, calib)
+		aug.done()
 		if err != nil {
 			return nil, fmt.Errorf("train: epoch %d on %s: %w", epoch, backendLabel(config), err)
 		}
@@ -259,10 +275,10 @@ func Train(ctx context.Context, s Scene, labels []int32, opts TrainOptions) (m *
 // normalised padded scene, the anchor class of cells holding a training
 // pixel, the bilinear weights from the stride-4 grid to each training pixel,
 // and the valid-cell mask.
-func newTrainData(s Scene, lo, hi []float32, trainIdx []int, ytrain []int32, encoder string) trainData {
+func newTrainData(s Scene, in inputSpec, trainIdx []int, ytrain []int32, encoder string) trainData {
 	hs, ws := lowRes(s.Rows, encoder), lowRes(s.Cols, encoder)
 	l := hs * ws
-	x, xdims := netInput(s, lo, hi, encoder)
+	x, xdims := netInput(s, in, encoder)
 	td := trainData{x: tensorOf(x, xdims...)}
 	masks := netMasks(s, encoder)
 	for _, mk := range masks {
@@ -295,6 +311,66 @@ func newTrainData(s Scene, lo, hi []float32, trainIdx []int, ytrain []int32, enc
 	td.anchor, td.cellMask = tensorOf(anchor, l), tensorOf(cellMask, l)
 	td.wtr, td.ytr = tensorOf(wtr, ntr, l), tensorOf(ytr, ntr)
 	return td
+}
+
+// finalize releases the tensors of td.
+func (td trainData) finalize() {
+	for _, t := range append([]*tensors.Tensor{td.x, td.anchor, td.wtr, td.ytr, td.cellMask}, td.masks...) {
+		if t != nil {
+			t.FinalizeAll()
+		}
+	}
+}
+
+// augmenter makes the network input of each augmented training step: the
+// training scene changed by a Radiometric drawn from the Augment bounds,
+// normalised with the clean scene's statistics (in). Its random source is
+// its own (seeded from the run seed), so training without augmentation
+// draws exactly what it drew before augmentation existed.
+type augmenter struct {
+	cfg     Augment
+	s       Scene
+	in      inputSpec
+	encoder string
+	means   []float64
+	rng     *rand.Rand
+	buf     []float32       // the changed scene's values
+	x       *tensors.Tensor // the current step's input, released by done
+}
+
+func newAugmenter(cfg Augment, s Scene, in inputSpec, encoder string, seed int64) *augmenter {
+	a := &augmenter{cfg: cfg, s: s, in: in, encoder: encoder}
+	if cfg.On() {
+		a.means = BandMeans(s)
+		a.rng = rand.New(rand.NewPCG(uint64(seed), 0x61756720))
+		a.buf = make([]float32, len(s.Data))
+	}
+	return a
+}
+
+// next returns the input of the next step, or nil for the clean input.
+func (a *augmenter) next() *tensors.Tensor {
+	if a.rng == nil {
+		return nil
+	}
+	r := a.cfg.draw(a.rng)
+	if r.IsIdentity() {
+		return nil
+	}
+	r.applyInto(a.buf, a.s, a.means, a.rng)
+	changed := a.s
+	changed.Data = a.buf
+	x, dims := netInput(changed, a.in, a.encoder)
+	a.x = tensorOf(x, dims...)
+	return a.x
+}
+
+// done releases the step's input.
+func (a *augmenter) done() {
+	if a.x != nil {
+		a.x.FinalizeAll()
+		a.x = nil
+	}
 }
 
 // trainer holds the compiled training step and the current state as tensors.
