@@ -263,6 +263,31 @@ type ShiftRun struct {
 	// RefOA - OA.
 	OA, RefOA, Drop float64
 	TestPixels      int
+	// Drift is the model's drift measure of the changed scene, as its
+	// product would carry it (nil for a model without drift statistics).
+	Drift *model.Drift
+}
+
+// DriftAlarmPoints is the OA drop of the drift target: a scene that loses
+// more than this must not be verdict ok, one that loses less should be.
+const DriftAlarmPoints = 5.0
+
+// missed reports whether the run's verdict is ok although its scene lost
+// more than DriftAlarmPoints (or is another scene); falseAlarm whether it is
+// not ok although the scene lost at most that.
+func (r ShiftRun) missed(c ShiftCase) bool {
+	if r.Drift == nil {
+		return false
+	}
+	bad := c.Other || 100*r.Drop > DriftAlarmPoints
+	return bad && r.Drift.Verdict == model.DriftOK
+}
+
+func (r ShiftRun) falseAlarm(c ShiftCase) bool {
+	if r.Drift == nil || c.Other || math.IsNaN(r.Drop) {
+		return false
+	}
+	return 100*r.Drop <= DriftAlarmPoints && r.Drift.Verdict != model.DriftOK
 }
 
 // ShiftRow is one case over all runs.
@@ -271,6 +296,39 @@ type ShiftRow struct {
 	Runs     []ShiftRun
 	OA, Drop Stat
 	MaxDrop  float64 // the largest drop of a run
+	// Verdicts counts the runs' drift verdicts; FarShare and
+	// ReliabilityRatio are the drift figures' means over runs.
+	Verdicts                   map[model.DriftVerdict]int
+	FarShare, ReliabilityRatio Stat
+	// Missed and FalseAlarms count the runs whose verdict misses a drop
+	// of more than DriftAlarmPoints, or raises an alarm without one.
+	Missed, FalseAlarms int
+}
+
+// DriftCheck totals the drift target over the suite.
+type DriftCheck struct {
+	Runs        int // case runs with a verdict
+	Missed      int // verdict ok although OA dropped by more than DriftAlarmPoints (or another scene)
+	FalseAlarms int // verdict warn or fail although OA dropped by at most DriftAlarmPoints
+}
+
+// Met reports whether the drift target holds: no miss and at most one
+// false alarm.
+func (d DriftCheck) Met() bool { return d.Runs > 0 && d.Missed == 0 && d.FalseAlarms <= 1 }
+
+// DriftCheck totals the drift target over every case and run.
+func (e ShiftExperiment) DriftCheck() DriftCheck {
+	var d DriftCheck
+	for _, r := range e.Cases {
+		for _, run := range r.Runs {
+			if run.Drift != nil {
+				d.Runs++
+			}
+		}
+		d.Missed += r.Missed
+		d.FalseAlarms += r.FalseAlarms
+	}
+	return d
 }
 
 // DisjointSplit is the spatially disjoint split: models trained on one half
@@ -419,16 +477,29 @@ func RunShift(ctx context.Context, s model.Scene, labels []int32, opts ShiftOpti
 		}
 	}
 	for i := range rows {
-		var oa, drop []float64
+		var oa, drop, far, rel []float64
 		rows[i].MaxDrop = math.NaN()
+		rows[i].Verdicts = map[model.DriftVerdict]int{}
 		for _, r := range rows[i].Runs {
 			oa = append(oa, r.OA)
 			drop = append(drop, r.Drop)
 			if !math.IsNaN(r.Drop) && (math.IsNaN(rows[i].MaxDrop) || r.Drop > rows[i].MaxDrop) {
 				rows[i].MaxDrop = r.Drop
 			}
+			if r.Drift != nil {
+				rows[i].Verdicts[r.Drift.Verdict]++
+				far = append(far, r.Drift.FarShare)
+				rel = append(rel, r.Drift.ReliabilityRatio)
+			}
+			if r.missed(rows[i].Case) {
+				rows[i].Missed++
+			}
+			if r.falseAlarm(rows[i].Case) {
+				rows[i].FalseAlarms++
+			}
 		}
 		rows[i].OA, rows[i].Drop = statOf(oa), statOf(drop)
+		rows[i].FarShare, rows[i].ReliabilityRatio = statOf(far), statOf(rel)
 	}
 	exp.Cases = rows
 	exp.TrainSeconds = statOf(trainSecs)
@@ -474,14 +545,26 @@ func shiftRun(ctx context.Context, m *model.Model, s model.Scene, labels []int32
 	for _, i := range m.TrainIndices() {
 		test[i] = 0
 	}
-	predict := func(sc model.Scene) ([]int, error) {
+	ref, err := m.SpectralReference()
+	if err != nil || !m.HasDriftStats() {
+		ref = nil // no drift figures
+	}
+	predict := func(sc model.Scene) ([]int, *model.Drift, error) {
 		pred, err := p.Predict(ctx, sc)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
-		return recoveredLabels(pred, sc.Valid, rec), nil
+		var drift *model.Drift
+		if ref != nil {
+			d, err := m.DriftOf(sc, pred, ref)
+			if err != nil {
+				return nil, nil, err
+			}
+			drift = &d
+		}
+		return recoveredLabels(pred, sc.Valid, rec), drift, nil
 	}
-	clean, err := predict(s)
+	clean, cleanDrift, err := predict(s)
 	if err != nil {
 		return err
 	}
@@ -507,13 +590,13 @@ func shiftRun(ctx context.Context, m *model.Model, s model.Scene, labels []int32
 			// means, the same for the whole scene and its sub-areas.
 			sc = c.Change.Apply(sc, means, rand.New(rand.NewPCG(caseSeed(c.Name, seed), 0x73686674)))
 		}
-		got := cleanLab
+		got, drift := cleanLab, cleanDrift
 		if !c.IsClean() {
-			if got, err = predict(sc); err != nil {
+			if got, drift, err = predict(sc); err != nil {
 				return fmt.Errorf("%s: %w", c.Name, err)
 			}
 		}
-		r := ShiftRun{Seed: seed, OA: math.NaN(), RefOA: math.NaN(), Drop: math.NaN()}
+		r := ShiftRun{Seed: seed, OA: math.NaN(), RefOA: math.NaN(), Drop: math.NaN(), Drift: drift}
 		if !c.Other {
 			r.OA, r.TestPixels = overallAccuracy(got, lab, sc.Valid, dense)
 			r.RefOA, _ = overallAccuracy(cleanLab, lab, sc.Valid, dense)
@@ -675,7 +758,7 @@ func (e ShiftExperiment) WriteText(w io.Writer) error {
 	fmt.Fprintln(&b, "OA after recovery on the test pixels (%), mean ± std (population) over runs; drop = OA of the clean scene's prediction on the same pixels - OA, points (mean, and the largest of a run); T = robustness target, S = strong change")
 	fmt.Fprintln(&b)
 	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "case\tset\tOA %\tdrop\tmax drop\t")
+	fmt.Fprintln(tw, "case\tset\tOA %\tdrop\tmax drop\tfar px %\treliability ratio\tdrift verdicts\t")
 	for _, r := range e.Cases {
 		set := ""
 		switch {
@@ -684,7 +767,15 @@ func (e ShiftExperiment) WriteText(w io.Writer) error {
 		case r.Case.Strong:
 			set = "S"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t\n", r.Case.Name, set, pm(r.OA, 100, 2), points(r.Drop.Mean), points(r.MaxDrop))
+		mark := ""
+		if r.Missed > 0 {
+			mark += fmt.Sprintf(" (%d missed)", r.Missed)
+		}
+		if r.FalseAlarms > 0 {
+			mark += fmt.Sprintf(" (%d false alarms)", r.FalseAlarms)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s%s\t\n", r.Case.Name, set, pm(r.OA, 100, 2), points(r.Drop.Mean), points(r.MaxDrop),
+			points(r.FarShare.Mean), num2(r.ReliabilityRatio.Mean), verdictCounts(r.Verdicts), mark)
 	}
 	tw.Flush()
 	fmt.Fprintln(&b)
@@ -698,12 +789,41 @@ func (e ShiftExperiment) WriteText(w io.Writer) error {
 		fmt.Fprintf(&b, "largest mean drop of a target change: %s points (%s; largest of a run %s); target <= %g points: %s\n",
 			points(worst.Drop.Mean), worst.Case.Name, points(worst.MaxDrop), ShiftTargetPoints, verdict)
 	}
+	if dc := e.DriftCheck(); dc.Runs > 0 {
+		verdict := "met"
+		if !dc.Met() {
+			verdict = "missed"
+		}
+		fmt.Fprintf(&b, "drift verdicts over %d case runs: %d missed (ok although OA dropped by more than %g points, or another scene), %d false alarms (warn or fail although OA dropped by at most %g points); target (no miss, at most one false alarm): %s\n",
+			dc.Runs, dc.Missed, DriftAlarmPoints, dc.FalseAlarms, DriftAlarmPoints, verdict)
+	}
 	if d := e.Disjoint; d != nil {
 		fmt.Fprintf(&b, "spatially disjoint split (trained on the %s, %d px per class drawn there): OA %s on the %s's test pixels, %s on the %s (random split of the whole scene: %s)\n",
 			d.TrainArea, e.TrainPerClass, pm(d.SameHalf, 100, 2), d.TrainArea, pm(d.OtherHalf, 100, 2), d.TestArea, pm(clean.OA, 100, 2))
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// verdictCounts writes drift verdict counts as "ok 4, warn 1".
+func verdictCounts(v map[model.DriftVerdict]int) string {
+	var parts []string
+	for _, k := range []model.DriftVerdict{model.DriftOK, model.DriftWarn, model.DriftFail, model.DriftUnknown} {
+		if v[k] > 0 {
+			parts = append(parts, fmt.Sprintf("%s %d", k, v[k]))
+		}
+	}
+	if len(parts) == 0 {
+		return "-"
+	}
+	return strings.Join(parts, ", ")
+}
+
+func num2(v float64) string {
+	if math.IsNaN(v) {
+		return "-"
+	}
+	return fmt.Sprintf("%.2f", v)
 }
 
 // points formats a 0..1 difference in points of percent ("-" for NaN).
@@ -721,12 +841,23 @@ func (e ShiftExperiment) WriteJSON(w io.Writer) error {
 		Std  jsonNum `json:"std"`
 	}
 	st := func(s Stat) statJSON { return statJSON{jsonNum(s.Mean), jsonNum(s.Std)} }
+	type driftJSON struct {
+		Verdict          string   `json:"verdict"`
+		Reasons          []string `json:"reasons,omitempty"`
+		FarShare         jsonNum  `json:"far_share"`
+		Reliability      jsonNum  `json:"reliability"`
+		ReliabilityRatio jsonNum  `json:"reliability_ratio"`
+		BrightnessRatio  jsonNum  `json:"brightness_ratio"`
+		BandShiftMeanSD  jsonNum  `json:"band_shift_sd_mean"`
+		BandShiftMaxSD   jsonNum  `json:"band_shift_sd_max"`
+	}
 	type runJSON struct {
-		Seed       int64   `json:"seed"`
-		OA         jsonNum `json:"oa"`
-		RefOA      jsonNum `json:"clean_oa_same_pixels"`
-		Drop       jsonNum `json:"drop"`
-		TestPixels int     `json:"test_pixels"`
+		Seed       int64      `json:"seed"`
+		OA         jsonNum    `json:"oa"`
+		RefOA      jsonNum    `json:"clean_oa_same_pixels"`
+		Drop       jsonNum    `json:"drop"`
+		TestPixels int        `json:"test_pixels"`
+		Drift      *driftJSON `json:"drift,omitempty"`
 	}
 	type caseJSON struct {
 		Name     string            `json:"name"`
@@ -760,6 +891,7 @@ func (e ShiftExperiment) WriteJSON(w io.Writer) error {
 		TargetPoints      float64       `json:"target_points"`
 		Cases             []caseJSON    `json:"cases"`
 		Disjoint          *disjointJSON `json:"disjoint_split,omitempty"`
+		DriftCheck        any           `json:"drift_check"`
 	}{Size: []int{e.Rows, e.Cols, e.Bands}, Classes: toClassesJSON(e.Classes), Backend: e.Backend, FirstSeed: e.FirstSeed,
 		Runs: e.Runs, Config: e.Config, TrainSeconds: st(e.TrainSeconds), TargetPoints: ShiftTargetPoints}
 	for _, r := range e.Cases {
@@ -769,10 +901,19 @@ func (e ShiftExperiment) WriteJSON(w io.Writer) error {
 			cj.Families = []string{}
 		}
 		for _, run := range r.Runs {
-			cj.Runs = append(cj.Runs, runJSON{Seed: run.Seed, OA: jsonNum(run.OA), RefOA: jsonNum(run.RefOA), Drop: jsonNum(run.Drop), TestPixels: run.TestPixels})
+			rj := runJSON{Seed: run.Seed, OA: jsonNum(run.OA), RefOA: jsonNum(run.RefOA), Drop: jsonNum(run.Drop), TestPixels: run.TestPixels}
+			if d := run.Drift; d != nil {
+				rj.Drift = &driftJSON{Verdict: string(d.Verdict), Reasons: d.Reasons, FarShare: jsonNum(d.FarShare), Reliability: jsonNum(d.Reliability),
+					ReliabilityRatio: jsonNum(d.ReliabilityRatio), BrightnessRatio: jsonNum(d.BrightnessRatio),
+					BandShiftMeanSD: jsonNum(d.BandShiftMeanSD), BandShiftMaxSD: jsonNum(d.BandShiftMaxSD)}
+			}
+			cj.Runs = append(cj.Runs, rj)
 		}
 		out.Cases = append(out.Cases, cj)
 	}
+	dc := e.DriftCheck()
+	out.DriftCheck = map[string]any{"case_runs": dc.Runs, "missed": dc.Missed, "false_alarms": dc.FalseAlarms, "met": dc.Met(),
+		"alarm_points": DriftAlarmPoints, "thresholds": model.DefaultDriftThresholds}
 	if d := e.Disjoint; d != nil {
 		dj := &disjointJSON{TrainArea: d.TrainArea, TestArea: d.TestArea, SameHalf: st(d.SameHalf), OtherHalf: st(d.OtherHalf)}
 		for _, r := range d.Runs {

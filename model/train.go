@@ -265,6 +265,9 @@ func Train(ctx context.Context, s Scene, labels []int32, opts TrainOptions) (m *
 	if m.meta.GroupNormStats, err = groupNormStats(b, m, s); err != nil {
 		return nil, fmt.Errorf("train: group norm statistics on %s: %w", backendLabel(config), err)
 	}
+	if m.meta.Drift, err = trainDriftStats(ctx, m, s, opts.Backend); err != nil {
+		return nil, fmt.Errorf("train: drift statistics on %s: %w", backendLabel(config), err)
+	}
 	if _, sum, err := m.fileBytes(); err == nil {
 		m.checksum = sum
 	}

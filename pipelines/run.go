@@ -69,6 +69,32 @@ type Config struct {
 	HTTPClient *http.Client
 	// Now is the clock (tests); nil = time.Now.
 	Now func() time.Time
+	// OnDrift is what happens to a scene whose drift verdict is fail
+	// (model.Drift): OnDriftWarn (the default) publishes it and reports the
+	// verdict, OnDriftSkip withholds its product and Item (status
+	// refused), OnDriftFail withholds them and counts the scene as failed.
+	OnDrift OnDrift
+}
+
+// OnDrift is Config.OnDrift.
+type OnDrift string
+
+// What Run does with a scene whose drift verdict is fail.
+const (
+	OnDriftWarn OnDrift = "warn" // publish, report the verdict (default)
+	OnDriftSkip OnDrift = "skip" // withhold product and Item; status refused
+	OnDriftFail OnDrift = "fail" // withhold product and Item; status failed
+)
+
+// ParseOnDrift reads an OnDrift ("" = OnDriftWarn).
+func ParseOnDrift(s string) (OnDrift, error) {
+	switch o := OnDrift(strings.ToLower(strings.TrimSpace(s))); o {
+	case "", OnDriftWarn:
+		return OnDriftWarn, nil
+	case OnDriftSkip, OnDriftFail:
+		return o, nil
+	}
+	return "", fmt.Errorf("drift action %q: want warn, skip or fail", s)
 }
 
 // Scene statuses in a SceneReport.
@@ -80,6 +106,9 @@ const (
 	// StatusStopped: the run was stopped (a signal) while or before the
 	// scene was done; nothing of it was published and a rerun does it.
 	StatusStopped = "stopped"
+	// StatusRefused: the scene's drift verdict was fail under OnDriftSkip;
+	// nothing of it was published and every run tries it again.
+	StatusRefused = "refused"
 )
 
 // StageSeconds is a scene's time per stage, in seconds.
@@ -107,11 +136,24 @@ type SceneReport struct {
 	Shard       string        `json:"shard,omitempty"`  // "i/n" when the run is one shard
 	Engine      string        `json:"engine,omitempty"` // slurm, kubernetes, aws-batch
 	JobID       string        `json:"job_id,omitempty"` // the engine's id of this task
+	// Drift is the scene's drift verdict (ok, warn, fail; absent for a
+	// model without drift statistics) and DriftReasons why it is not ok.
+	Drift        string   `json:"drift,omitempty"`
+	DriftReasons []string `json:"drift_reasons,omitempty"`
+	// DriftRefused is true when the product was withheld for its verdict
+	// (OnDriftSkip, OnDriftFail).
+	DriftRefused bool `json:"drift_refused,omitempty"`
 }
 
 // Summary totals a run.
 type Summary struct {
 	Scenes, Done, Skipped, Failed, Busy, Stopped int
+	// Refused counts scenes withheld for their drift (OnDriftSkip;
+	// under OnDriftFail they count as Failed and in DriftRefused).
+	Refused int
+	// DriftWarn and DriftFail count the scenes classified with each
+	// verdict, published or not; DriftRefused those withheld.
+	DriftWarn, DriftFail, DriftRefused int
 	Pixels                                       int64 // pixels classified (done scenes)
 	Elapsed                                      time.Duration
 	Jobs                                         int
@@ -134,6 +176,12 @@ func (s Summary) String() string {
 	if s.Stopped > 0 {
 		out += fmt.Sprintf("; %d stopped before they finished", s.Stopped)
 	}
+	if s.DriftWarn+s.DriftFail > 0 {
+		out += fmt.Sprintf("; drift: %d warn, %d fail", s.DriftWarn, s.DriftFail)
+		if s.DriftRefused > 0 {
+			out += fmt.Sprintf(" (%d withheld)", s.DriftRefused)
+		}
+	}
 	return out
 }
 
@@ -154,6 +202,8 @@ var ErrScenesFailed = errors.New("scenes failed")
 type FailedError struct {
 	Failed, Scenes int
 	First          string
+	// Drift counts the failed scenes refused for their drift (OnDriftFail).
+	Drift int
 }
 
 func (e *FailedError) Error() string {
@@ -184,6 +234,12 @@ func Run(ctx context.Context, cfg Config) (Summary, error) {
 	}
 	var sum Summary
 	var firstFailure string
+	var driftFailed int
+	onDrift, err := ParseOnDrift(string(cfg.OnDrift))
+	if err != nil {
+		return sum, err
+	}
+	cfg.OnDrift = onDrift
 	if err := cfg.Shard.Validate(); err != nil {
 		return sum, err
 	}
@@ -276,6 +332,9 @@ func Run(ctx context.Context, cfg Config) (Summary, error) {
 			defer wg.Done()
 			w := &worker{cfg: &cfg, model: m, classes: classes, nodata: geo.ProductNoData(geoClasses), collID: collID, inCollection: inColl, rep: rep, log: log, now: now}
 			o := opts
+			if cfg.OnDrift == OnDriftSkip || cfg.OnDrift == OnDriftFail {
+				o.DriftCheck = processor.RefuseDrift(model.DriftFail)
+			}
 			o.Progress = func(done, total int) {
 				if p := w.current.Load(); p != nil {
 					rep.tiles(*p, done, total)
@@ -306,6 +365,15 @@ func Run(ctx context.Context, cfg Config) (Summary, error) {
 			for in := range work {
 				r := w.scene(ctx, in)
 				mu.Lock()
+				switch r.Drift {
+				case string(model.DriftWarn):
+					sum.DriftWarn++
+				case string(model.DriftFail):
+					sum.DriftFail++
+				}
+				if r.DriftRefused {
+					sum.DriftRefused++
+				}
 				switch r.Status {
 				case StatusDone:
 					sum.Done++
@@ -319,8 +387,13 @@ func Run(ctx context.Context, cfg Config) (Summary, error) {
 					sum.Busy++
 				case StatusStopped:
 					sum.Stopped++
+				case StatusRefused:
+					sum.Refused++
 				default:
 					sum.Failed++
+					if r.DriftRefused {
+						driftFailed++
+					}
 					if firstFailure == "" {
 						firstFailure = r.Reason
 					}
@@ -359,7 +432,7 @@ feed:
 		return sum, fmt.Errorf("batch interrupted after %d of %d scenes: %w", sum.Scenes, rep.total, err)
 	}
 	if sum.Failed > 0 {
-		return sum, &FailedError{Failed: sum.Failed, Scenes: sum.Scenes, First: firstFailure}
+		return sum, &FailedError{Failed: sum.Failed, Scenes: sum.Scenes, First: firstFailure, Drift: driftFailed}
 	}
 	return sum, nil
 }
@@ -519,8 +592,25 @@ func (w *worker) scene(ctx context.Context, in Input) SceneReport {
 	}
 
 	res, err := w.classifier.Classify(ctx, in.Name, product)
+	var refused *processor.DriftError
+	if errors.As(err, &refused) {
+		r.Drift, r.DriftReasons, r.DriftRefused = string(refused.Drift.Verdict), refused.Drift.Reasons, true
+		r.Output, r.Item = "", ""
+		if w.cfg.OnDrift == OnDriftSkip {
+			r.Status, r.Reason = StatusRefused, in.Name+": product withheld (--on-drift skip): "+refused.Error()
+			w.log.Warn("scene refused for drift", "input", in.Name, "drift", refused.Drift.Summary())
+			return r
+		}
+		return fail(fmt.Errorf("product withheld: %w", err))
+	}
 	if err != nil {
 		return fail(err)
+	}
+	if d := res.Drift; d != nil {
+		r.Drift, r.DriftReasons = string(d.Verdict), d.Reasons
+		if d.Verdict != model.DriftOK {
+			w.log.Warn("scene drifted from the training data", "input", in.Name, "drift", d.Summary())
+		}
 	}
 	r.Backend = res.Backend
 	r.Pixels = int64(res.Rows) * int64(res.Cols)
@@ -586,7 +676,7 @@ func (w *worker) describe(in Input, product, itemPath string, src SourceRecord, 
 		ModelChecksum: checksum, Backend: res.Backend, Version: w.cfg.Version,
 		Source: src, ProductBytes: st.Size(), Now: w.now(), CollectionID: w.collID,
 		CollectionPath: w.cfg.Collection, Datetime: w.cfg.Datetime, NoData: w.nodata,
-		Shard: w.cfg.Shard, Engine: w.cfg.Engine,
+		Shard: w.cfg.Shard, Engine: w.cfg.Engine, Drift: res.Drift,
 	})
 	if err != nil {
 		return fmt.Errorf("STAC item for %s: %w", product, err)

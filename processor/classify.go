@@ -118,8 +118,16 @@ func (c *Classifier) classify(parent context.Context, sceneName, out string) (re
 	free := make(chan []float32, 1)
 	rows := make(chan rowsOut, 2)
 	var readT, netT, stitchT, writeT time.Duration
+	// The drift figures: band means from the reader (each pixel once, in
+	// its tile's core), class distances and final labels from the stitcher.
+	var drift *model.DriftMeter
+	if c.ref != nil && c.m.HasDriftStats() {
+		if drift, err = c.m.NewDriftMeter(); err != nil {
+			return res, err
+		}
+	}
 	st := &stitcher{plan: &plan, classes: classes, recovery: rp, kind: c.kind, spectral: c.ref != nil,
-		out: rows, progress: c.opts.Progress, byClass: make([]int64, len(classes))}
+		out: rows, progress: c.opts.Progress, byClass: make([]int64, len(classes)), drift: drift}
 	if c.opts.OnProgress != nil {
 		var done int64
 		all := int64(info.Rows) * int64(info.Cols)
@@ -131,7 +139,7 @@ func (c *Classifier) classify(parent context.Context, sceneName, out string) (re
 
 	g.Go(func() (err error) {
 		defer close(tiles)
-		readT, err = c.readTiles(ctx, sc, sceneName, info, &plan, free, tiles)
+		readT, err = c.readTiles(ctx, sc, sceneName, info, &plan, drift, free, tiles)
 		return err
 	})
 	g.Go(func() (err error) {
@@ -166,6 +174,20 @@ func (c *Classifier) classify(parent context.Context, sceneName, out string) (re
 	if st.written != info.Rows {
 		return res, fmt.Errorf("classify %s: wrote %d of %d rows", sceneName, st.written, info.Rows)
 	}
+	if drift != nil {
+		rep := drift.Report()
+		res.Drift = &rep
+		c.log.Info("drift", "scene", sceneName, "verdict", rep.Verdict, "far_share", rep.FarShare,
+			"reliability_ratio", rep.ReliabilityRatio, "brightness_ratio", rep.BrightnessRatio)
+		if c.opts.DriftCheck != nil {
+			if err := c.opts.DriftCheck(rep); err != nil {
+				return res, err
+			}
+		}
+		if err := pw.AddMetadata(DriftMetadata(rep)); err != nil {
+			return res, err
+		}
+	}
 	t0 := time.Now()
 	if err := pw.Commit(parent); err != nil {
 		return res, err // geo names the product
@@ -187,7 +209,7 @@ func (c *Classifier) classify(parent context.Context, sceneName, out string) (re
 // is read, before that tile goes to the network (see signalCheck). Tiles
 // are read into the buffers the network hands back on free when there is
 // one.
-func (c *Classifier) readTiles(ctx context.Context, sc *geo.Scene, name string, info geo.Info, plan *tiling.Plan, free <-chan []float32, out chan<- tileIn) (time.Duration, error) {
+func (c *Classifier) readTiles(ctx context.Context, sc *geo.Scene, name string, info geo.Info, plan *tiling.Plan, drift *model.DriftMeter, free <-chan []float32, out chan<- tileIn) (time.Duration, error) {
 	var busy time.Duration
 	var sig signalCheck
 	cr := carryReader{sc: sc, bands: info.Bands, sceneCols: info.Cols, blockCols: carryBlockCols(info)}
@@ -208,6 +230,9 @@ func (c *Classifier) readTiles(ctx context.Context, sc *geo.Scene, name string, 
 			return busy, fmt.Errorf("%w (tile %d)", err, t.Index)
 		}
 		sig.add(blk.Data, blk.Valid, blk.Bands)
+		if drift != nil {
+			addCoreSpectra(drift, blk, t.Core)
+		}
 		if i == len(plan.Tiles)-1 {
 			if err := sig.verdict(name, info); err != nil {
 				return busy, err
@@ -222,6 +247,20 @@ func (c *Classifier) readTiles(ctx context.Context, sc *geo.Scene, name string, 
 		}
 	}
 	return busy, nil
+}
+
+// addCoreSpectra adds the pixels of b (read for a tile) inside its core to
+// the drift's band means: the cores partition the scene, so each pixel
+// counts once.
+func addCoreSpectra(d *model.DriftMeter, b geo.Block, core tiling.Rect) {
+	for r := core.Row; r < core.Row+core.Rows; r++ {
+		i := (r-b.Row)*b.Cols + core.Col - b.Col
+		var valid []bool
+		if b.Valid != nil {
+			valid = b.Valid[i : i+core.Cols]
+		}
+		d.AddSpectra(b.Data[i*b.Bands:(i+core.Cols)*b.Bands], valid)
+	}
 }
 
 // carryReader reads the tiles of a row of tiles so that each column of the
@@ -426,6 +465,8 @@ type stitcher struct {
 	progress func(done, total int)
 	tileDone func(t tiling.Tile, done int) // after each tile is stitched
 
+	drift   *model.DriftMeter // nil: no drift figures (needs spectral)
+
 	canvas  *tiling.Canvas
 	buf     []float32 // interleaved tile output, reused
 	written int       // product rows sent
@@ -612,6 +653,9 @@ func (s *stitcher) rows(lo, hi, h int) (rowsOut, error) {
 		out.class[i] = uint16(v)
 		if dist != nil {
 			out.rel[i] = s.kind.PixelSpectral(px, unc[i], model.AgreementOf(dist[i*k:(i+1)*k], best))
+			if s.drift != nil {
+				s.drift.AddPixel(dist[i*k:(i+1)*k], best)
+			}
 		} else {
 			out.rel[i] = s.kind.Pixel(px, unc[i])
 		}

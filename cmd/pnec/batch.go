@@ -27,7 +27,8 @@ func init() {
 			"DIR/KEY.tif (the COG product) and DIR/KEY.json (its STAC Item, which also records the input's\n" +
 			"size and modification time and the model checksum). A scene whose product is up to date is\n" +
 			"skipped (--force redoes it); a run killed at any moment and started again finishes the rest.\n" +
-			"One failing scene does not stop the others; the exit status is 1 when any failed.\n" +
+			"One failing scene does not stop the others; the exit status is 1 when any failed (4 when the\n" +
+			"only failures are scenes refused for their drift under --on-drift fail).\n" +
 			"A JSON line per scene goes to --report (default stdout), a summary to stderr.\n\n" +
 			"Examples:\n" +
 			"  pnec batch --model salinas.pnec --out-dir products/ incoming/*.tif\n" +
@@ -48,6 +49,7 @@ func init() {
 			&cli.StringFlag{Name: "collection-id", Usage: "`ID` of a new collection (default: the collection file's directory name)"},
 			&cli.StringFlag{Name: "license", Usage: "licence of the Collection's products, an SPDX `ID` or expression (e.g. CC-BY-4.0; default: proprietary, none granted)"},
 			&cli.StringFlag{Name: "datetime", Usage: "acquisition `TIME` (RFC 3339, or YYYY-MM-DD) of the scenes, written as each Item's datetime; without it, a scene's own (source STAC Item, ACQUISITIONDATETIME/TIFFTAG_DATETIME metadata), or datetime null with start_datetime..end_datetime when it has none"},
+			&cli.StringFlag{Name: "on-drift", Value: string(pipelines.OnDriftWarn), Usage: "what to do with a scene whose drift verdict is fail (docs/acquisitions.md): `ACTION` warn (publish and report it), skip (withhold its product and Item, status refused) or fail (withhold them, the scene fails; exit status 4 when nothing else failed)"},
 			&cli.StringFlag{Name: "report", Value: "-", Usage: "run report `FILE`: one JSON line per scene (- = stdout)"},
 			&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "no progress bar or log lines (the report and errors still appear)"},
 		}, productFlags()...),
@@ -121,7 +123,12 @@ func batchAction(c *cli.Context) error {
 		}
 		acquired = t
 	}
+	onDrift, err := pipelines.ParseOnDrift(c.String("on-drift"))
+	if err != nil {
+		return fmt.Errorf("--on-drift %s: want warn, skip or fail", c.String("on-drift"))
+	}
 	cfg := pipelines.Config{
+		OnDrift:  onDrift,
 		Datetime: acquired, License: c.String("license"),
 		ModelPath: c.String("model"), OutDir: c.String("out-dir"), Inputs: inputs,
 		Asset: c.String("asset"), Force: c.Bool("force"), Jobs: c.Int("jobs"), Shard: shard, Engine: engine,
@@ -147,11 +154,20 @@ func batchAction(c *cli.Context) error {
 	if !c.Bool("quiet") && sum.Scenes > 0 {
 		fmt.Fprintln(stderr, "batch: "+sum.String())
 	}
+	var failed *pipelines.FailedError
+	if errors.As(err, &failed) && failed.Drift == failed.Failed {
+		// Only scenes refused for their drift (--on-drift fail) failed.
+		return cli.Exit(fmt.Sprintf("batch: %v", err), exitDrift)
+	}
 	if err != nil {
 		return fmt.Errorf("batch: %w", err)
 	}
 	return nil
 }
+
+// exitDrift is batch's exit status when every failed scene was refused for
+// its drift under --on-drift fail.
+const exitDrift = 4
 
 // batchBar draws scenes done, and the current scene's tiles, on a terminal.
 func batchBar(w io.Writer) func(pipelines.Event) {

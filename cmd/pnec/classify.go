@@ -229,4 +229,8 @@ func printSummary(w io.Writer, r processor.Result) {
 		t.Read.Round(time.Millisecond), 100*rd, t.Network.Round(time.Millisecond), 100*nw,
 		t.Stitch.Round(time.Millisecond), 100*st, t.Write.Round(time.Millisecond), 100*wr)
 	fmt.Fprintf(w, "  memory budget %s, planned peak %s\n", processor.FormatBytes(r.MaxMemoryBytes), processor.FormatBytes(r.PlannedBytes))
+	if d := r.Drift; d != nil {
+		fmt.Fprintf(w, "  drift %s (far pixels %.1f%%, reliability %.0f%% of the training scene's, brightness x%.2f)\n",
+			d.Summary(), 100*d.FarShare, 100*d.ReliabilityRatio, d.BrightnessRatio)
+	}
 }
