@@ -41,8 +41,8 @@ func TestModelFileDamage(t *testing.T) {
 	}
 	older := func(magic string) []byte { return append([]byte(magic), data[len(fileMagic):]...) }
 	for name, bad := range map[string][]byte{
-		"format 1": older(fileMagicV1),
-		"format 2": older(fileMagicV2),
+		"format 1":  older(fileMagicV1),
+		"format 2":  older(fileMagicV2),
 		"flipped":   append(append([]byte{}, data[:len(data)/2]...), append([]byte{data[len(data)/2] ^ 1}, data[len(data)/2+1:]...)...),
 		"truncated": data[:len(data)-40],
 		"empty":     {},

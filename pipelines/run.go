@@ -154,12 +154,12 @@ type Summary struct {
 	// DriftWarn and DriftFail count the scenes classified with each
 	// verdict, published or not; DriftRefused those withheld.
 	DriftWarn, DriftFail, DriftRefused int
-	Pixels                                       int64 // pixels classified (done scenes)
-	Elapsed                                      time.Duration
-	Jobs                                         int
-	Backend                                      string
-	TempFilesRemoved                             int
-	MaxMemoryBytesPerJob                         int64 // each job's share of the memory budget
+	Pixels                             int64 // pixels classified (done scenes)
+	Elapsed                            time.Duration
+	Jobs                               int
+	Backend                            string
+	TempFilesRemoved                   int
+	MaxMemoryBytesPerJob               int64 // each job's share of the memory budget
 }
 
 // String is the one-paragraph summary printed at the end of a run.

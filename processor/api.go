@@ -181,8 +181,8 @@ type Classifier struct {
 	kind model.ReliabilityKind
 	// ref is the training spectra: for a spectral kind and for the drift
 	// figures (nil when the model has neither).
-	ref *model.SpectralReference
-	busy chan struct{}            // one Classify at a time
+	ref  *model.SpectralReference
+	busy chan struct{} // one Classify at a time
 }
 
 // NewClassifier prepares m for classification with opts.

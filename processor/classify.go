@@ -465,7 +465,7 @@ type stitcher struct {
 	progress func(done, total int)
 	tileDone func(t tiling.Tile, done int) // after each tile is stitched
 
-	drift   *model.DriftMeter // nil: no drift figures (needs spectral)
+	drift *model.DriftMeter // nil: no drift figures (needs spectral)
 
 	canvas  *tiling.Canvas
 	buf     []float32 // interleaved tile output, reused
