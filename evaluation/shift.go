@@ -101,7 +101,7 @@ func ShiftSuite() []ShiftCase {
 	for _, n := range []float64{0.01, 0.02, 0.05} {
 		add(ShiftCase{Families: []string{FamilyNoise}, Change: model.Radiometric{Noise: n}})
 	}
-	for _, k := range []int{-1, 1} {
+	for _, k := range []float64{-1, 1} {
 		add(ShiftCase{Families: []string{FamilyShift}, Change: model.Radiometric{BandShift: k}, Target: true})
 	}
 	for _, a := range Areas {
@@ -137,7 +137,7 @@ func ShiftSuite() []ShiftCase {
 	for _, g := range []float64{0.6, 1.5} {
 		add(ShiftCase{Families: []string{FamilyGain}, Change: model.Radiometric{Gain: g}, Strong: true})
 	}
-	for _, k := range []int{-3, 3} {
+	for _, k := range []float64{-3, 3} {
 		add(ShiftCase{Families: []string{FamilyShift}, Change: model.Radiometric{BandShift: k}, Strong: true})
 	}
 	add(ShiftCase{Families: []string{FamilyReverse}, Change: model.Radiometric{Reverse: true}, Strong: true})

@@ -45,10 +45,12 @@ func (t TiltShape) at(u float64) float64 {
 // additive offset (path radiance), sensor noise and a shift of the band
 // axis (calibration drift). Apply computes, per pixel and band b,
 //
-//	out[b] = Gain * (1 + Tilt*shape(b)) * in[b+BandShift] + Offset*mean[b] + Noise*mean[b]*N(0,1)
+//	out[b] = Gain * (1 + Tilt*shape(b)) * in(b+BandShift) + Offset*mean[b] + Noise*mean[b]*N(0,1)
 //
 // where mean[b] is the band's mean over the scene's valid pixels and
-// in[b+BandShift] is clamped to the first and last band. The zero value
+// in(b+BandShift) is the spectrum at that band position, interpolated
+// linearly between bands for a fractional shift and clamped to the first
+// and last band. The zero value
 // but Gain (0 = 1) changes nothing.
 type Radiometric struct {
 	Gain      float64   // brightness factor (0 = 1)
@@ -56,7 +58,7 @@ type Radiometric struct {
 	TiltShape TiltShape // "" = TiltLinear
 	Offset    float64   // additive offset as a fraction of each band's mean
 	Noise     float64   // Gaussian noise standard deviation as a fraction of each band's mean
-	BandShift int       // out[b] takes in[b+BandShift] (edge bands repeat)
+	BandShift float64   // out[b] takes the spectrum at band b+BandShift (edge bands repeat)
 	Reverse   bool      // bands in reverse order (applied before the rest)
 }
 
@@ -88,7 +90,7 @@ func (r Radiometric) String() string {
 		parts = append(parts, fmt.Sprintf("noise %g%%", 100*r.Noise))
 	}
 	if r.BandShift != 0 {
-		parts = append(parts, fmt.Sprintf("band shift %+d", r.BandShift))
+		parts = append(parts, fmt.Sprintf("band shift %+g", r.BandShift))
 	}
 	if len(parts) == 0 {
 		return "none"
@@ -143,18 +145,24 @@ func (r Radiometric) applyInto(dst []float32, s Scene, means []float64, rng *ran
 	if shape == "" {
 		shape = TiltLinear
 	}
-	// Per output band: the source band, the factor and the additive offset.
+	// Per output band: the source bands and their weights, the factor and
+	// the additive offset.
 	src := make([]int, B)
+	src2 := make([]int, B)
+	w2 := make([]float32, B)
 	factor := make([]float32, B)
 	offset := make([]float32, B)
 	sigma := make([]float64, B)
 	for b := 0; b < B; b++ {
-		j := min(max(b+r.BandShift, 0), B-1)
+		pos := min(max(float64(b)+r.BandShift, 0), float64(B-1))
+		j := int(math.Floor(pos))
+		j2 := min(j+1, B-1)
+		w2[b] = float32(pos - float64(j))
 		if r.Reverse {
 			// Reversed first, then shifted along the reversed axis.
-			j = B - 1 - j
+			j, j2 = B-1-j, B-1-j2
 		}
-		src[b] = j
+		src[b], src2[b] = j, j2
 		u := 0.0
 		if B > 1 {
 			u = float64(b) / float64(B-1)
@@ -172,7 +180,11 @@ func (r Radiometric) applyInto(dst []float32, s Scene, means []float64, rng *ran
 			continue
 		}
 		for b := range out {
-			v := factor[b]*in[src[b]] + offset[b]
+			x := in[src[b]]
+			if w2[b] != 0 {
+				x += w2[b] * (in[src2[b]] - x)
+			}
+			v := factor[b]*x + offset[b]
 			if r.Noise != 0 && rng != nil {
 				v += float32(sigma[b] * rng.NormFloat64())
 			}
@@ -194,7 +206,11 @@ type Augment struct {
 	Tilt      float64 // tilt amplitude drawn uniformly in [-Tilt, Tilt], shape uniformly of TiltShapes
 	Offset    float64 // offset drawn uniformly in [-Offset, Offset] (fraction of each band's mean)
 	Noise     float64 // noise level drawn uniformly in [0, Noise] (fraction of each band's mean)
-	BandShift int     // band shift drawn uniformly in [-BandShift, BandShift]
+	BandShift float64 // band shift drawn uniformly in [-BandShift, BandShift] (fractions interpolate)
+	// CleanTail is the share of the last epochs trained without
+	// augmentation, so that the prototype bank and the last updates see the
+	// scene as it is.
+	CleanTail float64
 }
 
 // On reports whether augmentation changes any step.
@@ -210,7 +226,9 @@ func (a Augment) validate() error {
 	case a.Gain < 0 || a.Tilt < 0 || a.Tilt >= 1 || a.Offset < 0 || a.Noise < 0:
 		return fmt.Errorf("augmentation bounds gain %g, tilt %g, offset %g, noise %g: must be non-negative (tilt below 1)", a.Gain, a.Tilt, a.Offset, a.Noise)
 	case a.BandShift < 0:
-		return fmt.Errorf("augmentation band shift %d: must be non-negative", a.BandShift)
+		return fmt.Errorf("augmentation band shift %g: must be non-negative", a.BandShift)
+	case a.CleanTail < 0 || a.CleanTail > 1:
+		return fmt.Errorf("augmentation clean tail %g: must be in [0,1]", a.CleanTail)
 	}
 	return nil
 }
@@ -236,7 +254,7 @@ func (a Augment) draw(rng *rand.Rand) Radiometric {
 		r.Noise = rng.Float64() * a.Noise
 	}
 	if a.BandShift > 0 {
-		r.BandShift = rng.IntN(2*a.BandShift+1) - a.BandShift
+		r.BandShift = (2*rng.Float64() - 1) * a.BandShift
 	}
 	return r
 }
@@ -246,12 +264,12 @@ func (a Augment) String() string {
 	if !a.On() {
 		return "off"
 	}
-	return fmt.Sprintf("p=%g,gain=%g,tilt=%g,offset=%g,noise=%g,shift=%d", a.Prob, a.Gain, a.Tilt, a.Offset, a.Noise, a.BandShift)
+	return fmt.Sprintf("p=%g,gain=%g,tilt=%g,offset=%g,noise=%g,shift=%g,tail=%g", a.Prob, a.Gain, a.Tilt, a.Offset, a.Noise, a.BandShift, a.CleanTail)
 }
 
 // ParseAugment reads an augmentation setting: "off" (or "none", "0"), or
 // comma-separated KEY=VALUE items of p (Prob), gain, tilt, offset, noise
-// and shift (BandShift); keys not given are 0.
+// shift (BandShift) and tail (CleanTail); keys not given are 0.
 func ParseAugment(spec string) (Augment, error) {
 	spec = strings.TrimSpace(spec)
 	switch strings.ToLower(spec) {
@@ -271,14 +289,6 @@ func ParseAugment(spec string) (Augment, error) {
 			return Augment{}, fmt.Errorf("augmentation %q: %s given twice", spec, k)
 		}
 		seen[k] = true
-		if k == "shift" {
-			n, err := strconv.Atoi(v)
-			if err != nil {
-				return Augment{}, fmt.Errorf("augmentation %q: shift %q is not a whole number of bands", spec, v)
-			}
-			a.BandShift = n
-			continue
-		}
 		f, err := strconv.ParseFloat(v, 64)
 		if err != nil || math.IsNaN(f) || math.IsInf(f, 0) {
 			return Augment{}, fmt.Errorf("augmentation %q: %s=%q is not a number", spec, k, v)
@@ -294,8 +304,12 @@ func ParseAugment(spec string) (Augment, error) {
 			a.Offset = f
 		case "noise":
 			a.Noise = f
+		case "shift":
+			a.BandShift = f
+		case "tail":
+			a.CleanTail = f
 		default:
-			return Augment{}, fmt.Errorf("augmentation %q: unknown key %q (want p, gain, tilt, offset, noise, shift)", spec, k)
+			return Augment{}, fmt.Errorf("augmentation %q: unknown key %q (want p, gain, tilt, offset, noise, shift, tail)", spec, k)
 		}
 	}
 	if err := a.validate(); err != nil {

@@ -22,8 +22,10 @@ func TestRadiometricApply(t *testing.T) {
 		{"offset", Radiometric{Offset: 0.03}, []float32{13, 23, 33, 43, 53}},
 		{"shift +1", Radiometric{BandShift: 1}, []float32{20, 30, 40, 50, 50}},
 		{"shift -2", Radiometric{BandShift: -2}, []float32{10, 10, 10, 20, 30}},
+		{"shift +0.5", Radiometric{BandShift: 0.5}, []float32{15, 25, 35, 45, 50}},
 		{"reverse", Radiometric{Reverse: true}, []float32{50, 40, 30, 20, 10}},
 		{"reverse, shift +1", Radiometric{Reverse: true, BandShift: 1}, []float32{40, 30, 20, 10, 10}},
+		{"reverse, shift +0.5", Radiometric{Reverse: true, BandShift: 0.5}, []float32{45, 35, 25, 15, 10}},
 		{"gain and offset", Radiometric{Gain: 2, Offset: -0.1}, []float32{10, 30, 50, 70, 90}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -66,7 +68,7 @@ func TestRadiometricApply(t *testing.T) {
 }
 
 func TestAugmentDraw(t *testing.T) {
-	a := Augment{Prob: 0.5, Gain: 0.25, Tilt: 0.15, Offset: 0.05, Noise: 0.03, BandShift: 1}
+	a := Augment{Prob: 0.5, Gain: 0.25, Tilt: 0.15, Offset: 0.05, Noise: 0.03, BandShift: 1, CleanTail: 0.1}
 	rng := rand.New(rand.NewPCG(3, 4))
 	identity := 0
 	for range 2000 {
@@ -76,7 +78,7 @@ func TestAugmentDraw(t *testing.T) {
 			continue
 		}
 		if r.Gain < 1/1.25-1e-9 || r.Gain > 1.25+1e-9 || math.Abs(r.Tilt) > 0.15 || math.Abs(r.Offset) > 0.05 ||
-			r.Noise < 0 || r.Noise > 0.03 || r.BandShift < -1 || r.BandShift > 1 {
+			r.Noise < 0 || r.Noise > 0.03 || math.Abs(r.BandShift) > 1 {
 			t.Fatalf("draw outside the bounds: %+v", r)
 		}
 	}
@@ -96,12 +98,13 @@ func TestParseAugment(t *testing.T) {
 	}{
 		{"off", Augment{}, false},
 		{"", Augment{}, false},
-		{"p=0.8,gain=0.25,tilt=0.15,offset=0.05,noise=0.03,shift=1", Augment{0.8, 0.25, 0.15, 0.05, 0.03, 1}, false},
+		{"p=0.8,gain=0.25,tilt=0.15,offset=0.05,noise=0.03,shift=1,tail=0.1", Augment{0.8, 0.25, 0.15, 0.05, 0.03, 1, 0.1}, false},
 		{" P = 1 , gain=0.1", Augment{Prob: 1, Gain: 0.1}, false},
 		{"p=2", Augment{}, true},
 		{"gain=-0.1", Augment{}, true},
 		{"tilt=1", Augment{}, true},
-		{"shift=1.5", Augment{}, true},
+		{"shift=1.5", Augment{BandShift: 1.5}, false},
+		{"tail=2", Augment{}, true},
 		{"gain=0.2x", Augment{}, true},
 		{"gain=NaN", Augment{}, true},
 		{"gain", Augment{}, true},
@@ -113,7 +116,7 @@ func TestParseAugment(t *testing.T) {
 			t.Errorf("ParseAugment(%q) = %+v, %v; want %+v, error %v", tc.in, got, err, tc.want, tc.wantErr)
 		}
 	}
-	a := Augment{0.8, 0.25, 0.15, 0.05, 0.03, 1}
+	a := Augment{0.8, 0.25, 0.15, 0.05, 0.03, 1, 0.1}
 	if got, err := ParseAugment(a.String()); err != nil || got != a {
 		t.Errorf("round trip of %q: %+v, %v", a.String(), got, err)
 	}

@@ -226,7 +226,7 @@ func Train(ctx context.Context, s Scene, labels []int32, opts TrainOptions) (m *
 			calib = 0
 		}
 		step := td
-		if x := aug.next(); x != nil {
+		if x := aug.next(epoch, cfg.Epochs); x != nil {
 			step.x = x
 		}
 		loss, acc, err = st.step(step, calib)
@@ -351,12 +351,16 @@ func newAugmenter(cfg Augment, s Scene, in inputSpec, encoder string, seed int64
 	return a
 }
 
-// next returns the input of the next step, or nil for the clean input.
-func (a *augmenter) next() *tensors.Tensor {
+// next returns the input of step epoch of epochs (from 1), or nil for the
+// clean input.
+func (a *augmenter) next(epoch, epochs int) *tensors.Tensor {
 	if a.rng == nil {
 		return nil
 	}
 	r := a.cfg.draw(a.rng)
+	if float64(epoch) > float64(epochs)*(1-a.cfg.CleanTail) {
+		return nil // the clean tail (drawn all the same: the stream stays the same)
+	}
 	if r.IsIdentity() {
 		return nil
 	}
