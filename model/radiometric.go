@@ -211,6 +211,10 @@ type Augment struct {
 	// augmentation, so that the prototype bank and the last updates see the
 	// scene as it is.
 	CleanTail float64
+	// ImageNorm normalises an augmented step with its own GroupNorm
+	// statistics, as the paper's training does, instead of the clean
+	// scene's (the default; see trainer.augExec).
+	ImageNorm bool
 }
 
 // On reports whether augmentation changes any step.
@@ -264,12 +268,17 @@ func (a Augment) String() string {
 	if !a.On() {
 		return "off"
 	}
-	return fmt.Sprintf("p=%g,gain=%g,tilt=%g,offset=%g,noise=%g,shift=%g,tail=%g", a.Prob, a.Gain, a.Tilt, a.Offset, a.Noise, a.BandShift, a.CleanTail)
+	s := fmt.Sprintf("p=%g,gain=%g,tilt=%g,offset=%g,noise=%g,shift=%g,tail=%g", a.Prob, a.Gain, a.Tilt, a.Offset, a.Noise, a.BandShift, a.CleanTail)
+	if a.ImageNorm {
+		s += ",norm=image"
+	}
+	return s
 }
 
 // ParseAugment reads an augmentation setting: "off" (or "none", "0"), or
 // comma-separated KEY=VALUE items of p (Prob), gain, tilt, offset, noise
-// shift (BandShift) and tail (CleanTail); keys not given are 0.
+// shift (BandShift), tail (CleanTail) and norm (clean, the default, or
+// image: ImageNorm); numbers not given are 0.
 func ParseAugment(spec string) (Augment, error) {
 	spec = strings.TrimSpace(spec)
 	switch strings.ToLower(spec) {
@@ -289,6 +298,17 @@ func ParseAugment(spec string) (Augment, error) {
 			return Augment{}, fmt.Errorf("augmentation %q: %s given twice", spec, k)
 		}
 		seen[k] = true
+		if k == "norm" {
+			switch strings.ToLower(v) {
+			case "clean":
+				a.ImageNorm = false
+			case "image":
+				a.ImageNorm = true
+			default:
+				return Augment{}, fmt.Errorf("augmentation %q: norm=%q: want clean or image", spec, v)
+			}
+			continue
+		}
 		f, err := strconv.ParseFloat(v, 64)
 		if err != nil || math.IsNaN(f) || math.IsInf(f, 0) {
 			return Augment{}, fmt.Errorf("augmentation %q: %s=%q is not a number", spec, k, v)
@@ -309,7 +329,7 @@ func ParseAugment(spec string) (Augment, error) {
 		case "tail":
 			a.CleanTail = f
 		default:
-			return Augment{}, fmt.Errorf("augmentation %q: unknown key %q (want p, gain, tilt, offset, noise, shift, tail)", spec, k)
+			return Augment{}, fmt.Errorf("augmentation %q: unknown key %q (want p, gain, tilt, offset, noise, shift, tail, norm)", spec, k)
 		}
 	}
 	if err := a.validate(); err != nil {

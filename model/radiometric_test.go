@@ -98,7 +98,7 @@ func TestParseAugment(t *testing.T) {
 	}{
 		{"off", Augment{}, false},
 		{"", Augment{}, false},
-		{"p=0.8,gain=0.25,tilt=0.15,offset=0.05,noise=0.03,shift=1,tail=0.1", Augment{0.8, 0.25, 0.15, 0.05, 0.03, 1, 0.1}, false},
+		{"p=0.8,gain=0.25,tilt=0.15,offset=0.05,noise=0.03,shift=1,tail=0.1", Augment{Prob: 0.8, Gain: 0.25, Tilt: 0.15, Offset: 0.05, Noise: 0.03, BandShift: 1, CleanTail: 0.1}, false},
 		{" P = 1 , gain=0.1", Augment{Prob: 1, Gain: 0.1}, false},
 		{"p=2", Augment{}, true},
 		{"gain=-0.1", Augment{}, true},
@@ -109,6 +109,9 @@ func TestParseAugment(t *testing.T) {
 		{"gain=NaN", Augment{}, true},
 		{"gain", Augment{}, true},
 		{"gain=0.1,gain=0.2", Augment{}, true},
+		{"p=1,gain=0.1,norm=image", Augment{Prob: 1, Gain: 0.1, ImageNorm: true}, false},
+		{"p=1,gain=0.1,norm=clean", Augment{Prob: 1, Gain: 0.1}, false},
+		{"p=1,norm=batch", Augment{}, true},
 		{"bright=0.1", Augment{}, true},
 	} {
 		got, err := ParseAugment(tc.in)
@@ -116,7 +119,7 @@ func TestParseAugment(t *testing.T) {
 			t.Errorf("ParseAugment(%q) = %+v, %v; want %+v, error %v", tc.in, got, err, tc.want, tc.wantErr)
 		}
 	}
-	a := Augment{0.8, 0.25, 0.15, 0.05, 0.03, 1, 0.1}
+	a := Augment{Prob: 0.8, Gain: 0.25, Tilt: 0.15, Offset: 0.05, Noise: 0.03, BandShift: 1, CleanTail: 0.1}
 	if got, err := ParseAugment(a.String()); err != nil || got != a {
 		t.Errorf("round trip of %q: %+v, %v", a.String(), got, err)
 	}
@@ -179,5 +182,48 @@ func TestInputModes(t *testing.T) {
 		if math.Abs(float64(got[b]-w)) > 1e-6 {
 			t.Errorf("shape band %d: got %g, want %g", b, got[b], w)
 		}
+	}
+}
+
+// TestTrainAugmented: augmented training (clean-scene statistics, and the
+// per-image variant) runs, is deterministic for a seed, and differs from
+// training without augmentation.
+func TestTrainAugmented(t *testing.T) {
+	s, labels := synthScene(24, 20, 10, 3, 5)
+	train := func(a Augment) *Model {
+		cfg := tinyConfig(8)
+		cfg.Input = InputStretchShape
+		cfg.Augment = a
+		m, err := Train(t.Context(), s, labels, TrainOptions{Config: cfg, TrainPerClass: 6, Backend: "go"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	same := func(x, y *Model) bool {
+		for i := range x.params {
+			for j, v := range x.params[i].Data {
+				if math.Float32bits(v) != math.Float32bits(y.params[i].Data[j]) {
+					return false
+				}
+			}
+		}
+		return true
+	}
+	aug := Augment{Prob: 0.7, Gain: 0.2, Tilt: 0.1, Offset: 0.03, Noise: 0.02, BandShift: 1, CleanTail: 0.25}
+	a, b := train(aug), train(aug)
+	if !same(a, b) {
+		t.Error("augmented training is not deterministic for one seed")
+	}
+	imageNorm := aug
+	imageNorm.ImageNorm = true
+	plain := train(Augment{})
+	for name, m := range map[string]*Model{"per-image statistics": train(imageNorm), "no augmentation": plain} {
+		if same(m, a) {
+			t.Errorf("%s: same weights as augmented training with the clean statistics", name)
+		}
+	}
+	if a.Config().Augment != aug || a.Config().Input != InputStretchShape {
+		t.Errorf("config %+v does not record the input and augmentation", a.Config())
 	}
 }

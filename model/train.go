@@ -87,7 +87,10 @@ func validateConfig(c Config) error {
 
 // trainData is everything a training step needs besides the weights.
 type trainData struct {
-	x        *tensors.Tensor   // the network's input (netInput)
+	x *tensors.Tensor // the network's input (netInput)
+	// xAug, when set, is an augmented input: the step runs the network on
+	// it with the GroupNorm statistics of x (see trainer.augExec).
+	xAug     *tensors.Tensor
 	masks    []*tensors.Tensor // netMasks: valid rows of the grids GroupNorm runs on
 	anchor   *tensors.Tensor   // [L] int32 dense class of cells holding a training pixel, else -1
 	wtr      *tensors.Tensor   // [Ntr, L] bilinear weights of the training pixels
@@ -227,7 +230,11 @@ func Train(ctx context.Context, s Scene, labels []int32, opts TrainOptions) (m *
 		}
 		step := td
 		if x := aug.next(epoch, cfg.Epochs); x != nil {
-			step.x = x
+			if cfg.Augment.ImageNorm {
+				step.x = x
+			} else {
+				step.xAug = x
+			}
 		}
 		loss, acc, err = st.step(step, calib)
 		aug.done()
@@ -382,12 +389,23 @@ func (a *augmenter) done() {
 
 // trainer holds the compiled training step and the current state as tensors.
 type trainer struct {
-	exec  *Exec
-	cfg   Config
-	names []string
-	state []*tensors.Tensor // protos, protoInit, params..., adamM..., adamV...
-	t     int
-	masks int // valid masks the step takes (trainData.masks)
+	exec *Exec
+	// augExec is the step on an augmented input normalised with the
+	// GroupNorm statistics of the clean input (trainData.xAug), built on
+	// first use: a pass of the network over the clean scene gives the
+	// statistics, the augmented pass uses them as constants. At inference
+	// every scene is normalised with the training scene's statistics, so
+	// this is how a changed scene is normalised there; per-image statistics
+	// (Augment.ImageNorm) would normalise much of a brightness change away
+	// during training and teach the network nothing about it.
+	augExec *Exec
+	build   func(aug bool) func(g *Graph, in []*Node) []*Node
+	b       compute.Backend
+	cfg     Config
+	names   []string
+	state   []*tensors.Tensor // protos, protoInit, params..., adamM..., adamV...
+	t       int
+	masks   int // valid masks the step takes (trainData.masks)
 }
 
 const (
@@ -408,40 +426,58 @@ func newTrainer(b compute.Backend, d dims, cfg Config, params paramSet) (*traine
 		nm = 2
 	}
 	tr.masks = nm
-	fn := func(g *Graph, in []*Node) []*Node {
-		x, anchor, wtr, ytr, cellMask, calib, a1, c2 := in[0], in[1], in[2], in[3], in[4], in[5], in[6], in[7]
-		n.setMasks(in[8 : 8+nm]...)
-		in = in[nm:]
-		protos, protoInit := in[8], in[9]
-		pNodes := in[10 : 10+np]
-		mNodes := in[10+np : 10+2*np]
-		vNodes := in[10+2*np : 10+3*np]
-		n.p = make(map[string]*Node, np)
-		for i, name := range tr.names {
-			n.p[name] = pNodes[i]
+	build := func(aug bool) func(g *Graph, in []*Node) []*Node {
+		return func(g *Graph, in []*Node) []*Node {
+			x, anchor, wtr, ytr, cellMask, calib, a1, c2 := in[0], in[1], in[2], in[3], in[4], in[5], in[6], in[7]
+			n.setMasks(in[8 : 8+nm]...)
+			in = in[nm:]
+			protos, protoInit := in[8], in[9]
+			pNodes := in[10 : 10+np]
+			mNodes := in[10+np : 10+2*np]
+			vNodes := in[10+2*np : 10+3*np]
+			n.p = make(map[string]*Node, np)
+			for i, name := range tr.names {
+				n.p[name] = pNodes[i]
+			}
+			n.normCalls, n.fixedNorm, n.recordNorm = nil, nil, nil
+			if aug {
+				// The clean scene's statistics (no gradient through them), then
+				// the augmented scene normalised with them.
+				var recs []normRecord
+				n.recordNorm = &recs
+				n.forward(x, func(*Node) *Node { return protos }, anchor, calib)
+				n.recordNorm, n.normCalls = nil, nil
+				n.fixedNorm = make(map[string][2]*Node, len(recs))
+				for _, r := range recs {
+					n.fixedNorm[r.key] = [2]*Node{StopGradient(r.mean), StopGradient(r.vr)}
+				}
+				x = in[10+3*np]
+			}
+			loss, acc, newProtos, newInit := n.loss(x, anchor, wtr, ytr, cellMask, calib, protos, protoInit)
+			n.fixedNorm = nil
+			grads := Gradient(loss, pNodes...)
+			forgetBMM(g)
+			out := []*Node{loss, acc, newProtos, newInit}
+			var newP, newM, newV []*Node
+			for i, gr := range grads {
+				m := Add(MulScalar(mNodes[i], adamBeta1), MulScalar(gr, 1-adamBeta1))
+				v := Add(MulScalar(vNodes[i], adamBeta2), MulScalar(Square(gr), 1-adamBeta2))
+				step := Div(Mul(a1, m), AddScalar(Mul(Sqrt(v), c2), adamEps))
+				newP = append(newP, Sub(pNodes[i], step))
+				newM = append(newM, m)
+				newV = append(newV, v)
+			}
+			out = append(out, newP...)
+			out = append(out, newM...)
+			return append(out, newV...)
 		}
-		loss, acc, newProtos, newInit := n.loss(x, anchor, wtr, ytr, cellMask, calib, protos, protoInit)
-		grads := Gradient(loss, pNodes...)
-		forgetBMM(g)
-		out := []*Node{loss, acc, newProtos, newInit}
-		var newP, newM, newV []*Node
-		for i, gr := range grads {
-			m := Add(MulScalar(mNodes[i], adamBeta1), MulScalar(gr, 1-adamBeta1))
-			v := Add(MulScalar(vNodes[i], adamBeta2), MulScalar(Square(gr), 1-adamBeta2))
-			step := Div(Mul(a1, m), AddScalar(Mul(Sqrt(v), c2), adamEps))
-			newP = append(newP, Sub(pNodes[i], step))
-			newM = append(newM, m)
-			newV = append(newV, v)
-		}
-		out = append(out, newP...)
-		out = append(out, newM...)
-		return append(out, newV...)
 	}
-	exec, err := NewExec(b, fn)
+	exec, err := NewExec(b, build(false))
 	if err != nil {
 		return nil, err
 	}
 	tr.exec = exec.WithName("pnec_train_step")
+	tr.build, tr.b = build, b
 	tr.state = append(tr.state, tensorOf(make([]float32, d.K*d.D), d.K, d.D), tensorOf(make([]float32, d.K), d.K))
 	for _, p := range params {
 		tr.state = append(tr.state, tensorOf(p.Data, p.Shape...))
@@ -531,7 +567,19 @@ func (tr *trainer) step(td trainData, calib float32) (loss, acc float64, err err
 	for _, t := range tr.state {
 		args = append(args, t)
 	}
-	out, err := tr.exec.Call(args...)
+	exec := tr.exec
+	if td.xAug != nil {
+		if tr.augExec == nil {
+			e, err := NewExec(tr.b, tr.build(true))
+			if err != nil {
+				return 0, 0, err
+			}
+			tr.augExec = e.WithName("pnec_train_step_augmented")
+		}
+		exec = tr.augExec
+		args = append(args, td.xAug)
+	}
+	out, err := exec.Call(args...)
 	if err != nil {
 		return 0, 0, err
 	}
@@ -575,4 +623,7 @@ func (tr *trainer) finalize() {
 		t.FinalizeAll()
 	}
 	tr.exec.Finalize()
+	if tr.augExec != nil {
+		tr.augExec.Finalize()
+	}
 }
