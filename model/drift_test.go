@@ -18,7 +18,7 @@ func TestDriftMeter(t *testing.T) {
 	}
 	// Agreement of label 0 with distances (d0, d1): a1/(a0+a1).
 	near := []float32{0.001, 0.5} // close to class 0: agreement near 1
-	far := []float32{0.3, 0.4}     // beyond both classes' p99
+	far := []float32{0.3, 0.4}    // beyond both classes' p99
 	for _, tc := range []struct {
 		name        string
 		spectra     []float32 // two bands per pixel
