@@ -30,7 +30,7 @@ func (e ShiftExperiment) WriteText(w io.Writer) error {
 	fmt.Fprintln(&b, "OA after recovery on the test pixels (%), mean ± std (population) over runs; drop = OA of the clean scene's prediction on the same pixels - OA, points (mean, and the largest of a run); T = robustness target, S = strong change")
 	fmt.Fprintln(&b)
 	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "case\tset\tOA %\tdrop\tmax drop\tfar px %\treliability ratio\tdrift verdicts\t")
+	fmt.Fprintln(tw, "case\tset\tOA %\tdrop\tmax drop\tfar px %\tdistance ratio\treliability ratio\tdrift verdicts\t")
 	for _, r := range e.Cases {
 		set := ""
 		switch {
@@ -46,8 +46,8 @@ func (e ShiftExperiment) WriteText(w io.Writer) error {
 		if r.FalseAlarms > 0 {
 			mark += fmt.Sprintf(" (%d false alarms)", r.FalseAlarms)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s%s\t\n", r.Case.Name, set, pm(r.OA, 100, 2), points(r.Drop.Mean), points(r.MaxDrop),
-			points(r.FarShare.Mean), num2(r.ReliabilityRatio.Mean), verdictCounts(r.Verdicts), mark)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s%s\t\n", r.Case.Name, set, pm(r.OA, 100, 2), points(r.Drop.Mean), points(r.MaxDrop),
+			points(r.FarShare.Mean), num2(r.DistanceRatio.Mean), num2(r.ReliabilityRatio.Mean), verdictCounts(r.Verdicts), mark)
 	}
 	tw.Flush()
 	fmt.Fprintln(&b)
@@ -117,6 +117,7 @@ func (e ShiftExperiment) WriteJSON(w io.Writer) error {
 		Verdict          string   `json:"verdict"`
 		Reasons          []string `json:"reasons,omitempty"`
 		FarShare         jsonNum  `json:"far_share"`
+		DistanceRatio    jsonNum  `json:"distance_ratio"`
 		Reliability      jsonNum  `json:"reliability"`
 		ReliabilityRatio jsonNum  `json:"reliability_ratio"`
 		BrightnessRatio  jsonNum  `json:"brightness_ratio"`
@@ -175,7 +176,7 @@ func (e ShiftExperiment) WriteJSON(w io.Writer) error {
 		for _, run := range r.Runs {
 			rj := runJSON{Seed: run.Seed, OA: jsonNum(run.OA), RefOA: jsonNum(run.RefOA), Drop: jsonNum(run.Drop), TestPixels: run.TestPixels}
 			if d := run.Drift; d != nil {
-				rj.Drift = &driftJSON{Verdict: string(d.Verdict), Reasons: d.Reasons, FarShare: jsonNum(d.FarShare), Reliability: jsonNum(d.Reliability),
+				rj.Drift = &driftJSON{Verdict: string(d.Verdict), Reasons: d.Reasons, FarShare: jsonNum(d.FarShare), DistanceRatio: jsonNum(d.DistanceRatio), Reliability: jsonNum(d.Reliability),
 					ReliabilityRatio: jsonNum(d.ReliabilityRatio), BrightnessRatio: jsonNum(d.BrightnessRatio),
 					BandShiftMeanSD: jsonNum(d.BandShiftMeanSD), BandShiftMaxSD: jsonNum(d.BandShiftMaxSD)}
 			}

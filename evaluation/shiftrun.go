@@ -92,8 +92,8 @@ type ShiftRow struct {
 	MaxDrop  float64 // the largest drop of a run
 	// Verdicts counts the runs' drift verdicts; FarShare and
 	// ReliabilityRatio are the drift figures' means over runs.
-	Verdicts                   map[model.DriftVerdict]int
-	FarShare, ReliabilityRatio Stat
+	Verdicts                                  map[model.DriftVerdict]int
+	FarShare, DistanceRatio, ReliabilityRatio Stat
 	// Missed counts the runs whose verdict is ok on a drop of more than
 	// DriftAlarmPoints (or another scene), FalseAlarms those not ok on the
 	// clean scene or a sub-area whose OA held, AlarmsHeld those not ok on
@@ -285,7 +285,7 @@ func RunShift(ctx context.Context, s model.Scene, labels []int32, opts ShiftOpti
 		}
 	}
 	for i := range rows {
-		var oa, drop, far, rel []float64
+		var oa, drop, far, dist, rel []float64
 		rows[i].MaxDrop = math.NaN()
 		rows[i].Verdicts = map[model.DriftVerdict]int{}
 		for _, r := range rows[i].Runs {
@@ -297,6 +297,7 @@ func RunShift(ctx context.Context, s model.Scene, labels []int32, opts ShiftOpti
 			if r.Drift != nil {
 				rows[i].Verdicts[r.Drift.Verdict]++
 				far = append(far, r.Drift.FarShare)
+				dist = append(dist, r.Drift.DistanceRatio)
 				rel = append(rel, r.Drift.ReliabilityRatio)
 			}
 			if r.missed(rows[i].Case) {
@@ -310,7 +311,7 @@ func RunShift(ctx context.Context, s model.Scene, labels []int32, opts ShiftOpti
 			}
 		}
 		rows[i].OA, rows[i].Drop = statOf(oa), statOf(drop)
-		rows[i].FarShare, rows[i].ReliabilityRatio = statOf(far), statOf(rel)
+		rows[i].FarShare, rows[i].DistanceRatio, rows[i].ReliabilityRatio = statOf(far), statOf(dist), statOf(rel)
 	}
 	exp.Cases = rows
 	exp.TrainSeconds = statOf(trainSecs)

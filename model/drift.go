@@ -34,10 +34,16 @@ type driftStats struct {
 	// of the distance to the nearest training spectrum of any class over the
 	// same pixels: the spectral-distance distribution of the training scene.
 	DistanceQuantiles []float32 `json:"distance_quantiles"`
+	// ClassDistanceP50 is, per class, the median of the same distances: a
+	// new scene's are compared with it class by class (distanceRatio).
+	ClassDistanceP50 []float32 `json:"class_distance_p50"`
 	// Reliability is the mean spectral reliability (SpectralReference
 	// agreement of the final label, 0..1) over the training scene's valid
-	// pixels: the baseline of a new scene's.
-	Reliability float64 `json:"reliability_mean"`
+	// pixels, and ClassReliability its mean over the pixels labelled with
+	// each class: a new scene's is compared with what its own mix of labels
+	// gave on the training scene.
+	Reliability      float64   `json:"reliability_mean"`
+	ClassReliability []float32 `json:"class_reliability"`
 	// Pixels is the number of valid pixels these statistics are over.
 	Pixels int64 `json:"pixels"`
 }
@@ -58,19 +64,23 @@ const (
 )
 
 // DriftThresholds turn drift figures into a verdict: warn (fail) when the
-// share of far pixels reaches WarnFarShare (FailFarShare), or the mean
-// reliability falls to WarnReliabilityRatio (FailReliabilityRatio) of the
-// training scene's or below.
+// share of far pixels reaches WarnFarShare (FailFarShare), the reliability
+// ratio falls to WarnReliabilityRatio (FailReliabilityRatio) or below, or
+// (warn only) the distance ratio reaches WarnDistanceRatio.
 type DriftThresholds struct {
 	WarnFarShare, FailFarShare                 float64 // 0..1
 	WarnReliabilityRatio, FailReliabilityRatio float64 // 0..1
+	WarnDistanceRatio                          float64 // > 1
 }
 
 // DefaultDriftThresholds are the thresholds products use, calibrated on the
-// acquisition-shift protocol (docs/acquisitions.md).
+// acquisition-shift protocol (docs/acquisitions.md): the clean benchmark
+// scenes and their halves stay below about 1% far pixels, above 0.95 of the
+// reliability and below 1.15 of the distances.
 var DefaultDriftThresholds = DriftThresholds{
 	WarnFarShare: 0.05, FailFarShare: 0.25,
 	WarnReliabilityRatio: 0.9, FailReliabilityRatio: 0.75,
+	WarnDistanceRatio: 1.5,
 }
 
 // Drift is how far a scene is from a model's training scene, and the
@@ -91,9 +101,16 @@ type Drift struct {
 	// spectral angle to its nearest training spectrum) than 99% of the
 	// training scene's pixels of that class.
 	FarShare float64
+	// DistanceRatio compares the distances themselves: per class, the
+	// median distance of the scene's pixels nearest that class over the
+	// training scene's, averaged over the classes (geometric mean weighted
+	// by pixels). A change of every spectrum's shape (a tilt, a band shift)
+	// raises it; another mix of the same classes does not.
+	DistanceRatio float64
 	// Reliability is the mean spectral reliability of the valid pixels'
-	// final labels, 0..1; ReliabilityBaseline the training scene's, and
-	// ReliabilityRatio their ratio.
+	// final labels, 0..1; ReliabilityBaseline what the training scene gave
+	// for the same mix of labels (its per-class means weighted by this
+	// scene's label counts), and ReliabilityRatio their ratio.
 	Reliability, ReliabilityBaseline, ReliabilityRatio float64
 	ValidPixels                                        int64
 }
@@ -109,7 +126,47 @@ type DriftMeter struct {
 	far        int64
 	relSum     float64
 	relN       int64
+	labelN     []int64   // valid pixels per final label (those with an agreement)
+	distHist   [][]int64 // per nearest class, counts of log10 distance (distBins)
 	thresholds DriftThresholds
+}
+
+// The distance histograms: distBinsPerDecade bins per decade of the cosine
+// distance from 1e-distDecades to 1 (medians to about 6%), the first and last
+// bins open.
+const (
+	distDecades       = 9
+	distBinsPerDecade = 40
+	distBins          = distDecades * distBinsPerDecade
+)
+
+// distBin is the histogram bin of distance d.
+func distBin(d float64) int {
+	if !(d > 0) {
+		return 0
+	}
+	b := int(math.Floor((math.Log10(d) + distDecades) * distBinsPerDecade))
+	return min(max(b, 0), distBins-1)
+}
+
+// histMedian is the median of a distance histogram (NaN when empty), at
+// the geometric centre of its bin.
+func histMedian(h []int64) float64 {
+	var n int64
+	for _, c := range h {
+		n += c
+	}
+	if n == 0 {
+		return math.NaN()
+	}
+	var acc int64
+	for b, c := range h {
+		acc += c
+		if 2*acc >= n {
+			return math.Pow(10, (float64(b)+0.5)/distBinsPerDecade-distDecades)
+		}
+	}
+	return math.NaN()
 }
 
 // HasDriftStats reports whether m stores the training statistics drift needs.
@@ -122,8 +179,13 @@ func (m *Model) NewDriftMeter() (*DriftMeter, error) {
 	if st == nil {
 		return nil, ErrNoDriftStats
 	}
-	return &DriftMeter{st: st, bandSum: make([]float64, len(st.BandMean)), bandN: make([]float64, len(st.BandMean)),
-		thresholds: DefaultDriftThresholds}, nil
+	k := len(st.ClassShare)
+	d := &DriftMeter{st: st, bandSum: make([]float64, len(st.BandMean)), bandN: make([]float64, len(st.BandMean)),
+		labelN: make([]int64, k), distHist: make([][]int64, k), thresholds: DefaultDriftThresholds}
+	for c := range d.distHist {
+		d.distHist[c] = make([]int64, distBins)
+	}
+	return d, nil
 }
 
 // SetThresholds replaces the thresholds of the verdict.
@@ -151,19 +213,28 @@ func (d *DriftMeter) AddSpectra(data []float32, valid []bool) {
 // class index).
 func (d *DriftMeter) AddPixel(dist []float32, label int) {
 	d.pixels++
-	far := true
+	far := len(dist) > 0
+	near := 0
 	for c, v := range dist {
 		if c >= len(d.st.ClassDistanceP99) || !(float64(v) > float64(d.st.ClassDistanceP99[c])) {
 			far = false
-			break
+		}
+		if v < dist[near] {
+			near = c
 		}
 	}
 	if far {
 		d.far++
 	}
+	if near < len(d.distHist) && float64(dist[near]) < NoReference-1 {
+		d.distHist[near][distBin(float64(dist[near]))]++
+	}
 	if a := AgreementOf(dist, label); !math.IsNaN(float64(a)) {
 		d.relSum += float64(a)
 		d.relN++
+		if label >= 0 && label < len(d.labelN) {
+			d.labelN[label]++
+		}
 	}
 }
 
@@ -171,7 +242,7 @@ func (d *DriftMeter) AddPixel(dist []float32, label int) {
 func (d *DriftMeter) Report() Drift {
 	st := d.st
 	r := Drift{ValidPixels: d.pixels, ReliabilityBaseline: st.Reliability, Reliability: math.NaN(),
-		ReliabilityRatio: math.NaN(), FarShare: math.NaN(), BrightnessRatio: math.NaN()}
+		ReliabilityRatio: math.NaN(), FarShare: math.NaN(), BrightnessRatio: math.NaN(), DistanceRatio: math.NaN()}
 	var ratios []float64
 	r.BandShiftSD = make([]float64, len(d.bandSum))
 	for b := range d.bandSum {
@@ -202,9 +273,34 @@ func (d *DriftMeter) Report() Drift {
 	}
 	if d.relN > 0 {
 		r.Reliability = d.relSum / float64(d.relN)
-		if st.Reliability > 0 {
-			r.ReliabilityRatio = r.Reliability / st.Reliability
+		if len(st.ClassReliability) == len(d.labelN) {
+			// The training scene's reliability for this scene's mix of labels.
+			base := 0.0
+			for c, n := range d.labelN {
+				base += float64(n) * float64(st.ClassReliability[c])
+			}
+			r.ReliabilityBaseline = base / float64(d.relN)
 		}
+		if r.ReliabilityBaseline > 0 {
+			r.ReliabilityRatio = r.Reliability / r.ReliabilityBaseline
+		}
+	}
+	var logSum, weight float64
+	for c, h := range d.distHist {
+		if c >= len(st.ClassDistanceP50) || !(st.ClassDistanceP50[c] > 0) {
+			continue
+		}
+		var n int64
+		for _, v := range h {
+			n += v
+		}
+		if m := histMedian(h); n > 0 && m > 0 {
+			logSum += float64(n) * math.Log(m/float64(st.ClassDistanceP50[c]))
+			weight += float64(n)
+		}
+	}
+	if weight > 0 {
+		r.DistanceRatio = math.Exp(logSum / weight)
 	}
 	r.Verdict, r.Reasons = d.thresholds.verdict(r)
 	return r
@@ -228,11 +324,14 @@ func (t DriftThresholds) verdict(r Drift) (DriftVerdict, []string) {
 	case r.FarShare >= t.WarnFarShare:
 		raise(DriftWarn, fmt.Sprintf("%.1f%% of the pixels are farther from every class than 99%% of the training scene's (warn at %g%%)", 100*r.FarShare, 100*t.WarnFarShare))
 	}
+	if r.DistanceRatio >= t.WarnDistanceRatio {
+		raise(DriftWarn, fmt.Sprintf("the spectra are %.1f times as far from their nearest class as the training scene's (warn at %g)", r.DistanceRatio, t.WarnDistanceRatio))
+	}
 	switch {
 	case r.ReliabilityRatio <= t.FailReliabilityRatio:
-		raise(DriftFail, fmt.Sprintf("mean reliability %.1f%% is %.0f%% of the training scene's %.1f%% (fail at %g%%)", 100*r.Reliability, 100*r.ReliabilityRatio, 100*r.ReliabilityBaseline, 100*t.FailReliabilityRatio))
+		raise(DriftFail, fmt.Sprintf("mean reliability %.1f%% is %.0f%% of the training scene's %.1f%% for these labels (fail at %g%%)", 100*r.Reliability, 100*r.ReliabilityRatio, 100*r.ReliabilityBaseline, 100*t.FailReliabilityRatio))
 	case r.ReliabilityRatio <= t.WarnReliabilityRatio:
-		raise(DriftWarn, fmt.Sprintf("mean reliability %.1f%% is %.0f%% of the training scene's %.1f%% (warn at %g%%)", 100*r.Reliability, 100*r.ReliabilityRatio, 100*r.ReliabilityBaseline, 100*t.WarnReliabilityRatio))
+		raise(DriftWarn, fmt.Sprintf("mean reliability %.1f%% is %.0f%% of the training scene's %.1f%% for these labels (warn at %g%%)", 100*r.Reliability, 100*r.ReliabilityRatio, 100*r.ReliabilityBaseline, 100*t.WarnReliabilityRatio))
 	}
 	return v, reasons
 }
@@ -306,7 +405,9 @@ func trainDriftStats(ctx context.Context, m *Model, s Scene, backend string) (*d
 	}
 	B, k, n := s.Bands, pred.Classes, s.Rows*s.Cols
 	st := &driftStats{BandMean: make([]float32, B), BandStd: make([]float32, B), ClassShare: make([]float32, k),
-		ClassDistanceP99: make([]float32, k)}
+		ClassDistanceP99: make([]float32, k), ClassDistanceP50: make([]float32, k), ClassReliability: make([]float32, k)}
+	relByClass := make([]float64, k)
+	relCount := make([]float64, k)
 	means := BandMeans(s)
 	sq := make([]float64, B)
 	cnt := make([]float64, B)
@@ -355,6 +456,8 @@ func trainDriftStats(ctx context.Context, m *Model, s Scene, backend string) (*d
 		st.ClassShare[best]++
 		if a := AgreementOf(px, best); !math.IsNaN(float64(a)) {
 			relSum += float64(a)
+			relByClass[best] += float64(a)
+			relCount[best]++
 		}
 		if isTrain[i] {
 			continue
@@ -377,6 +480,9 @@ func trainDriftStats(ctx context.Context, m *Model, s Scene, backend string) (*d
 	st.Reliability = relSum / float64(valid)
 	for c := range st.ClassShare {
 		st.ClassShare[c] /= float32(valid)
+		if relCount[c] > 0 {
+			st.ClassReliability[c] = float32(relByClass[c] / relCount[c])
+		}
 	}
 	for c, v := range byClass {
 		if len(v) == 0 {
@@ -387,6 +493,7 @@ func trainDriftStats(ctx context.Context, m *Model, s Scene, backend string) (*d
 		}
 		slices.Sort(v)
 		st.ClassDistanceP99[c] = float32(percentile(v, 99))
+		st.ClassDistanceP50[c] = float32(percentile(v, 50))
 	}
 	slices.Sort(nearest)
 	for _, q := range driftQuantiles {
@@ -405,8 +512,8 @@ func (m *Model) checkDrift() error {
 	switch {
 	case len(st.BandMean) != m.meta.Bands || len(st.BandStd) != m.meta.Bands:
 		return fmt.Errorf("drift statistics for %d/%d bands, want %d", len(st.BandMean), len(st.BandStd), m.meta.Bands)
-	case len(st.ClassShare) != k || len(st.ClassDistanceP99) != k:
-		return fmt.Errorf("drift statistics for %d/%d classes, want %d", len(st.ClassShare), len(st.ClassDistanceP99), k)
+	case len(st.ClassShare) != k || len(st.ClassDistanceP99) != k || len(st.ClassDistanceP50) != k || len(st.ClassReliability) != k:
+		return fmt.Errorf("drift statistics for %d/%d/%d/%d classes, want %d", len(st.ClassShare), len(st.ClassDistanceP99), len(st.ClassDistanceP50), len(st.ClassReliability), k)
 	case len(st.DistanceQuantiles) != len(driftQuantiles):
 		return fmt.Errorf("%d distance quantiles, want %d", len(st.DistanceQuantiles), len(driftQuantiles))
 	case !(st.Reliability >= 0 && st.Reliability <= 1):

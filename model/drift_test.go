@@ -10,15 +10,21 @@ import (
 // TestDriftMeter checks the figures and the verdict of DriftMeter on
 // statistics made by hand.
 func TestDriftMeter(t *testing.T) {
+	near := []float32{0.001, 0.5}  // close to class 0: agreement of label 0 near 1
+	near1 := []float32{0.5, 0.005} // close to class 1
+	far := []float32{0.3, 0.4}     // beyond both classes' p99
+	wider := []float32{0.008, 0.5} // class 0, 8 times its median distance, within its p99
+	a0, a1 := float64(AgreementOf(near, 0)), float64(AgreementOf(near1, 1))
+	// The training scene: class 0 pixels like near, class 1 like near1 but
+	// with a lower reliability on average (a class whose spectra overlap).
 	st := &driftStats{BandMean: []float32{100, 200}, BandStd: []float32{10, 20}, ClassShare: []float32{0.5, 0.5},
-		ClassDistanceP99: []float32{0.01, 0.02}, DistanceQuantiles: []float32{0.001, 0.005, 0.01, 0.02}, Reliability: 0.8, Pixels: 100}
+		ClassDistanceP99: []float32{0.01, 0.02}, ClassDistanceP50: []float32{0.001, 0.005},
+		DistanceQuantiles: []float32{0.001, 0.005, 0.01, 0.02},
+		Reliability:       (a0 + 0.8*a1) / 2, ClassReliability: []float32{float32(a0), float32(0.8 * a1)}, Pixels: 100}
 	m := &Model{meta: modelMeta{Bands: 2, Classes: []Class{{Value: 1}, {Value: 2}}, Drift: st}}
 	if err := m.checkDrift(); err != nil {
 		t.Fatal(err)
 	}
-	// Agreement of label 0 with distances (d0, d1): a1/(a0+a1).
-	near := []float32{0.001, 0.5} // close to class 0: agreement near 1
-	far := []float32{0.3, 0.4}    // beyond both classes' p99
 	for _, tc := range []struct {
 		name        string
 		spectra     []float32 // two bands per pixel
@@ -33,6 +39,13 @@ func TestDriftMeter(t *testing.T) {
 		{"darker", []float32{90, 180, 90, 180}, [][]float32{near, near, near, near}, []int{0, 0, 0, 0}, 0, 0.9, [2]float64{-1, -1}, DriftOK},
 		{"some far", []float32{100, 200}, [][]float32{far, near, near, near, near, near, near, near, near, near}, []int{0, 0, 0, 0, 0, 0, 0, 0, 0, 0}, 0.1, 1, [2]float64{0, 0}, DriftWarn},
 		{"mostly far", []float32{100, 200}, [][]float32{far, far, far, near}, []int{0, 0, 0, 0}, 0.75, 1, [2]float64{0, 0}, DriftFail},
+		// Spectra farther from their class than the training scene's, none
+		// beyond its 99th percentile: the distance ratio warns.
+		{"wider", []float32{100, 200}, [][]float32{wider, wider, wider, wider}, []int{0, 0, 0, 0}, 0, 1, [2]float64{0, 0}, DriftWarn},
+		// Another mix of classes: only class 1, whose reliability is lower.
+		// Against the whole scene's baseline this would fall; against class
+		// 1's it holds.
+		{"class 1 only", []float32{100, 200}, [][]float32{near1, near1, near1, near1}, []int{1, 1, 1, 1}, 0, 1, [2]float64{0, 0}, DriftOK},
 		// Labels that disagree with the spectra: reliability falls.
 		{"wrong labels", []float32{100, 200}, [][]float32{near, near, near, near}, []int{1, 1, 1, 0}, 0, 1, [2]float64{0, 0}, DriftFail},
 	} {
@@ -57,8 +70,22 @@ func TestDriftMeter(t *testing.T) {
 			if r.Verdict != tc.wantVerdict || (r.Verdict == DriftOK) != (len(r.Reasons) == 0) {
 				t.Errorf("verdict %s (%v), want %s; figures %+v", r.Verdict, r.Reasons, tc.wantVerdict, r)
 			}
-			if r.ReliabilityBaseline != 0.8 || math.Abs(r.ReliabilityRatio-r.Reliability/0.8) > 1e-12 {
+			if math.Abs(r.ReliabilityRatio-r.Reliability/r.ReliabilityBaseline) > 1e-12 {
 				t.Errorf("reliability %g, baseline %g, ratio %g", r.Reliability, r.ReliabilityBaseline, r.ReliabilityRatio)
+			}
+			switch tc.name {
+			case "training-like":
+				if math.Abs(r.DistanceRatio-1) > 0.07 || math.Abs(r.ReliabilityRatio-1) > 1e-6 {
+					t.Errorf("distance ratio %g, reliability ratio %g; want 1 (within the histogram's 6%%) and 1", r.DistanceRatio, r.ReliabilityRatio)
+				}
+			case "wider":
+				if math.Abs(r.DistanceRatio-8) > 0.5 {
+					t.Errorf("distance ratio %g, want 8", r.DistanceRatio)
+				}
+			case "class 1 only":
+				if math.Abs(r.ReliabilityRatio-1/0.8) > 1e-4 || math.Abs(r.ReliabilityBaseline-0.8*a1) > 1e-6 {
+					t.Errorf("reliability ratio %g over baseline %g, want 1.25 over class 1's %g", r.ReliabilityRatio, r.ReliabilityBaseline, 0.8*a1)
+				}
 			}
 		})
 	}
@@ -119,11 +146,13 @@ func TestDriftOfTrainingScene(t *testing.T) {
 		return d
 	}
 	clean := drift(s)
-	if clean.Verdict != DriftOK || clean.FarShare > 0.02 || math.Abs(clean.ReliabilityRatio-1) > 1e-6 || clean.BandShiftMaxSD > 1e-4 {
-		t.Errorf("training scene: %+v, want ok, at most 2%% far, reliability ratio 1, no band shift", clean)
+	if clean.Verdict != DriftOK || clean.FarShare > 0.02 || math.Abs(clean.ReliabilityRatio-1) > 1e-6 || clean.BandShiftMaxSD > 1e-4 ||
+		math.Abs(clean.DistanceRatio-1) > 0.07 {
+		t.Errorf("training scene: %+v, want ok, at most 2%% far, reliability ratio 1, no band shift, distance ratio 1", clean)
 	}
 	dark := drift(Radiometric{Gain: 0.7}.Apply(s, nil, nil))
-	if math.Abs(dark.BrightnessRatio-0.7) > 1e-3 || math.Abs(dark.FarShare-clean.FarShare) > 1e-9 || dark.BandShiftMaxSD < 0.5 {
+	if math.Abs(dark.BrightnessRatio-0.7) > 1e-3 || math.Abs(dark.FarShare-clean.FarShare) > 1e-9 || dark.BandShiftMaxSD < 0.5 ||
+		math.Abs(dark.DistanceRatio-clean.DistanceRatio) > 1e-3 {
 		t.Errorf("gain 0.7: %+v, want brightness 0.7, the clean far share %g and a band shift", dark, clean.FarShare)
 	}
 	if rev := drift(Radiometric{Reverse: true}.Apply(s, nil, nil)); rev.Verdict != DriftFail || rev.FarShare < 0.5 {

@@ -275,6 +275,7 @@ func driftProperties(d *model.Drift) map[string]any {
 	}
 	return map[string]any{
 		"far_share":              num(d.FarShare),
+		"distance_ratio":         num(d.DistanceRatio),
 		"reliability":            num(d.Reliability),
 		"reliability_baseline":   num(d.ReliabilityBaseline),
 		"reliability_ratio":      num(d.ReliabilityRatio),
@@ -286,6 +287,7 @@ func driftProperties(d *model.Drift) map[string]any {
 		"fail_far_share":         t.FailFarShare,
 		"warn_reliability_ratio": t.WarnReliabilityRatio,
 		"fail_reliability_ratio": t.FailReliabilityRatio,
+		"warn_distance_ratio":    t.WarnDistanceRatio,
 	}
 }
 

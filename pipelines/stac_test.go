@@ -40,7 +40,7 @@ func sampleParams(dir string) ItemParams {
 		Now:          time.Date(2026, 11, 22, 1, 2, 3, 0, time.UTC),
 		NoData:       255,
 		Drift: &model.Drift{Verdict: model.DriftWarn, Reasons: []string{"7.0% of the pixels are farther from every class than 99% of the training scene's (warn at 5%)"},
-			FarShare: 0.07, Reliability: 0.81, ReliabilityBaseline: 0.86, ReliabilityRatio: 0.81 / 0.86, BrightnessRatio: 0.93,
+			FarShare: 0.07, DistanceRatio: 1.2, Reliability: 0.81, ReliabilityBaseline: 0.86, ReliabilityRatio: 0.81 / 0.86, BrightnessRatio: 0.93,
 			BandShiftMeanSD: 0.21, BandShiftMaxSD: 0.5, BandShiftSD: []float64{0.1, 0.5}, ValidPixels: 7038},
 	}
 }

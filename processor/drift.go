@@ -17,8 +17,9 @@ const (
 	MetaDriftVerdict             = "DRIFT_VERDICT"              // ok, warn or fail
 	MetaDriftReasons             = "DRIFT_REASONS"              // why not ok, "; "-separated ("" when ok)
 	MetaDriftFarShare            = "DRIFT_FAR_SHARE"            // 0..1
+	MetaDriftDistanceRatio       = "DRIFT_DISTANCE_RATIO"       // class-wise median distance over the training scene's
 	MetaDriftReliability         = "DRIFT_RELIABILITY"          // mean spectral reliability, 0..1
-	MetaDriftReliabilityBaseline = "DRIFT_RELIABILITY_BASELINE" // the training scene's, 0..1
+	MetaDriftReliabilityBaseline = "DRIFT_RELIABILITY_BASELINE" // the training scene's for the same labels, 0..1
 	MetaDriftReliabilityRatio    = "DRIFT_RELIABILITY_RATIO"    // their ratio
 	MetaDriftBrightnessRatio     = "DRIFT_BRIGHTNESS_RATIO"     // median over bands of the band mean ratio
 	MetaDriftBandShiftMean       = "DRIFT_BAND_SHIFT_SD_MEAN"   // mean |band mean shift|, training standard deviations
@@ -48,11 +49,13 @@ func DriftMetadata(d model.Drift) map[string]string {
 	thresholds, _ := json.Marshal(map[string]float64{
 		"warn_far_share": t.WarnFarShare, "fail_far_share": t.FailFarShare,
 		"warn_reliability_ratio": t.WarnReliabilityRatio, "fail_reliability_ratio": t.FailReliabilityRatio,
+		"warn_distance_ratio": t.WarnDistanceRatio,
 	})
 	return map[string]string{
 		MetaDriftVerdict:             string(d.Verdict),
 		MetaDriftReasons:             strings.Join(d.Reasons, "; "),
 		MetaDriftFarShare:            f(d.FarShare),
+		MetaDriftDistanceRatio:       f(d.DistanceRatio),
 		MetaDriftReliability:         f(d.Reliability),
 		MetaDriftReliabilityBaseline: f(d.ReliabilityBaseline),
 		MetaDriftReliabilityRatio:    f(d.ReliabilityRatio),

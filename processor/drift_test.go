@@ -66,7 +66,7 @@ func TestClassifyDrift(t *testing.T) {
 	if pnec[MetaDriftVerdict] != "ok" || dflt["PNEC_"+MetaDriftVerdict] != "ok" {
 		t.Errorf("product metadata %s = %v (default domain %v), want ok", MetaDriftVerdict, pnec[MetaDriftVerdict], dflt["PNEC_"+MetaDriftVerdict])
 	}
-	for _, k := range []string{MetaDriftFarShare, MetaDriftReliabilityRatio, MetaDriftBrightnessRatio, MetaDriftBandShiftMax} {
+	for _, k := range []string{MetaDriftFarShare, MetaDriftDistanceRatio, MetaDriftReliabilityRatio, MetaDriftBrightnessRatio, MetaDriftBandShiftMax} {
 		s, _ := pnec[k].(string)
 		if v, err := strconv.ParseFloat(s, 64); err != nil || math.IsNaN(v) {
 			t.Errorf("product metadata %s = %q, want a number", k, s)
