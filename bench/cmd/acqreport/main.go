@@ -4,8 +4,10 @@
 //	go run ./bench/cmd/acqreport -out bench/acquisitions.md -commands CMDS.txt \
 //	    "SalinasA|cell|default=sal_cell.json" "SalinasA|cell|reference input=sal_cell_ref.json" ...
 //
-// Each argument is SCENE|ENCODER|VARIANT=FILE. The report has a summary row
-// per run set, the largest drop per family of changes, and every case.
+// Each argument is SCENE|ENCODER|VARIANT=FILE, or SCENE|ENCODER|VARIANT|nodrift=FILE
+// for a run whose drift verdicts are left out (made by a pnec whose verdict
+// differs from the one reported). The report has a summary row per run set,
+// the largest drop per family of changes, and every case.
 package main
 
 import (
@@ -98,6 +100,7 @@ type experiment struct {
 
 type set struct {
 	scene, encoder, variant string
+	noDrift                 bool
 	exp                     experiment
 }
 
@@ -110,8 +113,9 @@ func main() {
 	for _, arg := range flag.Args() {
 		key, file, ok := strings.Cut(arg, "=")
 		parts := strings.Split(key, "|")
-		if !ok || len(parts) != 3 {
-			fail(fmt.Errorf("%q: want SCENE|ENCODER|VARIANT=FILE", arg))
+		noDrift := len(parts) == 4 && parts[3] == "nodrift"
+		if !ok || (len(parts) != 3 && !noDrift) {
+			fail(fmt.Errorf("%q: want SCENE|ENCODER|VARIANT=FILE or SCENE|ENCODER|VARIANT|nodrift=FILE", arg))
 		}
 		b, err := os.ReadFile(file)
 		if err != nil {
@@ -121,7 +125,7 @@ func main() {
 		if err := json.Unmarshal(b, &e); err != nil {
 			fail(fmt.Errorf("%s: %w", file, err))
 		}
-		sets = append(sets, set{parts[0], parts[1], parts[2], e})
+		sets = append(sets, set{parts[0], parts[1], parts[2], noDrift, e})
 	}
 	if len(sets) == 0 {
 		fail(fmt.Errorf("no SCENE|ENCODER|VARIANT=FILE given"))
@@ -210,7 +214,7 @@ func render(sets []set, cmds, note string) string {
 			dj = fmt.Sprintf("%s / %s (%s -> %s)", pm(e.Disjoint.SameHalf), pm(e.Disjoint.OtherHalf), e.Disjoint.TrainArea, e.Disjoint.TestArea)
 		}
 		dc := "-"
-		if e.DriftCheck.CaseRuns > 0 {
+		if e.DriftCheck.CaseRuns > 0 && !s.noDrift {
 			dc = fmt.Sprintf("%d / %d (%d)", e.DriftCheck.Missed, e.DriftCheck.FalseAlarms, e.DriftCheck.CaseRuns)
 		}
 		fmt.Fprintf(&b, "| %s | %s | %s | %d | %s | %s (%s) | %d of %d | %s | %s | %.0f |\n", s.scene, s.encoder, s.variant, e.Runs, pm(clean.OA),
@@ -341,7 +345,7 @@ func render(sets []set, cmds, note string) string {
 				}
 				counts := map[string]int{}
 				for _, r := range c.Runs {
-					if r.Drift != nil {
+					if r.Drift != nil && !s.noDrift {
 						counts[r.Drift.Verdict]++
 					}
 				}

@@ -25,7 +25,7 @@ func TestRender(t *testing.T) {
 	if err := json.Unmarshal([]byte(js), &e); err != nil {
 		t.Fatal(err)
 	}
-	md := render([]set{{"SalinasA", "cell", "default", e}}, "pnec experiment --shift ...", "a note")
+	md := render([]set{{"SalinasA", "cell", "default", false, e}}, "pnec experiment --shift ...", "a note")
 	for _, want := range []string{
 		"| SalinasA | cell | default | 2 | 99.00 ± 0.10 | 4.00 (gain 0.85) | 1 of 1 | 99.00 ± 0.00 / 80.00 ± 1.00 (left half -> right half) | 0 / 0 (5) | 30 |",
 		"| gain (T) | 4.00 (gain 0.85) |",
