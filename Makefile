@@ -20,7 +20,7 @@ PREFIX  ?= /usr/local
 # (EMIT and AVIRIS-3 NetCDF-4, PRISMA and Tanager HDF5: internal/fixture).
 APT_PACKAGES := libgdal-dev gdal-bin python3-rasterio python3-numpy python3-gdal python3-netcdf4 python3-h5py
 
-.PHONY: check-slurm all deps build install test test-short bench bench-torch bench-quick bench-big bench-budget calibrate demo gpu-bundle gpu-rehearse check-clients qgis-plugin clean
+.PHONY: check-slurm all deps build install test test-short bench bench-torch bench-quick bench-big bench-budget bench-acquisitions calibrate demo gpu-bundle gpu-rehearse check-clients qgis-plugin clean
 
 all: build
 
@@ -100,6 +100,17 @@ bench-big: build
 bench-budget: build
 	@$(BENCH_TIME_INSTALL)
 	PNEC=bin/pnec OUT=$(BUDGET_OUT) REPORT=bench/budget.md scripts/bench-budget.sh
+	$(GO) run ./bench/cmd/benchrun -render bench/results.json
+
+# bench-acquisitions runs the acquisition-shift protocol (pnec experiment
+# --shift, 5 seeds, both scenes of ../shared/data, both encoders, the default
+# model and the paper's input) and writes bench/acquisitions.md, which
+# BENCHMARKS.md includes (hours on 2 cores; JSON kept in $(ACQ_OUT), so a
+# rerun resumes).
+ACQ_OUT ?= /tmp/pnec-bench-acquisitions
+
+bench-acquisitions: build
+	PNEC=bin/pnec OUT=$(ACQ_OUT) scripts/bench-acquisitions.sh
 	$(GO) run ./bench/cmd/benchrun -render bench/results.json
 
 calibrate: deps

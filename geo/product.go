@@ -529,6 +529,24 @@ func (p *ProductWriter) pnecMetadata() (map[string]string, error) {
 // Commit has written everything and published nothing: its disk peak.
 var atCommitPeak func(dir string)
 
+// AddMetadata adds items to the product's PNEC metadata (ProductSpec.
+// Metadata) before Commit: figures known only once every row is written,
+// such as the scene's drift. A key given twice takes the later value.
+func (p *ProductWriter) AddMetadata(md map[string]string) error {
+	if p.ds == nil || p.done {
+		return fmt.Errorf("add metadata to %s: %w", p.path, ErrClosed)
+	}
+	merged := make(map[string]string, len(p.spec.Metadata)+len(md))
+	for k, v := range p.spec.Metadata {
+		merged[k] = v
+	}
+	for k, v := range md {
+		merged[k] = v
+	}
+	p.spec.Metadata = merged
+	return nil
+}
+
 // Commit builds overviews (MODE for the class band, exact means for
 // reliability), writes the COG to a temporary file beside the target with
 // its .aux.xml sidecar (category names), the QGIS style and, with

@@ -143,10 +143,50 @@ type Config struct {
 	// Encoder is EncoderPaper or EncoderCell; model files without it
 	// were written with the cell encoder.
 	Encoder string
+	// Input is how a pixel's raw spectrum becomes the network's input
+	// channels: InputStretch (the reference's), InputShape, InputStretchShape
+	// or InputSNV; "" = InputStretch.
+	Input string
+	// Augment is the radiometric augmentation of training (zero = off).
+	Augment Augment
 }
+
+// Network inputs (Config.Input). Every mode is computed per pixel before
+// the encoder (and averaged over 4x4 cells for the cell encoder).
+const (
+	// InputStretch is the reference's input: each band stretched to [0,1]
+	// between its 2nd and 98th percentiles over the training scene
+	// (clipped); the percentiles are stored in the model.
+	InputStretch = "stretch"
+	// InputShape is the spectrum divided by its mean over the bands
+	// (halved, clipped to +-4): the spectrum's shape, the same for any
+	// brightness.
+	InputShape = "shape"
+	// InputStretchShape is both InputStretch and InputShape, 2 x bands
+	// channels.
+	InputStretchShape = "stretch+shape"
+	// InputSNV is the standard normal variate of the spectrum (its mean over
+	// the bands removed, divided by its standard deviation; scaled by 1/4
+	// and centred on 0.5): the same for any gain and any offset common to
+	// all bands.
+	InputSNV = "snv"
+)
 
 // DefaultEncoder is the encoder of DefaultConfig (docs/model.md says why).
 const DefaultEncoder = EncoderCell
+
+// DefaultInput is the network input of DefaultConfig: the spectrum's shape,
+// so that a brighter or darker acquisition gives the network the same
+// input (docs/acquisitions.md, measured with pnec experiment --shift).
+const DefaultInput = InputShape
+
+// DefaultAugment is the training augmentation of DefaultConfig: on 80% of
+// the steps a random spectral tilt up to 15%, offset up to 5% and noise up
+// to 3% of each band's mean and band shift up to one band, the last 10% of
+// the epochs clean, GroupNorm statistics per image (the clean scene's
+// statistics doubled the training time and did not do better overall;
+// docs/acquisitions.md).
+var DefaultAugment = Augment{Prob: 0.8, Tilt: 0.15, Offset: 0.05, Noise: 0.03, BandShift: 1, CleanTail: 0.1, ImageNorm: true}
 
 // DefaultConfig returns the paper's hyperparameters.
 func DefaultConfig() Config {
@@ -158,6 +198,8 @@ func DefaultConfig() Config {
 		Recovery: RecoveryParams{Window: 9, Eta: 1},
 		Ablation: AblationFull,
 		Encoder:  DefaultEncoder,
+		Input:    DefaultInput,
+		Augment:  DefaultAugment,
 	}
 }
 

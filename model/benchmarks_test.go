@@ -42,7 +42,7 @@ func benchTrainer(b *testing.B) (*trainer, trainData) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	td := newTrainData(s, lo, hi, idx, y, cfg.Encoder)
+	td := newTrainData(s, newInputSpec(cfg.Input, lo, hi), idx, y, cfg.Encoder)
 	d, err := makeDims(cfg, s.Bands, k)
 	if err != nil {
 		b.Fatal(err)

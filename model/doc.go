@@ -2,10 +2,12 @@
 // model files and the compute backends. It is the only package that imports
 // GoMLX.
 //
-// The network (network.go) works on the whole scene at once. The scene is
-// stretched per band to its 2nd-98th percentiles and averaged over 4x4
-// cells (the 1x1 spectral embedding is linear, so this equals pooling after
-// the embedding); a 1x1 embedding, GroupNorm and SiLU, a 3x3 convolution
+// The network (network.go) works on the whole scene at once. Each pixel's
+// spectrum becomes the input channels (prep.go: by default divided by its
+// mean over the bands, Config.Input; the paper's stretch per band to its
+// 2nd-98th percentiles is InputStretch) and is averaged over 4x4 cells (the
+// 1x1 spectral embedding is linear, so this equals pooling after the
+// embedding); a 1x1 embedding, GroupNorm and SiLU, a 3x3 convolution
 // (one matmul over nine shifted views), GroupNorm and SiLU give F0 on the
 // stride-4 grid. Two Mamba blocks run over the row-major token sequence:
 // the spatial-context branch on F0 and the differential branch on
@@ -21,6 +23,8 @@
 //
 // Training (train.go) is one full-scene step per epoch, with the weights,
 // Adam moments and prototype bank kept as tensors that each step consumes
-// and returns. Backends: "go" (pure Go, SIMD matmuls with GOEXPERIMENT=simd)
+// and returns; radiometric augmentation (radiometric.go, Config.Augment)
+// changes the whole scene of a step. A model stores its training scene's
+// drift statistics (drift.go), against which DriftMeter measures new scenes. Backends: "go" (pure Go, SIMD matmuls with GOEXPERIMENT=simd)
 // and XLA through a PJRT plugin (see ResolveBackend).
 package model

@@ -16,13 +16,18 @@ import (
 )
 
 // fileMagic starts every model file; the number is the format version.
-// Version 2 is the network aligned with the reference implementation
-// (no Mamba projection biases, tau itself, the differential branch's
-// residual on f0, the encoder choice); version 1 files hold other weights.
-const fileMagic = "PNECMDL2"
+// Version 3 adds the network input mode and the training augmentation to
+// the configuration and the training scene's drift statistics (issue 21);
+// version 2 is the network aligned with the reference implementation (no
+// Mamba projection biases, tau itself, the differential branch's residual
+// on f0, the encoder choice); version 1 files hold other weights.
+const fileMagic = "PNECMDL3"
 
-// fileMagicV1 starts model files of pnec before format 2.
-const fileMagicV1 = "PNECMDL1"
+// Magics of earlier formats, refused with a message to train again.
+const (
+	fileMagicV1 = "PNECMDL1"
+	fileMagicV2 = "PNECMDL2"
+)
 
 // ErrModelFile is returned (wrapped) for files that are not valid model files.
 var ErrModelFile = errors.New("not a valid pnec model file")
@@ -81,6 +86,10 @@ type modelMeta struct {
 	GroupNormStats []normStat `json:"groupnorm_stats,omitempty"`
 	// Provenance of the training (card.go); absent in older files.
 	provenanceMeta
+	// Drift holds the training scene's statistics that products measure
+	// their scene's drift against (absent for a model without training
+	// spectra).
+	Drift *driftStats `json:"drift,omitempty"`
 }
 
 // encode writes the file body (without the trailing checksum).
@@ -158,6 +167,9 @@ func decodeModel(data []byte) (*Model, error) {
 	if len(data) >= len(fileMagicV1) && string(data[:len(fileMagicV1)]) == fileMagicV1 {
 		return nil, fmt.Errorf("%w: model file format 1, written by an earlier pnec whose network differs; train the model again with this version", ErrModelFile)
 	}
+	if len(data) >= len(fileMagicV2) && string(data[:len(fileMagicV2)]) == fileMagicV2 {
+		return nil, fmt.Errorf("%w: model file format 2, written by an earlier pnec without the drift statistics and input settings products now need; train the model again with this version", ErrModelFile)
+	}
 	if len(data) < len(fileMagic)+8+sha256.Size || string(data[:len(fileMagic)]) != fileMagic {
 		return nil, fmt.Errorf("%w: bad magic or too short", ErrModelFile)
 	}
@@ -221,6 +233,9 @@ func decodeModel(data []byte) (*Model, error) {
 		return nil, fmt.Errorf("%w: %v", ErrModelFile, err)
 	}
 	if err := m.checkNormStats(); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrModelFile, err)
+	}
+	if err := m.checkDrift(); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrModelFile, err)
 	}
 	return m, nil

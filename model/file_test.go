@@ -46,7 +46,13 @@ func TestModelFileDamage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if !m2.HasDriftStats() || m2.meta.Drift.Reliability != m.meta.Drift.Reliability || len(m2.meta.Drift.BandMean) != 4 {
+		t.Errorf("drift statistics after load %+v, want those of training %+v", m2.meta.Drift, m.meta.Drift)
+	}
+	older := func(magic string) []byte { return append([]byte(magic), data[len(fileMagic):]...) }
 	for name, bad := range map[string][]byte{
+		"format 1":  older(fileMagicV1),
+		"format 2":  older(fileMagicV2),
 		"flipped":   append(append([]byte{}, data[:len(data)/2]...), append([]byte{data[len(data)/2] ^ 1}, data[len(data)/2+1:]...)...),
 		"truncated": data[:len(data)-40],
 		"empty":     {},
@@ -55,8 +61,12 @@ func TestModelFileDamage(t *testing.T) {
 		if err := os.WriteFile(p, bad, 0o644); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := Load(p); !errors.Is(err, ErrModelFile) {
+		_, err := Load(p)
+		if !errors.Is(err, ErrModelFile) {
 			t.Errorf("%s file: error %v, want ErrModelFile", name, err)
+		}
+		if strings.HasPrefix(name, "format") && (err == nil || !strings.Contains(err.Error(), "train the model again")) {
+			t.Errorf("%s file: error %v, want one that says to train again", name, err)
 		}
 	}
 }

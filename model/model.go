@@ -108,6 +108,11 @@ func (m *Model) TrainSeconds() float64 { return m.meta.TrainSeconds }
 // (TrainIndices index that grid).
 func (m *Model) TrainSceneSize() (rows, cols int) { return m.meta.SceneRows, m.meta.SceneCols }
 
+// inputSpec is how m turns raw spectra into the network's input.
+func (m *Model) inputSpec() inputSpec {
+	return newInputSpec(m.meta.Config.Input, m.meta.StretchLo, m.meta.StretchHi)
+}
+
 // EstimatePredictBytes is the peak memory, in bytes, that Predict needs for
 // a rows x cols scene on the Go backend: the normalised cell means, the
 // stride-4 activations (about 60 D-wide maps live at once in the two Mamba
@@ -119,7 +124,7 @@ func (m *Model) EstimatePredictBytes(rows, cols int) int64 {
 
 func predictBytes(cfg Config, bands, classes, rows, cols int) int64 {
 	cells := int64(padTo(rows)/Stride) * int64(padTo(cols)/Stride)
-	d, b, k := int64(cfg.Hidden), int64(bands), int64(classes)
+	d, b, k := int64(cfg.Hidden), int64(inputChannels(cfg.Input, bands)), int64(classes)
 	full := int64(rows) * int64(cols)
 	est := 4*(cells*b+cells*d*60+full*(3*k+2)) + 64<<20
 	if cfg.Encoder == EncoderPaper {

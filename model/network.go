@@ -375,7 +375,7 @@ func (n *net) encode(x *Node) (f0, fspa, fdiff *Node) {
 		f0 = n.paperEncoder(x)
 	} else {
 		hs, ws := x.Shape().Dimensions[0], x.Shape().Dimensions[1]
-		e := n.zeroInvalid(n.linearNormSilu(Reshape(x, hs*ws, d.Bands), "embed", "embed.gn"))
+		e := n.zeroInvalid(n.linearNormSilu(Reshape(x, hs*ws, d.In), "embed", "embed.gn"))
 		f0 = n.linearNormSilu(im2col3x3(Reshape(e, hs, ws, d.D)), "conv", "conv.gn") // [L, D]
 	}
 	f0 = n.zeroInvalid(f0)
@@ -407,7 +407,7 @@ func (n *net) paperEncoder(x *Node) *Node {
 	d := n.d
 	h, w := x.Shape().Dimensions[0], x.Shape().Dimensions[1]
 	hs, ws := h/Stride, w/Stride
-	e := Reshape(n.zeroInvalid(n.linearNormSilu(Reshape(x, h*w, d.Bands), "embed", "embed.gn")), h, w, d.D)
+	e := Reshape(n.zeroInvalid(n.linearNormSilu(Reshape(x, h*w, d.In), "embed", "embed.gn")), h, w, d.D)
 	c := n.conv3x3Shifted(e, "conv") // [H, W, D]
 	// Only rows and columns [0, 4 hs) x [0, 4 ws) reach the floor grid.
 	if h != hs*Stride || w != ws*Stride {

@@ -23,11 +23,11 @@ func numel(shape []int) int {
 
 // dims are the derived sizes of a network.
 type dims struct {
-	Bands, D, K, E, N, Heads, HeadDim, DConv, Chunk, Groups, DiffWindow int
+	In, Bands, D, K, E, N, Heads, HeadDim, DConv, Chunk, Groups, DiffWindow int
 }
 
 func makeDims(cfg Config, bands, classes int) (dims, error) {
-	d := dims{Bands: bands, D: cfg.Hidden, K: classes, E: cfg.Expand * cfg.Hidden, N: cfg.DState,
+	d := dims{In: inputChannels(cfg.Input, bands), Bands: bands, D: cfg.Hidden, K: classes, E: cfg.Expand * cfg.Hidden, N: cfg.DState,
 		HeadDim: cfg.HeadDim, DConv: cfg.DConv, Chunk: cfg.Chunk, Groups: cfg.Groups, DiffWindow: cfg.DiffWindow}
 	switch {
 	case bands < 1:
@@ -91,7 +91,7 @@ func initParams(d dims, cfg Config, rng *rand.Rand) paramSet {
 		add(name+".b", []int{ch}, constant(0))
 	}
 
-	linear("embed", d.Bands, d.D, false)
+	linear("embed", d.In, d.D, false)
 	norm("embed.gn", d.D)
 	linear("conv", 9*d.D, d.D, false)
 	if cfg.Encoder != EncoderPaper { // the paper's 3x3 conv is followed by pooling, not a norm

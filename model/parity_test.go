@@ -80,6 +80,7 @@ func checkParity(t *testing.T, ref *refFile, encoder string) {
 	rc := ref.Config
 	cfg := DefaultConfig()
 	cfg.Encoder = encoder
+	cfg.Input = InputStretch // the reference's input (the default may differ)
 	cfg.Hidden, cfg.DState, cfg.DConv, cfg.Expand, cfg.HeadDim, cfg.Chunk, cfg.Groups = rc.D, rc.DState, rc.DConv, rc.Expand, rc.HeadDim, rc.Chunk, rc.Groups
 	cfg.DiffWindow, cfg.GateFloor, cfg.Alpha, cfg.Beta = rc.DiffK, rc.Rho, rc.AlphaE, rc.BetaE
 	d, err := makeDims(cfg, rc.Bands, rc.K)
@@ -98,7 +99,8 @@ func checkParity(t *testing.T, ref *refFile, encoder string) {
 	for i := range hi {
 		hi[i] = 1 // the input is already stretched to [0, 1]
 	}
-	x, xdims := netInput(s, lo, hi, encoder)
+	// The reference's input path: the per-band stretch (here the identity).
+	x, xdims := netInput(s, newInputSpec(InputStretch, lo, hi), encoder)
 	hs, ws := lowRes(rc.H, encoder), lowRes(rc.W, encoder)
 	if len(rc.LowRes) != 2 || rc.LowRes[0] != hs || rc.LowRes[1] != ws {
 		t.Fatalf("low-resolution grid %dx%d, reference %v", hs, ws, rc.LowRes)

@@ -145,7 +145,7 @@ func groupNormStats(b compute.Backend, m *Model, s Scene) ([]normStat, error) {
 		return nil, err
 	}
 	defer exec.Finalize()
-	x, xdims := netInput(s, m.meta.StretchLo, m.meta.StretchHi, m.meta.Config.Encoder)
+	x, xdims := netInput(s, m.inputSpec(), m.meta.Config.Encoder)
 	args := []any{tensorOf(x, xdims...), tensorOf(m.protos, d.K, d.D)}
 	for _, prm := range m.params {
 		args = append(args, tensorOf(prm.Data, prm.Shape...))
@@ -207,7 +207,7 @@ func (p *Predictor) Predict(ctx context.Context, s Scene) (pred Prediction, err 
 	if enc == EncoderPaper && (s.Rows < Stride || s.Cols < Stride) {
 		return Prediction{}, fmt.Errorf("predict %dx%d: the paper encoder needs at least %dx%d pixels", s.Rows, s.Cols, Stride, Stride)
 	}
-	x, xdims := netInput(s, p.m.meta.StretchLo, p.m.meta.StretchHi, enc)
+	x, xdims := netInput(s, p.m.inputSpec(), enc)
 	hs, ws := lowRes(s.Rows, enc), lowRes(s.Cols, enc)
 	args := []any{
 		tensorOf(x, xdims...),

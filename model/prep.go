@@ -80,20 +80,108 @@ func stretch01(v, lo, scale float32) float32 {
 	return min(x, 1)
 }
 
+// inputChannels is the number of input channels of the network for a
+// scene of bands bands with input mode mode (Config.Input).
+func inputChannels(mode string, bands int) int {
+	if mode == InputStretchShape {
+		return 2 * bands
+	}
+	return bands
+}
+
+// inputSpec turns one pixel's raw spectrum into the network's input
+// channels (Config.Input).
+type inputSpec struct {
+	mode      string
+	lo, scale []float32 // the per-band stretch (InputStretch, InputStretchShape)
+}
+
+func newInputSpec(mode string, lo, hi []float32) inputSpec {
+	if mode == "" {
+		mode = InputStretch
+	}
+	return inputSpec{mode: mode, lo: lo, scale: stretchScales(lo, hi)}
+}
+
+// shapeClip bounds the shape channels: a pixel whose spectrum is tiny next
+// to one band's value (a dark pixel with one noisy band) cannot produce an
+// input far outside what training saw.
+const shapeClip = 4
+
+// add adds the pixel's input channels for the raw spectrum v to dst
+// (len channels): the per-band stretch, and/or the spectrum divided by its
+// mean over the bands and halved (brightness removed), or its standard
+// normal variate (mean removed, divided by its standard deviation).
+func (p *inputSpec) add(dst, v []float32) {
+	switch p.mode {
+	case InputShape, InputStretchShape:
+		shape := dst
+		if p.mode == InputStretchShape {
+			for b, x := range v {
+				dst[b] += stretch01(x, p.lo[b], p.scale[b])
+			}
+			shape = dst[len(v):]
+		}
+		mean := 0.0
+		for _, x := range v {
+			if !math.IsNaN(float64(x)) {
+				mean += float64(x)
+			}
+		}
+		mean /= float64(len(v))
+		if !(mean > 0) || math.IsInf(mean, 0) {
+			return // no spectrum to normalise: zero, like nodata
+		}
+		inv := float32(0.5 / mean)
+		for b, x := range v {
+			y := x * inv
+			if !(y > -shapeClip) { // also NaN
+				y = 0
+			}
+			shape[b] += min(y, shapeClip)
+		}
+	case InputSNV:
+		mean, sq := 0.0, 0.0
+		for _, x := range v {
+			mean += float64(x)
+			sq += float64(x) * float64(x)
+		}
+		n := float64(len(v))
+		mean /= n
+		sd := math.Sqrt(max(sq/n-mean*mean, 0))
+		if !(sd > 0) || math.IsInf(sd, 0) || math.IsNaN(mean) {
+			return
+		}
+		for b, x := range v {
+			y := float32((float64(x)-mean)/sd)*0.25 + 0.5
+			if !(y > -shapeClip) {
+				y = 0
+			}
+			dst[b] += min(y, shapeClip)
+		}
+	default:
+		for b, x := range v {
+			dst[b] += stretch01(x, p.lo[b], p.scale[b])
+		}
+	}
+}
+
 // padTo returns n rounded up to a multiple of Stride.
 func padTo(n int) int { return (n + Stride - 1) / Stride * Stride }
 
-// cellMeans stretches s to [0,1] per band with lo/hi (clipped) and averages
-// the valid pixels of each Stride x Stride cell: the result is
-// [ceil(Rows/4)][ceil(Cols/4)][Bands], zero for cells without a valid pixel.
-// The network's 1x1 spectral embedding is linear, so embedding the cell
-// means equals pooling the embedded pixels; doing it first keeps all the
-// network's work on the stride-4 grid (see docs/model.md, "Architecture as implemented").
-func cellMeans(s Scene, lo, hi []float32) []float32 {
+// cellMeans turns each valid pixel of s into the network's input channels
+// (inputSpec: for the reference input, the per-band stretch to [0,1] with
+// lo/hi, clipped) and averages the valid pixels of each Stride x Stride
+// cell: the result is [ceil(Rows/4)][ceil(Cols/4)][channels], zero for
+// cells without a valid pixel. The network's 1x1 spectral embedding is
+// linear, so embedding the cell means equals pooling the embedded pixels;
+// doing it first keeps all the network's work on the stride-4 grid (see
+// docs/model.md, "Architecture as implemented").
+func cellMeans(s Scene, in inputSpec) []float32 {
 	hs, ws := padTo(s.Rows)/Stride, padTo(s.Cols)/Stride
-	out := make([]float32, hs*ws*s.Bands)
+	ch := inputChannels(in.mode, s.Bands)
+	out := make([]float32, hs*ws*ch)
 	count := make([]float32, hs*ws)
-	scale := stretchScales(lo, hi)
 	// Bands of cell rows are independent (each writes its own cells), so
 	// they are summed in parallel: this pass reads the whole scene.
 	workers := min(runtime.GOMAXPROCS(0), hs)
@@ -102,7 +190,7 @@ func cellMeans(s Scene, lo, hi []float32) []float32 {
 		wg.Add(1)
 		go func(cr0, cr1 int) {
 			defer wg.Done()
-			cellMeanRows(s, cr0, cr1, ws, scale, lo, out, count)
+			cellMeanRows(s, cr0, cr1, ws, ch, &in, out, count)
 		}(w*hs/workers, (w+1)*hs/workers)
 	}
 	wg.Wait()
@@ -110,7 +198,7 @@ func cellMeans(s Scene, lo, hi []float32) []float32 {
 }
 
 // cellMeanRows fills out and count for the cell rows [cr0, cr1) (see cellMeans).
-func cellMeanRows(s Scene, cr0, cr1, ws int, scale, lo, out, count []float32) {
+func cellMeanRows(s Scene, cr0, cr1, ws, ch int, in *inputSpec, out, count []float32) {
 	for r := cr0 * Stride; r < min(s.Rows, cr1*Stride); r++ {
 		for c := 0; c < s.Cols; c++ {
 			i := r*s.Cols + c
@@ -119,15 +207,12 @@ func cellMeanRows(s Scene, cr0, cr1, ws int, scale, lo, out, count []float32) {
 			}
 			cell := r/Stride*ws + c/Stride
 			count[cell]++
-			dst := out[cell*s.Bands : (cell+1)*s.Bands]
-			for b, v := range s.Data[i*s.Bands : (i+1)*s.Bands] {
-				dst[b] += stretch01(v, lo[b], scale[b])
-			}
+			in.add(out[cell*ch:(cell+1)*ch], s.Data[i*s.Bands:(i+1)*s.Bands])
 		}
 	}
 	for cell := cr0 * ws; cell < cr1*ws; cell++ {
 		if n := count[cell]; n > 1 {
-			for b := cell * s.Bands; b < (cell+1)*s.Bands; b++ {
+			for b := cell * ch; b < (cell+1)*ch; b++ {
 				out[b] /= n
 			}
 		}
@@ -173,12 +258,12 @@ func upMatrix(n, ns int) []float32 {
 	return m
 }
 
-// stretched is s stretched to [0,1] per band with lo/hi (clipped), full
-// resolution [Rows][Cols][Bands], zero at invalid pixels: the paper
-// encoder's input.
-func stretched(s Scene, lo, hi []float32) []float32 {
-	out := make([]float32, len(s.Data))
-	scale := stretchScales(lo, hi)
+// pixelInputs is every pixel of s turned into the network's input channels
+// (inputSpec), full resolution [Rows][Cols][channels], zero at invalid
+// pixels: the paper encoder's input.
+func pixelInputs(s Scene, in inputSpec) []float32 {
+	ch := inputChannels(in.mode, s.Bands)
+	out := make([]float32, s.Rows*s.Cols*ch)
 	workers := min(runtime.GOMAXPROCS(0), s.Rows)
 	var wg sync.WaitGroup
 	for w := 0; w < workers; w++ {
@@ -189,10 +274,7 @@ func stretched(s Scene, lo, hi []float32) []float32 {
 				if !s.valid(i) {
 					continue
 				}
-				dst := out[i*s.Bands : (i+1)*s.Bands]
-				for b, v := range s.Data[i*s.Bands : (i+1)*s.Bands] {
-					dst[b] = stretch01(v, lo[b], scale[b])
-				}
+				in.add(out[i*ch:(i+1)*ch], s.Data[i*s.Bands:(i+1)*s.Bands])
 			}
 		}(w*s.Rows/workers, (w+1)*s.Rows/workers)
 	}
@@ -200,15 +282,16 @@ func stretched(s Scene, lo, hi []float32) []float32 {
 	return out
 }
 
-// netInput is the network's input for s: the cell means [Hs, Ws, Bands]
-// for the cell encoder, the stretched scene [Rows, Cols, Bands] for the
-// paper's; with the valid masks of the grids its GroupNorms run on (see
-// netMasks).
-func netInput(s Scene, lo, hi []float32, encoder string) (x []float32, dims []int) {
+// netInput is the network's input for s: the cell means [Hs, Ws, C]
+// for the cell encoder, the per-pixel inputs [Rows, Cols, C] for the
+// paper's (C = inputChannels); with the valid masks of the grids its
+// GroupNorms run on (see netMasks).
+func netInput(s Scene, in inputSpec, encoder string) (x []float32, dims []int) {
+	ch := inputChannels(in.mode, s.Bands)
 	if encoder == EncoderPaper {
-		return stretched(s, lo, hi), []int{s.Rows, s.Cols, s.Bands}
+		return pixelInputs(s, in), []int{s.Rows, s.Cols, ch}
 	}
-	return cellMeans(s, lo, hi), []int{padTo(s.Rows) / Stride, padTo(s.Cols) / Stride, s.Bands}
+	return cellMeans(s, in), []int{padTo(s.Rows) / Stride, padTo(s.Cols) / Stride, ch}
 }
 
 // netMasks are 1/0 valid masks of the grids the network normalises on, so

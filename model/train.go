@@ -81,6 +81,14 @@ func validateConfig(c Config) error {
 	default:
 		return fmt.Errorf("encoder %q: want paper or cell", c.Encoder)
 	}
+	switch c.Input {
+	case "", InputStretch, InputShape, InputStretchShape, InputSNV:
+	default:
+		return fmt.Errorf("input %q: want %s, %s, %s or %s", c.Input, InputStretch, InputShape, InputStretchShape, InputSNV)
+	}
+	if err := c.Augment.validate(); err != nil {
+		return err
+	}
 	switch {
 	case c.Epochs < 1:
 		return fmt.Errorf("epochs %d: need at least 1", c.Epochs)
@@ -102,7 +110,10 @@ func validateConfig(c Config) error {
 
 // trainData is everything a training step needs besides the weights.
 type trainData struct {
-	x        *tensors.Tensor   // the network's input (netInput)
+	x *tensors.Tensor // the network's input (netInput)
+	// xAug, when set, is an augmented input: the step runs the network on
+	// it with the GroupNorm statistics of x (see trainer.augExec).
+	xAug     *tensors.Tensor
 	masks    []*tensors.Tensor // netMasks: valid rows of the grids GroupNorm runs on
 	anchor   *tensors.Tensor   // [L] int32 dense class of cells holding a training pixel, else -1
 	wtr      *tensors.Tensor   // [Ntr, L] bilinear weights of the training pixels
@@ -221,7 +232,10 @@ func Train(ctx context.Context, s Scene, labels []int32, opts TrainOptions) (m *
 	for t, i := range trainIdx {
 		ytrain[t] = trainClass(i)
 	}
-	td := newTrainData(s, lo, hi, trainIdx, ytrain, cfg.Encoder)
+	in := newInputSpec(cfg.Input, lo, hi)
+	td := newTrainData(s, in, trainIdx, ytrain, cfg.Encoder)
+	defer td.finalize()
+	aug := newAugmenter(cfg.Augment, s, in, cfg.Encoder, opts.Seed)
 
 	rng := rand.New(rand.NewPCG(uint64(opts.Seed), 0x6d616d6261))
 	params := initParams(d, cfg, rng)
@@ -240,7 +254,16 @@ func Train(ctx context.Context, s Scene, labels []int32, opts TrainOptions) (m *
 		if epoch <= cfg.ECWarmupEpochs || cfg.Ablation == AblationBase || cfg.Ablation == AblationNoEC {
 			calib = 0
 		}
-		loss, acc, err = st.step(td, calib)
+		step := td
+		if x := aug.next(epoch, cfg.Epochs); x != nil {
+			if cfg.Augment.ImageNorm {
+				step.x = x
+			} else {
+				step.xAug = x
+			}
+		}
+		loss, acc, err = st.step(step, calib)
+		aug.done()
 		if err != nil {
 			return nil, fmt.Errorf("train: epoch %d on %s: %w", epoch, backendLabel(config), err)
 		}
@@ -286,6 +309,9 @@ func Train(ctx context.Context, s Scene, labels []int32, opts TrainOptions) (m *
 	if m.meta.GroupNormStats, err = groupNormStats(b, m, s); err != nil {
 		return nil, fmt.Errorf("train: group norm statistics on %s: %w", backendLabel(config), err)
 	}
+	if m.meta.Drift, err = trainDriftStats(ctx, m, s, opts.Backend); err != nil {
+		return nil, fmt.Errorf("train: drift statistics on %s: %w", backendLabel(config), err)
+	}
 	if _, sum, err := m.fileBytes(); err == nil {
 		m.checksum = sum
 	}
@@ -296,10 +322,10 @@ func Train(ctx context.Context, s Scene, labels []int32, opts TrainOptions) (m *
 // normalised padded scene, the anchor class of cells holding a training
 // pixel, the bilinear weights from the stride-4 grid to each training pixel,
 // and the valid-cell mask.
-func newTrainData(s Scene, lo, hi []float32, trainIdx []int, ytrain []int32, encoder string) trainData {
+func newTrainData(s Scene, in inputSpec, trainIdx []int, ytrain []int32, encoder string) trainData {
 	hs, ws := lowRes(s.Rows, encoder), lowRes(s.Cols, encoder)
 	l := hs * ws
-	x, xdims := netInput(s, lo, hi, encoder)
+	x, xdims := netInput(s, in, encoder)
 	td := trainData{x: tensorOf(x, xdims...)}
 	masks := netMasks(s, encoder)
 	for _, mk := range masks {
@@ -339,13 +365,14 @@ func newTrainData(s Scene, lo, hi []float32, trainIdx []int, ytrain []int32, enc
 // ytr, cellMask), the schedule (calib, and Adam's bias-corrected scales a1
 // and c2), the valid masks (trainData.masks), then the state (trainer.state):
 // the prototype bank and its initialised flags, the parameters, Adam's
-// first and second moments.
+// first and second moments; an augmented step's scene comes last.
 type stepInputs struct {
 	x, anchor, wtr, ytr, cellMask *Node
 	calib, a1, c2                 *Node
 	masks                         []*Node
 	protos, protoInit             *Node
 	params, adamM, adamV          []*Node
+	xAug                          *Node // the augmented scene (augmented steps only, after the state)
 }
 
 // stepDataInputs is how many inputs come before the valid masks: the data
@@ -367,6 +394,9 @@ func splitStepInputs(in []*Node, masks, np int) stepInputs {
 	bank := take(2)
 	s.protos, s.protoInit = bank[stateProtos], bank[stateProtoInit]
 	s.params, s.adamM, s.adamV = take(np), take(np), take(np)
+	if len(in) > 0 {
+		s.xAug = in[0]
+	}
 	return s
 }
 
@@ -378,14 +408,89 @@ const (
 	stateParams    = 2
 )
 
+// finalize releases the tensors of td.
+func (td trainData) finalize() {
+	for _, t := range append([]*tensors.Tensor{td.x, td.anchor, td.wtr, td.ytr, td.cellMask}, td.masks...) {
+		if t != nil {
+			t.FinalizeAll()
+		}
+	}
+}
+
+// augmenter makes the network input of each augmented training step: the
+// training scene changed by a Radiometric drawn from the Augment bounds,
+// normalised with the clean scene's statistics (in). Its random source is
+// its own (seeded from the run seed), so training without augmentation
+// draws exactly what it drew before augmentation existed.
+type augmenter struct {
+	cfg     Augment
+	s       Scene
+	in      inputSpec
+	encoder string
+	means   []float64
+	rng     *rand.Rand
+	buf     []float32       // the changed scene's values
+	x       *tensors.Tensor // the current step's input, released by done
+}
+
+func newAugmenter(cfg Augment, s Scene, in inputSpec, encoder string, seed int64) *augmenter {
+	a := &augmenter{cfg: cfg, s: s, in: in, encoder: encoder}
+	if cfg.On() {
+		a.means = BandMeans(s)
+		a.rng = rand.New(rand.NewPCG(uint64(seed), 0x61756720))
+		a.buf = make([]float32, len(s.Data))
+	}
+	return a
+}
+
+// next returns the input of step epoch of epochs (from 1), or nil for the
+// clean input.
+func (a *augmenter) next(epoch, epochs int) *tensors.Tensor {
+	if a.rng == nil {
+		return nil
+	}
+	r := a.cfg.draw(a.rng)
+	if float64(epoch) > float64(epochs)*(1-a.cfg.CleanTail) {
+		return nil // the clean tail (drawn all the same: the stream stays the same)
+	}
+	if r.IsIdentity() {
+		return nil
+	}
+	r.applyInto(a.buf, a.s, a.means, a.rng)
+	changed := a.s
+	changed.Data = a.buf
+	x, dims := netInput(changed, a.in, a.encoder)
+	a.x = tensorOf(x, dims...)
+	return a.x
+}
+
+// done releases the step's input.
+func (a *augmenter) done() {
+	if a.x != nil {
+		a.x.FinalizeAll()
+		a.x = nil
+	}
+}
+
 // trainer holds the compiled training step and the current state as tensors.
 type trainer struct {
-	exec  *Exec
-	cfg   Config
-	names []string
-	state []*tensors.Tensor // protos, protoInit, params..., adamM..., adamV...
-	t     int
-	masks int // valid masks the step takes (trainData.masks)
+	exec *Exec
+	// augExec is the step on an augmented input normalised with the
+	// GroupNorm statistics of the clean input (trainData.xAug), built on
+	// first use: a pass of the network over the clean scene gives the
+	// statistics, the augmented pass uses them as constants. At inference
+	// every scene is normalised with the training scene's statistics, so
+	// this is how a changed scene is normalised there; per-image statistics
+	// (Augment.ImageNorm) would normalise much of a brightness change away
+	// during training and teach the network nothing about it.
+	augExec *Exec
+	build   func(aug bool) func(g *Graph, in []*Node) []*Node
+	b       compute.Backend
+	cfg     Config
+	names   []string
+	state   []*tensors.Tensor // protos, protoInit, params..., adamM..., adamV...
+	t       int
+	masks   int // valid masks the step takes (trainData.masks)
 }
 
 const (
@@ -406,35 +511,58 @@ func newTrainer(b compute.Backend, d dims, cfg Config, params paramSet) (*traine
 		nm = 2
 	}
 	tr.masks = nm
-	fn := func(g *Graph, in []*Node) []*Node {
-		s := splitStepInputs(in, nm, np)
-		n.setMasks(s.masks...)
-		n.p = make(map[string]*Node, np)
-		for i, name := range tr.names {
-			n.p[name] = s.params[i]
+	build := func(aug bool) func(g *Graph, in []*Node) []*Node {
+		return func(g *Graph, in []*Node) []*Node {
+			s := splitStepInputs(in, nm, np)
+			x, anchor, wtr, ytr, cellMask, calib, a1, c2 := s.x, s.anchor, s.wtr, s.ytr, s.cellMask, s.calib, s.a1, s.c2
+			n.setMasks(s.masks...)
+			protos, protoInit := s.protos, s.protoInit
+			pNodes, mNodes, vNodes := s.params, s.adamM, s.adamV
+			n.p = make(map[string]*Node, np)
+			for i, name := range tr.names {
+				n.p[name] = pNodes[i]
+			}
+			n.normCalls, n.fixedNorm, n.recordNorm = nil, nil, nil
+			if aug {
+				// The clean scene's statistics, then the augmented scene normalised
+				// with them. The gradient flows through the statistics as in
+				// per-image normalisation: with constant statistics training
+				// failed (SalinasA OA 67-79%).
+				var recs []normRecord
+				n.recordNorm = &recs
+				n.forward(x, func(*Node) *Node { return protos }, anchor, calib)
+				n.recordNorm, n.normCalls = nil, nil
+				n.fixedNorm = make(map[string][2]*Node, len(recs))
+				for _, r := range recs {
+					n.fixedNorm[r.key] = [2]*Node{r.mean, r.vr}
+				}
+				x = s.xAug
+			}
+			loss, acc, newProtos, newInit := n.loss(x, anchor, wtr, ytr, cellMask, calib, protos, protoInit)
+			n.fixedNorm = nil
+			grads := Gradient(loss, pNodes...)
+			forgetBMM(g)
+			out := []*Node{loss, acc, newProtos, newInit}
+			var newP, newM, newV []*Node
+			for i, gr := range grads {
+				m := Add(MulScalar(mNodes[i], adamBeta1), MulScalar(gr, 1-adamBeta1))
+				v := Add(MulScalar(vNodes[i], adamBeta2), MulScalar(Square(gr), 1-adamBeta2))
+				step := Div(Mul(a1, m), AddScalar(Mul(Sqrt(v), c2), adamEps))
+				newP = append(newP, Sub(pNodes[i], step))
+				newM = append(newM, m)
+				newV = append(newV, v)
+			}
+			out = append(out, newP...)
+			out = append(out, newM...)
+			return append(out, newV...)
 		}
-		loss, acc, newProtos, newInit := n.loss(s.x, s.anchor, s.wtr, s.ytr, s.cellMask, s.calib, s.protos, s.protoInit)
-		grads := Gradient(loss, s.params...)
-		forgetBMM(g)
-		out := []*Node{loss, acc, newProtos, newInit}
-		var newP, newM, newV []*Node
-		for i, gr := range grads {
-			m := Add(MulScalar(s.adamM[i], adamBeta1), MulScalar(gr, 1-adamBeta1))
-			v := Add(MulScalar(s.adamV[i], adamBeta2), MulScalar(Square(gr), 1-adamBeta2))
-			step := Div(Mul(s.a1, m), AddScalar(Mul(Sqrt(v), s.c2), adamEps))
-			newP = append(newP, Sub(s.params[i], step))
-			newM = append(newM, m)
-			newV = append(newV, v)
-		}
-		out = append(out, newP...)
-		out = append(out, newM...)
-		return append(out, newV...)
 	}
-	exec, err := NewExec(b, fn)
+	exec, err := NewExec(b, build(false))
 	if err != nil {
 		return nil, err
 	}
 	tr.exec = exec.WithName("pnec_train_step")
+	tr.build, tr.b = build, b
 	tr.state = append(tr.state, tensorOf(make([]float32, d.K*d.D), d.K, d.D), tensorOf(make([]float32, d.K), d.K))
 	for _, p := range params {
 		tr.state = append(tr.state, tensorOf(p.Data, p.Shape...))
@@ -524,7 +652,19 @@ func (tr *trainer) step(td trainData, calib float32) (loss, acc float64, err err
 	for _, t := range tr.state {
 		args = append(args, t)
 	}
-	out, err := tr.exec.Call(args...)
+	exec := tr.exec
+	if td.xAug != nil {
+		if tr.augExec == nil {
+			e, err := NewExec(tr.b, tr.build(true))
+			if err != nil {
+				return 0, 0, err
+			}
+			tr.augExec = e.WithName("pnec_train_step_augmented")
+		}
+		exec = tr.augExec
+		args = append(args, td.xAug)
+	}
+	out, err := exec.Call(args...)
 	if err != nil {
 		return 0, 0, err
 	}
@@ -568,4 +708,7 @@ func (tr *trainer) finalize() {
 		t.FinalizeAll()
 	}
 	tr.exec.Finalize()
+	if tr.augExec != nil {
+		tr.augExec.Finalize()
+	}
 }

@@ -81,9 +81,10 @@ const (
 
 // productFormat is the layout of the products this pnec writes, recorded in
 // each Item: 2 since issue 12 (no-data shared by both bands inside the TIFF,
-// QGIS style, Float32 reliability as a second file). A product of another
-// format is redone.
-const productFormat = 2
+// QGIS style, Float32 reliability as a second file), 3 since issue 21 (the
+// drift figures and verdict in the product and the Item). A product of
+// another format is redone.
+const productFormat = 3
 
 // upToDate reports whether the product and its Item exist, the Item says the
 // product was made from src by the model with checksum in this pnec's

@@ -99,6 +99,32 @@ type Config struct {
 	HTTPClient *http.Client
 	// Now is the clock (tests); nil = time.Now.
 	Now func() time.Time
+	// OnDrift is what happens to a scene whose drift verdict is fail
+	// (model.Drift): OnDriftWarn (the default) publishes it and reports the
+	// verdict, OnDriftSkip withholds its product and Item (status
+	// refused), OnDriftFail withholds them and counts the scene as failed.
+	OnDrift OnDrift
+}
+
+// OnDrift is Config.OnDrift.
+type OnDrift string
+
+// What Run does with a scene whose drift verdict is fail.
+const (
+	OnDriftWarn OnDrift = "warn" // publish, report the verdict (default)
+	OnDriftSkip OnDrift = "skip" // withhold product and Item; status refused
+	OnDriftFail OnDrift = "fail" // withhold product and Item; status failed
+)
+
+// ParseOnDrift reads an OnDrift ("" = OnDriftWarn).
+func ParseOnDrift(s string) (OnDrift, error) {
+	switch o := OnDrift(strings.ToLower(strings.TrimSpace(s))); o {
+	case "", OnDriftWarn:
+		return OnDriftWarn, nil
+	case OnDriftSkip, OnDriftFail:
+		return o, nil
+	}
+	return "", fmt.Errorf("drift action %q: want warn, skip or fail", s)
 }
 
 // Scene statuses in a SceneReport.
@@ -110,6 +136,9 @@ const (
 	// StatusStopped: the run was stopped (a signal) while or before the
 	// scene was done; nothing of it was published and a rerun does it.
 	StatusStopped = "stopped"
+	// StatusRefused: the scene's drift verdict was fail under OnDriftSkip;
+	// nothing of it was published and every run tries it again.
+	StatusRefused = "refused"
 )
 
 // StageSeconds is a scene's time per stage, in seconds.
@@ -143,17 +172,30 @@ type SceneReport struct {
 	Bands    string   `json:"bands,omitempty"`
 	Warnings []string `json:"warnings,omitempty"`
 	err      error    // why it failed (not in the report: Reason says it)
+	// Drift is the scene's drift verdict (ok, warn, fail; absent for a
+	// model without drift statistics) and DriftReasons why it is not ok.
+	Drift        string   `json:"drift,omitempty"`
+	DriftReasons []string `json:"drift_reasons,omitempty"`
+	// DriftRefused is true when the product was withheld for its verdict
+	// (OnDriftSkip, OnDriftFail).
+	DriftRefused bool `json:"drift_refused,omitempty"`
 }
 
 // Summary totals a run.
 type Summary struct {
 	Scenes, Done, Skipped, Failed, Busy, Stopped int
-	Pixels                                       int64 // pixels classified (done scenes)
-	Elapsed                                      time.Duration
-	Jobs                                         int
-	Backend                                      string
-	TempFilesRemoved                             int
-	MaxMemoryBytesPerJob                         int64 // each job's share of the memory budget
+	// Refused counts scenes withheld for their drift (OnDriftSkip;
+	// under OnDriftFail they count as Failed and in DriftRefused).
+	Refused int
+	// DriftWarn and DriftFail count the scenes classified with each
+	// verdict, published or not; DriftRefused those withheld.
+	DriftWarn, DriftFail, DriftRefused int
+	Pixels                             int64 // pixels classified (done scenes)
+	Elapsed                            time.Duration
+	Jobs                               int
+	Backend                            string
+	TempFilesRemoved                   int
+	MaxMemoryBytesPerJob               int64 // each job's share of the memory budget
 }
 
 // String is the one-paragraph summary printed at the end of a run.
@@ -169,6 +211,12 @@ func (s Summary) String() string {
 	}
 	if s.Stopped > 0 {
 		out += fmt.Sprintf("; %d stopped before they finished", s.Stopped)
+	}
+	if s.DriftWarn+s.DriftFail > 0 {
+		out += fmt.Sprintf("; drift: %d warn, %d fail", s.DriftWarn, s.DriftFail)
+		if s.DriftRefused > 0 {
+			out += fmt.Sprintf(" (%d withheld)", s.DriftRefused)
+		}
 	}
 	return out
 }
@@ -194,6 +242,8 @@ type FailedError struct {
 	// that could not be expanded, the scene's error otherwise), so that
 	// callers and errors.Is see its cause.
 	FirstErr error
+	// Drift counts the failed scenes refused for their drift (OnDriftFail).
+	Drift int
 }
 
 func (e *FailedError) Error() string {
@@ -228,6 +278,11 @@ func Run(ctx context.Context, cfg Config) (Summary, error) {
 		cfg.Version = model.Version
 	}
 	t := &tally{}
+	onDrift, err := ParseOnDrift(string(cfg.OnDrift))
+	if err != nil {
+		return t.sum, err
+	}
+	cfg.OnDrift = onDrift
 	if err := prepareOutput(cfg); err != nil {
 		return t.sum, err
 	}
@@ -274,7 +329,7 @@ func Run(ctx context.Context, cfg Config) (Summary, error) {
 		return t.sum, fmt.Errorf("batch interrupted after %d of %d scenes: %w", t.sum.Scenes, rep.total, err)
 	}
 	if t.sum.Failed > 0 {
-		return t.sum, &FailedError{Failed: t.sum.Failed, Scenes: t.sum.Scenes, First: t.firstFailure, FirstErr: t.firstErr}
+		return t.sum, &FailedError{Failed: t.sum.Failed, Scenes: t.sum.Scenes, First: t.firstFailure, FirstErr: t.firstErr, Drift: t.driftFailed}
 	}
 	return t.sum, nil
 }
@@ -285,11 +340,21 @@ type tally struct {
 	sum          Summary
 	firstFailure string
 	firstErr     error
+	driftFailed  int // failed scenes refused for their drift (OnDriftFail)
 }
 
 func (t *tally) add(r SceneReport) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	switch r.Drift {
+	case string(model.DriftWarn):
+		t.sum.DriftWarn++
+	case string(model.DriftFail):
+		t.sum.DriftFail++
+	}
+	if r.DriftRefused {
+		t.sum.DriftRefused++
+	}
 	switch r.Status {
 	case StatusDone:
 		t.sum.Done++
@@ -303,8 +368,13 @@ func (t *tally) add(r SceneReport) {
 		t.sum.Busy++
 	case StatusStopped:
 		t.sum.Stopped++
+	case StatusRefused:
+		t.sum.Refused++
 	default:
 		t.sum.Failed++
+		if r.DriftRefused {
+			t.driftFailed++
+		}
 		if t.firstFailure == "" {
 			t.firstFailure, t.firstErr = r.Reason, r.err
 		}
@@ -398,6 +468,9 @@ func runJobs(ctx context.Context, cfg *Config, m *model.Model, opts processor.Op
 			defer wg.Done()
 			w := &worker{cfg: cfg, model: m, classes: classes, modelItem: mItem, nodata: geo.ProductNoData(geoClasses), collID: collID, inCollection: inColl, rep: rep, log: log, now: now}
 			o := opts
+			if cfg.OnDrift == OnDriftSkip || cfg.OnDrift == OnDriftFail {
+				o.DriftCheck = processor.RefuseDrift(model.DriftFail)
+			}
 			o.Progress = func(done, total int) {
 				if p := w.current.Load(); p != nil {
 					rep.tiles(*p, done, total)
@@ -726,8 +799,25 @@ func (w *worker) scene(ctx context.Context, in Input) SceneReport {
 		return fail(err)
 	}
 	res, err := w.classifier.ClassifyMasked(ctx, in.Name, mask, product)
+	var refused *processor.DriftError
+	if errors.As(err, &refused) {
+		r.Drift, r.DriftReasons, r.DriftRefused = string(refused.Drift.Verdict), refused.Drift.Reasons, true
+		r.Output, r.Item = "", ""
+		if w.cfg.OnDrift == OnDriftSkip {
+			r.Status, r.Reason = StatusRefused, in.Name+": product withheld (--on-drift skip): "+refused.Error()
+			w.log.Warn("scene refused for drift", "input", in.Name, "drift", refused.Drift.Summary())
+			return r
+		}
+		return fail(fmt.Errorf("product withheld: %w", err))
+	}
 	if err != nil {
 		return fail(err)
+	}
+	if d := res.Drift; d != nil {
+		r.Drift, r.DriftReasons = string(d.Verdict), d.Reasons
+		if d.Verdict != model.DriftOK {
+			w.log.Warn("scene drifted from the training data", "input", in.Name, "drift", d.Summary())
+		}
 	}
 	r.Backend = res.Backend
 	r.Bands, r.Warnings = res.Bands, res.Warnings // the classifier logged the warnings
@@ -795,7 +885,7 @@ func (w *worker) describe(in Input, product, itemPath string, src SourceRecord, 
 		Source: src, QualityMasks: res.QualityMasks, Files: files, Now: w.now(), CollectionID: w.collID,
 		CollectionPath: w.cfg.Collection, Datetime: w.cfg.Datetime, DatetimeEnd: w.cfg.DatetimeEnd, NoData: w.nodata,
 		ModelItem: w.modelItem.href, ModelName: w.modelItem.name, BaseURL: w.cfg.STACBaseURL,
-		Shard: w.cfg.Shard, Engine: w.cfg.Engine,
+		Shard: w.cfg.Shard, Engine: w.cfg.Engine, Drift: res.Drift,
 		Probabilities: w.cfg.Options.Probabilities, TopK: w.cfg.Options.TopK,
 	})
 	if err != nil {

@@ -17,6 +17,7 @@ import (
 	raster "github.com/planetlabs/go-stac/extensions/raster/v1"
 
 	"github.com/pnec/pnec/geo"
+	"github.com/pnec/pnec/model"
 	"github.com/pnec/pnec/processor"
 )
 
@@ -273,6 +274,48 @@ type ItemParams struct {
 	// scheduler it ran under (recorded as pnec:shard, pnec:engine, pnec:job_id).
 	Shard  Shard
 	Engine Engine
+	// Drift is the scene's drift (nil: none measured), recorded as
+	// pnec:drift_verdict and pnec:drift.
+	Drift *model.Drift
+}
+
+// Properties of the drift (docs/acquisitions.md).
+const (
+	propDriftVerdict = "pnec:drift_verdict"
+	propDrift        = "pnec:drift"
+)
+
+// driftProperties is the pnec:drift object: the figures of the verdict
+// (ratios 0..1, band shifts in training standard deviations; null where
+// undefined) and the reasons it is not ok.
+func driftProperties(d *model.Drift) map[string]any {
+	num := func(v float64) any {
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			return nil
+		}
+		return math.Round(v*1e4) / 1e4
+	}
+	t := model.DefaultDriftThresholds
+	reasons := d.Reasons
+	if reasons == nil {
+		reasons = []string{}
+	}
+	return map[string]any{
+		"far_share":              num(d.FarShare),
+		"distance_ratio":         num(d.DistanceRatio),
+		"reliability":            num(d.Reliability),
+		"reliability_baseline":   num(d.ReliabilityBaseline),
+		"reliability_ratio":      num(d.ReliabilityRatio),
+		"brightness_ratio":       num(d.BrightnessRatio),
+		"band_shift_sd_mean":     num(d.BandShiftMeanSD),
+		"band_shift_sd_max":      num(d.BandShiftMaxSD),
+		"reasons":                reasons,
+		"warn_far_share":         t.WarnFarShare,
+		"fail_far_share":         t.FailFarShare,
+		"warn_reliability_ratio": t.WarnReliabilityRatio,
+		"fail_reliability_ratio": t.FailReliabilityRatio,
+		"warn_distance_ratio":    t.WarnDistanceRatio,
+	}
 }
 
 // BuildItem makes the STAC Item describing a product. Hrefs of local files
@@ -300,6 +343,10 @@ func BuildItem(p ItemParams) (*stac.Item, error) {
 	}
 	if p.Engine.JobID != "" {
 		props["pnec:job_id"] = p.Engine.JobID
+	}
+	if p.Drift != nil {
+		props[propDriftVerdict] = string(p.Drift.Verdict)
+		props[propDrift] = driftProperties(p.Drift)
 	}
 	switch dt, dtSource := itemDatetime(p.Input, p.Info, p.Datetime); {
 	case !p.Datetime.IsZero() && !p.DatetimeEnd.IsZero():

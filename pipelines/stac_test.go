@@ -13,6 +13,7 @@ import (
 	"github.com/paulmach/orb"
 
 	"github.com/pnec/pnec/geo"
+	"github.com/pnec/pnec/model"
 )
 
 func sampleParams(dir string) ItemParams {
@@ -40,6 +41,9 @@ func sampleParams(dir string) ItemParams {
 		ModelItem: "/models/salinas.pnec.json", ModelName: "salinas",
 		Now:    time.Date(2026, 11, 22, 1, 2, 3, 0, time.UTC),
 		NoData: 255,
+		Drift: &model.Drift{Verdict: model.DriftWarn, Reasons: []string{"7.0% of the pixels are farther from every class than 99% of the training scene's (warn at 5%)"},
+			FarShare: 0.07, DistanceRatio: 1.2, Reliability: 0.81, ReliabilityBaseline: 0.86, ReliabilityRatio: 0.81 / 0.86, BrightnessRatio: 0.93,
+			BandShiftMeanSD: 0.21, BandShiftMaxSD: 0.5, BandShiftSD: []float64{0.1, 0.5}, ValidPixels: 7038},
 	}
 }
 
@@ -52,6 +56,13 @@ func TestBuildItemValidates(t *testing.T) {
 	}{
 		{"EPSG", func(*ItemParams) {}, func(t *testing.T, m map[string]any) {
 			p := m["properties"].(map[string]any)
+			if p[propDriftVerdict] != "warn" {
+				t.Errorf("got %s %v, want warn", propDriftVerdict, p[propDriftVerdict])
+			}
+			if d, _ := p[propDrift].(map[string]any); d == nil || d["far_share"] != 0.07 || d["reliability_ratio"] != 0.9419 ||
+				d["brightness_ratio"] != 0.93 || len(d["reasons"].([]any)) != 1 || d["warn_far_share"] != model.DefaultDriftThresholds.WarnFarShare {
+				t.Errorf("got %s %v, want the figures, the reason and the thresholds", propDrift, p[propDrift])
+			}
 			if p["proj:epsg"] != 32610.0 || p["datetime"] != "2024-06-01T10:30:00Z" || p[propDatetimeSource] != datetimeFromItem {
 				t.Errorf("got proj:epsg %v datetime %v (%v), want 32610 and the source item's", p["proj:epsg"], p["datetime"], p[propDatetimeSource])
 			}

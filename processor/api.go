@@ -77,6 +77,12 @@ type Options struct {
 	OnProgress func(Progress)
 	// Logger receives the plan and stage timings; nil = discard.
 	Logger *slog.Logger
+	// DriftCheck, when set, is called with the scene's drift (Result.Drift)
+	// after the last row and before the product is committed: an error stops
+	// the product from being written (nothing changes at the output path)
+	// and Classify returns it. Not called for a model without drift
+	// statistics.
+	DriftCheck func(model.Drift) error
 }
 
 // QualityMask is a quality mask raster for Options.QualityMasks.
@@ -200,6 +206,10 @@ type Result struct {
 	Mask         string
 	MaskPixels   int64
 	TilesSkipped int
+	// Drift is how far the scene is from the model's training scene, with
+	// the verdict (also in the product's metadata); nil for a model without
+	// drift statistics.
+	Drift *model.Drift
 }
 
 // predictor is what Classify needs of model.Predictor; tests substitute
@@ -257,7 +267,7 @@ func NewClassifier(m *model.Model, opts Options) (*Classifier, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	kind, ref, err := m.ResolveReliability(opts.Reliability, log)
+	kind, ref, err := spectralReference(m, opts, log)
 	if err != nil {
 		return nil, fmt.Errorf("processor: %w", err)
 	}
@@ -267,6 +277,22 @@ func NewClassifier(m *model.Model, opts Options) (*Classifier, error) {
 	}
 	return &Classifier{m: m, opts: opts, pred: pred, log: log, kind: kind, ref: ref, busy: make(chan struct{}, 1),
 		backend: pred.Backend()}, nil
+}
+
+// spectralReference resolves the reliability kind of m's products and the
+// training spectra the products need: for a spectral kind, and for the
+// drift figures of a model with drift statistics whatever the kind.
+func spectralReference(m *model.Model, opts Options, log *slog.Logger) (model.ReliabilityKind, *model.SpectralReference, error) {
+	kind, ref, err := m.ResolveReliability(opts.Reliability, log)
+	if err != nil {
+		return "", nil, err
+	}
+	if ref == nil && m.HasDriftStats() {
+		if r, err := m.SpectralReference(); err == nil && r.Bands() == m.Bands() {
+			ref = r
+		}
+	}
+	return kind, ref, nil
 }
 
 // Backend names the backend the network runs on.

@@ -88,6 +88,20 @@ func (c *Classifier) classifyIn(parent context.Context, sceneName, mask, out str
 	if st.written != info.Rows {
 		return res, fmt.Errorf("classify %s: wrote %d of %d rows", sceneName, st.written, info.Rows)
 	}
+	if drift := st.drift; drift != nil {
+		rep := drift.Report()
+		res.Drift = &rep
+		c.log.Info("drift", "scene", sceneName, "verdict", rep.Verdict, "far_share", rep.FarShare,
+			"reliability_ratio", rep.ReliabilityRatio, "brightness_ratio", rep.BrightnessRatio)
+		if c.opts.DriftCheck != nil {
+			if err := c.opts.DriftCheck(rep); err != nil {
+				return res, err
+			}
+		}
+		if err := pw.AddMetadata(DriftMetadata(rep)); err != nil {
+			return res, err
+		}
+	}
 	t0 := time.Now()
 	if err := pw.Commit(parent); err != nil {
 		return res, err // geo names the product
@@ -223,8 +237,17 @@ func (c *Classifier) runStages(parent context.Context, sc *geo.Scene, mk *geo.Ma
 	free := make(chan []float32, 1)
 	rows := make(chan rowsOut, 2)
 	classes := c.m.Classes()
+	// The drift figures: band means from the reader (each pixel once, in
+	// its tile's core), class distances and final labels from the stitcher.
+	var drift *model.DriftMeter
+	if c.ref != nil && c.m.HasDriftStats() {
+		var err error
+		if drift, err = c.m.NewDriftMeter(); err != nil {
+			return nil, times, 0, err
+		}
+	}
 	st := &stitcher{plan: plan, classes: classes, recovery: c.m.Recovery(), kind: c.kind, spectral: c.ref != nil,
-		out: rows, progress: c.opts.Progress, byClass: make([]int64, len(classes)),
+		out: rows, progress: c.opts.Progress, byClass: make([]int64, len(classes)), drift: drift,
 		probStage: c.opts.Probabilities, probBands: probabilityBands(c.opts, len(classes))}
 	if st.probBands > 0 {
 		values := make([]int, len(classes))
@@ -243,7 +266,7 @@ func (c *Classifier) runStages(parent context.Context, sc *geo.Scene, mk *geo.Ma
 	}
 	g.Go(func() (err error) {
 		defer close(tiles)
-		times.Read, skipped, err = c.readTiles(ctx, sc, mk, sceneName, info, plan, free, tiles)
+		times.Read, skipped, err = c.readTiles(ctx, sc, mk, sceneName, info, plan, drift, free, tiles)
 		return err
 	})
 	g.Go(func() (err error) {
@@ -313,7 +336,7 @@ func (c *Classifier) applyQualityMasks(sc *geo.Scene) (string, error) {
 // is read, before that tile goes to the network (see signalCheck). Tiles
 // are read into the buffers the network hands back on free when there is
 // one.
-func (c *Classifier) readTiles(ctx context.Context, sc *geo.Scene, mk *geo.Mask, name string, info geo.Info, plan *tiling.Plan, free <-chan []float32, out chan<- tileIn) (time.Duration, int, error) {
+func (c *Classifier) readTiles(ctx context.Context, sc *geo.Scene, mk *geo.Mask, name string, info geo.Info, plan *tiling.Plan, drift *model.DriftMeter, free <-chan []float32, out chan<- tileIn) (time.Duration, int, error) {
 	var busy time.Duration
 	var sig signalCheck
 	var inside []bool
@@ -361,6 +384,9 @@ func (c *Classifier) readTiles(ctx context.Context, sc *geo.Scene, mk *geo.Mask,
 			applyMask(blk, inside)
 		}
 		sig.add(blk.Data, blk.Valid, blk.Bands)
+		if drift != nil {
+			addCoreSpectra(drift, blk, t.Core)
+		}
 		if i == len(plan.Tiles)-1 {
 			if err := sig.verdict(name, info); err != nil {
 				return busy, skipped, err
@@ -432,4 +458,18 @@ func (c *Classifier) runTiles(ctx context.Context, name string, plan *tiling.Pla
 		}
 	}
 	return busy, nil
+}
+
+// addCoreSpectra adds the pixels of b (read for a tile) inside its core to
+// the drift's band means: the cores partition the scene, so each pixel
+// counts once.
+func addCoreSpectra(d *model.DriftMeter, b geo.Block, core tiling.Rect) {
+	for r := core.Row; r < core.Row+core.Rows; r++ {
+		i := (r-b.Row)*b.Cols + core.Col - b.Col
+		var valid []bool
+		if b.Valid != nil {
+			valid = b.Valid[i : i+core.Cols]
+		}
+		d.AddSpectra(b.Data[i*b.Bands:(i+core.Cols)*b.Bands], valid)
+	}
 }

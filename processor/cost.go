@@ -79,7 +79,7 @@ type sceneCost struct {
 	mm      MemoryModel
 	info    geo.Info
 	bands   int
-	depth   int // output channels per pixel: classes (x2 with spectral) + 2
+	depth   int // output channels per pixel: classes (x2 with training spectra) + 2
 	network func(rows, cols int) int64
 	fullRes int // hidden channels of a full-resolution encoder, 0 for the cell encoder
 	// probHeap and probCache are what the class probabilities output adds
@@ -97,7 +97,7 @@ func newSceneCost(info geo.Info, m *model.Model, opts Options) *sceneCost {
 	if m != nil {
 		c.bands = m.Bands()
 		k := len(m.Classes())
-		if _, ref, err := m.ResolveReliability(opts.Reliability, nil); err == nil && ref != nil {
+		if _, ref, err := spectralReference(m, opts, nil); err == nil && ref != nil {
 			k *= 2
 		}
 		c.depth = k + 2

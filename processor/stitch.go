@@ -22,6 +22,8 @@ type stitcher struct {
 	progress func(done, total int)
 	tileDone func(t tiling.Tile, done int) // after each tile is stitched
 
+	drift *model.DriftMeter // nil: no drift figures (needs spectral)
+
 	probStage ProbabilityStage // the probabilities sent with the rows (ProbabilitiesOff: none)
 	probBands int              // values per pixel of rowsOut.prob
 	quant     *quantizer
@@ -231,6 +233,9 @@ func (s *stitcher) rows(lo, hi, h int) (rowsOut, error) {
 		out.class[i] = uint16(v)
 		if dist != nil {
 			out.rel[i] = s.kind.PixelSpectral(px, unc[i], model.AgreementOf(dist[i*k:(i+1)*k], best))
+			if s.drift != nil {
+				s.drift.AddPixel(dist[i*k:(i+1)*k], best)
+			}
 		} else {
 			out.rel[i] = s.kind.Pixel(px, unc[i])
 		}

@@ -29,7 +29,8 @@ func init() {
 			"DIR/KEY.tif (the COG product) and DIR/KEY.json (its STAC Item, which also records the input's\n" +
 			"size and modification time and the model checksum). A scene whose product is up to date is\n" +
 			"skipped (--force redoes it); a run killed at any moment and started again finishes the rest.\n" +
-			"One failing scene does not stop the others; the exit status is 1 when any failed.\n" +
+			"One failing scene does not stop the others; the exit status is 1 when any failed (4 when the\n" +
+			"only failures are scenes refused for their drift under --on-drift fail).\n" +
 			"A JSON line per scene goes to --report (default stdout), a summary to stderr.\n" +
 			"--payload reads a STAC task payload (the stac-task convention Cirrus uses: a FeatureCollection of\n" +
 			"Items with process[0].tasks.pnec parameters named like these flags, e.g. \"out_dir\", \"max_memory\";\n" +
@@ -63,6 +64,7 @@ func init() {
 			&cli.StringFlag{Name: "datetime", Usage: "acquisition `TIME` (RFC 3339, or YYYY-MM-DD) of the scenes, or an interval START/END they were acquired in, written as each Item's datetime (an interval: datetime null, start_datetime, end_datetime); without it, a scene's own (source STAC Item, ACQUISITIONDATETIME/TIFFTAG_DATETIME metadata), and a scene without any fails"},
 			&cli.StringFlag{Name: "stac-base-url", Usage: "public `URL` of the Items' root (the --stac-collection file's directory, else --out-dir): Items and the Collection get absolute self links under it (without it, none)"},
 			&cli.StringFlag{Name: "model-item", Usage: "`HREF` (path or URL) of the model's STAC Item the products' Items point at (default: MODEL.json beside the model, from 'pnec train' or 'pnec model-item', else one written into --out-dir)"},
+			&cli.StringFlag{Name: "on-drift", Value: string(pipelines.OnDriftWarn), Usage: "what to do with a scene whose drift verdict is fail (docs/acquisitions.md): `ACTION` warn (publish and report it), skip (withhold its product and Item, status refused) or fail (withhold them, the scene fails; exit status 4 when nothing else failed)"},
 			&cli.StringFlag{Name: "report", Value: "-", Usage: "run report `FILE`: one JSON line per scene (- = stdout)"},
 			&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "no progress bar or log lines (the report and errors still appear)"},
 		}, productFlags()...),
@@ -159,9 +161,14 @@ func batchAction(c *cli.Context) error {
 	if baseURL != "" && !strings.HasPrefix(baseURL, "https://") && !strings.HasPrefix(baseURL, "http://") {
 		return fmt.Errorf("--stac-base-url %q: want an http(s) URL", baseURL)
 	}
+	onDrift, err := pipelines.ParseOnDrift(c.String("on-drift"))
+	if err != nil {
+		return fmt.Errorf("--on-drift %s: want warn, skip or fail", c.String("on-drift"))
+	}
 	cfg := pipelines.Config{
 		Datetime: acquired, DatetimeEnd: acquiredEnd, License: c.String("license"),
 		STACBaseURL: baseURL, ModelItem: c.String("model-item"),
+		OnDrift:   onDrift,
 		ModelPath: c.String("model"), OutDir: c.String("out-dir"), Inputs: inputs,
 		Asset: c.String("asset"), Mask: c.String("mask"), AllowOutsideCatalog: c.Bool("allow-outside-catalog"),
 		Force: c.Bool("force"), Jobs: c.Int("jobs"), Shard: shard, Engine: engine,
@@ -212,6 +219,11 @@ func batchAction(c *cli.Context) error {
 	}
 	if errors.Is(err, pipelines.ErrOutsideCatalog) {
 		return fmt.Errorf("batch: %w (--allow-outside-catalog reads it)", err)
+	}
+	var failed *pipelines.FailedError
+	if errors.As(err, &failed) && failed.Drift == failed.Failed {
+		// Only scenes refused for their drift (--on-drift fail) failed.
+		return cli.Exit(fmt.Sprintf("batch: %v", err), exitDrift)
 	}
 	if err != nil {
 		return fmt.Errorf("batch: %w", err)
@@ -292,6 +304,10 @@ func (r *reportFile) finish(refused bool) error {
 	}
 	return r.empty()
 }
+
+// exitDrift is batch's exit status when every failed scene was refused for
+// its drift under --on-drift fail.
+const exitDrift = 4
 
 // batchBar draws scenes done, and the current scene's tiles, on a terminal.
 func batchBar(w io.Writer) func(pipelines.Event) {

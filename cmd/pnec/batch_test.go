@@ -425,3 +425,52 @@ func TestBatchMovesOnPastFIFO(t *testing.T) {
 		t.Errorf("stderr names %d FIFOs, want 2:\n%s", n, stderr)
 	}
 }
+
+// TestBatchOnDriftExitStatus: a scene whose bands are reversed is drift
+// fail. By default (--on-drift warn) the batch publishes it and exits 0,
+// its report line saying fail; --on-drift fail withholds it and exits 4;
+// a bad --on-drift value is one line and exit 1.
+func TestBatchOnDriftExitStatus(t *testing.T) {
+	modelPath, err := fixture.ModelPath()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	data, _ := fixture.SceneData(8)
+	for i := 0; i < len(data); i += fixture.Bands {
+		for b := 0; b < fixture.Bands/2; b++ {
+			data[i+b], data[i+fixture.Bands-1-b] = data[i+fixture.Bands-1-b], data[i+b]
+		}
+	}
+	scene := filepath.Join(dir, "reversed.tif")
+	if err := fixture.WriteRaster(scene, fixture.Rows, fixture.Cols, fixture.Bands, data); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		on         string
+		wantCode   int
+		wantStatus string
+	}{{"warn", 0, "done"}, {"fail", 4, "failed"}} {
+		out := filepath.Join(dir, "out-"+tc.on)
+		report := filepath.Join(dir, tc.on+".jsonl")
+		r := runPnec(t, 2*time.Minute, "batch", "--model", modelPath, "--out-dir", out, "--on-drift", tc.on, "--report", report, "--datetime", "2024-06-01", "-q", scene)
+		if r.code != tc.wantCode {
+			t.Errorf("--on-drift %s: exit %d, want %d\n%s", tc.on, r.code, tc.wantCode, r.stderr)
+		}
+		b, err := os.ReadFile(report)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var line struct {
+			Status string `json:"status"`
+			Drift  string `json:"drift"`
+		}
+		if err := json.Unmarshal(b, &line); err != nil || line.Status != tc.wantStatus || line.Drift != "fail" {
+			t.Errorf("--on-drift %s: report %s, want status %s with drift fail", tc.on, b, tc.wantStatus)
+		}
+	}
+	r := runPnec(t, time.Minute, "batch", "--model", modelPath, "--out-dir", filepath.Join(dir, "x"), "--on-drift", "ignore", "--datetime", "2024-06-01", scene)
+	if r.code != 1 || !strings.Contains(r.stderr, "--on-drift ignore") || strings.Count(strings.TrimSpace(r.stderr), "\n") != 0 {
+		t.Errorf("--on-drift ignore: exit %d, stderr %q: want 1 and one line naming the flag", r.code, r.stderr)
+	}
+}

@@ -360,4 +360,8 @@ func printSummary(w io.Writer, r processor.Result) {
 	if r.QualityMasks != "" {
 		fmt.Fprintf(w, "  quality masks: %s\n", r.QualityMasks)
 	}
+	if d := r.Drift; d != nil {
+		fmt.Fprintf(w, "  drift %s (far pixels %.1f%%, reliability %.0f%% of the training scene's, brightness x%.2f)\n",
+			d.Summary(), 100*d.FarShare, 100*d.ReliabilityRatio, d.BrightnessRatio)
+	}
 }

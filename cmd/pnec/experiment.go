@@ -34,6 +34,9 @@ func init() {
 			&cli.Int64Flag{Name: "split-seed", Value: model.DefaultSplitSeed, Usage: "`SEED` of the training pixel draw without --train-mask"},
 			&cli.StringFlag{Name: "class-names", Usage: "`FILE` of class names, one 'VALUE NAME' a line"},
 			&cli.StringSliceFlag{Name: "class-name", Usage: "class name `VALUE=NAME` (repeatable); overrides --class-names"},
+			&cli.BoolFlag{Name: "shift", Usage: "the acquisition-shift protocol instead of the paper's: each run's model scored on the scene changed in brightness, spectral tilt, offset, noise, band position and class mix (sub-areas), alone and in pairs, plus a spatially disjoint split (docs/acquisitions.md)"},
+			&cli.BoolFlag{Name: "disjoint", Value: true, Usage: "with --shift: also the spatially disjoint split (one more model per run, trained on one half of the scene and scored on the other)"},
+			&cli.StringFlag{Name: "other", Usage: "with --shift: a `SCENE` of other land cover, run as one more case (resampled to the model's band count when it differs; no accuracy, only the drift verdict)"},
 			&cli.BoolFlag{Name: "json", Usage: "print one JSON object instead of tables"},
 			&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "no progress"},
 		}, experimentModelFlags()...),
@@ -87,6 +90,9 @@ func experimentAction(c *cli.Context) error {
 		if opts.Ablation {
 			trainings = 3 * runs
 		}
+		if c.Bool("shift") && c.Bool("disjoint") {
+			trainings = 2 * runs // the disjoint split trains a model of its own
+		}
 		total := trainings * cfg.Epochs
 		rep := newEpochReporter(stderrOf(c), total, "experiment")
 		defer rep.finish()
@@ -95,6 +101,24 @@ func experimentAction(c *cli.Context) error {
 			rep.report(step, total, p.Epoch, fmt.Sprintf("%s run %d/%d seed %d epoch %d/%d",
 				p.Variant, p.Run, p.Runs, p.Seed, p.Epoch.Epoch, p.Epoch.Epochs))
 		}
+	}
+	if c.Bool("shift") {
+		if opts.Ablation {
+			return fmt.Errorf("--shift and --ablation: give one of them")
+		}
+		so := evaluation.ShiftOptions{Runs: runs, FirstSeed: opts.FirstSeed, Train: opts.Train, Eval: opts.Eval,
+			Disjoint: c.Bool("disjoint"), Progress: opts.Progress}
+		exp, err := evaluation.RunShiftFiles(c.Context, c.String("scene"), c.String("labels"), c.String("train-mask"), c.String("other"), so)
+		if err != nil {
+			return err
+		}
+		if c.Bool("json") {
+			return exp.WriteJSON(stdoutOf(c))
+		}
+		return exp.WriteText(stdoutOf(c))
+	}
+	if c.String("other") != "" || c.IsSet("disjoint") {
+		return fmt.Errorf("--other and --disjoint need --shift")
 	}
 	exp, err := evaluation.RunExperimentFiles(c.Context, c.String("scene"), c.String("labels"), c.String("train-mask"), opts)
 	if err != nil {

@@ -75,6 +75,8 @@ func modelFlags() []cli.Flag {
 		&cli.Float64Flag{Name: "eta", Value: d.Recovery.Eta, Usage: "recovery strength `ETA` in 0..1, stored in the model"},
 		&cli.StringFlag{Name: "ablation", Value: string(d.Ablation), Usage: "network `VARIANT`: full, base (no evidence calibration), no-ec (s = 0), no-rc (no reliability-aware calibration: gate G = 1), no-recovery (labels without the AvgPool recovery)"},
 		&cli.StringFlag{Name: "encoder", Value: d.Encoder, Usage: "`ENCODER`, stored in the model: paper (the paper's: 1x1 conv + GroupNorm + SiLU at full resolution, 3x3 conv, MaxPool 2, GELU, AvgPool 2) or cell (the input averaged over 4x4 cells first, all work at stride 4)"},
+		&cli.StringFlag{Name: "input", Value: d.Input, Usage: "network `INPUT`, stored in the model: stretch (each band stretched between the training scene's 2nd and 98th percentiles, the paper's), shape (each spectrum divided by its mean: brightness removed), stretch+shape (both) or snv (each spectrum's standard normal variate)"},
+		&cli.StringFlag{Name: "augment", Value: d.Augment.String(), Usage: "radiometric augmentation `SPEC` of training: off, or p=SHARE,gain=G,tilt=T,offset=O,noise=N,shift=BANDS (each step, with probability p, the training scene changed by a random gain in [1/(1+G), 1+G], tilt up to T, offset up to O and noise up to N of each band's mean, band shift up to BANDS)"},
 		&cli.StringFlag{Name: "backend", Usage: "compute backend `NAME`: go, xla:cpu, xla:cuda, xla:/abs/plugin.so (default: $GOMLX_BACKEND, else XLA when a PJRT plugin is installed, else go)"},
 	}
 }
@@ -103,6 +105,17 @@ func configFromFlags(c *cli.Context, withAblation bool) (model.Config, error) {
 	default:
 		return cfg, fmt.Errorf("--encoder %s: want paper or cell", c.String("encoder"))
 	}
+	switch in := strings.ToLower(c.String("input")); in {
+	case model.InputStretch, model.InputShape, model.InputStretchShape, model.InputSNV:
+		cfg.Input = in
+	default:
+		return cfg, fmt.Errorf("--input %s: want %s, %s, %s or %s", c.String("input"), model.InputStretch, model.InputShape, model.InputStretchShape, model.InputSNV)
+	}
+	aug, err := model.ParseAugment(c.String("augment"))
+	if err != nil {
+		return cfg, fmt.Errorf("--augment: %w", err)
+	}
+	cfg.Augment = aug
 	switch {
 	case cfg.Epochs < 1:
 		return cfg, fmt.Errorf("--epochs %d: want at least 1", cfg.Epochs)

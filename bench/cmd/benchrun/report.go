@@ -227,10 +227,11 @@ func writeMarkdown(path string, rep Report) error {
 	return writeAtomic(path, []byte(b.String()))
 }
 
-// bigSceneReports are the reports of make bench-big, make bench-budget and
-// scripts/gpu-check.sh on a GPU machine (bench/gpu.md)
-// under bench/, in the order BENCHMARKS.md shows them.
-var bigSceneReports = []string{"big.md", "budget.md", "gpu.md"}
+// bigSceneReports are the reports of make bench-big, make bench-budget,
+// scripts/gpu-check.sh on a GPU machine (bench/gpu.md) and make
+// bench-acquisitions (bench/acquisitions.md) under bench/, in the order
+// BENCHMARKS.md shows them.
+var bigSceneReports = []string{"big.md", "budget.md", "gpu.md", "acquisitions.md"}
 
 func writeAtomic(path string, data []byte) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {

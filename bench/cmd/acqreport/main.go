@@ -1,0 +1,363 @@
+// Command acqreport renders the acquisition-shift tables (bench/acquisitions.md)
+// from the JSON of `pnec experiment --shift --json` runs:
+//
+//	go run ./bench/cmd/acqreport -out bench/acquisitions.md -commands CMDS.txt \
+//	    "SalinasA|cell|default=sal_cell.json" "SalinasA|cell|reference input=sal_cell_ref.json" ...
+//
+// Each argument is SCENE|ENCODER|VARIANT=FILE, or SCENE|ENCODER|VARIANT|nodrift=FILE
+// for a run whose drift verdicts are left out (made by a pnec whose verdict
+// differs from the one reported). The report has a summary row per run set,
+// the largest drop per family of changes, and every case.
+package main
+
+import (
+	"encoding/json"
+	"flag"
+	"fmt"
+	"math"
+	"os"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/pnec/pnec/internal/tempfiles"
+)
+
+// stat is a mean and standard deviation (null in JSON: NaN).
+type stat struct {
+	Mean *float64 `json:"mean"`
+	Std  *float64 `json:"std"`
+}
+
+func (s stat) mean() float64 {
+	if s.Mean == nil {
+		return math.NaN()
+	}
+	return *s.Mean
+}
+
+func (s stat) std() float64 {
+	if s.Std == nil {
+		return math.NaN()
+	}
+	return *s.Std
+}
+
+type driftRun struct {
+	Verdict          string   `json:"verdict"`
+	FarShare         *float64 `json:"far_share"`
+	ReliabilityRatio *float64 `json:"reliability_ratio"`
+}
+
+type caseRun struct {
+	Seed  int64     `json:"seed"`
+	OA    *float64  `json:"oa"`
+	Drop  *float64  `json:"drop"`
+	Drift *driftRun `json:"drift"`
+}
+
+type shiftCase struct {
+	Name     string    `json:"name"`
+	Families []string  `json:"families"`
+	Target   bool      `json:"target"`
+	Strong   bool      `json:"strong"`
+	Other    bool      `json:"other_scene"`
+	OA       stat      `json:"oa"`
+	Drop     stat      `json:"drop"`
+	MaxDrop  *float64  `json:"max_drop"`
+	Runs     []caseRun `json:"runs"`
+}
+
+type experiment struct {
+	Size      []int `json:"scene_rows_cols_bands"`
+	Backend   string
+	FirstSeed int64 `json:"first_seed"`
+	Runs      int   `json:"runs"`
+	Config    struct {
+		Epochs  int
+		Encoder string
+		Input   string
+		Augment struct {
+			Prob, Gain, Tilt, Offset, Noise, BandShift, CleanTail float64
+			ImageNorm                                             bool
+		}
+	} `json:"config"`
+	TrainSeconds stat        `json:"train_seconds"`
+	Cases        []shiftCase `json:"cases"`
+	Disjoint     *struct {
+		TrainArea string `json:"train_area"`
+		TestArea  string `json:"test_area"`
+		SameHalf  stat   `json:"oa_same_half"`
+		OtherHalf stat   `json:"oa_other_half"`
+	} `json:"disjoint_split"`
+	DriftCheck struct {
+		CaseRuns    int  `json:"case_runs"`
+		Missed      int  `json:"missed"`
+		FalseAlarms int  `json:"false_alarms"`
+		Met         bool `json:"met"`
+	} `json:"drift_check"`
+}
+
+type set struct {
+	scene, encoder, variant string
+	noDrift                 bool
+	exp                     experiment
+}
+
+func main() {
+	out := flag.String("out", "bench/acquisitions.md", "markdown `FILE` to write")
+	commands := flag.String("commands", "", "`FILE` of the commands that made the JSON (quoted in the report)")
+	note := flag.String("note", "", "a line on the machine and conditions")
+	flag.Parse()
+	var sets []set
+	for _, arg := range flag.Args() {
+		key, file, ok := strings.Cut(arg, "=")
+		parts := strings.Split(key, "|")
+		noDrift := len(parts) == 4 && parts[3] == "nodrift"
+		if !ok || (len(parts) != 3 && !noDrift) {
+			fail(fmt.Errorf("%q: want SCENE|ENCODER|VARIANT=FILE or SCENE|ENCODER|VARIANT|nodrift=FILE", arg))
+		}
+		b, err := os.ReadFile(file)
+		if err != nil {
+			fail(err)
+		}
+		var e experiment
+		if err := json.Unmarshal(b, &e); err != nil {
+			fail(fmt.Errorf("%s: %w", file, err))
+		}
+		sets = append(sets, set{parts[0], parts[1], parts[2], noDrift, e})
+	}
+	if len(sets) == 0 {
+		fail(fmt.Errorf("no SCENE|ENCODER|VARIANT=FILE given"))
+	}
+	var cmds string
+	if *commands != "" {
+		b, err := os.ReadFile(*commands)
+		if err != nil {
+			fail(err)
+		}
+		cmds = strings.TrimSpace(string(b))
+	}
+	md := render(sets, cmds, *note)
+	if err := tempfiles.WriteFile(*out, []byte(md), 0o644); err != nil {
+		fail(err)
+	}
+}
+
+func fail(err error) {
+	fmt.Fprintln(os.Stderr, "acqreport: "+err.Error())
+	os.Exit(1)
+}
+
+func pct(v float64) string {
+	if math.IsNaN(v) {
+		return "-"
+	}
+	return fmt.Sprintf("%.2f", 100*v)
+}
+
+func pm(s stat) string {
+	if math.IsNaN(s.mean()) {
+		return "-"
+	}
+	return fmt.Sprintf("%.2f ± %.2f", 100*s.mean(), 100*s.std())
+}
+
+func f(p *float64) float64 {
+	if p == nil {
+		return math.NaN()
+	}
+	return *p
+}
+
+// targetPoints is the robustness target (evaluation.ShiftTargetPoints).
+const targetPoints = 3.0
+
+func render(sets []set, cmds, note string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "## New acquisitions: the acquisition-shift protocol (pnec experiment --shift)\n\n")
+	fmt.Fprintf(&b, "Each model is trained on the scene's fixed split (`*_train_seed12345`) and scored, after the AvgPool recovery, on the test pixels of the same scene changed as a new acquisition would be; the drop is the clean scene's OA on the same pixels minus the changed scene's, in points, as the mean over runs. Target cases (T): gain 0.85-1.15, tilt +-10%%, offset +-3%%, +-1 band, a sub-area (another class mix) and their pairwise combinations, each at most %g points. Strong cases (S) check the drift verdict only. What the changes are and what the drift verdict means: [docs/acquisitions.md](../docs/acquisitions.md).\n\n", targetPoints)
+	if note != "" {
+		fmt.Fprintf(&b, "%s\n\n", note)
+	}
+	fmt.Fprintf(&b, "Generated %s by `go run ./bench/cmd/acqreport` from the JSON of the commands below.\n\n", time.Now().UTC().Format("2006-01-02T15:04Z"))
+	if cmds != "" {
+		fmt.Fprintf(&b, "```sh\n%s\n```\n\n", cmds)
+	}
+
+	fmt.Fprintf(&b, "### Summary\n\n")
+	fmt.Fprintf(&b, "| scene | encoder | model | runs | clean OA %% | largest target drop (case) | target cases above %g points | disjoint split: OA same half / other half %% | drift verdicts: missed / false alarms (case runs) | train s per run |\n", targetPoints)
+	fmt.Fprintf(&b, "|---|---|---|---|---|---|---|---|---|---|\n")
+	for _, s := range sets {
+		e := s.exp
+		var clean shiftCase
+		worst := shiftCase{}
+		worstDrop := math.Inf(-1)
+		above := 0
+		targets := 0
+		for _, c := range e.Cases {
+			if c.Name == "clean" {
+				clean = c
+			}
+			if c.Target {
+				targets++
+				if d := c.Drop.mean(); d > worstDrop {
+					worstDrop, worst = d, c
+				}
+				if 100*c.Drop.mean() > targetPoints {
+					above++
+				}
+			}
+		}
+		dj := "-"
+		if e.Disjoint != nil {
+			dj = fmt.Sprintf("%s / %s (%s -> %s)", pm(e.Disjoint.SameHalf), pm(e.Disjoint.OtherHalf), e.Disjoint.TrainArea, e.Disjoint.TestArea)
+		}
+		dc := "-"
+		if e.DriftCheck.CaseRuns > 0 && !s.noDrift {
+			dc = fmt.Sprintf("%d / %d (%d)", e.DriftCheck.Missed, e.DriftCheck.FalseAlarms, e.DriftCheck.CaseRuns)
+		}
+		fmt.Fprintf(&b, "| %s | %s | %s | %d | %s | %s (%s) | %d of %d | %s | %s | %.0f |\n", s.scene, s.encoder, s.variant, e.Runs, pm(clean.OA),
+			pct(worstDrop), worst.Name, above, targets, dj, dc, e.TrainSeconds.mean())
+	}
+	fmt.Fprintf(&b, "\nModels: ")
+	seen := map[string]bool{}
+	for _, s := range sets {
+		if seen[s.variant] {
+			continue
+		}
+		seen[s.variant] = true
+		c := s.exp.Config
+		aug := "off"
+		if a := c.Augment; a.Prob > 0 {
+			norm := "clean-scene GroupNorm statistics"
+			if a.ImageNorm {
+				norm = "per-image GroupNorm statistics"
+			}
+			aug = fmt.Sprintf("p=%g, gain %g, tilt %g, offset %g, noise %g, shift %g bands, clean tail %g, %s", a.Prob, a.Gain, a.Tilt, a.Offset, a.Noise, a.BandShift, a.CleanTail, norm)
+		}
+		input := c.Input
+		if input == "" {
+			input = "stretch"
+		}
+		fmt.Fprintf(&b, "*%s*: input `%s`, augmentation %s, %d epochs. ", s.variant, input, aug, c.Epochs)
+	}
+	fmt.Fprintf(&b, "\n\n")
+
+	// Largest mean drop per family.
+	families := []string{"gain", "tilt", "offset", "noise", "band-shift", "class-mix", "pairs", "strong"}
+	famOf := func(c shiftCase) string {
+		switch {
+		case c.Strong:
+			return "strong"
+		case len(c.Families) > 1:
+			return "pairs"
+		case len(c.Families) == 1:
+			return c.Families[0]
+		}
+		return ""
+	}
+	fmt.Fprintf(&b, "### Largest mean drop per kind of change (points; T = target cases only)\n\n")
+	fmt.Fprintf(&b, "| kind |")
+	for _, s := range sets {
+		fmt.Fprintf(&b, " %s %s %s |", s.scene, s.encoder, s.variant)
+	}
+	fmt.Fprintf(&b, "\n|---|")
+	for range sets {
+		fmt.Fprintf(&b, "---|")
+	}
+	fmt.Fprintln(&b)
+	for _, fam := range families {
+		for _, targetOnly := range []bool{true, false} {
+			label := fam
+			if targetOnly {
+				label += " (T)"
+			}
+			row := fmt.Sprintf("| %s |", label)
+			any := false
+			for _, s := range sets {
+				worst := math.Inf(-1)
+				name := ""
+				for _, c := range s.exp.Cases {
+					if famOf(c) != fam || (targetOnly && !c.Target) || c.Other {
+						continue
+					}
+					if d := c.Drop.mean(); d > worst {
+						worst, name = d, c.Name
+					}
+				}
+				if math.IsInf(worst, -1) {
+					row += " - |"
+					continue
+				}
+				any = true
+				row += fmt.Sprintf(" %s (%s) |", pct(worst), name)
+			}
+			if any {
+				fmt.Fprintln(&b, row)
+			}
+		}
+	}
+	fmt.Fprintln(&b)
+
+	// Every case.
+	fmt.Fprintf(&b, "### Every case: mean drop in points (drift verdicts of the runs: ok/warn/fail)\n\n")
+	fmt.Fprintf(&b, "| case | set |")
+	for _, s := range sets {
+		fmt.Fprintf(&b, " %s %s %s |", s.scene, s.encoder, s.variant)
+	}
+	fmt.Fprintf(&b, "\n|---|---|")
+	for range sets {
+		fmt.Fprintf(&b, "---|")
+	}
+	fmt.Fprintln(&b)
+	names := []string{}
+	kind := map[string]string{}
+	index := map[string]int{}
+	for _, s := range sets {
+		for i, c := range s.exp.Cases {
+			if _, ok := kind[c.Name]; !ok {
+				names = append(names, c.Name)
+				index[c.Name] = i
+				switch {
+				case c.Target:
+					kind[c.Name] = "T"
+				case c.Strong:
+					kind[c.Name] = "S"
+				default:
+					kind[c.Name] = ""
+				}
+			}
+		}
+	}
+	sort.SliceStable(names, func(i, j int) bool { return index[names[i]] < index[names[j]] })
+	for _, n := range names {
+		label := n
+		if strings.HasPrefix(n, "other scene: ") {
+			label = "other scene"
+		}
+		fmt.Fprintf(&b, "| %s | %s |", label, kind[n])
+		for _, s := range sets {
+			cell := " |"
+			for _, c := range s.exp.Cases {
+				if c.Name != n {
+					continue
+				}
+				counts := map[string]int{}
+				for _, r := range c.Runs {
+					if r.Drift != nil && !s.noDrift {
+						counts[r.Drift.Verdict]++
+					}
+				}
+				v := ""
+				if len(counts) > 0 {
+					v = fmt.Sprintf(" (%d/%d/%d)", counts["ok"], counts["warn"], counts["fail"])
+				}
+				cell = fmt.Sprintf(" %s%s |", pct(c.Drop.mean()), v)
+			}
+			b.WriteString(cell)
+		}
+		fmt.Fprintln(&b)
+	}
+	return b.String()
+}

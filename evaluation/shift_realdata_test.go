@@ -1,0 +1,82 @@
+package evaluation
+
+import (
+	"context"
+	"path/filepath"
+	"testing"
+
+	"github.com/pnec/pnec/internal/shareddata"
+	"github.com/pnec/pnec/matfile"
+	"github.com/pnec/pnec/model"
+)
+
+// TestShiftSalinasA runs the acquisition-shift protocol on SalinasA's fixed
+// split with the default model, one seed (the tables in
+// docs/acquisitions.md and BENCHMARKS.md are 5 seeds, both scenes and
+// encoders: make bench-acquisitions). It checks the drift target (no verdict
+// ok where OA dropped by more than 5 points or on the other scene, at most one
+// false alarm on the clean scene and its halves) and guards the robustness:
+// clean OA >= 97% and no target change costing more than 6 points (the
+// target is 3 points over 5 seeds; one seed is noisier).
+func TestShiftSalinasA(t *testing.T) {
+	if testing.Short() {
+		t.Skip("trains the default model on SalinasA (about a minute alone): skipped with -short")
+	}
+	data, err := shareddata.Find(".")
+	if err != nil {
+		t.Skipf("real data not found (%v)", err)
+	}
+	read := func(file, name string) (int, int, int, []float32) {
+		a, err := matfile.ReadArray(filepath.Join(data, file), name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, c, b, px, err := a.Image()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r, c, b, px
+	}
+	rows, cols, bands, px := read("SalinasA/SalinasA_corrected.mat", "salinasA_corrected")
+	s := model.Scene{Rows: rows, Cols: cols, Bands: bands, Data: px}
+	toLabels := func(v []float32) []int32 {
+		out := make([]int32, len(v))
+		for i, x := range v {
+			out[i] = int32(x)
+		}
+		return out
+	}
+	_, _, _, gt := read("SalinasA/SalinasA_gt.mat", "salinasA_gt")
+	_, _, _, split := read("SalinasA/SalinasA_train_seed12345.mat", "train")
+	jr, jc, jb, jpx, err := matfile.ReadUnmixing(filepath.Join(data, "JasperRidge/JasperRidge2_R198.mat"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := model.Scene{Rows: jr, Cols: jc, Bands: jb, Data: jpx}
+	exp, err := RunShift(context.Background(), s, toLabels(gt), ShiftOptions{
+		Runs: 1, Train: model.TrainOptions{TrainMask: toLabels(split), Backend: "go"}, Eval: EvalOptions{Backend: "go"},
+		Other: &other, OtherName: "JasperRidge",
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	clean := exp.Clean()
+	worst, _ := exp.WorstTarget()
+	dc := exp.DriftCheck()
+	t.Logf("clean OA %.2f%%, largest target drop %.2f points (%s), drift: %d missed of %d, %d false alarms of %d, %d alarms on changed scenes whose OA held",
+		100*clean.OA.Mean, 100*worst.Drop.Mean, worst.Case.Name, dc.Missed, dc.MustAlarm, dc.FalseAlarms, dc.MustBeOK, dc.AlarmsHeld-dc.FalseAlarms)
+	if !dc.Met() {
+		for _, r := range exp.Cases {
+			if r.Missed+r.FalseAlarms > 0 {
+				t.Logf("%s: drop %.2f, verdicts %v, far %.3f, reliability ratio %.3f", r.Case.Name, 100*r.Drop.Mean, r.Verdicts, r.FarShare.Mean, r.ReliabilityRatio.Mean)
+			}
+		}
+		t.Errorf("drift target missed: %d missed, %d false alarms; want none missed and at most one false alarm", dc.Missed, dc.FalseAlarms)
+	}
+	if clean.OA.Mean < 0.97 {
+		t.Errorf("clean OA %.2f%%, want >= 97%%", 100*clean.OA.Mean)
+	}
+	if 100*worst.Drop.Mean > 6 {
+		t.Errorf("%s costs %.2f points, want <= 6 for one seed", worst.Case.Name, 100*worst.Drop.Mean)
+	}
+}

@@ -1,0 +1,158 @@
+package evaluation
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"math"
+	"strings"
+	"testing"
+
+	"github.com/pnec/pnec/model"
+)
+
+func TestShiftSuite(t *testing.T) {
+	cases := ShiftSuite()
+	names := map[string]bool{}
+	var target, strong, pairs int
+	for _, c := range cases {
+		if names[c.Name] {
+			t.Errorf("case %q twice", c.Name)
+		}
+		names[c.Name] = true
+		if c.Target {
+			target++
+		}
+		if c.Strong {
+			strong++
+		}
+		if len(c.Families) == 2 {
+			pairs++
+			if c.Families[0] == c.Families[1] {
+				t.Errorf("%s: a pair of one family", c.Name)
+			}
+			if !c.Target {
+				t.Errorf("%s: pairs are target cases", c.Name)
+			}
+		}
+	}
+	if !cases[0].IsClean() || cases[0].Name != "clean" {
+		t.Errorf("first case %+v, want the clean scene", cases[0])
+	}
+	// Pairs of gain (2 levels), tilt (2), offset (1), band shift (2), sub-area (4).
+	if want := 2*2 + 2*1 + 2*2 + 2*4 + 2*1 + 2*2 + 2*4 + 1*2 + 1*4 + 2*4; pairs != want {
+		t.Errorf("%d pairwise combinations, want %d", pairs, want)
+	}
+	for _, want := range []string{"gain 0.85", "gain 1.15", "tilt -10% linear", "tilt +10% bow", "tilt -10% wave", "offset +3%",
+		"band shift -1", "band shift +1", "left half", "bottom half", "gain 0.6", "gain 1.5", "band shift +3", "bands reversed",
+		"gain 0.85, tilt -10% linear", "left half + band shift +1", "noise 2%"} {
+		if !names[want] {
+			t.Errorf("suite lacks %q", want)
+		}
+	}
+	if strong != 5 {
+		t.Errorf("%d strong changes, want 5 (gain 0.6 and 1.5, +-3 bands, reversed)", strong)
+	}
+}
+
+func TestAreaRect(t *testing.T) {
+	for _, tc := range []struct {
+		area               string
+		r0, c0, rows, cols int
+	}{
+		{AreaLeft, 0, 0, 83, 44}, {AreaRight, 0, 44, 83, 42}, {AreaTop, 0, 0, 40, 86}, {AreaBottom, 40, 0, 43, 86},
+	} {
+		r0, c0, nr, nc := areaRect(tc.area, 83, 86)
+		if r0 != tc.r0 || c0 != tc.c0 || nr != tc.rows || nc != tc.cols {
+			t.Errorf("%s of 83x86: got (%d,%d) %dx%d, want (%d,%d) %dx%d", tc.area, r0, c0, nr, nc, tc.r0, tc.c0, tc.rows, tc.cols)
+		}
+		if r0%model.Stride != 0 || c0%model.Stride != 0 {
+			t.Errorf("%s starts off the stride-4 grid", tc.area)
+		}
+	}
+}
+
+func TestResampleBands(t *testing.T) {
+	s := model.Scene{Rows: 1, Cols: 1, Bands: 3, Data: []float32{0, 10, 20}}
+	got := ResampleBands(s, 5)
+	for b, w := range []float32{0, 5, 10, 15, 20} {
+		if math.Abs(float64(got.Data[b]-w)) > 1e-5 {
+			t.Errorf("band %d: got %g, want %g", b, got.Data[b], w)
+		}
+	}
+	if same := ResampleBands(s, 3); &same.Data[0] != &s.Data[0] {
+		t.Error("same band count: want the scene itself")
+	}
+}
+
+func TestRunShift(t *testing.T) {
+	if testing.Short() {
+		t.Skip("trains 4 tiny models; skipped with -short")
+	}
+	ts := newTinyScene(24, 24, 8, 3)
+	s := model.Scene{Rows: ts.rows, Cols: ts.cols, Bands: ts.bands, Data: ts.data}
+	labels := make([]int32, len(ts.labels))
+	for i, v := range ts.labels {
+		labels[i] = int32(v)
+	}
+	other := newTinyScene(16, 16, 5, 9)
+	os := model.Scene{Rows: other.rows, Cols: other.cols, Bands: other.bands, Data: other.data}
+	cases := []ShiftCase{{Name: "clean"}, {Name: "gain 0.5", Change: model.Radiometric{Gain: 0.5}},
+		{Name: "left half", Area: AreaLeft, Target: true}, {Name: "bottom half + offset", Area: AreaBottom, Change: model.Radiometric{Offset: 0.03}, Target: true}}
+	exp, err := RunShift(context.Background(), s, labels, ShiftOptions{
+		Runs: 2, FirstSeed: 11, Cases: cases, Disjoint: true, Other: &os, OtherName: "other.tif",
+		Train: model.TrainOptions{Config: tinyConfig(15), TrainPerClass: 5, Backend: "go"},
+		Eval:  EvalOptions{Backend: "go"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(exp.Cases) != len(cases)+1 {
+		t.Fatalf("%d rows, want %d (the suite and the other scene)", len(exp.Cases), len(cases)+1)
+	}
+	clean := exp.Clean()
+	if len(clean.Runs) != 2 || clean.Drop.Mean != 0 || !(clean.OA.Mean > 0.5) {
+		t.Errorf("clean: %+v, want 2 runs, drop 0, OA above 0.5", clean)
+	}
+	for _, r := range exp.Cases {
+		for _, run := range r.Runs {
+			if r.Case.Other {
+				if !math.IsNaN(run.OA) {
+					t.Errorf("other scene has an accuracy %g", run.OA)
+				}
+				continue
+			}
+			if math.Abs(run.Drop-(run.RefOA-run.OA)) > 1e-12 || run.TestPixels == 0 {
+				t.Errorf("%s: run %+v", r.Case.Name, run)
+			}
+		}
+	}
+	// A half's test pixels are about half of the scene's.
+	left := exp.Cases[2].Runs[0].TestPixels
+	if all := clean.Runs[0].TestPixels; left < all/3 || left > 2*all/3 {
+		t.Errorf("left half: %d test pixels of %d", left, all)
+	}
+	if exp.Disjoint == nil || len(exp.Disjoint.Runs) != 2 || exp.Disjoint.TrainArea == "" || math.IsNaN(exp.Disjoint.OtherHalf.Mean) {
+		t.Errorf("disjoint split: %+v", exp.Disjoint)
+	}
+	var buf bytes.Buffer
+	if err := exp.WriteText(&buf); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"clean OA", "left half", "spatially disjoint split", "other scene: other.tif", "target <= 3 points"} {
+		if !strings.Contains(buf.String(), want) {
+			t.Errorf("text lacks %q:\n%s", want, buf.String())
+		}
+	}
+	buf.Reset()
+	if err := exp.WriteJSON(&buf); err != nil {
+		t.Fatal(err)
+	}
+	var back map[string]any
+	if err := json.Unmarshal(buf.Bytes(), &back); err != nil {
+		t.Fatalf("JSON: %v\n%s", err, buf.String())
+	}
+	if n := len(back["cases"].([]any)); n != len(cases)+1 {
+		t.Errorf("JSON has %d cases", n)
+	}
+}

@@ -1,0 +1,577 @@
+package evaluation
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"log/slog"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"time"
+
+	"github.com/pnec/pnec/model"
+	"github.com/pnec/pnec/tiling"
+)
+
+// ShiftOptions configure RunShift.
+type ShiftOptions struct {
+	Runs      int   // models trained (0 = 5)
+	FirstSeed int64 // run i uses FirstSeed+i (0 = model.DefaultSeed)
+	Train     model.TrainOptions
+	Eval      EvalOptions
+	// Cases is the suite (nil = ShiftSuite()).
+	Cases []ShiftCase
+	// Disjoint adds the spatially disjoint split: per run, one more model
+	// trained on one half of the scene (TrainPerClass pixels per class drawn
+	// with SplitSeed there) and scored on the other half.
+	Disjoint bool
+	// Other, when set, is a scene of other land cover (resampled to the
+	// model's bands with ResampleBands when they differ): a case of its own,
+	// without accuracy. OtherName names it.
+	Other     *model.Scene
+	OtherName string
+	Progress  func(ExperimentProgress)
+	Logger    *slog.Logger // nil = discard
+}
+
+// ShiftRun is one model's result on one case.
+type ShiftRun struct {
+	Seed int64
+	// OA is the overall accuracy after recovery on the case's test pixels
+	// (NaN for another scene); RefOA that of the clean scene's prediction on
+	// the same pixels (the whole scene, or the sub-area's pixels); Drop is
+	// RefOA - OA.
+	OA, RefOA, Drop float64
+	TestPixels      int
+	// Drift is the model's drift measure of the changed scene, as its
+	// product would carry it (nil for a model without drift statistics).
+	Drift *model.Drift
+}
+
+// DriftAlarmPoints is the OA drop of the drift target: a scene that loses
+// more than this must not be verdict ok, one that loses less should be.
+const DriftAlarmPoints = 5.0
+
+// missed reports whether the run's verdict is ok although its scene lost
+// more than DriftAlarmPoints (or is another scene).
+func (r ShiftRun) missed(c ShiftCase) bool {
+	if r.Drift == nil {
+		return false
+	}
+	bad := c.Other || 100*r.Drop > DriftAlarmPoints
+	return bad && r.Drift.Verdict == model.DriftOK
+}
+
+// held reports whether the run's scene lost at most DriftAlarmPoints.
+func (r ShiftRun) held(c ShiftCase) bool {
+	return !c.Other && !math.IsNaN(r.Drop) && 100*r.Drop <= DriftAlarmPoints
+}
+
+// falseAlarm reports whether the verdict is not ok on a scene that must be
+// ok: the clean scene, or a sub-area of it (another class mix, no other
+// change) whose OA held.
+func (r ShiftRun) falseAlarm(c ShiftCase) bool {
+	mustBeOK := c.IsClean() || (c.Area != "" && c.Change.IsIdentity())
+	return r.Drift != nil && mustBeOK && r.held(c) && r.Drift.Verdict != model.DriftOK
+}
+
+// alarmHeld reports whether the verdict is not ok although the scene's OA
+// held (a changed scene the model tolerates: not a false alarm, the scene
+// did drift, but counted for the record).
+func (r ShiftRun) alarmHeld(c ShiftCase) bool {
+	return r.Drift != nil && r.held(c) && r.Drift.Verdict != model.DriftOK
+}
+
+// ShiftRow is one case over all runs.
+type ShiftRow struct {
+	Case     ShiftCase
+	Runs     []ShiftRun
+	OA, Drop Stat
+	MaxDrop  float64 // the largest drop of a run
+	// Verdicts counts the runs' drift verdicts; FarShare and
+	// ReliabilityRatio are the drift figures' means over runs.
+	Verdicts                                  map[model.DriftVerdict]int
+	FarShare, DistanceRatio, ReliabilityRatio Stat
+	// Missed counts the runs whose verdict is ok on a drop of more than
+	// DriftAlarmPoints (or another scene), FalseAlarms those not ok on the
+	// clean scene or a sub-area whose OA held, AlarmsHeld those not ok on
+	// any scene whose OA held.
+	Missed, FalseAlarms, AlarmsHeld int
+}
+
+// DriftCheck totals the drift target over the suite.
+type DriftCheck struct {
+	Runs        int // case runs with a verdict
+	Missed      int // verdict ok although OA dropped by more than DriftAlarmPoints (or another scene)
+	FalseAlarms int // verdict warn or fail on the clean scene or a sub-area whose OA held
+	AlarmsHeld  int // verdict warn or fail on any scene whose OA held (false alarms included)
+	MustAlarm   int // case runs that must not be ok
+	MustBeOK    int // case runs that must be ok
+}
+
+// Met reports whether the drift target holds: no miss and at most one
+// false alarm.
+func (d DriftCheck) Met() bool { return d.Runs > 0 && d.Missed == 0 && d.FalseAlarms <= 1 }
+
+// DriftCheck totals the drift target over every case and run.
+func (e ShiftExperiment) DriftCheck() DriftCheck {
+	var d DriftCheck
+	for _, r := range e.Cases {
+		c := r.Case
+		for _, run := range r.Runs {
+			if run.Drift == nil {
+				continue
+			}
+			d.Runs++
+			if c.Other || 100*run.Drop > DriftAlarmPoints {
+				d.MustAlarm++
+			}
+			if (c.IsClean() || (c.Area != "" && c.Change.IsIdentity())) && run.held(c) {
+				d.MustBeOK++
+			}
+		}
+		d.Missed += r.Missed
+		d.FalseAlarms += r.FalseAlarms
+		d.AlarmsHeld += r.AlarmsHeld
+	}
+	return d
+}
+
+// DisjointSplit is the spatially disjoint split: models trained on one half
+// of the scene, scored on the other half and on the test pixels of their
+// own half.
+type DisjointSplit struct {
+	TrainArea, TestArea string
+	// SameHalf is the OA on the training half's test pixels, OtherHalf on
+	// every labelled pixel of the other half.
+	SameHalf, OtherHalf Stat
+	Runs                []DisjointRun
+}
+
+// DisjointRun is one run of the disjoint split.
+type DisjointRun struct {
+	Seed                int64
+	SameHalf, OtherHalf float64
+	TestPixels          int // of the other half
+}
+
+// ShiftExperiment is the result of RunShift.
+type ShiftExperiment struct {
+	Rows, Cols, Bands int
+	Classes           []model.Class
+	Backend           string
+	FirstSeed         int64
+	Runs              int
+	Config            model.Config
+	TrainPerClass     int // of the disjoint split's draw
+	TrainSeconds      Stat
+	Cases             []ShiftRow
+	Disjoint          *DisjointSplit
+}
+
+// Clean is the clean scene's row.
+func (e ShiftExperiment) Clean() ShiftRow {
+	for _, r := range e.Cases {
+		if r.Case.IsClean() {
+			return r
+		}
+	}
+	return ShiftRow{}
+}
+
+// WorstTarget is the target case with the largest mean drop.
+func (e ShiftExperiment) WorstTarget() (ShiftRow, bool) {
+	var worst ShiftRow
+	found := false
+	for _, r := range e.Cases {
+		if r.Case.Target && (!found || r.Drop.Mean > worst.Drop.Mean) {
+			worst, found = r, true
+		}
+	}
+	return worst, found
+}
+
+// RunShift trains opts.Runs models on s (seeds FirstSeed, FirstSeed+1, ...)
+// and scores each on the changed scenes of the suite: OA after recovery on
+// the test pixels (labelled valid pixels that are not training pixels), and
+// its drop against the clean scene's prediction on the same pixels.
+func RunShift(ctx context.Context, s model.Scene, labels []int32, opts ShiftOptions) (ShiftExperiment, error) {
+	if opts.Runs == 0 {
+		opts.Runs = 5
+	}
+	if opts.Runs < 1 {
+		return ShiftExperiment{}, fmt.Errorf("shift experiment: %w", errNoRuns)
+	}
+	if opts.FirstSeed == 0 {
+		opts.FirstSeed = model.DefaultSeed
+	}
+	if len(labels) != s.Rows*s.Cols {
+		return ShiftExperiment{}, fmt.Errorf("shift experiment: labels have %d values, the scene %d pixels: %w", len(labels), s.Rows*s.Cols, ErrLabels)
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	cases := opts.Cases
+	if cases == nil {
+		cases = ShiftSuite()
+	}
+	if opts.Other != nil {
+		cases = append(slices.Clone(cases), ShiftCase{Name: "other scene: " + opts.OtherName, Families: []string{FamilyOther}, Other: true, Strong: true})
+	}
+	exp := ShiftExperiment{Rows: s.Rows, Cols: s.Cols, Bands: s.Bands, FirstSeed: opts.FirstSeed, Runs: opts.Runs,
+		TrainPerClass: opts.Train.TrainPerClass}
+	if exp.TrainPerClass == 0 {
+		exp.TrainPerClass = model.DefaultTrainPerClass
+	}
+	rows := make([]ShiftRow, len(cases))
+	for i, c := range cases {
+		rows[i].Case = c
+	}
+	means := model.BandMeans(s)
+	var trainSecs []float64
+	trainings := opts.Runs
+	if opts.Disjoint {
+		trainings *= 2
+	}
+	var disjoint *DisjointSplit
+	done := 0
+	for run := 0; run < opts.Runs; run++ {
+		seed := opts.FirstSeed + int64(run)
+		to := opts.Train
+		to.Seed = seed
+		if to.Config.Hidden == 0 {
+			epochs := to.Config.Epochs
+			to.Config = model.DefaultConfig()
+			if epochs > 0 {
+				to.Config.Epochs = epochs
+			}
+		}
+		if opts.Progress != nil {
+			p := ExperimentProgress{Variant: model.AblationFull, Run: run + 1, Runs: opts.Runs, Seed: seed, Trainings: done, TotalTrain: trainings}
+			to.Progress = func(e model.EpochStats) { p.Epoch = e; opts.Progress(p) }
+		}
+		start := time.Now()
+		m, err := model.Train(ctx, s, labels, to)
+		if err != nil {
+			return ShiftExperiment{}, fmt.Errorf("shift run %d (seed %d): %w", run+1, seed, err)
+		}
+		done++
+		trainSecs = append(trainSecs, time.Since(start).Seconds())
+		exp.Classes, exp.Config = m.Classes(), m.Config()
+		if err := shiftRun(ctx, m, s, labels, means, cases, rows, opts, seed, &exp); err != nil {
+			return ShiftExperiment{}, fmt.Errorf("shift run %d (seed %d): %w", run+1, seed, err)
+		}
+		log.Info("shift run done", "run", run+1, "seed", seed, "clean_oa", pct(rows[0].Runs[len(rows[0].Runs)-1].OA),
+			"train_s", fmt.Sprintf("%.1f", trainSecs[len(trainSecs)-1]))
+		if opts.Disjoint {
+			if opts.Progress != nil {
+				p := ExperimentProgress{Variant: model.AblationFull, Run: run + 1, Runs: opts.Runs, Seed: seed, Trainings: done, TotalTrain: trainings}
+				to.Progress = func(e model.EpochStats) { p.Epoch = e; opts.Progress(p) }
+			}
+			dr, trainArea, testArea, err := disjointRun(ctx, s, labels, to, opts.Eval)
+			if err != nil {
+				return ShiftExperiment{}, fmt.Errorf("disjoint split run %d (seed %d): %w", run+1, seed, err)
+			}
+			done++
+			if disjoint == nil {
+				disjoint = &DisjointSplit{TrainArea: trainArea, TestArea: testArea}
+			}
+			dr.Seed = seed
+			disjoint.Runs = append(disjoint.Runs, dr)
+			log.Info("disjoint split run done", "run", run+1, "seed", seed, "same_half_oa", pct(dr.SameHalf), "other_half_oa", pct(dr.OtherHalf))
+		}
+	}
+	for i := range rows {
+		var oa, drop, far, dist, rel []float64
+		rows[i].MaxDrop = math.NaN()
+		rows[i].Verdicts = map[model.DriftVerdict]int{}
+		for _, r := range rows[i].Runs {
+			oa = append(oa, r.OA)
+			drop = append(drop, r.Drop)
+			if !math.IsNaN(r.Drop) && (math.IsNaN(rows[i].MaxDrop) || r.Drop > rows[i].MaxDrop) {
+				rows[i].MaxDrop = r.Drop
+			}
+			if r.Drift != nil {
+				rows[i].Verdicts[r.Drift.Verdict]++
+				far = append(far, r.Drift.FarShare)
+				dist = append(dist, r.Drift.DistanceRatio)
+				rel = append(rel, r.Drift.ReliabilityRatio)
+			}
+			if r.missed(rows[i].Case) {
+				rows[i].Missed++
+			}
+			if r.falseAlarm(rows[i].Case) {
+				rows[i].FalseAlarms++
+			}
+			if r.alarmHeld(rows[i].Case) {
+				rows[i].AlarmsHeld++
+			}
+		}
+		rows[i].OA, rows[i].Drop = statOf(oa), statOf(drop)
+		rows[i].FarShare, rows[i].DistanceRatio, rows[i].ReliabilityRatio = statOf(far), statOf(dist), statOf(rel)
+	}
+	exp.Cases = rows
+	exp.TrainSeconds = statOf(trainSecs)
+	if disjoint != nil {
+		var same, other []float64
+		for _, r := range disjoint.Runs {
+			same = append(same, r.SameHalf)
+			other = append(other, r.OtherHalf)
+		}
+		disjoint.SameHalf, disjoint.OtherHalf = statOf(same), statOf(other)
+		exp.Disjoint = disjoint
+	}
+	return exp, nil
+}
+
+// caseSeed seeds a case's noise from its name and the run, so that every
+// candidate model sees the same noisy scenes.
+func caseSeed(name string, seed int64) uint64 {
+	h := fnv.New64a()
+	h.Write([]byte(name))
+	return h.Sum64() ^ uint64(seed)
+}
+
+// shiftRun scores one trained model on every case.
+func shiftRun(ctx context.Context, m *model.Model, s model.Scene, labels []int32, means []float64,
+	cases []ShiftCase, rows []ShiftRow, opts ShiftOptions, seed int64, exp *ShiftExperiment) error {
+	p, err := model.NewPredictor(m, opts.Eval.Backend)
+	if err != nil {
+		return err
+	}
+	defer p.Close()
+	exp.Backend = p.Backend()
+	rec := m.Recovery()
+	if opts.Eval.Recovery.Window > 0 {
+		rec = opts.Eval.Recovery
+	}
+	dense := map[int32]int{}
+	for k, c := range m.Classes() {
+		dense[int32(c.Value)] = k
+	}
+	// Test labels: training pixels removed.
+	test := slices.Clone(labels)
+	for _, i := range m.TrainIndices() {
+		test[i] = 0
+	}
+	ref, err := m.SpectralReference()
+	if err != nil || !m.HasDriftStats() {
+		ref = nil // no drift figures
+	}
+	predict := func(sc model.Scene) ([]int, *model.Drift, error) {
+		pred, err := p.Predict(ctx, sc)
+		if err != nil {
+			return nil, nil, err
+		}
+		var drift *model.Drift
+		if ref != nil {
+			d, err := m.DriftOf(sc, pred, ref)
+			if err != nil {
+				return nil, nil, err
+			}
+			drift = &d
+		}
+		return recoveredLabels(pred, sc.Valid, rec), drift, nil
+	}
+	clean, cleanDrift, err := predict(s)
+	if err != nil {
+		return err
+	}
+	for i, c := range cases {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		var sc model.Scene
+		var lab []int32
+		var cleanLab []int
+		switch {
+		case c.Other:
+			sc = ResampleBands(*opts.Other, s.Bands)
+		case c.Area != "":
+			r0, c0, nr, nc := areaRect(c.Area, s.Rows, s.Cols)
+			sc, lab = cropScene(s, test, r0, c0, nr, nc)
+			cleanLab = cropInts(clean, s.Cols, r0, c0, nr, nc)
+		default:
+			sc, lab, cleanLab = s, test, clean
+		}
+		if !c.Change.IsIdentity() {
+			// Offsets and noise are relative to the training scene's band
+			// means, the same for the whole scene and its sub-areas.
+			sc = c.Change.Apply(sc, means, rand.New(rand.NewPCG(caseSeed(c.Name, seed), 0x73686674)))
+		}
+		got, drift := cleanLab, cleanDrift
+		if !c.IsClean() {
+			if got, drift, err = predict(sc); err != nil {
+				return fmt.Errorf("%s: %w", c.Name, err)
+			}
+		}
+		r := ShiftRun{Seed: seed, OA: math.NaN(), RefOA: math.NaN(), Drop: math.NaN(), Drift: drift}
+		if !c.Other {
+			r.OA, r.TestPixels = overallAccuracy(got, lab, sc.Valid, dense)
+			r.RefOA, _ = overallAccuracy(cleanLab, lab, sc.Valid, dense)
+			r.Drop = r.RefOA - r.OA
+		}
+		rows[i].Runs = append(rows[i].Runs, r)
+	}
+	return nil
+}
+
+// recoveredLabels is the dense class of every pixel after recovery (-1 at
+// invalid pixels).
+func recoveredLabels(pred model.Prediction, valid []bool, rec model.RecoveryParams) []int {
+	k := pred.Classes
+	prec := tiling.Recover(pred.Prob, valid, pred.Rows, pred.Cols, k, rec)
+	out := make([]int, pred.Rows*pred.Cols)
+	for i := range out {
+		if valid != nil && !valid[i] {
+			out[i] = -1
+			continue
+		}
+		out[i] = argmaxAt(prec, k, i)
+	}
+	return out
+}
+
+func cropInts(v []int, cols, r0, c0, nr, nc int) []int {
+	out := make([]int, nr*nc)
+	for r := 0; r < nr; r++ {
+		copy(out[r*nc:(r+1)*nc], v[(r0+r)*cols+c0:(r0+r)*cols+c0+nc])
+	}
+	return out
+}
+
+// overallAccuracy is the share of labelled valid pixels (labels != 0) whose
+// dense class pred matches, and their number (NaN without any).
+func overallAccuracy(pred []int, labels []int32, valid []bool, dense map[int32]int) (float64, int) {
+	right, total := 0, 0
+	for i, v := range labels {
+		if v == 0 || (valid != nil && !valid[i]) {
+			continue
+		}
+		k, ok := dense[v]
+		total++
+		if ok && pred[i] == k {
+			right++
+		}
+	}
+	if total == 0 {
+		return math.NaN(), 0
+	}
+	return float64(right) / float64(total), total
+}
+
+// errNoHalf is returned when no half of a scene holds every class.
+var errNoHalf = errors.New("no half of the scene holds labelled pixels of two classes")
+
+// disjointHalves picks the half to train on: the one whose rarest class
+// (of the scene's classes) has the most labelled pixels; the test half is
+// the opposite one.
+func disjointHalves(s model.Scene, labels []int32) (train, test string, err error) {
+	classes := map[int32]bool{}
+	for i, v := range labels {
+		if v != 0 && (s.Valid == nil || s.Valid[i]) {
+			classes[v] = true
+		}
+	}
+	opposite := map[string]string{AreaLeft: AreaRight, AreaRight: AreaLeft, AreaTop: AreaBottom, AreaBottom: AreaTop}
+	best := -1
+	for _, a := range Areas {
+		r0, c0, nr, nc := areaRect(a, s.Rows, s.Cols)
+		count := map[int32]int{}
+		for r := r0; r < r0+nr; r++ {
+			for c := c0; c < c0+nc; c++ {
+				i := r*s.Cols + c
+				if v := labels[i]; v != 0 && (s.Valid == nil || s.Valid[i]) {
+					count[v]++
+				}
+			}
+		}
+		rarest := math.MaxInt
+		for v := range classes {
+			rarest = min(rarest, count[v])
+		}
+		if len(count) >= 2 && rarest > best {
+			best, train, test = rarest, a, opposite[a]
+		}
+	}
+	if train == "" {
+		return "", "", errNoHalf
+	}
+	return train, test, nil
+}
+
+// disjointRun trains on one half of s (its own stretch and statistics, as a
+// scene of its own, with TrainPerClass pixels per class drawn there) and
+// scores the model on the test pixels of that half and on every labelled
+// pixel of the other half, each predicted as a scene of its own.
+func disjointRun(ctx context.Context, s model.Scene, labels []int32, to model.TrainOptions, eval EvalOptions) (DisjointRun, string, string, error) {
+	trainArea, testArea, err := disjointHalves(s, labels)
+	if err != nil {
+		return DisjointRun{}, "", "", err
+	}
+	r0, c0, nr, nc := areaRect(trainArea, s.Rows, s.Cols)
+	ts, tl := cropScene(s, labels, r0, c0, nr, nc)
+	to.TrainMask = nil // drawn in the half
+	m, err := model.Train(ctx, ts, tl, to)
+	if err != nil {
+		return DisjointRun{}, "", "", err
+	}
+	p, err := model.NewPredictor(m, eval.Backend)
+	if err != nil {
+		return DisjointRun{}, "", "", err
+	}
+	defer p.Close()
+	rec := m.Recovery()
+	if eval.Recovery.Window > 0 {
+		rec = eval.Recovery
+	}
+	dense := map[int32]int{}
+	for k, c := range m.Classes() {
+		dense[int32(c.Value)] = k
+	}
+	var out DisjointRun
+	pred, err := p.Predict(ctx, ts)
+	if err != nil {
+		return DisjointRun{}, "", "", err
+	}
+	same := slices.Clone(tl)
+	for _, i := range m.TrainIndices() {
+		same[i] = 0
+	}
+	out.SameHalf, _ = overallAccuracy(recoveredLabels(pred, ts.Valid, rec), same, ts.Valid, dense)
+	r0, c0, nr, nc = areaRect(testArea, s.Rows, s.Cols)
+	os, ol := cropScene(s, labels, r0, c0, nr, nc)
+	if pred, err = p.Predict(ctx, os); err != nil {
+		return DisjointRun{}, "", "", err
+	}
+	out.OtherHalf, out.TestPixels = overallAccuracy(recoveredLabels(pred, os.Valid, rec), ol, os.Valid, dense)
+	return out, trainArea, testArea, nil
+}
+
+// RunShiftFiles reads the scene, labels, optional fixed split and optional
+// other scene (opts.Other is set from it) and runs RunShift.
+func RunShiftFiles(ctx context.Context, scene, labels, trainMask, other string, opts ShiftOptions) (ShiftExperiment, error) {
+	in, err := readInputs(ctx, scene, labels, nil)
+	if err != nil {
+		return ShiftExperiment{}, err
+	}
+	if trainMask != "" {
+		if opts.Train.TrainMask, err = readTrainMask(ctx, trainMask, labels, in); err != nil {
+			return ShiftExperiment{}, err
+		}
+	}
+	if other != "" {
+		o, _, err := ReadScene(ctx, other)
+		if err != nil {
+			return ShiftExperiment{}, err
+		}
+		opts.Other = &o
+		if opts.OtherName == "" {
+			opts.OtherName = other
+		}
+	}
+	return RunShift(ctx, in.scene, in.labels, opts)
+}

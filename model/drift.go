@@ -1,0 +1,537 @@
+package model
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+
+	"github.com/pnec/pnec/tiling"
+)
+
+// ErrNoDriftStats is returned (wrapped) when drift is asked of a model
+// without training statistics (one trained without its spectra).
+var ErrNoDriftStats = errors.New("model holds no training statistics for drift")
+
+// driftStats are the statistics of the training scene that a new scene's
+// drift is measured against (see Drift); stored in the model file.
+type driftStats struct {
+	// BandMean and BandStd are each band's mean and standard deviation of
+	// the raw values over the training scene's valid pixels.
+	BandMean []float32 `json:"band_mean"`
+	BandStd  []float32 `json:"band_std"`
+	// ClassShare is the share of the training scene's valid pixels the
+	// model labels with each class (dense index), after recovery.
+	ClassShare []float32 `json:"class_share"`
+	// ClassDistanceP99 is, per class, the 99th percentile of the cosine
+	// distance (1 - cos) from a training-scene pixel to the nearest
+	// training spectrum of that class, over the valid pixels whose nearest
+	// class it is (the training pixels left out).
+	ClassDistanceP99 []float32 `json:"class_distance_p99"`
+	// DistanceQuantiles are the 50th, 90th, 99th and 99.9th percentiles
+	// of the distance to the nearest training spectrum of any class over the
+	// same pixels: the spectral-distance distribution of the training scene.
+	DistanceQuantiles []float32 `json:"distance_quantiles"`
+	// ClassDistanceP50 is, per class, the median of the same distances: a
+	// new scene's are compared with it class by class (distanceRatio).
+	ClassDistanceP50 []float32 `json:"class_distance_p50"`
+	// Reliability is the mean spectral reliability (SpectralReference
+	// agreement of the final label, 0..1) over the training scene's valid
+	// pixels, and ClassReliability its mean over the pixels labelled with
+	// each class: a new scene's is compared with what its own mix of labels
+	// gave on the training scene.
+	Reliability      float64   `json:"reliability_mean"`
+	ClassReliability []float32 `json:"class_reliability"`
+	// Pixels is the number of valid pixels these statistics are over.
+	Pixels int64 `json:"pixels"`
+}
+
+// driftQuantiles are the percentiles of driftStats.DistanceQuantiles.
+var driftQuantiles = []float64{50, 90, 99, 99.9}
+
+// DriftVerdict says how far a scene is from the model's training data.
+type DriftVerdict string
+
+// Drift verdicts.
+const (
+	DriftOK   DriftVerdict = "ok"   // within what the model was measured to tolerate
+	DriftWarn DriftVerdict = "warn" // farther: accuracy may be lower than on the training scene
+	DriftFail DriftVerdict = "fail" // far outside the training data: do not trust the map
+	// DriftUnknown is the verdict of a model without training statistics.
+	DriftUnknown DriftVerdict = "unknown"
+)
+
+// DriftThresholds turn drift figures into a verdict: warn (fail) when the
+// share of far pixels reaches WarnFarShare (FailFarShare), the reliability
+// ratio falls to WarnReliabilityRatio (FailReliabilityRatio) or below, or
+// (warn only) the distance ratio reaches WarnDistanceRatio.
+type DriftThresholds struct {
+	WarnFarShare, FailFarShare                 float64 // 0..1
+	WarnReliabilityRatio, FailReliabilityRatio float64 // 0..1
+	WarnDistanceRatio                          float64 // > 1
+}
+
+// DefaultDriftThresholds are the thresholds products use, calibrated on the
+// acquisition-shift protocol (docs/acquisitions.md): the clean benchmark
+// scenes and their halves stay below about 1% far pixels, above 0.95 of the
+// reliability and below 1.15 of the distances.
+var DefaultDriftThresholds = DriftThresholds{
+	WarnFarShare: 0.05, FailFarShare: 0.25,
+	WarnReliabilityRatio: 0.9, FailReliabilityRatio: 0.75,
+	WarnDistanceRatio: 1.5,
+}
+
+// Drift is how far a scene is from a model's training scene, and the
+// verdict on it.
+type Drift struct {
+	Verdict DriftVerdict
+	Reasons []string // why the verdict is not ok, one phrase each
+	// BandShiftSD is each band's mean over the scene's valid pixels minus
+	// the training scene's, in the training scene's standard deviations;
+	// BandShiftMeanSD is the mean of its absolute values, BandShiftMaxSD the
+	// largest absolute value.
+	BandShiftSD                     []float64
+	BandShiftMeanSD, BandShiftMaxSD float64
+	// BrightnessRatio is the median over bands of the scene's band mean
+	// over the training scene's.
+	BrightnessRatio float64
+	// FarShare is the share of valid pixels farther from every class (by
+	// spectral angle to its nearest training spectrum) than 99% of the
+	// training scene's pixels of that class.
+	FarShare float64
+	// DistanceRatio compares the distances themselves: per class, the
+	// median distance of the scene's pixels nearest that class over the
+	// training scene's, averaged over the classes (geometric mean weighted
+	// by pixels). A change of every spectrum's shape (a tilt, a band shift)
+	// raises it; another mix of the same classes does not.
+	DistanceRatio float64
+	// Reliability is the mean spectral reliability of the valid pixels'
+	// final labels, 0..1; ReliabilityBaseline what the training scene gave
+	// for the same mix of labels (its per-class means weighted by this
+	// scene's label counts), and ReliabilityRatio their ratio.
+	Reliability, ReliabilityBaseline, ReliabilityRatio float64
+	ValidPixels                                        int64
+}
+
+// DriftMeter gathers a scene's drift from pieces: the spectra of each
+// scene pixel once (AddSpectra) and each valid pixel's class distances and
+// final label (AddPixel), in any order and split.
+type DriftMeter struct {
+	st         *driftStats
+	bandSum    []float64
+	bandN      []float64
+	pixels     int64
+	far        int64
+	relSum     float64
+	relN       int64
+	labelN     []int64   // valid pixels per final label (those with an agreement)
+	distHist   [][]int64 // per nearest class, counts of log10 distance (distBins)
+	thresholds DriftThresholds
+}
+
+// The distance histograms: distBinsPerDecade bins per decade of the cosine
+// distance from 1e-distDecades to 1 (medians to about 6%), the first and last
+// bins open.
+const (
+	distDecades       = 9
+	distBinsPerDecade = 40
+	distBins          = distDecades * distBinsPerDecade
+)
+
+// distBin is the histogram bin of distance d.
+func distBin(d float64) int {
+	if !(d > 0) {
+		return 0
+	}
+	b := int(math.Floor((math.Log10(d) + distDecades) * distBinsPerDecade))
+	return min(max(b, 0), distBins-1)
+}
+
+// histMedian is the median of a distance histogram (NaN when empty), at
+// the geometric centre of its bin.
+func histMedian(h []int64) float64 {
+	var n int64
+	for _, c := range h {
+		n += c
+	}
+	if n == 0 {
+		return math.NaN()
+	}
+	var acc int64
+	for b, c := range h {
+		acc += c
+		if 2*acc >= n {
+			return math.Pow(10, (float64(b)+0.5)/distBinsPerDecade-distDecades)
+		}
+	}
+	return math.NaN()
+}
+
+// HasDriftStats reports whether m stores the training statistics drift needs.
+func (m *Model) HasDriftStats() bool { return m.meta.Drift != nil }
+
+// NewDriftMeter starts measuring a scene's drift against m's training
+// scene; ErrNoDriftStats when m has no statistics.
+func (m *Model) NewDriftMeter() (*DriftMeter, error) {
+	st := m.meta.Drift
+	if st == nil {
+		return nil, ErrNoDriftStats
+	}
+	k := len(st.ClassShare)
+	d := &DriftMeter{st: st, bandSum: make([]float64, len(st.BandMean)), bandN: make([]float64, len(st.BandMean)),
+		labelN: make([]int64, k), distHist: make([][]int64, k), thresholds: DefaultDriftThresholds}
+	for c := range d.distHist {
+		d.distHist[c] = make([]int64, distBins)
+	}
+	return d, nil
+}
+
+// SetThresholds replaces the thresholds of the verdict.
+func (d *DriftMeter) SetThresholds(t DriftThresholds) { d.thresholds = t }
+
+// AddSpectra adds pixels of raw spectra ([n][bands], pixel-interleaved;
+// valid may be nil) to the band means. Give each scene pixel once.
+func (d *DriftMeter) AddSpectra(data []float32, valid []bool) {
+	B := len(d.bandSum)
+	for i := 0; i < len(data)/B; i++ {
+		if valid != nil && !valid[i] {
+			continue
+		}
+		for b, v := range data[i*B : (i+1)*B] {
+			if x := float64(v); !math.IsNaN(x) && !math.IsInf(x, 0) {
+				d.bandSum[b] += x
+				d.bandN[b]++
+			}
+		}
+	}
+}
+
+// AddPixel adds one valid pixel's class distances (SpectralReference.
+// ClassDistances, blended over tiles or not) and its final label (dense
+// class index).
+func (d *DriftMeter) AddPixel(dist []float32, label int) {
+	d.pixels++
+	far := len(dist) > 0
+	near := 0
+	for c, v := range dist {
+		if c >= len(d.st.ClassDistanceP99) || !(float64(v) > float64(d.st.ClassDistanceP99[c])) {
+			far = false
+		}
+		if v < dist[near] {
+			near = c
+		}
+	}
+	if far {
+		d.far++
+	}
+	if near < len(d.distHist) && float64(dist[near]) < NoReference-1 {
+		d.distHist[near][distBin(float64(dist[near]))]++
+	}
+	if a := AgreementOf(dist, label); !math.IsNaN(float64(a)) {
+		d.relSum += float64(a)
+		d.relN++
+		if label >= 0 && label < len(d.labelN) {
+			d.labelN[label]++
+		}
+	}
+}
+
+// Report computes the figures and the verdict.
+func (d *DriftMeter) Report() Drift {
+	st := d.st
+	r := Drift{ValidPixels: d.pixels, ReliabilityBaseline: st.Reliability, Reliability: math.NaN(),
+		ReliabilityRatio: math.NaN(), FarShare: math.NaN(), BrightnessRatio: math.NaN(), DistanceRatio: math.NaN()}
+	var ratios []float64
+	r.BandShiftSD = make([]float64, len(d.bandSum))
+	for b := range d.bandSum {
+		if d.bandN[b] == 0 {
+			r.BandShiftSD[b] = math.NaN()
+			continue
+		}
+		mean := d.bandSum[b] / d.bandN[b]
+		if sd := float64(st.BandStd[b]); sd > 0 {
+			z := (mean - float64(st.BandMean[b])) / sd
+			r.BandShiftSD[b] = z
+			r.BandShiftMeanSD += math.Abs(z)
+			r.BandShiftMaxSD = max(r.BandShiftMaxSD, math.Abs(z))
+		}
+		if tm := float64(st.BandMean[b]); tm > 0 {
+			ratios = append(ratios, mean/tm)
+		}
+	}
+	if n := len(d.bandSum); n > 0 {
+		r.BandShiftMeanSD /= float64(n)
+	}
+	if len(ratios) > 0 {
+		slices.Sort(ratios)
+		r.BrightnessRatio = percentile(ratios, 50)
+	}
+	if d.pixels > 0 {
+		r.FarShare = float64(d.far) / float64(d.pixels)
+	}
+	if d.relN > 0 {
+		r.Reliability = d.relSum / float64(d.relN)
+		if len(st.ClassReliability) == len(d.labelN) {
+			// The training scene's reliability for this scene's mix of labels.
+			base := 0.0
+			for c, n := range d.labelN {
+				base += float64(n) * float64(st.ClassReliability[c])
+			}
+			r.ReliabilityBaseline = base / float64(d.relN)
+		}
+		if r.ReliabilityBaseline > 0 {
+			r.ReliabilityRatio = r.Reliability / r.ReliabilityBaseline
+		}
+	}
+	var logSum, weight float64
+	for c, h := range d.distHist {
+		if c >= len(st.ClassDistanceP50) || !(st.ClassDistanceP50[c] > 0) {
+			continue
+		}
+		var n int64
+		for _, v := range h {
+			n += v
+		}
+		if m := histMedian(h); n > 0 && m > 0 {
+			logSum += float64(n) * math.Log(m/float64(st.ClassDistanceP50[c]))
+			weight += float64(n)
+		}
+	}
+	if weight > 0 {
+		r.DistanceRatio = math.Exp(logSum / weight)
+	}
+	r.Verdict, r.Reasons = d.thresholds.verdict(r)
+	return r
+}
+
+// verdict applies the thresholds to the figures of r.
+func (t DriftThresholds) verdict(r Drift) (DriftVerdict, []string) {
+	v := DriftOK
+	var reasons []string
+	raise := func(to DriftVerdict, why string) {
+		if to == DriftFail || v == DriftOK {
+			v = to
+		}
+		reasons = append(reasons, why)
+	}
+	switch {
+	case r.ValidPixels == 0:
+		return DriftUnknown, []string{"no valid pixel"}
+	case r.FarShare >= t.FailFarShare:
+		raise(DriftFail, fmt.Sprintf("%.1f%% of the pixels are farther from every class than 99%% of the training scene's (fail at %g%%)", 100*r.FarShare, 100*t.FailFarShare))
+	case r.FarShare >= t.WarnFarShare:
+		raise(DriftWarn, fmt.Sprintf("%.1f%% of the pixels are farther from every class than 99%% of the training scene's (warn at %g%%)", 100*r.FarShare, 100*t.WarnFarShare))
+	}
+	if r.DistanceRatio >= t.WarnDistanceRatio {
+		raise(DriftWarn, fmt.Sprintf("the spectra are %.1f times as far from their nearest class as the training scene's (warn at %g)", r.DistanceRatio, t.WarnDistanceRatio))
+	}
+	switch {
+	case r.ReliabilityRatio <= t.FailReliabilityRatio:
+		raise(DriftFail, fmt.Sprintf("mean reliability %.1f%% is %.0f%% of the training scene's %.1f%% for these labels (fail at %g%%)", 100*r.Reliability, 100*r.ReliabilityRatio, 100*r.ReliabilityBaseline, 100*t.FailReliabilityRatio))
+	case r.ReliabilityRatio <= t.WarnReliabilityRatio:
+		raise(DriftWarn, fmt.Sprintf("mean reliability %.1f%% is %.0f%% of the training scene's %.1f%% for these labels (warn at %g%%)", 100*r.Reliability, 100*r.ReliabilityRatio, 100*r.ReliabilityBaseline, 100*t.WarnReliabilityRatio))
+	}
+	return v, reasons
+}
+
+// Summary is the verdict and its reasons in one line.
+func (r Drift) Summary() string {
+	if len(r.Reasons) == 0 {
+		return string(r.Verdict)
+	}
+	return string(r.Verdict) + ": " + strings.Join(r.Reasons, "; ")
+}
+
+// DriftOf measures the drift of a whole scene s given m's prediction on it
+// (recovered with m's recovery, as products are) and the spectral
+// reference ref (m.SpectralReference).
+func (m *Model) DriftOf(s Scene, pred Prediction, ref *SpectralReference) (Drift, error) {
+	d, err := m.NewDriftMeter()
+	if err != nil {
+		return Drift{}, err
+	}
+	if err := measureScene(d, s, pred, ref, m.Recovery()); err != nil {
+		return Drift{}, err
+	}
+	return d.Report(), nil
+}
+
+// measureScene feeds a whole scene and its prediction to d.
+func measureScene(d *DriftMeter, s Scene, pred Prediction, ref *SpectralReference, rec RecoveryParams) error {
+	n := s.Rows * s.Cols
+	k := pred.Classes
+	if pred.Rows != s.Rows || pred.Cols != s.Cols || ref == nil || ref.Classes() != k || ref.Bands() != s.Bands {
+		return fmt.Errorf("drift: prediction %dx%d of %d classes for a %dx%dx%d scene", pred.Rows, pred.Cols, k, s.Rows, s.Cols, s.Bands)
+	}
+	d.AddSpectra(s.Data, s.Valid)
+	dist := make([]float32, n*k)
+	if err := ref.ClassDistances(s.Data, s.Valid, dist); err != nil {
+		return fmt.Errorf("drift: %w", err)
+	}
+	prec := tiling.Recover(pred.Prob, s.Valid, s.Rows, s.Cols, k, rec)
+	for i := 0; i < n; i++ {
+		if !s.valid(i) {
+			continue
+		}
+		best := 0
+		for c := 1; c < k; c++ {
+			if prec[i*k+c] > prec[i*k+best] {
+				best = c
+			}
+		}
+		d.AddPixel(dist[i*k:(i+1)*k], best)
+	}
+	return nil
+}
+
+// trainDriftStats computes the drift statistics of m on its training scene
+// s (training pixels trainIdx left out of the distance distribution) with
+// a predictor on backend.
+func trainDriftStats(ctx context.Context, m *Model, s Scene, backend string) (*driftStats, error) {
+	ref, err := m.SpectralReference()
+	if err != nil {
+		return nil, err
+	}
+	p, err := NewPredictor(m, backend)
+	if err != nil {
+		return nil, err
+	}
+	defer p.Close()
+	pred, err := p.Predict(ctx, s)
+	if err != nil {
+		return nil, err
+	}
+	B, k, n := s.Bands, pred.Classes, s.Rows*s.Cols
+	st := &driftStats{BandMean: make([]float32, B), BandStd: make([]float32, B), ClassShare: make([]float32, k),
+		ClassDistanceP99: make([]float32, k), ClassDistanceP50: make([]float32, k), ClassReliability: make([]float32, k)}
+	relByClass := make([]float64, k)
+	relCount := make([]float64, k)
+	means := BandMeans(s)
+	sq := make([]float64, B)
+	cnt := make([]float64, B)
+	for i := 0; i < n; i++ {
+		if !s.valid(i) {
+			continue
+		}
+		for b, v := range s.Data[i*B : (i+1)*B] {
+			if x := float64(v); !math.IsNaN(x) && !math.IsInf(x, 0) {
+				sq[b] += (x - means[b]) * (x - means[b])
+				cnt[b]++
+			}
+		}
+	}
+	for b := range means {
+		st.BandMean[b] = float32(means[b])
+		if cnt[b] > 0 {
+			st.BandStd[b] = float32(math.Sqrt(sq[b] / cnt[b]))
+		}
+	}
+	dist := make([]float32, n*k)
+	if err := ref.ClassDistances(s.Data, s.Valid, dist); err != nil {
+		return nil, err
+	}
+	isTrain := make([]bool, n)
+	for _, i := range m.meta.TrainIndices {
+		isTrain[i] = true
+	}
+	prec := tiling.Recover(pred.Prob, s.Valid, s.Rows, s.Cols, k, m.Recovery())
+	byClass := make([][]float64, k)
+	var nearest []float64
+	var relSum float64
+	var valid int64
+	for i := 0; i < n; i++ {
+		if !s.valid(i) {
+			continue
+		}
+		px := dist[i*k : (i+1)*k]
+		best := 0
+		for c := 1; c < k; c++ {
+			if prec[i*k+c] > prec[i*k+best] {
+				best = c
+			}
+		}
+		valid++
+		st.ClassShare[best]++
+		if a := AgreementOf(px, best); !math.IsNaN(float64(a)) {
+			relSum += float64(a)
+			relByClass[best] += float64(a)
+			relCount[best]++
+		}
+		if isTrain[i] {
+			continue
+		}
+		near := 0
+		for c := 1; c < k; c++ {
+			if px[c] < px[near] {
+				near = c
+			}
+		}
+		if v := float64(px[near]); !math.IsNaN(v) && v < NoReference-1 {
+			byClass[near] = append(byClass[near], v)
+			nearest = append(nearest, v)
+		}
+	}
+	if valid == 0 || len(nearest) == 0 {
+		return nil, errors.New("no valid pixel")
+	}
+	st.Pixels = valid
+	st.Reliability = relSum / float64(valid)
+	for c := range st.ClassShare {
+		st.ClassShare[c] /= float32(valid)
+		if relCount[c] > 0 {
+			st.ClassReliability[c] = float32(relByClass[c] / relCount[c])
+		}
+	}
+	for c, v := range byClass {
+		if len(v) == 0 {
+			// A class no pixel is nearest to: any pixel's distance to it is
+			// beyond every training pixel's.
+			st.ClassDistanceP99[c] = 0
+			continue
+		}
+		slices.Sort(v)
+		st.ClassDistanceP99[c] = float32(percentile(v, 99))
+		st.ClassDistanceP50[c] = float32(percentile(v, 50))
+	}
+	slices.Sort(nearest)
+	for _, q := range driftQuantiles {
+		st.DistanceQuantiles = append(st.DistanceQuantiles, float32(percentile(nearest, q)))
+	}
+	return st, nil
+}
+
+// checkDrift verifies stored drift statistics (none is valid).
+func (m *Model) checkDrift() error {
+	st := m.meta.Drift
+	if st == nil {
+		return nil
+	}
+	k := len(m.meta.Classes)
+	switch {
+	case len(st.BandMean) != m.meta.Bands || len(st.BandStd) != m.meta.Bands:
+		return fmt.Errorf("drift statistics for %d/%d bands, want %d", len(st.BandMean), len(st.BandStd), m.meta.Bands)
+	case len(st.ClassShare) != k || len(st.ClassDistanceP99) != k || len(st.ClassDistanceP50) != k || len(st.ClassReliability) != k:
+		return fmt.Errorf("drift statistics for %d/%d/%d/%d classes, want %d", len(st.ClassShare), len(st.ClassDistanceP99), len(st.ClassDistanceP50), len(st.ClassReliability), k)
+	case len(st.DistanceQuantiles) != len(driftQuantiles):
+		return fmt.Errorf("%d distance quantiles, want %d", len(st.DistanceQuantiles), len(driftQuantiles))
+	case !(st.Reliability >= 0 && st.Reliability <= 1):
+		return fmt.Errorf("reliability baseline %g outside 0..1", st.Reliability)
+	}
+	return nil
+}
+
+// DriftBaseline describes the training statistics in words and numbers for
+// reports: the reliability baseline (0..1) and the nearest-class distance
+// percentiles (50, 90, 99, 99.9).
+func (m *Model) DriftBaseline() (reliability float64, distanceQuantiles []float64, ok bool) {
+	st := m.meta.Drift
+	if st == nil {
+		return 0, nil, false
+	}
+	for _, q := range st.DistanceQuantiles {
+		distanceQuantiles = append(distanceQuantiles, float64(q))
+	}
+	return st.Reliability, distanceQuantiles, true
+}

@@ -1,0 +1,229 @@
+package model
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+)
+
+func TestRadiometricApply(t *testing.T) {
+	// One valid pixel of 5 bands 10..50 and one invalid pixel.
+	s := Scene{Rows: 1, Cols: 2, Bands: 5, Data: []float32{10, 20, 30, 40, 50, 1, 2, 3, 4, 5}, Valid: []bool{true, false}}
+	means := []float64{100, 100, 100, 100, 100}
+	for _, tc := range []struct {
+		name string
+		r    Radiometric
+		want []float32
+	}{
+		{"identity", Radiometric{}, []float32{10, 20, 30, 40, 50}},
+		{"gain", Radiometric{Gain: 0.5}, []float32{5, 10, 15, 20, 25}},
+		{"linear tilt", Radiometric{Tilt: 0.1}, []float32{9, 19, 30, 42, 55}},
+		{"bow tilt", Radiometric{Tilt: 0.1, TiltShape: TiltBow}, []float32{9, 21, 33, 42, 45}}, // +1 in the middle, +0.5 at a quarter
+		{"offset", Radiometric{Offset: 0.03}, []float32{13, 23, 33, 43, 53}},
+		{"shift +1", Radiometric{BandShift: 1}, []float32{20, 30, 40, 50, 50}},
+		{"shift -2", Radiometric{BandShift: -2}, []float32{10, 10, 10, 20, 30}},
+		{"shift +0.5", Radiometric{BandShift: 0.5}, []float32{15, 25, 35, 45, 50}},
+		{"reverse", Radiometric{Reverse: true}, []float32{50, 40, 30, 20, 10}},
+		{"reverse, shift +1", Radiometric{Reverse: true, BandShift: 1}, []float32{40, 30, 20, 10, 10}},
+		{"reverse, shift +0.5", Radiometric{Reverse: true, BandShift: 0.5}, []float32{45, 35, 25, 15, 10}},
+		{"gain and offset", Radiometric{Gain: 2, Offset: -0.1}, []float32{10, 30, 50, 70, 90}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := tc.r.Apply(s, means, nil)
+			for b, w := range tc.want {
+				if math.Abs(float64(got.Data[b]-w)) > 1e-4 {
+					t.Errorf("band %d: got %g, want %g (all %v)", b, got.Data[b], w, got.Data[:5])
+				}
+			}
+			for b := 5; b < 10; b++ {
+				if got.Data[b] != s.Data[b] {
+					t.Errorf("invalid pixel band %d changed: got %g, want %g", b-5, got.Data[b], s.Data[b])
+				}
+			}
+			if tc.r.IsIdentity() != (tc.name == "identity") {
+				t.Errorf("IsIdentity() = %v", tc.r.IsIdentity())
+			}
+		})
+	}
+	// Noise: zero mean, standard deviation Noise x mean, reproducible.
+	big := Scene{Rows: 100, Cols: 100, Bands: 1, Data: make([]float32, 10000)}
+	for i := range big.Data {
+		big.Data[i] = 200
+	}
+	r := Radiometric{Noise: 0.05}
+	a := r.Apply(big, nil, rand.New(rand.NewPCG(1, 2)))
+	b := r.Apply(big, nil, rand.New(rand.NewPCG(1, 2)))
+	var sum, sq float64
+	for i, v := range a.Data {
+		if v != b.Data[i] {
+			t.Fatalf("noise not reproducible at %d: %g vs %g", i, v, b.Data[i])
+		}
+		sum += float64(v - 200)
+		sq += float64(v-200) * float64(v-200)
+	}
+	n := float64(len(a.Data))
+	if m, sd := sum/n, math.Sqrt(sq/n); math.Abs(m) > 0.3 || math.Abs(sd-10) > 0.5 {
+		t.Errorf("noise: got mean %.3f sd %.3f, want 0 and 10", m, sd)
+	}
+}
+
+func TestAugmentDraw(t *testing.T) {
+	a := Augment{Prob: 0.5, Gain: 0.25, Tilt: 0.15, Offset: 0.05, Noise: 0.03, BandShift: 1, CleanTail: 0.1}
+	rng := rand.New(rand.NewPCG(3, 4))
+	identity := 0
+	for range 2000 {
+		r := a.draw(rng)
+		if r.IsIdentity() {
+			identity++
+			continue
+		}
+		if r.Gain < 1/1.25-1e-9 || r.Gain > 1.25+1e-9 || math.Abs(r.Tilt) > 0.15 || math.Abs(r.Offset) > 0.05 ||
+			r.Noise < 0 || r.Noise > 0.03 || math.Abs(r.BandShift) > 1 {
+			t.Fatalf("draw outside the bounds: %+v", r)
+		}
+	}
+	if identity < 900 || identity > 1100 {
+		t.Errorf("%d of 2000 steps unchanged, want about 1000 (p = 0.5)", identity)
+	}
+	if r := (Augment{}).draw(rng); !r.IsIdentity() {
+		t.Errorf("off: drew %+v", r)
+	}
+}
+
+func TestParseAugment(t *testing.T) {
+	for _, tc := range []struct {
+		in      string
+		want    Augment
+		wantErr bool
+	}{
+		{"off", Augment{}, false},
+		{"", Augment{}, false},
+		{"p=0.8,gain=0.25,tilt=0.15,offset=0.05,noise=0.03,shift=1,tail=0.1", Augment{Prob: 0.8, Gain: 0.25, Tilt: 0.15, Offset: 0.05, Noise: 0.03, BandShift: 1, CleanTail: 0.1}, false},
+		{" P = 1 , gain=0.1", Augment{Prob: 1, Gain: 0.1}, false},
+		{"p=2", Augment{}, true},
+		{"gain=-0.1", Augment{}, true},
+		{"tilt=1", Augment{}, true},
+		{"shift=1.5", Augment{BandShift: 1.5}, false},
+		{"tail=2", Augment{}, true},
+		{"gain=0.2x", Augment{}, true},
+		{"gain=NaN", Augment{}, true},
+		{"gain", Augment{}, true},
+		{"gain=0.1,gain=0.2", Augment{}, true},
+		{"p=1,gain=0.1,norm=image", Augment{Prob: 1, Gain: 0.1, ImageNorm: true}, false},
+		{"p=1,gain=0.1,norm=clean", Augment{Prob: 1, Gain: 0.1}, false},
+		{"p=1,norm=batch", Augment{}, true},
+		{"bright=0.1", Augment{}, true},
+	} {
+		got, err := ParseAugment(tc.in)
+		if (err != nil) != tc.wantErr || (err == nil && got != tc.want) {
+			t.Errorf("ParseAugment(%q) = %+v, %v; want %+v, error %v", tc.in, got, err, tc.want, tc.wantErr)
+		}
+	}
+	a := Augment{Prob: 0.8, Gain: 0.25, Tilt: 0.15, Offset: 0.05, Noise: 0.03, BandShift: 1, CleanTail: 0.1}
+	if got, err := ParseAugment(a.String()); err != nil || got != a {
+		t.Errorf("round trip of %q: %+v, %v", a.String(), got, err)
+	}
+}
+
+func FuzzParseAugment(f *testing.F) {
+	for _, s := range []string{"off", "p=0.8,gain=0.25,tilt=0.15,offset=0.05,noise=0.03,shift=1", "gain=", "=,", "shift=-1"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, spec string) {
+		a, err := ParseAugment(spec)
+		if err != nil {
+			return
+		}
+		// Whatever parses is valid and survives its own String.
+		if err := a.validate(); err != nil {
+			t.Fatalf("%q parsed to invalid %+v: %v", spec, a, err)
+		}
+		b, err := ParseAugment(a.String())
+		if err != nil || (a.On() && b != a) {
+			t.Fatalf("%q: %+v does not round-trip: %+v, %v", spec, a, b, err)
+		}
+	})
+}
+
+// TestInputModes checks each input mode's channels for one spectrum: the
+// shape and SNV inputs are the same for any gain (SNV also for any common
+// offset), the stretch is not.
+func TestInputModes(t *testing.T) {
+	v := []float32{100, 200, 300, 400}
+	lo, hi := []float32{0, 0, 0, 0}, []float32{1000, 1000, 1000, 1000}
+	for _, mode := range []string{InputStretch, InputShape, InputStretchShape, InputSNV} {
+		in := newInputSpec(mode, lo, hi)
+		ch := inputChannels(mode, len(v))
+		a, b, c := make([]float32, ch), make([]float32, ch), make([]float32, ch)
+		in.add(a, v)
+		in.add(b, []float32{50, 100, 150, 200})  // gain 0.5
+		in.add(c, []float32{150, 250, 350, 450}) // +50 in every band
+		gainInvariant := mode == InputShape || mode == InputSNV
+		same := func(x, y []float32) bool {
+			for i := range x {
+				if math.Abs(float64(x[i]-y[i])) > 1e-6 {
+					return false
+				}
+			}
+			return true
+		}
+		if same(a, b) != gainInvariant {
+			t.Errorf("%s: gain 0.5 gives %v from %v; invariant %v", mode, b, a, gainInvariant)
+		}
+		if same(a, c) != (mode == InputSNV) {
+			t.Errorf("%s: offset +50 gives %v from %v", mode, c, a)
+		}
+	}
+	// Shape: the spectrum over its mean, halved.
+	in := newInputSpec(InputShape, lo, hi)
+	got := make([]float32, 4)
+	in.add(got, v)
+	for b, w := range []float32{0.2, 0.4, 0.6, 0.8} {
+		if math.Abs(float64(got[b]-w)) > 1e-6 {
+			t.Errorf("shape band %d: got %g, want %g", b, got[b], w)
+		}
+	}
+}
+
+// TestTrainAugmented: augmented training (clean-scene statistics, and the
+// per-image variant) runs, is deterministic for a seed, and differs from
+// training without augmentation.
+func TestTrainAugmented(t *testing.T) {
+	s, labels := synthScene(24, 20, 10, 3, 5)
+	train := func(a Augment) *Model {
+		cfg := tinyConfig(8)
+		cfg.Input = InputStretchShape
+		cfg.Augment = a
+		m, err := Train(t.Context(), s, labels, TrainOptions{Config: cfg, TrainPerClass: 6, Backend: "go"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	same := func(x, y *Model) bool {
+		for i := range x.params {
+			for j, v := range x.params[i].Data {
+				if math.Float32bits(v) != math.Float32bits(y.params[i].Data[j]) {
+					return false
+				}
+			}
+		}
+		return true
+	}
+	aug := Augment{Prob: 0.7, Gain: 0.2, Tilt: 0.1, Offset: 0.03, Noise: 0.02, BandShift: 1, CleanTail: 0.25}
+	a, b := train(aug), train(aug)
+	if !same(a, b) {
+		t.Error("augmented training is not deterministic for one seed")
+	}
+	imageNorm := aug
+	imageNorm.ImageNorm = true
+	plain := train(Augment{})
+	for name, m := range map[string]*Model{"per-image statistics": train(imageNorm), "no augmentation": plain} {
+		if same(m, a) {
+			t.Errorf("%s: same weights as augmented training with the clean statistics", name)
+		}
+	}
+	if a.Config().Augment != aug || a.Config().Input != InputStretchShape {
+		t.Errorf("config %+v does not record the input and augmentation", a.Config())
+	}
+}

@@ -1,0 +1,121 @@
+package processor
+
+import (
+	"context"
+	"errors"
+	"math"
+	"os"
+	"path/filepath"
+	"strconv"
+	"testing"
+
+	"github.com/pnec/pnec/internal/fixture"
+	"github.com/pnec/pnec/model"
+)
+
+// TestClassifyDrift: a scene like the training scene gets verdict ok, the
+// same ground with its bands reversed fail; the verdict and figures are in
+// Result.Drift and in the product's metadata as gdalinfo reads it (PNEC
+// domain and PNEC_-prefixed in the default one); a tiled run measures what
+// a whole-image run does; a DriftCheck that refuses the scene leaves an
+// earlier product as it was.
+func TestClassifyDrift(t *testing.T) {
+	mp, err := fixture.ModelPath()
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := model.Load(mp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	like := filepath.Join(dir, "like.tif")
+	if err := fixture.WriteScene(like, 2); err != nil {
+		t.Fatal(err)
+	}
+	data, _ := fixture.SceneData(3)
+	reversed := make([]float32, len(data))
+	for i := 0; i < len(data); i += fixture.Bands {
+		for b := 0; b < fixture.Bands; b++ {
+			reversed[i+b] = data[i+fixture.Bands-1-b]
+		}
+	}
+	rev := filepath.Join(dir, "reversed.tif")
+	if err := fixture.WriteRaster(rev, fixture.Rows, fixture.Cols, fixture.Bands, reversed); err != nil {
+		t.Fatal(err)
+	}
+	run := func(opts Options, scene, out string) (Result, error) {
+		c, err := NewClassifier(m, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		return c.Classify(context.Background(), scene, out)
+	}
+
+	res, err := run(Options{}, like, filepath.Join(dir, "like_product.tif"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Drift == nil || res.Drift.Verdict != model.DriftOK || res.Drift.ValidPixels != int64(fixture.Rows*fixture.Cols) {
+		t.Fatalf("scene like the training scene: drift %+v, want ok over every pixel", res.Drift)
+	}
+	md, _ := gdalinfoJSON(t, filepath.Join(dir, "like_product.tif"))["metadata"].(map[string]any)
+	pnec, _ := md["PNEC"].(map[string]any)
+	dflt, _ := md[""].(map[string]any)
+	if pnec[MetaDriftVerdict] != "ok" || dflt["PNEC_"+MetaDriftVerdict] != "ok" {
+		t.Errorf("product metadata %s = %v (default domain %v), want ok", MetaDriftVerdict, pnec[MetaDriftVerdict], dflt["PNEC_"+MetaDriftVerdict])
+	}
+	for _, k := range []string{MetaDriftFarShare, MetaDriftDistanceRatio, MetaDriftReliabilityRatio, MetaDriftBrightnessRatio, MetaDriftBandShiftMax} {
+		s, _ := pnec[k].(string)
+		if v, err := strconv.ParseFloat(s, 64); err != nil || math.IsNaN(v) {
+			t.Errorf("product metadata %s = %q, want a number", k, s)
+		}
+	}
+
+	tiled, err := run(Options{TileSize: 20, Overlap: 8}, like, filepath.Join(dir, "like_tiled.tif"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tiled.Tiles < 4 {
+		t.Fatalf("tiled run has %d tiles, want at least 4", tiled.Tiles)
+	}
+	w, d := res.Drift, tiled.Drift
+	if d.ValidPixels != w.ValidPixels || math.Abs(d.BrightnessRatio-w.BrightnessRatio) > 1e-9 || math.Abs(d.BandShiftMaxSD-w.BandShiftMaxSD) > 1e-6 ||
+		math.Abs(d.FarShare-w.FarShare) > 0.01 || math.Abs(d.ReliabilityRatio-w.ReliabilityRatio) > 0.01 || d.Verdict != w.Verdict {
+		t.Errorf("tiled drift %+v, whole-image %+v: want the same figures", d, w)
+	}
+
+	res, err = run(Options{}, rev, filepath.Join(dir, "rev_product.tif"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Drift == nil || res.Drift.Verdict != model.DriftFail || len(res.Drift.Reasons) == 0 {
+		t.Fatalf("bands reversed: drift %+v, want fail with reasons", res.Drift)
+	}
+
+	// Refused: an earlier product at the path stays.
+	out := filepath.Join(dir, "refused.tif")
+	if err := os.WriteFile(out, []byte("earlier product"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err = run(Options{DriftCheck: RefuseDrift(model.DriftFail)}, rev, out)
+	var de *DriftError
+	if !errors.Is(err, ErrDrift) || !errors.As(err, &de) || de.Drift.Verdict != model.DriftFail {
+		t.Fatalf("refused scene: error %v, want a DriftError with verdict fail", err)
+	}
+	if b, err := os.ReadFile(out); err != nil || string(b) != "earlier product" {
+		t.Errorf("refused scene changed the output: %q, %v", b, err)
+	}
+	left, _ := filepath.Glob(filepath.Join(dir, "refused*"))
+	if len(left) != 1 {
+		t.Errorf("refused scene left %v, want only the earlier product", left)
+	}
+	// warn refuses fail too; ok passes either.
+	if err := RefuseDrift(model.DriftWarn)(model.Drift{Verdict: model.DriftWarn}); !errors.Is(err, ErrDrift) {
+		t.Errorf("RefuseDrift(warn) on warn: %v, want ErrDrift", err)
+	}
+	if err := RefuseDrift(model.DriftFail)(model.Drift{Verdict: model.DriftWarn}); err != nil {
+		t.Errorf("RefuseDrift(fail) on warn: %v, want nil", err)
+	}
+}

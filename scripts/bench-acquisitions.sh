@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# bench-acquisitions.sh: the acquisition-shift protocol (issue 21) on the two
+# benchmark scenes of ../shared/data, both encoders, the default model and the
+# paper's input without augmentation, then bench/acquisitions.md.
+#
+#   PNEC=bin/pnec OUT=/tmp/pnec-bench-acquisitions scripts/bench-acquisitions.sh [RUNS] [ENCODERS]
+#
+# RUNS defaults to 5 and ENCODERS to "cell paper". Each (scene, encoder, model)
+# is one `pnec experiment --shift ... --json` (RUNS models and RUNS models of
+# the disjoint split); a JSON already in OUT is kept, so an interrupted run
+# goes on where it stopped. On 2 shared cores the cell encoder takes about an
+# hour for both scenes and models, the paper encoder several. Accuracy, not
+# time, is measured: no lock is needed.
+set -euo pipefail
+RUNS=${1:-5}
+ENCODERS=${2:-cell paper}
+PNEC=$(realpath "${PNEC:-bin/pnec}")
+OUT=${OUT:-/tmp/pnec-bench-acquisitions}
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+DATA=${PNEC_DATA:-$ROOT/../shared/data}
+if [ ! -d "$DATA/SalinasA" ] || [ ! -d "$DATA/JasperRidge" ]; then
+	echo "bench-acquisitions: no benchmark data under $DATA (set PNEC_DATA): skipped" >&2
+	exit 0
+fi
+mkdir -p "$OUT"
+cd "$OUT"
+# The scenes as GeoTIFFs (pnec import mat), once.
+if [ ! -s salinasA.tif ]; then
+	"$PNEC" import mat --cube "$DATA/SalinasA/SalinasA_corrected.mat" --labels "$DATA/SalinasA/SalinasA_gt.mat" --out salinasA.tif --labels-out salinasA_gt.tif 2>/dev/null
+	"$PNEC" import mat --labels "$DATA/SalinasA/SalinasA_train_seed12345.mat" --labels-out salinasA_train.tif 2>/dev/null
+fi
+if [ ! -s jasper.tif ]; then
+	"$PNEC" import mat --cube "$DATA/JasperRidge/JasperRidge2_R198.mat" --labels "$DATA/JasperRidge/JasperRidge_gt.mat" --out jasper.tif --labels-out jasper_gt.tif 2>/dev/null
+	"$PNEC" import mat --labels "$DATA/JasperRidge/JasperRidge_train_seed12345.mat" --labels-out jasper_train.tif 2>/dev/null
+fi
+: > commands.txt
+args=()
+for enc in $ENCODERS; do
+	for variant in default reference; do
+		for scene in salinasA jasper; do
+			other=jasper; name=SalinasA
+			if [ $scene = jasper ]; then other=salinasA; name=JasperRidge; fi
+			extra=""
+			[ $variant = reference ] && extra="--input stretch --augment off"
+			out=${scene}_${enc}_${variant}.json
+			cmd="pnec experiment --shift --scene $scene.tif --labels ${scene}_gt.tif --train-mask ${scene}_train.tif --other $other.tif --runs $RUNS --encoder $enc --backend go $extra --json > $out"
+			echo "$cmd" >> commands.txt
+			if [ ! -s "$out" ]; then
+				echo "bench-acquisitions: $(date -u +%H:%M:%S) $out" >&2
+				# shellcheck disable=SC2086
+				"$PNEC" experiment --shift --scene $scene.tif --labels ${scene}_gt.tif --train-mask ${scene}_train.tif --other $other.tif \
+					--runs "$RUNS" --encoder "$enc" --backend go $extra --json -q > "$out.tmp"
+				mv "$out.tmp" "$out"
+			fi
+			label=default
+			[ $variant = reference ] && label="paper's input, no augmentation"
+			args+=("$name|$enc|$label=$OUT/$out")
+		done
+	done
+done
+cd "$ROOT"
+go run ./bench/cmd/acqreport -out bench/acquisitions.md -commands "$OUT/commands.txt" \
+	-note "Measured at commit $(git describe --always --dirty 2>/dev/null || echo unknown) on $(nproc) cores ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')), go backend; accuracy only, so the machine's load does not matter (training times are indicative)." \
+	"${args[@]}"
