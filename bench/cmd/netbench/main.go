@@ -21,6 +21,7 @@ import (
 	"math"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"slices"
 	"time"
 
@@ -60,6 +61,7 @@ func run(ctx context.Context, args []string) error {
 	mode := fs.String("mode", "infer", "infer (full-scene inference) or train (one training step)")
 	steps := fs.Int("steps", 3, "timed operations after the first")
 	backend := fs.String("backend", "go", "backend (go, or xla:...)")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the timed operations to this file")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -67,6 +69,17 @@ func run(ctx context.Context, args []string) error {
 		return fmt.Errorf("-steps %d: want at least 1", *steps)
 	}
 	s, labels := scene(*rows, *cols, *bands, *classes)
+	// The profile starts with the first timed operation (after compilation).
+	startProfile := func() error { return nil }
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		startProfile = func() error { return pprof.StartCPUProfile(f) }
+		defer pprof.StopCPUProfile()
+	}
 	cfg := model.DefaultConfig()
 	if err := setEncoder(&cfg, *encoder); err != nil {
 		return err
@@ -85,6 +98,9 @@ func run(ctx context.Context, args []string) error {
 				last = e.Elapsed
 				if e.Epoch == 1 {
 					res.FirstS = d.Seconds()
+					if err := startProfile(); err != nil {
+						fmt.Fprintln(os.Stderr, "netbench: cpu profile:", err)
+					}
 					return
 				}
 				times = append(times, d.Seconds())
@@ -126,6 +142,9 @@ func run(ctx context.Context, args []string) error {
 			d := time.Since(t0).Seconds()
 			if i == 0 {
 				res.FirstS = d
+				if err := startProfile(); err != nil {
+					return err
+				}
 			} else {
 				times = append(times, d)
 			}

@@ -1,0 +1,22 @@
+//go:build !(goexperiment.simd && amd64)
+
+package model
+
+// fullResAvailable is false without GOEXPERIMENT=simd on amd64: the paper
+// encoder's full-resolution stage stays in the GoMLX graph.
+func fullResAvailable(int) bool { return false }
+
+// fullRes is only built with GOEXPERIMENT=simd on amd64.
+type fullRes struct{}
+
+func newFullRes(dims, Scene, []float32, []float32, int) *fullRes { panic("fullRes: not built") }
+
+func (*fullRes) setWeights(we, be, gamma, beta, wc, bc []float32) { panic("fullRes: not built") }
+
+func (*fullRes) forward([]float64, []float64, []float32, bool) ([]float64, []float64) {
+	panic("fullRes: not built")
+}
+
+func (*fullRes) backward([]float32) (dwe, dbe, dgamma, dbeta, dwc, dbc []float32) {
+	panic("fullRes: not built")
+}
