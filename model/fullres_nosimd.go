@@ -7,7 +7,7 @@ package model
 func fullResAvailable(int) bool { return false }
 
 // fullRes is only built with GOEXPERIMENT=simd on amd64.
-type fullRes struct{}
+type fullRes struct{ hs, ws int }
 
 func newFullRes(dims, Scene, []float32, []float32, int) *fullRes { panic("fullRes: not built") }
 
@@ -19,4 +19,19 @@ func (*fullRes) forward([]float64, []float64, []float32, bool) ([]float64, []flo
 
 func (*fullRes) backward([]float32) (dwe, dbe, dgamma, dbeta, dwc, dbc []float32) {
 	panic("fullRes: not built")
+}
+
+func newFullResWeights(dims, paramSet, int) *fullRes { panic("fullRes: not built") }
+
+func (*fullRes) setScene(Scene, []float32, []float32) { panic("fullRes: not built") }
+
+func (*fullRes) release() {}
+
+// float64s converts v.
+func float64s(v []float32) []float64 {
+	o := make([]float64, len(v))
+	for i, x := range v {
+		o[i] = float64(x)
+	}
+	return o
 }

@@ -86,18 +86,19 @@ type fullRes struct {
 // chunk of tiles, and (backward) the output gradient rows, the input
 // gradient rows and the worker's partial sums.
 type frScratch struct {
-	xs, z, e []float32
-	v, m     []float32
-	dc, de   []float32
-	du       []float32
-	sums     []float64 // pass 1: per channel sum and sum of squares
-	dU       []float32 // [16, D, D]
-	xtdu     []float32 // [B, D]
-	dgamma   []float64
-	dbeta    []float64
-	dbc      []float64
-	argIdx   [16]uint32
-	rowSums  []float32
+	cols, bands int // the scene width and band count the buffers are for
+	xs, z, e    []float32
+	v, m        []float32
+	dc, de      []float32
+	du          []float32
+	sums        []float64 // pass 1: per channel sum and sum of squares
+	dU          []float32 // [16, D, D]
+	xtdu        []float32 // [B, D]
+	dgamma      []float64
+	dbeta       []float64
+	dbc         []float64
+	argIdx      [16]uint32
+	rowSums     []float32
 }
 
 // frChunkCells is the number of cells along a row whose 4 x frChunkCells
@@ -110,12 +111,47 @@ var winoG = [4][3]float64{{1, 0, 0}, {0.5, 0.5, 0.5}, {0.5, -0.5, 0.5}, {0, 0, 1
 
 // newFullRes prepares the stage for scene s, stretched with lo and hi.
 func newFullRes(d dims, s Scene, lo, hi []float32, workers int) *fullRes {
-	f := &fullRes{rows: s.Rows, cols: s.Cols, bands: s.Bands, d: d.D, groups: d.Groups,
-		hs: s.Rows / Stride, ws: s.Cols / Stride, workers: max(1, workers), s: s, lo: lo, scale: stretchScales(lo, hi)}
-	// A worker needs at least one row of cells (plus the extra one past the
-	// floor grid in the backward pass).
-	f.workers = min(f.workers, max(1, f.hs))
+	f := &fullRes{bands: d.Bands, d: d.D, groups: d.Groups, workers: max(1, workers)}
+	f.setScene(s, lo, hi)
 	return f
+}
+
+// newFullResWeights prepares the stage with the model's weights (params by
+// name), for scenes given later with setScene.
+func newFullResWeights(d dims, params paramSet, workers int) *fullRes {
+	f := &fullRes{bands: d.Bands, d: d.D, groups: d.Groups, workers: max(1, workers)}
+	w := map[string][]float32{}
+	for _, p := range params {
+		w[p.Name] = p.Data
+	}
+	f.setWeights(w["embed.w"], w["embed.b"], w["embed.gn.g"], w["embed.gn.b"], w["conv.w"], w["conv.b"])
+	return f
+}
+
+// setScene points the stage at scene s (stretched with lo and hi); the
+// Gram matrix and the training windows of an earlier scene are dropped.
+func (f *fullRes) setScene(s Scene, lo, hi []float32) {
+	f.s, f.lo, f.scale = s, lo, stretchScales(lo, hi)
+	f.rows, f.cols, f.bands = s.Rows, s.Cols, s.Bands
+	f.hs, f.ws = s.Rows/Stride, s.Cols/Stride
+	f.haveGram, f.gram, f.sx = false, nil, nil
+	f.argmax, f.gm = nil, nil
+}
+
+// release drops the stage's reference to the scene and its training
+// windows, keeping the weights and the workers' buffers.
+func (f *fullRes) release() {
+	f.s = Scene{}
+	f.argmax, f.gm = nil, nil
+}
+
+// float64s converts v.
+func float64s(v []float32) []float64 {
+	o := make([]float64, len(v))
+	for i, x := range v {
+		o[i] = float64(x)
+	}
+	return o
 }
 
 // setWeights loads the stage's weights (the graph's layouts) and
@@ -174,12 +210,12 @@ func (f *fullRes) scratch(w int) *frScratch {
 	for len(f.scr) <= w {
 		f.scr = append(f.scr, nil)
 	}
-	if f.scr[w] != nil {
-		return f.scr[w]
-	}
 	d, wd, b := f.d, f.cols, f.bands
+	if sc := f.scr[w]; sc != nil && sc.cols == wd && sc.bands == b {
+		return sc
+	}
 	t := 4 * frChunkCells
-	sc := &frScratch{
+	sc := &frScratch{cols: wd, bands: b,
 		xs: make([]float32, 6*wd*b), z: make([]float32, 6*wd*d), e: make([]float32, 6*(wd+2)*d),
 		v: make([]float32, 16*t*d), m: make([]float32, 16*t*d),
 		sums: make([]float64, 2*d), rowSums: make([]float32, 2*d),
@@ -229,8 +265,15 @@ func (f *fullRes) stretchRows(xs []float32, r0, n int) {
 				continue
 			}
 			src := f.s.Data[px*b : (px+1)*b]
-			for j, v := range src {
-				out[j] = stretch01(v, f.lo[j], f.scale[j])
+			j := 0
+			zero, one := archsimd.Float32x16{}, archsimd.BroadcastFloat32x16(1)
+			for ; j+16 <= b; j += 16 {
+				x := archsimd.LoadFloat32x16(src[j : j+16]).Sub(archsimd.LoadFloat32x16(f.lo[j : j+16])).Mul(archsimd.LoadFloat32x16(f.scale[j : j+16]))
+				// As stretch01: clipped to [0, 1], NaN to 0.
+				x.Min(one).IfElse(x.GreaterEqual(zero), zero).Store(out[j : j+16])
+			}
+			for ; j < b; j++ {
+				out[j] = stretch01(src[j], f.lo[j], f.scale[j])
 			}
 		}
 	}
@@ -591,6 +634,9 @@ func (f *fullRes) gramPass() {
 // layouts) from df0, the loss's gradient with respect to forward's f0,
 // with the normalisation and windows of the last forward (train) pass.
 func (f *fullRes) backward(df0 []float32) (dwe, dbe, dgamma, dbeta, dwc, dbc []float32) {
+	if f.argmax == nil {
+		panic("fullRes.backward: no training forward pass before it")
+	}
 	f.gramPass()
 	d, b := f.d, f.bands
 	hsE := f.hs

@@ -3,6 +3,7 @@ package model
 import (
 	"math"
 	"math/rand/v2"
+	"runtime"
 	"testing"
 
 	. "github.com/gomlx/gomlx/core/graph" //nolint:revive // graph DSL
@@ -195,4 +196,36 @@ func maxAbs(v []float64) float64 {
 		m = math.Max(m, math.Abs(x))
 	}
 	return m
+}
+
+// BenchmarkFullRes times the paper encoder's full-resolution stage on
+// pnec's kernels at Pavia University's size (benchSize), D = 128: inference
+// (stored statistics), the training forward pass (the scene's statistics,
+// windows kept) and the backward pass, in wall and process CPU seconds.
+func BenchmarkFullRes(b *testing.B) {
+	if !fullResAvailable(128) {
+		b.Skip("pnec's full-resolution kernels need AVX-512 and GOEXPERIMENT=simd")
+	}
+	rows, cols, bands, _ := benchSize()
+	fc := newFullResCase(rows, cols, bands, 128, 3, 0)
+	f := newFullRes(fc.d, fc.s, fc.lo, fc.hi, runtime.GOMAXPROCS(0))
+	f.setWeights(fc.we, fc.be, fc.gamma, fc.beta, fc.wc, fc.bc)
+	f0 := make([]float32, (rows/Stride)*(cols/Stride)*128)
+	mean, vr := f.forward(nil, nil, f0, true)
+	for _, mode := range []string{"infer", "train-forward", "backward"} {
+		b.Run(mode, func(b *testing.B) {
+			c0 := cpuSeconds()
+			for b.Loop() {
+				switch mode {
+				case "infer":
+					f.forward(mean, vr, f0, false)
+				case "train-forward":
+					f.forward(nil, nil, f0, true)
+				case "backward":
+					f.backward(f0)
+				}
+			}
+			b.ReportMetric((cpuSeconds()-c0)/float64(b.N), "cpu-s/op")
+		})
+	}
 }

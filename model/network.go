@@ -39,6 +39,10 @@ type net struct {
 	// to the broadcasting elementwise passes this removes. It has no
 	// gradient, so training graphs never set it.
 	fused bool
+	// f0Input says that the graph's input is already the paper encoder's
+	// output F0 [L, D] (before the low-resolution valid mask), computed by
+	// pnec's own full-resolution kernels (fullRes) outside the graph.
+	f0Input bool
 }
 
 // normRecord is one GroupNorm call's per-image statistics in a graph.
@@ -372,7 +376,11 @@ func ssdScanMode(x, dA, b, c *Node, q int, inference bool) *Node {
 func (n *net) encode(x *Node) (f0, fspa, fdiff *Node) {
 	d := n.d
 	if n.cfg.Encoder == EncoderPaper {
-		f0 = n.paperEncoder(x)
+		if n.f0Input {
+			f0 = x
+		} else {
+			f0 = n.paperEncoder(x)
+		}
 	} else {
 		hs, ws := x.Shape().Dimensions[0], x.Shape().Dimensions[1]
 		e := n.zeroInvalid(n.linearNormSilu(Reshape(x, hs*ws, d.Bands), "embed", "embed.gn"))
