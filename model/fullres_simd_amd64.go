@@ -419,7 +419,13 @@ func (f *fullRes) stats() (mean, variance []float64) {
 // backward needs.
 func (f *fullRes) forward(mean, variance []float64, f0 []float32, train bool) ([]float64, []float64) {
 	if mean == nil {
-		mean, variance = f.stats()
+		if train || f.haveGram {
+			// Training runs many passes over one scene: its moments, once,
+			// give every step's statistics.
+			mean, variance = f.gramStats()
+		} else {
+			mean, variance = f.stats()
+		}
 	}
 	f.setNorm(mean, variance)
 	d := f.d
@@ -577,8 +583,13 @@ func gelu16(x archsimd.Float32x16) (g, dg archsimd.Float32x16) {
 	return g, dg
 }
 
-// gramPass computes the Gram matrix of the stretched input over the valid
-// pixels, its column sums and the valid count (once per scene).
+// gramPass computes, once per scene, the stretched input's sum and
+// centred second moments over the valid pixels: sx = sum x, nvalid, and
+// C = sum (x - mean)(x - mean)^T. The embedding z = x We + be is linear in
+// x, so its per-group statistics and the GroupNorm's gradient through the
+// embedding follow from them in O(B^2 D) (gramStats, backward) instead of
+// a pass over the scene. Centring first keeps the variances free of the
+// cancellation of E[z^2] - E[z]^2.
 func (f *fullRes) gramPass() {
 	if f.haveGram {
 		return
@@ -589,45 +600,126 @@ func (f *fullRes) gramPass() {
 	parts := make([][]float64, f.workers)
 	f.parallel(nb, func(w, lo, hi int) {
 		sc := f.scratch(w)
-		acc := make([]float64, b*b+b+1)
+		acc := make([]float64, b+1)
+		for bi := lo; bi < hi; bi++ {
+			r0 := bi * blk
+			n := min(blk, f.rows-r0)
+			xs := sc.xs[:n*wd*b]
+			f.stretchRows(xs, r0, n)
+			for p := 0; p < n*wd; p++ {
+				if !f.s.valid(r0*wd + p) {
+					continue
+				}
+				acc[b]++
+				for j, v := range xs[p*b : (p+1)*b] {
+					acc[j] += float64(v)
+				}
+			}
+		}
+		parts[w] = acc
+	})
+	f.sx, f.nvalid = make([]float64, b), 0
+	var nv float64
+	for _, acc := range parts {
+		if acc == nil {
+			continue
+		}
+		for j := range f.sx {
+			f.sx[j] += acc[j]
+		}
+		nv += acc[b]
+	}
+	f.nvalid = int(nv)
+	mean := make([]float32, b)
+	for j := range mean {
+		mean[j] = float32(f.sx[j] / math.Max(nv, 1))
+	}
+	parts = make([][]float64, f.workers)
+	f.parallel(nb, func(w, lo, hi int) {
+		sc := f.scratch(w)
+		acc := make([]float64, b*b)
 		g32 := make([]float32, b*b)
 		for bi := lo; bi < hi; bi++ {
 			r0 := bi * blk
 			n := min(blk, f.rows-r0)
 			xs := sc.xs[:n*wd*b]
 			f.stretchRows(xs, r0, n)
+			for p := 0; p < n*wd; p++ {
+				if f.s.valid(r0*wd + p) {
+					for j := range mean {
+						xs[p*b+j] -= mean[j]
+					}
+				}
+			}
 			sgemm(b, b, n*wd, xs, 1, b, xs, b, g32, b, false)
 			for i, v := range g32 {
 				acc[i] += float64(v)
 			}
-			for p := 0; p < n*wd; p++ {
-				if !f.s.valid(r0*wd + p) {
-					continue
-				}
-				acc[b*b+b]++
-				for j, v := range xs[p*b : (p+1)*b] {
-					acc[b*b+j] += float64(v)
-				}
-			}
 		}
 		parts[w] = acc
 	})
-	f.gram, f.sx, f.nvalid = make([]float64, b*b), make([]float64, b), 0
-	var nv float64
+	f.gram = make([]float64, b*b)
 	for _, acc := range parts {
-		if acc == nil {
-			continue
-		}
-		for i := range f.gram {
+		for i := range acc {
 			f.gram[i] += acc[i]
 		}
-		for j := range f.sx {
-			f.sx[j] += acc[b*b+j]
-		}
-		nv += acc[b*b+b]
 	}
-	f.nvalid = int(nv)
 	f.haveGram = true
+}
+
+// gramStats is stats from the centred moments (gramPass): per channel
+// mean m_c = xbar w_c + b_c and sum_p (z_pc - m_c)^2 = w_c^T C w_c, so a
+// group's variance is the mean over its channels of w_c^T C w_c / n plus
+// (m_c - group mean)^2.
+func (f *fullRes) gramStats() (mean, variance []float64) {
+	f.gramPass()
+	d, g, b := f.d, f.groups, f.bands
+	nv := math.Max(float64(f.nvalid), 1)
+	per := d / g
+	mc, vc := f.channelMoments()
+	mean, variance = make([]float64, g), make([]float64, g)
+	for gi := 0; gi < g; gi++ {
+		for c := gi * per; c < (gi+1)*per; c++ {
+			mean[gi] += mc[c]
+		}
+		mean[gi] /= float64(per)
+		for c := gi * per; c < (gi+1)*per; c++ {
+			dm := mc[c] - mean[gi]
+			variance[gi] += vc[c]/nv + dm*dm
+		}
+		variance[gi] /= float64(per)
+	}
+	_ = b
+	return mean, variance
+}
+
+// channelMoments are each channel's mean of z over the valid pixels and
+// w_c^T C w_c (gramPass).
+func (f *fullRes) channelMoments() (mc, vc []float64) {
+	d, b := f.d, f.bands
+	nv := math.Max(float64(f.nvalid), 1)
+	mc, vc = make([]float64, d), make([]float64, d)
+	cw := make([]float64, b)
+	for c := 0; c < d; c++ {
+		m := float64(f.be[c])
+		for j := 0; j < b; j++ {
+			m += f.sx[j] / nv * float64(f.we[j*d+c])
+		}
+		mc[c] = m
+		for j := 0; j < b; j++ {
+			var s float64
+			for i := 0; i < b; i++ {
+				s += f.gram[j*b+i] * float64(f.we[i*d+c])
+			}
+			cw[j] = s
+		}
+		var q float64
+		for j := 0; j < b; j++ {
+			q += float64(f.we[j*d+c]) * cw[j]
+		}
+		vc[c] = q
+	}
+	return mc, vc
 }
 
 // backward computes the gradients of the stage's weights (the graph's
@@ -736,26 +828,26 @@ func (f *fullRes) backward(df0 []float32) (dwe, dbe, dgamma, dbeta, dwc, dbc []f
 		s2[c/per] += float64(f.gamma[c]) * dg[c]
 	}
 	dwe, dbe = make([]float32, b*d), make([]float32, d)
+	mc, _ := f.channelMoments()
+	cw := make([]float64, b)
 	for c := 0; c < d; c++ {
 		gi := c / per
 		inv := 1 / math.Sqrt(f.variance[gi]+1e-5)
-		mean := f.mean[gi]
+		delta := mc[c] - f.mean[gi] // the channel's mean of z minus its group's
 		a1, a2 := s1[gi]/cnt, s2[gi]/cnt
 		gam := float64(f.gamma[c])
-		var sxw float64 // (sx We)[c]
 		for j := 0; j < b; j++ {
-			sxw += f.sx[j] * float64(f.we[j*d+c])
+			var s float64
+			for i := 0; i < b; i++ {
+				s += f.gram[j*b+i] * float64(f.we[i*d+c])
+			}
+			cw[j] = s
 		}
 		for j := 0; j < b; j++ {
-			var gw float64 // (Gram We)[j][c]
-			for i := 0; i < b; i++ {
-				gw += f.gram[j*b+i] * float64(f.we[i*d+c])
-			}
-			xz := gw + f.sx[j]*float64(f.be[c]) // sum_p x_j z_c
-			xxhat := inv * (xz - mean*f.sx[j])
+			xxhat := inv * (cw[j] + f.sx[j]*delta) // sum_p x_pj xhat_pc
 			dwe[j*d+c] = float32(inv * (gam*xtdu[j*d+c] - a1*f.sx[j] - a2*xxhat))
 		}
-		sumXhat := inv * (sxw + nvalid*float64(f.be[c]) - nvalid*mean)
+		sumXhat := inv * nvalid * delta
 		dbe[c] = float32(inv * (gam*db[c] - nvalid*a1 - a2*sumXhat))
 	}
 	return dwe, dbe, dgamma, dbeta, dwc, dbc
