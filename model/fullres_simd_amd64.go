@@ -101,13 +101,23 @@ type frScratch struct {
 	rowSums     []float32
 }
 
-// frChunkCells is the number of cells along a row whose 4 x frChunkCells
-// Winograd tiles are transformed and multiplied together (16 transforms of
-// 128 tiles x 128 channels: 1 MiB, kept in the L2/L3 cache).
+// frChunkCells is the number of cells along a row whose Winograd tiles
+// (one 4x4 tile per cell) are transformed and multiplied together: 36
+// transforms of 32 tiles x 128 channels, 0.6 MiB each for the inputs and
+// the products (measured: 32 cells 0.32 CPU-s per Pavia-sized inference,
+// 64 cells 0.39, the products then spilling from the L2 cache).
 const frChunkCells = 32
 
-// winoG is Winograd F(2x2, 3x3)'s kernel transform G [4][3].
-var winoG = [4][3]float64{{1, 0, 0}, {0.5, 0.5, 0.5}, {0.5, -0.5, 0.5}, {0, 0, 1}}
+// winoG is Winograd F(4x4, 3x3)'s kernel transform G [6][3] (interpolation
+// points 0, 1, -1, 2, -2 and infinity).
+var winoG = [6][3]float64{
+	{1.0 / 4, 0, 0},
+	{-1.0 / 6, -1.0 / 6, -1.0 / 6},
+	{-1.0 / 6, 1.0 / 6, -1.0 / 6},
+	{1.0 / 24, 1.0 / 12, 1.0 / 6},
+	{1.0 / 24, -1.0 / 12, 1.0 / 6},
+	{0, 0, 1},
+}
 
 // newFullRes prepares the stage for scene s, stretched with lo and hi.
 func newFullRes(d dims, s Scene, lo, hi []float32, workers int) *fullRes {
@@ -160,13 +170,13 @@ func (f *fullRes) setWeights(we, be, gamma, beta, wc, bc []float32) {
 	f.we, f.be, f.gamma, f.beta, f.wc, f.bc = we, be, gamma, beta, wc, bc
 	d := f.d
 	if f.uF == nil {
-		f.uF = make([]float32, 16*d*d)
-		f.uB = make([]float32, 16*d*d)
+		f.uF = make([]float32, 36*d*d)
+		f.uB = make([]float32, 36*d*d)
 	}
-	for xi := 0; xi < 4; xi++ {
-		for nu := 0; nu < 4; nu++ {
-			uf := f.uF[(xi*4+nu)*d*d:]
-			ub := f.uB[(xi*4+nu)*d*d:]
+	for xi := 0; xi < 6; xi++ {
+		for nu := 0; nu < 6; nu++ {
+			uf := f.uF[(xi*6+nu)*d*d:]
+			ub := f.uB[(xi*6+nu)*d*d:]
 			for c := 0; c < d; c++ {
 				for k := 0; k < d; k++ {
 					var sf, sb float64
@@ -214,10 +224,10 @@ func (f *fullRes) scratch(w int) *frScratch {
 	if sc := f.scr[w]; sc != nil && sc.cols == wd && sc.bands == b {
 		return sc
 	}
-	t := 4 * frChunkCells
+	t := frChunkCells
 	sc := &frScratch{cols: wd, bands: b,
 		xs: make([]float32, 6*wd*b), z: make([]float32, 6*wd*d), e: make([]float32, 6*(wd+2)*d),
-		v: make([]float32, 16*t*d), m: make([]float32, 16*t*d),
+		v: make([]float32, 36*t*d), m: make([]float32, 36*t*d),
 		sums: make([]float64, 2*d), rowSums: make([]float32, 2*d),
 	}
 	f.scr[w] = sc
@@ -437,7 +447,6 @@ func (f *fullRes) forward(mean, variance []float64, f0 []float32, train bool) ([
 	if !train {
 		f.argmax, f.gm = nil, nil
 	}
-	clear(f0[:f.hs*f.ws*d])
 	f.parallel(f.hs, func(w, lo, hi int) {
 		sc := f.scratch(w)
 		for c := lo; c < hi; c++ {
@@ -451,90 +460,123 @@ func (f *fullRes) forward(mean, variance []float64, f0 []float32, train bool) ([
 }
 
 // forwardChunk runs the convolution, pooling and GELU on cells j0..j1-1
-// of cell row c (4 (j1-j0) Winograd tiles), adding each cell's AvgPool
-// to f0.
+// of cell row c: one Winograd F(4x4, 3x3) tile per cell, whose 4x4 output
+// holds the cell's four MaxPool windows, so each tile gives its cell's F0.
 func (f *fullRes) forwardChunk(sc *frScratch, c, j0, j1 int, f0 []float32, train bool) {
 	d, wd := f.d, f.cols
-	tc := 2 * (j1 - j0) // tile columns
-	nt := 2 * tc        // tiles: two tile rows
-	f.inputTransform(sc.e, wd+2, 0, 2*j0, tc, nt, sc.v)
-	for xi := 0; xi < 16; xi++ {
+	nt := j1 - j0
+	f.inputTransform(sc.e, wd+2, j0, nt, sc.v)
+	for xi := 0; xi < 36; xi++ {
 		sgemm(nt, d, d, sc.v[xi*nt*d:], d, 1, f.uF[xi*d*d:], d, sc.m[xi*nt*d:], d, false)
 	}
 	nv := d / 16
 	quarter := archsimd.BroadcastFloat32x16(0.25)
+	var y [4][4]archsimd.Float32x16
 	for t := 0; t < nt; t++ {
-		tr, tj := t/tc, 2*j0+t%tc
-		wr := 2*c + tr // window row
-		cell := (c*f.ws + tj/2) * d
-		widx := (wr*2*f.ws + tj) * d
-		for j := 0; j < nv; j++ {
-			o := j * 16
-			y00, y01, y10, y11 := outputTransform(sc.m, nt*d, t*d+o)
-			best, pos := y00, archsimd.BroadcastFloat32x16(0)
-			gt := y01.Greater(best)
-			best, pos = y01.IfElse(gt, best), archsimd.BroadcastFloat32x16(1).IfElse(gt, pos)
-			gt = y10.Greater(best)
-			best, pos = y10.IfElse(gt, best), archsimd.BroadcastFloat32x16(2).IfElse(gt, pos)
-			gt = y11.Greater(best)
-			best, pos = y11.IfElse(gt, best), archsimd.BroadcastFloat32x16(3).IfElse(gt, pos)
-			mv := best.Add(archsimd.LoadFloat32x16(f.bc[o : o+16]))
-			g, dg := gelu16(mv)
-			acc := f0[cell+o : cell+o+16]
-			archsimd.LoadFloat32x16(acc).Add(g.Mul(quarter)).Store(acc)
-			if train {
-				dg.Mul(quarter).Store(f.gm[widx+o : widx+o+16])
-				pos.ConvertToInt32().AsUint32x16().SaturateToUint8().Store(f.argmax[widx+o : widx+o+16])
+		j := j0 + t
+		cell := (c*f.ws + j) * d
+		for q := 0; q < nv; q++ {
+			o := q * 16
+			outputTransform(sc.m, nt*d, t*d+o, &y)
+			bias := archsimd.LoadFloat32x16(f.bc[o : o+16])
+			var sum archsimd.Float32x16
+			for wi := 0; wi < 4; wi++ { // the cell's windows, row-major
+				r0, c0 := 2*(wi/2), 2*(wi%2)
+				best, pos := y[r0][c0], archsimd.Float32x16{}
+				gt := y[r0][c0+1].Greater(best)
+				best, pos = y[r0][c0+1].IfElse(gt, best), archsimd.BroadcastFloat32x16(1).IfElse(gt, pos)
+				gt = y[r0+1][c0].Greater(best)
+				best, pos = y[r0+1][c0].IfElse(gt, best), archsimd.BroadcastFloat32x16(2).IfElse(gt, pos)
+				gt = y[r0+1][c0+1].Greater(best)
+				best, pos = y[r0+1][c0+1].IfElse(gt, best), archsimd.BroadcastFloat32x16(3).IfElse(gt, pos)
+				mv := best.Add(bias)
+				g, dg := gelu16(mv)
+				sum = sum.Add(g)
+				if train {
+					widx := ((2*c+wi/2)*2*f.ws + 2*j + wi%2) * d
+					dg.Mul(quarter).Store(f.gm[widx+o : widx+o+16])
+					pos.ConvertToInt32().AsUint32x16().SaturateToUint8().Store(f.argmax[widx+o : widx+o+16])
+				}
 			}
+			sum.Mul(quarter).Store(f0[cell+o : cell+o+16])
 		}
 	}
 }
 
-// inputTransform writes V = B^T d B of the 4x4 patches of rows (stride
-// rowLen pixels of d channels; tile row tr's patch starts at row base+2 tr)
-// for tc tile columns from col0 (patch columns col0+2 t .. +3, in the
-// padded indexing) and two tile rows: v[xi][t][D].
-func (f *fullRes) inputTransform(src []float32, rowLen, base, col0, tc, nt int, v []float32) {
+// inputTransform writes V = B^T d B of the 6x6 patches of the six rows of
+// src (rowLen pixels of D channels each, padded by one column on the left)
+// under nt cells from cell col0: patch columns 4 j .. 4 j + 5 in the padded
+// indexing; v[xi][t][D] with xi = 6 row + column.
+func (f *fullRes) inputTransform(src []float32, rowLen, col0, nt int, v []float32) {
 	d := f.d
 	nv := d / 16
+	var r [6][6]archsimd.Float32x16
 	for t := 0; t < nt; t++ {
-		tr, tj := t/tc, col0+t%tc
-		for j := 0; j < nv; j++ {
-			o := j * 16
-			var r [4][4]archsimd.Float32x16
-			for i := 0; i < 4; i++ {
-				row := src[((base+2*tr+i)*rowLen+2*tj)*d+o:]
-				d0 := archsimd.LoadFloat32x16(row[0:16])
-				d1 := archsimd.LoadFloat32x16(row[d : d+16])
-				d2 := archsimd.LoadFloat32x16(row[2*d : 2*d+16])
-				d3 := archsimd.LoadFloat32x16(row[3*d : 3*d+16])
-				r[i] = [4]archsimd.Float32x16{d0.Sub(d2), d1.Add(d2), d2.Sub(d1), d1.Sub(d3)}
+		x0 := 4 * (col0 + t)
+		for q := 0; q < nv; q++ {
+			o := q * 16
+			for i := 0; i < 6; i++ {
+				row := src[(i*rowLen+x0)*d+o:]
+				var dv [6]archsimd.Float32x16
+				for k := range dv {
+					dv[k] = archsimd.LoadFloat32x16(row[k*d : k*d+16])
+				}
+				winoBT(&dv, &r[i])
 			}
-			for k := 0; k < 4; k++ {
-				base := t*d + o
-				r[0][k].Sub(r[2][k]).Store(v[(0*4+k)*nt*d+base:][:16])
-				r[1][k].Add(r[2][k]).Store(v[(1*4+k)*nt*d+base:][:16])
-				r[2][k].Sub(r[1][k]).Store(v[(2*4+k)*nt*d+base:][:16])
-				r[1][k].Sub(r[3][k]).Store(v[(3*4+k)*nt*d+base:][:16])
+			base := t*d + o
+			for k := 0; k < 6; k++ {
+				col := [6]archsimd.Float32x16{r[0][k], r[1][k], r[2][k], r[3][k], r[4][k], r[5][k]}
+				var out [6]archsimd.Float32x16
+				winoBT(&col, &out)
+				for i := 0; i < 6; i++ {
+					out[i].Store(v[(i*6+k)*nt*d+base:][:16])
+				}
 			}
 		}
 	}
 }
 
-// outputTransform is A^T M A of one tile's 16 products (m[xi*stride+off]).
-func outputTransform(m []float32, stride, off int) (y00, y01, y10, y11 archsimd.Float32x16) {
-	ld := func(xi int) archsimd.Float32x16 { return archsimd.LoadFloat32x16(m[xi*stride+off:][:16]) }
-	var s0, s1 [4]archsimd.Float32x16
-	for k := 0; k < 4; k++ {
-		m0, m1, m2, m3 := ld(k), ld(4+k), ld(8+k), ld(12+k)
-		s0[k] = m0.Add(m1).Add(m2)
-		s1[k] = m1.Sub(m2).Sub(m3)
-	}
-	y00 = s0[0].Add(s0[1]).Add(s0[2])
-	y01 = s0[1].Sub(s0[2]).Sub(s0[3])
-	y10 = s1[0].Add(s1[1]).Add(s1[2])
-	y11 = s1[1].Sub(s1[2]).Sub(s1[3])
+// winoBT is B^T x for F(4x4, 3x3)'s input transform.
+func winoBT(x, out *[6]archsimd.Float32x16) {
+	four := archsimd.BroadcastFloat32x16(4)
+	five := archsimd.BroadcastFloat32x16(5)
+	two := archsimd.BroadcastFloat32x16(2)
+	d0, d1, d2, d3, d4, d5 := x[0], x[1], x[2], x[3], x[4], x[5]
+	out[0] = d0.MulAdd(four, d4).Sub(d2.Mul(five))
+	s12, s34 := d1.Add(d2), d3.Add(d4)
+	out[1] = s34.Sub(s12.Mul(four))
+	m12, m43 := d1.Sub(d2), d4.Sub(d3)
+	out[2] = m12.MulAdd(four, m43)
+	m42, m31 := d4.Sub(d2), d3.Sub(d1)
+	out[3] = m31.MulAdd(two, m42)
+	out[4] = m42.Sub(m31.Mul(two))
+	out[5] = d1.MulAdd(four, d5).Sub(d3.Mul(five))
+}
+
+// winoAT is A^T m for F(4x4, 3x3)'s output transform.
+func winoAT(m *[6]archsimd.Float32x16) (y0, y1, y2, y3 archsimd.Float32x16) {
+	a, b := m[1].Add(m[2]), m[1].Sub(m[2])
+	c, e := m[3].Add(m[4]), m[3].Sub(m[4])
+	y0 = m[0].Add(a).Add(c)
+	y1 = e.MulAdd(archsimd.BroadcastFloat32x16(2), b)
+	y2 = c.MulAdd(archsimd.BroadcastFloat32x16(4), a)
+	y3 = e.MulAdd(archsimd.BroadcastFloat32x16(8), b).Add(m[5])
 	return
+}
+
+// outputTransform is Y = A^T M A of one tile's 36 products (m[xi*stride+off]).
+func outputTransform(m []float32, stride, off int, y *[4][4]archsimd.Float32x16) {
+	var s [4][6]archsimd.Float32x16 // A^T M: 4 rows of 6
+	for k := 0; k < 6; k++ {
+		var col [6]archsimd.Float32x16
+		for i := 0; i < 6; i++ {
+			col[i] = archsimd.LoadFloat32x16(m[(i*6+k)*stride+off:][:16])
+		}
+		s[0][k], s[1][k], s[2][k], s[3][k] = winoAT(&col)
+	}
+	for i := 0; i < 4; i++ {
+		y[i][0], y[i][1], y[i][2], y[i][3] = winoAT(&s[i])
+	}
 }
 
 // exp16 is e^x (Cephes' single-precision polynomial after reduction by
@@ -744,7 +786,7 @@ func (f *fullRes) backward(df0 []float32) (dwe, dbe, dgamma, dbeta, dwc, dbc []f
 	f.parallel(hsE, func(w, lo, hi int) {
 		sc := f.scratch(w)
 		if sc.dU == nil {
-			sc.dU = make([]float32, 16*d*d)
+			sc.dU = make([]float32, 36*d*d)
 			sc.xtdu = make([]float32, b*d)
 			sc.dgamma, sc.dbeta, sc.dbc = make([]float64, d), make([]float64, d), make([]float64, d)
 		}
@@ -773,7 +815,7 @@ func (f *fullRes) backward(df0 []float32) (dwe, dbe, dgamma, dbeta, dwc, dbc []f
 			f.normGradRows(sc, c)
 		}
 	})
-	dU := make([]float32, 16*d*d)
+	dU := make([]float32, 36*d*d)
 	xtdu := make([]float64, b*d)
 	dg, db, dbc64 := make([]float64, d), make([]float64, d), make([]float64, d)
 	for w := 0; w < nw; w++ {
@@ -795,13 +837,13 @@ func (f *fullRes) backward(df0 []float32) (dwe, dbe, dgamma, dbeta, dwc, dbc []f
 	for a := 0; a < 3; a++ {
 		for bb := 0; bb < 3; bb++ {
 			out := dwc[(3*a+bb)*d*d:]
-			for xi := 0; xi < 4; xi++ {
-				for nu := 0; nu < 4; nu++ {
+			for xi := 0; xi < 6; xi++ {
+				for nu := 0; nu < 6; nu++ {
 					g := float32(winoG[xi][a] * winoG[nu][bb])
 					if g == 0 {
 						continue
 					}
-					src := dU[(xi*4+nu)*d*d:]
+					src := dU[(xi*6+nu)*d*d:]
 					for i := 0; i < d*d; i++ {
 						out[i] += g * src[i]
 					}
@@ -883,70 +925,80 @@ func (f *fullRes) buildDC(sc *frScratch, c, dcw int, df0 []float32) {
 	}
 }
 
-// inputGradChunk adds to sc.de (pixel rows 4c..4c+3) the convolution's
-// input gradient on cells j0..j1-1: Winograd on the output gradient with
-// the flipped kernel.
+// inputGradChunk writes to sc.de (pixel rows 4c..4c+3) the convolution's
+// input gradient on cells j0..j1-1: Winograd F(4x4, 3x3) on the output
+// gradient with the flipped, transposed kernel.
 func (f *fullRes) inputGradChunk(sc *frScratch, dcw, j0, j1 int) {
 	d, wd := f.d, f.cols
-	tc := 2 * (j1 - j0)
-	nt := 2 * tc
-	f.inputTransform(sc.dc, dcw, 0, 2*j0, tc, nt, sc.v)
-	for xi := 0; xi < 16; xi++ {
+	nt := j1 - j0
+	f.inputTransform(sc.dc, dcw, j0, nt, sc.v)
+	for xi := 0; xi < 36; xi++ {
 		sgemm(nt, d, d, sc.v[xi*nt*d:], d, 1, f.uB[xi*d*d:], d, sc.m[xi*nt*d:], d, false)
 	}
 	nv := d / 16
+	var y [4][4]archsimd.Float32x16
 	for t := 0; t < nt; t++ {
-		tr, tj := t/tc, 2*j0+t%tc
-		for j := 0; j < nv; j++ {
-			o := j * 16
-			y00, y01, y10, y11 := outputTransform(sc.m, nt*d, t*d+o)
-			x0 := 2 * tj
-			for i, y := range [4]archsimd.Float32x16{y00, y01, y10, y11} {
-				r, x := 2*tr+i/2, x0+i%2
-				if x >= wd {
-					continue
+		x0 := 4 * (j0 + t)
+		for q := 0; q < nv; q++ {
+			o := q * 16
+			outputTransform(sc.m, nt*d, t*d+o, &y)
+			for i := 0; i < 4; i++ {
+				for k := 0; k < 4 && x0+k < wd; k++ {
+					y[i][k].Store(sc.de[(i*wd+x0+k)*d+o:][:16])
 				}
-				y.Store(sc.de[(r*wd+x)*d+o : (r*wd+x)*d+o+16])
 			}
 		}
 	}
 }
 
 // weightGradChunk adds the convolution's weight gradient from cells
-// j0..j1-1 of the current cell row to sc.dU: for each of the 16 Winograd
+// j0..j1-1 of the current cell row to sc.dU: for each of the 36 Winograd
 // components, V^T (A dY A^T) over the chunk's tiles.
 func (f *fullRes) weightGradChunk(sc *frScratch, dcw, j0, j1 int) {
 	d, wd := f.d, f.cols
-	tc := 2 * (j1 - j0)
-	nt := 2 * tc
-	f.inputTransform(sc.e, wd+2, 0, 2*j0, tc, nt, sc.v)
+	nt := j1 - j0
+	f.inputTransform(sc.e, wd+2, j0, nt, sc.v)
 	nv := d / 16
+	var p [4][6]archsimd.Float32x16 // dY A^T: 4 rows of 6
 	for t := 0; t < nt; t++ {
-		tr, tj := t/tc, 2*j0+t%tc
-		for j := 0; j < nv; j++ {
-			o := j * 16
-			at := func(s, x int) archsimd.Float32x16 {
-				return archsimd.LoadFloat32x16(sc.dc[(s*dcw+x)*d+o:][:16])
+		x0 := 4*(j0+t) + 1 // padded column of the tile's first output
+		base := t * d
+		for q := 0; q < nv; q++ {
+			o := q * 16
+			for i := 0; i < 4; i++ {
+				row := sc.dc[((1+i)*dcw+x0)*d+o:]
+				y := [4]archsimd.Float32x16{
+					archsimd.LoadFloat32x16(row[0:16]), archsimd.LoadFloat32x16(row[d : d+16]),
+					archsimd.LoadFloat32x16(row[2*d : 2*d+16]), archsimd.LoadFloat32x16(row[3*d : 3*d+16]),
+				}
+				winoA(&y, &p[i])
 			}
-			y00, y01 := at(2*tr+1, 2*tj+1), at(2*tr+1, 2*tj+2)
-			y10, y11 := at(2*tr+2, 2*tj+1), at(2*tr+2, 2*tj+2)
-			// P = A dY (4x2), then dM = P A^T (4x4).
-			p := [4][2]archsimd.Float32x16{
-				{y00, y01}, {y00.Add(y10), y01.Add(y11)}, {y00.Sub(y10), y01.Sub(y11)}, {y10.Neg(), y11.Neg()},
-			}
-			for xi := 0; xi < 4; xi++ {
-				base := t*d + o
-				m := sc.m
-				p[xi][0].Store(m[(xi*4+0)*nt*d+base:][:16])
-				p[xi][0].Add(p[xi][1]).Store(m[(xi*4+1)*nt*d+base:][:16])
-				p[xi][0].Sub(p[xi][1]).Store(m[(xi*4+2)*nt*d+base:][:16])
-				p[xi][1].Neg().Store(m[(xi*4+3)*nt*d+base:][:16])
+			for k := 0; k < 6; k++ {
+				col := [4]archsimd.Float32x16{p[0][k], p[1][k], p[2][k], p[3][k]}
+				var out [6]archsimd.Float32x16
+				winoA(&col, &out)
+				for i := 0; i < 6; i++ {
+					out[i].Store(sc.m[(i*6+k)*nt*d+base+o:][:16])
+				}
 			}
 		}
 	}
-	for xi := 0; xi < 16; xi++ {
+	for xi := 0; xi < 36; xi++ {
 		sgemm(d, d, nt, sc.v[xi*nt*d:], 1, d, sc.m[xi*nt*d:], d, sc.dU[xi*d*d:], d, true)
 	}
+}
+
+// winoA is A y (6 from 4), the transpose of the output transform.
+func winoA(y *[4]archsimd.Float32x16, out *[6]archsimd.Float32x16) {
+	s, t := y[0].Add(y[2]), y[1].Add(y[3])
+	s2 := y[2].MulAdd(archsimd.BroadcastFloat32x16(4), y[0])
+	t2 := y[3].MulAdd(archsimd.BroadcastFloat32x16(4), y[1]).Mul(archsimd.BroadcastFloat32x16(2))
+	out[0] = y[0]
+	out[1] = s.Add(t)
+	out[2] = s.Sub(t)
+	out[3] = s2.Add(t2)
+	out[4] = s2.Sub(t2)
+	out[5] = y[3]
 }
 
 // normGradRows takes the input gradient of pixel rows 4c..4c+3 through

@@ -214,6 +214,9 @@ func BenchmarkFullRes(b *testing.B) {
 	mean, vr := f.forward(nil, nil, f0, true)
 	for _, mode := range []string{"infer", "train-forward", "backward"} {
 		b.Run(mode, func(b *testing.B) {
+			if mode == "backward" {
+				f.forward(nil, nil, f0, true)
+			}
 			c0 := cpuSeconds()
 			for b.Loop() {
 				switch mode {
