@@ -341,6 +341,9 @@ type encState struct {
 	l, d    int
 }
 
+// traceTrainGraph, when set, sees the training step's graph (diagnostics).
+var traceTrainGraph func(g *Graph, outs []*Node)
+
 // useFullRes lets Train and NewPredictor run the paper encoder's
 // full-resolution stage on pnec's own kernels where they are available;
 // tests turn it off to compare with the graph.
@@ -381,13 +384,16 @@ func newTrainer(b compute.Backend, d dims, cfg Config, params paramSet, fr *full
 		}
 	}
 	np := len(tr.gidx)
-	n := &net{d: d, cfg: cfg, f0Input: fr != nil}
+	n := &net{d: d, cfg: cfg, f0Input: fr != nil, training: true}
 	nm := 1 // valid masks (netMasks): the stride-4 grid, and full resolution for the paper encoder in the graph
 	if cfg.Encoder == EncoderPaper && fr == nil {
 		nm = 2
 	}
 	tr.masks = nm
 	fn := func(g *Graph, in []*Node) []*Node {
+		if traceTrainGraph != nil {
+			g.SetTraced(true)
+		}
 		x, anchor, wtr, ytr, cellMask, calib, a1, c2 := in[0], in[1], in[2], in[3], in[4], in[5], in[6], in[7]
 		n.setMasks(in[8 : 8+nm]...)
 		in = in[nm:]
@@ -425,6 +431,9 @@ func newTrainer(b compute.Backend, d dims, cfg Config, params paramSet, fr *full
 		out = append(out, newV...)
 		if dF0 != nil {
 			out = append(out, dF0)
+		}
+		if traceTrainGraph != nil {
+			traceTrainGraph(g, out)
 		}
 		return out
 	}
