@@ -35,3 +35,6 @@ func float64s(v []float32) []float64 {
 	}
 	return o
 }
+
+// frChunkCells is the fullRes chunk size (see fullres_simd_amd64.go).
+const frChunkCells = 32
