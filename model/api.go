@@ -101,6 +101,12 @@ type Config struct {
 	// Encoder is EncoderPaper or EncoderCell; model files without it
 	// were written with the cell encoder.
 	Encoder string
+	// InputLevels, when not 0, quantises the stretched input to that many
+	// evenly spaced values in [0,1], truncating: 256 is MambaHSI's (and
+	// the PyTorch reference's) cast of 255 x to 8 bits and back. 0, the
+	// default and what model files without it mean, keeps the stretched
+	// values as they are.
+	InputLevels int `json:",omitempty"`
 }
 
 // DefaultEncoder is the encoder of DefaultConfig (docs/model.md says why).

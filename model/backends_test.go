@@ -283,7 +283,7 @@ func BenchmarkBackendInferenceStages(b *testing.B) {
 				b.ResetTimer()
 				for range b.N {
 					t0 := time.Now()
-					x, xdims := netInput(s, m.meta.StretchLo, m.meta.StretchHi, enc)
+					x, xdims := netInput(s, m.meta.StretchLo, m.meta.StretchHi, enc, m.meta.Config.InputLevels)
 					hs, ws := lowRes(s.Rows, enc), lowRes(s.Cols, enc)
 					in := []*tensors.Tensor{tensorOf(x, xdims...), tensorOf(upMatrix(s.Rows, hs), s.Rows, hs), tensorOf(upMatrix(s.Cols, ws), s.Cols, ws)}
 					masks := []*tensors.Tensor{}

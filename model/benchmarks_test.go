@@ -50,7 +50,7 @@ func benchTrainer(b *testing.B) (*trainer, trainData) {
 	if cfg.Encoder == EncoderPaper && fullResAvailable(d.D) {
 		fr = newFullRes(d, s, lo, hi, runtime.GOMAXPROCS(0))
 	}
-	td := newTrainData(s, lo, hi, idx, y, cfg.Encoder, fr != nil)
+	td := newTrainData(s, lo, hi, idx, y, cfg, fr != nil)
 	tr, err := newTrainer(testBackend(b), d, cfg, initParams(d, cfg, rand.New(rand.NewPCG(1, 2))), fr)
 	if err != nil {
 		b.Fatal(err)

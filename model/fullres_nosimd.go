@@ -23,7 +23,7 @@ func (*fullRes) backward([]float32) (dwe, dbe, dgamma, dbeta, dwc, dbc []float32
 
 func newFullResWeights(dims, paramSet, int) *fullRes { panic("fullRes: not built") }
 
-func (*fullRes) setScene(Scene, []float32, []float32) { panic("fullRes: not built") }
+func (*fullRes) setScene(Scene, []float32, []float32, int) { panic("fullRes: not built") }
 
 func (*fullRes) release() {}
 

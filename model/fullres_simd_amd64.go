@@ -50,6 +50,7 @@ type fullRes struct {
 
 	s         Scene
 	lo, scale []float32
+	levels    int // quantisation of the stretched input (quantize01)
 
 	// Weights in the graph's layouts: we [B, D], wc [9D, D] (rows tap
 	// (dy, dx) then input channel), the rest [D].
@@ -122,7 +123,7 @@ var winoG = [6][3]float64{
 // newFullRes prepares the stage for scene s, stretched with lo and hi.
 func newFullRes(d dims, s Scene, lo, hi []float32, workers int) *fullRes {
 	f := &fullRes{bands: d.Bands, d: d.D, groups: d.Groups, workers: max(1, workers)}
-	f.setScene(s, lo, hi)
+	f.setScene(s, lo, hi, 0)
 	return f
 }
 
@@ -138,10 +139,11 @@ func newFullResWeights(d dims, params paramSet, workers int) *fullRes {
 	return f
 }
 
-// setScene points the stage at scene s (stretched with lo and hi); the
-// Gram matrix and the training windows of an earlier scene are dropped.
-func (f *fullRes) setScene(s Scene, lo, hi []float32) {
-	f.s, f.lo, f.scale = s, lo, stretchScales(lo, hi)
+// setScene points the stage at scene s (stretched with lo and hi, then
+// quantised to levels, quantize01); the Gram matrix and the training
+// windows of an earlier scene are dropped.
+func (f *fullRes) setScene(s Scene, lo, hi []float32, levels int) {
+	f.s, f.lo, f.scale, f.levels = s, lo, stretchScales(lo, hi), levels
 	f.rows, f.cols, f.bands = s.Rows, s.Cols, s.Bands
 	f.hs, f.ws = s.Rows/Stride, s.Cols/Stride
 	f.haveGram, f.gram, f.sx = false, nil, nil
@@ -277,13 +279,18 @@ func (f *fullRes) stretchRows(xs []float32, r0, n int) {
 			src := f.s.Data[px*b : (px+1)*b]
 			j := 0
 			zero, one := archsimd.Float32x16{}, archsimd.BroadcastFloat32x16(1)
+			nq := archsimd.BroadcastFloat32x16(float32(f.levels - 1))
 			for ; j+16 <= b; j += 16 {
 				x := archsimd.LoadFloat32x16(src[j : j+16]).Sub(archsimd.LoadFloat32x16(f.lo[j : j+16])).Mul(archsimd.LoadFloat32x16(f.scale[j : j+16]))
-				// As stretch01: clipped to [0, 1], NaN to 0.
-				x.Min(one).IfElse(x.GreaterEqual(zero), zero).Store(out[j : j+16])
+				// As stretch01: clipped to [0, 1], NaN to 0; then quantize01.
+				x = x.Min(one).IfElse(x.GreaterEqual(zero), zero)
+				if f.levels >= 2 {
+					x = x.Mul(nq).FloorScaled(0).Div(nq)
+				}
+				x.Store(out[j : j+16])
 			}
 			for ; j < b; j++ {
-				out[j] = stretch01(src[j], f.lo[j], f.scale[j])
+				out[j] = quantize01(stretch01(src[j], f.lo[j], f.scale[j]), f.levels)
 			}
 		}
 	}

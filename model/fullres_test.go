@@ -17,6 +17,7 @@ type fullResCase struct {
 	lo, hi                      []float32
 	d                           dims
 	we, be, gamma, beta, wc, bc []float32
+	levels                      int // input quantisation (Config.InputLevels)
 }
 
 func newFullResCase(rows, cols, bands, hidden int, seed uint64, invalidShare float64) fullResCase {
@@ -61,7 +62,7 @@ func graphFullRes(t *testing.T, fc fullResCase, stats [][2][]float32, r []float3
 		}
 		return o
 	}
-	x := stretched(fc.s, fc.lo, fc.hi)
+	x := stretched(fc.s, fc.lo, fc.hi, fc.levels)
 	masks := netMasks(fc.s, EncoderPaper)
 	hs, ws := fc.s.Rows/Stride, fc.s.Cols/Stride
 	exec, err := NewExec(b, func(g *Graph, in []*Node) []*Node {
@@ -128,7 +129,8 @@ func maxRelDiff(t *testing.T, what string, got []float32, want []float64) float6
 // paper encoder's output and its weight gradients as the GoMLX graph
 // computes them (float64), on scenes whose sizes are and are not multiples
 // of 4, with nodata pixels, with per-image and with stored GroupNorm
-// statistics, on one and on two workers.
+// statistics, on one and on two workers, with the input quantised to 8
+// bits (21 bands: vector and scalar stretch paths).
 func TestFullResMatchesGraph(t *testing.T) {
 	if !fullResAvailable(32) {
 		t.Skip("pnec's full-resolution kernels need AVX-512 and GOEXPERIMENT=simd")
@@ -139,14 +141,17 @@ func TestFullResMatchesGraph(t *testing.T) {
 		invalid                   float64
 		workers                   int
 		fixed                     bool
+		levels                    int
 	}{
-		{"24x32", 24, 32, 7, 32, 0, 1, false},
-		{"23x30-nodata", 23, 30, 9, 32, 0.1, 2, false},
-		{"37x301-wide", 37, 301, 5, 16, 0.05, 2, false},
-		{"26x22-fixed", 26, 22, 6, 48, 0.1, 2, true},
+		{"24x32", 24, 32, 7, 32, 0, 1, false, 0},
+		{"23x30-nodata", 23, 30, 9, 32, 0.1, 2, false, 0},
+		{"37x301-wide", 37, 301, 5, 16, 0.05, 2, false, 0},
+		{"26x22-fixed", 26, 22, 6, 48, 0.1, 2, true, 0},
+		{"24x36-8bit", 24, 36, 21, 32, 0.05, 2, false, 256},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			fc := newFullResCase(tc.rows, tc.cols, tc.bands, tc.hidden, 7, tc.invalid)
+			fc.levels = tc.levels
 			hs, ws := tc.rows/Stride, tc.cols/Stride
 			rng := rand.New(rand.NewPCG(5, 6))
 			r := make([]float32, hs*ws*tc.hidden)
@@ -154,6 +159,7 @@ func TestFullResMatchesGraph(t *testing.T) {
 				r[i] = float32(rng.NormFloat64())
 			}
 			f := newFullRes(fc.d, fc.s, fc.lo, fc.hi, tc.workers)
+			f.setScene(fc.s, fc.lo, fc.hi, fc.levels)
 			f.setWeights(fc.we, fc.be, fc.gamma, fc.beta, fc.wc, fc.bc)
 			var stats [][2][]float32
 			var mean, vr []float64

@@ -107,14 +107,14 @@ func checkParity(t *testing.T, ref *refFile, encoder string, kernels bool) {
 	for i := range hi {
 		hi[i] = 1 // the input is already stretched to [0, 1]
 	}
-	x, xdims := netInput(s, lo, hi, encoder)
+	x, xdims := netInput(s, lo, hi, encoder, 0)
 	hs, ws := lowRes(rc.H, encoder), lowRes(rc.W, encoder)
 	if kernels {
 		if !fullResAvailable(d.D) {
 			t.Skip("pnec's full-resolution kernels need AVX-512 and GOEXPERIMENT=simd")
 		}
 		fr := newFullResWeights(d, params, 2)
-		fr.setScene(s, lo, hi)
+		fr.setScene(s, lo, hi, 0)
 		x, xdims = make([]float32, hs*ws*d.D), []int{hs * ws, d.D}
 		fr.forward(nil, nil, x, false)
 	}

@@ -190,7 +190,7 @@ func groupNormStats(b compute.Backend, m *Model, s Scene, fr *fullRes) ([]normSt
 		x = tensorOf(f0, fr.hs*fr.ws, d.D)
 		masks = masks[len(masks)-1:]
 	} else {
-		xv, xdims := netInput(s, m.meta.StretchLo, m.meta.StretchHi, m.meta.Config.Encoder)
+		xv, xdims := netInput(s, m.meta.StretchLo, m.meta.StretchHi, m.meta.Config.Encoder, m.meta.Config.InputLevels)
 		x = tensorOf(xv, xdims...)
 	}
 	args := []any{x, tensorOf(m.protos, d.K, d.D)}
@@ -261,13 +261,13 @@ func (p *Predictor) Predict(ctx context.Context, s Scene) (pred Prediction, err 
 		// The full-resolution stage on pnec's kernels; the graph takes F0
 		// and the low-resolution mask only.
 		f0 := make([]float32, hs*ws*p.m.meta.Config.Hidden)
-		p.fullRes.setScene(s, p.m.meta.StretchLo, p.m.meta.StretchHi)
+		p.fullRes.setScene(s, p.m.meta.StretchLo, p.m.meta.StretchHi, p.m.meta.Config.InputLevels)
 		p.fullRes.forward(p.frMean, p.frVar, f0, false)
 		p.fullRes.release()
 		in = tensorOf(f0, hs*ws, p.m.meta.Config.Hidden)
 		masks = masks[1:]
 	} else {
-		x, xdims := netInput(s, p.m.meta.StretchLo, p.m.meta.StretchHi, enc)
+		x, xdims := netInput(s, p.m.meta.StretchLo, p.m.meta.StretchHi, enc, p.m.meta.Config.InputLevels)
 		in = tensorOf(x, xdims...)
 	}
 	args := []any{

@@ -80,6 +80,18 @@ func stretch01(v, lo, scale float32) float32 {
 	return min(x, 1)
 }
 
+// quantize01 maps x in [0,1] to levels evenly spaced values, truncating:
+// floor(x (levels-1)) / (levels-1), what MambaHSI's cast of 255 x to 8 bits
+// and back does for levels = 256 (Config.InputLevels); x as it is for
+// levels < 2.
+func quantize01(x float32, levels int) float32 {
+	if levels < 2 {
+		return x
+	}
+	n := float32(levels - 1)
+	return float32(math.Floor(float64(x*n))) / n
+}
+
 // padTo returns n rounded up to a multiple of Stride.
 func padTo(n int) int { return (n + Stride - 1) / Stride * Stride }
 
@@ -89,7 +101,9 @@ func padTo(n int) int { return (n + Stride - 1) / Stride * Stride }
 // The network's 1x1 spectral embedding is linear, so embedding the cell
 // means equals pooling the embedded pixels; doing it first keeps all the
 // network's work on the stride-4 grid (see docs/model.md, "Architecture as implemented").
-func cellMeans(s Scene, lo, hi []float32) []float32 {
+//
+// levels quantises the stretched values first (quantize01).
+func cellMeans(s Scene, lo, hi []float32, levels int) []float32 {
 	hs, ws := padTo(s.Rows)/Stride, padTo(s.Cols)/Stride
 	out := make([]float32, hs*ws*s.Bands)
 	count := make([]float32, hs*ws)
@@ -102,7 +116,7 @@ func cellMeans(s Scene, lo, hi []float32) []float32 {
 		wg.Add(1)
 		go func(cr0, cr1 int) {
 			defer wg.Done()
-			cellMeanRows(s, cr0, cr1, ws, scale, lo, out, count)
+			cellMeanRows(s, cr0, cr1, ws, scale, lo, levels, out, count)
 		}(w*hs/workers, (w+1)*hs/workers)
 	}
 	wg.Wait()
@@ -110,7 +124,7 @@ func cellMeans(s Scene, lo, hi []float32) []float32 {
 }
 
 // cellMeanRows fills out and count for the cell rows [cr0, cr1) (see cellMeans).
-func cellMeanRows(s Scene, cr0, cr1, ws int, scale, lo, out, count []float32) {
+func cellMeanRows(s Scene, cr0, cr1, ws int, scale, lo []float32, levels int, out, count []float32) {
 	for r := cr0 * Stride; r < min(s.Rows, cr1*Stride); r++ {
 		for c := 0; c < s.Cols; c++ {
 			i := r*s.Cols + c
@@ -121,7 +135,7 @@ func cellMeanRows(s Scene, cr0, cr1, ws int, scale, lo, out, count []float32) {
 			count[cell]++
 			dst := out[cell*s.Bands : (cell+1)*s.Bands]
 			for b, v := range s.Data[i*s.Bands : (i+1)*s.Bands] {
-				dst[b] += stretch01(v, lo[b], scale[b])
+				dst[b] += quantize01(stretch01(v, lo[b], scale[b]), levels)
 			}
 		}
 	}
@@ -175,8 +189,8 @@ func upMatrix(n, ns int) []float32 {
 
 // stretched is s stretched to [0,1] per band with lo/hi (clipped), full
 // resolution [Rows][Cols][Bands], zero at invalid pixels: the paper
-// encoder's input.
-func stretched(s Scene, lo, hi []float32) []float32 {
+// encoder's input; levels as in cellMeans.
+func stretched(s Scene, lo, hi []float32, levels int) []float32 {
 	out := make([]float32, len(s.Data))
 	scale := stretchScales(lo, hi)
 	workers := min(runtime.GOMAXPROCS(0), s.Rows)
@@ -191,7 +205,7 @@ func stretched(s Scene, lo, hi []float32) []float32 {
 				}
 				dst := out[i*s.Bands : (i+1)*s.Bands]
 				for b, v := range s.Data[i*s.Bands : (i+1)*s.Bands] {
-					dst[b] = stretch01(v, lo[b], scale[b])
+					dst[b] = quantize01(stretch01(v, lo[b], scale[b]), levels)
 				}
 			}
 		}(w*s.Rows/workers, (w+1)*s.Rows/workers)
@@ -203,12 +217,12 @@ func stretched(s Scene, lo, hi []float32) []float32 {
 // netInput is the network's input for s: the cell means [Hs, Ws, Bands]
 // for the cell encoder, the stretched scene [Rows, Cols, Bands] for the
 // paper's; with the valid masks of the grids its GroupNorms run on (see
-// netMasks).
-func netInput(s Scene, lo, hi []float32, encoder string) (x []float32, dims []int) {
+// netMasks). levels quantises the stretched input (Config.InputLevels).
+func netInput(s Scene, lo, hi []float32, encoder string, levels int) (x []float32, dims []int) {
 	if encoder == EncoderPaper {
-		return stretched(s, lo, hi), []int{s.Rows, s.Cols, s.Bands}
+		return stretched(s, lo, hi, levels), []int{s.Rows, s.Cols, s.Bands}
 	}
-	return cellMeans(s, lo, hi), []int{padTo(s.Rows) / Stride, padTo(s.Cols) / Stride, s.Bands}
+	return cellMeans(s, lo, hi, levels), []int{padTo(s.Rows) / Stride, padTo(s.Cols) / Stride, s.Bands}
 }
 
 // netMasks are 1/0 valid masks of the grids the network normalises on, so

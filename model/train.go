@@ -75,6 +75,8 @@ func validateConfig(c Config) error {
 		return fmt.Errorf("recovery window %d: must be odd and positive", c.Recovery.Window)
 	case c.Recovery.Eta < 0 || c.Recovery.Eta > 1:
 		return fmt.Errorf("recovery eta %g: must be in [0,1]", c.Recovery.Eta)
+	case c.InputLevels != 0 && (c.InputLevels < 2 || c.InputLevels > 1<<16):
+		return fmt.Errorf("input levels %d: 0 (off) or 2..65536", c.InputLevels)
 	}
 	return nil
 }
@@ -202,8 +204,9 @@ func Train(ctx context.Context, s Scene, labels []int32, opts TrainOptions) (m *
 	var fr *fullRes
 	if useFullRes && cfg.Encoder == EncoderPaper && strings.HasPrefix(config, "go:") && fullResAvailable(d.D) {
 		fr = newFullRes(d, s, lo, hi, runtime.GOMAXPROCS(0))
+		fr.setScene(s, lo, hi, cfg.InputLevels)
 	}
-	td := newTrainData(s, lo, hi, trainIdx, ytrain, cfg.Encoder, fr != nil)
+	td := newTrainData(s, lo, hi, trainIdx, ytrain, cfg, fr != nil)
 
 	rng := rand.New(rand.NewPCG(uint64(opts.Seed), 0x6d616d6261))
 	params := initParams(d, cfg, rng)
@@ -272,12 +275,13 @@ func Train(ctx context.Context, s Scene, labels []int32, opts TrainOptions) (m *
 // With kernels (the paper encoder's full-resolution stage on pnec's own
 // kernels, fullRes) the graph's input is the stage's output, made at every
 // step: x stays nil and only the low-resolution mask is kept.
-func newTrainData(s Scene, lo, hi []float32, trainIdx []int, ytrain []int32, encoder string, kernels bool) trainData {
+func newTrainData(s Scene, lo, hi []float32, trainIdx []int, ytrain []int32, cfg Config, kernels bool) trainData {
+	encoder := cfg.Encoder
 	hs, ws := lowRes(s.Rows, encoder), lowRes(s.Cols, encoder)
 	l := hs * ws
 	var td trainData
 	if !kernels {
-		x, xdims := netInput(s, lo, hi, encoder)
+		x, xdims := netInput(s, lo, hi, encoder, cfg.InputLevels)
 		td.x = tensorOf(x, xdims...)
 	}
 	masks := netMasks(s, encoder)

@@ -70,6 +70,7 @@ func modelFlags() []cli.Flag {
 		&cli.Float64Flag{Name: "eta", Value: d.Recovery.Eta, Usage: "recovery strength `ETA` in 0..1, stored in the model"},
 		&cli.StringFlag{Name: "ablation", Value: string(d.Ablation), Usage: "network `VARIANT`: full, base (no evidence calibration), no-ec (s = 0), no-rc (no reliability-aware calibration: gate G = 1), no-recovery (labels without the AvgPool recovery)"},
 		&cli.StringFlag{Name: "encoder", Value: d.Encoder, Usage: "`ENCODER`, stored in the model: paper (the paper's: 1x1 conv + GroupNorm + SiLU at full resolution, 3x3 conv, MaxPool 2, GELU, AvgPool 2) or cell (the input averaged over 4x4 cells first, all work at stride 4)"},
+		&cli.IntFlag{Name: "input-levels", Value: d.InputLevels, Usage: "quantise the stretched input to `N` levels, stored in the model: 256 is MambaHSI's and the PyTorch reference's 8 bits; 0 keeps it as it is"},
 		&cli.StringFlag{Name: "backend", Usage: "compute backend `NAME`: go, xla:cpu, xla:cuda, xla:/abs/plugin.so (default: $GOMLX_BACKEND, else XLA when a PJRT plugin is installed, else go)"},
 	}
 }
@@ -84,6 +85,7 @@ func configFromFlags(c *cli.Context, withAblation bool) (model.Config, error) {
 	cfg.ECWarmupEpochs = c.Int("warmup")
 	cfg.GateFloor = c.Float64("gate-floor")
 	cfg.Recovery = model.RecoveryParams{Window: c.Int("window"), Eta: c.Float64("eta")}
+	cfg.InputLevels = c.Int("input-levels")
 	if withAblation {
 		switch a := model.Ablation(strings.ToLower(c.String("ablation"))); a {
 		case model.AblationFull, model.AblationBase, model.AblationNoEC, model.AblationNoRC, model.AblationNoRecovery:
@@ -109,6 +111,8 @@ func configFromFlags(c *cli.Context, withAblation bool) (model.Config, error) {
 		return cfg, fmt.Errorf("--warmup %d: want 0 or more epochs", cfg.ECWarmupEpochs)
 	case !(cfg.GateFloor >= 0 && cfg.GateFloor <= 1):
 		return cfg, fmt.Errorf("--gate-floor %g: want a value in 0..1", cfg.GateFloor)
+	case cfg.InputLevels != 0 && (cfg.InputLevels < 2 || cfg.InputLevels > 1<<16):
+		return cfg, fmt.Errorf("--input-levels %d: want 0 (off) or 2..65536", cfg.InputLevels)
 	}
 	if err := cfg.Recovery.Validate(); err != nil {
 		return cfg, fmt.Errorf("--window/--eta: %w", err)

@@ -170,6 +170,7 @@ func TestTrainEvaluateBadInputs(t *testing.T) {
 		{"labels size", []string{"train", "--scene", scene, "--labels", small, "--out", modelPath}, "small.tif: 8 x 4 pixels"},
 		{"bad ablation", []string{"train", "--scene", scene, "--labels", labels, "--out", modelPath, "--ablation", "none"}, "--ablation none"},
 		{"even window", []string{"train", "--scene", scene, "--labels", labels, "--out", modelPath, "--window", "4"}, "recovery window 4"},
+		{"one input level", []string{"train", "--scene", scene, "--labels", labels, "--out", modelPath, "--input-levels", "1"}, "--input-levels 1"},
 		{"bad class name", []string{"train", "--scene", scene, "--labels", labels, "--out", modelPath, "--class-name", "x"}, "--class-name x"},
 		{"band count", []string{"evaluate", "--model", modelPath, "--scene", fewBands, "--labels", labels}, "few.tif: 4 bands, the model takes 6"},
 		{"missing model", []string{"evaluate", "--model", filepath.Join(dir, "none.pnec"), "--scene", scene, "--labels", labels}, "none.pnec"},
