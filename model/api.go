@@ -149,6 +149,12 @@ type Config struct {
 	Input string
 	// Augment is the radiometric augmentation of training (zero = off).
 	Augment Augment
+	// InputLevels, when not 0, quantises the stretched input to that many
+	// evenly spaced values in [0,1], truncating: 256 is MambaHSI's (and
+	// the PyTorch reference's) cast of 255 x to 8 bits and back. 0, the
+	// default and what model files without it mean, keeps the stretched
+	// values as they are.
+	InputLevels int `json:",omitempty"`
 }
 
 // Network inputs (Config.Input). Every mode is computed per pixel before

@@ -42,12 +42,16 @@ func benchTrainer(b *testing.B) (*trainer, trainData) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	td := newTrainData(s, newInputSpec(cfg.Input, lo, hi), idx, y, cfg.Encoder)
 	d, err := makeDims(cfg, s.Bands, k)
 	if err != nil {
 		b.Fatal(err)
 	}
-	tr, err := newTrainer(testBackend(b), d, cfg, initParams(d, cfg, rand.New(rand.NewPCG(1, 2))))
+	var fr *fullRes
+	if cfg.Encoder == EncoderPaper && fullResAvailable(d.D) {
+		fr = newFullRes(d, s, lo, hi, runtime.GOMAXPROCS(0))
+	}
+	td := newTrainData(s, newInputSpec(cfg.Input, cfg.InputLevels, lo, hi), idx, y, cfg.Encoder, fr != nil)
+	tr, err := newTrainer(testBackend(b), d, cfg, initParams(d, cfg, rand.New(rand.NewPCG(1, 2))), fr)
 	if err != nil {
 		b.Fatal(err)
 	}

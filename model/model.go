@@ -3,6 +3,7 @@ package model
 import (
 	"fmt"
 	"math"
+	"runtime"
 	"slices"
 
 	"github.com/pnec/pnec/spectral"
@@ -110,7 +111,7 @@ func (m *Model) TrainSceneSize() (rows, cols int) { return m.meta.SceneRows, m.m
 
 // inputSpec is how m turns raw spectra into the network's input.
 func (m *Model) inputSpec() inputSpec {
-	return newInputSpec(m.meta.Config.Input, m.meta.StretchLo, m.meta.StretchHi)
+	return newInputSpec(m.meta.Config.Input, m.meta.Config.InputLevels, m.meta.StretchLo, m.meta.StretchHi)
 }
 
 // EstimatePredictBytes is the peak memory, in bytes, that Predict needs for
@@ -128,14 +129,25 @@ func predictBytes(cfg Config, bands, classes, rows, cols int) int64 {
 	full := int64(rows) * int64(cols)
 	est := 4*(cells*b+cells*d*60+full*(3*k+2)) + 64<<20
 	if cfg.Encoder == EncoderPaper {
-		// The paper's encoder works at full resolution: the stretched input
-		// and, in the 1x1 and 3x3 convolutions, about 90 D-wide maps per
-		// pixel in this estimate's units (processor scales it by its
-		// calibrated NetworkFactor). Measured with pnec classify of a
-		// 512x512x50 scene, D = 128: planned 722 MiB / actual 759 MiB at
-		// --max-memory 1G, 1331 / 1223 MiB at 2G (without this term a paper
-		// model peaked at 2.4 GB under a 1 GB budget).
-		est += 4 * full * (2*b + 90*d)
+		if fullResInput(cfg) {
+			// The full-resolution stage on pnec's kernels (fullRes) holds, per
+			// worker, six rows of the stretched input, of the embedding and
+			// of its activation, and the Winograd transforms of a chunk of
+			// cells; then F0 on the grid, which the graph takes as input.
+			workers := int64(runtime.GOMAXPROCS(0))
+			perWorker := 4*6*int64(cols)*(b+3*d) + 2*4*36*frChunkCells*d
+			est += workers*perWorker + 2*4*cells*d
+		} else {
+			// The paper's encoder in the graph works at full resolution: the
+			// stretched input and, in the 1x1 and 3x3 convolutions, about 90
+			// D-wide maps per pixel in this estimate's units (processor
+			// scales it by its calibrated NetworkFactor). Measured with pnec
+			// classify of a 512x512x50 scene, D = 128: planned 722 MiB /
+			// actual 759 MiB at --max-memory 1G, 1331 / 1223 MiB at 2G
+			// (without this term a paper model peaked at 2.4 GB under a 1 GB
+			// budget).
+			est += 4 * full * (2*b + 90*d)
+		}
 	}
 	return est
 }

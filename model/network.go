@@ -17,6 +17,10 @@ type net struct {
 	// keepGradients turns the deliberate StopGradients off: the gradient
 	// test compares against finite differences, which see through them.
 	keepGradients bool
+	// training says that the graph will be differentiated: layers then
+	// carry their closed-form gradients (withGradient), which inference
+	// graphs need not pay for.
+	training bool
 	// fixedNorm, when non-nil, holds stored per-group mean and variance
 	// ([Groups] each) for every GroupNorm call, keyed by normKey: inference
 	// mode, in which the normalisation no longer depends on the input's
@@ -39,6 +43,10 @@ type net struct {
 	// to the broadcasting elementwise passes this removes. It has no
 	// gradient, so training graphs never set it.
 	fused bool
+	// f0Input says that the graph's input is already the paper encoder's
+	// output F0 [L, D] (before the low-resolution valid mask), computed by
+	// pnec's own full-resolution kernels (fullRes) outside the graph.
+	f0Input bool
 }
 
 // normRecord is one GroupNorm call's per-image statistics in a graph.
@@ -78,7 +86,7 @@ func (n *net) linear(x *Node, name string) *Node {
 	if n.fused {
 		return BackendFusedDense(x, n.p[name+".w"], n.p[name+".b"], compute.DenseConfig{})
 	}
-	return Add(MatMul(x, n.p[name+".w"]), ExpandLeftToRank(n.p[name+".b"], 2))
+	return Add(mm(x, n.p[name+".w"]), ExpandLeftToRank(n.p[name+".b"], 2))
 }
 
 // linearNB is x W for a layer without bias (Mamba's projections).
@@ -86,7 +94,7 @@ func (n *net) linearNB(x *Node, name string) *Node {
 	if n.fused {
 		return BackendFusedDense(x, n.p[name+".w"], nil, compute.DenseConfig{})
 	}
-	return MatMul(x, n.p[name+".w"])
+	return mm(x, n.p[name+".w"])
 }
 
 // linearSilu is silu(linear(x, name)).
@@ -146,28 +154,45 @@ func (n *net) groupNorm(x *Node, name string) *Node {
 	}
 	n.normCalls[name]++
 	key := normKey(name, n.normCalls[name])
-	var mean, variance *Node
-	if st, ok := n.fixedNorm[key]; ok {
+	var mean, variance, w, count *Node // w, count: the valid rows' weights and count (masked statistics)
+	st, fixed := n.fixedNorm[key]
+	if fixed {
 		mean = Reshape(ConvertDType(st[0], x.DType()), 1, g, 1)
 		variance = Reshape(ConvertDType(st[1], x.DType()), 1, g, 1)
 	} else if mk, ok := n.masks[m]; ok {
-		w := ConvertDType(Reshape(mk, m, 1, 1), x.DType())
-		count := MaxScalar(MulScalar(ReduceAllSum(w), float64(c/g)), 1)
+		w = ConvertDType(Reshape(mk, m, 1, 1), x.DType())
+		count = MaxScalar(MulScalar(ReduceAllSum(w), float64(c/g)), 1)
 		mean = Div(ReduceAndKeep(Mul(xg, w), ReduceSum, 0, 2), count)
 		variance = Div(ReduceAndKeep(Mul(Square(Sub(xg, mean)), w), ReduceSum, 0, 2), count)
-		if n.recordNorm != nil {
-			*n.recordNorm = append(*n.recordNorm, normRecord{key: key, mean: Reshape(mean, g), vr: Reshape(variance, g)})
-		}
 	} else {
 		mean = ReduceAndKeep(xg, ReduceMean, 0, 2)
 		variance = ReduceAndKeep(Square(Sub(xg, mean)), ReduceMean, 0, 2)
-		if n.recordNorm != nil {
-			*n.recordNorm = append(*n.recordNorm, normRecord{key: key, mean: Reshape(mean, g), vr: Reshape(variance, g)})
-		}
+		count = Scalar(x.Graph(), x.DType(), float64(m*(c/g)))
 	}
-	xc := Sub(xg, mean)
+	if !fixed && n.recordNorm != nil {
+		*n.recordNorm = append(*n.recordNorm, normRecord{key: key, mean: Reshape(mean, g), vr: Reshape(variance, g)})
+	}
 	inv := Inverse(Sqrt(AddScalar(variance, 1e-5)))
-	y := Reshape(Mul(xc, inv), m, c)
+	xhatG := Mul(Sub(xg, mean), inv)
+	y := Reshape(xhatG, m, c)
+	if !fixed && (n.training || n.keepGradients) {
+		// With the input's own statistics, the gradient in closed form:
+		// dx = inv (v - w mean(v) - w xhat mean(v xhat)), the means over
+		// every row of the group divided by the valid count (the
+		// statistics depend on the valid rows only, every output on them),
+		// w the valid rows (1 without a mask). GoMLX's autodiff through the
+		// mean and the variance takes about three times the passes.
+		y = withGradient(y, x, func(v *Node) *Node {
+			vg := Reshape(v, m, g, c/g)
+			m1 := Div(ReduceAndKeep(vg, ReduceSum, 0, 2), count)
+			m2 := Div(ReduceAndKeep(Mul(vg, xhatG), ReduceSum, 0, 2), count)
+			corr := Add(m1, Mul(xhatG, m2))
+			if w != nil {
+				corr = Mul(corr, w)
+			}
+			return Reshape(Mul(Sub(vg, corr), inv), m, c)
+		})
+	}
 	return Add(Mul(y, ExpandLeftToRank(n.p[name+".g"], 2)), ExpandLeftToRank(n.p[name+".b"], 2))
 }
 
@@ -274,7 +299,7 @@ func (n *net) mambaInner(x *Node, name string) *Node {
 	a := ExpandLeftToRank(Neg(Exp(n.p[name+".alog"])), 2)                // [1, H]
 	dA := Mul(dt, a)                                                     // [L, H], log decay per step
 	xdt := Mul(xs, InsertAxes(dt, -1))                                   // [L, H, P]
-	y := ssdScanMode(xdt, dA, bm, cm, d.Chunk, n.fused)                  // [L, H, P]
+	y := ssdScan(xdt, dA, bm, cm, d.Chunk)                               // [L, H, P]
 	y = Add(y, Mul(xs, Reshape(n.p[name+".dskip"], 1, d.Heads, 1)))
 	return Mul(Reshape(y, l, d.E), z)
 }
@@ -284,12 +309,7 @@ func (n *net) mambaInner(x *Node, name string) *Node {
 // matrix (SSD) form: masked products inside chunks of q tokens and a state pass
 // between chunks. The cumulative decays across chunks are summed in float64,
 // where float32 loses ~5e-4 over 10^4 tokens.
-func ssdScan(x, dA, b, c *Node, q int) *Node { return ssdScanMode(x, dA, b, c, q, false) }
-
-// ssdScanMode is ssdScan; inference (no gradient needed) masks the intra-chunk
-// decays by adding -Inf above the diagonal before the exponential, one pass
-// instead of a clamp and a broadcast product.
-func ssdScanMode(x, dA, b, c *Node, q int, inference bool) *Node {
+func ssdScan(x, dA, b, c *Node, q int) *Node {
 	g := x.Graph()
 	l, h, p := x.Shape().Dimensions[0], x.Shape().Dimensions[1], x.Shape().Dimensions[2]
 	nst := b.Shape().Dimensions[1]
@@ -318,24 +338,20 @@ func ssdScanMode(x, dA, b, c *Node, q int, inference bool) *Node {
 	cumT := Einsum("crh,sr->chs", dA, tri)         // [nc, h, q]
 	cum := Transpose(cumT, 1, 2)                   // [nc, q, h]
 
-	// Intra-chunk: y[s] = sum_{r<=s} (C_s.B_r) exp(cum_s - cum_r) x_r. Above
-	// the diagonal the exponent is positive: clamp it, then mask it out.
+	// Intra-chunk: y[s] = sum_{r<=s} (C_s.B_r) exp(cum_s - cum_r) x_r.
 	diff := Sub(InsertAxes(cumT, 3), InsertAxes(cumT, 2)) // [nc, h, s, r]
-	maskF := InsertAxes(ConvertDType(LowerTriangular(g, q), dt), 0, 0)
 	// Operands are arranged as [batch, rows, k] x [batch, k, cols] (GoMLX's
 	// "non-transposed" layout): for small matmuls with a short contraction
 	// (the state size) the Go backend's kernel for that layout is several
 	// times faster than the dot-product kernel it uses after transposing.
 	bT := Transpose(b, 1, 2) // [nc, n, r]
 	scores := bmm(c, bT)     // [nc, s, r]
-	var m *Node
-	if inference {
-		// Below and on the diagonal diff <= 0 (dA <= 0), so the clamp is a no-op there.
-		negInf := InsertAxes(Where(ShapedLowerTriangular(g, q, q, 0), Zeros(g, shapeOf(dt, q, q)), FillScalar(g, shapeOf(dt, q, q), math.Inf(-1))), 0, 0)
-		m = Mul(Exp(Add(diff, negInf)), InsertAxes(scores, 1))
-	} else {
-		m = Mul(Mul(Exp(MinScalar(diff, 0)), maskF), InsertAxes(scores, 1))
-	}
+	// Above the diagonal the exponent is positive and the term is masked
+	// out: adding -Inf there gives exp = 0 in one pass, and a zero gradient
+	// (the exponential's derivative is its value), where a clamp and a
+	// 0/1 mask cost two more passes each way in training.
+	negInf := InsertAxes(Where(ShapedLowerTriangular(g, q, q, 0), Zeros(g, shapeOf(dt, q, q)), FillScalar(g, shapeOf(dt, q, q), math.Inf(-1))), 0, 0)
+	m := Mul(Exp(Add(diff, negInf)), InsertAxes(scores, 1))
 	xT := Transpose(x, 1, 2) // [nc, h, q, p]
 	yDiag := Reshape(bmm(Reshape(m, nc*h, q, q), Reshape(xT, nc*h, q, p)), nc, h, q, p)
 
@@ -372,7 +388,11 @@ func ssdScanMode(x, dA, b, c *Node, q int, inference bool) *Node {
 func (n *net) encode(x *Node) (f0, fspa, fdiff *Node) {
 	d := n.d
 	if n.cfg.Encoder == EncoderPaper {
-		f0 = n.paperEncoder(x)
+		if n.f0Input {
+			f0 = x
+		} else {
+			f0 = n.paperEncoder(x)
+		}
 	} else {
 		hs, ws := x.Shape().Dimensions[0], x.Shape().Dimensions[1]
 		e := n.zeroInvalid(n.linearNormSilu(Reshape(x, hs*ws, d.In), "embed", "embed.gn"))

@@ -61,8 +61,17 @@ func referenceDir(t *testing.T) string {
 // both encoders.
 func TestParityWithReference(t *testing.T) {
 	dir := referenceDir(t)
-	for _, c := range []struct{ file, encoder string }{{"reference_full.json", EncoderPaper}, {"reference_cell.json", EncoderCell}} {
-		t.Run(c.encoder, func(t *testing.T) {
+	for _, c := range []struct {
+		file, encoder string
+		kernels       bool
+	}{{"reference_full.json", EncoderPaper, false}, {"reference_full.json", EncoderPaper, true}, {"reference_cell.json", EncoderCell, false}} {
+		name := c.encoder
+		if c.kernels {
+			// The paper encoder's full-resolution stage on pnec's own kernels
+			// (fullRes), as Predict and Train run it on the Go backend.
+			name += "-kernels"
+		}
+		t.Run(name, func(t *testing.T) {
 			b, err := os.ReadFile(filepath.Join(dir, c.file))
 			if err != nil {
 				t.Skipf("no reference output: %v", err)
@@ -71,12 +80,12 @@ func TestParityWithReference(t *testing.T) {
 			if err := json.Unmarshal(b, &ref); err != nil {
 				t.Fatalf("%s: %v", c.file, err)
 			}
-			checkParity(t, &ref, c.encoder)
+			checkParity(t, &ref, c.encoder, c.kernels)
 		})
 	}
 }
 
-func checkParity(t *testing.T, ref *refFile, encoder string) {
+func checkParity(t *testing.T, ref *refFile, encoder string, kernels bool) {
 	rc := ref.Config
 	cfg := DefaultConfig()
 	cfg.Encoder = encoder
@@ -100,8 +109,17 @@ func checkParity(t *testing.T, ref *refFile, encoder string) {
 		hi[i] = 1 // the input is already stretched to [0, 1]
 	}
 	// The reference's input path: the per-band stretch (here the identity).
-	x, xdims := netInput(s, newInputSpec(InputStretch, lo, hi), encoder)
+	x, xdims := netInput(s, newInputSpec(InputStretch, 0, lo, hi), encoder)
 	hs, ws := lowRes(rc.H, encoder), lowRes(rc.W, encoder)
+	if kernels {
+		if !fullResAvailable(d.D) {
+			t.Skip("pnec's full-resolution kernels need AVX-512 and GOEXPERIMENT=simd")
+		}
+		fr := newFullResWeights(d, params, 2)
+		fr.setScene(s, lo, hi, 0)
+		x, xdims = make([]float32, hs*ws*d.D), []int{hs * ws, d.D}
+		fr.forward(nil, nil, x, false)
+	}
 	if len(rc.LowRes) != 2 || rc.LowRes[0] != hs || rc.LowRes[1] != ws {
 		t.Fatalf("low-resolution grid %dx%d, reference %v", hs, ws, rc.LowRes)
 	}
@@ -109,7 +127,7 @@ func checkParity(t *testing.T, ref *refFile, encoder string) {
 	protos := ref.Params["protos"]
 
 	b := testBackend(t)
-	n := &net{d: d, cfg: cfg}
+	n := &net{d: d, cfg: cfg, f0Input: kernels}
 	exec, err := NewExec(b, func(g *Graph, in []*Node) []*Node {
 		n.p = map[string]*Node{}
 		for i, p := range params {

@@ -3,6 +3,7 @@ package model
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"strings"
 	"sync"
 
@@ -19,7 +20,13 @@ type Predictor struct {
 	config  string
 	exec    *Exec
 	weights []*tensors.Tensor // prototype bank then params, as graph inputs
-	mu      sync.Mutex
+	// fullRes, when set, runs the paper encoder's full-resolution stage on
+	// pnec's own kernels (fullres_simd_amd64.go) and the graph starts at its
+	// output; frStats are the stored embedding GroupNorm statistics it uses
+	// (nil: the scene's own).
+	fullRes       *fullRes
+	frMean, frVar []float64
+	mu            sync.Mutex
 }
 
 // NewPredictor prepares m on backend ("" = default: GOMLX_BACKEND, else XLA
@@ -45,11 +52,24 @@ func newPredictor(m *Model, backend string, fused bool) (*Predictor, error) {
 	p := &Predictor{m: m, backend: b, config: config}
 	// The fused layers are Go-backend kernels (see net.fused).
 	n := &net{d: d, cfg: m.meta.Config, fused: fused && strings.HasPrefix(config, "go:")}
+	n.f0Input = useFullRes && n.fused && fullResInput(m.meta.Config)
 	names := make([]string, len(m.params))
 	for i, prm := range m.params {
 		names[i] = prm.Name
 	}
 	stats := m.meta.GroupNormStats
+	if n.f0Input {
+		p.fullRes = newFullResWeights(d, m.params, runtime.GOMAXPROCS(0))
+		// The embedding's statistics go to the kernels, the others to the graph.
+		stats = nil
+		for _, st := range m.meta.GroupNormStats {
+			if st.Key == "embed.gn" {
+				p.frMean, p.frVar = float64s(st.Mean), float64s(st.Var)
+				continue
+			}
+			stats = append(stats, st)
+		}
+	}
 	fn := func(g *Graph, in []*Node) []*Node {
 		x, ur, uc, protos := in[0], in[1], in[2], in[3]
 		n.p = make(map[string]*Node, len(names))
@@ -94,9 +114,14 @@ func newPredictor(m *Model, backend string, fused bool) (*Predictor, error) {
 func (m *Model) inferForward(n *net, x, protos *Node) fwd {
 	g := x.Graph()
 	enc := m.meta.Config.Encoder
-	l := x.Shape().Dimensions[0] * x.Shape().Dimensions[1] // the cell encoder's input is the grid
-	if enc == EncoderPaper {
+	var l int
+	switch {
+	case n.f0Input:
+		l = x.Shape().Dimensions[0] // F0 [L, D]
+	case enc == EncoderPaper:
 		l = lowRes(x.Shape().Dimensions[0], enc) * lowRes(x.Shape().Dimensions[1], enc)
+	default:
+		l = x.Shape().Dimensions[0] * x.Shape().Dimensions[1] // the cell encoder's input is the grid
 	}
 	anchor := AddScalar(Const(g, tensorOf(make([]int32, l), l)), -1)
 	calib := 1.0
@@ -111,13 +136,15 @@ func (m *Model) inferForward(n *net, x, protos *Node) fwd {
 // mean and variance, for the inference mode (like BatchNorm's running
 // statistics, but from the one training scene the paper trains on). With
 // them, Predict on s gives what the per-image network gives, and any tile
-// or other scene is normalised the same way.
-func groupNormStats(b compute.Backend, m *Model, s Scene) ([]normStat, error) {
+// or other scene is normalised the same way. fr, when not nil, is the
+// paper encoder's full-resolution stage on pnec's kernels (set up for s):
+// it gives the embedding's statistics and the graph's input.
+func groupNormStats(b compute.Backend, m *Model, s Scene, fr *fullRes) ([]normStat, error) {
 	d, err := makeDims(m.meta.Config, m.meta.Bands, len(m.meta.Classes))
 	if err != nil {
 		return nil, err
 	}
-	n := &net{d: d, cfg: m.meta.Config}
+	n := &net{d: d, cfg: m.meta.Config, f0Input: fr != nil}
 	var keys []string
 	masks := netMasks(s, m.meta.Config.Encoder)
 	fn := func(g *Graph, in []*Node) []*Node {
@@ -145,8 +172,28 @@ func groupNormStats(b compute.Backend, m *Model, s Scene) ([]normStat, error) {
 		return nil, err
 	}
 	defer exec.Finalize()
-	x, xdims := netInput(s, m.inputSpec(), m.meta.Config.Encoder)
-	args := []any{tensorOf(x, xdims...), tensorOf(m.protos, d.K, d.D)}
+	var stats []normStat
+	var x *tensors.Tensor
+	if fr != nil {
+		w := map[string][]float32{}
+		for _, p := range m.params {
+			w[p.Name] = p.Data
+		}
+		fr.setWeights(w["embed.w"], w["embed.b"], w["embed.gn.g"], w["embed.gn.b"], w["conv.w"], w["conv.b"])
+		f0 := make([]float32, fr.hs*fr.ws*d.D)
+		mean, vr := fr.forward(nil, nil, f0, false)
+		st := normStat{Key: "embed.gn", Mean: make([]float32, d.Groups), Var: make([]float32, d.Groups)}
+		for g := range st.Mean {
+			st.Mean[g], st.Var[g] = float32(mean[g]), float32(vr[g])
+		}
+		stats = append(stats, st)
+		x = tensorOf(f0, fr.hs*fr.ws, d.D)
+		masks = masks[len(masks)-1:]
+	} else {
+		xv, xdims := netInput(s, m.inputSpec(), m.meta.Config.Encoder)
+		x = tensorOf(xv, xdims...)
+	}
+	args := []any{x, tensorOf(m.protos, d.K, d.D)}
 	for _, prm := range m.params {
 		args = append(args, tensorOf(prm.Data, prm.Shape...))
 	}
@@ -162,15 +209,15 @@ func groupNormStats(b compute.Backend, m *Model, s Scene) ([]normStat, error) {
 			t.FinalizeAll()
 		}
 	}()
-	stats := make([]normStat, len(keys))
 	for j, k := range keys {
-		stats[j].Key = k
-		if stats[j].Mean, err = tensors.CopyFlatData[float32](out[1+2*j]); err != nil {
+		st := normStat{Key: k}
+		if st.Mean, err = tensors.CopyFlatData[float32](out[1+2*j]); err != nil {
 			return nil, err
 		}
-		if stats[j].Var, err = tensors.CopyFlatData[float32](out[2+2*j]); err != nil {
+		if st.Var, err = tensors.CopyFlatData[float32](out[2+2*j]); err != nil {
 			return nil, err
 		}
+		stats = append(stats, st)
 	}
 	return stats, nil
 }
@@ -207,17 +254,31 @@ func (p *Predictor) Predict(ctx context.Context, s Scene) (pred Prediction, err 
 	if enc == EncoderPaper && (s.Rows < Stride || s.Cols < Stride) {
 		return Prediction{}, fmt.Errorf("predict %dx%d: the paper encoder needs at least %dx%d pixels", s.Rows, s.Cols, Stride, Stride)
 	}
-	x, xdims := netInput(s, p.m.inputSpec(), enc)
 	hs, ws := lowRes(s.Rows, enc), lowRes(s.Cols, enc)
+	masks := netMasks(s, enc)
+	var in *tensors.Tensor
+	if p.fullRes != nil {
+		// The full-resolution stage on pnec's kernels; the graph takes F0
+		// and the low-resolution mask only.
+		f0 := make([]float32, hs*ws*p.m.meta.Config.Hidden)
+		p.fullRes.setScene(s, p.m.meta.StretchLo, p.m.meta.StretchHi, p.m.meta.Config.InputLevels)
+		p.fullRes.forward(p.frMean, p.frVar, f0, false)
+		p.fullRes.release()
+		in = tensorOf(f0, hs*ws, p.m.meta.Config.Hidden)
+		masks = masks[1:]
+	} else {
+		x, xdims := netInput(s, p.m.inputSpec(), enc)
+		in = tensorOf(x, xdims...)
+	}
 	args := []any{
-		tensorOf(x, xdims...),
+		in,
 		tensorOf(upMatrix(s.Rows, hs), s.Rows, hs),
 		tensorOf(upMatrix(s.Cols, ws), s.Cols, ws),
 	}
 	for _, w := range p.weights {
 		args = append(args, w)
 	}
-	for _, mk := range netMasks(s, enc) {
+	for _, mk := range masks {
 		args = append(args, tensorOf(mk, len(mk)))
 	}
 	out, err := p.exec.Call(args...)

@@ -94,13 +94,14 @@ func inputChannels(mode string, bands int) int {
 type inputSpec struct {
 	mode      string
 	lo, scale []float32 // the per-band stretch (InputStretch, InputStretchShape)
+	levels    int       // quantisation of the stretched values (Config.InputLevels; quantize01)
 }
 
-func newInputSpec(mode string, lo, hi []float32) inputSpec {
+func newInputSpec(mode string, levels int, lo, hi []float32) inputSpec {
 	if mode == "" {
 		mode = InputStretch
 	}
-	return inputSpec{mode: mode, lo: lo, scale: stretchScales(lo, hi)}
+	return inputSpec{mode: mode, lo: lo, scale: stretchScales(lo, hi), levels: levels}
 }
 
 // shapeClip bounds the shape channels: a pixel whose spectrum is tiny next
@@ -118,7 +119,7 @@ func (p *inputSpec) add(dst, v []float32) {
 		shape := dst
 		if p.mode == InputStretchShape {
 			for b, x := range v {
-				dst[b] += stretch01(x, p.lo[b], p.scale[b])
+				dst[b] += quantize01(stretch01(x, p.lo[b], p.scale[b]), p.levels)
 			}
 			shape = dst[len(v):]
 		}
@@ -161,9 +162,21 @@ func (p *inputSpec) add(dst, v []float32) {
 		}
 	default:
 		for b, x := range v {
-			dst[b] += stretch01(x, p.lo[b], p.scale[b])
+			dst[b] += quantize01(stretch01(x, p.lo[b], p.scale[b]), p.levels)
 		}
 	}
+}
+
+// quantize01 maps x in [0,1] to levels evenly spaced values, truncating:
+// floor(x (levels-1)) / (levels-1), what MambaHSI's cast of 255 x to 8 bits
+// and back does for levels = 256 (Config.InputLevels); x as it is for
+// levels < 2.
+func quantize01(x float32, levels int) float32 {
+	if levels < 2 {
+		return x
+	}
+	n := float32(levels - 1)
+	return float32(math.Floor(float64(x*n))) / n
 }
 
 // padTo returns n rounded up to a multiple of Stride.

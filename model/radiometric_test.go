@@ -152,7 +152,7 @@ func TestInputModes(t *testing.T) {
 	v := []float32{100, 200, 300, 400}
 	lo, hi := []float32{0, 0, 0, 0}, []float32{1000, 1000, 1000, 1000}
 	for _, mode := range []string{InputStretch, InputShape, InputStretchShape, InputSNV} {
-		in := newInputSpec(mode, lo, hi)
+		in := newInputSpec(mode, 0, lo, hi)
 		ch := inputChannels(mode, len(v))
 		a, b, c := make([]float32, ch), make([]float32, ch), make([]float32, ch)
 		in.add(a, v)
@@ -175,7 +175,7 @@ func TestInputModes(t *testing.T) {
 		}
 	}
 	// Shape: the spectrum over its mean, halved.
-	in := newInputSpec(InputShape, lo, hi)
+	in := newInputSpec(InputShape, 0, lo, hi)
 	got := make([]float32, 4)
 	in.add(got, v)
 	for b, w := range []float32{0.2, 0.4, 0.6, 0.8} {

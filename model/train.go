@@ -7,7 +7,9 @@ import (
 	"github.com/gomlx/compute"
 	"math"
 	"math/rand/v2"
+	"runtime"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/gomlx/compute/dtypes"
@@ -104,6 +106,8 @@ func validateConfig(c Config) error {
 		return fmt.Errorf("recovery window %d: must be odd and positive", c.Recovery.Window)
 	case c.Recovery.Eta < 0 || c.Recovery.Eta > 1:
 		return fmt.Errorf("recovery eta %g: must be in [0,1]", c.Recovery.Eta)
+	case c.InputLevels != 0 && (c.InputLevels < 2 || c.InputLevels > 1<<16):
+		return fmt.Errorf("input levels %d: 0 (off) or 2..65536", c.InputLevels)
 	}
 	return nil
 }
@@ -232,14 +236,22 @@ func Train(ctx context.Context, s Scene, labels []int32, opts TrainOptions) (m *
 	for t, i := range trainIdx {
 		ytrain[t] = trainClass(i)
 	}
-	in := newInputSpec(cfg.Input, lo, hi)
-	td := newTrainData(s, in, trainIdx, ytrain, cfg.Encoder)
+	in := newInputSpec(cfg.Input, cfg.InputLevels, lo, hi)
+	// On the Go backend the paper encoder's full-resolution stage runs on
+	// pnec's own kernels beside the graph (fullRes; see encState), for the
+	// reference's input without augmentation (fullResTraining).
+	var fr *fullRes
+	if useFullRes && strings.HasPrefix(config, "go:") && fullResTraining(cfg) {
+		fr = newFullRes(d, s, lo, hi, runtime.GOMAXPROCS(0))
+		fr.setScene(s, lo, hi, cfg.InputLevels)
+	}
+	td := newTrainData(s, in, trainIdx, ytrain, cfg.Encoder, fr != nil)
 	defer td.finalize()
 	aug := newAugmenter(cfg.Augment, s, in, cfg.Encoder, opts.Seed)
 
 	rng := rand.New(rand.NewPCG(uint64(opts.Seed), 0x6d616d6261))
 	params := initParams(d, cfg, rng)
-	st, err := newTrainer(b, d, cfg, params)
+	st, err := newTrainer(b, d, cfg, params, fr)
 	if err != nil {
 		return nil, fmt.Errorf("train: %w", err)
 	}
@@ -306,7 +318,7 @@ func Train(ctx context.Context, s Scene, labels []int32, opts TrainOptions) (m *
 	}
 	m.meta.setProvenance(opts.Provenance)
 	m.meta.spectralSpectra, m.meta.SpectralClasses = trainSpectra(s, trainIdx, ytrain)
-	if m.meta.GroupNormStats, err = groupNormStats(b, m, s); err != nil {
+	if m.meta.GroupNormStats, err = groupNormStats(b, m, s, fr); err != nil {
 		return nil, fmt.Errorf("train: group norm statistics on %s: %w", backendLabel(config), err)
 	}
 	if m.meta.Drift, err = trainDriftStats(ctx, m, s, opts.Backend); err != nil {
@@ -322,12 +334,22 @@ func Train(ctx context.Context, s Scene, labels []int32, opts TrainOptions) (m *
 // normalised padded scene, the anchor class of cells holding a training
 // pixel, the bilinear weights from the stride-4 grid to each training pixel,
 // and the valid-cell mask.
-func newTrainData(s Scene, in inputSpec, trainIdx []int, ytrain []int32, encoder string) trainData {
+//
+// With kernels (the paper encoder's full-resolution stage on pnec's own
+// kernels, fullRes) the graph's input is the stage's output, made at every
+// step: x stays nil and only the low-resolution mask is kept.
+func newTrainData(s Scene, in inputSpec, trainIdx []int, ytrain []int32, encoder string, kernels bool) trainData {
 	hs, ws := lowRes(s.Rows, encoder), lowRes(s.Cols, encoder)
 	l := hs * ws
-	x, xdims := netInput(s, in, encoder)
-	td := trainData{x: tensorOf(x, xdims...)}
+	var td trainData
+	if !kernels {
+		x, xdims := netInput(s, in, encoder)
+		td.x = tensorOf(x, xdims...)
+	}
 	masks := netMasks(s, encoder)
+	if kernels {
+		masks = masks[len(masks)-1:]
+	}
 	for _, mk := range masks {
 		td.masks = append(td.masks, tensorOf(mk, len(mk)))
 	}
@@ -487,11 +509,38 @@ type trainer struct {
 	build   func(aug bool) func(g *Graph, in []*Node) []*Node
 	b       compute.Backend
 	cfg     Config
-	names   []string
-	state   []*tensors.Tensor // protos, protoInit, params..., adamM..., adamV...
+	names   []string          // every weight, initParams' order
+	gidx    []int             // positions in names of the graph's weights
+	state   []*tensors.Tensor // protos, protoInit, graph params..., adamM..., adamV...
 	t       int
 	masks   int // valid masks the step takes (trainData.masks)
+	enc     *encState
 }
+
+// encState is the paper encoder's full-resolution stage when it trains on
+// pnec's own kernels (fullRes) beside the graph: the graph's input is the
+// stage's output F0 and the graph returns the loss's gradient with respect
+// to it; fullRes.backward turns that into the stage's weight gradients and
+// Adam updates them here, with the graph's formula.
+type encState struct {
+	fr      *fullRes
+	idx     []int // positions in the trainer's names, in fullResNames order
+	w, m, v [][]float32
+	f0      []float32
+	l, d    int
+}
+
+// traceTrainGraph, when set, sees the training step's graph (diagnostics).
+var traceTrainGraph func(g *Graph, outs []*Node)
+
+// useFullRes lets Train and NewPredictor run the paper encoder's
+// full-resolution stage on pnec's own kernels where they are available;
+// tests turn it off to compare with the graph.
+var useFullRes = true
+
+// fullResNames are the weights of the paper encoder's full-resolution
+// stage, in the order fullRes.backward returns their gradients.
+var fullResNames = [6]string{"embed.w", "embed.b", "embed.gn.g", "embed.gn.b", "conv.w", "conv.b"}
 
 const (
 	adamBeta1 = 0.9
@@ -499,28 +548,50 @@ const (
 	adamEps   = 1e-8
 )
 
-func newTrainer(b compute.Backend, d dims, cfg Config, params paramSet) (*trainer, error) {
+func newTrainer(b compute.Backend, d dims, cfg Config, params paramSet, fr *fullRes) (*trainer, error) {
 	tr := &trainer{cfg: cfg}
-	np := len(params)
 	for _, p := range params {
 		tr.names = append(tr.names, p.Name)
 	}
-	n := &net{d: d, cfg: cfg}
-	nm := 1 // valid masks (netMasks): the stride-4 grid, and full resolution for the paper encoder
-	if cfg.Encoder == EncoderPaper {
+	if fr != nil {
+		tr.enc = &encState{fr: fr, l: fr.hs * fr.ws, d: d.D}
+		tr.enc.f0 = make([]float32, tr.enc.l*d.D)
+		for _, name := range fullResNames {
+			i := slices.Index(tr.names, name)
+			if i < 0 {
+				return nil, fmt.Errorf("no weight %s", name)
+			}
+			tr.enc.idx = append(tr.enc.idx, i)
+			tr.enc.w = append(tr.enc.w, slices.Clone(params[i].Data))
+			tr.enc.m = append(tr.enc.m, make([]float32, len(params[i].Data)))
+			tr.enc.v = append(tr.enc.v, make([]float32, len(params[i].Data)))
+		}
+	}
+	for i := range params {
+		if tr.enc == nil || !slices.Contains(tr.enc.idx, i) {
+			tr.gidx = append(tr.gidx, i)
+		}
+	}
+	np := len(tr.gidx)
+	n := &net{d: d, cfg: cfg, f0Input: fr != nil, training: true}
+	nm := 1 // valid masks (netMasks): the stride-4 grid, and full resolution for the paper encoder in the graph
+	if cfg.Encoder == EncoderPaper && fr == nil {
 		nm = 2
 	}
 	tr.masks = nm
 	build := func(aug bool) func(g *Graph, in []*Node) []*Node {
 		return func(g *Graph, in []*Node) []*Node {
+			if traceTrainGraph != nil {
+				g.SetTraced(true)
+			}
 			s := splitStepInputs(in, nm, np)
 			x, anchor, wtr, ytr, cellMask, calib, a1, c2 := s.x, s.anchor, s.wtr, s.ytr, s.cellMask, s.calib, s.a1, s.c2
 			n.setMasks(s.masks...)
 			protos, protoInit := s.protos, s.protoInit
 			pNodes, mNodes, vNodes := s.params, s.adamM, s.adamV
 			n.p = make(map[string]*Node, np)
-			for i, name := range tr.names {
-				n.p[name] = pNodes[i]
+			for j, i := range tr.gidx {
+				n.p[tr.names[i]] = pNodes[j]
 			}
 			n.normCalls, n.fixedNorm, n.recordNorm = nil, nil, nil
 			if aug {
@@ -540,9 +611,17 @@ func newTrainer(b compute.Backend, d dims, cfg Config, params paramSet) (*traine
 			}
 			loss, acc, newProtos, newInit := n.loss(x, anchor, wtr, ytr, cellMask, calib, protos, protoInit)
 			n.fixedNorm = nil
-			grads := Gradient(loss, pNodes...)
+			wrt := pNodes
+			if tr.enc != nil {
+				wrt = append(slices.Clone(pNodes), x) // and dLoss/dF0 for the kernels' backward pass
+			}
+			grads := Gradient(loss, wrt...)
 			forgetBMM(g)
 			out := []*Node{loss, acc, newProtos, newInit}
+			var dF0 *Node
+			if tr.enc != nil {
+				dF0, grads = grads[np], grads[:np]
+			}
 			var newP, newM, newV []*Node
 			for i, gr := range grads {
 				m := Add(MulScalar(mNodes[i], adamBeta1), MulScalar(gr, 1-adamBeta1))
@@ -554,7 +633,14 @@ func newTrainer(b compute.Backend, d dims, cfg Config, params paramSet) (*traine
 			}
 			out = append(out, newP...)
 			out = append(out, newM...)
-			return append(out, newV...)
+			out = append(out, newV...)
+			if dF0 != nil {
+				out = append(out, dF0)
+			}
+			if traceTrainGraph != nil {
+				traceTrainGraph(g, out)
+			}
+			return out
 		}
 	}
 	exec, err := NewExec(b, build(false))
@@ -564,12 +650,12 @@ func newTrainer(b compute.Backend, d dims, cfg Config, params paramSet) (*traine
 	tr.exec = exec.WithName("pnec_train_step")
 	tr.build, tr.b = build, b
 	tr.state = append(tr.state, tensorOf(make([]float32, d.K*d.D), d.K, d.D), tensorOf(make([]float32, d.K), d.K))
-	for _, p := range params {
-		tr.state = append(tr.state, tensorOf(p.Data, p.Shape...))
+	for _, i := range tr.gidx {
+		tr.state = append(tr.state, tensorOf(params[i].Data, params[i].Shape...))
 	}
 	for range 2 {
-		for _, p := range params {
-			tr.state = append(tr.state, tensorOf(make([]float32, len(p.Data)), p.Shape...))
+		for _, i := range tr.gidx {
+			tr.state = append(tr.state, tensorOf(make([]float32, len(params[i].Data)), params[i].Shape...))
 		}
 	}
 	return tr, nil
@@ -642,7 +728,14 @@ func (tr *trainer) step(td trainData, calib float32) (loss, acc float64, err err
 	bc2 := 1 - math.Pow(adamBeta2, float64(tr.t))
 	a1 := float32(tr.cfg.LearningRate / bc1)
 	c2 := float32(1 / math.Sqrt(bc2))
-	args := []any{td.x, td.anchor, td.wtr, td.ytr, td.cellMask, calib, a1, c2} // stepInputs' order
+	var x any = td.x
+	if e := tr.enc; e != nil {
+		w := e.w
+		e.fr.setWeights(w[0], w[1], w[2], w[3], w[4], w[5])
+		e.fr.forward(nil, nil, e.f0, true)
+		x = tensorOf(e.f0, e.l, e.d)
+	}
+	args := []any{x, td.anchor, td.wtr, td.ytr, td.cellMask, calib, a1, c2} // stepInputs' order
 	if len(td.masks) != tr.masks {
 		return 0, 0, fmt.Errorf("training data has %d valid masks, the step takes %d", len(td.masks), tr.masks)
 	}
@@ -681,8 +774,32 @@ func (tr *trainer) step(td trainData, calib float32) (loss, acc float64, err err
 	for _, t := range tr.state {
 		t.FinalizeAll()
 	}
+	if e := tr.enc; e != nil {
+		last := out[len(out)-1]
+		dF0, err := tensors.CopyFlatData[float32](last)
+		last.FinalizeAll()
+		out = out[:len(out)-1]
+		if err != nil {
+			return 0, 0, err
+		}
+		dwe, dbe, dg, db, dwc, dbc := e.fr.backward(dF0)
+		for k, g := range [][]float32{dwe, dbe, dg, db, dwc, dbc} {
+			adamStep(e.w[k], e.m[k], e.v[k], g, a1, c2)
+		}
+	}
 	tr.state = out[2:]
 	return float64(lossV[0]), float64(accV[0]), nil
+}
+
+// adamStep is the graph's Adam update of weights w with moments m, v and
+// gradient g, in float32: a1 is the learning rate over the first moment's
+// bias correction, c2 one over the square root of the second's.
+func adamStep(w, m, v, g []float32, a1, c2 float32) {
+	for i, gi := range g {
+		m[i] = m[i]*adamBeta1 + gi*(1-adamBeta1)
+		v[i] = v[i]*adamBeta2 + gi*gi*(1-adamBeta2)
+		w[i] -= a1 * m[i] / (float32(math.Sqrt(float64(v[i])))*c2 + adamEps)
+	}
 }
 
 // weights copies the trained parameters and the prototype bank out of the state.
@@ -691,14 +808,21 @@ func (tr *trainer) weights() (paramSet, []float32, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	var ps paramSet
-	for i, name := range tr.names {
-		t := tr.state[stateParams+i]
+	ps := make(paramSet, len(tr.names))
+	for j, i := range tr.gidx {
+		t := tr.state[stateParams+j]
 		data, err := tensors.CopyFlatData[float32](t)
 		if err != nil {
 			return nil, nil, err
 		}
-		ps = append(ps, param{Name: name, Shape: t.Shape().Dimensions, Data: data})
+		ps[i] = param{Name: tr.names[i], Shape: t.Shape().Dimensions, Data: data}
+	}
+	if e := tr.enc; e != nil {
+		d, bands := e.d, len(e.w[0])/e.d
+		shapes := [][]int{{bands, d}, {d}, {d}, {d}, {9 * d, d}, {d}}
+		for k, i := range e.idx {
+			ps[i] = param{Name: tr.names[i], Shape: shapes[k], Data: slices.Clone(e.w[k])}
+		}
 	}
 	return ps, protos, nil
 }

@@ -144,9 +144,17 @@ func TestTrainTinyBeatsChance(t *testing.T) {
 // TestTrainDeterministic: the same seeds give bit-identical weights on the
 // same backend; another run seed gives other weights.
 func TestTrainDeterministic(t *testing.T) {
+	for _, enc := range []string{EncoderCell, EncoderPaper} {
+		t.Run(enc, func(t *testing.T) { trainDeterministic(t, enc) })
+	}
+}
+
+func trainDeterministic(t *testing.T, encoder string) {
 	s, labels := synthScene(17, 22, 6, 3, 5)
+	cfg := tinyConfig(6)
+	cfg.Encoder = encoder
 	train := func(seed int64) *Model {
-		m, err := Train(context.Background(), s, labels, TrainOptions{Config: tinyConfig(6), TrainPerClass: 5, Seed: seed, Backend: "go"})
+		m, err := Train(context.Background(), s, labels, TrainOptions{Config: cfg, TrainPerClass: 5, Seed: seed, Backend: "go"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -206,5 +214,94 @@ func TestTrainErrors(t *testing.T) {
 				t.Error("got nil error, want one")
 			}
 		})
+	}
+}
+
+// TestTrainKernelsMatchGraph: training the paper encoder with its
+// full-resolution stage on pnec's own kernels (the Go backend's path)
+// follows the all-graph training: the same losses epoch by epoch and the
+// same weights after 8 epochs, to float32 rounding grown over the steps;
+// and the trained models predict the same.
+func TestTrainKernelsMatchGraph(t *testing.T) {
+	if !fullResAvailable(32) {
+		t.Skip("pnec's full-resolution kernels need AVX-512 and GOEXPERIMENT=simd")
+	}
+	s, labels := synthScene(30, 26, 10, 3, 8)
+	s.Valid = make([]bool, s.Rows*s.Cols)
+	for i := range s.Valid {
+		s.Valid[i] = i%37 != 5 // scattered nodata pixels
+	}
+	cfg := tinyConfig(8)
+	cfg.Encoder, cfg.Hidden = EncoderPaper, 32
+	train := func(kernels bool) (*Model, []float64) {
+		defer func(v bool) { useFullRes = v }(useFullRes)
+		useFullRes = kernels
+		var losses []float64
+		m, err := Train(context.Background(), s, labels, TrainOptions{Config: cfg, TrainPerClass: 6, Backend: "go",
+			Progress: func(e EpochStats) { losses = append(losses, e.Loss) }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return m, losses
+	}
+	mk, lk := train(true)
+	mg, lg := train(false)
+	for e := range lk {
+		if d := math.Abs(lk[e] - lg[e]); d > 1e-4*math.Max(1, math.Abs(lg[e])) {
+			t.Errorf("epoch %d: loss %.7g with the kernels, %.7g in the graph", e+1, lk[e], lg[e])
+		}
+	}
+	var worst float64
+	worstName := ""
+	for i := range mk.params {
+		for j, v := range mk.params[i].Data {
+			if d := math.Abs(float64(v - mg.params[i].Data[j])); d > worst {
+				worst, worstName = d, mk.params[i].Name
+			}
+		}
+	}
+	t.Logf("losses %.6g .. %.6g; largest weight difference %.2g (%s)", lk[0], lk[len(lk)-1], worst, worstName)
+	// Adam divides each gradient by its running magnitude, so a weight whose
+	// gradient is near zero moves by up to a whole step (lr = 3e-3) on
+	// rounding alone; a wrong gradient moves weights by many steps.
+	if worst > 1e-3 {
+		t.Errorf("weights differ by up to %.3g (%s)", worst, worstName)
+	}
+	for i, st := range mk.meta.GroupNormStats {
+		o := mg.meta.GroupNormStats[i]
+		if st.Key != o.Key {
+			t.Fatalf("GroupNorm statistics %d: %s with the kernels, %s in the graph", i, st.Key, o.Key)
+		}
+		for g := range st.Mean {
+			if math.Abs(float64(st.Mean[g]-o.Mean[g])) > 1e-4 || math.Abs(float64(st.Var[g]-o.Var[g])) > 1e-4*math.Max(1, float64(o.Var[g])) {
+				t.Errorf("GroupNorm %s group %d: mean/var %g/%g with the kernels, %g/%g in the graph", st.Key, g, st.Mean[g], st.Var[g], o.Mean[g], o.Var[g])
+			}
+		}
+	}
+	pk, err := NewPredictor(mk, "go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pk.Close()
+	pg, err := NewPredictor(mg, "go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pg.Close()
+	a, err := pk.Predict(context.Background(), s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := pg.Predict(context.Background(), s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var dp float64
+	for i := range a.Prob {
+		dp = math.Max(dp, math.Abs(float64(a.Prob[i]-b.Prob[i])))
+	}
+	t.Logf("largest probability difference %.2g", dp)
+	if dp > 1e-3 {
+		t.Errorf("predictions differ by up to %.3g in probability", dp)
 	}
 }

@@ -103,6 +103,10 @@ func BuildModelItem(p ModelItemParams) (*stac.Item, error) {
 		scaling[i] = map[string]any{"type": "min-max", "minimum": float64(lo[i]), "maximum": float64(hi[i])}
 	}
 	prov := m.Provenance()
+	inputDesc := "The scene's raw band values (any GDAL data type, nodata honoured); pnec applies the scaling itself: (v - minimum) / (maximum - minimum) per band, clipped to 0..1 (the training scene's 2nd and 98th percentiles). Whole scenes or overlapping tiles of any size; sides are padded to a multiple of 4."
+	if n := cfg.InputLevels; n != 0 {
+		inputDesc = strings.Replace(inputDesc, "clipped to 0..1", fmt.Sprintf("clipped to 0..1, then quantised to %d levels, floor(x (%d - 1)) / (%d - 1)", n, n, n), 1)
+	}
 	props := map[string]any{
 		"datetime":                    p.Datetime.UTC().Format(time.RFC3339),
 		"created":                     p.Now.UTC().Format(time.RFC3339),
@@ -121,7 +125,7 @@ func BuildModelItem(p ModelItemParams) (*stac.Item, error) {
 		"mlm:accelerator_summary":     "any CPU (pure-Go backend) or an XLA PJRT device such as a CUDA GPU",
 		"mlm:input": []map[string]any{{
 			"name":        "hyperspectral scene",
-			"description": "The scene's raw band values (any GDAL data type, nodata honoured); pnec applies the scaling itself: (v - minimum) / (maximum - minimum) per band, clipped to 0..1 (the training scene's 2nd and 98th percentiles). Whole scenes or overlapping tiles of any size; sides are padded to a multiple of 4.",
+			"description": inputDesc,
 			"bands":       bandNames,
 			"input": map[string]any{
 				"shape":     []int{1, m.Bands(), -1, -1},
@@ -158,6 +162,9 @@ func BuildModelItem(p ModelItemParams) (*stac.Item, error) {
 		"processing:software":  map[string]string{"pnec": versionOr(m.Version())},
 		propModelChecksum:      m.Checksum(),
 		"pnec:trained_backend": m.Backend(),
+	}
+	if cfg.InputLevels != 0 {
+		props["mlm:hyperparameters"].(map[string]any)["input_levels"] = cfg.InputLevels
 	}
 	if v := moduleVersion(gomlxModule); v != "" {
 		props["mlm:framework_version"] = strings.TrimPrefix(v, "v") // MLM wants SemVer without Go's "v"

@@ -77,6 +77,7 @@ func modelFlags() []cli.Flag {
 		&cli.StringFlag{Name: "encoder", Value: d.Encoder, Usage: "`ENCODER`, stored in the model: paper (the paper's: 1x1 conv + GroupNorm + SiLU at full resolution, 3x3 conv, MaxPool 2, GELU, AvgPool 2) or cell (the input averaged over 4x4 cells first, all work at stride 4)"},
 		&cli.StringFlag{Name: "input", Value: d.Input, Usage: "network `INPUT`, stored in the model: stretch (each band stretched between the training scene's 2nd and 98th percentiles, the paper's), shape (each spectrum divided by its mean: brightness removed), stretch+shape (both) or snv (each spectrum's standard normal variate)"},
 		&cli.StringFlag{Name: "augment", Value: d.Augment.String(), Usage: "radiometric augmentation `SPEC` of training: off, or p=SHARE,gain=G,tilt=T,offset=O,noise=N,shift=BANDS (each step, with probability p, the training scene changed by a random gain in [1/(1+G), 1+G], tilt up to T, offset up to O and noise up to N of each band's mean, band shift up to BANDS)"},
+		&cli.IntFlag{Name: "input-levels", Value: d.InputLevels, Usage: "quantise the stretched input to `N` levels, stored in the model: 256 is MambaHSI's and the PyTorch reference's 8 bits; 0 keeps it as it is"},
 		&cli.StringFlag{Name: "backend", Usage: "compute backend `NAME`: go, xla:cpu, xla:cuda, xla:/abs/plugin.so (default: $GOMLX_BACKEND, else XLA when a PJRT plugin is installed, else go)"},
 	}
 }
@@ -91,6 +92,7 @@ func configFromFlags(c *cli.Context, withAblation bool) (model.Config, error) {
 	cfg.ECWarmupEpochs = c.Int("warmup")
 	cfg.GateFloor = c.Float64("gate-floor")
 	cfg.Recovery = model.RecoveryParams{Window: c.Int("window"), Eta: c.Float64("eta")}
+	cfg.InputLevels = c.Int("input-levels")
 	if withAblation {
 		switch a := model.Ablation(strings.ToLower(c.String("ablation"))); a {
 		case model.AblationFull, model.AblationBase, model.AblationNoEC, model.AblationNoRC, model.AblationNoRecovery:
@@ -127,6 +129,8 @@ func configFromFlags(c *cli.Context, withAblation bool) (model.Config, error) {
 		return cfg, fmt.Errorf("--warmup %d: want 0 or more epochs", cfg.ECWarmupEpochs)
 	case !(cfg.GateFloor >= 0 && cfg.GateFloor <= 1):
 		return cfg, fmt.Errorf("--gate-floor %g: want a value in 0..1", cfg.GateFloor)
+	case cfg.InputLevels != 0 && (cfg.InputLevels < 2 || cfg.InputLevels > 1<<16):
+		return cfg, fmt.Errorf("--input-levels %d: want 0 (off) or 2..65536", cfg.InputLevels)
 	}
 	if err := cfg.Recovery.Validate(); err != nil {
 		return cfg, fmt.Errorf("--window/--eta: %w", err)

@@ -181,6 +181,7 @@ func TestTrainEvaluateBadInputs(t *testing.T) {
 		{"labels size", []string{"train", "--scene", scene, "--labels", small, "--out", modelPath}, "small.tif: 8 x 4 pixels"},
 		{"bad ablation", []string{"train", "--scene", scene, "--labels", labels, "--out", modelPath, "--ablation", "none"}, "--ablation none"},
 		{"even window", []string{"train", "--scene", scene, "--labels", labels, "--out", modelPath, "--window", "4"}, "recovery window 4"},
+		{"one input level", []string{"train", "--scene", scene, "--labels", labels, "--out", modelPath, "--input-levels", "1"}, "--input-levels 1"},
 		{"bad class name", []string{"train", "--scene", scene, "--labels", labels, "--out", modelPath, "--class-name", "x"}, "--class-name x"},
 		{"class value 65535", append([]string{"train", "--quiet", "--scene", scene, "--labels", bigLabel, "--out", filepath.Join(dir, "big.pnec"), "--epochs", "1"}, tinyFlags...),
 			"biglabel.tif: pixel (row 1, col 1) holds 65535; class values are whole numbers 0..65534"},

@@ -21,7 +21,9 @@ import (
 	"math"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"slices"
+	"syscall"
 	"time"
 
 	"github.com/pnec/pnec/model"
@@ -48,6 +50,17 @@ type result struct {
 	MinS    float64 `json:"min_s"`
 	MaxS    float64 `json:"max_s"`
 	Steps   int     `json:"steps"`
+	// MedianCPUS is the median process CPU time (user + system, all
+	// threads) per timed operation: on a machine shared with other work it
+	// moves much less than the wall time.
+	MedianCPUS float64 `json:"median_cpu_s"`
+}
+
+// cpuSeconds is the process's user + system CPU time.
+func cpuSeconds() float64 {
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return float64(ru.Utime.Nano()+ru.Stime.Nano()) / 1e9
 }
 
 func run(ctx context.Context, args []string) error {
@@ -60,6 +73,7 @@ func run(ctx context.Context, args []string) error {
 	mode := fs.String("mode", "infer", "infer (full-scene inference) or train (one training step)")
 	steps := fs.Int("steps", 3, "timed operations after the first")
 	backend := fs.String("backend", "go", "backend (go, or xla:...)")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the timed operations to this file")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -67,27 +81,46 @@ func run(ctx context.Context, args []string) error {
 		return fmt.Errorf("-steps %d: want at least 1", *steps)
 	}
 	s, labels := scene(*rows, *cols, *bands, *classes)
+	// The profile starts with the first timed operation (after compilation).
+	startProfile := func() error { return nil }
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		startProfile = func() error { return pprof.StartCPUProfile(f) }
+		defer pprof.StopCPUProfile()
+	}
 	cfg := model.DefaultConfig()
 	if err := setEncoder(&cfg, *encoder); err != nil {
 		return err
 	}
 	cfg.ECWarmupEpochs = 0 // calibration on in every timed step, as in the reference's timing
-	var times []float64
+	var times, cpus []float64
 	var res result
 	res.Impl, res.Steps = "pnec", *steps
 	switch *mode {
 	case "train":
 		cfg.Epochs = 1 + *steps
 		var last time.Duration
+		lastCPU := cpuSeconds()
 		_, err := model.Train(ctx, s, labels, model.TrainOptions{Config: cfg, Backend: *backend,
 			Progress: func(e model.EpochStats) {
 				d := e.Elapsed - last
 				last = e.Elapsed
+				c := cpuSeconds()
+				dc := c - lastCPU
+				lastCPU = c
 				if e.Epoch == 1 {
 					res.FirstS = d.Seconds()
+					if err := startProfile(); err != nil {
+						fmt.Fprintln(os.Stderr, "netbench: cpu profile:", err)
+					}
 					return
 				}
 				times = append(times, d.Seconds())
+				cpus = append(cpus, dc)
 			}})
 		if err != nil {
 			return err
@@ -119,22 +152,28 @@ func run(ctx context.Context, args []string) error {
 			return nil
 		}
 		for i := 0; i <= *steps; i++ {
-			t0 := time.Now()
+			t0, c0 := time.Now(), cpuSeconds()
 			if err := op(); err != nil {
 				return err
 			}
-			d := time.Since(t0).Seconds()
+			d, dc := time.Since(t0).Seconds(), cpuSeconds()-c0
 			if i == 0 {
 				res.FirstS = d
+				if err := startProfile(); err != nil {
+					return err
+				}
 			} else {
 				times = append(times, d)
+				cpus = append(cpus, dc)
 			}
 		}
 	default:
 		return fmt.Errorf("-mode %s: want infer or train", *mode)
 	}
 	slices.Sort(times)
+	slices.Sort(cpus)
 	res.MedianS, res.MinS, res.MaxS = times[len(times)/2], times[0], times[len(times)-1]
+	res.MedianCPUS = cpus[len(cpus)/2]
 	return json.NewEncoder(os.Stdout).Encode(res)
 }
 

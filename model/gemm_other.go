@@ -1,0 +1,11 @@
+//go:build !amd64
+
+package model
+
+import "unsafe"
+
+const haveGemm512 = false
+
+func sgemm8x32(k int, a unsafe.Pointer, rsA, csA uintptr, b unsafe.Pointer, ldb uintptr, c unsafe.Pointer, ldc uintptr, accum bool) {
+	panic("sgemm8x32: no AVX-512 kernel on this architecture")
+}

@@ -1,0 +1,101 @@
+package model
+
+import (
+	"context"
+	"math"
+	"path/filepath"
+	"testing"
+)
+
+// TestQuantize01 checks the 8-bit input path against MambaHSI's
+// (uint8)(255 x) / 255 on values at and around the level boundaries.
+func TestQuantize01(t *testing.T) {
+	for _, tc := range []struct {
+		x    float32
+		want float32
+	}{
+		{0, 0}, {1, 1}, {0.5, 127.0 / 255}, {0.0039, 0}, {1.0 / 255, 1.0 / 255}, {0.99999, 254.0 / 255}, {0.25, 63.0 / 255},
+	} {
+		if got := quantize01(tc.x, 256); got != tc.want {
+			t.Errorf("quantize01(%g, 256) = %g, want %g", tc.x, got, tc.want)
+		}
+		if got := quantize01(tc.x, 0); got != tc.x {
+			t.Errorf("quantize01(%g, 0) = %g, want the value itself", tc.x, got)
+		}
+	}
+}
+
+// TestInputLevels: with Config.InputLevels 256 the paper encoder's input
+// is on the 1/255 grid (the cell encoder averages such values); a model
+// trained with it, with either encoder, keeps the setting
+// through a save/load round trip, and predicts the same after it; a
+// scene whose stretched values are already on the grid gives the same
+// input with and without quantisation.
+func TestInputLevels(t *testing.T) {
+	s, labels := synthScene(20, 24, 6, 3, 9)
+	lo, hi, err := bandStretch(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	x, _ := netInput(s, newInputSpec(InputStretch, 256, lo, hi), EncoderPaper)
+	for i, v := range x {
+		if q := float64(v) * 255; math.Abs(q-math.Round(q)) > 1e-4 {
+			t.Fatalf("input value %d = %g is not on the 1/255 grid", i, v)
+		}
+	}
+	for _, enc := range []string{EncoderCell, EncoderPaper} {
+		cfg := tinyConfig(3)
+		cfg.Encoder, cfg.InputLevels = enc, 256
+		m, err := Train(context.Background(), s, labels, TrainOptions{Config: cfg, TrainPerClass: 4, Backend: "go"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		path := filepath.Join(t.TempDir(), "m.pnec")
+		if err := m.Save(path); err != nil {
+			t.Fatal(err)
+		}
+		back, err := Load(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if back.Config().InputLevels != 256 {
+			t.Fatalf("%s: InputLevels %d after the round trip, want 256", enc, back.Config().InputLevels)
+		}
+		p1, err := NewPredictor(m, "go")
+		if err != nil {
+			t.Fatal(err)
+		}
+		a, err := p1.Predict(context.Background(), s)
+		p1.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		p2, err := NewPredictor(back, "go")
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := p2.Predict(context.Background(), s)
+		p2.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range a.Prob {
+			if a.Prob[i] != b.Prob[i] {
+				t.Fatalf("%s: probability %d differs after the round trip: %g vs %g", enc, i, a.Prob[i], b.Prob[i])
+			}
+		}
+	}
+	// Values already on the grid: quantisation changes nothing.
+	g := Scene{Rows: 4, Cols: 4, Bands: 1, Data: make([]float32, 16)}
+	for i := range g.Data {
+		g.Data[i] = float32(i*13%256) / 255
+	}
+	glo, ghi := []float32{0}, []float32{1}
+	x0, _ := netInput(g, newInputSpec(InputStretch, 0, glo, ghi), EncoderPaper)
+	x8, _ := netInput(g, newInputSpec(InputStretch, 256, glo, ghi), EncoderPaper)
+	for i := range x0 {
+		if x0[i] != x8[i] {
+			t.Errorf("value %d: %g quantised to %g", i, x0[i], x8[i])
+		}
+	}
+}
