@@ -47,7 +47,7 @@ func benchTrainer(b *testing.B) (*trainer, trainData) {
 		b.Fatal(err)
 	}
 	var fr *fullRes
-	if cfg.Encoder == EncoderPaper && fullResAvailable(d.D) {
+	if useFullRes && fullResTraining(cfg) { // as Train decides
 		fr = newFullRes(d, s, lo, hi, runtime.GOMAXPROCS(0))
 	}
 	td := newTrainData(s, newInputSpec(cfg.Input, cfg.InputLevels, lo, hi), idx, y, cfg.Encoder, fr != nil)

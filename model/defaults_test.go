@@ -9,8 +9,13 @@ import (
 // (Config{Epochs: 5} once trained 200 epochs: a zero Hidden replaced the
 // whole Config), and zeros that are settings stay when the Config sets
 // any of them.
+//
+// Input and Augment are not filled: as in a model file, "" is the
+// reference's stretch and a zero Augment is off, so a partial Config is
+// the paper's network; DefaultConfig() is pnec's (shape input, augmented).
 func TestTrainOptionsDefaults(t *testing.T) {
 	def := DefaultConfig()
+	def.Input, def.Augment = "", Augment{}
 	noWarmup := DefaultConfig()
 	noWarmup.ECWarmupEpochs = 0
 	noCon := DefaultConfig()

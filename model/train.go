@@ -18,14 +18,17 @@ import (
 )
 
 // withDefaults fills zero fields of o with the paper's values, each on its
-// own: Config{Epochs: 5} trains 5 epochs of the default network. The fields
+// own: Config{Epochs: 5} trains 5 epochs of the paper's network. The fields
 // that must be positive (the sizes, TauInit, LearningRate, Epochs, the
 // recovery window) take their default whenever they are zero. The weights
 // and switches where zero is a setting (Momentum, GateFloor, Alpha, Beta,
 // the loss weights, ECWarmupEpochs, the recovery strength) take their
 // defaults only when all of them are zero: a Config that sets none of them
 // wants the paper's; one that sets any (DefaultConfig() with
-// ECWarmupEpochs = 0, say) means its zeros.
+// ECWarmupEpochs = 0, say) means its zeros. Input and Augment are left as
+// they are: "" is the reference's per-band stretch and a zero Augment is
+// off, as in a model file, so a partial Config trains the paper's network;
+// pnec's defaults (DefaultInput, DefaultAugment) come with DefaultConfig().
 func (o TrainOptions) withDefaults() TrainOptions {
 	def := DefaultConfig()
 	c := &o.Config

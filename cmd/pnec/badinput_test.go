@@ -65,6 +65,7 @@ type runResult struct {
 	code           int
 	stdout, stderr string
 	elapsed        time.Duration
+	hung           bool // killed at its time limit (runProgram)
 }
 
 // runPnec runs the binary with a time limit.

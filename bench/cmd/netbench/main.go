@@ -97,6 +97,10 @@ func run(ctx context.Context, args []string) error {
 		return err
 	}
 	cfg.ECWarmupEpochs = 0 // calibration on in every timed step, as in the reference's timing
+	// The reference's network: its per-band stretch, no augmentation (the
+	// defaults since issue 21 divide by the spectrum's mean and augment,
+	// which the PyTorch reference does not).
+	cfg.Input, cfg.Augment = model.InputStretch, model.Augment{}
 	var times, cpus []float64
 	var res result
 	res.Impl, res.Steps = "pnec", *steps
