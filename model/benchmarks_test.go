@@ -48,7 +48,7 @@ func benchTrainer(b *testing.B) (*trainer, trainData) {
 	}
 	var fr *fullRes
 	if useFullRes && fullResTraining(cfg) { // as Train decides
-		fr = newFullRes(d, s, lo, hi, runtime.GOMAXPROCS(0))
+		fr = newFullRes(d, s, newInputSpec(cfg.Input, cfg.InputLevels, lo, hi), runtime.GOMAXPROCS(0))
 	}
 	td := newTrainData(s, newInputSpec(cfg.Input, cfg.InputLevels, lo, hi), idx, y, cfg.Encoder, fr != nil)
 	tr, err := newTrainer(testBackend(b), d, cfg, initParams(d, cfg, rand.New(rand.NewPCG(1, 2))), fr)

@@ -9,7 +9,7 @@ func fullResAvailable(int) bool { return false }
 // fullRes is only built with GOEXPERIMENT=simd on amd64.
 type fullRes struct{ hs, ws int }
 
-func newFullRes(dims, Scene, []float32, []float32, int) *fullRes { panic("fullRes: not built") }
+func newFullRes(dims, Scene, inputSpec, int) *fullRes { panic("fullRes: not built") }
 
 func (*fullRes) setWeights(we, be, gamma, beta, wc, bc []float32) { panic("fullRes: not built") }
 
@@ -23,7 +23,7 @@ func (*fullRes) backward([]float32) (dwe, dbe, dgamma, dbeta, dwc, dbc []float32
 
 func newFullResWeights(dims, paramSet, int) *fullRes { panic("fullRes: not built") }
 
-func (*fullRes) setScene(Scene, []float32, []float32, int) { panic("fullRes: not built") }
+func (*fullRes) setScene(Scene, inputSpec) { panic("fullRes: not built") }
 
 func (*fullRes) release() {}
 

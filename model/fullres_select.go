@@ -2,11 +2,20 @@ package model
 
 // fullResInput says whether a model of cfg runs the paper encoder's
 // full-resolution stage on pnec's kernels (fullRes) instead of the graph
-// when it predicts: fullRes computes the reference's per-band stretch
-// itself, so only models with that input (InputStretch) can use it, and
-// only where the CPU has the kernels (fullResAvailable).
+// when it predicts: for the input modes with one channel per band (fullRes
+// makes the input rows itself; stretch+shape's two channels per band are
+// not built in), where the CPU has the kernels (fullResAvailable).
 func fullResInput(cfg Config) bool {
-	return cfg.Encoder == EncoderPaper && (cfg.Input == "" || cfg.Input == InputStretch) && fullResAvailable(cfg.Hidden)
+	return cfg.Encoder == EncoderPaper && fullResMode(cfg.Input) && fullResAvailable(cfg.Hidden)
+}
+
+// fullResMode says whether fullRes can make the input of mode.
+func fullResMode(mode string) bool {
+	switch mode {
+	case "", InputStretch, InputShape, InputSNV:
+		return true
+	}
+	return false
 }
 
 // fullResTraining says whether training with cfg runs the full-resolution

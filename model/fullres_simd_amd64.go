@@ -50,7 +50,8 @@ type fullRes struct {
 
 	s         Scene
 	lo, scale []float32
-	levels    int // quantisation of the stretched input (quantize01)
+	levels    int       // quantisation of the stretched input (quantize01)
+	in        inputSpec // the input mode; other than InputStretch, pixels go through in.add
 
 	// Weights in the graph's layouts: we [B, D], wc [9D, D] (rows tap
 	// (dy, dx) then input channel), the rest [D].
@@ -120,10 +121,11 @@ var winoG = [6][3]float64{
 	{0, 0, 1},
 }
 
-// newFullRes prepares the stage for scene s, stretched with lo and hi.
-func newFullRes(d dims, s Scene, lo, hi []float32, workers int) *fullRes {
+// newFullRes prepares the stage for scene s, turned into the network's
+// input by in.
+func newFullRes(d dims, s Scene, in inputSpec, workers int) *fullRes {
 	f := &fullRes{bands: d.Bands, d: d.D, groups: d.Groups, workers: max(1, workers)}
-	f.setScene(s, lo, hi, 0)
+	f.setScene(s, in)
 	return f
 }
 
@@ -139,11 +141,11 @@ func newFullResWeights(d dims, params paramSet, workers int) *fullRes {
 	return f
 }
 
-// setScene points the stage at scene s (stretched with lo and hi, then
-// quantised to levels, quantize01); the Gram matrix and the training
+// setScene points the stage at scene s, turned into the network's input by
+// in (fullResMode: one channel per band); the Gram matrix and the training
 // windows of an earlier scene are dropped.
-func (f *fullRes) setScene(s Scene, lo, hi []float32, levels int) {
-	f.s, f.lo, f.scale, f.levels = s, lo, stretchScales(lo, hi), levels
+func (f *fullRes) setScene(s Scene, in inputSpec) {
+	f.s, f.in, f.lo, f.scale, f.levels = s, in, in.lo, in.scale, in.levels
 	f.rows, f.cols, f.bands = s.Rows, s.Cols, s.Bands
 	f.hs, f.ws = s.Rows/Stride, s.Cols/Stride
 	f.haveGram, f.gram, f.sx = false, nil, nil
@@ -258,8 +260,9 @@ func (f *fullRes) parallel(n int, fn func(w, lo, hi int)) {
 	wg.Wait()
 }
 
-// stretchRows writes the stretched pixels of rows r0..r0+n-1 to xs ([n,
-// cols, bands]); invalid pixels and rows outside the scene are zero.
+// stretchRows writes the input channels of the pixels of rows r0..r0+n-1
+// to xs ([n, cols, bands]): stretched (vectorised), or as f.in makes them
+// for the other modes; invalid pixels and rows outside the scene are zero.
 func (f *fullRes) stretchRows(xs []float32, r0, n int) {
 	wd, b := f.cols, f.bands
 	for i := 0; i < n; i++ {
@@ -277,6 +280,11 @@ func (f *fullRes) stretchRows(xs []float32, r0, n int) {
 				continue
 			}
 			src := f.s.Data[px*b : (px+1)*b]
+			if f.in.mode != InputStretch && f.in.mode != "" {
+				clear(out)
+				f.in.add(out, src)
+				continue
+			}
 			j := 0
 			zero, one := archsimd.Float32x16{}, archsimd.BroadcastFloat32x16(1)
 			nq := archsimd.BroadcastFloat32x16(float32(f.levels - 1))

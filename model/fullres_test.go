@@ -17,7 +17,13 @@ type fullResCase struct {
 	lo, hi                      []float32
 	d                           dims
 	we, be, gamma, beta, wc, bc []float32
-	levels                      int // input quantisation (Config.InputLevels)
+	levels                      int    // input quantisation (Config.InputLevels)
+	mode                        string // input mode (Config.Input; "" = InputStretch)
+}
+
+// inputSpec is the case's input mode with its stretch and quantisation.
+func (fc fullResCase) inputSpec() inputSpec {
+	return newInputSpec(fc.mode, fc.levels, fc.lo, fc.hi)
 }
 
 func newFullResCase(rows, cols, bands, hidden int, seed uint64, invalidShare float64) fullResCase {
@@ -62,7 +68,7 @@ func graphFullRes(t *testing.T, fc fullResCase, stats [][2][]float32, r []float3
 		}
 		return o
 	}
-	x := pixelInputs(fc.s, newInputSpec(InputStretch, fc.levels, fc.lo, fc.hi))
+	x := pixelInputs(fc.s, fc.inputSpec())
 	masks := netMasks(fc.s, EncoderPaper)
 	hs, ws := fc.s.Rows/Stride, fc.s.Cols/Stride
 	exec, err := NewExec(b, func(g *Graph, in []*Node) []*Node {
@@ -142,24 +148,26 @@ func TestFullResMatchesGraph(t *testing.T) {
 		workers                   int
 		fixed                     bool
 		levels                    int
+		mode                      string
 	}{
-		{"24x32", 24, 32, 7, 32, 0, 1, false, 0},
-		{"23x30-nodata", 23, 30, 9, 32, 0.1, 2, false, 0},
-		{"37x301-wide", 37, 301, 5, 16, 0.05, 2, false, 0},
-		{"26x22-fixed", 26, 22, 6, 48, 0.1, 2, true, 0},
-		{"24x36-8bit", 24, 36, 21, 32, 0.05, 2, false, 256},
+		{"24x32", 24, 32, 7, 32, 0, 1, false, 0, ""},
+		{"23x30-nodata", 23, 30, 9, 32, 0.1, 2, false, 0, ""},
+		{"37x301-wide", 37, 301, 5, 16, 0.05, 2, false, 0, ""},
+		{"26x22-fixed", 26, 22, 6, 48, 0.1, 2, true, 0, ""},
+		{"24x36-8bit", 24, 36, 21, 32, 0.05, 2, false, 256, ""},
+		{"24x32-shape", 24, 32, 21, 32, 0.05, 2, false, 0, InputShape},
+		{"26x22-snv-fixed", 26, 22, 9, 32, 0.1, 1, true, 0, InputSNV},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			fc := newFullResCase(tc.rows, tc.cols, tc.bands, tc.hidden, 7, tc.invalid)
-			fc.levels = tc.levels
+			fc.levels, fc.mode = tc.levels, tc.mode
 			hs, ws := tc.rows/Stride, tc.cols/Stride
 			rng := rand.New(rand.NewPCG(5, 6))
 			r := make([]float32, hs*ws*tc.hidden)
 			for i := range r {
 				r[i] = float32(rng.NormFloat64())
 			}
-			f := newFullRes(fc.d, fc.s, fc.lo, fc.hi, tc.workers)
-			f.setScene(fc.s, fc.lo, fc.hi, fc.levels)
+			f := newFullRes(fc.d, fc.s, fc.inputSpec(), tc.workers)
 			f.setWeights(fc.we, fc.be, fc.gamma, fc.beta, fc.wc, fc.bc)
 			var stats [][2][]float32
 			var mean, vr []float64
@@ -214,7 +222,7 @@ func BenchmarkFullRes(b *testing.B) {
 	}
 	rows, cols, bands, _ := benchSize()
 	fc := newFullResCase(rows, cols, bands, 128, 3, 0)
-	f := newFullRes(fc.d, fc.s, fc.lo, fc.hi, runtime.GOMAXPROCS(0))
+	f := newFullRes(fc.d, fc.s, fc.inputSpec(), runtime.GOMAXPROCS(0))
 	f.setWeights(fc.we, fc.be, fc.gamma, fc.beta, fc.wc, fc.bc)
 	f0 := make([]float32, (rows/Stride)*(cols/Stride)*128)
 	mean, vr := f.forward(nil, nil, f0, true)

@@ -13,15 +13,24 @@ import (
 // perturbed so that no block is zero or the identity (a freshly trained
 // model has zero second evidence layers, which would hide an error there).
 func TestFusedInferenceMatches(t *testing.T) {
-	for _, enc := range []string{EncoderCell, EncoderPaper} {
-		t.Run(enc, func(t *testing.T) { fusedInferenceMatches(t, enc) })
+	for _, tc := range []struct{ encoder, input string }{
+		{EncoderCell, ""}, {EncoderPaper, ""},
+		// The default input (each spectrum over its mean): the paper
+		// encoder's kernels make it themselves (fullResMode).
+		{EncoderPaper, InputShape},
+	} {
+		name := tc.encoder
+		if tc.input != "" {
+			name += "-" + tc.input
+		}
+		t.Run(name, func(t *testing.T) { fusedInferenceMatches(t, tc.encoder, tc.input) })
 	}
 }
 
-func fusedInferenceMatches(t *testing.T, encoder string) {
+func fusedInferenceMatches(t *testing.T, encoder, input string) {
 	s, labels := synthScene(30, 26, 10, 4, 5)
 	cfg := tinyConfig(2)
-	cfg.Encoder = encoder
+	cfg.Encoder, cfg.Input = encoder, input
 	m, err := Train(context.Background(), s, labels, TrainOptions{Config: cfg, TrainPerClass: 8, Backend: "go"})
 	if err != nil {
 		t.Fatal(err)

@@ -116,7 +116,7 @@ func checkParity(t *testing.T, ref *refFile, encoder string, kernels bool) {
 			t.Skip("pnec's full-resolution kernels need AVX-512 and GOEXPERIMENT=simd")
 		}
 		fr := newFullResWeights(d, params, 2)
-		fr.setScene(s, lo, hi, 0)
+		fr.setScene(s, newInputSpec(InputStretch, 0, lo, hi))
 		x, xdims = make([]float32, hs*ws*d.D), []int{hs * ws, d.D}
 		fr.forward(nil, nil, x, false)
 	}

@@ -261,7 +261,7 @@ func (p *Predictor) Predict(ctx context.Context, s Scene) (pred Prediction, err 
 		// The full-resolution stage on pnec's kernels; the graph takes F0
 		// and the low-resolution mask only.
 		f0 := make([]float32, hs*ws*p.m.meta.Config.Hidden)
-		p.fullRes.setScene(s, p.m.meta.StretchLo, p.m.meta.StretchHi, p.m.meta.Config.InputLevels)
+		p.fullRes.setScene(s, p.m.inputSpec())
 		p.fullRes.forward(p.frMean, p.frVar, f0, false)
 		p.fullRes.release()
 		in = tensorOf(f0, hs*ws, p.m.meta.Config.Hidden)

@@ -247,8 +247,7 @@ func Train(ctx context.Context, s Scene, labels []int32, opts TrainOptions) (m *
 	// reference's input without augmentation (fullResTraining).
 	var fr *fullRes
 	if useFullRes && strings.HasPrefix(config, "go:") && fullResTraining(cfg) {
-		fr = newFullRes(d, s, lo, hi, runtime.GOMAXPROCS(0))
-		fr.setScene(s, lo, hi, cfg.InputLevels)
+		fr = newFullRes(d, s, in, runtime.GOMAXPROCS(0))
 	}
 	td := newTrainData(s, in, trainIdx, ytrain, cfg.Encoder, fr != nil)
 	defer td.finalize()
