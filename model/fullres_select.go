@@ -19,9 +19,11 @@ func fullResMode(mode string) bool {
 }
 
 // fullResTraining says whether training with cfg runs the full-resolution
-// stage on fullRes: as fullResInput, and without radiometric augmentation,
-// whose steps each feed the graph another scene (fullRes is set up for
-// one).
+// stage on fullRes: as fullResInput, without radiometric augmentation or
+// with augmented steps normalised with their own statistics
+// (Augment.ImageNorm, the default): fullRes then takes each step's scene
+// as it comes. Augmented steps normalised with the clean scene's
+// statistics (the gradient flowing through them) stay in the graph.
 func fullResTraining(cfg Config) bool {
-	return fullResInput(cfg) && !cfg.Augment.On()
+	return fullResInput(cfg) && (!cfg.Augment.On() || cfg.Augment.ImageNorm)
 }

@@ -262,6 +262,7 @@ func Train(ctx context.Context, s Scene, labels []int32, opts TrainOptions) (m *
 	defer st.finalize()
 
 	var loss, acc float64
+	frChanged := false // fr is on an augmented scene
 	for epoch := 1; epoch <= cfg.Epochs; epoch++ {
 		if err := ctx.Err(); err != nil {
 			return nil, fmt.Errorf("train: stopped at epoch %d: %w", epoch, err)
@@ -271,7 +272,19 @@ func Train(ctx context.Context, s Scene, labels []int32, opts TrainOptions) (m *
 			calib = 0
 		}
 		step := td
-		if x := aug.next(epoch, cfg.Epochs); x != nil {
+		if fr != nil {
+			// The kernels take the scene itself; an augmented step (per-image
+			// statistics: fullResTraining) points them at the changed one.
+			changed, ok := aug.nextScene(epoch, cfg.Epochs)
+			switch {
+			case ok:
+				fr.setScene(changed, in)
+				frChanged = true
+			case frChanged:
+				fr.setScene(s, in)
+				frChanged = false
+			}
+		} else if x := aug.next(epoch, cfg.Epochs); x != nil {
 			if cfg.Augment.ImageNorm {
 				step.x = x
 			} else {
@@ -295,6 +308,9 @@ func Train(ctx context.Context, s Scene, labels []int32, opts TrainOptions) (m *
 	params, protos, err := st.weights()
 	if err != nil {
 		return nil, fmt.Errorf("train: read weights: %w", err)
+	}
+	if frChanged {
+		fr.setScene(s, in) // the statistics below are the clean scene's
 	}
 	// The step's state and compiled graph are done with: release them
 	// before the statistics passes below, which compile and run inference
@@ -484,22 +500,34 @@ func newAugmenter(cfg Augment, s Scene, in inputSpec, encoder string, seed int64
 // next returns the input of step epoch of epochs (from 1), or nil for the
 // clean input.
 func (a *augmenter) next(epoch, epochs int) *tensors.Tensor {
-	if a.rng == nil {
+	changed, ok := a.nextScene(epoch, epochs)
+	if !ok {
 		return nil
+	}
+	x, dims := netInput(changed, a.in, a.encoder)
+	a.x = tensorOf(x, dims...)
+	return a.x
+}
+
+// nextScene is next's changed scene itself (its values in a.buf, valid
+// until the next call), or false for the clean scene. next and nextScene
+// draw the same random numbers, so training on the graph and on pnec's
+// kernels (fullRes, which takes the scene) sees the same steps.
+func (a *augmenter) nextScene(epoch, epochs int) (Scene, bool) {
+	if a.rng == nil {
+		return Scene{}, false
 	}
 	r := a.cfg.draw(a.rng)
 	if float64(epoch) > float64(epochs)*(1-a.cfg.CleanTail) {
-		return nil // the clean tail (drawn all the same: the stream stays the same)
+		return Scene{}, false // the clean tail (drawn all the same: the stream stays the same)
 	}
 	if r.IsIdentity() {
-		return nil
+		return Scene{}, false
 	}
 	r.applyInto(a.buf, a.s, a.means, a.rng)
 	changed := a.s
 	changed.Data = a.buf
-	x, dims := netInput(changed, a.in, a.encoder)
-	a.x = tensorOf(x, dims...)
-	return a.x
+	return changed, true
 }
 
 // done releases the step's input.

@@ -221,18 +221,37 @@ func TestTrainErrors(t *testing.T) {
 // full-resolution stage on pnec's own kernels (the Go backend's path)
 // follows the all-graph training: the same losses epoch by epoch and the
 // same weights after 8 epochs, to float32 rounding grown over the steps;
-// and the trained models predict the same.
+// and the trained models predict the same. With the reference's input, and
+// with pnec's default input and radiometric augmentation.
 func TestTrainKernelsMatchGraph(t *testing.T) {
 	if !fullResAvailable(32) {
 		t.Skip("pnec's full-resolution kernels need AVX-512 and GOEXPERIMENT=simd")
+	}
+	base := tinyConfig(8) // pnec's defaults: the shape input, augmented
+	base.Encoder, base.Hidden = EncoderPaper, 32
+	reference := base
+	reference.Input, reference.Augment = InputStretch, Augment{}
+	// pnec's default input and augmentation: augmented steps with their own
+	// statistics, which the kernels take scene by scene.
+	augmented := base
+	augmented.Input, augmented.Augment = InputShape, DefaultAugment
+	for _, tc := range []struct {
+		name string
+		cfg  Config
+	}{{"reference-input", reference}, {"shape-augmented", augmented}} {
+		t.Run(tc.name, func(t *testing.T) { trainKernelsMatchGraph(t, tc.cfg) })
+	}
+}
+
+func trainKernelsMatchGraph(t *testing.T, cfg Config) {
+	if !fullResTraining(cfg) {
+		t.Fatalf("config %+v does not train on the kernels", cfg)
 	}
 	s, labels := synthScene(30, 26, 10, 3, 8)
 	s.Valid = make([]bool, s.Rows*s.Cols)
 	for i := range s.Valid {
 		s.Valid[i] = i%37 != 5 // scattered nodata pixels
 	}
-	cfg := tinyConfig(8)
-	cfg.Encoder, cfg.Hidden = EncoderPaper, 32
 	train := func(kernels bool) (*Model, []float64) {
 		defer func(v bool) { useFullRes = v }(useFullRes)
 		useFullRes = kernels
@@ -246,6 +265,7 @@ func TestTrainKernelsMatchGraph(t *testing.T) {
 	}
 	mk, lk := train(true)
 	mg, lg := train(false)
+	t.Logf("input %q, augmentation %v: losses %.7g", mk.meta.Config.Input, mk.meta.Config.Augment, lk)
 	for e := range lk {
 		if d := math.Abs(lk[e] - lg[e]); d > 1e-4*math.Max(1, math.Abs(lg[e])) {
 			t.Errorf("epoch %d: loss %.7g with the kernels, %.7g in the graph", e+1, lk[e], lg[e])
