@@ -119,9 +119,12 @@ type Drift struct {
 // scene pixel once (AddSpectra) and each valid pixel's class distances and
 // final label (AddPixel), in any order and split.
 type DriftMeter struct {
-	st         *driftStats
-	bandSum    []float64
-	bandN      []float64
+	st      *driftStats
+	bandSum []float64
+	bandN   []float64
+	// AddSpectra's per-call buffers: sums, non-finite counts.
+	runSum     []float64
+	runBad     []float64
 	pixels     int64
 	far        int64
 	relSum     float64
@@ -194,17 +197,35 @@ func (d *DriftMeter) SetThresholds(t DriftThresholds) { d.thresholds = t }
 // AddSpectra adds pixels of raw spectra ([n][bands], pixel-interleaved;
 // valid may be nil) to the band means. Give each scene pixel once.
 func (d *DriftMeter) AddSpectra(data []float32, valid []bool) {
+	// This runs in the reader, the big-scene pipeline's busiest stage, over
+	// every value of the scene: a value that is not finite (v-v is not 0)
+	// is counted out instead of each finite one counted in, and the call's
+	// sums go to the totals once.
 	B := len(d.bandSum)
+	if cap(d.runSum) < B {
+		d.runSum, d.runBad = make([]float64, B), make([]float64, B)
+	}
+	sum, bad := d.runSum[:B], d.runBad[:B]
+	clear(sum)
+	clear(bad)
+	n := 0
 	for i := 0; i < len(data)/B; i++ {
 		if valid != nil && !valid[i] {
 			continue
 		}
-		for b, v := range data[i*B : (i+1)*B] {
-			if x := float64(v); !math.IsNaN(x) && !math.IsInf(x, 0) {
-				d.bandSum[b] += x
-				d.bandN[b]++
+		n++
+		px := data[i*B : (i+1)*B : (i+1)*B]
+		for b, v := range px {
+			if v-v == 0 {
+				sum[b] += float64(v)
+			} else {
+				bad[b]++
 			}
 		}
+	}
+	for b := range sum {
+		d.bandSum[b] += sum[b]
+		d.bandN[b] += float64(n) - bad[b]
 	}
 }
 
