@@ -293,7 +293,11 @@ func driftProperties(d *model.Drift) map[string]any {
 		if math.IsNaN(v) || math.IsInf(v, 0) {
 			return nil
 		}
-		return math.Round(v*1e4) / 1e4
+		r := math.Round(v*1e4) / 1e4
+		if r == 0 {
+			r = 0 // not -0, which JSON would print as such
+		}
+		return r
 	}
 	t := model.DefaultDriftThresholds
 	reasons := d.Reasons

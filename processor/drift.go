@@ -41,7 +41,11 @@ func DriftMetadata(d model.Drift) map[string]string {
 		if math.IsNaN(v) || math.IsInf(v, 0) {
 			bands[i] = nil
 		} else {
-			bands[i] = math.Round(v*100) / 100
+			r := math.Round(v*100) / 100
+			if r == 0 {
+				r = 0 // not -0, which JSON would print as such
+			}
+			bands[i] = r
 		}
 	}
 	perBand, _ := json.Marshal(bands)

@@ -119,3 +119,13 @@ func TestClassifyDrift(t *testing.T) {
 		t.Errorf("RefuseDrift(fail) on warn: %v, want nil", err)
 	}
 }
+
+// TestDriftMetadataBandShifts: the per-band shifts are JSON with two
+// decimals, null where undefined, and a shift that rounds to zero from
+// below is 0, not -0.
+func TestDriftMetadataBandShifts(t *testing.T) {
+	md := DriftMetadata(model.Drift{Verdict: model.DriftOK, BandShiftSD: []float64{-0.001, 0.126, math.NaN(), -1.234}})
+	if got, want := md[MetaDriftBandShift], "[0,0.13,null,-1.23]"; got != want {
+		t.Errorf("%s = %s, want %s", MetaDriftBandShift, got, want)
+	}
+}
