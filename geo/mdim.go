@@ -353,56 +353,62 @@ func slabArgs(start, count, step []int) (*C.GUInt64, *C.size_t, *C.GInt64, func(
 	}
 }
 
-// readF32 reads the hyperslab (start, count, step; step nil = 1) into buf,
-// converted to float32, in the array's axis order (C order).
-func (a *mdArray) readF32(start, count, step []int, buf []float32) error {
+// slabValues checks the hyperslab (start, count, step) against the array
+// and returns how many values it holds, which a buffer of have values must
+// take.
+func (a *mdArray) slabValues(start, count, step []int, have int) (int, error) {
 	if err := a.checkSlab(start, count, step); err != nil {
-		return err
+		return 0, err
 	}
 	n := 1
 	for _, c := range count {
 		n *= c
 	}
-	if len(buf) < n {
-		return fmt.Errorf("read %s: buffer of %d values for %d", a.full, len(buf), n)
+	if have < n {
+		return 0, fmt.Errorf("read %s: buffer of %d values for %d", a.full, have, n)
+	}
+	return n, nil
+}
+
+// readError turns a read's GDAL message (nil: none) into an error naming
+// the array, and frees the message.
+func (a *mdArray) readError(msg *C.char) error {
+	if msg == nil {
+		return nil
+	}
+	defer C.CPLFree(unsafe.Pointer(msg))
+	return fmt.Errorf("read %s: %w", a.full, &GDALError{Msg: C.GoString(msg)})
+}
+
+// readF32 reads the hyperslab (start, count, step; step nil = 1) into buf,
+// converted to float32, in the array's axis order (C order).
+func (a *mdArray) readF32(start, count, step []int, buf []float32) error {
+	n, err := a.slabValues(start, count, step, len(buf))
+	if err != nil {
+		return err
 	}
 	cs, cc, cst, free := slabArgs(start, count, step)
 	defer free()
 	// The buffer is Go memory GDAL writes into during the call only.
-	if msg := C.pnec_md_read_f32(a.h, cs, cc, cst, (*C.float)(unsafe.Pointer(&buf[0])), C.size_t(n)); msg != nil {
-		defer C.CPLFree(unsafe.Pointer(msg))
-		return fmt.Errorf("read %s: %w", a.full, &GDALError{Msg: C.GoString(msg)})
-	}
-	return nil
+	return a.readError(C.pnec_md_read_f32(a.h, cs, cc, cst, (*C.float)(unsafe.Pointer(&buf[0])), C.size_t(n)))
 }
 
 // readI32 is readF32 into int32 (geometry lookup tables).
 func (a *mdArray) readI32(start, count, step []int, buf []int32) error {
-	if err := a.checkSlab(start, count, step); err != nil {
+	n, err := a.slabValues(start, count, step, len(buf))
+	if err != nil {
 		return err
-	}
-	n := 1
-	for _, c := range count {
-		n *= c
-	}
-	if len(buf) < n {
-		return fmt.Errorf("read %s: buffer of %d values for %d", a.full, len(buf), n)
 	}
 	cs, cc, cst, free := slabArgs(start, count, step)
 	defer free()
-	if msg := C.pnec_md_read_i32(a.h, cs, cc, cst, (*C.int)(unsafe.Pointer(&buf[0])), C.size_t(n)); msg != nil {
-		defer C.CPLFree(unsafe.Pointer(msg))
-		return fmt.Errorf("read %s: %w", a.full, &GDALError{Msg: C.GoString(msg)})
-	}
-	return nil
+	return a.readError(C.pnec_md_read_i32(a.h, cs, cc, cst, (*C.int)(unsafe.Pointer(&buf[0])), C.size_t(n)))
 }
 
 // readString reads a scalar string array (HDF-EOS StructMetadata.0).
 func (a *mdArray) readString() (string, error) {
 	var out *C.char
-	if msg := C.pnec_md_read_string(a.h, &out); msg != nil {
-		defer C.CPLFree(unsafe.Pointer(msg))
-		return "", fmt.Errorf("read %s: %w", a.full, &GDALError{Msg: C.GoString(msg)})
+	if err := a.readError(C.pnec_md_read_string(a.h, &out)); err != nil {
+		return "", err
 	}
 	defer C.CPLFree(unsafe.Pointer(out))
 	return C.GoString(out), nil
