@@ -219,20 +219,30 @@ func (n *net) conv3x3(x *Node, name string) *Node { return n.linear(im2col3x3(x)
 
 // im2col3x3 gives the nine shifted views of x [H, W, C], zero padded, as
 // [H*W, 9*C]: a 3x3 convolution is then one matmul with the layer's weights
-// (the native Convolve of the Go backend is slow).
+// (the native Convolve of the Go backend is slow). The views are one Gather
+// of pixel rows from the padded image (rows of C contiguous values, copied
+// whole; its gradient is one scatter-add): nine Slices of the padded image
+// take the Go backend's per-element path, about 5x slower forward and
+// backward at Pavia's cell grid.
 func im2col3x3(x *Node) *Node {
 	h, w, c := x.Shape().Dimensions[0], x.Shape().Dimensions[1], x.Shape().Dimensions[2]
 	zr := Zeros(x.Graph(), shapeOf(x.DType(), 1, w, c))
 	xp := Concatenate([]*Node{zr, x, zr}, 0)
 	zc := Zeros(x.Graph(), shapeOf(x.DType(), h+2, 1, c))
 	xp = Concatenate([]*Node{zc, xp, zc}, 1)
-	views := make([]*Node, 0, 9)
-	for dy := 0; dy < 3; dy++ {
-		for dx := 0; dx < 3; dx++ {
-			views = append(views, Slice(xp, AxisRange(dy, dy+h), AxisRange(dx, dx+w)))
+	// Output pixel (y, x), tap (dy, dx) reads padded pixel (y+dy, x+dx).
+	idx := make([]int32, 0, h*w*9)
+	for y := 0; y < h; y++ {
+		for xx := 0; xx < w; xx++ {
+			for dy := 0; dy < 3; dy++ {
+				for dx := 0; dx < 3; dx++ {
+					idx = append(idx, int32((y+dy)*(w+2)+xx+dx))
+				}
+			}
 		}
 	}
-	return Reshape(Concatenate(views, 2), h*w, 9*c)
+	rows := Gather(Reshape(xp, (h+2)*(w+2), c), Const(x.Graph(), tensorOf(idx, h*w*9, 1)))
+	return Reshape(rows, h*w, 9*c)
 }
 
 // causalConv is a depthwise causal convolution along the sequence axis of x [L, C].
@@ -245,11 +255,24 @@ func (n *net) causalConv(x *Node, name string) *Node {
 func (n *net) causalConvWB(x, w, b *Node) *Node {
 	l, c := x.Shape().Dimensions[0], x.Shape().Dimensions[1]
 	kw := n.d.DConv
-	var out *Node
-	var xp *Node // inference: x after kw-1 zero rows, padded once for all taps
 	if n.fused && kw > 1 {
-		xp = Concatenate([]*Node{Zeros(x.Graph(), shapeOf(x.DType(), kw-1, c)), x}, 0)
+		// Inference: the kw taps of every token are one Gather of rows
+		// from x after kw-1 zero rows ([L, kw, C], rows copied whole),
+		// weighted and summed over the taps: half the time of kw Slices,
+		// which take the Go backend's per-element path. (Training keeps
+		// the slices: this form's gradient is slower than theirs.)
+		xp := Concatenate([]*Node{Zeros(x.Graph(), shapeOf(x.DType(), kw-1, c)), x}, 0)
+		idx := make([]int32, l*kw)
+		for t := 0; t < l; t++ {
+			for k := 0; k < kw; k++ {
+				idx[t*kw+k] = int32(t + k) // tap k multiplies x[t-(kw-1-k)] = xp[t+k]
+			}
+		}
+		taps := Reshape(Gather(xp, Const(x.Graph(), tensorOf(idx, l*kw, 1))), l, kw*c)
+		out := ReduceSum(Reshape(Mul(taps, Reshape(w, 1, kw*c)), l, kw, c), 1)
+		return Add(out, ExpandLeftToRank(b, 2))
 	}
+	var out *Node
 	for k := 0; k < kw; k++ {
 		shift := kw - 1 - k
 		var xs *Node
@@ -257,8 +280,6 @@ func (n *net) causalConvWB(x, w, b *Node) *Node {
 			xs = x
 		} else if shift >= l {
 			continue
-		} else if xp != nil {
-			xs = Slice(xp, AxisRange(k, k+l))
 		} else {
 			xs = Concatenate([]*Node{Zeros(x.Graph(), shapeOf(x.DType(), shift, c)), Slice(x, AxisRange(0, l-shift))}, 0)
 		}
@@ -283,36 +304,39 @@ func (n *net) mambaInner(x *Node, name string) *Node {
 	d := n.d
 	l := x.Shape().Dimensions[0]
 	xbc := d.E + 2*d.N
-	var z, xs, bm, cm, dtRaw *Node
-	if n.fused {
-		// Fused products on column blocks of the weights (z, x, B, C, dt)
-		// instead of one product and copying slices of it, before and after
-		// the depthwise convolution (which acts per channel, so it splits
-		// the same way); SiLU(z) comes out of its product directly.
-		w := n.p[name+".in.w"] // Mamba's input projection has no bias
-		part := func(lo, hi int, act compute.ActivationType) *Node {
-			return BackendFusedDense(x, Slice(w, AxisRange(), AxisRange(lo, hi)), nil, compute.DenseConfig{Activation: compute.ActivationConfig{Type: act}})
+	// Products on column blocks of the input projection (z, x, B, C, dt;
+	// Mamba's has no bias) instead of one product and slices of it, before
+	// and after the depthwise convolution (which acts per channel, so it
+	// splits the same way): a Slice takes the Go backend's per-element
+	// path, and in training its gradient is a Pad of the whole projection.
+	// In inference each block is the backend's FusedDense, SiLU(z) out of
+	// its product directly.
+	w := n.p[name+".in.w"]
+	part := func(lo, hi int, withSilu bool) *Node {
+		wb := Slice(w, AxisRange(), AxisRange(lo, hi))
+		if n.fused {
+			act := compute.ActivationNone
+			if withSilu {
+				act = compute.ActivationSilu
+			}
+			return BackendFusedDense(x, wb, nil, compute.DenseConfig{Activation: compute.ActivationConfig{Type: act}})
 		}
-		cw, cb := n.p[name+".conv1d.w"], n.p[name+".conv1d.b"]
-		convPart := func(lo, hi int) *Node { // lo, hi within the x, B, C block
-			in := part(d.E+lo, d.E+hi, compute.ActivationNone)
-			return silu(n.causalConvWB(in, Slice(cw, AxisRange(), AxisRange(lo, hi)), Slice(cb, AxisRange(lo, hi))))
+		y := mm(x, wb)
+		if withSilu {
+			y = silu(y)
 		}
-		z = part(0, d.E, compute.ActivationSilu) // already silu(z)
-		xs = Reshape(convPart(0, d.E), l, d.Heads, d.HeadDim)
-		bm = convPart(d.E, d.E+d.N)
-		cm = convPart(d.E+d.N, d.E+2*d.N)
-		dtRaw = part(d.E+xbc, d.E+xbc+d.Heads, compute.ActivationNone)
-	} else {
-		proj := n.linearNB(x, name+".in")
-		z = silu(Slice(proj, AxisRange(), AxisRange(0, d.E)))
-		xBC := Slice(proj, AxisRange(), AxisRange(d.E, d.E+xbc))
-		dtRaw = Slice(proj, AxisRange(), AxisRange(d.E+xbc, d.E+xbc+d.Heads))
-		xBC = silu(n.causalConv(xBC, name+".conv1d"))
-		xs = Reshape(Slice(xBC, AxisRange(), AxisRange(0, d.E)), l, d.Heads, d.HeadDim)
-		bm = Slice(xBC, AxisRange(), AxisRange(d.E, d.E+d.N))
-		cm = Slice(xBC, AxisRange(), AxisRange(d.E+d.N, d.E+2*d.N))
+		return y
 	}
+	cw, cb := n.p[name+".conv1d.w"], n.p[name+".conv1d.b"]
+	convPart := func(lo, hi int) *Node { // lo, hi within the x, B, C block
+		in := part(d.E+lo, d.E+hi, false)
+		return silu(n.causalConvWB(in, Slice(cw, AxisRange(), AxisRange(lo, hi)), Slice(cb, AxisRange(lo, hi))))
+	}
+	z := part(0, d.E, true)
+	xs := Reshape(convPart(0, d.E), l, d.Heads, d.HeadDim)
+	bm := convPart(d.E, d.E+d.N)
+	cm := convPart(d.E+d.N, d.E+2*d.N)
+	dtRaw := part(d.E+xbc, d.E+xbc+d.Heads, false)
 	dt := Softplus(Add(dtRaw, ExpandLeftToRank(n.p[name+".dtbias"], 2))) // [L, H]
 	a := ExpandLeftToRank(Neg(Exp(n.p[name+".alog"])), 2)                // [1, H]
 	dA := Mul(dt, a)                                                     // [L, H], log decay per step
