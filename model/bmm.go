@@ -24,7 +24,7 @@ import (
 //   - Matrix products x W of the layers (mm): the weight gradient x^T v
 //     contracts the first axis of both operands, a layout the backend's
 //     kernels do not take, so it transposes both [L, D] x and [L, N] v;
-//     mmVJP transposes x only.
+//     mmVJP transposes only the narrower of the two.
 //   - Products with broadcasting (Mul): GoMLX materialises the broadcast
 //     operand at full size (BroadcastInDim) before multiplying by the
 //     adjoint; the backend broadcasts size-1 axes itself, so leanMulVJP
@@ -78,7 +78,16 @@ func mm(x, w *Node) *Node {
 		if len(ins) == 2 && ins[0] == x && ins[1] == w && x.Rank() == 2 && w.Rank() == 2 {
 			customVJPs.Store(out, func(v *Node) []*Node {
 				dx := DotGeneral(v, []int{1}, nil, w, []int{1}, nil) // v W^T, W read transposed by the kernel
-				dw := MatMul(Transpose(x, 0, 1), v)
+				// x^T v needs one operand transposed: the narrower of x
+				// [L, D] and v [L, N], whose transpose the kernel then
+				// also packs (the im2col matrix of the cell encoder's 3x3
+				// convolution is 9x wider than its gradient).
+				var dw *Node
+				if x.Shape().Dimensions[1] > v.Shape().Dimensions[1] {
+					dw = Transpose(MatMul(Transpose(v, 0, 1), x), 0, 1)
+				} else {
+					dw = MatMul(Transpose(x, 0, 1), v)
+				}
 				return []*Node{dx, dw}
 			})
 		}
