@@ -29,6 +29,10 @@ import (
 //     operand at full size (BroadcastInDim) before multiplying by the
 //     adjoint; the backend broadcasts size-1 axes itself, so leanMulVJP
 //     multiplies directly and sums over the broadcast axes as before.
+//   - SiLU (silu): x sigmoid(x) with the closed-form derivative
+//     s (1 + x (1 - s)), s recomputed from x in the backward pass, so the
+//     forward's sigmoid is not kept alive for it (one activation-sized
+//     buffer less per SiLU in training).
 //   - withGradient: a node with a given value whose gradient with respect
 //     to one input is computed by a given function (GroupNorm's closed form).
 
@@ -48,7 +52,12 @@ func installGradients() {
 				return orig(node, v, s)
 			}
 		}
-		VJPRegistration[NodeTypeMul] = leanMulVJP
+		VJPRegistration[NodeTypeMul] = func(node *Node, v []*Node, s shapes.Shape) []*Node {
+			if fn, ok := customVJPs.Load(node); ok {
+				return fn.(func(v *Node) []*Node)(v[0])
+			}
+			return leanMulVJP(node, v, s)
+		}
 	})
 }
 

@@ -140,7 +140,19 @@ func (n *net) linearNormSilu(x *Node, lin, gn string) *Node {
 	return silu(n.groupNorm(n.linear(x, lin), gn))
 }
 
-func silu(x *Node) *Node { return Mul(x, Sigmoid(x)) }
+// silu is x sigmoid(x), with its gradient in closed form (see bmm.go).
+func silu(x *Node) *Node {
+	installGradients()
+	out := Mul(x, Sigmoid(x))
+	customVJPs.Store(out, func(v *Node) []*Node {
+		// sigmoid(x) as 1 / (1 + exp(-x)): another op than the forward's
+		// Sigmoid, which the backend would otherwise merge with it and
+		// keep alive until here.
+		s := Inverse(OnePlus(Exp(Neg(x))))
+		return []*Node{Mul(v, Mul(s, OnePlus(Mul(x, OneMinus(s))))), nil}
+	})
+	return out
+}
 
 // groupNorm normalises x [M, C] over M and C/groups per group, with affine
 // parameters: with the input's own statistics (training, as in the paper,
