@@ -268,20 +268,29 @@ func (n *net) causalConvWB(x, w, b *Node) *Node {
 	l, c := x.Shape().Dimensions[0], x.Shape().Dimensions[1]
 	kw := n.d.DConv
 	if n.fused && kw > 1 {
-		// Inference: the kw taps of every token are one Gather of rows
-		// from x after kw-1 zero rows ([L, kw, C], rows copied whole),
-		// weighted and summed over the taps: half the time of kw Slices,
-		// which take the Go backend's per-element path. (Training keeps
-		// the slices: this form's gradient is slower than theirs.)
+		// Inference: each shifted tap is a Gather of rows from x after
+		// kw-1 zero rows (rows copied whole, about twice as fast as a
+		// Slice, which takes the Go backend's per-element path). One
+		// Gather of all kw taps at once ([L, kw, C]) is faster still, but
+		// holds kw times x: 0.6 GB more peak memory at Houston's size.
 		xp := Concatenate([]*Node{Zeros(x.Graph(), shapeOf(x.DType(), kw-1, c)), x}, 0)
-		idx := make([]int32, l*kw)
-		for t := 0; t < l; t++ {
-			for k := 0; k < kw; k++ {
-				idx[t*kw+k] = int32(t + k) // tap k multiplies x[t-(kw-1-k)] = xp[t+k]
+		var out *Node
+		for k := 0; k < kw; k++ {
+			xs := x
+			if k < kw-1 {
+				idx := make([]int32, l)
+				for t := range idx {
+					idx[t] = int32(t + k) // tap k multiplies x[t-(kw-1-k)] = xp[t+k]
+				}
+				xs = Gather(xp, Const(x.Graph(), tensorOf(idx, l, 1)))
+			}
+			term := Mul(xs, Slice(w, AxisElem(k)))
+			if out == nil {
+				out = term
+			} else {
+				out = Add(out, term)
 			}
 		}
-		taps := Reshape(Gather(xp, Const(x.Graph(), tensorOf(idx, l*kw, 1))), l, kw*c)
-		out := ReduceSum(Reshape(Mul(taps, Reshape(w, 1, kw*c)), l, kw, c), 1)
 		return Add(out, ExpandLeftToRank(b, 2))
 	}
 	// Training: each tap multiplies x first and shifts the product, so
