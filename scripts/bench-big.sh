@@ -10,7 +10,8 @@
 #
 #   PNEC=bin/pnec OUT=/tmp/pnec-bench-big scripts/bench-big.sh [SIZE] [BUDGET]
 #
-# SIZE (default 10000) and BUDGET (default 4G) make smaller rehearsals
+# ENCODER=paper|cell trains the model with that encoder (default: pnec
+# train's default). SIZE (default 10000) and BUDGET (default 4G) make smaller rehearsals
 # possible (CROP=1024 scripts/bench-big.sh 2048 2G). The whole-image run of
 # the CROP x CROP crop (default 2048) needs about 12 GiB at 200 bands. Takes about 10-40 minutes at the
 # default size on 2 cores; run it on a quiet machine (it holds
@@ -25,9 +26,11 @@ PY=/usr/bin/python3
 mkdir -p "$OUT"
 export PNEC_DATA=$DATA
 
-if [ ! -f "$OUT/m200.pnec" ]; then
-	"$PNEC" synth --layout procedural:128x128 --bands 200 --out "$OUT/train.tif" --labels-out "$OUT/train_gt.tif"
-	"$PNEC" train -q --backend go --scene "$OUT/train.tif" --labels "$OUT/train_gt.tif" --out "$OUT/m200.pnec" --epochs 20
+ENCODER=${ENCODER:-}
+MODEL=$OUT/m200${ENCODER:+-$ENCODER}.pnec
+if [ ! -f "$MODEL" ]; then
+	[ -f "$OUT/train.tif" ] || "$PNEC" synth --layout procedural:128x128 --bands 200 --out "$OUT/train.tif" --labels-out "$OUT/train_gt.tif"
+	"$PNEC" train -q --backend go ${ENCODER:+--encoder "$ENCODER"} --scene "$OUT/train.tif" --labels "$OUT/train_gt.tif" --out "$MODEL" --epochs 20
 fi
 SCENE=$OUT/big${SIZE}.vrt
 if [ ! -f "$SCENE" ]; then
@@ -38,7 +41,7 @@ rm -f "$OUT"/big_map.* "$OUT"/crop*
 LOAD0=$(cut -d' ' -f1-3 /proc/loadavg)
 echo "bench-big: classifying ${SIZE}x${SIZE}x200 with --max-memory $BUDGET" >&2
 flock /tmp/pnec-bench.lock /usr/bin/time -v -o "$OUT/time.txt" \
-	"$PNEC" --verbose classify --backend go --model "$OUT/m200.pnec" --scene "$SCENE" --out "$OUT/big_map.tif" \
+	"$PNEC" --verbose classify --backend go --model "$MODEL" --scene "$SCENE" --out "$OUT/big_map.tif" \
 	--max-memory "$BUDGET" >"$OUT/summary.txt" 2>"$OUT/log.txt"
 wall=$(grep "Elapsed (wall clock)" "$OUT/time.txt" | awk '{print $NF}')
 rss_kb=$(grep "Maximum resident set size" "$OUT/time.txt" | awk '{print $NF}')
@@ -50,7 +53,7 @@ rio=$($PY -c "import rasterio,sys; d=rasterio.open(sys.argv[1]); print(d.width, 
 CROP=${CROP:-2048}
 CROP=$((SIZE < CROP ? SIZE : CROP))
 gdal_translate -q -srcwin 0 0 $CROP $CROP "$SCENE" "$OUT/crop.tif"
-"$PNEC" classify -q --backend go --model "$OUT/m200.pnec" --scene "$OUT/crop.tif" --out "$OUT/crop_whole.tif" --max-memory 1000G
+"$PNEC" classify -q --backend go --model "$MODEL" --scene "$OUT/crop.tif" --out "$OUT/crop_whole.tif" --max-memory 1000G
 gdal_translate -q -srcwin 0 0 $CROP $CROP -b 1 "$OUT/big_map.tif" "$OUT/crop_of_big.tif"
 agree=$($PY "$(dirname "$0")/compare_class.py" "$OUT/crop_whole.tif" "$OUT/crop_of_big.tif" 0 || true)
 
@@ -69,6 +72,7 @@ planned=$(grep -m1 "planned peak" "$OUT/summary.txt" | sed 's/^ *//')
 	echo "|---|---|"
 	echo "| machine | $(nproc) cores, $(awk '/MemTotal/ {printf "%.1f GiB", $2/1048576}' /proc/meminfo), load average at start $LOAD0 |"
 	echo "| date (UTC), commit | $(date -u +%Y-%m-%dT%H:%MZ), $(git -C "$(dirname "$0")/.." describe --always --dirty 2>/dev/null || echo unknown) |"
+	echo "| model | 200 bands, 20 epochs on a 128 x 128 synthetic scene, encoder: ${ENCODER:-the default of pnec train} |"
 	echo "| plan | $plan |"
 	echo "| wall | $wall ($(printf %.0f "$wall_s") s; target <= 600 s at 10,000 px a side: $( [ "$SIZE" = 10000 ] && verdict "$wall_s" 600 || echo n/a)) |"
 	echo "| throughput and stage shares | $timing |"
