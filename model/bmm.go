@@ -105,13 +105,15 @@ func mm(x, w *Node) *Node {
 }
 
 // withGradient returns a node whose value is y and whose gradient with
-// respect to x (same shape as y) is vjp(v) for the adjoint v of the result;
-// no gradient flows into y itself. It is a Where(true, y, x) whose
-// gradient is replaced, so it costs one copy of y.
-func withGradient(y, x *Node, vjp func(v *Node) *Node) *Node {
+// respect to x (same shape as y) is vjp(v, out) for the adjoint v of the
+// result out; no gradient flows into y itself. It is a Where(true, y, x)
+// whose gradient is replaced, so it costs one copy of y. vjp should read
+// the value it needs as out rather than y: then y itself is freed after the
+// copy, where otherwise both are kept to the backward pass.
+func withGradient(y, x *Node, vjp func(v, out *Node) *Node) *Node {
 	installGradients()
 	out := Where(Const(y.Graph(), true), StopGradient(y), x)
-	customVJPs.Store(out, func(v *Node) []*Node { return []*Node{nil, nil, vjp(v)} })
+	customVJPs.Store(out, func(v *Node) []*Node { return []*Node{nil, nil, vjp(v, out)} })
 	return out
 }
 

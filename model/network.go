@@ -198,8 +198,7 @@ func (n *net) groupNorm(x *Node, name string) *Node {
 		// statistics depend on the valid rows only, every output on them),
 		// w the valid rows (1 without a mask). GoMLX's autodiff through the
 		// mean and the variance takes about three times the passes.
-		xhat := y
-		y = withGradient(y, x, func(v *Node) *Node {
+		y = withGradient(y, x, func(v, xhat *Node) *Node {
 			m1 := perChannel(Div(groupSums(v, g), count), c)
 			m2 := perChannel(Div(groupSums(Mul(v, xhat), g), count), c)
 			corr := Add(Mul(xhat, m2), m1)
