@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -228,5 +229,58 @@ func TestParseGoBenchSkipsOnceOnlyRepeats(t *testing.T) {
 	}
 	if _, ok := units["B/op"]; ok {
 		t.Errorf("got B/op from the 0-iteration line, want none")
+	}
+}
+
+// TestWriteMarkdownNewestTorch: BENCHMARKS.md shows make bench-torch's
+// rows (bench/torch.json beside it) when that run is newer than the full
+// run's, says so, and keeps the full run's own rows otherwise.
+func TestWriteMarkdownNewestTorch(t *testing.T) {
+	row := func(ratio float64) TorchRow {
+		return TorchRow{Scene: "paviau", Size: "s", Encoder: "cell", Mode: "train", Status: "ok", TimeRatio: ratio, RSSRatio: ratio}
+	}
+	full := Report{Mode: "full", Started: "2026-11-24T06:00:00Z", Machine: Machine{CPU: "Intel", Cores: 2}, Torch: []TorchRow{row(1.43)}}
+	for _, tc := range []struct {
+		name      string
+		torch     *Report
+		want      string
+		wantFrom  bool
+		wantOther string
+	}{
+		{"no torch.json", nil, "**1.43**", false, ""},
+		{"newer bench-torch", &Report{Started: "2026-11-25T01:55:05Z", Machine: Machine{CPU: "AMD EPYC", Cores: 2, Commit: "abc"}, Torch: []TorchRow{row(0.93)}}, "**0.93**", true, "**1.43**"},
+		{"older bench-torch", &Report{Started: "2026-11-23T01:00:00Z", Torch: []TorchRow{row(0.5)}}, "**1.43**", false, "**0.50**"},
+		{"empty bench-torch", &Report{Started: "2026-11-26T01:00:00Z"}, "**1.43**", false, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			if tc.torch != nil {
+				if err := os.MkdirAll(filepath.Join(dir, "bench"), 0o755); err != nil {
+					t.Fatal(err)
+				}
+				b, _ := json.Marshal(tc.torch)
+				if err := os.WriteFile(filepath.Join(dir, "bench", "torch.json"), b, 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			p := filepath.Join(dir, "BENCHMARKS.md")
+			if err := writeMarkdown(p, full); err != nil {
+				t.Fatal(err)
+			}
+			b, _ := os.ReadFile(p)
+			md := string(b)
+			if !strings.Contains(md, tc.want) {
+				t.Errorf("report lacks %q:\n%s", tc.want, md)
+			}
+			if tc.wantOther != "" && strings.Contains(md, tc.wantOther) {
+				t.Errorf("report shows %q, which is not the newest run:\n%s", tc.wantOther, md)
+			}
+			if got := strings.Contains(md, "from `make bench-torch`"); got != tc.wantFrom {
+				t.Errorf("names make bench-torch's run: %v, want %v:\n%s", got, tc.wantFrom, md)
+			}
+			if tc.wantFrom && !strings.Contains(md, "AMD EPYC") {
+				t.Errorf("the provenance line lacks the CPU:\n%s", md)
+			}
+		})
 	}
 }

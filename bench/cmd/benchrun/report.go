@@ -202,8 +202,15 @@ func writeMarkdown(path string, rep Report) error {
 		"Custom units come from `b.ReportMetric` (ratios, throughputs).", rep.Go)
 	table("Whole commands", "Rows of `bench/e2e.tsv`, each run with bash under GNU time (`/usr/bin/time -v`): wall time measured by the harness, "+
 		"peak RSS (largest process of the command) from GNU time; a throughput when the row declares its work.", rep.E2E)
-	if len(rep.Torch) > 0 {
-		torchMarkdown(&b, rep.Torch)
+	torch, from, err := newestTorch(filepath.Join(filepath.Dir(path), "bench", "torch.json"), rep)
+	if err != nil {
+		return err
+	}
+	if len(torch) > 0 {
+		torchMarkdown(&b, torch)
+		if from != "" {
+			b.WriteString(from + "\n\n")
+		}
 	}
 	if len(rep.E2E) > 0 {
 		b.WriteString("### Commands\n\n")
@@ -225,6 +232,31 @@ func writeMarkdown(path string, rep Report) error {
 		b.WriteString(strings.TrimRight(string(part), "\n") + "\n\n")
 	}
 	return writeAtomic(path, []byte(b.String()))
+}
+
+// newestTorch picks the PyTorch comparison to show: this run's, or make
+// bench-torch's (torchPath, a Report with only those rows) when that one is
+// newer, since make bench-torch reruns just that comparison on later code.
+// from names the run shown when it is not this one.
+func newestTorch(torchPath string, rep Report) (rows []TorchRow, from string, err error) {
+	b, err := os.ReadFile(torchPath)
+	if errors.Is(err, fs.ErrNotExist) {
+		return rep.Torch, "", nil
+	}
+	if err != nil {
+		return nil, "", err
+	}
+	var tr Report
+	if err := json.Unmarshal(b, &tr); err != nil {
+		return nil, "", fmt.Errorf("%s: %w", torchPath, err)
+	}
+	if len(tr.Torch) == 0 || tr.Started <= rep.Started {
+		return rep.Torch, "", nil
+	}
+	m := tr.Machine
+	from = fmt.Sprintf("These rows are from `make bench-torch` (bench/torch.md, bench/torch.json), newer than the run above: "+
+		"%s, commit %s, %s, %d cores, load average at start %s.", tr.Started, m.Commit, mdEscape(m.CPU), m.Cores, m.LoadAvg)
+	return tr.Torch, from, nil
 }
 
 // bigSceneReports are the reports of make bench-big, make bench-budget,
