@@ -64,7 +64,11 @@ plan=$(head -1 "$OUT/summary.txt" | sed 's/^[^:]*: //; s/, backend.*//')
 timing=$(grep -m1 "px/s" "$OUT/summary.txt" | sed 's/^ *//')
 planned=$(grep -m1 "planned peak" "$OUT/summary.txt" | sed 's/^ *//')
 {
-	echo "## Big scene (make bench-big)"
+	if [ -n "$ENCODER" ]; then
+		echo "## Big scene, $ENCODER encoder (make bench-big-$ENCODER)"
+	else
+		echo "## Big scene (make bench-big)"
+	fi
 	echo
 	echo "\`pnec classify --backend go --max-memory $BUDGET\` of a ${SIZE} x ${SIZE} x 200 Int16 DEFLATE scene (\`pnec synth --vrt\` over a 1024 x 1024 block, 256 x 256 pixel-interleaved tiles), under GNU time; scripts/bench-big.sh."
 	echo
