@@ -677,15 +677,26 @@ func (n *net) forward(x *Node, bank func(f *Node) *Node, anchor, s *Node) fwd {
 	wneg := Mul(q, negMask)
 	wneg = Div(wneg, AddScalar(ReduceAndKeep(wneg, ReduceSum, 1), 1e-12))
 
-	evidence := func(ctxv *Node, name string) *Node {
-		in := Concatenate([]*Node{o.F, fspa, fdiff, ctxv}, 1)
-		return n.linear(n.linearSilu(in, name+".1"), name+".2")
+	// evidence is a head's two layers on concat[F, F_spa, F_diff, C] with
+	// the context C = weights [L, K] x protos: the first layer as one
+	// product per row block of its weights (C's block through the [K, D]
+	// prototypes first), so that neither the [L, 4D] concatenation nor C
+	// is built and kept for the backward pass, and the gradient needs no
+	// Slices of it; the products of F, F_spa and F_diff share their
+	// transposes between the two heads.
+	evidence := func(weights *Node, name string) *Node {
+		w := n.p[name+".1.w"]
+		blk := func(i int) *Node { return Slice(w, AxisRange(i*d.D, (i+1)*d.D)) }
+		h := Add(Add(mm(o.F, blk(0)), mm(fspa, blk(1))), mm(fdiff, blk(2)))
+		h = Add(h, MatMul(weights, MatMul(protos, blk(3))))
+		h = silu(Add(h, ExpandLeftToRank(n.p[name+".1.b"], 2)))
+		return n.linear(h, name+".2")
 	}
 	var delta *Node
 	if n.fused {
 		delta = n.fusedEvidence(o.F, fspa, fdiff, posHot, wneg, protos)
 	} else {
-		delta = Sub(MulScalar(evidence(MatMul(posHot, protos), "gpos"), n.cfg.Alpha), MulScalar(evidence(MatMul(wneg, protos), "gneg"), n.cfg.Beta))
+		delta = Sub(MulScalar(evidence(posHot, "gpos"), n.cfg.Alpha), MulScalar(evidence(wneg, "gneg"), n.cfg.Beta))
 	}
 
 	// Uncertainty sources, treated as measurements (no gradient into them).
