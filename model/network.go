@@ -256,54 +256,41 @@ func im2col3x3(x *Node) *Node {
 	return Reshape(rows, h*w, 9*c)
 }
 
-// causalConv is a depthwise causal convolution along the sequence axis of x [L, C].
-func (n *net) causalConv(x *Node, name string) *Node {
-	return n.causalConvWB(x, n.p[name+".w"], n.p[name+".b"])
-}
-
-// causalConvWB is causalConv with weights w [DConv, C] (tap k multiplies
-// x[t-(DConv-1-k)]) and bias b [C].
+// causalConvWB is a depthwise causal convolution along the sequence axis of
+// x [L, C] with weights w [DConv, C] (tap k multiplies x[t-(DConv-1-k)])
+// and bias b [C].
 func (n *net) causalConvWB(x, w, b *Node) *Node {
 	l, c := x.Shape().Dimensions[0], x.Shape().Dimensions[1]
 	kw := n.d.DConv
+	// Inference takes each shifted tap as a Gather of rows from x after
+	// kw-1 zero rows (rows copied whole, about twice as fast as a Slice,
+	// which takes the Go backend's per-element path; one Gather of all kw
+	// taps at once, [L, kw, C], is faster still but holds kw times x: 0.6 GB
+	// more peak memory at Houston's size). Training multiplies x first and
+	// shifts the product, so that the products' gradients need x itself,
+	// which all taps share, where shifting first would keep kw-1 shifted
+	// copies of x alive for the backward pass (Houston's size: about 190 MB
+	// at the peak).
+	var xp *Node // inference: x after kw-1 zero rows, the source of the taps' Gathers
 	if n.fused && kw > 1 {
-		// Inference: each shifted tap is a Gather of rows from x after
-		// kw-1 zero rows (rows copied whole, about twice as fast as a
-		// Slice, which takes the Go backend's per-element path). One
-		// Gather of all kw taps at once ([L, kw, C]) is faster still, but
-		// holds kw times x: 0.6 GB more peak memory at Houston's size.
-		xp := Concatenate([]*Node{Zeros(x.Graph(), shapeOf(x.DType(), kw-1, c)), x}, 0)
-		var out *Node
-		for k := 0; k < kw; k++ {
-			xs := x
-			if k < kw-1 {
-				idx := make([]int32, l)
-				for t := range idx {
-					idx[t] = int32(t + k) // tap k multiplies x[t-(kw-1-k)] = xp[t+k]
-				}
-				xs = Gather(xp, Const(x.Graph(), tensorOf(idx, l, 1)))
-			}
-			term := Mul(xs, Slice(w, AxisElem(k)))
-			if out == nil {
-				out = term
-			} else {
-				out = Add(out, term)
-			}
-		}
-		return Add(out, ExpandLeftToRank(b, 2))
+		xp = Concatenate([]*Node{Zeros(x.Graph(), shapeOf(x.DType(), kw-1, c)), x}, 0)
 	}
-	// Training: each tap multiplies x first and shifts the product, so
-	// that the products' gradients need x itself, which all taps share,
-	// where shifting first would keep kw-1 shifted copies of x alive for
-	// the backward pass (Houston's size: about 190 MB at the peak).
 	var out *Node
 	for k := 0; k < kw; k++ {
 		shift := kw - 1 - k
 		if shift >= l {
-			continue
+			continue // the tap reads only the zeros before the sequence
 		}
-		term := Mul(x, Slice(w, AxisElem(k)))
-		if shift > 0 {
+		xs := x
+		if n.fused && shift > 0 {
+			idx := make([]int32, l)
+			for t := range idx {
+				idx[t] = int32(t + k) // x[t-shift] = xp[t+k]
+			}
+			xs = Gather(xp, Const(x.Graph(), tensorOf(idx, l, 1)))
+		}
+		term := Mul(xs, Slice(w, AxisElem(k)))
+		if !n.fused && shift > 0 {
 			term = Concatenate([]*Node{Zeros(x.Graph(), shapeOf(x.DType(), shift, c)), Slice(term, AxisRange(0, l-shift))}, 0)
 		}
 		if out == nil {

@@ -65,7 +65,7 @@ func TestProfileParts(t *testing.T) {
 		}},
 		{"in_proj+conv1d+silu", f, []string{"spa.in", "spa.conv1d"}, func(n *net, in *Node, _ *Graph, _, _ *Node) *Node {
 			proj := n.linear(in, "spa.in")
-			return silu(n.causalConv(Slice(proj, AxisRange(), AxisRange(d.E, 2*d.E+2*d.N)), "spa.conv1d"))
+			return silu(n.causalConvWB(Slice(proj, AxisRange(), AxisRange(d.E, 2*d.E+2*d.N)), n.p["spa.conv1d.w"], n.p["spa.conv1d.b"]))
 		}},
 		{"head", f, []string{"head"}, func(n *net, in *Node, _ *Graph, _, _ *Node) *Node { return n.head(in) }},
 		{"upsample+softmax", z, nil, func(n *net, in *Node, _ *Graph, ur, uc *Node) *Node {

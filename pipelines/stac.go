@@ -289,16 +289,7 @@ const (
 // (ratios 0..1, band shifts in training standard deviations; null where
 // undefined) and the reasons it is not ok.
 func driftProperties(d *model.Drift) map[string]any {
-	num := func(v float64) any {
-		if math.IsNaN(v) || math.IsInf(v, 0) {
-			return nil
-		}
-		r := math.Round(v*1e4) / 1e4
-		if r == 0 {
-			r = 0 // not -0, which JSON would print as such
-		}
-		return r
-	}
+	num := func(v float64) any { return processor.JSONFigure(v, 4) }
 	t := model.DefaultDriftThresholds
 	reasons := d.Reasons
 	if reasons == nil {

@@ -28,6 +28,21 @@ const (
 	MetaDriftThresholds          = "DRIFT_THRESHOLDS"           // JSON object of the verdict's thresholds
 )
 
+// JSONFigure is v rounded to decimals places for a JSON document: nil
+// (null) where v is not finite, and 0 where it rounds to zero from below
+// (not -0, which JSON would print as such).
+func JSONFigure(v float64, decimals int) any {
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return nil
+	}
+	scale := math.Pow(10, float64(decimals))
+	r := math.Round(v*scale) / scale
+	if r == 0 {
+		r = 0
+	}
+	return r
+}
+
 // DriftMetadata is the product metadata of a scene's drift.
 func DriftMetadata(d model.Drift) map[string]string {
 	f := func(v float64) string {
@@ -38,15 +53,7 @@ func DriftMetadata(d model.Drift) map[string]string {
 	}
 	bands := make([]any, len(d.BandShiftSD))
 	for i, v := range d.BandShiftSD {
-		if math.IsNaN(v) || math.IsInf(v, 0) {
-			bands[i] = nil
-		} else {
-			r := math.Round(v*100) / 100
-			if r == 0 {
-				r = 0 // not -0, which JSON would print as such
-			}
-			bands[i] = r
-		}
+		bands[i] = JSONFigure(v, 2)
 	}
 	perBand, _ := json.Marshal(bands)
 	t := model.DefaultDriftThresholds
