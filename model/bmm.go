@@ -89,8 +89,8 @@ func mm(x, w *Node) *Node {
 				dx := DotGeneral(v, []int{1}, nil, w, []int{1}, nil) // v W^T, W read transposed by the kernel
 				// x^T v needs one operand transposed: the narrower of x
 				// [L, D] and v [L, N], whose transpose the kernel then
-				// also packs (the im2col matrix of the cell encoder's 3x3
-				// convolution is 9x wider than its gradient).
+				// also packs (an embedding's input, all bands, is wider
+				// than its gradient).
 				var dw *Node
 				if x.Shape().Dimensions[1] > v.Shape().Dimensions[1] {
 					dw = Transpose(MatMul(Transpose(v, 0, 1), x), 0, 1)

@@ -111,33 +111,172 @@ func (n *net) linearSilu(x *Node, name string) *Node {
 // c = beta - mean a, so it is folded into the layer: W a and b a + c
 // (small [In, C] work) feed one fused matmul + bias + SiLU.
 func (n *net) linearNormSilu(x *Node, lin, gn string) *Node {
-	if n.fused {
-		if n.normCalls == nil {
-			n.normCalls = map[string]int{}
-		}
-		key := normKey(gn, n.normCalls[gn]+1)
-		if st, ok := n.fixedNorm[key]; ok {
-			n.normCalls[gn]++
-			w, b := n.p[lin+".w"], n.p[lin+".b"] // b is nil for a layer without bias
-			c := w.Shape().Dimensions[1]
-			g := n.d.Groups
-			dt := x.DType()
-			mean := BroadcastToDims(Reshape(ConvertDType(st[0], dt), g, 1), g, c/g)
-			inv := BroadcastToDims(Reshape(Inverse(Sqrt(AddScalar(ConvertDType(st[1], dt), 1e-5))), g, 1), g, c/g)
-			a := Mul(Reshape(inv, c), n.p[gn+".g"])
-			shift := Sub(n.p[gn+".b"], Mul(Reshape(mean, c), a))
-			wf := Mul(w, ExpandLeftToRank(a, 2))
-			bf := shift
-			if b != nil {
-				bf = Add(Mul(b, a), shift)
-			}
-			return BackendFusedDense(x, wf, bf, compute.DenseConfig{Activation: compute.ActivationConfig{Type: compute.ActivationSilu}})
-		}
+	if w, b, ok := n.foldNorm(lin, gn); ok {
+		return BackendFusedDense(x, w, b, compute.DenseConfig{Activation: compute.ActivationConfig{Type: compute.ActivationSilu}})
 	}
 	if _, ok := n.p[lin+".b"]; !ok {
 		return silu(n.groupNorm(n.linearNB(x, lin), gn))
 	}
 	return silu(n.groupNorm(n.linear(x, lin), gn))
+}
+
+// foldNorm gives layer lin's weights and bias with the GroupNorm gn that
+// follows it folded in (see linearNormSilu), when n.fused has stored
+// statistics for this call of gn; false otherwise, with nothing counted.
+func (n *net) foldNorm(lin, gn string) (w, b *Node, ok bool) {
+	if !n.fused {
+		return nil, nil, false
+	}
+	if n.normCalls == nil {
+		n.normCalls = map[string]int{}
+	}
+	st, ok := n.fixedNorm[normKey(gn, n.normCalls[gn]+1)]
+	if !ok {
+		return nil, nil, false
+	}
+	n.normCalls[gn]++
+	w, b = n.p[lin+".w"], n.p[lin+".b"] // b is nil for a layer without bias
+	c := w.Shape().Dimensions[1]
+	g := n.d.Groups
+	dt := w.DType()
+	mean := BroadcastToDims(Reshape(ConvertDType(st[0], dt), g, 1), g, c/g)
+	inv := BroadcastToDims(Reshape(Inverse(Sqrt(AddScalar(ConvertDType(st[1], dt), 1e-5))), g, 1), g, c/g)
+	a := Mul(Reshape(inv, c), n.p[gn+".g"])
+	shift := Sub(n.p[gn+".b"], Mul(Reshape(mean, c), a))
+	bf := shift
+	if b != nil {
+		bf = Add(Mul(b, a), shift)
+	}
+	return Mul(w, ExpandLeftToRank(a, 2)), bf, true
+}
+
+// conv3x3NormSilu is silu(groupNorm(conv3x3(x, lin), gn)) of x [H, W, C],
+// without the [H*W, 9C] im2col matrix (im2col3x3; at Houston's cell grid
+// with C = 128, 0.19 GB that the buffer pool and the collector then hold
+// about twice over, and in training its adjoint as much again). Inference
+// sums nine products of [H*W, C] taps with the [C, D] blocks of the
+// weights, each tap a Gather of pixel rows (conv3x3Taps). Training
+// multiplies first and shifts the products (conv3x3Products), so that the
+// weights' gradients read x itself, which the taps share, and no shifted
+// copy of x is kept for the backward pass.
+func (n *net) conv3x3NormSilu(x *Node, lin, gn string) *Node {
+	if !n.fused {
+		return silu(n.groupNorm(conv3x3Products(x, n.p[lin+".w"], n.p[lin+".b"]), gn))
+	}
+	w, b, folded := n.foldNorm(lin, gn)
+	if !folded {
+		w, b = n.p[lin+".w"], n.p[lin+".b"]
+	}
+	y := conv3x3Taps(x, w, b)
+	if !folded {
+		y = n.groupNorm(y, gn)
+	}
+	return silu(y)
+}
+
+// tapIndex is, for the 3x3 tap (dy, dx) in -1..1 of an [h, w] grid, the
+// row each pixel reads: the neighbour's, or out when it lies outside.
+func tapIndex(h, w, dy, dx int, out int32) []int32 {
+	idx := make([]int32, h*w)
+	for y := range h {
+		for x := range w {
+			yy, xx := y+dy, x+dx
+			if yy < 0 || yy >= h || xx < 0 || xx >= w {
+				idx[y*w+x] = out
+			} else {
+				idx[y*w+x] = int32(yy*w + xx)
+			}
+		}
+	}
+	return idx
+}
+
+// conv3x3Products is conv3x3Taps computed as the sum over taps of the
+// product of x with the tap's [C, D] block, shifted: a Gather of the
+// product's rows (rows copied whole; its gradient is one scatter-add)
+// times a 0/1 column that zeroes the neighbours outside the grid. The
+// products' weight gradients need only x; the shifts need nothing of the
+// forward pass.
+func conv3x3Products(x, w, b *Node) *Node {
+	g := x.Graph()
+	h, wd, c := x.Shape().Dimensions[0], x.Shape().Dimensions[1], x.Shape().Dimensions[2]
+	l := h * wd
+	flat := Reshape(x, l, c)
+	var acc *Node
+	for dy := -1; dy <= 1; dy++ {
+		for dx := -1; dx <= 1; dx++ {
+			k := (dy+1)*3 + dx + 1
+			part := mm(flat, Slice(w, AxisRange(k*c, (k+1)*c)))
+			if dy != 0 || dx != 0 {
+				idx := tapIndex(h, wd, dy, dx, -1)
+				inside := make([]float32, l)
+				for i, j := range idx {
+					if j >= 0 {
+						inside[i] = 1
+					} else {
+						idx[i] = int32(i) // any row: zeroed below
+					}
+				}
+				part = Gather(part, Const(g, tensorOf(idx, l, 1)))
+				part = Mul(part, ConvertDType(Const(g, tensorOf(inside, l, 1)), part.DType()))
+			}
+			if acc == nil {
+				acc = part
+			} else {
+				acc = Add(acc, part)
+			}
+		}
+	}
+	return Add(acc, ExpandLeftToRank(b, 2))
+}
+
+// conv3x3Taps is the zero-padded 3x3 convolution of x [H, W, C] with
+// weights w [9C, D] (rows ordered tap (dy, dx) then channel, as the
+// training form's) and bias b [D], as [H*W, D]: per row of taps dy, one
+// Gather of the three shifted views' pixel rows (from x and one zero row,
+// which every out-of-image neighbour reads) as [H*W, 3C], times the row's
+// [3C, D] block of the weights; the three products summed one after
+// another, so that one row's views are alive at a time. Three [H*W, 3C]
+// products keep the matrix kernel near its speed; nine [H*W, C] ones were
+// about 10% slower at Pavia's cell grid.
+func conv3x3Taps(x, w, b *Node) *Node {
+	g := x.Graph()
+	h, wd, c := x.Shape().Dimensions[0], x.Shape().Dimensions[1], x.Shape().Dimensions[2]
+	l := h * wd
+	src := Concatenate([]*Node{Reshape(x, l, c), Zeros(g, shapeOf(x.DType(), 1, c))}, 0) // row l is zero
+	var acc *Node
+	for dy := -1; dy <= 1; dy++ {
+		taps := [3][]int32{}
+		for dx := -1; dx <= 1; dx++ {
+			taps[dx+1] = tapIndex(h, wd, dy, dx, int32(l))
+		}
+		idx := make([]int32, 3*l)
+		for i := range l {
+			idx[3*i], idx[3*i+1], idx[3*i+2] = taps[0][i], taps[1][i], taps[2][i]
+		}
+		ix := Const(g, tensorOf(idx, 3*l, 1))
+		if acc != nil {
+			// Gather after the sum so far (adding a zero index computed
+			// from it, 0 whatever the value, NaN included), so that the
+			// executor does not gather every row of taps up front.
+			first := Slice(Reshape(acc, l*acc.Shape().Dimensions[1]), AxisRange(0, 1))
+			dep := MulScalar(ConvertDType(Equal(first, first), dtypes.Int32), 0)
+			ix = Add(ix, BroadcastToDims(Reshape(dep, 1, 1), 3*l, 1))
+		}
+		views := Reshape(Gather(src, ix), l, 3*c)
+		var bias *Node
+		if acc == nil {
+			bias = b
+		}
+		k := (dy + 1) * 3
+		part := BackendFusedDense(views, Slice(w, AxisRange(k*c, (k+3)*c)), bias, compute.DenseConfig{})
+		if acc == nil {
+			acc = part
+		} else {
+			acc = Add(acc, part)
+		}
+	}
+	return acc
 }
 
 // silu is x sigmoid(x), with its gradient in closed form (see bmm.go).
@@ -223,37 +362,6 @@ func groupSums(x *Node, groups int) *Node {
 func perChannel(s *Node, c int) *Node {
 	g := s.Shape().Dimensions[0]
 	return Reshape(BroadcastToDims(Reshape(s, g, 1), g, c/g), 1, c)
-}
-
-// conv3x3 is a zero-padded 3x3 convolution of x [H, W, C] (layer name).
-func (n *net) conv3x3(x *Node, name string) *Node { return n.linear(im2col3x3(x), name) }
-
-// im2col3x3 gives the nine shifted views of x [H, W, C], zero padded, as
-// [H*W, 9*C]: a 3x3 convolution is then one matmul with the layer's weights
-// (the native Convolve of the Go backend is slow). The views are one Gather
-// of pixel rows from the padded image (rows of C contiguous values, copied
-// whole; its gradient is one scatter-add): nine Slices of the padded image
-// take the Go backend's per-element path, about 5x slower forward and
-// backward at Pavia's cell grid.
-func im2col3x3(x *Node) *Node {
-	h, w, c := x.Shape().Dimensions[0], x.Shape().Dimensions[1], x.Shape().Dimensions[2]
-	zr := Zeros(x.Graph(), shapeOf(x.DType(), 1, w, c))
-	xp := Concatenate([]*Node{zr, x, zr}, 0)
-	zc := Zeros(x.Graph(), shapeOf(x.DType(), h+2, 1, c))
-	xp = Concatenate([]*Node{zc, xp, zc}, 1)
-	// Output pixel (y, x), tap (dy, dx) reads padded pixel (y+dy, x+dx).
-	idx := make([]int32, 0, h*w*9)
-	for y := 0; y < h; y++ {
-		for xx := 0; xx < w; xx++ {
-			for dy := 0; dy < 3; dy++ {
-				for dx := 0; dx < 3; dx++ {
-					idx = append(idx, int32((y+dy)*(w+2)+xx+dx))
-				}
-			}
-		}
-	}
-	rows := Gather(Reshape(xp, (h+2)*(w+2), c), Const(x.Graph(), tensorOf(idx, h*w*9, 1)))
-	return Reshape(rows, h*w, 9*c)
 }
 
 // causalConvWB is a depthwise causal convolution along the sequence axis of
@@ -455,7 +563,7 @@ func (n *net) encode(x *Node) (f0, fspa, fdiff *Node) {
 	} else {
 		hs, ws := x.Shape().Dimensions[0], x.Shape().Dimensions[1]
 		e := n.zeroInvalid(n.linearNormSilu(Reshape(x, hs*ws, d.In), "embed", "embed.gn"))
-		f0 = n.linearNormSilu(im2col3x3(Reshape(e, hs, ws, d.D)), "conv", "conv.gn") // [L, D]
+		f0 = n.conv3x3NormSilu(Reshape(e, hs, ws, d.D), "conv", "conv.gn") // [L, D]
 	}
 	f0 = n.zeroInvalid(f0)
 

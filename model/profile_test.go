@@ -53,7 +53,7 @@ func TestProfileParts(t *testing.T) {
 			return silu(n.groupNorm(n.linear(Reshape(in, l, bands), "embed"), "embed.gn"))
 		}},
 		{"conv3x3+gn+silu", f, []string{"conv"}, func(n *net, in *Node, _ *Graph, _, _ *Node) *Node {
-			return silu(n.groupNorm(n.conv3x3(Reshape(in, hs, ws, d.D), "conv"), "conv.gn"))
+			return n.conv3x3NormSilu(Reshape(in, hs, ws, d.D), "conv", "conv.gn")
 		}},
 		{"mamba block (spa)", f, []string{"spa."}, func(n *net, in *Node, _ *Graph, _, _ *Node) *Node {
 			return Add(in, silu(n.groupNorm(n.mamba(in, "spa"), "spa.gn")))
