@@ -215,10 +215,23 @@ type Augment struct {
 	// statistics, as the paper's training does, instead of the clean
 	// scene's (the default; see trainer.augExec).
 	ImageNorm bool
+	// Crop is the share of steps that see only a sub-area of the scene:
+	// the scene cut across its rows or columns, at a multiple of Stride,
+	// keeping 40-75% of it on one side, the rest no-data for that step
+	// (its training pixels out of the loss). A new acquisition often covers
+	// another part of the ground, with another mix of classes around each
+	// pixel, and the paper encoder's full-resolution context learns the
+	// training scene's mix unless it is varied. Drawn apart from the
+	// radiometric change (its own random source), also off in the clean
+	// tail.
+	Crop float64
 }
 
 // On reports whether augmentation changes any step.
-func (a Augment) On() bool {
+func (a Augment) On() bool { return a.radiometricOn() || a.Crop > 0 }
+
+// radiometricOn reports whether augmentation changes the values of any step.
+func (a Augment) radiometricOn() bool {
 	return a.Prob > 0 && (a.Gain > 0 || a.Tilt > 0 || a.Offset > 0 || a.Noise > 0 || a.BandShift > 0)
 }
 
@@ -233,13 +246,15 @@ func (a Augment) validate() error {
 		return fmt.Errorf("augmentation band shift %g: must be non-negative", a.BandShift)
 	case a.CleanTail < 0 || a.CleanTail > 1:
 		return fmt.Errorf("augmentation clean tail %g: must be in [0,1]", a.CleanTail)
+	case a.Crop < 0 || a.Crop > 1:
+		return fmt.Errorf("augmentation crop share %g: must be in [0,1]", a.Crop)
 	}
 	return nil
 }
 
 // draw picks one step's change: the identity with probability 1-Prob.
 func (a Augment) draw(rng *rand.Rand) Radiometric {
-	if !a.On() || rng.Float64() >= a.Prob {
+	if !a.radiometricOn() || rng.Float64() >= a.Prob {
 		return Radiometric{}
 	}
 	r := Radiometric{Gain: 1}
@@ -272,13 +287,16 @@ func (a Augment) String() string {
 	if a.ImageNorm {
 		s += ",norm=image"
 	}
+	if a.Crop > 0 {
+		s += fmt.Sprintf(",crop=%g", a.Crop)
+	}
 	return s
 }
 
 // ParseAugment reads an augmentation setting: "off" (or "none", "0"), or
 // comma-separated KEY=VALUE items of p (Prob), gain, tilt, offset, noise
-// shift (BandShift), tail (CleanTail) and norm (clean, the default, or
-// image: ImageNorm); numbers not given are 0.
+// shift (BandShift), tail (CleanTail), crop (Crop) and norm (clean, the
+// default, or image: ImageNorm); numbers not given are 0.
 func ParseAugment(spec string) (Augment, error) {
 	spec = strings.TrimSpace(spec)
 	switch strings.ToLower(spec) {
@@ -328,8 +346,10 @@ func ParseAugment(spec string) (Augment, error) {
 			a.BandShift = f
 		case "tail":
 			a.CleanTail = f
+		case "crop":
+			a.Crop = f
 		default:
-			return Augment{}, fmt.Errorf("augmentation %q: unknown key %q (want p, gain, tilt, offset, noise, shift, tail, norm)", spec, k)
+			return Augment{}, fmt.Errorf("augmentation %q: unknown key %q (want p, gain, tilt, offset, noise, shift, tail, crop, norm)", spec, k)
 		}
 	}
 	if err := a.validate(); err != nil {

@@ -3,6 +3,7 @@ package model
 import (
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 )
 
@@ -113,15 +114,132 @@ func TestParseAugment(t *testing.T) {
 		{"p=1,gain=0.1,norm=clean", Augment{Prob: 1, Gain: 0.1}, false},
 		{"p=1,norm=batch", Augment{}, true},
 		{"bright=0.1", Augment{}, true},
+		{"p=0.8,tilt=0.15,crop=0.5", Augment{Prob: 0.8, Tilt: 0.15, Crop: 0.5}, false},
+		{"crop=0.3", Augment{Crop: 0.3}, false},
+		{"crop=1.5", Augment{}, true},
+		{"crop=-0.1", Augment{}, true},
 	} {
 		got, err := ParseAugment(tc.in)
 		if (err != nil) != tc.wantErr || (err == nil && got != tc.want) {
 			t.Errorf("ParseAugment(%q) = %+v, %v; want %+v, error %v", tc.in, got, err, tc.want, tc.wantErr)
 		}
 	}
-	a := Augment{Prob: 0.8, Gain: 0.25, Tilt: 0.15, Offset: 0.05, Noise: 0.03, BandShift: 1, CleanTail: 0.1}
-	if got, err := ParseAugment(a.String()); err != nil || got != a {
-		t.Errorf("round trip of %q: %+v, %v", a.String(), got, err)
+	for _, a := range []Augment{
+		{Prob: 0.8, Gain: 0.25, Tilt: 0.15, Offset: 0.05, Noise: 0.03, BandShift: 1, CleanTail: 0.1},
+		{Prob: 0.8, Tilt: 0.15, CleanTail: 0.1, ImageNorm: true, Crop: 0.5},
+		{Crop: 0.25},
+	} {
+		if got, err := ParseAugment(a.String()); err != nil || got != a {
+			t.Errorf("round trip of %q: %+v, %v", a.String(), got, err)
+		}
+	}
+}
+
+// TestAugmentCrop checks the sub-areas of Augment.Crop: a cut across rows or
+// columns at a multiple of Stride keeping 40-75% of the scene on either
+// side, the rest no-data for the step; the step's training pixels outside
+// out of the loss, its anchors and valid cells inside only; and the
+// radiometric changes the same as without sub-areas.
+func TestAugmentCrop(t *testing.T) {
+	s, labels := synthScene(37, 30, 6, 3, 9)
+	s.Valid = make([]bool, s.Rows*s.Cols)
+	for i := range s.Valid {
+		s.Valid[i] = i%11 != 0 // some no-data of the scene's own
+	}
+	var trainIdx []int
+	var ytrain []int32
+	for i, l := range labels {
+		if l > 0 && i%5 == 0 {
+			trainIdx = append(trainIdx, i)
+			ytrain = append(ytrain, l-1)
+		}
+	}
+	in := newInputSpec(InputShape, 0, nil, nil)
+	base := Augment{Prob: 0.8, Tilt: 0.1, Noise: 0.02, CleanTail: 0.1}
+	withCrop := base
+	withCrop.Crop = 0.5
+	plain := newAugmenter(base, s, in, EncoderCell, 7)
+	a := newAugmenter(withCrop, s, in, EncoderCell, 7)
+	td := newTrainData(s, in, trainIdx, ytrain, EncoderCell, false)
+	defer td.finalize()
+	const epochs = 400
+	crops, sides := 0, map[string]int{}
+	for epoch := 1; epoch <= epochs; epoch++ {
+		want, wantOK := plain.nextScene(epoch, epochs)
+		got, ok := a.nextScene(epoch, epochs)
+		if a.cropped != (ok && got.Valid != nil && &got.Valid[0] == &a.valid[0]) {
+			t.Fatalf("epoch %d: cropped %v, scene's mask the sub-area's %v", epoch, a.cropped, ok && got.Valid != nil)
+		}
+		if wantOK && (!ok || &got.Data[0] != &a.buf[0] || !slices.Equal(want.Data, got.Data)) {
+			t.Fatalf("epoch %d: the radiometric change differs with sub-areas", epoch)
+		}
+		if !wantOK && ok && &got.Data[0] != &s.Data[0] {
+			t.Fatalf("epoch %d: a sub-area alone changed the values", epoch)
+		}
+		if float64(epoch) > epochs*0.9 && a.cropped {
+			t.Fatalf("epoch %d: a sub-area in the clean tail", epoch)
+		}
+		if !a.cropped {
+			continue
+		}
+		crops++
+		// The sub-area is a rectangle touching three sides of the scene.
+		r0, r1, c0, c1 := s.Rows, 0, s.Cols, 0
+		for i, v := range a.valid {
+			if !v {
+				continue
+			}
+			r, c := i/s.Cols, i%s.Cols
+			r0, r1, c0, c1 = min(r0, r), max(r1, r+1), min(c0, c), max(c1, c+1)
+		}
+		for i, v := range a.valid {
+			r, c := i/s.Cols, i%s.Cols
+			if inside := r >= r0 && r < r1 && c >= c0 && c < c1; v != (inside && s.Valid[i]) {
+				t.Fatalf("epoch %d: pixel %d valid %v, inside [%d,%d)x[%d,%d) %v", epoch, i, v, r0, r1, c0, c1, inside)
+			}
+		}
+		var cut, keep float64
+		switch {
+		case r0 == 0 && r1 == s.Rows && c0 == 0:
+			cut, keep = float64(c1), float64(c1)/float64(s.Cols)
+			sides["left"]++
+		case r0 == 0 && r1 == s.Rows && c1 == s.Cols:
+			cut, keep = float64(c0), 1-float64(c0)/float64(s.Cols)
+			sides["right"]++
+		case c0 == 0 && c1 == s.Cols && r0 == 0:
+			cut, keep = float64(r1), float64(r1)/float64(s.Rows)
+			sides["top"]++
+		case c0 == 0 && c1 == s.Cols && r1 == s.Rows:
+			cut, keep = float64(r0), 1-float64(r0)/float64(s.Rows)
+			sides["bottom"]++
+		default:
+			t.Fatalf("epoch %d: sub-area [%d,%d)x[%d,%d) is not a cut of the scene", epoch, r0, r1, c0, c1)
+		}
+		if int(cut)%Stride != 0 || keep < 0.3 || keep > 0.85 {
+			t.Fatalf("epoch %d: cut at %g (not a multiple of %d) or keeps %.2f of the scene", epoch, cut, Stride, keep)
+		}
+		step := a.cropStep(td, trainIdx, ytrain, false)
+		ytr, anchor, cellMask := step.ytr.Value().([]int32), step.anchor.Value().([]int32), step.cellMask.Value().([]float32)
+		for t2, i := range trainIdx {
+			if want := map[bool]int32{true: ytrain[t2], false: -1}[a.valid[i]]; ytr[t2] != want {
+				t.Fatalf("epoch %d: training pixel %d class %d, want %d", epoch, i, ytr[t2], want)
+			}
+		}
+		ws := lowRes(s.Cols, EncoderCell)
+		for cell, k := range anchor {
+			cr, cc := cell/ws, cell%ws
+			in := cr*Stride >= r0 && cr*Stride < r1 && cc*Stride >= c0 && cc*Stride < c1
+			if !in && (k != -1 || cellMask[cell] != 0) {
+				t.Fatalf("epoch %d: cell %d outside the sub-area has anchor %d, valid %g", epoch, cell, k, cellMask[cell])
+			}
+		}
+		a.done()
+	}
+	if crops < epochs*0.9*0.4 || crops > epochs*0.9*0.6 {
+		t.Errorf("%d of %d steps on a sub-area, want about half", crops, int(epochs*0.9))
+	}
+	if len(sides) != 4 {
+		t.Errorf("sub-areas on the sides %v, want all four", sides)
 	}
 }
 
@@ -217,11 +335,29 @@ func TestTrainAugmented(t *testing.T) {
 	}
 	imageNorm := aug
 	imageNorm.ImageNorm = true
+	crop := aug
+	crop.Crop = 0.5
+	cropped := train(crop)
+	if !same(cropped, train(crop)) {
+		t.Error("training on sub-areas is not deterministic for one seed")
+	}
 	plain := train(Augment{})
-	for name, m := range map[string]*Model{"per-image statistics": train(imageNorm), "no augmentation": plain} {
+	for name, m := range map[string]*Model{"per-image statistics": train(imageNorm), "no augmentation": plain, "sub-areas": cropped} {
 		if same(m, a) {
 			t.Errorf("%s: same weights as augmented training with the clean statistics", name)
 		}
+	}
+	// The paper encoder trains its full-resolution stage on pnec's kernels
+	// with per-image statistics (fullResTraining): sub-areas reach them as
+	// the scene's valid mask.
+	cfg := tinyConfig(8)
+	cfg.Encoder, cfg.Input = EncoderPaper, InputShape
+	cfg.Augment = Augment{Prob: 0.5, Tilt: 0.1, CleanTail: 0.25, ImageNorm: true, Crop: 1}
+	if !fullResTraining(cfg) {
+		t.Fatalf("%+v does not train on the kernels", cfg)
+	}
+	if _, err := Train(t.Context(), s, labels, TrainOptions{Config: cfg, TrainPerClass: 6, Backend: "go"}); err != nil {
+		t.Errorf("paper encoder on sub-areas: %v", err)
 	}
 	if a.Config().Augment != aug || a.Config().Input != InputStretchShape {
 		t.Errorf("config %+v does not record the input and augmentation", a.Config())

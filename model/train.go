@@ -291,6 +291,9 @@ func Train(ctx context.Context, s Scene, labels []int32, opts TrainOptions) (m *
 				step.xAug = x
 			}
 		}
+		if aug.cropped {
+			step = aug.cropStep(step, trainIdx, ytrain, fr != nil)
+		}
 		loss, acc, err = st.step(step, calib)
 		aug.done()
 		if err != nil {
@@ -485,6 +488,12 @@ type augmenter struct {
 	rng     *rand.Rand
 	buf     []float32       // the changed scene's values
 	x       *tensors.Tensor // the current step's input, released by done
+	// Sub-areas (Augment.Crop): their own random source, so that the
+	// radiometric stream is the same with and without them.
+	cropRng *rand.Rand
+	valid   []bool            // the current sub-area's valid mask
+	cropped bool              // the current step sees only the pixels valid in valid
+	held    []*tensors.Tensor // the current step's other inputs, released by done
 }
 
 func newAugmenter(cfg Augment, s Scene, in inputSpec, encoder string, seed int64) *augmenter {
@@ -493,6 +502,10 @@ func newAugmenter(cfg Augment, s Scene, in inputSpec, encoder string, seed int64
 		a.means = BandMeans(s)
 		a.rng = rand.New(rand.NewPCG(uint64(seed), 0x61756720))
 		a.buf = make([]float32, len(s.Data))
+	}
+	if cfg.Crop > 0 {
+		a.cropRng = rand.New(rand.NewPCG(uint64(seed), 0x63726f70))
+		a.valid = make([]bool, s.Rows*s.Cols)
 	}
 	return a
 }
@@ -509,25 +522,114 @@ func (a *augmenter) next(epoch, epochs int) *tensors.Tensor {
 	return a.x
 }
 
-// nextScene is next's changed scene itself (its values in a.buf, valid
-// until the next call), or false for the clean scene. next and nextScene
-// draw the same random numbers, so training on the graph and on pnec's
-// kernels (fullRes, which takes the scene) sees the same steps.
+// nextScene is next's changed scene itself (its values in a.buf and its
+// valid mask in a.valid, both valid until the next call), or false for the
+// clean scene. next and nextScene draw the same random numbers, so training
+// on the graph and on pnec's kernels (fullRes, which takes the scene) sees
+// the same steps.
 func (a *augmenter) nextScene(epoch, epochs int) (Scene, bool) {
+	a.cropped = false
 	if a.rng == nil {
 		return Scene{}, false
 	}
 	r := a.cfg.draw(a.rng)
+	r0, r1, c0, c1, crop := a.drawCrop()
 	if float64(epoch) > float64(epochs)*(1-a.cfg.CleanTail) {
 		return Scene{}, false // the clean tail (drawn all the same: the stream stays the same)
 	}
-	if r.IsIdentity() {
+	if r.IsIdentity() && !crop {
 		return Scene{}, false
 	}
-	r.applyInto(a.buf, a.s, a.means, a.rng)
 	changed := a.s
-	changed.Data = a.buf
+	if !r.IsIdentity() {
+		r.applyInto(a.buf, a.s, a.means, a.rng)
+		changed.Data = a.buf
+	}
+	if crop {
+		for i := range a.valid {
+			row, col := i/a.s.Cols, i%a.s.Cols
+			a.valid[i] = a.s.valid(i) && row >= r0 && row < r1 && col >= c0 && col < c1
+		}
+		changed.Valid = a.valid
+		a.cropped = true
+	}
 	return changed, true
+}
+
+// drawCrop draws one step's sub-area (Augment.Crop), rows [r0, r1) and
+// columns [c0, c1): false for the whole scene. The cut is at a multiple of
+// Stride, so that the sub-area's cells are the scene's, as a sub-area of a
+// new acquisition cut from the same grid would be.
+func (a *augmenter) drawCrop() (r0, r1, c0, c1 int, ok bool) {
+	if a.cropRng == nil {
+		return 0, 0, 0, 0, false
+	}
+	rng := a.cropRng
+	u, acrossCols, low, keep := rng.Float64(), rng.IntN(2) == 1, rng.IntN(2) == 1, 0.4+0.35*rng.Float64()
+	r0, r1, c0, c1 = 0, a.s.Rows, 0, a.s.Cols
+	if u >= a.cfg.Crop {
+		return r0, r1, c0, c1, false
+	}
+	n := a.s.Rows
+	if acrossCols {
+		n = a.s.Cols
+	}
+	share := keep
+	if !low {
+		share = 1 - keep
+	}
+	cut := Stride * int(math.Round(share*float64(n)/Stride))
+	if cut <= 0 || cut >= n {
+		return r0, r1, c0, c1, false
+	}
+	lo, hi := 0, cut
+	if !low {
+		lo, hi = cut, n
+	}
+	if acrossCols {
+		c0, c1 = lo, hi
+	} else {
+		r0, r1 = lo, hi
+	}
+	return r0, r1, c0, c1, true
+}
+
+// cropStep is the step data td for the current sub-area (a.cropped): the
+// valid masks, anchors and valid cells of the sub-area, and the training
+// pixels outside it out of the loss and the prototype update (class -1,
+// whose one-hot row is zero). The tensors are released by done.
+func (a *augmenter) cropStep(td trainData, trainIdx []int, ytrain []int32, kernels bool) trainData {
+	s := a.s
+	s.Valid = a.valid
+	hs, ws := lowRes(s.Rows, a.encoder), lowRes(s.Cols, a.encoder)
+	masks := netMasks(s, a.encoder)
+	if kernels {
+		masks = masks[len(masks)-1:]
+	}
+	step := td
+	step.masks = nil
+	for _, mk := range masks {
+		t := tensorOf(mk, len(mk))
+		step.masks = append(step.masks, t)
+		a.held = append(a.held, t)
+	}
+	anchor := make([]int32, hs*ws)
+	for i := range anchor {
+		anchor[i] = -1
+	}
+	ytr := make([]int32, len(trainIdx))
+	for t, i := range trainIdx {
+		ytr[t] = -1
+		if !s.valid(i) {
+			continue
+		}
+		ytr[t] = ytrain[t]
+		r, c := i/s.Cols, i%s.Cols
+		anchor[min(r/Stride, hs-1)*ws+min(c/Stride, ws-1)] = ytr[t]
+	}
+	step.anchor, step.cellMask, step.ytr = tensorOf(anchor, hs*ws), tensorOf(masks[len(masks)-1], hs*ws), tensorOf(ytr, len(ytr))
+	a.held = append(a.held, step.anchor, step.cellMask, step.ytr)
+	return step
 }
 
 // done releases the step's input.
@@ -536,6 +638,10 @@ func (a *augmenter) done() {
 		a.x.FinalizeAll()
 		a.x = nil
 	}
+	for _, t := range a.held {
+		t.FinalizeAll()
+	}
+	a.held = a.held[:0]
 }
 
 // trainer holds the compiled training step and the current state as tensors.
