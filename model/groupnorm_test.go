@@ -48,17 +48,32 @@ func maxProbDiff(a, b Prediction, n int) float64 {
 // normalised like the whole scene (so rows the causal scan sees identically
 // get the same probabilities), and the statistics survive a save and load.
 func TestFixedNormStats(t *testing.T) {
+	for _, tc := range []struct {
+		encoder string
+		calls   int // GroupNorm calls with statistics
+	}{
+		// embed, conv, two branches, the head on raw and on calibrated features.
+		{EncoderCell, 6},
+		// The paper's convolution is followed by pooling, not a GroupNorm.
+		{EncoderPaper, 5},
+	} {
+		t.Run(tc.encoder, func(t *testing.T) { testFixedNormStats(t, tc.encoder, tc.calls) })
+	}
+}
+
+func testFixedNormStats(t *testing.T, encoder string, calls int) {
 	s, labels := synthScene(32, 28, 12, 3, 3)
-	m, err := Train(context.Background(), s, labels, TrainOptions{Config: tinyConfig(20), TrainPerClass: 8, Backend: "go"})
+	cfg := tinyConfig(20)
+	cfg.Encoder = encoder
+	m, err := Train(context.Background(), s, labels, TrainOptions{Config: cfg, TrainPerClass: 8, Backend: "go"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !m.FixedNorm() {
 		t.Fatal("trained model has no GroupNorm statistics")
 	}
-	// embed, conv, two branches, the head on raw and on calibrated features.
-	if got := len(m.meta.GroupNormStats); got != 6 {
-		t.Errorf("got %d GroupNorm statistics, want 6", got)
+	if got := len(m.meta.GroupNormStats); got != calls {
+		t.Errorf("got %d GroupNorm statistics, want %d", got, calls)
 	}
 	perImage := m.withoutFixedNorm()
 

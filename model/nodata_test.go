@@ -3,6 +3,7 @@ package model
 import (
 	"context"
 	"github.com/pnec/pnec/tiling"
+	"math"
 	"testing"
 )
 
@@ -138,5 +139,52 @@ func TestNoDataBorderMatchesCrop(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestPaperPredictsTinyScenes: a scene smaller than a stride in a dimension,
+// which the paper encoder's floor grid has no cell for, is predicted as the
+// top-left part of a scene padded with no-data to a stride: the same
+// probabilities as that padded scene's, each pixel's summing to 1.
+func TestPaperPredictsTinyScenes(t *testing.T) {
+	s, labels := synthScene(16, 16, 8, 3, 4)
+	cfg := tinyConfig(6)
+	cfg.Encoder = EncoderPaper
+	m, err := Train(t.Context(), s, labels, TrainOptions{Config: cfg, TrainPerClass: 5, Backend: "go"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, size := range [][2]int{{1, 1}, {2, 3}, {3, 7}, {6, 2}} {
+		rows, cols := size[0], size[1]
+		tiny := Scene{Rows: rows, Cols: cols, Bands: s.Bands, Data: make([]float32, rows*cols*s.Bands)}
+		pr, pc := max(rows, Stride), max(cols, Stride)
+		padded := Scene{Rows: pr, Cols: pc, Bands: s.Bands, Data: make([]float32, pr*pc*s.Bands), Valid: make([]bool, pr*pc)}
+		for r := range rows {
+			copy(tiny.Data[r*cols*s.Bands:(r+1)*cols*s.Bands], s.Data[r*s.Cols*s.Bands:])
+			copy(padded.Data[r*pc*s.Bands:(r*pc+cols)*s.Bands], s.Data[r*s.Cols*s.Bands:])
+			for c := range cols {
+				padded.Valid[r*pc+c] = true
+			}
+		}
+		got, want := predictWith(t, m, tiny), predictWith(t, m, padded)
+		if got.Rows != rows || got.Cols != cols || len(got.Prob) != rows*cols*got.Classes || len(got.Uncertainty) != rows*cols {
+			t.Fatalf("%dx%d: prediction %dx%d with %d probabilities, %d uncertainties", rows, cols, got.Rows, got.Cols, len(got.Prob), len(got.Uncertainty))
+		}
+		k := got.Classes
+		for r := range rows {
+			for c := range cols {
+				sum := 0.0
+				for j := range k {
+					v := got.Prob[(r*cols+c)*k+j]
+					sum += float64(v)
+					if v != want.Prob[(r*pc+c)*k+j] {
+						t.Fatalf("%dx%d: pixel (%d,%d) class %d: %g, padded scene %g", rows, cols, r, c, j, v, want.Prob[(r*pc+c)*k+j])
+					}
+				}
+				if math.Abs(sum-1) > 1e-4 || got.Uncertainty[r*cols+c] != want.Uncertainty[r*pc+c] {
+					t.Fatalf("%dx%d: pixel (%d,%d): probabilities sum to %g, uncertainty %g (padded %g)", rows, cols, r, c, sum, got.Uncertainty[r*cols+c], want.Uncertainty[r*pc+c])
+				}
+			}
+		}
 	}
 }

@@ -232,6 +232,36 @@ func upsample(z, ur, uc *Node) *Node {
 	return Einsum("sw,rwc->rsc", uc, t)
 }
 
+// predictPadded predicts s, smaller than a stride in a dimension, as the
+// top-left part of a scene of at least Stride x Stride whose other pixels
+// are no-data (which the network leaves out of every statistic, as a
+// scene's own no-data).
+func (p *Predictor) predictPadded(ctx context.Context, s Scene) (Prediction, error) {
+	rows, cols := max(s.Rows, Stride), max(s.Cols, Stride)
+	ps := s
+	ps.Rows, ps.Cols = rows, cols
+	ps.Data = make([]float32, rows*cols*s.Bands)
+	ps.Valid = make([]bool, rows*cols)
+	for r := range s.Rows {
+		copy(ps.Data[r*cols*s.Bands:], s.Data[r*s.Cols*s.Bands:(r+1)*s.Cols*s.Bands])
+		for c := range s.Cols {
+			ps.Valid[r*cols+c] = s.valid(r*s.Cols + c)
+		}
+	}
+	pp, err := p.Predict(ctx, ps)
+	if err != nil {
+		return Prediction{}, err
+	}
+	k := pp.Classes
+	pred := Prediction{Rows: s.Rows, Cols: s.Cols, Classes: k,
+		Prob: make([]float32, s.Rows*s.Cols*k), Uncertainty: make([]float32, s.Rows*s.Cols)}
+	for r := range s.Rows {
+		copy(pred.Prob[r*s.Cols*k:(r+1)*s.Cols*k], pp.Prob[r*cols*k:])
+		copy(pred.Uncertainty[r*s.Cols:(r+1)*s.Cols], pp.Uncertainty[r*cols:])
+	}
+	return pred, nil
+}
+
 // Backend names the backend in use ("go", "xla:cuda", ...).
 func (p *Predictor) Backend() string { return backendLabel(p.config) }
 
@@ -248,12 +278,14 @@ func (p *Predictor) Predict(ctx context.Context, s Scene) (pred Prediction, err 
 			err = fmt.Errorf("predict %dx%d on %s: %v", s.Rows, s.Cols, p.Backend(), r)
 		}
 	}()
-	p.mu.Lock()
-	defer p.mu.Unlock()
 	enc := p.m.meta.Config.Encoder
 	if enc == EncoderPaper && (s.Rows < Stride || s.Cols < Stride) {
-		return Prediction{}, fmt.Errorf("predict %dx%d: the paper encoder needs at least %dx%d pixels", s.Rows, s.Cols, Stride, Stride)
+		// The paper's floor grid has no cell below one stride: the scene
+		// padded with no-data pixels to a stride, then its own pixels.
+		return p.predictPadded(ctx, s)
 	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
 	hs, ws := lowRes(s.Rows, enc), lowRes(s.Cols, enc)
 	masks := netMasks(s, enc)
 	var in *tensors.Tensor
