@@ -27,7 +27,10 @@ mkdir -p "$OUT"
 export PNEC_DATA=$DATA
 
 ENCODER=${ENCODER:-}
-MODEL=$OUT/m200${ENCODER:+-$ENCODER}.pnec
+# The model is kept between runs of the same pnec build only: a build with
+# other defaults (issue 23 made the paper encoder the default) trains anew.
+BUILD=$("$PNEC" --version | awk '{print $NF}')
+MODEL=$OUT/m200${ENCODER:+-$ENCODER}-$BUILD.pnec
 if [ ! -f "$MODEL" ]; then
 	[ -f "$OUT/train.tif" ] || "$PNEC" synth --layout procedural:128x128 --bands 200 --out "$OUT/train.tif" --labels-out "$OUT/train_gt.tif"
 	"$PNEC" train -q --backend go ${ENCODER:+--encoder "$ENCODER"} --scene "$OUT/train.tif" --labels "$OUT/train_gt.tif" --out "$MODEL" --epochs 20

@@ -30,10 +30,14 @@ LOAD0=$(cut -d' ' -f1-3 /proc/loadavg)
 	echo "| width x rows | bands | budget | plan | planned peak | peak RSS | RSS / budget | wall | px/s |"
 	echo "|---|---|---|---|---|---|---|---|---|"
 } >"$T"
+# Models are kept between runs of the same pnec build only: a build with
+# other defaults (issue 23 made the paper encoder the default) trains anew.
+BUILD=$("$PNEC" --version | awk '{print $NF}')
 for B in $BANDS; do
-	if [ ! -f "$OUT/m$B.pnec" ]; then
-		"$PNEC" synth --layout procedural:96x96 --bands "$B" --out "$OUT/t$B.tif" --labels-out "$OUT/t${B}_gt.tif"
-		"$PNEC" train -q --backend go --scene "$OUT/t$B.tif" --labels "$OUT/t${B}_gt.tif" --out "$OUT/m$B.pnec" --epochs 5
+	MODEL=$OUT/m$B-$BUILD.pnec
+	if [ ! -f "$MODEL" ]; then
+		[ -f "$OUT/t$B.tif" ] || "$PNEC" synth --layout procedural:96x96 --bands "$B" --out "$OUT/t$B.tif" --labels-out "$OUT/t${B}_gt.tif"
+		"$PNEC" train -q --backend go --scene "$OUT/t$B.tif" --labels "$OUT/t${B}_gt.tif" --out "$MODEL" --epochs 5
 	fi
 	for W in $WIDTHS; do
 		S=$OUT/s${B}_${W}.tif
@@ -48,7 +52,7 @@ for B in $BANDS; do
 		for M in $BUDGETS; do
 			rm -f "$OUT/p.tif" "$OUT/p.tif.aux.xml"
 			if ! flock /tmp/pnec-bench.lock /usr/bin/time -v -o "$OUT/time.txt" "$PNEC" classify --backend go \
-				--model "$OUT/m$B.pnec" --scene "$S" --out "$OUT/p.tif" --max-memory "$M" >"$OUT/sum.txt" 2>"$OUT/err.txt"; then
+				--model "$MODEL" --scene "$S" --out "$OUT/p.tif" --max-memory "$M" >"$OUT/sum.txt" 2>"$OUT/err.txt"; then
 				echo "| ${W} x 1024 | $B | $M | refused or failed: $(tail -1 "$OUT/err.txt" | cut -c1-150) | | | | | |" >>"$T"
 				continue
 			fi
