@@ -259,12 +259,12 @@ func newestTorch(torchPath string, rep Report) (rows []TorchRow, from string, er
 	return tr.Torch, from, nil
 }
 
-// bigSceneReports are the reports of make bench-big, make bench-big-paper,
+// bigSceneReports are the reports of make bench-big, make bench-big-cell,
 // make bench-budget,
 // scripts/gpu-check.sh on a GPU machine (bench/gpu.md) and make
 // bench-acquisitions (bench/acquisitions.md) under bench/, in the order
 // BENCHMARKS.md shows them.
-var bigSceneReports = []string{"big.md", "big-paper.md", "budget.md", "gpu.md", "acquisitions.md"}
+var bigSceneReports = []string{"big.md", "big-cell.md", "budget.md", "gpu.md", "acquisitions.md"}
 
 func writeAtomic(path string, data []byte) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
