@@ -154,8 +154,8 @@ func (n *net) foldNorm(lin, gn string) (w, b *Node, ok bool) {
 // without the [H*W, 9C] im2col matrix (im2col3x3; at Houston's cell grid
 // with C = 128, 0.19 GB that the buffer pool and the collector then hold
 // about twice over, and in training its adjoint as much again). Inference
-// sums nine products of [H*W, C] taps with the [C, D] blocks of the
-// weights, each tap a Gather of pixel rows (conv3x3Taps). Training
+// sums three products of [H*W, 3C] rows of taps with the [3C, D] blocks of
+// the weights, each a Gather of pixel rows (conv3x3Taps). Training
 // multiplies first and shifts the products (conv3x3Products), so that the
 // weights' gradients read x itself, which the taps share, and no shifted
 // copy of x is kept for the backward pass.
@@ -238,7 +238,7 @@ func conv3x3Products(x, w, b *Node) *Node {
 // [3C, D] block of the weights; the three products summed one after
 // another, so that one row's views are alive at a time. Three [H*W, 3C]
 // products keep the matrix kernel near its speed; nine [H*W, C] ones were
-// about 10% slower at Pavia's cell grid.
+// 5-8% slower at Pavia's cell grid (netbench, alternating).
 func conv3x3Taps(x, w, b *Node) *Node {
 	g := x.Graph()
 	h, wd, c := x.Shape().Dimensions[0], x.Shape().Dimensions[1], x.Shape().Dimensions[2]

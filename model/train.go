@@ -380,29 +380,16 @@ func newTrainData(s Scene, in inputSpec, trainIdx []int, ytrain []int32, encoder
 		x, xdims := netInput(s, in, encoder)
 		td.x = tensorOf(x, xdims...)
 	}
-	masks := netMasks(s, encoder)
-	if kernels {
-		masks = masks[len(masks)-1:]
-	}
+	masks := stepMasks(s, encoder, kernels)
 	for _, mk := range masks {
 		td.masks = append(td.masks, tensorOf(mk, len(mk)))
 	}
-	anchor := make([]int32, l)
-	for i := range anchor {
-		anchor[i] = -1
-	}
-	cellMask := masks[len(masks)-1]
+	anchor, ytr := trainTargets(s, encoder, trainIdx, ytrain)
 	ur, uc := upMatrix(s.Rows, hs), upMatrix(s.Cols, ws)
 	ntr := len(trainIdx)
 	wtr := make([]float32, ntr*l)
-	ytr := make([]int32, ntr)
 	for t, i := range trainIdx {
 		r, c := i/s.Cols, i%s.Cols
-		ytr[t] = ytrain[t]
-		// The cell a training pixel lies in anchors it (the last pixel wins,
-		// like the reference); pixels past the paper's floor grid go to the
-		// nearest cell.
-		anchor[min(r/Stride, hs-1)*ws+min(c/Stride, ws-1)] = ytr[t]
 		for a := 0; a < hs; a++ {
 			if wa := ur[r*hs+a]; wa != 0 {
 				for bb := 0; bb < ws; bb++ {
@@ -411,9 +398,44 @@ func newTrainData(s Scene, in inputSpec, trainIdx []int, ytrain []int32, encoder
 			}
 		}
 	}
-	td.anchor, td.cellMask = tensorOf(anchor, l), tensorOf(cellMask, l)
+	td.anchor, td.cellMask = tensorOf(anchor, l), tensorOf(masks[len(masks)-1], l)
 	td.wtr, td.ytr = tensorOf(wtr, ntr, l), tensorOf(ytr, ntr)
 	return td
+}
+
+// stepMasks are the valid masks the training step takes for s (netMasks;
+// with kernels only the low-resolution one, the last).
+func stepMasks(s Scene, encoder string, kernels bool) [][]float32 {
+	masks := netMasks(s, encoder)
+	if kernels {
+		masks = masks[len(masks)-1:]
+	}
+	return masks
+}
+
+// trainTargets are the step's anchors, [Hs*Ws], the dense class of the cell
+// each training pixel lies in, else -1 (the last pixel wins, like the
+// reference; pixels past the paper's floor grid go to the nearest cell),
+// and the training pixels' classes, -1 for a pixel not valid in s (outside
+// a sub-area of Augment.Crop: its one-hot row is zero, so it has no loss
+// term and no prototype update).
+func trainTargets(s Scene, encoder string, trainIdx []int, ytrain []int32) (anchor, ytr []int32) {
+	hs, ws := lowRes(s.Rows, encoder), lowRes(s.Cols, encoder)
+	anchor = make([]int32, hs*ws)
+	for i := range anchor {
+		anchor[i] = -1
+	}
+	ytr = make([]int32, len(trainIdx))
+	for t, i := range trainIdx {
+		ytr[t] = -1
+		if !s.valid(i) {
+			continue
+		}
+		ytr[t] = ytrain[t]
+		r, c := i/s.Cols, i%s.Cols
+		anchor[min(r/Stride, hs-1)*ws+min(c/Stride, ws-1)] = ytr[t]
+	}
+	return anchor, ytr
 }
 
 // stepInputs are the training step's inputs by name, in the order step
@@ -601,34 +623,15 @@ func (a *augmenter) drawCrop() (r0, r1, c0, c1 int, ok bool) {
 func (a *augmenter) cropStep(td trainData, trainIdx []int, ytrain []int32, kernels bool) trainData {
 	s := a.s
 	s.Valid = a.valid
-	hs, ws := lowRes(s.Rows, a.encoder), lowRes(s.Cols, a.encoder)
-	masks := netMasks(s, a.encoder)
-	if kernels {
-		masks = masks[len(masks)-1:]
-	}
 	step := td
 	step.masks = nil
+	masks := stepMasks(s, a.encoder, kernels)
 	for _, mk := range masks {
-		t := tensorOf(mk, len(mk))
-		step.masks = append(step.masks, t)
-		a.held = append(a.held, t)
+		step.masks = append(step.masks, tensorOf(mk, len(mk)))
 	}
-	anchor := make([]int32, hs*ws)
-	for i := range anchor {
-		anchor[i] = -1
-	}
-	ytr := make([]int32, len(trainIdx))
-	for t, i := range trainIdx {
-		ytr[t] = -1
-		if !s.valid(i) {
-			continue
-		}
-		ytr[t] = ytrain[t]
-		r, c := i/s.Cols, i%s.Cols
-		anchor[min(r/Stride, hs-1)*ws+min(c/Stride, ws-1)] = ytr[t]
-	}
-	step.anchor, step.cellMask, step.ytr = tensorOf(anchor, hs*ws), tensorOf(masks[len(masks)-1], hs*ws), tensorOf(ytr, len(ytr))
-	a.held = append(a.held, step.anchor, step.cellMask, step.ytr)
+	anchor, ytr := trainTargets(s, a.encoder, trainIdx, ytrain)
+	step.anchor, step.cellMask, step.ytr = tensorOf(anchor, len(anchor)), tensorOf(masks[len(masks)-1], len(anchor)), tensorOf(ytr, len(ytr))
+	a.held = append(append(a.held, step.masks...), step.anchor, step.cellMask, step.ytr)
 	return step
 }
 
