@@ -92,6 +92,7 @@ func openBackend(name string) (b compute.Backend, config string, err error) {
 		defer xlaMu.Unlock() // also when it panics
 		if strings.HasPrefix(config, "go:") {
 			GuardHeap()
+			lowerGCPercent()
 			// The Go backend prints its parallelism setting to stdout, which
 			// would corrupt machine-readable output (pnec evaluate --json).
 			if devnull, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0); err == nil {
