@@ -256,12 +256,9 @@ func conv3x3Taps(x, w, b *Node) *Node {
 		}
 		ix := Const(g, tensorOf(idx, 3*l, 1))
 		if acc != nil {
-			// Gather after the sum so far (adding a zero index computed
-			// from it, 0 whatever the value, NaN included), so that the
-			// executor does not gather every row of taps up front.
-			first := Slice(Reshape(acc, l*acc.Shape().Dimensions[1]), AxisRange(0, 1))
-			dep := MulScalar(ConvertDType(Equal(first, first), dtypes.Int32), 0)
-			ix = Add(ix, BroadcastToDims(Reshape(dep, 1, 1), 3*l, 1))
+			// Gather after the sum so far, so that the executor does not
+			// gather every row of taps up front.
+			ix = after(ix, acc)
 		}
 		views := Reshape(Gather(src, ix), l, 3*c)
 		var bias *Node
@@ -367,54 +364,26 @@ func perChannel(s *Node, c int) *Node {
 // causalConvWB is a depthwise causal convolution along the sequence axis of
 // x [L, C] with weights w [DConv, C] (tap k multiplies x[t-(DConv-1-k)])
 // and bias b [C].
+//
+// Each tap's shift is a Gather of rows from x with one zero row after it
+// (row L), which the rows before the sequence read: rows are copied whole,
+// where a Slice and a Concatenate of zeros take the Go backend's
+// per-element path forward and backward (a Slice and a Pad; a Gather's
+// gradient is a row-wise scatter-add: about 3% of the cell training step at
+// Pavia's size, netbench, alternating). Inference shifts x and multiplies
+// (one Gather of all taps at once, [L, kw, C], is faster still but holds kw
+// times x: 0.6 GB more peak memory at Houston's size). Training multiplies
+// first and shifts the products, so that the products' gradients need the
+// padded x itself, which all taps share, where shifting first would keep
+// kw-1 shifted copies of x alive for the backward pass (Houston's size:
+// about 190 MB at the peak).
 func (n *net) causalConvWB(x, w, b *Node) *Node {
+	g := x.Graph()
 	l, c := x.Shape().Dimensions[0], x.Shape().Dimensions[1]
 	kw := n.d.DConv
-	// Inference takes each shifted tap as a Gather of rows from x after
-	// kw-1 zero rows (rows copied whole, about twice as fast as a Slice,
-	// which takes the Go backend's per-element path; one Gather of all kw
-	// taps at once, [L, kw, C], is faster still but holds kw times x: 0.6 GB
-	// more peak memory at Houston's size). Training multiplies x first and
-	// shifts the product, so that the products' gradients need x itself,
-	// which all taps share, where shifting first would keep kw-1 shifted
-	// copies of x alive for the backward pass (Houston's size: about 190 MB
-	// at the peak).
-	g := x.Graph()
-	if !n.fused && kw > 1 {
-		// Training: x with one zero row after it (row l) times each tap's
-		// weights, shifted by a Gather of rows that reads row l before the
-		// sequence starts. Shifting with a Slice and a Concatenate of
-		// zeros took the backend's per-element paths forward and backward
-		// (a Slice and a Pad); a Gather's gradient is a row-wise
-		// scatter-add (netbench, cell training step at Pavia's size: about
-		// 3% less time, alternating).
-		xp := Concatenate([]*Node{x, Zeros(g, shapeOf(x.DType(), 1, c))}, 0)
-		var out *Node
-		for k := 0; k < kw; k++ {
-			shift := kw - 1 - k
-			if shift >= l {
-				continue // the tap reads only the zeros before the sequence
-			}
-			idx := make([]int32, l)
-			for t := range idx {
-				if t >= shift {
-					idx[t] = int32(t - shift)
-				} else {
-					idx[t] = int32(l)
-				}
-			}
-			term := Gather(Mul(xp, Slice(w, AxisElem(k))), Const(g, tensorOf(idx, l, 1)))
-			if out == nil {
-				out = term
-			} else {
-				out = Add(out, term)
-			}
-		}
-		return Add(out, ExpandLeftToRank(b, 2))
-	}
-	var xp *Node // inference: x after kw-1 zero rows, the source of the taps' Gathers
-	if n.fused && kw > 1 {
-		xp = Concatenate([]*Node{Zeros(g, shapeOf(x.DType(), kw-1, c)), x}, 0)
+	var xp *Node // x and a zero row, the source of the shifts
+	if kw > 1 {
+		xp = Concatenate([]*Node{x, Zeros(g, shapeOf(x.DType(), 1, c))}, 0)
 	}
 	var out *Node
 	for k := 0; k < kw; k++ {
@@ -422,15 +391,16 @@ func (n *net) causalConvWB(x, w, b *Node) *Node {
 		if shift >= l {
 			continue // the tap reads only the zeros before the sequence
 		}
-		xs := x
-		if n.fused && shift > 0 {
-			idx := make([]int32, l)
-			for t := range idx {
-				idx[t] = int32(t + k) // x[t-shift] = xp[t+k]
-			}
-			xs = Gather(xp, Const(g, tensorOf(idx, l, 1)))
+		wk := Slice(w, AxisElem(k))
+		var term *Node
+		switch {
+		case xp == nil || (n.fused && shift == 0):
+			term = Mul(x, wk)
+		case n.fused:
+			term = Mul(Gather(xp, shiftRows(l, shift, g)), wk)
+		default:
+			term = Gather(Mul(xp, wk), shiftRows(l, shift, g))
 		}
-		term := Mul(xs, Slice(w, AxisElem(k)))
 		if out == nil {
 			out = term
 		} else {
@@ -438,6 +408,19 @@ func (n *net) causalConvWB(x, w, b *Node) *Node {
 		}
 	}
 	return Add(out, ExpandLeftToRank(b, 2))
+}
+
+// shiftRows are the Gather indices [l, 1] that move l rows down by shift
+// (0 or more), row l (a zero row) read before the first.
+func shiftRows(l, shift int, g *Graph) *Node {
+	idx := make([]int32, l)
+	for t := range idx {
+		idx[t] = int32(l)
+		if t >= shift {
+			idx[t] = int32(t - shift)
+		}
+	}
+	return Const(g, tensorOf(idx, l, 1))
 }
 
 // mamba is the selective state-space block over the token sequence x [L, D].
@@ -697,7 +680,7 @@ func (n *net) conv3x3Sequential(x *Node, name string) *Node {
 func after(x, dep *Node) *Node {
 	first := Slice(Reshape(dep, dep.Shape().Size()), AxisRange(0, 1))
 	zero := MulScalar(ConvertDType(Equal(first, first), x.DType()), 0)
-	return Add(x, BroadcastToDims(Reshape(zero, ones(x.Rank())...), x.Shape().Dimensions...))
+	return Add(x, BroadcastToDims(ExpandLeftToRank(zero, x.Rank()), x.Shape().Dimensions...))
 }
 
 // gelu is the exact GELU, x Phi(x) (PyTorch's default).
@@ -890,12 +873,4 @@ func (n *net) setMasks(masks ...*Node) {
 	for _, mk := range masks {
 		n.masks[mk.Shape().Dimensions[0]] = mk
 	}
-}
-
-func ones(n int) []int {
-	o := make([]int, n)
-	for i := range o {
-		o[i] = 1
-	}
-	return o
 }
