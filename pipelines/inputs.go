@@ -40,6 +40,10 @@ type Input struct {
 	// Mask is the GDAL name of the source Item's area-of-interest asset
 	// (ExpandOptions.MaskRole), "" when none was asked for or found.
 	Mask string `json:"mask,omitempty"`
+	// catalog is the folder (or URL folder) of the catalog the scene came
+	// from when the catalog policy confines it, "" when it is not confined
+	// (ExpandOptions.AllowOutsideCatalog, a payload's Items, files).
+	catalog string
 }
 
 // InputError is an argument, or a STAC Item it led to, that yields no scene.
@@ -450,6 +454,9 @@ func (e *expander) item(loc, origin, root string, d stacDoc) {
 		return
 	}
 	in := Input{Name: gdalName(target), Arg: origin, Item: loc, ItemID: d.ID, AssetKey: key}
+	if root != "" && !e.opts.AllowOutsideCatalog {
+		in.catalog = root
+	}
 	if s, ok := d.Properties["datetime"].(string); ok {
 		in.ItemDatetime = s
 	} else if s, ok := d.Properties["start_datetime"].(string); ok {

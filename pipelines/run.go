@@ -545,8 +545,21 @@ var ErrOutputIsInput = samefile.ErrOutputIsInput
 // is checked, so that all shards agree.
 func (cfg *Config) checkNotInputs(inputs []Input) error {
 	var ins samefile.Set
+	// addReads adds a dataset and, for a VRT, the local files it reads at
+	// any depth. The VRTs of a catalog under the policy are left to the
+	// scene's policy check (checkOpens), which reads nothing the catalog
+	// may not name; the scene's own check (processor) still lists them.
+	addReads := func(name, role string, confined bool) {
+		ins.Add(samefile.Named{Path: name, Role: role})
+		if confined || !samefile.Local(name) {
+			return
+		}
+		for _, f := range geo.VRTFiles(name) {
+			ins.Add(samefile.Named{Path: f, Role: "a file " + role + " reads,"})
+		}
+	}
 	for _, in := range inputs {
-		ins.Add(samefile.Named{Path: in.Name, Role: "the scene"})
+		addReads(in.Name, "the scene", in.catalog != "")
 		if in.Item != "" {
 			ins.Add(samefile.Named{Path: in.Item, Role: "the source STAC Item"})
 		}
@@ -558,15 +571,15 @@ func (cfg *Config) checkNotInputs(inputs []Input) error {
 		ins.Add(samefile.Named{Path: cfg.ModelPath, Role: "the model"})
 	}
 	if m := cfg.Mask; m != "" && !strings.Contains(m, "{key}") && MaskRole(m) == "" {
-		ins.Add(samefile.Named{Path: m, Role: "the mask"})
+		addReads(m, "the mask", false)
 	}
 	for _, in := range inputs {
 		if in.Mask != "" {
-			ins.Add(samefile.Named{Path: in.Mask, Role: "the mask of " + in.Key})
+			addReads(in.Mask, "the mask of "+in.Key, in.catalog != "")
 		}
 	}
 	for _, m := range cfg.Options.QualityMasks {
-		ins.Add(samefile.Named{Path: m.Path, Role: "the quality mask"})
+		addReads(m.Path, "the quality mask", false)
 	}
 	runFiles := []samefile.Named{{Path: cfg.Collection, Role: "the STAC Collection"}, {Path: cfg.ReportPath, Role: "the run report"}}
 	var products []samefile.Named

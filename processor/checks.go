@@ -35,20 +35,27 @@ const MaxTileSide = math.MaxInt32
 var ErrOutputIsInput = samefile.ErrOutputIsInput
 
 // checkNotInput refuses a product at out whose files (geo.ProductFiles)
-// include one the scene reads (geo.DatasetFiles), before any work.
-// Only local scenes are listed: opening a remote one once more costs
+// include one the scene or a mask reads, before any work: the file itself,
+// its sidecars (geo.DatasetFiles) and, for a VRT, its sources at any depth
+// of VRTs (geo.VRTFiles; GDAL's own list stops at the first level). Only
+// local scenes are listed by GDAL: opening a remote one once more costs
 // requests, and its files cannot be a local product's.
 func checkNotInput(scene, out string, reliabilityFloat32 bool, masks ...samefile.Named) error {
-	if !samefile.Local(out) || !samefile.Local(scene) {
+	if !samefile.Local(out) {
 		return nil
 	}
-	inputs := []samefile.Named{{Path: scene, Role: "the scene"}}
-	for _, f := range geo.DatasetFiles(scene) {
-		inputs = append(inputs, samefile.Named{Path: f, Role: "a file the scene reads,"})
+	var inputs []samefile.Named
+	if samefile.Local(scene) {
+		inputs = append(inputs, samefile.Named{Path: scene, Role: "the scene"})
+		for _, f := range geo.DatasetFiles(scene) {
+			inputs = append(inputs, samefile.Named{Path: f, Role: "a file the scene reads,"})
+		}
+		inputs = append(inputs, vrtReads(scene, "the scene")...)
 	}
 	for _, m := range masks {
 		if samefile.Local(m.Path) {
 			inputs = append(inputs, m)
+			inputs = append(inputs, vrtReads(m.Path, m.Role)...)
 		}
 	}
 	paths, roles := geo.ProductFiles(out, reliabilityFloat32)
@@ -57,6 +64,16 @@ func checkNotInput(scene, out string, reliabilityFloat32 bool, masks ...samefile
 		outputs[i] = samefile.Named{Path: paths[i], Role: roles[i]}
 	}
 	return samefile.Check(outputs, inputs)
+}
+
+// vrtReads names the local files the VRT name reads at any depth (none
+// when it is no VRT), as read by role ("the mask").
+func vrtReads(name, role string) []samefile.Named {
+	var out []samefile.Named
+	for _, f := range geo.VRTFiles(name) {
+		out = append(out, samefile.Named{Path: f, Role: "a file " + role + " reads,"})
+	}
+	return out
 }
 
 // ErrBadOutput: the product path cannot be written (a directory, or in a
