@@ -443,17 +443,12 @@ func (e *expander) item(loc, origin, root string, d stacDoc) {
 		e.fail(name, err)
 		return
 	}
-	a := d.Assets[key]
-	target, err := resolveHref(loc, a.Href)
+	scene, err := e.assetName(loc, root, key, d.Assets[key].Href)
 	if err != nil {
-		e.fail(name, fmt.Errorf("asset %q href %q: %w", key, a.Href, err))
+		e.fail(name, err)
 		return
 	}
-	if err := e.inside(root, a.Href, target); err != nil {
-		e.fail(name, fmt.Errorf("asset %q: %w", key, err))
-		return
-	}
-	in := Input{Name: gdalName(target), Arg: origin, Item: loc, ItemID: d.ID, AssetKey: key}
+	in := Input{Name: scene, Arg: origin, Item: loc, ItemID: d.ID, AssetKey: key}
 	if root != "" && !e.opts.AllowOutsideCatalog {
 		in.catalog = root
 	}
@@ -464,12 +459,33 @@ func (e *expander) item(loc, origin, root string, d stacDoc) {
 	}
 	in.ItemUpdated, _ = d.Properties["updated"].(string)
 	if e.opts.MaskRole != "" {
-		if in.Mask, err = maskAsset(loc, d.Assets, e.opts.MaskRole); err != nil {
+		mk, err := maskAsset(d.Assets, e.opts.MaskRole)
+		if err == nil && mk != "" {
+			in.Mask, err = e.assetName(loc, root, mk, d.Assets[mk].Href)
+			if err != nil {
+				err = fmt.Errorf("mask %w", err)
+			}
+		}
+		if err != nil {
 			e.fail(name, err)
 			return
 		}
 	}
 	e.out = append(e.out, in)
+}
+
+// assetName is the GDAL name of the asset key with href of the STAC
+// document at loc, under the catalog folder root: every asset pnec opens
+// (the scene, its mask) passes the one catalog policy here (inside).
+func (e *expander) assetName(loc, root, key, href string) (string, error) {
+	target, err := resolveHref(loc, href)
+	if err != nil {
+		return "", fmt.Errorf("asset %q href %q: %w", key, href, err)
+	}
+	if err := e.inside(root, href, target); err != nil {
+		return "", fmt.Errorf("asset %q: %w", key, err)
+	}
+	return gdalName(target), nil
 }
 
 // chooseAsset picks want, or the single asset with role "data".
