@@ -74,10 +74,24 @@ type OutsideError struct {
 	Href string // as the document gives it
 	Why  string // how it leaves: "an absolute path", "../ past the folder", ...
 	Root string // the folder of the STAC document given as input
+	// What is refused: "" for an href of the document, "source" for a
+	// source a VRT names, "dataset" for a dataset whose content cannot be
+	// checked (Href then names the dataset).
+	What string
 }
 
 func (e *OutsideError) Error() string {
-	return fmt.Sprintf("href %q leads outside the catalog's folder %s (%s): not read", e.Href, e.Root, e.Why)
+	href := e.Href
+	if len(href) > 120 {
+		href = href[:100] + "..."
+	}
+	switch e.What {
+	case "dataset":
+		return fmt.Sprintf("%s cannot be checked against the catalog's folder %s (%s): not read", href, e.Root, e.Why)
+	case "source":
+		return fmt.Sprintf("VRT source %q leads outside the catalog's folder %s (%s): not read", href, e.Root, e.Why)
+	}
+	return fmt.Sprintf("href %q leads outside the catalog's folder %s (%s): not read", href, e.Root, e.Why)
 }
 
 // Is makes errors.Is(err, ErrOutsideCatalog) true.
@@ -104,7 +118,9 @@ type ExpandOptions struct {
 	// input (for a remote one, its URL's folder). By default they are
 	// refused, whatever the way out: an absolute path or /vsi path, a file://
 	// URL, ../ past the folder, or a symbolic link inside it that leads out,
-	// so that a catalog cannot make a batch read arbitrary local files.
+	// so that a catalog cannot make a batch read arbitrary local files; the
+	// sources of a VRT it names pass the same rules (checkOpens, per scene
+	// before it is opened), and other XML dataset descriptions are refused.
 	// Remote hrefs (http, https, s3, gs, az, abfs) are not local files and
 	// are read either way.
 	AllowOutsideCatalog bool
@@ -478,6 +494,10 @@ func (e *expander) item(loc, origin, root string, d stacDoc) {
 // document at loc, under the catalog folder root: every asset pnec opens
 // (the scene, its mask) passes the one catalog policy here (inside).
 func (e *expander) assetName(loc, root, key, href string) (string, error) {
+	if root != "" && !e.opts.AllowOutsideCatalog && isInlineXML(href) {
+		return "", fmt.Errorf("asset %q: %w", key, &OutsideError{Href: href, Root: root,
+			Why: "XML in place of a path, which GDAL opens as a dataset (a VRT) that may read any file"})
+	}
 	target, err := resolveHref(loc, href)
 	if err != nil {
 		return "", fmt.Errorf("asset %q href %q: %w", key, href, err)
@@ -563,16 +583,34 @@ func resolveHref(base, href string) (string, error) {
 	return filepath.Join(filepath.Dir(base), filepath.FromSlash(clean)), nil
 }
 
-// isRemote reports whether target (resolveHref's) is read over a network.
+// isRemote reports whether target (resolveHref's, or a GDAL name) is read
+// over a network: a remote URL, an object store's /vsi path, or /vsicurl/
+// (/vsiwebhdfs/) of an http(s) URL: /vsicurl/file:///x reads a local file.
 func isRemote(target string) bool {
-	for _, p := range []string{"http://", "https://", "s3://", "gs://", "az://", "abfs://",
-		"/vsicurl/", "/vsis3/", "/vsigs/", "/vsiaz/", "/vsiadls/", "/vsioss/", "/vsiswift/", "/vsiwebhdfs/"} {
+	lower := strings.ToLower(target)
+	for _, p := range []string{"http://", "https://", "s3://", "gs://", "az://", "abfs://"} {
+		if strings.HasPrefix(lower, p) {
+			return true
+		}
+	}
+	for _, p := range []string{"/vsis3/", "/vsigs/", "/vsiaz/", "/vsiadls/", "/vsioss/", "/vsiswift/",
+		"/vsis3_streaming/", "/vsigs_streaming/", "/vsiaz_streaming/", "/vsioss_streaming/", "/vsiswift_streaming/"} {
 		if strings.HasPrefix(target, p) {
 			return true
 		}
 	}
+	for _, p := range []string{"/vsicurl/", "/vsicurl_streaming/", "/vsiwebhdfs/"} {
+		if strings.HasPrefix(target, p) {
+			rest := lower[len(p):]
+			return strings.HasPrefix(rest, "http://") || strings.HasPrefix(rest, "https://")
+		}
+	}
 	return false
 }
+
+// isInlineXML reports whether an href holds XML (a VRT or another dataset
+// description GDAL opens from the name itself): no URI holds < or >.
+func isInlineXML(href string) bool { return strings.ContainsAny(href, "<>") }
 
 // inside applies the catalog policy (ExpandOptions.AllowOutsideCatalog) to
 // href, resolved to target, of a document under the catalog folder root

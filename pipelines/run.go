@@ -808,6 +808,11 @@ func (w *worker) scene(ctx context.Context, in Input) SceneReport {
 		}
 	}
 
+	// What a catalog's VRTs open is checked before GDAL opens them (the
+	// datetime check below opens the scene).
+	if err := checkOpens(in); err != nil {
+		return fail(err)
+	}
 	if err := w.checkDatetime(in); err != nil {
 		return fail(err)
 	}

@@ -53,7 +53,7 @@ func init() {
 			&cli.StringFlag{Name: "task-name", Value: pipelines.DefaultTaskName, Usage: "`NAME` of the task's parameters in the payload (process[0].tasks.NAME)"},
 			&cli.StringFlag{Name: "asset", Usage: "STAC asset `KEY` to classify (default: the asset with role \"data\")"},
 			&cli.StringFlag{Name: "mask", Usage: "classify only inside an area of interest `SPEC`: a raster (non-zero = inside) or vector file (any CRS, reprojected) for every scene; a path pattern with {key} (the scene's KEY) for one per scene; or asset:ROLE for the asset with that role of each scene's STAC Item"},
-			&cli.BoolFlag{Name: "allow-outside-catalog", Usage: "let STAC documents name local files outside their folder (absolute and /vsi paths, file:// URLs, ../, symbolic links leading out); refused by default"},
+			&cli.BoolFlag{Name: "allow-outside-catalog", Usage: "let STAC documents, and the VRTs they name, read local files outside their folder (absolute and /vsi paths, file:// URLs, ../, symbolic links leading out, VRT sources there, other XML dataset descriptions); refused by default"},
 			&cli.BoolFlag{Name: "force", Usage: "redo scenes whose product is up to date"},
 			&cli.IntFlag{Name: "jobs", Aliases: []string{"j"}, Usage: "scenes classified at once, `N`; 0 = 1 on a GPU backend, on CPU as many as fit in --max-memory (at most the CPU count)"},
 			&cli.StringFlag{Name: "shard", Usage: "process only shard `I/N` of the inputs (0-based I; deterministic, by a hash of the scene key)"},
