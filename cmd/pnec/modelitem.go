@@ -24,16 +24,18 @@ func init() {
 			"scaling, output classes, the model file as asset with its checksum and size (file extension),\n" +
 			"the training scene and labels as derived_from links and the training accuracy. 'pnec train'\n" +
 			"writes the same Item beside every model it trains; the products of 'pnec batch' point at it\n" +
-			"(derived_from, processing:expression). Its geometry is the training scene's footprint when the\n" +
-			"scene opens (the path the model records, or --training-scene); its datetime the model file's\n" +
-			"modification time. Details: docs/model.md.\n\n" +
+			"(derived_from, processing:expression). Its geometry is the footprint of --training-scene (the\n" +
+			"training scene the model records is linked, never opened: a model file could name any file or\n" +
+			"URL); without it, null. Its datetime is the model file's modification time. Details:\n" +
+			"docs/model-item.md.\n\n" +
 			"Examples:\n" +
 			"  pnec model-item --model salinas.pnec                      (writes salinas.pnec.json)\n" +
+			"  pnec model-item --model salinas.pnec --training-scene Salinas.tif   (with its footprint)\n" +
 			"  pnec model-item --model m.pnec --stac-base-url https://models.example.org/pnec",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "model", Required: true, Usage: "model `FILE` (from 'pnec train')"},
 			&cli.StringFlag{Name: "out", Usage: "Item `FILE` to write (default: MODEL.json beside the model, e.g. salinas.pnec.json)"},
-			&cli.StringFlag{Name: "training-scene", Usage: "training `SCENE` for the Item's footprint, when the model records none or it moved"},
+			&cli.StringFlag{Name: "training-scene", Usage: "training `SCENE` opened for the Item's footprint (the one the model records is never opened unless named here)"},
 			&cli.StringFlag{Name: "stac-base-url", Usage: "public `URL` of the Item's directory: the Item gets an absolute self link (without it, none)"},
 			&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "no summary line"},
 		},
@@ -55,15 +57,18 @@ func modelItemAction(c *cli.Context) error {
 	if out == "" {
 		out = pipelines.ModelItemPath(modelPath)
 	}
+	// The training scene the model records is not opened: a model file
+	// from elsewhere could name any local file or URL (/vsicurl/ sends
+	// requests). The user names it to take its footprint.
 	scene := c.String("training-scene")
-	if scene == "" {
-		scene = m.Provenance().Scene
-	}
-	if err := writeModelItem(m, modelPath, out, c.String("stac-base-url"), scene, st.ModTime(), c.String("training-scene") != ""); err != nil {
+	if err := writeModelItem(m, modelPath, out, c.String("stac-base-url"), scene, st.ModTime(), true); err != nil {
 		return err
 	}
 	if !c.Bool("quiet") {
 		fmt.Fprintf(stdoutOf(c), "%s: STAC Item of %s (mlm:name %s)\n", out, modelPath, pipelines.ModelName(modelPath))
+		if rec := m.Provenance().Scene; scene == "" && rec != "" {
+			fmt.Fprintf(stderrOf(c), "model-item: geometry null: the model records its training scene %s, which is not opened unless named; give --training-scene %s for its footprint\n", rec, rec)
+		}
 	}
 	return nil
 }
