@@ -10,6 +10,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/pnec/pnec/geo"
+	"github.com/pnec/pnec/internal/samefile"
 	"github.com/pnec/pnec/model"
 	"github.com/pnec/pnec/pipelines"
 )
@@ -45,6 +46,18 @@ func init() {
 
 func modelItemAction(c *cli.Context) error {
 	modelPath := c.String("model")
+	out := c.String("out")
+	if out == "" {
+		out = pipelines.ModelItemPath(modelPath)
+	}
+	// The Item must not replace what it describes (classify refuses the same).
+	inputs := []samefile.Named{{Path: modelPath, Role: "--model"}}
+	if ts := c.String("training-scene"); ts != "" {
+		inputs = append(inputs, samefile.Named{Path: ts, Role: "--training-scene"})
+	}
+	if err := checkOutputsNotInputs([]samefile.Named{{Path: out, Role: "--out"}}, inputs); err != nil {
+		return err
+	}
 	m, err := model.Load(modelPath)
 	if err != nil {
 		return fmt.Errorf("%s: %w", modelPath, err)
@@ -52,10 +65,6 @@ func modelItemAction(c *cli.Context) error {
 	st, err := os.Stat(modelPath)
 	if err != nil {
 		return err
-	}
-	out := c.String("out")
-	if out == "" {
-		out = pipelines.ModelItemPath(modelPath)
 	}
 	// The training scene the model records is not opened: a model file
 	// from elsewhere could name any local file or URL (/vsicurl/ sends

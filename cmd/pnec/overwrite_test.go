@@ -180,6 +180,20 @@ func TestOutputIsInputRefused(t *testing.T) {
 			os.Symlink(l, link)
 			return trainArgs(s, l, link), []string{link, l}, []string{s, l}
 		}},
+		{"model-item out is the model", func(t *testing.T, d string) ([]string, []string, []string) {
+			m := copyModel(t, d)
+			return []string{"model-item", "--model", m, "--out", m}, []string{m}, []string{m}
+		}},
+		{"model-item out is a symlink to the model", func(t *testing.T, d string) ([]string, []string, []string) {
+			m := copyModel(t, d)
+			l := filepath.Join(d, "item.json")
+			os.Symlink(m, l)
+			return []string{"model-item", "--model", m, "--out", l}, []string{l, m}, []string{m}
+		}},
+		{"model-item out is the training scene", func(t *testing.T, d string) ([]string, []string, []string) {
+			m, s := copyModel(t, d), goodScene(t, d)
+			return []string{"model-item", "--model", m, "--training-scene", s, "--out", s}, []string{s}, []string{m, s}
+		}},
 		{"synth out is the layout", func(t *testing.T, d string) ([]string, []string, []string) {
 			s, l := writeTinyScene(t, d, 8, 8, 6)
 			return []string{"synth", "--layout", l, "--spectra", s + "," + l, "--bands", "6", "--out", l}, []string{l}, []string{s, l}
