@@ -594,6 +594,13 @@ func (cfg *Config) checkNotInputs(inputs []Input) error {
 	if err := ins.Check(append(runFiles, products...)...); err != nil {
 		return err
 	}
+	// A directory in place of an output was found only when the finished
+	// file was renamed onto it, after the scene's work.
+	for _, o := range products {
+		if st, err := os.Stat(o.Path); err == nil && st.IsDir() {
+			return fmt.Errorf("%s %s: %w: it is a directory", o.Role, o.Path, processor.ErrBadOutput)
+		}
+	}
 	// Nor may a product or an Item replace the Collection or the report
 	// (a scene named collection.tif beside collection.json, say).
 	var run samefile.Set

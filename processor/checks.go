@@ -137,7 +137,11 @@ func CheckOutput(out string) error {
 		return nil
 	}
 	if st, err := os.Stat(out); err == nil && st.IsDir() {
-		return fmt.Errorf("%s: %w: it is a directory (give a file name such as %s)", out, ErrBadOutput, filepath.Join(out, "product.tif"))
+		hint := "give a file name"
+		if ext := strings.ToLower(filepath.Ext(out)); ext == ".tif" || ext == ".tiff" {
+			hint += " such as " + filepath.Join(out, "product.tif")
+		}
+		return fmt.Errorf("%s: %w: it is a directory (%s)", out, ErrBadOutput, hint)
 	}
 	dir := filepath.Dir(out)
 	st, err := os.Stat(dir)
@@ -148,6 +152,24 @@ func CheckOutput(out string) error {
 		return fmt.Errorf("%s: %w: %v", out, ErrBadOutput, err)
 	case !st.IsDir():
 		return fmt.Errorf("%s: %w: %s is not a directory", out, ErrBadOutput, dir)
+	}
+	return nil
+}
+
+// CheckProductOutput is CheckOutput for a product at out and for every
+// file written beside it (geo.ProductFiles: the sidecar, the QGIS style,
+// the probabilities and Float32 reliability files): an existing directory
+// at any of them was found only when the finished file was renamed onto it,
+// after all the work.
+func CheckProductOutput(out string, reliabilityFloat32 bool) error {
+	if err := CheckOutput(out); err != nil || strings.HasPrefix(out, "/vsi") {
+		return err
+	}
+	paths, roles := geo.ProductFiles(out, reliabilityFloat32)
+	for i := 1; i < len(paths); i++ {
+		if st, err := os.Stat(paths[i]); err == nil && st.IsDir() {
+			return fmt.Errorf("%s: %w: %s %s is a directory", out, ErrBadOutput, strings.TrimPrefix(roles[i], "the product's "), paths[i])
+		}
 	}
 	return nil
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/pnec/pnec/internal/progress"
 	"github.com/pnec/pnec/pipelines"
+	"github.com/pnec/pnec/processor"
 )
 
 func init() {
@@ -119,6 +120,12 @@ func batchAction(c *cli.Context) error {
 	for _, f := range []string{"model", "out-dir"} {
 		if c.String(f) == "" {
 			return fmt.Errorf("batch: --%s not set (give it, or the payload's %s parameter)", f, strings.ReplaceAll(f, "-", "_"))
+		}
+	}
+	if p := c.String("payload-out"); p != "" && p != "-" {
+		// Written after the run: a directory there was found only then.
+		if err := processor.CheckOutput(p); err != nil {
+			return fmt.Errorf("--payload-out %w", err)
 		}
 	}
 	engine, shard, err := batchEngine(c)

@@ -13,6 +13,7 @@ import (
 	"github.com/pnec/pnec/internal/samefile"
 	"github.com/pnec/pnec/model"
 	"github.com/pnec/pnec/pipelines"
+	"github.com/pnec/pnec/processor"
 )
 
 func init() {
@@ -49,6 +50,9 @@ func modelItemAction(c *cli.Context) error {
 	out := c.String("out")
 	if out == "" {
 		out = pipelines.ModelItemPath(modelPath)
+	}
+	if err := processor.CheckOutput(out); err != nil {
+		return fmt.Errorf("--out %w", err)
 	}
 	// The Item must not replace what it describes (classify refuses the same).
 	inputs := []samefile.Named{{Path: modelPath, Role: "--model"}}

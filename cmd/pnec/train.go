@@ -267,6 +267,9 @@ func trainAction(c *cli.Context) error {
 	if err := checkModelOutput(out); err != nil {
 		return fmt.Errorf("--out %w", err)
 	}
+	if err := processor.CheckOutput(pipelines.ModelItemPath(out)); err != nil {
+		return fmt.Errorf("--out %s: the model's STAC Item %w", out, err)
+	}
 	inputs := []samefile.Named{{Path: c.String("scene"), Role: "--scene"}, {Path: c.String("labels"), Role: "--labels"}}
 	for _, f := range []string{"train-mask", "class-names"} {
 		if p := c.String(f); p != "" {
