@@ -9,6 +9,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"regexp"
 	"runtime/debug"
 	"strings"
 	"sync"
@@ -51,6 +52,8 @@ type ModelItemParams struct {
 	Model     *model.Model
 	ModelPath string // the model file: the asset, relative to the Item when beside it
 	ItemPath  string // where the Item goes
+	// Name is the mlm:name (CheckModelName); "" = ModelName(ModelPath).
+	Name string
 	// BaseURL is the public URL of the Item's directory; "" = none, and
 	// the Item has no self link (STAC wants it absolute).
 	BaseURL string
@@ -63,10 +66,43 @@ type ModelItemParams struct {
 	Now      time.Time
 }
 
-// ModelName is the model's mlm:name: its file name without the extension.
+// mlmNamePattern is the pattern MLM v1.5.2 sets for mlm:name, with the
+// schema's \s kept to the space.
+var mlmNamePattern = regexp.MustCompile(`^[a-zA-Z][a-zA-Z0-9_.\- ]+[a-zA-Z0-9]$`)
+
+// ModelName is the model's mlm:name made from its file name: the name
+// without the extension, each character MLM does not allow replaced by
+// '_', separators at its end dropped, and "pnec-" put before a name that
+// would not start with a letter or would be shorter than three characters
+// (2024_model.pnec -> pnec-2024_model, m.pnec -> pnec-m), so that the name
+// always passes MLM v1.5.2's pattern ^[a-zA-Z][a-zA-Z0-9_.\-\s]+[a-zA-Z0-9]$.
 func ModelName(modelPath string) string {
 	b := filepath.Base(modelPath)
-	return strings.TrimSuffix(b, filepath.Ext(b))
+	var n strings.Builder
+	for _, r := range strings.TrimSuffix(b, filepath.Ext(b)) {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '_', r == '.', r == '-', r == ' ':
+			n.WriteRune(r)
+		default:
+			n.WriteByte('_')
+		}
+	}
+	name := strings.TrimRight(n.String(), "_.- ")
+	if name == "" {
+		return "model"
+	}
+	if !mlmNamePattern.MatchString(name) {
+		name = "pnec-" + name
+	}
+	return name
+}
+
+// CheckModelName refuses an mlm:name MLM v1.5.2 does not allow.
+func CheckModelName(name string) error {
+	if !mlmNamePattern.MatchString(name) {
+		return fmt.Errorf("mlm:name %q: MLM wants 3 characters or more, a letter first, a letter or digit last, and only letters, digits, '_', '.', '-' and spaces", name)
+	}
+	return nil
 }
 
 // BuildModelItem makes the STAC Item of a model with the Machine Learning
@@ -85,7 +121,12 @@ func BuildModelItem(p ModelItemParams) (*stac.Item, error) {
 	if err != nil {
 		return nil, fmt.Errorf("model item: %w", err)
 	}
-	name := ModelName(p.ModelPath)
+	name := p.Name
+	if name == "" {
+		name = ModelName(p.ModelPath)
+	} else if err := CheckModelName(name); err != nil {
+		return nil, fmt.Errorf("model item: %w", err)
+	}
 	cfg := m.Config()
 	rec := m.Recovery()
 	k := len(m.Classes())
@@ -426,6 +467,9 @@ func newModelItem(cfg *Config, m *model.Model, now time.Time) (*modelItem, error
 			Properties map[string]any `json:"properties"`
 		}
 		if json.Unmarshal(b, &doc) == nil && doc.Properties[propModelChecksum] == m.Checksum() {
+			if n, ok := doc.Properties["mlm:name"].(string); ok && CheckModelName(n) == nil {
+				mi.name = n // as the Item names it (model-item --model-name)
+			}
 			return mi, nil
 		}
 	}

@@ -20,7 +20,7 @@ func init() {
 	register(&cli.Command{
 		Name:      "model-item",
 		Usage:     "write a model's STAC Item (machine learning model extension), for models trained before pnec train wrote it",
-		UsageText: "pnec model-item --model MODEL [--out ITEM.json] [--training-scene SCENE] [--stac-base-url URL]",
+		UsageText: "pnec model-item --model MODEL [--out ITEM.json] [--training-scene SCENE] [--model-name NAME] [--stac-base-url URL]",
 		Description: "Describes a model file as a STAC Item with the Machine Learning Model extension (MLM v1.5.2):\n" +
 			"name, architecture, tasks, input bands (with wavelengths when the model records them), shape and\n" +
 			"scaling, output classes, the model file as asset with its checksum and size (file extension),\n" +
@@ -39,6 +39,7 @@ func init() {
 			&cli.StringFlag{Name: "out", Usage: "Item `FILE` to write (default: MODEL.json beside the model, e.g. salinas.pnec.json)"},
 			&cli.StringFlag{Name: "training-scene", Usage: "training `SCENE` opened for the Item's footprint (the one the model records is never opened unless named here)"},
 			&cli.StringFlag{Name: "stac-base-url", Usage: "public `URL` of the Item's directory: the Item gets an absolute self link (without it, none)"},
+			&cli.StringFlag{Name: "model-name", Usage: "`NAME` of the model (mlm:name; default: the file name, made valid for MLM: 2024_model.pnec -> pnec-2024_model, m.pnec -> pnec-m)"},
 			&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "no summary line"},
 		},
 		Action: modelItemAction,
@@ -53,6 +54,12 @@ func modelItemAction(c *cli.Context) error {
 	}
 	if err := processor.CheckOutput(out); err != nil {
 		return fmt.Errorf("--out %w", err)
+	}
+	name := c.String("model-name")
+	if name == "" {
+		name = pipelines.ModelName(modelPath)
+	} else if err := pipelines.CheckModelName(name); err != nil {
+		return fmt.Errorf("--model-name: %w", err)
 	}
 	// The Item must not replace what it describes (classify refuses the same).
 	inputs := []samefile.Named{{Path: modelPath, Role: "--model"}}
@@ -74,11 +81,11 @@ func modelItemAction(c *cli.Context) error {
 	// from elsewhere could name any local file or URL (/vsicurl/ sends
 	// requests). The user names it to take its footprint.
 	scene := c.String("training-scene")
-	if err := writeModelItem(m, modelPath, out, c.String("stac-base-url"), scene, st.ModTime(), true); err != nil {
+	if err := writeModelItem(m, modelPath, out, name, c.String("stac-base-url"), scene, st.ModTime(), true); err != nil {
 		return err
 	}
 	if !c.Bool("quiet") {
-		fmt.Fprintf(stdoutOf(c), "%s: STAC Item of %s (mlm:name %s)\n", out, modelPath, pipelines.ModelName(modelPath))
+		fmt.Fprintf(stdoutOf(c), "%s: STAC Item of %s (mlm:name %s)\n", out, modelPath, name)
 		if rec := m.Provenance().Scene; scene == "" && rec != "" {
 			fmt.Fprintf(stderrOf(c), "model-item: geometry null: the model records its training scene %s, which is not opened unless named; give --training-scene %s for its footprint\n", rec, rec)
 		}
@@ -87,13 +94,14 @@ func modelItemAction(c *cli.Context) error {
 }
 
 // writeModelItem writes the STAC Item of the model m saved at modelPath to
-// itemPath. The training scene, when it opens, gives the footprint; one
+// itemPath under the mlm:name name ("" = from the file name). The training
+// scene, when it opens, gives the footprint; one
 // that does not is an error only when the user named it (mustOpen).
-func writeModelItem(m *model.Model, modelPath, itemPath, baseURL, scene string, datetime time.Time, mustOpen bool) error {
+func writeModelItem(m *model.Model, modelPath, itemPath, name, baseURL, scene string, datetime time.Time, mustOpen bool) error {
 	if baseURL != "" && !strings.HasPrefix(baseURL, "https://") && !strings.HasPrefix(baseURL, "http://") {
 		return fmt.Errorf("--stac-base-url %q: want an http(s) URL", baseURL)
 	}
-	p := pipelines.ModelItemParams{Model: m, ModelPath: modelPath, ItemPath: itemPath, BaseURL: baseURL,
+	p := pipelines.ModelItemParams{Model: m, ModelPath: modelPath, ItemPath: itemPath, Name: name, BaseURL: baseURL,
 		Datetime: datetime, Now: time.Now()}
 	if scene != "" {
 		sc, err := geo.Open(scene)

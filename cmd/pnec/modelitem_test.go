@@ -102,3 +102,34 @@ func TestModelItemOpensNoRecordedPath(t *testing.T) {
 		t.Errorf("--training-scene: geometry %v (%v), want the scene's footprint", item.Geometry, err)
 	}
 }
+
+// TestModelItemName: --model-name sets mlm:name when MLM allows it and is
+// refused with one line when not; without it the name made from the file
+// name is valid (m.pnec -> pnec-m, not "m").
+func TestModelItemName(t *testing.T) {
+	dir := t.TempDir()
+	modelPath := trainWithProvenance(t, dir, "m.pnec", model.Provenance{})
+	name := func() string {
+		b, err := os.ReadFile(modelPath + ".json")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var item struct {
+			Properties map[string]any `json:"properties"`
+		}
+		json.Unmarshal(b, &item)
+		s, _ := item.Properties["mlm:name"].(string)
+		return s
+	}
+	stdout, stderr, err := runCaptured(t, "model-item", "--model", modelPath)
+	if err != nil || name() != "pnec-m" || !strings.Contains(stdout, "mlm:name pnec-m") {
+		t.Errorf("default name: %v %s, mlm:name %q, stdout %q: want pnec-m", err, stderr, name(), stdout)
+	}
+	if _, stderr, err := runCaptured(t, "model-item", "--model", modelPath, "--model-name", "Salinas v2", "-q"); err != nil || name() != "Salinas v2" {
+		t.Errorf("--model-name Salinas v2: %v %s, mlm:name %q", err, stderr, name())
+	}
+	_, _, err = runCaptured(t, "model-item", "--model", modelPath, "--model-name", "2024", "-q")
+	if err == nil || !strings.Contains(err.Error(), "--model-name") || !strings.Contains(err.Error(), "a letter first") || name() != "Salinas v2" {
+		t.Errorf("--model-name 2024: got %v (mlm:name now %q), want it refused and the Item left", err, name())
+	}
+}
