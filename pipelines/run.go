@@ -582,14 +582,9 @@ func (cfg *Config) checkNotInputs(inputs []Input) error {
 		addReads(m.Path, "the quality mask", false)
 	}
 	runFiles := []samefile.Named{{Path: cfg.Collection, Role: "the STAC Collection"}, {Path: cfg.ReportPath, Role: "the run report"}}
-	var products []samefile.Named
-	for _, in := range inputs {
-		product := filepath.Join(cfg.OutDir, in.Key+".tif")
-		paths, roles := geo.ProductFiles(product, cfg.Options.ReliabilityFloat32)
-		for i := range paths {
-			products = append(products, samefile.Named{Path: paths[i], Role: roles[i]})
-		}
-		products = append(products, samefile.Named{Path: filepath.Join(cfg.OutDir, in.Key+".json"), Role: "the product's STAC Item"})
+	products, err := cfg.planOutputs(inputs)
+	if err != nil {
+		return err
 	}
 	if err := ins.Check(append(runFiles, products...)...); err != nil {
 		return err
@@ -606,6 +601,67 @@ func (cfg *Config) checkNotInputs(inputs []Input) error {
 	var run samefile.Set
 	run.Add(runFiles...)
 	return run.Check(products...)
+}
+
+// ErrOutputCollision: two outputs of one batch are one file (a scene's
+// product and another's probabilities file, a product's Item and the
+// model's Item); Run refuses to start.
+var ErrOutputCollision = errors.New("two outputs of the batch are one file")
+
+// planOutputs lists every file the run writes into the output directory,
+// for every input of every shard (so that all shards agree): each scene's
+// product files, its Item and the model's Item when the run may write it
+// there. It refuses, before any work, two of them being one file: a scene's
+// product would replace another's companion file (in/a.tif and
+// in/a.probabilities.tif: a.probabilities.tif is both the first product's
+// probabilities file and the second's product), or a product's Item the
+// model's (scene x.pnec.tif, model x.pnec). A product's companion files are
+// claimed whatever the options, since a product without them removes stale
+// ones of its name.
+func (cfg *Config) planOutputs(inputs []Input) ([]samefile.Named, error) {
+	type claim struct{ role, input string }
+	claims := map[string]claim{}
+	var out []samefile.Named
+	add := func(path, role, input string) error {
+		key := filepath.Clean(path)
+		if c, ok := claims[key]; ok {
+			of := func(role, input string) string {
+				switch {
+				case input == "":
+					return role
+				case strings.HasPrefix(role, "the product's "):
+					return "the " + strings.TrimPrefix(role, "the product's ") + " of the product of " + input
+				}
+				return role + " of " + input
+			}
+			return fmt.Errorf("%w: %s would be %s and %s; rename one of the inputs, or classify them in separate output directories",
+				ErrOutputCollision, path, of(c.role, c.input), of(role, input))
+		}
+		claims[key] = claim{role, input}
+		out = append(out, samefile.Named{Path: path, Role: role})
+		return nil
+	}
+	if cfg.ModelItem == "" && cfg.ModelPath != "" {
+		// Written into the output directory when no Item of the model is
+		// found beside it (newModelItem): claimed either way, so that the
+		// plan does not depend on what lies beside the model.
+		if err := add(filepath.Join(cfg.OutDir, filepath.Base(ModelItemPath(cfg.ModelPath))), "the model's STAC Item", ""); err != nil {
+			return nil, err
+		}
+	}
+	for _, in := range inputs {
+		product := filepath.Join(cfg.OutDir, in.Key+".tif")
+		paths, roles := geo.ProductFiles(product, true)
+		prob := geo.ProbabilitiesPath(product)
+		paths, roles = append(paths, prob+".aux.xml"), append(roles, "the product's probabilities sidecar")
+		paths, roles = append(paths, filepath.Join(cfg.OutDir, in.Key+".json")), append(roles, "the product's STAC Item")
+		for i := range paths {
+			if err := add(paths[i], roles[i], in.Name); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return out, nil
 }
 
 // checkCollection refuses, before any work, a Collection file that could
