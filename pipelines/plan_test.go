@@ -3,13 +3,16 @@ package pipelines
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/pnec/pnec/internal/fixture"
+	"github.com/pnec/pnec/model"
 	"github.com/pnec/pnec/processor"
 )
 
@@ -53,6 +56,89 @@ func TestRunOutputCollisions(t *testing.T) {
 			}
 			if ents, _ := os.ReadDir(out); len(ents) != 0 || rep.Len() != 0 {
 				t.Errorf("out holds %d files, report %q: want nothing done", len(ents), rep.String())
+			}
+		})
+	}
+}
+
+// TestRunModelItemHref: the products' Items name the model's Item by a
+// relative href or a URL, never by a local path outside the catalog
+// (before, the Item pnec train writes beside the model, models/m.pnec.json,
+// was named by its absolute path, also with a base URL that made every
+// self link public): the Item is copied into the output directory, or named
+// by its own self URL when it has one; a --model-item that is a local file
+// outside the Items' root is refused before any work.
+func TestRunModelItemHref(t *testing.T) {
+	src := tinyModel(t)
+	b, _ := os.ReadFile(src)
+	for _, tc := range []struct {
+		name      string
+		baseURL   string // the beside Item's self URL ("" = none)
+		modelItem string // Config.ModelItem; "outside" = a local file outside the root
+		want      string // the derived_from href ("" = refused)
+	}{
+		{name: "beside Item without self link", want: "m.pnec.json"},
+		{name: "beside Item published", baseURL: "https://models.example.org/pnec", want: "https://models.example.org/pnec/m.pnec.json"},
+		{name: "model-item URL", modelItem: "https://models.example.org/m.json", want: "https://models.example.org/m.json"},
+		{name: "model-item local outside", modelItem: "outside"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			modelPath := writeFile(t, filepath.Join(dir, "models", "m.pnec"), string(b))
+			m, err := model.Load(modelPath)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := WriteModelItem(ModelItemParams{Model: m, ModelPath: modelPath, ItemPath: ModelItemPath(modelPath), BaseURL: tc.baseURL,
+				Datetime: time.Now(), Now: time.Now()}); err != nil {
+				t.Fatal(err)
+			}
+			if err := fixture.WriteScene(filepath.Join(dir, "in", "s.tif"), 1); err != nil {
+				t.Fatal(err)
+			}
+			out := filepath.Join(dir, "out")
+			cfg := Config{ModelPath: modelPath, OutDir: out, Inputs: []string{filepath.Join(dir, "in")}, STACBaseURL: "https://data.example.org/pnec/", ModelItem: tc.modelItem}
+			if tc.modelItem == "outside" {
+				cfg.ModelItem = ModelItemPath(modelPath)
+			}
+			sum, err := Run(context.Background(), cfg)
+			if tc.want == "" {
+				if err == nil || !strings.Contains(err.Error(), "--model-item "+cfg.ModelItem) || sum.Scenes != 0 {
+					t.Fatalf("got %+v, %v: want the run refused naming --model-item", sum, err)
+				}
+				t.Log(err)
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			ib, err := os.ReadFile(filepath.Join(out, "s.json"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			validateItem(t, ib)
+			var item struct {
+				Links []map[string]string `json:"links"`
+			}
+			json.Unmarshal(ib, &item)
+			var got []string
+			for _, l := range item.Links {
+				if l["rel"] == "derived_from" {
+					got = append(got, l["href"])
+				}
+			}
+			if len(got) != 1 || got[0] != tc.want {
+				t.Fatalf("derived_from %q, want [%s]", got, tc.want)
+			}
+			if !strings.Contains(tc.want, "://") {
+				// The copy is the model's Item, published under the base URL.
+				mb, err := os.ReadFile(filepath.Join(out, tc.want))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !strings.Contains(string(mb), `"https://data.example.org/pnec/m.pnec.json"`) {
+					t.Errorf("the model Item copy has no self link under the base URL:\n%s", mb)
+				}
 			}
 		})
 	}

@@ -395,6 +395,9 @@ func prepareOutput(cfg Config) error {
 	if err := checkLicense(cfg.License); err != nil {
 		return err
 	}
+	if err := cfg.checkModelItemHref(); err != nil {
+		return err
+	}
 	if err := os.MkdirAll(cfg.OutDir, 0o755); err != nil {
 		return fmt.Errorf("output directory %s: %w", cfg.OutDir, err)
 	}
@@ -926,12 +929,7 @@ func (w *worker) scene(ctx context.Context, in Input) SceneReport {
 
 // root is the directory the Items' relative hrefs stay under: the
 // Collection's, else the output directory.
-func (w *worker) root() string {
-	if w.cfg.Collection != "" {
-		return filepath.Dir(w.cfg.Collection)
-	}
-	return w.cfg.OutDir
-}
+func (w *worker) root() string { return w.cfg.itemsRoot() }
 
 // collection is what a new or updated Collection says of the products.
 func (w *worker) collection() CollectionMeta {
