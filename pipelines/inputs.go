@@ -675,7 +675,8 @@ func gdalName(target string) string {
 }
 
 // assignKeys gives each input a product key: the STAC Item id or the file
-// name without extension, made safe for file names; keys that collide get a
+// name without extension, made safe for file names (at most maxKeyBytes: a
+// longer one is cut and ends with a hash of the whole); keys that collide get a
 // short hash of the dataset name appended, so the keys do not depend on which
 // shard runs.
 func assignKeys(in []Input) {
@@ -720,5 +721,21 @@ func baseKey(in Input) string {
 	if s == "" {
 		s = "scene"
 	}
+	if len(s) > maxKeyBytes {
+		// The key names files (KEY.probabilities.tif, their temporaries),
+		// which a file system limits to 255 bytes: a long id is cut and a
+		// hash of the whole id keeps it apart from others cut alike.
+		h := sha256.Sum256([]byte(k))
+		s = s[:maxKeyBytes-keyHashChars-1] + "-" + hex.EncodeToString(h[:])[:keyHashChars]
+	}
 	return s
 }
+
+// maxKeyBytes is the longest product key: KEY and the longest name pnec
+// makes of it (".KEY.probabilities.tif.aux.xml", a temporary's random
+// part) stay well under the 255 bytes of a file name. keyHashChars is the
+// hash a longer key ends with.
+const (
+	maxKeyBytes  = 120
+	keyHashChars = 16
+)

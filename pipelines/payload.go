@@ -58,6 +58,19 @@ func ReadPayload(r io.Reader, base string) (*Payload, error) {
 	if p.doc["type"] != "FeatureCollection" {
 		return nil, fmt.Errorf("%w: type %v, want FeatureCollection", ErrPayload, p.doc["type"])
 	}
+	// features must be a list: a payload without one (or with another
+	// value) is no task's input, and was run as an empty job (exit 0) or
+	// refused with Go's unmarshalling message.
+	switch fs, ok := p.doc["features"]; fs.(type) {
+	case []any:
+	case nil:
+		if !ok {
+			return nil, fmt.Errorf("%w: no features member (want a list of STAC Items)", ErrPayload)
+		}
+		return nil, fmt.Errorf("%w: features is null, want a list of STAC Items", ErrPayload)
+	default:
+		return nil, fmt.Errorf("%w: features is %s, want a list of STAC Items", ErrPayload, jsonKind(fs))
+	}
 	var f struct {
 		Features []json.RawMessage `json:"features"`
 	}
@@ -83,6 +96,21 @@ func ReadPayload(r io.Reader, base string) (*Payload, error) {
 		return nil, fmt.Errorf("%w: process must be an array of definitions", ErrPayload)
 	}
 	return p, nil
+}
+
+// jsonKind names the kind of a decoded JSON value in words.
+func jsonKind(v any) string {
+	switch v.(type) {
+	case map[string]any:
+		return "an object"
+	case string:
+		return "a string"
+	case float64:
+		return "a number"
+	case bool:
+		return "a boolean"
+	}
+	return fmt.Sprintf("a %T", v)
 }
 
 // Parameters are the task's parameters: process[0].workflow_options with

@@ -5,12 +5,14 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/pnec/pnec/internal/fixture"
+	"github.com/pnec/pnec/processor"
 )
 
 // testPayload is a payload shaped like the stac-task convention's own
@@ -195,5 +197,50 @@ func TestExpandTemplate(t *testing.T) {
 	}
 	if _, err := expandTemplate("/out/${platform}", item); !errors.Is(err, ErrPayload) || !strings.Contains(err.Error(), "has no platform") {
 		t.Errorf("missing variable: got %v", err)
+	}
+}
+
+// TestRunPayloadLongID: an Item id of 300 characters gives a product key
+// short enough for every file named after it (cut, and ended by a hash of
+// the whole id: deterministic, and two ids cut alike stay apart), and the
+// scene is classified (it failed with "file name too long").
+func TestRunPayloadLongID(t *testing.T) {
+	modelPath := tinyModel(t)
+	dir := t.TempDir()
+	long := strings.Repeat("flight-2024-06-01-", 17) // 306 characters
+	var feats []string
+	for i, id := range []string{long + "a", long + "b"} {
+		scene := filepath.Join(dir, fmt.Sprintf("s%d.tif", i))
+		if err := fixture.WriteScene(scene, uint64(4+i)); err != nil {
+			t.Fatal(err)
+		}
+		feats = append(feats, `{"type":"Feature","stac_version":"1.0.0","id":"`+id+`","geometry":null,"properties":{"datetime":"2024-06-01T00:00:00Z"},"links":[],"assets":{"data":{"href":"`+scene+`","roles":["data"]}}}`)
+	}
+	p, err := ReadPayload(strings.NewReader(`{"type":"FeatureCollection","features":[`+strings.Join(feats, ",")+`],"process":[{"tasks":{}}]}`), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "out")
+	var rep bytes.Buffer
+	sum, o, err := RunPayload(context.Background(), Config{ModelPath: modelPath, OutDir: out, Jobs: 1, Report: &rep,
+		Options: processor.Options{Probabilities: processor.ProbabilitiesRecovered}}, p)
+	if err != nil || sum.Done != 2 {
+		t.Fatalf("got %+v, %v, want both done\n%s", sum, err, rep.String())
+	}
+	keys := map[string]bool{}
+	for _, f := range o["features"].([]any) {
+		id := f.(map[string]any)["id"].(string)
+		if len(id) > maxKeyBytes || !strings.HasPrefix(id, long[:50]) {
+			t.Errorf("key %q (%d bytes): want at most %d, starting like the id", id, len(id), maxKeyBytes)
+		}
+		keys[id] = true
+	}
+	if len(keys) != 2 {
+		t.Errorf("keys %v: want two", keys)
+	}
+	in := []Input{{Name: "x", ItemID: long + "a"}}
+	assignKeys(in)
+	if _, ok := keys[in[0].Key]; !ok {
+		t.Errorf("key %q of the same id differs from the run's %v: not deterministic", in[0].Key, keys)
 	}
 }

@@ -117,6 +117,9 @@ func batchAction(c *cli.Context) error {
 	if len(inputs) == 0 && payload == nil {
 		return errors.New("batch: no INPUT given (scenes, globs, directories or STAC documents) and no --payload")
 	}
+	if len(inputs) == 0 && len(payload.Features) == 0 {
+		return fmt.Errorf("batch: --payload %s: its features list is empty and no INPUT is given: nothing to classify", c.String("payload"))
+	}
 	for _, f := range []string{"model", "out-dir"} {
 		if c.String(f) == "" {
 			return fmt.Errorf("batch: --%s not set (give it, or the payload's %s parameter)", f, strings.ReplaceAll(f, "-", "_"))
