@@ -314,6 +314,7 @@ func expandTemplate(tmpl string, item map[string]any) (string, error) {
 // local directory, or an object store through GDAL: s3://, gs://, az://,
 // /vsi...) and the Item's hrefs and self link name the copies. A failed
 // scene is reported as in Run and its Item left out; the error is Run's.
+// A run stopped by ctx returns no output payload (nil).
 func RunPayload(ctx context.Context, cfg Config, p *Payload) (Summary, map[string]any, error) {
 	cfg.Items, cfg.ItemsBase = p.Features, p.Base
 	var mu sync.Mutex
@@ -330,6 +331,11 @@ func RunPayload(ctx context.Context, cfg Config, p *Payload) (Summary, map[strin
 		}
 	}
 	sum, runErr := Run(ctx, cfg)
+	if ctx.Err() != nil {
+		// A stopped run's payload would list only what finished before the
+		// stop, as if the job were done: none is published.
+		return sum, nil, runErr
+	}
 	sort.Slice(done, func(i, j int) bool { return done[i].Item < done[j].Item })
 	features := make([]any, 0, len(done))
 	var errs []error

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -139,6 +140,62 @@ func TestRunModelItemHref(t *testing.T) {
 				if !strings.Contains(string(mb), `"https://data.example.org/pnec/m.pnec.json"`) {
 					t.Errorf("the model Item copy has no self link under the base URL:\n%s", mb)
 				}
+			}
+		})
+	}
+}
+
+// TestRunStopNamesEveryScene: a batch stopped during its first scene
+// reports every scene, those the stop kept from starting too (the summary
+// said "2 scenes ... 2 stopped" of 4 before), and a stopped payload run
+// publishes no output payload (it was written with the Items finished before
+// the stop, as if the job were done).
+func TestRunStopNamesEveryScene(t *testing.T) {
+	modelPath := tinyModel(t)
+	dir := t.TempDir()
+	var feats []string
+	for i := 0; i < 4; i++ {
+		scene := filepath.Join(dir, "in", fmt.Sprintf("s%d.tif", i))
+		if err := fixture.WriteScene(scene, uint64(i+1)); err != nil {
+			t.Fatal(err)
+		}
+		feats = append(feats, fmt.Sprintf(`{"type":"Feature","stac_version":"1.0.0","id":"s%d","geometry":null,"properties":{"datetime":"2024-06-01T00:00:00Z"},"links":[],"assets":{"data":{"href":%q,"roles":["data"]}}}`, i, scene))
+	}
+	for _, payload := range []bool{false, true} {
+		t.Run(fmt.Sprintf("payload=%v", payload), func(t *testing.T) {
+			ctx, cancel := context.WithCancelCause(context.Background())
+			defer cancel(nil)
+			var rep bytes.Buffer
+			cfg := Config{ModelPath: modelPath, OutDir: filepath.Join(t.TempDir(), "out"), Jobs: 1, Report: &rep,
+				OnEvent: func(ev Event) {
+					if ev.TilesTotal > 0 {
+						cancel(errors.New("stopped by SIGTERM"))
+					}
+				}}
+			var sum Summary
+			var out map[string]any
+			var err error
+			if payload {
+				p, perr := ReadPayload(strings.NewReader(`{"type":"FeatureCollection","features":[`+strings.Join(feats, ",")+`],"process":[{"tasks":{}}]}`), "")
+				if perr != nil {
+					t.Fatal(perr)
+				}
+				sum, out, err = RunPayload(ctx, cfg, p)
+			} else {
+				cfg.Inputs = []string{filepath.Join(dir, "in")}
+				sum, err = Run(ctx, cfg)
+			}
+			t.Logf("%v; %s", err, sum)
+			lines := strings.Split(strings.TrimSpace(rep.String()), "\n")
+			if !errors.Is(err, context.Canceled) || sum.Scenes != 4 || len(lines) != 4 || sum.Done+sum.Stopped != 4 || sum.NotStarted < 2 ||
+				!strings.Contains(sum.String(), "not started") {
+				t.Errorf("got %+v, %v and %d report lines, want all 4 scenes named, at least 2 not started:\n%s", sum, err, len(lines), rep.String())
+			}
+			if strings.Count(rep.String(), "not started: the run was stopped (stopped by SIGTERM)") != sum.NotStarted {
+				t.Errorf("report does not name the scenes not started:\n%s", rep.String())
+			}
+			if payload && out != nil {
+				t.Errorf("a stopped run published an output payload with %d features", len(out["features"].([]any)))
 			}
 		})
 	}

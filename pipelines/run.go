@@ -172,6 +172,8 @@ type SceneReport struct {
 	Bands    string   `json:"bands,omitempty"`
 	Warnings []string `json:"warnings,omitempty"`
 	err      error    // why it failed (not in the report: Reason says it)
+	// notStarted: stopped before a job took it (Summary.NotStarted).
+	notStarted bool
 	// Drift is the scene's drift verdict (ok, warn, fail; absent for a
 	// model without drift statistics) and DriftReasons why it is not ok.
 	Drift        string   `json:"drift,omitempty"`
@@ -184,6 +186,8 @@ type SceneReport struct {
 // Summary totals a run.
 type Summary struct {
 	Scenes, Done, Skipped, Failed, Busy, Stopped int
+	// NotStarted counts the Stopped scenes a stop kept from starting.
+	NotStarted int
 	// Refused counts scenes withheld for their drift (OnDriftSkip;
 	// under OnDriftFail they count as Failed and in DriftRefused).
 	Refused int
@@ -211,6 +215,9 @@ func (s Summary) String() string {
 	}
 	if s.Stopped > 0 {
 		out += fmt.Sprintf("; %d stopped before they finished", s.Stopped)
+		if s.NotStarted > 0 {
+			out += fmt.Sprintf(" (%d not started)", s.NotStarted)
+		}
 	}
 	if s.DriftWarn+s.DriftFail > 0 {
 		out += fmt.Sprintf("; drift: %d warn, %d fail", s.DriftWarn, s.DriftFail)
@@ -326,7 +333,7 @@ func Run(ctx context.Context, cfg Config) (Summary, error) {
 		return t.sum, setupErr
 	}
 	if err := ctx.Err(); err != nil {
-		return t.sum, fmt.Errorf("batch interrupted after %d of %d scenes: %w", t.sum.Scenes, rep.total, err)
+		return t.sum, fmt.Errorf("batch interrupted after %d of %d scenes: %w", t.sum.Scenes-t.sum.Stopped, rep.total, err)
 	}
 	if t.sum.Failed > 0 {
 		return t.sum, &FailedError{Failed: t.sum.Failed, Scenes: t.sum.Scenes, First: t.firstFailure, FirstErr: t.firstErr, Drift: t.driftFailed}
@@ -368,6 +375,9 @@ func (t *tally) add(r SceneReport) {
 		t.sum.Busy++
 	case StatusStopped:
 		t.sum.Stopped++
+		if r.notStarted {
+			t.sum.NotStarted++
+		}
 	case StatusRefused:
 		t.sum.Refused++
 	default:
@@ -508,16 +518,26 @@ func runJobs(ctx context.Context, cfg *Config, m *model.Model, opts processor.Op
 			}
 		}()
 	}
+	fed := 0
 feed:
 	for _, in := range mine {
 		select {
 		case work <- in:
+			fed++
 		case <-ctx.Done():
 			break feed
 		}
 	}
 	close(work)
 	wg.Wait()
+	// Every scene gets its line: those a stop kept from starting too.
+	for _, in := range mine[fed:] {
+		r := SceneReport{Input: in.Name, Status: StatusStopped, notStarted: true,
+			Reason: fmt.Sprintf("not started: the run was stopped (%v); a rerun does it", context.Cause(ctx))}
+		cfg.stamp(&r)
+		t.add(r)
+		rep.scene(&r)
+	}
 	return setupErr
 }
 
