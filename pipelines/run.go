@@ -99,6 +99,10 @@ type Config struct {
 	HTTPClient *http.Client
 	// Now is the clock (tests); nil = time.Now.
 	Now func() time.Time
+	// beforeWork, when set, checks the expanded inputs of every shard
+	// before any work (RunPayload's path_template check); its error stops
+	// the run.
+	beforeWork func([]Input) error
 	// OnDrift is what happens to a scene whose drift verdict is fail
 	// (model.Drift): OnDriftWarn (the default) publishes it and reports the
 	// verdict, OnDriftSkip withholds its product and Item (status
@@ -300,6 +304,11 @@ func Run(ctx context.Context, cfg Config) (Summary, error) {
 	}
 	if err := cfg.checkNotInputs(inputs); err != nil {
 		return t.sum, err
+	}
+	if cfg.beforeWork != nil {
+		if err := cfg.beforeWork(inputs); err != nil {
+			return t.sum, err
+		}
 	}
 	mine := cfg.Shard.Select(inputs)
 	rep := &reporter{w: cfg.Report, onEvent: cfg.OnEvent, total: len(mine) + len(inErrs)}
