@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -476,15 +477,19 @@ func (cfg *Config) underRoot(p string) bool {
 	return !filepath.IsAbs(h) && !strings.HasPrefix(h, "../")
 }
 
-// checkModelItemHref refuses, before any work, a --model-item that every
-// Item would name by an absolute local path.
+// ErrModelItemOutside: Config.ModelItem is a local file outside the Items'
+// root, which every Item would name by an absolute local path.
+var ErrModelItemOutside = errors.New("the model's STAC Item lies outside the Items' root")
+
+// checkModelItemHref refuses, before any work, a Config.ModelItem that
+// every Item would name by an absolute local path.
 func (cfg *Config) checkModelItemHref() error {
 	h := cfg.ModelItem
 	if h == "" || isRemote(h) || strings.Contains(h, "://") || strings.HasPrefix(h, "/vsi") || cfg.underRoot(h) {
 		return nil
 	}
-	return fmt.Errorf("--model-item %s: a local file outside the Items' root %s, which every Item would name by an absolute local path: give its URL, or a path under %s",
-		h, cfg.itemsRoot(), cfg.itemsRoot())
+	return fmt.Errorf("%s: %w %s: every Item would name it by an absolute local path; give its URL, or a path under %s",
+		h, ErrModelItemOutside, cfg.itemsRoot(), cfg.itemsRoot())
 }
 
 func newModelItem(cfg *Config, m *model.Model, now time.Time) (*modelItem, error) {

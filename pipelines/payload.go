@@ -407,7 +407,7 @@ func (p *Payload) checkTemplates(cfg *Config, inputs []Input) error {
 				// start_datetime): a scene without one fails before work.
 			case "collection":
 				if coll == "" && cfg.Collection == "" {
-					return fmt.Errorf("%w: path_template %q: ${collection}: Item %s gets no collection (no collection matcher names one, and no --stac-collection is given)",
+					return fmt.Errorf("%w: path_template %q: ${collection}: Item %s gets no collection (no collection matcher names one, and the run adds Items to no STAC Collection)",
 						ErrPayload, u.PathTemplate, in.ItemID)
 				}
 			default:

@@ -104,8 +104,8 @@ func TestRunModelItemHref(t *testing.T) {
 			}
 			sum, err := Run(context.Background(), cfg)
 			if tc.want == "" {
-				if err == nil || !strings.Contains(err.Error(), "--model-item "+cfg.ModelItem) || sum.Scenes != 0 {
-					t.Fatalf("got %+v, %v: want the run refused naming --model-item", sum, err)
+				if !errors.Is(err, ErrModelItemOutside) || !strings.HasPrefix(err.Error(), cfg.ModelItem+": ") || sum.Scenes != 0 {
+					t.Fatalf("got %+v, %v: want the run refused naming the model Item", sum, err)
 				}
 				t.Log(err)
 				return

@@ -227,6 +227,9 @@ func batchAction(c *cli.Context) error {
 	if errors.Is(err, pipelines.ErrNoDatetime) {
 		return fmt.Errorf("batch: %w (give --datetime TIME or START/END)", err)
 	}
+	if errors.Is(err, pipelines.ErrModelItemOutside) {
+		return fmt.Errorf("batch: --model-item %w", err)
+	}
 	if errors.Is(err, pipelines.ErrOutsideCatalog) {
 		return fmt.Errorf("batch: %w (--allow-outside-catalog reads it)", err)
 	}

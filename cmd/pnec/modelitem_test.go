@@ -133,3 +133,25 @@ func TestModelItemName(t *testing.T) {
 		t.Errorf("--model-name 2024: got %v (mlm:name now %q), want it refused and the Item left", err, name())
 	}
 }
+
+// TestBatchModelItemOutsideRefused: batch --model-item naming a local file
+// outside the Items' root is refused before any work with one line naming
+// the flag (every Item would have named it by an absolute local path).
+func TestBatchModelItemOutsideRefused(t *testing.T) {
+	modelPath, err := fixture.ModelPath()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	in := filepath.Join(dir, "in")
+	goodScene(t, in)
+	elsewhere := filepath.Join(t.TempDir(), "m.pnec.json")
+	_, _, err = runCaptured(t, "batch", "-q", "--model", modelPath, "--out-dir", filepath.Join(dir, "out"), "--report", filepath.Join(dir, "r.jsonl"),
+		"--model-item", elsewhere, in)
+	if err == nil || !strings.HasPrefix(err.Error(), "batch: --model-item "+elsewhere+": ") || strings.Contains(err.Error(), "\n") {
+		t.Errorf("got %v, want one line starting batch: --model-item %s", err, elsewhere)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "out", "good.tif")); err == nil {
+		t.Error("a product was made")
+	}
+}
