@@ -47,7 +47,15 @@ func checkDataset(root, name string) error {
 	case kind != "VRTDataset":
 		return unchecked(fmt.Sprintf("an XML dataset description <%s>, not a VRT: pnec does not check what it reads", kind))
 	}
+	// A mosaic names one file in many sources (a band each, a block each):
+	// each name is checked once.
+	checked := map[geo.VRTSource]bool{}
 	err = geo.WalkVRT(name, func(s geo.VRTSource) error {
+		key := geo.VRTSource{Href: s.Href, Name: s.Name, RelativeToVRT: s.RelativeToVRT}
+		if checked[key] {
+			return nil
+		}
+		checked[key] = true
 		err := sourceInside(root, s)
 		if err == nil {
 			// A source that is another kind of XML description is refused
