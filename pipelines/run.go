@@ -99,6 +99,10 @@ type Config struct {
 	HTTPClient *http.Client
 	// Now is the clock (tests); nil = time.Now.
 	Now func() time.Time
+	// beforeWork, when set, checks the expanded inputs of every shard
+	// before any work (RunPayload's path_template check); its error stops
+	// the run.
+	beforeWork func([]Input) error
 	// OnDrift is what happens to a scene whose drift verdict is fail
 	// (model.Drift): OnDriftWarn (the default) publishes it and reports the
 	// verdict, OnDriftSkip withholds its product and Item (status
@@ -172,6 +176,8 @@ type SceneReport struct {
 	Bands    string   `json:"bands,omitempty"`
 	Warnings []string `json:"warnings,omitempty"`
 	err      error    // why it failed (not in the report: Reason says it)
+	// notStarted: stopped before a job took it (Summary.NotStarted).
+	notStarted bool
 	// Drift is the scene's drift verdict (ok, warn, fail; absent for a
 	// model without drift statistics) and DriftReasons why it is not ok.
 	Drift        string   `json:"drift,omitempty"`
@@ -184,6 +190,8 @@ type SceneReport struct {
 // Summary totals a run.
 type Summary struct {
 	Scenes, Done, Skipped, Failed, Busy, Stopped int
+	// NotStarted counts the Stopped scenes a stop kept from starting.
+	NotStarted int
 	// Refused counts scenes withheld for their drift (OnDriftSkip;
 	// under OnDriftFail they count as Failed and in DriftRefused).
 	Refused int
@@ -211,6 +219,9 @@ func (s Summary) String() string {
 	}
 	if s.Stopped > 0 {
 		out += fmt.Sprintf("; %d stopped before they finished", s.Stopped)
+		if s.NotStarted > 0 {
+			out += fmt.Sprintf(" (%d not started)", s.NotStarted)
+		}
 	}
 	if s.DriftWarn+s.DriftFail > 0 {
 		out += fmt.Sprintf("; drift: %d warn, %d fail", s.DriftWarn, s.DriftFail)
@@ -294,6 +305,11 @@ func Run(ctx context.Context, cfg Config) (Summary, error) {
 	if err := cfg.checkNotInputs(inputs); err != nil {
 		return t.sum, err
 	}
+	if cfg.beforeWork != nil {
+		if err := cfg.beforeWork(inputs); err != nil {
+			return t.sum, err
+		}
+	}
 	mine := cfg.Shard.Select(inputs)
 	rep := &reporter{w: cfg.Report, onEvent: cfg.OnEvent, total: len(mine) + len(inErrs)}
 	for _, ie := range inErrs {
@@ -326,7 +342,7 @@ func Run(ctx context.Context, cfg Config) (Summary, error) {
 		return t.sum, setupErr
 	}
 	if err := ctx.Err(); err != nil {
-		return t.sum, fmt.Errorf("batch interrupted after %d of %d scenes: %w", t.sum.Scenes, rep.total, err)
+		return t.sum, fmt.Errorf("batch interrupted after %d of %d scenes: %w", t.sum.Scenes-t.sum.Stopped, rep.total, err)
 	}
 	if t.sum.Failed > 0 {
 		return t.sum, &FailedError{Failed: t.sum.Failed, Scenes: t.sum.Scenes, First: t.firstFailure, FirstErr: t.firstErr, Drift: t.driftFailed}
@@ -368,6 +384,9 @@ func (t *tally) add(r SceneReport) {
 		t.sum.Busy++
 	case StatusStopped:
 		t.sum.Stopped++
+		if r.notStarted {
+			t.sum.NotStarted++
+		}
 	case StatusRefused:
 		t.sum.Refused++
 	default:
@@ -393,6 +412,9 @@ func prepareOutput(cfg Config) error {
 		return errors.New("no output directory given")
 	}
 	if err := checkLicense(cfg.License); err != nil {
+		return err
+	}
+	if err := cfg.checkModelItemHref(); err != nil {
 		return err
 	}
 	if err := os.MkdirAll(cfg.OutDir, 0o755); err != nil {
@@ -505,16 +527,26 @@ func runJobs(ctx context.Context, cfg *Config, m *model.Model, opts processor.Op
 			}
 		}()
 	}
+	fed := 0
 feed:
 	for _, in := range mine {
 		select {
 		case work <- in:
+			fed++
 		case <-ctx.Done():
 			break feed
 		}
 	}
 	close(work)
 	wg.Wait()
+	// Every scene gets its line: those a stop kept from starting too.
+	for _, in := range mine[fed:] {
+		r := SceneReport{Input: in.Name, Status: StatusStopped, notStarted: true,
+			Reason: fmt.Sprintf("not started: the run was stopped (%v); a rerun does it", context.Cause(ctx))}
+		cfg.stamp(&r)
+		t.add(r)
+		rep.scene(&r)
+	}
 	return setupErr
 }
 
@@ -545,8 +577,21 @@ var ErrOutputIsInput = samefile.ErrOutputIsInput
 // is checked, so that all shards agree.
 func (cfg *Config) checkNotInputs(inputs []Input) error {
 	var ins samefile.Set
+	// addReads adds a dataset and, for a VRT, the local files it reads at
+	// any depth. The VRTs of a catalog under the policy are left to the
+	// scene's policy check (checkOpens), which reads nothing the catalog
+	// may not name; the scene's own check (processor) still lists them.
+	addReads := func(name, role string, confined bool) {
+		ins.Add(samefile.Named{Path: name, Role: role})
+		if confined || !samefile.Local(name) {
+			return
+		}
+		for _, f := range geo.VRTFiles(name) {
+			ins.Add(samefile.Named{Path: f, Role: "a file " + role + " reads,"})
+		}
+	}
 	for _, in := range inputs {
-		ins.Add(samefile.Named{Path: in.Name, Role: "the scene"})
+		addReads(in.Name, "the scene", in.catalog != "")
 		if in.Item != "" {
 			ins.Add(samefile.Named{Path: in.Item, Role: "the source STAC Item"})
 		}
@@ -558,34 +603,97 @@ func (cfg *Config) checkNotInputs(inputs []Input) error {
 		ins.Add(samefile.Named{Path: cfg.ModelPath, Role: "the model"})
 	}
 	if m := cfg.Mask; m != "" && !strings.Contains(m, "{key}") && MaskRole(m) == "" {
-		ins.Add(samefile.Named{Path: m, Role: "the mask"})
+		addReads(m, "the mask", false)
 	}
 	for _, in := range inputs {
 		if in.Mask != "" {
-			ins.Add(samefile.Named{Path: in.Mask, Role: "the mask of " + in.Key})
+			addReads(in.Mask, "the mask of "+in.Key, in.catalog != "")
 		}
 	}
 	for _, m := range cfg.Options.QualityMasks {
-		ins.Add(samefile.Named{Path: m.Path, Role: "the quality mask"})
+		addReads(m.Path, "the quality mask", false)
 	}
 	runFiles := []samefile.Named{{Path: cfg.Collection, Role: "the STAC Collection"}, {Path: cfg.ReportPath, Role: "the run report"}}
-	var products []samefile.Named
-	for _, in := range inputs {
-		product := filepath.Join(cfg.OutDir, in.Key+".tif")
-		paths, roles := geo.ProductFiles(product, cfg.Options.ReliabilityFloat32)
-		for i := range paths {
-			products = append(products, samefile.Named{Path: paths[i], Role: roles[i]})
-		}
-		products = append(products, samefile.Named{Path: filepath.Join(cfg.OutDir, in.Key+".json"), Role: "the product's STAC Item"})
+	products, err := cfg.planOutputs(inputs)
+	if err != nil {
+		return err
 	}
 	if err := ins.Check(append(runFiles, products...)...); err != nil {
 		return err
+	}
+	// A directory in place of an output was found only when the finished
+	// file was renamed onto it, after the scene's work.
+	for _, o := range products {
+		if st, err := os.Stat(o.Path); err == nil && st.IsDir() {
+			return fmt.Errorf("%s %s: %w: it is a directory", o.Role, o.Path, processor.ErrBadOutput)
+		}
 	}
 	// Nor may a product or an Item replace the Collection or the report
 	// (a scene named collection.tif beside collection.json, say).
 	var run samefile.Set
 	run.Add(runFiles...)
 	return run.Check(products...)
+}
+
+// ErrOutputCollision: two outputs of one batch are one file (a scene's
+// product and another's probabilities file, a product's Item and the
+// model's Item); Run refuses to start.
+var ErrOutputCollision = errors.New("two outputs of the batch are one file")
+
+// planOutputs lists every file the run writes into the output directory,
+// for every input of every shard (so that all shards agree): each scene's
+// product files, its Item and the model's Item when the run may write it
+// there. It refuses, before any work, two of them being one file: a scene's
+// product would replace another's companion file (in/a.tif and
+// in/a.probabilities.tif: a.probabilities.tif is both the first product's
+// probabilities file and the second's product), or a product's Item the
+// model's (scene x.pnec.tif, model x.pnec). A product's companion files are
+// claimed whatever the options, since a product without them removes stale
+// ones of its name.
+func (cfg *Config) planOutputs(inputs []Input) ([]samefile.Named, error) {
+	type claim struct{ role, input string }
+	claims := map[string]claim{}
+	var out []samefile.Named
+	add := func(path, role, input string) error {
+		key := filepath.Clean(path)
+		if c, ok := claims[key]; ok {
+			of := func(role, input string) string {
+				switch {
+				case input == "":
+					return role
+				case strings.HasPrefix(role, "the product's "):
+					return "the " + strings.TrimPrefix(role, "the product's ") + " of the product of " + input
+				}
+				return role + " of " + input
+			}
+			return fmt.Errorf("%w: %s would be %s and %s; rename one of the inputs, or classify them in separate output directories",
+				ErrOutputCollision, path, of(c.role, c.input), of(role, input))
+		}
+		claims[key] = claim{role, input}
+		out = append(out, samefile.Named{Path: path, Role: role})
+		return nil
+	}
+	if cfg.ModelItem == "" && cfg.ModelPath != "" {
+		// Written into the output directory when no Item of the model is
+		// found beside it (newModelItem): claimed either way, so that the
+		// plan does not depend on what lies beside the model.
+		if err := add(filepath.Join(cfg.OutDir, filepath.Base(ModelItemPath(cfg.ModelPath))), "the model's STAC Item", ""); err != nil {
+			return nil, err
+		}
+	}
+	for _, in := range inputs {
+		product := filepath.Join(cfg.OutDir, in.Key+".tif")
+		paths, roles := geo.ProductFiles(product, true)
+		prob := geo.ProbabilitiesPath(product)
+		paths, roles = append(paths, prob+".aux.xml"), append(roles, "the product's probabilities sidecar")
+		paths, roles = append(paths, filepath.Join(cfg.OutDir, in.Key+".json")), append(roles, "the product's STAC Item")
+		for i := range paths {
+			if err := add(paths[i], roles[i], in.Name); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return out, nil
 }
 
 // checkCollection refuses, before any work, a Collection file that could
@@ -795,6 +903,11 @@ func (w *worker) scene(ctx context.Context, in Input) SceneReport {
 		}
 	}
 
+	// What a catalog's VRTs open is checked before GDAL opens them (the
+	// datetime check below opens the scene).
+	if err := checkOpens(in); err != nil {
+		return fail(err)
+	}
 	if err := w.checkDatetime(in); err != nil {
 		return fail(err)
 	}
@@ -845,12 +958,7 @@ func (w *worker) scene(ctx context.Context, in Input) SceneReport {
 
 // root is the directory the Items' relative hrefs stay under: the
 // Collection's, else the output directory.
-func (w *worker) root() string {
-	if w.cfg.Collection != "" {
-		return filepath.Dir(w.cfg.Collection)
-	}
-	return w.cfg.OutDir
-}
+func (w *worker) root() string { return w.cfg.itemsRoot() }
 
 // collection is what a new or updated Collection says of the products.
 func (w *worker) collection() CollectionMeta {

@@ -122,7 +122,7 @@ func (c *Classifier) classifyIn(parent context.Context, sceneName, mask, out str
 // applies the quality masks, and checks the output's free space. It
 // records the band plan, its warnings and the masks in res.
 func (c *Classifier) openScene(sceneName, mask, out string, res *Result) (*geo.Scene, geo.Info, error) {
-	if err := CheckOutput(out); err != nil {
+	if err := CheckProductOutput(out, c.opts.ReliabilityFloat32); err != nil {
 		return nil, geo.Info{}, err
 	}
 	if err := checkNotInput(sceneName, out, c.opts.ReliabilityFloat32, c.maskInputs(mask)...); err != nil {

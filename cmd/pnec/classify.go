@@ -186,7 +186,7 @@ func classifyAction(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := processor.CheckOutput(out); err != nil {
+	if err := processor.CheckProductOutput(out, opts.ReliabilityFloat32); err != nil {
 		return fmt.Errorf("--out %w", err)
 	}
 	mask := c.String("mask")

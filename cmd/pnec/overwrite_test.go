@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -107,6 +108,50 @@ func TestOutputIsInputRefused(t *testing.T) {
 			os.WriteFile(vrt, []byte(b.String()), 0o644)
 			return classify(m, vrt, s), []string{s}, []string{s, vrt, m}
 		}},
+		{"classify mask is a VRT of the output", func(t *testing.T, d string) ([]string, []string, []string) {
+			// The earlier product, and a mask made from it with
+			// gdal_translate -of VRT: writing the product would replace
+			// what the mask reads (exit 0 before).
+			m, s := copyModel(t, d), goodScene(t, d)
+			out := filepath.Join(d, "out.tif")
+			b, _ := os.ReadFile(s)
+			os.WriteFile(out, b, 0o644)
+			mask := filepath.Join(d, "mask.vrt")
+			if o, err := exec.Command("gdal_translate", "-q", "-of", "VRT", "-b", "1", out, mask).CombinedOutput(); err != nil {
+				t.Skipf("gdal_translate: %v %s", err, o)
+			}
+			return classify(m, s, out, "--mask", mask), []string{out, "the mask reads"}, []string{s, out, mask, m}
+		}},
+		{"classify scene is a VRT of a VRT of the output", func(t *testing.T, d string) ([]string, []string, []string) {
+			// GDAL's file list names the first level only.
+			m, s := copyModel(t, d), goodScene(t, d)
+			out := filepath.Join(d, "out.tif")
+			b, _ := os.ReadFile(s)
+			os.WriteFile(out, b, 0o644)
+			inner, outer := filepath.Join(d, "inner.vrt"), filepath.Join(d, "outer.vrt")
+			for _, p := range [][2]string{{out, inner}, {inner, outer}} {
+				if o, err := exec.Command("gdalbuildvrt", "-q", p[1], p[0]).CombinedOutput(); err != nil {
+					t.Skipf("gdalbuildvrt: %v %s", err, o)
+				}
+			}
+			return classify(m, outer, out), []string{out, "the scene reads"}, []string{out, inner, outer, m}
+		}},
+		{"batch mask is a VRT of a product", func(t *testing.T, d string) ([]string, []string, []string) {
+			m := copyModel(t, t.TempDir())
+			in, out := filepath.Join(d, "in"), filepath.Join(d, "out")
+			os.Mkdir(in, 0o755)
+			os.Mkdir(out, 0o755)
+			a := goodScene(t, in)
+			prod := filepath.Join(out, "good.tif") // the scene's product of an earlier run
+			b, _ := os.ReadFile(a)
+			os.WriteFile(prod, b, 0o644)
+			mask := filepath.Join(d, "aoi.vrt")
+			if o, err := exec.Command("gdal_translate", "-q", "-of", "VRT", "-b", "1", prod, mask).CombinedOutput(); err != nil {
+				t.Skipf("gdal_translate: %v %s", err, o)
+			}
+			return []string{"batch", "--quiet", "--model", m, "--out-dir", out, "--report", filepath.Join(d, "r.jsonl"), "--mask", mask, in},
+				[]string{prod, "the mask reads"}, []string{a, prod, mask, m}
+		}},
 		{"classify out is the quality mask", func(t *testing.T, d string) ([]string, []string, []string) {
 			m, s := copyModel(t, d), goodScene(t, d)
 			qm := filepath.Join(d, "clouds.tif")
@@ -134,6 +179,20 @@ func TestOutputIsInputRefused(t *testing.T) {
 			link := filepath.Join(d, "model.pnec")
 			os.Symlink(l, link)
 			return trainArgs(s, l, link), []string{link, l}, []string{s, l}
+		}},
+		{"model-item out is the model", func(t *testing.T, d string) ([]string, []string, []string) {
+			m := copyModel(t, d)
+			return []string{"model-item", "--model", m, "--out", m}, []string{m}, []string{m}
+		}},
+		{"model-item out is a symlink to the model", func(t *testing.T, d string) ([]string, []string, []string) {
+			m := copyModel(t, d)
+			l := filepath.Join(d, "item.json")
+			os.Symlink(m, l)
+			return []string{"model-item", "--model", m, "--out", l}, []string{l, m}, []string{m}
+		}},
+		{"model-item out is the training scene", func(t *testing.T, d string) ([]string, []string, []string) {
+			m, s := copyModel(t, d), goodScene(t, d)
+			return []string{"model-item", "--model", m, "--training-scene", s, "--out", s}, []string{s}, []string{m, s}
 		}},
 		{"synth out is the layout", func(t *testing.T, d string) ([]string, []string, []string) {
 			s, l := writeTinyScene(t, d, 8, 8, 6)

@@ -56,6 +56,7 @@ func init() {
 			&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "no progress and no summary"},
 			radiometryFlag("the training scene's values"),
 			&cli.StringFlag{Name: "stac-base-url", Usage: "public `URL` of the model's directory: the model's STAC Item (MODEL.json) gets an absolute self link (without it, none)"},
+			&cli.StringFlag{Name: "model-name", Usage: "`NAME` of the model in its STAC Item (mlm:name; default: the file name, made valid for MLM: 2024_model.pnec -> pnec-2024_model)"},
 		}, modelFlags()...),
 		Action: trainAction,
 	})
@@ -261,11 +262,19 @@ func trainAction(c *cli.Context) error {
 	if u := c.String("stac-base-url"); u != "" && !strings.HasPrefix(u, "https://") && !strings.HasPrefix(u, "http://") {
 		return fmt.Errorf("--stac-base-url %q: want an http(s) URL", u)
 	}
+	if n := c.String("model-name"); n != "" {
+		if err := pipelines.CheckModelName(n); err != nil {
+			return fmt.Errorf("--model-name: %w", err)
+		}
+	}
 	// The model file is checked before training, not when it is saved
 	// after hours of it: a path it can be written to, and none of the inputs.
 	out := c.String("out")
 	if err := checkModelOutput(out); err != nil {
 		return fmt.Errorf("--out %w", err)
+	}
+	if err := processor.CheckOutput(pipelines.ModelItemPath(out)); err != nil {
+		return fmt.Errorf("--out %s: the model's STAC Item %w", out, err)
 	}
 	inputs := []samefile.Named{{Path: c.String("scene"), Role: "--scene"}, {Path: c.String("labels"), Role: "--labels"}}
 	for _, f := range []string{"train-mask", "class-names"} {
@@ -308,7 +317,7 @@ func trainAction(c *cli.Context) error {
 		return fmt.Errorf("save %s: %w", c.String("out"), err)
 	}
 	itemPath := pipelines.ModelItemPath(c.String("out"))
-	if err := writeModelItem(res.Model, c.String("out"), itemPath, c.String("stac-base-url"), c.String("scene"), time.Now(), false); err != nil {
+	if err := writeModelItem(res.Model, c.String("out"), itemPath, c.String("model-name"), c.String("stac-base-url"), c.String("scene"), time.Now(), false); err != nil {
 		return err
 	}
 	if c.Bool("verbose") {
