@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"runtime"
-	"strings"
 	"sync"
 
 	"github.com/gomlx/compute"
@@ -17,7 +16,7 @@ import (
 type Predictor struct {
 	m       *Model
 	backend compute.Backend
-	config  string
+	desc    Backend
 	exec    *Exec
 	weights []*tensors.Tensor // prototype bank then params, as graph inputs
 	// fullRes, when set, runs the paper encoder's full-resolution stage on
@@ -45,13 +44,13 @@ func newPredictor(m *Model, backend string, fused bool) (*Predictor, error) {
 	if err != nil {
 		return nil, fmt.Errorf("new predictor: %w", err)
 	}
-	b, config, err := openBackend(backend)
+	b, desc, err := openBackend(backend)
 	if err != nil {
 		return nil, err
 	}
-	p := &Predictor{m: m, backend: b, config: config}
+	p := &Predictor{m: m, backend: b, desc: desc}
 	// The fused layers are Go-backend kernels (see net.fused).
-	n := &net{d: d, cfg: m.meta.Config, fused: fused && strings.HasPrefix(config, "go:")}
+	n := &net{d: d, cfg: m.meta.Config, fused: fused && desc.Kind == BackendGo}
 	n.f0Input = useFullRes && n.fused && fullResInput(m.meta.Config)
 	names := make([]string, len(m.params))
 	for i, prm := range m.params {
@@ -263,7 +262,10 @@ func (p *Predictor) predictPadded(ctx context.Context, s Scene) (Prediction, err
 }
 
 // Backend names the backend in use ("go", "xla:cuda", ...).
-func (p *Predictor) Backend() string { return backendLabel(p.config) }
+func (p *Predictor) Backend() string { return p.desc.Label() }
+
+// Describe is the backend in use, described (kind, plugin, why chosen).
+func (p *Predictor) Describe() Backend { return p.desc }
 
 // Predict runs the network on s.
 func (p *Predictor) Predict(ctx context.Context, s Scene) (pred Prediction, err error) {

@@ -177,7 +177,7 @@ func (c *Classifier) planRun(sceneName string, info geo.Info, res *Result) (plan
 	res.TileRows, res.TileCols, res.Overlap = plan.TileRows, plan.TileCols, plan.Overlap
 	res.PlannedBytes = PlannedBytes(plan, info, c.m, c.opts)
 	cost := newSceneCost(info, c.m, c.opts)
-	release = reserveMemory(cost.limit(budget, plan, c.pred.Backend()), blockCacheBytes(info, plan.TileCols)+cost.probCache)
+	release = reserveMemory(cost.limit(budget, plan, backendOf(c.pred)), blockCacheBytes(info, plan.TileCols)+cost.probCache)
 	c.log.Info("plan", "scene", sceneName, "plan", plan.String(), "budget_mib", budget>>20, "planned_mib", res.PlannedBytes>>20)
 	return plan, release, nil
 }
