@@ -71,7 +71,7 @@ type Backend struct {
 	// Name is the backend to pass on ("go", "xla:cuda,tf32",
 	// "xla:/abs/path/xla_cuda_plugin.so"): opening Name again gives the
 	// same backend without a new decision.
-	Name string `json:"name"`
+	Name string      `json:"name"`
 	Kind BackendKind `json:"kind"`
 	// Plugin is the PJRT plugin's name or absolute path (XLA only).
 	Plugin string `json:"plugin,omitempty"`
