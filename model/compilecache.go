@@ -88,9 +88,11 @@ type CompileCache struct {
 
 // pathFlags are XLA flags that name files or folders, or how the caches are
 // used, not what code is made: left out of CacheKey (as jax's cache_key.py
-// leaves them out of its keys).
+// leaves them out of its keys). Splitting modules for parallel compilation
+// is what the kernel cache needs, and pnec sets it with the cache: it is
+// part of using the cache.
 var pathFlags = []string{"xla_gpu_cuda_data_dir", "xla_gpu_per_fusion_autotune_cache_dir", "xla_gpu_kernel_cache_file",
-	"xla_gpu_experimental_autotune_cache_mode", "xla_dump", "xla_gpu_dump"}
+	"xla_gpu_experimental_autotune_cache_mode", "xla_dump", "xla_gpu_dump", "xla_gpu_enable_llvm_module_compilation_parallelism"}
 
 // codeFlags are the tokens of XLA_FLAGS that change code, sorted.
 func codeFlags(flags string) []string {

@@ -25,7 +25,12 @@ type Predictor struct {
 	// (nil: the scene's own).
 	fullRes       *fullRes
 	frMean, frVar []float64
-	mu            sync.Mutex
+	// mem is the device's memory (zero when the network runs in host
+	// memory or the device's is unknown); marked the shapes compiled
+	// through the compile cache.
+	mem    DeviceMemory
+	marked map[[2]int]bool
+	mu     sync.Mutex
 }
 
 // NewPredictor prepares m on backend ("" = default: GOMLX_BACKEND, else XLA
@@ -48,7 +53,10 @@ func newPredictor(m *Model, backend string, fused bool) (*Predictor, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &Predictor{m: m, backend: b, desc: desc}
+	p := &Predictor{m: m, backend: b, desc: desc, marked: map[[2]int]bool{}}
+	if mem, err := desc.DeviceMemory(); err == nil {
+		p.mem = mem
+	}
 	// The fused layers are Go-backend kernels (see net.fused).
 	n := &net{d: d, cfg: m.meta.Config, fused: fused && desc.Kind == BackendGo}
 	n.f0Input = useFullRes && n.fused && fullResInput(m.meta.Config)
@@ -172,6 +180,8 @@ func groupNormStats(b compute.Backend, m *Model, s Scene, fr *fullRes) ([]normSt
 	}
 	defer exec.Finalize()
 	var stats []normStat
+	var own callTensors
+	defer own.release()
 	var x *tensors.Tensor
 	if fr != nil {
 		w := map[string][]float32{}
@@ -192,12 +202,12 @@ func groupNormStats(b compute.Backend, m *Model, s Scene, fr *fullRes) ([]normSt
 		xv, xdims := netInput(s, m.inputSpec(), m.meta.Config.Encoder)
 		x = tensorOf(xv, xdims...)
 	}
-	args := []any{x, tensorOf(m.protos, d.K, d.D)}
+	args := []any{own.add(x), own.add(tensorOf(m.protos, d.K, d.D))}
 	for _, prm := range m.params {
-		args = append(args, tensorOf(prm.Data, prm.Shape...))
+		args = append(args, own.add(tensorOf(prm.Data, prm.Shape...)))
 	}
 	for _, mk := range masks {
-		args = append(args, tensorOf(mk, len(mk)))
+		args = append(args, own.add(tensorOf(mk, len(mk))))
 	}
 	out, err := exec.Call(args...)
 	if err != nil {
@@ -288,8 +298,14 @@ func (p *Predictor) Predict(ctx context.Context, s Scene) (pred Prediction, err 
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if need := p.m.DeviceNeedBytes(s.Rows, s.Cols); p.mem.LimitBytes > 0 && need > p.mem.LimitBytes {
+		return Prediction{}, fmt.Errorf("predict %dx%d on %s: %w: needs about %d MiB, the allocator may take %d MiB of the %s's %d MiB",
+			s.Rows, s.Cols, p.Backend(), ErrDeviceMemory, need>>20, p.mem.LimitBytes>>20, p.mem.Device, p.mem.TotalBytes>>20)
+	}
 	hs, ws := lowRes(s.Rows, enc), lowRes(s.Cols, enc)
 	masks := netMasks(s, enc)
+	var own callTensors
+	defer own.release()
 	var in *tensors.Tensor
 	if p.fullRes != nil {
 		// The full-resolution stage on pnec's kernels; the graph takes F0
@@ -298,22 +314,22 @@ func (p *Predictor) Predict(ctx context.Context, s Scene) (pred Prediction, err 
 		p.fullRes.setScene(s, p.m.inputSpec())
 		p.fullRes.forward(p.frMean, p.frVar, f0, false)
 		p.fullRes.release()
-		in = tensorOf(f0, hs*ws, p.m.meta.Config.Hidden)
+		in = own.add(tensorOf(f0, hs*ws, p.m.meta.Config.Hidden))
 		masks = masks[1:]
 	} else {
 		x, xdims := netInput(s, p.m.inputSpec(), enc)
-		in = tensorOf(x, xdims...)
+		in = own.add(tensorOf(x, xdims...))
 	}
 	args := []any{
 		in,
-		tensorOf(upMatrix(s.Rows, hs), s.Rows, hs),
-		tensorOf(upMatrix(s.Cols, ws), s.Cols, ws),
+		own.add(tensorOf(upMatrix(s.Rows, hs), s.Rows, hs)),
+		own.add(tensorOf(upMatrix(s.Cols, ws), s.Cols, ws)),
 	}
 	for _, w := range p.weights {
 		args = append(args, w)
 	}
 	for _, mk := range masks {
-		args = append(args, tensorOf(mk, len(mk)))
+		args = append(args, own.add(tensorOf(mk, len(mk))))
 	}
 	out, err := p.exec.Call(args...)
 	if err != nil {
@@ -324,6 +340,10 @@ func (p *Predictor) Predict(ctx context.Context, s Scene) (pred Prediction, err 
 			t.FinalizeAll()
 		}
 	}()
+	if shape := [2]int{s.Rows, s.Cols}; !p.marked[shape] && p.desc.OnDevice() {
+		p.desc.graphMark(p.m.graphKey(s.Rows, s.Cols))
+		p.marked[shape] = true
+	}
 	pred = Prediction{Rows: s.Rows, Cols: s.Cols, Classes: len(p.m.meta.Classes)}
 	if pred.Prob, err = tensors.CopyFlatData[float32](out[0]); err != nil {
 		return Prediction{}, fmt.Errorf("predict: read probabilities: %w", err)
@@ -350,5 +370,8 @@ func (p *Predictor) Close() error {
 		p.backend.Finalize()
 		p.backend = nil
 	}
+	// The kernels compiled here serve the next processes; a cache that
+	// cannot be written only costs a later run time.
+	_ = PublishCompileCache()
 	return nil
 }

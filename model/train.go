@@ -364,6 +364,9 @@ func Train(ctx context.Context, s Scene, labels []int32, opts TrainOptions) (m *
 	if _, sum, err := m.fileBytes(); err == nil {
 		m.checksum = sum
 	}
+	// The kernels compiled here serve the next processes; a cache that
+	// cannot be written only costs a later run time.
+	_ = PublishCompileCache()
 	return m, nil
 }
 
