@@ -159,7 +159,7 @@ func decideBackend(name string, job Job, f SpeedFacts, found []Plugin) (Backend,
 	goB := Backend{Name: "go", Kind: BackendGo}
 	var acc *Plugin
 	for i := range found {
-		if pluginKind(found[i].Path) != BackendXLACPU {
+		if pluginKind(found[i].Path) != BackendXLACPU && !found[i].NoGPU {
 			acc = &found[i]
 			break
 		}

@@ -26,6 +26,23 @@ type Plugin struct {
 	// CUDA is the pip plugin's NVIDIA set-up (nil for go-xla's plugins,
 	// whose libraries are the system's).
 	CUDA *CUDASetup `json:"cuda,omitempty"`
+	// NoGPU marks a CUDA plugin on a machine without an NVIDIA GPU
+	// (GPUPresent): listed, never chosen by default. go-xla leaves such
+	// plugins out itself.
+	NoGPU bool `json:"no_gpu,omitempty"`
+}
+
+// GPUPresent reports whether this machine has an NVIDIA GPU: the driver
+// describes one in /proc/driver/nvidia/gpus, or /dev/nvidia0 exists. It is
+// a variable so that the tests of packages above model can stand for a
+// machine with a GPU.
+var GPUPresent = func() bool {
+	m, _ := filepath.Glob(filepath.Join(nvidiaProcDir, "gpus", "*"))
+	if len(m) > 0 {
+		return true
+	}
+	_, err := os.Stat("/dev/nvidia0")
+	return err == nil
 }
 
 // CUDASetup is what a CUDA PJRT plugin installed with pip (jax-cuda13-pjrt
@@ -192,7 +209,7 @@ func pipPlugins(site string) []Plugin {
 		if fi, err := os.Stat(p); err != nil || fi.IsDir() {
 			continue
 		}
-		out = append(out, Plugin{Path: p, From: "pip", CUDA: findCUDA(site, major)})
+		out = append(out, Plugin{Path: p, From: "pip", CUDA: findCUDA(site, major), NoGPU: !GPUPresent()})
 	}
 	return out
 }

@@ -69,6 +69,9 @@ func fakeSite(t *testing.T, build bool, skip ...string) string {
 func TestFindPluginsPip(t *testing.T) {
 	site := fakeSite(t, false)
 	t.Setenv(SitePackagesEnv, site)
+	saved := GPUPresent
+	GPUPresent = func() bool { return false }
+	defer func() { GPUPresent = saved }()
 	var got *Plugin
 	for _, p := range FindPlugins() {
 		if p.From == "pip" && strings.HasPrefix(p.Path, site) {
@@ -81,6 +84,12 @@ func TestFindPluginsPip(t *testing.T) {
 	}
 	if want := filepath.Join(site, "jax_plugins/xla_cuda13/xla_cuda_plugin.so"); got.Path != want {
 		t.Errorf("plugin %s, want %s", got.Path, want)
+	}
+	if !got.NoGPU {
+		t.Error("a CUDA plugin on a machine without a GPU is not marked NoGPU")
+	}
+	if b, err := decideBackend("", Job{Task: TaskClassify, Pixels: 1e12}, MeasuredSpeed, FindPlugins()); err != nil || b.Kind != BackendGo {
+		t.Errorf("without a GPU the default chose %s (%v), want go", b.Kind, err)
 	}
 	if k := pluginKind(got.Path); k != BackendXLACUDA {
 		t.Errorf("kind %s, want %s", k, BackendXLACUDA)

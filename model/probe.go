@@ -38,12 +38,12 @@ type BackendInfo struct {
 }
 
 // AvailableBackends lists the backend names that can be probed here: "go"
-// always, then "xla:NAME" for each PJRT plugin go-xla finds (nothing is
-// downloaded: auto-install is off, see backend.go).
+// always, then "xla:PLUGIN" for each PJRT plugin found (FindPlugins:
+// go-xla's folders and pip-installed jax plugins; nothing is downloaded).
 func AvailableBackends() []string {
 	out := []string{"go"}
-	for _, p := range availablePlugins() {
-		out = append(out, "xla:"+p)
+	for _, p := range FindPlugins() {
+		out = append(out, "xla:"+p.Path)
 	}
 	return out
 }

@@ -29,6 +29,10 @@ func TestChooseJobsFollowsDefaultBackend(t *testing.T) {
 	t.Setenv(model.SitePackagesEnv, site)
 	t.Setenv("GOMLX_BACKEND", "")
 	t.Setenv(model.CacheDirEnv, t.TempDir())
+	// This machine stands for one with an NVIDIA GPU.
+	saved := model.GPUPresent
+	model.GPUPresent = func() bool { return true }
+	defer func() { model.GPUPresent = saved }()
 	// One core for the Go backend: a large batch is then faster on the GPU
 	// by MeasuredSpeed's figures, whatever the machine running the test.
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
