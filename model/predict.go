@@ -47,8 +47,9 @@ func NewPredictor(m *Model, backend string) (*Predictor, error) {
 }
 
 // prepInGraph forces the in-graph input preparation (prepgraph.go) on
-// every backend; tests set it to run it on the Go backend.
-var prepInGraph = false
+// every backend, prepOnHost the host's; tests and benchmarks set them to
+// compare the two on one backend.
+var prepInGraph, prepOnHost = false, false
 
 // newPredictor is NewPredictor; fused allows the fused inference layers
 // (net.fused) where the backend has them (tests compare with them off).
@@ -64,7 +65,7 @@ func newPredictor(m *Model, backend string, fused bool) (*Predictor, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &Predictor{m: m, backend: b, desc: desc, marked: map[[2]int]bool{}, prep: prepInGraph || desc.PrepInGraph()}
+	p := &Predictor{m: m, backend: b, desc: desc, marked: map[[2]int]bool{}, prep: !prepOnHost && (prepInGraph || desc.PrepInGraph())}
 	if mem, err := desc.DeviceMemory(); err == nil {
 		p.mem = mem
 	}

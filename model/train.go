@@ -10,6 +10,7 @@ import (
 	"runtime"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/gomlx/compute/dtypes"
@@ -689,6 +690,10 @@ type encState struct {
 	l, d    int
 }
 
+// trainGraphBuilds counts the training step's graph builds, each of which
+// the backend compiles (tests check that epochs do not recompile it).
+var trainGraphBuilds atomic.Int64
+
 // traceTrainGraph, when set, sees the training step's graph (diagnostics).
 var traceTrainGraph func(g *Graph, outs []*Node)
 
@@ -740,6 +745,7 @@ func newTrainer(b compute.Backend, d dims, cfg Config, params paramSet, fr *full
 	tr.masks = nm
 	build := func(aug bool) func(g *Graph, in []*Node) []*Node {
 		return func(g *Graph, in []*Node) []*Node {
+			trainGraphBuilds.Add(1) // one per compilation: GoMLX builds a graph per new input shape
 			if traceTrainGraph != nil {
 				g.SetTraced(true)
 			}
