@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"strings"
 )
 
 // Task is the work a job does with the network.
@@ -133,7 +134,18 @@ func (f SpeedFacts) Estimate(j Job) (goSec, xlaSec float64) {
 // The result says why (Backend.Reason). A named CUDA plugin that is a
 // pip-installed jax plugin gets its NVIDIA set-up too (Backend.CUDA).
 func DecideBackend(name string, job Job) (Backend, error) {
-	return decideBackend(name, job, MeasuredSpeed, FindPlugins())
+	// Looking for plugins loads go-xla's and asks python3 for its folders:
+	// only for the default, or a plugin named by its path (whose pip set-up
+	// is wanted).
+	var found []Plugin
+	n := name
+	if n == "" {
+		n = os.Getenv("GOMLX_BACKEND")
+	}
+	if n == "" || strings.HasPrefix(n, "xla:/") {
+		found = FindPlugins()
+	}
+	return decideBackend(name, job, MeasuredSpeed, found)
 }
 
 func decideBackend(name string, job Job, f SpeedFacts, found []Plugin) (Backend, error) {
