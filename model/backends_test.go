@@ -271,9 +271,11 @@ func BenchmarkBackendInferenceStages(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				prepOnHost = true
+				// The host prepares the scene and the graph takes it whole
+				// (on the Go backend too: not pnec's full-resolution kernels).
+				prepOnHost, useFullRes = true, false
 				p, err := NewPredictor(m, backend)
-				prepOnHost = false
+				prepOnHost, useFullRes = false, true
 				if err != nil {
 					b.Fatal(err)
 				}

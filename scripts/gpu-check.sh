@@ -199,9 +199,9 @@ export PNEC_CACHE_DIR=$work/cache
 mkdir -p $S/batch
 for i in $(seq 1 $nbatch); do cp $S/pavia.tif $S/batch/pavia$i.tif; cp $S/houston.tif $S/batch/houston$i.tif; done
 run "precompile the Houston shape on $xla" 120 pnec backends --precompile $S/m103.pnec --shapes 349x1905 --backend "$xla"
-run "batch of $((2 * nbatch)) mixed scenes on $xla" 120 pnec batch --quiet --model $S/m103.pnec --backend "$xla" --out-dir $S/bx $S/batch
+run "batch of $((2 * nbatch)) mixed scenes on $xla" 120 pnec batch --quiet --model $S/m103.pnec --backend "$xla" --datetime 2024-06-01T10:00:00Z --out-dir $S/bx $S/batch
 bx=$took bxrc=$rc
-run "batch of $((2 * nbatch)) mixed scenes on go" 150 pnec batch --quiet --model $S/m103.pnec --backend go --out-dir $S/bg $S/batch
+run "batch of $((2 * nbatch)) mixed scenes on go" 150 pnec batch --quiet --model $S/m103.pnec --backend go --datetime 2024-06-01T10:00:00Z --out-dir $S/bg $S/batch
 if [ "$bxrc" = 0 ] && [ "$rc" = 0 ]; then
 	ratio=$(awk -v g="$took" -v x="$bx" 'BEGIN { printf "%.2f", g / x }')
 	v=$(awk -v r="$ratio" 'BEGIN { print (r >= 3 ? "pass" : "FAIL") }')
