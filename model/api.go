@@ -45,6 +45,9 @@ type Prediction struct {
 	Rows, Cols, Classes int
 	Prob                []float32 // [Rows][Cols][Classes], P_up = softmax(bilinear_up(Z_cal))
 	Uncertainty         []float32 // [Rows][Cols], G~ in 0..1
+	// Recovered says Prob holds P_rec, the probabilities after the AvgPool
+	// recovery (Predictor.PredictRecovered), not P_up.
+	Recovered bool
 }
 
 // ErrBandCount is returned (wrapped) when a scene's band count differs from

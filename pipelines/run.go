@@ -430,12 +430,18 @@ func prepareOutput(cfg Config) error {
 // of each (its share of the budget, the run's logger), recorded in sum.
 func jobsAndOptions(cfg Config, m *model.Model, scenes int, log *slog.Logger, sum *Summary) (int, processor.Options) {
 	jobs, backend := cfg.Jobs, cfg.Options.Backend
+	opts := cfg.Options
 	if scenes > 0 {
-		jobs, backend = chooseJobs(m, cfg.Jobs, cfg.Options)
+		var b model.Backend
+		var err error
+		if jobs, b, err = chooseJobs(m, cfg.Jobs, cfg.Options, scenes); err == nil {
+			// Every classifier opens the backend decided here: the default
+			// is decided once for the batch, not again per job.
+			backend, opts.Backend = b.Label(), b.Name
+		}
 	}
 	jobs = max(1, min(jobs, scenes))
 	sum.Jobs, sum.Backend = jobs, backend
-	opts := cfg.Options
 	// The budget, given or the default (which respects cgroup limits), is
 	// the whole process's: each job gets its share.
 	if opts.MaxMemoryBytes <= 0 {
@@ -742,20 +748,23 @@ func checkWritable(dir string) error {
 	return os.Remove(name)
 }
 
-// chooseJobs applies the --jobs default: 1 on a GPU backend; on CPU as many
-// scenes as fit in the memory budget when each takes at least a 512x512 tile's
-// working set, capped at the number of CPUs (each scene's network already
-// uses every core, so more jobs mainly overlap reading and writing).
-func chooseJobs(m *model.Model, jobs int, o processor.Options) (int, string) {
-	backend := o.Backend
-	if backend == "" {
-		backend = os.Getenv("GOMLX_BACKEND")
+// chooseJobs decides the batch's backend once (model.DecideBackend, for
+// the batch's scenes) and applies the --jobs default: 1 on an accelerator
+// (model.Backend.OnDevice); on CPU as many scenes as fit in the memory
+// budget when each takes at least a 512x512 tile's working set, capped at
+// the number of CPUs (each scene's network already uses every core, so
+// more jobs mainly overlap reading and writing). An error is a backend
+// name that does not parse.
+func chooseJobs(m *model.Model, jobs int, o processor.Options, scenes int) (int, model.Backend, error) {
+	b, err := model.DecideBackend(o.Backend, model.Job{Task: model.TaskClassify, Scenes: scenes})
+	if err != nil {
+		return jobs, b, err
 	}
 	if jobs > 0 {
-		return jobs, backend
+		return jobs, b, nil
 	}
-	if isGPUBackend(backend) {
-		return 1, backend
+	if b.OnDevice() {
+		return 1, b, nil
 	}
 	budget := o.MaxMemoryBytes
 	if budget <= 0 {
@@ -763,14 +772,9 @@ func chooseJobs(m *model.Model, jobs int, o processor.Options) (int, string) {
 	}
 	per := m.EstimatePredictBytes(512, 512)
 	if per <= 0 || budget <= 0 {
-		return 1, backend
+		return 1, b, nil
 	}
-	return int(max(1, min(int64(runtime.NumCPU()), budget/per))), backend
-}
-
-func isGPUBackend(b string) bool {
-	b = strings.ToLower(b)
-	return strings.Contains(b, "cuda") || strings.Contains(b, "gpu") || strings.Contains(b, "rocm")
+	return int(max(1, min(int64(runtime.NumCPU()), budget/per))), b, nil
 }
 
 // reporter serialises report lines and events.

@@ -177,7 +177,7 @@ func (c *Classifier) planRun(sceneName string, info geo.Info, res *Result) (plan
 	res.TileRows, res.TileCols, res.Overlap = plan.TileRows, plan.TileCols, plan.Overlap
 	res.PlannedBytes = PlannedBytes(plan, info, c.m, c.opts)
 	cost := newSceneCost(info, c.m, c.opts)
-	release = reserveMemory(cost.limit(budget, plan, c.pred.Backend()), blockCacheBytes(info, plan.TileCols)+cost.probCache)
+	release = reserveMemory(cost.limit(budget, plan, backendOf(c.pred)), blockCacheBytes(info, plan.TileCols)+cost.probCache)
 	c.log.Info("plan", "scene", sceneName, "plan", plan.String(), "budget_mib", budget>>20, "planned_mib", res.PlannedBytes>>20)
 	return plan, release, nil
 }
@@ -410,6 +410,14 @@ func (c *Classifier) readTiles(ctx context.Context, sc *geo.Scene, mk *geo.Mask,
 func (c *Classifier) runTiles(ctx context.Context, name string, plan *tiling.Plan, in <-chan tileIn, free chan<- []float32, out chan<- tileOut) (time.Duration, error) {
 	var busy time.Duration
 	k := len(c.m.Classes())
+	// A scene run as one tile is recovered in the compiled graph where the
+	// backend prepares its input there (model.Backend.PrepInGraph); tiles
+	// are stitched first and recovered on the canvas (stitcher.rows).
+	wholeTile := len(plan.Tiles) == 1 && plan.Tiles[0].Input == (tiling.Rect{Rows: plan.Rows, Cols: plan.Cols})
+	recoverer, _ := c.pred.(interface {
+		PredictRecovered(context.Context, model.Scene) (model.Prediction, error)
+	})
+	recoverInGraph := wholeTile && recoverer != nil && backendOf(c.pred).PrepInGraph() && c.opts.Probabilities != ProbabilitiesNetwork
 	for t := range in {
 		if ctx.Err() != nil {
 			return busy, nil
@@ -433,7 +441,13 @@ func (c *Classifier) runTiles(ctx context.Context, name string, plan *tiling.Pla
 			dist = make([]float32, t.scene.Rows*t.scene.Cols*k)
 			distDone.Go(func() { distErr = c.ref.ClassDistances(t.scene.Data, t.scene.Valid, dist) })
 		}
-		p, err := c.pred.Predict(ctx, t.scene)
+		var p model.Prediction
+		var err error
+		if recoverInGraph {
+			p, err = recoverer.PredictRecovered(ctx, t.scene)
+		} else {
+			p, err = c.pred.Predict(ctx, t.scene)
+		}
 		distDone.Wait()
 		busy += time.Since(t0)
 		select {

@@ -70,7 +70,7 @@ func planFlags() []cli.Flag {
 // batch: the plan flags plus backend, creation options and reliability.
 func productFlags() []cli.Flag {
 	return append([]cli.Flag{
-		&cli.StringFlag{Name: "backend", Usage: "compute backend `NAME`: go, xla:cpu, xla:cuda, xla:/abs/plugin.so (default: XLA when a PJRT plugin is installed, else go)"},
+		&cli.StringFlag{Name: "backend", Usage: "compute backend `NAME`: go, xla:cpu, xla:cuda, xla:/abs/plugin.so (default: $GOMLX_BACKEND, else XLA when a GPU plugin is found and the job is faster there, else go: pnec backends)"},
 		&cli.StringSliceFlag{Name: "co", Usage: "COG creation option `KEY=VALUE` (repeatable; checked against GDAL's COG driver before any work, large BLOCKSIZE counted in the memory budget), e.g. --co COMPRESS=ZSTD --co BLOCKSIZE=256"},
 		&cli.StringFlag{Name: "reliability", Value: "byte", Usage: "reliability `TYPE`: byte (band 2, percent 0-100, no-data 255) or float32 (band 2 as byte plus a Float32 0..1 COG NAME.reliability.tif, NaN no-data)"},
 		&cli.StringFlag{Name: "reliability-score", Usage: "`KIND` of score the reliability band carries: spectral, spectral-margin, combined, margin, maxprob, entropy or gate (default: spectral, the best measured; combined for model files without training spectra)"},
@@ -226,6 +226,9 @@ func classifyAction(c *cli.Context) error {
 	if err != nil {
 		return fmt.Errorf("%s: %w", c.String("model"), err)
 	}
+	if opts.Backend == "" {
+		opts.Backend = defaultBackend(scene)
+	}
 	cl, err := processor.NewClassifier(m, opts)
 	if errors.Is(err, processor.ErrTileTooSmall) {
 		return fmt.Errorf("--tile %d: %w", opts.TileSize, err)
@@ -250,6 +253,23 @@ func classifyAction(c *cli.Context) error {
 		printSummary(w, res)
 	}
 	return cl.Close()
+}
+
+// defaultBackend is the backend model.DecideBackend picks for classifying
+// scene (its pixels known), "" when the scene cannot be opened (the
+// classifier then says why).
+func defaultBackend(scene string) string {
+	sc, err := geo.Open(scene)
+	if err != nil {
+		return ""
+	}
+	info := sc.Info()
+	sc.Close()
+	b, err := model.DecideBackend("", model.Job{Task: model.TaskClassify, Pixels: int64(info.Rows) * int64(info.Cols)})
+	if err != nil {
+		return ""
+	}
+	return b.Name
 }
 
 // coError words a refused creation option after the --co flag that gave it.

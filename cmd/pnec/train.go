@@ -79,7 +79,7 @@ func modelFlags() []cli.Flag {
 		&cli.StringFlag{Name: "input", Value: d.Input, Usage: "network `INPUT`, stored in the model: stretch (each band stretched between the training scene's 2nd and 98th percentiles, the paper's), shape (each spectrum divided by its mean: brightness removed), stretch+shape (both) or snv (each spectrum's standard normal variate)"},
 		&cli.StringFlag{Name: "augment", Value: d.Augment.String(), Usage: "training augmentation `SPEC`: off, or p=SHARE,gain=G,tilt=T,offset=O,noise=N,shift=BANDS,tail=SHARE,norm=clean|image,crop=SHARE (each step, with probability p, the training scene changed by a random gain in [1/(1+G), 1+G], tilt up to T, offset up to O and noise up to N of each band's mean, band shift up to BANDS; the last tail of the epochs clean; with probability crop, only a 40-75% part of the scene cut across its rows or columns seen, the rest no-data)"},
 		&cli.IntFlag{Name: "input-levels", Value: d.InputLevels, Usage: "quantise the stretched input to `N` levels, stored in the model: 256 is MambaHSI's and the PyTorch reference's 8 bits; 0 keeps it as it is"},
-		&cli.StringFlag{Name: "backend", Usage: "compute backend `NAME`: go, xla:cpu, xla:cuda, xla:/abs/plugin.so (default: $GOMLX_BACKEND, else XLA when a PJRT plugin is installed, else go)"},
+		&cli.StringFlag{Name: "backend", Usage: "compute backend `NAME`: go, xla:cpu, xla:cuda, xla:/abs/plugin.so (default: $GOMLX_BACKEND, else XLA when a GPU plugin is found and the job is faster there, else go: pnec backends)"},
 	}
 }
 
