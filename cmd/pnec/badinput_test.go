@@ -215,6 +215,17 @@ var badInputs = []badInput{
 		writeTyped(t, p, 3, 2, fixture.Bands, geo.Float32, nil, data[:3*2*fixture.Bands])
 		return p
 	}},
+	// GDAL 3.6 decodes the blocks of a band-interleaved GeoTIFF of 3 or
+	// more bands correctly on its worker threads while reporting
+	// "Bad value N for ExtraSamples" there for every block: counted as the
+	// product's, those refused the scene (issue 34). Both interleavings,
+	// DEFLATE, 16 px tiles that the 40 px wide scene ends inside.
+	{name: "band-interleaved tiled DEFLATE", okFor: allCommands, make: func(t *testing.T, d string) string {
+		return writeLayout(t, filepath.Join(d, "band.tif"), "INTERLEAVE=BAND")
+	}},
+	{name: "pixel-interleaved tiled DEFLATE", okFor: allCommands, make: func(t *testing.T, d string) string {
+		return writeLayout(t, filepath.Join(d, "pixel.tif"), "INTERLEAVE=PIXEL")
+	}},
 	// info samples the valid fraction of a huge scene and says so; tiles
 	// counts every tile and lists the first ones; classify and batch refuse
 	// it at once, before planning, since its product cannot fit the disk.
@@ -248,6 +259,29 @@ var badInputs = []badInput{
 		os.WriteFile(p, []byte(`{"type":"Feature","stac_version":"1.0.0","id":"x","geometry":null,"properties":{"datetime":null},"links":[],"assets":{"hsi":{"href":"../../etc/passwd","roles":["data"]}}}`), 0o644)
 		return p
 	}},
+}
+
+// allCommands accept an input (badInput.okFor).
+var allCommands = map[string]bool{"info": true, "tiles": true, "classify": true, "batch": true}
+
+// writeLayout writes the fixture scene as a DEFLATE GeoTIFF of 16 px tiles
+// with the given interleaving option.
+func writeLayout(t *testing.T, path, interleave string) string {
+	t.Helper()
+	data, _ := fixture.SceneData(9)
+	w, err := geo.CreateGeoTIFF(path, geo.RasterSpec{Cols: fixture.Cols, Rows: fixture.Rows, Bands: fixture.Bands, DataType: geo.Float32, GeoRef: fixture.GeoRef,
+		CreationOptions: []string{interleave, "TILED=YES", "BLOCKXSIZE=16", "BLOCKYSIZE=16", "COMPRESS=DEFLATE"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	if err := w.WriteWindow(geo.Window{Cols: fixture.Cols, Rows: fixture.Rows}, data); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }
 
 // commandArgs gives the arguments that run command on scene, writing under out.
