@@ -104,6 +104,10 @@ type Config struct {
 	// verdict, OnDriftSkip withholds its product and Item (status
 	// refused), OnDriftFail withholds them and counts the scene as failed.
 	OnDrift OnDrift
+
+	// keep is the run's inputs, which no sweep of stale temporaries
+	// removes whatever their names (set by Run).
+	keep *samefile.Set
 }
 
 // OnDrift is Config.OnDrift.
@@ -294,6 +298,7 @@ func Run(ctx context.Context, cfg Config) (Summary, error) {
 	if err := cfg.checkNotInputs(inputs); err != nil {
 		return t.sum, err
 	}
+	cfg.keep = cfg.inputSet(inputs)
 	mine := cfg.Shard.Select(inputs)
 	rep := &reporter{w: cfg.Report, onEvent: cfg.OnEvent, total: len(mine) + len(inErrs)}
 	for _, ie := range inErrs {
@@ -320,7 +325,7 @@ func Run(ctx context.Context, cfg Config) (Summary, error) {
 
 	// Leftovers of killed runs of scenes this process did not touch (another
 	// shard's crashed run, or scenes skipped as up to date) go too, when free.
-	t.sum.TempFilesRemoved += removeStaleTemps(cfg.OutDir, inputs)
+	t.sum.TempFilesRemoved += removeStaleTemps(cfg.OutDir, inputs, cfg.keep.Has)
 	t.sum.Elapsed = time.Since(start)
 	if setupErr != nil {
 		return t.sum, setupErr
@@ -519,12 +524,12 @@ feed:
 }
 
 // removeStaleTemps removes the temporaries of killed runs of inputs' scenes
-// whose lock is free, and returns how many it removed.
-func removeStaleTemps(outDir string, inputs []Input) int {
+// whose lock is free, none that keep reports, and returns how many it removed.
+func removeStaleTemps(outDir string, inputs []Input, keep func(string) bool) int {
 	n := 0
 	for _, in := range inputs {
 		if l, err := tempfiles.TryLock(outDir, in.Key); err == nil {
-			k, _ := tempfiles.RemoveTemps(outDir, in.Key)
+			k, _ := tempfiles.RemoveTemps(outDir, in.Key, keep)
 			n += k
 			l.Release()
 		}
@@ -544,7 +549,31 @@ var ErrOutputIsInput = samefile.ErrOutputIsInput
 // the Collection or the report being an input. Every input of every shard
 // is checked, so that all shards agree.
 func (cfg *Config) checkNotInputs(inputs []Input) error {
-	var ins samefile.Set
+	ins := cfg.inputSet(inputs)
+	runFiles := []samefile.Named{{Path: cfg.Collection, Role: "the STAC Collection"}, {Path: cfg.ReportPath, Role: "the run report"}}
+	var products []samefile.Named
+	for _, in := range inputs {
+		product := filepath.Join(cfg.OutDir, in.Key+".tif")
+		paths, roles := geo.ProductFiles(product, cfg.Options.ReliabilityFloat32)
+		for i := range paths {
+			products = append(products, samefile.Named{Path: paths[i], Role: roles[i]})
+		}
+		products = append(products, samefile.Named{Path: filepath.Join(cfg.OutDir, in.Key+".json"), Role: "the product's STAC Item"})
+	}
+	if err := ins.Check(append(runFiles, products...)...); err != nil {
+		return err
+	}
+	// Nor may a product or an Item replace the Collection or the report
+	// (a scene named collection.tif beside collection.json, say).
+	var run samefile.Set
+	run.Add(runFiles...)
+	return run.Check(products...)
+}
+
+// inputSet is every file the run reads that is known before its scenes
+// start: scenes, source Items, the inputs as named, the model, the masks.
+func (cfg *Config) inputSet(inputs []Input) *samefile.Set {
+	ins := &samefile.Set{}
 	for _, in := range inputs {
 		ins.Add(samefile.Named{Path: in.Name, Role: "the scene"})
 		if in.Item != "" {
@@ -568,24 +597,7 @@ func (cfg *Config) checkNotInputs(inputs []Input) error {
 	for _, m := range cfg.Options.QualityMasks {
 		ins.Add(samefile.Named{Path: m.Path, Role: "the quality mask"})
 	}
-	runFiles := []samefile.Named{{Path: cfg.Collection, Role: "the STAC Collection"}, {Path: cfg.ReportPath, Role: "the run report"}}
-	var products []samefile.Named
-	for _, in := range inputs {
-		product := filepath.Join(cfg.OutDir, in.Key+".tif")
-		paths, roles := geo.ProductFiles(product, cfg.Options.ReliabilityFloat32)
-		for i := range paths {
-			products = append(products, samefile.Named{Path: paths[i], Role: roles[i]})
-		}
-		products = append(products, samefile.Named{Path: filepath.Join(cfg.OutDir, in.Key+".json"), Role: "the product's STAC Item"})
-	}
-	if err := ins.Check(append(runFiles, products...)...); err != nil {
-		return err
-	}
-	// Nor may a product or an Item replace the Collection or the report
-	// (a scene named collection.tif beside collection.json, say).
-	var run samefile.Set
-	run.Add(runFiles...)
-	return run.Check(products...)
+	return ins
 }
 
 // checkCollection refuses, before any work, a Collection file that could
@@ -750,16 +762,17 @@ func (w *worker) scene(ctx context.Context, in Input) SceneReport {
 		return fail(err)
 	}
 	defer lock.Release()
-	if n, err := tempfiles.RemoveTemps(w.cfg.OutDir, in.Key); err != nil {
+	mask, err := sceneMask(w.cfg.Mask, in)
+	if err != nil {
+		return fail(err)
+	}
+	keep := func(p string) bool { return w.cfg.keep.Has(p) || (mask != "" && samefile.Same(p, mask)) }
+	if n, err := tempfiles.RemoveTemps(w.cfg.OutDir, in.Key, keep); err != nil {
 		return fail(fmt.Errorf("remove stale temporary files: %w", err))
 	} else if n > 0 {
 		w.log.Info("removed stale temporary files", "input", in.Name, "files", n)
 	}
 
-	mask, err := sceneMask(w.cfg.Mask, in)
-	if err != nil {
-		return fail(err)
-	}
 	src := sourceRecord(in)
 	maskRecord(&src, mask)
 	// The record names the input as the Item's links do (relative when under
@@ -779,7 +792,7 @@ func (w *worker) scene(ctx context.Context, in Input) SceneReport {
 			// A run killed between writing the Item and adding it to the
 			// collection left it out: add it now (a no-op when it is in).
 			if w.cfg.Collection != "" && !w.inCollection[itemHref(w.cfg.Collection, itemPath)] {
-				if err := addItemFileToCollection(w.cfg.Collection, w.collection(), itemPath); err != nil {
+				if err := addItemFileToCollection(w.cfg.Collection, w.collection(), itemPath, w.cfg.keep.Has); err != nil {
 					return fail(err)
 				}
 			}
@@ -902,7 +915,7 @@ func (w *worker) describe(in Input, product, itemPath string, src SourceRecord, 
 		return err
 	}
 	if w.cfg.Collection != "" {
-		if err := addToCollection(w.cfg.Collection, w.collection(), itemPath, item.Bbox, itemInterval(item.Properties)); err != nil {
+		if err := addToCollection(w.cfg.Collection, w.collection(), itemPath, item.Bbox, itemInterval(item.Properties), w.cfg.keep.Has); err != nil {
 			// Without the Item the scene is not up to date, so the next
 			// run redoes it and adds it then.
 			os.Remove(itemPath)
