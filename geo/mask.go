@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/airbusgeo/godal"
 
@@ -35,6 +36,18 @@ type Mask struct {
 	rows, cols int
 	inside     int64
 	buf        []float32
+	// nodata is the source raster's no-data value where it is copied pixel
+	// for pixel (a raster without CRS): outside, like 0. (A warp leaves
+	// the source's no-data at 0 itself.)
+	nodata    float32
+	hasNoData bool
+}
+
+// isInside is whether a value of the placed mask is inside: not 0, not
+// NaN (a Float32 mask of NaN is no data, not "non-zero") and not the
+// source's no-data.
+func (m *Mask) isInside(v float32) bool {
+	return v != 0 && v == v && !(m.hasNoData && v == m.nodata)
 }
 
 // OpenMask places the mask named name (a raster or vector dataset name)
@@ -94,7 +107,7 @@ func openMask(ctx context.Context, name string, scene Info) (*Mask, error) {
 		return nil, err
 	}
 	if m.inside == 0 {
-		return nil, fmt.Errorf("%w %s (no pixel of it lies inside)", ErrMaskNoOverlap, scene.Name)
+		return nil, fmt.Errorf("%w %s (no pixel of it lies inside; 0, no-data and NaN are outside)", ErrMaskNoOverlap, scene.Name)
 	}
 	ok = true
 	return m, nil
@@ -126,14 +139,28 @@ func (m *Mask) create(scene Info, dtype godal.DataType) (string, error) {
 	return path, nil
 }
 
-// rasterize burns the vector dataset's geometries (every layer; each
-// reprojected from its CRS to the scene's) into the mask.
+// rasterize burns the vector dataset's polygons (every layer with
+// geometries; each reprojected from its CRS to the scene's) into the mask.
+// Points and lines are refused: GDAL would burn the pixels they touch, a
+// pixel or a one-pixel trace, which is no area.
 func (m *Mask) rasterize(vds *godal.Dataset, scene Info) error {
-	layers := vds.Layers()
-	if len(layers) == 0 {
-		return errors.New("a vector dataset without layers")
+	var layers []godal.Layer
+	for _, l := range vds.Layers() {
+		if l.Type() != godal.GTNone { // not an attribute table
+			layers = append(layers, l)
+		}
 	}
+	if len(layers) == 0 {
+		return errors.New("a vector dataset without layers of geometries")
+	}
+	args := []string{"-burn", "1"}
 	for _, l := range layers {
+		if err := polygonsOnly(vds, l); err != nil {
+			return err
+		}
+		// Named one by one: without -l, GDAL refuses a dataset of several
+		// layers ("Neither -sql nor -l are specified").
+		args = append(args, "-l", l.Name())
 		has := hasSRS(l.SpatialRef())
 		switch {
 		case !has && scene.WKT != "":
@@ -147,10 +174,34 @@ func (m *Mask) rasterize(vds *godal.Dataset, scene Info) error {
 	}
 	// GDAL reprojects each layer to the raster's CRS; pixels whose centre
 	// lies inside a polygon are burnt.
-	if err := m.ds.RasterizeInto(vds, []string{"-burn", "1"}, errh); err != nil {
+	if err := m.ds.RasterizeInto(vds, args, errh); err != nil {
 		return fmt.Errorf("rasterize: %w", tidy(err))
 	}
 	return nil
+}
+
+// polygonal are the geometry types (OGR SQL's OGR_GEOMETRY, which names a
+// Z or M geometry's 2D type) that cover an area.
+const polygonal = `'POLYGON','MULTIPOLYGON','CURVEPOLYGON','MULTISURFACE','POLYHEDRALSURFACE','TIN','TRIANGLE'`
+
+// polygonsOnly refuses a layer holding a geometry that covers no area (a
+// point, a line, a collection), naming the layer, the type and the feature.
+func polygonsOnly(vds *godal.Dataset, l godal.Layer) error {
+	q := fmt.Sprintf(`SELECT OGR_GEOMETRY, FID FROM "%s" WHERE OGR_GEOMETRY IS NOT NULL AND OGR_GEOMETRY NOT IN (%s)`,
+		strings.ReplaceAll(l.Name(), `"`, `""`), polygonal)
+	rs, err := vds.ExecuteSQL(q, godal.OGRSQLDialect(), errh)
+	if err != nil {
+		return fmt.Errorf("layer %q: geometry types: %w", l.Name(), tidy(err))
+	}
+	defer rs.Close(errh)
+	f := rs.NextFeature()
+	if f == nil {
+		return nil
+	}
+	defer f.Close()
+	fields := f.Fields()
+	return fmt.Errorf("layer %q holds a %s (feature %s): an area of interest is made of polygons (buffer points and lines into polygons first, e.g. with ogr2ogr -dialect SQLite -sql 'SELECT ST_Buffer(geometry, 10) ...')",
+		l.Name(), fields["OGR_GEOMETRY"].String(), fields["FID"].String())
 }
 
 // warp places a raster mask's first band on the scene's grid: nearest
@@ -168,7 +219,11 @@ func (m *Mask) warp(src *godal.Dataset, scene Info) error {
 	aligned := st.SizeX == scene.Cols && st.SizeY == scene.Rows
 	switch {
 	case (!hasCRS || gtErr != nil) && aligned:
-		// Pixel for pixel: the scene's grid.
+		// Pixel for pixel: the scene's grid. The copy keeps the values
+		// as they are; the source's no-data is remembered as outside.
+		if nd, ok := src.Bands()[0].NoData(); ok {
+			m.nodata, m.hasNoData = float32(nd), true
+		}
 		path, err := m.create(scene, dtype)
 		if err != nil {
 			return err
@@ -223,7 +278,7 @@ func (m *Mask) count(ctx context.Context) error {
 			return fmt.Errorf("read rows %d..%d: %w", r0, r0+n-1, tidy(err))
 		}
 		for _, v := range buf[:m.cols*n] {
-			if v != 0 {
+			if m.isInside(v) {
 				m.inside++
 			}
 		}
@@ -257,7 +312,7 @@ func (m *Mask) Read(w Window, inside []bool) (bool, error) {
 	}
 	any := false
 	for i, v := range buf {
-		inside[i] = v != 0
+		inside[i] = m.isInside(v)
 		any = any || inside[i]
 	}
 	return any, nil
