@@ -226,6 +226,15 @@ var badInputs = []badInput{
 	{name: "pixel-interleaved tiled DEFLATE", okFor: allCommands, make: func(t *testing.T, d string) string {
 		return writeLayout(t, filepath.Join(d, "pixel.tif"), "INTERLEAVE=PIXEL")
 	}},
+	// A geotransform that places no grid: classify wrote Origin = (nan,
+	// ...) with exit 0, batch published the product and failed on its
+	// Item (JSON has no NaN), leaving it (issue 34).
+	{name: "NaN geotransform", want: "geotransform", fastFail: true, make: func(t *testing.T, d string) string {
+		return withGeoTransform(t, d, "nan, 10, 0, 4800000, 0, -10")
+	}},
+	{name: "zero-size pixels", want: "geotransform", fastFail: true, make: func(t *testing.T, d string) string {
+		return withGeoTransform(t, d, "500000, 10, 0, 4800000, 0, 0")
+	}},
 	// info samples the valid fraction of a huge scene and says so; tiles
 	// counts every tile and lists the first ones; classify and batch refuse
 	// it at once, before planning, since its product cannot fit the disk.
@@ -282,6 +291,24 @@ func writeLayout(t *testing.T, path, interleave string) string {
 		t.Fatal(err)
 	}
 	return path
+}
+
+// withGeoTransform is a VRT of the fixture scene, without CRS, with the
+// geotransform gt (GDAL's text: six numbers).
+func withGeoTransform(t *testing.T, dir, gt string) string {
+	t.Helper()
+	src := goodScene(t, t.TempDir())
+	var b strings.Builder
+	fmt.Fprintf(&b, `<VRTDataset rasterXSize="%d" rasterYSize="%d">`+"\n  <GeoTransform>%s</GeoTransform>\n", fixture.Cols, fixture.Rows, gt)
+	for i := 1; i <= fixture.Bands; i++ {
+		fmt.Fprintf(&b, `  <VRTRasterBand dataType="Float32" band="%d"><SimpleSource><SourceFilename relativeToVRT="0">%s</SourceFilename><SourceBand>%d</SourceBand></SimpleSource></VRTRasterBand>`+"\n", i, src, i)
+	}
+	b.WriteString("</VRTDataset>\n")
+	p := filepath.Join(dir, "grid.vrt")
+	if err := os.WriteFile(p, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
 }
 
 // commandArgs gives the arguments that run command on scene, writing under out.
