@@ -53,10 +53,14 @@ func (m *Mask) isInside(v float32) bool {
 // OpenMask places the mask named name (a raster or vector dataset name)
 // on the pixel grid of scene (rows, columns, geotransform, CRS). A raster
 // without CRS is taken as the scene's own grid when it has the scene's
-// size. Errors name the mask: one that does not open, ErrMaskCRS,
-// ErrMaskNoOverlap.
+// size. Errors name the mask: one that does not open (ErrNotRegular for a
+// FIFO, a device or a socket), ErrMaskCRS, ErrMaskNoOverlap.
 func OpenMask(ctx context.Context, name string, scene Info) (*Mask, error) {
 	register()
+	// GDAL would wait forever on a FIFO nobody writes (as for scenes).
+	if err := CheckRegular(name); err != nil {
+		return nil, fmt.Errorf("mask %s: %w", name, err)
+	}
 	m, err := openMask(ctx, name, scene)
 	if err != nil {
 		return nil, fmt.Errorf("mask %s: %w", name, err)

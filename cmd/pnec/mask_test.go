@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -74,3 +75,30 @@ func coords(pts [][2]float64) string {
 }
 
 func ftoa(v float64) string { return strconv.FormatFloat(v, 'f', 3, 64) }
+
+// TestMaskFIFORefused: a FIFO as --mask is refused at once, like a FIFO
+// scene (issue 34: GDAL waited on it until killed).
+func TestMaskFIFORefused(t *testing.T) {
+	modelPath, err := fixture.ModelPath()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	scene := goodScene(t, dir)
+	fifo := filepath.Join(dir, "aoi.gpkg")
+	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+		t.Skipf("mkfifo: %v", err)
+	}
+	for name, args := range map[string][]string{
+		"classify": {"classify", "--quiet", "--model", modelPath, "--mask", fifo, "--scene", scene, "--out", filepath.Join(dir, "out", "p.tif")},
+		"batch": {"batch", "--quiet", "--model", modelPath, "--mask", fifo, "--out-dir", filepath.Join(dir, "out"), "--report", filepath.Join(dir, "r.jsonl"),
+			"--datetime", "2024-06-01", scene},
+	} {
+		os.MkdirAll(filepath.Join(dir, "out"), 0o755)
+		r := runPnec(t, 20*time.Second, args...)
+		checkCleanFailure(t, r, fifo, "not a regular file: a fifo", filepath.Join(dir, "out"))
+		if r.elapsed > 10*time.Second {
+			t.Errorf("%s took %s, want under 10 s", name, r.elapsed.Round(time.Millisecond))
+		}
+	}
+}
