@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 
 	"github.com/airbusgeo/godal"
@@ -56,16 +57,50 @@ func (m *Mask) isInside(v float32) bool {
 // size. Errors name the mask: one that does not open (ErrNotRegular for a
 // FIFO, a device or a socket), ErrMaskCRS, ErrMaskNoOverlap.
 func OpenMask(ctx context.Context, name string, scene Info) (*Mask, error) {
+	return OpenMaskWithin(ctx, name, scene, 0)
+}
+
+// OpenMaskWithin is OpenMask within a memory budget of budgetBytes (0:
+// none): GDAL's GeoJSON driver parses each feature whole, in about 3.2
+// times OGR_GEOJSON_MAX_OBJ_SIZE at its limit (ogrinfo of a 2M-vertex
+// polygon: limit 10 MB, 75 MB RSS; 40 MB, 171 MB; GDAL's default 200 MB,
+// 685 MB), so the limit is set to a sixteenth of the budget in MB (at most
+// GDAL's default) while the mask is read: a fifth of the budget. A value the
+// user set wins. A feature over it is refused with GDAL's message.
+func OpenMaskWithin(ctx context.Context, name string, scene Info, budgetBytes int64) (*Mask, error) {
 	register()
 	// GDAL would wait forever on a FIFO nobody writes (as for scenes).
 	if err := CheckRegular(name); err != nil {
 		return nil, fmt.Errorf("mask %s: %w", name, err)
 	}
-	m, err := openMask(ctx, name, scene)
+	var m *Mask
+	open := func() (err error) { m, err = openMask(ctx, name, scene); return err }
+	var err error
+	if limit := geojsonMaxObjMB(budgetBytes); limit > 0 && ConfigValue(geojsonMaxObj) == "" {
+		err = withThreadConfig(geojsonMaxObj, strconv.Itoa(limit), open)
+		if err != nil && strings.Contains(err.Error(), geojsonMaxObj) {
+			err = fmt.Errorf("%w (pnec set %s=%d from the memory budget, %d MiB: a larger budget, or the option set with --config, allows larger features)",
+				err, geojsonMaxObj, limit, budgetBytes>>20)
+		}
+	} else {
+		err = open()
+	}
 	if err != nil {
 		return nil, fmt.Errorf("mask %s: %w", name, err)
 	}
 	return m, nil
+}
+
+// geojsonMaxObj is GDAL's limit, MB, on the size of one GeoJSON object it parses.
+const geojsonMaxObj = "OGR_GEOJSON_MAX_OBJ_SIZE"
+
+// geojsonMaxObjMB is OpenMaskWithin's GeoJSON object limit, MB, for a
+// budget (0: none, GDAL's default).
+func geojsonMaxObjMB(budgetBytes int64) int {
+	if budgetBytes <= 0 {
+		return 0
+	}
+	return int(min(max(budgetBytes/(16<<20), 1), 200))
 }
 
 func openMask(ctx context.Context, name string, scene Info) (*Mask, error) {
@@ -91,8 +126,15 @@ func openMask(ctx context.Context, name string, scene Info) (*Mask, error) {
 			return nil, err
 		}
 	} else {
+		verr := err
 		src, rerr := godal.Open(name, godal.RasterOnly(), errh)
 		if rerr != nil {
+			// GDAL's reason as a vector when a vector driver took the file
+			// and failed (a GeoJSON object over OGR_GEOJSON_MAX_OBJ_SIZE),
+			// rather than the raster drivers' "not recognized".
+			if !strings.Contains(verr.Error(), "not recognized as a supported file format") {
+				rerr = verr
+			}
 			return nil, fmt.Errorf("neither a vector nor a raster GDAL opens: %w", tidy(rerr))
 		}
 		err := m.warp(src, scene)

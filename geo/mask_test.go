@@ -373,3 +373,14 @@ func TestMaskErrors(t *testing.T) {
 		t.Errorf("vector without CRS on a scene without CRS: got %v, want it placed (here: outside the scene)", err)
 	}
 }
+
+func TestGeoJSONMaxObjMB(t *testing.T) {
+	for _, tc := range []struct {
+		budget int64
+		want   int
+	}{{0, 0}, {1 << 20, 1}, {200 << 20, 12}, {320 << 20, 20}, {8 << 30, 200}} {
+		if got := geojsonMaxObjMB(tc.budget); got != tc.want {
+			t.Errorf("geojsonMaxObjMB(%d MiB) = %d, want %d", tc.budget>>20, got, tc.want)
+		}
+	}
+}

@@ -62,7 +62,7 @@ func (c *Classifier) classifyIn(parent context.Context, sceneName, mask, out str
 	defer release()
 	var mk *geo.Mask
 	if mask != "" {
-		if mk, err = geo.OpenMask(parent, mask, info); err != nil {
+		if mk, err = geo.OpenMaskWithin(parent, mask, info, res.MaxMemoryBytes); err != nil {
 			return res, fmt.Errorf("%s: %w", sceneName, err)
 		}
 		defer mk.Close()

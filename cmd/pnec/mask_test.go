@@ -1,6 +1,9 @@
 package main
 
 import (
+	"bufio"
+	"fmt"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -100,5 +103,55 @@ func TestMaskFIFORefused(t *testing.T) {
 		if r.elapsed > 10*time.Second {
 			t.Errorf("%s took %s, want under 10 s", name, r.elapsed.Round(time.Millisecond))
 		}
+	}
+}
+
+// TestLargeGeoJSONMaskWithinBudget: a GeoJSON mask of one 2M-vertex polygon
+// (50 MB) under --max-memory 200M is refused with GDAL's reason and the limit
+// pnec set, within the budget (issue 34: GDAL's default object limit let it
+// parse to 685 MB RSS at a 320M budget, and the run then said "not recognized
+// as a supported file format").
+func TestLargeGeoJSONMaskWithinBudget(t *testing.T) {
+	bin := pnecBinary(t)
+	modelPath, err := fixture.ModelPath()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	scene := goodScene(t, dir)
+	gt := fixture.GeoRef.GeoTransform
+	cx, cy := gt[0]+20*gt[1], gt[3]+16*gt[5]
+	mask := filepath.Join(dir, "aoi.geojson")
+	f, err := os.Create(mask)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := bufio.NewWriter(f)
+	w.WriteString(`{"type":"FeatureCollection","crs":{"type":"name","properties":{"name":"urn:ogc:def:crs:EPSG::32631"}},` +
+		`"features":[{"type":"Feature","properties":{},"geometry":{"type":"Polygon","coordinates":[[`)
+	const n = 2_000_000
+	for i := 0; i <= n; i++ {
+		a := 2 * math.Pi * float64(i%n) / n
+		if i > 0 {
+			w.WriteByte(',')
+		}
+		fmt.Fprintf(w, "[%.3f,%.3f]", cx+100*math.Cos(a), cy+100*math.Sin(a))
+	}
+	w.WriteString("]]}}]}")
+	if err := w.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	const budget = 200 << 20
+	cmd := exec.Command(bin, "classify", "--quiet", "--model", modelPath, "--scene", scene, "--mask", mask,
+		"--out", filepath.Join(dir, "out.tif"), "--max-memory", fmt.Sprint(budget))
+	out, err := cmd.CombinedOutput()
+	peak := cmd.ProcessState.SysUsage().(*syscall.Rusage).Maxrss << 10
+	t.Logf("exit %v, peak RSS %d MiB: %s", err, peak>>20, out)
+	if err == nil || !strings.Contains(string(out), "OGR_GEOJSON_MAX_OBJ_SIZE") || !strings.Contains(string(out), "pnec set") {
+		t.Errorf("want a refusal with GDAL's reason (OGR_GEOJSON_MAX_OBJ_SIZE) and the limit pnec set")
+	}
+	if peak > budget {
+		t.Errorf("peak RSS %d MiB over --max-memory %d MiB", peak>>20, budget>>20)
 	}
 }
