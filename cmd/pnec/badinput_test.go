@@ -258,6 +258,15 @@ var badInputs = []badInput{
 		os.WriteFile(p, []byte(`{"type":"Feature","stac_version":"1.0.0","id":"x","geometry":null,"properties":{"datetime":null},"links":[],"assets":{"thumb":{"href":"t.png","roles":["thumbnail"]}}}`), 0o644)
 		return p
 	}},
+	// A 50 MB id made a 100 MB stderr line, a 200 MB report and 1.35 GB
+	// RSS, and failed on a lock file name too long (issue 34).
+	{name: "STAC item with a 2 MB id", stacOnly: true, want: "stac item id of 2000000 bytes: want at most 1024", make: func(t *testing.T, d string) string {
+		scene := goodScene(t, d)
+		p := filepath.Join(d, "bigid.json")
+		os.WriteFile(p, []byte(`{"type":"Feature","stac_version":"1.0.0","id":"`+strings.Repeat("a", 2_000_000)+
+			`","geometry":null,"properties":{"datetime":"2024-06-01T00:00:00Z"},"links":[],"assets":{"hsi":{"href":"`+filepath.Base(scene)+`","roles":["data"]}}}`), 0o644)
+		return p
+	}},
 	{name: "bad JSON", stacOnly: true, want: "json", make: func(t *testing.T, d string) string {
 		p := filepath.Join(d, "broken.json")
 		os.WriteFile(p, []byte(`{"type":"Feature","assets":{`), 0o644)
@@ -356,7 +365,10 @@ func checkCleanFailure(t *testing.T, r runResult, input, want, out string) {
 	t.Logf("exit %d in %s: %s", r.code, r.elapsed.Round(time.Millisecond), strings.TrimSpace(r.stderr))
 	lines := strings.Split(strings.TrimSpace(r.stderr), "\n")
 	if len(lines) != 1 || !strings.HasPrefix(lines[0], "pnec: ") {
-		t.Errorf("stderr has %d lines, want one 'pnec: ...' line:\n%s", len(lines), r.stderr)
+		t.Errorf("stderr has %d lines, want one 'pnec: ...' line:\n%.2000s", len(lines), r.stderr)
+	}
+	if len(r.stderr) > 20<<10 {
+		t.Errorf("stderr of %d bytes, want at most 20 KiB", len(r.stderr))
 	}
 	msg := strings.ToLower(lines[len(lines)-1])
 	if !strings.Contains(msg, strings.ToLower(filepath.Base(input))) {
