@@ -79,7 +79,7 @@ func OpenMaskWithin(ctx context.Context, name string, scene Info, budgetBytes in
 	if limit := geojsonMaxObjMB(budgetBytes); limit > 0 && ConfigValue(geojsonMaxObj) == "" {
 		err = withThreadConfig(geojsonMaxObj, strconv.Itoa(limit), open)
 		if err != nil && strings.Contains(err.Error(), geojsonMaxObj) {
-			err = fmt.Errorf("%w (pnec set %s=%d from the memory budget, %d MiB: a larger budget, or the option set with --config, allows larger features)",
+			err = fmt.Errorf("%w (pnec set %s=%d from the memory budget, %d MiB: a larger budget, or the option set in GDAL's configuration, allows larger features)",
 				err, geojsonMaxObj, limit, budgetBytes>>20)
 		}
 	} else {

@@ -230,10 +230,10 @@ var badInputs = []badInput{
 	// ...) with exit 0, batch published the product and failed on its
 	// Item (JSON has no NaN), leaving it (issue 34).
 	{name: "NaN geotransform", want: "geotransform", fastFail: true, make: func(t *testing.T, d string) string {
-		return withGeoTransform(t, d, "nan, 10, 0, 4800000, 0, -10")
+		return withGeoTransform(t, d, "nangrid.vrt", "nan, 10, 0, 4800000, 0, -10")
 	}},
 	{name: "zero-size pixels", want: "geotransform", fastFail: true, make: func(t *testing.T, d string) string {
-		return withGeoTransform(t, d, "500000, 10, 0, 4800000, 0, 0")
+		return withGeoTransform(t, d, "flatgrid.vrt", "500000, 10, 0, 4800000, 0, 0")
 	}},
 	// info samples the valid fraction of a huge scene and says so; tiles
 	// counts every tile and lists the first ones; classify and batch refuse
@@ -303,8 +303,8 @@ func writeLayout(t *testing.T, path, interleave string) string {
 }
 
 // withGeoTransform is a VRT of the fixture scene, without CRS, with the
-// geotransform gt (GDAL's text: six numbers).
-func withGeoTransform(t *testing.T, dir, gt string) string {
+// geotransform gt (GDAL's text: six numbers), named name in dir.
+func withGeoTransform(t *testing.T, dir, name, gt string) string {
 	t.Helper()
 	src := goodScene(t, t.TempDir())
 	var b strings.Builder
@@ -313,7 +313,7 @@ func withGeoTransform(t *testing.T, dir, gt string) string {
 		fmt.Fprintf(&b, `  <VRTRasterBand dataType="Float32" band="%d"><SimpleSource><SourceFilename relativeToVRT="0">%s</SourceFilename><SourceBand>%d</SourceBand></SimpleSource></VRTRasterBand>`+"\n", i, src, i)
 	}
 	b.WriteString("</VRTDataset>\n")
-	p := filepath.Join(dir, "grid.vrt")
+	p := filepath.Join(dir, name)
 	if err := os.WriteFile(p, []byte(b.String()), 0o644); err != nil {
 		t.Fatal(err)
 	}
