@@ -106,7 +106,7 @@ func TestCatalogPolicyMaskAsset(t *testing.T) {
 	defer srv.Close()
 	for _, tc := range []struct {
 		name, href, doc string // doc: the Item's location, local or a URL
-		want, why         string
+		want, why       string
 	}{
 		{name: "inside", href: "aoi.tif", want: filepath.Join(cat, "aoi.tif")},
 		{name: "absolute path", href: secret, want: secret, why: "(an absolute path)"},

@@ -449,7 +449,16 @@ func (e *expander) stac(ctx context.Context, loc, origin string, depth int, root
 	}
 }
 
+// MaxItemIDBytes bounds a STAC Item id: it names the product's files and
+// travels in every message, report line and Item about the scene (a 50 MB
+// id made a 100 MB stderr line and 1.35 GB RSS). Real ids are tens of bytes.
+const MaxItemIDBytes = 1024
+
 func (e *expander) item(loc, origin, root string, d stacDoc) {
+	if len(d.ID) > MaxItemIDBytes {
+		e.fail(loc, fmt.Errorf("STAC Item id of %d bytes: want at most %d", len(d.ID), MaxItemIDBytes))
+		return
+	}
 	name := loc
 	if d.ID != "" {
 		name = loc + "#" + d.ID

@@ -108,6 +108,10 @@ type Config struct {
 	// verdict, OnDriftSkip withholds its product and Item (status
 	// refused), OnDriftFail withholds them and counts the scene as failed.
 	OnDrift OnDrift
+
+	// keep is the run's inputs, which no sweep of stale temporaries
+	// removes whatever their names (set by Run).
+	keep *samefile.Set
 }
 
 // OnDrift is Config.OnDrift.
@@ -310,6 +314,7 @@ func Run(ctx context.Context, cfg Config) (Summary, error) {
 			return t.sum, err
 		}
 	}
+	cfg.keep = cfg.inputSet(inputs)
 	mine := cfg.Shard.Select(inputs)
 	rep := &reporter{w: cfg.Report, onEvent: cfg.OnEvent, total: len(mine) + len(inErrs)}
 	for _, ie := range inErrs {
@@ -336,7 +341,7 @@ func Run(ctx context.Context, cfg Config) (Summary, error) {
 
 	// Leftovers of killed runs of scenes this process did not touch (another
 	// shard's crashed run, or scenes skipped as up to date) go too, when free.
-	t.sum.TempFilesRemoved += removeStaleTemps(cfg.OutDir, inputs)
+	t.sum.TempFilesRemoved += removeStaleTemps(cfg.OutDir, inputs, cfg.keep.Has)
 	t.sum.Elapsed = time.Since(start)
 	if setupErr != nil {
 		return t.sum, setupErr
@@ -557,12 +562,12 @@ feed:
 }
 
 // removeStaleTemps removes the temporaries of killed runs of inputs' scenes
-// whose lock is free, and returns how many it removed.
-func removeStaleTemps(outDir string, inputs []Input) int {
+// whose lock is free, none that keep reports, and returns how many it removed.
+func removeStaleTemps(outDir string, inputs []Input, keep func(string) bool) int {
 	n := 0
 	for _, in := range inputs {
 		if l, err := tempfiles.TryLock(outDir, in.Key); err == nil {
-			k, _ := tempfiles.RemoveTemps(outDir, in.Key)
+			k, _ := tempfiles.RemoveTemps(outDir, in.Key, keep)
 			n += k
 			l.Release()
 		}
@@ -582,7 +587,34 @@ var ErrOutputIsInput = samefile.ErrOutputIsInput
 // the Collection or the report being an input. Every input of every shard
 // is checked, so that all shards agree.
 func (cfg *Config) checkNotInputs(inputs []Input) error {
-	var ins samefile.Set
+	ins := cfg.inputSet(inputs)
+	runFiles := []samefile.Named{{Path: cfg.Collection, Role: "the STAC Collection"}, {Path: cfg.ReportPath, Role: "the run report"}}
+	products, err := cfg.planOutputs(inputs)
+	if err != nil {
+		return err
+	}
+	if err := ins.Check(append(runFiles, products...)...); err != nil {
+		return err
+	}
+	// A directory in place of an output was found only when the finished
+	// file was renamed onto it, after the scene's work.
+	for _, o := range products {
+		if st, err := os.Stat(o.Path); err == nil && st.IsDir() {
+			return fmt.Errorf("%s %s: %w: it is a directory", o.Role, o.Path, processor.ErrBadOutput)
+		}
+	}
+	// Nor may a product or an Item replace the Collection or the report
+	// (a scene named collection.tif beside collection.json, say).
+	var run samefile.Set
+	run.Add(runFiles...)
+	return run.Check(products...)
+}
+
+// inputSet is every file the run reads that is known before its scenes
+// start: scenes, source Items, the inputs as named, the model, the masks,
+// and the local files their VRTs read at any depth.
+func (cfg *Config) inputSet(inputs []Input) *samefile.Set {
+	ins := &samefile.Set{}
 	// addReads adds a dataset and, for a VRT, the local files it reads at
 	// any depth. The VRTs of a catalog under the policy are left to the
 	// scene's policy check (checkOpens), which reads nothing the catalog
@@ -619,26 +651,7 @@ func (cfg *Config) checkNotInputs(inputs []Input) error {
 	for _, m := range cfg.Options.QualityMasks {
 		addReads(m.Path, "the quality mask", false)
 	}
-	runFiles := []samefile.Named{{Path: cfg.Collection, Role: "the STAC Collection"}, {Path: cfg.ReportPath, Role: "the run report"}}
-	products, err := cfg.planOutputs(inputs)
-	if err != nil {
-		return err
-	}
-	if err := ins.Check(append(runFiles, products...)...); err != nil {
-		return err
-	}
-	// A directory in place of an output was found only when the finished
-	// file was renamed onto it, after the scene's work.
-	for _, o := range products {
-		if st, err := os.Stat(o.Path); err == nil && st.IsDir() {
-			return fmt.Errorf("%s %s: %w: it is a directory", o.Role, o.Path, processor.ErrBadOutput)
-		}
-	}
-	// Nor may a product or an Item replace the Collection or the report
-	// (a scene named collection.tif beside collection.json, say).
-	var run samefile.Set
-	run.Add(runFiles...)
-	return run.Check(products...)
+	return ins
 }
 
 // ErrOutputCollision: two outputs of one batch are one file (a scene's
@@ -862,16 +875,17 @@ func (w *worker) scene(ctx context.Context, in Input) SceneReport {
 		return fail(err)
 	}
 	defer lock.Release()
-	if n, err := tempfiles.RemoveTemps(w.cfg.OutDir, in.Key); err != nil {
+	mask, err := sceneMask(w.cfg.Mask, in)
+	if err != nil {
+		return fail(err)
+	}
+	keep := func(p string) bool { return w.cfg.keep.Has(p) || (mask != "" && samefile.Same(p, mask)) }
+	if n, err := tempfiles.RemoveTemps(w.cfg.OutDir, in.Key, keep); err != nil {
 		return fail(fmt.Errorf("remove stale temporary files: %w", err))
 	} else if n > 0 {
 		w.log.Info("removed stale temporary files", "input", in.Name, "files", n)
 	}
 
-	mask, err := sceneMask(w.cfg.Mask, in)
-	if err != nil {
-		return fail(err)
-	}
 	src := sourceRecord(in)
 	maskRecord(&src, mask)
 	// The record names the input as the Item's links do (relative when under
@@ -891,7 +905,7 @@ func (w *worker) scene(ctx context.Context, in Input) SceneReport {
 			// A run killed between writing the Item and adding it to the
 			// collection left it out: add it now (a no-op when it is in).
 			if w.cfg.Collection != "" && !w.inCollection[itemHref(w.cfg.Collection, itemPath)] {
-				if err := addItemFileToCollection(w.cfg.Collection, w.collection(), itemPath); err != nil {
+				if err := addItemFileToCollection(w.cfg.Collection, w.collection(), itemPath, w.cfg.keep.Has); err != nil {
 					return fail(err)
 				}
 			}
@@ -1014,7 +1028,7 @@ func (w *worker) describe(in Input, product, itemPath string, src SourceRecord, 
 		return err
 	}
 	if w.cfg.Collection != "" {
-		if err := addToCollection(w.cfg.Collection, w.collection(), itemPath, item.Bbox, itemInterval(item.Properties)); err != nil {
+		if err := addToCollection(w.cfg.Collection, w.collection(), itemPath, item.Bbox, itemInterval(item.Properties), w.cfg.keep.Has); err != nil {
 			// Without the Item the scene is not up to date, so the next
 			// run redoes it and adds it then.
 			os.Remove(itemPath)

@@ -354,7 +354,7 @@ func TestCollection(t *testing.T) {
 	}
 	meta := CollectionMeta{ID: "nightly", License: "CC-BY-4.0", Classes: sampleParams(dir).Classes, NoData: 255, ReliabilityF32: true}
 	for _, it := range items {
-		if err := addToCollection(coll, meta, it.path, it.bbox, [2]string{it.dt, it.dt}); err != nil {
+		if err := addToCollection(coll, meta, it.path, it.bbox, [2]string{it.dt, it.dt}, nil); err != nil {
 			t.Fatal(err)
 		}
 	}

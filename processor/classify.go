@@ -43,13 +43,9 @@ type rowsOut struct {
 	prob  []uint16 // [rows][cols][probability bands], nil without probabilities
 }
 
-// classify is Classify's work: open and check the scene, plan it within
-// the budget, create the product, run the four stages, commit.
-func (c *Classifier) classify(parent context.Context, sceneName, out string) (res Result, err error) {
-	return c.classifyIn(parent, sceneName, c.opts.Mask, out)
-}
-
-// classifyIn classifies the scene within mask ("" = everywhere).
+// classifyIn is the work of Classify and ClassifyMasked (run): open and
+// check the scene, plan it within the budget, create the product, run the
+// four stages, commit; within mask ("" = everywhere).
 func (c *Classifier) classifyIn(parent context.Context, sceneName, mask, out string) (res Result, err error) {
 	start := time.Now()
 	res = Result{Scene: sceneName, Product: out, ModelChecksum: c.m.Checksum(), Backend: c.pred.Backend(), Mask: mask}
@@ -66,7 +62,7 @@ func (c *Classifier) classifyIn(parent context.Context, sceneName, mask, out str
 	defer release()
 	var mk *geo.Mask
 	if mask != "" {
-		if mk, err = geo.OpenMask(parent, mask, info); err != nil {
+		if mk, err = geo.OpenMaskWithin(parent, mask, info, res.MaxMemoryBytes); err != nil {
 			return res, fmt.Errorf("%s: %w", sceneName, err)
 		}
 		defer mk.Close()

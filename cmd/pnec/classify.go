@@ -203,7 +203,7 @@ func classifyAction(c *cli.Context) error {
 	if err := checkOutputsNotInputs(productOutputs(out, outRole, opts.ReliabilityFloat32), inputs); err != nil {
 		return err
 	}
-	lock, err := lockOutput(out, c.App.ErrWriter)
+	lock, err := lockOutput(out, inputs, c.App.ErrWriter)
 	if err != nil {
 		return err
 	}
@@ -306,8 +306,9 @@ func checkOutputsNotInputs(outputs, inputs []samefile.Named) error {
 // so a classify and a batch never write one product at once) on a local
 // output and removes the temporaries a killed earlier run of the same
 // output left (staging files, lock): with the lock free their writer is
-// gone. It returns nil for an output GDAL writes remotely (/vsi...).
-func lockOutput(out string, stderr io.Writer) (*tempfiles.Lock, error) {
+// gone; never one of the inputs, whatever its name. It returns nil for an
+// output GDAL writes remotely (/vsi...).
+func lockOutput(out string, inputs []samefile.Named, stderr io.Writer) (*tempfiles.Lock, error) {
 	if strings.HasPrefix(out, "/vsi") {
 		return nil, nil
 	}
@@ -323,7 +324,9 @@ func lockOutput(out string, stderr io.Writer) (*tempfiles.Lock, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", out, err)
 	}
-	if n, err := tempfiles.RemoveTemps(dir, key); err != nil {
+	var keep samefile.Set
+	keep.Add(inputs...)
+	if n, err := tempfiles.RemoveTemps(dir, key, keep.Has); err != nil {
 		lock.Release()
 		return nil, fmt.Errorf("%s: remove stale temporary files: %w", out, err)
 	} else if n > 0 && stderr != nil {

@@ -66,6 +66,14 @@ func TestOutputIsInputRefused(t *testing.T) {
 			m, s := copyModel(t, d), goodScene(t, d)
 			return []string{"classify", "--quiet", "--model", m, s, s}, []string{s}, []string{s, m}
 		}},
+		// The lock file is taken and removed: a scene at its path was
+		// deleted with exit status 0 (issue 34).
+		{"classify scene is the output's lock file", func(t *testing.T, d string) ([]string, []string, []string) {
+			m, s := copyModel(t, d), goodScene(t, d)
+			lock := filepath.Join(d, ".out.pnec-lock")
+			os.Rename(s, lock)
+			return classify(m, lock, filepath.Join(d, "out.tif")), []string{lock, "not a pnec lock file"}, []string{lock, m}
+		}},
 		{"classify out is the model", func(t *testing.T, d string) ([]string, []string, []string) {
 			m, s := copyModel(t, d), goodScene(t, d)
 			return classify(m, s, m), []string{m}, []string{s, m}
@@ -299,4 +307,57 @@ func TestOutputIsInputRefused(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestInputsNamedLikeTemporariesStay: scenes and masks named like the
+// temporaries of the product being written (pnec's own naming, and the
+// unmarked names of earlier versions) are inputs, and no sweep of stale
+// temporaries removes them (issue 34: ".out.tif.123.tmp.tif" as the scene
+// was deleted before it was read, and as the mask after).
+func TestInputsNamedLikeTemporariesStay(t *testing.T) {
+	pnecBinary(t) // skips with -short
+	modelPath, err := fixture.ModelPath()
+	if err != nil {
+		t.Fatal(err)
+	}
+	check := func(t *testing.T, r runResult, inputs map[string]string) {
+		t.Helper()
+		if r.code != 0 {
+			t.Errorf("exit %d, want 0:\n%s", r.code, r.stderr)
+		}
+		for p, sum := range inputs {
+			if fileSum(p) != sum {
+				t.Errorf("input %s was removed or changed", filepath.Base(p))
+			}
+		}
+	}
+	for _, names := range [][2]string{{".out.tif.123.tmp.tif", ".out.tif.9.stage.tif"}, {".out.tif.pnec-123.tmp.tif", ".out.tif.pnec-9.stage.tif"}} {
+		t.Run("classify "+names[0], func(t *testing.T) {
+			dir := t.TempDir()
+			scene, mask := filepath.Join(dir, names[0]), filepath.Join(dir, names[1])
+			os.Rename(goodScene(t, dir), scene)
+			goodScene(t, dir)
+			os.Rename(filepath.Join(dir, "good.tif"), mask) // the scene's copy: inside where band 1 is not 0
+			inputs := map[string]string{scene: fileSum(scene), mask: fileSum(mask)}
+			r := runPnec(t, 2*time.Minute, "classify", "--quiet", "--model", modelPath, "--scene", scene, "--mask", mask, "--out", filepath.Join(dir, "out.tif"))
+			check(t, r, inputs)
+			if _, err := os.Stat(filepath.Join(dir, "out.tif")); err != nil {
+				t.Errorf("no product: %v", err)
+			}
+		})
+	}
+	t.Run("batch", func(t *testing.T) {
+		dir := t.TempDir()
+		out := filepath.Join(dir, "out")
+		os.MkdirAll(filepath.Join(dir, "in"), 0o755)
+		os.MkdirAll(out, 0o755)
+		a := filepath.Join(dir, "in", "a.tif")
+		os.Rename(goodScene(t, dir), a)
+		odd := filepath.Join(out, ".a.tif.pnec-1.stage.tif") // a scene in out-dir named like a's temporary
+		os.Rename(goodScene(t, dir), odd)
+		inputs := map[string]string{a: fileSum(a), odd: fileSum(odd)}
+		r := runPnec(t, 2*time.Minute, "batch", "--quiet", "--model", modelPath, "--out-dir", out, "--report", filepath.Join(dir, "r.jsonl"),
+			"--datetime", "2024-06-01", a, odd)
+		check(t, r, inputs)
+	})
 }
