@@ -113,24 +113,13 @@ func (e ShiftExperiment) WriteJSON(w io.Writer) error {
 		Std  jsonNum `json:"std"`
 	}
 	st := func(s Stat) statJSON { return statJSON{jsonNum(s.Mean), jsonNum(s.Std)} }
-	type driftJSON struct {
-		Verdict          string   `json:"verdict"`
-		Reasons          []string `json:"reasons,omitempty"`
-		FarShare         jsonNum  `json:"far_share"`
-		DistanceRatio    jsonNum  `json:"distance_ratio"`
-		Reliability      jsonNum  `json:"reliability"`
-		ReliabilityRatio jsonNum  `json:"reliability_ratio"`
-		BrightnessRatio  jsonNum  `json:"brightness_ratio"`
-		BandShiftMeanSD  jsonNum  `json:"band_shift_sd_mean"`
-		BandShiftMaxSD   jsonNum  `json:"band_shift_sd_max"`
-	}
 	type runJSON struct {
-		Seed       int64      `json:"seed"`
-		OA         jsonNum    `json:"oa"`
-		RefOA      jsonNum    `json:"clean_oa_same_pixels"`
-		Drop       jsonNum    `json:"drop"`
-		TestPixels int        `json:"test_pixels"`
-		Drift      *driftJSON `json:"drift,omitempty"`
+		Seed       int64          `json:"seed"`
+		OA         jsonNum        `json:"oa"`
+		RefOA      jsonNum        `json:"clean_oa_same_pixels"`
+		Drop       jsonNum        `json:"drop"`
+		TestPixels int            `json:"test_pixels"`
+		Drift      map[string]any `json:"drift,omitempty"`
 	}
 	type caseJSON struct {
 		Name     string            `json:"name"`
@@ -176,9 +165,7 @@ func (e ShiftExperiment) WriteJSON(w io.Writer) error {
 		for _, run := range r.Runs {
 			rj := runJSON{Seed: run.Seed, OA: jsonNum(run.OA), RefOA: jsonNum(run.RefOA), Drop: jsonNum(run.Drop), TestPixels: run.TestPixels}
 			if d := run.Drift; d != nil {
-				rj.Drift = &driftJSON{Verdict: string(d.Verdict), Reasons: d.Reasons, FarShare: jsonNum(d.FarShare), DistanceRatio: jsonNum(d.DistanceRatio), Reliability: jsonNum(d.Reliability),
-					ReliabilityRatio: jsonNum(d.ReliabilityRatio), BrightnessRatio: jsonNum(d.BrightnessRatio),
-					BandShiftMeanSD: jsonNum(d.BandShiftMeanSD), BandShiftMaxSD: jsonNum(d.BandShiftMaxSD)}
+				rj.Drift = driftJSON(*d)
 			}
 			cj.Runs = append(cj.Runs, rj)
 		}
@@ -187,7 +174,7 @@ func (e ShiftExperiment) WriteJSON(w io.Writer) error {
 	dc := e.DriftCheck()
 	out.DriftCheck = map[string]any{"case_runs": dc.Runs, "missed": dc.Missed, "false_alarms": dc.FalseAlarms, "met": dc.Met(),
 		"must_alarm": dc.MustAlarm, "must_be_ok": dc.MustBeOK, "alarms_where_oa_held": dc.AlarmsHeld,
-		"alarm_points": DriftAlarmPoints, "thresholds": model.DefaultDriftThresholds}
+		"alarm_points": DriftAlarmPoints, "thresholds": model.DefaultDriftThresholds.Limits}
 	if d := e.Disjoint; d != nil {
 		dj := &disjointJSON{TrainArea: d.TrainArea, TestArea: d.TestArea, SameHalf: st(d.SameHalf), OtherHalf: st(d.OtherHalf)}
 		for _, r := range d.Runs {
@@ -198,4 +185,18 @@ func (e ShiftExperiment) WriteJSON(w io.Writer) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(out)
+}
+
+// driftJSON is a run's drift as JSON: the verdict, its reasons, the mean
+// reliability and every scalar figure under its key (model.DriftFigures;
+// NaN as null), what ChooseDriftThresholds reads back.
+func driftJSON(d model.Drift) map[string]any {
+	out := map[string]any{"verdict": string(d.Verdict), "reliability": jsonNum(d.Reliability), "valid_cells": d.ValidCells}
+	if len(d.Reasons) > 0 {
+		out["reasons"] = d.Reasons
+	}
+	for _, f := range model.DriftFigures() {
+		out[f.Key] = jsonNum(f.Value(d))
+	}
+	return out
 }

@@ -8,6 +8,8 @@ import (
 	"log/slog"
 	"math"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"slices"
 	"time"
 
@@ -32,8 +34,16 @@ type ShiftOptions struct {
 	// without accuracy. OtherName names it.
 	Other     *model.Scene
 	OtherName string
-	Progress  func(ExperimentProgress)
-	Logger    *slog.Logger // nil = discard
+	// ModelDir, when set, keeps each run's model there (shift-SEED.pnec,
+	// and disjoint-SEED.pnec for the disjoint split) and reuses a model
+	// found there instead of training it again, when it was trained with
+	// the same settings and seed on a scene of the same size (the caller
+	// keeps one directory per scene); a reused model's drift statistics
+	// are measured again on the scene, so that a rerun measures what the
+	// code of the day measures, without the training.
+	ModelDir string
+	Progress func(ExperimentProgress)
+	Logger   *slog.Logger // nil = discard
 }
 
 // ShiftRun is one model's result on one case.
@@ -253,13 +263,12 @@ func RunShift(ctx context.Context, s model.Scene, labels []int32, opts ShiftOpti
 			p := ExperimentProgress{Variant: model.AblationFull, Run: run + 1, Runs: opts.Runs, Seed: seed, Trainings: done, TotalTrain: trainings}
 			to.Progress = func(e model.EpochStats) { p.Epoch = e; opts.Progress(p) }
 		}
-		start := time.Now()
-		m, err := model.Train(ctx, s, labels, to)
+		m, secs, err := trainOrReuse(ctx, s, labels, to, opts, "shift")
 		if err != nil {
 			return ShiftExperiment{}, fmt.Errorf("shift run %d (seed %d): %w", run+1, seed, err)
 		}
 		done++
-		trainSecs = append(trainSecs, time.Since(start).Seconds())
+		trainSecs = append(trainSecs, secs)
 		exp.Classes, exp.Config = m.Classes(), m.Config()
 		if err := shiftRun(ctx, m, s, labels, means, cases, rows, opts, seed, &exp); err != nil {
 			return ShiftExperiment{}, fmt.Errorf("shift run %d (seed %d): %w", run+1, seed, err)
@@ -271,7 +280,7 @@ func RunShift(ctx context.Context, s model.Scene, labels []int32, opts ShiftOpti
 				p := ExperimentProgress{Variant: model.AblationFull, Run: run + 1, Runs: opts.Runs, Seed: seed, Trainings: done, TotalTrain: trainings}
 				to.Progress = func(e model.EpochStats) { p.Epoch = e; opts.Progress(p) }
 			}
-			dr, trainArea, testArea, err := disjointRun(ctx, s, labels, to, opts.Eval)
+			dr, trainArea, testArea, err := disjointRun(ctx, s, labels, to, opts)
 			if err != nil {
 				return ShiftExperiment{}, fmt.Errorf("disjoint split run %d (seed %d): %w", run+1, seed, err)
 			}
@@ -325,6 +334,47 @@ func RunShift(ctx context.Context, s model.Scene, labels []int32, opts ShiftOpti
 		exp.Disjoint = disjoint
 	}
 	return exp, nil
+}
+
+// trainOrReuse trains a model on s with to, or with opts.ModelDir loads
+// the one kept there by an earlier run (name-SEED.pnec) when it was trained
+// with the same settings and seed on a scene of s's size, and measures its
+// drift statistics again on s; a model trained here is kept there. It
+// returns the training time (the original one for a reused model).
+func trainOrReuse(ctx context.Context, s model.Scene, labels []int32, to model.TrainOptions, opts ShiftOptions, name string) (*model.Model, float64, error) {
+	var path string
+	if opts.ModelDir != "" {
+		path = filepath.Join(opts.ModelDir, fmt.Sprintf("%s-%d.pnec", name, to.Seed))
+		if _, err := os.Stat(path); err == nil {
+			m, err := model.LoadWithoutDrift(path)
+			if err != nil {
+				return nil, 0, err
+			}
+			rows, cols := m.TrainSceneSize()
+			if m.Config() != to.Config || m.Seed() != to.Seed || rows != s.Rows || cols != s.Cols || m.Bands() != s.Bands {
+				return nil, 0, fmt.Errorf("%s: kept model of another scene, seed or settings (give another --models directory or remove it)", path)
+			}
+			if err := m.CalibrateDrift(ctx, s, opts.Eval.Backend); err != nil {
+				return nil, 0, fmt.Errorf("%s: %w", path, err)
+			}
+			return m, m.TrainSeconds(), nil
+		}
+	}
+	start := time.Now()
+	m, err := model.Train(ctx, s, labels, to)
+	if err != nil {
+		return nil, 0, err
+	}
+	secs := time.Since(start).Seconds()
+	if path != "" {
+		if err := os.MkdirAll(opts.ModelDir, 0o755); err != nil {
+			return nil, 0, err
+		}
+		if err := m.Save(path); err != nil {
+			return nil, 0, err
+		}
+	}
+	return m, secs, nil
 }
 
 // caseSeed seeds a case's noise from its name and the run, so that every
@@ -507,7 +557,8 @@ func disjointHalves(s model.Scene, labels []int32) (train, test string, err erro
 // scene of its own, with TrainPerClass pixels per class drawn there) and
 // scores the model on the test pixels of that half and on every labelled
 // pixel of the other half, each predicted as a scene of its own.
-func disjointRun(ctx context.Context, s model.Scene, labels []int32, to model.TrainOptions, eval EvalOptions) (DisjointRun, string, string, error) {
+func disjointRun(ctx context.Context, s model.Scene, labels []int32, to model.TrainOptions, opts ShiftOptions) (DisjointRun, string, string, error) {
+	eval := opts.Eval
 	trainArea, testArea, err := disjointHalves(s, labels)
 	if err != nil {
 		return DisjointRun{}, "", "", err
@@ -515,7 +566,7 @@ func disjointRun(ctx context.Context, s model.Scene, labels []int32, to model.Tr
 	r0, c0, nr, nc := areaRect(trainArea, s.Rows, s.Cols)
 	ts, tl := cropScene(s, labels, r0, c0, nr, nc)
 	to.TrainMask = nil // drawn in the half
-	m, err := model.Train(ctx, ts, tl, to)
+	m, _, err := trainOrReuse(ctx, ts, tl, to, opts, "disjoint")
 	if err != nil {
 		return DisjointRun{}, "", "", err
 	}

@@ -3,6 +3,7 @@ package model
 import (
 	"context"
 	"fmt"
+	"math"
 	"runtime"
 	"strings"
 	"sync"
@@ -91,7 +92,8 @@ func newPredictor(m *Model, backend string, fused bool) (*Predictor, error) {
 		forgetBMM(g)
 		prob := Softmax(upsample(o.Zcal, ur, uc), -1)
 		gt := upsample(InsertAxes(o.Gtilde, -1), ur, uc)
-		return []*Node{prob, Reshape(gt, gt.Shape().Dimensions[0], gt.Shape().Dimensions[1])}
+		// The cells' prototype cosines: the drift's feature-space figures.
+		return []*Node{prob, Reshape(gt, gt.Shape().Dimensions[0], gt.Shape().Dimensions[1]), o.Cos}
 	}
 	exec, err := NewExec(b, fn)
 	if err != nil {
@@ -254,7 +256,8 @@ func (p *Predictor) predictPadded(ctx context.Context, s Scene) (Prediction, err
 	}
 	k := pp.Classes
 	pred := Prediction{Rows: s.Rows, Cols: s.Cols, Classes: k,
-		Prob: make([]float32, s.Rows*s.Cols*k), Uncertainty: make([]float32, s.Rows*s.Cols)}
+		Prob: make([]float32, s.Rows*s.Cols*k), Uncertainty: make([]float32, s.Rows*s.Cols),
+		CellRows: pp.CellRows, CellCols: pp.CellCols, PrototypeCos: pp.PrototypeCos}
 	for r := range s.Rows {
 		copy(pred.Prob[r*s.Cols*k:(r+1)*s.Cols*k], pp.Prob[r*cols*k:])
 		copy(pred.Uncertainty[r*s.Cols:(r+1)*s.Cols], pp.Uncertainty[r*cols:])
@@ -288,6 +291,7 @@ func (p *Predictor) Predict(ctx context.Context, s Scene) (pred Prediction, err 
 	defer p.mu.Unlock()
 	hs, ws := lowRes(s.Rows, enc), lowRes(s.Cols, enc)
 	masks := netMasks(s, enc)
+	cellMask := masks[len(masks)-1]
 	var in *tensors.Tensor
 	if p.fullRes != nil {
 		// The full-resolution stage on pnec's kernels; the graph takes F0
@@ -328,6 +332,19 @@ func (p *Predictor) Predict(ctx context.Context, s Scene) (pred Prediction, err 
 	}
 	if pred.Uncertainty, err = tensors.CopyFlatData[float32](out[1]); err != nil {
 		return Prediction{}, fmt.Errorf("predict: read uncertainty: %w", err)
+	}
+	if pred.PrototypeCos, err = tensors.CopyFlatData[float32](out[2]); err != nil {
+		return Prediction{}, fmt.Errorf("predict: read prototype cosines: %w", err)
+	}
+	pred.CellRows, pred.CellCols = hs, ws
+	k := pred.Classes
+	nan := float32(math.NaN())
+	for c, v := range cellMask {
+		if v == 0 {
+			for j := range k {
+				pred.PrototypeCos[c*k+j] = nan
+			}
+		}
 	}
 	return pred, nil
 }
