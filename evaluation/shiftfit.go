@@ -386,7 +386,8 @@ const DriftFailFactor = 1.5
 //     figures, then the widest margins. Each limit lies at the geometric
 //     middle of the interval of limits that flag the same runs.
 //   - fail: per warned figure, DriftFailFactor beyond the worst value of
-//     any run that held or must be ok.
+//     any run that held or must be ok, or beyond the warn limit if that is
+//     farther.
 //
 // It fails when no limit flags a bad run within those bounds.
 func ChooseDriftThresholds(runs []DriftCaseRun, maxFigures int) (DriftChoice, error) {
@@ -609,19 +610,17 @@ func ChooseDriftThresholds(runs []DriftCaseRun, maxFigures int) (DriftChoice, er
 		default:
 			warn = (lo + hi) / 2
 		}
-		// The worst value of a run that held or must be ok.
-		worst := math.Inf(-1)
+		// The worst value of a run that held or must be ok, or the warn
+		// limit when that lies beyond it.
+		worst := sign * warn
 		for _, r := range runs {
 			if v := r.Figure(f.Key); (r.held() || r.mustBeOK()) && !math.IsNaN(v) && !math.IsInf(v, 0) {
 				worst = math.Max(worst, sign*v)
 			}
 		}
-		fail := 0.0
-		if !math.IsInf(worst, -1) {
-			fail = sign * worst * math.Pow(DriftFailFactor, sign)
-			if sign > 0 && worst <= 0 || fail <= 0 {
-				fail = 0
-			}
+		fail := sign * worst * math.Pow(DriftFailFactor, sign)
+		if fail <= 0 {
+			fail = 0 // no fail limit on a figure that reaches 0
 		}
 		t.Limits = append(t.Limits, model.DriftLimit{Figure: f.Key, Warn: roundSig(warn, 3), Fail: roundSig(fail, 3)})
 	}
@@ -706,8 +705,12 @@ func WriteDriftTallyTable(w io.Writer, rows []DriftTallyRow) error {
 		if !t.Met() {
 			met = "missed"
 		}
-		fmt.Fprintf(&b, "| %s | %s | %d | %d (%.0f%%) | %d | %d | %d | %d | %d | %d | %d | %s |\n", r.Scene, r.Runs, t.Held, t.HeldFlagged,
-			100*(1-t.OKShare()), t.HeldFailed, t.Lost, t.LostOK, t.Bad, t.BadOK, t.MustBeOK, t.MustBeOKFlagged, met)
+		share := "-"
+		if t.Held > 0 {
+			share = fmt.Sprintf("%.0f%%", 100*(1-t.OKShare()))
+		}
+		fmt.Fprintf(&b, "| %s | %s | %d | %d (%s) | %d | %d | %d | %d | %d | %d | %d | %s |\n", r.Scene, r.Runs, t.Held, t.HeldFlagged,
+			share, t.HeldFailed, t.Lost, t.LostOK, t.Bad, t.BadOK, t.MustBeOK, t.MustBeOKFlagged, met)
 	}
 	_, err := io.WriteString(w, b.String())
 	return err

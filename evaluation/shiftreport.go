@@ -66,8 +66,8 @@ func (e ShiftExperiment) WriteText(w io.Writer) error {
 		if !dc.Met() {
 			verdict = "missed"
 		}
-		fmt.Fprintf(&b, "drift verdicts over %d case runs: %d of %d missed (ok although OA dropped by more than %g points, or another scene), %d false alarms of %d (warn or fail on the clean scene or a sub-area whose OA held); target (no miss, at most one false alarm): %s; warn or fail on %d runs of changed scenes whose OA held (they drifted; the model tolerated it)\n",
-			dc.Runs, dc.Missed, dc.MustAlarm, DriftAlarmPoints, dc.FalseAlarms, dc.MustBeOK, verdict, dc.AlarmsHeld-dc.FalseAlarms)
+		fmt.Fprintf(&b, "drift verdicts over %d case runs: ok on %d of %d runs that lost at most %g points (%.0f%%; target %.0f%%), fail on %d of them (target 0); ok on %d of %d runs that lost more than %g points or are another scene (target 0); warn or fail on %d of %d runs of the clean scene and its halves (target 0): %s\n",
+			dc.Runs, dc.Held-dc.HeldFlagged, dc.Held, ShiftTargetPoints, 100*dc.OKShare(), 100*DriftOKShare, dc.HeldFailed, dc.BadOK, dc.Bad, DriftAlarmPoints, dc.MustBeOKFlagged, dc.MustBeOK, verdict)
 	}
 	if d := e.Disjoint; d != nil {
 		fmt.Fprintf(&b, "spatially disjoint split (trained on the %s, %d px per class drawn there): OA %s on the %s's test pixels, %s on the %s (random split of the whole scene: %s)\n",
@@ -172,9 +172,10 @@ func (e ShiftExperiment) WriteJSON(w io.Writer) error {
 		out.Cases = append(out.Cases, cj)
 	}
 	dc := e.DriftCheck()
-	out.DriftCheck = map[string]any{"case_runs": dc.Runs, "missed": dc.Missed, "false_alarms": dc.FalseAlarms, "met": dc.Met(),
-		"must_alarm": dc.MustAlarm, "must_be_ok": dc.MustBeOK, "alarms_where_oa_held": dc.AlarmsHeld,
-		"alarm_points": DriftAlarmPoints, "thresholds": model.DefaultDriftThresholds.Limits}
+	out.DriftCheck = map[string]any{"case_runs": dc.Runs, "missed": dc.BadOK, "false_alarms": dc.MustBeOKFlagged, "met": dc.Met(),
+		"must_alarm": dc.Bad, "must_be_ok": dc.MustBeOK, "held": dc.Held, "held_flagged": dc.HeldFlagged, "held_failed": dc.HeldFailed,
+		"ok_share_target": DriftOKShare, "alarm_points": DriftAlarmPoints, "target_points": ShiftTargetPoints,
+		"thresholds": model.DefaultDriftThresholds.Limits}
 	if d := e.Disjoint; d != nil {
 		dj := &disjointJSON{TrainArea: d.TrainArea, TestArea: d.TestArea, SameHalf: st(d.SameHalf), OtherHalf: st(d.OtherHalf)}
 		for _, r := range d.Runs {

@@ -4,6 +4,9 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+
+	"github.com/pnec/pnec/evaluation"
+	"github.com/pnec/pnec/model"
 )
 
 // TestRender: the summary row, the per-kind row and the per-case row of a
@@ -37,6 +40,36 @@ func TestRender(t *testing.T) {
 	} {
 		if !strings.Contains(md, want) {
 			t.Errorf("report lacks %q:\n%s", want, md)
+		}
+	}
+}
+
+// TestRenderDrift: the drift section has the limits and, per scene, the
+// tally rows of the verdict after and before issue 33.
+func TestRenderDrift(t *testing.T) {
+	run := func(set string, seed int64, name string, drop, far float64) evaluation.DriftCaseRun {
+		r := evaluation.DriftCaseRun{Scene: "SalinasA", Set: set, Seed: seed, Case: name, Clean: name == "clean", Drop: drop, Figures: map[string]float64{}}
+		for _, f := range model.DriftFigures() {
+			r.Figures[f.Key] = 1
+		}
+		r.Figures["feature_far_share"], r.Figures["far_share"] = far, 0.01
+		return r
+	}
+	runs := []evaluation.DriftCaseRun{
+		run(evaluation.DriftSetChoose, 1, "clean", 0, 0.1), run(evaluation.DriftSetReport, 2, "clean", 0, 0.1),
+		run(evaluation.DriftSetReport, 2, "band shift -3", 20, 0.9),
+	}
+	runs[2].Families = []string{evaluation.FamilyShift}
+	md := renderDrift(runs)
+	for _, want := range []string{
+		"### The drift verdict against the OA drop",
+		"`feature_far_share` warn at",
+		"| SalinasA | held out | 0 | 0 (-) | 0 | 1 | 0 | 1 | 0 | 0 | 0 | missed |",
+		"| SalinasA | report seeds, every case | 1 | 0 (0%) | 0 | 1 | 0 | 1 | 0 | 1 | 0 | met |",
+		"Before (spectral figures only",
+	} {
+		if !strings.Contains(md, want) {
+			t.Errorf("drift section lacks %q:\n%s", want, md)
 		}
 	}
 }
