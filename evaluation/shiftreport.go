@@ -30,7 +30,13 @@ func (e ShiftExperiment) WriteText(w io.Writer) error {
 	fmt.Fprintln(&b, "OA after recovery on the test pixels (%), mean ± std (population) over runs; drop = OA of the clean scene's prediction on the same pixels - OA, points (mean, and the largest of a run); T = robustness target, S = strong change")
 	fmt.Fprintln(&b)
 	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "case\tset\tOA %\tdrop\tmax drop\tfar px %\tdistance ratio\treliability ratio\tdrift verdicts\t")
+	// The figures the verdict judges, then the verdicts.
+	limits := model.DefaultDriftThresholds.Limits
+	hdr := "case\tset\tOA %\tdrop\tmax drop\t"
+	for _, l := range limits {
+		hdr += l.Figure + "\t"
+	}
+	fmt.Fprintln(tw, hdr+"drift verdicts\t")
 	for _, r := range e.Cases {
 		set := ""
 		switch {
@@ -46,8 +52,16 @@ func (e ShiftExperiment) WriteText(w io.Writer) error {
 		if r.FalseAlarms > 0 {
 			mark += fmt.Sprintf(" (%d false alarms)", r.FalseAlarms)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s%s\t\n", r.Case.Name, set, pm(r.OA, 100, 2), points(r.Drop.Mean), points(r.MaxDrop),
-			points(r.FarShare.Mean), num2(r.DistanceRatio.Mean), num2(r.ReliabilityRatio.Mean), verdictCounts(r.Verdicts), mark)
+		figs := ""
+		for _, l := range limits {
+			v := math.NaN()
+			if st, ok := r.Figures[l.Figure]; ok {
+				v = st.Mean
+			}
+			figs += num3(v) + "\t"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s%s%s\t\n", r.Case.Name, set, pm(r.OA, 100, 2), points(r.Drop.Mean), points(r.MaxDrop),
+			figs, verdictCounts(r.Verdicts), mark)
 	}
 	tw.Flush()
 	fmt.Fprintln(&b)
@@ -91,11 +105,11 @@ func verdictCounts(v map[model.DriftVerdict]int) string {
 	return strings.Join(parts, ", ")
 }
 
-func num2(v float64) string {
+func num3(v float64) string {
 	if math.IsNaN(v) {
 		return "-"
 	}
-	return fmt.Sprintf("%.2f", v)
+	return fmt.Sprintf("%.3f", v)
 }
 
 // points formats a 0..1 difference in points of percent ("-" for NaN).

@@ -95,10 +95,10 @@ type ShiftRow struct {
 	Runs     []ShiftRun
 	OA, Drop Stat
 	MaxDrop  float64 // the largest drop of a run
-	// Verdicts counts the runs' drift verdicts; FarShare and
-	// ReliabilityRatio are the drift figures' means over runs.
-	Verdicts                                  map[model.DriftVerdict]int
-	FarShare, DistanceRatio, ReliabilityRatio Stat
+	// Verdicts counts the runs' drift verdicts; Figures are the drift
+	// figures' means over runs, by model.DriftFigure key.
+	Verdicts map[model.DriftVerdict]int
+	Figures  map[string]Stat
 	// Missed counts the runs whose verdict is ok on a drop of more than
 	// DriftAlarmPoints (or another scene), FalseAlarms those not ok on the
 	// clean scene or a sub-area alone, AlarmsHeld those not ok on any scene
@@ -276,7 +276,8 @@ func RunShift(ctx context.Context, s model.Scene, labels []int32, opts ShiftOpti
 		}
 	}
 	for i := range rows {
-		var oa, drop, far, dist, rel []float64
+		var oa, drop []float64
+		figs := map[string][]float64{}
 		rows[i].MaxDrop = math.NaN()
 		rows[i].Verdicts = map[model.DriftVerdict]int{}
 		for _, r := range rows[i].Runs {
@@ -287,9 +288,9 @@ func RunShift(ctx context.Context, s model.Scene, labels []int32, opts ShiftOpti
 			}
 			if r.Drift != nil {
 				rows[i].Verdicts[r.Drift.Verdict]++
-				far = append(far, r.Drift.FarShare)
-				dist = append(dist, r.Drift.DistanceRatio)
-				rel = append(rel, r.Drift.ReliabilityRatio)
+				for _, f := range model.DriftFigures() {
+					figs[f.Key] = append(figs[f.Key], f.Value(*r.Drift))
+				}
 			}
 			if r.missed(rows[i].Case) {
 				rows[i].Missed++
@@ -302,7 +303,10 @@ func RunShift(ctx context.Context, s model.Scene, labels []int32, opts ShiftOpti
 			}
 		}
 		rows[i].OA, rows[i].Drop = statOf(oa), statOf(drop)
-		rows[i].FarShare, rows[i].DistanceRatio, rows[i].ReliabilityRatio = statOf(far), statOf(dist), statOf(rel)
+		rows[i].Figures = map[string]Stat{}
+		for k, v := range figs {
+			rows[i].Figures[k] = statOf(v)
+		}
 	}
 	exp.Cases = rows
 	exp.TrainSeconds = statOf(trainSecs)
