@@ -19,6 +19,8 @@
 # hour for both scenes and models, the paper encoder several. Accuracy, not
 # time, is measured: no lock is needed.
 set -euo pipefail
+# As the Makefile sets them, for the go run steps when run directly.
+export GOEXPERIMENT=${GOEXPERIMENT:-simd} GOTOOLCHAIN=${GOTOOLCHAIN:-auto}
 RUNS=${1:-5}
 ENCODERS=${2:-cell paper}
 PNEC=$(realpath "${PNEC:-bin/pnec}")
