@@ -3,6 +3,7 @@ package model
 import (
 	"context"
 	"fmt"
+	"math"
 	"runtime"
 	"sync"
 
@@ -91,7 +92,7 @@ func newPredictor(m *Model, backend string, fused bool) (*Predictor, error) {
 	}
 	// network runs the network on its input x and masks; in holds the
 	// prototype bank, the parameters and the statistics, in p.weights' order.
-	network := func(g *Graph, x, ur, uc *Node, in, masks []*Node) (prob, gt *Node) {
+	network := func(g *Graph, x, ur, uc *Node, in, masks []*Node) (prob, gt, cos *Node) {
 		protos := in[0]
 		n.p = make(map[string]*Node, len(names))
 		for i, name := range names {
@@ -112,12 +113,13 @@ func newPredictor(m *Model, backend string, fused bool) (*Predictor, error) {
 		forgetBMM(g)
 		prob = Softmax(upsample(o.Zcal, ur, uc), -1)
 		gt = upsample(InsertAxes(o.Gtilde, -1), ur, uc)
-		return prob, Reshape(gt, gt.Shape().Dimensions[0], gt.Shape().Dimensions[1])
+		// The cells' prototype cosines: the drift's feature-space figures.
+		return prob, Reshape(gt, gt.Shape().Dimensions[0], gt.Shape().Dimensions[1]), o.Cos
 	}
 	nw := 1 + len(names) + 2*len(stats)
 	fn := func(g *Graph, in []*Node) []*Node {
-		prob, gt := network(g, in[0], in[1], in[2], in[3:3+nw], in[3+nw:])
-		return []*Node{prob, gt}
+		prob, gt, cos := network(g, in[0], in[1], in[2], in[3:3+nw], in[3+nw:])
+		return []*Node{prob, gt, cos}
 	}
 	spec := m.inputSpec()
 	// The in-graph variant takes the raw scene, its valid mask and the
@@ -129,12 +131,12 @@ func newPredictor(m *Model, backend string, fused bool) (*Predictor, error) {
 			x, masks := prepNodes(raw, valid, in[2], in[3], spec, m.meta.Config.Encoder)
 			rows, cols := raw.Shape().Dimensions[0], raw.Shape().Dimensions[1]
 			hs, ws := lowRes(rows, m.meta.Config.Encoder), lowRes(cols, m.meta.Config.Encoder)
-			prob, gt := network(g, x, upMatrixNode(g, rows, hs), upMatrixNode(g, cols, ws), in[4:], masks)
+			prob, gt, cos := network(g, x, upMatrixNode(g, rows, hs), upMatrixNode(g, cols, ws), in[4:], masks)
 			if recover {
 				rp := m.meta.Config.Recovery
 				prob = recoverNode(prob, ConvertDType(valid, prob.DType()), rp.Window, rp.Eta)
 			}
-			return []*Node{prob, gt}
+			return []*Node{prob, gt, cos}
 		}
 	}
 	if p.prep {
@@ -310,7 +312,8 @@ func (p *Predictor) predictPadded(ctx context.Context, s Scene, recovered bool) 
 	}
 	k := pp.Classes
 	pred := Prediction{Rows: s.Rows, Cols: s.Cols, Classes: k, Recovered: pp.Recovered,
-		Prob: make([]float32, s.Rows*s.Cols*k), Uncertainty: make([]float32, s.Rows*s.Cols)}
+		Prob: make([]float32, s.Rows*s.Cols*k), Uncertainty: make([]float32, s.Rows*s.Cols),
+		CellRows: pp.CellRows, CellCols: pp.CellCols, PrototypeCos: pp.PrototypeCos}
 	for r := range s.Rows {
 		copy(pred.Prob[r*s.Cols*k:(r+1)*s.Cols*k], pp.Prob[r*cols*k:])
 		copy(pred.Uncertainty[r*s.Cols:(r+1)*s.Cols], pp.Uncertainty[r*cols:])
@@ -389,6 +392,21 @@ func (p *Predictor) predict(ctx context.Context, s Scene, recovered bool) (pred 
 	}
 	if pred.Uncertainty, err = tensors.CopyFlatData[float32](out[1]); err != nil {
 		return Prediction{}, fmt.Errorf("predict: read uncertainty: %w", err)
+	}
+	if pred.PrototypeCos, err = tensors.CopyFlatData[float32](out[2]); err != nil {
+		return Prediction{}, fmt.Errorf("predict: read prototype cosines: %w", err)
+	}
+	pred.CellRows, pred.CellCols = lowRes(s.Rows, enc), lowRes(s.Cols, enc)
+	// Cells without a valid pixel have no features to judge: NaN, which the
+	// drift's figures skip.
+	masks := netMasks(s, enc)
+	cellMask, k, nan := masks[len(masks)-1], pred.Classes, float32(math.NaN())
+	for c, v := range cellMask {
+		if v == 0 {
+			for j := range k {
+				pred.PrototypeCos[c*k+j] = nan
+			}
+		}
 	}
 	if recovered && !p.prep {
 		pred.Prob = tiling.Recover(pred.Prob, s.Valid, s.Rows, s.Cols, pred.Classes, p.m.meta.Config.Recovery)

@@ -87,8 +87,8 @@ func (c *Classifier) classifyIn(parent context.Context, sceneName, mask, out str
 	if drift := st.drift; drift != nil {
 		rep := drift.Report()
 		res.Drift = &rep
-		c.log.Info("drift", "scene", sceneName, "verdict", rep.Verdict, "far_share", rep.FarShare,
-			"reliability_ratio", rep.ReliabilityRatio, "brightness_ratio", rep.BrightnessRatio)
+		c.log.Info("drift", "scene", sceneName, "verdict", rep.Verdict, "feature_far_share", rep.FeatureFarShare,
+			"prototype_margin_ratio", rep.PrototypeMarginRatio, "margin_ratio", rep.MarginRatio, "brightness_ratio", rep.BrightnessRatio)
 		if c.opts.DriftCheck != nil {
 			if err := c.opts.DriftCheck(rep); err != nil {
 				return res, err

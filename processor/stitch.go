@@ -153,7 +153,30 @@ func (s *stitcher) add(t tileOut) error {
 	if err := s.canvas.Add(s.plan, t.tile, buf); err != nil {
 		return fmt.Errorf("stitch tile %d: %w", t.tile.Index, err)
 	}
+	if s.drift != nil {
+		addCoreCells(s.drift, t.pred, t.tile)
+	}
 	return nil
+}
+
+// addCoreCells adds the tile's cells of the network's grid whose first
+// pixel lies in the tile's core to the drift's figures in the network's
+// terms: the cores partition the scene and tile origins are multiples of
+// the stride, so each scene cell counts once.
+func addCoreCells(d *model.DriftMeter, p model.Prediction, t tiling.Tile) {
+	core := t.Core
+	for i := range p.CellRows {
+		r := t.Input.Row + model.Stride*i
+		if r < core.Row || r >= core.Row+core.Rows {
+			continue
+		}
+		// Cells of this row whose first column lies in the core.
+		j0 := max(0, (core.Col-t.Input.Col+model.Stride-1)/model.Stride)
+		j1 := min(p.CellCols, (core.Col+core.Cols-t.Input.Col+model.Stride-1)/model.Stride)
+		if j1 > j0 {
+			d.AddCells(p, i*p.CellCols+j0, j1-j0)
+		}
+	}
 }
 
 // finalize recovers, classifies and sends rows [s.written, limit) in chunks,
@@ -253,7 +276,7 @@ func (s *stitcher) rows(lo, hi, h int) (rowsOut, error) {
 		if dist != nil {
 			out.rel[i] = s.kind.PixelSpectral(px, unc[i], model.AgreementOf(dist[i*k:(i+1)*k], best))
 			if s.drift != nil {
-				s.drift.AddPixel(dist[i*k:(i+1)*k], best)
+				s.drift.AddPixel(dist[i*k:(i+1)*k], px, unc[i], best)
 			}
 		} else {
 			out.rel[i] = s.kind.Pixel(px, unc[i])

@@ -384,7 +384,13 @@ func printSummary(w io.Writer, r processor.Result) {
 		fmt.Fprintf(w, "  quality masks: %s\n", r.QualityMasks)
 	}
 	if d := r.Drift; d != nil {
-		fmt.Fprintf(w, "  drift %s (far pixels %.1f%%, reliability %.0f%% of the training scene's, brightness x%.2f)\n",
-			d.Summary(), 100*d.FarShare, 100*d.ReliabilityRatio, d.BrightnessRatio)
+		// The figures the verdict judges, then the brightness.
+		var figs []string
+		for _, l := range model.DefaultDriftThresholds.Limits {
+			if f, ok := model.DriftFigureByKey(l.Figure); ok {
+				figs = append(figs, f.Key+" "+f.Format(f.Value(*d)))
+			}
+		}
+		fmt.Fprintf(w, "  drift %s (%s; brightness x%.2f)\n", d.Summary(), strings.Join(figs, ", "), d.BrightnessRatio)
 	}
 }
