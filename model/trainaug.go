@@ -11,9 +11,10 @@ package model
 // scene, its network input and masks (prepNodes) and the step's training
 // targets, all left on the device for the training step.
 //
-// The graph draws its noise from its own generator (seeded per step from a
-// stream of its own), where the host draws it from the augmenter's stream
-// between the changes: with noise the two paths see different (equally
+// The graph's noise is a hash of a per-step seed (drawn from a stream of
+// its own), the pixel and the band (noiseNodes): the same on every
+// backend. The host draws its noise from the augmenter's stream between
+// the changes, so with noise the two paths see different (equally
 // distributed) steps. The Go backend keeps the host path by default, so
 // that its training results stay as they were; XLA backends take the graph
 // (PrepInGraph). PNEC_TRAIN_AUGMENT=graph|host chooses either on any
@@ -21,6 +22,7 @@ package model
 
 import (
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"os"
 	"sync/atomic"
@@ -83,7 +85,8 @@ type augOut struct {
 
 // Inputs of augGraph's graph after the resident ones: the band plan's
 // integers [2, B] (src, src2) and floats [4, B] (w2, factor, offset,
-// sigma), the sub-area [4] (r0, r1, c0, c1) and the noise's RNG state.
+// sigma), the sub-area [4] (r0, r1, c0, c1) and the noise's seed [3]
+// (uint32, noiseNodes).
 const augResident = 7
 
 func newAugGraph(b compute.Backend, s Scene, in inputSpec, encoder string, trainIdx []int, ytrain []int32, classes int, seed int64) (*augGraph, error) {
@@ -120,11 +123,11 @@ func newAugGraph(b compute.Backend, s Scene, in inputSpec, encoder string, train
 
 // augNodes change the raw scene raw [R, C, B] by the band plan bandI [2, B]
 // (int32: src, src2) and bandF [4, B] (float32: w2, factor, offset, sigma)
-// as Radiometric.applyInto does, with the noise drawn from rngState, and
+// as Radiometric.applyInto does, with the noise of seed (noiseNodes), and
 // cut the valid mask valid [R, C] (bool) to the sub-area rect [4] (int32:
 // rows [r0, r1), columns [c0, c1)). Invalid pixels keep their values, as
 // on the host.
-func augNodes(raw, valid, bandI, bandF, rect, rngState *Node) (v, validStep *Node) {
+func augNodes(raw, valid, bandI, bandF, rect, seed *Node) (v, validStep *Node) {
 	g := raw.Graph()
 	dims := raw.Shape().Dimensions
 	rows, cols, bands := dims[0], dims[1], dims[2]
@@ -141,8 +144,7 @@ func augNodes(raw, valid, bandI, bandF, rect, rngState *Node) (v, validStep *Nod
 	// band stays out).
 	lerp := Where(BroadcastToDims(NotEqual(w2, ZerosLike(w2)), n, bands), Add(x1, Mul(w2, Sub(x2, x1))), x1)
 	out := Add(Mul(factor, lerp), offset)
-	_, noise := RandomNormal(rngState, shapes.Make(dtypes.Float32, n, bands))
-	out = Add(out, Mul(sigma, noise))
+	out = Add(out, Mul(sigma, noiseNodes(g, seed, n, bands)))
 	validN := BroadcastToDims(Reshape(valid, n, 1), n, bands)
 	v = Reshape(Where(validN, out, in), rows, cols, bands)
 
@@ -152,6 +154,63 @@ func augNodes(raw, valid, bandI, bandF, rect, rngState *Node) (v, validStep *Nod
 	inside := LogicalAnd(LogicalAnd(GreaterOrEqual(r, at(0)), LessThan(r, at(1))),
 		LogicalAnd(GreaterOrEqual(c, at(2)), LessThan(c, at(3))))
 	return v, LogicalAnd(valid, inside)
+}
+
+// noiseNodes is standard normal noise [n, bands] for pixel i and band b
+// given by noiseAt(seed, i, b): a counter-based hash of the seed [3]
+// (uint32), the pixel and the band, then Box-Muller. Unlike the backends'
+// random bit generators (PCG on the Go backend, Philox on XLA) it is the
+// same on every backend, so an augmented step is the same scene wherever
+// it is made, and a test can compute it on the host.
+func noiseNodes(g *Graph, seed *Node, n, bands int) *Node {
+	s := func(i int) *Node { return Reshape(Slice(seed, AxisElem(i)), 1, 1) }
+	pix := Iota(g, shapes.Make(dtypes.Uint32, n, 1), 0)
+	band := Iota(g, shapes.Make(dtypes.Uint32, 1, bands), 1)
+	k := lowbias32Node(Add(pix, s(0)))
+	h1 := lowbias32Node(BitwiseXor(k, Add(MulScalar(band, uint32(noiseBandMul)), s(1))))
+	h2 := lowbias32Node(BitwiseXor(h1, s(2)))
+	unit := func(h *Node) *Node { // the top 24 bits as a float32 in [0, 1), exactly
+		return MulScalar(ConvertDType(BitwiseShiftRightLogicalScalar(h, uint32(8)), dtypes.Float32), 1.0/(1<<24))
+	}
+	u1 := AddScalar(unit(h1), 0.5/(1<<24)) // (0, 1): the log is finite
+	u2 := unit(h2)
+	return Mul(Sqrt(MulScalar(Log(u1), -2)), Cos(MulScalar(u2, 2*math.Pi)))
+}
+
+// noiseBandMul spreads the bands over the hash's input (the golden ratio's
+// 32-bit fraction).
+const noiseBandMul = 0x9e3779b9
+
+// lowbias32Node is lowbias32 on uint32 nodes.
+func lowbias32Node(x *Node) *Node {
+	x = BitwiseXor(x, BitwiseShiftRightLogicalScalar(x, uint32(16)))
+	x = MulScalar(x, uint32(0x7feb352d))
+	x = BitwiseXor(x, BitwiseShiftRightLogicalScalar(x, uint32(15)))
+	x = MulScalar(x, uint32(0x846ca68b))
+	return BitwiseXor(x, BitwiseShiftRightLogicalScalar(x, uint32(16)))
+}
+
+// lowbias32 is Chris Wellons' 32-bit integer hash (a full-avalanche mix of
+// xor-shifts and multiplications).
+func lowbias32(x uint32) uint32 {
+	x ^= x >> 16
+	x *= 0x7feb352d
+	x ^= x >> 15
+	x *= 0x846ca68b
+	x ^= x >> 16
+	return x
+}
+
+// noiseAt is noiseNodes' value for pixel pix and band b, computed on the
+// host in float64 (the graph computes in float32: they agree to about
+// 1e-6).
+func noiseAt(seed [3]uint32, pix, b uint32) float64 {
+	k := lowbias32(pix + seed[0])
+	h1 := lowbias32(k ^ (b*noiseBandMul + seed[1]))
+	h2 := lowbias32(h1 ^ seed[2])
+	u1 := (float64(h1>>8) + 0.5) / (1 << 24)
+	u2 := float64(h2>>8) / (1 << 24)
+	return math.Sqrt(-2*math.Log(u1)) * math.Cos(2*math.Pi*u2)
 }
 
 // targetNodes are trainTargets in the graph for the step's valid mask
@@ -188,9 +247,9 @@ func (ag *augGraph) step(st augDraw) (augOut, error) {
 	if st.crop {
 		rect = []int32{int32(st.r0), int32(st.r1), int32(st.c0), int32(st.c1)}
 	}
-	seed := []uint64{ag.noise.Uint64(), ag.noise.Uint64(), ag.noise.Uint64()}
+	seed := []uint32{ag.noise.Uint32(), ag.noise.Uint32(), ag.noise.Uint32()}
 	small := []*tensors.Tensor{tensorOf(bandI, 2, ag.bands), tensorOf(bandF, 4, ag.bands), tensorOf(rect, 4),
-		tensors.FromFlatDataAndDimensions(seed, RNGStateShape.Dimensions...)}
+		tensors.FromFlatDataAndDimensions(seed, len(seed))}
 	args := make([]any, 0, augResident+len(small))
 	for _, t := range ag.resident {
 		args = append(args, t)
