@@ -246,9 +246,6 @@ func Train(ctx context.Context, s Scene, labels []int32, opts TrainOptions) (m *
 		ytrain[t] = trainClass(i)
 	}
 	in := newInputSpec(cfg.Input, cfg.InputLevels, lo, hi)
-	// On the Go backend the paper encoder's full-resolution stage runs on
-	// pnec's own kernels beside the graph (fullRes; see encState), for the
-	// reference's input without augmentation (fullResTraining).
 	// The augmentation runs in a graph of its own on XLA (augGraph: the scene
 	// goes to the device once), on the host on the Go backend.
 	inGraph, err := augmentInGraph(desc)
@@ -256,6 +253,10 @@ func Train(ctx context.Context, s Scene, labels []int32, opts TrainOptions) (m *
 		return nil, fmt.Errorf("train: %w", err)
 	}
 	inGraph = inGraph && cfg.Augment.On()
+	// On the Go backend the paper encoder's full-resolution stage runs on
+	// pnec's own kernels beside the graph (fullRes; see encState), for the
+	// reference's input without augmentation (fullResTraining), unless the
+	// augmentation graph makes the network's input.
 	var fr *fullRes
 	if useFullRes && desc.Kind == BackendGo && fullResTraining(cfg) && !inGraph {
 		fr = newFullRes(d, s, in, runtime.GOMAXPROCS(0))
@@ -414,7 +415,9 @@ func Train(ctx context.Context, s Scene, labels []int32, opts TrainOptions) (m *
 //
 // With kernels (the paper encoder's full-resolution stage on pnec's own
 // kernels, fullRes) the graph's input is the stage's output, made at every
-// step: x stays nil and only the low-resolution mask is kept.
+// step: x stays nil and only the low-resolution mask is kept. Train passes
+// kernels also when the augmentation graph makes the input (augGraph.clean
+// then fills x and the masks).
 func newTrainData(s Scene, in inputSpec, trainIdx []int, ytrain []int32, encoder string, kernels bool) trainData {
 	hs, ws := lowRes(s.Rows, encoder), lowRes(s.Cols, encoder)
 	l := hs * ws
