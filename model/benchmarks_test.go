@@ -24,20 +24,28 @@ func benchScene() (Scene, []int32) {
 	return s, labels
 }
 
-// benchTrainer builds the training step of a default-size network on the bench scene.
-func benchTrainer(b *testing.B) (*trainer, trainData) {
-	s, labels := benchScene()
-	cfg := DefaultConfig()
+// benchSplit is the default split of the bench scene's labels: the
+// training pixels and their dense classes.
+func benchSplit(labels []int32) (idx []int, y []int32) {
 	dense := make([]int32, len(labels))
 	for i, v := range labels {
 		dense[i] = v - 1
 	}
 	_, _, _, k := benchSize()
-	idx := pickSplit(dense, k, DefaultTrainPerClass, DefaultSplitSeed)
-	y := make([]int32, len(idx))
+	idx = pickSplit(dense, k, DefaultTrainPerClass, DefaultSplitSeed)
+	y = make([]int32, len(idx))
 	for t, i := range idx {
 		y[t] = dense[i]
 	}
+	return idx, y
+}
+
+// benchTrainer builds the training step of a default-size network on the bench scene.
+func benchTrainer(b *testing.B) (*trainer, trainData) {
+	s, labels := benchScene()
+	cfg := DefaultConfig()
+	_, _, _, k := benchSize()
+	idx, y := benchSplit(labels)
 	lo, hi, err := bandStretch(s)
 	if err != nil {
 		b.Fatal(err)

@@ -119,12 +119,19 @@ func TestCompileCacheKernelsShared(t *testing.T) {
 		t.Errorf("shared kernels %q: replaced by a smaller copy", got)
 	}
 	// Many publishers and readers at once: every read is one whole version.
+	// Every version is in the map before the readers start: they read it
+	// while the loop would still be adding to it.
 	var wg sync.WaitGroup
 	versions := map[string]bool{"kernels A": true}
 	var mu sync.Mutex
+	version := func(i int) string {
+		return fmt.Sprintf("kernels of process %d %s", i, strings.Repeat("x", 1<<16*(i+1)))
+	}
 	for i := range 8 {
-		v := fmt.Sprintf("kernels of process %d %s", i, strings.Repeat("x", 1<<16*(i+1)))
-		versions[v] = true
+		versions[version(i)] = true
+	}
+	for i := range 8 {
+		v := version(i)
 		wg.Go(func() {
 			p := filepath.Join(c.Dir, "tmp", fmt.Sprintf("kernels-w%d.bin", i))
 			os.WriteFile(p, []byte(v), 0o644)

@@ -131,12 +131,21 @@ func (r Radiometric) Apply(s Scene, means []float64, rng *rand.Rand) Scene {
 	return out
 }
 
-// applyInto writes s changed by r into dst (len(s.Data)).
-func (r Radiometric) applyInto(dst []float32, s Scene, means []float64, rng *rand.Rand) {
-	B := s.Bands
-	if means == nil && (r.Offset != 0 || r.Noise != 0) {
-		means = BandMeans(s)
-	}
+// bandPlan is a Radiometric for a scene of a given number of bands, per
+// output band b: the source bands src[b] and src2[b] interpolated with
+// weight w2[b] (the band shift, reversal), the factor (gain and tilt), the
+// additive offset and the noise's standard deviation sigma. The host
+// (applyInto) and the training graph (augNodes) apply the same plan.
+type bandPlan struct {
+	src, src2          []int32
+	w2, factor, offset []float32
+	sigma              []float64
+}
+
+// plan is r's bandPlan for bands bands; means are the band means the offset
+// and noise are relative to (nil: no offset or noise).
+func (r Radiometric) plan(bands int, means []float64) bandPlan {
+	B := bands
 	gain := r.Gain
 	if gain == 0 {
 		gain = 1
@@ -145,34 +154,38 @@ func (r Radiometric) applyInto(dst []float32, s Scene, means []float64, rng *ran
 	if shape == "" {
 		shape = TiltLinear
 	}
-	// Per output band: the source bands and their weights, the factor and
-	// the additive offset.
-	src := make([]int, B)
-	src2 := make([]int, B)
-	w2 := make([]float32, B)
-	factor := make([]float32, B)
-	offset := make([]float32, B)
-	sigma := make([]float64, B)
+	p := bandPlan{src: make([]int32, B), src2: make([]int32, B), w2: make([]float32, B),
+		factor: make([]float32, B), offset: make([]float32, B), sigma: make([]float64, B)}
 	for b := 0; b < B; b++ {
 		pos := min(max(float64(b)+r.BandShift, 0), float64(B-1))
 		j := int(math.Floor(pos))
 		j2 := min(j+1, B-1)
-		w2[b] = float32(pos - float64(j))
+		p.w2[b] = float32(pos - float64(j))
 		if r.Reverse {
 			// Reversed first, then shifted along the reversed axis.
 			j, j2 = B-1-j, B-1-j2
 		}
-		src[b], src2[b] = j, j2
+		p.src[b], p.src2[b] = int32(j), int32(j2)
 		u := 0.0
 		if B > 1 {
 			u = float64(b) / float64(B-1)
 		}
-		factor[b] = float32(gain * (1 + r.Tilt*shape.at(u)))
+		p.factor[b] = float32(gain * (1 + r.Tilt*shape.at(u)))
 		if means != nil {
-			offset[b] = float32(r.Offset * means[b])
-			sigma[b] = r.Noise * math.Abs(means[b])
+			p.offset[b] = float32(r.Offset * means[b])
+			p.sigma[b] = r.Noise * math.Abs(means[b])
 		}
 	}
+	return p
+}
+
+// applyInto writes s changed by r into dst (len(s.Data)).
+func (r Radiometric) applyInto(dst []float32, s Scene, means []float64, rng *rand.Rand) {
+	B := s.Bands
+	if means == nil && (r.Offset != 0 || r.Noise != 0) {
+		means = BandMeans(s)
+	}
+	p := r.plan(B, means)
 	for i := 0; i < s.Rows*s.Cols; i++ {
 		in, out := s.Data[i*B:(i+1)*B], dst[i*B:(i+1)*B]
 		if !s.valid(i) {
@@ -180,13 +193,13 @@ func (r Radiometric) applyInto(dst []float32, s Scene, means []float64, rng *ran
 			continue
 		}
 		for b := range out {
-			x := in[src[b]]
-			if w2[b] != 0 {
-				x += w2[b] * (in[src2[b]] - x)
+			x := in[p.src[b]]
+			if p.w2[b] != 0 {
+				x += p.w2[b] * (in[p.src2[b]] - x)
 			}
-			v := factor[b]*x + offset[b]
+			v := p.factor[b]*x + p.offset[b]
 			if r.Noise != 0 && rng != nil {
-				v += float32(sigma[b] * rng.NormFloat64())
+				v += float32(p.sigma[b] * rng.NormFloat64())
 			}
 			out[b] = v
 		}

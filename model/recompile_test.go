@@ -11,27 +11,39 @@ import (
 // epoch's input has the same shape, and what changes between epochs (the
 // augmented scene, the sub-area's masks, the calibration switch) are inputs.
 // Both encoders; the paper encoder with its full-resolution stage in the
-// graph (as on XLA) and on pnec's kernels (the Go backend's default).
+// graph (as on XLA) and on pnec's kernels (the Go backend's default); the
+// augmentation on the host (the Go backend's default) and in its own graph
+// (XLA's, augGraph), which is built once too: each step sends it only its
+// change, sub-area and noise seed.
 func TestTrainingCompilesOnce(t *testing.T) {
 	s, labels := synthScene(24, 28, 6, 3, 8)
 	for _, tc := range []struct {
 		enc     string
 		kernels bool
-	}{{EncoderPaper, false}, {EncoderPaper, true}, {EncoderCell, false}} {
+		where   string
+	}{
+		{EncoderPaper, false, "host"}, {EncoderPaper, true, "host"}, {EncoderCell, false, "host"},
+		{EncoderPaper, false, "graph"}, {EncoderCell, false, "graph"},
+	} {
 		cfg := tinyConfig(12) // warm-up 4 epochs, clean tail the last
 		cfg.Encoder = tc.enc
 		if cfg.Augment != DefaultAugment {
 			t.Fatalf("tinyConfig changed the default augmentation: %+v", cfg.Augment)
 		}
+		t.Setenv(TrainAugmentEnv, tc.where)
 		useFullRes = tc.kernels
-		before := trainGraphBuilds.Load()
+		before, augBefore := trainGraphBuilds.Load(), augGraphBuilds.Load()
 		_, err := Train(context.Background(), s, labels, TrainOptions{Config: cfg, Backend: "go"})
 		useFullRes = true
 		if err != nil {
 			t.Fatal(err)
 		}
 		if n := trainGraphBuilds.Load() - before; n != 1 {
-			t.Errorf("%s (kernels %v): the training step was built %d times in 12 epochs, want 1", tc.enc, tc.kernels, n)
+			t.Errorf("%s (kernels %v, augmentation on the %s): the training step was built %d times in 12 epochs, want 1", tc.enc, tc.kernels, tc.where, n)
+		}
+		want := map[string]int64{"host": 0, "graph": 1}[tc.where]
+		if n := augGraphBuilds.Load() - augBefore; n != want {
+			t.Errorf("%s (augmentation on the %s): the augmentation graph was built %d times in 12 epochs, want %d", tc.enc, tc.where, n, want)
 		}
 	}
 }

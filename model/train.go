@@ -246,16 +246,34 @@ func Train(ctx context.Context, s Scene, labels []int32, opts TrainOptions) (m *
 		ytrain[t] = trainClass(i)
 	}
 	in := newInputSpec(cfg.Input, cfg.InputLevels, lo, hi)
+	// The augmentation runs in a graph of its own on XLA (augGraph: the scene
+	// goes to the device once), on the host on the Go backend.
+	inGraph, err := augmentInGraph(desc)
+	if err != nil {
+		return nil, fmt.Errorf("train: %w", err)
+	}
+	inGraph = inGraph && cfg.Augment.On()
 	// On the Go backend the paper encoder's full-resolution stage runs on
 	// pnec's own kernels beside the graph (fullRes; see encState), for the
-	// reference's input without augmentation (fullResTraining).
+	// reference's input without augmentation (fullResTraining), unless the
+	// augmentation graph makes the network's input.
 	var fr *fullRes
-	if useFullRes && desc.Kind == BackendGo && fullResTraining(cfg) {
+	if useFullRes && desc.Kind == BackendGo && fullResTraining(cfg) && !inGraph {
 		fr = newFullRes(d, s, in, runtime.GOMAXPROCS(0))
 	}
-	td := newTrainData(s, in, trainIdx, ytrain, cfg.Encoder, fr != nil)
+	td := newTrainData(s, in, trainIdx, ytrain, cfg.Encoder, fr != nil || inGraph)
 	defer td.finalize()
 	aug := newAugmenter(cfg.Augment, s, in, cfg.Encoder, opts.Seed)
+	var ag *augGraph
+	if inGraph {
+		if ag, err = newAugGraph(b, s, in, cfg.Encoder, trainIdx, ytrain, len(values), opts.Seed); err != nil {
+			return nil, fmt.Errorf("train: augmentation graph on %s: %w", desc.Label(), err)
+		}
+		defer ag.finalize()
+		if err := ag.clean(&td); err != nil {
+			return nil, fmt.Errorf("train: clean scene on %s: %w", desc.Label(), err)
+		}
+	}
 
 	rng := rand.New(rand.NewPCG(uint64(opts.Seed), 0x6d616d6261))
 	params := initParams(d, cfg, rng)
@@ -288,6 +306,19 @@ func Train(ctx context.Context, s Scene, labels []int32, opts TrainOptions) (m *
 				fr.setScene(s, in)
 				frChanged = false
 			}
+		} else if ag != nil {
+			if st, ok := aug.draw(epoch, cfg.Epochs); ok {
+				o, err := ag.step(st)
+				if err != nil {
+					return nil, fmt.Errorf("train: epoch %d: augmentation on %s: %w", epoch, desc.Label(), err)
+				}
+				if cfg.Augment.ImageNorm {
+					step.x = o.x
+				} else {
+					step.xAug = o.x
+				}
+				step.masks, step.anchor, step.ytr, step.cellMask = o.masks, o.anchor, o.ytr, o.cellMask
+			}
 		} else if x := aug.next(epoch, cfg.Epochs); x != nil {
 			if cfg.Augment.ImageNorm {
 				step.x = x
@@ -300,6 +331,9 @@ func Train(ctx context.Context, s Scene, labels []int32, opts TrainOptions) (m *
 		}
 		loss, acc, err = st.step(step, calib)
 		aug.done()
+		if ag != nil {
+			ag.done()
+		}
 		if err != nil {
 			return nil, fmt.Errorf("train: epoch %d on %s: %w", epoch, desc.Label(), err)
 		}
@@ -324,6 +358,9 @@ func Train(ctx context.Context, s Scene, labels []int32, opts TrainOptions) (m *
 	// graphs of their own (held together they made the peak).
 	st.finalize()
 	td.finalize()
+	if ag != nil {
+		ag.finalize()
+	}
 	m = &Model{
 		meta: modelMeta{
 			Version: Version, Backend: desc.Label(), Config: cfg, Bands: s.Bands,
@@ -378,7 +415,9 @@ func Train(ctx context.Context, s Scene, labels []int32, opts TrainOptions) (m *
 //
 // With kernels (the paper encoder's full-resolution stage on pnec's own
 // kernels, fullRes) the graph's input is the stage's output, made at every
-// step: x stays nil and only the low-resolution mask is kept.
+// step: x stays nil and only the low-resolution mask is kept. Train passes
+// kernels also when the augmentation graph makes the input (augGraph.clean
+// then fills x and the masks).
 func newTrainData(s Scene, in inputSpec, trainIdx []int, ytrain []int32, encoder string, kernels bool) trainData {
 	hs, ws := lowRes(s.Rows, encoder), lowRes(s.Cols, encoder)
 	l := hs * ws
@@ -530,7 +569,6 @@ func newAugmenter(cfg Augment, s Scene, in inputSpec, encoder string, seed int64
 	if cfg.On() {
 		a.means = BandMeans(s)
 		a.rng = rand.New(rand.NewPCG(uint64(seed), 0x61756720))
-		a.buf = make([]float32, len(s.Data))
 	}
 	if cfg.Crop > 0 {
 		a.cropRng = rand.New(rand.NewPCG(uint64(seed), 0x63726f70))
@@ -557,32 +595,63 @@ func (a *augmenter) next(epoch, epochs int) *tensors.Tensor {
 // on the graph and on pnec's kernels (fullRes, which takes the scene) sees
 // the same steps.
 func (a *augmenter) nextScene(epoch, epochs int) (Scene, bool) {
-	a.cropped = false
-	if a.rng == nil {
+	st, ok := a.draw(epoch, epochs)
+	if !ok {
 		return Scene{}, false
 	}
-	r := a.cfg.draw(a.rng)
-	r0, r1, c0, c1, crop := a.drawCrop()
-	if float64(epoch) > float64(epochs)*(1-a.cfg.CleanTail) {
-		return Scene{}, false // the clean tail (drawn all the same: the stream stays the same)
-	}
-	if r.IsIdentity() && !crop {
-		return Scene{}, false
-	}
+	return a.apply(st), true
+}
+
+// apply makes the scene of draw st on the host (nextScene).
+func (a *augmenter) apply(st augDraw) Scene {
 	changed := a.s
-	if !r.IsIdentity() {
-		r.applyInto(a.buf, a.s, a.means, a.rng)
+	if !st.r.IsIdentity() {
+		if a.buf == nil {
+			a.buf = make([]float32, len(a.s.Data))
+		}
+		// The noise comes from the same stream as the changes (as it always
+		// has: the Go backend's training results stay as they were).
+		st.r.applyInto(a.buf, a.s, a.means, a.rng)
 		changed.Data = a.buf
 	}
-	if crop {
+	if st.crop {
 		for i := range a.valid {
 			row, col := i/a.s.Cols, i%a.s.Cols
-			a.valid[i] = a.s.valid(i) && row >= r0 && row < r1 && col >= c0 && col < c1
+			a.valid[i] = a.s.valid(i) && row >= st.r0 && row < st.r1 && col >= st.c0 && col < st.c1
 		}
 		changed.Valid = a.valid
 		a.cropped = true
 	}
-	return changed, true
+	return changed
+}
+
+// augDraw is one training step's augmentation: the radiometric change r
+// and, when crop, the sub-area rows [r0, r1) and columns [c0, c1).
+type augDraw struct {
+	r              Radiometric
+	r0, r1, c0, c1 int
+	crop           bool
+}
+
+// draw picks step epoch's change (of epochs, from 1): false for the clean
+// scene (no augmentation, the clean tail, or nothing drawn). The random
+// numbers drawn do not depend on the outcome, so that every step draws
+// the same whatever the schedule.
+func (a *augmenter) draw(epoch, epochs int) (augDraw, bool) {
+	a.cropped = false
+	if a.rng == nil {
+		return augDraw{}, false
+	}
+	var st augDraw
+	st.r = a.cfg.draw(a.rng)
+	st.r0, st.r1, st.c0, st.c1, st.crop = a.drawCrop()
+	if float64(epoch) > float64(epochs)*(1-a.cfg.CleanTail) {
+		return augDraw{}, false // the clean tail (drawn all the same: the stream stays the same)
+	}
+	if st.r.IsIdentity() && !st.crop {
+		return augDraw{}, false
+	}
+	return st, true
 }
 
 // drawCrop draws one step's sub-area (Augment.Crop), rows [r0, r1) and
