@@ -156,8 +156,14 @@ func emitBandSet(f *mdFile, in *Info, nb int) error {
 	if err != nil {
 		return err
 	}
+	if err := checkCentres(wl, "sensor_band_parameters/wavelengths"); err != nil {
+		return err
+	}
 	in.WavelengthsNM, in.WavelengthUnits, in.SpectralSource = wl, "nm", "EMIT sensor_band_parameters"
 	if fw, err := read("fwhm"); err == nil {
+		if err := checkWidths(fw, "sensor_band_parameters/fwhm"); err != nil {
+			return err
+		}
 		in.FWHMNM = fw
 	} else if !errors.Is(err, errNoArray) {
 		return err

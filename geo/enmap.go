@@ -164,8 +164,8 @@ func parseEnMAPMetadata(data []byte) (enmapMetadata, error) {
 			return def, nil
 		}
 		v, err := strconv.ParseFloat(t, 64)
-		if err != nil || math.IsInf(v, 0) {
-			return 0, fmt.Errorf("%s %q is not a number", name, truncate(t, 20))
+		if err != nil || math.IsInf(v, 0) || math.IsNaN(v) {
+			return 0, fmt.Errorf("%w: %s %q is not a number", ErrBandMetadata, name, truncate(t, 20))
 		}
 		return v, nil
 	}
@@ -192,8 +192,15 @@ func parseEnMAPMetadata(data []byte) (enmapMetadata, error) {
 		if bd.o, err = num(b, "OffsetOfBand", 0); err != nil {
 			return md, fmt.Errorf("METADATA.XML band %d: %w", k, err)
 		}
-		if !(bd.c > 0) {
-			return md, fmt.Errorf("METADATA.XML band %d: no centre wavelength", k)
+		switch {
+		case math.IsNaN(bd.c):
+			return md, fmt.Errorf("%w: METADATA.XML band %d has no wavelengthCenterOfBand", ErrBandMetadata, k)
+		case !(bd.c > 0):
+			return md, fmt.Errorf("%w: METADATA.XML band %d: wavelengthCenterOfBand %s; a band centre is a positive number", ErrBandMetadata, k, fmtValue(bd.c))
+		case bd.f < 0:
+			return md, fmt.Errorf("%w: METADATA.XML band %d: FWHMOfBand %s; a band width is a positive number", ErrBandMetadata, k, fmtValue(bd.f))
+		case bd.g == 0:
+			return md, fmt.Errorf("%w: METADATA.XML band %d: GainOfBand 0; every value of the band would read as its offset", ErrBandMetadata, k)
 		}
 		bands = append(bands, bd)
 	}

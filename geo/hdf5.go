@@ -67,6 +67,11 @@ func openPRISMA(name string, f *mdFile) (*Scene, error) {
 		scale, of float64
 	}
 	var bands []band
+	closeParts := func() {
+		for _, pt := range parts {
+			pt.arr.close()
+		}
+	}
 	rows, cols := -1, -1
 	for p, d := range []det{{"VNIR_Cube", "Vnir"}, {"SWIR_Cube", "Swir"}} {
 		arr, err := f.array(prismaSwath + "/Data Fields/" + d.cube)
@@ -99,14 +104,25 @@ func openPRISMA(name string, f *mdFile) (*Scene, error) {
 		mx, ok := hi.float()
 		if !okLo || !okHi || !ok {
 			mn, mx = 0, 1
+		} else if math.IsNaN(mn) || math.IsInf(mn, 0) || !(mx > mn) || math.IsInf(mx, 0) {
+			closeParts()
+			return nil, fmt.Errorf("%w: L2Scale%sMin %s and L2Scale%sMax %s: the reflectance of DN 0 and DN 65535, want Min < Max", ErrBandMetadata, d.key, fmtValue(mn), d.key, fmtValue(mx))
 		}
 		for i, c := range cw.floats() {
-			if !(c > 0) {
+			if c == 0 {
 				continue // a band not in use
+			}
+			if !positiveFinite(c) {
+				closeParts()
+				return nil, fmt.Errorf("%w: List_Cw_%s gives slot %d of %s the wavelength %s; a band centre is a positive number (0 for a slot not in use)", ErrBandMetadata, d.key, i+1, d.cube, fmtValue(c))
 			}
 			b := band{c: c, w: math.NaN(), part: p, idx: i, scale: (mx - mn) / 65535, of: mn}
 			if len(fw.floats()) > i {
 				b.w = fw.floats()[i]
+				if !(b.w >= 0) || math.IsInf(b.w, 0) {
+					closeParts()
+					return nil, fmt.Errorf("%w: List_Fwhm_%s gives slot %d of %s the FWHM %s; a band width is a positive number", ErrBandMetadata, d.key, i+1, d.cube, fmtValue(b.w))
+				}
 			}
 			if hasFlags && len(fl.floats()) > i && fl.floats()[i] == 0 {
 				b.bad = true
@@ -220,15 +236,36 @@ func openTanager(name string, f *mdFile) (*Scene, error) {
 	if u, ok := arr.attr("wavelengths_units"); ok && u.str != "" {
 		unit = u.str
 	}
-	if wl, ok := arr.attr("wavelengths"); ok && len(wl.floats()) == nb {
-		in.WavelengthsNM, in.WavelengthUnits, in.SpectralSource = toNM(wl.floats(), unit), unit, "Tanager dataset attributes"
+	perBand := func(name string) ([]float64, error) {
+		a, ok := arr.attr(name)
+		if !ok {
+			return nil, nil
+		}
+		if len(a.floats()) != nb {
+			return nil, fmt.Errorf("%w: %s's attribute %s has %d values for %d bands", ErrBandMetadata, varName, name, len(a.floats()), nb)
+		}
+		return a.floats(), nil
 	}
-	if fw, ok := arr.attr("fwhm"); ok && len(fw.floats()) == nb {
-		in.FWHMNM = widthsNM(fw.floats(), unit, in.WavelengthsNM)
+	wl, err := perBand("wavelengths")
+	if err == nil {
+		err = checkCentres(wl, varName+"'s wavelengths")
 	}
-	if gw, ok := arr.attr("good_wavelengths"); ok && len(gw.floats()) == nb {
-		in.BadBands = badFromBBL(gw.floats())
+	fw, err2 := perBand("fwhm")
+	if err == nil && err2 == nil {
+		err = checkWidths(fw, varName+"'s fwhm")
 	}
+	gw, err3 := perBand("good_wavelengths")
+	if err = errors.Join(err, err2, err3); err != nil {
+		arr.close()
+		return nil, err
+	}
+	if wl != nil {
+		in.WavelengthsNM, in.WavelengthUnits, in.SpectralSource = toNM(wl, unit), unit, "Tanager dataset attributes"
+	}
+	if fw != nil {
+		in.FWHMNM = widthsNM(fw, unit, in.WavelengthsNM)
+	}
+	in.BadBands = badFromBBL(gw)
 	sm, err := f.array("/HDFEOS INFORMATION/StructMetadata.0")
 	if err != nil {
 		arr.close()
