@@ -15,15 +15,15 @@ import (
 // Report describes a scene as the classifier sees it: pnec info prints it
 // as text (WriteText) or as JSON (encoding/json, the field tags below).
 type Report struct {
-	Name         string            `json:"name"`
-	Driver       string            `json:"driver"`
-	Cols         int               `json:"cols"`
-	Rows         int               `json:"rows"`
-	Bands        int               `json:"bands"`
-	DataType     string            `json:"data_type"`
-	NoData       []*float64        `json:"nodata"` // per band; null where none
-	CRS          *CRSReport        `json:"crs"`    // null for a local grid
-	GeoTransform *[6]float64       `json:"geotransform"`
+	Name         string      `json:"name"`
+	Driver       string      `json:"driver"`
+	Cols         int         `json:"cols"`
+	Rows         int         `json:"rows"`
+	Bands        int         `json:"bands"`
+	DataType     string      `json:"data_type"`
+	NoData       []*float64  `json:"nodata"` // per band; null where none
+	CRS          *CRSReport  `json:"crs"`    // null for a local grid
+	GeoTransform *[6]float64 `json:"geotransform"`
 	// PixelSize is the ground size of a pixel along a row and along a
 	// column, in the CRS's units: the lengths of the geotransform's column
 	// and row vectors, so also of a rotated grid (null without a
@@ -32,8 +32,8 @@ type Report struct {
 	// RotationDeg is the angle of the grid's rows from the CRS's x axis,
 	// counter-clockwise, in degrees (0 for a north-up grid; ENVI's map
 	// info "rotation=").
-	RotationDeg float64 `json:"rotation_deg"`
-	Footprint    *geojson.Geometry `json:"footprint"` // GeoJSON Polygon in WGS84 lon/lat; null without a CRS
+	RotationDeg float64           `json:"rotation_deg"`
+	Footprint   *geojson.Geometry `json:"footprint"` // GeoJSON Polygon in WGS84 lon/lat; null without a CRS
 	// ValidFraction is the share of valid pixels; nil until measured
 	// (Scene.ValidFractionEstimate).
 	ValidFraction *float64 `json:"valid_fraction"`

@@ -3,8 +3,8 @@ package geo
 import (
 	"errors"
 	"fmt"
-	"path"
 	"math"
+	"path"
 	"strconv"
 	"strings"
 
@@ -198,7 +198,6 @@ func (s *Scene) readSpectral(in *Info) error {
 	}
 	return nil
 }
-
 
 // checkENVIHeaderFile parses the ENVI header of the cube name (name.hdr,
 // or the name with its extension replaced), which GDAL's ENVI driver reads
