@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/pnec/pnec/geo"
@@ -365,5 +366,24 @@ func TestGeoTIFFWithForeignHDR(t *testing.T) {
 	defer s.Close()
 	if in := s.Info(); in.WavelengthsNM != nil || in.Product != "" {
 		t.Errorf("got wavelengths %v, product %q from a foreign .hdr", in.WavelengthsNM, in.Product)
+	}
+}
+
+// TestEMITMissingMaskNamed: --quality-mask product on an EMIT reflectance
+// file without its L2A mask file beside it names the missing
+// EMIT_L2A_MASK_... file (it used to say the product delivers no masks).
+// Issue 31, defect 5.
+func TestEMITMissingMaskNamed(t *testing.T) {
+	d, err := fixture.WriteEMIT(t.TempDir(), fixture.EMITOptions{Seed: 1})
+	skipWithout(t, err)
+	s, err := geo.Open(d.Path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	want := strings.Replace(filepath.Base(d.Path), "_L2A_RFL_", "_L2A_MASK_", 1)
+	err = s.UseProductQualityMasks()
+	if err == nil || !strings.Contains(err.Error(), want+" is not beside the reflectance file") || errors.Is(err, geo.ErrNoProductQualityMasks) {
+		t.Errorf("got %v, want an error naming the missing %s", err, want)
 	}
 }

@@ -125,10 +125,16 @@ func openEMIT(name string, f *mdFile) (*Scene, error) {
 		base := path.Base(name)
 		if i := strings.Index(base, "_L2A_RFL_"); i >= 0 {
 			mf := path.Join(path.Dir(name), base[:i]+"_L2A_MASK_"+base[i+len("_L2A_RFL_"):])
-			if vsiExists(mf) {
-				s.productQualityMasks = append(s.productQualityMasks, productQualityMask{label: "EMIT L2A mask (cloud, cirrus, spacecraft, dilated cloud flags)",
-					bands: emitMaskFlags, open: func() (*Scene, error) { return Open(mf) }})
-			}
+			// Registered whether or not the file is there: without it,
+			// --quality-mask product says which file is missing rather
+			// than that the product has no masks.
+			s.productQualityMasks = append(s.productQualityMasks, productQualityMask{label: "EMIT L2A mask (cloud, cirrus, spacecraft, dilated cloud flags)",
+				bands: emitMaskFlags, open: func() (*Scene, error) {
+					if !vsiExists(mf) {
+						return nil, fmt.Errorf("%s is not beside the reflectance file: the L2A mask file of the same acquisition (LP DAAC delivers it with the reflectance, EMITL2ARFL granule) is what --quality-mask product applies", path.Base(mf))
+					}
+					return Open(mf)
+				}})
 		}
 	}
 	return s, nil
