@@ -1,0 +1,55 @@
+package spectral
+
+import (
+	"slices"
+	"testing"
+)
+
+// TestSensorTables: every table is ascending with positive widths; EnMAP's
+// has the product's 224 bands with the detectors interleaved in their
+// overlap and no band in the deepest absorptions; PRISMA's slots are the
+// product's 66 + 173 with 3 + 2 slots not in use.
+func TestSensorTables(t *testing.T) {
+	for _, s := range Sensors() {
+		b := s.Bands
+		if !b.HasCentres() || len(b.FWHMNM) != b.Bands || !slices.IsSorted(b.CentresNM) {
+			t.Errorf("%s: %d bands, centres ascending %v", s.Name, b.Bands, slices.IsSorted(b.CentresNM))
+		}
+		for i := range b.Bands {
+			if _, ok := b.FWHM(i); !ok {
+				t.Errorf("%s band %d has no width", s.Name, i+1)
+			}
+		}
+		if got, ok := SensorByName(s.Aliases[0]); !ok || got.Name != s.Name {
+			t.Errorf("SensorByName(%q) = %q", s.Aliases[0], got.Name)
+		}
+	}
+	c, w, vnir := EnMAPBands()
+	if len(c) != 224 || len(w) != 224 {
+		t.Fatalf("EnMAP: %d bands", len(c))
+	}
+	nv, interleaved := 0, false
+	for i, v := range vnir {
+		if v {
+			nv++
+		}
+		if i > 0 && v && !vnir[i-1] {
+			interleaved = true // a VNIR band after a SWIR band
+		}
+	}
+	if nv != 91 || !interleaved {
+		t.Errorf("EnMAP: %d VNIR bands, interleaved %v; want 91, interleaved", nv, interleaved)
+	}
+	for _, x := range c {
+		if (x > 1391 && x < 1461) || (x > 1760 && x < 1939) {
+			t.Errorf("EnMAP band at %g nm, in an absorption the product leaves out", x)
+		}
+	}
+	if c[129] < 1330 || c[134] > 1391 {
+		t.Errorf("EnMAP bands 130-135 at %g-%g nm, want the 1.38 um absorption's", c[129], c[134])
+	}
+	vn, _, sw, _ := PRISMASlots()
+	if len(vn) != 66 || len(sw) != 173 || vn[0]+vn[1]+vn[2] != 0 || sw[171]+sw[172] != 0 || vn[3] == 0 || sw[170] == 0 {
+		t.Errorf("PRISMA slots: %d VNIR, %d SWIR, first VNIR %v, last SWIR %v", len(vn), len(sw), vn[:4], sw[169:])
+	}
+}
