@@ -53,3 +53,47 @@ func TestSensorTables(t *testing.T) {
 		t.Errorf("PRISMA slots: %d VNIR, %d SWIR, first VNIR %v, last SWIR %v", len(vn), len(sw), vn[:4], sw[169:])
 	}
 }
+
+// TestCommonBands: the EMIT bands EnMAP covers leave out EMIT's bands
+// below EnMAP's first band and in EnMAP's absorptions (filled or left out
+// of the product), and a model on them resamples from EnMAP's bands and
+// from EMIT's own; a band EnMAP does not cover is refused by Resample.
+func TestCommonBands(t *testing.T) {
+	emit, _ := SensorByName("EMIT")
+	enmap, _ := SensorByName("EnMAP")
+	common := CommonBands(emit.Bands, enmap.Bands)
+	if len(common) == 0 || len(common) >= len(emit.Bands.Good()) {
+		t.Fatalf("%d common bands of EMIT's %d good", len(common), len(emit.Bands.Good()))
+	}
+	for _, i := range common {
+		c := emit.Bands.CentresNM[i]
+		if c < 418.4 || (c > 1330 && c < 1461) || (c > 1759.6 && c < 1939) || c > 2445.4 || emit.Bands.IsBad(i) {
+			t.Errorf("EMIT band %d (%g nm) kept, outside what EnMAP covers", i+1, c)
+		}
+	}
+	sub := emit.Bands.Subset(common)
+	for name, scene := range map[string]BandSet{"EnMAP": enmap.Bands, "EMIT": emit.Bands} {
+		if _, err := Resample(sub, scene); err != nil {
+			t.Errorf("the common bands from %s: %v", name, err)
+		}
+	}
+	if _, err := Resample(emit.Bands.Subset(emit.Bands.Good()), enmap.Bands); err == nil {
+		t.Error("all of EMIT's good bands resampled from EnMAP; want its 381 nm band refused")
+	}
+	// A band set always covers its own good bands.
+	if got := CommonBands(enmap.Bands, enmap.Bands); len(got) != len(enmap.Bands.Good()) {
+		t.Errorf("EnMAP with itself: %d of %d good bands", len(got), len(enmap.Bands.Good()))
+	}
+}
+
+func TestParseRanges(t *testing.T) {
+	got, err := ParseRanges("400-1340, 1460-1790nm")
+	if err != nil || len(got) != 2 || got[0] != [2]float64{400, 1340} || got[1] != [2]float64{1460, 1790} {
+		t.Errorf("got %v, %v", got, err)
+	}
+	for _, bad := range []string{"", "400", "1340-400", "-5-10", "400-nan", "a-b", "400-1340,"} {
+		if _, err := ParseRanges(bad); err == nil {
+			t.Errorf("%q accepted", bad)
+		}
+	}
+}
