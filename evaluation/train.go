@@ -152,7 +152,7 @@ func SelectBands(info geo.Info, sel BandSelection) ([]int, error) {
 	}
 	if len(keep) == 0 {
 		lo, hi := bs.Range(bs.Good())
-		return nil, fmt.Errorf("%w: no good band of the scene (%.0f-%.0f nm) is %s", ErrBandSelection, lo, hi, sel.Describe())
+		return nil, fmt.Errorf("%w: no good band of the scene (%.0f-%.0f nm) is left by the selection (%s)", ErrBandSelection, lo, hi, sel.Describe())
 	}
 	return keep, nil
 }

@@ -175,3 +175,62 @@ func itoa(n int) string {
 	b, _ := json.Marshal(n)
 	return string(b)
 }
+
+// TestOneModelSeveralSensors: pnec train --bands-common-with AVIRIS-NG on
+// an EnMAP delivery says which bands it chose; pnec classify then takes an
+// AVIRIS-NG delivery of other ground without --resample-bands (the model
+// resamples it) into a product that agrees with its labels, while a model
+// of every EnMAP band refuses it. Bad --bands and --bands-common-with
+// values are one line each, before any training.
+func TestOneModelSeveralSensors(t *testing.T) {
+	pnecBinary(t)
+	dir := t.TempDir()
+	a, err := fixture.WriteEnMAP(filepath.Join(dir, "enmap"), fixture.EnMAPOptions{Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := fixture.WriteAVIRISNG(filepath.Join(dir, "ang"), fixture.AVIRISOptions{Seed: 2, RotateDeg: 25})
+	if err != nil {
+		t.Fatal(err)
+	}
+	limit := 3 * time.Minute
+	train := func(out string, extra ...string) runResult {
+		args := append([]string{"train", "--scene", a.Path, "--labels", a.Labels, "--out", out, "--epochs", "40", "--hidden", "32",
+			"--lr", "0.003", "--warmup", "2", "--window", "3", "--train-per-class", "20", "--backend", "go"}, extra...)
+		return runPnec(t, limit, args...)
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--bands-common-with", "NoSuchSensor"}, "--bands-common-with NoSuchSensor: neither a scene pnec opens nor a sensor it knows (EnMAP, EMIT"},
+		{[]string{"--bands", "400-300"}, `--bands 400-300: "400-300": want LO-HI in nm`},
+		{[]string{"--bands", "2500-2600"}, "band selection: no good band of the scene (418-2445 nm) is left by the selection (2500-2600 nm)"},
+	} {
+		r := train(filepath.Join(dir, "bad.pnec"), tc.args...)
+		if r.code == 0 || !strings.Contains(r.stderr, tc.want) || strings.Count(strings.TrimSpace(r.stderr), "\n") != 0 {
+			t.Errorf("train %v: exit %d, stderr %q; want one line saying %q", tc.args, r.code, r.stderr, tc.want)
+		}
+	}
+	modelPath := filepath.Join(dir, "shared.pnec")
+	r := train(modelPath, "--bands-common-with", "AVIRIS-NG")
+	if r.code != 0 || !strings.Contains(r.stdout, "chosen: shared with AVIRIS-NG") {
+		t.Fatalf("train: exit %d, stdout %s, stderr %s", r.code, r.stdout, r.stderr)
+	}
+	out := filepath.Join(dir, "ang.tif")
+	r = runPnec(t, limit, "classify", "--model", modelPath, "--backend", "go", "-q", b.Path, out)
+	if r.code != 0 {
+		t.Fatalf("classify the AVIRIS-NG delivery: exit %d, stderr %s", r.code, r.stderr)
+	}
+	if agree, n := classAgreement(t, out, b); agree < 0.85 || n != fixture.Rows*fixture.Cols-b.NoData {
+		t.Errorf("classify: %.1f%% of %d pixels agree, want at least 85%%", 100*agree, n)
+	}
+	allBands := filepath.Join(dir, "all.pnec")
+	if r := train(allBands, "--epochs", "2"); r.code != 0 {
+		t.Fatalf("train on every band: exit %d, stderr %s", r.code, r.stderr)
+	}
+	r = runPnec(t, limit, "classify", "--model", allBands, "--backend", "go", "-q", "--resample-bands", b.Path, filepath.Join(dir, "refused.tif"))
+	if r.code == 0 || !strings.Contains(r.stderr, "falls in the scene's gap") {
+		t.Errorf("a model of every EnMAP band on AVIRIS-NG: exit %d, stderr %q; want refused (a band in AVIRIS-NG's water gap)", r.code, r.stderr)
+	}
+}
