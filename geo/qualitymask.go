@@ -113,7 +113,6 @@ func (s *Scene) addQualityMaskScene(ms *Scene, label string, bands []int) error 
 	if mi.Cols != s.info.Cols || mi.Rows != s.info.Rows {
 		return &QualityMaskError{Mask: label, Scene: s.name, Cols: mi.Cols, Rows: mi.Rows, SceneCols: s.info.Cols, SceneRows: s.info.Rows}
 	}
-
 	if bands == nil {
 		bands = []int{0}
 	}
@@ -132,9 +131,12 @@ func (s *Scene) addQualityMaskScene(ms *Scene, label string, bands []int) error 
 
 // addPerBandQualityMask adds the open scene ms, with a plane per band of
 // s, as a per-band quality mask of s (see rasterQualityMask); it takes ms
-// over.
+// over. A mask of one plane (for all bands) is added as a plain mask.
 func (s *Scene) addPerBandQualityMask(ms *Scene, label string) error {
 	mi := ms.Info()
+	if mi.Bands == 1 {
+		return s.addQualityMaskScene(ms, label, nil)
+	}
 	if mi.Cols != s.info.Cols || mi.Rows != s.info.Rows {
 		return &QualityMaskError{Mask: label, Scene: s.name, Cols: mi.Cols, Rows: mi.Rows, SceneCols: s.info.Cols, SceneRows: s.info.Rows}
 	}
