@@ -533,3 +533,19 @@ func TestEMITNaNWavelengthRefused(t *testing.T) {
 		t.Errorf("got %v, want ErrBandMetadata naming band 17", err)
 	}
 }
+
+// TestTanagerSouthernGrid: a Tanager ortho grid in UTM zone 32 south takes
+// its CRS from the grid's epsg_code (EPSG:32732), not from StructMetadata's
+// ZoneCode 32, which cannot say the hemisphere.
+func TestTanagerSouthernGrid(t *testing.T) {
+	d, err := fixture.WriteTanager(t.TempDir(), fixture.TanagerOptions{Seed: 2, South: true})
+	skipWithout(t, err)
+	s, err := geo.Open(d.Path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if in := s.Info(); in.EPSG != 32732 {
+		t.Errorf("EPSG:%d, want 32732 (the grid's epsg_code)", in.EPSG)
+	}
+}

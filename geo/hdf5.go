@@ -286,7 +286,15 @@ func openTanager(name string, f *mdFile) (*Scene, error) {
 		arr.close()
 		return nil, fmt.Errorf("StructMetadata grid HYP is %dx%d, %s %dx%d", g.XDim, g.YDim, varName, cols, rows)
 	}
-	if in.WKT, err = wktOfEPSG(g.EPSG); err != nil {
+	// The grid's epsg_code attribute (Planet's ortho products carry one)
+	// names the CRS outright; StructMetadata's ZoneCode is the fallback.
+	epsg := g.EPSG
+	if v, ok := f.groupAttr("/HDFEOS/GRIDS/HYP", "epsg_code"); ok {
+		if code, ok := v.float(); ok && code > 1024 && code == math.Trunc(code) {
+			epsg = int(code)
+		}
+	}
+	if in.WKT, err = wktOfEPSG(epsg); err != nil {
 		arr.close()
 		return nil, err
 	}
