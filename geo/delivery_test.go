@@ -448,6 +448,9 @@ func TestOpenTanager(t *testing.T) {
 	defer s.Close()
 	in := s.Info()
 	checkDelivery(t, in, d, geo.ProductTanagerSR)
+	if got := in.Metadata["ACQUISITIONDATETIME"]; got != fixture.TanagerAcquired {
+		t.Errorf("acquisition time %q, want %s (the earliest per-pixel time)", got, fixture.TanagerAcquired)
+	}
 	want := 1 - float64(d.NoData)/float64(fixture.Rows*fixture.Cols)
 	if f, err := s.ValidFraction(context.Background()); err != nil || f != want {
 		t.Errorf("valid fraction %v (%v), want %v (nodata_pixels)", f, err, want)

@@ -6,6 +6,7 @@ import (
 	"math"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/pnec/pnec/spectral"
 )
@@ -299,6 +300,12 @@ func openTanager(name string, f *mdFile) (*Scene, error) {
 		return nil, err
 	}
 	in.GeoTransform, in.HasGeoTransform = g.geoTransform(), true
+	if t, err := tanagerStartTime(f); err != nil {
+		arr.close()
+		return nil, err
+	} else if t != "" {
+		in.Metadata = map[string]string{"ACQUISITIONDATETIME": t}
+	}
 	nodata := -9999.0
 	if arr.hasNoData {
 		nodata = arr.nodata
@@ -332,6 +339,44 @@ func openTanager(name string, f *mdFile) (*Scene, error) {
 		}
 	}
 	return s, nil
+}
+
+// maxTimeValues bounds the per-pixel time array tanagerStartTime reads
+// (8 bytes each).
+const maxTimeValues = 64 << 20
+
+// tanagerStartTime is the earliest of an ortho product's per-pixel
+// acquisition times (Data Fields/time: seconds since 1970 UTC, per
+// Planet's Tanager product specification), as RFC 3339; "" when the file
+// has no such field or no valid time in it.
+func tanagerStartTime(f *mdFile) (string, error) {
+	a, err := f.array(tanagerFields + "/time")
+	if errors.Is(err, errNoArray) {
+		return "", nil
+	}
+	if err != nil {
+		return "", err
+	}
+	defer a.close()
+	if len(a.dims) != 2 || a.dims[0]*a.dims[1] == 0 || a.dims[0]*a.dims[1] > maxTimeValues {
+		return "", nil
+	}
+	buf := make([]float64, a.dims[0]*a.dims[1])
+	if err := a.readF64([]int{0, 0}, a.dims, nil, buf); err != nil {
+		return "", err
+	}
+	first := math.Inf(1)
+	for _, v := range buf {
+		// Fill values and no-data pixels: 0 or negative, or NaN.
+		if v > 0 && v < first && !(a.hasNoData && v == a.nodata) {
+			first = v
+		}
+	}
+	if math.IsInf(first, 1) {
+		return "", nil
+	}
+	sec, frac := math.Modf(first)
+	return time.Unix(int64(sec), int64(frac*1e9)).UTC().Format(time.RFC3339Nano), nil
 }
 
 // openTanagerLayer opens a 2-D layer of a Tanager file on its grid (a
