@@ -22,7 +22,7 @@ import (
 // model's, shared by classify, batch, evaluate and tiles.
 func bandFlags() []cli.Flag {
 	return []cli.Flag{
-		&cli.BoolFlag{Name: "resample-bands", Usage: "make the model's bands from a scene whose bands differ from them (Gaussian spectral response functions of the model bands' centres and FWHM over the scene's good bands) instead of refusing it; a model band the scene cannot cover is still refused"},
+		&cli.BoolFlag{Name: "resample-bands", Usage: "make the model's bands from a scene whose bands differ from them (Gaussian spectral response functions of the model bands' centres and FWHM over the scene's good bands) instead of refusing it; a model band the scene cannot cover is still refused. A model trained on bands chosen for several sensors (pnec train --bands, --bands-common-with) always does"},
 		radiometryFlag("the scene's values"),
 	}
 }
