@@ -552,3 +552,19 @@ func TestTanagerSouthernGrid(t *testing.T) {
 		t.Errorf("EPSG:%d, want 32732 (the grid's epsg_code)", in.EPSG)
 	}
 }
+
+// TestPRISMAInvalidScaleRefused: L2ScaleSwirMax not above L2ScaleSwirMin
+// (every DN would read as one reflectance, or decreasing) is refused with
+// one line naming both, not read.
+func TestPRISMAInvalidScaleRefused(t *testing.T) {
+	d, err := fixture.WritePRISMA(t.TempDir(), fixture.PRISMAOptions{Seed: 1, ScaleSwirMax: 0.005})
+	skipWithout(t, err)
+	s, err := geo.Open(d.Path)
+	if err == nil {
+		s.Close()
+		t.Fatal("opened; want the file refused")
+	}
+	if !errors.Is(err, geo.ErrBandMetadata) || !strings.Contains(err.Error(), "L2ScaleSwirMin 0.005 and L2ScaleSwirMax 0.005") {
+		t.Errorf("got %v", err)
+	}
+}

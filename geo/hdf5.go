@@ -107,7 +107,7 @@ func openPRISMA(name string, f *mdFile) (*Scene, error) {
 			mn, mx = 0, 1
 		} else if math.IsNaN(mn) || math.IsInf(mn, 0) || !(mx > mn) || math.IsInf(mx, 0) {
 			closeParts()
-			return nil, fmt.Errorf("%w: L2Scale%sMin %s and L2Scale%sMax %s: the reflectance of DN 0 and DN 65535, want Min < Max", ErrBandMetadata, d.key, fmtValue(mn), d.key, fmtValue(mx))
+			return nil, fmt.Errorf("%w: L2Scale%sMin %.7g and L2Scale%sMax %.7g: the reflectance of DN 0 and DN 65535, want Min < Max", ErrBandMetadata, d.key, mn, d.key, mx)
 		}
 		for i, c := range cw.floats() {
 			if c == 0 {
