@@ -97,3 +97,21 @@ func TestParseRanges(t *testing.T) {
 		}
 	}
 }
+
+// FuzzParseRanges: any text is an error or ranges with 0 < LO < HI.
+func FuzzParseRanges(f *testing.F) {
+	for _, s := range []string{"400-1340,1460-1790", "400-", "1e3-2e3nm", "-", ",", "400-1340,,"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		rs, err := ParseRanges(s)
+		if err != nil {
+			return
+		}
+		for _, r := range rs {
+			if !(r[0] > 0 && r[1] > r[0]) {
+				t.Fatalf("%q gave %v", s, r)
+			}
+		}
+	})
+}
