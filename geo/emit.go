@@ -131,7 +131,7 @@ func openEMIT(name string, f *mdFile) (*Scene, error) {
 			s.productQualityMasks = append(s.productQualityMasks, productQualityMask{label: "EMIT L2A mask (cloud, cirrus, spacecraft, dilated cloud flags)",
 				bands: emitMaskFlags, open: func() (*Scene, error) {
 					if !vsiExists(mf) {
-						return nil, fmt.Errorf("%s is not beside the reflectance file: the L2A mask file of the same acquisition (LP DAAC delivers it with the reflectance, EMITL2ARFL granule) is what --quality-mask product applies", path.Base(mf))
+						return nil, fmt.Errorf("%s is not beside the reflectance file: the product's quality masks are in this L2A mask file of the same acquisition (LP DAAC delivers it with the reflectance in the EMITL2ARFL granule)", path.Base(mf))
 					}
 					return Open(mf)
 				}})
