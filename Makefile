@@ -20,7 +20,7 @@ PREFIX  ?= /usr/local
 # (EMIT and AVIRIS-3 NetCDF-4, PRISMA and Tanager HDF5: internal/fixture).
 APT_PACKAGES := libgdal-dev gdal-bin python3-rasterio python3-numpy python3-gdal python3-netcdf4 python3-h5py
 
-.PHONY: check-slurm all deps build install test test-short bench bench-torch bench-quick bench-big bench-big-cell bench-budget bench-acquisitions calibrate demo gpu-bundle gpu-rehearse check-clients qgis-plugin clean
+.PHONY: check-slurm all deps build install test test-short bench bench-torch bench-quick bench-big bench-big-cell bench-budget bench-acquisitions bench-crosssensor calibrate demo gpu-bundle gpu-rehearse check-clients qgis-plugin clean
 
 all: build
 
@@ -119,6 +119,14 @@ ACQ_OUT ?= /tmp/pnec-bench-acquisitions
 bench-acquisitions: build
 	PNEC=bin/pnec OUT=$(ACQ_OUT) scripts/bench-acquisitions.sh
 	$(GO) run ./bench/cmd/benchrun -render bench/results.json
+
+# bench-crosssensor measures one model on several sensors (issue 31): each
+# sensor's delivery simulated from SalinasA's and Jasper Ridge's AVIRIS
+# spectra, a model trained on each one's bands shared with the others (5
+# seeds, default config), applied to every other's: bench/crosssensor.md
+# (about 2 hours on 2 shared cores; accuracy only, so no bench lock).
+bench-crosssensor: deps
+	$(GO) run ./bench/cmd/crosssensor -out bench/crosssensor.json -md bench/crosssensor.md
 
 calibrate: deps
 	flock /tmp/pnec-bench.lock $(GO) run ./bench/cmd/calibrate

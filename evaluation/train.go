@@ -9,6 +9,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -75,14 +76,117 @@ func trainPlan(info geo.Info) *spectral.Plan {
 	return &spectral.Plan{Read: good, Out: len(good)}
 }
 
+// BandSelection chooses the bands of a training scene a model takes, so
+// that it applies to other sensors' scenes (each resampled to its bands):
+// the good bands within RangesNM (nil: all), and of those the ones every
+// band set of CommonWith covers (spectral.CommonBands). The zero value
+// takes every good band.
+type BandSelection struct {
+	RangesNM   [][2]float64
+	CommonWith []NamedBandSet
+}
+
+// NamedBandSet is a scene's or a sensor's band set with its name for
+// messages and the model's record.
+type NamedBandSet struct {
+	Name  string
+	Bands spectral.BandSet
+}
+
+// IsZero reports whether the selection takes every good band.
+func (s BandSelection) IsZero() bool { return len(s.RangesNM) == 0 && len(s.CommonWith) == 0 }
+
+// Describe is the selection in words, as the model records it:
+// "420-1330, 1470-1780 nm; shared with EnMAP, EMIT".
+func (s BandSelection) Describe() string {
+	var parts []string
+	if len(s.RangesNM) > 0 {
+		rs := make([]string, len(s.RangesNM))
+		for i, r := range s.RangesNM {
+			rs[i] = strconv.FormatFloat(r[0], 'f', -1, 64) + "-" + strconv.FormatFloat(r[1], 'f', -1, 64)
+		}
+		parts = append(parts, strings.Join(rs, ", ")+" nm")
+	}
+	if len(s.CommonWith) > 0 {
+		ns := make([]string, len(s.CommonWith))
+		for i, n := range s.CommonWith {
+			ns[i] = n.Name
+		}
+		parts = append(parts, "shared with "+strings.Join(ns, ", "))
+	}
+	return strings.Join(parts, "; ")
+}
+
+// ErrBandSelection is returned (wrapped) when a band selection leaves no
+// band of the training scene, or the scene has no wavelengths to select by.
+var ErrBandSelection = errors.New("band selection")
+
+// SelectBands returns the bands (0-based, ascending) of a scene of info
+// that sel keeps: its good bands, within sel's ranges, covered by every
+// band set sel names.
+func SelectBands(info geo.Info, sel BandSelection) ([]int, error) {
+	bs := info.BandSet()
+	if sel.IsZero() {
+		if good := bs.Good(); len(good) > 0 {
+			return good, nil
+		}
+		return allBandsOf(info.Bands), nil // every band declared bad: read them all, as ever
+	}
+	if !bs.HasCentres() {
+		return nil, fmt.Errorf("%w: the scene declares no band wavelengths, so bands cannot be chosen by wavelength", ErrBandSelection)
+	}
+	keep := bs.Good()
+	if len(sel.RangesNM) > 0 {
+		keep = spectral.InRanges(bs, sel.RangesNM)
+	}
+	if len(sel.CommonWith) > 0 {
+		others := make([]spectral.BandSet, len(sel.CommonWith))
+		for i, n := range sel.CommonWith {
+			if !n.Bands.HasCentres() {
+				return nil, fmt.Errorf("%w: %s declares no band wavelengths", ErrBandSelection, n.Name)
+			}
+			others[i] = n.Bands
+		}
+		common := spectral.CommonBands(bs, others...)
+		keep = slices.DeleteFunc(keep, func(i int) bool { return !slices.Contains(common, i) })
+	}
+	if len(keep) == 0 {
+		lo, hi := bs.Range(bs.Good())
+		return nil, fmt.Errorf("%w: no good band of the scene (%.0f-%.0f nm) is left by the selection (%s)", ErrBandSelection, lo, hi, sel.Describe())
+	}
+	return keep, nil
+}
+
+func allBandsOf(n int) []int {
+	out := make([]int, n)
+	for i := range out {
+		out[i] = i
+	}
+	return out
+}
+
+// selectionPlan is the band plan that reads the bands keep of a scene of
+// info (nil when that is every band, in order).
+func selectionPlan(info geo.Info, keep []int) *spectral.Plan {
+	if len(keep) == info.Bands {
+		return nil
+	}
+	return &spectral.Plan{Read: keep, Out: len(keep)}
+}
+
 // BandRecordOf is what a model trained on a scene of info records of its
 // bands: the widths of the bands it keeps (those not declared bad), which
 // they are when it leaves some out, the bad ones, the wavelength units and
 // the radiometry.
 func BandRecordOf(info geo.Info) model.BandRecord {
+	return bandRecordOf(info, info.BandSet().Good(), "")
+}
+
+// bandRecordOf is BandRecordOf for a model that takes the bands good (a
+// selection described by selection, "" for every good band).
+func bandRecordOf(info geo.Info, good []int, selection string) model.BandRecord {
 	bs := info.BandSet()
-	good := bs.Good()
-	rec := model.BandRecord{WavelengthUnits: info.WavelengthUnits, Radiometry: info.Radiometry}
+	rec := model.BandRecord{WavelengthUnits: info.WavelengthUnits, Radiometry: info.Radiometry, Selection: selection}
 	if bs.FWHMNM != nil && bs.HasCentres() {
 		// Widths only when every band kept has one (all or none).
 		sub := bs.Subset(good)
@@ -209,6 +313,8 @@ type TrainRequest struct {
 	// Radiometry, when known, says what the scene's values measure where
 	// the scene does not (it overrides the scene's own statement).
 	Radiometry spectral.Radiometry
+	// Bands chooses the bands the model takes (zero: every good band).
+	Bands BandSelection
 }
 
 // TrainResult describes a finished training run.
@@ -226,12 +332,20 @@ type TrainResult struct {
 // fits a model on them.
 func Train(ctx context.Context, req TrainRequest) (TrainResult, error) {
 	start := time.Now()
-	in, err := readInputs(ctx, req.Scene, req.Labels, nil)
+	var keep []int
+	plan := func(info geo.Info) (*spectral.Plan, error) {
+		var err error
+		if keep, err = SelectBands(info, req.Bands); err != nil {
+			return nil, err
+		}
+		return selectionPlan(info, keep), nil
+	}
+	in, err := readInputs(ctx, req.Scene, req.Labels, plan)
 	if err != nil {
 		return TrainResult{}, err
 	}
 	opts := req.Options
-	opts.Bands = BandRecordOf(in.info)
+	opts.Bands = bandRecordOf(in.info, keep, req.Bands.Describe())
 	if req.Radiometry.Known() {
 		opts.Bands.Radiometry = req.Radiometry
 	}

@@ -55,6 +55,10 @@ type Info struct {
 	// BadBands marks bands the scene declares unusable (ENVI bbl 0, a
 	// product's bad-band flags); nil when it declares none.
 	BadBands []bool
+	// BadBandSource says what made the bad bands bad when it is not the
+	// scene's own list: "EnMAP METADATA.XML bandStatistics", or the data
+	// ("the data: bands holding only no-data ..."); "" otherwise.
+	BadBandSource string
 	// WavelengthUnits are the units the scene states its wavelengths in
 	// ("" when it states none); WavelengthsNM are converted to nm.
 	WavelengthUnits string

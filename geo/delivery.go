@@ -141,6 +141,9 @@ func (s *Scene) applyENVIHeader(in *Info, h enviHeader, label string) error {
 		if err != nil {
 			return fmt.Errorf("%s: %w", label, err)
 		}
+		if err := checkCentres(wl, label+"'s wavelength list"); err != nil {
+			return err
+		}
 		if wl != nil {
 			in.WavelengthsNM, in.WavelengthUnits, in.SpectralSource = toNM(wl, unit), unit, "ENVI header beside the GeoTIFF"
 		}
@@ -149,6 +152,9 @@ func (s *Scene) applyENVIHeader(in *Info, h enviHeader, label string) error {
 		fw, err := h.perBand("fwhm", n)
 		if err != nil {
 			return fmt.Errorf("%s: %w", label, err)
+		}
+		if err := checkWidths(fw, label+"'s fwhm list"); err != nil {
+			return err
 		}
 		if fw != nil {
 			in.FWHMNM = widthsNM(fw, unit, in.WavelengthsNM)
@@ -168,6 +174,12 @@ func (s *Scene) applyENVIHeader(in *Info, h enviHeader, label string) error {
 	offsets, err := h.perBand("data offset values", n)
 	if err != nil {
 		return fmt.Errorf("%s: %w", label, err)
+	}
+	if err := checkGains(gains, "data gain value", label); err != nil {
+		return err
+	}
+	if err := checkFinite(offsets, "data offset value", label); err != nil {
+		return err
 	}
 	if (gains != nil || offsets != nil) && identityScale(in.Scale, in.Offset) {
 		for i := range n {
@@ -196,8 +208,14 @@ func (s *Scene) applyENVIHeader(in *Info, h enviHeader, label string) error {
 			}
 		}
 	}
-	if f, ok := h.number("reflectance scale factor"); ok && f > 0 && !in.Radiometry.Known() {
-		in.Radiometry = reflectanceAfterGain(f, in.Scale, in.Offset)
+	if v, ok := h["reflectance scale factor"]; ok {
+		f, err := parseReflectanceScale(strings.Trim(strings.TrimSpace(v), "{}"), label)
+		if err != nil {
+			return err
+		}
+		if !in.Radiometry.Known() {
+			in.Radiometry = reflectanceAfterGain(f, in.Scale, in.Offset)
+		}
 	}
 	return nil
 }

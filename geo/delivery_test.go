@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/pnec/pnec/geo"
@@ -62,7 +63,6 @@ func checkReflectance(t *testing.T, s *geo.Scene, d fixture.Delivery) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, labels := fixture.SceneData(1)
 	valid := 0
 	for p, ok := range blk.Valid {
 		if !ok {
@@ -70,7 +70,7 @@ func checkReflectance(t *testing.T, s *geo.Scene, d fixture.Delivery) {
 		}
 		valid++
 		for k, b := range good {
-			want := fixture.Reflectance(int(labels[p]), d.CentresNM[b], 0)
+			want := fixture.Reflectance(int(d.Classes[p]), d.CentresNM[b], 0)
 			if got := float64(blk.Data[p*len(good)+k]); math.Abs(got-want) > 0.025 {
 				t.Fatalf("pixel %d band %d (%g nm): got %.4f, want %.4f +- noise", p, b+1, d.CentresNM[b], got, want)
 			}
@@ -86,7 +86,7 @@ func checkReflectance(t *testing.T, s *geo.Scene, d fixture.Delivery) {
 
 func TestOpenEnMAP(t *testing.T) {
 	dir := t.TempDir()
-	folder, err := fixture.WriteEnMAP(filepath.Join(dir, "a"), fixture.EnMAPOptions{Seed: 1, Cloud: true})
+	folder, err := fixture.WriteEnMAP(filepath.Join(dir, "a"), fixture.EnMAPOptions{Seed: 1, Cloud: true, Defects: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -117,12 +117,17 @@ func TestOpenEnMAP(t *testing.T) {
 			defer s.Close()
 			in := s.Info()
 			checkDelivery(t, in, tc.d, geo.ProductEnMAPL2A)
-			if in.Scale[0] != 1e-4 || in.Metadata["ACQUISITIONDATETIME"] != "2023-06-01T08:30:00.000000Z" {
+			if math.Abs(in.Scale[0]-1e-4) > 1e-10 || in.Metadata["ACQUISITIONDATETIME"] != "2023-06-01T08:30:00.000000Z" {
 				t.Errorf("got scale %g, acquisition %q", in.Scale[0], in.Metadata["ACQUISITIONDATETIME"])
 			}
-			// The no-data-filled water-vapour bands make no pixel invalid.
-			if f, err := s.ValidFraction(context.Background()); err != nil || f != 1 {
-				t.Errorf("valid fraction %v (%v), want 1", f, err)
+			if !strings.Contains(in.BadBandSource, "bandStatistics") {
+				t.Errorf("bad bands from %q, want METADATA.XML's bandStatistics", in.BadBandSource)
+			}
+			// The no-data-filled water-vapour bands make no pixel invalid;
+			// the background around the footprint is no-data.
+			all := 1 - float64(tc.d.NoData)/float64(fixture.Rows*fixture.Cols)
+			if f, err := s.ValidFraction(context.Background()); err != nil || f != all {
+				t.Errorf("valid fraction %v (%v), want %v (%d pixels outside the footprint)", f, err, all, tc.d.NoData)
 			}
 			checkReflectance(t, s, tc.d)
 			if tc.name == "BSQ" {
@@ -137,9 +142,133 @@ func TestOpenEnMAP(t *testing.T) {
 			if err := s.UseProductQualityMasks(); err != nil {
 				t.Fatal(err)
 			}
-			want := 1 - float64(tc.d.Masked)/float64(fixture.Rows*fixture.Cols)
+			want := all - float64(tc.d.Masked)/float64(fixture.Rows*fixture.Cols)
 			if f, err := s.ValidFraction(context.Background()); err != nil || f != want {
-				t.Errorf("with the product's masks: valid fraction %v (%v), want %v", f, err, want)
+				t.Errorf("with the product's masks: valid fraction %v (%v), want %v (%d masked)", f, err, want, tc.d.Masked)
+			}
+		})
+	}
+}
+
+// validCount reads the whole scene through plan (nil: every good band)
+// and counts its valid pixels.
+func validCount(t *testing.T, s *geo.Scene, plan *spectral.Plan) int {
+	t.Helper()
+	if plan == nil {
+		good := s.Info().BandSet().Good()
+		plan = &spectral.Plan{Read: good, Out: len(good)}
+	}
+	if err := s.SetBandPlan(plan); err != nil {
+		t.Fatal(err)
+	}
+	defer s.SetBandPlan(nil)
+	blk, err := s.ReadWindow(context.Background(), geo.Window{Cols: fixture.Cols, Rows: fixture.Rows})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, ok := range blk.Valid {
+		if ok {
+			n++
+		}
+	}
+	return n
+}
+
+// TestEnMAPPixelMaskPerBand: EnMAP's QL_PIXELMASK has a plane per spectral
+// band. A pixel defective in band 61 or 200 is masked when the read uses
+// that band (after resampling: when the band feeds a model band), not
+// when it does not; the planes of the bands filled with no-data, which
+// flag every pixel, never mask anything. Issue 31, defect 1.
+func TestEnMAPPixelMaskPerBand(t *testing.T) {
+	d, err := fixture.WriteEnMAP(t.TempDir(), fixture.EnMAPOptions{Seed: 4, Defects: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := geo.Open(d.Path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	footprint := fixture.Rows*fixture.Cols - d.NoData
+	if err := s.UseProductQualityMasks(); err != nil {
+		t.Fatal(err)
+	}
+	if n := validCount(t, s, nil); n != footprint-d.Masked {
+		t.Errorf("every good band: %d valid pixels, want %d (%d defective in bands 61 and 200)", n, footprint-d.Masked, d.Masked)
+	}
+	if n := validCount(t, s, &spectral.Plan{Read: []int{10, 20, 30}, Out: 3}); n != footprint {
+		t.Errorf("bands 11, 21, 31: %d valid pixels, want the %d of the footprint (their planes flag none)", n, footprint)
+	}
+	if n := validCount(t, s, &spectral.Plan{Read: []int{60}, Out: 1}); n >= footprint || n <= footprint-d.Masked {
+		t.Errorf("band 61: %d valid pixels, want between %d and %d (its defects only)", n, footprint-d.Masked, footprint)
+	}
+	// A model band resampled from EnMAP's bands 195-205 reads band 200.
+	model := spectral.BandSet{Bands: 1, CentresNM: []float64{d.CentresNM[199]}, FWHMNM: []float64{40}}
+	plan, err := spectral.Resample(model, s.Info().BandSet())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(plan.Read, 199) {
+		t.Fatalf("resampling plan reads %v, not band 200", plan.Read)
+	}
+	if n := validCount(t, s, &plan); n >= footprint {
+		t.Errorf("a model band resampled from band 200's neighbourhood: %d valid pixels, want fewer than %d (band 200's defects)", n, footprint)
+	}
+	// The filled bands' planes flag every pixel: read them and nothing is masked by them.
+	if n := validCount(t, s, &spectral.Plan{Read: []int{129, 10}, Out: 2}); n != 0 {
+		t.Logf("bands 130 and 11: %d valid (band 130 is filled with no-data: every pixel invalid by its value)", n)
+	}
+}
+
+// TestEnMAPBadBandsWithoutStatistics: an EnMAP product whose METADATA.XML
+// has no bandStatistics gets its bad bands from the data (bands holding
+// -32768 in every pixel of the footprint), says so, and its pixels are
+// valid; a spectral image without a no-data tag has EnMAP's -32768 fill
+// as no-data all the same. Issue 31, defect 2.
+func TestEnMAPBadBandsWithoutStatistics(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		o    fixture.EnMAPOptions
+	}{
+		{"no bandStatistics", fixture.EnMAPOptions{Seed: 5, NoBandStatistics: true}},
+		{"no no-data tag", fixture.EnMAPOptions{Seed: 6, NoNoDataTag: true}},
+		{"neither", fixture.EnMAPOptions{Seed: 7, NoBandStatistics: true, NoNoDataTag: true}},
+		{"neither, BSQ", fixture.EnMAPOptions{Seed: 8, NoBandStatistics: true, NoNoDataTag: true, BSQ: true}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d, err := fixture.WriteEnMAP(t.TempDir(), tc.o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			s, err := geo.Open(d.Path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			in := s.Info()
+			checkDelivery(t, in, d, geo.ProductEnMAPL2A)
+			wantSource := "bandStatistics"
+			if tc.o.NoBandStatistics {
+				wantSource = "the data"
+			}
+			if !strings.Contains(in.BadBandSource, wantSource) {
+				t.Errorf("bad bands from %q, want %q", in.BadBandSource, wantSource)
+			}
+			if !in.HasNoData[0] || in.NoData[0] != -32768 {
+				t.Errorf("no-data %v %g, want -32768", in.HasNoData[0], in.NoData[0])
+			}
+			want := 1 - float64(d.NoData)/float64(fixture.Rows*fixture.Cols)
+			if f, err := s.ValidFraction(context.Background()); err != nil || f != want {
+				t.Errorf("valid fraction %v (%v), want %v: the footprint, not 0%% or 100%%", f, err, want)
+			}
+			rep := geo.NewReport(in)
+			var b strings.Builder
+			if err := rep.WriteText(&b); err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(b.String(), "bad bands:      6: 130, 131, 132, 133, 134, 135 (left out of training and classification; from ") {
+				t.Errorf("pnec info text:\n%s", b.String())
 			}
 		})
 	}
@@ -289,8 +418,10 @@ func TestOpenPRISMA(t *testing.T) {
 	defer s.Close()
 	in := s.Info()
 	checkDelivery(t, in, d, geo.ProductPRISMAL2D)
-	if in.Bands != 63+171 || math.Abs(in.Scale[0]-1.2/65535) > 1e-12 || math.Abs(in.Scale[in.Bands-1]-0.8/65535) > 1e-12 {
-		t.Errorf("got %d bands, scales %g and %g; want 234, VNIR 1.2/65535, SWIR 0.8/65535", in.Bands, in.Scale[0], in.Scale[in.Bands-1])
+	if in.Bands != 63+171 || math.Abs(in.Scale[0]-(1.15-0.012)/65535) > 1e-9 || math.Abs(in.Scale[in.Bands-1]-(0.85-0.005)/65535) > 1e-9 ||
+		math.Abs(in.Offset[0]-0.012) > 1e-7 || math.Abs(in.Offset[in.Bands-1]-0.005) > 1e-7 {
+		t.Errorf("got %d bands, scales %g and %g, offsets %g and %g; want 234, VNIR (1.15-0.012)/65535 +0.012, SWIR (0.85-0.005)/65535 +0.005",
+			in.Bands, in.Scale[0], in.Scale[in.Bands-1], in.Offset[0], in.Offset[in.Bands-1])
 	}
 	want := 1 - float64(d.NoData)/float64(fixture.Rows*fixture.Cols)
 	if f, err := s.ValidFraction(context.Background()); err != nil || f != want {
@@ -317,6 +448,9 @@ func TestOpenTanager(t *testing.T) {
 	defer s.Close()
 	in := s.Info()
 	checkDelivery(t, in, d, geo.ProductTanagerSR)
+	if got := in.Metadata["ACQUISITIONDATETIME"]; got != fixture.TanagerAcquired {
+		t.Errorf("acquisition time %q, want %s (the earliest per-pixel time)", got, fixture.TanagerAcquired)
+	}
 	want := 1 - float64(d.NoData)/float64(fixture.Rows*fixture.Cols)
 	if f, err := s.ValidFraction(context.Background()); err != nil || f != want {
 		t.Errorf("valid fraction %v (%v), want %v (nodata_pixels)", f, err, want)
@@ -365,5 +499,72 @@ func TestGeoTIFFWithForeignHDR(t *testing.T) {
 	defer s.Close()
 	if in := s.Info(); in.WavelengthsNM != nil || in.Product != "" {
 		t.Errorf("got wavelengths %v, product %q from a foreign .hdr", in.WavelengthsNM, in.Product)
+	}
+}
+
+// TestEMITMissingMaskNamed: --quality-mask product on an EMIT reflectance
+// file without its L2A mask file beside it names the missing
+// EMIT_L2A_MASK_... file (it used to say the product delivers no masks).
+// Issue 31, defect 5.
+func TestEMITMissingMaskNamed(t *testing.T) {
+	d, err := fixture.WriteEMIT(t.TempDir(), fixture.EMITOptions{Seed: 1})
+	skipWithout(t, err)
+	s, err := geo.Open(d.Path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	want := strings.Replace(filepath.Base(d.Path), "_L2A_RFL_", "_L2A_MASK_", 1)
+	err = s.UseProductQualityMasks()
+	if err == nil || !strings.Contains(err.Error(), want+" is not beside the reflectance file") || errors.Is(err, geo.ErrNoProductQualityMasks) {
+		t.Errorf("got %v, want an error naming the missing %s", err, want)
+	}
+}
+
+// TestEMITNaNWavelengthRefused: one NaN among EMIT's wavelengths is an
+// error naming the band, not a scene "without wavelengths" classified
+// unchecked. Issue 31, defect 3.
+func TestEMITNaNWavelengthRefused(t *testing.T) {
+	d, err := fixture.WriteEMIT(t.TempDir(), fixture.EMITOptions{Seed: 1, NaNWavelength: 17})
+	skipWithout(t, err)
+	s, err := geo.Open(d.Path)
+	if err == nil {
+		s.Close()
+		t.Fatal("opened; want the file refused")
+	}
+	if !errors.Is(err, geo.ErrBandMetadata) || !strings.Contains(err.Error(), "band 17 the wavelength nan") {
+		t.Errorf("got %v, want ErrBandMetadata naming band 17", err)
+	}
+}
+
+// TestTanagerSouthernGrid: a Tanager ortho grid in UTM zone 32 south takes
+// its CRS from the grid's epsg_code (EPSG:32732), not from StructMetadata's
+// ZoneCode 32, which cannot say the hemisphere.
+func TestTanagerSouthernGrid(t *testing.T) {
+	d, err := fixture.WriteTanager(t.TempDir(), fixture.TanagerOptions{Seed: 2, South: true})
+	skipWithout(t, err)
+	s, err := geo.Open(d.Path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if in := s.Info(); in.EPSG != 32732 {
+		t.Errorf("EPSG:%d, want 32732 (the grid's epsg_code)", in.EPSG)
+	}
+}
+
+// TestPRISMAInvalidScaleRefused: L2ScaleSwirMax not above L2ScaleSwirMin
+// (every DN would read as one reflectance, or decreasing) is refused with
+// one line naming both, not read.
+func TestPRISMAInvalidScaleRefused(t *testing.T) {
+	d, err := fixture.WritePRISMA(t.TempDir(), fixture.PRISMAOptions{Seed: 1, ScaleSwirMax: 0.005})
+	skipWithout(t, err)
+	s, err := geo.Open(d.Path)
+	if err == nil {
+		s.Close()
+		t.Fatal("opened; want the file refused")
+	}
+	if !errors.Is(err, geo.ErrBandMetadata) || !strings.Contains(err.Error(), "L2ScaleSwirMin 0.005 and L2ScaleSwirMax 0.005") {
+		t.Errorf("got %v", err)
 	}
 }

@@ -125,10 +125,16 @@ func openEMIT(name string, f *mdFile) (*Scene, error) {
 		base := path.Base(name)
 		if i := strings.Index(base, "_L2A_RFL_"); i >= 0 {
 			mf := path.Join(path.Dir(name), base[:i]+"_L2A_MASK_"+base[i+len("_L2A_RFL_"):])
-			if vsiExists(mf) {
-				s.productQualityMasks = append(s.productQualityMasks, productQualityMask{label: "EMIT L2A mask (cloud, cirrus, spacecraft, dilated cloud flags)",
-					bands: emitMaskFlags, open: func() (*Scene, error) { return Open(mf) }})
-			}
+			// Registered whether or not the file is there: without it,
+			// --quality-mask product says which file is missing rather
+			// than that the product has no masks.
+			s.productQualityMasks = append(s.productQualityMasks, productQualityMask{label: "EMIT L2A mask (cloud, cirrus, spacecraft, dilated cloud flags)",
+				bands: emitMaskFlags, open: func() (*Scene, error) {
+					if !vsiExists(mf) {
+						return nil, fmt.Errorf("%s is not beside the reflectance file: the product's quality masks are in this L2A mask file of the same acquisition (LP DAAC delivers it with the reflectance in the EMITL2ARFL granule)", path.Base(mf))
+					}
+					return Open(mf)
+				}})
 		}
 	}
 	return s, nil
@@ -156,8 +162,14 @@ func emitBandSet(f *mdFile, in *Info, nb int) error {
 	if err != nil {
 		return err
 	}
+	if err := checkCentres(wl, "sensor_band_parameters/wavelengths"); err != nil {
+		return err
+	}
 	in.WavelengthsNM, in.WavelengthUnits, in.SpectralSource = wl, "nm", "EMIT sensor_band_parameters"
 	if fw, err := read("fwhm"); err == nil {
+		if err := checkWidths(fw, "sensor_band_parameters/fwhm"); err != nil {
+			return err
+		}
 		in.FWHMNM = fw
 	} else if !errors.Is(err, errNoArray) {
 		return err

@@ -128,10 +128,12 @@ func (n *xmlNode) text() string {
 
 // enmapMetadata is what pnec takes from an EnMAP METADATA.XML.
 type enmapMetadata struct {
-	Level                string // "L2A", ... (from the product name; "" when unknown)
-	CentresNM, FWHMNM    []float64
-	Gains, Offsets       []float64
-	BandStdDev           []float64 // per band (NaN when not stated); 0 marks a no-data-filled band
+	Level             string // "L2A", ... (from the product name; "" when unknown)
+	CentresNM, FWHMNM []float64
+	Gains, Offsets    []float64
+	BandStdDev        []float64 // per band (NaN when not stated); 0 marks a no-data-filled band
+	// HasStats: bandStatistics gives every band's stdDeviation.
+	HasStats             bool
 	StartTime            string
 	VNIRBands, SWIRBands []int // 1-based expected channel lists
 }
@@ -164,8 +166,8 @@ func parseEnMAPMetadata(data []byte) (enmapMetadata, error) {
 			return def, nil
 		}
 		v, err := strconv.ParseFloat(t, 64)
-		if err != nil || math.IsInf(v, 0) {
-			return 0, fmt.Errorf("%s %q is not a number", name, truncate(t, 20))
+		if err != nil || math.IsInf(v, 0) || math.IsNaN(v) {
+			return 0, fmt.Errorf("%w: %s %q is not a number", ErrBandMetadata, name, truncate(t, 20))
 		}
 		return v, nil
 	}
@@ -192,8 +194,15 @@ func parseEnMAPMetadata(data []byte) (enmapMetadata, error) {
 		if bd.o, err = num(b, "OffsetOfBand", 0); err != nil {
 			return md, fmt.Errorf("METADATA.XML band %d: %w", k, err)
 		}
-		if !(bd.c > 0) {
-			return md, fmt.Errorf("METADATA.XML band %d: no centre wavelength", k)
+		switch {
+		case math.IsNaN(bd.c):
+			return md, fmt.Errorf("%w: METADATA.XML band %d has no wavelengthCenterOfBand", ErrBandMetadata, k)
+		case !(bd.c > 0):
+			return md, fmt.Errorf("%w: METADATA.XML band %d: wavelengthCenterOfBand %s; a band centre is a positive number", ErrBandMetadata, k, fmtValue(bd.c))
+		case bd.f < 0:
+			return md, fmt.Errorf("%w: METADATA.XML band %d: FWHMOfBand %s; a band width is a positive number", ErrBandMetadata, k, fmtValue(bd.f))
+		case bd.g == 0:
+			return md, fmt.Errorf("%w: METADATA.XML band %d: GainOfBand 0; every value of the band would read as its offset", ErrBandMetadata, k)
 		}
 		bands = append(bands, bd)
 	}
@@ -221,6 +230,10 @@ func parseEnMAPMetadata(data []byte) (enmapMetadata, error) {
 				md.BandStdDev[k-1] = v
 			}
 		}
+	}
+	md.HasStats = true
+	for _, sd := range md.BandStdDev {
+		md.HasStats = md.HasStats && !math.IsNaN(sd)
 	}
 	md.StartTime = root.find("temporalCoverage").child("startTime").text()
 	md.VNIRBands = channelList(root.find("vnirProductQuality").child("expectedChannelsList").text())
@@ -341,17 +354,85 @@ func openEnMAP(name string) (*Scene, bool, error) {
 		s.Close()
 		return nil, true, fmt.Errorf("%s: %w", name, err)
 	}
-	for _, m := range []struct{ label, file string }{
-		{"EnMAP pixel mask", "QL_PIXELMASK"},
-		{"EnMAP cloud mask", "QL_QUALITY_CLOUD"},
-		{"EnMAP cirrus mask", "QL_QUALITY_CIRRUS"},
-		{"EnMAP cloud shadow mask", "QL_QUALITY_CLOUDSHADOW"},
+	if !md.HasStats {
+		if err := s.enmapBadBandsFromData(); err != nil {
+			s.Close()
+			return nil, true, fmt.Errorf("%s: %w", name, err)
+		}
+	}
+	for _, m := range []struct {
+		label, file string
+		perBand     bool
+	}{
+		// QL_PIXELMASK has a plane per spectral band (defective pixels of
+		// that band); the others one plane.
+		{"EnMAP pixel mask", "QL_PIXELMASK", true},
+		{"EnMAP cloud mask", "QL_QUALITY_CLOUD", false},
+		{"EnMAP cirrus mask", "QL_QUALITY_CIRRUS", false},
+		{"EnMAP cloud shadow mask", "QL_QUALITY_CLOUDSHADOW", false},
 	} {
 		if f := d.file(m.file, ".TIF", ".GEOTIFF"); f != "" {
-			s.productQualityMasks = append(s.productQualityMasks, productQualityMask{label: m.label, open: func() (*Scene, error) { return openGDAL(f, f) }})
+			s.productQualityMasks = append(s.productQualityMasks, productQualityMask{label: m.label, perBand: m.perBand, open: func() (*Scene, error) { return openGDAL(f, f) }})
 		}
 	}
 	return s, true, nil
+}
+
+// enmapFill is the value EnMAP L2A's Int16 spectral image holds outside
+// the footprint and in the bands filled with no-data (EnMAP-Box's importer
+// and DLR's products); a GeoTIFF without a no-data tag still holds it.
+const enmapFill = -32768
+
+// enmapSampleSide bounds the sample enmapBadBandsFromData reads: at most
+// enmapSampleSide^2 pixels of every band.
+const enmapSampleSide = 256
+
+// enmapBadBandsFromData declares bad the bands that hold the no-data value
+// in every pixel of the footprint (pixels where some band holds data),
+// judged on a regular sample of the spectral image: the evidence where
+// METADATA.XML has no bandStatistics.
+func (s *Scene) enmapBadBandsFromData() error {
+	in := &s.info
+	bufCols, bufRows := min(in.Cols, enmapSampleSide), min(in.Rows, enmapSampleSide)
+	nb := in.Bands
+	data := make([]float32, bufCols*bufRows*nb)
+	w := Window{Cols: in.Cols, Rows: in.Rows}
+	if err := s.readPixels(&s.all, w, bufCols, bufRows, data, bufCols); err != nil {
+		return fmt.Errorf("read a sample of the spectral image for its bad bands: %w", tidy(err))
+	}
+	isFill := func(b int, v float32) bool {
+		return math.IsNaN(float64(v)) || (s.hasNoData[b] && v == s.nodata[b])
+	}
+	withData := make([]int, nb)
+	footprint := 0
+	for p := range bufCols * bufRows {
+		px := data[p*nb : (p+1)*nb]
+		inside := false
+		for b, v := range px {
+			if !isFill(b, v) {
+				withData[b]++
+				inside = true
+			}
+		}
+		if inside {
+			footprint++
+		}
+	}
+	if footprint == 0 {
+		return nil // no data at all: nothing tells the bands apart
+	}
+	in.BadBands = nil
+	for b, n := range withData {
+		if n == 0 {
+			if in.BadBands == nil {
+				in.BadBands = make([]bool, nb)
+			}
+			in.BadBands[b] = true
+		}
+	}
+	in.BadBandSource = fmt.Sprintf("the data (METADATA.XML has no bandStatistics): bands holding no-data in all %d pixels of the footprint in a sample of %d x %d", footprint, bufCols, bufRows)
+	s.setSpecs()
+	return nil
 }
 
 // applyEnMAP sets the metadata's band set, gains and bad bands on a scene
@@ -370,6 +451,15 @@ func (s *Scene) applyEnMAP(md enmapMetadata) error {
 				in.BadBands = make([]bool, in.Bands)
 			}
 			in.BadBands[i] = true
+			in.BadBandSource = "EnMAP METADATA.XML bandStatistics (stdDeviation 0: filled with no-data)"
+		}
+	}
+	// The spectral image's fill value, when its GeoTIFF (or header) does
+	// not say it: without it the background would read as reflectance.
+	for i := range in.Bands {
+		if !in.HasNoData[i] {
+			in.NoData[i], in.HasNoData[i] = enmapFill, true
+			s.nodata[i], s.hasNoData[i] = enmapFill, true
 		}
 	}
 	if identityScale(in.Scale, in.Offset) {

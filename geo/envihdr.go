@@ -72,7 +72,7 @@ func (h enviHeader) numbers(key string) ([]float64, error) {
 	}
 	vals, err := parseNumberList(v)
 	if err != nil {
-		return nil, fmt.Errorf("ENVI header %s: %w", key, err)
+		return nil, fmt.Errorf("%w: ENVI header %s: %w", ErrBandMetadata, key, err)
 	}
 	return vals, nil
 }
@@ -117,7 +117,7 @@ func (h enviHeader) perBand(key string, bands int) ([]float64, error) {
 		return nil, err
 	}
 	if len(vals) != bands {
-		return nil, fmt.Errorf("ENVI header lists %d %s for %d bands", len(vals), key, bands)
+		return nil, fmt.Errorf("%w: ENVI header lists %d %s for %d bands", ErrBandMetadata, len(vals), key, bands)
 	}
 	return vals, nil
 }

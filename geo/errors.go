@@ -104,3 +104,10 @@ type tidyError struct{ err error }
 func (e tidyError) Unwrap() error { return e.err }
 
 func (e tidyError) Error() string { return oneline.Fold(e.err.Error()) }
+
+// ErrBandMetadata is returned (wrapped) for a scene whose band metadata
+// is invalid: a band centre or width that is not a positive number (NaN,
+// Inf, negative, an unclosed ENVI list), a gain of 0, a reflectance scale
+// factor that is not positive. The message names the band and where the
+// value came from; pnec refuses such a scene rather than guess.
+var ErrBandMetadata = errors.New("invalid band metadata")

@@ -1,6 +1,7 @@
 package geo
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"strconv"
@@ -55,15 +56,44 @@ func openAVIRIS3NC(name string, f *mdFile) (*Scene, error) {
 			in.HasGeoTransform = true
 		}
 	}
-	if wl, err := readVector(f, "/reflectance/wavelength"); err == nil && len(wl) == nb {
+	perBand := func(name string, check func([]float64, string) error) ([]float64, error) {
+		v, err := readVector(f, "/reflectance/"+name)
+		if errors.Is(err, errNoArray) {
+			return nil, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		if len(v) != nb {
+			return nil, fmt.Errorf("%w: reflectance/%s has %d values for %d bands", ErrBandMetadata, name, len(v), nb)
+		}
+		if check != nil {
+			if err := check(v, "reflectance/"+name); err != nil {
+				return nil, err
+			}
+		}
+		return v, nil
+	}
+	wl, err := perBand("wavelength", checkCentres)
+	if err != nil {
+		arr.close()
+		return nil, err
+	}
+	fw, err := perBand("fwhm", checkWidths)
+	if err != nil {
+		arr.close()
+		return nil, err
+	}
+	good, err := perBand("good_wavelengths", nil)
+	if err != nil {
+		arr.close()
+		return nil, err
+	}
+	if wl != nil {
 		in.WavelengthsNM, in.WavelengthUnits, in.SpectralSource = wl, "nm", "AVIRIS-3 reflectance group"
 	}
-	if fw, err := readVector(f, "/reflectance/fwhm"); err == nil && len(fw) == nb {
-		in.FWHMNM = fw
-	}
-	if good, err := readVector(f, "/reflectance/good_wavelengths"); err == nil && len(good) == nb {
-		in.BadBands = badFromBBL(good)
-	}
+	in.FWHMNM = fw
+	in.BadBands = badFromBBL(good)
 	nodata := math.NaN()
 	if arr.hasNoData {
 		nodata = arr.nodata

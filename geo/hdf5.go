@@ -6,6 +6,7 @@ import (
 	"math"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/pnec/pnec/spectral"
 )
@@ -67,6 +68,11 @@ func openPRISMA(name string, f *mdFile) (*Scene, error) {
 		scale, of float64
 	}
 	var bands []band
+	closeParts := func() {
+		for _, pt := range parts {
+			pt.arr.close()
+		}
+	}
 	rows, cols := -1, -1
 	for p, d := range []det{{"VNIR_Cube", "Vnir"}, {"SWIR_Cube", "Swir"}} {
 		arr, err := f.array(prismaSwath + "/Data Fields/" + d.cube)
@@ -99,14 +105,25 @@ func openPRISMA(name string, f *mdFile) (*Scene, error) {
 		mx, ok := hi.float()
 		if !okLo || !okHi || !ok {
 			mn, mx = 0, 1
+		} else if math.IsNaN(mn) || math.IsInf(mn, 0) || !(mx > mn) || math.IsInf(mx, 0) {
+			closeParts()
+			return nil, fmt.Errorf("%w: L2Scale%sMin %.7g and L2Scale%sMax %.7g: the reflectance of DN 0 and DN 65535, want Min < Max", ErrBandMetadata, d.key, mn, d.key, mx)
 		}
 		for i, c := range cw.floats() {
-			if !(c > 0) {
+			if c == 0 {
 				continue // a band not in use
+			}
+			if !positiveFinite(c) {
+				closeParts()
+				return nil, fmt.Errorf("%w: List_Cw_%s gives slot %d of %s the wavelength %s; a band centre is a positive number (0 for a slot not in use)", ErrBandMetadata, d.key, i+1, d.cube, fmtValue(c))
 			}
 			b := band{c: c, w: math.NaN(), part: p, idx: i, scale: (mx - mn) / 65535, of: mn}
 			if len(fw.floats()) > i {
 				b.w = fw.floats()[i]
+				if !(b.w >= 0) || math.IsInf(b.w, 0) {
+					closeParts()
+					return nil, fmt.Errorf("%w: List_Fwhm_%s gives slot %d of %s the FWHM %s; a band width is a positive number", ErrBandMetadata, d.key, i+1, d.cube, fmtValue(b.w))
+				}
 			}
 			if hasFlags && len(fl.floats()) > i && fl.floats()[i] == 0 {
 				b.bad = true
@@ -220,15 +237,36 @@ func openTanager(name string, f *mdFile) (*Scene, error) {
 	if u, ok := arr.attr("wavelengths_units"); ok && u.str != "" {
 		unit = u.str
 	}
-	if wl, ok := arr.attr("wavelengths"); ok && len(wl.floats()) == nb {
-		in.WavelengthsNM, in.WavelengthUnits, in.SpectralSource = toNM(wl.floats(), unit), unit, "Tanager dataset attributes"
+	perBand := func(name string) ([]float64, error) {
+		a, ok := arr.attr(name)
+		if !ok {
+			return nil, nil
+		}
+		if len(a.floats()) != nb {
+			return nil, fmt.Errorf("%w: %s's attribute %s has %d values for %d bands", ErrBandMetadata, varName, name, len(a.floats()), nb)
+		}
+		return a.floats(), nil
 	}
-	if fw, ok := arr.attr("fwhm"); ok && len(fw.floats()) == nb {
-		in.FWHMNM = widthsNM(fw.floats(), unit, in.WavelengthsNM)
+	wl, err := perBand("wavelengths")
+	if err == nil {
+		err = checkCentres(wl, varName+"'s wavelengths")
 	}
-	if gw, ok := arr.attr("good_wavelengths"); ok && len(gw.floats()) == nb {
-		in.BadBands = badFromBBL(gw.floats())
+	fw, err2 := perBand("fwhm")
+	if err == nil && err2 == nil {
+		err = checkWidths(fw, varName+"'s fwhm")
 	}
+	gw, err3 := perBand("good_wavelengths")
+	if err = errors.Join(err, err2, err3); err != nil {
+		arr.close()
+		return nil, err
+	}
+	if wl != nil {
+		in.WavelengthsNM, in.WavelengthUnits, in.SpectralSource = toNM(wl, unit), unit, "Tanager dataset attributes"
+	}
+	if fw != nil {
+		in.FWHMNM = widthsNM(fw, unit, in.WavelengthsNM)
+	}
+	in.BadBands = badFromBBL(gw)
 	sm, err := f.array("/HDFEOS INFORMATION/StructMetadata.0")
 	if err != nil {
 		arr.close()
@@ -249,11 +287,25 @@ func openTanager(name string, f *mdFile) (*Scene, error) {
 		arr.close()
 		return nil, fmt.Errorf("StructMetadata grid HYP is %dx%d, %s %dx%d", g.XDim, g.YDim, varName, cols, rows)
 	}
-	if in.WKT, err = wktOfEPSG(g.EPSG); err != nil {
+	// The grid's epsg_code attribute (Planet's ortho products carry one)
+	// names the CRS outright; StructMetadata's ZoneCode is the fallback.
+	epsg := g.EPSG
+	if v, ok := f.groupAttr("/HDFEOS/GRIDS/HYP", "epsg_code"); ok {
+		if code, ok := v.float(); ok && code > 1024 && code == math.Trunc(code) {
+			epsg = int(code)
+		}
+	}
+	if in.WKT, err = wktOfEPSG(epsg); err != nil {
 		arr.close()
 		return nil, err
 	}
 	in.GeoTransform, in.HasGeoTransform = g.geoTransform(), true
+	if t, err := tanagerStartTime(f); err != nil {
+		arr.close()
+		return nil, err
+	} else if t != "" {
+		in.Metadata = map[string]string{"ACQUISITIONDATETIME": t}
+	}
 	nodata := -9999.0
 	if arr.hasNoData {
 		nodata = arr.nodata
@@ -287,6 +339,44 @@ func openTanager(name string, f *mdFile) (*Scene, error) {
 		}
 	}
 	return s, nil
+}
+
+// maxTimeValues bounds the per-pixel time array tanagerStartTime reads
+// (8 bytes each).
+const maxTimeValues = 64 << 20
+
+// tanagerStartTime is the earliest of an ortho product's per-pixel
+// acquisition times (Data Fields/time: seconds since 1970 UTC, per
+// Planet's Tanager product specification), as RFC 3339; "" when the file
+// has no such field or no valid time in it.
+func tanagerStartTime(f *mdFile) (string, error) {
+	a, err := f.array(tanagerFields + "/time")
+	if errors.Is(err, errNoArray) {
+		return "", nil
+	}
+	if err != nil {
+		return "", err
+	}
+	defer a.close()
+	if len(a.dims) != 2 || a.dims[0]*a.dims[1] == 0 || a.dims[0]*a.dims[1] > maxTimeValues {
+		return "", nil
+	}
+	buf := make([]float64, a.dims[0]*a.dims[1])
+	if err := a.readF64([]int{0, 0}, a.dims, nil, buf); err != nil {
+		return "", err
+	}
+	first := math.Inf(1)
+	for _, v := range buf {
+		// Fill values and no-data pixels: 0 or negative, or NaN.
+		if v > 0 && v < first && !(a.hasNoData && v == a.nodata) {
+			first = v
+		}
+	}
+	if math.IsInf(first, 1) {
+		return "", nil
+	}
+	sec, frac := math.Modf(first)
+	return time.Unix(int64(sec), int64(frac*1e9)).UTC().Format(time.RFC3339Nano), nil
 }
 
 // openTanagerLayer opens a 2-D layer of a Tanager file on its grid (a

@@ -88,6 +88,18 @@ static char *pnec_md_read_f32(GDALMDArrayH a, const GUInt64 *start, const size_t
 	return err;
 }
 
+static char *pnec_md_read_f64(GDALMDArrayH a, const GUInt64 *start, const size_t *count, const GInt64 *step, double *buf, size_t n) {
+	pnec_quiet_hdf5();
+	CPLErrorReset();
+	CPLPushErrorHandler(CPLQuietErrorHandler);
+	GDALExtendedDataTypeH t = GDALExtendedDataTypeCreate(GDT_Float64);
+	int ok = GDALMDArrayRead(a, start, count, step, NULL, t, buf, buf, n * sizeof(double));
+	GDALExtendedDataTypeRelease(t);
+	char *err = ok ? NULL : pnec_errmsg();
+	CPLPopErrorHandler();
+	return err;
+}
+
 static char *pnec_md_read_i32(GDALMDArrayH a, const GUInt64 *start, const size_t *count, const GInt64 *step, int *buf, size_t n) {
 	pnec_quiet_hdf5();
 	CPLErrorReset();
@@ -391,6 +403,18 @@ func (a *mdArray) readF32(start, count, step []int, buf []float32) error {
 	defer free()
 	// The buffer is Go memory GDAL writes into during the call only.
 	return a.readError(C.pnec_md_read_f32(a.h, cs, cc, cst, (*C.float)(unsafe.Pointer(&buf[0])), C.size_t(n)))
+}
+
+// readF64 is readF32 into float64 (times in seconds since 1970, which
+// float32 would round to minutes).
+func (a *mdArray) readF64(start, count, step []int, buf []float64) error {
+	n, err := a.slabValues(start, count, step, len(buf))
+	if err != nil {
+		return err
+	}
+	cs, cc, cst, free := slabArgs(start, count, step)
+	defer free()
+	return a.readError(C.pnec_md_read_f64(a.h, cs, cc, cst, (*C.double)(unsafe.Pointer(&buf[0])), C.size_t(n)))
 }
 
 // readI32 is readF32 into int32 (geometry lookup tables).

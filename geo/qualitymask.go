@@ -3,6 +3,7 @@ package geo
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/pnec/pnec/spectral"
@@ -29,15 +30,42 @@ func (e *QualityMaskError) Error() string {
 
 // rasterQualityMask is a quality mask read from a raster (or a product's
 // mask file) on the scene's grid: a pixel is masked where any of its bands
-// is non-zero (and the mask's own pixel is valid).
+// is non-zero (and the mask's own pixel is valid). A per-band mask
+// (EnMAP's QL_PIXELMASK: one plane per spectral band) has a plane per
+// scene band, and a read applies the planes of the scene bands it reads
+// that the scene does not declare bad: a defect in a band the model does
+// not use (or a bad band's plane, flagged everywhere) masks nothing.
 type rasterQualityMask struct {
-	label string
-	sc    *Scene
+	label   string
+	sc      *Scene
+	perBand bool
+	bad     []bool // the scene's bad bands (per-band masks)
+	planes  []int  // the planes the mask scene's plan reads now
 }
 
 func (m *rasterQualityMask) name() string { return m.label }
 
-func (m *rasterQualityMask) readQualityMask(w Window, bufCols, bufRows int, bad []bool) error {
+func (m *rasterQualityMask) readQualityMask(w Window, bufCols, bufRows int, bands []int, bad []bool) error {
+	if m.perBand {
+		planes := make([]int, 0, len(bands))
+		for _, b := range bands {
+			if b < len(m.bad) && m.bad[b] {
+				continue
+			}
+			planes = append(planes, b)
+		}
+		slices.Sort(planes)
+		planes = slices.Compact(planes)
+		if len(planes) == 0 {
+			return nil
+		}
+		if !slices.Equal(planes, m.planes) {
+			if err := m.sc.SetBandPlan(&spectral.Plan{Read: planes, Out: len(planes)}); err != nil {
+				return err
+			}
+			m.planes = planes
+		}
+	}
 	data, valid, err := m.sc.read(&m.sc.cur, w, bufCols, bufRows, false)
 	if err != nil {
 		return err
@@ -101,6 +129,25 @@ func (s *Scene) addQualityMaskScene(ms *Scene, label string, bands []int) error 
 	return nil
 }
 
+// addPerBandQualityMask adds the open scene ms, with a plane per band of
+// s, as a per-band quality mask of s (see rasterQualityMask); it takes ms
+// over. A mask of one plane (for all bands) is added as a plain mask.
+func (s *Scene) addPerBandQualityMask(ms *Scene, label string) error {
+	mi := ms.Info()
+	if mi.Bands == 1 {
+		return s.addQualityMaskScene(ms, label, nil)
+	}
+	if mi.Cols != s.info.Cols || mi.Rows != s.info.Rows {
+		return &QualityMaskError{Mask: label, Scene: s.name, Cols: mi.Cols, Rows: mi.Rows, SceneCols: s.info.Cols, SceneRows: s.info.Rows}
+	}
+	if mi.Bands != s.info.Bands {
+		return fmt.Errorf("quality mask %s has %d planes, the scene %d bands: a per-band mask has one plane per band", label, mi.Bands, s.info.Bands)
+	}
+	s.qualityMasks = append(s.qualityMasks, &rasterQualityMask{label: label, sc: ms, perBand: true, bad: slices.Clone(s.info.BadBands)})
+	s.refreshSpecs()
+	return nil
+}
+
 // refreshSpecs rebuilds the read specs after quality masks were added (a
 // mask makes integer scenes readable for invalid pixels too).
 func (s *Scene) refreshSpecs() {
@@ -140,7 +187,11 @@ func (s *Scene) UseProductQualityMasks() error {
 		if err != nil {
 			return fmt.Errorf("%s: quality mask %s: %w", s.name, pm.label, err)
 		}
-		if err := s.addQualityMaskScene(ms, pm.label, pm.bands); err != nil {
+		add := func() error { return s.addQualityMaskScene(ms, pm.label, pm.bands) }
+		if pm.perBand {
+			add = func() error { return s.addPerBandQualityMask(ms, pm.label) }
+		}
+		if err := add(); err != nil {
 			ms.Close()
 			return fmt.Errorf("%s: %w", s.name, err)
 		}
@@ -155,5 +206,8 @@ func (s *Scene) UseProductQualityMasks() error {
 type productQualityMask struct {
 	label string
 	bands []int // 0-based; nil: band 1
-	open  func() (*Scene, error)
+	// perBand: the mask has a plane per scene band (EnMAP's QL_PIXELMASK);
+	// a read applies the planes of the good bands it reads.
+	perBand bool
+	open    func() (*Scene, error)
 }

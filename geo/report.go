@@ -15,16 +15,25 @@ import (
 // Report describes a scene as the classifier sees it: pnec info prints it
 // as text (WriteText) or as JSON (encoding/json, the field tags below).
 type Report struct {
-	Name         string            `json:"name"`
-	Driver       string            `json:"driver"`
-	Cols         int               `json:"cols"`
-	Rows         int               `json:"rows"`
-	Bands        int               `json:"bands"`
-	DataType     string            `json:"data_type"`
-	NoData       []*float64        `json:"nodata"` // per band; null where none
-	CRS          *CRSReport        `json:"crs"`    // null for a local grid
-	GeoTransform *[6]float64       `json:"geotransform"`
-	Footprint    *geojson.Geometry `json:"footprint"` // GeoJSON Polygon in WGS84 lon/lat; null without a CRS
+	Name         string      `json:"name"`
+	Driver       string      `json:"driver"`
+	Cols         int         `json:"cols"`
+	Rows         int         `json:"rows"`
+	Bands        int         `json:"bands"`
+	DataType     string      `json:"data_type"`
+	NoData       []*float64  `json:"nodata"` // per band; null where none
+	CRS          *CRSReport  `json:"crs"`    // null for a local grid
+	GeoTransform *[6]float64 `json:"geotransform"`
+	// PixelSize is the ground size of a pixel along a row and along a
+	// column, in the CRS's units: the lengths of the geotransform's column
+	// and row vectors, so also of a rotated grid (null without a
+	// geotransform).
+	PixelSize *[2]float64 `json:"pixel_size"`
+	// RotationDeg is the angle of the grid's rows from the CRS's x axis,
+	// counter-clockwise, in degrees (0 for a north-up grid; ENVI's map
+	// info "rotation=").
+	RotationDeg float64           `json:"rotation_deg"`
+	Footprint   *geojson.Geometry `json:"footprint"` // GeoJSON Polygon in WGS84 lon/lat; null without a CRS
 	// ValidFraction is the share of valid pixels; nil until measured
 	// (Scene.ValidFractionEstimate).
 	ValidFraction *float64 `json:"valid_fraction"`
@@ -33,7 +42,11 @@ type Report struct {
 	WavelengthsNM  []*float64 `json:"wavelengths_nm"` // null when the scene says none
 	FWHMNM         []*float64 `json:"fwhm_nm"`        // null when the scene says none
 	// BadBands are the bands (1-based) the scene declares bad; empty when none.
-	BadBands        []int  `json:"bad_bands"`
+	BadBands []int `json:"bad_bands"`
+	// BadBandSource says what evidence made those bands bad (a product's
+	// metadata, or its data where the metadata says nothing); "" when the
+	// scene's own list (an ENVI bbl, a good-band flag) says it.
+	BadBandSource   string `json:"bad_band_source,omitempty"`
 	WavelengthUnits string `json:"wavelength_units,omitempty"`
 	SpectralSource  string `json:"spectral_source,omitempty"`
 	// Product names the provider's product the scene was read as.
@@ -81,6 +94,7 @@ func NewReport(in Info) Report {
 	if in.HasGeoTransform {
 		gt := in.GeoTransform
 		rep.GeoTransform = &gt
+		rep.PixelSize, rep.RotationDeg = pixelSizeOf(gt)
 	}
 	if in.FootprintWGS84 != nil {
 		rep.Footprint = geojson.NewGeometry(in.FootprintWGS84)
@@ -93,6 +107,9 @@ func NewReport(in Info) Report {
 		}
 	}
 	rep.WavelengthUnits, rep.SpectralSource, rep.Product = in.WavelengthUnits, in.SpectralSource, in.Product
+	if len(rep.BadBands) > 0 {
+		rep.BadBandSource = in.BadBandSource
+	}
 	if r := in.Radiometry; r.Known() {
 		rep.Radiometry = &RadiometryReport{Quantity: r.Quantity, Scale: r.Scale, Units: r.Units}
 	}
@@ -103,6 +120,24 @@ func NewReport(in Info) Report {
 		}
 	}
 	return rep
+}
+
+// pixelSizeOf is the ground size of a pixel of the geotransform gt (the
+// lengths of its column vector (GT[1], GT[4]) and row vector (GT[2],
+// GT[5])) and the grid's rotation: the column vector's angle from the x
+// axis, counter-clockwise, in degrees. Both to 9 significant digits, so
+// that 5.2 reads as 5.2 and not 5.199999999999999.
+func pixelSizeOf(gt [6]float64) (*[2]float64, float64) {
+	round := func(v float64) float64 {
+		r, _ := strconv.ParseFloat(strconv.FormatFloat(v, 'g', 9, 64), 64)
+		return r
+	}
+	size := [2]float64{round(math.Hypot(gt[1], gt[4])), round(math.Hypot(gt[2], gt[5]))}
+	rot := 0.0
+	if gt[2] != 0 || gt[4] != 0 {
+		rot = round(math.Atan2(gt[4], gt[1]) * 180 / math.Pi)
+	}
+	return &size, rot
 }
 
 // optional turns per-band values into JSON numbers, null for NaN; nil for nil.
@@ -167,7 +202,13 @@ func (r Report) WriteText(w io.Writer) error {
 		gt := r.GeoTransform
 		line("geotransform", "[%s, %s, %s, %s, %s, %s]", fmtNum(gt[0]), fmtNum(gt[1]), fmtNum(gt[2]), fmtNum(gt[3]), fmtNum(gt[4]), fmtNum(gt[5]))
 		line("origin", "%s, %s", fmtNum(gt[0]), fmtNum(gt[3]))
-		line("pixel size", "%s x %s", fmtNum(gt[1]), fmtNum(gt[5]))
+		if r.RotationDeg == 0 && gt[2] == 0 && gt[4] == 0 {
+			line("pixel size", "%s x %s", fmtNum(gt[1]), fmtNum(gt[5]))
+		} else {
+			// A rotated grid: GT[1] and GT[5] are not the pixel's size.
+			line("pixel size", "%s x %s (along the rows x along the columns)", fmtNum(r.PixelSize[0]), fmtNum(r.PixelSize[1]))
+			line("rotation", "%s degrees counter-clockwise (a rotated grid: GDAL, QGIS and rasterio place it; tools that need north-up rasters need gdalwarp first)", fmtNum(r.RotationDeg))
+		}
 	}
 	if p, ok := r.footprintPolygon(); !ok {
 		line("footprint", "none (no CRS)")
@@ -214,7 +255,11 @@ func (r Report) WriteText(w io.Writer) error {
 		line("fwhm", "%s", fwhmText(r.FWHMNM))
 	}
 	if len(r.BadBands) > 0 {
-		line("bad bands", "%d: %s (left out of training and classification)", len(r.BadBands), listText(r.BadBands, strconv.Itoa))
+		from := ""
+		if r.BadBandSource != "" {
+			from = "; from " + r.BadBandSource
+		}
+		line("bad bands", "%d: %s (left out of training and classification%s)", len(r.BadBands), listText(r.BadBands, strconv.Itoa), from)
 	}
 	switch {
 	case r.Radiometry == nil:
@@ -284,6 +329,9 @@ func wavelengthText(ws []*float64) string {
 		}
 		return strconv.FormatFloat(*w, 'f', -1, 64)
 	})
+	if n == 0 {
+		return fmt.Sprintf("none of the %d bands has one", len(ws))
+	}
 	return fmt.Sprintf("%d of %d bands, %s-%s nm: %s", n, len(ws), fmtNum(lo), fmtNum(hi), list)
 }
 

@@ -3,6 +3,7 @@ package geo
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"math"
 	"path/filepath"
 	"strings"
@@ -77,4 +78,38 @@ func TestReportGolden(t *testing.T) {
 		t.Fatal(err)
 	}
 	golden.Check(t, "report.golden.json", b.Bytes())
+}
+
+// TestReportRotatedGrid: an AVIRIS-NG-like flight line on a UTM grid
+// rotated by 42 degrees with 5.2 m pixels (ENVI map info rotation=42):
+// pnec info shows the pixel's true size, 5.2 x 5.2 m, and the rotation,
+// not the geotransform's GT[1] x GT[5] (3.86 x -3.86). Issue 31, defect 6.
+func TestReportRotatedGrid(t *testing.T) {
+	img := writeENVI(t, t.TempDir(), 5, 4, 2, false,
+		"map info = { UTM , 1.000 , 1.000 , 724522.000 , 4074620.000 , 5.2 , 5.2 , 11 , North , WGS-84 , units=Meters , rotation=42 }\n")
+	s, err := Open(img)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	rep := NewReport(s.Info())
+	var b bytes.Buffer
+	if err := rep.WriteText(&b); err != nil {
+		t.Fatal(err)
+	}
+	text := b.String()
+	if !strings.Contains(text, "pixel size:     5.2 x 5.2") || !strings.Contains(text, "rotation:       42 degrees counter-clockwise") {
+		t.Errorf("text report, want pixel size 5.2 x 5.2 and rotation 42 degrees:\n%s", text)
+	}
+	b.Reset()
+	if err := rep.WriteJSON(&b); err != nil {
+		t.Fatal(err)
+	}
+	var js map[string]any
+	if err := json.Unmarshal(b.Bytes(), &js); err != nil {
+		t.Fatal(err)
+	}
+	if ps, _ := js["pixel_size"].([]any); len(ps) != 2 || ps[0] != 5.2 || ps[1] != 5.2 || js["rotation_deg"] != 42.0 {
+		t.Errorf("JSON pixel_size %v, rotation_deg %v; want [5.2, 5.2] and 42", js["pixel_size"], js["rotation_deg"])
+	}
 }

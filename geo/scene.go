@@ -660,7 +660,7 @@ func (s *Scene) applyMasks(sp *readSpec, w Window, bufCols, bufRows int, valid [
 		bad := make([]bool, bufCols*bufRows)
 		for _, m := range s.qualityMasks {
 			clear(bad)
-			if err := m.readQualityMask(w, bufCols, bufRows, bad); err != nil {
+			if err := m.readQualityMask(w, bufCols, bufRows, sp.bands, bad); err != nil {
 				return fmt.Errorf("read %s quality mask %s window %v: %w", s.name, m.name(), w, err)
 			}
 			for r := range bufRows {

@@ -18,7 +18,8 @@ type qualityMaskSource interface {
 	name() string
 	// readQualityMask sets bad[r*bufCols+c] for the buffer pixels of
 	// window w (decimated as readBSQ) the mask marks invalid; it never
-	// clears one.
-	readQualityMask(w Window, bufCols, bufRows int, bad []bool) error
+	// clears one. bands are the scene's bands (0-based) the read reads:
+	// a mask with a plane per band applies those bands' planes only.
+	readQualityMask(w Window, bufCols, bufRows int, bands []int, bad []bool) error
 	close() error
 }

@@ -1,8 +1,10 @@
 package geo
 
 import (
+	"errors"
 	"fmt"
 	"math"
+	"path"
 	"strconv"
 	"strings"
 
@@ -18,25 +20,55 @@ import (
 // the ENVI driver and pnec's writer set), and the dataset's ENVI domain
 // (the header's wavelength, fwhm and bbl lists, reflectance scale factor).
 // Bands the scene says nothing about are NaN; nil when no band has one.
+// A value that is there but invalid (a centre that is not a positive
+// number, a negative width, an ENVI gain of 0, a reflectance scale factor
+// that is not positive) is an error wrapping ErrBandMetadata, naming the
+// band; so is a band set where only some bands have a centre.
 func (s *Scene) readSpectral(in *Info) error {
+	if in.Driver == "ENVI" {
+		if err := checkENVIHeaderFile(s.name); err != nil {
+			return err
+		}
+	}
 	n := len(s.bands)
+	mdLabel := "the band metadata"
+	if in.Driver == "ENVI" {
+		mdLabel = "the ENVI header" // GDAL's ENVI driver hands it to the bands
+	}
 	centres, widths := nanSlice(n), nanSlice(n)
 	var nc, nw int
 	source := ""
+	number := func(band int, key, v string) (float64, error) {
+		x, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+		if err != nil {
+			return 0, fmt.Errorf("%w: band %d %s %q is not a number", ErrBandMetadata, band+1, key, strings.TrimSpace(v))
+		}
+		return x, nil
+	}
 	for i, b := range s.bands {
 		img := b.Metadatas(godal.Domain("IMAGERY"))
 		if v, ok := lookupFold(img, "CENTRAL_WAVELENGTH_UM"); ok {
-			if x, err := strconv.ParseFloat(strings.TrimSpace(v), 64); err == nil {
-				centres[i] = x * 1000
-				nc++
-				source = "IMAGERY metadata"
+			x, err := number(i, "CENTRAL_WAVELENGTH_UM", v)
+			if err != nil {
+				return err
 			}
+			if !positiveFinite(x) {
+				return fmt.Errorf("%w: band %d CENTRAL_WAVELENGTH_UM %s in the IMAGERY metadata; a band centre is a positive number", ErrBandMetadata, i+1, fmtValue(x))
+			}
+			centres[i] = x * 1000
+			nc++
+			source = "IMAGERY metadata"
 		}
 		if v, ok := lookupFold(img, "FWHM_UM"); ok {
-			if x, err := strconv.ParseFloat(strings.TrimSpace(v), 64); err == nil {
-				widths[i] = x * 1000
-				nw++
+			x, err := number(i, "FWHM_UM", v)
+			if err != nil {
+				return err
 			}
+			if !(x >= 0) || math.IsInf(x, 0) {
+				return fmt.Errorf("%w: band %d FWHM_UM %s in the IMAGERY metadata; a band width is a positive number", ErrBandMetadata, i+1, fmtValue(x))
+			}
+			widths[i] = x * 1000
+			nw++
 		}
 		md := b.Metadatas()
 		unit, _ := lookupFold(md, "wavelength_units")
@@ -44,30 +76,41 @@ func (s *Scene) readSpectral(in *Info) error {
 			in.WavelengthUnits = unit
 		}
 		if v, ok := lookupFold(md, "wavelength"); ok && math.IsNaN(centres[i]) {
-			x, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+			x, err := number(i, "wavelength", v)
 			if err != nil {
-				return fmt.Errorf("band %d wavelength %q: %w", i+1, v, err)
+				return err
+			}
+			if !positiveFinite(x) {
+				return fmt.Errorf("%w: band %d wavelength %s in %s; a band centre is a positive number", ErrBandMetadata, i+1, fmtValue(x), mdLabel)
 			}
 			centres[i] = toNM([]float64{x}, unit)[0]
 			nc++
 			if source == "" {
 				source = "band metadata"
+				if in.Driver == "ENVI" {
+					source = "ENVI header"
+				}
 			}
 		}
 		if v, ok := lookupFold(md, "fwhm"); ok && math.IsNaN(widths[i]) {
-			if x, err := strconv.ParseFloat(strings.TrimSpace(v), 64); err == nil {
-				// A width takes its band's centre's unit, or the same
-				// magnitude rule when there is no unit (1e-2 um, not nm).
-				f := nmPerUnit(unit)
-				if f <= 0 {
-					f = 1
-					if !math.IsNaN(centres[i]) && centres[i] > 100 && x < 1 {
-						f = 1000
-					}
-				}
-				widths[i] = x * f
-				nw++
+			x, err := number(i, "fwhm", v)
+			if err != nil {
+				return err
 			}
+			if !(x >= 0) || math.IsInf(x, 0) {
+				return fmt.Errorf("%w: band %d fwhm %s in %s; a band width is a positive number", ErrBandMetadata, i+1, fmtValue(x), mdLabel)
+			}
+			// A width takes its band's centre's unit, or the same
+			// magnitude rule when there is no unit (1e-2 um, not nm).
+			f := nmPerUnit(unit)
+			if f <= 0 {
+				f = 1
+				if !math.IsNaN(centres[i]) && centres[i] > 100 && x < 1 {
+					f = 1000
+				}
+			}
+			widths[i] = x * f
+			nw++
 		}
 	}
 	envi := s.ds.Metadatas(godal.Domain("ENVI"))
@@ -80,38 +123,66 @@ func (s *Scene) readSpectral(in *Info) error {
 		if !ok {
 			return nil, nil
 		}
+		name := strings.ReplaceAll(key, "_", " ")
 		vals, err := parseNumberList(v)
 		if err != nil {
-			return nil, fmt.Errorf("ENVI header %s: %w", strings.ReplaceAll(key, "_", " "), err)
+			return nil, fmt.Errorf("%w: ENVI header %s: %w", ErrBandMetadata, name, err)
 		}
 		if len(vals) != n {
-			return nil, fmt.Errorf("ENVI header lists %d %s values for %d bands", len(vals), strings.ReplaceAll(key, "_", " "), n)
+			return nil, fmt.Errorf("%w: ENVI header lists %d %s values for %d bands", ErrBandMetadata, len(vals), name, n)
 		}
 		return vals, nil
 	}
-	if nc == 0 {
-		vals, err := list("wavelength")
-		if err != nil {
+	// The header's lists are checked whether or not the band metadata
+	// already gave the values: GDAL hands a list's values to the bands
+	// one by one and drops what it cannot place.
+	wl, err := list("wavelength")
+	if err != nil {
+		return err
+	}
+	if wl != nil {
+		if err := checkCentres(wl, "the ENVI header's wavelength list"); err != nil {
 			return err
 		}
-		if vals != nil {
-			centres, nc, source = toNM(vals, unit), n, "ENVI header"
+		if nc == 0 {
+			centres, nc, source = toNM(wl, unit), n, "ENVI header"
 		}
 	}
-	if nw == 0 {
-		vals, err := list("fwhm")
-		if err != nil {
+	fw, err := list("fwhm")
+	if err != nil {
+		return err
+	}
+	if fw != nil {
+		if err := checkWidths(fw, "the ENVI header's fwhm list"); err != nil {
 			return err
 		}
-		if vals != nil {
-			widths, nw = widthsNM(vals, unit, centres), n
+		if nw == 0 {
+			widths, nw = widthsNM(fw, unit, centres), n
 		}
 	}
 	bbl, err := list("bbl")
 	if err != nil {
 		return err
 	}
+	for _, key := range []string{"data_gain_values", "data_offset_values"} {
+		vals, err := list(key)
+		if err != nil {
+			return err
+		}
+		what := strings.TrimSuffix(strings.ReplaceAll(key, "_", " "), " values")
+		if key == "data_gain_values" {
+			err = checkGains(vals, what, "the ENVI header")
+		} else {
+			err = checkFinite(vals, what, "the ENVI header")
+		}
+		if err != nil {
+			return err
+		}
+	}
 	if nc > 0 {
+		if err := checkPartialCentres(centres, "the "+source); err != nil {
+			return err
+		}
 		in.WavelengthsNM, in.SpectralSource = centres, source
 	}
 	if nw > 0 {
@@ -119,9 +190,37 @@ func (s *Scene) readSpectral(in *Info) error {
 	}
 	in.BadBands = badFromBBL(bbl)
 	if v, ok := lookupFold(envi, "reflectance_scale_factor"); ok {
-		if f, err := strconv.ParseFloat(strings.TrimSpace(v), 64); err == nil && f > 0 {
-			in.Radiometry = reflectanceAfterGain(f, in.Scale, in.Offset)
+		f, err := parseReflectanceScale(v, "the ENVI header")
+		if err != nil {
+			return err
 		}
+		in.Radiometry = reflectanceAfterGain(f, in.Scale, in.Offset)
+	}
+	return nil
+}
+
+// checkENVIHeaderFile parses the ENVI header of the cube name (name.hdr,
+// or the name with its extension replaced), which GDAL's ENVI driver reads
+// leniently: a list whose "{" is never closed loses its last values (or
+// swallows the next line) without a word. pnec's own parser refuses it.
+// Remote names are left to GDAL.
+func checkENVIHeaderFile(name string) error {
+	if remotePath(name) {
+		return nil
+	}
+	base := strings.TrimSuffix(name, path.Ext(name))
+	for _, h := range []string{name + ".hdr", base + ".hdr", name + ".HDR", base + ".HDR"} {
+		if !vsiExists(h) {
+			continue
+		}
+		text, err := vsiReadFile(h, maxSidecarBytes)
+		if err != nil {
+			return nil // GDAL read it; its own reading stands
+		}
+		if _, err := parseENVIHeader(string(text)); err != nil && !errors.Is(err, errNotENVIHeader) {
+			return fmt.Errorf("%w: %s: %w", ErrBandMetadata, path.Base(h), err)
+		}
+		return nil
 	}
 	return nil
 }
@@ -177,6 +276,98 @@ func reflectanceAfterGain(factor float64, gains, offsets []float64) spectral.Rad
 		r.Scale, _ = strconv.ParseFloat(strconv.FormatFloat(factor*gains[0], 'g', 9, 64), 64)
 	}
 	return r
+}
+
+// positiveFinite reports whether v is a number above 0 and not infinite.
+func positiveFinite(v float64) bool { return v > 0 && !math.IsInf(v, 0) }
+
+// fmtValue writes a band value as a header would ("nan", "-10").
+func fmtValue(v float64) string {
+	switch {
+	case math.IsNaN(v):
+		return "nan"
+	case math.IsInf(v, 1):
+		return "inf"
+	case math.IsInf(v, -1):
+		return "-inf"
+	}
+	return strconv.FormatFloat(v, 'g', -1, 64)
+}
+
+// checkCentres refuses band centres that are not positive numbers, naming
+// the first such band (1-based) and where the values came from.
+func checkCentres(vals []float64, from string) error {
+	for i, v := range vals {
+		if !positiveFinite(v) {
+			return fmt.Errorf("%w: %s gives band %d the wavelength %s; a band centre is a positive number", ErrBandMetadata, from, i+1, fmtValue(v))
+		}
+	}
+	return nil
+}
+
+// checkWidths refuses band widths (FWHM) that are negative or not numbers;
+// 0 is taken as "not known" (some writers fill unknown widths with it).
+func checkWidths(vals []float64, from string) error {
+	for i, v := range vals {
+		if !(v >= 0) || math.IsInf(v, 0) {
+			return fmt.Errorf("%w: %s gives band %d the FWHM %s; a band width is a positive number", ErrBandMetadata, from, i+1, fmtValue(v))
+		}
+	}
+	return nil
+}
+
+// checkGains refuses band gains (ENVI data gain values, a product's
+// gains) of 0 or not numbers: every value of the band would read as its
+// offset.
+func checkGains(vals []float64, what, from string) error {
+	for i, v := range vals {
+		if v == 0 || math.IsNaN(v) || math.IsInf(v, 0) {
+			return fmt.Errorf("%w: %s gives band %d the %s %s; a gain is a non-zero number", ErrBandMetadata, from, i+1, what, fmtValue(v))
+		}
+	}
+	return nil
+}
+
+// checkFinite refuses band values (offsets) that are not numbers.
+func checkFinite(vals []float64, what, from string) error {
+	for i, v := range vals {
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			return fmt.Errorf("%w: %s gives band %d the %s %s; want a number", ErrBandMetadata, from, i+1, what, fmtValue(v))
+		}
+	}
+	return nil
+}
+
+// parseReflectanceScale reads an ENVI reflectance scale factor: the stored
+// value of reflectance 1, a positive number.
+func parseReflectanceScale(v, from string) (float64, error) {
+	f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+	if err != nil || !positiveFinite(f) {
+		return 0, fmt.Errorf("%w: %s gives the reflectance scale factor %q; it is the stored value of reflectance 1, a positive number (e.g. 10000)", ErrBandMetadata, from, strings.TrimSpace(v))
+	}
+	return f, nil
+}
+
+// checkPartialCentres refuses a band set where some bands have a centre and
+// others none: the scene's band metadata is incomplete (an ENVI list cut
+// short, a band without its wavelength), and which band is which cannot be
+// told.
+func checkPartialCentres(centres []float64, from string) error {
+	n := 0
+	for _, c := range centres {
+		if !math.IsNaN(c) {
+			n++
+		}
+	}
+	if n == 0 || n == len(centres) {
+		return nil
+	}
+	for i, c := range centres {
+		if math.IsNaN(c) {
+			return fmt.Errorf("%w: %s gives %d of the %d bands a wavelength but none to band %d", ErrBandMetadata, from, n, len(centres), i+1)
+		}
+	}
+	return nil
 }
 
 func nanSlice(n int) []float64 {

@@ -80,6 +80,12 @@ type BandRecord struct {
 	BadBands []int
 	// Radiometry is what the training scene's values measure.
 	Radiometry spectral.Radiometry
+	// Selection describes the bands chosen for training when they were
+	// chosen to apply to several sensors (pnec train --bands,
+	// --bands-common-with): "" when the model took every good band. A
+	// model with a selection resamples other sensors' bands to its own by
+	// default (BandPlan).
+	Selection string
 }
 
 // BandCountError is a scene whose band count differs from the model's

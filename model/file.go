@@ -60,6 +60,7 @@ type modelMeta struct {
 	SceneBands       int         `json:"train_scene_bands,omitempty"`
 	BandsUsed        []int       `json:"bands_used,omitempty"`
 	BadBands         []int       `json:"bad_bands,omitempty"`
+	BandSelection    string      `json:"band_selection,omitempty"` // absent in earlier files: no selection
 	Quantity         string      `json:"radiometric_quantity,omitempty"`
 	QuantityScale    float64     `json:"radiometric_scale,omitempty"`
 	RadiometricUnits string      `json:"radiometric_units,omitempty"`

@@ -55,6 +55,7 @@ func (m *Model) BandRecord() BandRecord {
 		FWHMNM: slices.Clone(mt.FWHMNM), WavelengthUnits: mt.WavelengthUnits, SceneBands: mt.SceneBands,
 		BandsUsed: slices.Clone(mt.BandsUsed), BadBands: slices.Clone(mt.BadBands),
 		Radiometry: spectral.Radiometry{Quantity: mt.Quantity, Scale: mt.QuantityScale, Units: mt.RadiometricUnits},
+		Selection:  mt.BandSelection,
 	}
 }
 
@@ -84,9 +85,12 @@ func (m *Model) Radiometry() spectral.Radiometry { return m.BandRecord().Radiome
 // its sentence joins the plan's warnings). With resample false a scene
 // whose bands are not the model's is refused (*spectral.MismatchError);
 // with resample true they are computed from the scene's (Gaussian
-// response functions), unless a model band is not covered. The errors
-// wrap spectral's sentinels and ErrBandCount and do not name the scene.
+// response functions), unless a model band is not covered. A model
+// trained on bands chosen for several sensors (BandRecord.Selection)
+// resamples whatever resample says. The errors wrap spectral's sentinels
+// and ErrBandCount and do not name the scene.
 func (m *Model) BandPlan(scene spectral.BandSet, rad spectral.Radiometry, resample bool) (spectral.Plan, error) {
+	resample = resample || m.meta.BandSelection != ""
 	gain, note, err := spectral.ConvertRadiometry(m.Radiometry(), rad)
 	if err != nil {
 		return spectral.Plan{}, err

@@ -377,7 +377,7 @@ func Train(ctx context.Context, s Scene, labels []int32, opts TrainOptions) (m *
 	}
 	br := opts.Bands
 	m.meta.FWHMNM, m.meta.WavelengthUnits = slices.Clone(br.FWHMNM), br.WavelengthUnits
-	m.meta.BadBands = slices.Clone(br.BadBands)
+	m.meta.BadBands, m.meta.BandSelection = slices.Clone(br.BadBands), br.Selection
 	if len(br.BandsUsed) > 0 {
 		m.meta.SceneBands, m.meta.BandsUsed = br.SceneBands, slices.Clone(br.BandsUsed)
 	}

@@ -1,8 +1,11 @@
 package spectral
 
 import (
+	"fmt"
 	"math"
 	"sort"
+	"strconv"
+	"strings"
 )
 
 // FWHMPerSigma is the FWHM of a Gaussian in units of its standard
@@ -189,4 +192,88 @@ func bandSpacing(cs []float64) float64 {
 		return 10
 	}
 	return median(d)
+}
+
+// Covers reports whether the scene's good bands can make a model band of
+// centre centreNM and width fwhmNM (0 or less: unknown) without
+// extrapolating: its centre lies within the good bands' range and not in a
+// gap between them wider than GapSpacings band spacings and than the band
+// itself (the water-vapour bands a scene declares bad, or leaves out),
+// as Resample requires, and no nearer an end than Resample's half-width
+// allowance: inside the range.
+func Covers(scene BandSet, centreNM, fwhmNM float64) bool {
+	sorted := sortByCentre(scene, scene.Good())
+	n := len(sorted)
+	if n == 0 || !(centreNM > 0) {
+		return false
+	}
+	cs := make([]float64, n)
+	for k, j := range sorted {
+		cs[k] = scene.CentresNM[j]
+	}
+	if centreNM < cs[0] || centreNM > cs[n-1] {
+		return false
+	}
+	b := sort.SearchFloat64s(cs, centreNM)
+	if cs[b] == centreNM {
+		return true
+	}
+	gap := cs[b] - cs[b-1]
+	return !(gap > GapSpacings*bandSpacing(cs) && (!(fwhmNM > 0) || gap > fwhmNM))
+}
+
+// CommonBands returns the bands (0-based, ascending) of train that are
+// good and that every one of others covers (Covers): the bands a model
+// trained on train can take so that it applies, through Resample, to
+// scenes of every other band set.
+func CommonBands(train BandSet, others ...BandSet) []int {
+	var out []int
+	for _, i := range train.Good() {
+		c := train.CentresNM[i]
+		f, _ := train.FWHM(i)
+		ok := true
+		for _, o := range others {
+			ok = ok && Covers(o, c, f)
+		}
+		if ok {
+			out = append(out, i)
+		}
+	}
+	return out
+}
+
+// InRanges returns the good bands (0-based, ascending) of b whose centres
+// lie in one of ranges (nm, inclusive).
+func InRanges(b BandSet, ranges [][2]float64) []int {
+	var out []int
+	for _, i := range b.Good() {
+		if i >= len(b.CentresNM) {
+			continue
+		}
+		c := b.CentresNM[i]
+		for _, r := range ranges {
+			if c >= r[0] && c <= r[1] {
+				out = append(out, i)
+				break
+			}
+		}
+	}
+	return out
+}
+
+// ParseRanges reads wavelength ranges in nm, "400-1340,1460-1790": pairs
+// LO-HI (LO below HI, both positive) separated by commas.
+func ParseRanges(s string) ([][2]float64, error) {
+	var out [][2]float64
+	for _, part := range strings.Split(s, ",") {
+		part = strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(part), "nm"))
+		lo, hi, ok := strings.Cut(part, "-")
+		a, errA := strconv.ParseFloat(strings.TrimSpace(lo), 64)
+		b, errB := strconv.ParseFloat(strings.TrimSpace(hi), 64)
+		if !ok || errA != nil || errB != nil || !(a > 0) || !(b > a) || math.IsInf(b, 0) {
+			return nil, fmt.Errorf("%q: want LO-HI in nm, LO below HI (e.g. 400-1340,1460-1790)", part)
+		}
+		out = append(out, [2]float64{a, b})
+	}
+	return out, nil
 }

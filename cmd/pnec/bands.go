@@ -4,11 +4,15 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/pnec/pnec/evaluation"
+	"github.com/pnec/pnec/geo"
 	"github.com/pnec/pnec/model"
 	"github.com/pnec/pnec/processor"
 	"github.com/pnec/pnec/spectral"
@@ -18,7 +22,7 @@ import (
 // model's, shared by classify, batch, evaluate and tiles.
 func bandFlags() []cli.Flag {
 	return []cli.Flag{
-		&cli.BoolFlag{Name: "resample-bands", Usage: "make the model's bands from a scene whose bands differ from them (Gaussian spectral response functions of the model bands' centres and FWHM over the scene's good bands) instead of refusing it; a model band the scene cannot cover is still refused"},
+		&cli.BoolFlag{Name: "resample-bands", Usage: "make the model's bands from a scene whose bands differ from them (Gaussian spectral response functions of the model bands' centres and FWHM over the scene's good bands) instead of refusing it; a model band the scene cannot cover is still refused. A model trained on bands chosen for several sensors (pnec train --bands, --bands-common-with) always does"},
 		radiometryFlag("the scene's values"),
 	}
 }
@@ -127,12 +131,62 @@ func printWarnings(w io.Writer, scene string, warnings []string) {
 	}
 }
 
+// bandSelectionFromFlags reads train's --bands and --bands-common-with. A
+// --bands-common-with value is a scene when it names one pnec opens (a
+// file, a folder, a /vsi path), else a sensor's band table.
+func bandSelectionFromFlags(c *cli.Context) (evaluation.BandSelection, error) {
+	var sel evaluation.BandSelection
+	if v := c.String("bands"); v != "" {
+		r, err := spectral.ParseRanges(v)
+		if err != nil {
+			return sel, fmt.Errorf("--bands %s: %w", v, err)
+		}
+		sel.RangesNM = r
+	}
+	for _, v := range c.StringSlice("bands-common-with") {
+		nb, err := namedBandSet(v)
+		if err != nil {
+			return sel, fmt.Errorf("--bands-common-with %s: %w", v, err)
+		}
+		sel.CommonWith = append(sel.CommonWith, nb)
+	}
+	return sel, nil
+}
+
+// namedBandSet is the good bands of the scene v, or sensor v's table.
+func namedBandSet(v string) (evaluation.NamedBandSet, error) {
+	if _, err := os.Stat(v); err == nil || strings.HasPrefix(v, "/vsi") {
+		s, err := geo.Open(v)
+		if err != nil {
+			return evaluation.NamedBandSet{}, err
+		}
+		defer s.Close()
+		in := s.Info()
+		if !in.BandSet().HasCentres() {
+			return evaluation.NamedBandSet{}, fmt.Errorf("%w: the scene declares no band wavelengths", evaluation.ErrBandSelection)
+		}
+		name := filepath.Base(strings.TrimSuffix(v, "/"))
+		if in.Product != "" {
+			name = in.Product + " " + name
+		}
+		return evaluation.NamedBandSet{Name: name, Bands: in.BandSet()}, nil
+	}
+	if sn, ok := spectral.SensorByName(v); ok {
+		return evaluation.NamedBandSet{Name: sn.Name, Bands: sn.Bands}, nil
+	}
+	return evaluation.NamedBandSet{}, fmt.Errorf("neither a scene pnec opens nor a sensor it knows (%s)", strings.Join(spectral.SensorNames(), ", "))
+}
+
 // bandsSummary describes a model's input bands: "200 bands, 400-2500 nm,
 // FWHM 10 nm (6 bad bands of the 206-band training scene left out)".
 func bandsSummary(m *model.Model) string {
 	s := m.BandSet().Describe()
-	if r := m.BandRecord(); r.SceneBands > 0 {
+	r := m.BandRecord()
+	if r.SceneBands > 0 {
 		s += fmt.Sprintf(" (%d of the %d-band training scene; %d bad left out)", m.Bands(), r.SceneBands, len(r.BadBands))
+	}
+	if r.Selection != "" {
+		s += "; chosen: " + r.Selection + " (other sensors' bands are resampled to these)"
 	}
 	return s
 }

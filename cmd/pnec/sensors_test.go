@@ -30,7 +30,7 @@ type sensorCase struct {
 var sensorCases = []sensorCase{
 	{name: "EnMAP", product: geo.ProductEnMAPL2A, masks: true,
 		write: func(dir string, seed uint64, shift int, masked bool) (fixture.Delivery, error) {
-			return fixture.WriteEnMAP(dir, fixture.EnMAPOptions{Seed: seed, ShiftCols: shift, Zip: seed%2 == 0, Cloud: masked})
+			return fixture.WriteEnMAP(dir, fixture.EnMAPOptions{Seed: seed, ShiftCols: shift, Zip: seed%2 == 0, Cloud: masked, Defects: masked})
 		}},
 	{name: "DESIS", product: geo.ProductDESISL2A, noTime: true,
 		write: func(dir string, seed uint64, shift int, _ bool) (fixture.Delivery, error) {
@@ -44,7 +44,7 @@ var sensorCases = []sensorCase{
 		write: func(dir string, seed uint64, shift int, _ bool) (fixture.Delivery, error) {
 			return fixture.WritePRISMA(dir, fixture.PRISMAOptions{Seed: seed, ShiftCols: shift})
 		}},
-	{name: "Tanager", product: geo.ProductTanagerSR, masks: true, noTime: true,
+	{name: "Tanager", product: geo.ProductTanagerSR, masks: true,
 		write: func(dir string, seed uint64, shift int, masked bool) (fixture.Delivery, error) {
 			return fixture.WriteTanager(dir, fixture.TanagerOptions{Seed: seed, ShiftCols: shift, Cloud: masked})
 		}},
@@ -59,8 +59,9 @@ var sensorCases = []sensorCase{
 }
 
 // classAgreement is the share of a product's classified pixels whose class
-// is the fixture's, and the number of classified pixels.
-func classAgreement(t *testing.T, product string) (float64, int) {
+// is the delivery's (its own layout: another delivery's differs, so a
+// flipped or transposed map shows), and the number of classified pixels.
+func classAgreement(t *testing.T, product string, d fixture.Delivery) (float64, int) {
 	t.Helper()
 	s, err := geo.Open(product)
 	if err != nil {
@@ -74,12 +75,11 @@ func classAgreement(t *testing.T, product string) (float64, int) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, labels := fixture.SceneData(1)
 	same, n := 0, 0
 	for i, v := range blk.Data {
 		if blk.Valid[i] {
 			n++
-			if int32(v) == labels[i] {
+			if int32(v) == d.Classes[i] {
 				same++
 			}
 		}
@@ -145,7 +145,7 @@ func TestSensorDeliveries(t *testing.T) {
 				t.Errorf("product CRS is not EPSG:%d:\n%s", b.GeoRef.EPSG, wkt)
 			}
 			all = fixture.Rows*fixture.Cols - b.NoData
-			if agree, n := classAgreement(t, out); agree < 0.9 || n != all {
+			if agree, n := classAgreement(t, out, b); agree < 0.9 || n != all {
 				t.Errorf("classify: %.1f%% of %d classified pixels have the fixture's class, want at least 90%% of %d", 100*agree, n, all)
 			}
 			if sc.masks {
@@ -154,7 +154,7 @@ func TestSensorDeliveries(t *testing.T) {
 				if r.code != 0 || !strings.Contains(r.stdout, "quality masks: ") {
 					t.Fatalf("classify --quality-mask product: exit %d, stdout %s, stderr %s", r.code, r.stdout, r.stderr)
 				}
-				if _, n := classAgreement(t, masked); n != all-b.Masked {
+				if _, n := classAgreement(t, masked, b); n != all-b.Masked {
 					t.Errorf("classify --quality-mask product: %d classified pixels, want %d (%d masked)", n, all-b.Masked, b.Masked)
 				}
 			}
@@ -174,4 +174,63 @@ func TestSensorDeliveries(t *testing.T) {
 func itoa(n int) string {
 	b, _ := json.Marshal(n)
 	return string(b)
+}
+
+// TestOneModelSeveralSensors: pnec train --bands-common-with AVIRIS-NG on
+// an EnMAP delivery says which bands it chose; pnec classify then takes an
+// AVIRIS-NG delivery of other ground without --resample-bands (the model
+// resamples it) into a product that agrees with its labels, while a model
+// of every EnMAP band refuses it. Bad --bands and --bands-common-with
+// values are one line each, before any training.
+func TestOneModelSeveralSensors(t *testing.T) {
+	pnecBinary(t)
+	dir := t.TempDir()
+	a, err := fixture.WriteEnMAP(filepath.Join(dir, "enmap"), fixture.EnMAPOptions{Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := fixture.WriteAVIRISNG(filepath.Join(dir, "ang"), fixture.AVIRISOptions{Seed: 2, RotateDeg: 25})
+	if err != nil {
+		t.Fatal(err)
+	}
+	limit := 3 * time.Minute
+	train := func(out string, extra ...string) runResult {
+		args := append([]string{"train", "--scene", a.Path, "--labels", a.Labels, "--out", out, "--epochs", "40", "--hidden", "32",
+			"--lr", "0.003", "--warmup", "2", "--window", "3", "--train-per-class", "20", "--backend", "go"}, extra...)
+		return runPnec(t, limit, args...)
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--bands-common-with", "NoSuchSensor"}, "--bands-common-with NoSuchSensor: neither a scene pnec opens nor a sensor it knows (EnMAP, EMIT"},
+		{[]string{"--bands", "400-300"}, `--bands 400-300: "400-300": want LO-HI in nm`},
+		{[]string{"--bands", "2500-2600"}, "band selection: no good band of the scene (418-2445 nm) is left by the selection (2500-2600 nm)"},
+	} {
+		r := train(filepath.Join(dir, "bad.pnec"), tc.args...)
+		if r.code == 0 || !strings.Contains(r.stderr, tc.want) || strings.Count(strings.TrimSpace(r.stderr), "\n") != 0 {
+			t.Errorf("train %v: exit %d, stderr %q; want one line saying %q", tc.args, r.code, r.stderr, tc.want)
+		}
+	}
+	modelPath := filepath.Join(dir, "shared.pnec")
+	r := train(modelPath, "--bands-common-with", "AVIRIS-NG")
+	if r.code != 0 || !strings.Contains(r.stdout, "chosen: shared with AVIRIS-NG") {
+		t.Fatalf("train: exit %d, stdout %s, stderr %s", r.code, r.stdout, r.stderr)
+	}
+	out := filepath.Join(dir, "ang.tif")
+	r = runPnec(t, limit, "classify", "--model", modelPath, "--backend", "go", "-q", b.Path, out)
+	if r.code != 0 {
+		t.Fatalf("classify the AVIRIS-NG delivery: exit %d, stderr %s", r.code, r.stderr)
+	}
+	if agree, n := classAgreement(t, out, b); agree < 0.85 || n != fixture.Rows*fixture.Cols-b.NoData {
+		t.Errorf("classify: %.1f%% of %d pixels agree, want at least 85%%", 100*agree, n)
+	}
+	allBands := filepath.Join(dir, "all.pnec")
+	if r := train(allBands, "--epochs", "2"); r.code != 0 {
+		t.Fatalf("train on every band: exit %d, stderr %s", r.code, r.stderr)
+	}
+	r = runPnec(t, limit, "classify", "--model", allBands, "--backend", "go", "-q", "--resample-bands", b.Path, filepath.Join(dir, "refused.tif"))
+	if r.code == 0 || !strings.Contains(r.stderr, "falls in the scene's gap") {
+		t.Errorf("a model of every EnMAP band on AVIRIS-NG: exit %d, stderr %q; want refused (a band in AVIRIS-NG's water gap)", r.code, r.stderr)
+	}
 }

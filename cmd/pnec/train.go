@@ -17,6 +17,7 @@ import (
 	"github.com/pnec/pnec/model"
 	"github.com/pnec/pnec/pipelines"
 	"github.com/pnec/pnec/processor"
+	"github.com/pnec/pnec/spectral"
 	"github.com/schollz/progressbar/v3"
 	"github.com/urfave/cli/v2"
 )
@@ -37,12 +38,18 @@ func init() {
 			"model on the same backend. On an XLA GPU backend, training turns XLA's autotuning off\n" +
 			"(--xla_gpu_autotune_level=0 in XLA_FLAGS, unless XLA_FLAGS sets a level): it halves the wall\n" +
 			"time of the default 200 epochs, most of which would otherwise go to compiling.\n\n" +
+			"One model for several sensors: --bands-common-with SCENE|SENSOR (repeatable) keeps the training\n" +
+			"scene's bands that every named scene or sensor also covers, --bands RANGES those in wavelength\n" +
+			"ranges; the model records them, and classify, evaluate and batch resample each sensor's delivery\n" +
+			"to them (as --resample-bands does) instead of refusing a scene whose bands differ\n" +
+			"(docs/sensors.md has the measured accuracy per pair of sensors).\n\n" +
 			"Examples:\n" +
 			"  D=../shared/data/SalinasA\n" +
 			"  pnec import mat --cube $D/SalinasA_corrected.mat --out salinasA.tif --labels $D/SalinasA_gt.mat --labels-out salinasA_gt.tif\n" +
 			"  pnec import mat --labels $D/SalinasA_train_seed12345.mat --labels-out salinasA_train.tif\n" +
 			"  pnec train --scene salinasA.tif --labels salinasA_gt.tif --train-mask salinasA_train.tif --out salinasA.pnec\n" +
-			"  pnec train --scene scene.tif --labels gt.tif --out m.pnec --epochs 50 --class-names names.txt",
+			"  pnec train --scene scene.tif --labels gt.tif --out m.pnec --epochs 50 --class-names names.txt\n" +
+			"  pnec train --scene enmap/ --labels gt.tif --out all.pnec --bands-common-with EMIT --bands-common-with PRISMA",
 		Flags: append([]cli.Flag{
 			&cli.StringFlag{Name: "scene", Required: true, Usage: "training scene `SCENE` (any raster GDAL reads)"},
 			&cli.StringFlag{Name: "labels", Required: true, Usage: "label raster `LABELS`: class values, 0 = unlabelled, same size as the scene"},
@@ -55,6 +62,8 @@ func init() {
 			&cli.StringSliceFlag{Name: "class-name", Usage: "class name `VALUE=NAME` (repeatable); overrides --class-names"},
 			&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "no progress and no summary"},
 			radiometryFlag("the training scene's values"),
+			&cli.StringFlag{Name: "bands", Usage: "train on the scene's good bands whose centres lie in the wavelength `RANGES` only (nm, e.g. 420-1330,1470-1780); the model records them and classify resamples any sensor's bands to them"},
+			&cli.StringSliceFlag{Name: "bands-common-with", Usage: "train on the bands that `SCENE|SENSOR` also covers only (repeatable): a scene pnec reads (its good bands) or a sensor's band table (" + strings.Join(spectral.SensorNames(), ", ") + "); the model then applies to each of them, their bands resampled to its own"},
 			&cli.StringFlag{Name: "stac-base-url", Usage: "public `URL` of the model's directory: the model's STAC Item (MODEL.json) gets an absolute self link (without it, none)"},
 			&cli.StringFlag{Name: "model-name", Usage: "`NAME` of the model in its STAC Item (mlm:name; default: the file name, made valid for MLM: 2024_model.pnec -> pnec-2024_model)"},
 		}, modelFlags()...),
@@ -297,6 +306,9 @@ func trainAction(c *cli.Context) error {
 	if req.Radiometry, err = radiometryFromFlag(c); err != nil {
 		return err
 	}
+	if req.Bands, err = bandSelectionFromFlags(c); err != nil {
+		return err
+	}
 	if req.Options.Seed == 0 || req.Options.SplitSeed == 0 {
 		return fmt.Errorf("--seed and --split-seed: 0 is reserved for the default; give another value")
 	}
@@ -310,6 +322,9 @@ func trainAction(c *cli.Context) error {
 		}
 	}
 	res, err := evaluation.Train(c.Context, req)
+	if errors.Is(err, evaluation.ErrBandSelection) {
+		return fmt.Errorf("--bands/--bands-common-with: %w", err)
+	}
 	if err != nil {
 		return wordTrainMemory(err, cfg)
 	}
