@@ -10,6 +10,7 @@ import (
 	"github.com/pnec/pnec/geo"
 	"github.com/pnec/pnec/model"
 	"github.com/pnec/pnec/spectral"
+	"github.com/pnec/pnec/tiling"
 )
 
 // Options tune a Classifier. Zero values mean the documented defaults.
@@ -183,7 +184,8 @@ type Result struct {
 	Backend        string        // backend that ran the network
 	ModelChecksum  string        // model.Model.Checksum
 	MaxMemoryBytes int64         // budget the plan was made for
-	PlannedBytes   int64         // the memory model's peak estimate for the plan
+	PlannedBytes   int64         // the memory model's peak estimate for the plan with Flight's tiles in flight
+	Flight         tiling.Flight // tiles in flight on the host and on the device, as the budget and the device decided
 	// SceneInfo is the scene as geo opened it (metadata, georeference), so
 	// that a caller need not open it again.
 	SceneInfo geo.Info

@@ -59,7 +59,7 @@ func (c *Classifier) classifyIn(parent context.Context, sceneName, mask, out str
 	}
 	defer sc.Close()
 	res.Rows, res.Cols, res.SceneInfo = info.Rows, info.Cols, info
-	plan, release, err := c.planRun(sceneName, info, &res)
+	plan, flight, release, err := c.planRun(sceneName, info, &res)
 	if err != nil {
 		return res, err
 	}
@@ -77,7 +77,7 @@ func (c *Classifier) classifyIn(parent context.Context, sceneName, mask, out str
 		return res, err
 	}
 	defer pw.Close()
-	st, times, skipped, err := c.runStages(parent, sc, mk, sceneName, out, info, &plan, pw, start)
+	st, times, skipped, err := c.runStages(parent, sc, mk, sceneName, out, info, &plan, flight.Host, pw, start)
 	res.TilesSkipped = skipped
 	if err != nil {
 		return res, err
@@ -165,21 +165,32 @@ func (c *Classifier) openScene(sceneName, mask, out string, res *Result) (*geo.S
 	return sc, info, nil
 }
 
-// planRun plans the scene within the budget, records the plan in res, and
-// holds the Go heap and GDAL's block cache to the plan's shares of the
-// budget (see MemoryModel) until release is called.
-func (c *Classifier) planRun(sceneName string, info geo.Info, res *Result) (plan tiling.Plan, release func(), err error) {
+// planRun plans the scene on the model's grid, decides how many tiles
+// the budget and the device (when the predictor runs on one) hold in
+// flight, records the plan in res, and holds the Go heap and GDAL's block
+// cache to the plan's shares of the budget (see MemoryModel) until release
+// is called.
+func (c *Classifier) planRun(sceneName string, info geo.Info, res *Result) (plan tiling.Plan, flight tiling.Flight, release func(), err error) {
 	plan, budget, err := PlanSceneInfo(info, c.m, c.opts)
 	if err != nil {
-		return plan, nil, fmt.Errorf("%s: plan: %w", sceneName, err)
+		return plan, flight, nil, fmt.Errorf("%s: plan: %w", sceneName, err)
+	}
+	dev, err := deviceMemory(c.pred, plan)
+	if err != nil {
+		return plan, flight, nil, fmt.Errorf("%s: plan: %w", sceneName, err)
+	}
+	flight, planned, err := Flight(plan, info, c.m, c.opts, budget, dev)
+	if err != nil {
+		return plan, flight, nil, fmt.Errorf("%s: plan: %w", sceneName, err)
 	}
 	res.Tiles, res.Plan, res.MaxMemoryBytes = len(plan.Tiles), plan.String(), budget
 	res.TileRows, res.TileCols, res.Overlap = plan.TileRows, plan.TileCols, plan.Overlap
-	res.PlannedBytes = PlannedBytes(plan, info, c.m, c.opts)
+	res.PlannedBytes, res.Flight = planned, flight
 	cost := newSceneCost(info, c.m, c.opts)
 	release = reserveMemory(cost.limit(budget, plan, c.pred.Backend()), blockCacheBytes(info, plan.TileCols)+cost.probCache)
-	c.log.Info("plan", "scene", sceneName, "plan", plan.String(), "budget_mib", budget>>20, "planned_mib", res.PlannedBytes>>20)
-	return plan, release, nil
+	c.log.Info("plan", "scene", sceneName, "plan", plan.String(), "budget_mib", budget>>20, "planned_mib", res.PlannedBytes>>20,
+		"in_flight", flight.Host, "device_tiles", flight.Device)
+	return plan, flight, release, nil
 }
 
 // productSpec is the product of the scene: its size and georeference, the
@@ -223,8 +234,9 @@ func (c *Classifier) productSpec(sceneName string, info geo.Info, plan tiling.Pl
 // the others' context, and the group returns its error): the reader, the
 // network, the stitcher and the writer of the product's rows. It returns
 // the stitcher (rows written, class counts), each stage's busy time and the
-// tiles skipped as wholly outside the mask mk (nil: none).
-func (c *Classifier) runStages(parent context.Context, sc *geo.Scene, mk *geo.Mask, sceneName, out string, info geo.Info, plan *tiling.Plan, pw *geo.ProductWriter, start time.Time) (*stitcher, StageTimes, int, error) {
+// tiles skipped as wholly outside the mask mk (nil: none). At most inFlight
+// tiles are read and not yet through the network.
+func (c *Classifier) runStages(parent context.Context, sc *geo.Scene, mk *geo.Mask, sceneName, out string, info geo.Info, plan *tiling.Plan, inFlight int, pw *geo.ProductWriter, start time.Time) (*stitcher, StageTimes, int, error) {
 	var times StageTimes
 	var skipped int
 	g, ctx := errgroup.WithContext(parent)
@@ -235,6 +247,10 @@ func (c *Classifier) runStages(parent context.Context, sc *geo.Scene, mk *geo.Ma
 	// The network hands each tile's input buffer back for the next read
 	// (at most one waits here, so no more buffers live than without it).
 	free := make(chan []float32, 1)
+	// A slot per tile in flight: the reader takes one before it reads a
+	// tile, the network gives it back when it is done with the tile's
+	// input (the budget decides how many; see Flight).
+	slots := make(chan struct{}, max(inFlight, 1))
 	rows := make(chan rowsOut, 2)
 	classes := c.m.Classes()
 	// The drift figures: band means from the reader (each pixel once, in
@@ -266,12 +282,12 @@ func (c *Classifier) runStages(parent context.Context, sc *geo.Scene, mk *geo.Ma
 	}
 	g.Go(func() (err error) {
 		defer close(tiles)
-		times.Read, skipped, err = c.readTiles(ctx, sc, mk, sceneName, info, plan, drift, free, tiles)
+		times.Read, skipped, err = c.readTiles(ctx, sc, mk, sceneName, info, plan, drift, slots, free, tiles)
 		return err
 	})
 	g.Go(func() (err error) {
 		defer close(preds)
-		times.Network, err = c.runTiles(ctx, sceneName, plan, tiles, free, preds)
+		times.Network, err = c.runTiles(ctx, sceneName, plan, tiles, slots, free, preds)
 		return err
 	})
 	g.Go(func() (err error) {
@@ -335,8 +351,8 @@ func (c *Classifier) applyQualityMasks(sc *geo.Scene) (string, error) {
 // a valid pixel, or whose valid pixels are all 0, fails when its last tile
 // is read, before that tile goes to the network (see signalCheck). Tiles
 // are read into the buffers the network hands back on free when there is
-// one.
-func (c *Classifier) readTiles(ctx context.Context, sc *geo.Scene, mk *geo.Mask, name string, info geo.Info, plan *tiling.Plan, drift *model.DriftMeter, free <-chan []float32, out chan<- tileIn) (time.Duration, int, error) {
+// one, each once a slot is free.
+func (c *Classifier) readTiles(ctx context.Context, sc *geo.Scene, mk *geo.Mask, name string, info geo.Info, plan *tiling.Plan, drift *model.DriftMeter, slots chan<- struct{}, free <-chan []float32, out chan<- tileIn) (time.Duration, int, error) {
 	var busy time.Duration
 	var sig signalCheck
 	var inside []bool
@@ -366,6 +382,13 @@ func (c *Classifier) readTiles(ctx context.Context, sc *geo.Scene, mk *geo.Mask,
 				continue
 			}
 		}
+		busy += time.Since(t0) // waiting for a slot is not reading
+		select {
+		case slots <- struct{}{}:
+		case <-ctx.Done():
+			return busy, skipped, nil
+		}
+		t0 = time.Now()
 		var buf []float32
 		select {
 		case buf = <-free:
@@ -406,8 +429,9 @@ func (c *Classifier) readTiles(ctx context.Context, sc *geo.Scene, mk *geo.Mask,
 // runTiles runs the network on every tile it receives. All tiles share one
 // input shape, so the predictor compiles once. It returns the time spent in
 // the network. Each tile's input data goes back to the reader on free once
-// the network and the spectral distances are done with it.
-func (c *Classifier) runTiles(ctx context.Context, name string, plan *tiling.Plan, in <-chan tileIn, free chan<- []float32, out chan<- tileOut) (time.Duration, error) {
+// the network and the spectral distances are done with it, and its slot
+// with it.
+func (c *Classifier) runTiles(ctx context.Context, name string, plan *tiling.Plan, in <-chan tileIn, slots <-chan struct{}, free chan<- []float32, out chan<- tileOut) (time.Duration, error) {
 	var busy time.Duration
 	k := len(c.m.Classes())
 	for t := range in {
@@ -440,6 +464,7 @@ func (c *Classifier) runTiles(ctx context.Context, name string, plan *tiling.Pla
 		case free <- t.scene.Data:
 		default:
 		}
+		<-slots
 		if err == nil && distErr != nil {
 			err = fmt.Errorf("spectral reliability: %w", distErr)
 		}

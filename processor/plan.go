@@ -17,13 +17,42 @@ const genericNetworkBytesPerPixel = 8 << 10
 // genericClasses and genericBands size the buffers of a plan made without a model.
 const genericClasses = 16
 
-// PlanScene plans how a rows x cols scene with bands bands runs: the whole
-// image when it fits opts.MaxMemoryBytes (0 = DefaultMaxMemoryBytes), else
-// the largest tiles that fit; opts.TileSize > 0 forces tiles. m supplies the
+// CanonicalTile is the tile side, pixels, of the grid every model's plans
+// follow: a scene whose sides are both at most CanonicalTile runs as one
+// tile (the whole image), a larger one on CanonicalTile x CanonicalTile
+// tiles with the default overlap (tiling.DefaultOverlap). The grid depends
+// on the scene's size and the model alone, never on --max-memory, the
+// backend, the jobs or the machine, so a scene and a model give one map
+// everywhere; the budget and the device decide only how many tiles are in
+// flight. 384 px is the largest multiple of the ladder step (64) whose
+// tile of a 200-band scene 10,000 px wide fits a 2 GiB budget with the
+// next tile read ahead (planned peak 1789 MiB; 448 px needs 1978 MiB with
+// no read-ahead, 512 px 2327 MiB), and tiles of 96 to 512 px kept the
+// whole image's OA on mirrored SalinasA and Jasper Ridge mosaics
+// (docs/classify.md, "One map per scene and model").
+const CanonicalTile = 384
+
+// GridTile is the tile side, pixels, of the grid a plan with opts follows
+// for m: the user's Options.TileSize when set (another grid, and so
+// another map, than the model's), else CanonicalTile.
+func GridTile(m *model.Model, opts Options) int {
+	if opts.TileSize > 0 {
+		return opts.TileSize
+	}
+	return CanonicalTile
+}
+
+// PlanScene plans how a rows x cols scene with bands bands runs: on the
+// model's grid (GridTile: the whole image up to CanonicalTile a side, else
+// tiles of that side; opts.TileSize > 0 gives another grid), network
+// inputs padded to the ladder (tiling.LadderStep). m supplies the
 // network's memory estimate, class count and recovery window; with m nil a
-// generic estimate is used. It returns the plan and the budget it was made
-// for. The scene's samples are taken as 4 bytes in 256 x 256 blocks for the
-// block cache; PlanSceneInfo uses what a geo.Info says.
+// generic estimate is used. The budget (opts.MaxMemoryBytes, 0 =
+// DefaultMaxMemoryBytes) never changes the plan: one that cannot hold one
+// tile in flight is refused with a *BudgetError naming the smallest budget
+// that works. It returns the plan and the budget. The scene's samples are
+// taken as 4 bytes in 256 x 256 blocks for the block cache;
+// PlanSceneInfo uses what a geo.Info says.
 func PlanScene(rows, cols, bands int, m *model.Model, opts Options) (tiling.Plan, int64, error) {
 	return planScene(assumedInfo(rows, cols, bands), m, opts, false)
 }
@@ -47,13 +76,54 @@ func assumedInfo(rows, cols, bands int) geo.Info {
 
 // PlannedBytes is the calibrated memory model's estimate of the peak
 // resident memory of running plan on a scene of info's shape with m and
-// opts (see MemoryModel).
+// opts with tiling.MaxInFlight tiles in flight (see MemoryModel); Flight
+// says how many a budget holds and their peak.
 func PlannedBytes(plan tiling.Plan, info geo.Info, m *model.Model, opts Options) int64 {
-	c := newSceneCost(info, m, opts).tiling()
-	if plan.Whole {
-		return c.WholeBytes(plan.Rows, plan.Cols)
+	return newSceneCost(info, m, opts).planBytes(plan, tiling.MaxInFlight)
+}
+
+// Flight is how many tiles of plan the budget (0 = DefaultMaxMemoryBytes)
+// holds in flight on the host, at most tiling.MaxInFlight, and the memory
+// model's peak for that many; with dev (the zero value: no accelerator)
+// also how many the device holds. The plan was refused before when not
+// even one fits (planScene); a device that cannot hold one tile is an
+// error wrapping tiling.ErrDevice.
+func Flight(plan tiling.Plan, info geo.Info, m *model.Model, opts Options, budget int64, dev tiling.DeviceMemory) (tiling.Flight, int64, error) {
+	if budget == 0 {
+		budget = DefaultMaxMemoryBytes()
 	}
-	return c.TiledBytes(plan.TileRows, plan.TileCols, plan.Cols, plan.Overlap, recoveryWindow(m))
+	c := newSceneCost(info, m, opts)
+	f, err := tiling.PlanFlight(budget, func(n int) int64 { return c.planBytes(plan, n) }, dev)
+	if errors.Is(err, tiling.ErrBudget) {
+		return f, 0, budgetError(plan, info, c, opts, budget)
+	}
+	planned := c.planBytes(plan, max(f.Host, 1))
+	if err != nil {
+		return f, planned, fmt.Errorf("%dx%d tiles: %w", plan.TileCols, plan.TileRows, err)
+	}
+	return f, planned, nil
+}
+
+// deviceSizer is what a predictor whose network runs on an accelerator
+// tells the planner (model.Predictor on an XLA device backend): the
+// device's memory and what one call on a rows x cols input needs there.
+// A predictor without it runs in host memory.
+type deviceSizer interface {
+	DeviceMemory(rows, cols int) (tiling.DeviceMemory, error)
+}
+
+// deviceMemory is what pred's device holds for plan's input shape (the
+// zero value without an accelerator).
+func deviceMemory(pred predictor, plan tiling.Plan) (tiling.DeviceMemory, error) {
+	d, ok := pred.(deviceSizer)
+	if !ok {
+		return tiling.DeviceMemory{}, nil
+	}
+	dev, err := d.DeviceMemory(plan.TileRows, plan.TileCols)
+	if err != nil {
+		return dev, fmt.Errorf("device memory for %dx%d tiles: %w", plan.TileCols, plan.TileRows, err)
+	}
+	return dev, nil
 }
 
 func recoveryWindow(m *model.Model) int {
@@ -64,58 +134,54 @@ func recoveryWindow(m *model.Model) int {
 }
 
 func planScene(info geo.Info, m *model.Model, opts Options, lazy bool) (tiling.Plan, int64, error) {
-	rows, cols := info.Rows, info.Cols
 	budget := opts.MaxMemoryBytes
 	if budget == 0 {
 		budget = DefaultMaxMemoryBytes()
 	}
-	sc := newSceneCost(info, m, opts)
-	cost := sc.tiling()
 	window := recoveryWindow(m)
 	if err := checkTile(opts, window); err != nil {
 		return tiling.Plan{}, budget, err
 	}
-	p, err := tiling.New(rows, cols, tiling.Options{
+	p, err := tiling.New(info.Rows, info.Cols, tiling.Options{
 		Stride:         model.Stride,
-		TileSize:       opts.TileSize,
+		TileSize:       GridTile(m, opts),
 		Overlap:        opts.Overlap,
 		RecoveryWindow: window,
-		MaxMemoryBytes: budget,
-		Cost:           cost,
+		Ladder:         tiling.LadderStep,
 		Lazy:           lazy,
 	})
-	if errors.Is(err, tiling.ErrBudget) {
-		// The smallest plan: tiles of tiling.MinTile, one row of them
-		// across the whole width (the canvas stripe).
-		t := min(tiling.MinTile, rows)
-		ov := tiling.DefaultOverlap(tiling.MinTile, model.Stride, window)
-		need := cost.TiledBytes(t, min(tiling.MinTile, cols), cols, ov, window)
-		return p, budget, &BudgetError{Cols: cols, Rows: rows, Bands: sc.bands, NeedBytes: need, BudgetBytes: budget, WriteBytes: sc.write}
-	}
 	if err != nil {
 		return p, budget, err
 	}
-	// A forced tile is held to the budget like the planner's own, also when
-	// it is at least the scene's size and the plan is its one tile.
-	if opts.TileSize > 0 {
-		if need := PlannedBytes(p, info, m, opts); need > budget {
-			return p, budget, &BudgetError{Cols: cols, Rows: rows, Bands: sc.bands, TileSize: opts.TileSize, Whole: p.Whole,
-				NeedBytes: need, BudgetBytes: budget, WriteBytes: sc.write}
-		}
+	// The budget only decides how many tiles are in flight: one is the
+	// least a run can hold.
+	c := newSceneCost(info, m, opts)
+	if c.planBytes(p, 1) > budget {
+		return p, budget, budgetError(p, info, c, opts, budget)
 	}
 	return p, budget, nil
 }
 
+// budgetError is the refusal of plan p under budget: the smallest budget
+// that works is the peak with one tile in flight.
+func budgetError(p tiling.Plan, info geo.Info, c *sceneCost, opts Options, budget int64) *BudgetError {
+	return &BudgetError{Cols: info.Cols, Rows: info.Rows, Bands: c.bands, TileSize: opts.TileSize, Whole: p.Whole,
+		TileRows: p.TileRows, TileCols: p.TileCols,
+		NeedBytes: c.planBytes(p, 1), BudgetBytes: budget, WriteBytes: c.write}
+}
+
 // BudgetError is a plan refused for memory (errors.Is(err,
-// tiling.ErrBudget) holds): the scene needs NeedBytes, the budget is
-// BudgetBytes. cmd/pnec adds the flags that change either.
+// tiling.ErrBudget) holds): one tile in flight needs NeedBytes, the
+// smallest budget that works, and the budget is BudgetBytes. cmd/pnec adds
+// the flags that change either.
 type BudgetError struct {
 	Cols, Rows, Bands int
-	// TileSize is the forced tile side, pixels; 0 when the smallest plan
-	// the planner can make (one row of tiling.MinTile tiles) does not fit.
+	// TileSize is the forced tile side, pixels; 0 for the model's grid.
 	TileSize int
-	// Whole: the forced tile holds the whole scene (a one-tile plan).
-	Whole                  bool
+	// Whole: the plan is one tile, the whole scene.
+	Whole bool
+	// TileRows x TileCols is the plan's network input.
+	TileRows, TileCols     int
 	NeedBytes, BudgetBytes int64
 	// WriteBytes is the part of NeedBytes that compressing the COG's
 	// large tiles (a BLOCKSIZE creation option above the default) takes.
@@ -127,16 +193,12 @@ func (e *BudgetError) Error() string {
 	if e.WriteBytes > 0 {
 		note = fmt.Sprintf(", %s of it to compress the COG's tiles of the BLOCKSIZE creation option", FormatBytes(e.WriteBytes))
 	}
-	switch {
-	case e.TileSize > 0 && e.Whole:
-		return fmt.Sprintf("%v: %d px tiles hold the whole %dx%d scene (cols x rows) of %d bands, which needs about %s%s, the budget is %s",
-			tiling.ErrBudget, e.TileSize, e.Cols, e.Rows, e.Bands, FormatBytes(e.NeedBytes), note, FormatBytes(e.BudgetBytes))
-	case e.TileSize > 0:
-		return fmt.Sprintf("%v: %d px tiles of a scene %d px wide with %d bands need about %s%s, the budget is %s",
-			tiling.ErrBudget, e.TileSize, e.Cols, e.Bands, FormatBytes(e.NeedBytes), note, FormatBytes(e.BudgetBytes))
+	if e.Whole {
+		return fmt.Sprintf("%v: the whole %dx%d scene (cols x rows) of %d bands runs as one %dx%d tile, which needs at least %s%s, the budget is %s",
+			tiling.ErrBudget, e.Cols, e.Rows, e.Bands, e.TileCols, e.TileRows, FormatBytes(e.NeedBytes), note, FormatBytes(e.BudgetBytes))
 	}
-	return fmt.Sprintf("%v: a %dx%d scene (cols x rows) of %d bands needs at least %s (one row of %d px tiles across its width%s), the budget is %s",
-		tiling.ErrBudget, e.Cols, e.Rows, e.Bands, FormatBytes(e.NeedBytes), tiling.MinTile, note, FormatBytes(e.BudgetBytes))
+	return fmt.Sprintf("%v: %dx%d tiles of a scene %d px wide with %d bands need at least %s (one tile in flight%s), the budget is %s",
+		tiling.ErrBudget, e.TileCols, e.TileRows, e.Cols, e.Bands, FormatBytes(e.NeedBytes), note, FormatBytes(e.BudgetBytes))
 }
 
 func (e *BudgetError) Unwrap() error { return tiling.ErrBudget }

@@ -40,19 +40,22 @@ func ExampleNew() {
 	// after tile row 2: rows below 83 are final
 }
 
-// Without a forced tile size the memory budget decides: the whole image
-// when it fits, else the largest tiles that do.
-func ExampleNew_budget() {
-	cost := &tiling.Cost{Bands: 200, Classes: 16}
-	for _, budget := range []int64{16 << 30, 1 << 30, 64 << 20} {
-		p, err := tiling.New(2048, 2048, tiling.Options{Stride: 4, Overlap: tiling.OverlapAuto, RecoveryWindow: 5, MaxMemoryBytes: budget, Cost: cost, Lazy: true})
+// The grid follows from the scene and the tile alone: a scene whose sides
+// both fit in the tile runs whole, padded to the ladder of input sizes
+// (so that scenes of many sizes share a few compiled shapes); a larger one
+// runs on tiles of that side, a short axis spanned by one tile on the
+// ladder too.
+func ExampleNew_ladder() {
+	for _, s := range [][2]int{{83, 86}, {610, 340}, {349, 1905}, {10000, 10000}} {
+		p, err := tiling.New(s[0], s[1], tiling.Options{Stride: 4, TileSize: 384, RecoveryWindow: 9, Ladder: tiling.LadderStep, Lazy: true})
 		if err != nil {
 			log.Fatal(err)
 		}
-		fmt.Printf("%d MiB: %v\n", budget>>20, p)
+		fmt.Println(p)
 	}
 	// Output:
-	// 16384 MiB: whole image 2048x2048 (cols x rows)
-	// 1024 MiB: 9 tiles (3 down x 3 across) of 704x704, overlap 32 px, scene 2048x2048 (cols x rows)
-	// 64 MiB: 441 tiles (21 down x 21 across) of 128x128, overlap 32 px, scene 2048x2048 (cols x rows)
+	// whole image 86x83 (cols x rows), run padded to 128x128
+	// 2 tiles (2 down x 1 across) of 384x384, overlap 32 px, scene 340x610 (cols x rows)
+	// 6 tiles (1 down x 6 across) of 384x384, overlap 32 px, scene 1905x349 (cols x rows)
+	// 841 tiles (29 down x 29 across) of 384x384, overlap 32 px, scene 10000x10000 (cols x rows)
 }

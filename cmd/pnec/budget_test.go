@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"os/exec"
 	"path/filepath"
@@ -14,8 +15,9 @@ import (
 	"github.com/pnec/pnec/processor"
 )
 
-// smallestPlanBytes is the memory model's estimate for scene through the
-// model at modelPath in 64 px tiles, the smallest plan the planner makes.
+// smallestPlanBytes is the smallest budget the planner accepts for scene
+// through the model at modelPath: its plan on the model's grid with one
+// tile in flight (the BudgetError of a budget below it names it).
 func smallestPlanBytes(t *testing.T, modelPath, scene string, base processor.Options) int64 {
 	t.Helper()
 	m, err := model.Load(modelPath)
@@ -29,12 +31,13 @@ func smallestPlanBytes(t *testing.T, modelPath, scene string, base processor.Opt
 	info := sc.Info()
 	sc.Close()
 	opts := base
-	opts.TileSize, opts.MaxMemoryBytes = 64, 1<<40
-	p, _, err := processor.PlanSceneInfo(info, m, opts)
-	if err != nil {
-		t.Fatal(err)
+	opts.MaxMemoryBytes = 1
+	_, _, err = processor.PlanSceneInfo(info, m, opts)
+	var be *processor.BudgetError
+	if !errors.As(err, &be) {
+		t.Fatalf("a 1-byte budget: %v, want a BudgetError", err)
 	}
-	return processor.PlannedBytes(p, info, m, opts)
+	return be.NeedBytes
 }
 
 // TestBudgetHolds runs the real binary on a wide scene (the shape whose
