@@ -183,6 +183,9 @@ func (c *Classifier) planRun(sceneName string, info geo.Info, res *Result) (plan
 	if err != nil {
 		return plan, flight, nil, fmt.Errorf("%s: plan: %w", sceneName, err)
 	}
+	if d, ok := c.pred.(deviceSizer); ok {
+		d.SetDeviceTiles(flight.Device)
+	}
 	res.Tiles, res.Plan, res.MaxMemoryBytes = len(plan.Tiles), plan.String(), budget
 	res.TileRows, res.TileCols, res.Overlap = plan.TileRows, plan.TileCols, plan.Overlap
 	res.PlannedBytes, res.Flight = planned, flight

@@ -20,22 +20,25 @@ const genericClasses = 16
 // CanonicalTile is the tile side, pixels, of the grid every model's plans
 // follow: a scene whose sides are both at most CanonicalTile runs as one
 // tile (the whole image), a larger one on CanonicalTile x CanonicalTile
-// tiles with the default overlap (tiling.DefaultOverlap). The grid depends
-// on the scene's size and the model alone, never on --max-memory, the
-// backend, the jobs or the machine, so a scene and a model give one map
-// everywhere; the budget and the device decide only how many tiles are in
-// flight. 384 px is the largest multiple of the ladder step (64) whose
-// tile of a 200-band scene 10,000 px wide fits a 2 GiB budget with the
-// next tile read ahead (planned peak 1789 MiB; 448 px needs 1978 MiB with
-// no read-ahead, 512 px 2327 MiB), and tiles of 96 to 512 px kept the
-// whole image's OA on mirrored SalinasA and Jasper Ridge mosaics
-// (docs/classify.md, "One map per scene and model").
+// tiles overlapping by tiling.DefaultOverlapPixels (12 px), for models of
+// either encoder. The grid depends on the scene's size and the model alone,
+// never on --max-memory, the backend, the jobs or the machine, so a scene
+// and a model give one map everywhere; the budget and the device decide
+// only how many tiles are in flight. Tiles of 96 to 512 px all kept the
+// whole image's OA on mirrored SalinasA and Jasper Ridge mosaics, so memory
+// and speed chose: 384 px is the largest multiple of the ladder step (64)
+// whose tile of a 200-band scene 10,000 px wide fits a 2 GiB budget with
+// the next tile read ahead (planned peak 1789 MiB; 448 px needs 1978 MiB
+// with no read-ahead, 512 px 2327 MiB), and the network's CPU time per
+// pixel run was about the same at 384 and 700 px tiles, so the time is set
+// by the overlap's extra pixels (docs/classify.md, "One map per scene and
+// model").
 const CanonicalTile = 384
 
-// GridTile is the tile side, pixels, of the grid a plan with opts follows
-// for m: the user's Options.TileSize when set (another grid, and so
-// another map, than the model's), else CanonicalTile.
-func GridTile(m *model.Model, opts Options) int {
+// gridTile is the tile side, pixels, of the grid a plan with opts follows:
+// the user's Options.TileSize when set (another grid, and so another map,
+// than the model's), else CanonicalTile, for models of either encoder.
+func gridTile(opts Options) int {
 	if opts.TileSize > 0 {
 		return opts.TileSize
 	}
@@ -43,7 +46,7 @@ func GridTile(m *model.Model, opts Options) int {
 }
 
 // PlanScene plans how a rows x cols scene with bands bands runs: on the
-// model's grid (GridTile: the whole image up to CanonicalTile a side, else
+// model's grid (the whole image up to CanonicalTile a side, else
 // tiles of that side; opts.TileSize > 0 gives another grid), network
 // inputs padded to the ladder (tiling.LadderStep). m supplies the
 // network's memory estimate, class count and recovery window; with m nil a
@@ -105,11 +108,15 @@ func Flight(plan tiling.Plan, info geo.Info, m *model.Model, opts Options, budge
 }
 
 // deviceSizer is what a predictor whose network runs on an accelerator
-// tells the planner (model.Predictor on an XLA device backend): the
-// device's memory and what one call on a rows x cols input needs there.
-// A predictor without it runs in host memory.
+// (model.Predictor on an XLA device backend) tells the planner and hears
+// back: DeviceMemory is the device's memory and what one call on a rows x
+// cols input needs there; SetDeviceTiles is how many such calls' buffers
+// the planner decided the device holds at once (tiling.Flight.Device: 2
+// lets the next tile upload while one runs, 1 frees a tile's buffers
+// before the next). A predictor without it runs in host memory.
 type deviceSizer interface {
 	DeviceMemory(rows, cols int) (tiling.DeviceMemory, error)
+	SetDeviceTiles(n int)
 }
 
 // deviceMemory is what pred's device holds for plan's input shape (the
@@ -143,12 +150,11 @@ func planScene(info geo.Info, m *model.Model, opts Options, lazy bool) (tiling.P
 		return tiling.Plan{}, budget, err
 	}
 	p, err := tiling.New(info.Rows, info.Cols, tiling.Options{
-		Stride:         model.Stride,
-		TileSize:       GridTile(m, opts),
-		Overlap:        opts.Overlap,
-		RecoveryWindow: window,
-		Ladder:         tiling.LadderStep,
-		Lazy:           lazy,
+		Stride:   model.Stride,
+		TileSize: gridTile(opts),
+		Overlap:  opts.Overlap,
+		Ladder:   tiling.LadderStep,
+		Lazy:     lazy,
 	})
 	if err != nil {
 		return p, budget, err

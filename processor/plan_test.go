@@ -103,12 +103,15 @@ type sizedPredictor struct {
 	pointwise
 	dev   tiling.DeviceMemory
 	asked [][2]int
+	told  []int // SetDeviceTiles calls
 }
 
 func (p *sizedPredictor) DeviceMemory(rows, cols int) (tiling.DeviceMemory, error) {
 	p.asked = append(p.asked, [2]int{rows, cols})
 	return p.dev, nil
 }
+
+func (p *sizedPredictor) SetDeviceTiles(n int) { p.told = append(p.told, n) }
 
 // TestClassifyFitsTheDevice: the planner asks the predictor's device what
 // one tile of the plan's input shape needs, keeps as many in flight as the
@@ -156,6 +159,9 @@ func TestClassifyFitsTheDevice(t *testing.T) {
 				t.Errorf("device asked for shapes %v, want the plan's input %v", sp.asked, want)
 			}
 			if tc.refuse {
+				if len(sp.told) > 0 {
+					t.Errorf("refused run told the predictor %v device tiles", sp.told)
+				}
 				if !errors.Is(err, tiling.ErrDevice) || !strings.Contains(err.Error(), "cuda:0 (injected)") {
 					t.Fatalf("got %v, want an ErrDevice naming the device", err)
 				}
@@ -169,6 +175,9 @@ func TestClassifyFitsTheDevice(t *testing.T) {
 			}
 			if res.Flight.Device != tc.tiles || res.Flight.Host != tiling.MaxInFlight {
 				t.Errorf("flight %+v, want %d on the device and %d on the host", res.Flight, tc.tiles, tiling.MaxInFlight)
+			}
+			if fmt.Sprint(sp.told) != fmt.Sprint([]int{tc.tiles}) {
+				t.Errorf("predictor told %v device tiles, want [%d]", sp.told, tc.tiles)
 			}
 		})
 	}

@@ -52,11 +52,13 @@ rss_kb=$(grep "Maximum resident set size" "$OUT/time.txt" | awk '{print $NF}')
 layout=$(gdalinfo "$OUT/big_map.tif" | grep -o "LAYOUT=COG" || true)
 rio=$($PY -c "import rasterio,sys; d=rasterio.open(sys.argv[1]); print(d.width, d.height, d.count, d.dtypes[0])" "$OUT/big_map.tif")
 
-# The crop: a whole-image run where both fit, against the same window of the big product.
+# The crop: a whole-image run (--tile of the crop's size: one tile; the
+# model's grid would tile it as it tiles the big scene), against the same
+# window of the big product.
 CROP=${CROP:-2048}
 CROP=$((SIZE < CROP ? SIZE : CROP))
 gdal_translate -q -srcwin 0 0 $CROP $CROP "$SCENE" "$OUT/crop.tif"
-"$PNEC" classify -q --backend go --model "$MODEL" --scene "$OUT/crop.tif" --out "$OUT/crop_whole.tif" --max-memory 1000G
+"$PNEC" classify -q --backend go --model "$MODEL" --scene "$OUT/crop.tif" --out "$OUT/crop_whole.tif" --tile "$CROP" --max-memory 1000G
 gdal_translate -q -srcwin 0 0 $CROP $CROP -b 1 "$OUT/big_map.tif" "$OUT/crop_of_big.tif"
 agree=$($PY "$(dirname "$0")/compare_class.py" "$OUT/crop_whole.tif" "$OUT/crop_of_big.tif" 0 || true)
 

@@ -47,7 +47,7 @@ func ExampleNew() {
 // ladder too.
 func ExampleNew_ladder() {
 	for _, s := range [][2]int{{83, 86}, {610, 340}, {349, 1905}, {10000, 10000}} {
-		p, err := tiling.New(s[0], s[1], tiling.Options{Stride: 4, TileSize: 384, RecoveryWindow: 9, Ladder: tiling.LadderStep, Lazy: true})
+		p, err := tiling.New(s[0], s[1], tiling.Options{Stride: 4, TileSize: 384, Ladder: tiling.LadderStep, Lazy: true})
 		if err != nil {
 			log.Fatal(err)
 		}
@@ -55,7 +55,7 @@ func ExampleNew_ladder() {
 	}
 	// Output:
 	// whole image 86x83 (cols x rows), run padded to 128x128
-	// 2 tiles (2 down x 1 across) of 384x384, overlap 32 px, scene 340x610 (cols x rows)
-	// 6 tiles (1 down x 6 across) of 384x384, overlap 32 px, scene 1905x349 (cols x rows)
-	// 841 tiles (29 down x 29 across) of 384x384, overlap 32 px, scene 10000x10000 (cols x rows)
+	// 2 tiles (2 down x 1 across) of 384x384, overlap 12 px, scene 340x610 (cols x rows)
+	// 6 tiles (1 down x 6 across) of 384x384, overlap 12 px, scene 1905x349 (cols x rows)
+	// 729 tiles (27 down x 27 across) of 384x384, overlap 12 px, scene 10000x10000 (cols x rows)
 }

@@ -15,33 +15,33 @@ import (
 // ./tiling` explores further.
 func FuzzNew(f *testing.F) {
 	for _, s := range []struct {
-		rows, cols, stride, tile, overlap, window, ladder int
-		lazy                                              bool
+		rows, cols, stride, tile, overlap, ladder int
+		lazy                                      bool
 	}{
-		{83, 86, 4, 48, 16, 5, 0, false},     // make demo's SalinasA plan
-		{128, 128, 4, 64, 16, 5, 0, true},    // make demo's synthetic plan
-		{610, 340, 4, 384, -1, 9, 64, false}, // the canonical grid, on the ladder
-		{83, 86, 4, 384, -1, 9, 64, false},   // whole image, padded
-		{1, 1, 1, 1, 0, 1, 0, false},         // a single pixel
-		{5, 700, 16, 32, 31, 3, 0, false},    // overlap just below the tile
-		{300, 7, 3, 10, -1, 7, 0, true},      // stride not a power of two
-		{64, 64, 4, 16, 16, 5, 0, false},     // overlap = tile: refused
-		{0, 10, 4, 16, 4, 5, 0, false},       // empty scene: refused
-		{50, 50, 0, 16, 4, 5, 0, false},      // no stride: refused
-		{50, 50, 4, 16, 4, 5, 6, false},      // ladder off the stride: refused
-		{257, 255, 8, 100, -1, 1, 64, false}, // no overlap, a tile off the ladder
-		{400, 399, 4, 0, 12, 5, 0, true},     // no tile: whole image, lazy
-		{33, 600, 4, 600, 20, 5, 64, false},  // one tile wider than the scene
+		{83, 86, 4, 48, 16, 0, false},     // make demo's SalinasA plan
+		{128, 128, 4, 64, 16, 0, true},    // make demo's synthetic plan
+		{610, 340, 4, 384, -1, 64, false}, // the canonical grid, on the ladder
+		{83, 86, 4, 384, -1, 64, false},   // whole image, padded
+		{1, 1, 1, 1, 0, 0, false},         // a single pixel
+		{5, 700, 16, 32, 31, 0, false},    // overlap just below the tile
+		{300, 7, 3, 10, -1, 0, true},      // stride not a power of two
+		{64, 64, 4, 16, 16, 0, false},     // overlap = tile: refused
+		{0, 10, 4, 16, 4, 0, false},       // empty scene: refused
+		{50, 50, 0, 16, 4, 0, false},      // no stride: refused
+		{50, 50, 4, 16, 4, 6, false},      // ladder off the stride: refused
+		{257, 255, 8, 100, -1, 64, false}, // no overlap, a tile off the ladder
+		{400, 399, 4, 0, 12, 0, true},     // no tile: whole image, lazy
+		{33, 600, 4, 600, 20, 64, false},  // one tile wider than the scene
 	} {
-		f.Add(s.rows, s.cols, s.stride, s.tile, s.overlap, s.window, s.ladder, s.lazy)
+		f.Add(s.rows, s.cols, s.stride, s.tile, s.overlap, s.ladder, s.lazy)
 	}
-	f.Fuzz(func(t *testing.T, rows, cols, stride, tile, overlap, window, ladder int, lazy bool) {
+	f.Fuzz(func(t *testing.T, rows, cols, stride, tile, overlap, ladder int, lazy bool) {
 		// Small scenes keep each case fast (checkPlan walks every pixel);
 		// the planner's arithmetic does not depend on absolute size.
-		if rows > 700 || cols > 700 || stride > 64 || tile > 1024 || overlap > 1024 || window > 63 || ladder > 256 {
+		if rows > 700 || cols > 700 || stride > 64 || tile > 1024 || overlap > 1024 || ladder > 256 {
 			t.Skip()
 		}
-		o := Options{Stride: stride, TileSize: tile, Overlap: overlap, RecoveryWindow: window, Ladder: ladder}
+		o := Options{Stride: stride, TileSize: tile, Overlap: overlap, Ladder: ladder}
 		p, err := New(rows, cols, o)
 		if err != nil {
 			if !errors.Is(err, ErrInvalid) {

@@ -140,7 +140,7 @@ func TestPlanProperties(t *testing.T) {
 		if rng.IntN(2) == 0 {
 			ladder = AlignUp(LadderStep, stride)
 		}
-		p, err := New(rows, cols, Options{Stride: stride, TileSize: tile, Overlap: overlap, RecoveryWindow: 1 + 2*rng.IntN(7), Ladder: ladder})
+		p, err := New(rows, cols, Options{Stride: stride, TileSize: tile, Overlap: overlap, Ladder: ladder})
 		if err != nil {
 			if errors.Is(err, ErrInvalid) && AlignUp(max(overlap, 0), stride) >= AlignUp(tile, stride) {
 				continue // overlap rounded up to the tile: a refused request
@@ -220,15 +220,13 @@ func TestPlanErrors(t *testing.T) {
 }
 
 func TestDefaultOverlap(t *testing.T) {
-	for _, tile := range []int{64, 128, 256, 512, 1024} {
-		for _, win := range []int{1, 9, 13} {
-			o := DefaultOverlap(tile, 4, win)
-			if o%4 != 0 || o >= tile || o*2 > tile {
-				t.Errorf("DefaultOverlap(%d, 4, %d) = %d, want a multiple of 4 at most half the tile", tile, win, o)
-			}
-			if tile >= 4*(win+16) && o < win+16 {
-				t.Errorf("DefaultOverlap(%d, 4, %d) = %d, want >= window+16", tile, win, o)
-			}
+	for _, tile := range []int{8, 16, 20, 24, 64, 128, 384, 1024} {
+		o := DefaultOverlap(tile, 4)
+		if o%4 != 0 || o*2 > tile {
+			t.Errorf("DefaultOverlap(%d, 4) = %d, want a multiple of 4 at most half the tile", tile, o)
+		}
+		if tile >= 2*DefaultOverlapPixels && o != DefaultOverlapPixels {
+			t.Errorf("DefaultOverlap(%d, 4) = %d, want %d", tile, o, DefaultOverlapPixels)
 		}
 	}
 }
@@ -237,17 +235,17 @@ func TestDefaultOverlap(t *testing.T) {
 // processor; cmd/pnec's --overlap translates into it): zero asks for the
 // default, a negative for none, pixels are rounded up to the stride.
 func TestResolveOverlap(t *testing.T) {
-	for _, tc := range []struct{ overlap, tile, stride, window, want int }{
-		{OverlapAuto, 256, 4, 9, DefaultOverlap(256, 4, 9)},
-		{OverlapAuto, 256, 4, 9, 32},
-		{OverlapAuto, 48, 4, 9, 24}, // at most half the tile
-		{OverlapNone, 256, 4, 9, 0},
-		{-7, 256, 4, 9, 0},
-		{10, 256, 4, 9, 12},
-		{16, 256, 4, 9, 16},
+	for _, tc := range []struct{ overlap, tile, stride, want int }{
+		{OverlapAuto, 256, 4, DefaultOverlap(256, 4)},
+		{OverlapAuto, 256, 4, 12},
+		{OverlapAuto, 20, 4, 8}, // at most half the tile
+		{OverlapNone, 256, 4, 0},
+		{-7, 256, 4, 0},
+		{10, 256, 4, 12},
+		{16, 256, 4, 16},
 	} {
-		if got := ResolveOverlap(tc.overlap, tc.tile, tc.stride, tc.window); got != tc.want {
-			t.Errorf("ResolveOverlap(%d, tile %d, stride %d, window %d) = %d, want %d", tc.overlap, tc.tile, tc.stride, tc.window, got, tc.want)
+		if got := ResolveOverlap(tc.overlap, tc.tile, tc.stride); got != tc.want {
+			t.Errorf("ResolveOverlap(%d, tile %d, stride %d) = %d, want %d", tc.overlap, tc.tile, tc.stride, got, tc.want)
 		}
 	}
 }
