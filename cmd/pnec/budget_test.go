@@ -1,10 +1,13 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -138,4 +141,71 @@ func TestBudgetHoldsManySourceVRT(t *testing.T) {
 	}
 	budget := smallestPlanBytes(t, modelPath, scene, processor.Options{}) * 5 / 4
 	classifyWithinBudget(t, bin, modelPath, scene, dir, budget, ", of which VRT sources "+processor.FormatBytes(processor.VRTSourcesBytes(info)))
+}
+
+// TestBudgetTooSmallNamesSmallest: a budget that cannot hold one tile is
+// refused before any work in one line naming the smallest that works; that
+// budget runs (one tile in flight), and its map is the one an ample budget
+// writes, byte for byte: the budget never changes the map.
+func TestBudgetTooSmallNamesSmallest(t *testing.T) {
+	bin := pnecBinary(t)
+	modelPath, err := fixture.ModelPath()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	scene := bigFixtureScene(t, dir, 1000, 1100)
+	run := func(budget, out string) (string, error) {
+		cmd := exec.Command(bin, "classify", "--backend", "go", "--model", modelPath, "--scene", scene,
+			"--out", filepath.Join(dir, out), "--max-memory", budget)
+		b, err := cmd.CombinedOutput()
+		return string(b), err
+	}
+	msg, err := run("64M", "small.tif")
+	if err == nil {
+		t.Fatalf("--max-memory 64M ran:\n%s", msg)
+	}
+	re := regexp.MustCompile(`give --max-memory (\S+) or more`)
+	m := re.FindStringSubmatch(msg)
+	if m == nil || strings.Count(strings.TrimSpace(msg), "\n") != 0 || !strings.Contains(msg, "384x384 tiles") {
+		t.Fatalf("refusal %q: want one line naming the tiles and the smallest budget", msg)
+	}
+	if left, _ := filepath.Glob(filepath.Join(dir, "*small*")); len(left) > 0 {
+		t.Errorf("refused run left %v", left)
+	}
+	out, err := run(m[1], "smallest.tif")
+	if err != nil {
+		t.Fatalf("the named --max-memory %s: %v\n%s", m[1], err, tail(out, 2000))
+	}
+	if !strings.Contains(out, "tile in flight") && !strings.Contains(out, "tiles in flight") {
+		t.Errorf("summary does not say the tiles in flight:\n%s", tail(out, 1000))
+	}
+	if out, err := run("32G", "ample.tif"); err != nil {
+		t.Fatalf("--max-memory 32G: %v\n%s", err, tail(out, 2000))
+	}
+	a, b := classBand(t, filepath.Join(dir, "smallest.tif")), classBand(t, filepath.Join(dir, "ample.tif"))
+	if !slices.Equal(a, b) {
+		t.Errorf("--max-memory %s and 32G wrote different class bands", m[1])
+	}
+	t.Logf("refused: %s", strings.TrimSpace(msg))
+}
+
+// classBand reads a product's class band.
+func classBand(t *testing.T, path string) []float32 {
+	t.Helper()
+	s, err := geo.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	in := s.Info()
+	b, err := s.ReadWindow(context.Background(), geo.Window{Cols: in.Cols, Rows: in.Rows})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := make([]float32, in.Rows*in.Cols)
+	for i := range out {
+		out[i] = b.Data[i*b.Bands]
+	}
+	return out
 }
