@@ -59,3 +59,26 @@ func ExampleNew_ladder() {
 	// 6 tiles (1 down x 6 across) of 384x384, overlap 12 px, scene 1905x349 (cols x rows)
 	// 729 tiles (27 down x 27 across) of 384x384, overlap 12 px, scene 10000x10000 (cols x rows)
 }
+
+// How many tiles a run holds at once follows from the host budget and,
+// on an accelerator, from what the backend reports of the device; the
+// plan itself stays the same. Here one tile in flight needs 1.5 GiB of
+// host memory and two 2 GiB, and a tile needs 20 GiB on a device with
+// 60 GiB of which 30 are in use.
+func ExamplePlanFlight() {
+	const gib = int64(1) << 30
+	host := func(n int) int64 { return gib + int64(n)*gib/2 }
+	dev := tiling.DeviceMemory{Device: "cuda:0", LimitBytes: 60 * gib, InUseBytes: 30 * gib, TileBytes: 20 * gib}
+	for _, budget := range []int64{4 * gib, 3 * gib / 2, gib} {
+		f, err := tiling.PlanFlight(budget, host, dev)
+		fmt.Printf("budget %d MiB: %+v %v\n", budget>>20, f, err)
+	}
+	dev.InUseBytes = 50 * gib
+	_, err := tiling.PlanFlight(4*gib, host, dev)
+	fmt.Println(err)
+	// Output:
+	// budget 4096 MiB: {Host:2 Device:1} <nil>
+	// budget 1536 MiB: {Host:1 Device:1} <nil>
+	// budget 1024 MiB: {Host:0 Device:0} tiling: memory budget too small: one tile in flight needs 1.50 GiB, the budget is 1.00 GiB
+	// tiling: device memory too small for one tile: one tile needs 20.00 GiB on cuda:0, 10.00 GiB of its 60.00 GiB are free
+}
