@@ -3,6 +3,7 @@ package processor
 import (
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/pnec/pnec/geo"
 	"github.com/pnec/pnec/model"
@@ -28,8 +29,8 @@ const genericClasses = 16
 // whole image's OA on mirrored SalinasA and Jasper Ridge mosaics, so memory
 // and speed chose: 384 px is the largest multiple of the ladder step (64)
 // whose tile of a 200-band scene 10,000 px wide fits a 2 GiB budget with
-// the next tile read ahead (planned peak 1789 MiB; 448 px needs 1978 MiB
-// with no read-ahead, 512 px 2327 MiB), and the network's CPU time per
+// the next tile read ahead (planned peak 1762 MiB; 448 px needs 1951 MiB
+// with no read-ahead, 512 px 2301 MiB), and the network's CPU time per
 // pixel run was about the same at 384 and 700 px tiles, so the time is set
 // by the overlap's extra pixels (docs/classify.md, "One map per scene and
 // model").
@@ -199,12 +200,18 @@ func (e *BudgetError) Error() string {
 	if e.WriteBytes > 0 {
 		note = fmt.Sprintf(", %s of it to compress the COG's tiles of the BLOCKSIZE creation option", FormatBytes(e.WriteBytes))
 	}
+	// The need is rounded up, as NeedSize: "at least 2.0 GiB, the budget
+	// is 2.0 GiB" read as a contradiction where 2.02 GiB were needed.
+	need := strings.TrimSuffix(e.NeedSize(), "G") + " GiB"
+	if strings.HasSuffix(e.NeedSize(), "M") {
+		need = strings.TrimSuffix(e.NeedSize(), "M") + " MiB"
+	}
 	if e.Whole {
 		return fmt.Sprintf("%v: the whole %dx%d scene (cols x rows) of %d bands runs as one %dx%d tile, which needs at least %s%s, the budget is %s",
-			tiling.ErrBudget, e.Cols, e.Rows, e.Bands, e.TileCols, e.TileRows, FormatBytes(e.NeedBytes), note, FormatBytes(e.BudgetBytes))
+			tiling.ErrBudget, e.Cols, e.Rows, e.Bands, e.TileCols, e.TileRows, need, note, FormatBytes(e.BudgetBytes))
 	}
 	return fmt.Sprintf("%v: %dx%d tiles of a scene %d px wide with %d bands need at least %s (one tile in flight%s), the budget is %s",
-		tiling.ErrBudget, e.TileCols, e.TileRows, e.Cols, e.Bands, FormatBytes(e.NeedBytes), note, FormatBytes(e.BudgetBytes))
+		tiling.ErrBudget, e.TileCols, e.TileRows, e.Cols, e.Bands, need, note, FormatBytes(e.BudgetBytes))
 }
 
 func (e *BudgetError) Unwrap() error { return tiling.ErrBudget }

@@ -85,10 +85,16 @@ func TestBudgetErrorNamesSmallest(t *testing.T) {
 	if !errors.As(err, &be) {
 		t.Fatalf("got %v, want a BudgetError", err)
 	}
-	for _, want := range []string{"384x384 tiles", "10000 px wide", "need at least " + FormatBytes(be.NeedBytes), "one tile in flight", "the budget is 64.0 MiB"} {
+	// The need is rounded up (2.02 GiB is "2.1 GiB", not "2.0 GiB" beside
+	// a 2.0 GiB budget), as the --max-memory cmd/pnec names.
+	need := strings.Replace(strings.Replace(be.NeedSize(), "G", " GiB", 1), "M", " MiB", 1)
+	for _, want := range []string{"384x384 tiles", "10000 px wide", "need at least " + need + " (one tile in flight)", "the budget is 64.0 MiB"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("%q does not say %q", err, want)
 		}
+	}
+	if got := (&BudgetError{Cols: 4096, Rows: 1024, Bands: 400, TileRows: 384, TileCols: 384, NeedBytes: 2070 << 20, BudgetBytes: 2 << 30}).Error(); !strings.Contains(got, "need at least 2.1 GiB (one tile in flight), the budget is 2.0 GiB") {
+		t.Errorf("got %q, want the need rounded up", got)
 	}
 	_, _, err = PlanScene(300, 200, m.Bands(), m, Options{MaxMemoryBytes: 64 << 20})
 	if !errors.As(err, &be) || !strings.Contains(err.Error(), "the whole 200x300 scene (cols x rows) of 8 bands runs as one 256x320 tile") {

@@ -53,7 +53,7 @@ for B in $BANDS; do
 			rm -f "$OUT/p.tif" "$OUT/p.tif.aux.xml"
 			if ! flock /tmp/pnec-bench.lock /usr/bin/time -v -o "$OUT/time.txt" "$PNEC" classify --backend go \
 				--model "$MODEL" --scene "$S" --out "$OUT/p.tif" --max-memory "$M" >"$OUT/sum.txt" 2>"$OUT/err.txt"; then
-				echo "| ${W} x 1024 | $B | $M | refused or failed: $(tail -1 "$OUT/err.txt" | cut -c1-200) | | | | | | |" >>"$T"
+				echo "| ${W} x 1024 | $B | $M | refused or failed: $(tail -1 "$OUT/err.txt" | sed 's/^pnec: [^ ]*: //' | cut -c1-220) | | | | | | |" >>"$T"
 				continue
 			fi
 			rss=$(grep "Maximum resident set size" "$OUT/time.txt" | awk '{print $NF}')
