@@ -16,7 +16,8 @@ const auxSuffix = ".aux.xml"
 
 // tempBeside reserves a unique hidden file name in the directory of path,
 // so that a later os.Rename to path stays on one file system (atomic).
-// The name ends in tag, e.g. ".scene.tif.123456.tmp.tif".
+// The name carries pnec's marker and ends in tag, e.g.
+// ".scene.tif.pnec-123456.tmp.tif" (tempfiles.IsTempOf knows it).
 func tempBeside(path, tag string) (string, error) {
 	dir, base := filepath.Split(path)
 	if dir == "" {
@@ -25,7 +26,7 @@ func tempBeside(path, tag string) (string, error) {
 	if err := tempfiles.Add(); err != nil {
 		return "", fmt.Errorf("create temporary file beside %s: %w", path, err)
 	}
-	f, err := os.CreateTemp(dir, "."+base+".*"+tag)
+	f, err := os.CreateTemp(dir, "."+base+tempfiles.Marker+"*"+tag)
 	if err != nil {
 		return "", fmt.Errorf("create temporary file beside %s: %w", path, err)
 	}

@@ -96,6 +96,21 @@ func SetConfig(kv []string) error {
 	return nil
 }
 
+// withThreadConfig runs fn with the GDAL configuration option key set to
+// value on this thread only (CPLSetThreadLocalConfigOption), so that other
+// goroutines' GDAL work (another job of a batch) keeps its own; the
+// goroutine stays on its thread meanwhile.
+func withThreadConfig(key, value string, fn func() error) error {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	ck, cv := C.CString(key), C.CString(value)
+	defer C.free(unsafe.Pointer(ck))
+	defer C.free(unsafe.Pointer(cv))
+	C.CPLSetThreadLocalConfigOption(ck, cv)
+	defer C.CPLSetThreadLocalConfigOption(ck, nil)
+	return fn()
+}
+
 // ConfigValue returns the current value of a GDAL configuration option ("" when unset).
 func ConfigValue(key string) string {
 	ck := C.CString(key)

@@ -206,6 +206,11 @@ func newCubeScene(in Info, cube cubeReader, nodata, scale, offset []float64) (*S
 	if in.BlockCols == 0 {
 		in.BlockCols, in.BlockRows = min(in.Cols, 256), min(in.Rows, 64)
 	}
+	if in.HasGeoTransform {
+		if err := checkGeoTransform(in.GeoTransform); err != nil {
+			return nil, fmt.Errorf("%s: %w", in.Name, err)
+		}
+	}
 	if in.WKT != "" {
 		in.EPSG = epsgOf(in.WKT)
 		if in.HasGeoTransform {

@@ -223,6 +223,9 @@ func (g *gltCube) readBSQ(w Window, bufCols, bufRows int, bands []int, buf []flo
 			}
 			if r1 >= 0 {
 				sw := Window{Col: s0, Row: r0, Cols: s1 - s0 + 1, Rows: r1 - r0 + 1}
+				if err := checkGLTSpread(rows, cols, sw, nb); err != nil {
+					return err
+				}
 				g.src = buffers.Resize(g.src, nb*sw.Cols*sw.Rows)
 				if err := g.inner.readBSQ(sw, sw.Cols, sw.Rows, bands, g.src); err != nil {
 					return err
@@ -250,6 +253,28 @@ func (g *gltCube) readBSQ(w Window, bufCols, bufRows int, bands []int, buf []flo
 				}
 			}
 		}
+	}
+	return nil
+}
+
+// A block's sensor window (gltCube.readBSQ) is refused before it is
+// allocated when it is over gltMaxSpread times the block's ortho footprint
+// and over gltMinWindow pixels: a real lookup table sends a block to about
+// its own area (twice at 45 degrees); one that scatters a block over the
+// whole sensor cube made a 48 KB file declaring a 2500 x 2500 x 32 cube
+// take 1.65 GB whatever the memory budget.
+const (
+	gltMaxSpread = 8
+	gltMinWindow = 256 * 256
+)
+
+// checkGLTSpread refuses the sensor window sw (of nb bands) that the ortho
+// pixels rows x cols look up when it is too large for them.
+func checkGLTSpread(rows, cols []int, sw Window, nb int) error {
+	foot := (rows[len(rows)-1] - rows[0] + 1) * (cols[len(cols)-1] - cols[0] + 1)
+	if n := sw.Cols * sw.Rows; n > gltMinWindow && n > gltMaxSpread*foot {
+		return fmt.Errorf("geometry lookup table: ortho rows %d..%d, columns %d..%d look up sensor pixels over %d x %d (%.0f times their area; %d MiB for %d bands): not the lookup table of one swath",
+			rows[0], rows[len(rows)-1], cols[0], cols[len(cols)-1], sw.Rows, sw.Cols, float64(n)/float64(foot), int64(n)*int64(nb)*4>>20, nb)
 	}
 	return nil
 }

@@ -3,6 +3,7 @@ package geo
 import (
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 
 	"github.com/airbusgeo/godal"
@@ -27,7 +28,31 @@ var (
 	// device or a socket: GDAL would block on it forever (a FIFO nobody
 	// writes) or read without end.
 	ErrNotRegular = errors.New("not a regular file")
+	// ErrGeoTransform is returned for a scene whose geotransform places no
+	// grid: a value that is NaN or infinite, or pixels of no size.
+	ErrGeoTransform = errors.New("unusable geotransform")
 )
+
+// checkGeoTransform refuses a geotransform that is not a grid: any value
+// NaN or infinite, or a pixel of zero area (gt[1]*gt[5] - gt[2]*gt[4] = 0,
+// which no pixel position can be recovered from). Products of such a scene
+// carried Origin = (nan, ...) or zero pixel sizes, and their STAC Items
+// could not be written (JSON has no NaN).
+func checkGeoTransform(gt [6]float64) error {
+	for _, v := range gt {
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			return fmt.Errorf("%w (%s): a value is not finite", ErrGeoTransform, gtString(gt))
+		}
+	}
+	if det := gt[1]*gt[5] - gt[2]*gt[4]; det == 0 || math.IsInf(det, 0) {
+		return fmt.Errorf("%w (%s): pixels of zero size", ErrGeoTransform, gtString(gt))
+	}
+	return nil
+}
+
+func gtString(gt [6]float64) string {
+	return fmt.Sprintf("%g, %g, %g, %g, %g, %g", gt[0], gt[1], gt[2], gt[3], gt[4], gt[5])
+}
 
 // DataTypeError reports a scene band whose data type the processor cannot
 // read (complex types). errors.Is(err, ErrDataType) holds for it.

@@ -16,6 +16,15 @@ package geo
 // a product of no-data tiles and exit status 0). This handler counts them
 // and keeps the first message since the count was last read, then hands
 // every message to the handler it replaced, so what GDAL prints is unchanged.
+//
+// Only failures that can belong to a write are counted. GDAL 3.6's GTiff
+// driver decodes the blocks of a read on worker threads too, each block in a
+// scratch TIFF it names /vsimem/decompress_<address>.tif; a failure naming
+// one is a read's, and the read's own result judges it (GDAL fails the
+// RasterIO when a block cannot be decoded). Counting them failed every
+// product written while a band-interleaved (PLANARCONFIG=SEPARATE) scene of
+// 3 or more bands was read: GDAL 3.6 reports "Bad value N for ExtraSamples"
+// for every block of it, and decodes the block correctly all the same.
 
 static pthread_mutex_t pnecFailMu = PTHREAD_MUTEX_INITIALIZER;
 static long long pnecFailCount;
@@ -28,8 +37,12 @@ static CPLErrorHandler pnecPrevHandler;
 static volatile int pnecQuiet;
 static void pnecSetQuiet(int q) { pnecQuiet = q; }
 
+static int pnecIsReadFailure(const char *msg) {
+	return msg != NULL && strstr(msg, "/vsimem/decompress_") != NULL;
+}
+
 static void CPL_STDCALL pnecFailureHandler(CPLErr cls, CPLErrorNum code, const char *msg) {
-	if (cls >= CE_Failure) {
+	if (cls >= CE_Failure && !pnecIsReadFailure(msg)) {
 		pthread_mutex_lock(&pnecFailMu);
 		char *slot = pnecFailMsg[pnecFailCount % PNEC_FAIL_RING];
 		strncpy(slot, msg ? msg : "", 255);
@@ -85,6 +98,7 @@ import "C"
 
 import (
 	"fmt"
+	"regexp"
 	"strings"
 	"sync"
 	"unsafe"
@@ -126,8 +140,9 @@ func startFailureWatch() failureWatch {
 	return failureWatch{start: n}
 }
 
-// err is a *GDALError for the failures reported since the watch started
-// (their distinct messages, as far as they are kept), else nil.
+// err is a *GDALError for the failures reported since the watch started,
+// else nil: one line of their distinct messages (as far as they are kept),
+// and how many there were when more than one.
 func (w failureWatch) err() error {
 	n, _ := gdalFailure(-1)
 	if n <= w.start {
@@ -136,17 +151,28 @@ func (w failureWatch) err() error {
 	var msgs []string
 	seen := map[string]bool{}
 	for i := w.start; i < n; i++ {
-		if _, m := gdalFailure(i); m != "" && !seen[m] {
+		_, m := gdalFailure(i)
+		// GDAL's worker threads name their scratch files by address
+		// (/vsimem/gtiff/thread/job/0x55d0...): one failure of every job
+		// would otherwise be a line of its own.
+		m = scratchAddress.ReplaceAllString(m, "0x…")
+		if m != "" && !seen[m] {
 			seen[m] = true
 			msgs = append(msgs, m)
 		}
 	}
 	msg := strings.Join(msgs, "; ")
-	if msg == "" {
+	switch {
+	case msg == "":
 		msg = fmt.Sprintf("%d failures reported by GDAL worker threads", n-w.start)
+	case n-w.start > 1:
+		msg = fmt.Sprintf("%s (%d failures reported by GDAL worker threads)", msg, n-w.start)
 	}
 	return &GDALError{Code: 1, Msg: msg}
 }
+
+// scratchAddress is a hexadecimal address in a GDAL message.
+var scratchAddress = regexp.MustCompile(`0x[0-9a-fA-F]+`)
 
 // emitFailureOffThread reports msg as a GDAL failure from a new native
 // thread, as GDAL's worker threads do (for tests).

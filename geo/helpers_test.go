@@ -1,7 +1,10 @@
 package geo
 
 import (
+	"bytes"
+	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -77,4 +80,54 @@ func listDir(t testing.TB, dir string) []string {
 		names = append(names, e.Name())
 	}
 	return names
+}
+
+// gdalinfoOutput runs gdalinfo (an independent reader) with args and returns
+// its standard output. The test is skipped only when gdalinfo is not
+// installed; a run that fails (a product GDAL cannot read) fails the test.
+func gdalinfoOutput(t testing.TB, args ...string) []byte {
+	t.Helper()
+	out, err := runGDALInfo(args...)
+	if errors.Is(err, exec.ErrNotFound) {
+		t.Skipf("gdalinfo is not installed (apt-get install gdal-bin): %v", err)
+	}
+	if err != nil {
+		t.Fatalf("gdalinfo %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return out
+}
+
+// runGDALInfo is gdalinfoOutput's run: standard output, or on failure
+// standard error and the error (exec.ErrNotFound without gdalinfo).
+func runGDALInfo(args ...string) ([]byte, error) {
+	bin, err := exec.LookPath("gdalinfo")
+	if err != nil {
+		return nil, err
+	}
+	var stderr bytes.Buffer
+	cmd := exec.Command(bin, args...)
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return stderr.Bytes(), err
+	}
+	return out, nil
+}
+
+// TestGDALInfoRunFailsOnUnreadable: the gdalinfo helper's run reports a
+// file GDAL cannot read as a failure, not as gdalinfo missing (issue 34:
+// the helpers skipped on any gdalinfo failure, so an unreadable product
+// passed as a skip).
+func TestGDALInfoRunFailsOnUnreadable(t *testing.T) {
+	bad := filepath.Join(t.TempDir(), "p.tif")
+	if err := os.WriteFile(bad, []byte("II*\x00 not a TIFF"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err := runGDALInfo("-json", bad)
+	if errors.Is(err, exec.ErrNotFound) {
+		t.Skip("gdalinfo is not installed")
+	}
+	if err == nil {
+		t.Fatal("gdalinfo of a damaged file: no error")
+	}
 }

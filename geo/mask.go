@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 
 	"github.com/airbusgeo/godal"
 
@@ -35,20 +37,70 @@ type Mask struct {
 	rows, cols int
 	inside     int64
 	buf        []float32
+	// nodata is the source raster's no-data value where it is copied pixel
+	// for pixel (a raster without CRS): outside, like 0. (A warp leaves
+	// the source's no-data at 0 itself.)
+	nodata    float32
+	hasNoData bool
+}
+
+// isInside is whether a value of the placed mask is inside: not 0, not
+// NaN (a Float32 mask of NaN is no data, not "non-zero") and not the
+// source's no-data.
+func (m *Mask) isInside(v float32) bool {
+	return v != 0 && v == v && !(m.hasNoData && v == m.nodata)
 }
 
 // OpenMask places the mask named name (a raster or vector dataset name)
 // on the pixel grid of scene (rows, columns, geotransform, CRS). A raster
 // without CRS is taken as the scene's own grid when it has the scene's
-// size. Errors name the mask: one that does not open, ErrMaskCRS,
-// ErrMaskNoOverlap.
+// size. Errors name the mask: one that does not open (ErrNotRegular for a
+// FIFO, a device or a socket), ErrMaskCRS, ErrMaskNoOverlap.
 func OpenMask(ctx context.Context, name string, scene Info) (*Mask, error) {
+	return OpenMaskWithin(ctx, name, scene, 0)
+}
+
+// OpenMaskWithin is OpenMask within a memory budget of budgetBytes (0:
+// none): GDAL's GeoJSON driver parses each feature whole, in about 3.2
+// times OGR_GEOJSON_MAX_OBJ_SIZE at its limit (ogrinfo of a 2M-vertex
+// polygon: limit 10 MB, 75 MB RSS; 40 MB, 171 MB; GDAL's default 200 MB,
+// 685 MB), so the limit is set to a sixteenth of the budget in MB (at most
+// GDAL's default) while the mask is read: a fifth of the budget. A value the
+// user set wins. A feature over it is refused with GDAL's message.
+func OpenMaskWithin(ctx context.Context, name string, scene Info, budgetBytes int64) (*Mask, error) {
 	register()
-	m, err := openMask(ctx, name, scene)
+	// GDAL would wait forever on a FIFO nobody writes (as for scenes).
+	if err := CheckRegular(name); err != nil {
+		return nil, fmt.Errorf("mask %s: %w", name, err)
+	}
+	var m *Mask
+	open := func() (err error) { m, err = openMask(ctx, name, scene); return err }
+	var err error
+	if limit := geojsonMaxObjMB(budgetBytes); limit > 0 && ConfigValue(geojsonMaxObj) == "" {
+		err = withThreadConfig(geojsonMaxObj, strconv.Itoa(limit), open)
+		if err != nil && strings.Contains(err.Error(), geojsonMaxObj) {
+			err = fmt.Errorf("%w (pnec set %s=%d from the memory budget, %d MiB: a larger budget, or the option set in GDAL's configuration, allows larger features)",
+				err, geojsonMaxObj, limit, budgetBytes>>20)
+		}
+	} else {
+		err = open()
+	}
 	if err != nil {
 		return nil, fmt.Errorf("mask %s: %w", name, err)
 	}
 	return m, nil
+}
+
+// geojsonMaxObj is GDAL's limit, MB, on the size of one GeoJSON object it parses.
+const geojsonMaxObj = "OGR_GEOJSON_MAX_OBJ_SIZE"
+
+// geojsonMaxObjMB is OpenMaskWithin's GeoJSON object limit, MB, for a
+// budget (0: none, GDAL's default).
+func geojsonMaxObjMB(budgetBytes int64) int {
+	if budgetBytes <= 0 {
+		return 0
+	}
+	return int(min(max(budgetBytes/(16<<20), 1), 200))
 }
 
 func openMask(ctx context.Context, name string, scene Info) (*Mask, error) {
@@ -74,8 +126,15 @@ func openMask(ctx context.Context, name string, scene Info) (*Mask, error) {
 			return nil, err
 		}
 	} else {
+		verr := err
 		src, rerr := godal.Open(name, godal.RasterOnly(), errh)
 		if rerr != nil {
+			// GDAL's reason as a vector when a vector driver took the file
+			// and failed (a GeoJSON object over OGR_GEOJSON_MAX_OBJ_SIZE),
+			// rather than the raster drivers' "not recognized".
+			if !strings.Contains(verr.Error(), "not recognized as a supported file format") {
+				rerr = verr
+			}
 			return nil, fmt.Errorf("neither a vector nor a raster GDAL opens: %w", tidy(rerr))
 		}
 		err := m.warp(src, scene)
@@ -94,7 +153,7 @@ func openMask(ctx context.Context, name string, scene Info) (*Mask, error) {
 		return nil, err
 	}
 	if m.inside == 0 {
-		return nil, fmt.Errorf("%w %s (no pixel of it lies inside)", ErrMaskNoOverlap, scene.Name)
+		return nil, fmt.Errorf("%w %s (no pixel of it lies inside; 0, no-data and NaN are outside)", ErrMaskNoOverlap, scene.Name)
 	}
 	ok = true
 	return m, nil
@@ -126,14 +185,28 @@ func (m *Mask) create(scene Info, dtype godal.DataType) (string, error) {
 	return path, nil
 }
 
-// rasterize burns the vector dataset's geometries (every layer; each
-// reprojected from its CRS to the scene's) into the mask.
+// rasterize burns the vector dataset's polygons (every layer with
+// geometries; each reprojected from its CRS to the scene's) into the mask.
+// Points and lines are refused: GDAL would burn the pixels they touch, a
+// pixel or a one-pixel trace, which is no area.
 func (m *Mask) rasterize(vds *godal.Dataset, scene Info) error {
-	layers := vds.Layers()
-	if len(layers) == 0 {
-		return errors.New("a vector dataset without layers")
+	var layers []godal.Layer
+	for _, l := range vds.Layers() {
+		if l.Type() != godal.GTNone { // not an attribute table
+			layers = append(layers, l)
+		}
 	}
+	if len(layers) == 0 {
+		return errors.New("a vector dataset without layers of geometries")
+	}
+	args := []string{"-burn", "1"}
 	for _, l := range layers {
+		if err := polygonsOnly(vds, l); err != nil {
+			return err
+		}
+		// Named one by one: without -l, GDAL refuses a dataset of several
+		// layers ("Neither -sql nor -l are specified").
+		args = append(args, "-l", l.Name())
 		has := hasSRS(l.SpatialRef())
 		switch {
 		case !has && scene.WKT != "":
@@ -147,10 +220,34 @@ func (m *Mask) rasterize(vds *godal.Dataset, scene Info) error {
 	}
 	// GDAL reprojects each layer to the raster's CRS; pixels whose centre
 	// lies inside a polygon are burnt.
-	if err := m.ds.RasterizeInto(vds, []string{"-burn", "1"}, errh); err != nil {
+	if err := m.ds.RasterizeInto(vds, args, errh); err != nil {
 		return fmt.Errorf("rasterize: %w", tidy(err))
 	}
 	return nil
+}
+
+// polygonal are the geometry types (OGR SQL's OGR_GEOMETRY, which names a
+// Z or M geometry's 2D type) that cover an area.
+const polygonal = `'POLYGON','MULTIPOLYGON','CURVEPOLYGON','MULTISURFACE','POLYHEDRALSURFACE','TIN','TRIANGLE'`
+
+// polygonsOnly refuses a layer holding a geometry that covers no area (a
+// point, a line, a collection), naming the layer, the type and the feature.
+func polygonsOnly(vds *godal.Dataset, l godal.Layer) error {
+	q := fmt.Sprintf(`SELECT OGR_GEOMETRY, FID FROM "%s" WHERE OGR_GEOMETRY IS NOT NULL AND OGR_GEOMETRY NOT IN (%s)`,
+		strings.ReplaceAll(l.Name(), `"`, `""`), polygonal)
+	rs, err := vds.ExecuteSQL(q, godal.OGRSQLDialect(), errh)
+	if err != nil {
+		return fmt.Errorf("layer %q: geometry types: %w", l.Name(), tidy(err))
+	}
+	defer rs.Close(errh)
+	f := rs.NextFeature()
+	if f == nil {
+		return nil
+	}
+	defer f.Close()
+	fields := f.Fields()
+	return fmt.Errorf("layer %q holds a %s (feature %s): an area of interest is made of polygons (buffer points and lines into polygons first, e.g. with ogr2ogr -dialect SQLite -sql 'SELECT ST_Buffer(geometry, 10) ...')",
+		l.Name(), fields["OGR_GEOMETRY"].String(), fields["FID"].String())
 }
 
 // warp places a raster mask's first band on the scene's grid: nearest
@@ -168,7 +265,11 @@ func (m *Mask) warp(src *godal.Dataset, scene Info) error {
 	aligned := st.SizeX == scene.Cols && st.SizeY == scene.Rows
 	switch {
 	case (!hasCRS || gtErr != nil) && aligned:
-		// Pixel for pixel: the scene's grid.
+		// Pixel for pixel: the scene's grid. The copy keeps the values
+		// as they are; the source's no-data is remembered as outside.
+		if nd, ok := src.Bands()[0].NoData(); ok {
+			m.nodata, m.hasNoData = float32(nd), true
+		}
 		path, err := m.create(scene, dtype)
 		if err != nil {
 			return err
@@ -223,7 +324,7 @@ func (m *Mask) count(ctx context.Context) error {
 			return fmt.Errorf("read rows %d..%d: %w", r0, r0+n-1, tidy(err))
 		}
 		for _, v := range buf[:m.cols*n] {
-			if v != 0 {
+			if m.isInside(v) {
 				m.inside++
 			}
 		}
@@ -257,7 +358,7 @@ func (m *Mask) Read(w Window, inside []bool) (bool, error) {
 	}
 	any := false
 	for i, v := range buf {
-		inside[i] = v != 0
+		inside[i] = m.isInside(v)
 		any = any || inside[i]
 	}
 	return any, nil

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -140,6 +141,89 @@ func writeMaskRaster(t *testing.T, path string, epsg int, cols, rows int) string
 	return path
 }
 
+// writeValueRaster writes a one-band raster of the scene's size filled by
+// value(r, c) with no-data nd (nil: none), in UTM 31N on testGT when geo,
+// else without CRS or geotransform.
+func writeValueRaster(t *testing.T, path string, dt godal.DataType, nd *float64, geo bool, value func(r, c int) float64) string {
+	t.Helper()
+	ds, err := godal.Create(godal.GTiff, path, 1, dt, maskCols, maskRows)
+	if err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]float64, maskCols*maskRows)
+	for r := 0; r < maskRows; r++ {
+		for c := 0; c < maskCols; c++ {
+			buf[r*maskCols+c] = value(r, c)
+		}
+	}
+	if err := ds.Bands()[0].Write(0, 0, buf, maskCols, maskRows); err != nil {
+		t.Fatal(err)
+	}
+	if nd != nil {
+		if err := ds.Bands()[0].SetNoData(*nd); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if geo {
+		if err := ds.SetGeoTransform(testGT); err != nil {
+			t.Fatal(err)
+		}
+		if err := ds.SetProjection(utm31(t)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := ds.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func ptr(v float64) *float64 { return &v }
+
+// inSquare is whether pixel (r, c) is in the test square.
+func inSquare(r, c int) bool { return r >= 20 && r < 60 && c >= 20 && c < 60 }
+
+// writeWKTLayers writes a GeoPackage in UTM 31N with one layer per WKT
+// geometry (layer i holds geometry i).
+func writeWKTLayers(t *testing.T, path, driver string, wkts ...string) string {
+	t.Helper()
+	ds, err := godal.CreateVector(godal.DriverName(driver), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sr, err := godal.NewSpatialRefFromEPSG(32631)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sr.Close()
+	for i, w := range wkts {
+		g, err := godal.NewGeometryFromWKT(w, sr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		l, err := ds.CreateLayer(fmt.Sprintf("part%d", i), sr, g.Type())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := l.NewFeature(g); err != nil {
+			t.Fatal(err)
+		}
+		g.Close()
+	}
+	if err := ds.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// squareWKT is the part of the test square between pixel columns c0 and
+// c1 as a UTM 31N polygon.
+func squareWKT(c0, c1 int) string {
+	x0, x1 := testGT[0]+float64(c0)*testGT[1], testGT[0]+float64(c1)*testGT[1]
+	y0, y1 := testGT[3]+20*testGT[5], testGT[3]+60*testGT[5]
+	return fmt.Sprintf("POLYGON ((%f %f, %f %f, %f %f, %f %f, %f %f))", x0, y0, x1, y0, x1, y1, x0, y1, x0, y0)
+}
+
 // TestMaskFormats: the square given as GeoJSON (WGS84), GeoPackage (Web
 // Mercator), Shapefile (UTM 31N), a raster in WGS84 and a raster without
 // CRS of the scene's size lands on the same pixels of the scene.
@@ -157,6 +241,20 @@ func TestMaskFormats(t *testing.T) {
 		{"Shapefile UTM 31N", translateVector(t, gj, filepath.Join(dir, "aoi.shp"), "ESRI Shapefile", 32631), 0},
 		{"raster WGS84", writeMaskRaster(t, filepath.Join(dir, "aoi4326.tif"), 4326, 400, 400), 80},
 		{"raster without CRS, the scene's size", writeMaskRaster(t, filepath.Join(dir, "aoi_px.tif"), 0, maskCols, maskRows), 0},
+		// The raster's no-data is outside, also copied pixel for pixel
+		// (issue 34: it was inside there, being non-zero), and so is NaN.
+		{"raster without CRS, no-data around", writeValueRaster(t, filepath.Join(dir, "aoi_nd.tif"), godal.Byte, ptr(5), false, func(r, c int) float64 {
+			return map[bool]float64{true: 1, false: 5}[inSquare(r, c)]
+		}), 0},
+		{"Float32 raster without CRS, NaN around", writeValueRaster(t, filepath.Join(dir, "aoi_nan.tif"), godal.Float32, nil, false, func(r, c int) float64 {
+			return map[bool]float64{true: 0.5, false: math.NaN()}[inSquare(r, c)]
+		}), 0},
+		{"Float32 raster in UTM 31N, NaN around", writeValueRaster(t, filepath.Join(dir, "aoi_nan_utm.tif"), godal.Float32, nil, true, func(r, c int) float64 {
+			return map[bool]float64{true: 0.5, false: math.NaN()}[inSquare(r, c)]
+		}), 0},
+		// Every layer (issue 34: GDAL refused a dataset of several layers
+		// without -l, though this page promised every layer).
+		{"GeoPackage of two layers", writeWKTLayers(t, filepath.Join(dir, "two.gpkg"), "GPKG", squareWKT(20, 35), squareWKT(35, 60)), 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			m, err := OpenMask(context.Background(), tc.path, scene)
@@ -237,6 +335,19 @@ func TestMaskErrors(t *testing.T) {
 		{"scene without CRS, mask with one", gj, ungeo, ErrMaskCRS, "scene scene.tif has no CRS"},
 		{"no overlap", writeGeoJSON(t, filepath.Join(dir, "far.geojson"), far), scene, ErrMaskNoOverlap, "does not overlap"},
 		{"unreadable", garbage, scene, nil, "neither a vector nor a raster"},
+		// issue 34: these were wholly inside.
+		{"raster without CRS, all no-data", writeValueRaster(t, filepath.Join(dir, "allnd.tif"), godal.Byte, ptr(1), false, func(int, int) float64 { return 1 }),
+			scene, ErrMaskNoOverlap, "no-data and NaN are outside"},
+		{"raster without CRS, all NaN", writeValueRaster(t, filepath.Join(dir, "allnan.tif"), godal.Float32, nil, false, func(int, int) float64 { return math.NaN() }),
+			scene, ErrMaskNoOverlap, "no-data and NaN are outside"},
+		{"raster in UTM 31N, all NaN", writeValueRaster(t, filepath.Join(dir, "allnan_utm.tif"), godal.Float32, nil, true, func(int, int) float64 { return math.NaN() }),
+			scene, ErrMaskNoOverlap, "no-data and NaN are outside"},
+		// issue 34: these were 1 and 40 pixels inside.
+		{"points only", writeWKTLayers(t, filepath.Join(dir, "points.geojson"), "GeoJSON",
+			fmt.Sprintf("POINT (%f %f)", testGT[0]+30.5*testGT[1], testGT[3]+30.5*testGT[5])), scene, nil, `layer "part0" holds a POINT`},
+		{"a layer of lines beside one of polygons", writeWKTLayers(t, filepath.Join(dir, "lines.gpkg"), "GPKG", squareWKT(20, 30),
+			fmt.Sprintf("LINESTRING (%f %f, %f %f)", testGT[0]+20.5*testGT[1], testGT[3]+30.5*testGT[5], testGT[0]+60.5*testGT[1], testGT[3]+30.5*testGT[5])),
+			scene, nil, `layer "part1" holds a LINESTRING`},
 		{"missing", filepath.Join(dir, "missing.gpkg"), scene, nil, "missing.gpkg"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -260,5 +371,16 @@ func TestMaskErrors(t *testing.T) {
 		m.Close()
 	} else if !errors.Is(err, ErrMaskNoOverlap) {
 		t.Errorf("vector without CRS on a scene without CRS: got %v, want it placed (here: outside the scene)", err)
+	}
+}
+
+func TestGeoJSONMaxObjMB(t *testing.T) {
+	for _, tc := range []struct {
+		budget int64
+		want   int
+	}{{0, 0}, {1 << 20, 1}, {200 << 20, 12}, {320 << 20, 20}, {8 << 30, 200}} {
+		if got := geojsonMaxObjMB(tc.budget); got != tc.want {
+			t.Errorf("geojsonMaxObjMB(%d MiB) = %d, want %d", tc.budget>>20, got, tc.want)
+		}
 	}
 }

@@ -203,10 +203,7 @@ func TestProbabilitiesFile(t *testing.T) {
 
 func gdalinfo(t *testing.T, path string) string {
 	t.Helper()
-	out, err := exec.Command("gdalinfo", "-json", "-mdd", "all", path).Output()
-	if err != nil {
-		t.Skipf("gdalinfo %s: %v (install gdal-bin)", path, err)
-	}
+	out := gdalinfoOutput(t, "-json", "-mdd", "all", path)
 	var m any
 	if err := json.Unmarshal(out, &m); err != nil {
 		t.Fatal(err)

@@ -95,7 +95,10 @@ type ProductWriter struct {
 
 	prob *probFile // the class probabilities companion (ProductSpec.Probabilities)
 	// watch sees GDAL failures of worker threads (block compression,
-	// decoding) from CreateProduct on: any fails the product at Commit.
+	// overviews) from the start of the commit on, where the product's own
+	// worker-thread work is (its stages are uncompressed): any fails the
+	// product. Reads of the scene in the same process are judged by their
+	// own results, not by this count.
 	watch failureWatch
 }
 
@@ -195,7 +198,7 @@ func CreateProduct(path string, spec ProductSpec) (*ProductWriter, error) {
 		}
 		maxV = max(maxV, c.Value)
 	}
-	p := &ProductWriter{path: path, spec: spec, written: make([]bool, spec.Rows), isClass: make([]bool, maxV+1), watch: startFailureWatch()}
+	p := &ProductWriter{path: path, spec: spec, written: make([]bool, spec.Rows), isClass: make([]bool, maxV+1)}
 	for _, c := range spec.Classes {
 		if p.isClass[c.Value] {
 			return nil, fmt.Errorf("create product %s: class value %d listed twice", path, c.Value)
@@ -566,6 +569,7 @@ func (p *ProductWriter) Commit(ctx context.Context) error {
 }
 
 func (p *ProductWriter) commit(ctx context.Context) error {
+	p.watch = startFailureWatch()
 	for r, ok := range p.written {
 		if !ok {
 			return fmt.Errorf("product incomplete: row %d was never written", r)

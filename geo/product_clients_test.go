@@ -293,11 +293,7 @@ func TestProductBlockSizeOverviews(t *testing.T) {
 				}
 				t.Fatal(err)
 			}
-			cmd := exec.Command("gdalinfo", "-json", path)
-			out, err := cmd.Output()
-			if err != nil {
-				t.Skipf("gdalinfo: %v", err)
-			}
+			out := gdalinfoOutput(t, "-json", path)
 			var info struct {
 				Metadata map[string]map[string]string `json:"metadata"`
 				Bands    []struct {

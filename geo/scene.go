@@ -351,7 +351,12 @@ func (s *Scene) load() error {
 		s.bandMask = nil
 	}
 	in.DataType = strings.Join(types, ",")
-	if gt, err := s.ds.GeoTransform(errh); err == nil {
+	// All zeros is how some drivers say "none" (as the writers take it:
+	// hasGeoTransform).
+	if gt, err := s.ds.GeoTransform(errh); err == nil && hasGeoTransform(gt) {
+		if err := checkGeoTransform(gt); err != nil {
+			return fmt.Errorf("%s: %w", s.name, err)
+		}
 		in.GeoTransform = gt
 		in.HasGeoTransform = true
 	} else {

@@ -45,6 +45,16 @@ type Prediction struct {
 	Rows, Cols, Classes int
 	Prob                []float32 // [Rows][Cols][Classes], P_up = softmax(bilinear_up(Z_cal))
 	Uncertainty         []float32 // [Rows][Cols], G~ in 0..1
+	// Recovered says Prob holds P_rec, the probabilities after the AvgPool
+	// recovery (Predictor.PredictRecovered), not P_up.
+	Recovered bool
+	// PrototypeCos is, on the network's stride-4 grid of CellRows x
+	// CellCols cells (cell (i, j) covers pixel rows 4i..4i+3 and columns
+	// 4j..4j+3), each cell's cosine between its fused features and each
+	// class's prototype ([CellRows][CellCols][Classes]), NaN in cells
+	// without a valid pixel: what the drift's feature-space figures measure.
+	CellRows, CellCols int
+	PrototypeCos       []float32
 }
 
 // ErrBandCount is returned (wrapped) when a scene's band count differs from

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 
@@ -39,23 +40,149 @@ func availablePlugins() []string {
 	return xla.GetAvailablePlugins()
 }
 
-// ResolveBackend turns a user backend name ("" for the default, "go",
-// "xla:cuda", "xla:/path/plugin.so", or GOMLX_BACKEND when name is "")
-// into the configuration string used to open it.
-func ResolveBackend(name string) string {
-	if name == "" {
-		name = os.Getenv("GOMLX_BACKEND")
+// BackendKind is what runs the network: where its buffers live and what
+// it is good at. It is decided once, from the backend's name and the
+// plugin found (Backend.Kind), and every policy that differs by backend
+// (jobs in flight, memory budgets, input preparation, compile cache)
+// reads it instead of the name.
+type BackendKind string
+
+const (
+	// BackendGo is the pure-Go backend: the network's buffers are on the
+	// Go heap, its work on the host's cores.
+	BackendGo BackendKind = "go"
+	// BackendXLACPU is XLA's CPU plugin: host memory outside the Go heap.
+	BackendXLACPU BackendKind = "xla-cpu"
+	// BackendXLACUDA is XLA on an NVIDIA GPU (a CUDA PJRT plugin).
+	BackendXLACUDA BackendKind = "xla-cuda"
+	// BackendXLAROCm is XLA on an AMD GPU (a ROCm PJRT plugin).
+	BackendXLAROCm BackendKind = "xla-rocm"
+	// BackendXLAOther is another PJRT plugin (TPU, Metal, ...): taken to
+	// be an accelerator with memory of its own.
+	BackendXLAOther BackendKind = "xla"
+)
+
+// Backend is the one description of the backend a run uses: what it is,
+// which plugin and options, why it was chosen, where its compile cache
+// lives and, for a pip-installed CUDA plugin, the NVIDIA libraries it
+// needs. DecideBackend makes it (the only place that reads the backend's
+// name, GOMLX_BACKEND and the plugins found); it is plain data.
+type Backend struct {
+	// Name is the backend to pass on ("go", "xla:cuda,tf32",
+	// "xla:/abs/path/xla_cuda_plugin.so"): opening Name again gives the
+	// same backend without a new decision.
+	Name string      `json:"name"`
+	Kind BackendKind `json:"kind"`
+	// Plugin is the PJRT plugin's name or absolute path (XLA only).
+	Plugin string `json:"plugin,omitempty"`
+	// Options are the backend options after the plugin ("tf32",
+	// "memory_fraction=0.9"), as given.
+	Options []string `json:"options,omitempty"`
+	// Device is the device the network runs on (pnec uses one).
+	Device int `json:"device"`
+	// Reason says how the backend was chosen.
+	Reason string `json:"reason"`
+	// CUDA is the set-up of a CUDA plugin installed with pip (nil for
+	// others): its NVIDIA libraries and CUDA data folder.
+	CUDA *CUDASetup `json:"cuda,omitempty"`
+}
+
+// Label is the short name recorded in products and Items ("go",
+// "xla:cuda"): the name without pnec's default options.
+func (b Backend) Label() string {
+	if b.Kind == BackendGo {
+		return "go"
 	}
-	switch {
-	case name == "":
-		if plugins := availablePlugins(); len(plugins) > 0 {
-			return "xla:" + plugins[0]
+	return "xla:" + strings.Join(append([]string{b.Plugin}, b.Options...), ",")
+}
+
+// Config is the configuration string GoMLX opens: XLA backends compute
+// float32 matrix products in full float32 unless the options ask for TF32
+// (withFullFloat32).
+func (b Backend) Config() string {
+	if b.Kind == BackendGo {
+		if len(b.Options) > 0 {
+			return "go:" + strings.Join(b.Options, ",")
 		}
 		return goBackendConfig
-	case name == "go":
-		return goBackendConfig
 	}
-	return withFullFloat32(name)
+	return withFullFloat32(b.Label())
+}
+
+// NetworkOnGoHeap reports whether the network's buffers live on the Go
+// heap (the Go backend): the Go memory limit must then include them.
+func (b Backend) NetworkOnGoHeap() bool { return b.Kind == BackendGo }
+
+// OnDevice reports whether the network runs on an accelerator with memory
+// of its own (a GPU): one scene at a time keeps it busy, and the device's
+// memory, not the host's, bounds a tile.
+func (b Backend) OnDevice() bool {
+	switch b.Kind {
+	case BackendXLACUDA, BackendXLAROCm, BackendXLAOther:
+		return true
+	}
+	return false
+}
+
+// PrepInGraph reports whether the scene's normalisation, masks and
+// recovery run inside the compiled graph (on the device) rather than on
+// the host: on every XLA backend. The Go backend keeps pnec's host kernels,
+// which are faster on the CPU than the same work as graph operations.
+func (b Backend) PrepInGraph() bool { return b.Kind != BackendGo }
+
+// ParseBackend describes the backend name names without choosing a
+// default: "go" (or "go:OPTIONS"), "xla:PLUGIN[,OPTIONS]" where PLUGIN is a
+// plugin name ("cuda", "cpu") or an absolute path to its .so file.
+func ParseBackend(name string) (Backend, error) {
+	name = strings.TrimSpace(name)
+	switch {
+	case name == "go":
+		return Backend{Name: name, Kind: BackendGo}, nil
+	case strings.HasPrefix(name, "go:"):
+		return Backend{Name: name, Kind: BackendGo, Options: splitOptions(strings.TrimPrefix(name, "go:"))}, nil
+	case strings.HasPrefix(name, "xla:"):
+		parts := strings.Split(strings.TrimPrefix(name, "xla:"), ",")
+		plugin := strings.TrimSpace(parts[0])
+		if plugin == "" {
+			return Backend{}, fmt.Errorf("backend %q: no plugin after xla: (xla:cuda, xla:cpu or xla:/abs/path/plugin.so)", name)
+		}
+		if strings.ContainsRune(plugin, filepath.Separator) && !filepath.IsAbs(plugin) {
+			return Backend{}, fmt.Errorf("backend %q: a plugin path must be absolute", name)
+		}
+		b := Backend{Name: name, Kind: pluginKind(plugin), Plugin: plugin, Options: splitOptions(strings.Join(parts[1:], ","))}
+		return b, nil
+	}
+	return Backend{}, fmt.Errorf("backend %q: %w", name, ErrUnknownBackend)
+}
+
+// ErrUnknownBackend is a backend name that is neither go nor xla:PLUGIN.
+var ErrUnknownBackend = errors.New("unknown backend: use go, xla:cuda, xla:cpu or xla:/abs/path/plugin.so")
+
+func splitOptions(s string) []string {
+	var out []string
+	for _, o := range strings.Split(s, ",") {
+		if o = strings.TrimSpace(o); o != "" {
+			out = append(out, o)
+		}
+	}
+	return out
+}
+
+// pluginKind is the kind of the PJRT plugin named plugin (a name or a
+// path): the one place a plugin's name is read for what it runs on.
+// jax's CUDA plugin is xla_cuda_plugin.so in jax_plugins/xla_cuda13,
+// go-xla's pjrt_c_api_cuda_plugin.so.
+func pluginKind(plugin string) BackendKind {
+	base := strings.ToLower(filepath.Base(plugin))
+	switch {
+	case strings.Contains(base, "cuda") || strings.Contains(base, "nvidia"):
+		return BackendXLACUDA
+	case strings.Contains(base, "rocm") || strings.Contains(base, "amd"):
+		return BackendXLAROCm
+	case base == "cpu" || strings.Contains(base, "cpu"):
+		return BackendXLACPU
+	}
+	return BackendXLAOther
 }
 
 // withFullFloat32 turns TF32 matrix products off on an XLA backend unless
@@ -75,22 +202,60 @@ func withFullFloat32(config string) string {
 	return config + ",notf32"
 }
 
-// ErrNoPlugin says that no XLA PJRT plugin was found for an XLA backend.
-var ErrNoPlugin = errors.New("no XLA PJRT plugin found: set PJRT_PLUGIN_LIBRARY_PATH to the folder holding pjrt_c_api_*_plugin.so, or name the plugin file (xla:/abs/path/plugin.so)")
+// ResolveBackend turns a user backend name ("" for the default, "go",
+// "xla:cuda", "xla:/path/plugin.so", or GOMLX_BACKEND when name is "")
+// into the configuration string used to open it (Backend.Config of
+// DecideBackend's choice for a job of unknown size); a name it cannot
+// parse is returned as it is, for GoMLX to refuse.
+func ResolveBackend(name string) string {
+	b, err := DecideBackend(name, Job{})
+	if err != nil {
+		return name
+	}
+	return b.Config()
+}
 
-// openBackend opens the backend named by name (see ResolveBackend). GoMLX
-// panics for unknown backends; that is turned into an error here.
-func openBackend(name string) (b compute.Backend, config string, err error) {
-	config = ResolveBackend(name)
+// ErrNoPlugin says that no XLA PJRT plugin was found for an XLA backend.
+var ErrNoPlugin = errors.New("no XLA PJRT plugin found: install one with pip (pip install jax[cuda13]) or set PJRT_PLUGIN_LIBRARY_PATH to the folder holding pjrt_c_api_*_plugin.so, or name the plugin file (xla:/abs/path/plugin.so)")
+
+// openBackend decides the backend named by name (see DecideBackend) for a
+// job of unknown size and opens it.
+func openBackend(name string) (compute.Backend, Backend, error) {
+	d, err := DecideBackend(name, Job{})
+	if err != nil {
+		return nil, Backend{}, err
+	}
+	b, err := d.Open()
+	return b, d, err
+}
+
+// Open opens the backend b describes. For a CUDA plugin installed with pip
+// it first loads the NVIDIA libraries beside it (CUDASetup.Load) and points
+// XLA at the CUDA data folder; for every XLA backend it points XLA's own
+// caches at the compile cache (see CompileCache). GoMLX panics for unknown
+// backends; that is turned into an error here.
+func (b Backend) Open() (cb compute.Backend, err error) {
+	config := b.Config()
 	defer func() {
 		if r := recover(); r != nil {
-			b, err = nil, fmt.Errorf("open backend %q: %v", config, r)
+			cb, err = nil, fmt.Errorf("open backend %q: %v", config, r)
 		}
 	}()
-	b, err = func() (compute.Backend, error) {
+	if b.CUDA != nil {
+		if err := b.CUDA.Load(); err != nil {
+			return nil, fmt.Errorf("open backend %q: %w", config, err)
+		}
+	}
+	if b.Kind != BackendGo {
+		if _, err := useCompileCache(b); err != nil {
+			// The cache only saves time: run without it, and say why once.
+			warnCacheOnce.Do(func() { fmt.Fprintf(os.Stderr, "pnec: compile cache off: %v\n", err) })
+		}
+	}
+	cb, err = func() (compute.Backend, error) {
 		xlaMu.Lock()
 		defer xlaMu.Unlock() // also when it panics
-		if strings.HasPrefix(config, "go:") {
+		if b.Kind == BackendGo {
 			GuardHeap()
 			lowerGCPercent()
 			// The Go backend prints its parallelism setting to stdout, which
@@ -106,18 +271,12 @@ func openBackend(name string) (b compute.Backend, config string, err error) {
 	if err != nil && strings.Contains(err.Error(), "no plugins found") {
 		// GoMLX's message ends in a hint for Go developers (import its
 		// autoinstall package), not for someone running pnec.
-		return nil, config, fmt.Errorf("open backend %q: %w", config, ErrNoPlugin)
+		return nil, fmt.Errorf("open backend %q: %w", config, ErrNoPlugin)
 	}
 	if err != nil {
-		return nil, config, fmt.Errorf("open backend %q: %w", config, err)
+		return nil, fmt.Errorf("open backend %q: %w", config, err)
 	}
-	return b, config, nil
+	return cb, nil
 }
 
-// backendLabel is the short name recorded in outputs ("go", "xla:cuda").
-func backendLabel(config string) string {
-	if strings.HasPrefix(config, "go:") {
-		return "go"
-	}
-	return strings.TrimSuffix(config, ",notf32")
-}
+var warnCacheOnce sync.Once

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math"
 	"slices"
-	"strings"
 
 	"github.com/pnec/pnec/tiling"
 )
@@ -46,42 +45,28 @@ type driftStats struct {
 	ClassReliability []float32 `json:"class_reliability"`
 	// Pixels is the number of valid pixels these statistics are over.
 	Pixels int64 `json:"pixels"`
+
+	// The network's own terms (file format 4). FeatureDistanceP50 and
+	// FeatureDistanceP90 are, per class, the median and 90th percentile of
+	// the feature distance (1 - cos between a cell's fused features and
+	// its nearest prototype) over the training scene's valid cells of the
+	// network's stride-4 grid whose nearest prototype is that class's;
+	// ClassPrototypeMargin is the mean over the same cells of the nearest
+	// prototype's cosine minus the second's. Cells is their number.
+	FeatureDistanceP50   []float32 `json:"feature_distance_p50"`
+	FeatureDistanceP90   []float32 `json:"feature_distance_p90"`
+	ClassPrototypeMargin []float32 `json:"class_prototype_margin"`
+	Cells                int64     `json:"cells"`
+	// ClassUncertainty is the mean G~ (the reliability gate's fused
+	// uncertainty) and ClassMargin the mean margin of the recovered
+	// probabilities (largest minus second, over their sum) of the valid
+	// pixels labelled with each class.
+	ClassUncertainty []float32 `json:"class_uncertainty"`
+	ClassMargin      []float32 `json:"class_margin"`
 }
 
 // driftQuantiles are the percentiles of driftStats.DistanceQuantiles.
 var driftQuantiles = []float64{50, 90, 99, 99.9}
-
-// DriftVerdict says how far a scene is from the model's training data.
-type DriftVerdict string
-
-// Drift verdicts.
-const (
-	DriftOK   DriftVerdict = "ok"   // within what the model was measured to tolerate
-	DriftWarn DriftVerdict = "warn" // farther: accuracy may be lower than on the training scene
-	DriftFail DriftVerdict = "fail" // far outside the training data: do not trust the map
-	// DriftUnknown is the verdict of a model without training statistics.
-	DriftUnknown DriftVerdict = "unknown"
-)
-
-// DriftThresholds turn drift figures into a verdict: warn (fail) when the
-// share of far pixels reaches WarnFarShare (FailFarShare), the reliability
-// ratio falls to WarnReliabilityRatio (FailReliabilityRatio) or below, or
-// (warn only) the distance ratio reaches WarnDistanceRatio.
-type DriftThresholds struct {
-	WarnFarShare, FailFarShare                 float64 // 0..1
-	WarnReliabilityRatio, FailReliabilityRatio float64 // 0..1
-	WarnDistanceRatio                          float64 // > 1
-}
-
-// DefaultDriftThresholds are the thresholds products use, calibrated on the
-// acquisition-shift protocol (docs/acquisitions.md): the clean benchmark
-// scenes and their halves stay below about 1% far pixels, above 0.95 of the
-// reliability and below 1.15 of the distances.
-var DefaultDriftThresholds = DriftThresholds{
-	WarnFarShare: 0.05, FailFarShare: 0.25,
-	WarnReliabilityRatio: 0.9, FailReliabilityRatio: 0.75,
-	WarnDistanceRatio: 1.5,
-}
 
 // Drift is how far a scene is from a model's training scene, and the
 // verdict on it.
@@ -113,25 +98,58 @@ type Drift struct {
 	// scene's label counts), and ReliabilityRatio their ratio.
 	Reliability, ReliabilityBaseline, ReliabilityRatio float64
 	ValidPixels                                        int64
+
+	// The figures in the network's own terms, each against what the
+	// training scene gave. FeatureFarShare is the share of valid cells of
+	// the network's stride-4 grid whose fused features are farther from
+	// their nearest prototype than 90% of the training scene's cells
+	// nearest that prototype (0.1 on the training scene);
+	// FeatureDistanceRatio the class-wise median feature distance over the
+	// training scene's (geometric mean weighted by cells, as DistanceRatio).
+	FeatureFarShare, FeatureDistanceRatio float64
+	// PrototypeMarginRatio is the mean margin between the nearest and the
+	// second prototype's cosine over the training scene's for the same mix
+	// of nearest prototypes.
+	PrototypeMarginRatio float64
+	// UncertaintyRatio is the mean G~ (the reliability gate's uncertainty)
+	// of the valid pixels over the training scene's for the same mix of
+	// labels; MarginRatio the mean margin of the recovered probabilities
+	// (largest minus second) over the training scene's likewise.
+	UncertaintyRatio, MarginRatio float64
+	ValidCells                    int64
 }
 
 // DriftMeter gathers a scene's drift from pieces: the spectra of each
-// scene pixel once (AddSpectra) and each valid pixel's class distances and
-// final label (AddPixel), in any order and split.
+// scene pixel once (AddSpectra), each valid pixel's class distances, network
+// outputs and final label (AddPixel) and each valid cell of the network's
+// grid once (AddCells), in any order and split. The three touch separate
+// fields: each may run in a goroutine of its own (one per method), Report
+// after all of them.
 type DriftMeter struct {
 	st      *driftStats
 	bandSum []float64
 	bandN   []float64
 	// AddSpectra's per-call buffers: sums, non-finite counts.
-	runSum     []float64
-	runBad     []float64
-	pixels     int64
-	far        int64
-	relSum     float64
-	relN       int64
-	labelN     []int64   // valid pixels per final label (those with an agreement)
-	distHist   [][]int64 // per nearest class, counts of log10 distance (distBins)
-	thresholds DriftThresholds
+	runSum   []float64
+	runBad   []float64
+	pixels   int64
+	far      int64
+	relSum   float64
+	relN     int64
+	labelN   []int64   // valid pixels per final label (those with an agreement)
+	distHist [][]int64 // per nearest class, counts of log10 distance (distBins)
+	// The network's outputs per pixel (AddPixel): sums of G~ and of the
+	// probability margin, and the pixels per label they are over.
+	uncSum, marginSum float64
+	outN              []int64
+	// The feature space per cell (AddCells): cells, far cells, per nearest
+	// prototype the distance histogram and the cells, the sum of
+	// prototype margins.
+	cells, featFar int64
+	featHist       [][]int64
+	protoN         []int64
+	protoMarginSum float64
+	thresholds     DriftThresholds
 }
 
 // The distance histograms: distBinsPerDecade bins per decade of the cosine
@@ -184,9 +202,11 @@ func (m *Model) NewDriftMeter() (*DriftMeter, error) {
 	}
 	k := len(st.ClassShare)
 	d := &DriftMeter{st: st, bandSum: make([]float64, len(st.BandMean)), bandN: make([]float64, len(st.BandMean)),
-		labelN: make([]int64, k), distHist: make([][]int64, k), thresholds: DefaultDriftThresholds}
+		labelN: make([]int64, k), distHist: make([][]int64, k), outN: make([]int64, k),
+		featHist: make([][]int64, k), protoN: make([]int64, k), thresholds: DefaultDriftThresholds}
 	for c := range d.distHist {
 		d.distHist[c] = make([]int64, distBins)
+		d.featHist[c] = make([]int64, distBins)
 	}
 	return d, nil
 }
@@ -230,10 +250,15 @@ func (d *DriftMeter) AddSpectra(data []float32, valid []bool) {
 }
 
 // AddPixel adds one valid pixel's class distances (SpectralReference.
-// ClassDistances, blended over tiles or not) and its final label (dense
-// class index).
-func (d *DriftMeter) AddPixel(dist []float32, label int) {
+// ClassDistances, blended over tiles or not), its recovered probabilities
+// prob (one per class), its G~ and its final label (dense class index).
+func (d *DriftMeter) AddPixel(dist, prob []float32, uncertainty float32, label int) {
 	d.pixels++
+	if m := probMargin(prob); label >= 0 && label < len(d.outN) && !math.IsNaN(m) && !math.IsNaN(float64(uncertainty)) {
+		d.uncSum += float64(uncertainty)
+		d.marginSum += m
+		d.outN[label]++
+	}
 	far := len(dist) > 0
 	near := 0
 	for c, v := range dist {
@@ -259,11 +284,108 @@ func (d *DriftMeter) AddPixel(dist []float32, label int) {
 	}
 }
 
+// probMargin is the largest of p minus the second, over their sum (NaN
+// without probability mass): the margin reliability.
+func probMargin(p []float32) float64 { return float64(ReliabilityMargin.Pixel(p, 0)) }
+
+// nearestPrototype is the class of the largest of a cell's prototype
+// cosines, its feature distance 1 - cos and the margin to the second
+// largest; ok is false for a cell without data (NaN).
+func nearestPrototype(cos []float32) (class int, dist, margin float64, ok bool) {
+	if len(cos) == 0 {
+		return 0, 0, 0, false
+	}
+	c1, c2 := math.Inf(-1), math.Inf(-1)
+	for c, v := range cos {
+		x := float64(v)
+		if math.IsNaN(x) {
+			return 0, 0, 0, false
+		}
+		switch {
+		case x > c1:
+			c1, c2, class = x, c1, c
+		case x > c2:
+			c2 = x
+		}
+	}
+	if len(cos) == 1 {
+		c2 = c1
+	}
+	return class, 1 - c1, c1 - c2, true
+}
+
+// AddCells adds cells [first, first+n) of p's stride-4 grid
+// (p.PrototypeCos; cells without data are skipped). Give each scene cell
+// once.
+func (d *DriftMeter) AddCells(p Prediction, first, n int) {
+	k := len(d.featHist)
+	if p.Classes != k || len(p.PrototypeCos) != p.CellRows*p.CellCols*k {
+		return
+	}
+	st := d.st
+	for i := first; i < min(first+n, p.CellRows*p.CellCols); i++ {
+		c, dist, margin, ok := nearestPrototype(p.PrototypeCos[i*k : (i+1)*k])
+		if !ok {
+			continue
+		}
+		d.cells++
+		if !(dist <= float64(st.FeatureDistanceP90[c])) {
+			d.featFar++
+		}
+		d.featHist[c][distBin(dist)]++
+		d.protoN[c]++
+		d.protoMarginSum += margin
+	}
+}
+
+// histRatio is the geometric mean over classes of each class histogram's
+// median over base[class], weighted by the class's count (NaN when no class
+// has both).
+func histRatio(hist [][]int64, base []float32) float64 {
+	var logSum, weight float64
+	for c, h := range hist {
+		if c >= len(base) || !(base[c] > 0) {
+			continue
+		}
+		var n int64
+		for _, v := range h {
+			n += v
+		}
+		if m := histMedian(h); n > 0 && m > 0 {
+			logSum += float64(n) * math.Log(m/float64(base[c]))
+			weight += float64(n)
+		}
+	}
+	if weight == 0 {
+		return math.NaN()
+	}
+	return math.Exp(logSum / weight)
+}
+
+// mixBaseline is the training scene's per-class figure base weighted by
+// this scene's counts n (NaN without counts).
+func mixBaseline(n []int64, base []float32) float64 {
+	var sum float64
+	var total int64
+	for c, k := range n {
+		if c < len(base) {
+			sum += float64(k) * float64(base[c])
+			total += k
+		}
+	}
+	if total == 0 {
+		return math.NaN()
+	}
+	return sum / float64(total)
+}
+
 // Report computes the figures and the verdict.
 func (d *DriftMeter) Report() Drift {
 	st := d.st
 	r := Drift{ValidPixels: d.pixels, ReliabilityBaseline: st.Reliability, Reliability: math.NaN(),
-		ReliabilityRatio: math.NaN(), FarShare: math.NaN(), BrightnessRatio: math.NaN(), DistanceRatio: math.NaN()}
+		ReliabilityRatio: math.NaN(), FarShare: math.NaN(), BrightnessRatio: math.NaN(), DistanceRatio: math.NaN(),
+		FeatureFarShare: math.NaN(), FeatureDistanceRatio: math.NaN(), PrototypeMarginRatio: math.NaN(),
+		UncertaintyRatio: math.NaN(), MarginRatio: math.NaN(), ValidCells: d.cells}
 	var ratios []float64
 	r.BandShiftSD = make([]float64, len(d.bandSum))
 	for b := range d.bandSum {
@@ -306,63 +428,22 @@ func (d *DriftMeter) Report() Drift {
 			r.ReliabilityRatio = r.Reliability / r.ReliabilityBaseline
 		}
 	}
-	var logSum, weight float64
-	for c, h := range d.distHist {
-		if c >= len(st.ClassDistanceP50) || !(st.ClassDistanceP50[c] > 0) {
-			continue
-		}
-		var n int64
-		for _, v := range h {
-			n += v
-		}
-		if m := histMedian(h); n > 0 && m > 0 {
-			logSum += float64(n) * math.Log(m/float64(st.ClassDistanceP50[c]))
-			weight += float64(n)
-		}
+	r.DistanceRatio = histRatio(d.distHist, st.ClassDistanceP50)
+	if d.cells > 0 {
+		r.FeatureFarShare = float64(d.featFar) / float64(d.cells)
+		r.FeatureDistanceRatio = histRatio(d.featHist, st.FeatureDistanceP50)
+		r.PrototypeMarginRatio = d.protoMarginSum / float64(d.cells) / mixBaseline(d.protoN, st.ClassPrototypeMargin)
 	}
-	if weight > 0 {
-		r.DistanceRatio = math.Exp(logSum / weight)
+	var outTotal int64
+	for _, n := range d.outN {
+		outTotal += n
 	}
-	r.Verdict, r.Reasons = d.thresholds.verdict(r)
+	if outTotal > 0 {
+		r.UncertaintyRatio = d.uncSum / float64(outTotal) / mixBaseline(d.outN, st.ClassUncertainty)
+		r.MarginRatio = d.marginSum / float64(outTotal) / mixBaseline(d.outN, st.ClassMargin)
+	}
+	r.Verdict, r.Reasons = d.thresholds.Verdict(r)
 	return r
-}
-
-// verdict applies the thresholds to the figures of r.
-func (t DriftThresholds) verdict(r Drift) (DriftVerdict, []string) {
-	v := DriftOK
-	var reasons []string
-	raise := func(to DriftVerdict, why string) {
-		if to == DriftFail || v == DriftOK {
-			v = to
-		}
-		reasons = append(reasons, why)
-	}
-	switch {
-	case r.ValidPixels == 0:
-		return DriftUnknown, []string{"no valid pixel"}
-	case r.FarShare >= t.FailFarShare:
-		raise(DriftFail, fmt.Sprintf("%.1f%% of the pixels are farther from every class than 99%% of the training scene's (fail at %g%%)", 100*r.FarShare, 100*t.FailFarShare))
-	case r.FarShare >= t.WarnFarShare:
-		raise(DriftWarn, fmt.Sprintf("%.1f%% of the pixels are farther from every class than 99%% of the training scene's (warn at %g%%)", 100*r.FarShare, 100*t.WarnFarShare))
-	}
-	if r.DistanceRatio >= t.WarnDistanceRatio {
-		raise(DriftWarn, fmt.Sprintf("the spectra are %.1f times as far from their nearest class as the training scene's (warn at %g)", r.DistanceRatio, t.WarnDistanceRatio))
-	}
-	switch {
-	case r.ReliabilityRatio <= t.FailReliabilityRatio:
-		raise(DriftFail, fmt.Sprintf("mean reliability %.1f%% is %.0f%% of the training scene's %.1f%% for these labels (fail at %g%%)", 100*r.Reliability, 100*r.ReliabilityRatio, 100*r.ReliabilityBaseline, 100*t.FailReliabilityRatio))
-	case r.ReliabilityRatio <= t.WarnReliabilityRatio:
-		raise(DriftWarn, fmt.Sprintf("mean reliability %.1f%% is %.0f%% of the training scene's %.1f%% for these labels (warn at %g%%)", 100*r.Reliability, 100*r.ReliabilityRatio, 100*r.ReliabilityBaseline, 100*t.WarnReliabilityRatio))
-	}
-	return v, reasons
-}
-
-// Summary is the verdict and its reasons in one line.
-func (r Drift) Summary() string {
-	if len(r.Reasons) == 0 {
-		return string(r.Verdict)
-	}
-	return string(r.Verdict) + ": " + strings.Join(r.Reasons, "; ")
 }
 
 // DriftOf measures the drift of a whole scene s given m's prediction on it
@@ -402,8 +483,9 @@ func measureScene(d *DriftMeter, s Scene, pred Prediction, ref *SpectralReferenc
 				best = c
 			}
 		}
-		d.AddPixel(dist[i*k:(i+1)*k], best)
+		d.AddPixel(dist[i*k:(i+1)*k], prec[i*k:(i+1)*k], pred.Uncertainty[i], best)
 	}
+	d.AddCells(pred, 0, pred.CellRows*pred.CellCols)
 	return nil
 }
 
@@ -426,9 +508,12 @@ func trainDriftStats(ctx context.Context, m *Model, s Scene, backend string) (*d
 	}
 	B, k, n := s.Bands, pred.Classes, s.Rows*s.Cols
 	st := &driftStats{BandMean: make([]float32, B), BandStd: make([]float32, B), ClassShare: make([]float32, k),
-		ClassDistanceP99: make([]float32, k), ClassDistanceP50: make([]float32, k), ClassReliability: make([]float32, k)}
+		ClassDistanceP99: make([]float32, k), ClassDistanceP50: make([]float32, k), ClassReliability: make([]float32, k),
+		FeatureDistanceP50: make([]float32, k), FeatureDistanceP90: make([]float32, k), ClassPrototypeMargin: make([]float32, k),
+		ClassUncertainty: make([]float32, k), ClassMargin: make([]float32, k)}
 	relByClass := make([]float64, k)
 	relCount := make([]float64, k)
+	uncByClass, marginByClass, outCount := make([]float64, k), make([]float64, k), make([]float64, k)
 	means := BandMeans(s)
 	sq := make([]float64, B)
 	cnt := make([]float64, B)
@@ -480,6 +565,11 @@ func trainDriftStats(ctx context.Context, m *Model, s Scene, backend string) (*d
 			relByClass[best] += float64(a)
 			relCount[best]++
 		}
+		if mg, u := probMargin(prec[i*k:(i+1)*k]), float64(pred.Uncertainty[i]); !math.IsNaN(mg) && !math.IsNaN(u) {
+			uncByClass[best] += u
+			marginByClass[best] += mg
+			outCount[best]++
+		}
 		if isTrain[i] {
 			continue
 		}
@@ -504,6 +594,10 @@ func trainDriftStats(ctx context.Context, m *Model, s Scene, backend string) (*d
 		if relCount[c] > 0 {
 			st.ClassReliability[c] = float32(relByClass[c] / relCount[c])
 		}
+		if outCount[c] > 0 {
+			st.ClassUncertainty[c] = float32(uncByClass[c] / outCount[c])
+			st.ClassMargin[c] = float32(marginByClass[c] / outCount[c])
+		}
 	}
 	for c, v := range byClass {
 		if len(v) == 0 {
@@ -520,7 +614,51 @@ func trainDriftStats(ctx context.Context, m *Model, s Scene, backend string) (*d
 	for _, q := range driftQuantiles {
 		st.DistanceQuantiles = append(st.DistanceQuantiles, float32(percentile(nearest, q)))
 	}
+	// The feature space: every valid cell, the training pixels' too (the
+	// network's features of a whole cell, not one pixel's spectrum).
+	featByClass := make([][]float64, k)
+	protoMargin := make([]float64, k)
+	for i := range pred.CellRows * pred.CellCols {
+		c, d, mg, ok := nearestPrototype(pred.PrototypeCos[i*k : (i+1)*k])
+		if !ok {
+			continue
+		}
+		featByClass[c] = append(featByClass[c], d)
+		protoMargin[c] += mg
+		st.Cells++
+	}
+	if st.Cells == 0 {
+		return nil, errors.New("no valid cell")
+	}
+	for c, v := range featByClass {
+		if len(v) == 0 {
+			continue // as for the spectra: a cell nearest it is beyond every training cell
+		}
+		slices.Sort(v)
+		st.FeatureDistanceP50[c] = float32(percentile(v, 50))
+		st.FeatureDistanceP90[c] = float32(percentile(v, 90))
+		st.ClassPrototypeMargin[c] = float32(protoMargin[c] / float64(len(v)))
+	}
 	return st, nil
+}
+
+// CalibrateDrift measures m's drift statistics again on its training scene
+// s (the scene it was trained on, as given to Train) with a predictor on
+// backend: for a model an experiment keeps on disk and reuses after the
+// drift figures changed (LoadWithoutDrift). The checksum follows them.
+func (m *Model) CalibrateDrift(ctx context.Context, s Scene, backend string) error {
+	if s.Rows != m.meta.SceneRows || s.Cols != m.meta.SceneCols || s.Bands != m.meta.Bands {
+		return fmt.Errorf("calibrate drift: a %dx%dx%d scene for a model trained on %dx%dx%d", s.Rows, s.Cols, s.Bands, m.meta.SceneRows, m.meta.SceneCols, m.meta.Bands)
+	}
+	st, err := trainDriftStats(ctx, m, s, backend)
+	if err != nil {
+		return fmt.Errorf("calibrate drift: %w", err)
+	}
+	m.meta.Drift = st
+	if _, sum, err := m.fileBytes(); err == nil {
+		m.checksum = sum
+	}
+	return nil
 }
 
 // checkDrift verifies stored drift statistics (none is valid).
@@ -535,6 +673,8 @@ func (m *Model) checkDrift() error {
 		return fmt.Errorf("drift statistics for %d/%d bands, want %d", len(st.BandMean), len(st.BandStd), m.meta.Bands)
 	case len(st.ClassShare) != k || len(st.ClassDistanceP99) != k || len(st.ClassDistanceP50) != k || len(st.ClassReliability) != k:
 		return fmt.Errorf("drift statistics for %d/%d/%d/%d classes, want %d", len(st.ClassShare), len(st.ClassDistanceP99), len(st.ClassDistanceP50), len(st.ClassReliability), k)
+	case len(st.FeatureDistanceP50) != k || len(st.FeatureDistanceP90) != k || len(st.ClassPrototypeMargin) != k || len(st.ClassUncertainty) != k || len(st.ClassMargin) != k:
+		return fmt.Errorf("feature drift statistics for %d/%d/%d/%d/%d classes, want %d", len(st.FeatureDistanceP50), len(st.FeatureDistanceP90), len(st.ClassPrototypeMargin), len(st.ClassUncertainty), len(st.ClassMargin), k)
 	case len(st.DistanceQuantiles) != len(driftQuantiles):
 		return fmt.Errorf("%d distance quantiles, want %d", len(st.DistanceQuantiles), len(driftQuantiles))
 	case !(st.Reliability >= 0 && st.Reliability <= 1):

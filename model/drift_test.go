@@ -20,11 +20,18 @@ func TestDriftMeter(t *testing.T) {
 	st := &driftStats{BandMean: []float32{100, 200}, BandStd: []float32{10, 20}, ClassShare: []float32{0.5, 0.5},
 		ClassDistanceP99: []float32{0.01, 0.02}, ClassDistanceP50: []float32{0.001, 0.005},
 		DistanceQuantiles: []float32{0.001, 0.005, 0.01, 0.02},
-		Reliability:       (a0 + 0.8*a1) / 2, ClassReliability: []float32{float32(a0), float32(0.8 * a1)}, Pixels: 100}
+		Reliability:       (a0 + 0.8*a1) / 2, ClassReliability: []float32{float32(a0), float32(0.8 * a1)}, Pixels: 100,
+		FeatureDistanceP50: []float32{0.01, 0.02}, FeatureDistanceP90: []float32{0.05, 0.1}, ClassPrototypeMargin: []float32{0.5, 0.4},
+		ClassUncertainty: []float32{0.2, 0.3}, ClassMargin: []float32{0.9, 0.8}, Cells: 25}
 	m := &Model{meta: modelMeta{Bands: 2, Classes: []Class{{Value: 1}, {Value: 2}}, Drift: st}}
 	if err := m.checkDrift(); err != nil {
 		t.Fatal(err)
 	}
+	// The verdict of the spectral figures alone (the limits before issue
+	// 33): this test checks how the spectral figures are measured.
+	spectralOnly := DriftThresholds{Limits: []DriftLimit{
+		{Figure: "far_share", Warn: 0.05, Fail: 0.25}, {Figure: "distance_ratio", Warn: 1.5},
+		{Figure: "reliability_ratio", Warn: 0.9, Fail: 0.75}}}
 	for _, tc := range []struct {
 		name        string
 		spectra     []float32 // two bands per pixel
@@ -54,10 +61,16 @@ func TestDriftMeter(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			d.SetThresholds(spectralOnly)
 			d.AddSpectra(tc.spectra, nil)
 			for i, px := range tc.pixels {
-				d.AddPixel(px, tc.labels[i])
+				prob := []float32{0.9, 0.1}
+				if tc.labels[i] == 1 {
+					prob = []float32{0.1, 0.9}
+				}
+				d.AddPixel(px, prob, 0.2, tc.labels[i])
 			}
+			d.AddCells(cellsOf([]float32{0.99, 0.5}, 2), 0, 1)
 			r := d.Report()
 			if math.Abs(r.FarShare-tc.wantFar) > 1e-9 || math.Abs(r.BrightnessRatio-tc.wantBright) > 1e-6 {
 				t.Errorf("far share %g, brightness %g; want %g, %g", r.FarShare, r.BrightnessRatio, tc.wantFar, tc.wantBright)
@@ -125,6 +138,154 @@ func TestDriftOfTrainingScene(t *testing.T) {
 			t.Errorf("distance quantiles %v not ascending", st.DistanceQuantiles)
 		}
 	}
+	drift := driftMeasure(t, m)
+	clean := drift(s)
+	if clean.Verdict != DriftOK || clean.FarShare > 0.02 || math.Abs(clean.ReliabilityRatio-1) > 1e-6 || clean.BandShiftMaxSD > 1e-4 ||
+		math.Abs(clean.DistanceRatio-1) > 0.07 {
+		t.Errorf("training scene: %+v, want ok, at most 2%% far, reliability ratio 1, no band shift, distance ratio 1", clean)
+	}
+	// The network's own terms on its training scene: about 10% of the
+	// cells beyond their prototype's 90th percentile (of 42 cells, a
+	// class's percentile interpolates between few), every ratio 1.
+	if clean.ValidCells != 42 || clean.FeatureFarShare > 0.15 || math.Abs(clean.FeatureDistanceRatio-1) > 0.07 ||
+		math.Abs(clean.PrototypeMarginRatio-1) > 1e-5 || math.Abs(clean.UncertaintyRatio-1) > 1e-5 || math.Abs(clean.MarginRatio-1) > 1e-5 {
+		t.Errorf("training scene, network's figures: %+v, want 42 cells, at most 15%% of them far and ratios 1", clean)
+	}
+	dark := drift(Radiometric{Gain: 0.7}.Apply(s, nil, nil))
+	if math.Abs(dark.BrightnessRatio-0.7) > 1e-3 || math.Abs(dark.FarShare-clean.FarShare) > 1e-9 || dark.BandShiftMaxSD < 0.5 ||
+		math.Abs(dark.DistanceRatio-clean.DistanceRatio) > 1e-3 {
+		t.Errorf("gain 0.7: %+v, want brightness 0.7, the clean far share %g and a band shift", dark, clean.FarShare)
+	}
+	// The shape input sees no gain: the network's figures are the clean
+	// scene's.
+	if math.Abs(dark.FeatureDistanceRatio-clean.FeatureDistanceRatio) > 1e-3 || math.Abs(dark.MarginRatio-clean.MarginRatio) > 1e-3 ||
+		math.Abs(dark.PrototypeMarginRatio-clean.PrototypeMarginRatio) > 1e-3 || dark.Verdict != DriftOK {
+		t.Errorf("gain 0.7: %+v, want the clean scene's network figures %+v and ok", dark, clean)
+	}
+	if rev := drift(Radiometric{Reverse: true}.Apply(s, nil, nil)); rev.Verdict == DriftOK || rev.FarShare < 0.5 || !(rev.FeatureDistanceRatio > 1.2) {
+		t.Errorf("bands reversed: %+v, want not ok, most pixels far and the features farther from their prototypes", rev)
+	}
+}
+
+// TestDriftModelFigures checks the figures in the network's own terms on
+// statistics made by hand: feature distances to the prototypes (far share
+// and class-wise median ratio), the prototype margin, the gate's
+// uncertainty and the probability margin, each against the training
+// scene's for this scene's mix.
+func TestDriftModelFigures(t *testing.T) {
+	st := &driftStats{BandMean: []float32{100, 200}, BandStd: []float32{10, 20}, ClassShare: []float32{0.5, 0.5},
+		ClassDistanceP99: []float32{0.01, 0.02}, ClassDistanceP50: []float32{0.001, 0.005}, DistanceQuantiles: []float32{0.001, 0.005, 0.01, 0.02},
+		Reliability: 0.8, ClassReliability: []float32{0.8, 0.8}, Pixels: 100,
+		FeatureDistanceP50: []float32{0.01, 0.04}, FeatureDistanceP90: []float32{0.05, 0.1}, ClassPrototypeMargin: []float32{0.5, 0.25},
+		ClassUncertainty: []float32{0.2, 0.4}, ClassMargin: []float32{0.9, 0.6}, Cells: 25}
+	m := &Model{meta: modelMeta{Bands: 2, Classes: []Class{{Value: 1}, {Value: 2}}, Drift: st}}
+	if err := m.checkDrift(); err != nil {
+		t.Fatal(err)
+	}
+	d, err := m.NewDriftMeter()
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.AddSpectra([]float32{100, 200}, nil)
+	// Cells: two at class 0's median distance (margin 0.5), one of class 1
+	// at twice its median (margin 0.25), one beyond class 0's 90th
+	// percentile, one without data.
+	nan := float32(math.NaN())
+	d.AddCells(cellsOf([]float32{0.99, 0.49, 0.99, 0.49, 0.67, 0.92, 0.9, 0.4, nan, nan}, 2), 0, 5)
+	// Pixels: label 0 twice with G~ 0.3 (the training scene's 0.2) and
+	// margin 0.45 (0.9); label 1 once, as on the training scene.
+	d.AddPixel([]float32{0.001, 0.5}, []float32{0.725, 0.275}, 0.3, 0)
+	d.AddPixel([]float32{0.001, 0.5}, []float32{1.45, 0.55}, 0.3, 0) // unnormalised: the margin is relative
+	d.AddPixel([]float32{0.5, 0.005}, []float32{0.2, 0.8}, 0.4, 1)
+	r := d.Report()
+	// Feature distances: class 0 cells 0.01, 0.01, 0.1 (median 0.01, ratio
+	// 1; 0.1 is beyond 0.05), class 1 one cell 0.08 (ratio 2): geometric
+	// mean weighted 3:1.
+	wantRatio := math.Exp((3*math.Log(1) + math.Log(2)) / 4)
+	checks := []struct {
+		name      string
+		got, want float64
+		tol       float64
+	}{
+		{"cells", float64(r.ValidCells), 4, 0},
+		{"feature far share", r.FeatureFarShare, 0.25, 1e-9},
+		{"feature distance ratio", r.FeatureDistanceRatio, wantRatio, 0.07 * wantRatio},
+		// Margins 0.5, 0.5, 0.5 (class 0) and 0.25 (class 1) against the
+		// same: ratio 1.
+		{"prototype margin ratio", r.PrototypeMarginRatio, 1, 1e-6},
+		// G~ mean (0.3+0.3+0.4)/3 over (0.2+0.2+0.4)/3.
+		{"uncertainty ratio", r.UncertaintyRatio, 1.0 / 0.8, 1e-6},
+		// Margins (0.45+0.45+0.6)/3 over (0.9+0.9+0.6)/3.
+		{"margin ratio", r.MarginRatio, 1.5 / 2.4, 1e-6},
+	}
+	for _, c := range checks {
+		if math.Abs(c.got-c.want) > c.tol {
+			t.Errorf("%s = %g, want %g", c.name, c.got, c.want)
+		}
+	}
+}
+
+// cellsOf is a prediction of len(cos)/k cells with those prototype
+// cosines (NaN: a cell without data).
+func cellsOf(cos []float32, k int) Prediction {
+	return Prediction{Classes: k, CellRows: 1, CellCols: len(cos) / k, PrototypeCos: cos}
+}
+
+// TestDriftVerdictNotFinite: a figure that could not be measured is never
+// ok (issue 34 item 10: a degenerate radiometry gave NaN figures and ok):
+// fail when the verdict judges it, warn otherwise; each limit fails and
+// warns at its value, in the figure's direction.
+func TestDriftVerdictNotFinite(t *testing.T) {
+	th := DriftThresholds{Limits: []DriftLimit{{Figure: "feature_far_share", Warn: 0.1, Fail: 0.5}, {Figure: "margin_ratio", Warn: 0.8}}}
+	if err := th.Check(); err != nil {
+		t.Fatal(err)
+	}
+	fine := Drift{ValidPixels: 10, ValidCells: 2, FarShare: 0.5, DistanceRatio: 3, ReliabilityRatio: 0.5, FeatureFarShare: 0.01,
+		FeatureDistanceRatio: 1, PrototypeMarginRatio: 1, UncertaintyRatio: 1, MarginRatio: 1, BrightnessRatio: 1}
+	for _, tc := range []struct {
+		name string
+		set  func(*Drift)
+		want DriftVerdict
+	}{
+		{"every figure finite", func(*Drift) {}, DriftOK},
+		{"judged figure NaN", func(d *Drift) { d.FeatureFarShare = math.NaN() }, DriftFail},
+		{"judged figure +Inf", func(d *Drift) { d.MarginRatio = math.Inf(1) }, DriftFail},
+		{"other figure NaN", func(d *Drift) { d.BrightnessRatio = math.NaN() }, DriftWarn},
+		{"other figure NaN, spectral", func(d *Drift) { d.ReliabilityRatio = math.NaN() }, DriftWarn},
+		{"at the warn limit", func(d *Drift) { d.FeatureFarShare = 0.1 }, DriftWarn},
+		{"at the fail limit", func(d *Drift) { d.FeatureFarShare = 0.5 }, DriftFail},
+		{"falling figure at its limit", func(d *Drift) { d.MarginRatio = 0.8 }, DriftWarn},
+		{"falling figure above its limit", func(d *Drift) { d.MarginRatio = 0.81 }, DriftOK},
+	} {
+		d := fine
+		tc.set(&d)
+		v, reasons := th.Verdict(d)
+		if v != tc.want || (v == DriftOK) != (len(reasons) == 0) {
+			t.Errorf("%s: verdict %s %q, want %s", tc.name, v, reasons, tc.want)
+		}
+	}
+	if v, _ := th.Verdict(Drift{}); v != DriftUnknown {
+		t.Errorf("no valid pixel: %s, want unknown", v)
+	}
+	for _, bad := range []DriftThresholds{
+		{Limits: []DriftLimit{{Figure: "nonsense", Warn: 1}}},
+		{Limits: []DriftLimit{{Figure: "margin_ratio", Warn: 0.8, Fail: 0.9}}},
+		{Limits: []DriftLimit{{Figure: "far_share", Warn: 0.5, Fail: 0.1}}},
+		{Limits: []DriftLimit{{Figure: "far_share"}}},
+		{Limits: []DriftLimit{{Figure: "far_share", Warn: 0.1}, {Figure: "far_share", Fail: 0.5}}},
+	} {
+		if err := bad.Check(); err == nil {
+			t.Errorf("thresholds %+v passed the check", bad.Limits)
+		}
+	}
+	if err := DefaultDriftThresholds.Check(); err != nil {
+		t.Errorf("DefaultDriftThresholds: %v", err)
+	}
+}
+
+// driftMeasure is m's drift on a scene, as DriftOf on a prediction.
+func driftMeasure(t *testing.T, m *Model) func(Scene) Drift {
+	t.Helper()
 	ref, err := m.SpectralReference()
 	if err != nil {
 		t.Fatal(err)
@@ -133,8 +294,9 @@ func TestDriftOfTrainingScene(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer p.Close()
-	drift := func(sc Scene) Drift {
+	t.Cleanup(func() { p.Close() })
+	return func(sc Scene) Drift {
+		t.Helper()
 		pred, err := p.Predict(context.Background(), sc)
 		if err != nil {
 			t.Fatal(err)
@@ -145,17 +307,18 @@ func TestDriftOfTrainingScene(t *testing.T) {
 		}
 		return d
 	}
-	clean := drift(s)
-	if clean.Verdict != DriftOK || clean.FarShare > 0.02 || math.Abs(clean.ReliabilityRatio-1) > 1e-6 || clean.BandShiftMaxSD > 1e-4 ||
-		math.Abs(clean.DistanceRatio-1) > 0.07 {
-		t.Errorf("training scene: %+v, want ok, at most 2%% far, reliability ratio 1, no band shift, distance ratio 1", clean)
+}
+
+// TestDriftDegenerateScene: a scene whose values all collapse to zero (a
+// degenerate radiometric scale, issue 34 item 10) has no spectral angle and
+// no shape: figures that cannot be measured, and a verdict that is not ok.
+func TestDriftDegenerateScene(t *testing.T) {
+	s, labels := synthScene(30, 26, 12, 3, 1)
+	m, err := Train(context.Background(), s, labels, TrainOptions{Config: tinyConfig(10), TrainPerClass: 10, Backend: "go"})
+	if err != nil {
+		t.Fatal(err)
 	}
-	dark := drift(Radiometric{Gain: 0.7}.Apply(s, nil, nil))
-	if math.Abs(dark.BrightnessRatio-0.7) > 1e-3 || math.Abs(dark.FarShare-clean.FarShare) > 1e-9 || dark.BandShiftMaxSD < 0.5 ||
-		math.Abs(dark.DistanceRatio-clean.DistanceRatio) > 1e-3 {
-		t.Errorf("gain 0.7: %+v, want brightness 0.7, the clean far share %g and a band shift", dark, clean.FarShare)
-	}
-	if rev := drift(Radiometric{Reverse: true}.Apply(s, nil, nil)); rev.Verdict != DriftFail || rev.FarShare < 0.5 {
-		t.Errorf("bands reversed: %+v, want fail with most pixels far", rev)
+	if d := driftMeasure(t, m)(Radiometric{Gain: 1e-300}.Apply(s, nil, nil)); d.Verdict == DriftOK || len(d.Reasons) == 0 {
+		t.Errorf("every value 0: verdict %s (%v), figures %+v; want not ok", d.Verdict, d.Reasons, d)
 	}
 }

@@ -16,17 +16,20 @@ import (
 )
 
 // fileMagic starts every model file; the number is the format version.
-// Version 3 adds the network input mode and the training augmentation to
+// Version 4 adds the drift statistics in the network's own terms (feature
+// distances to the prototype bank, the gate's uncertainty and the
+// probability margin per class; issue 33). Version 3 adds the network input mode and the training augmentation to
 // the configuration and the training scene's drift statistics (issue 21);
 // version 2 is the network aligned with the reference implementation (no
 // Mamba projection biases, tau itself, the differential branch's residual
 // on f0, the encoder choice); version 1 files hold other weights.
-const fileMagic = "PNECMDL3"
+const fileMagic = "PNECMDL4"
 
 // Magics of earlier formats, refused with a message to train again.
 const (
 	fileMagicV1 = "PNECMDL1"
 	fileMagicV2 = "PNECMDL2"
+	fileMagicV3 = "PNECMDL3"
 )
 
 // ErrModelFile is returned (wrapped) for files that are not valid model files.
@@ -163,12 +166,35 @@ func Load(path string) (*Model, error) {
 	return m, nil
 }
 
-func decodeModel(data []byte) (*Model, error) {
+// LoadWithoutDrift reads a model file as Load does but leaves its drift
+// statistics out unread (HasDriftStats is false until CalibrateDrift): for
+// an experiment that measures them again on the training scene, from files
+// whose statistics an earlier build of the same format measured otherwise.
+func LoadWithoutDrift(path string) (*Model, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("load model: %w", err)
+	}
+	m, err := decodeModelDrift(data, false)
+	if err != nil {
+		return nil, fmt.Errorf("load model %s: %w", path, err)
+	}
+	return m, nil
+}
+
+func decodeModel(data []byte) (*Model, error) { return decodeModelDrift(data, true) }
+
+// decodeModelDrift decodes a model file; withDrift false leaves its drift
+// statistics out.
+func decodeModelDrift(data []byte, withDrift bool) (*Model, error) {
 	if len(data) >= len(fileMagicV1) && string(data[:len(fileMagicV1)]) == fileMagicV1 {
 		return nil, fmt.Errorf("%w: model file format 1, written by an earlier pnec whose network differs; train the model again with this version", ErrModelFile)
 	}
 	if len(data) >= len(fileMagicV2) && string(data[:len(fileMagicV2)]) == fileMagicV2 {
 		return nil, fmt.Errorf("%w: model file format 2, written by an earlier pnec without the drift statistics and input settings products now need; train the model again with this version", ErrModelFile)
+	}
+	if len(data) >= len(fileMagicV3) && string(data[:len(fileMagicV3)]) == fileMagicV3 {
+		return nil, fmt.Errorf("%w: model file format 3, written by an earlier pnec whose drift statistics lack the network's own terms the drift verdict now measures; train the model again with this version", ErrModelFile)
 	}
 	if len(data) < len(fileMagic)+8+sha256.Size || string(data[:len(fileMagic)]) != fileMagic {
 		return nil, fmt.Errorf("%w: bad magic or too short", ErrModelFile)
@@ -186,6 +212,9 @@ func decodeModel(data []byte) (*Model, error) {
 	var meta modelMeta
 	if err := json.Unmarshal(rest[:n], &meta); err != nil {
 		return nil, fmt.Errorf("%w: header: %v", ErrModelFile, err)
+	}
+	if !withDrift {
+		meta.Drift = nil
 	}
 	rest = rest[n:]
 	if meta.Config.Encoder == "" {

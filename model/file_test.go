@@ -53,6 +53,7 @@ func TestModelFileDamage(t *testing.T) {
 	for name, bad := range map[string][]byte{
 		"format 1":  older(fileMagicV1),
 		"format 2":  older(fileMagicV2),
+		"format 3":  older(fileMagicV3),
 		"flipped":   append(append([]byte{}, data[:len(data)/2]...), append([]byte{data[len(data)/2] ^ 1}, data[len(data)/2+1:]...)...),
 		"truncated": data[:len(data)-40],
 		"empty":     {},

@@ -35,6 +35,9 @@ func (m *Model) Recovery() RecoveryParams { return m.meta.Config.Recovery }
 // TrainIndices are the row-major pixel indices of the training split, ascending.
 func (m *Model) TrainIndices() []int { return slices.Clone(m.meta.TrainIndices) }
 
+// Seed is the seed the model was trained with.
+func (m *Model) Seed() int64 { return m.meta.Seed }
+
 // Config returns the hyperparameters the model was trained with.
 func (m *Model) Config() Config { return m.meta.Config }
 

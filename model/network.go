@@ -77,6 +77,7 @@ type fwd struct {
 	F, Fspa, Fdiff    *Node // [L, D]
 	Zspa, Zdiff, Zraw *Node // [L, K]
 	S, Q              *Node // [L, K]
+	Cos               *Node // [L, K] cosine of F with each class's prototype (S = tau Cos)
 	Gtilde            *Node // [L]
 	U                 *Node // [L, 3] the gate's inputs: entropy, branch JS, prototype margin
 	Zcal              *Node // [L, K]
@@ -780,6 +781,7 @@ func (n *net) forward(x *Node, bank func(f *Node) *Node, anchor, s *Node) fwd {
 
 	tau := n.p["tau"]
 	cos := MatMul(l2normalize(o.F, 1), Transpose(protos, 0, 1)) // [L, K]
+	o.Cos = cos
 	o.S = Mul(tau, cos)
 	o.Q = Softmax(o.S, 1)
 

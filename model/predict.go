@@ -3,13 +3,14 @@ package model
 import (
 	"context"
 	"fmt"
+	"math"
 	"runtime"
-	"strings"
 	"sync"
 
 	"github.com/gomlx/compute"
 	. "github.com/gomlx/gomlx/core/graph" //nolint:revive // graph DSL
 	"github.com/gomlx/gomlx/core/tensors"
+	"github.com/pnec/pnec/tiling"
 )
 
 // Predictor runs a model on one backend; compiled executables are reused
@@ -17,7 +18,7 @@ import (
 type Predictor struct {
 	m       *Model
 	backend compute.Backend
-	config  string
+	desc    Backend
 	exec    *Exec
 	weights []*tensors.Tensor // prototype bank then params, as graph inputs
 	// fullRes, when set, runs the paper encoder's full-resolution stage on
@@ -26,14 +27,30 @@ type Predictor struct {
 	// (nil: the scene's own).
 	fullRes       *fullRes
 	frMean, frVar []float64
-	mu            sync.Mutex
+	// mem is the device's memory (zero when the network runs in host
+	// memory or the device's is unknown); marked the shapes compiled
+	// through the compile cache.
+	mem    DeviceMemory
+	marked map[[2]int]bool
+	// prep runs the input preparation in the graph (prepgraph.go):
+	// exec takes the raw scene, execRec also recovers; stretch are the
+	// model's per-band lo and 1/(hi-lo).
+	prep    bool
+	execRec *Exec
+	stretch []*tensors.Tensor
+	mu      sync.Mutex
 }
 
-// NewPredictor prepares m on backend ("" = default: GOMLX_BACKEND, else XLA
-// when a PJRT plugin is installed, else "go").
+// NewPredictor prepares m on backend (see DecideBackend; "" = the default
+// for a job of unknown size).
 func NewPredictor(m *Model, backend string) (*Predictor, error) {
 	return newPredictor(m, backend, true)
 }
+
+// prepInGraph forces the in-graph input preparation (prepgraph.go) on
+// every backend, prepOnHost the host's; tests and benchmarks set them to
+// compare the two on one backend.
+var prepInGraph, prepOnHost = false, false
 
 // newPredictor is NewPredictor; fused allows the fused inference layers
 // (net.fused) where the backend has them (tests compare with them off).
@@ -45,14 +62,17 @@ func newPredictor(m *Model, backend string, fused bool) (*Predictor, error) {
 	if err != nil {
 		return nil, fmt.Errorf("new predictor: %w", err)
 	}
-	b, config, err := openBackend(backend)
+	b, desc, err := openBackend(backend)
 	if err != nil {
 		return nil, err
 	}
-	p := &Predictor{m: m, backend: b, config: config}
+	p := &Predictor{m: m, backend: b, desc: desc, marked: map[[2]int]bool{}, prep: !prepOnHost && (prepInGraph || desc.PrepInGraph())}
+	if mem, err := desc.DeviceMemory(); err == nil {
+		p.mem = mem
+	}
 	// The fused layers are Go-backend kernels (see net.fused).
-	n := &net{d: d, cfg: m.meta.Config, fused: fused && strings.HasPrefix(config, "go:")}
-	n.f0Input = useFullRes && n.fused && fullResInput(m.meta.Config)
+	n := &net{d: d, cfg: m.meta.Config, fused: fused && desc.Kind == BackendGo}
+	n.f0Input = useFullRes && n.fused && fullResInput(m.meta.Config) && !p.prep
 	names := make([]string, len(m.params))
 	for i, prm := range m.params {
 		names[i] = prm.Name
@@ -70,28 +90,64 @@ func newPredictor(m *Model, backend string, fused bool) (*Predictor, error) {
 			stats = append(stats, st)
 		}
 	}
-	fn := func(g *Graph, in []*Node) []*Node {
-		x, ur, uc, protos := in[0], in[1], in[2], in[3]
+	// network runs the network on its input x and masks; in holds the
+	// prototype bank, the parameters and the statistics, in p.weights' order.
+	network := func(g *Graph, x, ur, uc *Node, in, masks []*Node) (prob, gt, cos *Node) {
+		protos := in[0]
 		n.p = make(map[string]*Node, len(names))
 		for i, name := range names {
-			n.p[name] = in[4+i]
+			n.p[name] = in[1+i]
 		}
 		n.normCalls, n.fixedNorm = nil, nil
 		if len(stats) > 0 {
 			// Inference mode: every GroupNorm uses the statistics stored at
 			// training, so the result does not depend on the scene's extent.
 			n.fixedNorm = make(map[string][2]*Node, len(stats))
-			base := 4 + len(names)
+			base := 1 + len(names)
 			for j, st := range stats {
 				n.fixedNorm[st.Key] = [2]*Node{in[base+2*j], in[base+2*j+1]}
 			}
 		}
-		n.setMasks(in[4+len(names)+2*len(stats):]...)
+		n.setMasks(masks...)
 		o := m.inferForward(n, x, protos)
 		forgetBMM(g)
-		prob := Softmax(upsample(o.Zcal, ur, uc), -1)
-		gt := upsample(InsertAxes(o.Gtilde, -1), ur, uc)
-		return []*Node{prob, Reshape(gt, gt.Shape().Dimensions[0], gt.Shape().Dimensions[1])}
+		prob = Softmax(upsample(o.Zcal, ur, uc), -1)
+		gt = upsample(InsertAxes(o.Gtilde, -1), ur, uc)
+		// The cells' prototype cosines: the drift's feature-space figures.
+		return prob, Reshape(gt, gt.Shape().Dimensions[0], gt.Shape().Dimensions[1]), o.Cos
+	}
+	nw := 1 + len(names) + 2*len(stats)
+	fn := func(g *Graph, in []*Node) []*Node {
+		prob, gt, cos := network(g, in[0], in[1], in[2], in[3:3+nw], in[3+nw:])
+		return []*Node{prob, gt, cos}
+	}
+	spec := m.inputSpec()
+	// The in-graph variant takes the raw scene, its valid mask and the
+	// stretch (lo, scale) before the weights; with recovery it returns the
+	// recovered probabilities.
+	prepFn := func(recover bool) func(g *Graph, in []*Node) []*Node {
+		return func(g *Graph, in []*Node) []*Node {
+			raw, valid := in[0], in[1]
+			x, masks := prepNodes(raw, valid, in[2], in[3], spec, m.meta.Config.Encoder)
+			rows, cols := raw.Shape().Dimensions[0], raw.Shape().Dimensions[1]
+			hs, ws := lowRes(rows, m.meta.Config.Encoder), lowRes(cols, m.meta.Config.Encoder)
+			prob, gt, cos := network(g, x, upMatrixNode(g, rows, hs), upMatrixNode(g, cols, ws), in[4:], masks)
+			if recover {
+				rp := m.meta.Config.Recovery
+				prob = recoverNode(prob, ConvertDType(valid, prob.DType()), rp.Window, rp.Eta)
+			}
+			return []*Node{prob, gt, cos}
+		}
+	}
+	if p.prep {
+		fn = prepFn(false)
+		rec, err := NewExec(b, prepFn(true))
+		if err != nil {
+			b.Finalize()
+			return nil, fmt.Errorf("new predictor: %w", err)
+		}
+		p.execRec = rec.WithName("pnec_predict_recovered")
+		p.stretch = []*tensors.Tensor{tensorOf(spec.lo, len(spec.lo)), tensorOf(spec.scale, len(spec.scale))}
 	}
 	exec, err := NewExec(b, fn)
 	if err != nil {
@@ -173,6 +229,8 @@ func groupNormStats(b compute.Backend, m *Model, s Scene, fr *fullRes) ([]normSt
 	}
 	defer exec.Finalize()
 	var stats []normStat
+	var own callTensors
+	defer own.release()
 	var x *tensors.Tensor
 	if fr != nil {
 		w := map[string][]float32{}
@@ -193,12 +251,12 @@ func groupNormStats(b compute.Backend, m *Model, s Scene, fr *fullRes) ([]normSt
 		xv, xdims := netInput(s, m.inputSpec(), m.meta.Config.Encoder)
 		x = tensorOf(xv, xdims...)
 	}
-	args := []any{x, tensorOf(m.protos, d.K, d.D)}
+	args := []any{own.add(x), own.add(tensorOf(m.protos, d.K, d.D))}
 	for _, prm := range m.params {
-		args = append(args, tensorOf(prm.Data, prm.Shape...))
+		args = append(args, own.add(tensorOf(prm.Data, prm.Shape...)))
 	}
 	for _, mk := range masks {
-		args = append(args, tensorOf(mk, len(mk)))
+		args = append(args, own.add(tensorOf(mk, len(mk))))
 	}
 	out, err := exec.Call(args...)
 	if err != nil {
@@ -236,7 +294,7 @@ func upsample(z, ur, uc *Node) *Node {
 // top-left part of a scene of at least Stride x Stride whose other pixels
 // are no-data (which the network leaves out of every statistic, as a
 // scene's own no-data).
-func (p *Predictor) predictPadded(ctx context.Context, s Scene) (Prediction, error) {
+func (p *Predictor) predictPadded(ctx context.Context, s Scene, recovered bool) (Prediction, error) {
 	rows, cols := max(s.Rows, Stride), max(s.Cols, Stride)
 	ps := s
 	ps.Rows, ps.Cols = rows, cols
@@ -248,13 +306,14 @@ func (p *Predictor) predictPadded(ctx context.Context, s Scene) (Prediction, err
 			ps.Valid[r*cols+c] = s.valid(r*s.Cols + c)
 		}
 	}
-	pp, err := p.Predict(ctx, ps)
+	pp, err := p.predict(ctx, ps, recovered)
 	if err != nil {
 		return Prediction{}, err
 	}
 	k := pp.Classes
-	pred := Prediction{Rows: s.Rows, Cols: s.Cols, Classes: k,
-		Prob: make([]float32, s.Rows*s.Cols*k), Uncertainty: make([]float32, s.Rows*s.Cols)}
+	pred := Prediction{Rows: s.Rows, Cols: s.Cols, Classes: k, Recovered: pp.Recovered,
+		Prob: make([]float32, s.Rows*s.Cols*k), Uncertainty: make([]float32, s.Rows*s.Cols),
+		CellRows: pp.CellRows, CellCols: pp.CellCols, PrototypeCos: pp.PrototypeCos}
 	for r := range s.Rows {
 		copy(pred.Prob[r*s.Cols*k:(r+1)*s.Cols*k], pp.Prob[r*cols*k:])
 		copy(pred.Uncertainty[r*s.Cols:(r+1)*s.Cols], pp.Uncertainty[r*cols:])
@@ -263,10 +322,27 @@ func (p *Predictor) predictPadded(ctx context.Context, s Scene) (Prediction, err
 }
 
 // Backend names the backend in use ("go", "xla:cuda", ...).
-func (p *Predictor) Backend() string { return backendLabel(p.config) }
+func (p *Predictor) Backend() string { return p.desc.Label() }
 
-// Predict runs the network on s.
-func (p *Predictor) Predict(ctx context.Context, s Scene) (pred Prediction, err error) {
+// Describe is the backend in use, described (kind, plugin, why chosen).
+func (p *Predictor) Describe() Backend { return p.desc }
+
+// Predict runs the network on s: P_up and G~ (before recovery).
+func (p *Predictor) Predict(ctx context.Context, s Scene) (Prediction, error) {
+	return p.predict(ctx, s, false)
+}
+
+// PredictRecovered runs the network on s as a whole scene and applies the
+// model's AvgPool recovery (tiling.Recover over s's valid pixels): in the
+// compiled graph on XLA backends (Backend.PrepInGraph), on the host
+// otherwise. Prediction.Recovered is set. A tile must not be recovered
+// alone (its neighbours' pixels are part of its border's windows): tiled
+// runs stitch P_up first and recover the canvas.
+func (p *Predictor) PredictRecovered(ctx context.Context, s Scene) (Prediction, error) {
+	return p.predict(ctx, s, true)
+}
+
+func (p *Predictor) predict(ctx context.Context, s Scene, recovered bool) (pred Prediction, err error) {
 	if err := ctx.Err(); err != nil {
 		return Prediction{}, err
 	}
@@ -282,10 +358,82 @@ func (p *Predictor) Predict(ctx context.Context, s Scene) (pred Prediction, err 
 	if enc == EncoderPaper && (s.Rows < Stride || s.Cols < Stride) {
 		// The paper's floor grid has no cell below one stride: the scene
 		// padded with no-data pixels to a stride, then its own pixels.
-		return p.predictPadded(ctx, s)
+		return p.predictPadded(ctx, s, recovered)
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if need := p.m.DeviceNeedBytes(s.Rows, s.Cols); p.mem.LimitBytes > 0 && need > p.mem.LimitBytes {
+		return Prediction{}, fmt.Errorf("predict %dx%d on %s: %w: needs about %d MiB, the allocator may take %d MiB of the %s's %d MiB",
+			s.Rows, s.Cols, p.Backend(), ErrDeviceMemory, need>>20, p.mem.LimitBytes>>20, p.mem.Device, p.mem.TotalBytes>>20)
+	}
+	var own callTensors
+	defer own.release()
+	var out []*tensors.Tensor
+	if p.prep {
+		out, err = p.callPrep(s, recovered, &own)
+	} else {
+		out, err = p.callHost(s, &own)
+	}
+	if err != nil {
+		return Prediction{}, fmt.Errorf("predict %dx%d on %s: %w", s.Rows, s.Cols, p.Backend(), err)
+	}
+	defer func() {
+		for _, t := range out {
+			t.FinalizeAll()
+		}
+	}()
+	if shape := [2]int{s.Rows, s.Cols}; !p.marked[shape] && p.desc.OnDevice() {
+		p.desc.graphMark(p.m.graphKey(s.Rows, s.Cols))
+		p.marked[shape] = true
+	}
+	pred = Prediction{Rows: s.Rows, Cols: s.Cols, Classes: len(p.m.meta.Classes)}
+	if pred.Prob, err = tensors.CopyFlatData[float32](out[0]); err != nil {
+		return Prediction{}, fmt.Errorf("predict: read probabilities: %w", err)
+	}
+	if pred.Uncertainty, err = tensors.CopyFlatData[float32](out[1]); err != nil {
+		return Prediction{}, fmt.Errorf("predict: read uncertainty: %w", err)
+	}
+	if pred.PrototypeCos, err = tensors.CopyFlatData[float32](out[2]); err != nil {
+		return Prediction{}, fmt.Errorf("predict: read prototype cosines: %w", err)
+	}
+	pred.CellRows, pred.CellCols = lowRes(s.Rows, enc), lowRes(s.Cols, enc)
+	// Cells without a valid pixel have no features to judge: NaN, which the
+	// drift's figures skip.
+	masks := netMasks(s, enc)
+	cellMask, k, nan := masks[len(masks)-1], pred.Classes, float32(math.NaN())
+	for c, v := range cellMask {
+		if v == 0 {
+			for j := range k {
+				pred.PrototypeCos[c*k+j] = nan
+			}
+		}
+	}
+	if recovered && !p.prep {
+		pred.Prob = tiling.Recover(pred.Prob, s.Valid, s.Rows, s.Cols, pred.Classes, p.m.meta.Config.Recovery)
+	}
+	pred.Recovered = recovered
+	return pred, nil
+}
+
+// callPrep runs the in-graph variant on s: the raw scene and its valid
+// mask go up (rawTensor), everything else happens on the device.
+func (p *Predictor) callPrep(s Scene, recovered bool, own *callTensors) ([]*tensors.Tensor, error) {
+	raw, valid := rawTensor(s)
+	args := []any{own.add(raw), own.add(valid), p.stretch[0], p.stretch[1]}
+	for _, w := range p.weights {
+		args = append(args, w)
+	}
+	if recovered {
+		return p.execRec.Call(args...)
+	}
+	return p.exec.Call(args...)
+}
+
+// callHost runs the network on s prepared on the host (netInput, netMasks,
+// upMatrix; the paper encoder's full-resolution stage on pnec's kernels
+// where they run).
+func (p *Predictor) callHost(s Scene, own *callTensors) ([]*tensors.Tensor, error) {
+	enc := p.m.meta.Config.Encoder
 	hs, ws := lowRes(s.Rows, enc), lowRes(s.Cols, enc)
 	masks := netMasks(s, enc)
 	var in *tensors.Tensor
@@ -296,40 +444,24 @@ func (p *Predictor) Predict(ctx context.Context, s Scene) (pred Prediction, err 
 		p.fullRes.setScene(s, p.m.inputSpec())
 		p.fullRes.forward(p.frMean, p.frVar, f0, false)
 		p.fullRes.release()
-		in = tensorOf(f0, hs*ws, p.m.meta.Config.Hidden)
+		in = own.add(tensorOf(f0, hs*ws, p.m.meta.Config.Hidden))
 		masks = masks[1:]
 	} else {
 		x, xdims := netInput(s, p.m.inputSpec(), enc)
-		in = tensorOf(x, xdims...)
+		in = own.add(tensorOf(x, xdims...))
 	}
 	args := []any{
 		in,
-		tensorOf(upMatrix(s.Rows, hs), s.Rows, hs),
-		tensorOf(upMatrix(s.Cols, ws), s.Cols, ws),
+		own.add(tensorOf(upMatrix(s.Rows, hs), s.Rows, hs)),
+		own.add(tensorOf(upMatrix(s.Cols, ws), s.Cols, ws)),
 	}
 	for _, w := range p.weights {
 		args = append(args, w)
 	}
 	for _, mk := range masks {
-		args = append(args, tensorOf(mk, len(mk)))
+		args = append(args, own.add(tensorOf(mk, len(mk))))
 	}
-	out, err := p.exec.Call(args...)
-	if err != nil {
-		return Prediction{}, fmt.Errorf("predict %dx%d on %s: %w", s.Rows, s.Cols, p.Backend(), err)
-	}
-	defer func() {
-		for _, t := range out {
-			t.FinalizeAll()
-		}
-	}()
-	pred = Prediction{Rows: s.Rows, Cols: s.Cols, Classes: len(p.m.meta.Classes)}
-	if pred.Prob, err = tensors.CopyFlatData[float32](out[0]); err != nil {
-		return Prediction{}, fmt.Errorf("predict: read probabilities: %w", err)
-	}
-	if pred.Uncertainty, err = tensors.CopyFlatData[float32](out[1]); err != nil {
-		return Prediction{}, fmt.Errorf("predict: read uncertainty: %w", err)
-	}
-	return pred, nil
+	return p.exec.Call(args...)
 }
 
 // Close releases the backend.
@@ -340,7 +472,11 @@ func (p *Predictor) Close() error {
 		p.exec.Finalize()
 		p.exec = nil
 	}
-	for _, w := range p.weights {
+	if p.execRec != nil {
+		p.execRec.Finalize()
+		p.execRec = nil
+	}
+	for _, w := range append(p.weights, p.stretch...) {
 		w.FinalizeAll()
 	}
 	p.weights = nil
@@ -348,5 +484,8 @@ func (p *Predictor) Close() error {
 		p.backend.Finalize()
 		p.backend = nil
 	}
+	// The kernels compiled here serve the next processes; a cache that
+	// cannot be written only costs a later run time.
+	_ = PublishCompileCache()
 	return nil
 }

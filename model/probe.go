@@ -5,7 +5,6 @@ import (
 	"math"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/gomlx/compute"
@@ -25,7 +24,8 @@ var PJRTHeaderVersion = [2]int{0, 104}
 // BackendInfo is what ProbeBackend found out about one backend.
 type BackendInfo struct {
 	Name        string   `json:"name"`        // as given ("go", "xla:cuda", "xla:/abs/plugin.so")
-	Config      string   `json:"config"`      // the configuration opened (see ResolveBackend)
+	Config      string   `json:"config"`      // the configuration opened (Backend.Config)
+	Backend     Backend  `json:"backend"`     // the backend described (DecideBackend)
 	Label       string   `json:"label"`       // the name recorded in products ("go", "xla:cuda")
 	Description string   `json:"description"` // the backend's own description
 	Devices     []string `json:"devices"`
@@ -38,12 +38,12 @@ type BackendInfo struct {
 }
 
 // AvailableBackends lists the backend names that can be probed here: "go"
-// always, then "xla:NAME" for each PJRT plugin go-xla finds (nothing is
-// downloaded: auto-install is off, see backend.go).
+// always, then "xla:PLUGIN" for each PJRT plugin found (FindPlugins:
+// go-xla's folders and pip-installed jax plugins; nothing is downloaded).
 func AvailableBackends() []string {
 	out := []string{"go"}
-	for _, p := range availablePlugins() {
-		out = append(out, "xla:"+p)
+	for _, p := range FindPlugins() {
+		out = append(out, "xla:"+p.Path)
 	}
 	return out
 }
@@ -55,10 +55,21 @@ func AvailableBackends() []string {
 // incompatible plugin is reported with both versions rather than failing
 // somewhere inside compilation.
 func ProbeBackend(name string) (info BackendInfo, err error) {
-	info = BackendInfo{Name: name, Config: ResolveBackend(name), HeaderPJRT: PJRTHeaderVersion}
-	info.Label = backendLabel(info.Config)
-	if plugin, ok := strings.CutPrefix(info.Config, "xla:"); ok {
-		plugin, _, _ = strings.Cut(plugin, ",")
+	info = BackendInfo{Name: name, HeaderPJRT: PJRTHeaderVersion}
+	desc, err := DecideBackend(name, Job{})
+	if err != nil {
+		return info, fmt.Errorf("probe backend: %w", err)
+	}
+	info.Backend, info.Config, info.Label = desc, desc.Config(), desc.Label()
+	if desc.CUDA != nil {
+		if p := desc.CUDA.Problem(); p != "" {
+			return info, fmt.Errorf("probe backend %q: %s", name, p)
+		}
+		if err := desc.CUDA.Load(); err != nil {
+			return info, fmt.Errorf("probe backend %q: %w", name, err)
+		}
+	}
+	if plugin := desc.Plugin; desc.Kind != BackendGo {
 		if filepath.IsAbs(plugin) {
 			if _, statErr := os.Stat(plugin); statErr != nil {
 				return info, fmt.Errorf("probe backend %q: plugin: %w", name, statErr)
@@ -84,7 +95,7 @@ func ProbeBackend(name string) (info BackendInfo, err error) {
 				name, info.PluginPJRT[0], info.PluginPJRT[1], PJRTHeaderVersion[0], PJRTHeaderVersion[1])
 		}
 	}
-	b, _, err := openBackend(name)
+	b, err := desc.Open()
 	if err != nil {
 		return info, fmt.Errorf("probe backend: %w", err)
 	}

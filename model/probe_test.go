@@ -88,8 +88,12 @@ func TestResolveBackendFullFloat32(t *testing.T) {
 		if got := ResolveBackend(tc.in); got != tc.want {
 			t.Errorf("ResolveBackend(%q) = %q, want %q", tc.in, got, tc.want)
 		}
-		if got := backendLabel(ResolveBackend(tc.in)); strings.Contains(got, "notf32") {
-			t.Errorf("backendLabel(ResolveBackend(%q)) = %q: the default option should not show", tc.in, got)
+		b, err := ParseBackend(tc.in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := b.Label(); strings.Contains(got, "notf32") && !strings.Contains(tc.in, "notf32") {
+			t.Errorf("ParseBackend(%q).Label() = %q: the default option should not show", tc.in, got)
 		}
 	}
 }

@@ -1,12 +1,10 @@
 package model
 
 import (
-	"fmt"
 	"math/rand/v2"
 	"os"
 	"syscall"
 	"testing"
-	"time"
 
 	. "github.com/gomlx/gomlx/core/graph" //nolint:revive // graph DSL
 )
@@ -17,14 +15,18 @@ func cpuSeconds() float64 {
 	return float64(ru.Utime.Nano()+ru.Stime.Nano()) / 1e9
 }
 
-// TestProfileParts times the network's parts on a Pavia University sized
-// grid (forward, and forward+backward with respect to the part's weights),
-// in wall and CPU seconds. Set PNEC_PROFILE=1 to run it.
-func TestProfileParts(t *testing.T) {
+// BenchmarkNetworkParts times the network's parts on a Pavia University
+// sized grid: forward, and forward+backward with respect to the part's
+// weights (sub-benchmarks PART/forward and PART/grad), in wall time per
+// call and CPU seconds per call (cpu-s/op). It compiles 14 graphs, so it
+// runs only when asked (PNEC_PROFILE=1), not in make bench:
+//
+//	PNEC_PROFILE=1 go test ./model -run '^$' -bench NetworkParts/mamba
+func BenchmarkNetworkParts(tb *testing.B) {
 	if os.Getenv("PNEC_PROFILE") == "" {
-		t.Skip("set PNEC_PROFILE=1 to time the network's parts")
+		tb.Skip("set PNEC_PROFILE=1 to time the network's parts")
 	}
-	b := testBackend(t)
+	b := testBackend(tb)
 	rows, cols, bands, k := benchSize()
 	cfg := DefaultConfig()
 	d, _ := makeDims(cfg, bands, k)
@@ -73,55 +75,57 @@ func TestProfileParts(t *testing.T) {
 		}},
 	}
 	for _, part := range parts {
-		if sel := os.Getenv("PNEC_PROFILE_PART"); sel != "" && sel != part.name[:3] {
-			continue
-		}
 		for _, withGrad := range []bool{false, true} {
-			var idx []int
-			for i, p := range params {
-				for _, pre := range part.prefix {
-					if len(p.Name) >= len(pre) && p.Name[:len(pre)] == pre {
-						idx = append(idx, i)
+			name := part.name + "/forward"
+			if withGrad {
+				name = part.name + "/grad"
+			}
+			tb.Run(name, func(tb *testing.B) {
+				var idx []int
+				for i, p := range params {
+					for _, pre := range part.prefix {
+						if len(p.Name) >= len(pre) && p.Name[:len(pre)] == pre {
+							idx = append(idx, i)
+						}
 					}
 				}
-			}
-			n := &net{d: d, cfg: cfg}
-			exec, err := NewExec(b, func(g *Graph, in []*Node) []*Node {
-				n.p = map[string]*Node{}
-				for j, i := range idx {
-					n.p[params[i].Name] = in[3+j]
-				}
-				out := part.fn(n, in[0], g, in[1], in[2])
-				loss := ReduceAllSum(Mul(out, out))
-				if !withGrad || len(idx) == 0 {
-					return []*Node{loss}
-				}
-				return append([]*Node{loss}, Gradient(loss, in[3:]...)...)
-			})
-			if err != nil {
-				t.Fatal(err)
-			}
-			args := []any{part.input, ur, uc}
-			for _, i := range idx {
-				args = append(args, tensorOf(params[i].Data, params[i].Shape...))
-			}
-			if _, err := exec.Call(args...); err != nil {
-				t.Fatal(err)
-			}
-			const reps = 3
-			c0, w0 := cpuSeconds(), time.Now()
-			for range reps {
-				out, err := exec.Call(args...)
+				n := &net{d: d, cfg: cfg}
+				exec, err := NewExec(b, func(g *Graph, in []*Node) []*Node {
+					n.p = map[string]*Node{}
+					for j, i := range idx {
+						n.p[params[i].Name] = in[3+j]
+					}
+					out := part.fn(n, in[0], g, in[1], in[2])
+					loss := ReduceAllSum(Mul(out, out))
+					if !withGrad || len(idx) == 0 {
+						return []*Node{loss}
+					}
+					return append([]*Node{loss}, Gradient(loss, in[3:]...)...)
+				})
 				if err != nil {
-					t.Fatal(err)
+					tb.Fatal(err)
 				}
-				for _, o := range out {
-					o.FinalizeAll()
+				defer exec.Finalize()
+				args := []any{part.input, ur, uc}
+				for _, i := range idx {
+					args = append(args, tensorOf(params[i].Data, params[i].Shape...))
 				}
-			}
-			fmt.Printf("%-20s grad=%-5v wall %.3f s  cpu %.3f s\n", part.name, withGrad,
-				time.Since(w0).Seconds()/reps, (cpuSeconds()-c0)/reps)
-			exec.Finalize()
+				if _, err := exec.Call(args...); err != nil { // compiles, outside the timing
+					tb.Fatal(err)
+				}
+				calls, c0 := 0, cpuSeconds()
+				for tb.Loop() {
+					out, err := exec.Call(args...)
+					if err != nil {
+						tb.Fatal(err)
+					}
+					for _, o := range out {
+						o.FinalizeAll()
+					}
+					calls++
+				}
+				tb.ReportMetric((cpuSeconds()-c0)/float64(calls), "cpu-s/op")
+			})
 		}
 	}
 }

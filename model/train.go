@@ -9,8 +9,8 @@ import (
 	"math/rand/v2"
 	"runtime"
 	"slices"
-	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/gomlx/compute/dtypes"
@@ -225,7 +225,11 @@ func Train(ctx context.Context, s Scene, labels []int32, opts TrainOptions) (m *
 		return nil, fmt.Errorf("train: normalisation statistics: %w", err)
 	}
 
-	b, config, err := openBackend(opts.Backend)
+	desc, err := DecideBackend(opts.Backend, Job{Task: TaskTrain, Pixels: int64(npix), Epochs: cfg.Epochs})
+	if err != nil {
+		return nil, fmt.Errorf("train: %w", err)
+	}
+	b, err := desc.Open()
 	if err != nil {
 		return nil, fmt.Errorf("train: %w", err)
 	}
@@ -233,7 +237,7 @@ func Train(ctx context.Context, s Scene, labels []int32, opts TrainOptions) (m *
 	defer closeBackend()
 	defer func() {
 		if r := recover(); r != nil {
-			m, err = nil, fmt.Errorf("train on %s: %v", backendLabel(config), r)
+			m, err = nil, fmt.Errorf("train on %s: %v", desc.Label(), r)
 		}
 	}()
 
@@ -246,7 +250,7 @@ func Train(ctx context.Context, s Scene, labels []int32, opts TrainOptions) (m *
 	// pnec's own kernels beside the graph (fullRes; see encState), for the
 	// reference's input without augmentation (fullResTraining).
 	var fr *fullRes
-	if useFullRes && strings.HasPrefix(config, "go:") && fullResTraining(cfg) {
+	if useFullRes && desc.Kind == BackendGo && fullResTraining(cfg) {
 		fr = newFullRes(d, s, in, runtime.GOMAXPROCS(0))
 	}
 	td := newTrainData(s, in, trainIdx, ytrain, cfg.Encoder, fr != nil)
@@ -297,7 +301,7 @@ func Train(ctx context.Context, s Scene, labels []int32, opts TrainOptions) (m *
 		loss, acc, err = st.step(step, calib)
 		aug.done()
 		if err != nil {
-			return nil, fmt.Errorf("train: epoch %d on %s: %w", epoch, backendLabel(config), err)
+			return nil, fmt.Errorf("train: epoch %d on %s: %w", epoch, desc.Label(), err)
 		}
 		if math.IsNaN(loss) || math.IsInf(loss, 0) {
 			return nil, fmt.Errorf("train: epoch %d: loss is %g", epoch, loss)
@@ -322,7 +326,7 @@ func Train(ctx context.Context, s Scene, labels []int32, opts TrainOptions) (m *
 	td.finalize()
 	m = &Model{
 		meta: modelMeta{
-			Version: Version, Backend: backendLabel(config), Config: cfg, Bands: s.Bands,
+			Version: Version, Backend: desc.Label(), Config: cfg, Bands: s.Bands,
 			WavelengthsNM: slices.Clone(s.WavelengthsNM), Classes: classes, StretchLo: lo, StretchHi: hi,
 			SceneRows: s.Rows, SceneCols: s.Cols, TrainSplit: split, SplitSeed: opts.SplitSeed, Seed: opts.Seed,
 			TrainIndices: trainIdx, FinalLoss: loss, TrainAccuracy: acc,
@@ -347,7 +351,7 @@ func Train(ctx context.Context, s Scene, labels []int32, opts TrainOptions) (m *
 	m.meta.setProvenance(opts.Provenance)
 	m.meta.spectralSpectra, m.meta.SpectralClasses = trainSpectra(s, trainIdx, ytrain)
 	if m.meta.GroupNormStats, err = groupNormStats(b, m, s, fr); err != nil {
-		return nil, fmt.Errorf("train: group norm statistics on %s: %w", backendLabel(config), err)
+		return nil, fmt.Errorf("train: group norm statistics on %s: %w", desc.Label(), err)
 	}
 	// The drift pass predicts on a backend of its own: the training
 	// backend's buffers go first, so that its memory is reused rather than
@@ -355,12 +359,15 @@ func Train(ctx context.Context, s Scene, labels []int32, opts TrainOptions) (m *
 	// 2004 MB; the drift pass still adds about 300 MB to training's peak).
 	closeBackend()
 	runtime.GC()
-	if m.meta.Drift, err = trainDriftStats(ctx, m, s, opts.Backend); err != nil {
-		return nil, fmt.Errorf("train: drift statistics on %s: %w", backendLabel(config), err)
+	if m.meta.Drift, err = trainDriftStats(ctx, m, s, desc.Name); err != nil {
+		return nil, fmt.Errorf("train: drift statistics on %s: %w", desc.Label(), err)
 	}
 	if _, sum, err := m.fileBytes(); err == nil {
 		m.checksum = sum
 	}
+	// The kernels compiled here serve the next processes; a cache that
+	// cannot be written only costs a later run time.
+	_ = PublishCompileCache()
 	return m, nil
 }
 
@@ -683,6 +690,10 @@ type encState struct {
 	l, d    int
 }
 
+// trainGraphBuilds counts the training step's graph builds, each of which
+// the backend compiles (tests check that epochs do not recompile it).
+var trainGraphBuilds atomic.Int64
+
 // traceTrainGraph, when set, sees the training step's graph (diagnostics).
 var traceTrainGraph func(g *Graph, outs []*Node)
 
@@ -734,6 +745,7 @@ func newTrainer(b compute.Backend, d dims, cfg Config, params paramSet, fr *full
 	tr.masks = nm
 	build := func(aug bool) func(g *Graph, in []*Node) []*Node {
 		return func(g *Graph, in []*Node) []*Node {
+			trainGraphBuilds.Add(1) // one per compilation: GoMLX builds a graph per new input shape
 			if traceTrainGraph != nil {
 				g.SetTraced(true)
 			}

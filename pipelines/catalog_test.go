@@ -3,6 +3,8 @@ package pipelines
 import (
 	"context"
 	"errors"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -80,6 +82,63 @@ func TestCatalogPolicy(t *testing.T) {
 				}
 				if len(errs) != 0 || len(got) != 1 || got[0].Name != tc.want {
 					t.Fatalf("got inputs %q and errors %q, want %s", names(got), errText(errs), tc.want)
+				}
+			})
+		}
+	}
+}
+
+// TestCatalogPolicyMaskAsset: the asset --mask asset:ROLE takes passes the
+// same policy as the scene's asset, from a local catalog and from a remote
+// one (before, an absolute or ../../ mask href was read, and a remote
+// catalog's Item named a local file as its mask while the same path as its
+// data asset was refused).
+func TestCatalogPolicyMaskAsset(t *testing.T) {
+	base := t.TempDir()
+	cat := filepath.Join(base, "cat")
+	writeFile(t, filepath.Join(cat, "a.tif"), "scene")
+	writeFile(t, filepath.Join(cat, "aoi.tif"), "mask")
+	secret := writeFile(t, filepath.Join(base, "secret.tif"), "not the catalog's")
+	item := func(maskHref string) string {
+		return itemJSON("x", `"hsi":{"href":"a.tif","roles":["data"]},"aoi":{"href":"`+maskHref+`","roles":["aoi"]}`)
+	}
+	srv := httptest.NewServer(http.FileServer(http.Dir(cat)))
+	defer srv.Close()
+	for _, tc := range []struct {
+		name, href, doc string // doc: the Item's location, local or a URL
+		want, why       string
+	}{
+		{name: "inside", href: "aoi.tif", want: filepath.Join(cat, "aoi.tif")},
+		{name: "absolute path", href: secret, want: secret, why: "(an absolute path)"},
+		{name: "dot-dot", href: "data/../../secret.tif", want: secret, why: "(../ past the folder)"},
+		{name: "file URL", href: "file://" + secret, want: secret, why: "(a file:// URL)"},
+		{name: "remote catalog, local path", href: secret, doc: "remote", want: secret, why: "(a local file named by a remote catalog)"},
+		{name: "remote catalog, beside it", href: "aoi.tif", doc: "remote", want: "/vsicurl/" + srv.URL + "/aoi.tif"},
+	} {
+		for _, allow := range []bool{false, true} {
+			name := tc.name
+			if allow {
+				name += "/allowed"
+			}
+			t.Run(name, func(t *testing.T) {
+				doc := writeFile(t, filepath.Join(cat, "item.json"), item(tc.href))
+				if tc.doc == "remote" {
+					doc = srv.URL + "/item.json"
+				}
+				got, errs, err := Expand(context.Background(), []string{doc}, ExpandOptions{MaskRole: "aoi", AllowOutsideCatalog: allow})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if tc.why != "" && !allow {
+					if len(got) != 0 || len(errs) != 1 || !errors.Is(errs[0], ErrOutsideCatalog) || !strings.Contains(errs[0].Error(), tc.why) ||
+						!strings.Contains(errs[0].Error(), `mask asset "aoi"`) {
+						t.Fatalf("got inputs %q and errors %q, want only ErrOutsideCatalog for the mask asset saying %q", names(got), errText(errs), tc.why)
+					}
+					t.Log(errs[0])
+					return
+				}
+				if len(errs) != 0 || len(got) != 1 || got[0].Mask != tc.want {
+					t.Fatalf("got inputs %+v and errors %q, want the mask %s", got, errText(errs), tc.want)
 				}
 			})
 		}

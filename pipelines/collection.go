@@ -154,7 +154,8 @@ func collectionFields(coll map[string]any, meta CollectionMeta) {
 // shared volume) are serialised by a lock on the collection's directory;
 // the file is replaced atomically, so readers never see a half-written
 // collection.
-func addToCollection(collPath string, meta CollectionMeta, itemPath string, bbox []float64, iv [2]string) error {
+// The sweep of stale temporaries spares what keep reports (the run's inputs).
+func addToCollection(collPath string, meta CollectionMeta, itemPath string, bbox []float64, iv [2]string, keep func(string) bool) error {
 	dir := filepath.Dir(collPath)
 	if _, err := os.Stat(dir); err != nil {
 		return fmt.Errorf("collection %s: %w", collPath, err)
@@ -166,7 +167,7 @@ func addToCollection(collPath string, meta CollectionMeta, itemPath string, bbox
 		return fmt.Errorf("lock collection directory %s: %w", dir, err)
 	}
 	defer lock.Close()
-	tempfiles.RemoveTemps(dir, collectionTempKey(collPath))
+	tempfiles.RemoveTemps(dir, collectionTempKey(collPath), keep)
 
 	// The Collection stays an untyped JSON object, unlike the Items (built
 	// with go-stac's types): it may be the user's own, and go-stac's
@@ -330,7 +331,7 @@ func collectionItems(collPath string) map[string]bool {
 }
 
 // addItemFileToCollection adds an Item already written at itemPath, taking its bbox and interval from the file.
-func addItemFileToCollection(collPath string, meta CollectionMeta, itemPath string) error {
+func addItemFileToCollection(collPath string, meta CollectionMeta, itemPath string, keep func(string) bool) error {
 	b, err := os.ReadFile(itemPath)
 	if err != nil {
 		return fmt.Errorf("collection %s: %w", collPath, err)
@@ -342,7 +343,7 @@ func addItemFileToCollection(collPath string, meta CollectionMeta, itemPath stri
 	if err := json.Unmarshal(b, &it); err != nil {
 		return fmt.Errorf("collection %s: item %s: %w", collPath, itemPath, err)
 	}
-	return addToCollection(collPath, meta, itemPath, it.Bbox, itemInterval(it.Properties))
+	return addToCollection(collPath, meta, itemPath, it.Bbox, itemInterval(it.Properties), keep)
 }
 
 // withSelf is links with one self link, base URL + name, or none without

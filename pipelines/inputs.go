@@ -40,6 +40,10 @@ type Input struct {
 	// Mask is the GDAL name of the source Item's area-of-interest asset
 	// (ExpandOptions.MaskRole), "" when none was asked for or found.
 	Mask string `json:"mask,omitempty"`
+	// catalog is the folder (or URL folder) of the catalog the scene came
+	// from when the catalog policy confines it, "" when it is not confined
+	// (ExpandOptions.AllowOutsideCatalog, a payload's Items, files).
+	catalog string
 }
 
 // InputError is an argument, or a STAC Item it led to, that yields no scene.
@@ -70,10 +74,24 @@ type OutsideError struct {
 	Href string // as the document gives it
 	Why  string // how it leaves: "an absolute path", "../ past the folder", ...
 	Root string // the folder of the STAC document given as input
+	// What is refused: "" for an href of the document, "source" for a
+	// source a VRT names, "dataset" for a dataset whose content cannot be
+	// checked (Href then names the dataset).
+	What string
 }
 
 func (e *OutsideError) Error() string {
-	return fmt.Sprintf("href %q leads outside the catalog's folder %s (%s): not read", e.Href, e.Root, e.Why)
+	href := e.Href
+	if len(href) > 120 {
+		href = href[:100] + "..."
+	}
+	switch e.What {
+	case "dataset":
+		return fmt.Sprintf("%s cannot be checked against the catalog's folder %s (%s): not read", href, e.Root, e.Why)
+	case "source":
+		return fmt.Sprintf("VRT source %q leads outside the catalog's folder %s (%s): not read", href, e.Root, e.Why)
+	}
+	return fmt.Sprintf("href %q leads outside the catalog's folder %s (%s): not read", href, e.Root, e.Why)
 }
 
 // Is makes errors.Is(err, ErrOutsideCatalog) true.
@@ -100,7 +118,9 @@ type ExpandOptions struct {
 	// input (for a remote one, its URL's folder). By default they are
 	// refused, whatever the way out: an absolute path or /vsi path, a file://
 	// URL, ../ past the folder, or a symbolic link inside it that leads out,
-	// so that a catalog cannot make a batch read arbitrary local files.
+	// so that a catalog cannot make a batch read arbitrary local files; the
+	// sources of a VRT it names pass the same rules (checkOpens, per scene
+	// before it is opened), and other XML dataset descriptions are refused.
 	// Remote hrefs (http, https, s3, gs, az, abfs) are not local files and
 	// are read either way.
 	AllowOutsideCatalog bool
@@ -429,7 +449,16 @@ func (e *expander) stac(ctx context.Context, loc, origin string, depth int, root
 	}
 }
 
+// MaxItemIDBytes bounds a STAC Item id: it names the product's files and
+// travels in every message, report line and Item about the scene (a 50 MB
+// id made a 100 MB stderr line and 1.35 GB RSS). Real ids are tens of bytes.
+const MaxItemIDBytes = 1024
+
 func (e *expander) item(loc, origin, root string, d stacDoc) {
+	if len(d.ID) > MaxItemIDBytes {
+		e.fail(loc, fmt.Errorf("STAC Item id of %d bytes: want at most %d", len(d.ID), MaxItemIDBytes))
+		return
+	}
 	name := loc
 	if d.ID != "" {
 		name = loc + "#" + d.ID
@@ -439,17 +468,15 @@ func (e *expander) item(loc, origin, root string, d stacDoc) {
 		e.fail(name, err)
 		return
 	}
-	a := d.Assets[key]
-	target, err := resolveHref(loc, a.Href)
+	scene, err := e.assetName(loc, root, key, d.Assets[key].Href)
 	if err != nil {
-		e.fail(name, fmt.Errorf("asset %q href %q: %w", key, a.Href, err))
+		e.fail(name, err)
 		return
 	}
-	if err := e.inside(root, a.Href, target); err != nil {
-		e.fail(name, fmt.Errorf("asset %q: %w", key, err))
-		return
+	in := Input{Name: scene, Arg: origin, Item: loc, ItemID: d.ID, AssetKey: key}
+	if root != "" && !e.opts.AllowOutsideCatalog {
+		in.catalog = root
 	}
-	in := Input{Name: gdalName(target), Arg: origin, Item: loc, ItemID: d.ID, AssetKey: key}
 	if s, ok := d.Properties["datetime"].(string); ok {
 		in.ItemDatetime = s
 	} else if s, ok := d.Properties["start_datetime"].(string); ok {
@@ -457,12 +484,37 @@ func (e *expander) item(loc, origin, root string, d stacDoc) {
 	}
 	in.ItemUpdated, _ = d.Properties["updated"].(string)
 	if e.opts.MaskRole != "" {
-		if in.Mask, err = maskAsset(loc, d.Assets, e.opts.MaskRole); err != nil {
+		mk, err := maskAsset(d.Assets, e.opts.MaskRole)
+		if err == nil && mk != "" {
+			in.Mask, err = e.assetName(loc, root, mk, d.Assets[mk].Href)
+			if err != nil {
+				err = fmt.Errorf("mask %w", err)
+			}
+		}
+		if err != nil {
 			e.fail(name, err)
 			return
 		}
 	}
 	e.out = append(e.out, in)
+}
+
+// assetName is the GDAL name of the asset key with href of the STAC
+// document at loc, under the catalog folder root: every asset pnec opens
+// (the scene, its mask) passes the one catalog policy here (inside).
+func (e *expander) assetName(loc, root, key, href string) (string, error) {
+	if root != "" && !e.opts.AllowOutsideCatalog && isInlineXML(href) {
+		return "", fmt.Errorf("asset %q: %w", key, &OutsideError{Href: href, Root: root,
+			Why: "XML in place of a path, which GDAL opens as a dataset (a VRT) that may read any file"})
+	}
+	target, err := resolveHref(loc, href)
+	if err != nil {
+		return "", fmt.Errorf("asset %q href %q: %w", key, href, err)
+	}
+	if err := e.inside(root, href, target); err != nil {
+		return "", fmt.Errorf("asset %q: %w", key, err)
+	}
+	return gdalName(target), nil
 }
 
 // chooseAsset picks want, or the single asset with role "data".
@@ -540,16 +592,34 @@ func resolveHref(base, href string) (string, error) {
 	return filepath.Join(filepath.Dir(base), filepath.FromSlash(clean)), nil
 }
 
-// isRemote reports whether target (resolveHref's) is read over a network.
+// isRemote reports whether target (resolveHref's, or a GDAL name) is read
+// over a network: a remote URL, an object store's /vsi path, or /vsicurl/
+// (/vsiwebhdfs/) of an http(s) URL: /vsicurl/file:///x reads a local file.
 func isRemote(target string) bool {
-	for _, p := range []string{"http://", "https://", "s3://", "gs://", "az://", "abfs://",
-		"/vsicurl/", "/vsis3/", "/vsigs/", "/vsiaz/", "/vsiadls/", "/vsioss/", "/vsiswift/", "/vsiwebhdfs/"} {
+	lower := strings.ToLower(target)
+	for _, p := range []string{"http://", "https://", "s3://", "gs://", "az://", "abfs://"} {
+		if strings.HasPrefix(lower, p) {
+			return true
+		}
+	}
+	for _, p := range []string{"/vsis3/", "/vsigs/", "/vsiaz/", "/vsiadls/", "/vsioss/", "/vsiswift/",
+		"/vsis3_streaming/", "/vsigs_streaming/", "/vsiaz_streaming/", "/vsioss_streaming/", "/vsiswift_streaming/"} {
 		if strings.HasPrefix(target, p) {
 			return true
 		}
 	}
+	for _, p := range []string{"/vsicurl/", "/vsicurl_streaming/", "/vsiwebhdfs/"} {
+		if strings.HasPrefix(target, p) {
+			rest := lower[len(p):]
+			return strings.HasPrefix(rest, "http://") || strings.HasPrefix(rest, "https://")
+		}
+	}
 	return false
 }
+
+// isInlineXML reports whether an href holds XML (a VRT or another dataset
+// description GDAL opens from the name itself): no URI holds < or >.
+func isInlineXML(href string) bool { return strings.ContainsAny(href, "<>") }
 
 // inside applies the catalog policy (ExpandOptions.AllowOutsideCatalog) to
 // href, resolved to target, of a document under the catalog folder root
@@ -614,7 +684,8 @@ func gdalName(target string) string {
 }
 
 // assignKeys gives each input a product key: the STAC Item id or the file
-// name without extension, made safe for file names; keys that collide get a
+// name without extension, made safe for file names (at most maxKeyBytes: a
+// longer one is cut and ends with a hash of the whole); keys that collide get a
 // short hash of the dataset name appended, so the keys do not depend on which
 // shard runs.
 func assignKeys(in []Input) {
@@ -659,5 +730,21 @@ func baseKey(in Input) string {
 	if s == "" {
 		s = "scene"
 	}
+	if len(s) > maxKeyBytes {
+		// The key names files (KEY.probabilities.tif, their temporaries),
+		// which a file system limits to 255 bytes: a long id is cut and a
+		// hash of the whole id keeps it apart from others cut alike.
+		h := sha256.Sum256([]byte(k))
+		s = s[:maxKeyBytes-keyHashChars-1] + "-" + hex.EncodeToString(h[:])[:keyHashChars]
+	}
 	return s
 }
+
+// maxKeyBytes is the longest product key: KEY and the longest name pnec
+// makes of it (".KEY.probabilities.tif.aux.xml", a temporary's random
+// part) stay well under the 255 bytes of a file name. keyHashChars is the
+// hash a longer key ends with.
+const (
+	maxKeyBytes  = 120
+	keyHashChars = 16
+)

@@ -51,8 +51,9 @@ func sceneMask(spec string, in Input) (string, error) {
 	return spec, nil
 }
 
-// maskAsset is the GDAL name of the one asset of an Item with role role.
-func maskAsset(loc string, assets map[string]stacAsset, role string) (string, error) {
+// maskAsset is the key of the one asset of an Item with role role, ""
+// when it has none (the scene reports it: sceneMask).
+func maskAsset(assets map[string]stacAsset, role string) (string, error) {
 	var keys []string
 	for k, a := range assets {
 		for _, r := range a.Roles {
@@ -65,16 +66,11 @@ func maskAsset(loc string, assets map[string]stacAsset, role string) (string, er
 	sort.Strings(keys)
 	switch len(keys) {
 	case 0:
-		return "", nil // the scene reports it (sceneMask)
+		return "", nil
 	case 1:
-	default:
-		return "", fmt.Errorf("%w: several assets have role %q (%s)", ErrNoMask, role, strings.Join(keys, ", "))
+		return keys[0], nil
 	}
-	target, err := resolveHref(loc, assets[keys[0]].Href)
-	if err != nil {
-		return "", fmt.Errorf("mask asset %q href %q: %w", keys[0], assets[keys[0]].Href, err)
-	}
-	return gdalName(target), nil
+	return "", fmt.Errorf("%w: several assets have role %q (%s)", ErrNoMask, role, strings.Join(keys, ", "))
 }
 
 // maskRecord adds the mask a product was made within to its source

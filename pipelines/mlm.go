@@ -4,11 +4,13 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math"
 	"os"
 	"path/filepath"
+	"regexp"
 	"runtime/debug"
 	"strings"
 	"sync"
@@ -51,6 +53,8 @@ type ModelItemParams struct {
 	Model     *model.Model
 	ModelPath string // the model file: the asset, relative to the Item when beside it
 	ItemPath  string // where the Item goes
+	// Name is the mlm:name (CheckModelName); "" = ModelName(ModelPath).
+	Name string
 	// BaseURL is the public URL of the Item's directory; "" = none, and
 	// the Item has no self link (STAC wants it absolute).
 	BaseURL string
@@ -63,10 +67,43 @@ type ModelItemParams struct {
 	Now      time.Time
 }
 
-// ModelName is the model's mlm:name: its file name without the extension.
+// mlmNamePattern is the pattern MLM v1.5.2 sets for mlm:name, with the
+// schema's \s kept to the space.
+var mlmNamePattern = regexp.MustCompile(`^[a-zA-Z][a-zA-Z0-9_.\- ]+[a-zA-Z0-9]$`)
+
+// ModelName is the model's mlm:name made from its file name: the name
+// without the extension, each character MLM does not allow replaced by
+// '_', separators at its end dropped, and "pnec-" put before a name that
+// would not start with a letter or would be shorter than three characters
+// (2024_model.pnec -> pnec-2024_model, m.pnec -> pnec-m), so that the name
+// always passes MLM v1.5.2's pattern ^[a-zA-Z][a-zA-Z0-9_.\-\s]+[a-zA-Z0-9]$.
 func ModelName(modelPath string) string {
 	b := filepath.Base(modelPath)
-	return strings.TrimSuffix(b, filepath.Ext(b))
+	var n strings.Builder
+	for _, r := range strings.TrimSuffix(b, filepath.Ext(b)) {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '_', r == '.', r == '-', r == ' ':
+			n.WriteRune(r)
+		default:
+			n.WriteByte('_')
+		}
+	}
+	name := strings.TrimRight(n.String(), "_.- ")
+	if name == "" {
+		return "model"
+	}
+	if !mlmNamePattern.MatchString(name) {
+		name = "pnec-" + name
+	}
+	return name
+}
+
+// CheckModelName refuses an mlm:name MLM v1.5.2 does not allow.
+func CheckModelName(name string) error {
+	if !mlmNamePattern.MatchString(name) {
+		return fmt.Errorf("mlm:name %q: MLM wants 3 characters or more, a letter first, a letter or digit last, and only letters, digits, '_', '.', '-' and spaces", name)
+	}
+	return nil
 }
 
 // BuildModelItem makes the STAC Item of a model with the Machine Learning
@@ -85,7 +122,12 @@ func BuildModelItem(p ModelItemParams) (*stac.Item, error) {
 	if err != nil {
 		return nil, fmt.Errorf("model item: %w", err)
 	}
-	name := ModelName(p.ModelPath)
+	name := p.Name
+	if name == "" {
+		name = ModelName(p.ModelPath)
+	} else if err := CheckModelName(name); err != nil {
+		return nil, fmt.Errorf("model item: %w", err)
+	}
 	cfg := m.Config()
 	rec := m.Recovery()
 	k := len(m.Classes())
@@ -401,16 +443,53 @@ func assetFiles(product string, floatRel, probabilities bool) (map[string]FileIn
 }
 
 // modelItem is the STAC Item of the model a run uses, which its products'
-// Items point at: the Item given (Config.ModelItem), else the one beside
-// the model file when it describes this model (its pnec:model_checksum),
-// else one the run writes into its output directory, when the first
-// product is described (a run whose scenes all fail leaves none). A model
-// given as a value (library use, no file) has none: href "".
+// Items point at (derived_from, processing:expression) by an href that is
+// never a local path outside the Items' root (an absolute local path is a
+// broken link for every consumer of a published catalog): the Item given
+// (Config.ModelItem: a URL, or a path under the root); else the one beside
+// the model file when it describes this model (its pnec:model_checksum) and
+// lies under the root, or, elsewhere, by its absolute self URL (pnec train
+// --stac-base-url, pnec model-item --stac-base-url); else one the run writes
+// into its output directory, when the first product is described (a run
+// whose scenes all fail leaves none). A model given as a value (library
+// use, no file) has none: href "".
 type modelItem struct {
 	href, name string
 	write      *ModelItemParams // the Item still to write at href; nil: none to write
 	once       sync.Once
 	err        error
+}
+
+// itemsRoot is the directory the Items' relative hrefs stay under: the
+// Collection's, else the output directory.
+func (cfg *Config) itemsRoot() string {
+	if cfg.Collection != "" {
+		return filepath.Dir(cfg.Collection)
+	}
+	return cfg.OutDir
+}
+
+// underRoot reports whether the local path p lies under the Items' root
+// (portableHref then writes it relative).
+func (cfg *Config) underRoot(p string) bool {
+	root := cfg.itemsRoot()
+	h := portableHref(p, root, root)
+	return !filepath.IsAbs(h) && !strings.HasPrefix(h, "../")
+}
+
+// ErrModelItemOutside: Config.ModelItem is a local file outside the Items'
+// root, which every Item would name by an absolute local path.
+var ErrModelItemOutside = errors.New("the model's STAC Item lies outside the Items' root")
+
+// checkModelItemHref refuses, before any work, a Config.ModelItem that
+// every Item would name by an absolute local path.
+func (cfg *Config) checkModelItemHref() error {
+	h := cfg.ModelItem
+	if h == "" || isRemote(h) || strings.Contains(h, "://") || strings.HasPrefix(h, "/vsi") || cfg.underRoot(h) {
+		return nil
+	}
+	return fmt.Errorf("%s: %w %s: every Item would name it by an absolute local path; give its URL, or a path under %s",
+		h, ErrModelItemOutside, cfg.itemsRoot(), cfg.itemsRoot())
 }
 
 func newModelItem(cfg *Config, m *model.Model, now time.Time) (*modelItem, error) {
@@ -424,9 +503,24 @@ func newModelItem(cfg *Config, m *model.Model, now time.Time) (*modelItem, error
 	if b, err := os.ReadFile(mi.href); err == nil {
 		var doc struct {
 			Properties map[string]any `json:"properties"`
+			Links      []struct {
+				Rel, Href string
+			} `json:"links"`
 		}
 		if json.Unmarshal(b, &doc) == nil && doc.Properties[propModelChecksum] == m.Checksum() {
-			return mi, nil
+			if n, ok := doc.Properties["mlm:name"].(string); ok && CheckModelName(n) == nil {
+				mi.name = n // as the Item names it (model-item --model-name)
+			}
+			if cfg.underRoot(mi.href) {
+				return mi, nil
+			}
+			for _, l := range doc.Links {
+				if l.Rel == "self" && (strings.HasPrefix(l.Href, "https://") || strings.HasPrefix(l.Href, "http://")) {
+					mi.href = l.Href // where it is published
+					return mi, nil
+				}
+			}
+			// Elsewhere on this machine only: a copy goes into the catalog.
 		}
 	}
 	st, err := os.Stat(cfg.ModelPath)
@@ -434,9 +528,14 @@ func newModelItem(cfg *Config, m *model.Model, now time.Time) (*modelItem, error
 		return nil, fmt.Errorf("model %s: %w", cfg.ModelPath, err)
 	}
 	mi.href = filepath.Join(cfg.OutDir, filepath.Base(ModelItemPath(cfg.ModelPath)))
-	mi.write = &ModelItemParams{Model: m, ModelPath: cfg.ModelPath, ItemPath: mi.href, Datetime: st.ModTime(), Now: now}
-	if cfg.STACBaseURL != "" && cfg.Collection == "" {
-		mi.write.BaseURL = cfg.STACBaseURL // the output directory is the Items' root
+	mi.write = &ModelItemParams{Model: m, ModelPath: cfg.ModelPath, ItemPath: mi.href, Name: mi.name, Datetime: st.ModTime(), Now: now}
+	if base := cfg.STACBaseURL; base != "" {
+		// The public URL of the output directory, under the root's.
+		if rel := portableHref(cfg.OutDir, cfg.itemsRoot(), cfg.itemsRoot()); rel == "." {
+			mi.write.BaseURL = base
+		} else if cfg.underRoot(cfg.OutDir) {
+			mi.write.BaseURL = strings.TrimSuffix(base, "/") + "/" + rel
+		}
 	}
 	return mi, nil
 }

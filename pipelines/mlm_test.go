@@ -204,3 +204,78 @@ func TestMLMSchemaCatchesBadItems(t *testing.T) {
 		})
 	}
 }
+
+// TestModelNameValidates: the mlm:name made from a model's file name
+// passes MLM v1.5.2's pattern whatever the name: one starting with a digit,
+// one or two characters, other characters, separators at the end (before,
+// 2024_model.pnec gave "2024_model" and m.pnec "m", both invalid against the
+// official schema); the Item of each validates against it. A name the user
+// gives is taken when valid and refused when not.
+func TestModelNameValidates(t *testing.T) {
+	dir := t.TempDir()
+	src := wavelengthModel(t, dir)
+	b, err := os.ReadFile(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := model.Load(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := schemaStore(t)
+	write := func(t *testing.T, modelPath, name string) (string, error) {
+		t.Helper()
+		if err := os.WriteFile(modelPath, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		itemPath := ModelItemPath(modelPath)
+		err := WriteModelItem(ModelItemParams{Model: m, ModelPath: modelPath, ItemPath: itemPath, Name: name, Datetime: time.Now(), Now: time.Now()})
+		if err != nil {
+			return "", err
+		}
+		doc, err := os.ReadFile(itemPath)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Validate(doc, MLMSchema); err != nil {
+			t.Errorf("%s: the Item does not validate against MLM: %v", filepath.Base(modelPath), err)
+		}
+		var item struct {
+			Properties map[string]any `json:"properties"`
+		}
+		json.Unmarshal(doc, &item)
+		got, _ := item.Properties["mlm:name"].(string)
+		return got, nil
+	}
+	for file, want := range map[string]string{
+		"salinas.pnec":      "salinas",
+		"2024_model.pnec":   "pnec-2024_model",
+		"m.pnec":            "pnec-m",
+		"ab.pnec":           "pnec-ab",
+		"my model v2.pnec":  "my model v2",
+		"modèle.pnec":       "mod_le",
+		"model_.pnec":       "model",
+		"x!@#.pnec":         "pnec-x",
+		"___.pnec":          "model",
+		"Pavia-U.2024.pnec": "Pavia-U.2024",
+		"_hidden.pnec":      "pnec-_hidden",
+	} {
+		t.Run(file, func(t *testing.T) {
+			if got := ModelName(file); got != want {
+				t.Errorf("ModelName(%q) = %q, want %q", file, got, want)
+			}
+			got, err := write(t, filepath.Join(dir, file), "")
+			if err != nil || got != want {
+				t.Errorf("Item mlm:name %q (%v), want %q", got, err, want)
+			}
+		})
+	}
+	if got, err := write(t, filepath.Join(dir, "2024.pnec"), "Salinas 2024 v2"); err != nil || got != "Salinas 2024 v2" {
+		t.Errorf("given name: got %q, %v", got, err)
+	}
+	for _, bad := range []string{"2024", "ab", "model_", "modèle", "x\ty"} {
+		if _, err := write(t, filepath.Join(dir, "x.pnec"), bad); err == nil || !strings.Contains(err.Error(), "mlm:name") {
+			t.Errorf("given name %q: got %v, want it refused", bad, err)
+		}
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -43,6 +44,8 @@ type Payload struct {
 	// Base is the file the payload was read from ("" for standard input):
 	// relative hrefs of its Items resolve against it.
 	Base string
+	// sources are the Items scenes came from, by scene name (checkTemplates).
+	sources map[string]map[string]any
 }
 
 // ReadPayload reads a payload from r (base: its file name, "" for stdin).
@@ -57,6 +60,19 @@ func ReadPayload(r io.Reader, base string) (*Payload, error) {
 	}
 	if p.doc["type"] != "FeatureCollection" {
 		return nil, fmt.Errorf("%w: type %v, want FeatureCollection", ErrPayload, p.doc["type"])
+	}
+	// features must be a list: a payload without one (or with another
+	// value) is no task's input, and was run as an empty job (exit 0) or
+	// refused with Go's unmarshalling message.
+	switch fs, ok := p.doc["features"]; fs.(type) {
+	case []any:
+	case nil:
+		if !ok {
+			return nil, fmt.Errorf("%w: no features member (want a list of STAC Items)", ErrPayload)
+		}
+		return nil, fmt.Errorf("%w: features is null, want a list of STAC Items", ErrPayload)
+	default:
+		return nil, fmt.Errorf("%w: features is %s, want a list of STAC Items", ErrPayload, jsonKind(fs))
 	}
 	var f struct {
 		Features []json.RawMessage `json:"features"`
@@ -83,6 +99,21 @@ func ReadPayload(r io.Reader, base string) (*Payload, error) {
 		return nil, fmt.Errorf("%w: process must be an array of definitions", ErrPayload)
 	}
 	return p, nil
+}
+
+// jsonKind names the kind of a decoded JSON value in words.
+func jsonKind(v any) string {
+	switch v.(type) {
+	case map[string]any:
+		return "an object"
+	case string:
+		return "a string"
+	case float64:
+		return "a number"
+	case bool:
+		return "a boolean"
+	}
+	return fmt.Sprintf("a %T", v)
 }
 
 // Parameters are the task's parameters: process[0].workflow_options with
@@ -240,9 +271,11 @@ var templateVar = regexp.MustCompile(`\$\{([^}]+)\}`)
 
 // expandTemplate fills a path_template from an Item: ${id}, ${collection},
 // ${year}, ${month}, ${day}, ${date} (from datetime, else start_datetime)
-// and ${PROPERTY} for any of its properties.
-func expandTemplate(tmpl string, item map[string]any) (string, error) {
+// and ${PROPERTY} for any of its properties, else of source's (the
+// payload's Item it was made from; nil for none).
+func expandTemplate(tmpl string, item, source map[string]any) (string, error) {
 	props, _ := item["properties"].(map[string]any)
+	srcProps, _ := source["properties"].(map[string]any)
 	var t time.Time
 	for _, k := range []string{"datetime", "start_datetime"} {
 		if s, ok := props[k].(string); ok {
@@ -268,6 +301,9 @@ func expandTemplate(tmpl string, item map[string]any) (string, error) {
 			if v, ok := props[k]; ok && v != nil {
 				return fmt.Sprint(v)
 			}
+			if v, ok := srcProps[k]; ok && v != nil {
+				return fmt.Sprint(v)
+			}
 		}
 		missing = append(missing, k)
 		return m
@@ -278,6 +314,113 @@ func expandTemplate(tmpl string, item map[string]any) (string, error) {
 	return out, nil
 }
 
+// productTemplateProps are the properties every product Item has whose
+// values a path_template may use (besides the source Item's properties).
+var productTemplateProps = map[string]bool{"created": true, propModelChecksum: true, propBackend: true, propProductFormat: true,
+	propDatetimeSource: true, "datetime": true}
+
+// resolveTemplate checks where a path_template puts the files and makes a
+// local one absolute (against the working directory, as a relative
+// --out-dir is), so that the output payload's hrefs are absolute as the
+// convention wants: a local directory, or an object store (s3://, gs://,
+// az://, abfs://, or GDAL's /vsis3/, /vsigs/, /vsiaz/, /vsiadls/, /vsioss/,
+// /vsiswift/). /vsimem/ (GDAL's memory: gone when pnec exits), other GDAL
+// virtual paths and other URLs are refused.
+func resolveTemplate(tmpl string) (string, error) {
+	bad := func(why string) error { return fmt.Errorf("%w: path_template %q: %s", ErrPayload, tmpl, why) }
+	switch {
+	case strings.HasPrefix(tmpl, "/vsimem/"):
+		return "", bad("/vsimem/ is GDAL's memory, gone when pnec exits: give a directory or an object store (s3://, gs://, az://)")
+	case strings.HasPrefix(tmpl, "/vsi"):
+		for _, p := range []string{"/vsis3/", "/vsigs/", "/vsiaz/", "/vsiadls/", "/vsioss/", "/vsiswift/"} {
+			if strings.HasPrefix(tmpl, p) {
+				return tmpl, nil
+			}
+		}
+		return "", bad("not a GDAL object store pnec uploads to (/vsis3/, /vsigs/, /vsiaz/, /vsiadls/, /vsioss/, /vsiswift/)")
+	case hasScheme(tmpl):
+		u, _ := url.Parse(tmpl)
+		switch u.Scheme {
+		case "s3", "gs", "az", "abfs":
+			return tmpl, nil
+		}
+		return "", bad(fmt.Sprintf("%s:// is not a place pnec uploads to: give a directory or s3://, gs://, az://, abfs://", u.Scheme))
+	case tmpl == "":
+		return "", bad("empty")
+	}
+	abs, err := filepath.Abs(tmpl)
+	if err != nil {
+		return "", bad(err.Error())
+	}
+	if strings.HasSuffix(tmpl, "/") {
+		abs += "/"
+	}
+	return abs, nil
+}
+
+// payloadFeature is the index in the payload's features of the Item an
+// input came from (Expand names it payload#features/I), false for inputs
+// that did not come from the payload.
+func payloadFeature(in Input) (int, bool) {
+	var i int
+	if n, err := fmt.Sscanf(in.Arg, "payload#features/%d", &i); err != nil || n != 1 || fmt.Sprintf("payload#features/%d", i) != in.Arg {
+		return 0, false
+	}
+	return i, true
+}
+
+// checkTemplates resolves, before any work, the path_template of every
+// payload Item that is a scene of the run, as outputItem will fill it: where
+// it points (resolveTemplate) and each variable (${collection} needs a
+// collection from the matchers or --stac-collection; ${PROPERTY} a property
+// of the Item or one every product Item has). Before, an unknown variable,
+// or a property only the source Item had, failed the Item after its scene was
+// classified. It records each scene's source Item for outputItem.
+func (p *Payload) checkTemplates(cfg *Config, inputs []Input) error {
+	p.sources = map[string]map[string]any{}
+	for _, in := range inputs {
+		i, ok := payloadFeature(in)
+		if !ok || i >= len(p.Features) {
+			continue
+		}
+		var src map[string]any
+		if err := json.Unmarshal(p.Features[i], &src); err != nil {
+			continue // Expand reported it
+		}
+		p.sources[in.Name] = src
+		coll, err := p.collectionOf(in.Key)
+		if err != nil {
+			return err
+		}
+		u, err := p.uploadOptions(coll)
+		if err != nil || u.PathTemplate == "" {
+			return err
+		}
+		if _, err := resolveTemplate(u.PathTemplate); err != nil {
+			return err
+		}
+		srcProps, _ := src["properties"].(map[string]any)
+		for _, m := range templateVar.FindAllStringSubmatch(u.PathTemplate, -1) {
+			switch k := m[1]; k {
+			case "id", "year", "month", "day", "date":
+				// Every product Item has an id and a datetime (or
+				// start_datetime): a scene without one fails before work.
+			case "collection":
+				if coll == "" && cfg.Collection == "" {
+					return fmt.Errorf("%w: path_template %q: ${collection}: Item %s gets no collection (no collection matcher names one, and the run adds Items to no STAC Collection)",
+						ErrPayload, u.PathTemplate, in.ItemID)
+				}
+			default:
+				if !productTemplateProps[k] && srcProps[k] == nil {
+					return fmt.Errorf("%w: path_template %q: ${%s}: Item %s has no property %q, nor has a product Item (the variables are ${id}, ${collection}, ${year}, ${month}, ${day}, ${date} and the Items' properties)",
+						ErrPayload, u.PathTemplate, k, in.ItemID, k)
+				}
+			}
+		}
+	}
+	return nil
+}
+
 // RunPayload runs a batch over the payload's Items (besides cfg.Inputs)
 // and returns the output payload: the input one with its features
 // replaced by the Items of the products done or up to date, with absolute
@@ -286,8 +429,10 @@ func expandTemplate(tmpl string, item map[string]any) (string, error) {
 // local directory, or an object store through GDAL: s3://, gs://, az://,
 // /vsi...) and the Item's hrefs and self link name the copies. A failed
 // scene is reported as in Run and its Item left out; the error is Run's.
+// A run stopped by ctx returns no output payload (nil).
 func RunPayload(ctx context.Context, cfg Config, p *Payload) (Summary, map[string]any, error) {
 	cfg.Items, cfg.ItemsBase = p.Features, p.Base
+	cfg.beforeWork = func(inputs []Input) error { return p.checkTemplates(&cfg, inputs) }
 	var mu sync.Mutex
 	var done []SceneReport
 	prev := cfg.OnEvent
@@ -302,11 +447,16 @@ func RunPayload(ctx context.Context, cfg Config, p *Payload) (Summary, map[strin
 		}
 	}
 	sum, runErr := Run(ctx, cfg)
+	if ctx.Err() != nil {
+		// A stopped run's payload would list only what finished before the
+		// stop, as if the job were done: none is published.
+		return sum, nil, runErr
+	}
 	sort.Slice(done, func(i, j int) bool { return done[i].Item < done[j].Item })
 	features := make([]any, 0, len(done))
 	var errs []error
 	for _, r := range done {
-		item, err := p.outputItem(r.Item)
+		item, err := p.outputItem(r.Item, p.sources[r.Input])
 		if err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", r.Input, err))
 			continue
@@ -327,7 +477,7 @@ func RunPayload(ctx context.Context, cfg Config, p *Payload) (Summary, map[strin
 // outputItem is the product Item at itemPath as the output payload gives
 // it: collection assigned by the payload's matchers, hrefs absolute, and
 // with a path_template the files uploaded there.
-func (p *Payload) outputItem(itemPath string) (map[string]any, error) {
+func (p *Payload) outputItem(itemPath string, source map[string]any) (map[string]any, error) {
 	b, err := os.ReadFile(itemPath)
 	if err != nil {
 		return nil, err
@@ -361,7 +511,11 @@ func (p *Payload) outputItem(itemPath string) (map[string]any, error) {
 	}
 	dest := ""
 	if u.PathTemplate != "" {
-		if dest, err = expandTemplate(u.PathTemplate, item); err != nil {
+		tmpl, err := resolveTemplate(u.PathTemplate)
+		if err != nil {
+			return nil, err
+		}
+		if dest, err = expandTemplate(tmpl, item, source); err != nil {
 			return nil, err
 		}
 		dest = strings.TrimSuffix(dest, "/")

@@ -5,12 +5,14 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/pnec/pnec/internal/fixture"
+	"github.com/pnec/pnec/processor"
 )
 
 // testPayload is a payload shaped like the stac-task convention's own
@@ -189,11 +191,135 @@ func TestExpandTemplate(t *testing.T) {
 		"s3://b/${collection}/${year}/${month}/${day}/${id}": "s3://b/s2/2020/07/16/S2A_1",
 		"/out/${mgrs:utm_zone}/${grid:code}/${date}":         "/out/31/MGRS-31TDH/2020-07-16",
 	} {
-		if got, err := expandTemplate(tmpl, item); err != nil || got != want {
+		if got, err := expandTemplate(tmpl, item, nil); err != nil || got != want {
 			t.Errorf("%s: got %q, %v, want %q", tmpl, got, err, want)
 		}
 	}
-	if _, err := expandTemplate("/out/${platform}", item); !errors.Is(err, ErrPayload) || !strings.Contains(err.Error(), "has no platform") {
+	if _, err := expandTemplate("/out/${platform}", item, nil); !errors.Is(err, ErrPayload) || !strings.Contains(err.Error(), "has no platform") {
 		t.Errorf("missing variable: got %v", err)
+	}
+}
+
+// TestRunPayloadLongID: an Item id of 300 characters gives a product key
+// short enough for every file named after it (cut, and ended by a hash of
+// the whole id: deterministic, and two ids cut alike stay apart), and the
+// scene is classified (it failed with "file name too long").
+func TestRunPayloadLongID(t *testing.T) {
+	modelPath := tinyModel(t)
+	dir := t.TempDir()
+	long := strings.Repeat("flight-2024-06-01-", 17) // 306 characters
+	var feats []string
+	for i, id := range []string{long + "a", long + "b"} {
+		scene := filepath.Join(dir, fmt.Sprintf("s%d.tif", i))
+		if err := fixture.WriteScene(scene, uint64(4+i)); err != nil {
+			t.Fatal(err)
+		}
+		feats = append(feats, `{"type":"Feature","stac_version":"1.0.0","id":"`+id+`","geometry":null,"properties":{"datetime":"2024-06-01T00:00:00Z"},"links":[],"assets":{"data":{"href":"`+scene+`","roles":["data"]}}}`)
+	}
+	p, err := ReadPayload(strings.NewReader(`{"type":"FeatureCollection","features":[`+strings.Join(feats, ",")+`],"process":[{"tasks":{}}]}`), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "out")
+	var rep bytes.Buffer
+	sum, o, err := RunPayload(context.Background(), Config{ModelPath: modelPath, OutDir: out, Jobs: 1, Report: &rep,
+		Options: processor.Options{Probabilities: processor.ProbabilitiesRecovered}}, p)
+	if err != nil || sum.Done != 2 {
+		t.Fatalf("got %+v, %v, want both done\n%s", sum, err, rep.String())
+	}
+	keys := map[string]bool{}
+	for _, f := range o["features"].([]any) {
+		id := f.(map[string]any)["id"].(string)
+		if len(id) > maxKeyBytes || !strings.HasPrefix(id, long[:50]) {
+			t.Errorf("key %q (%d bytes): want at most %d, starting like the id", id, len(id), maxKeyBytes)
+		}
+		keys[id] = true
+	}
+	if len(keys) != 2 {
+		t.Errorf("keys %v: want two", keys)
+	}
+	in := []Input{{Name: "x", ItemID: long + "a"}}
+	assignKeys(in)
+	if _, ok := keys[in[0].Key]; !ok {
+		t.Errorf("key %q of the same id differs from the run's %v: not deterministic", in[0].Key, keys)
+	}
+}
+
+// TestPayloadTemplateChecked: a path_template is resolved for every
+// payload Item before any work: an unknown variable, a property neither
+// the Item nor a product Item has, ${collection} without a collection, a
+// /vsimem/ or http:// destination are refused before any scene (they failed
+// after classifying, or exited 0 with hrefs to files that vanish); a
+// property only the source Item has is taken from it; a relative template
+// is resolved against the working directory and gives absolute hrefs (they
+// came out relative).
+func TestPayloadTemplateChecked(t *testing.T) {
+	modelPath := tinyModel(t)
+	dir := t.TempDir()
+	scene := filepath.Join(dir, "s.tif")
+	if err := fixture.WriteScene(scene, 6); err != nil {
+		t.Fatal(err)
+	}
+	payload := func(tmpl, matchers string) *Payload {
+		doc := `{"type":"FeatureCollection","features":[{"type":"Feature","stac_version":"1.0.0","id":"s1","geometry":null,
+			"properties":{"datetime":"2024-06-01T00:00:00Z","platform":"EnMAP"},"links":[],"assets":{"data":{"href":"` + scene + `","roles":["data"]}}}],
+			"process":[{"upload_options":{"path_template":"` + tmpl + `"}` + matchers + `}]}`
+		p, err := ReadPayload(strings.NewReader(doc), "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	catchAll := `,"collection_matchers":[{"type":"catch_all","collection_name":"landcover"}]`
+	wd := t.TempDir()
+	t.Chdir(wd)
+	for _, tc := range []struct {
+		name, tmpl, matchers string
+		want                 string // refusal, or the uploaded Item's path
+	}{
+		{"unknown variable", dir + "/up/${colour}/${id}", catchAll, `${colour}: Item s1 has no property "colour"`},
+		{"collection without one", dir + "/up/${collection}/${id}", "", "${collection}: Item s1 gets no collection"},
+		{"vsimem", "/vsimem/up/${id}", catchAll, "is GDAL's memory, gone when pnec exits"},
+		{"http", "https://example.org/up/${id}", catchAll, "https:// is not a place pnec uploads to"},
+		{"source property", dir + "/up/${platform}/${year}/${id}", catchAll, dir + "/up/EnMAP/2024/s1/s1.json"},
+		{"relative", "rel/${collection}/${id}", catchAll, wd + "/rel/landcover/s1/s1.json"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out := filepath.Join(t.TempDir(), "out")
+			var rep bytes.Buffer
+			sum, o, err := RunPayload(context.Background(), Config{ModelPath: modelPath, OutDir: out, Jobs: 1, Report: &rep}, payload(tc.tmpl, tc.matchers))
+			if !strings.HasPrefix(tc.want, "/") {
+				t.Log(err)
+				if !errors.Is(err, ErrPayload) || !strings.Contains(err.Error(), tc.want) || sum.Scenes != 0 || rep.Len() != 0 {
+					t.Fatalf("got %+v, %v: want ErrPayload saying %q before any scene", sum, err, tc.want)
+				}
+				if ents, _ := os.ReadDir(out); len(ents) != 0 {
+					t.Errorf("out holds %d files: want none", len(ents))
+				}
+				return
+			}
+			if err != nil || sum.Done != 1 {
+				t.Fatalf("got %+v, %v", sum, err)
+			}
+			item := o["features"].([]any)[0].(map[string]any)
+			var self string
+			for _, l := range item["links"].([]any) {
+				if lm := l.(map[string]any); lm["rel"] == "self" {
+					self = lm["href"].(string)
+				}
+			}
+			if self != tc.want {
+				t.Errorf("self %q, want %s", self, tc.want)
+			}
+			for k, a := range item["assets"].(map[string]any) {
+				href := a.(map[string]any)["href"].(string)
+				if !filepath.IsAbs(href) || filepath.Dir(href) != filepath.Dir(tc.want) {
+					t.Errorf("asset %s: href %s, want absolute beside %s", k, href, tc.want)
+				}
+			}
+			if _, err := os.Stat(tc.want); err != nil {
+				t.Error(err)
+			}
+		})
 	}
 }

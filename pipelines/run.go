@@ -99,11 +99,19 @@ type Config struct {
 	HTTPClient *http.Client
 	// Now is the clock (tests); nil = time.Now.
 	Now func() time.Time
+	// beforeWork, when set, checks the expanded inputs of every shard
+	// before any work (RunPayload's path_template check); its error stops
+	// the run.
+	beforeWork func([]Input) error
 	// OnDrift is what happens to a scene whose drift verdict is fail
 	// (model.Drift): OnDriftWarn (the default) publishes it and reports the
 	// verdict, OnDriftSkip withholds its product and Item (status
 	// refused), OnDriftFail withholds them and counts the scene as failed.
 	OnDrift OnDrift
+
+	// keep is the run's inputs, which no sweep of stale temporaries
+	// removes whatever their names (set by Run).
+	keep *samefile.Set
 }
 
 // OnDrift is Config.OnDrift.
@@ -172,6 +180,8 @@ type SceneReport struct {
 	Bands    string   `json:"bands,omitempty"`
 	Warnings []string `json:"warnings,omitempty"`
 	err      error    // why it failed (not in the report: Reason says it)
+	// notStarted: stopped before a job took it (Summary.NotStarted).
+	notStarted bool
 	// Drift is the scene's drift verdict (ok, warn, fail; absent for a
 	// model without drift statistics) and DriftReasons why it is not ok.
 	Drift        string   `json:"drift,omitempty"`
@@ -184,6 +194,8 @@ type SceneReport struct {
 // Summary totals a run.
 type Summary struct {
 	Scenes, Done, Skipped, Failed, Busy, Stopped int
+	// NotStarted counts the Stopped scenes a stop kept from starting.
+	NotStarted int
 	// Refused counts scenes withheld for their drift (OnDriftSkip;
 	// under OnDriftFail they count as Failed and in DriftRefused).
 	Refused int
@@ -211,6 +223,9 @@ func (s Summary) String() string {
 	}
 	if s.Stopped > 0 {
 		out += fmt.Sprintf("; %d stopped before they finished", s.Stopped)
+		if s.NotStarted > 0 {
+			out += fmt.Sprintf(" (%d not started)", s.NotStarted)
+		}
 	}
 	if s.DriftWarn+s.DriftFail > 0 {
 		out += fmt.Sprintf("; drift: %d warn, %d fail", s.DriftWarn, s.DriftFail)
@@ -294,6 +309,12 @@ func Run(ctx context.Context, cfg Config) (Summary, error) {
 	if err := cfg.checkNotInputs(inputs); err != nil {
 		return t.sum, err
 	}
+	if cfg.beforeWork != nil {
+		if err := cfg.beforeWork(inputs); err != nil {
+			return t.sum, err
+		}
+	}
+	cfg.keep = cfg.inputSet(inputs)
 	mine := cfg.Shard.Select(inputs)
 	rep := &reporter{w: cfg.Report, onEvent: cfg.OnEvent, total: len(mine) + len(inErrs)}
 	for _, ie := range inErrs {
@@ -320,13 +341,13 @@ func Run(ctx context.Context, cfg Config) (Summary, error) {
 
 	// Leftovers of killed runs of scenes this process did not touch (another
 	// shard's crashed run, or scenes skipped as up to date) go too, when free.
-	t.sum.TempFilesRemoved += removeStaleTemps(cfg.OutDir, inputs)
+	t.sum.TempFilesRemoved += removeStaleTemps(cfg.OutDir, inputs, cfg.keep.Has)
 	t.sum.Elapsed = time.Since(start)
 	if setupErr != nil {
 		return t.sum, setupErr
 	}
 	if err := ctx.Err(); err != nil {
-		return t.sum, fmt.Errorf("batch interrupted after %d of %d scenes: %w", t.sum.Scenes, rep.total, err)
+		return t.sum, fmt.Errorf("batch interrupted after %d of %d scenes: %w", t.sum.Scenes-t.sum.Stopped, rep.total, err)
 	}
 	if t.sum.Failed > 0 {
 		return t.sum, &FailedError{Failed: t.sum.Failed, Scenes: t.sum.Scenes, First: t.firstFailure, FirstErr: t.firstErr, Drift: t.driftFailed}
@@ -368,6 +389,9 @@ func (t *tally) add(r SceneReport) {
 		t.sum.Busy++
 	case StatusStopped:
 		t.sum.Stopped++
+		if r.notStarted {
+			t.sum.NotStarted++
+		}
 	case StatusRefused:
 		t.sum.Refused++
 	default:
@@ -395,6 +419,9 @@ func prepareOutput(cfg Config) error {
 	if err := checkLicense(cfg.License); err != nil {
 		return err
 	}
+	if err := cfg.checkModelItemHref(); err != nil {
+		return err
+	}
 	if err := os.MkdirAll(cfg.OutDir, 0o755); err != nil {
 		return fmt.Errorf("output directory %s: %w", cfg.OutDir, err)
 	}
@@ -408,12 +435,18 @@ func prepareOutput(cfg Config) error {
 // of each (its share of the budget, the run's logger), recorded in sum.
 func jobsAndOptions(cfg Config, m *model.Model, scenes int, log *slog.Logger, sum *Summary) (int, processor.Options) {
 	jobs, backend := cfg.Jobs, cfg.Options.Backend
+	opts := cfg.Options
 	if scenes > 0 {
-		jobs, backend = chooseJobs(m, cfg.Jobs, cfg.Options)
+		var b model.Backend
+		var err error
+		if jobs, b, err = chooseJobs(m, cfg.Jobs, cfg.Options, scenes); err == nil {
+			// Every classifier opens the backend decided here: the default
+			// is decided once for the batch, not again per job.
+			backend, opts.Backend = b.Label(), b.Name
+		}
 	}
 	jobs = max(1, min(jobs, scenes))
 	sum.Jobs, sum.Backend = jobs, backend
-	opts := cfg.Options
 	// The budget, given or the default (which respects cgroup limits), is
 	// the whole process's: each job gets its share.
 	if opts.MaxMemoryBytes <= 0 {
@@ -505,26 +538,36 @@ func runJobs(ctx context.Context, cfg *Config, m *model.Model, opts processor.Op
 			}
 		}()
 	}
+	fed := 0
 feed:
 	for _, in := range mine {
 		select {
 		case work <- in:
+			fed++
 		case <-ctx.Done():
 			break feed
 		}
 	}
 	close(work)
 	wg.Wait()
+	// Every scene gets its line: those a stop kept from starting too.
+	for _, in := range mine[fed:] {
+		r := SceneReport{Input: in.Name, Status: StatusStopped, notStarted: true,
+			Reason: fmt.Sprintf("not started: the run was stopped (%v); a rerun does it", context.Cause(ctx))}
+		cfg.stamp(&r)
+		t.add(r)
+		rep.scene(&r)
+	}
 	return setupErr
 }
 
 // removeStaleTemps removes the temporaries of killed runs of inputs' scenes
-// whose lock is free, and returns how many it removed.
-func removeStaleTemps(outDir string, inputs []Input) int {
+// whose lock is free, none that keep reports, and returns how many it removed.
+func removeStaleTemps(outDir string, inputs []Input, keep func(string) bool) int {
 	n := 0
 	for _, in := range inputs {
 		if l, err := tempfiles.TryLock(outDir, in.Key); err == nil {
-			k, _ := tempfiles.RemoveTemps(outDir, in.Key)
+			k, _ := tempfiles.RemoveTemps(outDir, in.Key, keep)
 			n += k
 			l.Release()
 		}
@@ -544,9 +587,49 @@ var ErrOutputIsInput = samefile.ErrOutputIsInput
 // the Collection or the report being an input. Every input of every shard
 // is checked, so that all shards agree.
 func (cfg *Config) checkNotInputs(inputs []Input) error {
-	var ins samefile.Set
+	ins := cfg.inputSet(inputs)
+	runFiles := []samefile.Named{{Path: cfg.Collection, Role: "the STAC Collection"}, {Path: cfg.ReportPath, Role: "the run report"}}
+	products, err := cfg.planOutputs(inputs)
+	if err != nil {
+		return err
+	}
+	if err := ins.Check(append(runFiles, products...)...); err != nil {
+		return err
+	}
+	// A directory in place of an output was found only when the finished
+	// file was renamed onto it, after the scene's work.
+	for _, o := range products {
+		if st, err := os.Stat(o.Path); err == nil && st.IsDir() {
+			return fmt.Errorf("%s %s: %w: it is a directory", o.Role, o.Path, processor.ErrBadOutput)
+		}
+	}
+	// Nor may a product or an Item replace the Collection or the report
+	// (a scene named collection.tif beside collection.json, say).
+	var run samefile.Set
+	run.Add(runFiles...)
+	return run.Check(products...)
+}
+
+// inputSet is every file the run reads that is known before its scenes
+// start: scenes, source Items, the inputs as named, the model, the masks,
+// and the local files their VRTs read at any depth.
+func (cfg *Config) inputSet(inputs []Input) *samefile.Set {
+	ins := &samefile.Set{}
+	// addReads adds a dataset and, for a VRT, the local files it reads at
+	// any depth. The VRTs of a catalog under the policy are left to the
+	// scene's policy check (checkOpens), which reads nothing the catalog
+	// may not name; the scene's own check (processor) still lists them.
+	addReads := func(name, role string, confined bool) {
+		ins.Add(samefile.Named{Path: name, Role: role})
+		if confined || !samefile.Local(name) {
+			return
+		}
+		for _, f := range geo.VRTFiles(name) {
+			ins.Add(samefile.Named{Path: f, Role: "a file " + role + " reads,"})
+		}
+	}
 	for _, in := range inputs {
-		ins.Add(samefile.Named{Path: in.Name, Role: "the scene"})
+		addReads(in.Name, "the scene", in.catalog != "")
 		if in.Item != "" {
 			ins.Add(samefile.Named{Path: in.Item, Role: "the source STAC Item"})
 		}
@@ -558,34 +641,78 @@ func (cfg *Config) checkNotInputs(inputs []Input) error {
 		ins.Add(samefile.Named{Path: cfg.ModelPath, Role: "the model"})
 	}
 	if m := cfg.Mask; m != "" && !strings.Contains(m, "{key}") && MaskRole(m) == "" {
-		ins.Add(samefile.Named{Path: m, Role: "the mask"})
+		addReads(m, "the mask", false)
 	}
 	for _, in := range inputs {
 		if in.Mask != "" {
-			ins.Add(samefile.Named{Path: in.Mask, Role: "the mask of " + in.Key})
+			addReads(in.Mask, "the mask of "+in.Key, in.catalog != "")
 		}
 	}
 	for _, m := range cfg.Options.QualityMasks {
-		ins.Add(samefile.Named{Path: m.Path, Role: "the quality mask"})
+		addReads(m.Path, "the quality mask", false)
 	}
-	runFiles := []samefile.Named{{Path: cfg.Collection, Role: "the STAC Collection"}, {Path: cfg.ReportPath, Role: "the run report"}}
-	var products []samefile.Named
+	return ins
+}
+
+// ErrOutputCollision: two outputs of one batch are one file (a scene's
+// product and another's probabilities file, a product's Item and the
+// model's Item); Run refuses to start.
+var ErrOutputCollision = errors.New("two outputs of the batch are one file")
+
+// planOutputs lists every file the run writes into the output directory,
+// for every input of every shard (so that all shards agree): each scene's
+// product files, its Item and the model's Item when the run may write it
+// there. It refuses, before any work, two of them being one file: a scene's
+// product would replace another's companion file (in/a.tif and
+// in/a.probabilities.tif: a.probabilities.tif is both the first product's
+// probabilities file and the second's product), or a product's Item the
+// model's (scene x.pnec.tif, model x.pnec). A product's companion files are
+// claimed whatever the options, since a product without them removes stale
+// ones of its name.
+func (cfg *Config) planOutputs(inputs []Input) ([]samefile.Named, error) {
+	type claim struct{ role, input string }
+	claims := map[string]claim{}
+	var out []samefile.Named
+	add := func(path, role, input string) error {
+		key := filepath.Clean(path)
+		if c, ok := claims[key]; ok {
+			of := func(role, input string) string {
+				switch {
+				case input == "":
+					return role
+				case strings.HasPrefix(role, "the product's "):
+					return "the " + strings.TrimPrefix(role, "the product's ") + " of the product of " + input
+				}
+				return role + " of " + input
+			}
+			return fmt.Errorf("%w: %s would be %s and %s; rename one of the inputs, or classify them in separate output directories",
+				ErrOutputCollision, path, of(c.role, c.input), of(role, input))
+		}
+		claims[key] = claim{role, input}
+		out = append(out, samefile.Named{Path: path, Role: role})
+		return nil
+	}
+	if cfg.ModelItem == "" && cfg.ModelPath != "" {
+		// Written into the output directory when no Item of the model is
+		// found beside it (newModelItem): claimed either way, so that the
+		// plan does not depend on what lies beside the model.
+		if err := add(filepath.Join(cfg.OutDir, filepath.Base(ModelItemPath(cfg.ModelPath))), "the model's STAC Item", ""); err != nil {
+			return nil, err
+		}
+	}
 	for _, in := range inputs {
 		product := filepath.Join(cfg.OutDir, in.Key+".tif")
-		paths, roles := geo.ProductFiles(product, cfg.Options.ReliabilityFloat32)
+		paths, roles := geo.ProductFiles(product, true)
+		prob := geo.ProbabilitiesPath(product)
+		paths, roles = append(paths, prob+".aux.xml"), append(roles, "the product's probabilities sidecar")
+		paths, roles = append(paths, filepath.Join(cfg.OutDir, in.Key+".json")), append(roles, "the product's STAC Item")
 		for i := range paths {
-			products = append(products, samefile.Named{Path: paths[i], Role: roles[i]})
+			if err := add(paths[i], roles[i], in.Name); err != nil {
+				return nil, err
+			}
 		}
-		products = append(products, samefile.Named{Path: filepath.Join(cfg.OutDir, in.Key+".json"), Role: "the product's STAC Item"})
 	}
-	if err := ins.Check(append(runFiles, products...)...); err != nil {
-		return err
-	}
-	// Nor may a product or an Item replace the Collection or the report
-	// (a scene named collection.tif beside collection.json, say).
-	var run samefile.Set
-	run.Add(runFiles...)
-	return run.Check(products...)
+	return out, nil
 }
 
 // checkCollection refuses, before any work, a Collection file that could
@@ -634,20 +761,23 @@ func checkWritable(dir string) error {
 	return os.Remove(name)
 }
 
-// chooseJobs applies the --jobs default: 1 on a GPU backend; on CPU as many
-// scenes as fit in the memory budget when each takes at least a 512x512 tile's
-// working set, capped at the number of CPUs (each scene's network already
-// uses every core, so more jobs mainly overlap reading and writing).
-func chooseJobs(m *model.Model, jobs int, o processor.Options) (int, string) {
-	backend := o.Backend
-	if backend == "" {
-		backend = os.Getenv("GOMLX_BACKEND")
+// chooseJobs decides the batch's backend once (model.DecideBackend, for
+// the batch's scenes) and applies the --jobs default: 1 on an accelerator
+// (model.Backend.OnDevice); on CPU as many scenes as fit in the memory
+// budget when each takes at least a 512x512 tile's working set, capped at
+// the number of CPUs (each scene's network already uses every core, so
+// more jobs mainly overlap reading and writing). An error is a backend
+// name that does not parse.
+func chooseJobs(m *model.Model, jobs int, o processor.Options, scenes int) (int, model.Backend, error) {
+	b, err := model.DecideBackend(o.Backend, model.Job{Task: model.TaskClassify, Scenes: scenes})
+	if err != nil {
+		return jobs, b, err
 	}
 	if jobs > 0 {
-		return jobs, backend
+		return jobs, b, nil
 	}
-	if isGPUBackend(backend) {
-		return 1, backend
+	if b.OnDevice() {
+		return 1, b, nil
 	}
 	budget := o.MaxMemoryBytes
 	if budget <= 0 {
@@ -655,14 +785,9 @@ func chooseJobs(m *model.Model, jobs int, o processor.Options) (int, string) {
 	}
 	per := m.EstimatePredictBytes(512, 512)
 	if per <= 0 || budget <= 0 {
-		return 1, backend
+		return 1, b, nil
 	}
-	return int(max(1, min(int64(runtime.NumCPU()), budget/per))), backend
-}
-
-func isGPUBackend(b string) bool {
-	b = strings.ToLower(b)
-	return strings.Contains(b, "cuda") || strings.Contains(b, "gpu") || strings.Contains(b, "rocm")
+	return int(max(1, min(int64(runtime.NumCPU()), budget/per))), b, nil
 }
 
 // reporter serialises report lines and events.
@@ -750,16 +875,17 @@ func (w *worker) scene(ctx context.Context, in Input) SceneReport {
 		return fail(err)
 	}
 	defer lock.Release()
-	if n, err := tempfiles.RemoveTemps(w.cfg.OutDir, in.Key); err != nil {
+	mask, err := sceneMask(w.cfg.Mask, in)
+	if err != nil {
+		return fail(err)
+	}
+	keep := func(p string) bool { return w.cfg.keep.Has(p) || (mask != "" && samefile.Same(p, mask)) }
+	if n, err := tempfiles.RemoveTemps(w.cfg.OutDir, in.Key, keep); err != nil {
 		return fail(fmt.Errorf("remove stale temporary files: %w", err))
 	} else if n > 0 {
 		w.log.Info("removed stale temporary files", "input", in.Name, "files", n)
 	}
 
-	mask, err := sceneMask(w.cfg.Mask, in)
-	if err != nil {
-		return fail(err)
-	}
 	src := sourceRecord(in)
 	maskRecord(&src, mask)
 	// The record names the input as the Item's links do (relative when under
@@ -779,7 +905,7 @@ func (w *worker) scene(ctx context.Context, in Input) SceneReport {
 			// A run killed between writing the Item and adding it to the
 			// collection left it out: add it now (a no-op when it is in).
 			if w.cfg.Collection != "" && !w.inCollection[itemHref(w.cfg.Collection, itemPath)] {
-				if err := addItemFileToCollection(w.cfg.Collection, w.collection(), itemPath); err != nil {
+				if err := addItemFileToCollection(w.cfg.Collection, w.collection(), itemPath, w.cfg.keep.Has); err != nil {
 					return fail(err)
 				}
 			}
@@ -795,6 +921,11 @@ func (w *worker) scene(ctx context.Context, in Input) SceneReport {
 		}
 	}
 
+	// What a catalog's VRTs open is checked before GDAL opens them (the
+	// datetime check below opens the scene).
+	if err := checkOpens(in); err != nil {
+		return fail(err)
+	}
 	if err := w.checkDatetime(in); err != nil {
 		return fail(err)
 	}
@@ -845,12 +976,7 @@ func (w *worker) scene(ctx context.Context, in Input) SceneReport {
 
 // root is the directory the Items' relative hrefs stay under: the
 // Collection's, else the output directory.
-func (w *worker) root() string {
-	if w.cfg.Collection != "" {
-		return filepath.Dir(w.cfg.Collection)
-	}
-	return w.cfg.OutDir
-}
+func (w *worker) root() string { return w.cfg.itemsRoot() }
 
 // collection is what a new or updated Collection says of the products.
 func (w *worker) collection() CollectionMeta {
@@ -902,7 +1028,7 @@ func (w *worker) describe(in Input, product, itemPath string, src SourceRecord, 
 		return err
 	}
 	if w.cfg.Collection != "" {
-		if err := addToCollection(w.cfg.Collection, w.collection(), itemPath, item.Bbox, itemInterval(item.Properties)); err != nil {
+		if err := addToCollection(w.cfg.Collection, w.collection(), itemPath, item.Bbox, itemInterval(item.Properties), w.cfg.keep.Has); err != nil {
 			// Without the Item the scene is not up to date, so the next
 			// run redoes it and adds it then.
 			os.Remove(itemPath)

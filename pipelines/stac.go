@@ -290,27 +290,22 @@ const (
 // undefined) and the reasons it is not ok.
 func driftProperties(d *model.Drift) map[string]any {
 	num := func(v float64) any { return processor.JSONFigure(v, 4) }
-	t := model.DefaultDriftThresholds
 	reasons := d.Reasons
 	if reasons == nil {
 		reasons = []string{}
 	}
-	return map[string]any{
-		"far_share":              num(d.FarShare),
-		"distance_ratio":         num(d.DistanceRatio),
-		"reliability":            num(d.Reliability),
-		"reliability_baseline":   num(d.ReliabilityBaseline),
-		"reliability_ratio":      num(d.ReliabilityRatio),
-		"brightness_ratio":       num(d.BrightnessRatio),
-		"band_shift_sd_mean":     num(d.BandShiftMeanSD),
-		"band_shift_sd_max":      num(d.BandShiftMaxSD),
-		"reasons":                reasons,
-		"warn_far_share":         t.WarnFarShare,
-		"fail_far_share":         t.FailFarShare,
-		"warn_reliability_ratio": t.WarnReliabilityRatio,
-		"fail_reliability_ratio": t.FailReliabilityRatio,
-		"warn_distance_ratio":    t.WarnDistanceRatio,
+	props := map[string]any{
+		"reliability":          num(d.Reliability),
+		"reliability_baseline": num(d.ReliabilityBaseline),
+		"reasons":              reasons,
 	}
+	for _, f := range model.DriftFigures() {
+		props[f.Key] = num(f.Value(*d))
+	}
+	for k, v := range processor.DriftThresholdsJSON(model.DefaultDriftThresholds) {
+		props[k] = v
+	}
+	return props
 }
 
 // BuildItem makes the STAC Item describing a product. Hrefs of local files

@@ -41,9 +41,10 @@ func sampleParams(dir string) ItemParams {
 		ModelItem: "/models/salinas.pnec.json", ModelName: "salinas",
 		Now:    time.Date(2026, 11, 22, 1, 2, 3, 0, time.UTC),
 		NoData: 255,
-		Drift: &model.Drift{Verdict: model.DriftWarn, Reasons: []string{"7.0% of the pixels are farther from every class than 99% of the training scene's (warn at 5%)"},
+		Drift: &model.Drift{Verdict: model.DriftWarn, Reasons: []string{"20.0% of the network's cells are farther from their nearest prototype than 90% of the training scene's cells of that prototype (warn at 17.1%)"},
 			FarShare: 0.07, DistanceRatio: 1.2, Reliability: 0.81, ReliabilityBaseline: 0.86, ReliabilityRatio: 0.81 / 0.86, BrightnessRatio: 0.93,
-			BandShiftMeanSD: 0.21, BandShiftMaxSD: 0.5, BandShiftSD: []float64{0.1, 0.5}, ValidPixels: 7038},
+			BandShiftMeanSD: 0.21, BandShiftMaxSD: 0.5, BandShiftSD: []float64{0.1, 0.5}, ValidPixels: 7038,
+			FeatureFarShare: 0.2, FeatureDistanceRatio: 1.1, PrototypeMarginRatio: 0.95, UncertaintyRatio: 1.01, MarginRatio: 0.9, ValidCells: 440},
 	}
 }
 
@@ -59,8 +60,10 @@ func TestBuildItemValidates(t *testing.T) {
 			if p[propDriftVerdict] != "warn" {
 				t.Errorf("got %s %v, want warn", propDriftVerdict, p[propDriftVerdict])
 			}
+			lim := model.DefaultDriftThresholds.Limits[0]
 			if d, _ := p[propDrift].(map[string]any); d == nil || d["far_share"] != 0.07 || d["reliability_ratio"] != 0.9419 ||
-				d["brightness_ratio"] != 0.93 || len(d["reasons"].([]any)) != 1 || d["warn_far_share"] != model.DefaultDriftThresholds.WarnFarShare {
+				d["brightness_ratio"] != 0.93 || d["feature_far_share"] != 0.2 || d["margin_ratio"] != 0.9 || len(d["reasons"].([]any)) != 1 ||
+				d["warn_"+lim.Figure] != lim.Warn || d["fail_"+lim.Figure] != lim.Fail {
 				t.Errorf("got %s %v, want the figures, the reason and the thresholds", propDrift, p[propDrift])
 			}
 			if p["proj:epsg"] != 32610.0 || p["datetime"] != "2024-06-01T10:30:00Z" || p[propDatetimeSource] != datetimeFromItem {
@@ -354,7 +357,7 @@ func TestCollection(t *testing.T) {
 	}
 	meta := CollectionMeta{ID: "nightly", License: "CC-BY-4.0", Classes: sampleParams(dir).Classes, NoData: 255, ReliabilityF32: true}
 	for _, it := range items {
-		if err := addToCollection(coll, meta, it.path, it.bbox, [2]string{it.dt, it.dt}); err != nil {
+		if err := addToCollection(coll, meta, it.path, it.bbox, [2]string{it.dt, it.dt}, nil); err != nil {
 			t.Fatal(err)
 		}
 	}

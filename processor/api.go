@@ -308,6 +308,13 @@ func (c *Classifier) Backend() string { return c.backend }
 // it and writes the COG product to out atomically: out is replaced only by a
 // complete product, and a failed or cancelled run leaves no partial file.
 func (c *Classifier) Classify(ctx context.Context, scene, out string) (Result, error) {
+	return c.run(ctx, scene, c.opts.Mask, out)
+}
+
+// run is the one entry point of Classify and ClassifyMasked: it holds the
+// Classifier (one scene at a time, and Close waits) before it looks at the
+// predictor, which Close clears under the same hold.
+func (c *Classifier) run(ctx context.Context, scene, mask, out string) (Result, error) {
 	select {
 	case c.busy <- struct{}{}:
 	case <-ctx.Done():
@@ -317,7 +324,7 @@ func (c *Classifier) Classify(ctx context.Context, scene, out string) (Result, e
 	if c.pred == nil {
 		return Result{}, ErrClosed
 	}
-	return c.classify(ctx, scene, out)
+	return c.classifyIn(ctx, scene, mask, out)
 }
 
 // Close releases the backend, after the Classify in progress (if any)

@@ -35,20 +35,27 @@ const MaxTileSide = math.MaxInt32
 var ErrOutputIsInput = samefile.ErrOutputIsInput
 
 // checkNotInput refuses a product at out whose files (geo.ProductFiles)
-// include one the scene reads (geo.DatasetFiles), before any work.
-// Only local scenes are listed: opening a remote one once more costs
+// include one the scene or a mask reads, before any work: the file itself,
+// its sidecars (geo.DatasetFiles) and, for a VRT, its sources at any depth
+// of VRTs (geo.VRTFiles; GDAL's own list stops at the first level). Only
+// local scenes are listed by GDAL: opening a remote one once more costs
 // requests, and its files cannot be a local product's.
 func checkNotInput(scene, out string, reliabilityFloat32 bool, masks ...samefile.Named) error {
-	if !samefile.Local(out) || !samefile.Local(scene) {
+	if !samefile.Local(out) {
 		return nil
 	}
-	inputs := []samefile.Named{{Path: scene, Role: "the scene"}}
-	for _, f := range geo.DatasetFiles(scene) {
-		inputs = append(inputs, samefile.Named{Path: f, Role: "a file the scene reads,"})
+	var inputs []samefile.Named
+	if samefile.Local(scene) {
+		inputs = append(inputs, samefile.Named{Path: scene, Role: "the scene"})
+		for _, f := range geo.DatasetFiles(scene) {
+			inputs = append(inputs, samefile.Named{Path: f, Role: "a file the scene reads,"})
+		}
+		inputs = append(inputs, vrtReads(scene, "the scene")...)
 	}
 	for _, m := range masks {
 		if samefile.Local(m.Path) {
 			inputs = append(inputs, m)
+			inputs = append(inputs, vrtReads(m.Path, m.Role)...)
 		}
 	}
 	paths, roles := geo.ProductFiles(out, reliabilityFloat32)
@@ -57,6 +64,16 @@ func checkNotInput(scene, out string, reliabilityFloat32 bool, masks ...samefile
 		outputs[i] = samefile.Named{Path: paths[i], Role: roles[i]}
 	}
 	return samefile.Check(outputs, inputs)
+}
+
+// vrtReads names the local files the VRT name reads at any depth (none
+// when it is no VRT), as read by role ("the mask").
+func vrtReads(name, role string) []samefile.Named {
+	var out []samefile.Named
+	for _, f := range geo.VRTFiles(name) {
+		out = append(out, samefile.Named{Path: f, Role: "a file " + role + " reads,"})
+	}
+	return out
 }
 
 // ErrBadOutput: the product path cannot be written (a directory, or in a
@@ -120,7 +137,11 @@ func CheckOutput(out string) error {
 		return nil
 	}
 	if st, err := os.Stat(out); err == nil && st.IsDir() {
-		return fmt.Errorf("%s: %w: it is a directory (give a file name such as %s)", out, ErrBadOutput, filepath.Join(out, "product.tif"))
+		hint := "give a file name"
+		if ext := strings.ToLower(filepath.Ext(out)); ext == ".tif" || ext == ".tiff" {
+			hint += " such as " + filepath.Join(out, "product.tif")
+		}
+		return fmt.Errorf("%s: %w: it is a directory (%s)", out, ErrBadOutput, hint)
 	}
 	dir := filepath.Dir(out)
 	st, err := os.Stat(dir)
@@ -131,6 +152,24 @@ func CheckOutput(out string) error {
 		return fmt.Errorf("%s: %w: %v", out, ErrBadOutput, err)
 	case !st.IsDir():
 		return fmt.Errorf("%s: %w: %s is not a directory", out, ErrBadOutput, dir)
+	}
+	return nil
+}
+
+// CheckProductOutput is CheckOutput for a product at out and for every
+// file written beside it (geo.ProductFiles: the sidecar, the QGIS style,
+// the probabilities and Float32 reliability files): an existing directory
+// at any of them was found only when the finished file was renamed onto it,
+// after all the work.
+func CheckProductOutput(out string, reliabilityFloat32 bool) error {
+	if err := CheckOutput(out); err != nil || strings.HasPrefix(out, "/vsi") {
+		return err
+	}
+	paths, roles := geo.ProductFiles(out, reliabilityFloat32)
+	for i := 1; i < len(paths); i++ {
+		if st, err := os.Stat(paths[i]); err == nil && st.IsDir() {
+			return fmt.Errorf("%s: %w: %s %s is a directory", out, ErrBadOutput, strings.TrimPrefix(roles[i], "the product's "), paths[i])
+		}
 	}
 	return nil
 }

@@ -43,13 +43,9 @@ type rowsOut struct {
 	prob  []uint16 // [rows][cols][probability bands], nil without probabilities
 }
 
-// classify is Classify's work: open and check the scene, plan it within
-// the budget, create the product, run the four stages, commit.
-func (c *Classifier) classify(parent context.Context, sceneName, out string) (res Result, err error) {
-	return c.classifyIn(parent, sceneName, c.opts.Mask, out)
-}
-
-// classifyIn classifies the scene within mask ("" = everywhere).
+// classifyIn is the work of Classify and ClassifyMasked (run): open and
+// check the scene, plan it within the budget, create the product, run the
+// four stages, commit; within mask ("" = everywhere).
 func (c *Classifier) classifyIn(parent context.Context, sceneName, mask, out string) (res Result, err error) {
 	start := time.Now()
 	res = Result{Scene: sceneName, Product: out, ModelChecksum: c.m.Checksum(), Backend: c.pred.Backend(), Mask: mask}
@@ -66,7 +62,7 @@ func (c *Classifier) classifyIn(parent context.Context, sceneName, mask, out str
 	defer release()
 	var mk *geo.Mask
 	if mask != "" {
-		if mk, err = geo.OpenMask(parent, mask, info); err != nil {
+		if mk, err = geo.OpenMaskWithin(parent, mask, info, res.MaxMemoryBytes); err != nil {
 			return res, fmt.Errorf("%s: %w", sceneName, err)
 		}
 		defer mk.Close()
@@ -91,8 +87,8 @@ func (c *Classifier) classifyIn(parent context.Context, sceneName, mask, out str
 	if drift := st.drift; drift != nil {
 		rep := drift.Report()
 		res.Drift = &rep
-		c.log.Info("drift", "scene", sceneName, "verdict", rep.Verdict, "far_share", rep.FarShare,
-			"reliability_ratio", rep.ReliabilityRatio, "brightness_ratio", rep.BrightnessRatio)
+		c.log.Info("drift", "scene", sceneName, "verdict", rep.Verdict, "feature_far_share", rep.FeatureFarShare,
+			"prototype_margin_ratio", rep.PrototypeMarginRatio, "margin_ratio", rep.MarginRatio, "brightness_ratio", rep.BrightnessRatio)
 		if c.opts.DriftCheck != nil {
 			if err := c.opts.DriftCheck(rep); err != nil {
 				return res, err
@@ -122,7 +118,7 @@ func (c *Classifier) classifyIn(parent context.Context, sceneName, mask, out str
 // applies the quality masks, and checks the output's free space. It
 // records the band plan, its warnings and the masks in res.
 func (c *Classifier) openScene(sceneName, mask, out string, res *Result) (*geo.Scene, geo.Info, error) {
-	if err := CheckOutput(out); err != nil {
+	if err := CheckProductOutput(out, c.opts.ReliabilityFloat32); err != nil {
 		return nil, geo.Info{}, err
 	}
 	if err := checkNotInput(sceneName, out, c.opts.ReliabilityFloat32, c.maskInputs(mask)...); err != nil {
@@ -190,7 +186,7 @@ func (c *Classifier) planRun(sceneName string, info geo.Info, res *Result) (plan
 	res.TileRows, res.TileCols, res.Overlap = plan.TileRows, plan.TileCols, plan.Overlap
 	res.PlannedBytes, res.Flight = planned, flight
 	cost := newSceneCost(info, c.m, c.opts)
-	release = reserveMemory(cost.limit(budget, plan, c.pred.Backend()), blockCacheBytes(info, plan.TileCols)+cost.probCache)
+	release = reserveMemory(cost.limit(budget, plan, backendOf(c.pred)), blockCacheBytes(info, plan.TileCols)+cost.probCache)
 	c.log.Info("plan", "scene", sceneName, "plan", plan.String(), "budget_mib", budget>>20, "planned_mib", res.PlannedBytes>>20,
 		"in_flight", flight.Host, "device_tiles", flight.Device)
 	return plan, flight, release, nil
@@ -437,6 +433,14 @@ func (c *Classifier) readTiles(ctx context.Context, sc *geo.Scene, mk *geo.Mask,
 func (c *Classifier) runTiles(ctx context.Context, name string, plan *tiling.Plan, in <-chan tileIn, slots <-chan struct{}, free chan<- []float32, out chan<- tileOut) (time.Duration, error) {
 	var busy time.Duration
 	k := len(c.m.Classes())
+	// A scene run as one tile is recovered in the compiled graph where the
+	// backend prepares its input there (model.Backend.PrepInGraph); tiles
+	// are stitched first and recovered on the canvas (stitcher.rows).
+	wholeTile := len(plan.Tiles) == 1 && plan.Tiles[0].Input == (tiling.Rect{Rows: plan.Rows, Cols: plan.Cols})
+	recoverer, _ := c.pred.(interface {
+		PredictRecovered(context.Context, model.Scene) (model.Prediction, error)
+	})
+	recoverInGraph := wholeTile && recoverer != nil && backendOf(c.pred).PrepInGraph() && c.opts.Probabilities != ProbabilitiesNetwork
 	for t := range in {
 		if ctx.Err() != nil {
 			return busy, nil
@@ -460,7 +464,13 @@ func (c *Classifier) runTiles(ctx context.Context, name string, plan *tiling.Pla
 			dist = make([]float32, t.scene.Rows*t.scene.Cols*k)
 			distDone.Go(func() { distErr = c.ref.ClassDistances(t.scene.Data, t.scene.Valid, dist) })
 		}
-		p, err := c.pred.Predict(ctx, t.scene)
+		var p model.Prediction
+		var err error
+		if recoverInGraph {
+			p, err = recoverer.PredictRecovered(ctx, t.scene)
+		} else {
+			p, err = c.pred.Predict(ctx, t.scene)
+		}
 		distDone.Wait()
 		busy += time.Since(t0)
 		select {

@@ -716,6 +716,39 @@ func TestPlanSceneHugeTile(t *testing.T) {
 	}
 }
 
+// TestClassifyMaskedAfterConcurrentClose: a ClassifyMasked that waits for
+// the Classifier while a Close is queued before it gets ErrClosed.
+// ClassifyMasked once looked at the predictor before waiting, so the Close
+// cleared it under its feet: a nil predictor called (a panic), and a data
+// race `go test -race` reports. Go queues the waiters of the Classifier
+// (a channel send) in order: the Close is started first and given time to
+// queue; were it not queued first, the scene would simply be classified.
+func TestClassifyMaskedAfterConcurrentClose(t *testing.T) {
+	f := getFixture(t)
+	c, err := NewClassifier(f.model, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.busy <- struct{}{} // a scene in progress
+	closed := make(chan error, 1)
+	go func() { closed <- c.Close() }()
+	time.Sleep(200 * time.Millisecond) // the Close queues
+	done := make(chan error, 1)
+	out := filepath.Join(t.TempDir(), "p.tif")
+	go func() {
+		_, err := c.ClassifyMasked(context.Background(), f.scene, "", out)
+		done <- err
+	}()
+	time.Sleep(200 * time.Millisecond) // the ClassifyMasked queues after it
+	<-c.busy                           // the scene ends
+	if err := <-closed; err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; !errors.Is(err, ErrClosed) {
+		t.Errorf("ClassifyMasked queued after Close: %v, want ErrClosed", err)
+	}
+}
+
 // TestClassifierCloseWhileClassifying closes a Classifier from another
 // goroutine while it classifies (Close once cleared the predictor without
 // holding the Classifier, a data race `go test -race` reports): Close waits

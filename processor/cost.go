@@ -204,11 +204,12 @@ func StripScratchBytes(info geo.Info, tileCols int) int64 {
 // heap (the network's buffers on the Go backend included) stays inside the
 // budget instead of growing to twice its live data.
 //
-// On an XLA backend the network's buffers are outside the Go heap, so
-// their share is kept out of the limit too.
-func (c *sceneCost) limit(budget int64, plan tiling.Plan, backend string) int64 {
+// Where the network's buffers are outside the Go heap (every backend but
+// the Go backend: model.Backend.NetworkOnGoHeap) their share is kept out of
+// the limit too.
+func (c *sceneCost) limit(budget int64, plan tiling.Plan, backend model.Backend) int64 {
 	l := budget - c.mm.BaseBytes - blockCacheBytes(c.info, plan.TileCols) - c.probCache - decodeBytes(c.info) - c.write - VRTSourcesBytes(c.info)
-	if backend != "go" {
+	if !backend.NetworkOnGoHeap() {
 		l -= int64(c.mm.NetworkFactor * float64(c.network(plan.TileRows, plan.TileCols)))
 	}
 	return l
@@ -250,4 +251,15 @@ func reserveMemory(goLimit, cache int64) (release func()) {
 		}
 		processLimits.Unlock()
 	}
+}
+
+// backendOf is the described backend of p: model.Predictor's own
+// description, else its name parsed (a name that does not parse, such as a
+// test's network, describes no backend: off the Go heap).
+func backendOf(p predictor) model.Backend {
+	if d, ok := p.(interface{ Describe() model.Backend }); ok {
+		return d.Describe()
+	}
+	b, _ := model.ParseBackend(p.Backend())
+	return b
 }

@@ -13,6 +13,8 @@ import (
 
 // Keys of the drift figures in the product's PNEC metadata (PNEC_DRIFT_*
 // in the TIFF's default domain); docs/acquisitions.md describes them.
+// Every scalar figure (model.DriftFigures) is DRIFT_ and its key in upper
+// case (MetaDriftFigure); the constants name those tests and callers use.
 const (
 	MetaDriftVerdict             = "DRIFT_VERDICT"              // ok, warn or fail
 	MetaDriftReasons             = "DRIFT_REASONS"              // why not ok, "; "-separated ("" when ok)
@@ -26,7 +28,32 @@ const (
 	MetaDriftBandShiftMax        = "DRIFT_BAND_SHIFT_SD_MAX"    // largest |band mean shift|
 	MetaDriftBandShift           = "DRIFT_BAND_SHIFT_SD"        // JSON array, per band (1-based order), 2 decimals
 	MetaDriftThresholds          = "DRIFT_THRESHOLDS"           // JSON object of the verdict's thresholds
+	// The figures in the network's own terms (issue 33).
+	MetaDriftFeatureFarShare      = "DRIFT_FEATURE_FAR_SHARE"      // 0..1 of the valid cells
+	MetaDriftFeatureDistanceRatio = "DRIFT_FEATURE_DISTANCE_RATIO" // class-wise median feature distance over the training scene's
+	MetaDriftPrototypeMarginRatio = "DRIFT_PROTOTYPE_MARGIN_RATIO" // mean nearest-prototype margin over the training scene's
+	MetaDriftUncertaintyRatio     = "DRIFT_UNCERTAINTY_RATIO"      // mean G~ over the training scene's for the same labels
+	MetaDriftMarginRatio          = "DRIFT_MARGIN_RATIO"           // mean probability margin over the training scene's
 )
+
+// MetaDriftFigure is the metadata key of a drift figure (model.DriftFigure.Key).
+func MetaDriftFigure(key string) string { return "DRIFT_" + strings.ToUpper(key) }
+
+// DriftThresholdsJSON is the verdict's thresholds as one flat JSON object,
+// warn_KEY and fail_KEY per limit (model.DriftLimit; a limit not used is
+// left out): the DRIFT_THRESHOLDS metadata and the STAC Item's fields.
+func DriftThresholdsJSON(t model.DriftThresholds) map[string]float64 {
+	out := map[string]float64{}
+	for _, l := range t.Limits {
+		if l.Warn > 0 {
+			out["warn_"+l.Figure] = l.Warn
+		}
+		if l.Fail > 0 {
+			out["fail_"+l.Figure] = l.Fail
+		}
+	}
+	return out
+}
 
 // JSONFigure is v rounded to decimals places for a JSON document: nil
 // (null) where v is not finite, and 0 where it rounds to zero from below
@@ -56,26 +83,19 @@ func DriftMetadata(d model.Drift) map[string]string {
 		bands[i] = JSONFigure(v, 2)
 	}
 	perBand, _ := json.Marshal(bands)
-	t := model.DefaultDriftThresholds
-	thresholds, _ := json.Marshal(map[string]float64{
-		"warn_far_share": t.WarnFarShare, "fail_far_share": t.FailFarShare,
-		"warn_reliability_ratio": t.WarnReliabilityRatio, "fail_reliability_ratio": t.FailReliabilityRatio,
-		"warn_distance_ratio": t.WarnDistanceRatio,
-	})
-	return map[string]string{
+	thresholds, _ := json.Marshal(DriftThresholdsJSON(model.DefaultDriftThresholds))
+	md := map[string]string{
 		MetaDriftVerdict:             string(d.Verdict),
 		MetaDriftReasons:             strings.Join(d.Reasons, "; "),
-		MetaDriftFarShare:            f(d.FarShare),
-		MetaDriftDistanceRatio:       f(d.DistanceRatio),
 		MetaDriftReliability:         f(d.Reliability),
 		MetaDriftReliabilityBaseline: f(d.ReliabilityBaseline),
-		MetaDriftReliabilityRatio:    f(d.ReliabilityRatio),
-		MetaDriftBrightnessRatio:     f(d.BrightnessRatio),
-		MetaDriftBandShiftMean:       f(d.BandShiftMeanSD),
-		MetaDriftBandShiftMax:        f(d.BandShiftMaxSD),
 		MetaDriftBandShift:           string(perBand),
 		MetaDriftThresholds:          string(thresholds),
 	}
+	for _, fig := range model.DriftFigures() {
+		md[MetaDriftFigure(fig.Key)] = f(fig.Value(d))
+	}
+	return md
 }
 
 // ErrDrift is wrapped by DriftError.

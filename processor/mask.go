@@ -15,16 +15,7 @@ import (
 // neither read nor run. mask "" classifies the whole scene; it overrides
 // Options.Mask.
 func (c *Classifier) ClassifyMasked(ctx context.Context, scene, mask, out string) (Result, error) {
-	if c.pred == nil {
-		return Result{}, ErrClosed
-	}
-	select {
-	case c.busy <- struct{}{}:
-	case <-ctx.Done():
-		return Result{}, ctx.Err()
-	}
-	defer func() { <-c.busy }()
-	return c.classifyIn(ctx, scene, mask, out)
+	return c.run(ctx, scene, mask, out)
 }
 
 // tileMask reads whether each pixel of t's read window lies inside mk

@@ -28,6 +28,10 @@ type stitcher struct {
 	probBands int              // values per pixel of rowsOut.prob
 	quant     *quantizer
 
+	// recovered: the tiles came recovered (a scene run whole, recovered in
+	// the graph: model.Prediction.Recovered), so the canvas is not.
+	recovered bool
+
 	canvas  *tiling.Canvas
 	buf     []float32 // interleaved tile output, reused
 	written int       // product rows sent
@@ -70,7 +74,7 @@ func (s *stitcher) run(ctx context.Context, in <-chan tileOut) (time.Duration, e
 		if t.tile.Index == band.Tiles[len(band.Tiles)-1].Index {
 			// The tile row is complete: rows no later tile touches, and whose
 			// recovery window lies in such rows too, are final.
-			limit := band.FinalRows - s.recovery.Halo()
+			limit := band.FinalRows - s.halo()
 			if band.Row == len(bands)-1 {
 				limit = s.plan.Rows
 			}
@@ -104,8 +108,20 @@ func (s *stitcher) counts() map[int]int64 {
 	return m
 }
 
+// halo is the rows a product row's recovery reads beyond it (none when
+// the tiles came recovered).
+func (s *stitcher) halo() int {
+	if s.recovered {
+		return 0
+	}
+	return s.recovery.Halo()
+}
+
 // add blends one tile's probabilities, uncertainty and validity.
 func (s *stitcher) add(t tileOut) error {
+	if t.pred.Recovered {
+		s.recovered = true
+	}
 	if t.skip {
 		if err := s.canvas.Add(s.plan, t.tile, s.skippedOutput(t.tile)); err != nil {
 			return fmt.Errorf("stitch tile %d: %w", t.tile.Index, err)
@@ -137,13 +153,36 @@ func (s *stitcher) add(t tileOut) error {
 	if err := s.canvas.Add(s.plan, t.tile, buf); err != nil {
 		return fmt.Errorf("stitch tile %d: %w", t.tile.Index, err)
 	}
+	if s.drift != nil {
+		addCoreCells(s.drift, t.pred, t.tile)
+	}
 	return nil
+}
+
+// addCoreCells adds the tile's cells of the network's grid whose first
+// pixel lies in the tile's core to the drift's figures in the network's
+// terms: the cores partition the scene and tile origins are multiples of
+// the stride, so each scene cell counts once.
+func addCoreCells(d *model.DriftMeter, p model.Prediction, t tiling.Tile) {
+	core := t.Core
+	for i := range p.CellRows {
+		r := t.Input.Row + model.Stride*i
+		if r < core.Row || r >= core.Row+core.Rows {
+			continue
+		}
+		// Cells of this row whose first column lies in the core.
+		j0 := max(0, (core.Col-t.Input.Col+model.Stride-1)/model.Stride)
+		j1 := min(p.CellCols, (core.Col+core.Cols-t.Input.Col+model.Stride-1)/model.Stride)
+		if j1 > j0 {
+			d.AddCells(p, i*p.CellCols+j0, j1-j0)
+		}
+	}
 }
 
 // finalize recovers, classifies and sends rows [s.written, limit) in chunks,
 // then drops the canvas rows no later chunk needs.
 func (s *stitcher) finalize(ctx context.Context, limit int) error {
-	h := s.recovery.Halo()
+	h := s.halo()
 	for s.written < limit {
 		lo := s.written
 		hi := min(lo+finalizeChunkRows, limit)
@@ -198,9 +237,12 @@ func (s *stitcher) rows(lo, hi, h int) (rowsOut, error) {
 			}
 		}
 	}
-	rec, err := tiling.RecoverRows(prob, valid, inLo, inHi-inLo, cols, k, lo, hi-lo, s.recovery)
-	if err != nil {
-		return rowsOut{}, fmt.Errorf("recover rows %d..%d: %w", lo, hi, err)
+	rec := prob
+	if !s.recovered {
+		var err error
+		if rec, err = tiling.RecoverRows(prob, valid, inLo, inHi-inLo, cols, k, lo, hi-lo, s.recovery); err != nil {
+			return rowsOut{}, fmt.Errorf("recover rows %d..%d: %w", lo, hi, err)
+		}
 	}
 	out := rowsOut{row0: lo, class: make([]uint16, (hi-lo)*cols), rel: make([]float32, (hi-lo)*cols)}
 	nb := s.probBands
@@ -234,7 +276,7 @@ func (s *stitcher) rows(lo, hi, h int) (rowsOut, error) {
 		if dist != nil {
 			out.rel[i] = s.kind.PixelSpectral(px, unc[i], model.AgreementOf(dist[i*k:(i+1)*k], best))
 			if s.drift != nil {
-				s.drift.AddPixel(dist[i*k:(i+1)*k], best)
+				s.drift.AddPixel(dist[i*k:(i+1)*k], px, unc[i], best)
 			}
 		} else {
 			out.rel[i] = s.kind.Pixel(px, unc[i])

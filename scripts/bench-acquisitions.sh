@@ -7,11 +7,20 @@
 #
 # RUNS defaults to 5 and ENCODERS to "cell paper". Each (scene, encoder, model)
 # is one `pnec experiment --shift ... --json` (RUNS models and RUNS models of
-# the disjoint split); a JSON already in OUT is kept, so an interrupted run
-# goes on where it stopped. On 2 shared cores the cell encoder takes about an
+# the disjoint split, kept under OUT/models for a rerun that measures again
+# without training); a JSON already in OUT is kept, so an interrupted run
+# goes on where it stopped. For the drift verdict (issue 33) the default
+# model of the paper encoder also runs on RUNS other seeds (first seed
+# 202601, no disjoint split): bench/cmd/driftfit records every case run of
+# both seed sets in bench/drift-cases.csv and prints the limits it chooses
+# (model.DefaultDriftThresholds must be them: evaluation's
+# TestDefaultDriftThresholdsAreChosen), and the report shows the verdict
+# against the OA drop. On 2 shared cores the cell encoder takes about an
 # hour for both scenes and models, the paper encoder several. Accuracy, not
 # time, is measured: no lock is needed.
 set -euo pipefail
+# As the Makefile sets them, for the go run steps when run directly.
+export GOEXPERIMENT=${GOEXPERIMENT:-simd} GOTOOLCHAIN=${GOTOOLCHAIN:-auto}
 RUNS=${1:-5}
 ENCODERS=${2:-cell paper}
 PNEC=$(realpath "${PNEC:-bin/pnec}")
@@ -35,6 +44,20 @@ if [ ! -s jasper.tif ]; then
 fi
 : > commands.txt
 args=()
+drift=()
+# run SCENE OTHER OUT MODELS FLAGS...: one experiment into OUT (kept when
+# there), its models kept in MODELS.
+run() {
+	local scene=$1 other=$2 out=$3 models=$4
+	shift 4
+	echo "pnec experiment --shift --scene $scene.tif --labels ${scene}_gt.tif --train-mask ${scene}_train.tif --other $other.tif $* --backend go --models $models --json > $out" >> commands.txt
+	if [ ! -s "$out" ]; then
+		echo "bench-acquisitions: $(date -u +%H:%M:%S) $out" >&2
+		"$PNEC" experiment --shift --scene "$scene.tif" --labels "${scene}_gt.tif" --train-mask "${scene}_train.tif" --other "$other.tif" \
+			"$@" --backend go --models "$models" --json -q > "$out.tmp"
+		mv "$out.tmp" "$out"
+	fi
+}
 for enc in $ENCODERS; do
 	for variant in default reference; do
 		for scene in salinasA jasper; do
@@ -43,22 +66,26 @@ for enc in $ENCODERS; do
 			extra=""
 			[ $variant = reference ] && extra="--input stretch --augment off"
 			out=${scene}_${enc}_${variant}.json
-			cmd="pnec experiment --shift --scene $scene.tif --labels ${scene}_gt.tif --train-mask ${scene}_train.tif --other $other.tif --runs $RUNS --encoder $enc --backend go $extra --json > $out"
-			echo "$cmd" >> commands.txt
-			if [ ! -s "$out" ]; then
-				echo "bench-acquisitions: $(date -u +%H:%M:%S) $out" >&2
-				# shellcheck disable=SC2086
-				"$PNEC" experiment --shift --scene $scene.tif --labels ${scene}_gt.tif --train-mask ${scene}_train.tif --other $other.tif \
-					--runs "$RUNS" --encoder "$enc" --backend go $extra --json -q > "$out.tmp"
-				mv "$out.tmp" "$out"
-			fi
+			# shellcheck disable=SC2086 # extra is several flags
+			run "$scene" "$other" "$out" "models/${scene}_${enc}_${variant}" --runs "$RUNS" --encoder "$enc" $extra
 			label=default
 			[ $variant = reference ] && label="paper's input, no augmentation"
 			args+=("$name|$enc|$label=$OUT/$out")
+			if [ "$enc $variant" = "paper default" ]; then
+				drift+=("$name|report=$OUT/$out")
+				choose=${scene}_${enc}_${variant}_choose.json
+				run "$scene" "$other" "$choose" "models/${scene}_${enc}_${variant}_choose" --runs "$RUNS" --first-seed 202601 --disjoint=false --encoder "$enc"
+				drift+=("$name|choose=$OUT/$choose")
+			fi
 		done
 	done
 done
 cd "$ROOT"
-go run ./bench/cmd/acqreport -out bench/acquisitions.md -commands "$OUT/commands.txt" \
+driftcases=()
+if [ ${#drift[@]} -eq 4 ]; then
+	go run ./bench/cmd/driftfit -cases bench/drift-cases.csv "${drift[@]}"
+	driftcases=(-drift-cases bench/drift-cases.csv)
+fi
+go run ./bench/cmd/acqreport -out bench/acquisitions.md -commands "$OUT/commands.txt" "${driftcases[@]}" \
 	-note "Measured at commit $(git describe --always --dirty 2>/dev/null || echo unknown) on $(nproc) cores ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')), go backend; accuracy only, so the machine's load does not matter (training times are indicative)." \
 	"${args[@]}"

@@ -463,3 +463,19 @@ func BenchmarkApplyResampling(b *testing.B) {
 		}
 	})
 }
+
+// TestConvertRadiometryRefusesScales: a scale outside [MinScale, MaxScale]
+// on either side (a scene's metadata, a model file) is refused, not turned
+// into a gain that overflows float32 (issue 34: reflectance:1e-300 gave a
+// gain of 1e304).
+func TestConvertRadiometryRefusesScales(t *testing.T) {
+	good := Radiometry{Quantity: QuantityReflectance, Scale: 10000}
+	for _, sc := range []float64{1e-300, math.Inf(1), math.NaN(), 1e300, -1} {
+		bad := Radiometry{Quantity: QuantityReflectance, Scale: sc}
+		for _, pair := range [][2]Radiometry{{good, bad}, {bad, good}} {
+			if _, _, err := ConvertRadiometry(pair[0], pair[1]); !errors.Is(err, ErrScale) {
+				t.Errorf("model %v, scene %v: got %v, want ErrScale", pair[0], pair[1], err)
+			}
+		}
+	}
+}

@@ -42,6 +42,28 @@ func (r Radiometry) String() string {
 	return r.Quantity
 }
 
+// The reflectance scales pnec takes (Radiometry.Scale): reflectance 1
+// stored as 1, 100, 10000, 65535 ... lies well inside. Outside, a
+// conversion gain (the ratio of two scales) overflows float32 on real
+// values: reflectance:1e-300 made every pixel +Inf, one class, exit 0.
+const (
+	MinScale = 1e-6
+	MaxScale = 1e9
+)
+
+// ErrScale: a reflectance scale that is not a finite number in
+// [MinScale, MaxScale].
+var ErrScale = fmt.Errorf("want a finite number from %g to %g (the value that stands for reflectance 1: 1, 100, 10000)", MinScale, MaxScale)
+
+// CheckScale refuses a reflectance scale outside [MinScale, MaxScale]
+// (NaN and infinities included), wrapping ErrScale.
+func CheckScale(scale float64) error {
+	if !(scale >= MinScale && scale <= MaxScale) {
+		return fmt.Errorf("reflectance scale %s: %w", strconv.FormatFloat(scale, 'g', -1, 64), ErrScale)
+	}
+	return nil
+}
+
 // ErrRadiometry: the scene's values measure another quantity than the
 // model was trained on, or on another scale that cannot be converted; see
 // *RadiometryError.
@@ -74,6 +96,13 @@ func ConvertRadiometry(model, scene Radiometry) (gain float64, note string, err 
 	}
 	switch model.Quantity {
 	case QuantityReflectance:
+		for _, sc := range []float64{model.Scale, scene.Scale} {
+			if sc != 0 {
+				if err := CheckScale(sc); err != nil {
+					return 0, "", err
+				}
+			}
+		}
 		if model.Scale > 0 && scene.Scale > 0 && model.Scale != scene.Scale {
 			g := model.Scale / scene.Scale
 			return g, fmt.Sprintf("the scene's %s is converted to the model's %s (x%s)", scene, model, strconv.FormatFloat(g, 'g', -1, 64)), nil

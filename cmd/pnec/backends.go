@@ -3,6 +3,9 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
 	"strings"
 
 	"github.com/pnec/pnec/internal/oneline"
@@ -13,26 +16,51 @@ import (
 func init() {
 	register(&cli.Command{
 		Name:      "backends",
-		Usage:     "list the compute backends pnec can use here and check that they run",
-		UsageText: "pnec backends [--backend NAME] [--json]",
+		Usage:     "list the compute backends pnec can use here, check that they run, and show or fill the compile cache",
+		UsageText: "pnec backends [--backend NAME] [--json] [--cache-dir DIR] [--precompile MODEL [--shapes RxC,...]]",
 		Description: "Lists the pure-Go backend and every XLA PJRT plugin found (PJRT_PLUGIN_LIBRARY_PATH,\n" +
-			"/usr/local/lib/go-xla, ~/.local/lib/go-xla, LD_LIBRARY_PATH; nothing is downloaded), or only\n" +
-			"the backend --backend names. For each it reports the devices, and for XLA plugins the plugin's\n" +
-			"PJRT C API version beside the one pnec was built with, then compiles and runs a small matrix\n" +
-			"product to show the backend works. Exit status 1 when a listed backend fails.\n\n" +
+			"/usr/local/lib/go-xla, ~/.local/lib/go-xla, LD_LIBRARY_PATH, and jax's CUDA plugins installed\n" +
+			"with pip in Python's site-packages or PNEC_SITE_PACKAGES; nothing is downloaded), or only the\n" +
+			"backend --backend names. For each it reports the devices, for XLA plugins the plugin's PJRT C\n" +
+			"API version beside pnec's, for a pip-installed CUDA plugin its NVIDIA libraries and CUDA data\n" +
+			"folder (or exactly what is missing and the pip package that holds it), and the GPU's memory;\n" +
+			"then it compiles and runs a small matrix product to show the backend works. It also says which\n" +
+			"backend the commands pick by default and why, and lists the compile cache: XLA's autotuning\n" +
+			"results and compiled kernels kept between processes, one folder per plugin, device, driver,\n" +
+			"options and XLA flags (PNEC_CACHE_DIR, default $XDG_CACHE_HOME/pnec or ~/.cache/pnec).\n" +
+			"--precompile compiles a model's prediction graphs for the shapes given into the cache (for a\n" +
+			"node image), on --backend or the first accelerator found. Exit status 1 when a listed backend\n" +
+			"fails.\n\n" +
 			"Examples:\n" +
 			"  pnec backends\n" +
-			"  pnec backends --backend xla:/opt/jax/jax_plugins/xla_cuda13/xla_cuda_plugin.so --json\n" +
+			"  pnec backends --backend xla:/opt/venv/lib/python3.12/site-packages/jax_plugins/xla_cuda13/xla_cuda_plugin.so --json\n" +
+			"  pnec backends --precompile landcover.pnec --shapes 610x340,1024x1024\n" +
 			"  GOMLX_BACKEND=xla:cuda pnec backends --backend xla:cuda",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "backend", Usage: "check only backend `NAME`: go, xla:cuda, xla:/abs/path/plugin.so"},
-			&cli.BoolFlag{Name: "json", Usage: "one JSON object per backend instead of text"},
+			&cli.BoolFlag{Name: "json", Usage: "one JSON object per backend (and one for the cache) instead of text"},
+			&cli.StringFlag{Name: "cache-dir", Usage: "the compile cache's folder `DIR` (default: $PNEC_CACHE_DIR, else $XDG_CACHE_HOME/pnec)"},
+			&cli.StringFlag{Name: "precompile", Usage: "compile the prediction graphs of `MODEL` (a .pnec file) into the compile cache"},
+			&cli.StringFlag{Name: "shapes", Usage: "with --precompile: the scene or tile sizes `RxC,...` to compile (default: the model's training scene size)"},
 		},
 		Action: backendsAction,
 	})
 }
 
 func backendsAction(c *cli.Context) error {
+	if d := c.String("cache-dir"); d != "" {
+		abs, err := filepath.Abs(d)
+		if err != nil {
+			return fmt.Errorf("--cache-dir %s: %w", d, err)
+		}
+		os.Setenv(model.CacheDirEnv, abs)
+	}
+	if c.IsSet("shapes") && !c.IsSet("precompile") {
+		return fmt.Errorf("--shapes needs --precompile MODEL")
+	}
+	if m := c.String("precompile"); m != "" {
+		return precompileAction(c, m)
+	}
 	names := model.AvailableBackends()
 	if b := c.String("backend"); b != "" {
 		names = []string{b}
@@ -41,42 +69,168 @@ func backendsAction(c *cli.Context) error {
 	var failed []string
 	for _, name := range names {
 		info, err := model.ProbeBackend(name)
+		mem, memErr := info.Backend.DeviceMemory()
 		if c.Bool("json") {
 			out := struct {
 				model.BackendInfo
-				Error string `json:"error,omitempty"`
+				Memory *model.DeviceMemory `json:"device_memory,omitempty"`
+				Error  string              `json:"error,omitempty"`
 			}{BackendInfo: info}
+			if memErr == nil && !mem.OnHost {
+				out.Memory = &mem
+			}
 			if err != nil {
 				out.Error = err.Error()
 			}
 			b, _ := json.Marshal(out)
 			fmt.Fprintln(w, string(b))
 		} else {
-			status := "ok"
-			if err != nil {
-				status = "FAILED: " + oneline.Fold(err.Error())
-			}
-			fmt.Fprintf(w, "%s: %s\n", info.Label, status)
-			if info.PluginPath != "" {
-				fmt.Fprintf(w, "  plugin %s, PJRT C API %d.%d (pnec built with %d.%d)\n", info.PluginPath,
-					info.PluginPJRT[0], info.PluginPJRT[1], info.HeaderPJRT[0], info.HeaderPJRT[1])
-			}
-			if info.Description != "" {
-				fmt.Fprintf(w, "  %s\n", oneline.Fold(info.Description))
-			}
-			for i, d := range info.Devices {
-				fmt.Fprintf(w, "  device %d: %s\n", i, oneline.Fold(d))
-			}
-			if info.SmokeOK {
-				fmt.Fprintf(w, "  64x64 matrix product compiled and ran in %.1f ms\n", 1000*info.SmokeSec)
-			}
+			printBackend(c, info, err, mem, memErr)
 		}
 		if err != nil {
 			failed = append(failed, name)
 		}
 	}
+	if c.String("backend") == "" {
+		def, err := model.DecideBackend("", model.Job{})
+		if c.Bool("json") {
+			b, _ := json.Marshal(struct {
+				Default model.Backend `json:"default"`
+				Error   string        `json:"error,omitempty"`
+			}{def, errString(err)})
+			fmt.Fprintln(w, string(b))
+		} else if err == nil {
+			fmt.Fprintf(w, "default: %s (%s; a large job may pick XLA: docs/backends.md)\n", def.Label(), def.Reason)
+		}
+	}
+	if err := printCache(c); err != nil {
+		return err
+	}
 	if len(failed) > 0 {
 		return fmt.Errorf("backends: %s failed", strings.Join(failed, ", "))
 	}
 	return nil
+}
+
+func errString(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
+}
+
+// printBackend writes one backend's probe as text.
+func printBackend(c *cli.Context, info model.BackendInfo, err error, mem model.DeviceMemory, memErr error) {
+	w := c.App.Writer
+	status := "ok"
+	if err != nil {
+		status = "FAILED: " + oneline.Fold(err.Error())
+	}
+	fmt.Fprintf(w, "%s: %s\n", info.Label, status)
+	if info.PluginPath != "" {
+		fmt.Fprintf(w, "  plugin %s, PJRT C API %d.%d (pnec built with %d.%d)\n", info.PluginPath,
+			info.PluginPJRT[0], info.PluginPJRT[1], info.HeaderPJRT[0], info.HeaderPJRT[1])
+	}
+	if s := info.Backend.CUDA; s != nil {
+		dataDir := s.DataDir
+		if dataDir == "" {
+			dataDir = "not found"
+		}
+		fmt.Fprintf(w, "  pip CUDA %d set-up in %s: %d NVIDIA libraries, CUDA data folder %s\n", s.CUDAMajor, s.SitePackages, len(s.Libraries), dataDir)
+		if len(s.Optional) > 0 {
+			fmt.Fprintf(w, "  optional libraries not found (some operations only): %s\n", strings.Join(s.Optional, ", "))
+		}
+	}
+	if info.Description != "" {
+		fmt.Fprintf(w, "  %s\n", oneline.Fold(info.Description))
+	}
+	for i, d := range info.Devices {
+		fmt.Fprintf(w, "  device %d: %s\n", i, oneline.Fold(d))
+	}
+	switch {
+	case memErr != nil:
+		fmt.Fprintf(w, "  device memory unknown: %s\n", oneline.Fold(memErr.Error()))
+	case !mem.OnHost:
+		fmt.Fprintf(w, "  device memory: %s, %d MiB, XLA's allocator may take %d MiB (memory_fraction %.2f)\n",
+			mem.Device, mem.TotalBytes>>20, mem.LimitBytes>>20, mem.MemoryFraction)
+	}
+	if info.SmokeOK {
+		fmt.Fprintf(w, "  64x64 matrix product compiled and ran in %.1f ms\n", 1000*info.SmokeSec)
+	}
+}
+
+// printCache lists the compile cache's folders.
+func printCache(c *cli.Context) error {
+	root, folders, err := model.CacheFolders()
+	if err != nil {
+		return fmt.Errorf("backends: compile cache: %w", err)
+	}
+	w := c.App.Writer
+	if c.Bool("json") {
+		b, _ := json.Marshal(struct {
+			Root    string              `json:"cache_root"`
+			Folders []model.CacheFolder `json:"cache_folders"`
+		}{root, folders})
+		fmt.Fprintln(w, string(b))
+		return nil
+	}
+	fmt.Fprintf(w, "compile cache: %s (%d folders)\n", root, len(folders))
+	for _, f := range folders {
+		fmt.Fprintf(w, "  %s: %.1f MiB in %d files: %d autotuning results, kernels %.1f MiB, %d graphs compiled by pnec\n",
+			filepath.Base(f.Dir), float64(f.Bytes)/(1<<20), f.Files, f.Autotune, float64(f.KernelBytes)/(1<<20), f.Graphs)
+		fmt.Fprintf(w, "    for %s; devices %s; %s; XLA flags %q\n", f.Key.Backend, strings.Join(f.Key.Devices, ", "), f.Key.Driver, strings.Join(f.Key.XLAFlags, " "))
+	}
+	return nil
+}
+
+// precompileAction compiles the model's graphs for --shapes into the cache.
+func precompileAction(c *cli.Context, path string) error {
+	m, err := model.Load(path)
+	if err != nil {
+		return fmt.Errorf("--precompile: %w", err)
+	}
+	var shapes [][2]int
+	if s := c.String("shapes"); s != "" {
+		if shapes, err = parseShapes(s); err != nil {
+			return fmt.Errorf("--shapes %s: %w", s, err)
+		}
+	} else {
+		r, cc := m.TrainSceneSize()
+		shapes = [][2]int{{r, cc}}
+	}
+	backend := c.String("backend")
+	if backend == "" {
+		for _, p := range model.FindPlugins() {
+			if b, err := model.ParseBackend("xla:" + p.Path); err == nil && b.OnDevice() {
+				backend = b.Name
+				break
+			}
+		}
+		if backend == "" {
+			return fmt.Errorf("--precompile: no accelerator plugin found (name one with --backend): the go backend keeps no compile cache")
+		}
+	}
+	done, err := model.Precompile(c.Context, m, backend, shapes)
+	for _, d := range done {
+		fmt.Fprintf(c.App.Writer, "compiled %dx%d on %s in %.1f s\n", d.Rows, d.Cols, backend, d.Seconds)
+	}
+	if err != nil {
+		return fmt.Errorf("--precompile: %w", err)
+	}
+	return printCache(c)
+}
+
+// parseShapes reads "RxC,RxC".
+func parseShapes(s string) ([][2]int, error) {
+	var out [][2]int
+	for _, part := range strings.Split(s, ",") {
+		r, cc, ok := strings.Cut(strings.TrimSpace(part), "x")
+		rows, err1 := strconv.Atoi(r)
+		cols, err2 := strconv.Atoi(cc)
+		if !ok || err1 != nil || err2 != nil || rows < 1 || cols < 1 {
+			return nil, fmt.Errorf("%q: want ROWSxCOLS with positive numbers, e.g. 610x340", part)
+		}
+		out = append(out, [2]int{rows, cols})
+	}
+	return out, nil
 }

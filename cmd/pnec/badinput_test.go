@@ -215,6 +215,26 @@ var badInputs = []badInput{
 		writeTyped(t, p, 3, 2, fixture.Bands, geo.Float32, nil, data[:3*2*fixture.Bands])
 		return p
 	}},
+	// GDAL 3.6 decodes the blocks of a band-interleaved GeoTIFF of 3 or
+	// more bands correctly on its worker threads while reporting
+	// "Bad value N for ExtraSamples" there for every block: counted as the
+	// product's, those refused the scene (issue 34). Both interleavings,
+	// DEFLATE, 16 px tiles that the 40 px wide scene ends inside.
+	{name: "band-interleaved tiled DEFLATE", okFor: allCommands, make: func(t *testing.T, d string) string {
+		return writeLayout(t, filepath.Join(d, "band.tif"), "INTERLEAVE=BAND")
+	}},
+	{name: "pixel-interleaved tiled DEFLATE", okFor: allCommands, make: func(t *testing.T, d string) string {
+		return writeLayout(t, filepath.Join(d, "pixel.tif"), "INTERLEAVE=PIXEL")
+	}},
+	// A geotransform that places no grid: classify wrote Origin = (nan,
+	// ...) with exit 0, batch published the product and failed on its
+	// Item (JSON has no NaN), leaving it (issue 34).
+	{name: "NaN geotransform", want: "geotransform", fastFail: true, make: func(t *testing.T, d string) string {
+		return withGeoTransform(t, d, "nangrid.vrt", "nan, 10, 0, 4800000, 0, -10")
+	}},
+	{name: "zero-size pixels", want: "geotransform", fastFail: true, make: func(t *testing.T, d string) string {
+		return withGeoTransform(t, d, "flatgrid.vrt", "500000, 10, 0, 4800000, 0, 0")
+	}},
 	// info samples the valid fraction of a huge scene and says so; tiles
 	// counts every tile and lists the first ones; classify and batch refuse
 	// it at once, before planning, since its product cannot fit the disk.
@@ -238,6 +258,15 @@ var badInputs = []badInput{
 		os.WriteFile(p, []byte(`{"type":"Feature","stac_version":"1.0.0","id":"x","geometry":null,"properties":{"datetime":null},"links":[],"assets":{"thumb":{"href":"t.png","roles":["thumbnail"]}}}`), 0o644)
 		return p
 	}},
+	// A 50 MB id made a 100 MB stderr line, a 200 MB report and 1.35 GB
+	// RSS, and failed on a lock file name too long (issue 34).
+	{name: "STAC item with a 2 MB id", stacOnly: true, want: "stac item id of 2000000 bytes: want at most 1024", make: func(t *testing.T, d string) string {
+		scene := goodScene(t, d)
+		p := filepath.Join(d, "bigid.json")
+		os.WriteFile(p, []byte(`{"type":"Feature","stac_version":"1.0.0","id":"`+strings.Repeat("a", 2_000_000)+
+			`","geometry":null,"properties":{"datetime":"2024-06-01T00:00:00Z"},"links":[],"assets":{"hsi":{"href":"`+filepath.Base(scene)+`","roles":["data"]}}}`), 0o644)
+		return p
+	}},
 	{name: "bad JSON", stacOnly: true, want: "json", make: func(t *testing.T, d string) string {
 		p := filepath.Join(d, "broken.json")
 		os.WriteFile(p, []byte(`{"type":"Feature","assets":{`), 0o644)
@@ -248,6 +277,47 @@ var badInputs = []badInput{
 		os.WriteFile(p, []byte(`{"type":"Feature","stac_version":"1.0.0","id":"x","geometry":null,"properties":{"datetime":null},"links":[],"assets":{"hsi":{"href":"../../etc/passwd","roles":["data"]}}}`), 0o644)
 		return p
 	}},
+}
+
+// allCommands accept an input (badInput.okFor).
+var allCommands = map[string]bool{"info": true, "tiles": true, "classify": true, "batch": true}
+
+// writeLayout writes the fixture scene as a DEFLATE GeoTIFF of 16 px tiles
+// with the given interleaving option.
+func writeLayout(t *testing.T, path, interleave string) string {
+	t.Helper()
+	data, _ := fixture.SceneData(9)
+	w, err := geo.CreateGeoTIFF(path, geo.RasterSpec{Cols: fixture.Cols, Rows: fixture.Rows, Bands: fixture.Bands, DataType: geo.Float32, GeoRef: fixture.GeoRef,
+		CreationOptions: []string{interleave, "TILED=YES", "BLOCKXSIZE=16", "BLOCKYSIZE=16", "COMPRESS=DEFLATE"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	if err := w.WriteWindow(geo.Window{Cols: fixture.Cols, Rows: fixture.Rows}, data); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// withGeoTransform is a VRT of the fixture scene, without CRS, with the
+// geotransform gt (GDAL's text: six numbers), named name in dir.
+func withGeoTransform(t *testing.T, dir, name, gt string) string {
+	t.Helper()
+	src := goodScene(t, t.TempDir())
+	var b strings.Builder
+	fmt.Fprintf(&b, `<VRTDataset rasterXSize="%d" rasterYSize="%d">`+"\n  <GeoTransform>%s</GeoTransform>\n", fixture.Cols, fixture.Rows, gt)
+	for i := 1; i <= fixture.Bands; i++ {
+		fmt.Fprintf(&b, `  <VRTRasterBand dataType="Float32" band="%d"><SimpleSource><SourceFilename relativeToVRT="0">%s</SourceFilename><SourceBand>%d</SourceBand></SimpleSource></VRTRasterBand>`+"\n", i, src, i)
+	}
+	b.WriteString("</VRTDataset>\n")
+	p := filepath.Join(dir, name)
+	if err := os.WriteFile(p, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
 }
 
 // commandArgs gives the arguments that run command on scene, writing under out.
@@ -295,7 +365,10 @@ func checkCleanFailure(t *testing.T, r runResult, input, want, out string) {
 	t.Logf("exit %d in %s: %s", r.code, r.elapsed.Round(time.Millisecond), strings.TrimSpace(r.stderr))
 	lines := strings.Split(strings.TrimSpace(r.stderr), "\n")
 	if len(lines) != 1 || !strings.HasPrefix(lines[0], "pnec: ") {
-		t.Errorf("stderr has %d lines, want one 'pnec: ...' line:\n%s", len(lines), r.stderr)
+		t.Errorf("stderr has %d lines, want one 'pnec: ...' line:\n%.2000s", len(lines), r.stderr)
+	}
+	if len(r.stderr) > 20<<10 {
+		t.Errorf("stderr of %d bytes, want at most 20 KiB", len(r.stderr))
 	}
 	msg := strings.ToLower(lines[len(lines)-1])
 	if !strings.Contains(msg, strings.ToLower(filepath.Base(input))) {

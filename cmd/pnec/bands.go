@@ -96,8 +96,11 @@ func parseRadiometry(v string) (spectral.Radiometry, error) {
 		r := spectral.Radiometry{Quantity: spectral.QuantityReflectance}
 		if arg != "" {
 			f, err := strconv.ParseFloat(arg, 64)
-			if err != nil || !(f > 0) {
-				return r, fmt.Errorf("scale %q: want a positive number (the value of reflectance 1: 1, 100, 10000)", arg)
+			if err != nil {
+				return r, fmt.Errorf("scale %q: %w", arg, spectral.ErrScale)
+			}
+			if err := spectral.CheckScale(f); err != nil {
+				return r, err
 			}
 			r.Scale = f
 		}

@@ -1,12 +1,14 @@
 package main
 
 import (
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/pnec/pnec/geo"
 	"github.com/pnec/pnec/internal/fixture"
 	"github.com/pnec/pnec/spectral"
 )
@@ -22,6 +24,15 @@ func TestParseRadiometry(t *testing.T) {
 		{"reflectance", spectral.Radiometry{Quantity: "reflectance"}, false},
 		{"radiance:uW cm-2 sr-1 nm-1", spectral.Radiometry{Quantity: "radiance", Units: "uW cm-2 sr-1 nm-1"}, false},
 		{"reflectance:-1", spectral.Radiometry{}, true},
+		{"reflectance:0", spectral.Radiometry{}, true},
+		// issue 34: accepted, and 1e-300 made every pixel one class.
+		{"reflectance:1e-300", spectral.Radiometry{}, true},
+		{"reflectance:inf", spectral.Radiometry{}, true},
+		{"reflectance:+Inf", spectral.Radiometry{}, true},
+		{"reflectance:NaN", spectral.Radiometry{}, true},
+		{"reflectance:1e300", spectral.Radiometry{}, true},
+		{"reflectance:1e-6", spectral.Radiometry{Quantity: "reflectance", Scale: 1e-6}, false},
+		{"reflectance:65535", spectral.Radiometry{Quantity: "reflectance", Scale: 65535}, false},
 		{"reflectance:x", spectral.Radiometry{}, true},
 		{"brightness", spectral.Radiometry{}, true},
 	}
@@ -29,6 +40,46 @@ func TestParseRadiometry(t *testing.T) {
 		got, err := parseRadiometry(tt.in)
 		if (err != nil) != tt.err || (!tt.err && got != tt.want) {
 			t.Errorf("parseRadiometry(%q) = %+v, %v; want %+v (error %v)", tt.in, got, err, tt.want, tt.err)
+		}
+	}
+}
+
+// TestRadiometryScaleRefused: classify, batch and train refuse a
+// --radiometry scale that is not finite or so far from any real one that
+// the conversion overflows, before any work, with one line and nothing
+// written (issue 34: reflectance:1e-300 gave every pixel one class and no
+// reliability, exit 0; reflectance:inf was accepted).
+func TestRadiometryScaleRefused(t *testing.T) {
+	modelPath, err := fixture.SpectralModelPath() // reflectance 0-10000
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	scene := goodScene(t, dir) // says nothing of its radiometry
+	labels := filepath.Join(dir, "labels.tif")
+	_, lab := fixture.SceneData(9)
+	lf := make([]float32, len(lab))
+	for i, v := range lab {
+		lf[i] = float32(v)
+	}
+	writeTyped(t, labels, fixture.Rows, fixture.Cols, 1, geo.Byte, nil, lf)
+	for _, v := range []string{"reflectance:1e-300", "reflectance:inf", "reflectance:NaN", "reflectance:1e300"} {
+		for _, name := range []string{"classify", "batch", "train"} {
+			out := t.TempDir()
+			args := map[string][]string{
+				"classify": {"classify", "--quiet", "--radiometry", v, "--model", modelPath, "--scene", scene, "--out", filepath.Join(out, "p.tif")},
+				"batch": {"batch", "--quiet", "--radiometry", v, "--model", modelPath, "--out-dir", out, "--report", filepath.Join(out, "r.jsonl"),
+					"--datetime", "2024-06-01", scene},
+				"train": {"train", "--quiet", "--radiometry", v, "--scene", scene, "--labels", labels, "--out", filepath.Join(out, "m.pnec"), "--epochs", "1"},
+			}[name]
+			r := runPnec(t, time.Minute, args...)
+			line := strings.TrimSpace(r.stderr)
+			if r.code != 1 || strings.Contains(line, "\n") || !strings.Contains(line, "--radiometry "+v) || !strings.Contains(line, "want a finite number") {
+				t.Errorf("%s --radiometry %s: exit %d, %q; want exit 1 and one line naming the flag", name, v, r.code, line)
+			}
+			if ents, _ := os.ReadDir(out); len(ents) > 0 {
+				t.Errorf("%s --radiometry %s: wrote %v", name, v, ents)
+			}
 		}
 	}
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/pnec/pnec/internal/progress"
 	"github.com/pnec/pnec/pipelines"
+	"github.com/pnec/pnec/processor"
 )
 
 func init() {
@@ -53,7 +54,7 @@ func init() {
 			&cli.StringFlag{Name: "task-name", Value: pipelines.DefaultTaskName, Usage: "`NAME` of the task's parameters in the payload (process[0].tasks.NAME)"},
 			&cli.StringFlag{Name: "asset", Usage: "STAC asset `KEY` to classify (default: the asset with role \"data\")"},
 			&cli.StringFlag{Name: "mask", Usage: "classify only inside an area of interest `SPEC`: a raster (non-zero = inside) or vector file (any CRS, reprojected) for every scene; a path pattern with {key} (the scene's KEY) for one per scene; or asset:ROLE for the asset with that role of each scene's STAC Item"},
-			&cli.BoolFlag{Name: "allow-outside-catalog", Usage: "let STAC documents name local files outside their folder (absolute and /vsi paths, file:// URLs, ../, symbolic links leading out); refused by default"},
+			&cli.BoolFlag{Name: "allow-outside-catalog", Usage: "let STAC documents, and the VRTs they name, read local files outside their folder (absolute and /vsi paths, file:// URLs, ../, symbolic links leading out, VRT sources there, other XML dataset descriptions); refused by default"},
 			&cli.BoolFlag{Name: "force", Usage: "redo scenes whose product is up to date"},
 			&cli.IntFlag{Name: "jobs", Aliases: []string{"j"}, Usage: "scenes classified at once, `N`; 0 = 1 on a GPU backend, on CPU as many as fit in --max-memory (at most the CPU count)"},
 			&cli.StringFlag{Name: "shard", Usage: "process only shard `I/N` of the inputs (0-based I; deterministic, by a hash of the scene key)"},
@@ -63,7 +64,7 @@ func init() {
 			&cli.StringFlag{Name: "license", Usage: "licence of the Collection's products, an SPDX `ID` or expression (e.g. CC-BY-4.0; default: proprietary, none granted)"},
 			&cli.StringFlag{Name: "datetime", Usage: "acquisition `TIME` (RFC 3339, or YYYY-MM-DD) of the scenes, or an interval START/END they were acquired in, written as each Item's datetime (an interval: datetime null, start_datetime, end_datetime); without it, a scene's own (source STAC Item, ACQUISITIONDATETIME/TIFFTAG_DATETIME metadata), and a scene without any fails"},
 			&cli.StringFlag{Name: "stac-base-url", Usage: "public `URL` of the Items' root (the --stac-collection file's directory, else --out-dir): Items and the Collection get absolute self links under it (without it, none)"},
-			&cli.StringFlag{Name: "model-item", Usage: "`HREF` (path or URL) of the model's STAC Item the products' Items point at (default: MODEL.json beside the model, from 'pnec train' or 'pnec model-item', else one written into --out-dir)"},
+			&cli.StringFlag{Name: "model-item", Usage: "`HREF` of the model's STAC Item the products' Items point at: a URL, or a path under the Items' root (a local path elsewhere is refused); default: MODEL.json beside the model (from 'pnec train' or 'pnec model-item') when under the root, else its self URL when it has one, else a copy written into --out-dir"},
 			&cli.StringFlag{Name: "on-drift", Value: string(pipelines.OnDriftWarn), Usage: "what to do with a scene whose drift verdict is fail (docs/acquisitions.md): `ACTION` warn (publish and report it), skip (withhold its product and Item, status refused) or fail (withhold them, the scene fails; exit status 4 when nothing else failed)"},
 			&cli.StringFlag{Name: "report", Value: "-", Usage: "run report `FILE`: one JSON line per scene (- = stdout)"},
 			&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "no progress bar or log lines (the report and errors still appear)"},
@@ -116,9 +117,18 @@ func batchAction(c *cli.Context) error {
 	if len(inputs) == 0 && payload == nil {
 		return errors.New("batch: no INPUT given (scenes, globs, directories or STAC documents) and no --payload")
 	}
+	if len(inputs) == 0 && len(payload.Features) == 0 {
+		return fmt.Errorf("batch: --payload %s: its features list is empty and no INPUT is given: nothing to classify", c.String("payload"))
+	}
 	for _, f := range []string{"model", "out-dir"} {
 		if c.String(f) == "" {
 			return fmt.Errorf("batch: --%s not set (give it, or the payload's %s parameter)", f, strings.ReplaceAll(f, "-", "_"))
+		}
+	}
+	if p := c.String("payload-out"); p != "" && p != "-" {
+		// Written after the run: a directory there was found only then.
+		if err := processor.CheckOutput(p); err != nil {
+			return fmt.Errorf("--payload-out %w", err)
 		}
 	}
 	engine, shard, err := batchEngine(c)
@@ -216,6 +226,9 @@ func batchAction(c *cli.Context) error {
 	}
 	if errors.Is(err, pipelines.ErrNoDatetime) {
 		return fmt.Errorf("batch: %w (give --datetime TIME or START/END)", err)
+	}
+	if errors.Is(err, pipelines.ErrModelItemOutside) {
+		return fmt.Errorf("batch: --model-item %w", err)
 	}
 	if errors.Is(err, pipelines.ErrOutsideCatalog) {
 		return fmt.Errorf("batch: %w (--allow-outside-catalog reads it)", err)

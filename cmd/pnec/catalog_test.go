@@ -68,3 +68,31 @@ func TestBatchCatalogPolicy(t *testing.T) {
 		}
 	}
 }
+
+// TestBatchCatalogPolicyMask: --mask asset:ROLE takes the Item's mask
+// asset under the catalog policy too: an absolute path outside the folder
+// is refused with one line (it was read and the scene classified, exit 0).
+func TestBatchCatalogPolicyMask(t *testing.T) {
+	pnecBinary(t)
+	modelPath, err := fixture.ModelPath()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cat := t.TempDir()
+	scene := goodScene(t, cat)
+	mask := filepath.Join(t.TempDir(), "aoi.tif") // a raster mask outside the folder: non-zero everywhere
+	b, _ := os.ReadFile(scene)
+	os.WriteFile(mask, b, 0o644)
+	item := filepath.Join(cat, "item.json")
+	os.WriteFile(item, []byte(`{"type":"Feature","stac_version":"1.0.0","id":"flight","geometry":null,"properties":{"datetime":"2024-06-01T00:00:00Z"},"links":[],"assets":{"hsi":{"href":"good.tif","roles":["data"]},"aoi":{"href":"`+mask+`","roles":["aoi"]}}}`), 0o644)
+	out := filepath.Join(t.TempDir(), "out")
+	r := runPnec(t, 2*time.Minute, "batch", "--quiet", "--model", modelPath, "--out-dir", out, "--report", filepath.Join(t.TempDir(), "r.jsonl"), "--mask", "asset:aoi", item)
+	t.Logf("exit %d: %s", r.code, strings.TrimSpace(r.stderr))
+	lines := strings.Split(strings.TrimSpace(r.stderr), "\n")
+	if r.code != 1 || len(lines) != 1 || !strings.Contains(lines[0], `mask asset "aoi"`) || !strings.Contains(lines[0], "(an absolute path)") || !strings.Contains(lines[0], "--allow-outside-catalog") {
+		t.Errorf("exit %d, stderr %q: want exit 1 and one line refusing the mask asset, naming --allow-outside-catalog", r.code, r.stderr)
+	}
+	if _, err := os.Stat(filepath.Join(out, "flight.tif")); err == nil {
+		t.Error("the scene was classified within a mask outside the catalog")
+	}
+}

@@ -71,7 +71,7 @@ func planFlags() []cli.Flag {
 // batch: the plan flags plus backend, creation options and reliability.
 func productFlags() []cli.Flag {
 	return append([]cli.Flag{
-		&cli.StringFlag{Name: "backend", Usage: "compute backend `NAME`: go, xla:cpu, xla:cuda, xla:/abs/plugin.so (default: XLA when a PJRT plugin is installed, else go)"},
+		&cli.StringFlag{Name: "backend", Usage: "compute backend `NAME`: go, xla:cpu, xla:cuda, xla:/abs/plugin.so (default: $GOMLX_BACKEND, else XLA when a GPU plugin is found and the job is faster there, else go: pnec backends)"},
 		&cli.StringSliceFlag{Name: "co", Usage: "COG creation option `KEY=VALUE` (repeatable; checked against GDAL's COG driver before any work, large BLOCKSIZE counted in the memory budget), e.g. --co COMPRESS=ZSTD --co BLOCKSIZE=256"},
 		&cli.StringFlag{Name: "reliability", Value: "byte", Usage: "reliability `TYPE`: byte (band 2, percent 0-100, no-data 255) or float32 (band 2 as byte plus a Float32 0..1 COG NAME.reliability.tif, NaN no-data)"},
 		&cli.StringFlag{Name: "reliability-score", Usage: "`KIND` of score the reliability band carries: spectral, spectral-margin, combined, margin, maxprob, entropy or gate (default: spectral, the best measured; combined for model files without training spectra)"},
@@ -187,7 +187,7 @@ func classifyAction(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := processor.CheckOutput(out); err != nil {
+	if err := processor.CheckProductOutput(out, opts.ReliabilityFloat32); err != nil {
 		return fmt.Errorf("--out %w", err)
 	}
 	mask := c.String("mask")
@@ -204,7 +204,7 @@ func classifyAction(c *cli.Context) error {
 	if err := checkOutputsNotInputs(productOutputs(out, outRole, opts.ReliabilityFloat32), inputs); err != nil {
 		return err
 	}
-	lock, err := lockOutput(out, c.App.ErrWriter)
+	lock, err := lockOutput(out, inputs, c.App.ErrWriter)
 	if err != nil {
 		return err
 	}
@@ -226,6 +226,9 @@ func classifyAction(c *cli.Context) error {
 	m, err := model.Load(c.String("model"))
 	if err != nil {
 		return fmt.Errorf("%s: %w", c.String("model"), err)
+	}
+	if opts.Backend == "" {
+		opts.Backend = defaultBackend(scene)
 	}
 	cl, err := processor.NewClassifier(m, opts)
 	if errors.Is(err, processor.ErrTileTooSmall) {
@@ -251,6 +254,23 @@ func classifyAction(c *cli.Context) error {
 		printSummary(w, res)
 	}
 	return cl.Close()
+}
+
+// defaultBackend is the backend model.DecideBackend picks for classifying
+// scene (its pixels known), "" when the scene cannot be opened (the
+// classifier then says why).
+func defaultBackend(scene string) string {
+	sc, err := geo.Open(scene)
+	if err != nil {
+		return ""
+	}
+	info := sc.Info()
+	sc.Close()
+	b, err := model.DecideBackend("", model.Job{Task: model.TaskClassify, Pixels: int64(info.Rows) * int64(info.Cols)})
+	if err != nil {
+		return ""
+	}
+	return b.Name
 }
 
 // coError words a refused creation option after the --co flag that gave it.
@@ -287,8 +307,9 @@ func checkOutputsNotInputs(outputs, inputs []samefile.Named) error {
 // so a classify and a batch never write one product at once) on a local
 // output and removes the temporaries a killed earlier run of the same
 // output left (staging files, lock): with the lock free their writer is
-// gone. It returns nil for an output GDAL writes remotely (/vsi...).
-func lockOutput(out string, stderr io.Writer) (*tempfiles.Lock, error) {
+// gone; never one of the inputs, whatever its name. It returns nil for an
+// output GDAL writes remotely (/vsi...).
+func lockOutput(out string, inputs []samefile.Named, stderr io.Writer) (*tempfiles.Lock, error) {
 	if strings.HasPrefix(out, "/vsi") {
 		return nil, nil
 	}
@@ -304,7 +325,9 @@ func lockOutput(out string, stderr io.Writer) (*tempfiles.Lock, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", out, err)
 	}
-	if n, err := tempfiles.RemoveTemps(dir, key); err != nil {
+	var keep samefile.Set
+	keep.Add(inputs...)
+	if n, err := tempfiles.RemoveTemps(dir, key, keep.Has); err != nil {
 		lock.Release()
 		return nil, fmt.Errorf("%s: remove stale temporary files: %w", out, err)
 	} else if n > 0 && stderr != nil {
@@ -375,7 +398,13 @@ func printSummary(w io.Writer, r processor.Result) {
 		fmt.Fprintf(w, "  quality masks: %s\n", r.QualityMasks)
 	}
 	if d := r.Drift; d != nil {
-		fmt.Fprintf(w, "  drift %s (far pixels %.1f%%, reliability %.0f%% of the training scene's, brightness x%.2f)\n",
-			d.Summary(), 100*d.FarShare, 100*d.ReliabilityRatio, d.BrightnessRatio)
+		// The figures the verdict judges, then the brightness.
+		var figs []string
+		for _, l := range model.DefaultDriftThresholds.Limits {
+			if f, ok := model.DriftFigureByKey(l.Figure); ok {
+				figs = append(figs, f.Key+" "+f.Format(f.Value(*d)))
+			}
+		}
+		fmt.Fprintf(w, "  drift %s (%s; brightness x%.2f)\n", d.Summary(), strings.Join(figs, ", "), d.BrightnessRatio)
 	}
 }

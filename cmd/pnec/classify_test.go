@@ -204,11 +204,16 @@ func TestClassifyRemovesStaleTemporaries(t *testing.T) {
 	if err := os.MkdirAll(out, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	stale := []string{".map.tif.123.stage.tif", ".map.tif.123.stage.tif.aux.xml", ".map.tif.456.tmp.tif",
-		".map.reliability.tif.789.stage.tif", ".map.qml.pnec-tmp-0a1b2c3d", ".map.pnec-lock"}
-	others := []string{".other.tif.1.stage.tif", ".map.v2.tif.1.stage.tif"}
+	stale := []string{".map.tif.pnec-123.stage.tif", ".map.tif.pnec-123.stage.tif.aux.xml", ".map.tif.pnec-456.tmp.tif",
+		".map.reliability.tif.pnec-789.stage.tif", ".map.qml.pnec-tmp-0a1b2c3d", ".map.pnec-lock"}
+	// Another product's, and names without pnec's marker (another tool's).
+	others := []string{".other.tif.pnec-1.stage.tif", ".map.v2.tif.pnec-1.stage.tif", ".map.tif.1.stage.tif"}
 	for _, n := range append(append([]string(nil), stale...), others...) {
-		if err := os.WriteFile(filepath.Join(out, n), []byte("x"), 0o644); err != nil {
+		data := []byte("x")
+		if strings.HasSuffix(n, ".pnec-lock") {
+			data = nil // pnec's lock files are empty
+		}
+		if err := os.WriteFile(filepath.Join(out, n), data, 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -229,7 +234,7 @@ func TestClassifyRemovesStaleTemporaries(t *testing.T) {
 		}
 	}
 	held.Release()
-	if err := os.WriteFile(filepath.Join(out, ".map.pnec-lock"), []byte("x"), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(out, ".map.pnec-lock"), nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
 

@@ -34,7 +34,7 @@ func init() {
 			&cli.IntFlag{Name: "window", DefaultText: "the model's", Usage: "recovery window in `PIXELS` (odd)"},
 			&cli.Float64Flag{Name: "eta", DefaultText: "the model's", Usage: "recovery strength `ETA` in 0..1"},
 			&cli.Float64Flag{Name: "top", Value: evaluation.DefaultTopFraction, Usage: "`SHARE` (0..1) of most uncertain test pixels for the error recall column"},
-			&cli.StringFlag{Name: "backend", Usage: "compute backend `NAME`: go, xla:cpu, xla:cuda, xla:/abs/plugin.so (default: $GOMLX_BACKEND, else XLA when a PJRT plugin is installed, else go)"},
+			&cli.StringFlag{Name: "backend", Usage: "compute backend `NAME`: go, xla:cpu, xla:cuda, xla:/abs/plugin.so (default: $GOMLX_BACKEND, else XLA when a GPU plugin is found and the job is faster there, else go: pnec backends)"},
 		}, bandFlags()...),
 		Action: evaluateAction,
 	})

@@ -37,6 +37,7 @@ func init() {
 			&cli.BoolFlag{Name: "shift", Usage: "the acquisition-shift protocol instead of the paper's: each run's model scored on the scene changed in brightness, spectral tilt, offset, noise, band position and class mix (sub-areas), alone and in pairs, plus a spatially disjoint split (docs/acquisitions.md)"},
 			&cli.BoolFlag{Name: "disjoint", Value: true, Usage: "with --shift: also the spatially disjoint split (one more model per run, trained on one half of the scene and scored on the other)"},
 			&cli.StringFlag{Name: "other", Usage: "with --shift: a `SCENE` of other land cover, run as one more case (resampled to the model's band count when it differs; no accuracy, only the drift verdict)"},
+			&cli.StringFlag{Name: "models", Usage: "with --shift: keep each run's model in `DIR` and reuse the ones kept there by an earlier run of the same scene and settings (their drift statistics measured again): a rerun without the training"},
 			&cli.BoolFlag{Name: "json", Usage: "print one JSON object instead of tables"},
 			&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "no progress"},
 		}, experimentModelFlags()...),
@@ -107,7 +108,7 @@ func experimentAction(c *cli.Context) error {
 			return fmt.Errorf("--shift and --ablation: give one of them")
 		}
 		so := evaluation.ShiftOptions{Runs: runs, FirstSeed: opts.FirstSeed, Train: opts.Train, Eval: opts.Eval,
-			Disjoint: c.Bool("disjoint"), Progress: opts.Progress}
+			Disjoint: c.Bool("disjoint"), ModelDir: c.String("models"), Progress: opts.Progress}
 		exp, err := evaluation.RunShiftFiles(c.Context, c.String("scene"), c.String("labels"), c.String("train-mask"), c.String("other"), so)
 		if err != nil {
 			return err
@@ -117,8 +118,8 @@ func experimentAction(c *cli.Context) error {
 		}
 		return exp.WriteText(stdoutOf(c))
 	}
-	if c.String("other") != "" || c.IsSet("disjoint") {
-		return fmt.Errorf("--other and --disjoint need --shift")
+	if c.String("other") != "" || c.IsSet("disjoint") || c.String("models") != "" {
+		return fmt.Errorf("--other, --disjoint and --models need --shift")
 	}
 	exp, err := evaluation.RunExperimentFiles(c.Context, c.String("scene"), c.String("labels"), c.String("train-mask"), opts)
 	if err != nil {

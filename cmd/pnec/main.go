@@ -53,7 +53,7 @@ func main() {
 		stopOnSignal(sig, sigs, done)
 	}
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "pnec: "+oneline.Fold(err.Error()))
+		fmt.Fprintln(os.Stderr, "pnec: "+oneline.Bound(oneline.Fold(err.Error()), oneline.MaxBytes))
 		var ec cli.ExitCoder
 		if errors.As(err, &ec) && ec.ExitCode() != 0 {
 			os.Exit(ec.ExitCode())

@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -65,6 +66,14 @@ func TestOutputIsInputRefused(t *testing.T) {
 			m, s := copyModel(t, d), goodScene(t, d)
 			return []string{"classify", "--quiet", "--model", m, s, s}, []string{s}, []string{s, m}
 		}},
+		// The lock file is taken and removed: a scene at its path was
+		// deleted with exit status 0 (issue 34).
+		{"classify scene is the output's lock file", func(t *testing.T, d string) ([]string, []string, []string) {
+			m, s := copyModel(t, d), goodScene(t, d)
+			lock := filepath.Join(d, ".out.pnec-lock")
+			os.Rename(s, lock)
+			return classify(m, lock, filepath.Join(d, "out.tif")), []string{lock, "not a pnec lock file"}, []string{lock, m}
+		}},
 		{"classify out is the model", func(t *testing.T, d string) ([]string, []string, []string) {
 			m, s := copyModel(t, d), goodScene(t, d)
 			return classify(m, s, m), []string{m}, []string{s, m}
@@ -107,6 +116,50 @@ func TestOutputIsInputRefused(t *testing.T) {
 			os.WriteFile(vrt, []byte(b.String()), 0o644)
 			return classify(m, vrt, s), []string{s}, []string{s, vrt, m}
 		}},
+		{"classify mask is a VRT of the output", func(t *testing.T, d string) ([]string, []string, []string) {
+			// The earlier product, and a mask made from it with
+			// gdal_translate -of VRT: writing the product would replace
+			// what the mask reads (exit 0 before).
+			m, s := copyModel(t, d), goodScene(t, d)
+			out := filepath.Join(d, "out.tif")
+			b, _ := os.ReadFile(s)
+			os.WriteFile(out, b, 0o644)
+			mask := filepath.Join(d, "mask.vrt")
+			if o, err := exec.Command("gdal_translate", "-q", "-of", "VRT", "-b", "1", out, mask).CombinedOutput(); err != nil {
+				t.Skipf("gdal_translate: %v %s", err, o)
+			}
+			return classify(m, s, out, "--mask", mask), []string{out, "the mask reads"}, []string{s, out, mask, m}
+		}},
+		{"classify scene is a VRT of a VRT of the output", func(t *testing.T, d string) ([]string, []string, []string) {
+			// GDAL's file list names the first level only.
+			m, s := copyModel(t, d), goodScene(t, d)
+			out := filepath.Join(d, "out.tif")
+			b, _ := os.ReadFile(s)
+			os.WriteFile(out, b, 0o644)
+			inner, outer := filepath.Join(d, "inner.vrt"), filepath.Join(d, "outer.vrt")
+			for _, p := range [][2]string{{out, inner}, {inner, outer}} {
+				if o, err := exec.Command("gdalbuildvrt", "-q", p[1], p[0]).CombinedOutput(); err != nil {
+					t.Skipf("gdalbuildvrt: %v %s", err, o)
+				}
+			}
+			return classify(m, outer, out), []string{out, "the scene reads"}, []string{out, inner, outer, m}
+		}},
+		{"batch mask is a VRT of a product", func(t *testing.T, d string) ([]string, []string, []string) {
+			m := copyModel(t, t.TempDir())
+			in, out := filepath.Join(d, "in"), filepath.Join(d, "out")
+			os.Mkdir(in, 0o755)
+			os.Mkdir(out, 0o755)
+			a := goodScene(t, in)
+			prod := filepath.Join(out, "good.tif") // the scene's product of an earlier run
+			b, _ := os.ReadFile(a)
+			os.WriteFile(prod, b, 0o644)
+			mask := filepath.Join(d, "aoi.vrt")
+			if o, err := exec.Command("gdal_translate", "-q", "-of", "VRT", "-b", "1", prod, mask).CombinedOutput(); err != nil {
+				t.Skipf("gdal_translate: %v %s", err, o)
+			}
+			return []string{"batch", "--quiet", "--model", m, "--out-dir", out, "--report", filepath.Join(d, "r.jsonl"), "--mask", mask, in},
+				[]string{prod, "the mask reads"}, []string{a, prod, mask, m}
+		}},
 		{"classify out is the quality mask", func(t *testing.T, d string) ([]string, []string, []string) {
 			m, s := copyModel(t, d), goodScene(t, d)
 			qm := filepath.Join(d, "clouds.tif")
@@ -134,6 +187,20 @@ func TestOutputIsInputRefused(t *testing.T) {
 			link := filepath.Join(d, "model.pnec")
 			os.Symlink(l, link)
 			return trainArgs(s, l, link), []string{link, l}, []string{s, l}
+		}},
+		{"model-item out is the model", func(t *testing.T, d string) ([]string, []string, []string) {
+			m := copyModel(t, d)
+			return []string{"model-item", "--model", m, "--out", m}, []string{m}, []string{m}
+		}},
+		{"model-item out is a symlink to the model", func(t *testing.T, d string) ([]string, []string, []string) {
+			m := copyModel(t, d)
+			l := filepath.Join(d, "item.json")
+			os.Symlink(m, l)
+			return []string{"model-item", "--model", m, "--out", l}, []string{l, m}, []string{m}
+		}},
+		{"model-item out is the training scene", func(t *testing.T, d string) ([]string, []string, []string) {
+			m, s := copyModel(t, d), goodScene(t, d)
+			return []string{"model-item", "--model", m, "--training-scene", s, "--out", s}, []string{s}, []string{m, s}
 		}},
 		{"synth out is the layout", func(t *testing.T, d string) ([]string, []string, []string) {
 			s, l := writeTinyScene(t, d, 8, 8, 6)
@@ -240,4 +307,57 @@ func TestOutputIsInputRefused(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestInputsNamedLikeTemporariesStay: scenes and masks named like the
+// temporaries of the product being written (pnec's own naming, and the
+// unmarked names of earlier versions) are inputs, and no sweep of stale
+// temporaries removes them (issue 34: ".out.tif.123.tmp.tif" as the scene
+// was deleted before it was read, and as the mask after).
+func TestInputsNamedLikeTemporariesStay(t *testing.T) {
+	pnecBinary(t) // skips with -short
+	modelPath, err := fixture.ModelPath()
+	if err != nil {
+		t.Fatal(err)
+	}
+	check := func(t *testing.T, r runResult, inputs map[string]string) {
+		t.Helper()
+		if r.code != 0 {
+			t.Errorf("exit %d, want 0:\n%s", r.code, r.stderr)
+		}
+		for p, sum := range inputs {
+			if fileSum(p) != sum {
+				t.Errorf("input %s was removed or changed", filepath.Base(p))
+			}
+		}
+	}
+	for _, names := range [][2]string{{".out.tif.123.tmp.tif", ".out.tif.9.stage.tif"}, {".out.tif.pnec-123.tmp.tif", ".out.tif.pnec-9.stage.tif"}} {
+		t.Run("classify "+names[0], func(t *testing.T) {
+			dir := t.TempDir()
+			scene, mask := filepath.Join(dir, names[0]), filepath.Join(dir, names[1])
+			os.Rename(goodScene(t, dir), scene)
+			goodScene(t, dir)
+			os.Rename(filepath.Join(dir, "good.tif"), mask) // the scene's copy: inside where band 1 is not 0
+			inputs := map[string]string{scene: fileSum(scene), mask: fileSum(mask)}
+			r := runPnec(t, 2*time.Minute, "classify", "--quiet", "--model", modelPath, "--scene", scene, "--mask", mask, "--out", filepath.Join(dir, "out.tif"))
+			check(t, r, inputs)
+			if _, err := os.Stat(filepath.Join(dir, "out.tif")); err != nil {
+				t.Errorf("no product: %v", err)
+			}
+		})
+	}
+	t.Run("batch", func(t *testing.T) {
+		dir := t.TempDir()
+		out := filepath.Join(dir, "out")
+		os.MkdirAll(filepath.Join(dir, "in"), 0o755)
+		os.MkdirAll(out, 0o755)
+		a := filepath.Join(dir, "in", "a.tif")
+		os.Rename(goodScene(t, dir), a)
+		odd := filepath.Join(out, ".a.tif.pnec-1.stage.tif") // a scene in out-dir named like a's temporary
+		os.Rename(goodScene(t, dir), odd)
+		inputs := map[string]string{a: fileSum(a), odd: fileSum(odd)}
+		r := runPnec(t, 2*time.Minute, "batch", "--quiet", "--model", modelPath, "--out-dir", out, "--report", filepath.Join(dir, "r.jsonl"),
+			"--datetime", "2024-06-01", a, odd)
+		check(t, r, inputs)
+	})
 }

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/pnec/pnec/internal/fixture"
 )
@@ -80,5 +81,37 @@ func TestBatchPayloadCLI(t *testing.T) {
 	cmd.Stderr = &se
 	if err := cmd.Run(); err == nil || !strings.Contains(se.String(), `unknown parameter "colour"`) || strings.Count(strings.TrimSpace(se.String()), "\n") > 0 {
 		t.Errorf("unknown parameter: %v, %q, want one line naming it", err, se.String())
+	}
+}
+
+// TestBatchPayloadBadShape: a payload without a features list, with one
+// that is not a list, or with an empty one and no INPUT, fails with one
+// clear line and exit 1 (the first ran as an empty job, exit 0; the second
+// said "cannot unmarshal ... []jsontext.Value").
+func TestBatchPayloadBadShape(t *testing.T) {
+	pnecBinary(t)
+	modelPath, err := fixture.ModelPath()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ name, doc, want string }{
+		{"no features", `{"type":"FeatureCollection","process":[{"tasks":{}}]}`, "no features member (want a list of STAC Items)"},
+		{"features an object", `{"type":"FeatureCollection","features":{"type":"Feature"},"process":[{"tasks":{}}]}`, "features is an object, want a list of STAC Items"},
+		{"features null", `{"type":"FeatureCollection","features":null,"process":[{"tasks":{}}]}`, "features is null"},
+		{"features empty", `{"type":"FeatureCollection","features":[],"process":[{"tasks":{}}]}`, "features list is empty and no INPUT is given"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			p := filepath.Join(dir, "payload.json")
+			os.WriteFile(p, []byte(tc.doc), 0o644)
+			r := runPnec(t, time.Minute, "batch", "--model", modelPath, "--out-dir", filepath.Join(dir, "out"), "--payload", p, "--payload-out", filepath.Join(dir, "answer.json"))
+			lines := strings.Split(strings.TrimSpace(r.stderr), "\n")
+			if r.code != 1 || len(lines) != 1 || !strings.Contains(lines[0], tc.want) || strings.Contains(lines[0], "unmarshal") {
+				t.Errorf("exit %d, stderr %q: want exit 1 and one line saying %q", r.code, r.stderr, tc.want)
+			}
+			if _, err := os.Stat(filepath.Join(dir, "answer.json")); err == nil {
+				t.Error("an output payload was written")
+			}
+		})
 	}
 }

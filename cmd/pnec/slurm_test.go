@@ -13,6 +13,9 @@ import (
 // and munge are installed with apt-get when missing). It needs root; it is
 // skipped with -short, without root, or with PNEC_SKIP_SLURM=1.
 func TestCheckSlurm(t *testing.T) {
+	if testing.Short() {
+		t.Skip("check-slurm installs Slurm and starts a cluster (minutes): skipped with -short")
+	}
 	if os.Getenv("PNEC_SKIP_SLURM") != "" {
 		t.Skip("PNEC_SKIP_SLURM is set")
 	}

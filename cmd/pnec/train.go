@@ -56,6 +56,7 @@ func init() {
 			&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "no progress and no summary"},
 			radiometryFlag("the training scene's values"),
 			&cli.StringFlag{Name: "stac-base-url", Usage: "public `URL` of the model's directory: the model's STAC Item (MODEL.json) gets an absolute self link (without it, none)"},
+			&cli.StringFlag{Name: "model-name", Usage: "`NAME` of the model in its STAC Item (mlm:name; default: the file name, made valid for MLM: 2024_model.pnec -> pnec-2024_model)"},
 		}, modelFlags()...),
 		Action: trainAction,
 	})
@@ -78,7 +79,7 @@ func modelFlags() []cli.Flag {
 		&cli.StringFlag{Name: "input", Value: d.Input, Usage: "network `INPUT`, stored in the model: stretch (each band stretched between the training scene's 2nd and 98th percentiles, the paper's), shape (each spectrum divided by its mean: brightness removed), stretch+shape (both) or snv (each spectrum's standard normal variate)"},
 		&cli.StringFlag{Name: "augment", Value: d.Augment.String(), Usage: "training augmentation `SPEC`: off, or p=SHARE,gain=G,tilt=T,offset=O,noise=N,shift=BANDS,tail=SHARE,norm=clean|image,crop=SHARE (each step, with probability p, the training scene changed by a random gain in [1/(1+G), 1+G], tilt up to T, offset up to O and noise up to N of each band's mean, band shift up to BANDS; the last tail of the epochs clean; with probability crop, only a 40-75% part of the scene cut across its rows or columns seen, the rest no-data)"},
 		&cli.IntFlag{Name: "input-levels", Value: d.InputLevels, Usage: "quantise the stretched input to `N` levels, stored in the model: 256 is MambaHSI's and the PyTorch reference's 8 bits; 0 keeps it as it is"},
-		&cli.StringFlag{Name: "backend", Usage: "compute backend `NAME`: go, xla:cpu, xla:cuda, xla:/abs/plugin.so (default: $GOMLX_BACKEND, else XLA when a PJRT plugin is installed, else go)"},
+		&cli.StringFlag{Name: "backend", Usage: "compute backend `NAME`: go, xla:cpu, xla:cuda, xla:/abs/plugin.so (default: $GOMLX_BACKEND, else XLA when a GPU plugin is found and the job is faster there, else go: pnec backends)"},
 	}
 }
 
@@ -261,11 +262,19 @@ func trainAction(c *cli.Context) error {
 	if u := c.String("stac-base-url"); u != "" && !strings.HasPrefix(u, "https://") && !strings.HasPrefix(u, "http://") {
 		return fmt.Errorf("--stac-base-url %q: want an http(s) URL", u)
 	}
+	if n := c.String("model-name"); n != "" {
+		if err := pipelines.CheckModelName(n); err != nil {
+			return fmt.Errorf("--model-name: %w", err)
+		}
+	}
 	// The model file is checked before training, not when it is saved
 	// after hours of it: a path it can be written to, and none of the inputs.
 	out := c.String("out")
 	if err := checkModelOutput(out); err != nil {
 		return fmt.Errorf("--out %w", err)
+	}
+	if err := processor.CheckOutput(pipelines.ModelItemPath(out)); err != nil {
+		return fmt.Errorf("--out %s: the model's STAC Item %w", out, err)
 	}
 	inputs := []samefile.Named{{Path: c.String("scene"), Role: "--scene"}, {Path: c.String("labels"), Role: "--labels"}}
 	for _, f := range []string{"train-mask", "class-names"} {
@@ -308,7 +317,7 @@ func trainAction(c *cli.Context) error {
 		return fmt.Errorf("save %s: %w", c.String("out"), err)
 	}
 	itemPath := pipelines.ModelItemPath(c.String("out"))
-	if err := writeModelItem(res.Model, c.String("out"), itemPath, c.String("stac-base-url"), c.String("scene"), time.Now(), false); err != nil {
+	if err := writeModelItem(res.Model, c.String("out"), itemPath, c.String("model-name"), c.String("stac-base-url"), c.String("scene"), time.Now(), false); err != nil {
 		return err
 	}
 	if c.Bool("verbose") {

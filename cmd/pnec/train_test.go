@@ -237,8 +237,8 @@ func checkModelItem(t *testing.T, modelPath, scene string) {
 		t.Fatal(err)
 	}
 	a := item.Assets["model"]
-	if item.Properties["mlm:name"] != "m" || a["file:checksum"] != sum || a["file:size"] != float64(size) || a["href"] != "m.pnec" {
-		t.Errorf("model item: name %v, asset %v; want m and the file's checksum %s, size %d", item.Properties["mlm:name"], a, sum, size)
+	if item.Properties["mlm:name"] != "pnec-m" || a["file:checksum"] != sum || a["file:size"] != float64(size) || a["href"] != "m.pnec" {
+		t.Errorf("model item: name %v, asset %v; want pnec-m (a valid mlm:name) and the file's checksum %s, size %d", item.Properties["mlm:name"], a, sum, size)
 	}
 	var linked bool
 	for _, l := range item.Links {

@@ -4,7 +4,11 @@
 // strip it tries), which godal joins with newlines.
 package oneline
 
-import "strings"
+import (
+	"fmt"
+	"strings"
+	"unicode/utf8"
+)
 
 // Fold joins the non-blank lines of msg, trimmed, with "; ", keeping each
 // distinct line once, in order. A message without line breaks comes back
@@ -22,4 +26,27 @@ func Fold(msg string) string {
 		}
 	}
 	return strings.Join(out, "; ")
+}
+
+// MaxBytes is the length Bound cuts a message to: room for several
+// paths of the longest a system takes (PATH_MAX, 4096) and their words.
+const MaxBytes = 16 << 10
+
+// Bound is msg cut to at most about max bytes: its start and its end (where
+// the cause usually is), the middle replaced by a note of how many bytes
+// were left out, cut at UTF-8 boundaries. A message of a 50 MB STAC Item id
+// made a 100 MB stderr line.
+func Bound(msg string, max int) string {
+	if len(msg) <= max {
+		return msg
+	}
+	head, tail := max*3/4, max/4
+	for head > 0 && !utf8.RuneStart(msg[head]) {
+		head--
+	}
+	t := len(msg) - tail
+	for t < len(msg) && !utf8.RuneStart(msg[t]) {
+		t++
+	}
+	return fmt.Sprintf("%s …[%d bytes left out]… %s", msg[:head], t-head, msg[t:])
 }

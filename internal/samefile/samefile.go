@@ -155,3 +155,14 @@ func Check(outputs, inputs []Named) error {
 	s.Add(inputs...)
 	return s.Check(outputs...)
 }
+
+// Has reports whether name is one of the inputs (through any name or link).
+// A nil Set has none.
+func (s *Set) Has(name string) bool {
+	if s == nil {
+		return false
+	}
+	k := Key(name)
+	_, ok := s.byKey[k]
+	return k != "" && ok
+}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/gofrs/flock"
@@ -12,6 +13,10 @@ import (
 
 // ErrBusy says another process holds an output's lock (TryLock).
 var ErrBusy = errors.New("another process is writing it")
+
+// ErrNotLock says a file at a lock's path is not a pnec lock file (TryLock):
+// pnec's are empty regular files, and taking one would remove it.
+var ErrNotLock = errors.New("exists and is not a pnec lock file (those are empty)")
 
 // Lock is an exclusive advisory lock (flock(2)) on a product's lock file,
 // held by whoever writes the product KEY.tif (and its KEY.json, KEY.qml,
@@ -30,9 +35,14 @@ func LockPath(dir, key string) string { return filepath.Join(dir, "."+key+".pnec
 
 // TryLock takes product key's lock in dir without waiting; ErrBusy when
 // another process holds it. The lock file is recorded as a temporary, so a
-// stop on a signal removes it as Release would.
+// stop on a signal removes it as Release would. A file at the lock's path
+// that is not an empty regular file (a scene named .KEY.pnec-lock, a link)
+// is not pnec's and is refused with ErrNotLock, never taken and removed.
 func TryLock(dir, key string) (*Lock, error) {
 	p := LockPath(dir, key)
+	if fi, err := os.Lstat(p); err == nil && (!fi.Mode().IsRegular() || fi.Size() != 0) {
+		return nil, fmt.Errorf("lock %s: %w: move it away or write another output", p, ErrNotLock)
+	}
 	l := flock.New(p, flock.SetPermissions(0o644))
 	ok, err := l.TryLock()
 	if err != nil {
@@ -58,56 +68,53 @@ func (l *Lock) Release() {
 }
 
 // productFiles are the endings, after KEY, of the files a product KEY.tif
-// is made of; a temporary of one of them starts with ".KEY.<ending>.".
-var productFiles = []string{"tif", "json", "qml", "reliability"}
+// is made of; a temporary of one of them starts with ".KEY.<ending>.pnec-".
+var productFiles = []string{"tif", "json", "qml", "reliability.tif", "probabilities.tif"}
+
+// Marker starts the part of a temporary's name that says it is pnec's:
+// ".KEY.tif" + Marker + "<random>.stage.tif" (geo's product writer) and
+// ".KEY.json" + TempSuffix + "<random>" (WriteFile).
+const Marker = ".pnec-"
 
 // IsTempOf reports whether the file name in an output directory is a
-// temporary of product key's files: ".KEY.tif.<random>.stage.tif" and
-// ".KEY.tif.<random>.tmp.tif" (geo's product writer, also for
+// temporary of product key's files: ".KEY.tif.pnec-<random>.stage.tif" and
+// ".KEY.tif.pnec-<random>.tmp.tif" (geo's product writer, also for
 // KEY.reliability.tif), ".KEY.json.pnec-tmp-<random>" (WriteFile, also for
-// KEY.qml), or "KEY.tif.tmp..." as other tools name them. The ending right
-// after the key keeps "scene" from claiming the temporaries of "scene.v2".
+// KEY.qml), and their sidecars. The ending right after the key keeps
+// "scene" from claiming the temporaries of "scene.v2"; names without pnec's
+// marker are other tools' (or the user's) and never match.
 func IsTempOf(name, key string) bool {
-	for _, prefix := range []string{"." + key + ".", key + "."} {
-		rest, ok := strings.CutPrefix(name, prefix)
-		if !ok {
-			continue
-		}
-		ext, tail, ok := strings.Cut(rest, ".")
-		if !ok {
-			continue
-		}
-		known := false
-		for _, e := range productFiles {
-			known = known || ext == e
-		}
-		if !known || (prefix[0] != '.' && ext != "tif" && ext != "json") {
-			continue
-		}
-		tail = strings.ToLower(tail)
-		if strings.Contains(tail, "tmp") || (prefix[0] == '.' && strings.Contains(tail, "stage")) {
-			return true
-		}
+	rest, ok := strings.CutPrefix(name, "."+key+".")
+	if !ok {
+		return false
 	}
-	return false
+	ext, tail, ok := strings.Cut(rest, Marker)
+	if !ok || !slices.Contains(productFiles, ext) {
+		return false
+	}
+	tail = strings.ToLower(tail)
+	return strings.Contains(tail, "tmp") || strings.Contains(tail, "stage")
 }
 
 // RemoveTemps deletes product key's temporaries in dir (IsTempOf) and
 // returns how many it removed. The caller holds key's lock, so they are
-// stale.
-func RemoveTemps(dir, key string) (int, error) {
+// stale. A file that keep reports (an input of the run: a scene named like
+// a temporary, through any name or link) is never removed; keep may be nil.
+func RemoveTemps(dir, key string, keep func(path string) bool) (int, error) {
 	ents, err := os.ReadDir(dir)
 	if err != nil {
 		return 0, err
 	}
 	n := 0
 	for _, e := range ents {
-		if IsTempOf(e.Name(), key) {
-			if err := os.RemoveAll(filepath.Join(dir, e.Name())); err != nil {
-				return n, err
-			}
-			n++
+		p := filepath.Join(dir, e.Name())
+		if !IsTempOf(e.Name(), key) || (keep != nil && keep(p)) {
+			continue
 		}
+		if err := os.RemoveAll(p); err != nil {
+			return n, err
+		}
+		n++
 	}
 	return n, nil
 }

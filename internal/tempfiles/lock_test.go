@@ -3,6 +3,7 @@ package tempfiles
 import (
 	"errors"
 	"os"
+	"path/filepath"
 	"testing"
 )
 
@@ -11,30 +12,110 @@ func TestIsTempOf(t *testing.T) {
 		name, key string
 		want      bool
 	}{
-		{".scene.tif.123456.tmp.tif", "scene", true}, // geo's product temporary
-		{".scene.tif.123456.tmp.tif.aux.xml", "scene", true},
-		{".scene.tif.2678848612.stage.tif", "scene", true},
-		{".scene.v2.tif.1.stage.tif", "scene", false}, // scene.v2's
-		{".scene.v2.tif.1.stage.tif", "scene.v2", true},
+		{".scene.tif.pnec-123456.tmp.tif", "scene", true}, // geo's product temporary
+		{".scene.tif.pnec-123456.tmp.tif.aux.xml", "scene", true},
+		{".scene.tif.pnec-2678848612.stage.tif", "scene", true},
+		{".scene.tif.pnec-1.stage.IMD", "scene", true},          // a sidecar GDAL wrote for a stage
+		{".scene.v2.tif.pnec-1.stage.tif", "scene", false},      // scene.v2's
+		{".scene.v2.tif.pnec-1.stage.tif", "scene.v2", true},
 		{"scene.tif.stage", "scene", false},
-		{".scene.json.pnec-tmp-0a1b2c3d", "scene", true}, // writeFileAtomic
-		{"scene.tif.tmp", "scene", true},
+		{".scene.json.pnec-tmp-0a1b2c3d", "scene", true}, // WriteFile
 		{"scene.tif", "scene", false},
 		{"scene.json", "scene", false},
 		{"scene.tif.aux.xml", "scene", false},
 		{".scene.pnec-lock", "scene", false},
 		{"tmpscene.tif", "tmpscene", false},
-		{".scene2.tif.1.tmp.tif", "scene", false},
-		{".other.tif.1.tmp.tif", "scene", false},
-		{".scene.reliability.tif.1.stage.tif", "scene", true}, // the Float32 reliability's
-		{".scene.qml.pnec-tmp-0a1b2c3d", "scene", true},       // the style's
-		{"scene.qml.tmp", "scene", false},                     // only tif and json without the dot
-		{".scene.vrt.1.stage.tif", "scene", false},
+		{".scene2.tif.pnec-1.tmp.tif", "scene", false},
+		{".other.tif.pnec-1.tmp.tif", "scene", false},
+		{".scene.reliability.tif.pnec-1.stage.tif", "scene", true}, // the Float32 reliability's
+		{".scene.qml.pnec-tmp-0a1b2c3d", "scene", true},            // the style's
+		{".scene.vrt.pnec-1.stage.tif", "scene", false},
+		{".scene.tif.pnec-1.other.tif", "scene", false},
+		// Names without pnec's marker are not pnec's (issue 34: a scene
+		// named like this was removed as a stale temporary): other tools'
+		// temporaries, a user's files.
+		{".scene.tif.123456.tmp.tif", "scene", false},
+		{".scene.tif.9.stage.tif", "scene", false},
+		{"scene.tif.tmp", "scene", false},
+		{"scene.qml.tmp", "scene", false},
 	} {
 		if got := IsTempOf(tc.name, tc.key); got != tc.want {
 			t.Errorf("IsTempOf(%q, %q) = %v, want %v", tc.name, tc.key, got, tc.want)
 		}
 	}
+}
+
+// TestRemoveTempsKeepsInputs: a file named like a temporary of the product
+// that is an input of the run (keep), through its own name or a hard link,
+// stays; the real temporaries go.
+func TestRemoveTempsKeepsInputs(t *testing.T) {
+	dir := t.TempDir()
+	in := filepath.Join(dir, ".out.tif.pnec-1.tmp.tif")
+	link := filepath.Join(dir, ".out.tif.pnec-2.stage.tif")
+	stale := filepath.Join(dir, ".out.tif.pnec-3.stage.tif")
+	for _, p := range []string{in, stale} {
+		if err := os.WriteFile(p, []byte("x"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Link(in, link); err != nil {
+		t.Fatal(err)
+	}
+	scene := filepath.Join(t.TempDir(), "scene.tif")
+	if err := os.Symlink(in, scene); err != nil {
+		t.Fatal(err)
+	}
+	keep := func(p string) bool {
+		a, err1 := os.Stat(p)
+		b, err2 := os.Stat(scene)
+		return err1 == nil && err2 == nil && os.SameFile(a, b)
+	}
+	n, err := RemoveTemps(dir, "out", keep)
+	if err != nil || n != 1 {
+		t.Errorf("RemoveTemps: %d, %v; want 1 removed", n, err)
+	}
+	for _, p := range []string{in, link} {
+		if _, err := os.Stat(p); err != nil {
+			t.Errorf("the input %s was removed: %v", filepath.Base(p), err)
+		}
+	}
+	if _, err := os.Stat(stale); !os.IsNotExist(err) {
+		t.Errorf("the stale temporary is still there: %v", err)
+	}
+}
+
+// TestLockRefusesForeignFile: a file at a lock's path that pnec did not
+// make (not empty: a scene named .KEY.pnec-lock; not regular: a link) is
+// refused, and stays (issue 34: it was taken as the lock and removed).
+func TestLockRefusesForeignFile(t *testing.T) {
+	dir := t.TempDir()
+	p := LockPath(dir, "out")
+	if err := os.WriteFile(p, []byte("II*\x00 a scene"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := TryLock(dir, "out"); !errors.Is(err, ErrNotLock) {
+		t.Errorf("TryLock over a scene: %v, want ErrNotLock", err)
+	}
+	if b, err := os.ReadFile(p); err != nil || len(b) == 0 {
+		t.Errorf("the file at the lock's path was changed: %q, %v", b, err)
+	}
+	target := filepath.Join(dir, "target")
+	os.WriteFile(target, nil, 0o644)
+	os.Remove(p)
+	if err := os.Symlink(target, p); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := TryLock(dir, "out"); !errors.Is(err, ErrNotLock) {
+		t.Errorf("TryLock over a link: %v, want ErrNotLock", err)
+	}
+	// A stale lock of a killed run (empty) is taken.
+	os.Remove(p)
+	os.WriteFile(p, nil, 0o644)
+	l, err := TryLock(dir, "out")
+	if err != nil {
+		t.Fatalf("TryLock over a stale lock: %v", err)
+	}
+	l.Release()
 }
 
 func TestLock(t *testing.T) {

@@ -11,8 +11,8 @@ import (
 // cycle: record, publish, forget, abort, refuse.
 func TestLifeCycle(t *testing.T) {
 	dir := t.TempDir()
-	stage := filepath.Join(dir, ".p.tif.1.stage.tif")
-	cog := filepath.Join(dir, ".p.tif.2.tmp.tif")
+	stage := filepath.Join(dir, ".p.tif.pnec-1.stage.tif")
+	cog := filepath.Join(dir, ".p.tif.pnec-2.tmp.tif")
 	staging := filepath.Join(dir, "staging")
 	product := filepath.Join(dir, "p.tif")
 	for _, p := range []string{stage, cog, product} {

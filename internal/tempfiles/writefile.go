@@ -11,7 +11,7 @@ import (
 // TempSuffix marks WriteFile's temporaries: ".NAME" + TempSuffix + 8 hex
 // digits, beside NAME, so that a later run can recognise and remove one left
 // by a killed process.
-const TempSuffix = ".pnec-tmp-"
+const TempSuffix = Marker + "tmp-"
 
 // WriteFile writes data to path atomically: to a temporary file beside path
 // (recorded here, so that a stop on a signal removes it), synced, given

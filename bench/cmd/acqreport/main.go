@@ -7,7 +7,9 @@
 // Each argument is SCENE|ENCODER|VARIANT=FILE, or SCENE|ENCODER|VARIANT|nodrift=FILE
 // for a run whose drift verdicts are left out (made by a pnec whose verdict
 // differs from the one reported). The report has a summary row per run set,
-// the largest drop per family of changes, and every case.
+// the largest drop per family of changes, and every case; with -drift-cases
+// (the case-run record bench/cmd/driftfit writes), the drift verdict against
+// the OA drop, before and after issue 33, per scene.
 package main
 
 import (
@@ -20,7 +22,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/pnec/pnec/evaluation"
 	"github.com/pnec/pnec/internal/tempfiles"
+	"github.com/pnec/pnec/model"
 )
 
 // stat is a mean and standard deviation (null in JSON: NaN).
@@ -93,7 +97,12 @@ type experiment struct {
 	DriftCheck struct {
 		CaseRuns    int  `json:"case_runs"`
 		Missed      int  `json:"missed"`
+		MustAlarm   int  `json:"must_alarm"`
 		FalseAlarms int  `json:"false_alarms"`
+		MustBeOK    int  `json:"must_be_ok"`
+		Held        *int `json:"held"`
+		HeldFlagged int  `json:"held_flagged"`
+		HeldFailed  int  `json:"held_failed"`
 		Met         bool `json:"met"`
 	} `json:"drift_check"`
 }
@@ -108,7 +117,20 @@ func main() {
 	out := flag.String("out", "bench/acquisitions.md", "markdown `FILE` to write")
 	commands := flag.String("commands", "", "`FILE` of the commands that made the JSON (quoted in the report)")
 	note := flag.String("note", "", "a line on the machine and conditions")
+	driftCases := flag.String("drift-cases", "", "case-run `CSV` of the default model (bench/cmd/driftfit): the drift verdict's table")
 	flag.Parse()
+	var driftRuns []evaluation.DriftCaseRun
+	if *driftCases != "" {
+		f, err := os.Open(*driftCases)
+		if err != nil {
+			fail(err)
+		}
+		driftRuns, err = evaluation.ReadDriftCaseRuns(f)
+		f.Close()
+		if err != nil {
+			fail(fmt.Errorf("%s: %w", *driftCases, err))
+		}
+	}
 	var sets []set
 	for _, arg := range flag.Args() {
 		key, file, ok := strings.Cut(arg, "=")
@@ -139,6 +161,9 @@ func main() {
 		cmds = strings.TrimSpace(string(b))
 	}
 	md := render(sets, cmds, *note)
+	if len(driftRuns) > 0 {
+		md += renderDrift(driftRuns)
+	}
 	if err := tempfiles.WriteFile(*out, []byte(md), 0o644); err != nil {
 		fail(err)
 	}
@@ -186,7 +211,7 @@ func render(sets []set, cmds, note string) string {
 	}
 
 	fmt.Fprintf(&b, "### Summary\n\n")
-	fmt.Fprintf(&b, "| scene | encoder | model | runs | clean OA %% | largest target drop (case) | target cases above %g points | disjoint split: OA same half / other half %% | drift verdicts: missed / false alarms (case runs) | train s per run |\n", targetPoints)
+	fmt.Fprintf(&b, "| scene | encoder | model | runs | clean OA %% | largest target drop (case) | target cases above %g points | disjoint split: OA same half / other half %% | drift: warn or fail on runs that lost <= %g points (fail) / ok on runs that lost > 5 or another scene / warn or fail on the clean scene and halves | train s per run |\n", targetPoints, targetPoints)
 	fmt.Fprintf(&b, "|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, s := range sets {
 		e := s.exp
@@ -214,8 +239,8 @@ func render(sets []set, cmds, note string) string {
 			dj = fmt.Sprintf("%s / %s (%s -> %s)", pm(e.Disjoint.SameHalf), pm(e.Disjoint.OtherHalf), e.Disjoint.TrainArea, e.Disjoint.TestArea)
 		}
 		dc := "-"
-		if e.DriftCheck.CaseRuns > 0 && !s.noDrift {
-			dc = fmt.Sprintf("%d / %d (%d)", e.DriftCheck.Missed, e.DriftCheck.FalseAlarms, e.DriftCheck.CaseRuns)
+		if d := e.DriftCheck; d.CaseRuns > 0 && d.Held != nil && !s.noDrift {
+			dc = fmt.Sprintf("%d of %d (%d) / %d of %d / %d of %d", d.HeldFlagged, *d.Held, d.HeldFailed, d.Missed, d.MustAlarm, d.FalseAlarms, d.MustBeOK)
 		}
 		fmt.Fprintf(&b, "| %s | %s | %s | %d | %s | %s (%s) | %d of %d | %s | %s | %.0f |\n", s.scene, s.encoder, s.variant, e.Runs, pm(clean.OA),
 			pct(worstDrop), worst.Name, above, targets, dj, dc, e.TrainSeconds.mean())
@@ -359,5 +384,32 @@ func render(sets []set, cmds, note string) string {
 		}
 		fmt.Fprintln(&b)
 	}
+	return b.String()
+}
+
+// renderDrift is the drift verdict against the OA drop: the limits of
+// model.DefaultDriftThresholds, then per scene the tallies of the verdict
+// and of the verdict before issue 33 on the same case runs.
+func renderDrift(runs []evaluation.DriftCaseRun) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "\n### The drift verdict against the OA drop (default model: paper encoder, shape input, augmentation)\n\n")
+	fmt.Fprintf(&b, "Case runs counted by the OA points they lost. Targets (issue 33): `ok` on at least %.0f%% of the runs that lost at most %g points; `warn` or `fail` on every run that lost more than %g (and on another scene), `fail` only on runs that lost more than %g; neither on the clean scene nor on a half of it alone. ", 100*evaluation.DriftOKShare, evaluation.ShiftTargetPoints, evaluation.DriftAlarmPoints, evaluation.ShiftTargetPoints)
+	fmt.Fprintf(&b, "The limits are chosen by `go run ./bench/cmd/driftfit` on the choose seeds' runs of the case families %s (and the clean scene); *held out* are the report seeds' runs of the other families (gain, noise, band shift, another scene, and pairs with one of them), *report seeds, every case* all runs of the report seeds, none of which was used to choose.\n\n", strings.Join(evaluation.DriftChooseFamilies, ", "))
+	fmt.Fprintf(&b, "Limits (`model.DefaultDriftThresholds`):")
+	for _, l := range model.DefaultDriftThresholds.Limits {
+		fmt.Fprintf(&b, " `%s`", l.Figure)
+		if l.Warn > 0 {
+			fmt.Fprintf(&b, " warn at %g", l.Warn)
+		}
+		if l.Fail > 0 {
+			fmt.Fprintf(&b, " fail at %g", l.Fail)
+		}
+		fmt.Fprintf(&b, ";")
+	}
+	fmt.Fprintf(&b, " and fail wherever a judged figure is not finite.\n\n")
+	fmt.Fprintf(&b, "After (the verdict products now carry):\n\n")
+	_ = evaluation.WriteDriftTallyTable(&b, evaluation.DriftTallies(model.DefaultDriftThresholds, runs))
+	fmt.Fprintf(&b, "\nBefore (spectral figures only, the limits of pnec at 2ebb491), on the same runs:\n\n")
+	_ = evaluation.WriteDriftTallyTable(&b, evaluation.DriftTallies(evaluation.LegacyDriftThresholds, runs))
 	return b.String()
 }

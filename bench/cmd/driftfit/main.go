@@ -1,0 +1,100 @@
+// Command driftfit chooses the drift verdict's thresholds on the
+// acquisition-shift protocol (issue 33) and reports them on case runs not
+// used to choose them:
+//
+//	go run ./bench/cmd/driftfit -cases bench/drift-cases.csv \
+//	    "SalinasA|choose=sal_choose.json" "JasperRidge|choose=jas_choose.json" \
+//	    "SalinasA|report=sal.json" "JasperRidge|report=jas.json"
+//
+// Each argument is SCENE|SET=FILE, the JSON of a `pnec experiment --shift
+// --json` run of the default model; SET is choose (seeds used to choose) or
+// report (other seeds). The case runs of every file go to the -cases CSV
+// (the record the thresholds are chosen from); without file arguments the
+// CSV is read instead. The thresholds are chosen on the choose seeds' runs
+// of the choosing half of the case families (evaluation.DriftChooseRun)
+// and reported on the report seeds' runs of the other half, and of all
+// cases; -check exits 1 when model.DefaultDriftThresholds differ from the
+// choice.
+package main
+
+import (
+	"bytes"
+	"flag"
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/pnec/pnec/evaluation"
+	"github.com/pnec/pnec/internal/tempfiles"
+	"github.com/pnec/pnec/model"
+)
+
+func main() {
+	casesPath := flag.String("cases", "bench/drift-cases.csv", "case-run `CSV` to write (with JSON arguments) or read")
+	check := flag.Bool("check", false, "exit 1 when model.DefaultDriftThresholds are not the choice")
+	figures := flag.String("figures", "", "comma-separated `KEYS` of the figures to choose from (default: evaluation.DriftCandidateFigures)")
+	families := flag.String("families", "", "comma-separated case `FAMILIES` to choose on (default: evaluation.DriftChooseFamilies)")
+	flag.Parse()
+	if *figures != "" {
+		evaluation.DriftCandidateFigures = strings.Split(*figures, ",")
+	}
+	if *families != "" {
+		evaluation.DriftChooseFamilies = strings.Split(*families, ",")
+	}
+	var runs []evaluation.DriftCaseRun
+	if flag.NArg() > 0 {
+		for _, arg := range flag.Args() {
+			key, file, ok := strings.Cut(arg, "=")
+			scene, set, ok2 := strings.Cut(key, "|")
+			if !ok || !ok2 || (set != evaluation.DriftSetChoose && set != evaluation.DriftSetReport) {
+				fail(fmt.Errorf("%q: want SCENE|choose=FILE or SCENE|report=FILE", arg))
+			}
+			f, err := os.Open(file)
+			if err != nil {
+				fail(err)
+			}
+			rs, err := evaluation.ReadShiftCaseRuns(f, scene)
+			f.Close()
+			if err != nil {
+				fail(fmt.Errorf("%s: %w", file, err))
+			}
+			for i := range rs {
+				rs[i].Set = set
+			}
+			runs = append(runs, rs...)
+		}
+		var buf bytes.Buffer
+		if err := evaluation.WriteDriftCaseRuns(&buf, runs); err != nil {
+			fail(err)
+		}
+		if err := tempfiles.WriteFile(*casesPath, buf.Bytes(), 0o644); err != nil {
+			fail(err)
+		}
+	} else {
+		f, err := os.Open(*casesPath)
+		if err != nil {
+			fail(err)
+		}
+		runs, err = evaluation.ReadDriftCaseRuns(f)
+		f.Close()
+		if err != nil {
+			fail(fmt.Errorf("%s: %w", *casesPath, err))
+		}
+	}
+	choice, err := evaluation.ChooseDriftThresholdsFor(runs)
+	if err != nil {
+		fail(err)
+	}
+	if err := evaluation.WriteDriftChoice(os.Stdout, choice, runs); err != nil {
+		fail(err)
+	}
+	if *check && !choice.Thresholds.Equal(model.DefaultDriftThresholds) {
+		fmt.Fprintf(os.Stderr, "driftfit: model.DefaultDriftThresholds %+v are not the choice %+v\n", model.DefaultDriftThresholds.Limits, choice.Thresholds.Limits)
+		os.Exit(1)
+	}
+}
+
+func fail(err error) {
+	fmt.Fprintln(os.Stderr, "driftfit: "+err.Error())
+	os.Exit(1)
+}

@@ -1,0 +1,58 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/pnec/pnec/internal/fixture"
+)
+
+// TestBackendsCacheAndPrecompile: pnec backends lists the compile cache of
+// the folder --cache-dir names, refuses --shapes without --precompile and
+// a bad shape with one line naming it, precompiles a model's shapes on the
+// backend named, and finds a pip-installed CUDA plugin by its layout
+// alone, saying exactly what it lacks.
+func TestBackendsCacheAndPrecompile(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds pnec: skipped with -short")
+	}
+	modelPath, err := fixture.ModelPath()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cache := filepath.Join(t.TempDir(), "cache")
+	r := runPnec(t, time.Minute, "backends", "--backend", "go", "--cache-dir", cache)
+	if r.code != 0 || !strings.Contains(r.stdout, "compile cache: "+cache+" (0 folders)") {
+		t.Errorf("backends --cache-dir: exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
+	}
+	r = runPnec(t, time.Minute, "backends", "--shapes", "10x10")
+	if r.code != 1 || !strings.Contains(r.stderr, "--shapes needs --precompile") {
+		t.Errorf("--shapes alone: exit %d, stderr %q", r.code, r.stderr)
+	}
+	r = runPnec(t, time.Minute, "backends", "--precompile", modelPath, "--shapes", "10x0", "--backend", "go")
+	if r.code != 1 || !strings.Contains(r.stderr, `"10x0"`) || strings.Count(strings.TrimSpace(r.stderr), "\n") != 0 {
+		t.Errorf("bad shape: exit %d, stderr %q", r.code, r.stderr)
+	}
+	r = runPnec(t, time.Minute, "backends", "--precompile", modelPath, "--shapes", "16x16,24x20", "--backend", "go")
+	if r.code != 0 || !strings.Contains(r.stdout, "compiled 16x16 on go") || !strings.Contains(r.stdout, "compiled 24x20 on go") {
+		t.Errorf("precompile: exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
+	}
+	// A CUDA 13 plugin installed with pip, without its NVIDIA wheels.
+	site := filepath.Join(t.TempDir(), "site-packages")
+	plugin := filepath.Join(site, "jax_plugins", "xla_cuda13", "xla_cuda_plugin.so")
+	os.MkdirAll(filepath.Dir(plugin), 0o755)
+	os.WriteFile(plugin, nil, 0o755)
+	t.Setenv("PNEC_SITE_PACKAGES", site)
+	r = runPnec(t, time.Minute, "backends")
+	for _, want := range []string{"xla:" + plugin + ": FAILED", "libcublas.so.13 (pip package nvidia-cublas)", `pip install "jax[cuda13]"`, "default: go"} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("backends with a bare pip plugin: stdout lacks %q:\n%s", want, r.stdout)
+		}
+	}
+	if r.code != 1 {
+		t.Errorf("exit %d with a failing plugin, want 1", r.code)
+	}
+}

@@ -1,0 +1,210 @@
+package evaluation
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/pnec/pnec/internal/golden"
+	"github.com/pnec/pnec/model"
+)
+
+// driftCasesCSV is the record of case runs the default thresholds are
+// chosen from (bench/cmd/driftfit writes it).
+var driftCasesCSV = filepath.Join("..", "bench", "drift-cases.csv")
+
+// TestDefaultDriftThresholdsAreChosen: model.DefaultDriftThresholds are what
+// ChooseDriftThresholdsFor chooses from the recorded case runs, and on the
+// runs not used to choose them (the report seeds) they give what
+// bench/acquisitions.md reports against the targets of issue 33: ok on at
+// least 90% of each scene's runs that lost at most 3 points; fail on one of
+// them at most (SalinasA, 3 bands shifted down, seed 202504: 2.21 points
+// lost where the other four seeds lost 16-42); neither warn nor fail on
+// the clean scene and its halves; warn or fail on every run of another
+// scene and every run that lost more than 10 points (between 5 and 10
+// points some runs are ok: the target of none is missed). A limit changed
+// by hand, a change to the chooser or to a figure (a new record) breaks it.
+func TestDefaultDriftThresholdsAreChosen(t *testing.T) {
+	f, err := os.Open(driftCasesCSV)
+	if err != nil {
+		t.Fatal(err)
+	}
+	runs, err := ReadDriftCaseRuns(f)
+	f.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	choice, err := ChooseDriftThresholdsFor(runs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !choice.Thresholds.Equal(model.DefaultDriftThresholds) {
+		t.Errorf("model.DefaultDriftThresholds %+v, but the record chooses %+v (go run ./bench/cmd/driftfit)", model.DefaultDriftThresholds.Limits, choice.Thresholds.Limits)
+	}
+	for _, row := range DriftTallies(model.DefaultDriftThresholds, runs) {
+		if row.Runs == "chosen on" {
+			continue
+		}
+		tl := row.Tally
+		t.Logf("%s, %s: ok on %d of %d runs that held, %d fail; %d of %d that lost more than %g points or are another scene ok; %d of %d clean and halves flagged",
+			row.Scene, row.Runs, tl.Held-tl.HeldFlagged, tl.Held, tl.HeldFailed, tl.BadOK, tl.Bad, DriftAlarmPoints, tl.MustBeOKFlagged, tl.MustBeOK)
+		if tl.OKShare() < DriftOKShare || tl.HeldFailed > 1 || tl.MustBeOKFlagged > 0 {
+			t.Errorf("%s, %s: %+v", row.Scene, row.Runs, tl)
+		}
+	}
+	for _, r := range runs {
+		if r.Set != DriftSetReport || !(r.Other || r.Drop > 10) {
+			continue
+		}
+		if v, _ := model.DefaultDriftThresholds.Verdict(r.drift()); v == model.DriftOK {
+			t.Errorf("%s %s seed %d: lost %.2f points, verdict ok", r.Scene, r.Case, r.Seed, r.Drop)
+		}
+	}
+}
+
+// TestDriftCaseRunsCSV: case runs survive the CSV, NaN and all.
+func TestDriftCaseRunsCSV(t *testing.T) {
+	in := []DriftCaseRun{
+		{Scene: "S", Set: DriftSetChoose, Seed: 7, Case: "clean", Clean: true, Drop: 0, Figures: map[string]float64{"margin_ratio": 1}},
+		{Scene: "S", Set: DriftSetReport, Seed: 8, Case: "left half + tilt +10% linear", Families: []string{FamilyClassMix, FamilyTilt}, Drop: 3.25,
+			Figures: map[string]float64{"feature_far_share": 0.125, "margin_ratio": math.NaN()}},
+		{Scene: "S", Set: DriftSetReport, Seed: 8, Case: "other scene: x", Families: []string{FamilyOther}, Other: true, Drop: math.NaN()},
+	}
+	var buf bytes.Buffer
+	if err := WriteDriftCaseRuns(&buf, in); err != nil {
+		t.Fatal(err)
+	}
+	out, err := ReadDriftCaseRuns(&buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(out) != len(in) {
+		t.Fatalf("%d runs back, want %d", len(out), len(in))
+	}
+	for i := range in {
+		a, b := in[i], out[i]
+		if a.Scene != b.Scene || a.Set != b.Set || a.Seed != b.Seed || a.Case != b.Case || strings.Join(a.Families, "+") != strings.Join(b.Families, "+") ||
+			a.Clean != b.Clean || a.Other != b.Other || a.AreaOnly != b.AreaOnly || (a.Drop != b.Drop && !(math.IsNaN(a.Drop) && math.IsNaN(b.Drop))) {
+			t.Errorf("run %d: %+v back as %+v", i, a, b)
+		}
+		for _, f := range model.DriftFigures() {
+			x, y := a.Figure(f.Key), b.Figure(f.Key)
+			if x != y && !(math.IsNaN(x) && math.IsNaN(y)) {
+				t.Errorf("run %d: %s %g back as %g", i, f.Key, x, y)
+			}
+		}
+	}
+}
+
+// TestChooseDriftThresholds: on case runs made by hand, the chooser flags
+// every bad run with the figure that separates them, keeps the limit clear
+// of the clean scene and halves, and fails on none that held.
+func TestChooseDriftThresholds(t *testing.T) {
+	var runs []DriftCaseRun
+	add := func(name string, clean, area bool, drop, far, margin float64) {
+		r := DriftCaseRun{Scene: "S", Case: name, Clean: clean, AreaOnly: area, Drop: drop, Figures: map[string]float64{}}
+		for _, f := range model.DriftFigures() {
+			r.Figures[f.Key] = 1 // every figure measured (a NaN would warn)
+		}
+		r.Figures["feature_far_share"], r.Figures["margin_ratio"] = far, margin
+		runs = append(runs, r)
+	}
+	add("clean", true, false, 0, 0.1, 1)
+	add("half", false, true, 1, 0.14, 0.9)
+	for i := range 20 {
+		add(fmt.Sprint("held ", i), false, false, 1, 0.1+0.002*float64(i), 0.85) // margin ratio overlaps the bad runs
+	}
+	add("bad 1", false, false, 8, 0.3, 0.85)
+	add("bad 2", false, false, 20, 0.5, 0.8)
+	c, err := ChooseDriftThresholds(runs, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.Thresholds.Limits) != 1 || c.Thresholds.Limits[0].Figure != "feature_far_share" {
+		t.Fatalf("chose %+v, want the feature far share alone", c.Thresholds.Limits)
+	}
+	l := c.Thresholds.Limits[0]
+	// Between the half's margin (0.1 + 1.25 x 0.04 = 0.15) and the first bad
+	// run: the geometric middle of 0.15 and 0.3; fail 1.5 x the warn limit,
+	// farther than the worst run that held or must be ok (0.14).
+	if w := math.Sqrt(0.15 * 0.3); math.Abs(l.Warn-w) > 0.001 || math.Abs(l.Fail-1.5*l.Warn) > 0.002 {
+		t.Errorf("limits %+v, want warn %.3f and fail %.3f", l, w, 1.5*w)
+	}
+	if tl := c.Tally; tl.BadOK != 0 || tl.HeldFlagged != 0 || tl.MustBeOKFlagged != 0 || !tl.Met() {
+		t.Errorf("tally %+v, want every bad run flagged and nothing else", tl)
+	}
+}
+
+// TestDriftFiguresGolden measures the drift of a tiny model on changes of
+// a small scene, and compares the figures (to 1%, what another CPU's
+// rounding leaves) and the verdicts with testdata/drift_figures.golden.json:
+// a change to how a figure is measured breaks it, and so does a change of
+// the default limits that moves one of these verdicts. Rewrite it with
+// -update after a deliberate change.
+func TestDriftFiguresGolden(t *testing.T) {
+	ts := newTinyScene(32, 32, 8, 3)
+	s := model.Scene{Rows: ts.rows, Cols: ts.cols, Bands: ts.bands, Data: ts.data}
+	labels := make([]int32, len(ts.labels))
+	for i, v := range ts.labels {
+		labels[i] = int32(v)
+	}
+	cases := []ShiftCase{{Name: "clean"}, {Name: "left half", Area: AreaLeft}, {Name: "tilt +10% linear", Change: model.Radiometric{Tilt: 0.1}},
+		{Name: "tilt -30% linear", Change: model.Radiometric{Tilt: -0.3}}, {Name: "band shift +1", Change: model.Radiometric{BandShift: 1}},
+		{Name: "noise 5%", Change: model.Radiometric{Noise: 0.05}}, {Name: "bands reversed", Change: model.Radiometric{Reverse: true}}}
+	exp, err := RunShift(context.Background(), s, labels, ShiftOptions{Runs: 1, FirstSeed: 11, Cases: cases,
+		Train: model.TrainOptions{Config: tinyConfig(20), TrainPerClass: 5, Backend: "go"}, Eval: EvalOptions{Backend: "go"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	type entry struct {
+		Case    string             `json:"case"`
+		Verdict string             `json:"verdict"`
+		Figures map[string]float64 `json:"figures"`
+	}
+	var got []entry
+	for _, r := range exp.Cases {
+		d := r.Runs[0].Drift
+		e := entry{Case: r.Case.Name, Verdict: string(d.Verdict), Figures: map[string]float64{}}
+		for _, f := range model.DriftFigures() {
+			e.Figures[f.Key] = roundSig(f.Value(*d), 4)
+		}
+		got = append(got, e)
+	}
+	js, err := json.MarshalIndent(got, "", "  ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	js = append(js, '\n')
+	if golden.Update() {
+		golden.Check(t, "drift_figures.golden.json", js)
+		return
+	}
+	b, err := os.ReadFile(filepath.Join("testdata", "drift_figures.golden.json"))
+	if err != nil {
+		t.Fatalf("%v (run with -update to create it)", err)
+	}
+	var want []entry
+	if err := json.Unmarshal(b, &want); err != nil {
+		t.Fatal(err)
+	}
+	if len(want) != len(got) {
+		t.Fatalf("%d cases, golden has %d", len(got), len(want))
+	}
+	for i, w := range want {
+		g := got[i]
+		if g.Case != w.Case || g.Verdict != w.Verdict {
+			t.Errorf("%s: verdict %s, golden %s %s (figures %v)", g.Case, g.Verdict, w.Case, w.Verdict, g.Figures)
+		}
+		for k, wv := range w.Figures {
+			if gv := g.Figures[k]; math.Abs(gv-wv) > 0.01*math.Max(math.Abs(wv), 0.01) {
+				t.Errorf("%s: %s = %g, golden %g", g.Case, k, gv, wv)
+			}
+		}
+	}
+}

@@ -1,0 +1,205 @@
+package model
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// resetCompileCache forgets the process's cache (tests use several).
+func resetCompileCache(t *testing.T) {
+	t.Helper()
+	cacheMu.Lock()
+	cacheInUse, cachePrivate = nil, ""
+	cacheMu.Unlock()
+	t.Cleanup(func() {
+		cacheMu.Lock()
+		cacheInUse, cachePrivate = nil, ""
+		cacheMu.Unlock()
+	})
+}
+
+// TestCompileCacheKey: the folder changes with everything a compiled
+// kernel depends on beside its graph (plugin file, device, options, flags
+// that change code), and not with path-only flags.
+func TestCompileCacheKey(t *testing.T) {
+	root := t.TempDir()
+	t.Setenv(CacheDirEnv, root)
+	t.Setenv("XLA_FLAGS", "")
+	proc := t.TempDir()
+	old := nvidiaProcDir
+	nvidiaProcDir = proc
+	defer func() { nvidiaProcDir = old }()
+	gpu := func(model string) {
+		d := filepath.Join(proc, "gpus", "0000:00:01.0")
+		os.MkdirAll(d, 0o755)
+		os.WriteFile(filepath.Join(d, "information"), []byte("Model: \t "+model+"\nIRQ: 1\n"), 0o644)
+		os.WriteFile(filepath.Join(proc, "version"), []byte("NVRM version: NVIDIA UNIX x86_64 Kernel Module  580.159.04\nGCC\n"), 0o644)
+	}
+	gpu("NVIDIA H100 80GB HBM3")
+	plugin := filepath.Join(t.TempDir(), "xla_cuda_plugin.so")
+	os.WriteFile(plugin, []byte("v1"), 0o644)
+	b, _ := ParseBackend("xla:" + plugin)
+	dir := func() string {
+		c, err := b.CompileCache()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.HasPrefix(c.Dir, filepath.Join(root, "xla", "xla-cuda-")) {
+			t.Fatalf("folder %s not under %s", c.Dir, root)
+		}
+		return c.Dir
+	}
+	base := dir()
+	c, _ := b.CompileCache()
+	if len(c.Key.Devices) != 1 || c.Key.Devices[0] != "NVIDIA H100 80GB HBM3" || !strings.Contains(c.Key.Driver, "580.159.04") {
+		t.Errorf("key %+v: device or driver not read from %s", c.Key, proc)
+	}
+	t.Setenv("XLA_FLAGS", "--xla_gpu_cuda_data_dir=/a --xla_dump_to=/tmp/x")
+	if dir() != base {
+		t.Error("a path-only XLA flag changed the folder")
+	}
+	for name, change := range map[string]func(){
+		"code flag": func() { t.Setenv("XLA_FLAGS", "--xla_gpu_autotune_level=0") },
+		"options":   func() { b, _ = ParseBackend("xla:" + plugin + ",tf32") },
+		"device":    func() { gpu("NVIDIA H200") },
+		"plugin": func() {
+			os.WriteFile(plugin, []byte("v2, a new build"), 0o644)
+			os.Chtimes(plugin, time.Now(), time.Now().Add(time.Hour))
+		},
+	} {
+		before := dir()
+		change()
+		if dir() == before {
+			t.Errorf("%s change kept the folder %s", name, before)
+		}
+	}
+}
+
+// TestCompileCacheKernelsShared: each process gives XLA its own copy of
+// the shared kernel cache and publishes a larger one back whole; readers
+// never see a half-written file while writers publish at once.
+func TestCompileCacheKernelsShared(t *testing.T) {
+	resetCompileCache(t)
+	t.Setenv(CacheDirEnv, t.TempDir())
+	t.Setenv("XLA_FLAGS", "--xla_gpu_autotune_level=4")
+	t.Setenv(KernelCacheEnv, "")
+	b, _ := ParseBackend("xla:/nonexistent/xla_cuda_plugin.so")
+	c, err := useCompileCache(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	flags := os.Getenv("XLA_FLAGS")
+	for _, want := range []string{"--xla_gpu_autotune_level=4", "--xla_gpu_per_fusion_autotune_cache_dir=" + c.AutotuneDir,
+		"--xla_gpu_kernel_cache_file=" + cachePrivate, "--xla_gpu_enable_llvm_module_compilation_parallelism=true"} {
+		if !strings.Contains(flags, want) {
+			t.Errorf("XLA_FLAGS %q lacks %q", flags, want)
+		}
+	}
+	if fi, err := os.Stat(c.AutotuneDir); err != nil || !fi.IsDir() {
+		t.Errorf("autotune folder: %v", err)
+	}
+	// XLA appends to the private copy; publishing makes it the shared one.
+	os.WriteFile(cachePrivate, []byte("kernels A"), 0o644)
+	if err := PublishCompileCache(); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := os.ReadFile(c.KernelFile); string(got) != "kernels A" {
+		t.Errorf("shared kernels %q after publish", got)
+	}
+	// A smaller private copy (another process published more) does not
+	// replace the shared file.
+	os.WriteFile(cachePrivate, []byte("A"), 0o644)
+	PublishCompileCache()
+	if got, _ := os.ReadFile(c.KernelFile); string(got) != "kernels A" {
+		t.Errorf("shared kernels %q: replaced by a smaller copy", got)
+	}
+	// Many publishers and readers at once: every read is one whole version.
+	var wg sync.WaitGroup
+	versions := map[string]bool{"kernels A": true}
+	var mu sync.Mutex
+	for i := range 8 {
+		v := fmt.Sprintf("kernels of process %d %s", i, strings.Repeat("x", 1<<16*(i+1)))
+		versions[v] = true
+		wg.Go(func() {
+			p := filepath.Join(c.Dir, "tmp", fmt.Sprintf("kernels-w%d.bin", i))
+			os.WriteFile(p, []byte(v), 0o644)
+			tmp := p + ".publish"
+			copyFile(p, tmp)
+			l := c.lock()
+			l.Lock()
+			os.Rename(tmp, c.KernelFile)
+			l.Unlock()
+		})
+		wg.Go(func() {
+			p, err := c.privateKernels()
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			got, _ := os.ReadFile(p)
+			mu.Lock()
+			defer mu.Unlock()
+			if !versions[string(got)] && len(got) > 0 {
+				t.Errorf("a reader saw %d bytes that are no published version", len(got))
+			}
+		})
+	}
+	wg.Wait()
+}
+
+// TestCompileCacheStaleCopies: copies left by processes that are gone are
+// removed; this process's and live ones stay.
+func TestCompileCacheStaleCopies(t *testing.T) {
+	tmp := t.TempDir()
+	mine := filepath.Join(tmp, fmt.Sprintf("kernels-%d.bin", os.Getpid()))
+	gone := filepath.Join(tmp, "kernels-999999999.bin")
+	live := filepath.Join(tmp, "kernels-1.bin") // init runs as long as the machine
+	for _, p := range []string{mine, gone, live} {
+		os.WriteFile(p, []byte("k"), 0o644)
+	}
+	removeStaleCopies(tmp)
+	for p, want := range map[string]bool{mine: true, gone: false, live: true} {
+		if _, err := os.Stat(p); (err == nil) != want {
+			t.Errorf("%s: present %v, want %v", filepath.Base(p), err == nil, want)
+		}
+	}
+}
+
+// TestCacheFolders: `pnec backends` sees each folder's key, size and
+// entries.
+func TestCacheFolders(t *testing.T) {
+	resetCompileCache(t)
+	root := t.TempDir()
+	t.Setenv(CacheDirEnv, root)
+	t.Setenv("XLA_FLAGS", "")
+	b, _ := ParseBackend("xla:/x/xla_cuda_plugin.so")
+	c, err := useCompileCache(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(c.AutotuneDir, "abc.textproto"), []byte("result"), 0o644)
+	os.WriteFile(c.KernelFile, []byte("0123456789"), 0o644)
+	if b.cacheWarm() {
+		t.Error("warm before any graph was compiled")
+	}
+	b.graphMark("graph1")
+	if !b.cacheWarm() {
+		t.Error("not warm after a graph was compiled through it")
+	}
+	gotRoot, folders, err := CacheFolders()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if gotRoot != root || len(folders) != 1 {
+		t.Fatalf("root %s, %d folders", gotRoot, len(folders))
+	}
+	f := folders[0]
+	if f.Autotune != 1 || f.KernelBytes != 10 || f.Graphs != 1 || f.Key.Backend != b.Config() || f.Bytes < 16 {
+		t.Errorf("folder %+v", f)
+	}
+}

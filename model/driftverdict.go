@@ -1,0 +1,220 @@
+package model
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+)
+
+// DriftVerdict says how far a scene is from the model's training data.
+type DriftVerdict string
+
+// Drift verdicts.
+const (
+	DriftOK   DriftVerdict = "ok"   // within what the model was measured to tolerate
+	DriftWarn DriftVerdict = "warn" // farther: accuracy may be lower than on the training scene
+	DriftFail DriftVerdict = "fail" // far outside the training data: do not trust the map
+	// DriftUnknown is the verdict of a model without training statistics.
+	DriftUnknown DriftVerdict = "unknown"
+)
+
+// DriftLimit is the verdict's limits on one figure (DriftFigure.Key): warn
+// when the figure reaches Warn, fail when it reaches Fail (at or above for
+// a figure that rises with drift, at or below for one that falls); 0: no
+// limit of that kind (no figure is judged at 0: shares and ratios are
+// judged at positive values).
+type DriftLimit struct {
+	Figure string  `json:"figure"`
+	Warn   float64 `json:"warn,omitempty"`
+	Fail   float64 `json:"fail,omitempty"`
+}
+
+// DriftThresholds turn drift figures into a verdict (Verdict): the worst
+// verdict of its limits; fail where a figure a limit judges is not finite.
+type DriftThresholds struct {
+	Limits []DriftLimit `json:"limits"`
+}
+
+// DefaultDriftThresholds are the thresholds products use: chosen on the
+// acquisition-shift protocol by evaluation.ChooseDriftThresholdsFor from the
+// case runs recorded in bench/drift-cases.csv (`go run ./bench/cmd/driftfit`
+// prints the choice; evaluation's TestDefaultDriftThresholdsAreChosen checks
+// that these are it). docs/acquisitions.md says how they were chosen and
+// what they give.
+var DefaultDriftThresholds = DriftThresholds{Limits: []DriftLimit{
+	{Figure: "feature_far_share", Warn: 0.171, Fail: 0.375},
+	{Figure: "prototype_margin_ratio", Warn: 0.875, Fail: 0.545},
+	{Figure: "margin_ratio", Warn: 0.876, Fail: 0.532},
+}}
+
+// Equal reports whether t and u judge the same figures at the same limits,
+// in the same order.
+func (t DriftThresholds) Equal(u DriftThresholds) bool { return slices.Equal(t.Limits, u.Limits) }
+
+// Limit is t's limit on figure key (ok false when t does not judge it).
+func (t DriftThresholds) Limit(key string) (DriftLimit, bool) {
+	for _, l := range t.Limits {
+		if l.Figure == key {
+			return l, true
+		}
+	}
+	return DriftLimit{}, false
+}
+
+// Check reports whether every limit names a known figure, once, with
+// finite positive limits and the fail limit beyond the warn limit.
+func (t DriftThresholds) Check() error {
+	seen := map[string]bool{}
+	for _, l := range t.Limits {
+		f, ok := DriftFigureByKey(l.Figure)
+		switch {
+		case !ok:
+			return fmt.Errorf("drift thresholds: unknown figure %q", l.Figure)
+		case seen[l.Figure]:
+			return fmt.Errorf("drift thresholds: figure %q twice", l.Figure)
+		case !(l.Warn >= 0) || !(l.Fail >= 0) || math.IsInf(l.Warn, 0) || math.IsInf(l.Fail, 0):
+			return fmt.Errorf("drift thresholds: %s: limits %g and %g, want finite and positive (0: none)", l.Figure, l.Warn, l.Fail)
+		case l.Warn == 0 && l.Fail == 0:
+			return fmt.Errorf("drift thresholds: %s: no limit", l.Figure)
+		case l.Warn > 0 && l.Fail > 0 && (f.Rising && l.Fail < l.Warn || !f.Rising && l.Fail > l.Warn):
+			return fmt.Errorf("drift thresholds: %s: fail limit %g on the near side of the warn limit %g", l.Figure, l.Fail, l.Warn)
+		}
+		seen[l.Figure] = true
+	}
+	return nil
+}
+
+// DriftFigure is one scalar figure of Drift, as reports, product metadata
+// (DRIFT_ and the key in upper case) and STAC Items (the key) name it.
+type DriftFigure struct {
+	Key string
+	// Rising is true for a figure that grows as the scene moves away from
+	// the training scene (shares of far cells, distance ratios), false for
+	// one that falls (reliability and margin ratios).
+	Rising bool
+	// What says what the figure measures in a verdict's reasons, "%s"
+	// standing for its value as Format writes it.
+	What   string
+	Format func(v float64) string
+	field  func(r *Drift) *float64
+}
+
+// Value is the figure's value in r.
+func (f DriftFigure) Value(r Drift) float64 { return *f.field(&r) }
+
+// Set sets the figure in r to v (for tools that read figures back).
+func (f DriftFigure) Set(r *Drift, v float64) { *f.field(r) = v }
+
+// reaches reports whether v is at or beyond limit in the figure's bad
+// direction.
+func (f DriftFigure) reaches(v, limit float64) bool {
+	if f.Rising {
+		return v >= limit
+	}
+	return v <= limit
+}
+
+func percentFigure(v float64) string { return fmt.Sprintf("%.1f%%", 100*v) }
+func ratioFigure(v float64) string   { return fmt.Sprintf("%.2f", v) }
+
+// driftFigures lists the scalar figures, in the order reports print them:
+// the network's own terms first, then the spectral ones.
+var driftFigures = []DriftFigure{
+	{Key: "feature_far_share", Rising: true, Format: percentFigure,
+		What:  "%s of the network's cells are farther from their nearest prototype than 90%% of the training scene's cells of that prototype",
+		field: func(r *Drift) *float64 { return &r.FeatureFarShare }},
+	{Key: "feature_distance_ratio", Rising: true, Format: ratioFigure,
+		What:  "the network's features are %s times as far from their nearest prototype as the training scene's",
+		field: func(r *Drift) *float64 { return &r.FeatureDistanceRatio }},
+	{Key: "prototype_margin_ratio", Format: percentFigure,
+		What:  "the margin between the nearest and the second prototype is %s of the training scene's",
+		field: func(r *Drift) *float64 { return &r.PrototypeMarginRatio }},
+	{Key: "uncertainty_ratio", Rising: true, Format: ratioFigure,
+		What:  "the reliability gate's uncertainty is %s times the training scene's for these labels",
+		field: func(r *Drift) *float64 { return &r.UncertaintyRatio }},
+	{Key: "margin_ratio", Format: percentFigure,
+		What:  "the margin of the class probabilities is %s of the training scene's for these labels",
+		field: func(r *Drift) *float64 { return &r.MarginRatio }},
+	{Key: "far_share", Rising: true, Format: percentFigure,
+		What:  "%s of the pixels are farther (by spectral angle) from every class than 99%% of the training scene's pixels of that class",
+		field: func(r *Drift) *float64 { return &r.FarShare }},
+	{Key: "distance_ratio", Rising: true, Format: ratioFigure,
+		What:  "the spectra are %s times as far (by spectral angle) from their nearest class as the training scene's",
+		field: func(r *Drift) *float64 { return &r.DistanceRatio }},
+	{Key: "reliability_ratio", Format: percentFigure,
+		What:  "the mean spectral reliability is %s of the training scene's for these labels",
+		field: func(r *Drift) *float64 { return &r.ReliabilityRatio }},
+	{Key: "brightness_ratio", Rising: true, Format: ratioFigure,
+		What:  "the scene is %s times as bright as the training scene (median over bands)",
+		field: func(r *Drift) *float64 { return &r.BrightnessRatio }},
+	{Key: "band_shift_sd_mean", Rising: true, Format: ratioFigure,
+		What:  "the band means moved by %s training standard deviations on average",
+		field: func(r *Drift) *float64 { return &r.BandShiftMeanSD }},
+	{Key: "band_shift_sd_max", Rising: true, Format: ratioFigure,
+		What:  "a band's mean moved by %s training standard deviations",
+		field: func(r *Drift) *float64 { return &r.BandShiftMaxSD }},
+}
+
+// DriftFigures lists the scalar figures of Drift, in the order reports
+// print them.
+func DriftFigures() []DriftFigure { return slices.Clone(driftFigures) }
+
+// DriftFigureByKey is the figure named key.
+func DriftFigureByKey(key string) (DriftFigure, bool) {
+	for _, f := range driftFigures {
+		if f.Key == key {
+			return f, true
+		}
+	}
+	return DriftFigure{}, false
+}
+
+// Verdict applies the thresholds to the figures of r: the worst verdict of
+// the limits; fail for a judged figure that is not finite and at least warn
+// for any other figure that is not (a figure that could not be measured is
+// never ok); unknown without a valid pixel.
+func (t DriftThresholds) Verdict(r Drift) (DriftVerdict, []string) {
+	if r.ValidPixels == 0 {
+		return DriftUnknown, []string{"no valid pixel"}
+	}
+	v := DriftOK
+	var reasons []string
+	raise := func(to DriftVerdict, why string) {
+		if to == DriftFail || v == DriftOK {
+			v = to
+		}
+		reasons = append(reasons, why)
+	}
+	for _, f := range driftFigures {
+		x := f.Value(r)
+		l, judged := t.Limit(f.Key)
+		if math.IsNaN(x) || math.IsInf(x, 0) {
+			to := DriftWarn
+			if judged {
+				to = DriftFail
+			}
+			raise(to, fmt.Sprintf("%s is %g: it could not be measured on this scene", f.Key, x))
+			continue
+		}
+		if !judged {
+			continue
+		}
+		what := fmt.Sprintf(f.What, f.Format(x))
+		switch {
+		case l.Fail > 0 && f.reaches(x, l.Fail):
+			raise(DriftFail, fmt.Sprintf("%s (fail at %s)", what, f.Format(l.Fail)))
+		case l.Warn > 0 && f.reaches(x, l.Warn):
+			raise(DriftWarn, fmt.Sprintf("%s (warn at %s)", what, f.Format(l.Warn)))
+		}
+	}
+	return v, reasons
+}
+
+// Summary is the verdict and its reasons in one line.
+func (r Drift) Summary() string {
+	if len(r.Reasons) == 0 {
+		return string(r.Verdict)
+	}
+	return string(r.Verdict) + ": " + strings.Join(r.Reasons, "; ")
+}

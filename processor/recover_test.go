@@ -1,0 +1,100 @@
+package processor
+
+import (
+	"context"
+	"path/filepath"
+	"testing"
+
+	"github.com/pnec/pnec/internal/fixture"
+	"github.com/pnec/pnec/model"
+	"github.com/pnec/pnec/tiling"
+)
+
+// deviceRecovery stands for a predictor on an XLA device: it describes an
+// XLA backend and recovers a whole scene itself (as the compiled graph
+// does), counting the scenes it recovered.
+type deviceRecovery struct {
+	pointwise
+	rp        tiling.Recovery
+	recovered *int
+}
+
+func (d deviceRecovery) Describe() model.Backend {
+	b, _ := model.ParseBackend("xla:cpu")
+	return b
+}
+
+func (d deviceRecovery) PredictRecovered(ctx context.Context, s model.Scene) (model.Prediction, error) {
+	p, err := d.Predict(ctx, s)
+	if err != nil {
+		return p, err
+	}
+	p.Prob = tiling.Recover(p.Prob, s.Valid, s.Rows, s.Cols, p.Classes, d.rp)
+	p.Recovered = true
+	*d.recovered++
+	return p, nil
+}
+
+// TestWholeSceneRecoveredOnDevice: a scene run as one tile on a backend
+// that prepares its input in the graph comes back recovered
+// (PredictRecovered), and the stitcher then writes it without recovering
+// again: the product and its recovered probabilities equal the host
+// recovery's. Tiled runs, and runs writing the network's probabilities
+// (which need P_up), keep the host recovery.
+func TestWholeSceneRecoveredOnDevice(t *testing.T) {
+	modelPath, err := fixture.ModelPath()
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := model.Load(modelPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	const rows, cols = 61, 50
+	data, _ := synthScene(rows, cols, m.Bands(), 3, 5)
+	for i := 0; i < rows*cols; i += 41 {
+		for b := 0; b < m.Bands(); b++ {
+			data[i*m.Bands()+b] = fixNoData
+		}
+	}
+	scene := filepath.Join(dir, "scene.tif")
+	if err := writeScene(scene, rows, cols, m.Bands(), data, fixture.GeoRef); err != nil {
+		t.Fatal(err)
+	}
+	recovered := 0
+	run := func(device bool, opts Options, out string) {
+		c, err := NewClassifier(m, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.pred.Close()
+		c.pred = pointwise{classes: len(m.Classes())}
+		if device {
+			c.pred = deviceRecovery{pointwise: pointwise{classes: len(m.Classes())}, rp: m.Recovery(), recovered: &recovered}
+		}
+		defer c.Close()
+		if _, err := c.Classify(context.Background(), scene, out); err != nil {
+			t.Fatal(err)
+		}
+	}
+	host, dev := filepath.Join(dir, "host.tif"), filepath.Join(dir, "device.tif")
+	run(false, Options{Probabilities: ProbabilitiesRecovered}, host)
+	run(true, Options{Probabilities: ProbabilitiesRecovered}, dev)
+	if recovered != 1 {
+		t.Fatalf("the whole scene was recovered on the device %d times, want 1", recovered)
+	}
+	a, b := readProduct(t, host), readProduct(t, dev)
+	for i := range a.class {
+		if a.class[i] != b.class[i] || a.rel[i] != b.rel[i] {
+			t.Fatalf("pixel %d: host class %d rel %g, device class %d rel %g", i, a.class[i], a.rel[i], b.class[i], b.rel[i])
+		}
+	}
+	compareProbabilities(t, "recovered on the device", host, dev)
+	// Tiles, or the network's probabilities: the host recovers.
+	run(true, Options{TileSize: 32, Overlap: 8}, filepath.Join(dir, "tiled.tif"))
+	run(true, Options{Probabilities: ProbabilitiesNetwork, TopK: 2}, filepath.Join(dir, "net.tif"))
+	if recovered != 1 {
+		t.Errorf("recovered on the device %d times after a tiled run and a network-probabilities run, want still 1", recovered)
+	}
+}
