@@ -73,7 +73,7 @@ func (c *Classifier) classifyIn(parent context.Context, sceneName, mask, out str
 		return res, err
 	}
 	defer pw.Close()
-	st, times, skipped, err := c.runStages(parent, sc, mk, sceneName, out, info, &plan, flight.Host, pw, start)
+	st, times, skipped, err := c.runStages(parent, sc, mk, sceneName, out, info, &plan, flight, pw, start)
 	res.TilesSkipped = skipped
 	if err != nil {
 		return res, err
@@ -233,9 +233,10 @@ func (c *Classifier) productSpec(sceneName string, info geo.Info, plan tiling.Pl
 // the others' context, and the group returns its error): the reader, the
 // network, the stitcher and the writer of the product's rows. It returns
 // the stitcher (rows written, class counts), each stage's busy time and the
-// tiles skipped as wholly outside the mask mk (nil: none). At most inFlight
-// tiles are read and not yet through the network.
-func (c *Classifier) runStages(parent context.Context, sc *geo.Scene, mk *geo.Mask, sceneName, out string, info geo.Info, plan *tiling.Plan, inFlight int, pw *geo.ProductWriter, start time.Time) (*stitcher, StageTimes, int, error) {
+// tiles skipped as wholly outside the mask mk (nil: none). At most
+// flight.Host tiles are read and not yet through the network, and at most
+// flight.Device of them are in the network's calls at once.
+func (c *Classifier) runStages(parent context.Context, sc *geo.Scene, mk *geo.Mask, sceneName, out string, info geo.Info, plan *tiling.Plan, flight tiling.Flight, pw *geo.ProductWriter, start time.Time) (*stitcher, StageTimes, int, error) {
 	var times StageTimes
 	var skipped int
 	g, ctx := errgroup.WithContext(parent)
@@ -249,7 +250,7 @@ func (c *Classifier) runStages(parent context.Context, sc *geo.Scene, mk *geo.Ma
 	// A slot per tile in flight: the reader takes one before it reads a
 	// tile, the network gives it back when it is done with the tile's
 	// input (the budget decides how many; see Flight).
-	slots := make(chan struct{}, max(inFlight, 1))
+	slots := make(chan struct{}, max(flight.Host, 1))
 	rows := make(chan rowsOut, 2)
 	classes := c.m.Classes()
 	// The drift figures: band means from the reader (each pixel once, in
@@ -286,7 +287,7 @@ func (c *Classifier) runStages(parent context.Context, sc *geo.Scene, mk *geo.Ma
 	})
 	g.Go(func() (err error) {
 		defer close(preds)
-		times.Network, err = c.runTiles(ctx, sceneName, plan, tiles, slots, free, preds)
+		times.Network, err = c.runTiles(ctx, sceneName, plan, min(flight.Device, flight.Host), tiles, slots, free, preds)
 		return err
 	})
 	g.Go(func() (err error) {
@@ -429,23 +430,54 @@ func (c *Classifier) readTiles(ctx context.Context, sc *geo.Scene, mk *geo.Mask,
 // input shape, so the predictor compiles once. It returns the time spent in
 // the network. Each tile's input data goes back to the reader on free once
 // the network and the spectral distances are done with it, and its slot
-// with it.
-func (c *Classifier) runTiles(ctx context.Context, name string, plan *tiling.Plan, in <-chan tileIn, slots <-chan struct{}, free chan<- []float32, out chan<- tileOut) (time.Duration, error) {
+// with it. With deviceTiles 2 (tiling.Flight.Device: the device holds two
+// tiles' buffers) the next tile's call starts while the current one runs,
+// so that its scene is uploaded meanwhile (model.Predictor.SetDeviceTiles);
+// the outputs go on in order.
+func (c *Classifier) runTiles(ctx context.Context, name string, plan *tiling.Plan, deviceTiles int, in <-chan tileIn, slots <-chan struct{}, free chan<- []float32, out chan<- tileOut) (time.Duration, error) {
 	var busy time.Duration
-	k := len(c.m.Classes())
-	// A scene run as one tile is recovered in the compiled graph where the
-	// backend prepares its input there (model.Backend.PrepInGraph); tiles
-	// are stitched first and recovered on the canvas (stitcher.rows).
-	wholeTile := len(plan.Tiles) == 1 && plan.Tiles[0].Input == (tiling.Rect{Rows: plan.Rows, Cols: plan.Cols})
-	recoverer, _ := c.pred.(interface {
-		PredictRecovered(context.Context, model.Scene) (model.Prediction, error)
-	})
-	recoverInGraph := wholeTile && recoverer != nil && backendOf(c.pred).PrepInGraph() && c.opts.Probabilities != ProbabilitiesNetwork
+	var lastDone time.Time
+	recovered := c.recoversWhole(plan)
+	var pending []*tileCall
+	// A stop or a failure leaves no call running behind the stage: the
+	// classifier (and its predictor) may be closed next.
+	defer func() {
+		for _, tc := range pending {
+			<-tc.done
+		}
+	}()
+	// finish waits for the oldest call and sends its output.
+	finish := func() error {
+		tc := pending[0]
+		pending = pending[1:]
+		<-tc.done
+		// The network's time: calls in flight together count once.
+		busy += tc.end.Sub(later(tc.start, lastDone))
+		lastDone = tc.end
+		select {
+		case free <- tc.in.scene.Data:
+		default:
+		}
+		<-slots
+		if tc.err != nil {
+			return fmt.Errorf("classify %s tile %d %v: %w", name, tc.in.tile.Index, tc.in.tile.Input, tc.err)
+		}
+		select {
+		case out <- tileOut{tile: tc.in.tile, pred: tc.pred, valid: tc.in.scene.Valid, dist: tc.dist}:
+		case <-ctx.Done():
+		}
+		return nil
+	}
 	for t := range in {
 		if ctx.Err() != nil {
 			return busy, nil
 		}
 		if t.skip {
+			for len(pending) > 0 {
+				if err := finish(); err != nil {
+					return busy, err
+				}
+			}
 			select {
 			case out <- tileOut{tile: t.tile, skip: true}:
 				continue
@@ -453,49 +485,103 @@ func (c *Classifier) runTiles(ctx context.Context, name string, plan *tiling.Pla
 				return busy, nil
 			}
 		}
-		t0 := time.Now()
-		// The spectral class distances depend on the tile's spectra only, so
-		// they run beside the network; the stitcher blends them like the
-		// probabilities and takes the final label's agreement.
-		var dist []float32
-		var distErr error
-		var distDone sync.WaitGroup
-		if c.ref != nil {
-			dist = make([]float32, t.scene.Rows*t.scene.Cols*k)
-			distDone.Go(func() { distErr = c.ref.ClassDistances(t.scene.Data, t.scene.Valid, dist) })
+		pending = append(pending, c.startTile(ctx, t, recovered))
+		if len(pending) >= max(deviceTiles, 1) {
+			if err := finish(); err != nil {
+				return busy, err
+			}
 		}
-		var p model.Prediction
-		var err error
-		if recoverInGraph {
-			p, err = recoverer.PredictRecovered(ctx, t.scene)
-		} else {
-			p, err = c.pred.Predict(ctx, t.scene)
-		}
-		distDone.Wait()
-		busy += time.Since(t0)
-		select {
-		case free <- t.scene.Data:
-		default:
-		}
-		<-slots
-		if err == nil && distErr != nil {
-			err = fmt.Errorf("spectral reliability: %w", distErr)
-		}
-		if err != nil {
-			return busy, fmt.Errorf("classify %s tile %d %v: %w", name, t.tile.Index, t.tile.Input, err)
-		}
-		if p.Rows != t.scene.Rows || p.Cols != t.scene.Cols || p.Classes != k ||
-			len(p.Prob) != p.Rows*p.Cols*k || len(p.Uncertainty) != p.Rows*p.Cols {
-			return busy, fmt.Errorf("classify %s tile %d: prediction %dx%dx%d for a %dx%d tile of %d classes",
-				name, t.tile.Index, p.Rows, p.Cols, p.Classes, t.scene.Rows, t.scene.Cols, k)
-		}
-		select {
-		case out <- tileOut{tile: t.tile, pred: p, valid: t.scene.Valid, dist: dist}:
-		case <-ctx.Done():
+	}
+	for len(pending) > 0 {
+		if ctx.Err() != nil {
 			return busy, nil
+		}
+		if err := finish(); err != nil {
+			return busy, err
 		}
 	}
 	return busy, nil
+}
+
+// later is the later of a and b.
+func later(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
+}
+
+// recoversWhole reports whether a scene planned as plan is recovered in
+// the compiled graph: run as one tile (the whole image, padded to the
+// ladder or not: the padding is no-data, which the recovery leaves out of
+// every window exactly as the scene's border clips the canvas's) by a
+// predictor that prepares its input in the graph (model.Predictor on XLA,
+// model.Prep), unless the product writes the network's probabilities
+// (P_up, before recovery). Tiles are stitched first and recovered on the
+// canvas (stitcher.rows).
+func (c *Classifier) recoversWhole(plan *tiling.Plan) bool {
+	if !plan.Whole || len(plan.Tiles) != 1 || c.opts.Probabilities == ProbabilitiesNetwork {
+		return false
+	}
+	if _, ok := c.pred.(wholeRecoverer); !ok {
+		return false
+	}
+	if g, ok := c.pred.(interface{ PrepInGraph() bool }); ok {
+		return g.PrepInGraph()
+	}
+	return backendOf(c.pred).PrepInGraph()
+}
+
+// wholeRecoverer is a predictor that recovers a whole scene itself
+// (model.Predictor.PredictRecovered).
+type wholeRecoverer interface {
+	PredictRecovered(context.Context, model.Scene) (model.Prediction, error)
+}
+
+// tileCall is one tile's network call and spectral distances, run by
+// startTile; done is closed when both are over.
+type tileCall struct {
+	in         tileIn
+	pred       model.Prediction
+	dist       []float32
+	err        error
+	start, end time.Time
+	done       chan struct{}
+}
+
+// startTile starts the network on t (recovered: the whole scene,
+// recovered by the predictor) and, beside it, the spectral class
+// distances, which depend on the tile's spectra only (the stitcher blends
+// them like the probabilities and takes the final label's agreement).
+func (c *Classifier) startTile(ctx context.Context, t tileIn, recovered bool) *tileCall {
+	tc := &tileCall{in: t, start: time.Now(), done: make(chan struct{})}
+	k := len(c.m.Classes())
+	go func() {
+		defer close(tc.done)
+		var distErr error
+		var distDone sync.WaitGroup
+		if c.ref != nil {
+			tc.dist = make([]float32, t.scene.Rows*t.scene.Cols*k)
+			distDone.Go(func() { distErr = c.ref.ClassDistances(t.scene.Data, t.scene.Valid, tc.dist) })
+		}
+		if recovered {
+			tc.pred, tc.err = c.pred.(wholeRecoverer).PredictRecovered(ctx, t.scene)
+		} else {
+			tc.pred, tc.err = c.pred.Predict(ctx, t.scene)
+		}
+		distDone.Wait()
+		tc.end = time.Now()
+		p := tc.pred
+		switch {
+		case tc.err != nil:
+		case distErr != nil:
+			tc.err = fmt.Errorf("spectral reliability: %w", distErr)
+		case p.Rows != t.scene.Rows || p.Cols != t.scene.Cols || p.Classes != k ||
+			len(p.Prob) != p.Rows*p.Cols*k || len(p.Uncertainty) != p.Rows*p.Cols:
+			tc.err = fmt.Errorf("prediction %dx%dx%d for a %dx%d tile of %d classes", p.Rows, p.Cols, p.Classes, t.scene.Rows, t.scene.Cols, k)
+		}
+	}()
+	return tc
 }
 
 // addCoreSpectra adds the pixels of b (read for a tile) inside its core to

@@ -168,6 +168,13 @@ func (c *sceneCost) total(tr, tc, sceneCols, stripeRows, inFlight int) int64 {
 		VRTSourcesBytes(c.info) + int64(math.Ceil(c.mm.Headroom*c.live(tr, tc, sceneCols, stripeRows, inFlight)))
 }
 
+// outputBytes is what one more tile's network outputs hold on the host
+// (probabilities, uncertainty and class distances: the live term's
+// outputs), bytes: a second call in flight on the device (Flight).
+func (c *sceneCost) outputBytes(p tiling.Plan) int64 {
+	return int64(math.Ceil(c.mm.Headroom * c.mm.OutputBytesPerValue * float64(p.TileRows) * float64(p.TileCols) * float64(c.depth)))
+}
+
 // planBytes is the peak of running plan p with inFlight tiles in flight
 // on the host: tiles of p's network input shape (padded to the ladder),
 // and a canvas stripe of the whole scene for a whole-image plan, else a

@@ -105,8 +105,20 @@ func Flight(plan tiling.Plan, info geo.Info, m *model.Model, opts Options, budge
 	if err != nil {
 		return f, planned, fmt.Errorf("%dx%d tiles: %w", plan.TileCols, plan.TileRows, err)
 	}
+	if f.Device > 1 {
+		// Two calls at once need the next tile read ahead, and hold one
+		// more tile's outputs on the host (runTiles): else one at a time.
+		if extra := c.outputBytes(plan); f.Host < f.Device || planned+extra > budget {
+			f.Device = 1
+		} else {
+			planned += extra
+		}
+	}
 	return f, planned, nil
 }
+
+// The predictor hears the planner's device tiles through deviceSizer.
+var _ deviceSizer = (*model.Predictor)(nil)
 
 // deviceSizer is what a predictor whose network runs on an accelerator
 // (model.Predictor on an XLA device backend) tells the planner and hears
