@@ -158,17 +158,7 @@ func planScene(info geo.Info, m *model.Model, opts Options, lazy bool) (tiling.P
 	if budget == 0 {
 		budget = DefaultMaxMemoryBytes()
 	}
-	window := recoveryWindow(m)
-	if err := checkTile(opts, window); err != nil {
-		return tiling.Plan{}, budget, err
-	}
-	p, err := tiling.New(info.Rows, info.Cols, tiling.Options{
-		Stride:   model.Stride,
-		TileSize: gridTile(opts),
-		Overlap:  opts.Overlap,
-		Ladder:   tiling.LadderStep,
-		Lazy:     lazy,
-	})
+	p, err := planGrid(info, m, opts, lazy)
 	if err != nil {
 		return p, budget, err
 	}
@@ -179,6 +169,34 @@ func planScene(info geo.Info, m *model.Model, opts Options, lazy bool) (tiling.P
 		return p, budget, budgetError(p, info, c, opts, budget)
 	}
 	return p, budget, nil
+}
+
+// planGrid is the plan of a scene described by info on the grid of m and
+// opts, whatever the budget.
+func planGrid(info geo.Info, m *model.Model, opts Options, lazy bool) (tiling.Plan, error) {
+	if err := checkTile(opts, recoveryWindow(m)); err != nil {
+		return tiling.Plan{}, err
+	}
+	return tiling.New(info.Rows, info.Cols, tiling.Options{
+		Stride:   model.Stride,
+		TileSize: gridTile(opts),
+		Overlap:  opts.Overlap,
+		Ladder:   tiling.LadderStep,
+		Lazy:     lazy,
+	})
+}
+
+// SmallestBudget is the smallest budget, bytes, in which a rows x cols
+// scene with bands bands runs with m and opts (one tile of its plan in
+// flight; opts.MaxMemoryBytes plays no part): what a *BudgetError names
+// as NeedBytes. The scene is taken as PlanScene takes it.
+func SmallestBudget(rows, cols, bands int, m *model.Model, opts Options) (int64, error) {
+	info := assumedInfo(rows, cols, bands)
+	p, err := planGrid(info, m, opts, true)
+	if err != nil {
+		return 0, err
+	}
+	return newSceneCost(info, m, opts).planBytes(p, 1), nil
 }
 
 // budgetError is the refusal of plan p under budget: the smallest budget
