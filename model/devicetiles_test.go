@@ -219,3 +219,25 @@ func TestRecoverNodePaddedAsClipped(t *testing.T) {
 		}
 	}
 }
+
+// TestPredictorKeepsEveryShape: a predictor compiles more input shapes
+// than GoMLX's default executable cache of 32 holds (the model's grid has
+// 36, each compiled for a whole scene and for tiles on the go backend's
+// one executable): before, the 33rd failed with "maximum cache size of 32
+// reached", which pnec backends --precompile of the grid met on its 33rd
+// shape and a long batch of scenes of many sizes would have too.
+func TestPredictorKeepsEveryShape(t *testing.T) {
+	m := trainedTiny(t)
+	p, err := NewPredictor(m, "go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	for i := range 40 {
+		rows, cols := 8+i%7, 8+i/7
+		s := rawScene(rows, cols, 6, false, uint64(i))
+		if _, err := p.Predict(context.Background(), s); err != nil {
+			t.Fatalf("shape %d (%dx%d): %v", i+1, rows, cols, err)
+		}
+	}
+}

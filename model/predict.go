@@ -182,7 +182,7 @@ func newPredictor(m *Model, backend string, fused, inGraph, onHost bool) (*Predi
 			b.Finalize()
 			return nil, fmt.Errorf("new predictor: %w", err)
 		}
-		p.execRec = rec.WithName("pnec_predict_recovered")
+		p.execRec = rec.WithName("pnec_predict_recovered").SetMaxCache(-1)
 		p.stretch = []*tensors.Tensor{tensorOf(spec.lo, len(spec.lo)), tensorOf(spec.scale, len(spec.scale))}
 	}
 	exec, err := NewExec(b, fn)
@@ -190,7 +190,12 @@ func newPredictor(m *Model, backend string, fused, inGraph, onHost bool) (*Predi
 		b.Finalize()
 		return nil, fmt.Errorf("new predictor: %w", err)
 	}
-	p.exec = exec.WithName("pnec_predict")
+	// One executable per input shape, kept for the predictor's life: the
+	// planner's ladder bounds the shapes of the model's grid (36; a scene
+	// of another size reuses one), while GoMLX's default of 32 per Exec
+	// failed the 33rd shape a long batch or a precompile met. Shapes
+	// outside the grid (forced tiles, library calls) add one each.
+	p.exec = exec.WithName("pnec_predict").SetMaxCache(-1)
 	p.weights = append(p.weights, tensorOf(m.protos, d.K, d.D))
 	for _, prm := range m.params {
 		p.weights = append(p.weights, tensorOf(prm.Data, prm.Shape...))

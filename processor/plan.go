@@ -199,6 +199,56 @@ func SmallestBudget(rows, cols, bands int, m *model.Model, opts Options) (int64,
 	return newSceneCost(info, m, opts).planBytes(p, 1), nil
 }
 
+// SceneShape is the network input shape the plan of a rows x cols scene
+// runs on with m and opts (all its tiles share one): Recovered when the
+// scene runs whole and its product is recovered (what a predictor that
+// recovers in the graph then compiles; Classifier.recoversWhole).
+func SceneShape(rows, cols int, m *model.Model, opts Options) (model.Shape, error) {
+	p, err := planGrid(assumedInfo(rows, cols, 1), m, opts, true)
+	if err != nil {
+		return model.Shape{}, err
+	}
+	return model.Shape{Rows: p.TileRows, Cols: p.TileCols, Recovered: p.Whole && opts.Probabilities != ProbabilitiesNetwork}, nil
+}
+
+// GridShapes is every network input shape the grid of m and opts (the
+// model's, CanonicalTile, unless opts.TileSize) gives scenes of any size,
+// each once in ladder order: with the default grid the 36 shapes of 64 to
+// 384 px a side that scenes up to 384 px a side run whole on, and the 11
+// of them with a 384 px side that tiles run on (a tile is 384 px along an
+// axis longer than the tile, on the ladder across a shorter one). They are
+// what pnec backends --precompile compiles for a node image. Each shape
+// comes from the planner itself (SceneShape), for a scene one rung of the
+// ladder a side (or the tile, where the top rung exceeds it) and one
+// pixel beyond the tile; TestGridShapesAreThePlanners checks that no
+// scene size gives any other.
+func GridShapes(m *model.Model, opts Options) ([]model.Shape, error) {
+	if err := checkTile(opts, recoveryWindow(m)); err != nil {
+		return nil, err
+	}
+	tile := tiling.AlignUp(gridTile(opts), model.Stride)
+	var sides []int
+	for r := tiling.LadderStep; r < tiling.Rung(tile, tiling.LadderStep); r += tiling.LadderStep {
+		sides = append(sides, r)
+	}
+	sides = append(sides, tile, tile+1)
+	var out []model.Shape
+	seen := map[model.Shape]bool{}
+	for _, rows := range sides {
+		for _, cols := range sides {
+			sh, err := SceneShape(rows, cols, m, opts)
+			if err != nil {
+				return nil, err
+			}
+			if !seen[sh] {
+				seen[sh] = true
+				out = append(out, sh)
+			}
+		}
+	}
+	return out, nil
+}
+
 // budgetError is the refusal of plan p under budget: the smallest budget
 // that works is the peak with one tile in flight.
 func budgetError(p tiling.Plan, info geo.Info, c *sceneCost, opts Options, budget int64) *BudgetError {
