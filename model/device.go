@@ -104,11 +104,7 @@ func (m *Model) DeviceNeedBytes(rows, cols int) int64 {
 	full := int64(rows) * int64(cols)
 	cells := int64(padTo(rows)/Stride) * int64(padTo(cols)/Stride)
 	d, ch, k := int64(cfg.Hidden), int64(inputChannels(cfg.Input, m.meta.Bands)), int64(len(m.meta.Classes))
-	var weights int64
-	for _, p := range m.params {
-		weights += 4 * int64(len(p.Data))
-	}
-	need := weights + 64<<20 + // weights, and the allocator's and cuDNN's workspaces
+	need := m.DeviceResidentBytes() +
 		full*(4*int64(m.meta.Bands)+1) + // the scene as uploaded, and its valid mask
 		4*full*(3*k+2) + // upsampled logits, probabilities, recovery and uncertainty
 		4*cells*d*60 // the stride-4 maps
@@ -116,6 +112,17 @@ func (m *Model) DeviceNeedBytes(rows, cols int) int64 {
 		need += 4 * full * (ch + 20*d)
 	}
 	return need
+}
+
+// DeviceResidentBytes is the part of DeviceNeedBytes that does not depend
+// on the input: the weights, and the allocator's and cuDNN's workspaces
+// (64 MiB), held on the device once whatever the calls in flight.
+func (m *Model) DeviceResidentBytes() int64 {
+	weights := int64(64 << 20)
+	for _, p := range m.params {
+		weights += 4 * int64(len(p.Data))
+	}
+	return weights
 }
 
 // liveCallTensors counts the input tensors that prediction calls made and

@@ -48,7 +48,7 @@ func fusedInferenceMatches(t *testing.T, encoder, input string) {
 		}
 	}
 	run := func(mod *Model, fused bool) Prediction {
-		p, err := newPredictor(mod, "go", fused)
+		p, err := newPredictor(mod, "go", fused, prepInGraph, prepOnHost)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -6,17 +6,33 @@ import (
 	"time"
 )
 
-// Compiled is one shape Precompile compiled.
-type Compiled struct {
+// Shape is one network input shape a run calls the network on. Recovered
+// says the call recovers a whole scene (PredictRecovered: its own compiled
+// graph where the backend recovers in the graph, Backend.PrepInGraph),
+// else it is a tile's (Predict).
+type Shape struct {
 	Rows, Cols int
-	Seconds    float64 // compilation and the first run, wall
+	Recovered  bool
 }
 
-// Precompile compiles m's prediction graph on backend for each shape
-// (rows x cols) by running it once on a blank scene of that shape, so that
-// the compile cache holds them (a node image built with them starts warm).
-// It returns each shape's time; the first error stops it.
-func Precompile(ctx context.Context, m *Model, backend string, shapes [][2]int) ([]Compiled, error) {
+func (s Shape) String() string {
+	if s.Recovered {
+		return fmt.Sprintf("%dx%d (whole scenes)", s.Rows, s.Cols)
+	}
+	return fmt.Sprintf("%dx%d (tiles)", s.Rows, s.Cols)
+}
+
+// Compiled is one shape Precompile compiled.
+type Compiled struct {
+	Shape
+	Seconds float64 // compilation and the first run, wall
+}
+
+// Precompile compiles m's prediction graphs on backend for each shape by
+// running it once on a blank scene of that shape, so that the compile
+// cache holds them (a node image built with them starts warm). It returns
+// each shape's time; the first error stops it.
+func Precompile(ctx context.Context, m *Model, backend string, shapes []Shape) ([]Compiled, error) {
 	p, err := NewPredictor(m, backend)
 	if err != nil {
 		return nil, err
@@ -27,16 +43,20 @@ func Precompile(ctx context.Context, m *Model, backend string, shapes [][2]int) 
 		if err := ctx.Err(); err != nil {
 			return out, err
 		}
-		rows, cols := sh[0], sh[1]
+		rows, cols := sh.Rows, sh.Cols
 		if rows < 1 || cols < 1 {
 			return out, fmt.Errorf("precompile: shape %dx%d: rows and columns must be positive", rows, cols)
 		}
 		s := Scene{Rows: rows, Cols: cols, Bands: m.Bands(), Data: make([]float32, rows*cols*m.Bands())}
 		t0 := time.Now()
-		if _, err := p.Predict(ctx, s); err != nil {
-			return out, fmt.Errorf("precompile %dx%d: %w", rows, cols, err)
+		call := p.Predict
+		if sh.Recovered {
+			call = p.PredictRecovered
 		}
-		out = append(out, Compiled{Rows: rows, Cols: cols, Seconds: time.Since(t0).Seconds()})
+		if _, err := call(ctx, s); err != nil {
+			return out, fmt.Errorf("precompile %v: %w", sh, err)
+		}
+		out = append(out, Compiled{Shape: sh, Seconds: time.Since(t0).Seconds()})
 	}
 	return out, nil
 }

@@ -2,6 +2,7 @@ package model
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"runtime"
@@ -38,13 +39,46 @@ type Predictor struct {
 	prep    bool
 	execRec *Exec
 	stretch []*tensors.Tensor
-	mu      sync.Mutex
+	// slots bounds the calls whose inputs are on the device at once
+	// (SetDeviceTiles): a call takes a slot before it stages its inputs
+	// and gives it back once its buffers are released.
+	slots chan struct{}
+	smu   sync.Mutex // guards slots, and backend for stagePrep
+	mu    sync.Mutex
 }
 
 // NewPredictor prepares m on backend (see DecideBackend; "" = the default
 // for a job of unknown size).
 func NewPredictor(m *Model, backend string) (*Predictor, error) {
-	return newPredictor(m, backend, true)
+	return NewPredictorPrep(m, backend, PrepAuto)
+}
+
+// Prep says where a predictor prepares the network's input (normalisation,
+// masks, interpolation) and recovers a whole scene.
+type Prep int
+
+const (
+	// PrepAuto is the backend's choice (Backend.PrepInGraph): in the
+	// compiled graph on XLA, on the host on the Go backend.
+	PrepAuto Prep = iota
+	// PrepHost prepares on the host on every backend.
+	PrepHost
+	// PrepGraph prepares in the compiled graph on every backend: on the
+	// Go backend it runs the graphs XLA runs, to check them (and what is
+	// built on them) on a machine without an accelerator.
+	PrepGraph
+)
+
+// NewPredictorPrep is NewPredictor with the input preparation placed by
+// prep. The maps of both placements agree (TestPredictInGraphMatchesHost).
+func NewPredictorPrep(m *Model, backend string, prep Prep) (*Predictor, error) {
+	switch prep {
+	case PrepHost:
+		return newPredictor(m, backend, true, false, true)
+	case PrepGraph:
+		return newPredictor(m, backend, true, true, false)
+	}
+	return newPredictor(m, backend, true, prepInGraph, prepOnHost)
 }
 
 // prepInGraph forces the in-graph input preparation (prepgraph.go) on
@@ -53,8 +87,9 @@ func NewPredictor(m *Model, backend string) (*Predictor, error) {
 var prepInGraph, prepOnHost = false, false
 
 // newPredictor is NewPredictor; fused allows the fused inference layers
-// (net.fused) where the backend has them (tests compare with them off).
-func newPredictor(m *Model, backend string, fused bool) (*Predictor, error) {
+// (net.fused) where the backend has them (tests compare with them off);
+// inGraph and onHost force the input preparation's place (Prep).
+func newPredictor(m *Model, backend string, fused, inGraph, onHost bool) (*Predictor, error) {
 	if m == nil {
 		return nil, fmt.Errorf("new predictor: nil model")
 	}
@@ -66,7 +101,8 @@ func newPredictor(m *Model, backend string, fused bool) (*Predictor, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &Predictor{m: m, backend: b, desc: desc, marked: map[[2]int]bool{}, prep: !prepOnHost && (prepInGraph || desc.PrepInGraph())}
+	p := &Predictor{m: m, backend: b, desc: desc, marked: map[[2]int]bool{}, prep: !onHost && (inGraph || desc.PrepInGraph()),
+		slots: make(chan struct{}, 1)}
 	if mem, err := desc.DeviceMemory(); err == nil {
 		p.mem = mem
 	}
@@ -146,7 +182,7 @@ func newPredictor(m *Model, backend string, fused bool) (*Predictor, error) {
 			b.Finalize()
 			return nil, fmt.Errorf("new predictor: %w", err)
 		}
-		p.execRec = rec.WithName("pnec_predict_recovered")
+		p.execRec = rec.WithName("pnec_predict_recovered").SetMaxCache(-1)
 		p.stretch = []*tensors.Tensor{tensorOf(spec.lo, len(spec.lo)), tensorOf(spec.scale, len(spec.scale))}
 	}
 	exec, err := NewExec(b, fn)
@@ -154,7 +190,12 @@ func newPredictor(m *Model, backend string, fused bool) (*Predictor, error) {
 		b.Finalize()
 		return nil, fmt.Errorf("new predictor: %w", err)
 	}
-	p.exec = exec.WithName("pnec_predict")
+	// One executable per input shape, kept for the predictor's life: the
+	// planner's ladder bounds the shapes of the model's grid (36; a scene
+	// of another size reuses one), while GoMLX's default of 32 per Exec
+	// failed the 33rd shape a long batch or a precompile met. Shapes
+	// outside the grid (forced tiles, library calls) add one each.
+	p.exec = exec.WithName("pnec_predict").SetMaxCache(-1)
 	p.weights = append(p.weights, tensorOf(m.protos, d.K, d.D))
 	for _, prm := range m.params {
 		p.weights = append(p.weights, tensorOf(prm.Data, prm.Shape...))
@@ -360,17 +401,35 @@ func (p *Predictor) predict(ctx context.Context, s Scene, recovered bool) (pred 
 		// padded with no-data pixels to a stride, then its own pixels.
 		return p.predictPadded(ctx, s, recovered)
 	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
 	if need := p.m.DeviceNeedBytes(s.Rows, s.Cols); p.mem.LimitBytes > 0 && need > p.mem.LimitBytes {
 		return Prediction{}, fmt.Errorf("predict %dx%d on %s: %w: needs about %d MiB, the allocator may take %d MiB of the %s's %d MiB",
 			s.Rows, s.Cols, p.Backend(), ErrDeviceMemory, need>>20, p.mem.LimitBytes>>20, p.mem.Device, p.mem.TotalBytes>>20)
 	}
+	// The call holds one of the device's tiles (SetDeviceTiles) from its
+	// upload until its buffers are freed; with two, its scene is staged
+	// (converted and uploaded) while another call runs the network.
+	release, err := p.takeSlot(ctx)
+	if err != nil {
+		return Prediction{}, err
+	}
+	defer release()
 	var own callTensors
+	var staged []any
+	if p.prep {
+		if staged, err = p.stagePrep(s, &own); err != nil {
+			own.release()
+			return Prediction{}, fmt.Errorf("predict %dx%d on %s: upload: %w", s.Rows, s.Cols, p.Backend(), err)
+		}
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
 	defer own.release()
+	if p.exec == nil {
+		return Prediction{}, fmt.Errorf("predict %dx%d on %s: the predictor is closed", s.Rows, s.Cols, p.Backend())
+	}
 	var out []*tensors.Tensor
 	if p.prep {
-		out, err = p.callPrep(s, recovered, &own)
+		out, err = p.callPrep(staged, recovered)
 	} else {
 		out, err = p.callHost(s, &own)
 	}
@@ -415,11 +474,32 @@ func (p *Predictor) predict(ctx context.Context, s Scene, recovered bool) (pred 
 	return pred, nil
 }
 
-// callPrep runs the in-graph variant on s: the raw scene and its valid
-// mask go up (rawTensor), everything else happens on the device.
-func (p *Predictor) callPrep(s Scene, recovered bool, own *callTensors) ([]*tensors.Tensor, error) {
+// stagePrep makes the in-graph variant's inputs of s, the raw scene and
+// its valid mask (rawTensor), and moves them to the backend's device
+// (their host copies freed), outside p.mu: what a call holds of its device
+// tile before the network is free.
+func (p *Predictor) stagePrep(s Scene, own *callTensors) ([]any, error) {
 	raw, valid := rawTensor(s)
-	args := []any{own.add(raw), own.add(valid), p.stretch[0], p.stretch[1]}
+	own.add(raw)
+	own.add(valid)
+	p.smu.Lock()
+	b := p.backend
+	p.smu.Unlock()
+	if b == nil {
+		return nil, errors.New("the predictor is closed")
+	}
+	for _, t := range []*tensors.Tensor{raw, valid} {
+		if err := t.ToDevice(b, 0); err != nil {
+			return nil, err
+		}
+	}
+	return []any{raw, valid}, nil
+}
+
+// callPrep runs the in-graph variant on the staged raw scene and valid
+// mask (stagePrep): everything else happens on the device.
+func (p *Predictor) callPrep(staged []any, recovered bool) ([]*tensors.Tensor, error) {
+	args := append(staged, p.stretch[0], p.stretch[1])
 	for _, w := range p.weights {
 		args = append(args, w)
 	}
@@ -427,6 +507,69 @@ func (p *Predictor) callPrep(s Scene, recovered bool, own *callTensors) ([]*tens
 		return p.execRec.Call(args...)
 	}
 	return p.exec.Call(args...)
+}
+
+// takeSlot waits for one of the device tiles (SetDeviceTiles) and returns
+// the function that gives it back.
+func (p *Predictor) takeSlot(ctx context.Context) (func(), error) {
+	p.smu.Lock()
+	slots := p.slots
+	p.smu.Unlock()
+	select {
+	case slots <- struct{}{}:
+		return func() { <-slots }, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// SetDeviceTiles is how many calls' buffers the device holds at once, as
+// the planner decided from DeviceMemory (tiling.Flight.Device): with 2 a
+// call's scene is converted and uploaded while another call runs the
+// network (the classifier then runs two tiles' calls at once), with 1 (or
+// less) a call starts only once the previous one's buffers are freed.
+// The network itself runs one call at a time either way.
+func (p *Predictor) SetDeviceTiles(n int) {
+	p.smu.Lock()
+	defer p.smu.Unlock()
+	if n = min(max(n, 1), tiling.MaxInFlight); n != cap(p.slots) {
+		p.slots = make(chan struct{}, n) // calls holding the old slots give them back there
+	}
+}
+
+// DeviceTiles is the calls whose buffers the device holds at once
+// (SetDeviceTiles).
+func (p *Predictor) DeviceTiles() int {
+	p.smu.Lock()
+	defer p.smu.Unlock()
+	return cap(p.slots)
+}
+
+// PrepInGraph reports whether p prepares its input and recovers a whole
+// scene in the compiled graph (Prep).
+func (p *Predictor) PrepInGraph() bool { return p.prep }
+
+// DeviceMemory is what the planner knows of p's device for one call on a
+// rows x cols input (tiling.DeviceMemory): the allocator's limit
+// (DeviceMemory.LimitBytes: the card's memory from nvidia-smi times the
+// memory fraction), what is held there whatever the input
+// (Model.DeviceResidentBytes: the weights and the allocator's and cuDNN's
+// workspaces) as InUseBytes, and the rest of Model.DeviceNeedBytes as
+// TileBytes, so that InUseBytes + TileBytes is the need Predict checks and
+// a second tile in flight counts the weights once. Without an accelerator,
+// or where the device's memory is unknown (a card other than NVIDIA's, no
+// nvidia-smi), it is the zero value: the host budget alone plans the run
+// and Predict checks nothing, as before the device was known.
+func (p *Predictor) DeviceMemory(rows, cols int) (tiling.DeviceMemory, error) {
+	if p.mem.LimitBytes <= 0 {
+		return tiling.DeviceMemory{}, nil
+	}
+	resident := p.m.DeviceResidentBytes()
+	return tiling.DeviceMemory{
+		Device:     fmt.Sprintf("%s device %d (%s)", p.Backend(), p.desc.Device, p.mem.Device),
+		LimitBytes: p.mem.LimitBytes, InUseBytes: resident,
+		TileBytes: p.m.DeviceNeedBytes(rows, cols) - resident,
+	}, nil
 }
 
 // callHost runs the network on s prepared on the host (netInput, netMasks,
@@ -482,7 +625,9 @@ func (p *Predictor) Close() error {
 	p.weights = nil
 	if p.backend != nil {
 		p.backend.Finalize()
+		p.smu.Lock()
 		p.backend = nil
+		p.smu.Unlock()
 	}
 	// The kernels compiled here serve the next processes; a cache that
 	// cannot be written only costs a later run time.

@@ -1,6 +1,8 @@
 package pipelines
 
 import (
+	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -8,6 +10,7 @@ import (
 
 	"github.com/pnec/pnec/model"
 	"github.com/pnec/pnec/processor"
+	"github.com/pnec/pnec/tiling"
 )
 
 // TestChooseJobsFollowsDefaultBackend (issue 34 item 20): a batch with no
@@ -61,4 +64,74 @@ func TestChooseJobsFollowsDefaultBackend(t *testing.T) {
 	if opts.Backend != want.Name || sum.Jobs != 1 || sum.Backend != want.Label() {
 		t.Errorf("classifiers open %q with %d jobs (summary %q), want %q with 1", opts.Backend, sum.Jobs, sum.Backend, want.Name)
 	}
+}
+
+// TestChooseJobsHoldsOneTile: the default job count never splits the
+// budget into shares smaller than the smallest budget a scene of one model
+// tile runs in (processor.SmallestBudget), where every scene would be
+// refused; below that it plans one job, never none. Before, it divided
+// the budget by the network's estimate for a 512 px tile alone (no
+// process, reads or canvas): for this 200-band model 216 MiB against the
+// smallest budget's 871 MiB, so on two cores it planned two jobs on 1.5
+// times the smallest budget and each share refused even a 384 x 384
+// scene.
+func TestChooseJobsHoldsOneTile(t *testing.T) {
+	m := manyBandModel(t, 200)
+	side := processor.CanonicalTile
+	need, err := processor.SmallestBudget(side, side, m.Bands(), m, processor.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := processor.PlanScene(side, side, m.Bands(), m, processor.Options{MaxMemoryBytes: need - 1}); !errors.Is(err, tiling.ErrBudget) {
+		t.Fatalf("set-up: %d bytes, one less than the smallest budget, gave %v; want a refusal", need-1, err)
+	}
+	for _, tc := range []struct {
+		name   string
+		budget int64
+		want   int
+	}{
+		{"below one scene's need", need - 1, 1},
+		{"one and a half", need * 3 / 2, 1},
+		{"two", 2 * need, min(2, runtime.NumCPU())},
+		{"a hundred", 100 * need, runtime.NumCPU()},
+	} {
+		jobs, _, err := chooseJobs(m, 0, processor.Options{Backend: "go", MaxMemoryBytes: tc.budget}, 1000)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if jobs != tc.want {
+			t.Errorf("%s (%d bytes, smallest %d): %d jobs, want %d", tc.name, tc.budget, need, jobs, tc.want)
+		}
+		if share := tc.budget / int64(max(jobs, 1)); tc.budget >= need {
+			if _, _, err := processor.PlanScene(side, side, m.Bands(), m, processor.Options{MaxMemoryBytes: share}); err != nil {
+				t.Errorf("%s: a job's share %d refuses a %dx%d scene: %v", tc.name, share, side, side, err)
+			}
+		}
+	}
+	// A --jobs the user gives is kept.
+	if jobs, _, _ := chooseJobs(m, 3, processor.Options{Backend: "go", MaxMemoryBytes: need}, 1000); jobs != 3 {
+		t.Errorf("--jobs 3: %d jobs", jobs)
+	}
+}
+
+// manyBandModel is a small model (hidden 32, one epoch) of bands bands,
+// where the reads, not the network, set the smallest budget.
+func manyBandModel(t *testing.T, bands int) *model.Model {
+	t.Helper()
+	const side = 24
+	s := model.Scene{Rows: side, Cols: side, Bands: bands, Data: make([]float32, side*side*bands)}
+	for i := range s.Data {
+		s.Data[i] = float32(100 + (i*7)%500)
+	}
+	labels := make([]int32, side*side)
+	for i := range labels {
+		labels[i] = int32(1 + i%2)
+	}
+	cfg := model.DefaultConfig()
+	cfg.Hidden, cfg.Epochs = 32, 1
+	m, err := model.Train(context.Background(), s, labels, model.TrainOptions{Config: cfg, Backend: "go"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
 }

@@ -763,11 +763,16 @@ func checkWritable(dir string) error {
 
 // chooseJobs decides the batch's backend once (model.DecideBackend, for
 // the batch's scenes) and applies the --jobs default: 1 on an accelerator
-// (model.Backend.OnDevice); on CPU as many scenes as fit in the memory
-// budget when each takes at least a 512x512 tile's working set, capped at
-// the number of CPUs (each scene's network already uses every core, so
-// more jobs mainly overlap reading and writing). An error is a backend
-// name that does not parse.
+// (model.Backend.OnDevice); on CPU as many scenes as the memory budget
+// holds when each job's share is at least the smallest budget a scene of
+// one model tile runs in (processor.SmallestBudget of a
+// CanonicalTile-square scene with the model's bands: a share below it
+// would refuse every scene), capped at the number of CPUs (each scene's
+// network already uses every core, so more jobs mainly overlap reading and
+// writing), and at least 1. Wider scenes need more (their canvas stripe
+// spans their width): a share too small for one is refused with the
+// budget it needs, as pnec classify refuses it. An error is a backend name
+// that does not parse.
 func chooseJobs(m *model.Model, jobs int, o processor.Options, scenes int) (int, model.Backend, error) {
 	b, err := model.DecideBackend(o.Backend, model.Job{Task: model.TaskClassify, Scenes: scenes})
 	if err != nil {
@@ -783,8 +788,9 @@ func chooseJobs(m *model.Model, jobs int, o processor.Options, scenes int) (int,
 	if budget <= 0 {
 		budget = processor.DefaultMaxMemoryBytes()
 	}
-	per := m.EstimatePredictBytes(512, 512)
-	if per <= 0 || budget <= 0 {
+	t := processor.CanonicalTile
+	per, err := processor.SmallestBudget(t, t, m.Bands(), m, o)
+	if err != nil || per <= 0 || budget <= 0 {
 		return 1, b, nil
 	}
 	return int(max(1, min(int64(runtime.NumCPU()), budget/per))), b, nil

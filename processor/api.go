@@ -10,6 +10,7 @@ import (
 	"github.com/pnec/pnec/geo"
 	"github.com/pnec/pnec/model"
 	"github.com/pnec/pnec/spectral"
+	"github.com/pnec/pnec/tiling"
 )
 
 // Options tune a Classifier. Zero values mean the documented defaults.
@@ -17,11 +18,15 @@ type Options struct {
 	// Backend names the compute backend ("" = model.NewPredictor's default:
 	// XLA when a PJRT plugin is installed, else the pure-Go backend).
 	Backend string
-	// MaxMemoryBytes is the memory budget the planner fits the run into;
-	// 0 = DefaultMaxMemoryBytes (a fraction of physical memory).
+	// MaxMemoryBytes is the memory budget the run holds to; 0 =
+	// DefaultMaxMemoryBytes (a fraction of physical memory). It decides how
+	// many tiles are in flight, never the plan (and so never the map); one
+	// that cannot hold one tile is refused with a *BudgetError.
 	MaxMemoryBytes int64
-	// TileSize > 0 forces tiles of this side, pixels (rounded up to
-	// model.Stride); 0 lets the budget choose between the whole image and tiles.
+	// TileSize > 0 gives a grid of tiles of this side, pixels (rounded up
+	// to model.Stride), and so another map than the model's; 0 = the
+	// model's grid (the whole image up to CanonicalTile a side, else tiles
+	// of that side).
 	TileSize int
 	// Overlap between neighbouring tiles, as tiling.Options.Overlap:
 	// tiling.OverlapAuto (0, tiling.DefaultOverlap for the tile size),
@@ -183,7 +188,8 @@ type Result struct {
 	Backend        string        // backend that ran the network
 	ModelChecksum  string        // model.Model.Checksum
 	MaxMemoryBytes int64         // budget the plan was made for
-	PlannedBytes   int64         // the memory model's peak estimate for the plan
+	PlannedBytes   int64         // the memory model's peak estimate for the plan with Flight's tiles in flight
+	Flight         tiling.Flight // tiles in flight on the host and on the device, as the budget and the device decided
 	// SceneInfo is the scene as geo opened it (metadata, georeference), so
 	// that a caller need not open it again.
 	SceneInfo geo.Info

@@ -82,9 +82,9 @@ var ErrBadOutput = errors.New("unusable output path")
 
 // tileOverlap returns the tile side and overlap, pixels, a forced tile of
 // opts runs with (both rounded up to the stride), as the planner makes them.
-func tileOverlap(opts Options, window int) (tile, overlap int) {
+func tileOverlap(opts Options) (tile, overlap int) {
 	tile = tiling.AlignUp(opts.TileSize, model.Stride)
-	return tile, tiling.ResolveOverlap(opts.Overlap, tile, model.Stride, window)
+	return tile, tiling.ResolveOverlap(opts.Overlap, tile, model.Stride)
 }
 
 // MinTileSize is the smallest forced tile side, pixels, that checkTile
@@ -93,12 +93,12 @@ func tileOverlap(opts Options, window int) (tile, overlap int) {
 // whose recovery window lies inside the tile's own context, so every pixel
 // of it is blended from tiles that saw almost nothing around it (--tile 3
 // ran 462 tiles of 4 x 4 pixels and reported success). The default overlap
-// grows with the tile, hence the search.
+// depends on the tile (at most half of it), hence the search.
 func MinTileSize(opts Options, window int) int {
 	for t := model.Stride; ; t += model.Stride {
 		o := opts
 		o.TileSize = t
-		tile, overlap := tileOverlap(o, window)
+		tile, overlap := tileOverlap(o)
 		if overlap < tile && tile >= overlap+window {
 			return tile
 		}
@@ -115,7 +115,7 @@ func checkTile(opts Options, window int) error {
 	if opts.TileSize <= 0 {
 		return nil
 	}
-	tile, overlap := tileOverlap(opts, window)
+	tile, overlap := tileOverlap(opts)
 	if overlap >= tile {
 		return fmt.Errorf("%w: overlap %d px must be smaller than the tile (%d px)", ErrTileTooSmall, overlap, tile)
 	}

@@ -55,7 +55,7 @@ func (c *Classifier) classifyIn(parent context.Context, sceneName, mask, out str
 	}
 	defer sc.Close()
 	res.Rows, res.Cols, res.SceneInfo = info.Rows, info.Cols, info
-	plan, release, err := c.planRun(sceneName, info, &res)
+	plan, flight, release, err := c.planRun(sceneName, info, &res)
 	if err != nil {
 		return res, err
 	}
@@ -73,7 +73,7 @@ func (c *Classifier) classifyIn(parent context.Context, sceneName, mask, out str
 		return res, err
 	}
 	defer pw.Close()
-	st, times, skipped, err := c.runStages(parent, sc, mk, sceneName, out, info, &plan, pw, start)
+	st, times, skipped, err := c.runStages(parent, sc, mk, sceneName, out, info, &plan, flight, pw, start)
 	res.TilesSkipped = skipped
 	if err != nil {
 		return res, err
@@ -161,21 +161,35 @@ func (c *Classifier) openScene(sceneName, mask, out string, res *Result) (*geo.S
 	return sc, info, nil
 }
 
-// planRun plans the scene within the budget, records the plan in res, and
-// holds the Go heap and GDAL's block cache to the plan's shares of the
-// budget (see MemoryModel) until release is called.
-func (c *Classifier) planRun(sceneName string, info geo.Info, res *Result) (plan tiling.Plan, release func(), err error) {
+// planRun plans the scene on the model's grid, decides how many tiles
+// the budget and the device (when the predictor runs on one) hold in
+// flight, records the plan in res, and holds the Go heap and GDAL's block
+// cache to the plan's shares of the budget (see MemoryModel) until release
+// is called.
+func (c *Classifier) planRun(sceneName string, info geo.Info, res *Result) (plan tiling.Plan, flight tiling.Flight, release func(), err error) {
 	plan, budget, err := PlanSceneInfo(info, c.m, c.opts)
 	if err != nil {
-		return plan, nil, fmt.Errorf("%s: plan: %w", sceneName, err)
+		return plan, flight, nil, fmt.Errorf("%s: plan: %w", sceneName, err)
+	}
+	dev, err := deviceMemory(c.pred, plan)
+	if err != nil {
+		return plan, flight, nil, fmt.Errorf("%s: plan: %w", sceneName, err)
+	}
+	flight, planned, err := Flight(plan, info, c.m, c.opts, budget, dev)
+	if err != nil {
+		return plan, flight, nil, fmt.Errorf("%s: plan: %w", sceneName, err)
+	}
+	if d, ok := c.pred.(deviceSizer); ok {
+		d.SetDeviceTiles(flight.Device)
 	}
 	res.Tiles, res.Plan, res.MaxMemoryBytes = len(plan.Tiles), plan.String(), budget
 	res.TileRows, res.TileCols, res.Overlap = plan.TileRows, plan.TileCols, plan.Overlap
-	res.PlannedBytes = PlannedBytes(plan, info, c.m, c.opts)
+	res.PlannedBytes, res.Flight = planned, flight
 	cost := newSceneCost(info, c.m, c.opts)
 	release = reserveMemory(cost.limit(budget, plan, backendOf(c.pred)), blockCacheBytes(info, plan.TileCols)+cost.probCache)
-	c.log.Info("plan", "scene", sceneName, "plan", plan.String(), "budget_mib", budget>>20, "planned_mib", res.PlannedBytes>>20)
-	return plan, release, nil
+	c.log.Info("plan", "scene", sceneName, "plan", plan.String(), "budget_mib", budget>>20, "planned_mib", res.PlannedBytes>>20,
+		"in_flight", flight.Host, "device_tiles", flight.Device)
+	return plan, flight, release, nil
 }
 
 // productSpec is the product of the scene: its size and georeference, the
@@ -219,8 +233,10 @@ func (c *Classifier) productSpec(sceneName string, info geo.Info, plan tiling.Pl
 // the others' context, and the group returns its error): the reader, the
 // network, the stitcher and the writer of the product's rows. It returns
 // the stitcher (rows written, class counts), each stage's busy time and the
-// tiles skipped as wholly outside the mask mk (nil: none).
-func (c *Classifier) runStages(parent context.Context, sc *geo.Scene, mk *geo.Mask, sceneName, out string, info geo.Info, plan *tiling.Plan, pw *geo.ProductWriter, start time.Time) (*stitcher, StageTimes, int, error) {
+// tiles skipped as wholly outside the mask mk (nil: none). At most
+// flight.Host tiles are read and not yet through the network, and at most
+// flight.Device of them are in the network's calls at once.
+func (c *Classifier) runStages(parent context.Context, sc *geo.Scene, mk *geo.Mask, sceneName, out string, info geo.Info, plan *tiling.Plan, flight tiling.Flight, pw *geo.ProductWriter, start time.Time) (*stitcher, StageTimes, int, error) {
 	var times StageTimes
 	var skipped int
 	g, ctx := errgroup.WithContext(parent)
@@ -231,6 +247,10 @@ func (c *Classifier) runStages(parent context.Context, sc *geo.Scene, mk *geo.Ma
 	// The network hands each tile's input buffer back for the next read
 	// (at most one waits here, so no more buffers live than without it).
 	free := make(chan []float32, 1)
+	// A slot per tile in flight: the reader takes one before it reads a
+	// tile, the network gives it back when it is done with the tile's
+	// input (the budget decides how many; see Flight).
+	slots := make(chan struct{}, max(flight.Host, 1))
 	rows := make(chan rowsOut, 2)
 	classes := c.m.Classes()
 	// The drift figures: band means from the reader (each pixel once, in
@@ -262,12 +282,12 @@ func (c *Classifier) runStages(parent context.Context, sc *geo.Scene, mk *geo.Ma
 	}
 	g.Go(func() (err error) {
 		defer close(tiles)
-		times.Read, skipped, err = c.readTiles(ctx, sc, mk, sceneName, info, plan, drift, free, tiles)
+		times.Read, skipped, err = c.readTiles(ctx, sc, mk, sceneName, info, plan, drift, slots, free, tiles)
 		return err
 	})
 	g.Go(func() (err error) {
 		defer close(preds)
-		times.Network, err = c.runTiles(ctx, sceneName, plan, tiles, free, preds)
+		times.Network, err = c.runTiles(ctx, sceneName, plan, min(flight.Device, flight.Host), tiles, slots, free, preds)
 		return err
 	})
 	g.Go(func() (err error) {
@@ -331,8 +351,8 @@ func (c *Classifier) applyQualityMasks(sc *geo.Scene) (string, error) {
 // a valid pixel, or whose valid pixels are all 0, fails when its last tile
 // is read, before that tile goes to the network (see signalCheck). Tiles
 // are read into the buffers the network hands back on free when there is
-// one.
-func (c *Classifier) readTiles(ctx context.Context, sc *geo.Scene, mk *geo.Mask, name string, info geo.Info, plan *tiling.Plan, drift *model.DriftMeter, free <-chan []float32, out chan<- tileIn) (time.Duration, int, error) {
+// one, each once a slot is free.
+func (c *Classifier) readTiles(ctx context.Context, sc *geo.Scene, mk *geo.Mask, name string, info geo.Info, plan *tiling.Plan, drift *model.DriftMeter, slots chan<- struct{}, free <-chan []float32, out chan<- tileIn) (time.Duration, int, error) {
 	var busy time.Duration
 	var sig signalCheck
 	var inside []bool
@@ -362,6 +382,13 @@ func (c *Classifier) readTiles(ctx context.Context, sc *geo.Scene, mk *geo.Mask,
 				continue
 			}
 		}
+		busy += time.Since(t0) // waiting for a slot is not reading
+		select {
+		case slots <- struct{}{}:
+		case <-ctx.Done():
+			return busy, skipped, nil
+		}
+		t0 = time.Now()
 		var buf []float32
 		select {
 		case buf = <-free:
@@ -402,23 +429,55 @@ func (c *Classifier) readTiles(ctx context.Context, sc *geo.Scene, mk *geo.Mask,
 // runTiles runs the network on every tile it receives. All tiles share one
 // input shape, so the predictor compiles once. It returns the time spent in
 // the network. Each tile's input data goes back to the reader on free once
-// the network and the spectral distances are done with it.
-func (c *Classifier) runTiles(ctx context.Context, name string, plan *tiling.Plan, in <-chan tileIn, free chan<- []float32, out chan<- tileOut) (time.Duration, error) {
+// the network and the spectral distances are done with it, and its slot
+// with it. With deviceTiles 2 (tiling.Flight.Device: the device holds two
+// tiles' buffers) the next tile's call starts while the current one runs,
+// so that its scene is uploaded meanwhile (model.Predictor.SetDeviceTiles);
+// the outputs go on in order.
+func (c *Classifier) runTiles(ctx context.Context, name string, plan *tiling.Plan, deviceTiles int, in <-chan tileIn, slots <-chan struct{}, free chan<- []float32, out chan<- tileOut) (time.Duration, error) {
 	var busy time.Duration
-	k := len(c.m.Classes())
-	// A scene run as one tile is recovered in the compiled graph where the
-	// backend prepares its input there (model.Backend.PrepInGraph); tiles
-	// are stitched first and recovered on the canvas (stitcher.rows).
-	wholeTile := len(plan.Tiles) == 1 && plan.Tiles[0].Input == (tiling.Rect{Rows: plan.Rows, Cols: plan.Cols})
-	recoverer, _ := c.pred.(interface {
-		PredictRecovered(context.Context, model.Scene) (model.Prediction, error)
-	})
-	recoverInGraph := wholeTile && recoverer != nil && backendOf(c.pred).PrepInGraph() && c.opts.Probabilities != ProbabilitiesNetwork
+	var lastDone time.Time
+	recovered := c.recoversWhole(plan)
+	var pending []*tileCall
+	// A stop or a failure leaves no call running behind the stage: the
+	// classifier (and its predictor) may be closed next.
+	defer func() {
+		for _, tc := range pending {
+			<-tc.done
+		}
+	}()
+	// finish waits for the oldest call and sends its output.
+	finish := func() error {
+		tc := pending[0]
+		pending = pending[1:]
+		<-tc.done
+		// The network's time: calls in flight together count once.
+		busy += tc.end.Sub(later(tc.start, lastDone))
+		lastDone = tc.end
+		select {
+		case free <- tc.in.scene.Data:
+		default:
+		}
+		<-slots
+		if tc.err != nil {
+			return fmt.Errorf("classify %s tile %d %v: %w", name, tc.in.tile.Index, tc.in.tile.Input, tc.err)
+		}
+		select {
+		case out <- tileOut{tile: tc.in.tile, pred: tc.pred, valid: tc.in.scene.Valid, dist: tc.dist}:
+		case <-ctx.Done():
+		}
+		return nil
+	}
 	for t := range in {
 		if ctx.Err() != nil {
 			return busy, nil
 		}
 		if t.skip {
+			for len(pending) > 0 {
+				if err := finish(); err != nil {
+					return busy, err
+				}
+			}
 			select {
 			case out <- tileOut{tile: t.tile, skip: true}:
 				continue
@@ -426,48 +485,103 @@ func (c *Classifier) runTiles(ctx context.Context, name string, plan *tiling.Pla
 				return busy, nil
 			}
 		}
-		t0 := time.Now()
-		// The spectral class distances depend on the tile's spectra only, so
-		// they run beside the network; the stitcher blends them like the
-		// probabilities and takes the final label's agreement.
-		var dist []float32
-		var distErr error
-		var distDone sync.WaitGroup
-		if c.ref != nil {
-			dist = make([]float32, t.scene.Rows*t.scene.Cols*k)
-			distDone.Go(func() { distErr = c.ref.ClassDistances(t.scene.Data, t.scene.Valid, dist) })
+		pending = append(pending, c.startTile(ctx, t, recovered))
+		if len(pending) >= max(deviceTiles, 1) {
+			if err := finish(); err != nil {
+				return busy, err
+			}
 		}
-		var p model.Prediction
-		var err error
-		if recoverInGraph {
-			p, err = recoverer.PredictRecovered(ctx, t.scene)
-		} else {
-			p, err = c.pred.Predict(ctx, t.scene)
-		}
-		distDone.Wait()
-		busy += time.Since(t0)
-		select {
-		case free <- t.scene.Data:
-		default:
-		}
-		if err == nil && distErr != nil {
-			err = fmt.Errorf("spectral reliability: %w", distErr)
-		}
-		if err != nil {
-			return busy, fmt.Errorf("classify %s tile %d %v: %w", name, t.tile.Index, t.tile.Input, err)
-		}
-		if p.Rows != t.scene.Rows || p.Cols != t.scene.Cols || p.Classes != k ||
-			len(p.Prob) != p.Rows*p.Cols*k || len(p.Uncertainty) != p.Rows*p.Cols {
-			return busy, fmt.Errorf("classify %s tile %d: prediction %dx%dx%d for a %dx%d tile of %d classes",
-				name, t.tile.Index, p.Rows, p.Cols, p.Classes, t.scene.Rows, t.scene.Cols, k)
-		}
-		select {
-		case out <- tileOut{tile: t.tile, pred: p, valid: t.scene.Valid, dist: dist}:
-		case <-ctx.Done():
+	}
+	for len(pending) > 0 {
+		if ctx.Err() != nil {
 			return busy, nil
+		}
+		if err := finish(); err != nil {
+			return busy, err
 		}
 	}
 	return busy, nil
+}
+
+// later is the later of a and b.
+func later(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
+}
+
+// recoversWhole reports whether a scene planned as plan is recovered in
+// the compiled graph: run as one tile (the whole image, padded to the
+// ladder or not: the padding is no-data, which the recovery leaves out of
+// every window exactly as the scene's border clips the canvas's) by a
+// predictor that prepares its input in the graph (model.Predictor on XLA,
+// model.Prep), unless the product writes the network's probabilities
+// (P_up, before recovery). Tiles are stitched first and recovered on the
+// canvas (stitcher.rows).
+func (c *Classifier) recoversWhole(plan *tiling.Plan) bool {
+	if !plan.Whole || len(plan.Tiles) != 1 || c.opts.Probabilities == ProbabilitiesNetwork {
+		return false
+	}
+	if _, ok := c.pred.(wholeRecoverer); !ok {
+		return false
+	}
+	if g, ok := c.pred.(interface{ PrepInGraph() bool }); ok {
+		return g.PrepInGraph()
+	}
+	return backendOf(c.pred).PrepInGraph()
+}
+
+// wholeRecoverer is a predictor that recovers a whole scene itself
+// (model.Predictor.PredictRecovered).
+type wholeRecoverer interface {
+	PredictRecovered(context.Context, model.Scene) (model.Prediction, error)
+}
+
+// tileCall is one tile's network call and spectral distances, run by
+// startTile; done is closed when both are over.
+type tileCall struct {
+	in         tileIn
+	pred       model.Prediction
+	dist       []float32
+	err        error
+	start, end time.Time
+	done       chan struct{}
+}
+
+// startTile starts the network on t (recovered: the whole scene,
+// recovered by the predictor) and, beside it, the spectral class
+// distances, which depend on the tile's spectra only (the stitcher blends
+// them like the probabilities and takes the final label's agreement).
+func (c *Classifier) startTile(ctx context.Context, t tileIn, recovered bool) *tileCall {
+	tc := &tileCall{in: t, start: time.Now(), done: make(chan struct{})}
+	k := len(c.m.Classes())
+	go func() {
+		defer close(tc.done)
+		var distErr error
+		var distDone sync.WaitGroup
+		if c.ref != nil {
+			tc.dist = make([]float32, t.scene.Rows*t.scene.Cols*k)
+			distDone.Go(func() { distErr = c.ref.ClassDistances(t.scene.Data, t.scene.Valid, tc.dist) })
+		}
+		if recovered {
+			tc.pred, tc.err = c.pred.(wholeRecoverer).PredictRecovered(ctx, t.scene)
+		} else {
+			tc.pred, tc.err = c.pred.Predict(ctx, t.scene)
+		}
+		distDone.Wait()
+		tc.end = time.Now()
+		p := tc.pred
+		switch {
+		case tc.err != nil:
+		case distErr != nil:
+			tc.err = fmt.Errorf("spectral reliability: %w", distErr)
+		case p.Rows != t.scene.Rows || p.Cols != t.scene.Cols || p.Classes != k ||
+			len(p.Prob) != p.Rows*p.Cols*k || len(p.Uncertainty) != p.Rows*p.Cols:
+			tc.err = fmt.Errorf("prediction %dx%dx%d for a %dx%d tile of %d classes", p.Rows, p.Cols, p.Classes, t.scene.Rows, t.scene.Cols, k)
+		}
+	}()
+	return tc
 }
 
 // addCoreSpectra adds the pixels of b (read for a tile) inside its core to

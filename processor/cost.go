@@ -88,11 +88,12 @@ type sceneCost struct {
 	// write is the C memory of compressing the COG's tiles beyond the
 	// default tiles' (geo.ProductWriteBytes: a large BLOCKSIZE creation
 	// option holds several whole tiles).
-	write int64
+	write  int64
+	window int // the recovery window, pixels: the canvas stripe's halo
 }
 
 func newSceneCost(info geo.Info, m *model.Model, opts Options) *sceneCost {
-	c := &sceneCost{mm: Calibrated, info: info, bands: info.Bands, depth: genericClasses + 2,
+	c := &sceneCost{mm: Calibrated, info: info, bands: info.Bands, depth: genericClasses + 2, window: recoveryWindow(m),
 		network: func(r, c int) int64 { return int64(r) * int64(c) * genericNetworkBytesPerPixel }}
 	if m != nil {
 		c.bands = m.Bands()
@@ -136,10 +137,13 @@ func FullResValues(m *model.Model, tr, tc int) float64 {
 	return float64(tr) * float64(tc) * float64(m.Config().Hidden)
 }
 
-// live is the data a run holds at its peak, bytes (see MemoryModel).
-func (c *sceneCost) live(tr, tc, sceneCols, stripeRows int) float64 {
+// live is the data a run with inFlight tiles in flight on the host holds
+// at its peak, bytes (see MemoryModel, whose read term is measured with
+// tiling.MaxInFlight: each tile fewer holds one tile's samples less).
+func (c *sceneCost) live(tr, tc, sceneCols, stripeRows, inFlight int) float64 {
 	tpx := float64(tr) * float64(tc)
 	return c.mm.ReadBytesPerSample*tpx*float64(c.bands) +
+		float64(inFlight-tiling.MaxInFlight)*tpx*float64(4*c.bands+1) +
 		c.mm.NetworkFactor*float64(c.network(tr, tc)) +
 		c.mm.OutputBytesPerValue*tpx*float64(c.depth) +
 		c.mm.CanvasBytesPerValue*float64(stripeRows)*float64(sceneCols)*float64(c.depth) +
@@ -159,9 +163,28 @@ func (c *sceneCost) carryBytes(tr, tc int) float64 {
 	return 4 * float64(tr) * float64(cc+carryBlockCols(c.info)) * float64(c.bands)
 }
 
-func (c *sceneCost) total(tr, tc, sceneCols, stripeRows int) int64 {
+func (c *sceneCost) total(tr, tc, sceneCols, stripeRows, inFlight int) int64 {
 	return c.mm.BaseBytes + blockCacheBytes(c.info, tc) + c.probCache + decodeBytes(c.info) + StripScratchBytes(c.info, tc) + c.write +
-		VRTSourcesBytes(c.info) + int64(math.Ceil(c.mm.Headroom*c.live(tr, tc, sceneCols, stripeRows)))
+		VRTSourcesBytes(c.info) + int64(math.Ceil(c.mm.Headroom*c.live(tr, tc, sceneCols, stripeRows, inFlight)))
+}
+
+// outputBytes is what one more tile's network outputs hold on the host
+// (probabilities, uncertainty and class distances: the live term's
+// outputs), bytes: a second call in flight on the device (Flight).
+func (c *sceneCost) outputBytes(p tiling.Plan) int64 {
+	return int64(math.Ceil(c.mm.Headroom * c.mm.OutputBytesPerValue * float64(p.TileRows) * float64(p.TileCols) * float64(c.depth)))
+}
+
+// planBytes is the peak of running plan p with inFlight tiles in flight
+// on the host: tiles of p's network input shape (padded to the ladder),
+// and a canvas stripe of the whole scene for a whole-image plan, else a
+// tile row with its overlap and the recovery halo.
+func (c *sceneCost) planBytes(p tiling.Plan, inFlight int) int64 {
+	stripe := p.Rows
+	if !p.Whole {
+		stripe = min(p.TileRows+p.Overlap+2*c.window, c.info.Rows)
+	}
+	return c.total(p.TileRows, p.TileCols, p.Cols, stripe, inFlight)
 }
 
 // vrtSourceBytes is what GDAL holds for each source of an open VRT
@@ -181,16 +204,6 @@ func VRTSourcesBytes(info geo.Info) int64 { return vrtSourceBytes * int64(info.V
 // geo.Scene.ReadWindow).
 func StripScratchBytes(info geo.Info, tileCols int) int64 {
 	return int64(min(tileCols, info.Cols)) * int64(max(info.BlockRows, 16)) * int64(max(info.Bands, 1)) * 4
-}
-
-func (c *sceneCost) tiling() *tiling.Cost {
-	return &tiling.Cost{
-		Bands: c.bands, Classes: c.depth - 2, NetworkBytes: c.network,
-		Whole: func(rows, cols int) int64 { return c.total(rows, cols, cols, rows) },
-		Tiled: func(tr, tc, sceneCols, overlap, window int) int64 {
-			return c.total(tr, tc, sceneCols, min(tr+overlap+2*window, c.info.Rows))
-		},
-	}
 }
 
 // limit is the Go memory limit for a run planned within budget: what the

@@ -69,7 +69,7 @@ func TestOverlapSweep(t *testing.T) {
 					}
 				}
 			}
-			ov := tiling.ResolveOverlap(overlap, tile, model.Stride, f.model.Recovery().Window)
+			ov := tiling.ResolveOverlap(overlap, tile, model.Stride)
 			name := fmt.Sprint(ov)
 			if overlap == tiling.OverlapAuto {
 				name += " (default)"

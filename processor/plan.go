@@ -3,6 +3,7 @@ package processor
 import (
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/pnec/pnec/geo"
 	"github.com/pnec/pnec/model"
@@ -17,13 +18,45 @@ const genericNetworkBytesPerPixel = 8 << 10
 // genericClasses and genericBands size the buffers of a plan made without a model.
 const genericClasses = 16
 
-// PlanScene plans how a rows x cols scene with bands bands runs: the whole
-// image when it fits opts.MaxMemoryBytes (0 = DefaultMaxMemoryBytes), else
-// the largest tiles that fit; opts.TileSize > 0 forces tiles. m supplies the
+// CanonicalTile is the tile side, pixels, of the grid every model's plans
+// follow: a scene whose sides are both at most CanonicalTile runs as one
+// tile (the whole image), a larger one on CanonicalTile x CanonicalTile
+// tiles overlapping by tiling.DefaultOverlapPixels (12 px), for models of
+// either encoder. The grid depends on the scene's size and the model alone,
+// never on --max-memory, the backend, the jobs or the machine, so a scene
+// and a model give one map everywhere; the budget and the device decide
+// only how many tiles are in flight. Tiles of 96 to 512 px all kept the
+// whole image's OA on mirrored SalinasA and Jasper Ridge mosaics, so memory
+// and speed chose: 384 px is the largest multiple of the ladder step (64)
+// whose tile of a 200-band scene 10,000 px wide fits a 2 GiB budget with
+// the next tile read ahead (planned peak 1762 MiB; 448 px needs 1951 MiB
+// with no read-ahead, 512 px 2301 MiB), and the network's CPU time per
+// pixel run was about the same at 384 and 700 px tiles, so the time is set
+// by the overlap's extra pixels (docs/classify.md, "One map per scene and
+// model").
+const CanonicalTile = 384
+
+// gridTile is the tile side, pixels, of the grid a plan with opts follows:
+// the user's Options.TileSize when set (another grid, and so another map,
+// than the model's), else CanonicalTile, for models of either encoder.
+func gridTile(opts Options) int {
+	if opts.TileSize > 0 {
+		return opts.TileSize
+	}
+	return CanonicalTile
+}
+
+// PlanScene plans how a rows x cols scene with bands bands runs: on the
+// model's grid (the whole image up to CanonicalTile a side, else
+// tiles of that side; opts.TileSize > 0 gives another grid), network
+// inputs padded to the ladder (tiling.LadderStep). m supplies the
 // network's memory estimate, class count and recovery window; with m nil a
-// generic estimate is used. It returns the plan and the budget it was made
-// for. The scene's samples are taken as 4 bytes in 256 x 256 blocks for the
-// block cache; PlanSceneInfo uses what a geo.Info says.
+// generic estimate is used. The budget (opts.MaxMemoryBytes, 0 =
+// DefaultMaxMemoryBytes) never changes the plan: one that cannot hold one
+// tile in flight is refused with a *BudgetError naming the smallest budget
+// that works. It returns the plan and the budget. The scene's samples are
+// taken as 4 bytes in 256 x 256 blocks for the block cache;
+// PlanSceneInfo uses what a geo.Info says.
 func PlanScene(rows, cols, bands int, m *model.Model, opts Options) (tiling.Plan, int64, error) {
 	return planScene(assumedInfo(rows, cols, bands), m, opts, false)
 }
@@ -47,13 +80,70 @@ func assumedInfo(rows, cols, bands int) geo.Info {
 
 // PlannedBytes is the calibrated memory model's estimate of the peak
 // resident memory of running plan on a scene of info's shape with m and
-// opts (see MemoryModel).
+// opts with tiling.MaxInFlight tiles in flight (see MemoryModel); Flight
+// says how many a budget holds and their peak.
 func PlannedBytes(plan tiling.Plan, info geo.Info, m *model.Model, opts Options) int64 {
-	c := newSceneCost(info, m, opts).tiling()
-	if plan.Whole {
-		return c.WholeBytes(plan.Rows, plan.Cols)
+	return newSceneCost(info, m, opts).planBytes(plan, tiling.MaxInFlight)
+}
+
+// Flight is how many tiles of plan the budget (0 = DefaultMaxMemoryBytes)
+// holds in flight on the host, at most tiling.MaxInFlight, and the memory
+// model's peak for that many; with dev (the zero value: no accelerator)
+// also how many the device holds. The plan was refused before when not
+// even one fits (planScene); a device that cannot hold one tile is an
+// error wrapping tiling.ErrDevice.
+func Flight(plan tiling.Plan, info geo.Info, m *model.Model, opts Options, budget int64, dev tiling.DeviceMemory) (tiling.Flight, int64, error) {
+	if budget == 0 {
+		budget = DefaultMaxMemoryBytes()
 	}
-	return c.TiledBytes(plan.TileRows, plan.TileCols, plan.Cols, plan.Overlap, recoveryWindow(m))
+	c := newSceneCost(info, m, opts)
+	f, err := tiling.PlanFlight(budget, func(n int) int64 { return c.planBytes(plan, n) }, dev)
+	if errors.Is(err, tiling.ErrBudget) {
+		return f, 0, budgetError(plan, info, c, opts, budget)
+	}
+	planned := c.planBytes(plan, max(f.Host, 1))
+	if err != nil {
+		return f, planned, fmt.Errorf("%dx%d tiles: %w", plan.TileCols, plan.TileRows, err)
+	}
+	if f.Device > 1 {
+		// Two calls at once need the next tile read ahead, and hold one
+		// more tile's outputs on the host (runTiles): else one at a time.
+		if extra := c.outputBytes(plan); f.Host < f.Device || planned+extra > budget {
+			f.Device = 1
+		} else {
+			planned += extra
+		}
+	}
+	return f, planned, nil
+}
+
+// The predictor hears the planner's device tiles through deviceSizer.
+var _ deviceSizer = (*model.Predictor)(nil)
+
+// deviceSizer is what a predictor whose network runs on an accelerator
+// (model.Predictor on an XLA device backend) tells the planner and hears
+// back: DeviceMemory is the device's memory and what one call on a rows x
+// cols input needs there; SetDeviceTiles is how many such calls' buffers
+// the planner decided the device holds at once (tiling.Flight.Device: 2
+// lets the next tile upload while one runs, 1 frees a tile's buffers
+// before the next). A predictor without it runs in host memory.
+type deviceSizer interface {
+	DeviceMemory(rows, cols int) (tiling.DeviceMemory, error)
+	SetDeviceTiles(n int)
+}
+
+// deviceMemory is what pred's device holds for plan's input shape (the
+// zero value without an accelerator).
+func deviceMemory(pred predictor, plan tiling.Plan) (tiling.DeviceMemory, error) {
+	d, ok := pred.(deviceSizer)
+	if !ok {
+		return tiling.DeviceMemory{}, nil
+	}
+	dev, err := d.DeviceMemory(plan.TileRows, plan.TileCols)
+	if err != nil {
+		return dev, fmt.Errorf("device memory for %dx%d tiles: %w", plan.TileCols, plan.TileRows, err)
+	}
+	return dev, nil
 }
 
 func recoveryWindow(m *model.Model) int {
@@ -64,58 +154,121 @@ func recoveryWindow(m *model.Model) int {
 }
 
 func planScene(info geo.Info, m *model.Model, opts Options, lazy bool) (tiling.Plan, int64, error) {
-	rows, cols := info.Rows, info.Cols
 	budget := opts.MaxMemoryBytes
 	if budget == 0 {
 		budget = DefaultMaxMemoryBytes()
 	}
-	sc := newSceneCost(info, m, opts)
-	cost := sc.tiling()
-	window := recoveryWindow(m)
-	if err := checkTile(opts, window); err != nil {
-		return tiling.Plan{}, budget, err
-	}
-	p, err := tiling.New(rows, cols, tiling.Options{
-		Stride:         model.Stride,
-		TileSize:       opts.TileSize,
-		Overlap:        opts.Overlap,
-		RecoveryWindow: window,
-		MaxMemoryBytes: budget,
-		Cost:           cost,
-		Lazy:           lazy,
-	})
-	if errors.Is(err, tiling.ErrBudget) {
-		// The smallest plan: tiles of tiling.MinTile, one row of them
-		// across the whole width (the canvas stripe).
-		t := min(tiling.MinTile, rows)
-		ov := tiling.DefaultOverlap(tiling.MinTile, model.Stride, window)
-		need := cost.TiledBytes(t, min(tiling.MinTile, cols), cols, ov, window)
-		return p, budget, &BudgetError{Cols: cols, Rows: rows, Bands: sc.bands, NeedBytes: need, BudgetBytes: budget, WriteBytes: sc.write}
-	}
+	p, err := planGrid(info, m, opts, lazy)
 	if err != nil {
 		return p, budget, err
 	}
-	// A forced tile is held to the budget like the planner's own, also when
-	// it is at least the scene's size and the plan is its one tile.
-	if opts.TileSize > 0 {
-		if need := PlannedBytes(p, info, m, opts); need > budget {
-			return p, budget, &BudgetError{Cols: cols, Rows: rows, Bands: sc.bands, TileSize: opts.TileSize, Whole: p.Whole,
-				NeedBytes: need, BudgetBytes: budget, WriteBytes: sc.write}
-		}
+	// The budget only decides how many tiles are in flight: one is the
+	// least a run can hold.
+	c := newSceneCost(info, m, opts)
+	if c.planBytes(p, 1) > budget {
+		return p, budget, budgetError(p, info, c, opts, budget)
 	}
 	return p, budget, nil
 }
 
+// planGrid is the plan of a scene described by info on the grid of m and
+// opts, whatever the budget.
+func planGrid(info geo.Info, m *model.Model, opts Options, lazy bool) (tiling.Plan, error) {
+	if err := checkTile(opts, recoveryWindow(m)); err != nil {
+		return tiling.Plan{}, err
+	}
+	return tiling.New(info.Rows, info.Cols, tiling.Options{
+		Stride:   model.Stride,
+		TileSize: gridTile(opts),
+		Overlap:  opts.Overlap,
+		Ladder:   tiling.LadderStep,
+		Lazy:     lazy,
+	})
+}
+
+// SmallestBudget is the smallest budget, bytes, in which a rows x cols
+// scene with bands bands runs with m and opts (one tile of its plan in
+// flight; opts.MaxMemoryBytes plays no part): what a *BudgetError names
+// as NeedBytes. The scene is taken as PlanScene takes it.
+func SmallestBudget(rows, cols, bands int, m *model.Model, opts Options) (int64, error) {
+	info := assumedInfo(rows, cols, bands)
+	p, err := planGrid(info, m, opts, true)
+	if err != nil {
+		return 0, err
+	}
+	return newSceneCost(info, m, opts).planBytes(p, 1), nil
+}
+
+// SceneShape is the network input shape the plan of a rows x cols scene
+// runs on with m and opts (all its tiles share one): Recovered when the
+// scene runs whole and its product is recovered (what a predictor that
+// recovers in the graph then compiles; Classifier.recoversWhole).
+func SceneShape(rows, cols int, m *model.Model, opts Options) (model.Shape, error) {
+	p, err := planGrid(assumedInfo(rows, cols, 1), m, opts, true)
+	if err != nil {
+		return model.Shape{}, err
+	}
+	return model.Shape{Rows: p.TileRows, Cols: p.TileCols, Recovered: p.Whole && opts.Probabilities != ProbabilitiesNetwork}, nil
+}
+
+// GridShapes is every network input shape the grid of m and opts (the
+// model's, CanonicalTile, unless opts.TileSize) gives scenes of any size,
+// each once in ladder order: with the default grid the 36 shapes of 64 to
+// 384 px a side that scenes up to 384 px a side run whole on, and the 11
+// of them with a 384 px side that tiles run on (a tile is 384 px along an
+// axis longer than the tile, on the ladder across a shorter one). They are
+// what pnec backends --precompile compiles for a node image. Each shape
+// comes from the planner itself (SceneShape), for a scene one rung of the
+// ladder a side (or the tile, where the top rung exceeds it) and one
+// pixel beyond the tile; TestGridShapesAreThePlanners checks that no
+// scene size gives any other.
+func GridShapes(m *model.Model, opts Options) ([]model.Shape, error) {
+	if err := checkTile(opts, recoveryWindow(m)); err != nil {
+		return nil, err
+	}
+	tile := tiling.AlignUp(gridTile(opts), model.Stride)
+	var sides []int
+	for r := tiling.LadderStep; r < tiling.Rung(tile, tiling.LadderStep); r += tiling.LadderStep {
+		sides = append(sides, r)
+	}
+	sides = append(sides, tile, tile+1)
+	var out []model.Shape
+	seen := map[model.Shape]bool{}
+	for _, rows := range sides {
+		for _, cols := range sides {
+			sh, err := SceneShape(rows, cols, m, opts)
+			if err != nil {
+				return nil, err
+			}
+			if !seen[sh] {
+				seen[sh] = true
+				out = append(out, sh)
+			}
+		}
+	}
+	return out, nil
+}
+
+// budgetError is the refusal of plan p under budget: the smallest budget
+// that works is the peak with one tile in flight.
+func budgetError(p tiling.Plan, info geo.Info, c *sceneCost, opts Options, budget int64) *BudgetError {
+	return &BudgetError{Cols: info.Cols, Rows: info.Rows, Bands: c.bands, TileSize: opts.TileSize, Whole: p.Whole,
+		TileRows: p.TileRows, TileCols: p.TileCols,
+		NeedBytes: c.planBytes(p, 1), BudgetBytes: budget, WriteBytes: c.write}
+}
+
 // BudgetError is a plan refused for memory (errors.Is(err,
-// tiling.ErrBudget) holds): the scene needs NeedBytes, the budget is
-// BudgetBytes. cmd/pnec adds the flags that change either.
+// tiling.ErrBudget) holds): one tile in flight needs NeedBytes, the
+// smallest budget that works, and the budget is BudgetBytes. cmd/pnec adds
+// the flags that change either.
 type BudgetError struct {
 	Cols, Rows, Bands int
-	// TileSize is the forced tile side, pixels; 0 when the smallest plan
-	// the planner can make (one row of tiling.MinTile tiles) does not fit.
+	// TileSize is the forced tile side, pixels; 0 for the model's grid.
 	TileSize int
-	// Whole: the forced tile holds the whole scene (a one-tile plan).
-	Whole                  bool
+	// Whole: the plan is one tile, the whole scene.
+	Whole bool
+	// TileRows x TileCols is the plan's network input.
+	TileRows, TileCols     int
 	NeedBytes, BudgetBytes int64
 	// WriteBytes is the part of NeedBytes that compressing the COG's
 	// large tiles (a BLOCKSIZE creation option above the default) takes.
@@ -127,16 +280,18 @@ func (e *BudgetError) Error() string {
 	if e.WriteBytes > 0 {
 		note = fmt.Sprintf(", %s of it to compress the COG's tiles of the BLOCKSIZE creation option", FormatBytes(e.WriteBytes))
 	}
-	switch {
-	case e.TileSize > 0 && e.Whole:
-		return fmt.Sprintf("%v: %d px tiles hold the whole %dx%d scene (cols x rows) of %d bands, which needs about %s%s, the budget is %s",
-			tiling.ErrBudget, e.TileSize, e.Cols, e.Rows, e.Bands, FormatBytes(e.NeedBytes), note, FormatBytes(e.BudgetBytes))
-	case e.TileSize > 0:
-		return fmt.Sprintf("%v: %d px tiles of a scene %d px wide with %d bands need about %s%s, the budget is %s",
-			tiling.ErrBudget, e.TileSize, e.Cols, e.Bands, FormatBytes(e.NeedBytes), note, FormatBytes(e.BudgetBytes))
+	// The need is rounded up, as NeedSize: "at least 2.0 GiB, the budget
+	// is 2.0 GiB" read as a contradiction where 2.02 GiB were needed.
+	need := strings.TrimSuffix(e.NeedSize(), "G") + " GiB"
+	if strings.HasSuffix(e.NeedSize(), "M") {
+		need = strings.TrimSuffix(e.NeedSize(), "M") + " MiB"
 	}
-	return fmt.Sprintf("%v: a %dx%d scene (cols x rows) of %d bands needs at least %s (one row of %d px tiles across its width%s), the budget is %s",
-		tiling.ErrBudget, e.Cols, e.Rows, e.Bands, FormatBytes(e.NeedBytes), tiling.MinTile, note, FormatBytes(e.BudgetBytes))
+	if e.Whole {
+		return fmt.Sprintf("%v: the whole %dx%d scene (cols x rows) of %d bands runs as one %dx%d tile, which needs at least %s%s, the budget is %s",
+			tiling.ErrBudget, e.Cols, e.Rows, e.Bands, e.TileCols, e.TileRows, need, note, FormatBytes(e.BudgetBytes))
+	}
+	return fmt.Sprintf("%v: %dx%d tiles of a scene %d px wide with %d bands need at least %s (one tile in flight%s), the budget is %s",
+		tiling.ErrBudget, e.TileCols, e.TileRows, e.Cols, e.Bands, need, note, FormatBytes(e.BudgetBytes))
 }
 
 func (e *BudgetError) Unwrap() error { return tiling.ErrBudget }

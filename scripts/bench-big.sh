@@ -41,22 +41,28 @@ if [ ! -f "$SCENE" ]; then
 fi
 rm -f "$OUT"/big_map.* "$OUT"/crop*
 
-LOAD0=$(cut -d' ' -f1-3 /proc/loadavg)
 echo "bench-big: classifying ${SIZE}x${SIZE}x200 with --max-memory $BUDGET" >&2
-flock /tmp/pnec-bench.lock /usr/bin/time -v -o "$OUT/time.txt" \
+# The load average is taken once the lock is held (another session's
+# measurement may hold it for a while), just before the run.
+flock /tmp/pnec-bench.lock sh -c 'cut -d" " -f1-3 /proc/loadavg >"$0/load0.txt"; exec "$@"' "$OUT" /usr/bin/time -v -o "$OUT/time.txt" \
 	"$PNEC" --verbose classify --backend go --model "$MODEL" --scene "$SCENE" --out "$OUT/big_map.tif" \
 	--max-memory "$BUDGET" >"$OUT/summary.txt" 2>"$OUT/log.txt"
+LOAD0=$(cat "$OUT/load0.txt")
 wall=$(grep "Elapsed (wall clock)" "$OUT/time.txt" | awk '{print $NF}')
 rss_kb=$(grep "Maximum resident set size" "$OUT/time.txt" | awk '{print $NF}')
+cpu=$(awk -F': ' '/User time|System time/ {s += $2} END {printf "%.0f", s}' "$OUT/time.txt")
+cpu_share=$(grep "Percent of CPU" "$OUT/time.txt" | awk '{print $NF}')
 
 layout=$(gdalinfo "$OUT/big_map.tif" | grep -o "LAYOUT=COG" || true)
 rio=$($PY -c "import rasterio,sys; d=rasterio.open(sys.argv[1]); print(d.width, d.height, d.count, d.dtypes[0])" "$OUT/big_map.tif")
 
-# The crop: a whole-image run where both fit, against the same window of the big product.
+# The crop: a whole-image run (--tile of the crop's size: one tile; the
+# model's grid would tile it as it tiles the big scene), against the same
+# window of the big product.
 CROP=${CROP:-2048}
 CROP=$((SIZE < CROP ? SIZE : CROP))
 gdal_translate -q -srcwin 0 0 $CROP $CROP "$SCENE" "$OUT/crop.tif"
-"$PNEC" classify -q --backend go --model "$MODEL" --scene "$OUT/crop.tif" --out "$OUT/crop_whole.tif" --max-memory 1000G
+"$PNEC" classify -q --backend go --model "$MODEL" --scene "$OUT/crop.tif" --out "$OUT/crop_whole.tif" --tile "$CROP" --max-memory 1000G
 gdal_translate -q -srcwin 0 0 $CROP $CROP -b 1 "$OUT/big_map.tif" "$OUT/crop_of_big.tif"
 agree=$($PY "$(dirname "$0")/compare_class.py" "$OUT/crop_whole.tif" "$OUT/crop_of_big.tif" 0 || true)
 
@@ -82,6 +88,7 @@ planned=$(grep -m1 "planned peak" "$OUT/summary.txt" | sed 's/^ *//')
 	echo "| model | 200 bands, 20 epochs on a 128 x 128 synthetic scene, encoder: ${ENCODER:-the default of pnec train} |"
 	echo "| plan | $plan |"
 	echo "| wall | $wall ($(printf %.0f "$wall_s") s; target <= 600 s at 10,000 px a side: $( [ "$SIZE" = 10000 ] && verdict "$wall_s" 600 || echo n/a)) |"
+	echo "| CPU | ${cpu} s user + system, $cpu_share of one core on average ($(nproc) cores: a quiet machine gives up to $(($(nproc) * 100))%) |"
 	echo "| throughput and stage shares | $timing |"
 	echo "| memory | peak RSS $((rss_kb / 1024)) MiB = $rss_gb GB; $planned (target <= 4.4 GB at 4G: $( [ "$BUDGET" = 4G ] && verdict "$rss_gb" 4.4 || echo n/a)) |"
 	echo "| product | gdalinfo: ${layout:-NOT A COG}; rasterio: $rio (width height bands dtype) |"

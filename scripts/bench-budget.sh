@@ -27,8 +27,8 @@ LOAD0=$(cut -d' ' -f1-3 /proc/loadavg)
 	echo
 	echo "Does \`--max-memory\` hold? \`pnec classify --backend go --max-memory BUDGET\` of synthetic Int16 scenes 1024 rows high (a VRT over a 1024 x 1024 block beyond 1024 columns) under GNU time; scripts/bench-budget.sh. The target is a peak RSS within 10% of the budget (RSS / budget <= 1.10) for every shape. $(nproc) cores, $(awk '/MemTotal/ {printf "%.1f GiB", $2/1048576}' /proc/meminfo), load average at start $LOAD0, $(date -u +%Y-%m-%dT%H:%MZ), commit $(git -C "$(dirname "$0")/.." describe --always --dirty 2>/dev/null || echo unknown)."
 	echo
-	echo "| width x rows | bands | budget | plan | planned peak | peak RSS | RSS / budget | wall | px/s |"
-	echo "|---|---|---|---|---|---|---|---|---|"
+	echo "| width x rows | bands | budget | plan | tiles in flight | planned peak | peak RSS | RSS / budget | wall | px/s |"
+	echo "|---|---|---|---|---|---|---|---|---|---|"
 } >"$T"
 # Models are kept between runs of the same pnec build only: a build with
 # other defaults (issue 23 made the paper encoder the default) trains anew.
@@ -53,17 +53,18 @@ for B in $BANDS; do
 			rm -f "$OUT/p.tif" "$OUT/p.tif.aux.xml"
 			if ! flock /tmp/pnec-bench.lock /usr/bin/time -v -o "$OUT/time.txt" "$PNEC" classify --backend go \
 				--model "$MODEL" --scene "$S" --out "$OUT/p.tif" --max-memory "$M" >"$OUT/sum.txt" 2>"$OUT/err.txt"; then
-				echo "| ${W} x 1024 | $B | $M | refused or failed: $(tail -1 "$OUT/err.txt" | cut -c1-150) | | | | | |" >>"$T"
+				echo "| ${W} x 1024 | $B | $M | refused or failed: $(tail -1 "$OUT/err.txt" | sed 's/^pnec: [^ ]*: //' | cut -c1-220) | | | | | | |" >>"$T"
 				continue
 			fi
 			rss=$(grep "Maximum resident set size" "$OUT/time.txt" | awk '{print $NF}')
 			wall=$(grep "Elapsed (wall clock)" "$OUT/time.txt" | awk '{print $NF}')
 			plan=$(head -1 "$OUT/sum.txt" | sed 's/^[^,]*, //; s/, backend.*//; s/ (cols x rows)//g')
 			planned=$(grep -o "planned peak [0-9.]* [KMG]iB" "$OUT/sum.txt" | sed 's/planned peak //')
+			inflight=$(grep -o "[0-9]* tiles\? in flight" "$OUT/sum.txt" | head -1 | awk '{print $1}')
 			pxs=$(grep -o "[0-9.]*[kMG]* px/s" "$OUT/sum.txt" | head -1)
 			budget_kb=$(numfmt --from=iec "$M" | awk '{print $1/1024}')
 			ratio=$(awk -v r="$rss" -v b="$budget_kb" 'BEGIN {printf "%.2f", r/b}')
-			echo "| ${W} x 1024 | $B | $M | $plan | $planned | $((rss / 1024)) MiB | $ratio | $wall | $pxs |" >>"$T"
+			echo "| ${W} x 1024 | $B | $M | $plan | $inflight | $planned | $((rss / 1024)) MiB | $ratio | $wall | $pxs |" >>"$T"
 		done
 	done
 done

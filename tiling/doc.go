@@ -3,12 +3,23 @@
 // arithmetic on plain types: no I/O, no GDAL, no GoMLX, so every rule here is
 // testable in isolation.
 //
-// A Plan is either one whole-image tile or a grid of tiles of one common
-// input shape (so that one compiled network serves them all). Tile origins
-// and sizes are multiples of the network's output stride, so every tile's
-// pooled grid lines up with the scene's. Along each axis the last tile is
-// shifted back to end at the scene's edge (rounded up to the stride); the few
-// rows or columns it overhangs are padding the caller fills.
+// A Plan follows from the scene's size and the grid (tile side and
+// overlap) alone, never from a memory budget or the machine, so a scene and
+// a grid give one plan, and so one map, anywhere. It is either one
+// whole-image tile (both sides at most the tile) or a grid of tiles of one
+// common input shape (so that one compiled network serves them all). Tile
+// origins and sizes are multiples of the network's output stride, so every
+// tile's pooled grid lines up with the scene's. Along each axis the last tile
+// is shifted back to end at the scene's edge (rounded up to the stride); the
+// few rows or columns it overhangs are padding the caller fills. An axis one
+// tile spans (the whole image, or a short side) is padded further, to the
+// next rung of a ladder of input sizes (Options.Ladder, Rung), so that
+// scenes of many sizes share a few compiled shapes.
+//
+// PlanFlight decides how many tiles a run holds at once from a host memory
+// estimate and a budget, and from what an accelerator reports
+// (DeviceMemory): the budget and the device change how a plan runs, never
+// the plan.
 //
 // Each tile also owns a Core rectangle: the Cores partition the scene (every
 // pixel exactly once), splitting each overlap in the middle. Blending does not

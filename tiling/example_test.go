@@ -40,19 +40,45 @@ func ExampleNew() {
 	// after tile row 2: rows below 83 are final
 }
 
-// Without a forced tile size the memory budget decides: the whole image
-// when it fits, else the largest tiles that do.
-func ExampleNew_budget() {
-	cost := &tiling.Cost{Bands: 200, Classes: 16}
-	for _, budget := range []int64{16 << 30, 1 << 30, 64 << 20} {
-		p, err := tiling.New(2048, 2048, tiling.Options{Stride: 4, Overlap: tiling.OverlapAuto, RecoveryWindow: 5, MaxMemoryBytes: budget, Cost: cost, Lazy: true})
+// The grid follows from the scene and the tile alone: a scene whose sides
+// both fit in the tile runs whole, padded to the ladder of input sizes
+// (so that scenes of many sizes share a few compiled shapes); a larger one
+// runs on tiles of that side, a short axis spanned by one tile on the
+// ladder too.
+func ExampleNew_ladder() {
+	for _, s := range [][2]int{{83, 86}, {610, 340}, {349, 1905}, {10000, 10000}} {
+		p, err := tiling.New(s[0], s[1], tiling.Options{Stride: 4, TileSize: 384, Ladder: tiling.LadderStep, Lazy: true})
 		if err != nil {
 			log.Fatal(err)
 		}
-		fmt.Printf("%d MiB: %v\n", budget>>20, p)
+		fmt.Println(p)
 	}
 	// Output:
-	// 16384 MiB: whole image 2048x2048 (cols x rows)
-	// 1024 MiB: 9 tiles (3 down x 3 across) of 704x704, overlap 32 px, scene 2048x2048 (cols x rows)
-	// 64 MiB: 441 tiles (21 down x 21 across) of 128x128, overlap 32 px, scene 2048x2048 (cols x rows)
+	// whole image 86x83 (cols x rows), run padded to 128x128
+	// 2 tiles (2 down x 1 across) of 384x384, overlap 12 px, scene 340x610 (cols x rows)
+	// 6 tiles (1 down x 6 across) of 384x384, overlap 12 px, scene 1905x349 (cols x rows)
+	// 729 tiles (27 down x 27 across) of 384x384, overlap 12 px, scene 10000x10000 (cols x rows)
+}
+
+// How many tiles a run holds at once follows from the host budget and,
+// on an accelerator, from what the backend reports of the device; the
+// plan itself stays the same. Here one tile in flight needs 1.5 GiB of
+// host memory and two 2 GiB, and a tile needs 20 GiB on a device with
+// 60 GiB of which 30 are in use.
+func ExamplePlanFlight() {
+	const gib = int64(1) << 30
+	host := func(n int) int64 { return gib + int64(n)*gib/2 }
+	dev := tiling.DeviceMemory{Device: "cuda:0", LimitBytes: 60 * gib, InUseBytes: 30 * gib, TileBytes: 20 * gib}
+	for _, budget := range []int64{4 * gib, 3 * gib / 2, gib} {
+		f, err := tiling.PlanFlight(budget, host, dev)
+		fmt.Printf("budget %d MiB: %+v %v\n", budget>>20, f, err)
+	}
+	dev.InUseBytes = 50 * gib
+	_, err := tiling.PlanFlight(4*gib, host, dev)
+	fmt.Println(err)
+	// Output:
+	// budget 4096 MiB: {Host:2 Device:1} <nil>
+	// budget 1536 MiB: {Host:1 Device:1} <nil>
+	// budget 1024 MiB: {Host:0 Device:0} tiling: memory budget too small: one tile in flight needs 1.50 GiB, the budget is 1.00 GiB
+	// tiling: device memory too small for one tile: one tile needs 20.00 GiB on cuda:0, 10.00 GiB of its 60.00 GiB are free
 }

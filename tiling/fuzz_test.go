@@ -10,46 +10,42 @@ import (
 // plan describes the same tiles, and the stitcher's row release (a row band
 // makes rows [previous FinalRows, FinalRows) final once every tile of it is
 // stitched) finalises every core pixel exactly once, after the last tile
-// that reads it. A request New refuses must fail with ErrInvalid or
-// ErrBudget, never panic. `go test` runs the seeds; `go test -fuzz FuzzNew
+// that reads it. A request New refuses must fail with ErrInvalid, never
+// panic. `go test` runs the seeds; `go test -fuzz FuzzNew
 // ./tiling` explores further.
 func FuzzNew(f *testing.F) {
 	for _, s := range []struct {
-		rows, cols, stride, tile, overlap, window int
-		budgetMiB                                 int64
+		rows, cols, stride, tile, overlap, ladder int
 		lazy                                      bool
 	}{
-		{83, 86, 4, 48, 16, 5, 0, false},      // make demo's SalinasA plan
-		{128, 128, 4, 64, 16, 5, 0, true},     // make demo's synthetic plan
-		{610, 340, 4, 0, -1, 9, 8, false},     // from a budget
-		{1, 1, 1, 1, 0, 1, 0, false},          // a single pixel
-		{5, 700, 16, 32, 31, 3, 0, false},     // overlap just below the tile
-		{300, 7, 3, 10, -1, 7, 0, true},       // stride not a power of two
-		{97, 101, 4, 0, -1, 5, 1, false},      // budget too small
-		{64, 64, 4, 16, 16, 5, 0, false},      // overlap = tile: refused
-		{0, 10, 4, 16, 4, 5, 0, false},        // empty scene: refused
-		{50, 50, 0, 16, 4, 5, 0, false},       // no stride: refused
-		{257, 255, 8, 100, -1, 1, 0, false},   // no overlap
-		{400, 399, 4, 0, 12, 5, 2, true},      // budget, fixed overlap, lazy
-		{33, 600, 4, 600, 20, 5, 0, false},    // one tile wider than the scene
-		{599, 37, 4, 0, 0, 5, 1 << 20, false}, // budget large enough for the whole image
+		{83, 86, 4, 48, 16, 0, false},     // make demo's SalinasA plan
+		{128, 128, 4, 64, 16, 0, true},    // make demo's synthetic plan
+		{610, 340, 4, 384, -1, 64, false}, // the canonical grid, on the ladder
+		{83, 86, 4, 384, -1, 64, false},   // whole image, padded
+		{1, 1, 1, 1, 0, 0, false},         // a single pixel
+		{5, 700, 16, 32, 31, 0, false},    // overlap just below the tile
+		{300, 7, 3, 10, -1, 0, true},      // stride not a power of two
+		{64, 64, 4, 16, 16, 0, false},     // overlap = tile: refused
+		{0, 10, 4, 16, 4, 0, false},       // empty scene: refused
+		{50, 50, 0, 16, 4, 0, false},      // no stride: refused
+		{50, 50, 4, 16, 4, 6, false},      // ladder off the stride: refused
+		{257, 255, 8, 100, -1, 64, false}, // no overlap, a tile off the ladder
+		{400, 399, 4, 0, 12, 0, true},     // no tile: whole image, lazy
+		{33, 600, 4, 600, 20, 64, false},  // one tile wider than the scene
 	} {
-		f.Add(s.rows, s.cols, s.stride, s.tile, s.overlap, s.window, s.budgetMiB, s.lazy)
+		f.Add(s.rows, s.cols, s.stride, s.tile, s.overlap, s.ladder, s.lazy)
 	}
-	f.Fuzz(func(t *testing.T, rows, cols, stride, tile, overlap, window int, budgetMiB int64, lazy bool) {
+	f.Fuzz(func(t *testing.T, rows, cols, stride, tile, overlap, ladder int, lazy bool) {
 		// Small scenes keep each case fast (checkPlan walks every pixel);
 		// the planner's arithmetic does not depend on absolute size.
-		if rows > 700 || cols > 700 || stride > 64 || tile > 1024 || overlap > 1024 || window > 63 || budgetMiB > 1<<30 || budgetMiB < 0 {
+		if rows > 700 || cols > 700 || stride > 64 || tile > 1024 || overlap > 1024 || ladder > 256 {
 			t.Skip()
 		}
-		o := Options{
-			Stride: stride, TileSize: tile, Overlap: overlap, RecoveryWindow: window,
-			MaxMemoryBytes: budgetMiB << 20, Cost: &Cost{Bands: 100, Classes: 10},
-		}
+		o := Options{Stride: stride, TileSize: tile, Overlap: overlap, Ladder: ladder}
 		p, err := New(rows, cols, o)
 		if err != nil {
-			if !errors.Is(err, ErrInvalid) && !errors.Is(err, ErrBudget) {
-				t.Fatalf("New(%d, %d, %+v): error %v is neither ErrInvalid nor ErrBudget", rows, cols, o, err)
+			if !errors.Is(err, ErrInvalid) {
+				t.Fatalf("New(%d, %d, %+v): error %v is not ErrInvalid", rows, cols, o, err)
 			}
 			return
 		}

@@ -13,7 +13,7 @@ func TestLazyPlanMatches(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
 	for n := 0; n < 200; n++ {
 		rows, cols := 1+rng.IntN(900), 1+rng.IntN(900)
-		o := Options{Stride: 4, TileSize: 8 + rng.IntN(200), Overlap: OverlapAuto, RecoveryWindow: 5}
+		o := Options{Stride: 4, TileSize: 8 + rng.IntN(200), Overlap: OverlapAuto}
 		if n%5 == 0 {
 			o.TileSize = 0 // whole image
 		}
@@ -49,7 +49,7 @@ func TestLazyPlanMatches(t *testing.T) {
 // TestLazyPlanHuge: a 10^6 x 10^6 scene plans at once when lazy.
 func TestLazyPlanHuge(t *testing.T) {
 	start := time.Now()
-	p, err := New(1_000_000, 1_000_000, Options{Stride: 4, TileSize: 256, Overlap: OverlapAuto, RecoveryWindow: 5, Lazy: true})
+	p, err := New(1_000_000, 1_000_000, Options{Stride: 4, TileSize: 256, Overlap: OverlapAuto, Lazy: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,8 +17,10 @@ type Tile struct {
 	Row, Col int // position in the grid of tiles, 0-based
 	// Input is the network input in scene coordinates: Plan.TileRows x
 	// Plan.TileCols, origin a multiple of the stride. It may overhang the
-	// scene's bottom or right edge by less than the stride; Read is the part
-	// inside the scene and the rest is padding.
+	// scene's bottom or right edge: by less than the stride where tiles
+	// follow each other along the axis, by up to a ladder step
+	// (Options.Ladder) where one tile spans it. Read is the part inside the
+	// scene and the rest is padding (no-data).
 	Input Rect
 	Read  Rect // pixels read from the scene: Input clipped to the scene
 	Core  Rect // pixels this tile owns after cropping; Cores partition the scene
@@ -28,8 +30,9 @@ type Tile struct {
 type Plan struct {
 	Rows, Cols int // scene size, pixels
 	Stride     int // network output stride the origins align to
-	// TileRows x TileCols is every tile's network input shape (the scene's
-	// size for a whole-image plan).
+	// TileRows x TileCols is every tile's network input shape (for a
+	// whole-image plan the scene's size, on the ladder when Options.Ladder
+	// is set).
 	TileRows, TileCols int
 	// Overlap is the nominal overlap of neighbouring tiles, pixels (the last
 	// tile of a row or column may overlap its neighbour more).
@@ -38,6 +41,8 @@ type Plan struct {
 	Margin int
 	// Whole is true when the scene runs as one tile.
 	Whole bool
+	// Ladder is the ladder step inputs were padded on (Options.Ladder).
+	Ladder int
 	// TilesDown x TilesAcross is the grid; Tiles lists it row-major (nil
 	// for a plan made with Options.Lazy: Tile(i) gives each one).
 	TilesDown, TilesAcross int
@@ -50,103 +55,73 @@ type Plan struct {
 
 // Sentinel errors of New; callers may branch on them with errors.Is.
 var (
-	// ErrBudget means even the smallest tile does not fit in the memory budget.
+	// ErrBudget means a plan does not fit in the memory budget (the
+	// planner of package processor returns it; New never does: the budget
+	// plays no part in a grid).
 	ErrBudget = errors.New("tiling: memory budget too small")
 	// ErrInvalid means the request itself is malformed (sizes, stride, overlap).
 	ErrInvalid = errors.New("tiling: invalid request")
 )
 
-// MinTile is the smallest tile side, pixels, the planner picks by itself.
-const MinTile = 64
-
-// Options configure New. TileSize > 0 forces a tiled plan with that tile
-// side; otherwise the budget decides between the whole image and the largest
-// tile that fits.
+// Options configure New: the grid (tile side and overlap) and the ladder of
+// network input sizes. Nothing here depends on the machine: a scene and
+// the same Options give the same plan, and so the same map, anywhere.
 type Options struct {
 	Stride int // network output stride, pixels (> 0)
-	// TileSize forces tiles of this side, pixels (rounded up to the stride); 0 = plan from the budget.
+	// TileSize is the grid's tile side, pixels (rounded up to the stride):
+	// a scene whose sides are both at most TileSize runs as one tile (the
+	// whole image); a larger one on tiles of TileSize x TileSize, and an
+	// axis at most TileSize long is spanned by one tile. 0 = always the
+	// whole image.
 	TileSize int
 	// Overlap between neighbouring tiles: OverlapAuto (0, DefaultOverlap
 	// for the tile size), OverlapNone (any negative: tiles edge to edge), or
 	// pixels (rounded up to the stride); see ResolveOverlap. Ignored for
 	// whole-image plans. processor.Options.Overlap has the same meaning.
 	Overlap int
-	// RecoveryWindow is the odd side of the AvgPool recovery window, pixels;
-	// it sets the stripe's halo in the memory estimate and a floor for the default overlap.
-	RecoveryWindow int
-	// MaxMemoryBytes is the memory budget; 0 = unlimited (whole image unless TileSize forces tiles).
-	MaxMemoryBytes int64
-	// Cost estimates memory for a run; nil = no estimate (everything fits).
-	Cost *Cost
+	// Ladder, when > 0, is the step of the ladder of network input sides
+	// (a multiple of the stride; LadderStep): a side one tile spans (the
+	// whole image, or a tile spanning a short axis) is padded up to the
+	// next multiple of Ladder (Rung), so that scenes of many sizes share a
+	// few compiled shapes. The padding is outside the
+	// scene: Tile.Read stops at the scene's edge and the caller fills the
+	// rest of Tile.Input with no-data. 0 = inputs of the tiles' own size.
+	Ladder int
 	// Lazy leaves Plan.Tiles nil: Plan.NumTiles and Plan.Tile describe the
 	// grid without holding it, so a plan of millions of tiles (a VRT mosaic
 	// declaring 10^6 x 10^6 pixels) is made in microseconds.
 	Lazy bool
 }
 
-// Cost is the memory model of one scene run. All sizes are bytes.
-type Cost struct {
-	Bands   int // input bands (read buffers hold float32 per band plus a validity byte)
-	Classes int // output classes (prediction and canvas hold float32 per class plus uncertainty)
-	// NetworkBytes is the network's peak for an input of rows x cols pixels
-	// (model.Model.EstimatePredictBytes); nil = 0.
-	NetworkBytes func(rows, cols int) int64
-	// Whole and Tiled, when set, replace WholeBytes' and TiledBytes' own
-	// estimates (the processor's calibrated memory model).
-	Whole func(rows, cols int) int64
-	Tiled func(tileRows, tileCols, sceneCols, overlap, window int) int64
+// LadderStep is the ladder step processor plans with: network input sides
+// below the tile are padded to multiples of 64 pixels. Measured effect of
+// the padding on the maps: docs/classify.md ("Few shapes").
+const LadderStep = 64
+
+// Rung is the network input side for an axis of n pixels spanned by one
+// tile, on a ladder of step pixels (0 = no ladder): n rounded up to the
+// step. It does not depend on the tile, so a scene runs whole on the same
+// input whatever tile at least its size the grid has (a tile that is a
+// multiple of the step is the top rung of its grid).
+func Rung(n, step int) int {
+	if step <= 0 {
+		return n
+	}
+	return AlignUp(n, step)
 }
 
-// inputPixelBytes is one pixel of a read block: float32 per band and a validity flag.
-func (c *Cost) inputPixelBytes() int64 { return int64(c.Bands)*4 + 1 }
-
-// outputPixelBytes is one pixel of a prediction or canvas row: float32 per
-// class, the uncertainty and the blending weight.
-func (c *Cost) outputPixelBytes() int64 { return int64(c.Classes+2) * 4 }
-
-// WholeBytes estimates the peak of a whole-image run of a rows x cols scene:
-// the scene block, the network, its prediction, the canvas it is copied
-// into and the product rows.
-func (c *Cost) WholeBytes(rows, cols int) int64 {
-	if c.Whole != nil {
-		return c.Whole(rows, cols)
-	}
-	px := int64(rows) * int64(cols)
-	n := px*c.inputPixelBytes() + 2*px*c.outputPixelBytes() + px*8
-	if c.NetworkBytes != nil {
-		n += c.NetworkBytes(rows, cols)
-	}
-	return n
-}
-
-// TiledBytes estimates the peak of a tiled run: two tiles in flight (one read
-// ahead while one runs), the network for one tile, two predictions (one being
-// stitched), and the canvas stripe: a tile row plus the recovery halo on both
-// sides, the whole scene width.
-func (c *Cost) TiledBytes(tileRows, tileCols, sceneCols, overlap, window int) int64 {
-	if c.Tiled != nil {
-		return c.Tiled(tileRows, tileCols, sceneCols, overlap, window)
-	}
-	tpx := int64(tileRows) * int64(tileCols)
-	n := 2*tpx*c.inputPixelBytes() + 2*tpx*c.outputPixelBytes()
-	if c.NetworkBytes != nil {
-		n += c.NetworkBytes(tileRows, tileCols)
-	}
-	stripeRows := int64(tileRows + overlap + 2*window)
-	n += stripeRows * int64(sceneCols) * (c.outputPixelBytes() + 8)
-	return n
-}
-
-// DefaultOverlapPixels is the default overlap's floor, pixels, chosen from
-// measured tiled-versus-whole agreement (processor's TestOverlapSweep; the
-// table is in docs/classify.md): 8 px already kept >= 99.5%
-// overall and >= 99% within 8 px of tile edges at tiles of 64 to 128 px,
-// 24-32 px gave 99.95-99.98% and 99.95-99.99%; a wider overlap bought
-// nothing measurable. The overlap does not grow with the tile (the old
-// quarter of the tile read and ran 1.8x the scene's pixels at 640 px tiles
-// for no measured gain): the context a pixel lacks at a tile edge is set by
-// the network, not by the tile.
-const DefaultOverlapPixels = 32
+// DefaultOverlapPixels is the default overlap, pixels, chosen from measured
+// agreement with the whole image on real scenes (docs/classify.md, "One map
+// per scene and model": 384 px tiles of 8x8 mirrored SalinasA and Jasper
+// Ridge mosaics with overlaps of 8 to 32 px): the overall agreement moved
+// by at most 0.13 points and the OA by 0.08, and from 12 px on the pixels
+// within 8 px of a seam agreed at least as often as the others on both
+// scenes (at 8 px, 99.71% against 99.75% on Jasper Ridge). The
+// disagreements come from the scan's missing context across the whole
+// tile, not from its edges, so a wider overlap only reads and runs more
+// pixels: (384/372)^2 = 1.065 times the scene's at 12 px, 1.19 at 32 px
+// (the default before).
+const DefaultOverlapPixels = 12
 
 // The two named overlap requests (Options.Overlap). The zero value asks for
 // the default, as every zero Option does.
@@ -159,10 +134,10 @@ const (
 // of stride) run with for the request overlap: DefaultOverlap for
 // OverlapAuto, 0 for OverlapNone (any negative), else overlap rounded up to
 // the stride. It is the one place an overlap request is resolved.
-func ResolveOverlap(overlap, tile, stride, window int) int {
+func ResolveOverlap(overlap, tile, stride int) int {
 	switch {
 	case overlap == OverlapAuto:
-		return DefaultOverlap(tile, stride, window)
+		return DefaultOverlap(tile, stride)
 	case overlap < 0:
 		return 0
 	}
@@ -170,18 +145,21 @@ func ResolveOverlap(overlap, tile, stride, window int) int {
 }
 
 // DefaultOverlap is the overlap used for tiles of side tile when none is
-// given: DefaultOverlapPixels, at least the recovery window plus 16 pixels,
-// rounded up to the stride, and less than half the tile.
-func DefaultOverlap(tile, stride, window int) int {
-	o := max(DefaultOverlapPixels, window+16)
-	o = AlignUp(o, stride)
+// given: DefaultOverlapPixels rounded up to the stride, and at most half
+// the tile.
+func DefaultOverlap(tile, stride int) int {
+	o := AlignUp(DefaultOverlapPixels, stride)
 	if o > tile/2 {
 		o = alignDown(tile/2, stride)
 	}
 	return o
 }
 
-// New plans a rows x cols scene.
+// New plans a rows x cols scene on the grid of o: the whole image when both
+// sides are at most o.TileSize, else overlapping tiles of that side. The
+// memory budget plays no part (package processor checks the plan against
+// it and decides how many tiles are in flight), so a scene and a grid give
+// one plan on any machine.
 func New(rows, cols int, o Options) (Plan, error) {
 	if rows <= 0 || cols <= 0 {
 		return Plan{}, fmt.Errorf("%w: scene size %dx%d", ErrInvalid, cols, rows)
@@ -192,54 +170,33 @@ func New(rows, cols int, o Options) (Plan, error) {
 	if o.TileSize < 0 {
 		return Plan{}, fmt.Errorf("%w: tile size %d", ErrInvalid, o.TileSize)
 	}
-	if o.RecoveryWindow <= 0 {
-		o.RecoveryWindow = 1
+	if o.Ladder < 0 || o.Ladder%o.Stride != 0 {
+		return Plan{}, fmt.Errorf("%w: ladder step %d, want a multiple of the stride %d", ErrInvalid, o.Ladder, o.Stride)
 	}
 	if o.TileSize == 0 {
-		if o.MaxMemoryBytes <= 0 || o.Cost == nil || o.Cost.WholeBytes(rows, cols) <= o.MaxMemoryBytes {
-			return whole(rows, cols, o.Stride, o.Lazy), nil
-		}
-		return fromBudget(rows, cols, o)
+		p := whole(rows, cols, o.Stride, o.Ladder, o.Lazy)
+		p.Ladder = o.Ladder
+		return p, nil
 	}
 	tile := AlignUp(o.TileSize, o.Stride)
-	overlap := ResolveOverlap(o.Overlap, tile, o.Stride, o.RecoveryWindow)
+	overlap := ResolveOverlap(o.Overlap, tile, o.Stride)
 	if overlap >= tile {
 		return Plan{}, fmt.Errorf("%w: overlap %d px must be smaller than the tile (%d px)", ErrInvalid, overlap, tile)
 	}
-	return tileGrid(rows, cols, tile, overlap, o.Stride, o.Lazy), nil
-}
-
-// fromBudget picks the largest tile (a multiple of 64 pixels, and of the
-// stride) whose tiled run fits the budget.
-func fromBudget(rows, cols int, o Options) (Plan, error) {
-	const step = 64
-	top := AlignUp(max(rows, cols), step)
-	for tile := top; tile >= MinTile; tile -= step {
-		t := AlignUp(tile, o.Stride)
-		overlap := ResolveOverlap(o.Overlap, t, o.Stride, o.RecoveryWindow)
-		if overlap >= t {
-			continue
-		}
-		tr, tc := min(t, rows), min(t, cols)
-		if o.Cost.TiledBytes(tr, tc, cols, overlap, o.RecoveryWindow) <= o.MaxMemoryBytes {
-			// The same number of tiles, each no larger than needed: the
-			// grid's tiles end where the scene ends instead of the last
-			// one overlapping its neighbour by most of a tile (a 2048 px
-			// axis in 640 px tiles ran 2560 px; balanced, 2144).
-			br, bc := balanced(rows, t, overlap, o.Stride), balanced(cols, t, overlap, o.Stride)
-			return gridRC(rows, cols, br, bc, overlap, o.Stride, o.Lazy), nil
-		}
+	if rows <= tile && cols <= tile {
+		p := whole(rows, cols, o.Stride, o.Ladder, o.Lazy)
+		p.Ladder = o.Ladder
+		return p, nil
 	}
-	t := AlignUp(MinTile, o.Stride)
-	need := o.Cost.TiledBytes(min(t, rows), min(t, cols), cols, DefaultOverlap(t, o.Stride, o.RecoveryWindow), o.RecoveryWindow)
-	return Plan{}, fmt.Errorf("%w: %d MiB allowed, a %dx%d scene needs about %d MiB with %d px tiles",
-		ErrBudget, o.MaxMemoryBytes>>20, cols, rows, need>>20, t)
+	return gridRC(rows, cols, tile, overlap, o.Stride, o.Ladder, o.Lazy), nil
 }
 
-func whole(rows, cols, stride int, lazy bool) Plan {
+// whole is the one-tile plan of a rows x cols scene, its input padded to
+// the ladder of step ladder (0: none).
+func whole(rows, cols, stride, ladder int, lazy bool) Plan {
 	p := Plan{
 		Rows: rows, Cols: cols, Stride: stride,
-		TileRows: rows, TileCols: cols,
+		TileRows: Rung(rows, ladder), TileCols: Rung(cols, ladder),
 		Whole: true, TilesDown: 1, TilesAcross: 1,
 		rowOrigins: []int{0}, colOrigins: []int{0},
 		rowCores: []span{{0, rows}}, colCores: []span{{0, cols}},
@@ -250,29 +207,13 @@ func whole(rows, cols, stride int, lazy bool) Plan {
 	return p
 }
 
-// balanced is the smallest tile side (a multiple of stride, at most tile)
-// that covers an axis of size pixels with as many tiles of overlap as tiles
-// of side tile need.
-func balanced(size, tile, overlap, stride int) int {
-	if size <= tile {
-		return tile
-	}
-	n := (size - overlap + tile - overlap - 1) / (tile - overlap)
-	b := AlignUp((size-overlap+n-1)/n+overlap, stride)
-	return min(b, tile)
-}
-
-func tileGrid(rows, cols, tile, overlap, stride int, lazy bool) Plan {
-	return gridRC(rows, cols, tile, tile, overlap, stride, lazy)
-}
-
-// gridRC is grid with tiles tileRows high and tileCols wide.
-func gridRC(rows, cols, tileRows, tileCols, overlap, stride int, lazy bool) Plan {
-	p := Plan{Rows: rows, Cols: cols, Stride: stride, Overlap: overlap, Margin: overlap / 4}
-	p.rowOrigins, p.TileRows, p.rowCores = axis(rows, tileRows, overlap, stride)
-	p.colOrigins, p.TileCols, p.colCores = axis(cols, tileCols, overlap, stride)
+// gridRC is the grid of tiles of side tile overlapping by overlap; an axis
+// one tile spans has inputs on the ladder of step ladder.
+func gridRC(rows, cols, tile, overlap, stride, ladder int, lazy bool) Plan {
+	p := Plan{Rows: rows, Cols: cols, Stride: stride, Overlap: overlap, Margin: overlap / 4, Ladder: ladder}
+	p.rowOrigins, p.TileRows, p.rowCores = axis(rows, tile, overlap, stride, ladder)
+	p.colOrigins, p.TileCols, p.colCores = axis(cols, tile, overlap, stride, ladder)
 	p.TilesDown, p.TilesAcross = len(p.rowOrigins), len(p.colOrigins)
-	p.Whole = p.NumTiles() == 1
 	if !lazy {
 		p.Tiles = make([]Tile, p.NumTiles())
 		for i := range p.Tiles {
@@ -302,11 +243,11 @@ func (p Plan) Tile(i int) Tile {
 type span struct{ from, to int }
 
 // axis cuts one axis of size pixels into tiles of side tile overlapping by
-// overlap. It returns the origins, the tile length (size itself when one tile
-// covers the axis) and each tile's core span.
-func axis(size, tile, overlap, stride int) ([]int, int, []span) {
+// overlap. It returns the origins, the tile length (size on the ladder of
+// step ladder when one tile covers the axis) and each tile's core span.
+func axis(size, tile, overlap, stride, ladder int) ([]int, int, []span) {
 	if size <= tile {
-		return []int{0}, size, []span{{0, size}}
+		return []int{0}, Rung(size, ladder), []span{{0, size}}
 	}
 	step := tile - overlap
 	origins := []int{0}
@@ -338,7 +279,11 @@ func alignDown(n, a int) int { return n / a * a }
 // String summarises the plan in one line.
 func (p Plan) String() string {
 	if p.Whole {
-		return fmt.Sprintf("whole image %dx%d (cols x rows)", p.Cols, p.Rows)
+		s := fmt.Sprintf("whole image %dx%d (cols x rows)", p.Cols, p.Rows)
+		if p.TileRows != p.Rows || p.TileCols != p.Cols {
+			s += fmt.Sprintf(", run padded to %dx%d", p.TileCols, p.TileRows)
+		}
+		return s
 	}
 	return fmt.Sprintf("%d tiles (%d down x %d across) of %dx%d, overlap %d px, scene %dx%d (cols x rows)",
 		p.NumTiles(), p.TilesDown, p.TilesAcross, p.TileCols, p.TileRows, p.Overlap, p.Cols, p.Rows)

@@ -30,11 +30,13 @@ func checkPlan(t *testing.T, p Plan) {
 		if got := tl.Input.Intersect(scene); got != tl.Read {
 			t.Fatalf("%v: tile %d read %v, want %v", p, i, tl.Read, got)
 		}
-		if over := tl.Input.Row + tl.Input.Rows - p.Rows; over >= p.Stride {
-			t.Fatalf("%v: tile %d overhangs the bottom by %d px, want < stride", p, i, over)
+		// Tiles that follow each other overhang by less than the stride;
+		// one tile spanning an axis by less than a ladder step.
+		if over, most := tl.Input.Row+tl.Input.Rows-p.Rows, maxOverhang(p, p.TilesDown); over >= most {
+			t.Fatalf("%v: tile %d overhangs the bottom by %d px, want < %d", p, i, over, most)
 		}
-		if over := tl.Input.Col + tl.Input.Cols - p.Cols; over >= p.Stride {
-			t.Fatalf("%v: tile %d overhangs the right by %d px, want < stride", p, i, over)
+		if over, most := tl.Input.Col+tl.Input.Cols-p.Cols, maxOverhang(p, p.TilesAcross); over >= most {
+			t.Fatalf("%v: tile %d overhangs the right by %d px, want < %d", p, i, over, most)
 		}
 		if tl.Core.Intersect(tl.Read) != tl.Core || tl.Core.Empty() {
 			t.Fatalf("%v: tile %d core %v not inside read %v", p, i, tl.Core, tl.Read)
@@ -107,6 +109,16 @@ func checkPlan(t *testing.T, p Plan) {
 	}
 }
 
+// maxOverhang is what a tile may overhang the scene by along an axis of
+// tiles tiles (less than): the stride where tiles follow each other, a
+// ladder step where one tile spans the axis.
+func maxOverhang(p Plan, tiles int) int {
+	if tiles == 1 {
+		return max(p.Ladder, p.Stride)
+	}
+	return p.Stride
+}
+
 func TestPlanProperties(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	n := 600
@@ -124,7 +136,11 @@ func TestPlanProperties(t *testing.T) {
 				overlap = OverlapNone
 			}
 		}
-		p, err := New(rows, cols, Options{Stride: stride, TileSize: tile, Overlap: overlap, RecoveryWindow: 1 + 2*rng.IntN(7)})
+		ladder := 0
+		if rng.IntN(2) == 0 {
+			ladder = AlignUp(LadderStep, stride)
+		}
+		p, err := New(rows, cols, Options{Stride: stride, TileSize: tile, Overlap: overlap, Ladder: ladder})
 		if err != nil {
 			if errors.Is(err, ErrInvalid) && AlignUp(max(overlap, 0), stride) >= AlignUp(tile, stride) {
 				continue // overlap rounded up to the tile: a refused request
@@ -144,7 +160,13 @@ func TestPlanTable(t *testing.T) {
 		wantTileRows, wantTCols int
 		wantWhole               bool
 	}{
-		{"no budget is whole", 610, 340, Options{Stride: 4}, 1, 1, 610, 340, true},
+		{"no tile is whole", 610, 340, Options{Stride: 4}, 1, 1, 610, 340, true},
+		{"no tile is whole, on the ladder", 610, 340, Options{Stride: 4, Ladder: 64}, 1, 1, 640, 384, true},
+		{"below the tile is whole, on the ladder", 83, 86, Options{Stride: 4, TileSize: 384, Ladder: 64}, 1, 1, 128, 128, true},
+		{"the tile is the top rung", 380, 300, Options{Stride: 4, TileSize: 384, Ladder: 64}, 1, 1, 384, 320, true},
+		{"a larger tile pads the same", 380, 300, Options{Stride: 4, TileSize: 400, Ladder: 64}, 1, 1, 384, 320, true},
+		{"a tile spanning a short axis is on the ladder", 349, 1905, Options{Stride: 4, TileSize: 384, Ladder: 64}, 1, 6, 384, 384, false},
+		{"a user's tile off the ladder", 90, 300, Options{Stride: 4, TileSize: 100, Overlap: 16, Ladder: 64}, 1, 4, 128, 100, false},
 		{"tile larger than scene", 100, 90, Options{Stride: 4, TileSize: 256, Overlap: 32}, 1, 1, 100, 90, true},
 		{"exact fit", 256, 256, Options{Stride: 4, TileSize: 128, Overlap: OverlapNone}, 2, 2, 128, 128, false},
 		{"not dividing", 610, 340, Options{Stride: 4, TileSize: 128, Overlap: 32}, 7, 4, 128, 128, false},
@@ -185,7 +207,7 @@ func TestPlanErrors(t *testing.T) {
 		{"no stride", 10, 10, Options{}, ErrInvalid},
 		{"overlap too wide", 500, 500, Options{Stride: 4, TileSize: 64, Overlap: 64}, ErrInvalid},
 		{"negative tile", 500, 500, Options{Stride: 4, TileSize: -3}, ErrInvalid},
-		{"budget too small", 5000, 5000, Options{Stride: 4, Overlap: OverlapAuto, MaxMemoryBytes: 1 << 20, Cost: &Cost{Bands: 100, Classes: 10}}, ErrBudget},
+		{"ladder off the stride", 500, 500, Options{Stride: 4, TileSize: 64, Ladder: 30}, ErrInvalid},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -197,116 +219,14 @@ func TestPlanErrors(t *testing.T) {
 	}
 }
 
-func TestPlanFromBudget(t *testing.T) {
-	cost := &Cost{Bands: 103, Classes: 9, NetworkBytes: func(r, c int) int64 { return int64(r) * int64(c) * 2000 }}
-	const rows, cols = 4000, 1000
-	whole := cost.WholeBytes(rows, cols)
-	t.Run("fits whole", func(t *testing.T) {
-		p, err := New(rows, cols, Options{Stride: 4, Overlap: OverlapAuto, RecoveryWindow: 9, MaxMemoryBytes: whole, Cost: cost})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !p.Whole {
-			t.Fatalf("got %v, want whole image with budget %d = estimate", p, whole)
-		}
-	})
-	for _, budget := range []int64{whole / 2, whole / 8, whole / 30} {
-		p, err := New(rows, cols, Options{Stride: 4, Overlap: OverlapAuto, RecoveryWindow: 9, MaxMemoryBytes: budget, Cost: cost})
-		if err != nil {
-			t.Fatalf("budget %d: %v", budget, err)
-		}
-		checkPlan(t, p)
-		if p.Whole {
-			t.Fatalf("budget %d < whole estimate %d: got whole image", budget, whole)
-		}
-		got := cost.TiledBytes(p.TileRows, p.TileCols, cols, p.Overlap, 9)
-		if got > budget {
-			t.Errorf("budget %d: plan %v needs %d", budget, p, got)
-		}
-		// Fewer tiles down would not have fit (the planner takes the
-		// largest tile, then shrinks it to the same count of tiles).
-		if n := p.TilesDown; n > 1 {
-			ov := p.Overlap
-			bigger := AlignUp((rows-ov+n-2)/(n-1)+ov, 4)
-			if cost.TiledBytes(bigger, min(bigger, cols), cols, DefaultOverlap(bigger, 4, 9), 9) <= budget {
-				t.Errorf("budget %d: %d tiles down of %d chosen but %d px tiles (%d down) fit too", budget, n, p.TileRows, bigger, n-1)
-			}
-		}
-	}
-}
-
-// The stripe estimate must not depend on the scene's height: that is the
-// promise that memory does not grow with the scene.
-// TestTiledBytesIndependentOfHeight: under one budget, scenes of one width
-// and any height are planned in tiles of the same width whose planned peak
-// stays within the budget (the canvas holds a stripe, not the scene), while
-// the whole image's cost grows with the height past the budget. A planner
-// that counted the scene's height would give taller scenes narrower tiles
-// or a peak over the budget here. (It once compared TiledBytes of a forced
-// tile, which has no height argument: it could not fail.)
-func TestTiledBytesIndependentOfHeight(t *testing.T) {
-	cost := &Cost{Bands: 50, Classes: 5}
-	const cols = 800
-	budget := cost.WholeBytes(1000, cols) / 2 // the smallest scene already needs tiles
-	var first Plan
-	for i, rows := range []int{1000, 8000, 64000} {
-		p, err := New(rows, cols, Options{Stride: 4, RecoveryWindow: 9, MaxMemoryBytes: budget, Cost: cost, Lazy: true})
-		if err != nil {
-			t.Fatalf("rows %d: %v", rows, err)
-		}
-		if p.Whole {
-			t.Fatalf("rows %d: planned the whole image under %d bytes (it needs %d)", rows, budget, cost.WholeBytes(rows, cols))
-		}
-		if got := cost.TiledBytes(p.TileRows, p.TileCols, cols, p.Overlap, 9); got > budget {
-			t.Errorf("rows %d: planned peak %d over the budget %d", rows, got, budget)
-		}
-		if i == 0 {
-			first = p
-			continue
-		}
-		if p.TileCols != first.TileCols || p.TilesAcross != first.TilesAcross || p.Overlap != first.Overlap {
-			t.Errorf("rows %d: %d tiles across of %d px, overlap %d; want %d of %d px, overlap %d as for 1000 rows",
-				rows, p.TilesAcross, p.TileCols, p.Overlap, first.TilesAcross, first.TileCols, first.Overlap)
-		}
-		if p.TilesDown*1000 < first.TilesDown*rows/2 {
-			t.Errorf("rows %d: %d tiles down, want about %d times the %d of 1000 rows", rows, p.TilesDown, rows/1000, first.TilesDown)
-		}
-	}
-}
-
 func TestDefaultOverlap(t *testing.T) {
-	for _, tile := range []int{64, 128, 256, 512, 1024} {
-		for _, win := range []int{1, 9, 13} {
-			o := DefaultOverlap(tile, 4, win)
-			if o%4 != 0 || o >= tile || o*2 > tile {
-				t.Errorf("DefaultOverlap(%d, 4, %d) = %d, want a multiple of 4 at most half the tile", tile, win, o)
-			}
-			if tile >= 4*(win+16) && o < win+16 {
-				t.Errorf("DefaultOverlap(%d, 4, %d) = %d, want >= window+16", tile, win, o)
-			}
+	for _, tile := range []int{8, 16, 20, 24, 64, 128, 384, 1024} {
+		o := DefaultOverlap(tile, 4)
+		if o%4 != 0 || o*2 > tile {
+			t.Errorf("DefaultOverlap(%d, 4) = %d, want a multiple of 4 at most half the tile", tile, o)
 		}
-	}
-}
-
-// TestBalanced: budget plans keep the count of tiles of the largest tile
-// that fits but no more pixels than that count needs.
-func TestBalanced(t *testing.T) {
-	for _, tc := range []struct{ size, tile, overlap, want int }{
-		{2048, 640, 32, 536}, // 4 tiles: 4*536 - 3*32 = 2048
-		{2048, 2048, 32, 2048},
-		{100, 640, 32, 640},  // one tile covers the axis
-		{1000, 512, 32, 356}, // 3 tiles
-	} {
-		got := balanced(tc.size, tc.tile, tc.overlap, 4)
-		if got != tc.want {
-			t.Errorf("balanced(%d, %d, %d) = %d, want %d", tc.size, tc.tile, tc.overlap, got, tc.want)
-		}
-		n := func(tile int) int {
-			o, _, _ := axis(tc.size, tile, tc.overlap, 4)
-			return len(o)
-		}
-		if n(got) != n(tc.tile) {
-			t.Errorf("size %d: %d tiles of %d, %d of %d", tc.size, n(got), got, n(tc.tile), tc.tile)
+		if tile >= 2*DefaultOverlapPixels && o != DefaultOverlapPixels {
+			t.Errorf("DefaultOverlap(%d, 4) = %d, want %d", tile, o, DefaultOverlapPixels)
 		}
 	}
 }
@@ -315,17 +235,17 @@ func TestBalanced(t *testing.T) {
 // processor; cmd/pnec's --overlap translates into it): zero asks for the
 // default, a negative for none, pixels are rounded up to the stride.
 func TestResolveOverlap(t *testing.T) {
-	for _, tc := range []struct{ overlap, tile, stride, window, want int }{
-		{OverlapAuto, 256, 4, 9, DefaultOverlap(256, 4, 9)},
-		{OverlapAuto, 256, 4, 9, 32},
-		{OverlapAuto, 48, 4, 9, 24}, // at most half the tile
-		{OverlapNone, 256, 4, 9, 0},
-		{-7, 256, 4, 9, 0},
-		{10, 256, 4, 9, 12},
-		{16, 256, 4, 9, 16},
+	for _, tc := range []struct{ overlap, tile, stride, want int }{
+		{OverlapAuto, 256, 4, DefaultOverlap(256, 4)},
+		{OverlapAuto, 256, 4, 12},
+		{OverlapAuto, 20, 4, 8}, // at most half the tile
+		{OverlapNone, 256, 4, 0},
+		{-7, 256, 4, 0},
+		{10, 256, 4, 12},
+		{16, 256, 4, 16},
 	} {
-		if got := ResolveOverlap(tc.overlap, tc.tile, tc.stride, tc.window); got != tc.want {
-			t.Errorf("ResolveOverlap(%d, tile %d, stride %d, window %d) = %d, want %d", tc.overlap, tc.tile, tc.stride, tc.window, got, tc.want)
+		if got := ResolveOverlap(tc.overlap, tc.tile, tc.stride); got != tc.want {
+			t.Errorf("ResolveOverlap(%d, tile %d, stride %d) = %d, want %d", tc.overlap, tc.tile, tc.stride, got, tc.want)
 		}
 	}
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/pnec/pnec/internal/oneline"
 	"github.com/pnec/pnec/model"
+	"github.com/pnec/pnec/processor"
 	"github.com/urfave/cli/v2"
 )
 
@@ -28,9 +29,11 @@ func init() {
 			"backend the commands pick by default and why, and lists the compile cache: XLA's autotuning\n" +
 			"results and compiled kernels kept between processes, one folder per plugin, device, driver,\n" +
 			"options and XLA flags (PNEC_CACHE_DIR, default $XDG_CACHE_HOME/pnec or ~/.cache/pnec).\n" +
-			"--precompile compiles a model's prediction graphs for the shapes given into the cache (for a\n" +
-			"node image), on --backend or the first accelerator found. Exit status 1 when a listed backend\n" +
-			"fails.\n\n" +
+			"--precompile compiles a model's prediction graphs into the cache (for a node image), on\n" +
+			"--backend or the first accelerator found: every input shape the model's grid gives (scenes up\n" +
+			"to 384 px a side run whole, padded to one of 36 shapes of 64 to 384 px a side; larger ones on\n" +
+			"384 px tiles, which share those shapes), or with --shapes only the shapes the plans of the\n" +
+			"scene sizes listed run on. Exit status 1 when a listed backend fails.\n\n" +
 			"Examples:\n" +
 			"  pnec backends\n" +
 			"  pnec backends --backend xla:/opt/venv/lib/python3.12/site-packages/jax_plugins/xla_cuda13/xla_cuda_plugin.so --json\n" +
@@ -41,7 +44,7 @@ func init() {
 			&cli.BoolFlag{Name: "json", Usage: "one JSON object per backend (and one for the cache) instead of text"},
 			&cli.StringFlag{Name: "cache-dir", Usage: "the compile cache's folder `DIR` (default: $PNEC_CACHE_DIR, else $XDG_CACHE_HOME/pnec)"},
 			&cli.StringFlag{Name: "precompile", Usage: "compile the prediction graphs of `MODEL` (a .pnec file) into the compile cache"},
-			&cli.StringFlag{Name: "shapes", Usage: "with --precompile: the scene or tile sizes `RxC,...` to compile (default: the model's training scene size)"},
+			&cli.StringFlag{Name: "shapes", Usage: "with --precompile: compile only what scenes of the sizes `RxC,...` (rows x columns) run on (default: every shape of the model's grid)"},
 		},
 		Action: backendsAction,
 	})
@@ -189,14 +192,9 @@ func precompileAction(c *cli.Context, path string) error {
 	if err != nil {
 		return fmt.Errorf("--precompile: %w", err)
 	}
-	var shapes [][2]int
-	if s := c.String("shapes"); s != "" {
-		if shapes, err = parseShapes(s); err != nil {
-			return fmt.Errorf("--shapes %s: %w", s, err)
-		}
-	} else {
-		r, cc := m.TrainSceneSize()
-		shapes = [][2]int{{r, cc}}
+	shapes, err := precompileShapes(m, c.String("shapes"))
+	if err != nil {
+		return err
 	}
 	backend := c.String("backend")
 	if backend == "" {
@@ -210,14 +208,45 @@ func precompileAction(c *cli.Context, path string) error {
 			return fmt.Errorf("--precompile: no accelerator plugin found (name one with --backend): the go backend keeps no compile cache")
 		}
 	}
+	fmt.Fprintf(c.App.Writer, "compiling %d shapes on %s\n", len(shapes), backend)
 	done, err := model.Precompile(c.Context, m, backend, shapes)
 	for _, d := range done {
-		fmt.Fprintf(c.App.Writer, "compiled %dx%d on %s in %.1f s\n", d.Rows, d.Cols, backend, d.Seconds)
+		fmt.Fprintf(c.App.Writer, "compiled %v on %s in %.1f s\n", d.Shape, backend, d.Seconds)
 	}
 	if err != nil {
 		return fmt.Errorf("--precompile: %w", err)
 	}
 	return printCache(c)
+}
+
+// precompileShapes is what --precompile compiles: the network input shapes
+// the plans of the scene sizes list ("RxC,...") run on, each once, or with
+// no list every shape of the model's grid (processor.GridShapes).
+func precompileShapes(m *model.Model, list string) ([]model.Shape, error) {
+	if list == "" {
+		shapes, err := processor.GridShapes(m, processor.Options{})
+		if err != nil {
+			return nil, fmt.Errorf("--precompile: %w", err)
+		}
+		return shapes, nil
+	}
+	sizes, err := parseShapes(list)
+	if err != nil {
+		return nil, fmt.Errorf("--shapes %s: %w", list, err)
+	}
+	var shapes []model.Shape
+	seen := map[model.Shape]bool{}
+	for _, sz := range sizes {
+		sh, err := processor.SceneShape(sz[0], sz[1], m, processor.Options{})
+		if err != nil {
+			return nil, fmt.Errorf("--shapes %dx%d: %w", sz[0], sz[1], err)
+		}
+		if !seen[sh] {
+			seen[sh] = true
+			shapes = append(shapes, sh)
+		}
+	}
+	return shapes, nil
 }
 
 // parseShapes reads "RxC,RxC".

@@ -12,8 +12,9 @@ import (
 
 // TestBackendsCacheAndPrecompile: pnec backends lists the compile cache of
 // the folder --cache-dir names, refuses --shapes without --precompile and
-// a bad shape with one line naming it, precompiles a model's shapes on the
-// backend named, and finds a pip-installed CUDA plugin by its layout
+// a bad shape with one line naming it, precompiles the shapes scenes of
+// the sizes given run on, on the backend named (the default, every shape
+// of the model's grid, is TestPrecompileDefaultIsTheGrid's), and finds a pip-installed CUDA plugin by its layout
 // alone, saying exactly what it lacks.
 func TestBackendsCacheAndPrecompile(t *testing.T) {
 	if testing.Short() {
@@ -36,8 +37,12 @@ func TestBackendsCacheAndPrecompile(t *testing.T) {
 	if r.code != 1 || !strings.Contains(r.stderr, `"10x0"`) || strings.Count(strings.TrimSpace(r.stderr), "\n") != 0 {
 		t.Errorf("bad shape: exit %d, stderr %q", r.code, r.stderr)
 	}
-	r = runPnec(t, time.Minute, "backends", "--precompile", modelPath, "--shapes", "16x16,24x20", "--backend", "go")
-	if r.code != 0 || !strings.Contains(r.stdout, "compiled 16x16 on go") || !strings.Contains(r.stdout, "compiled 24x20 on go") {
+	// Scene sizes compile what their plans run on: two small scenes run
+	// whole on one rung of the ladder, a long one on 384 px tiles across
+	// its 100 px on the next rung up.
+	r = runPnec(t, time.Minute, "backends", "--precompile", modelPath, "--shapes", "16x16,24x20,500x100", "--backend", "go")
+	if r.code != 0 || !strings.Contains(r.stdout, "compiling 2 shapes on go") || !strings.Contains(r.stdout, "compiled 64x64 (whole scenes) on go") ||
+		!strings.Contains(r.stdout, "compiled 384x128 (tiles) on go") {
 		t.Errorf("precompile: exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
 	}
 	// A CUDA 13 plugin installed with pip, without its NVIDIA wheels.

@@ -1,9 +1,13 @@
 package main
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -14,8 +18,9 @@ import (
 	"github.com/pnec/pnec/processor"
 )
 
-// smallestPlanBytes is the memory model's estimate for scene through the
-// model at modelPath in 64 px tiles, the smallest plan the planner makes.
+// smallestPlanBytes is the smallest budget the planner accepts for scene
+// through the model at modelPath: its plan on the model's grid with one
+// tile in flight (the BudgetError of a budget below it names it).
 func smallestPlanBytes(t *testing.T, modelPath, scene string, base processor.Options) int64 {
 	t.Helper()
 	m, err := model.Load(modelPath)
@@ -29,12 +34,13 @@ func smallestPlanBytes(t *testing.T, modelPath, scene string, base processor.Opt
 	info := sc.Info()
 	sc.Close()
 	opts := base
-	opts.TileSize, opts.MaxMemoryBytes = 64, 1<<40
-	p, _, err := processor.PlanSceneInfo(info, m, opts)
-	if err != nil {
-		t.Fatal(err)
+	opts.MaxMemoryBytes = 1
+	_, _, err = processor.PlanSceneInfo(info, m, opts)
+	var be *processor.BudgetError
+	if !errors.As(err, &be) {
+		t.Fatalf("a 1-byte budget: %v, want a BudgetError", err)
 	}
-	return processor.PlannedBytes(p, info, m, opts)
+	return be.NeedBytes
 }
 
 // TestBudgetHolds runs the real binary on a wide scene (the shape whose
@@ -135,4 +141,71 @@ func TestBudgetHoldsManySourceVRT(t *testing.T) {
 	}
 	budget := smallestPlanBytes(t, modelPath, scene, processor.Options{}) * 5 / 4
 	classifyWithinBudget(t, bin, modelPath, scene, dir, budget, ", of which VRT sources "+processor.FormatBytes(processor.VRTSourcesBytes(info)))
+}
+
+// TestBudgetTooSmallNamesSmallest: a budget that cannot hold one tile is
+// refused before any work in one line naming the smallest that works; that
+// budget runs (one tile in flight), and its map is the one an ample budget
+// writes, byte for byte: the budget never changes the map.
+func TestBudgetTooSmallNamesSmallest(t *testing.T) {
+	bin := pnecBinary(t)
+	modelPath, err := fixture.ModelPath()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	scene := bigFixtureScene(t, dir, 1000, 1100)
+	run := func(budget, out string) (string, error) {
+		cmd := exec.Command(bin, "classify", "--backend", "go", "--model", modelPath, "--scene", scene,
+			"--out", filepath.Join(dir, out), "--max-memory", budget)
+		b, err := cmd.CombinedOutput()
+		return string(b), err
+	}
+	msg, err := run("64M", "small.tif")
+	if err == nil {
+		t.Fatalf("--max-memory 64M ran:\n%s", msg)
+	}
+	re := regexp.MustCompile(`give --max-memory (\S+) or more`)
+	m := re.FindStringSubmatch(msg)
+	if m == nil || strings.Count(strings.TrimSpace(msg), "\n") != 0 || !strings.Contains(msg, "384x384 tiles") {
+		t.Fatalf("refusal %q: want one line naming the tiles and the smallest budget", msg)
+	}
+	if left, _ := filepath.Glob(filepath.Join(dir, "*small*")); len(left) > 0 {
+		t.Errorf("refused run left %v", left)
+	}
+	out, err := run(m[1], "smallest.tif")
+	if err != nil {
+		t.Fatalf("the named --max-memory %s: %v\n%s", m[1], err, tail(out, 2000))
+	}
+	if !strings.Contains(out, "tile in flight") && !strings.Contains(out, "tiles in flight") {
+		t.Errorf("summary does not say the tiles in flight:\n%s", tail(out, 1000))
+	}
+	if out, err := run("32G", "ample.tif"); err != nil {
+		t.Fatalf("--max-memory 32G: %v\n%s", err, tail(out, 2000))
+	}
+	a, b := classBand(t, filepath.Join(dir, "smallest.tif")), classBand(t, filepath.Join(dir, "ample.tif"))
+	if !slices.Equal(a, b) {
+		t.Errorf("--max-memory %s and 32G wrote different class bands", m[1])
+	}
+	t.Logf("refused: %s", strings.TrimSpace(msg))
+}
+
+// classBand reads a product's class band.
+func classBand(t *testing.T, path string) []float32 {
+	t.Helper()
+	s, err := geo.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	in := s.Info()
+	b, err := s.ReadWindow(context.Background(), geo.Window{Cols: in.Cols, Rows: in.Rows})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := make([]float32, in.Rows*in.Cols)
+	for i := range out {
+		out[i] = b.Data[i*b.Bands]
+	}
+	return out
 }

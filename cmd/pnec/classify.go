@@ -27,8 +27,9 @@ func init() {
 		Name:      "classify",
 		Usage:     "classify a hyperspectral scene into a COG land-cover product (class + reliability bands)",
 		UsageText: "pnec classify --model MODEL --scene SCENE --out PRODUCT.tif [options]\npnec classify --model MODEL [options] INPUT OUTPUT",
-		Description: "Runs the model on the whole image when the scene fits the memory budget, otherwise on\n" +
-			"overlapping tiles that are blended before the AvgPool recovery, and streams the product: band 1\n" +
+		Description: "Runs the model on the model's grid: the whole image when both sides are at most " + fmt.Sprint(processor.CanonicalTile) + " px,\n" +
+			"otherwise overlapping tiles of that side blended before the AvgPool recovery; the memory budget\n" +
+			"and the machine never change the grid, so a scene and a model give one map. It streams the product: band 1\n" +
 			"'class' (colour table and class names inside), band 2 'reliability' (percent); both bands share\n" +
 			"the no-data value 255 (65535 for more than 254 classes). --reliability float32 adds OUTPUT's\n" +
 			"NAME.reliability.tif (Float32 0..1, NaN no-data); a QGIS style NAME.qml is written beside it.\n" +
@@ -60,9 +61,9 @@ func init() {
 // planFlags are the flags that shape the tile plan, shared by classify and tiles.
 func planFlags() []cli.Flag {
 	return []cli.Flag{
-		&cli.StringFlag{Name: "max-memory", Usage: "memory budget `SIZE` for planning (e.g. 4G, 512M; default: half of physical memory)"},
-		&cli.IntFlag{Name: "tile", Usage: "force tiles of `N` pixels a side (rounded up to the stride of 4; 0 = the budget decides)"},
-		&cli.IntFlag{Name: "overlap", Value: -1, Usage: "overlap between tiles in `PIXELS` (rounded up to 4; -1 = 32 px, at least the recovery window + 16, measured: see docs/classify.md)"},
+		&cli.StringFlag{Name: "max-memory", Usage: "memory budget `SIZE` (e.g. 4G, 512M; default: half of physical memory): it decides how many tiles are in flight, never the map; a budget too small for one tile is refused with the smallest that works"},
+		&cli.IntFlag{Name: "tile", Usage: fmt.Sprintf("tiles of `N` pixels a side (rounded up to the stride of 4): another grid than the model's, so another map (0 = the model's grid: the whole image up to %d px a side, else %d px tiles, whatever the budget or the machine; docs/classify.md)", processor.CanonicalTile, processor.CanonicalTile)},
+		&cli.IntFlag{Name: "overlap", Value: -1, Usage: fmt.Sprintf("overlap between tiles in `PIXELS` with --tile (rounded up to 4; -1 = the model's grid's %d px, at most half the tile, measured: see docs/classify.md)", tiling.DefaultOverlapPixels)},
 	}
 }
 
@@ -160,7 +161,7 @@ func planOptions(c *cli.Context) (processor.Options, error) {
 		o.Overlap = ov
 	}
 	if c.IsSet("overlap") && o.TileSize == 0 {
-		return o, errors.New("--overlap needs --tile (the automatic plan picks its own overlap)")
+		return o, errors.New("--overlap needs --tile (the model's grid has its own overlap)")
 	}
 	return o, nil
 }
@@ -356,6 +357,19 @@ func progressReporter(w io.Writer, scene string) func(processor.Progress) {
 	}
 }
 
+// describeFlight says how many tiles the budget (and the device) hold in
+// flight: "2 tiles in flight (the next read while one runs)".
+func describeFlight(f tiling.Flight) string {
+	s := "1 tile in flight (the budget holds no read-ahead)"
+	if f.Host > 1 {
+		s = fmt.Sprintf("%d tiles in flight (the next read while one runs)", f.Host)
+	}
+	if f.Device > 0 {
+		s += fmt.Sprintf(", %d on the device", f.Device)
+	}
+	return s
+}
+
 func printSummary(w io.Writer, r processor.Result) {
 	fmt.Fprintf(w, "%s: %dx%d (cols x rows), %s, backend %s\n", r.Product, r.Cols, r.Rows, r.Plan, r.Backend)
 	if r.Mask != "" {
@@ -378,7 +392,7 @@ func printSummary(w io.Writer, r processor.Result) {
 		r.Elapsed.Round(time.Millisecond), processor.SI(r.PixelsPerSecond()),
 		t.Read.Round(time.Millisecond), 100*rd, t.Network.Round(time.Millisecond), 100*nw,
 		t.Stitch.Round(time.Millisecond), 100*st, t.Write.Round(time.Millisecond), 100*wr)
-	fmt.Fprintf(w, "  memory budget %s, planned peak %s\n", processor.FormatBytes(r.MaxMemoryBytes), processor.FormatBytes(r.PlannedBytes))
+	fmt.Fprintf(w, "  memory budget %s, planned peak %s, %s\n", processor.FormatBytes(r.MaxMemoryBytes), processor.FormatBytes(r.PlannedBytes), describeFlight(r.Flight))
 	fmt.Fprintf(w, "  model bands: %s\n", r.Bands)
 	if r.QualityMasks != "" {
 		fmt.Fprintf(w, "  quality masks: %s\n", r.QualityMasks)

@@ -190,6 +190,8 @@ func withFlagHints(err error) error {
 		return nil
 	case errors.As(err, &be) && be.TileSize > 0:
 		return fmt.Errorf("%w: give --max-memory %s or more, or a smaller --tile", err, be.NeedSize())
+	case errors.As(err, &be) && !be.Whole:
+		return fmt.Errorf("%w: give --max-memory %s or more (a smaller --tile also fits, but makes another grid and so another map)", err, be.NeedSize())
 	case errors.As(err, &be):
 		return fmt.Errorf("%w: give --max-memory %s or more", err, be.NeedSize())
 	case errors.Is(err, pipelines.ErrNoAsset):

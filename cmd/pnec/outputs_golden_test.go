@@ -89,7 +89,8 @@ func TestOutputsGolden(t *testing.T) {
 		t.Fatalf("pnec info: %v", err)
 	}
 	got["info"] = normalisedJSON(t, out, norm, nil)
-	tiles := exec.Command(bin, "tiles", "--model", modelPath, "--scene", scene, "--tile", "16", "--overlap", "4")
+	// The budget is named: its default is half of the machine's memory.
+	tiles := exec.Command(bin, "tiles", "--model", modelPath, "--scene", scene, "--tile", "16", "--overlap", "4", "--max-memory", "2G")
 	if out, err = tiles.Output(); err != nil {
 		t.Fatalf("pnec tiles: %v", err)
 	}

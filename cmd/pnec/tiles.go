@@ -2,12 +2,14 @@ package main
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"os"
 
 	"github.com/pnec/pnec/geo"
 	"github.com/pnec/pnec/model"
 	"github.com/pnec/pnec/processor"
+	"github.com/pnec/pnec/tiling"
 	"github.com/urfave/cli/v2"
 )
 
@@ -16,10 +18,12 @@ func init() {
 		Name:      "tiles",
 		Usage:     "print how 'pnec classify' would cut a scene into tiles",
 		UsageText: "pnec tiles --scene SCENE [--model MODEL] [--tile N --overlap M] [--max-memory SIZE] [--geojson] [--all]",
-		Description: "Plans the scene as 'pnec classify' does (the whole image when it fits the memory budget,\n" +
-			"else overlapping tiles whose origins and sizes are multiples of the network's stride of 4)\n" +
-			"and prints the plan: one line per tile with its network input, the window read from the scene\n" +
-			"and its core (the pixels it owns after cropping). With --geojson it prints a GeoJSON\n" +
+		Description: "Plans the scene as 'pnec classify' does (the model's grid: the whole image when both sides are\n" +
+			"at most " + fmt.Sprint(processor.CanonicalTile) + " px, else overlapping tiles of that side whose origins are multiples of the network's\n" +
+			"stride of 4; inputs below the tile padded to a multiple of " + fmt.Sprint(tiling.LadderStep) + " px; --tile gives another grid) and prints\n" +
+			"the plan: one line per tile with its network input, the window read from the scene and its core\n" +
+			"(the pixels it owns after cropping), the memory budget's planned peak and how many tiles it\n" +
+			"holds in flight (the budget never changes the grid). With --geojson it prints a GeoJSON\n" +
 			"FeatureCollection of the tiles' footprints in the scene's CRS (pixel coordinates when the\n" +
 			"scene has no georeference). Without --model the memory estimate is a generic one.\n" +
 			"Plans of more than 1000 tiles (a VRT mosaic declaring millions of pixels a side) print the\n" +
@@ -77,9 +81,23 @@ func tilesAction(c *cli.Context) error {
 		}
 		printWarnings(stderrOf(c), name, bp.Warnings)
 	}
+	// The plan does not depend on the budget: one too small for it is
+	// said beside the plan (classify refuses it), not instead of it.
 	plan, budget, err := processor.PlanSceneLazy(info, m, opts)
-	if err != nil {
+	var be *processor.BudgetError
+	if err != nil && !errors.As(err, &be) {
 		return fmt.Errorf("%s: plan: %w", name, err)
+	}
+	memory := ""
+	if be != nil {
+		memory = fmt.Sprintf("memory budget %d MiB too small: one tile in flight needs at least %d MiB (classify needs --max-memory %s or more)",
+			budget>>20, be.NeedBytes>>20, be.NeedSize())
+	} else {
+		flight, planned, err := processor.Flight(plan, info, m, opts, budget, tiling.DeviceMemory{})
+		if err != nil {
+			return fmt.Errorf("%s: plan: %w", name, err)
+		}
+		memory = fmt.Sprintf("memory budget %d MiB (planned peak %d MiB, %s)", budget>>20, planned>>20, describeFlight(flight))
 	}
 	w := c.App.Writer
 	if w == nil {
@@ -94,8 +112,7 @@ func tilesAction(c *cli.Context) error {
 	}
 	bw := bufio.NewWriter(w)
 	fmt.Fprintf(bw, "%s: %s\n", name, plan)
-	fmt.Fprintf(bw, "memory budget %d MiB (planned peak %d MiB), stride %d, blend margin %d px\n",
-		budget>>20, processor.PlannedBytes(plan, info, m, opts)>>20, plan.Stride, plan.Margin)
+	fmt.Fprintf(bw, "%s, stride %d, blend margin %d px\n", memory, plan.Stride, plan.Margin)
 	for i := 0; i < listed; i++ {
 		t := plan.Tile(i)
 		fmt.Fprintf(bw, "tile %d (row %d, col %d): input %v, read %v, core %v\n", t.Index, t.Row, t.Col, t.Input, t.Read, t.Core)
