@@ -82,12 +82,17 @@ func TestClassifyDrift(t *testing.T) {
 	}
 	// The tiles' cells see another context than the whole image's, so the
 	// network's figures agree to within what a few of the 80 cells move
-	// (the verdict may differ where a figure lies that near a limit).
+	// (the verdict may differ where a figure lies that near a limit). Since a
+	// whole image is padded to the 64 px ladder (issue 35), the 32x40 scene
+	// runs inside 64x64 with no-data beyond its edges while the forced 20 px
+	// tiles run as they are: measured at 4aceb1d, 5 of the 80 cells change
+	// sides of the far share (0.175 against 0.1125) and the margin ratio
+	// moves by 0.024.
 	w, d := res.Drift, tiled.Drift
 	if d.ValidPixels != w.ValidPixels || d.ValidCells != w.ValidCells || math.Abs(d.BrightnessRatio-w.BrightnessRatio) > 1e-9 ||
 		math.Abs(d.BandShiftMaxSD-w.BandShiftMaxSD) > 1e-6 || math.Abs(d.FarShare-w.FarShare) > 0.01 || math.Abs(d.ReliabilityRatio-w.ReliabilityRatio) > 0.01 ||
-		math.Abs(d.FeatureFarShare-w.FeatureFarShare) > 0.05 || math.Abs(d.FeatureDistanceRatio-w.FeatureDistanceRatio) > 0.05 ||
-		math.Abs(d.PrototypeMarginRatio-w.PrototypeMarginRatio) > 0.02 || math.Abs(d.MarginRatio-w.MarginRatio) > 0.02 ||
+		math.Abs(d.FeatureFarShare-w.FeatureFarShare) > 0.08 || math.Abs(d.FeatureDistanceRatio-w.FeatureDistanceRatio) > 0.05 ||
+		math.Abs(d.PrototypeMarginRatio-w.PrototypeMarginRatio) > 0.02 || math.Abs(d.MarginRatio-w.MarginRatio) > 0.035 ||
 		math.Abs(d.UncertaintyRatio-w.UncertaintyRatio) > 0.01 {
 		t.Errorf("tiled drift %+v, whole-image %+v: want the same figures", d, w)
 	}
