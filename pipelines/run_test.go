@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"github.com/pnec/pnec/internal/fixture"
+	"github.com/pnec/pnec/internal/stacschema"
+	"github.com/pnec/pnec/stac"
 )
 
 func TestMain(m *testing.M) {
@@ -140,7 +142,7 @@ func TestRunEndToEnd(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := schemaStore(t).Validate(cb, "https://schemas.stacspec.org/v1.0.0/collection-spec/json-schema/collection.json"); err != nil {
+	if err := stacschema.Store(t).Validate(cb, "https://schemas.stacspec.org/v1.0.0/collection-spec/json-schema/collection.json"); err != nil {
 		t.Errorf("collection: %v", err)
 	}
 	if n := strings.Count(string(cb), `"rel": "item"`); n != 4 {
@@ -170,7 +172,7 @@ func TestRunEndToEnd(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := schemaStore(t).Validate(mb, MLMSchema); err != nil {
+	if err := stacschema.Store(t).Validate(mb, stac.MLMSchema); err != nil {
 		t.Errorf("the model's item: %v", err)
 	}
 	mtimes := map[string]time.Time{}
