@@ -5,7 +5,6 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/pnec/pnec/internal/fixture"
 	"github.com/pnec/pnec/internal/stacschema"
 	"github.com/pnec/pnec/stac"
 )
@@ -23,19 +22,6 @@ func writeFile(t testing.TB, p, content string) string {
 		t.Fatal(err)
 	}
 	if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return p
-}
-
-// wavelengthModel is fixture.WriteWavelengthModel's model in dir.
-func wavelengthModel(t testing.TB, dir string) string {
-	t.Helper()
-	if testing.Short() {
-		t.Skip("trains a model: skipped with -short")
-	}
-	p, err := fixture.WriteWavelengthModel(dir)
-	if err != nil {
 		t.Fatal(err)
 	}
 	return p

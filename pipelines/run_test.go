@@ -27,17 +27,8 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-func tinyModel(t testing.TB) string {
-	t.Helper()
-	if testing.Short() {
-		t.Skip("trains a model: skipped with -short")
-	}
-	p, err := fixture.ModelPath()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return p
-}
+// tinyModel is the fixture's tiny trained model (fixture.Model).
+func tinyModel(t testing.TB) string { return fixture.Model(t) }
 
 // batchInputs writes scenes a, b, c, a STAC Item for d, and two bad scenes.
 func batchInputs(t *testing.T) (string, []string) {

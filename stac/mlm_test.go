@@ -23,7 +23,7 @@ import (
 // size, the training data as links, the training accuracy.
 func TestModelItemValidates(t *testing.T) {
 	dir := t.TempDir()
-	modelPath := wavelengthModel(t, dir)
+	modelPath := fixture.WavelengthModel(t, dir)
 	scene := filepath.Join(dir, "train.tif")
 	if err := fixture.WriteScene(scene, 1); err != nil {
 		t.Fatal(err)
@@ -129,7 +129,7 @@ func TestModelItemValidates(t *testing.T) {
 // model Items with the faults a writer could make, so that
 // TestModelItemValidates can fail.
 func TestMLMSchemaCatchesBadItems(t *testing.T) {
-	modelPath := tinyModel(t)
+	modelPath := fixture.Model(t)
 	m, err := model.Load(modelPath)
 	if err != nil {
 		t.Fatal(err)
@@ -182,7 +182,7 @@ func TestMLMSchemaCatchesBadItems(t *testing.T) {
 // gives is taken when valid and refused when not.
 func TestModelNameValidates(t *testing.T) {
 	dir := t.TempDir()
-	src := wavelengthModel(t, dir)
+	src := fixture.WavelengthModel(t, dir)
 	b, err := os.ReadFile(src)
 	if err != nil {
 		t.Fatal(err)
