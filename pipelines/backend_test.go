@@ -8,6 +8,7 @@ import (
 	"runtime"
 	"testing"
 
+	"github.com/pnec/pnec/internal/fixture"
 	"github.com/pnec/pnec/model"
 	"github.com/pnec/pnec/processor"
 	"github.com/pnec/pnec/tiling"
@@ -39,7 +40,7 @@ func TestChooseJobsFollowsDefaultBackend(t *testing.T) {
 	// One core for the Go backend: a large batch is then faster on the GPU
 	// by MeasuredSpeed's figures, whatever the machine running the test.
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
-	m, err := model.Load(wavelengthModel(t, t.TempDir()))
+	m, err := model.Load(fixture.WavelengthModel(t, t.TempDir()))
 	if err != nil {
 		t.Fatal(err)
 	}

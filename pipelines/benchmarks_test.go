@@ -6,22 +6,9 @@ import (
 	"fmt"
 	"path/filepath"
 	"testing"
-)
 
-// BenchmarkBuildItem: building and encoding one product's STAC Item.
-func BenchmarkBuildItem(b *testing.B) {
-	p := sampleParams(b.TempDir())
-	b.ReportAllocs()
-	for b.Loop() {
-		item, err := BuildItem(p)
-		if err != nil {
-			b.Fatal(err)
-		}
-		if _, err := json.Marshal(item); err != nil {
-			b.Fatal(err)
-		}
-	}
-}
+	"github.com/pnec/pnec/stac"
+)
 
 // BenchmarkExpandCatalog: expanding a local catalog of 1000 Items.
 func BenchmarkExpandCatalog(b *testing.B) {
@@ -50,8 +37,8 @@ func BenchmarkUpToDate(b *testing.B) {
 	src := writeFile(b, filepath.Join(d, "in.tif"), "input")
 	product := writeFile(b, filepath.Join(d, "p.tif"), "product")
 	rec := sourceRecord(Input{Name: src})
-	item, _ := json.Marshal(map[string]any{"properties": map[string]any{propSource: rec, propModelChecksum: "m", propProductFormat: productFormat},
-		"assets": map[string]any{productAssetKey: map[string]any{"file:size": 7}}})
+	item, _ := json.Marshal(map[string]any{"properties": map[string]any{stac.PropSource: rec, stac.PropModelChecksum: "m", stac.PropProductFormat: stac.ProductFormat},
+		"assets": map[string]any{stac.ProductAssetKey: map[string]any{"file:size": 7}}})
 	writeFile(b, filepath.Join(d, "p.qml"), "<qgis/>")
 	itemPath := writeFile(b, filepath.Join(d, "p.json"), string(item))
 	b.ReportAllocs()

@@ -12,10 +12,11 @@ import (
 	"time"
 
 	"github.com/pnec/pnec/internal/fixture"
+	"github.com/pnec/pnec/stac"
 )
 
 // TestRunRefusesUnknownDatetime: a scene whose acquisition time nothing
-// gives fails before it is classified, with ErrNoDatetime and no product;
+// gives fails before it is classified, with stac.ErrNoDatetime and no product;
 // with the user's interval it is done, its Item's datetime null between
 // the interval's bounds.
 func TestRunRefusesUnknownDatetime(t *testing.T) {
@@ -31,8 +32,8 @@ func TestRunRefusesUnknownDatetime(t *testing.T) {
 	var rep bytes.Buffer
 	_, err := Run(context.Background(), Config{ModelPath: modelPath, OutDir: out, Inputs: []string{in}, Report: &rep, Version: "test"})
 	var fe *FailedError
-	if !errors.As(err, &fe) || !errors.Is(err, ErrNoDatetime) {
-		t.Fatalf("got %v, want a FailedError wrapping ErrNoDatetime", err)
+	if !errors.As(err, &fe) || !errors.Is(err, stac.ErrNoDatetime) {
+		t.Fatalf("got %v, want a FailedError wrapping stac.ErrNoDatetime", err)
 	}
 	r := readReport(t, rep.Bytes())["timeless.tif"]
 	if r.Status != StatusFailed || !strings.Contains(r.Reason, "no acquisition time") || r.Times != nil {

@@ -5,9 +5,9 @@
 // deterministic shard of them (Shard, for Kubernetes Indexed Jobs), skips
 // scenes whose product is up to date, classifies the rest with
 // processor.Classifier (one per parallel job, sharing one loaded model), and
-// writes beside each COG product a STAC Item (classification, raster,
-// projection and processing extensions) that also records what the product
-// was made from, so that a rerun knows what to skip.
+// writes beside each COG product a STAC Item (made by package stac) that
+// also records what the product was made from, so that a rerun knows what
+// to skip.
 //
 // Failure safety: a product only ever appears at its final path by an atomic
 // rename (the processor's and this package's writers both write a temporary
@@ -16,11 +16,12 @@
 // left behind by a killed run are removed when their scene's lock is free.
 // One scene's failure is reported and does not stop the others.
 //
-// Around the batch: the model's STAC Item with the Machine Learning Model
-// extension, which product Items point at (BuildModelItem, mlm.go); STAC
-// task payloads in and out (RunPayload, payload.go); per-scene areas of
-// interest (Config.Mask, mask.go); the class probabilities asset
-// (probabilities.go).
+// Around the batch: which model STAC Item the products point at, written
+// when the run must (modelitem.go); running a STAC task payload (RunPayload,
+// payload.go); per-scene areas of interest (Config.Mask, mask.go); whether
+// the class probabilities asked for are there (probabilities.go). The STAC
+// documents themselves (Items, the model's MLM Item, Collections, payloads)
+// are package stac's.
 //
 // The package reaches GDAL only through geo and processor (never godal or
 // GoMLX directly); it fetches STAC documents given as http(s) URLs itself

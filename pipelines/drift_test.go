@@ -85,9 +85,9 @@ func TestRunOnDrift(t *testing.T) {
 			if err := json.Unmarshal(b, &item); err != nil {
 				t.Fatal(err)
 			}
-			d, _ := item.Properties[propDrift].(map[string]any)
-			if item.Properties[propDriftVerdict] != "ok" || d == nil || d["far_share"] == nil || d["reliability_ratio"] == nil {
-				t.Errorf("Item properties %s %v, %s %v: want ok with the figures", propDriftVerdict, item.Properties[propDriftVerdict], propDrift, d)
+			d, _ := item.Properties["pnec:drift"].(map[string]any)
+			if item.Properties["pnec:drift_verdict"] != "ok" || d == nil || d["far_share"] == nil || d["reliability_ratio"] == nil {
+				t.Errorf("Item properties pnec:drift_verdict %v, pnec:drift %v: want ok with the figures", item.Properties["pnec:drift_verdict"], d)
 			}
 		})
 	}

@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"net/http"
 	"net/url"
@@ -19,6 +18,7 @@ import (
 
 	"github.com/pnec/pnec/geo"
 	"github.com/pnec/pnec/internal/samefile"
+	"github.com/pnec/pnec/stac"
 )
 
 // Input is one scene to classify.
@@ -126,9 +126,6 @@ type ExpandOptions struct {
 	AllowOutsideCatalog bool
 }
 
-// maxSTACBytes caps one STAC document read into memory (64 MiB).
-const maxSTACBytes = 64 << 20
-
 // rasterExts are the file name extensions a directory argument picks up.
 var rasterExts = map[string]bool{
 	".tif": true, ".tiff": true, ".vrt": true, ".img": true, ".bsq": true, ".bil": true,
@@ -182,13 +179,9 @@ func (e *expander) fail(input string, err error) {
 	e.errs = append(e.errs, &InputError{Input: input, Err: err})
 }
 
-func isURL(s string) bool {
-	return strings.HasPrefix(s, "http://") || strings.HasPrefix(s, "https://")
-}
-
 func looksLikeJSON(a string) bool {
 	p := a
-	if isURL(a) {
+	if stac.IsURL(a) {
 		if u, err := url.Parse(a); err == nil {
 			p = u.Path
 		}
@@ -200,9 +193,9 @@ func (e *expander) arg(ctx context.Context, a, origin string) {
 	switch {
 	case a == "":
 		e.fail(origin, errors.New("empty input name"))
-	case isURL(a) && looksLikeJSON(a):
+	case stac.IsURL(a) && looksLikeJSON(a):
 		e.stac(ctx, a, origin, 0, rootOf(a))
-	case isURL(a):
+	case stac.IsURL(a):
 		e.out = append(e.out, Input{Name: "/vsicurl/" + a, Arg: origin})
 	case strings.HasPrefix(a, "/vsi") || strings.Contains(a, ":") && !fileExists(a):
 		// A GDAL virtual path or a subdataset name (HDF5:"f.h5"://x): GDAL decides.
@@ -306,7 +299,7 @@ func (e *expander) dir(ctx context.Context, d, origin string) {
 }
 
 func (e *expander) read(ctx context.Context, loc string) ([]byte, error) {
-	if !isURL(loc) {
+	if !stac.IsURL(loc) {
 		if err := geo.CheckRegular(loc); err != nil {
 			return nil, err
 		}
@@ -315,7 +308,7 @@ func (e *expander) read(ctx context.Context, loc string) ([]byte, error) {
 			return nil, err
 		}
 		defer f.Close()
-		return readCapped(f)
+		return stac.ReadDocument(f)
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, loc, nil)
 	if err != nil {
@@ -329,18 +322,7 @@ func (e *expander) read(ctx context.Context, loc string) ([]byte, error) {
 	if resp.StatusCode != http.StatusOK {
 		return nil, fmt.Errorf("GET: %s", resp.Status)
 	}
-	return readCapped(resp.Body)
-}
-
-func readCapped(r io.Reader) ([]byte, error) {
-	b, err := io.ReadAll(io.LimitReader(r, maxSTACBytes+1))
-	if err != nil {
-		return nil, err
-	}
-	if len(b) > maxSTACBytes {
-		return nil, fmt.Errorf("larger than %d bytes", maxSTACBytes)
-	}
-	return b, nil
+	return stac.ReadDocument(resp.Body)
 }
 
 // stacDoc is the part of any STAC document Expand reads.
@@ -367,7 +349,7 @@ type stacLink struct {
 // rootOf is the catalog folder of a STAC document given as input: its
 // directory, absolute (a local file), or its URL up to the last '/'.
 func rootOf(loc string) string {
-	if isURL(loc) {
+	if stac.IsURL(loc) {
 		if u, err := url.Parse(loc); err == nil {
 			u.RawQuery, u.Fragment = "", ""
 			u.Path = u.Path[:strings.LastIndex(u.Path, "/")+1]
@@ -379,13 +361,6 @@ func rootOf(loc string) string {
 		return abs
 	}
 	return filepath.Dir(loc)
-}
-
-// hasScheme reports whether href starts with a URL scheme (two letters or more, so
-// that a Windows drive is none).
-func hasScheme(href string) bool {
-	u, err := url.Parse(href)
-	return err == nil && len(u.Scheme) > 1
 }
 
 // stac reads the STAC document at loc (a local path or URL), found from
@@ -514,7 +489,7 @@ func (e *expander) assetName(loc, root, key, href string) (string, error) {
 	if err := e.inside(root, href, target); err != nil {
 		return "", fmt.Errorf("asset %q: %w", key, err)
 	}
-	return gdalName(target), nil
+	return stac.GDALName(target), nil
 }
 
 // chooseAsset picks want, or the single asset with role "data".
@@ -564,7 +539,7 @@ func resolveHref(base, href string) (string, error) {
 	if href == "" {
 		return "", errors.New("empty href")
 	}
-	if u, err := url.Parse(href); err == nil && hasScheme(href) {
+	if u, err := url.Parse(href); err == nil && stac.HasScheme(href) {
 		switch u.Scheme {
 		case "http", "https", "s3", "gs", "az", "abfs":
 			return href, nil
@@ -578,7 +553,7 @@ func resolveHref(base, href string) (string, error) {
 		return href, nil
 	}
 	clean := path.Clean(strings.ReplaceAll(href, "\\", "/"))
-	if isURL(base) {
+	if stac.IsURL(base) {
 		b, err := url.Parse(base)
 		if err != nil {
 			return "", err
@@ -628,19 +603,19 @@ func (e *expander) inside(root, href, target string) error {
 	if e.opts.AllowOutsideCatalog || root == "" {
 		return nil
 	}
-	relative := !strings.HasPrefix(href, "/") && !hasScheme(href)
+	relative := !strings.HasPrefix(href, "/") && !stac.HasScheme(href)
 	out := func(why string) error { return &OutsideError{Href: href, Why: why, Root: root} }
 	switch {
 	case isRemote(target):
 		// Another server or bucket is no local file; a relative href of a
 		// remote catalog stays under its folder like a local one's.
-		if relative && isURL(root) && !strings.HasPrefix(target, root) {
+		if relative && stac.IsURL(root) && !strings.HasPrefix(target, root) {
 			return out("../ past the folder")
 		}
 		return nil
 	case strings.HasPrefix(target, "/vsi"):
 		return out("a GDAL virtual path, which may read any local file")
-	case isURL(root):
+	case stac.IsURL(root):
 		return out("a local file named by a remote catalog")
 	}
 	abs, err := filepath.Abs(target)
@@ -668,19 +643,6 @@ func (e *expander) inside(root, href, target string) error {
 func within(root, p string) bool {
 	rel, err := filepath.Rel(root, p)
 	return err == nil && rel != ".." && !strings.HasPrefix(rel, "../")
-}
-
-// gdalName maps an href to the GDAL dataset name that reads it.
-func gdalName(target string) string {
-	for prefix, vsi := range map[string]string{
-		"http://": "/vsicurl/http://", "https://": "/vsicurl/https://",
-		"s3://": "/vsis3/", "gs://": "/vsigs/", "az://": "/vsiaz/", "abfs://": "/vsiadls/",
-	} {
-		if strings.HasPrefix(target, prefix) {
-			return vsi + strings.TrimPrefix(target, prefix)
-		}
-	}
-	return target
 }
 
 // assignKeys gives each input a product key: the STAC Item id or the file

@@ -7,6 +7,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/pnec/pnec/stac"
 )
 
 // ErrNoMask: a scene's mask cannot be found (its STAC Item has no asset
@@ -76,7 +78,7 @@ func maskAsset(assets map[string]stacAsset, role string) (string, error) {
 // maskRecord adds the mask a product was made within to its source
 // record (name, and size and modification time of a local file), so that
 // a rerun with another mask, or a changed one, redoes the scene.
-func maskRecord(r *SourceRecord, mask string) {
+func maskRecord(r *stac.SourceRecord, mask string) {
 	if mask == "" {
 		return
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/pnec/pnec/geo"
 	"github.com/pnec/pnec/internal/fixture"
+	"github.com/pnec/pnec/stac"
 )
 
 // writeMask writes a raster mask on the fixture grid: inside where in(r, c).
@@ -101,7 +102,7 @@ func TestRunMasks(t *testing.T) {
 	validateItem(t, b)
 	var item struct{ Properties map[string]any }
 	json.Unmarshal(b, &item)
-	if src := item.Properties[propSource].(map[string]any); !strings.HasSuffix(src["mask"].(string), "masks/all.tif") || src["mask_size_bytes"] == nil {
+	if src := item.Properties[stac.PropSource].(map[string]any); !strings.HasSuffix(src["mask"].(string), "masks/all.tif") || src["mask_size_bytes"] == nil {
 		t.Errorf("got pnec:source %v, want the mask recorded", src)
 	}
 	if lin := item.Properties["processing:lineage"].(string); !strings.Contains(lin, "area of interest") {

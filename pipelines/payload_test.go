@@ -13,6 +13,7 @@ import (
 
 	"github.com/pnec/pnec/internal/fixture"
 	"github.com/pnec/pnec/processor"
+	"github.com/pnec/pnec/stac"
 )
 
 // testPayload is a payload shaped like the stac-task convention's own
@@ -63,12 +64,12 @@ func TestRunPayload(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := ReadPayload(f, path)
+	p, err := stac.ReadPayload(f, path)
 	f.Close()
 	if err != nil {
 		t.Fatal(err)
 	}
-	params, err := p.Parameters(DefaultTaskName)
+	params, err := p.Parameters(stac.DefaultTaskName)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -148,15 +149,14 @@ func TestRunPayload(t *testing.T) {
 }
 
 // TestRunPayloadFailures: a payload Item without a usable asset fails
-// alone (the others are in the output payload, the error is Run's); a
-// payload that is none, or asks for an unknown matcher, is refused.
+// alone (the others are in the output payload, the error is Run's).
 func TestRunPayloadFailures(t *testing.T) {
 	modelPath := tinyModel(t)
 	dir := t.TempDir()
 	bad := `{"type":"Feature","stac_version":"1.0.0","id":"no-data-asset","geometry":null,"properties":{"datetime":"2024-06-01T00:00:00Z"},"links":[],"assets":{"thumb":{"href":"t.png","roles":["thumbnail"]}}}`
 	path := testPayload(t, dir, filepath.Join(dir, "up"), bad)
 	f, _ := os.Open(path)
-	p, err := ReadPayload(f, path)
+	p, err := stac.ReadPayload(f, path)
 	f.Close()
 	if err != nil {
 		t.Fatal(err)
@@ -164,39 +164,6 @@ func TestRunPayloadFailures(t *testing.T) {
 	_, o, err := RunPayload(context.Background(), Config{ModelPath: modelPath, OutDir: filepath.Join(dir, "w"), Jobs: 1, Version: "test"}, p)
 	if !errors.Is(err, ErrScenesFailed) || len(o["features"].([]any)) != 2 {
 		t.Errorf("got %v and %d features, want the failure and the 2 good Items", err, len(o["features"].([]any)))
-	}
-	for _, tc := range []struct{ name, doc, want string }{
-		{"not a FeatureCollection", `{"type":"Feature"}`, "want FeatureCollection"},
-		{"no process", `{"type":"FeatureCollection","features":[]}`, "no process definition"},
-		{"tasks not an object", `{"type":"FeatureCollection","features":[],"process":[{"tasks":{"pnec":3}}]}`, "tasks.pnec is not an object"},
-	} {
-		p, err := ReadPayload(strings.NewReader(tc.doc), "")
-		if err == nil {
-			_, err = p.Parameters(DefaultTaskName)
-		}
-		if !errors.Is(err, ErrPayload) || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("%s: got %v, want ErrPayload saying %q", tc.name, err, tc.want)
-		}
-	}
-	p, _ = ReadPayload(strings.NewReader(`{"type":"FeatureCollection","features":[],"process":[{"collection_matchers":[{"type":"jsonpath","pattern":"$.properties.x","collection_name":"c"}]}]}`), "")
-	if _, err := p.collectionOf("x"); !errors.Is(err, ErrPayload) {
-		t.Errorf("an unsupported JSONPath: got %v, want ErrPayload", err)
-	}
-}
-
-func TestExpandTemplate(t *testing.T) {
-	item := map[string]any{"id": "S2A_1", "collection": "s2", "properties": map[string]any{
-		"datetime": "2020-07-16T10:15:30Z", "mgrs:utm_zone": 31.0, "grid:code": "MGRS-31TDH"}}
-	for tmpl, want := range map[string]string{
-		"s3://b/${collection}/${year}/${month}/${day}/${id}": "s3://b/s2/2020/07/16/S2A_1",
-		"/out/${mgrs:utm_zone}/${grid:code}/${date}":         "/out/31/MGRS-31TDH/2020-07-16",
-	} {
-		if got, err := expandTemplate(tmpl, item, nil); err != nil || got != want {
-			t.Errorf("%s: got %q, %v, want %q", tmpl, got, err, want)
-		}
-	}
-	if _, err := expandTemplate("/out/${platform}", item, nil); !errors.Is(err, ErrPayload) || !strings.Contains(err.Error(), "has no platform") {
-		t.Errorf("missing variable: got %v", err)
 	}
 }
 
@@ -216,7 +183,7 @@ func TestRunPayloadLongID(t *testing.T) {
 		}
 		feats = append(feats, `{"type":"Feature","stac_version":"1.0.0","id":"`+id+`","geometry":null,"properties":{"datetime":"2024-06-01T00:00:00Z"},"links":[],"assets":{"data":{"href":"`+scene+`","roles":["data"]}}}`)
 	}
-	p, err := ReadPayload(strings.NewReader(`{"type":"FeatureCollection","features":[`+strings.Join(feats, ",")+`],"process":[{"tasks":{}}]}`), "")
+	p, err := stac.ReadPayload(strings.NewReader(`{"type":"FeatureCollection","features":[`+strings.Join(feats, ",")+`],"process":[{"tasks":{}}]}`), "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -260,11 +227,11 @@ func TestPayloadTemplateChecked(t *testing.T) {
 	if err := fixture.WriteScene(scene, 6); err != nil {
 		t.Fatal(err)
 	}
-	payload := func(tmpl, matchers string) *Payload {
+	payload := func(tmpl, matchers string) *stac.Payload {
 		doc := `{"type":"FeatureCollection","features":[{"type":"Feature","stac_version":"1.0.0","id":"s1","geometry":null,
 			"properties":{"datetime":"2024-06-01T00:00:00Z","platform":"EnMAP"},"links":[],"assets":{"data":{"href":"` + scene + `","roles":["data"]}}}],
 			"process":[{"upload_options":{"path_template":"` + tmpl + `"}` + matchers + `}]}`
-		p, err := ReadPayload(strings.NewReader(doc), "")
+		p, err := stac.ReadPayload(strings.NewReader(doc), "")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -290,8 +257,8 @@ func TestPayloadTemplateChecked(t *testing.T) {
 			sum, o, err := RunPayload(context.Background(), Config{ModelPath: modelPath, OutDir: out, Jobs: 1, Report: &rep}, payload(tc.tmpl, tc.matchers))
 			if !strings.HasPrefix(tc.want, "/") {
 				t.Log(err)
-				if !errors.Is(err, ErrPayload) || !strings.Contains(err.Error(), tc.want) || sum.Scenes != 0 || rep.Len() != 0 {
-					t.Fatalf("got %+v, %v: want ErrPayload saying %q before any scene", sum, err, tc.want)
+				if !errors.Is(err, stac.ErrPayload) || !strings.Contains(err.Error(), tc.want) || sum.Scenes != 0 || rep.Len() != 0 {
+					t.Fatalf("got %+v, %v: want stac.ErrPayload saying %q before any scene", sum, err, tc.want)
 				}
 				if ents, _ := os.ReadDir(out); len(ents) != 0 {
 					t.Errorf("out holds %d files: want none", len(ents))

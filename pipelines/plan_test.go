@@ -15,6 +15,7 @@ import (
 	"github.com/pnec/pnec/internal/fixture"
 	"github.com/pnec/pnec/model"
 	"github.com/pnec/pnec/processor"
+	"github.com/pnec/pnec/stac"
 )
 
 // TestRunOutputCollisions: two outputs of one batch that are one file are
@@ -90,7 +91,7 @@ func TestRunModelItemHref(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if err := WriteModelItem(ModelItemParams{Model: m, ModelPath: modelPath, ItemPath: ModelItemPath(modelPath), BaseURL: tc.baseURL,
+			if err := stac.WriteModelItem(stac.ModelItemParams{Model: m, ModelPath: modelPath, ItemPath: stac.ModelItemPath(modelPath), BaseURL: tc.baseURL,
 				Datetime: time.Now(), Now: time.Now()}); err != nil {
 				t.Fatal(err)
 			}
@@ -100,7 +101,7 @@ func TestRunModelItemHref(t *testing.T) {
 			out := filepath.Join(dir, "out")
 			cfg := Config{ModelPath: modelPath, OutDir: out, Inputs: []string{filepath.Join(dir, "in")}, STACBaseURL: "https://data.example.org/pnec/", ModelItem: tc.modelItem}
 			if tc.modelItem == "outside" {
-				cfg.ModelItem = ModelItemPath(modelPath)
+				cfg.ModelItem = stac.ModelItemPath(modelPath)
 			}
 			sum, err := Run(context.Background(), cfg)
 			if tc.want == "" {
@@ -176,7 +177,7 @@ func TestRunStopNamesEveryScene(t *testing.T) {
 			var out map[string]any
 			var err error
 			if payload {
-				p, perr := ReadPayload(strings.NewReader(`{"type":"FeatureCollection","features":[`+strings.Join(feats, ",")+`],"process":[{"tasks":{}}]}`), "")
+				p, perr := stac.ReadPayload(strings.NewReader(`{"type":"FeatureCollection","features":[`+strings.Join(feats, ",")+`],"process":[{"tasks":{}}]}`), "")
 				if perr != nil {
 					t.Fatal(perr)
 				}

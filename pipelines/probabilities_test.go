@@ -11,6 +11,7 @@ import (
 	"github.com/pnec/pnec/geo"
 	"github.com/pnec/pnec/internal/fixture"
 	"github.com/pnec/pnec/processor"
+	"github.com/pnec/pnec/stac"
 )
 
 // TestRunProbabilities: a batch with probabilities writes them beside each
@@ -56,9 +57,9 @@ func TestRunProbabilities(t *testing.T) {
 	if err := json.Unmarshal(b, &item); err != nil {
 		t.Fatal(err)
 	}
-	a, ok := item.Assets[probabilitiesAssetKey]
+	a, ok := item.Assets[stac.ProbabilitiesAssetKey]
 	if !ok {
-		t.Fatalf("no %s asset in %s", probabilitiesAssetKey, b)
+		t.Fatalf("no %s asset in %s", stac.ProbabilitiesAssetKey, b)
 	}
 	if a.Href != "a.probabilities.tif" || a.Stage != "recovered" || a.TopK != 2 || len(a.Bands) != 4 {
 		t.Errorf("got asset %+v, want a.probabilities.tif, recovered, top 2, 4 bands", a)

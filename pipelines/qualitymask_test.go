@@ -13,6 +13,7 @@ import (
 
 	"github.com/pnec/pnec/internal/fixture"
 	"github.com/pnec/pnec/processor"
+	"github.com/pnec/pnec/stac"
 )
 
 // TestRunQualityMasks: a batch with an area of interest and a quality mask
@@ -63,7 +64,7 @@ func TestRunQualityMasks(t *testing.T) {
 	if err := json.Unmarshal(b, &item); err != nil {
 		t.Fatal(err)
 	}
-	if src := item.Properties[propSource].(map[string]any); !strings.Contains(src["quality_masks"].(string), "masks/clouds.tif") {
+	if src := item.Properties[stac.PropSource].(map[string]any); !strings.Contains(src["quality_masks"].(string), "masks/clouds.tif") {
 		t.Errorf("got pnec:source %v, want the quality mask recorded", src)
 	}
 	if lin := item.Properties["processing:lineage"].(string); !strings.Contains(lin, "quality masks "+clouds) || !strings.Contains(lin, "area of interest") {

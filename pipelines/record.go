@@ -11,31 +11,13 @@ import (
 	"time"
 
 	"github.com/pnec/pnec/geo"
-	"github.com/pnec/pnec/internal/tempfiles"
 	"github.com/pnec/pnec/processor"
+	"github.com/pnec/pnec/stac"
 )
 
-// SourceRecord identifies the input a product was made from. A local file
-// is identified by its size and modification time; a remote or virtual
-// dataset (/vsicurl/, /vsis3/, ...) by its name and, when it came from a STAC
-// Item, the Item's "updated" time.
-type SourceRecord struct {
-	Name        string `json:"name"`
-	SizeBytes   int64  `json:"size_bytes,omitempty"`
-	ModTime     string `json:"mtime,omitempty"` // RFC 3339 with nanoseconds, UTC
-	ItemUpdated string `json:"item_updated,omitempty"`
-	// Mask is the area of interest the product was made within (maskRecord).
-	Mask          string `json:"mask,omitempty"`
-	MaskSizeBytes int64  `json:"mask_size_bytes,omitempty"`
-	MaskModTime   string `json:"mask_mtime,omitempty"`
-	// QualityMasks are the quality masks whose flagged pixels were made
-	// no-data (qualityMaskRecord): "product" and each mask raster with its
-	// bands, size and modification time; a change redoes the scene.
-	QualityMasks string `json:"quality_masks,omitempty"`
-}
-
-func sourceRecord(in Input) SourceRecord {
-	r := SourceRecord{Name: in.Name, ItemUpdated: in.ItemUpdated}
+// sourceRecord is what the Item records of the input in.
+func sourceRecord(in Input) stac.SourceRecord {
+	r := stac.SourceRecord{Name: in.Name, ItemUpdated: in.ItemUpdated}
 	if st, err := os.Stat(in.Name); err == nil && st.Mode().IsRegular() {
 		if abs, err := filepath.Abs(in.Name); err == nil {
 			r.Name = abs // the same file named from another working directory is the same input
@@ -50,7 +32,7 @@ func sourceRecord(in Input) SourceRecord {
 // masks, mask rasters) as the product is made with them; each raster is
 // named by href (the Items' portable names) and, when it is a local file,
 // identified by its size and modification time like the scene.
-func qualityMaskRecord(r *SourceRecord, opts processor.Options, href func(string) string) {
+func qualityMaskRecord(r *stac.SourceRecord, opts processor.Options, href func(string) string) {
 	var parts []string
 	if opts.ProductQualityMasks {
 		parts = append(parts, "product")
@@ -72,20 +54,6 @@ func qualityMaskRecord(r *SourceRecord, opts processor.Options, href func(string
 	r.QualityMasks = strings.Join(parts, "; ")
 }
 
-// Properties of the STAC Item that record how its product was made.
-const (
-	propSource        = "pnec:source"
-	propModelChecksum = "pnec:model_checksum"
-	propProductFormat = "pnec:product_format"
-)
-
-// productFormat is the layout of the products this pnec writes, recorded in
-// each Item: 2 since issue 12 (no-data shared by both bands inside the TIFF,
-// QGIS style, Float32 reliability as a second file), 3 since issue 21 (the
-// drift figures and verdict in the product and the Item). A product of
-// another format is redone.
-const productFormat = 3
-
 // upToDate reports whether the product and its Item exist, the Item says the
 // product was made from src by the model with checksum in this pnec's
 // product format, the product file has the size the Item recorded, and its
@@ -94,7 +62,7 @@ const productFormat = 3
 // rename of a complete file, and the Item is written after the product, so a
 // matching pair is complete; a kill between the two renames leaves a product
 // without (or with an older) Item, and the scene is redone.
-func upToDate(productPath, itemPath string, src SourceRecord, checksum string, floatRel bool) (bool, string) {
+func upToDate(productPath, itemPath string, src stac.SourceRecord, checksum string, floatRel bool) (bool, string) {
 	b, err := os.ReadFile(itemPath)
 	if err != nil {
 		return false, "no STAC item"
@@ -108,14 +76,14 @@ func upToDate(productPath, itemPath string, src SourceRecord, checksum string, f
 	if err := json.Unmarshal(b, &doc); err != nil {
 		return false, "unreadable STAC item"
 	}
-	var got SourceRecord
+	var got stac.SourceRecord
 	var gotSum string
 	// The product's size is its asset's file:size (the file extension;
 	// Items of pnec before issue 24 had it as pnec:product_size_bytes and
 	// are redone).
-	size := doc.Assets[productAssetKey].Size
-	if json.Unmarshal(doc.Properties[propSource], &got) != nil ||
-		json.Unmarshal(doc.Properties[propModelChecksum], &gotSum) != nil || size == nil {
+	size := doc.Assets[stac.ProductAssetKey].Size
+	if json.Unmarshal(doc.Properties[stac.PropSource], &got) != nil ||
+		json.Unmarshal(doc.Properties[stac.PropModelChecksum], &gotSum) != nil || size == nil {
 		return false, "STAC item has no pnec record"
 	}
 	gotSize := *size
@@ -126,7 +94,7 @@ func upToDate(productPath, itemPath string, src SourceRecord, checksum string, f
 		return false, "model changed"
 	}
 	var gotFormat int
-	if json.Unmarshal(doc.Properties[propProductFormat], &gotFormat) != nil || gotFormat != productFormat {
+	if json.Unmarshal(doc.Properties[stac.PropProductFormat], &gotFormat) != nil || gotFormat != stac.ProductFormat {
 		return false, "product format changed"
 	}
 	st, err := os.Stat(productPath)
@@ -149,12 +117,3 @@ func upToDate(productPath, itemPath string, src SourceRecord, checksum string, f
 
 // errBusy is a scene's reason when another process holds its lock.
 var errBusy = errors.New("scene is being processed by another process")
-
-// writeFileAtomic writes data to a temporary file beside path (named as
-// isTempOf recognises), syncs it and renames it over path.
-func writeFileAtomic(path string, data []byte) error {
-	if err := tempfiles.WriteFile(path, data, 0o644); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	return nil
-}

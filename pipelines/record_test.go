@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/pnec/pnec/stac"
 )
 
 func TestUpToDate(t *testing.T) {
@@ -19,12 +21,12 @@ func TestUpToDate(t *testing.T) {
 	}
 	style := writeFile(t, filepath.Join(dir, "out.qml"), "<qgis/>")
 	floatRel := false
-	writeItemFormat := func(r SourceRecord, sum string, size int64, format int) {
-		b, _ := json.Marshal(map[string]any{"properties": map[string]any{propSource: r, propModelChecksum: sum, propProductFormat: format},
-			"assets": map[string]any{productAssetKey: map[string]any{"file:size": size}}})
+	writeItemFormat := func(r stac.SourceRecord, sum string, size int64, format int) {
+		b, _ := json.Marshal(map[string]any{"properties": map[string]any{stac.PropSource: r, stac.PropModelChecksum: sum, stac.PropProductFormat: format},
+			"assets": map[string]any{stac.ProductAssetKey: map[string]any{"file:size": size}}})
 		writeFile(t, item, string(b))
 	}
-	writeItem := func(r SourceRecord, sum string, size int64) { writeItemFormat(r, sum, size, productFormat) }
+	writeItem := func(r stac.SourceRecord, sum string, size int64) { writeItemFormat(r, sum, size, stac.ProductFormat) }
 	changed := rec
 	changed.ModTime = time.Now().Add(time.Hour).UTC().Format(time.RFC3339Nano)
 	for _, tc := range []struct {
@@ -53,25 +55,5 @@ func TestUpToDate(t *testing.T) {
 				t.Errorf("got %v %q, want %v %q", got, why, tc.want, tc.wantWhy)
 			}
 		})
-	}
-}
-
-func TestWriteFileAtomic(t *testing.T) {
-	dir := t.TempDir()
-	p := filepath.Join(dir, "x.json")
-	for _, content := range []string{"one", "two"} {
-		if err := writeFileAtomic(p, []byte(content)); err != nil {
-			t.Fatal(err)
-		}
-		if b, _ := os.ReadFile(p); string(b) != content {
-			t.Errorf("got %q, want %q", b, content)
-		}
-	}
-	ents, _ := os.ReadDir(dir)
-	if len(ents) != 1 {
-		t.Errorf("got %d files, want only x.json", len(ents))
-	}
-	if err := writeFileAtomic(filepath.Join(dir, "missing", "x.json"), []byte("a")); err == nil {
-		t.Error("write into a missing directory: got no error")
 	}
 }

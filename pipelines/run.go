@@ -23,6 +23,7 @@ import (
 	"github.com/pnec/pnec/internal/tempfiles"
 	"github.com/pnec/pnec/model"
 	"github.com/pnec/pnec/processor"
+	"github.com/pnec/pnec/stac"
 )
 
 // Config describes one batch run. Zero values take the documented defaults.
@@ -69,7 +70,7 @@ type Config struct {
 	License string
 	// Datetime, when not zero, is the acquisition time of every scene;
 	// otherwise each scene's own (source Item, scene metadata). A scene
-	// without one fails (ErrNoDatetime). With DatetimeEnd, Datetime is the
+	// without one fails (stac.ErrNoDatetime). With DatetimeEnd, Datetime is the
 	// start of the interval every scene was acquired in.
 	Datetime, DatetimeEnd time.Time
 	// ModelItem is the href (path or URL) of the model's STAC Item the
@@ -416,7 +417,7 @@ func prepareOutput(cfg Config) error {
 	if cfg.OutDir == "" {
 		return errors.New("no output directory given")
 	}
-	if err := checkLicense(cfg.License); err != nil {
+	if err := stac.CheckLicense(cfg.License); err != nil {
 		return err
 	}
 	if err := cfg.checkModelItemHref(); err != nil {
@@ -468,13 +469,13 @@ func jobsAndOptions(cfg Config, m *model.Model, scenes int, log *slog.Logger, su
 // worker that could not start (its scenes go to the others, or wait).
 func runJobs(ctx context.Context, cfg *Config, m *model.Model, opts processor.Options, jobs int, mine []Input,
 	rep *reporter, t *tally, log *slog.Logger, now func() time.Time) error {
-	var classes []ClassObject
+	var classes []stac.ClassObject
 	var geoClasses []geo.ClassInfo
 	if m != nil {
 		for _, c := range m.Classes() {
 			geoClasses = append(geoClasses, geo.ClassInfo{Value: c.Value, Name: c.Name, Color: c.Color})
 		}
-		classes = ClassObjects(geoClasses)
+		classes = stac.ClassObjects(geoClasses)
 	}
 
 	var mItem *modelItem
@@ -490,7 +491,7 @@ func runJobs(ctx context.Context, cfg *Config, m *model.Model, opts processor.Op
 		abs, _ := filepath.Abs(cfg.Collection)
 		collID = filepath.Base(filepath.Dir(abs))
 	}
-	inColl := collectionItems(cfg.Collection)
+	inColl := stac.CollectionItems(cfg.Collection)
 	work := make(chan Input)
 	var wg sync.WaitGroup
 	var errMu, newMu sync.Mutex
@@ -696,7 +697,7 @@ func (cfg *Config) planOutputs(inputs []Input) ([]samefile.Named, error) {
 		// Written into the output directory when no Item of the model is
 		// found beside it (newModelItem): claimed either way, so that the
 		// plan does not depend on what lies beside the model.
-		if err := add(filepath.Join(cfg.OutDir, filepath.Base(ModelItemPath(cfg.ModelPath))), "the model's STAC Item", ""); err != nil {
+		if err := add(filepath.Join(cfg.OutDir, filepath.Base(stac.ModelItemPath(cfg.ModelPath))), "the model's STAC Item", ""); err != nil {
 			return nil, err
 		}
 	}
@@ -831,7 +832,7 @@ type worker struct {
 	cfg        *Config
 	model      *model.Model
 	classifier *processor.Classifier
-	classes    []ClassObject
+	classes    []stac.ClassObject
 	nodata     int        // the products' shared no-data value
 	modelItem  *modelItem // the model's STAC Item, which the products' Items point at
 	collID     string
@@ -896,11 +897,11 @@ func (w *worker) scene(ctx context.Context, in Input) SceneReport {
 	maskRecord(&src, mask)
 	// The record names the input as the Item's links do (relative when under
 	// the Item's root), so the Item stays portable and the check stable.
-	src.Name = portableHref(src.Name, w.root(), w.cfg.OutDir)
+	src.Name = stac.PortableHref(src.Name, w.root(), w.cfg.OutDir)
 	if src.Mask != "" {
-		src.Mask = portableHref(src.Mask, w.root(), w.cfg.OutDir)
+		src.Mask = stac.PortableHref(src.Mask, w.root(), w.cfg.OutDir)
 	}
-	qualityMaskRecord(&src, w.cfg.Options, func(p string) string { return portableHref(p, w.root(), w.cfg.OutDir) })
+	qualityMaskRecord(&src, w.cfg.Options, func(p string) string { return stac.PortableHref(p, w.root(), w.cfg.OutDir) })
 	checksum := w.model.Checksum()
 	if !w.cfg.Force {
 		ok, why := upToDate(product, itemPath, src, checksum, w.cfg.Options.ReliabilityFloat32)
@@ -910,8 +911,8 @@ func (w *worker) scene(ctx context.Context, in Input) SceneReport {
 		if ok {
 			// A run killed between writing the Item and adding it to the
 			// collection left it out: add it now (a no-op when it is in).
-			if w.cfg.Collection != "" && !w.inCollection[itemHref(w.cfg.Collection, itemPath)] {
-				if err := addItemFileToCollection(w.cfg.Collection, w.collection(), itemPath, w.cfg.keep.Has); err != nil {
+			if w.cfg.Collection != "" && !w.inCollection[stac.ItemHref(w.cfg.Collection, itemPath)] {
+				if err := stac.AddItemFileToCollection(w.cfg.Collection, w.collection(), itemPath, w.cfg.keep.Has); err != nil {
 					return fail(err)
 				}
 			}
@@ -985,8 +986,8 @@ func (w *worker) scene(ctx context.Context, in Input) SceneReport {
 func (w *worker) root() string { return w.cfg.itemsRoot() }
 
 // collection is what a new or updated Collection says of the products.
-func (w *worker) collection() CollectionMeta {
-	return CollectionMeta{ID: w.collID, License: w.cfg.License, Classes: w.classes, NoData: w.nodata, BaseURL: w.cfg.STACBaseURL,
+func (w *worker) collection() stac.CollectionMeta {
+	return stac.CollectionMeta{ID: w.collID, License: w.cfg.License, Classes: w.classes, NoData: w.nodata, BaseURL: w.cfg.STACBaseURL,
 		ReliabilityF32: w.cfg.Options.ReliabilityFloat32}
 }
 
@@ -995,14 +996,13 @@ func (w *worker) collection() CollectionMeta {
 // classification's result: the scene is opened once per run (by processor)
 // and the product is not read back, only opened for its georeference as
 // GDAL gives it, which is also the check that it opens.
-func (w *worker) describe(in Input, product, itemPath string, src SourceRecord, res processor.Result) error {
+func (w *worker) describe(in Input, product, itemPath string, src stac.SourceRecord, res processor.Result) error {
 	info, err := productInfo(product)
 	if err != nil {
 		return err
 	}
 	info.Metadata = res.SceneInfo.Metadata // the acquisition time is the input's
-	stats := res.Stats
-	files, err := assetFiles(product, w.cfg.Options.ReliabilityFloat32, w.cfg.Options.Probabilities != processor.ProbabilitiesOff)
+	files, err := stac.AssetFiles(product, w.cfg.Options.ReliabilityFloat32, w.cfg.Options.Probabilities != processor.ProbabilitiesOff)
 	if err != nil {
 		return fmt.Errorf("product %s: %w", product, err)
 	}
@@ -1010,31 +1010,18 @@ func (w *worker) describe(in Input, product, itemPath string, src SourceRecord, 
 	if checksum == "" {
 		checksum = w.model.Checksum()
 	}
-	item, err := BuildItem(ItemParams{
-		Input: in, ProductPath: product, ItemPath: itemPath, Info: info, Stats: stats,
-		Classes: w.classes, ReliabilityF32: w.cfg.Options.ReliabilityFloat32,
-		ModelChecksum: checksum, Backend: res.Backend, Version: w.cfg.Version,
-		Source: src, QualityMasks: res.QualityMasks, Files: files, Now: w.now(), CollectionID: w.collID,
-		CollectionPath: w.cfg.Collection, Datetime: w.cfg.Datetime, DatetimeEnd: w.cfg.DatetimeEnd, NoData: w.nodata,
-		ModelItem: w.modelItem.href, ModelName: w.modelItem.name, BaseURL: w.cfg.STACBaseURL,
-		Shard: w.cfg.Shard, Engine: w.cfg.Engine, Drift: res.Drift,
-		Probabilities: w.cfg.Options.Probabilities, TopK: w.cfg.Options.TopK,
-	})
-	if err != nil {
-		return fmt.Errorf("STAC item for %s: %w", product, err)
-	}
-	b, err := json.MarshalIndent(item, "", "  ")
+	item, err := stac.BuildItem(w.itemParams(in, product, itemPath, src, res, info, files, checksum))
 	if err != nil {
 		return fmt.Errorf("STAC item for %s: %w", product, err)
 	}
 	if err := w.modelItem.ensure(); err != nil {
 		return err
 	}
-	if err := writeFileAtomic(itemPath, append(b, '\n')); err != nil {
+	if err := stac.WriteJSON(itemPath, item); err != nil {
 		return err
 	}
 	if w.cfg.Collection != "" {
-		if err := addToCollection(w.cfg.Collection, w.collection(), itemPath, item.Bbox, itemInterval(item.Properties), w.cfg.keep.Has); err != nil {
+		if err := stac.AddToCollection(w.cfg.Collection, w.collection(), itemPath, item.Bbox, stac.ItemInterval(item.Properties), w.cfg.keep.Has); err != nil {
 			// Without the Item the scene is not up to date, so the next
 			// run redoes it and adds it then.
 			os.Remove(itemPath)
@@ -1042,6 +1029,46 @@ func (w *worker) describe(in Input, product, itemPath string, src SourceRecord, 
 		}
 	}
 	return nil
+}
+
+// itemParams is what the product's Item says: the scene, the product, the
+// run and the classification's result.
+func (w *worker) itemParams(in Input, product, itemPath string, src stac.SourceRecord, res processor.Result,
+	info geo.Info, files map[string]stac.FileInfo, checksum string) stac.ItemParams {
+	p := stac.ItemParams{
+		ID: in.Key, Scene: in.Name, SourceItem: in.Item, SourceItemDatetime: in.ItemDatetime,
+		ProductPath: product, ItemPath: itemPath, Info: info, Stats: res.Stats,
+		Classes: w.classes, ReliabilityF32: w.cfg.Options.ReliabilityFloat32,
+		ModelChecksum: checksum, Backend: res.Backend, Version: w.cfg.Version,
+		Source: src, QualityMasks: res.QualityMasks, Files: files, Now: w.now(), CollectionID: w.collID,
+		CollectionPath: w.cfg.Collection, Datetime: w.cfg.Datetime, DatetimeEnd: w.cfg.DatetimeEnd, NoData: w.nodata,
+		ModelItem: w.modelItem.href, ModelName: w.modelItem.name, BaseURL: w.cfg.STACBaseURL,
+		Engine: w.cfg.Engine.Name, JobID: w.cfg.Engine.JobID,
+		Probabilities: stac.Probabilities{Stage: string(w.cfg.Options.Probabilities),
+			OfNetwork: w.cfg.Options.Probabilities == processor.ProbabilitiesNetwork, TopK: w.cfg.Options.TopK},
+	}
+	if w.cfg.Shard.Count > 1 {
+		p.Shard = w.cfg.Shard.String()
+	}
+	if d := res.Drift; d != nil {
+		p.DriftVerdict, p.Drift = string(d.Verdict), processor.DriftJSON(*d)
+	}
+	return p
+}
+
+// productInfo opens a product for its size and georeference as GDAL reads
+// them.
+func productInfo(productPath string) (geo.Info, error) {
+	s, err := geo.Open(productPath)
+	if err != nil {
+		return geo.Info{}, fmt.Errorf("open product %s: %w", productPath, err)
+	}
+	defer s.Close()
+	info := s.Info()
+	if info.Bands < 2 {
+		return info, fmt.Errorf("product %s has %d bands, want 2", productPath, info.Bands)
+	}
+	return info, nil
 }
 
 // stamp records the run's shard and engine in a scene's report line.
@@ -1053,7 +1080,7 @@ func (cfg *Config) stamp(r *SceneReport) {
 }
 
 // checkDatetime refuses, before any work, a scene whose Item could have no
-// acquisition time (ErrNoDatetime): none given, none in its source Item,
+// acquisition time (stac.ErrNoDatetime): none given, none in its source Item,
 // and none in its metadata (the scene is opened for it; a scene that does
 // not open is left to the classifier to report).
 func (w *worker) checkDatetime(in Input) error {
@@ -1068,8 +1095,8 @@ func (w *worker) checkDatetime(in Input) error {
 		return nil
 	}
 	defer sc.Close()
-	if _, ok := SceneDatetime(sc.Info().Metadata); ok {
+	if _, ok := stac.SceneDatetime(sc.Info().Metadata); ok {
 		return nil
 	}
-	return fmt.Errorf("%s: %w", in.Name, ErrNoDatetime)
+	return fmt.Errorf("%s: %w", in.Name, stac.ErrNoDatetime)
 }

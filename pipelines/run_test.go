@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"github.com/pnec/pnec/internal/fixture"
+	"github.com/pnec/pnec/internal/stacschema"
+	"github.com/pnec/pnec/stac"
 )
 
 func TestMain(m *testing.M) {
@@ -25,17 +27,8 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-func tinyModel(t testing.TB) string {
-	t.Helper()
-	if testing.Short() {
-		t.Skip("trains a model: skipped with -short")
-	}
-	p, err := fixture.ModelPath()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return p
-}
+// tinyModel is the fixture's tiny trained model (fixture.Model).
+func tinyModel(t testing.TB) string { return fixture.Model(t) }
 
 // batchInputs writes scenes a, b, c, a STAC Item for d, and two bad scenes.
 func batchInputs(t *testing.T) (string, []string) {
@@ -140,7 +133,7 @@ func TestRunEndToEnd(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := schemaStore(t).Validate(cb, "https://schemas.stacspec.org/v1.0.0/collection-spec/json-schema/collection.json"); err != nil {
+	if err := stacschema.Store(t).Validate(cb, "https://schemas.stacspec.org/v1.0.0/collection-spec/json-schema/collection.json"); err != nil {
 		t.Errorf("collection: %v", err)
 	}
 	if n := strings.Count(string(cb), `"rel": "item"`); n != 4 {
@@ -170,7 +163,7 @@ func TestRunEndToEnd(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := schemaStore(t).Validate(mb, MLMSchema); err != nil {
+	if err := stacschema.Store(t).Validate(mb, stac.MLMSchema); err != nil {
 		t.Errorf("the model's item: %v", err)
 	}
 	mtimes := map[string]time.Time{}

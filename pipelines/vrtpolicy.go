@@ -11,6 +11,7 @@ import (
 
 	"github.com/pnec/pnec/geo"
 	"github.com/pnec/pnec/internal/samefile"
+	"github.com/pnec/pnec/stac"
 )
 
 // checkOpens applies the catalog policy to what a confined scene's
@@ -84,7 +85,7 @@ func checkDataset(root, name string) error {
 func sourceInside(root string, s geo.VRTSource) error {
 	out := func(why string) error { return &OutsideError{What: "source", Href: s.Href, Why: why, Root: root} }
 	name := s.Name
-	if isURL(strings.ToLower(name)) {
+	if stac.IsURL(strings.ToLower(name)) {
 		name = "/vsicurl/" + name
 	}
 	relative := !strings.HasPrefix(s.Href, "/") && !schemePrefix.MatchString(s.Href)
@@ -94,7 +95,7 @@ func sourceInside(root string, s geo.VRTSource) error {
 	case isRemote(name):
 		// As an href: another server is no local file; a source relative
 		// to a remote VRT stays under the catalog's URL folder.
-		if relative && s.RelativeToVRT && isURL(root) && !strings.HasPrefix(cleanURL(name), root) {
+		if relative && s.RelativeToVRT && stac.IsURL(root) && !strings.HasPrefix(cleanURL(name), root) {
 			return out("../ past the folder")
 		}
 		return nil
@@ -102,7 +103,7 @@ func sourceInside(root string, s geo.VRTSource) error {
 		return out("a GDAL virtual path, which may read any local file")
 	case schemePrefix.MatchString(name) && !fileExists(name):
 		return out("a driver-prefixed GDAL name or URL scheme, which may read any local file")
-	case isURL(root):
+	case stac.IsURL(root):
 		return out("a local file named by a remote catalog")
 	}
 	abs, err := filepath.Abs(name) // a relative name is under the working directory

@@ -98,6 +98,30 @@ func DriftMetadata(d model.Drift) map[string]string {
 	return md
 }
 
+// DriftJSON is a scene's drift as a JSON object (the STAC Item's
+// pnec:drift): the figures of the verdict (ratios 0..1, band shifts in
+// training standard deviations; null where undefined), the thresholds and
+// the reasons it is not ok.
+func DriftJSON(d model.Drift) map[string]any {
+	num := func(v float64) any { return JSONFigure(v, 4) }
+	reasons := d.Reasons
+	if reasons == nil {
+		reasons = []string{}
+	}
+	props := map[string]any{
+		"reliability":          num(d.Reliability),
+		"reliability_baseline": num(d.ReliabilityBaseline),
+		"reasons":              reasons,
+	}
+	for _, f := range model.DriftFigures() {
+		props[f.Key] = num(f.Value(d))
+	}
+	for k, v := range DriftThresholdsJSON(model.DefaultDriftThresholds) {
+		props[k] = v
+	}
+	return props
+}
+
 // ErrDrift is wrapped by DriftError.
 var ErrDrift = errors.New("scene too far from the training data")
 

@@ -331,7 +331,7 @@ func commandArgs(command, modelPath, scene, out string) []string {
 		return []string{"classify", "--quiet", "--model", modelPath, "--scene", scene, "--out", filepath.Join(out, "product.tif")}
 	case "batch":
 		// --datetime: these scenes carry no acquisition time, which batch
-		// refuses first (pipelines.ErrNoDatetime); the table tests the rest.
+		// refuses first (stac.ErrNoDatetime); the table tests the rest.
 		return []string{"batch", "--quiet", "--model", modelPath, "--out-dir", out, "--report", filepath.Join(out, "..", "report.jsonl"), "--datetime", "2024-06-01", scene}
 	}
 	panic(command)

@@ -16,6 +16,7 @@ import (
 	"github.com/pnec/pnec/internal/progress"
 	"github.com/pnec/pnec/pipelines"
 	"github.com/pnec/pnec/processor"
+	"github.com/pnec/pnec/stac"
 )
 
 func init() {
@@ -51,7 +52,7 @@ func init() {
 			&cli.StringFlag{Name: "out-dir", Usage: "output `DIR` (local file system) for KEY.tif and KEY.json; created if missing; required, here or as the payload's out_dir parameter"},
 			&cli.StringFlag{Name: "payload", Usage: "STAC task payload `FILE` (- = standard input): its Items are inputs, process[0].tasks.pnec (over workflow_options) its parameters"},
 			&cli.StringFlag{Name: "payload-out", Usage: "write the output payload to `FILE` (- = standard output; the report then goes to --report only when it names a file)"},
-			&cli.StringFlag{Name: "task-name", Value: pipelines.DefaultTaskName, Usage: "`NAME` of the task's parameters in the payload (process[0].tasks.NAME)"},
+			&cli.StringFlag{Name: "task-name", Value: stac.DefaultTaskName, Usage: "`NAME` of the task's parameters in the payload (process[0].tasks.NAME)"},
 			&cli.StringFlag{Name: "asset", Usage: "STAC asset `KEY` to classify (default: the asset with role \"data\")"},
 			&cli.StringFlag{Name: "mask", Usage: "classify only inside an area of interest `SPEC`: a raster (non-zero = inside) or vector file (any CRS, reprojected) for every scene; a path pattern with {key} (the scene's KEY) for one per scene; or asset:ROLE for the asset with that role of each scene's STAC Item"},
 			&cli.BoolFlag{Name: "allow-outside-catalog", Usage: "let STAC documents, and the VRTs they name, read local files outside their folder (absolute and /vsi paths, file:// URLs, ../, symbolic links leading out, VRT sources there, other XML dataset descriptions); refused by default"},
@@ -224,7 +225,7 @@ func batchAction(c *cli.Context) error {
 	if !c.Bool("quiet") && sum.Scenes > 0 {
 		fmt.Fprintln(stderr, "batch: "+sum.String())
 	}
-	if errors.Is(err, pipelines.ErrNoDatetime) {
+	if errors.Is(err, stac.ErrNoDatetime) {
 		return fmt.Errorf("batch: %w (give --datetime TIME or START/END)", err)
 	}
 	if errors.Is(err, pipelines.ErrModelItemOutside) {
@@ -252,14 +253,14 @@ func parseDatetimeFlag(v string) (time.Time, time.Time, error) {
 	}
 	bad := fmt.Errorf("--datetime %q: want an RFC 3339 time (2024-06-01T10:30:00Z), a date (2024-06-01) or an interval START/END of them", v)
 	a, b, interval := strings.Cut(v, "/")
-	start, ok := pipelines.ParseDatetime(a)
+	start, ok := stac.ParseDatetime(a)
 	if !ok {
 		return time.Time{}, time.Time{}, bad
 	}
 	if !interval {
 		return start, time.Time{}, nil
 	}
-	end, ok := pipelines.ParseDatetime(b)
+	end, ok := stac.ParseDatetime(b)
 	if !ok || end.Before(start) {
 		return time.Time{}, time.Time{}, bad
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/pnec/pnec/pipelines"
 	"github.com/pnec/pnec/processor"
+	"github.com/pnec/pnec/stac"
 )
 
 // TestLibraryErrorsNameNoFlags: the libraries' error messages (the format
@@ -83,7 +84,7 @@ func TestFlagHints(t *testing.T) {
 		{forced, "give --max-memory 3.0G or more, or a smaller --tile"},
 		{asset, "choose one with --asset"},
 		{batch, "give --max-memory 300M or more"},
-		{&pipelines.LicenseError{License: "mine"}, `--license "mine": want an SPDX`},
+		{&stac.LicenseError{License: "mine"}, `--license "mine": want an SPDX`},
 	} {
 		got := withFlagHints(tc.err)
 		if !strings.Contains(got.Error(), tc.want) {

@@ -21,6 +21,7 @@ import (
 	"github.com/pnec/pnec/model"
 	"github.com/pnec/pnec/pipelines"
 	"github.com/pnec/pnec/processor"
+	"github.com/pnec/pnec/stac"
 )
 
 // commands is filled by each subcommand's file through register, so that
@@ -184,7 +185,7 @@ func freshCommand(c *cli.Command) *cli.Command {
 // budget, the STAC asset, the Collection's licence.
 func withFlagHints(err error) error {
 	var be *processor.BudgetError
-	var le *pipelines.LicenseError
+	var le *stac.LicenseError
 	switch {
 	case err == nil:
 		return nil
@@ -197,7 +198,7 @@ func withFlagHints(err error) error {
 	case errors.Is(err, pipelines.ErrNoAsset):
 		return fmt.Errorf("%w; choose one with --asset", err)
 	case errors.As(err, &le):
-		return fmt.Errorf("--license %q: %w", le.License, pipelines.ErrLicense)
+		return fmt.Errorf("--license %q: %w", le.License, stac.ErrLicense)
 	}
 	return err
 }

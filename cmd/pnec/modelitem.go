@@ -12,8 +12,8 @@ import (
 	"github.com/pnec/pnec/geo"
 	"github.com/pnec/pnec/internal/samefile"
 	"github.com/pnec/pnec/model"
-	"github.com/pnec/pnec/pipelines"
 	"github.com/pnec/pnec/processor"
+	"github.com/pnec/pnec/stac"
 )
 
 func init() {
@@ -50,15 +50,15 @@ func modelItemAction(c *cli.Context) error {
 	modelPath := c.String("model")
 	out := c.String("out")
 	if out == "" {
-		out = pipelines.ModelItemPath(modelPath)
+		out = stac.ModelItemPath(modelPath)
 	}
 	if err := processor.CheckOutput(out); err != nil {
 		return fmt.Errorf("--out %w", err)
 	}
 	name := c.String("model-name")
 	if name == "" {
-		name = pipelines.ModelName(modelPath)
-	} else if err := pipelines.CheckModelName(name); err != nil {
+		name = stac.ModelName(modelPath)
+	} else if err := stac.CheckModelName(name); err != nil {
 		return fmt.Errorf("--model-name: %w", err)
 	}
 	// The Item must not replace what it describes (classify refuses the same).
@@ -101,7 +101,7 @@ func writeModelItem(m *model.Model, modelPath, itemPath, name, baseURL, scene st
 	if baseURL != "" && !strings.HasPrefix(baseURL, "https://") && !strings.HasPrefix(baseURL, "http://") {
 		return fmt.Errorf("--stac-base-url %q: want an http(s) URL", baseURL)
 	}
-	p := pipelines.ModelItemParams{Model: m, ModelPath: modelPath, ItemPath: itemPath, Name: name, BaseURL: baseURL,
+	p := stac.ModelItemParams{Model: m, ModelPath: modelPath, ItemPath: itemPath, Name: name, BaseURL: baseURL,
 		Datetime: datetime, Now: time.Now()}
 	if scene != "" {
 		sc, err := geo.Open(scene)
@@ -114,7 +114,7 @@ func writeModelItem(m *model.Model, modelPath, itemPath, name, baseURL, scene st
 			return fmt.Errorf("--training-scene: %w", err)
 		}
 	}
-	if err := pipelines.WriteModelItem(p); err != nil {
+	if err := stac.WriteModelItem(p); err != nil {
 		return errors.Join(fmt.Errorf("STAC item of %s", modelPath), err)
 	}
 	return nil

@@ -12,7 +12,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/pnec/pnec/internal/tempfiles"
-	"github.com/pnec/pnec/pipelines"
+	"github.com/pnec/pnec/stac"
 )
 
 // payloadOnlyFlags are batch flags a payload's parameters cannot set:
@@ -23,7 +23,7 @@ var payloadOnlyFlags = map[string]bool{"payload": true, "payload-out": true, "ta
 // parameters to the flags the command line did not set: a parameter
 // max_memory sets --max-memory, co a list sets --co for each value. A
 // parameter no flag takes is an error, so that a typo is not ignored.
-func readPayloadFlag(c *cli.Context) (*pipelines.Payload, error) {
+func readPayloadFlag(c *cli.Context) (*stac.Payload, error) {
 	name := c.String("payload")
 	if name == "" {
 		return nil, nil
@@ -38,7 +38,7 @@ func readPayloadFlag(c *cli.Context) (*pipelines.Payload, error) {
 		defer f.Close()
 		r, base = f, name
 	}
-	p, err := pipelines.ReadPayload(r, base)
+	p, err := stac.ReadPayload(r, base)
 	if err != nil {
 		return nil, fmt.Errorf("--payload %s: %w", name, err)
 	}

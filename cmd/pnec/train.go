@@ -15,9 +15,9 @@ import (
 	"github.com/pnec/pnec/internal/progress"
 	"github.com/pnec/pnec/internal/samefile"
 	"github.com/pnec/pnec/model"
-	"github.com/pnec/pnec/pipelines"
 	"github.com/pnec/pnec/processor"
 	"github.com/pnec/pnec/spectral"
+	"github.com/pnec/pnec/stac"
 	"github.com/schollz/progressbar/v3"
 	"github.com/urfave/cli/v2"
 )
@@ -272,7 +272,7 @@ func trainAction(c *cli.Context) error {
 		return fmt.Errorf("--stac-base-url %q: want an http(s) URL", u)
 	}
 	if n := c.String("model-name"); n != "" {
-		if err := pipelines.CheckModelName(n); err != nil {
+		if err := stac.CheckModelName(n); err != nil {
 			return fmt.Errorf("--model-name: %w", err)
 		}
 	}
@@ -282,7 +282,7 @@ func trainAction(c *cli.Context) error {
 	if err := checkModelOutput(out); err != nil {
 		return fmt.Errorf("--out %w", err)
 	}
-	if err := processor.CheckOutput(pipelines.ModelItemPath(out)); err != nil {
+	if err := processor.CheckOutput(stac.ModelItemPath(out)); err != nil {
 		return fmt.Errorf("--out %s: the model's STAC Item %w", out, err)
 	}
 	inputs := []samefile.Named{{Path: c.String("scene"), Role: "--scene"}, {Path: c.String("labels"), Role: "--labels"}}
@@ -291,7 +291,7 @@ func trainAction(c *cli.Context) error {
 			inputs = append(inputs, samefile.Named{Path: p, Role: "--" + f})
 		}
 	}
-	outputs := []samefile.Named{{Path: out, Role: "--out"}, {Path: pipelines.ModelItemPath(out), Role: "the model's STAC Item"}}
+	outputs := []samefile.Named{{Path: out, Role: "--out"}, {Path: stac.ModelItemPath(out), Role: "the model's STAC Item"}}
 	if err := checkOutputsNotInputs(outputs, inputs); err != nil {
 		return err
 	}
@@ -331,7 +331,7 @@ func trainAction(c *cli.Context) error {
 	if err := res.Model.Save(out); err != nil {
 		return fmt.Errorf("save %s: %w", c.String("out"), err)
 	}
-	itemPath := pipelines.ModelItemPath(c.String("out"))
+	itemPath := stac.ModelItemPath(c.String("out"))
 	if err := writeModelItem(res.Model, c.String("out"), itemPath, c.String("model-name"), c.String("stac-base-url"), c.String("scene"), time.Now(), false); err != nil {
 		return err
 	}

@@ -13,8 +13,8 @@ import (
 	"testing"
 
 	"github.com/pnec/pnec/geo"
-	"github.com/pnec/pnec/pipelines"
 	"github.com/pnec/pnec/processor"
+	"github.com/pnec/pnec/stac"
 )
 
 // runCaptured runs the app on args with stdout and stderr captured.
@@ -232,7 +232,7 @@ func checkModelItem(t *testing.T, modelPath, scene string) {
 	if err := json.Unmarshal(b, &item); err != nil {
 		t.Fatal(err)
 	}
-	sum, size, err := pipelines.FileChecksum(modelPath)
+	sum, size, err := stac.FileChecksum(modelPath)
 	if err != nil {
 		t.Fatal(err)
 	}

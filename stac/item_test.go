@@ -1,4 +1,4 @@
-package pipelines
+package stac
 
 import (
 	"encoding/json"
@@ -13,13 +13,15 @@ import (
 	"github.com/paulmach/orb"
 
 	"github.com/pnec/pnec/geo"
+	"github.com/pnec/pnec/internal/stacschema"
 	"github.com/pnec/pnec/model"
+	"github.com/pnec/pnec/processor"
 )
 
 func sampleParams(dir string) ItemParams {
 	ring := orb.Ring{{-121.9, 36.6}, {-121.8, 36.6}, {-121.8, 36.5}, {-121.9, 36.5}, {-121.9, 36.6}}
 	return ItemParams{
-		Input:       Input{Name: "/data/salinas.tif", Key: "salinas", ItemDatetime: "2024-06-01T10:30:00Z", Item: "/data/salinas.json"},
+		ID: "salinas", Scene: "/data/salinas.tif", SourceItem: "/data/salinas.json", SourceItemDatetime: "2024-06-01T10:30:00Z",
 		ProductPath: filepath.Join(dir, "salinas.tif"),
 		ItemPath:    filepath.Join(dir, "salinas.json"),
 		Info: geo.Info{
@@ -36,15 +38,16 @@ func sampleParams(dir string) ItemParams {
 		}),
 		ModelChecksum: strings.Repeat("ab", 32), Backend: "go", Version: "test",
 		Source: SourceRecord{Name: "/data/salinas.tif", SizeBytes: 1234, ModTime: "2024-06-01T11:00:00Z"},
-		Files: map[string]FileInfo{productAssetKey: {Checksum: "1220" + strings.Repeat("cd", 32), Size: 4321},
+		Files: map[string]FileInfo{ProductAssetKey: {Checksum: "1220" + strings.Repeat("cd", 32), Size: 4321},
 			styleAssetKey: {Checksum: "1220" + strings.Repeat("ef", 32), Size: 900}},
 		ModelItem: "/models/salinas.pnec.json", ModelName: "salinas",
-		Now:    time.Date(2026, 11, 22, 1, 2, 3, 0, time.UTC),
-		NoData: 255,
-		Drift: &model.Drift{Verdict: model.DriftWarn, Reasons: []string{"20.0% of the network's cells are farther from their nearest prototype than 90% of the training scene's cells of that prototype (warn at 17.1%)"},
+		Now:          time.Date(2026, 11, 22, 1, 2, 3, 0, time.UTC),
+		NoData:       255,
+		DriftVerdict: string(model.DriftWarn),
+		Drift: processor.DriftJSON(model.Drift{Verdict: model.DriftWarn, Reasons: []string{"20.0% of the network's cells are farther from their nearest prototype than 90% of the training scene's cells of that prototype (warn at 17.1%)"},
 			FarShare: 0.07, DistanceRatio: 1.2, Reliability: 0.81, ReliabilityBaseline: 0.86, ReliabilityRatio: 0.81 / 0.86, BrightnessRatio: 0.93,
 			BandShiftMeanSD: 0.21, BandShiftMaxSD: 0.5, BandShiftSD: []float64{0.1, 0.5}, ValidPixels: 7038,
-			FeatureFarShare: 0.2, FeatureDistanceRatio: 1.1, PrototypeMarginRatio: 0.95, UncertaintyRatio: 1.01, MarginRatio: 0.9, ValidCells: 440},
+			FeatureFarShare: 0.2, FeatureDistanceRatio: 1.1, PrototypeMarginRatio: 0.95, UncertaintyRatio: 1.01, MarginRatio: 0.9, ValidCells: 440}),
 	}
 }
 
@@ -73,7 +76,7 @@ func TestBuildItemValidates(t *testing.T) {
 			if tr[0] != 3.7 || tr[2] != 600000.0 || tr[4] != -3.7 || tr[5] != 4050000.0 {
 				t.Errorf("got proj:transform %v, want [3.7 0 600000 0 -3.7 4050000]", tr)
 			}
-			bands := m["assets"].(map[string]any)[productAssetKey].(map[string]any)["raster:bands"].([]any)
+			bands := m["assets"].(map[string]any)[ProductAssetKey].(map[string]any)["raster:bands"].([]any)
 			cls := bands[0].(map[string]any)["classification:classes"].([]any)
 			if len(cls) != 2 || cls[1].(map[string]any)["value"] != 6.0 || cls[1].(map[string]any)["color_hint"] != "FF7F0E" {
 				t.Errorf("got classification:classes %v, want the two classes (no-data is raster:bands' nodata)", cls)
@@ -108,7 +111,7 @@ func TestBuildItemValidates(t *testing.T) {
 				p["processing:expression"].(map[string]any)["expression"] != "/models/salinas.pnec.json" {
 				t.Errorf("got processing:level %v expression %v, want L4 and stac-mlm of the model item", p["processing:level"], p["processing:expression"])
 			}
-			prod := m["assets"].(map[string]any)[productAssetKey].(map[string]any)
+			prod := m["assets"].(map[string]any)[ProductAssetKey].(map[string]any)
 			if prod["file:size"] != 4321.0 || !strings.HasPrefix(prod["file:checksum"].(string), "1220") {
 				t.Errorf("got file:size %v file:checksum %v on the product, want 4321 and a sha2-256 multihash", prod["file:size"], prod["file:checksum"])
 			}
@@ -133,7 +136,7 @@ func TestBuildItemValidates(t *testing.T) {
 			p.Info.EPSG = 0
 			p.Info.WKT = `PROJCRS["local transverse mercator",BASEGEOGCRS["WGS 84"]]`
 			p.ReliabilityF32 = true
-			p.Input.ItemDatetime = ""
+			p.SourceItemDatetime = ""
 			p.Datetime = time.Date(2024, 6, 1, 0, 0, 0, 0, time.UTC)
 			p.DatetimeEnd = time.Date(2024, 6, 30, 23, 59, 59, 0, time.UTC)
 		}, func(t *testing.T, m map[string]any) {
@@ -157,13 +160,13 @@ func TestBuildItemValidates(t *testing.T) {
 			if rel["href"] != "salinas.reliability.tif" || rb["data_type"] != "float32" || rb["nodata"] != "nan" {
 				t.Errorf("got reliability asset %v, want the Float32 COG beside the product", rel)
 			}
-			cb := m["assets"].(map[string]any)[productAssetKey].(map[string]any)["raster:bands"].([]any)[0].(map[string]any)
+			cb := m["assets"].(map[string]any)[ProductAssetKey].(map[string]any)["raster:bands"].([]any)[0].(map[string]any)
 			if cb["data_type"] != "uint8" {
 				t.Errorf("class band with float reliability: got %v, want uint8 (issue 12, defect 2)", cb["data_type"])
 			}
 		}},
 		{"scene metadata datetime", func(p *ItemParams) {
-			p.Input.ItemDatetime = ""
+			p.SourceItemDatetime = ""
 			p.Info.Metadata = map[string]string{"TIFFTAG_DATETIME": "2023:07:04 12:00:00"}
 		}, func(t *testing.T, m map[string]any) {
 			p := m["properties"].(map[string]any)
@@ -172,7 +175,7 @@ func TestBuildItemValidates(t *testing.T) {
 			}
 		}},
 		{"GDAL ACQUISITIONDATETIME", func(p *ItemParams) {
-			p.Input.ItemDatetime = ""
+			p.SourceItemDatetime = ""
 			p.Info.Metadata = map[string]string{"ACQUISITIONDATETIME": "2022-08-09T10:11:12Z"}
 		}, func(t *testing.T, m map[string]any) {
 			if p := m["properties"].(map[string]any); p["datetime"] != "2022-08-09T10:11:12Z" || p[propDatetimeSource] != datetimeFromScene {
@@ -180,7 +183,7 @@ func TestBuildItemValidates(t *testing.T) {
 			}
 		}},
 		{"ENVI acquisition time", func(p *ItemParams) {
-			p.Input.ItemDatetime = ""
+			p.SourceItemDatetime = ""
 			p.Info.Metadata = map[string]string{geo.MetaENVIAcquisitionTime: "2021-03-04T05:06:07Z"}
 		}, func(t *testing.T, m map[string]any) {
 			if p := m["properties"].(map[string]any); p["datetime"] != "2021-03-04T05:06:07Z" {
@@ -198,7 +201,7 @@ func TestBuildItemValidates(t *testing.T) {
 		}},
 		{"base URL, a plain scene file", func(p *ItemParams) {
 			p.BaseURL = "https://data.example.org/maps/"
-			p.Input.Item, p.Input.ItemDatetime = "", ""
+			p.SourceItem, p.SourceItemDatetime = "", ""
 			p.Datetime = time.Date(2024, 6, 1, 0, 0, 0, 0, time.UTC)
 		}, func(t *testing.T, m map[string]any) {
 			links := map[string][]string{}
@@ -232,7 +235,7 @@ func TestBuildItemValidates(t *testing.T) {
 		{"in a collection", func(p *ItemParams) {
 			p.CollectionID = "nightly"
 			p.CollectionPath = filepath.Join(filepath.Dir(p.ItemPath), "..", "collection.json")
-			p.Input.Item = filepath.Join(filepath.Dir(p.ItemPath), "..", "sources", "salinas.json")
+			p.SourceItem = filepath.Join(filepath.Dir(p.ItemPath), "..", "sources", "salinas.json")
 			p.ModelItem = ""
 		}, func(t *testing.T, m map[string]any) {
 			if m["collection"] != "nightly" {
@@ -301,25 +304,25 @@ func TestSchemasCatchBadItems(t *testing.T) {
 		name, schema string
 		mutate       func(m map[string]any)
 	}{
-		{"no id", itemSchemas[0], func(m map[string]any) { delete(m, "id") }},
-		{"bbox of 3", itemSchemas[0], func(m map[string]any) { m["bbox"] = []any{1, 2, 3} }},
-		{"datetime null without range", itemSchemas[0], func(m map[string]any) { m["properties"].(map[string]any)["datetime"] = nil }},
-		{"asset without href", itemSchemas[0], func(m map[string]any) {
-			delete(m["assets"].(map[string]any)[productAssetKey].(map[string]any), "href")
+		{"no id", stacschema.ItemSchema, func(m map[string]any) { delete(m, "id") }},
+		{"bbox of 3", stacschema.ItemSchema, func(m map[string]any) { m["bbox"] = []any{1, 2, 3} }},
+		{"datetime null without range", stacschema.ItemSchema, func(m map[string]any) { m["properties"].(map[string]any)["datetime"] = nil }},
+		{"asset without href", stacschema.ItemSchema, func(m map[string]any) {
+			delete(m["assets"].(map[string]any)[ProductAssetKey].(map[string]any), "href")
 		}},
 		{"epsg as string", ProjectionSchema, func(m map[string]any) { m["properties"].(map[string]any)["proj:epsg"] = "32610" }},
 		{"unknown proj field", ProjectionSchema, func(m map[string]any) { m["properties"].(map[string]any)["proj:code"] = "EPSG:1" }},
 		{"shape of 3", ProjectionSchema, func(m map[string]any) { m["properties"].(map[string]any)["proj:shape"] = []any{1, 2, 3} }},
 		{"bad colour hint", ClassificationSchema, func(m map[string]any) {
-			b := m["assets"].(map[string]any)[productAssetKey].(map[string]any)["raster:bands"].([]any)[0].(map[string]any)
+			b := m["assets"].(map[string]any)[ProductAssetKey].(map[string]any)["raster:bands"].([]any)[0].(map[string]any)
 			b["classification:classes"].([]any)[0].(map[string]any)["color_hint"] = "#12345"
 		}},
 		{"class without description", ClassificationSchema, func(m map[string]any) {
-			b := m["assets"].(map[string]any)[productAssetKey].(map[string]any)["raster:bands"].([]any)[0].(map[string]any)
+			b := m["assets"].(map[string]any)[ProductAssetKey].(map[string]any)["raster:bands"].([]any)[0].(map[string]any)
 			delete(b["classification:classes"].([]any)[0].(map[string]any), "description")
 		}},
 		{"raster data type", RasterSchema, func(m map[string]any) {
-			b := m["assets"].(map[string]any)[productAssetKey].(map[string]any)["raster:bands"].([]any)[0].(map[string]any)
+			b := m["assets"].(map[string]any)[ProductAssetKey].(map[string]any)["raster:bands"].([]any)[0].(map[string]any)
 			b["data_type"] = "byte"
 		}},
 		{"processing datetime", ProcessingSchema, func(m map[string]any) {
@@ -332,11 +335,11 @@ func TestSchemasCatchBadItems(t *testing.T) {
 			json.Unmarshal(good, &m)
 			tc.mutate(m)
 			b, _ := json.Marshal(m)
-			err := schemaStore(t).Validate(b, tc.schema)
+			err := stacschema.Store(t).Validate(b, tc.schema)
 			if err == nil {
 				t.Fatalf("got no error from %s, want the item rejected", tc.schema)
 			}
-			if !errors.Is(err, errInvalid) {
+			if !errors.Is(err, stacschema.ErrInvalid) {
 				t.Errorf("got %v, want a validation failure (not a schema loading error)", err)
 			}
 		})
@@ -357,7 +360,7 @@ func TestCollection(t *testing.T) {
 	}
 	meta := CollectionMeta{ID: "nightly", License: "CC-BY-4.0", Classes: sampleParams(dir).Classes, NoData: 255, ReliabilityF32: true}
 	for _, it := range items {
-		if err := addToCollection(coll, meta, it.path, it.bbox, [2]string{it.dt, it.dt}, nil); err != nil {
+		if err := AddToCollection(coll, meta, it.path, it.bbox, [2]string{it.dt, it.dt}, nil); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -366,7 +369,7 @@ func TestCollection(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, u := range []string{"https://schemas.stacspec.org/v1.0.0/collection-spec/json-schema/collection.json", ClassificationSchema, RasterSchema} {
-		if err := schemaStore(t).Validate(b, u); err != nil {
+		if err := stacschema.Store(t).Validate(b, u); err != nil {
 			t.Errorf("collection does not validate against %s: %v", u, err)
 		}
 	}
@@ -399,7 +402,7 @@ func TestCollection(t *testing.T) {
 	if len(m.Summaries.Classes) != 2 || len(m.Summaries.Bands) != 2 || m.Summaries.Bands[1]["unit"] != geo.ReliabilityUnit || m.Summaries.Bands[0]["nodata"] != 255.0 {
 		t.Errorf("got summaries %+v, want the two classes and two bands with nodata 255", m.Summaries)
 	}
-	for _, k := range []string{productAssetKey, styleAssetKey, reliabilityAssetKey} {
+	for _, k := range []string{ProductAssetKey, styleAssetKey, reliabilityAssetKey} {
 		if m.ItemAssets[k]["type"] == nil {
 			t.Errorf("item_assets lacks %s: %v", k, m.ItemAssets)
 		}
@@ -425,8 +428,23 @@ func TestCollection(t *testing.T) {
 // gets no Item (ErrNoDatetime) rather than a made-up interval.
 func TestBuildItemNeedsDatetime(t *testing.T) {
 	p := sampleParams(t.TempDir())
-	p.Input.ItemDatetime = ""
+	p.SourceItemDatetime = ""
 	if _, err := BuildItem(p); !errors.Is(err, ErrNoDatetime) || !strings.Contains(err.Error(), "/data/salinas.tif") {
 		t.Errorf("got %v, want ErrNoDatetime naming the scene", err)
+	}
+}
+
+// BenchmarkBuildItem: building and encoding one product's STAC Item.
+func BenchmarkBuildItem(b *testing.B) {
+	p := sampleParams(b.TempDir())
+	b.ReportAllocs()
+	for b.Loop() {
+		item, err := BuildItem(p)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := json.Marshal(item); err != nil {
+			b.Fatal(err)
+		}
 	}
 }

@@ -1,7 +1,6 @@
-package pipelines
+package stac
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"os"
@@ -12,39 +11,9 @@ import (
 
 	"github.com/pnec/pnec/geo"
 	"github.com/pnec/pnec/internal/fixture"
+	"github.com/pnec/pnec/internal/stacschema"
 	"github.com/pnec/pnec/model"
 )
-
-// wavelengthModel trains a tiny model on the fixture scene with band
-// wavelengths recorded, in seconds.
-func wavelengthModel(t *testing.T, dir string) string {
-	t.Helper()
-	if testing.Short() {
-		t.Skip("trains a model: skipped with -short")
-	}
-	data, labels := fixture.SceneData(1)
-	valid := make([]bool, fixture.Rows*fixture.Cols)
-	for i := range valid {
-		valid[i] = true
-	}
-	wl := make([]float64, fixture.Bands)
-	for i := range wl {
-		wl[i] = 450 + 50*float64(i)
-	}
-	cfg := model.DefaultConfig()
-	cfg.Hidden, cfg.HeadDim, cfg.DState, cfg.Chunk, cfg.Epochs, cfg.ECWarmupEpochs = 8, 4, 4, 16, 3, 1
-	m, err := model.Train(context.Background(), model.Scene{Rows: fixture.Rows, Cols: fixture.Cols, Bands: fixture.Bands, Data: data, Valid: valid, WavelengthsNM: wl},
-		labels, model.TrainOptions{Config: cfg, TrainPerClass: 5, Backend: "go", ClassNames: map[int]string{1: "water", 2: "forest", 3: "crop"},
-			Provenance: model.Provenance{Scene: filepath.Join(dir, "train.tif"), Labels: filepath.Join(dir, "train_gt.tif")}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := filepath.Join(dir, "landcover.pnec")
-	if err := m.Save(p); err != nil {
-		t.Fatal(err)
-	}
-	return p
-}
 
 // TestModelItemValidates: the model's Item validates against STAC core
 // 1.0.0 and the official MLM 1.5.2, file 2.1.0, raster, processing and
@@ -54,7 +23,7 @@ func wavelengthModel(t *testing.T, dir string) string {
 // size, the training data as links, the training accuracy.
 func TestModelItemValidates(t *testing.T) {
 	dir := t.TempDir()
-	modelPath := wavelengthModel(t, dir)
+	modelPath := fixture.WavelengthModel(t, dir)
 	scene := filepath.Join(dir, "train.tif")
 	if err := fixture.WriteScene(scene, 1); err != nil {
 		t.Fatal(err)
@@ -90,7 +59,7 @@ func TestModelItemValidates(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			s := schemaStore(t)
+			s := stacschema.Store(t)
 			var doc struct {
 				Geometry   any              `json:"geometry"`
 				Extensions []string         `json:"stac_extensions"`
@@ -116,8 +85,8 @@ func TestModelItemValidates(t *testing.T) {
 				t.Errorf("eo declared %v geometry %v, want %v %v", strings.Contains(exts, EOSchema), doc.Geometry, tc.wantEO, tc.wantGeo)
 			}
 			p := doc.Properties
-			if p["mlm:name"] != "landcover" || p["mlm:architecture"] != MLMArchitecture || p[propModelChecksum] != m.Checksum() {
-				t.Errorf("got name %v architecture %v checksum %v", p["mlm:name"], p["mlm:architecture"], p[propModelChecksum])
+			if p["mlm:name"] != "landcover" || p["mlm:architecture"] != MLMArchitecture || p[PropModelChecksum] != m.Checksum() {
+				t.Errorf("got name %v architecture %v checksum %v", p["mlm:name"], p["mlm:architecture"], p[PropModelChecksum])
 			}
 			if acc, ok := p["pnec:train_accuracy"].(float64); !ok || acc <= 0 || acc > 1 {
 				t.Errorf("got pnec:train_accuracy %v, want the training accuracy", p["pnec:train_accuracy"])
@@ -160,7 +129,7 @@ func TestModelItemValidates(t *testing.T) {
 // model Items with the faults a writer could make, so that
 // TestModelItemValidates can fail.
 func TestMLMSchemaCatchesBadItems(t *testing.T) {
-	modelPath := tinyModel(t)
+	modelPath := fixture.Model(t)
 	m, err := model.Load(modelPath)
 	if err != nil {
 		t.Fatal(err)
@@ -170,7 +139,7 @@ func TestMLMSchemaCatchesBadItems(t *testing.T) {
 		t.Fatal(err)
 	}
 	good, _ := json.Marshal(item)
-	if err := schemaStore(t).Validate(good, MLMSchema); err != nil {
+	if err := stacschema.Store(t).Validate(good, MLMSchema); err != nil {
 		t.Fatalf("the unchanged item: %v", err)
 	}
 	for _, tc := range []struct {
@@ -198,7 +167,7 @@ func TestMLMSchemaCatchesBadItems(t *testing.T) {
 			json.Unmarshal(good, &doc)
 			tc.mutate(doc)
 			b, _ := json.Marshal(doc)
-			if err := schemaStore(t).Validate(b, tc.schema); !errors.Is(err, errInvalid) {
+			if err := stacschema.Store(t).Validate(b, tc.schema); !errors.Is(err, stacschema.ErrInvalid) {
 				t.Errorf("got %v, want the item rejected by %s", err, tc.schema)
 			}
 		})
@@ -213,7 +182,7 @@ func TestMLMSchemaCatchesBadItems(t *testing.T) {
 // gives is taken when valid and refused when not.
 func TestModelNameValidates(t *testing.T) {
 	dir := t.TempDir()
-	src := wavelengthModel(t, dir)
+	src := fixture.WavelengthModel(t, dir)
 	b, err := os.ReadFile(src)
 	if err != nil {
 		t.Fatal(err)
@@ -222,7 +191,7 @@ func TestModelNameValidates(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := schemaStore(t)
+	s := stacschema.Store(t)
 	write := func(t *testing.T, modelPath, name string) (string, error) {
 		t.Helper()
 		if err := os.WriteFile(modelPath, b, 0o644); err != nil {

@@ -1,4 +1,4 @@
-package pipelines
+package stac
 
 import (
 	"encoding/json"
@@ -41,11 +41,11 @@ type CollectionMeta struct {
 // STAC's "proprietary" and "various".
 var spdxLike = regexp.MustCompile(`^[A-Za-z0-9.+-]+( (AND|OR|WITH) [A-Za-z0-9.+-]+)*$`)
 
-// ErrLicense: Config.License is not an SPDX identifier or expression.
+// ErrLicense: a Collection licence is not an SPDX identifier or expression.
 var ErrLicense = errors.New("want an SPDX licence identifier or expression (e.g. CC-BY-4.0), proprietary or various")
 
-// checkLicense refuses a licence that is not an SPDX identifier or expression.
-func checkLicense(l string) error {
+// CheckLicense refuses a licence that is not an SPDX identifier or expression.
+func CheckLicense(l string) error {
 	if l == "" || spdxLike.MatchString(l) {
 		return nil
 	}
@@ -60,9 +60,9 @@ func (e *LicenseError) Error() string { return fmt.Sprintf("licence %q: %v", e.L
 
 func (e *LicenseError) Unwrap() error { return ErrLicense }
 
-// itemInterval is the [start, end] an Item covers: its datetime twice, or
+// ItemInterval is the [start, end] an Item covers: its datetime twice, or
 // its start_datetime and end_datetime when datetime is null.
-func itemInterval(props map[string]any) [2]string {
+func ItemInterval(props map[string]any) [2]string {
 	if dt, ok := props["datetime"].(string); ok && dt != "" {
 		return [2]string{dt, dt}
 	}
@@ -131,7 +131,7 @@ func collectionFields(coll map[string]any, meta CollectionMeta) {
 		"raster:bands":           bands,
 	}
 	assets := map[string]any{
-		productAssetKey: map[string]any{
+		ProductAssetKey: map[string]any{
 			"title": "land-cover class (band 1) and reliability (band 2)", "type": cogMediaType,
 			"roles": []any{"data", "classification", "reliability"}, "raster:bands": bands,
 		},
@@ -148,14 +148,14 @@ func collectionFields(coll map[string]any, meta CollectionMeta) {
 	coll["item_assets"] = assets
 }
 
-// addToCollection adds the Item at itemPath (with WGS84 bbox, may be nil, and
+// AddToCollection adds the Item at itemPath (with WGS84 bbox, may be nil, and
 // the interval iv it covers) to the STAC Collection file collPath, creating
 // it when absent. Concurrent writers (parallel jobs, other shards on a
 // shared volume) are serialised by a lock on the collection's directory;
 // the file is replaced atomically, so readers never see a half-written
 // collection.
 // The sweep of stale temporaries spares what keep reports (the run's inputs).
-func addToCollection(collPath string, meta CollectionMeta, itemPath string, bbox []float64, iv [2]string, keep func(string) bool) error {
+func AddToCollection(collPath string, meta CollectionMeta, itemPath string, bbox []float64, iv [2]string, keep func(string) bool) error {
 	dir := filepath.Dir(collPath)
 	if _, err := os.Stat(dir); err != nil {
 		return fmt.Errorf("collection %s: %w", collPath, err)
@@ -169,38 +169,64 @@ func addToCollection(collPath string, meta CollectionMeta, itemPath string, bbox
 	defer lock.Close()
 	tempfiles.RemoveTemps(dir, collectionTempKey(collPath), keep)
 
-	// The Collection stays an untyped JSON object, unlike the Items (built
-	// with go-stac's types): it may be the user's own, and go-stac's
-	// Collection (v0.34) keeps no member it does not know (no additional
-	// fields), so a round trip through it would drop members a user or
-	// another tool added (extension fields such as sci:doi, for one).
+	coll, err := readCollection(collPath, meta.ID)
+	if err != nil {
+		return err
+	}
+	collectionFields(coll, meta)
+	coll["links"] = collectionLinks(coll, collPath, ItemHref(collPath, itemPath), meta.BaseURL)
+	ext, _ := coll["extent"].(map[string]any)
+	if ext == nil {
+		ext = map[string]any{}
+		coll["extent"] = ext
+	}
+	if len(bbox) == 4 {
+		widenBbox(ext, bbox)
+	}
+	widenInterval(ext, iv)
+	out, err := json.MarshalIndent(coll, "", "  ")
+	if err != nil {
+		return fmt.Errorf("collection %s: %w", collPath, err)
+	}
+	return writeFileAtomic(collPath, append(out, '\n'))
+}
+
+// readCollection reads the Collection at collPath, or makes an empty one
+// with id when there is none. The Collection stays an untyped JSON object,
+// unlike the Items (built with go-stac's types): it may be the user's own,
+// and go-stac's Collection (v0.34) keeps no member it does not know (no
+// additional fields), so a round trip through it would drop members a user
+// or another tool added (extension fields such as sci:doi, for one).
+func readCollection(collPath, id string) (map[string]any, error) {
 	coll := map[string]any{}
 	b, err := os.ReadFile(collPath)
 	switch {
 	case err == nil:
 		if err := json.Unmarshal(b, &coll); err != nil {
-			return fmt.Errorf("collection %s: bad JSON: %w", collPath, err)
+			return nil, fmt.Errorf("collection %s: bad JSON: %w", collPath, err)
 		}
 		if coll["type"] != "Collection" {
-			return fmt.Errorf("collection %s: type %v, want Collection", collPath, coll["type"])
+			return nil, fmt.Errorf("collection %s: type %v, want Collection", collPath, coll["type"])
 		}
+		return coll, nil
 	case errors.Is(err, fs.ErrNotExist):
-		coll = map[string]any{
+		return map[string]any{
 			"type":         "Collection",
-			"stac_version": STACVersion,
-			"id":           meta.ID,
+			"stac_version": Version,
+			"id":           id,
 			"extent": map[string]any{
 				"spatial":  map[string]any{"bbox": []any{}},
 				"temporal": map[string]any{"interval": []any{[]any{nil, nil}}},
 			},
 			"links": []any{},
-		}
-	default:
-		return fmt.Errorf("collection %s: %w", collPath, err)
+		}, nil
 	}
+	return nil, fmt.Errorf("collection %s: %w", collPath, err)
+}
 
-	collectionFields(coll, meta)
-	href := itemHref(collPath, itemPath)
+// collectionLinks are the Collection's links with a root link, its self
+// link (withSelf) and the item link to href, each once.
+func collectionLinks(coll map[string]any, collPath, href, baseURL string) []any {
 	links, _ := coll["links"].([]any)
 	found := false
 	has := map[string]bool{}
@@ -221,72 +247,70 @@ func addToCollection(collPath string, meta CollectionMeta, itemPath string, bbox
 	if !has["root"] {
 		links = append(links, map[string]any{"rel": "root", "href": self, "type": "application/json"})
 	}
-	links = withSelf(links, meta.BaseURL, self)
+	links = withSelf(links, baseURL, self)
 	if !found {
 		links = append(links, map[string]any{"rel": "item", "href": href, "type": "application/geo+json"})
 	}
-	coll["links"] = links
+	return links
+}
 
-	ext, _ := coll["extent"].(map[string]any)
-	if ext == nil {
-		ext = map[string]any{}
-		coll["extent"] = ext
+// widenBbox makes the first bbox of the extent ext cover bbox too.
+func widenBbox(ext map[string]any, bbox []float64) {
+	sp, _ := ext["spatial"].(map[string]any)
+	if sp == nil {
+		sp = map[string]any{}
+		ext["spatial"] = sp
 	}
-	if len(bbox) == 4 {
-		sp, _ := ext["spatial"].(map[string]any)
-		if sp == nil {
-			sp = map[string]any{}
-			ext["spatial"] = sp
-		}
-		boxes, _ := sp["bbox"].([]any)
-		union := []float64{bbox[0], bbox[1], bbox[2], bbox[3]}
-		if len(boxes) > 0 {
-			if first, ok := boxes[0].([]any); ok && len(first) == 4 {
-				for i := 0; i < 4; i++ {
-					v, _ := first[i].(float64)
-					if i < 2 {
-						union[i] = math.Min(union[i], v)
-					} else {
-						union[i] = math.Max(union[i], v)
-					}
-				}
-			}
-			boxes[0] = union
-		} else {
-			boxes = []any{union}
-		}
-		sp["bbox"] = boxes
+	boxes, _ := sp["bbox"].([]any)
+	union := []float64{bbox[0], bbox[1], bbox[2], bbox[3]}
+	if len(boxes) == 0 {
+		sp["bbox"] = []any{union}
+		return
 	}
-	if t0, err0 := time.Parse(time.RFC3339Nano, iv[0]); err0 == nil {
-		t1, err := time.Parse(time.RFC3339Nano, iv[1])
-		if err != nil {
-			t1 = t0
-		}
-		tp, _ := ext["temporal"].(map[string]any)
-		if tp == nil {
-			tp = map[string]any{}
-			ext["temporal"] = tp
-		}
-		civ := []any{nil, nil}
-		if ivs, ok := tp["interval"].([]any); ok && len(ivs) > 0 {
-			if first, ok := ivs[0].([]any); ok && len(first) == 2 {
-				civ = first
+	if first, ok := boxes[0].([]any); ok && len(first) == 4 {
+		for i := 0; i < 4; i++ {
+			v, _ := first[i].(float64)
+			if i < 2 {
+				union[i] = math.Min(union[i], v)
+			} else {
+				union[i] = math.Max(union[i], v)
 			}
 		}
-		for i, t := range []time.Time{t0, t1} {
-			cur, _ := civ[i].(string)
-			ct, err := time.Parse(time.RFC3339Nano, cur)
-			if err != nil || (i == 0 && t.Before(ct)) || (i == 1 && t.After(ct)) {
-				civ[i] = t.UTC().Format(time.RFC3339Nano)
-			}
-		}
-		tp["interval"] = []any{civ}
 	}
-	out, err := json.MarshalIndent(coll, "", "  ")
+	boxes[0] = union
+	sp["bbox"] = boxes
+}
+
+// widenInterval makes the first interval of the extent ext cover iv too
+// (nothing when iv[0] is no RFC 3339 time; iv[1] not one: iv[0]).
+func widenInterval(ext map[string]any, iv [2]string) {
+	t0, err := time.Parse(time.RFC3339Nano, iv[0])
 	if err != nil {
-		return fmt.Errorf("collection %s: %w", collPath, err)
+		return
 	}
-	return writeFileAtomic(collPath, append(out, '\n'))
+	t1, err := time.Parse(time.RFC3339Nano, iv[1])
+	if err != nil {
+		t1 = t0
+	}
+	tp, _ := ext["temporal"].(map[string]any)
+	if tp == nil {
+		tp = map[string]any{}
+		ext["temporal"] = tp
+	}
+	civ := []any{nil, nil}
+	if ivs, ok := tp["interval"].([]any); ok && len(ivs) > 0 {
+		if first, ok := ivs[0].([]any); ok && len(first) == 2 {
+			civ = first
+		}
+	}
+	for i, t := range []time.Time{t0, t1} {
+		cur, _ := civ[i].(string)
+		ct, err := time.Parse(time.RFC3339Nano, cur)
+		if err != nil || (i == 0 && t.Before(ct)) || (i == 1 && t.After(ct)) {
+			civ[i] = t.UTC().Format(time.RFC3339Nano)
+		}
+	}
+	tp["interval"] = []any{civ}
 }
 
 // collectionTempKey is the "key" under which writeFileAtomic's temporaries of collPath are found.
@@ -295,8 +319,8 @@ func collectionTempKey(collPath string) string {
 	return b[:len(b)-len(filepath.Ext(b))]
 }
 
-// itemHref is the href of an Item in a collection's item link: relative to the collection's directory.
-func itemHref(collPath, itemPath string) string {
+// ItemHref is the href of an Item in a collection's item link: relative to the collection's directory.
+func ItemHref(collPath, itemPath string) string {
 	ca, err1 := filepath.Abs(filepath.Dir(collPath))
 	ia, err2 := filepath.Abs(itemPath)
 	if err1 == nil && err2 == nil {
@@ -307,8 +331,8 @@ func itemHref(collPath, itemPath string) string {
 	return filepath.ToSlash(itemPath)
 }
 
-// collectionItems returns the item hrefs a collection file links to (empty when it does not exist or is unreadable).
-func collectionItems(collPath string) map[string]bool {
+// CollectionItems returns the item hrefs a collection file links to (empty when it does not exist or is unreadable).
+func CollectionItems(collPath string) map[string]bool {
 	out := map[string]bool{}
 	if collPath == "" {
 		return out
@@ -330,8 +354,8 @@ func collectionItems(collPath string) map[string]bool {
 	return out
 }
 
-// addItemFileToCollection adds an Item already written at itemPath, taking its bbox and interval from the file.
-func addItemFileToCollection(collPath string, meta CollectionMeta, itemPath string, keep func(string) bool) error {
+// AddItemFileToCollection adds an Item already written at itemPath, taking its bbox and interval from the file.
+func AddItemFileToCollection(collPath string, meta CollectionMeta, itemPath string, keep func(string) bool) error {
 	b, err := os.ReadFile(itemPath)
 	if err != nil {
 		return fmt.Errorf("collection %s: %w", collPath, err)
@@ -343,7 +367,7 @@ func addItemFileToCollection(collPath string, meta CollectionMeta, itemPath stri
 	if err := json.Unmarshal(b, &it); err != nil {
 		return fmt.Errorf("collection %s: item %s: %w", collPath, itemPath, err)
 	}
-	return addToCollection(collPath, meta, itemPath, it.Bbox, itemInterval(it.Properties), keep)
+	return AddToCollection(collPath, meta, itemPath, it.Bbox, ItemInterval(it.Properties), keep)
 }
 
 // withSelf is links with one self link, base URL + name, or none without

@@ -1,4 +1,4 @@
-package pipelines
+package stac
 
 import (
 	"encoding/json"
@@ -13,23 +13,21 @@ import (
 
 	"github.com/paulmach/orb"
 	"github.com/paulmach/orb/geojson"
-	stac "github.com/planetlabs/go-stac"
+	gostac "github.com/planetlabs/go-stac"
 	raster "github.com/planetlabs/go-stac/extensions/raster/v1"
 
 	"github.com/pnec/pnec/geo"
-	"github.com/pnec/pnec/model"
-	"github.com/pnec/pnec/processor"
 )
 
 // STAC versions and extension schemas the Items follow (shipped under testdata/stac/schemas).
 const (
-	STACVersion          = "1.0.0"
+	Version              = "1.0.0"
 	ClassificationSchema = "https://stac-extensions.github.io/classification/v1.1.0/schema.json"
 	ProjectionSchema     = "https://stac-extensions.github.io/projection/v1.1.0/schema.json"
 	ProcessingSchema     = "https://stac-extensions.github.io/processing/v1.2.0/schema.json"
 	RasterSchema         = "https://stac-extensions.github.io/raster/v1.1.0/schema.json"
 	cogMediaType         = "image/tiff; application=geotiff; profile=cloud-optimized"
-	productAssetKey      = "classification"
+	ProductAssetKey      = "classification"
 	reliabilityAssetKey  = "reliability"
 	styleAssetKey        = "style"
 	propDatetimeSource   = "pnec:datetime_source"
@@ -65,7 +63,7 @@ type ClassObject struct {
 	ColorHint   string `json:"color_hint,omitempty"` // RRGGBB hex
 }
 
-var _ stac.Extension = (*Classification)(nil)
+var _ gostac.Extension = (*Classification)(nil)
 
 // URI is the schema of the extension.
 func (*Classification) URI() string { return ClassificationSchema }
@@ -137,7 +135,7 @@ func (r *rasterStddev) Encode(asset map[string]any) error {
 		return nil
 	})
 }
-func (r *rasterStddev) Decode(map[string]any) error { return stac.ErrExtensionDoesNotApply }
+func (r *rasterStddev) Decode(map[string]any) error { return gostac.ErrExtensionDoesNotApply }
 
 // Decode reads classification:classes of the first band that has them.
 func (c *Classification) Decode(asset map[string]any) error {
@@ -156,7 +154,7 @@ func (c *Classification) Decode(asset map[string]any) error {
 			}
 		}
 	}
-	return stac.ErrExtensionDoesNotApply
+	return gostac.ErrExtensionDoesNotApply
 }
 
 // Projection is the STAC projection extension (v1.1.0), item properties.
@@ -175,14 +173,14 @@ type LatLonObj struct {
 	Lon float64 `json:"lon"`
 }
 
-var _ stac.Extension = (*Projection)(nil)
+var _ gostac.Extension = (*Projection)(nil)
 
 func (*Projection) URI() string { return ProjectionSchema }
 func (p *Projection) Encode(item map[string]any) error {
-	return stac.EncodeExtendedItemProperties(p, item)
+	return gostac.EncodeExtendedItemProperties(p, item)
 }
 func (p *Projection) Decode(item map[string]any) error {
-	return stac.DecodeExtendedItemProperties(p, item)
+	return gostac.DecodeExtendedItemProperties(p, item)
 }
 
 // Processing is the STAC processing extension (v1.2.0), item properties.
@@ -201,47 +199,37 @@ type ProcessingExpression struct {
 	Expression string `json:"expression"`
 }
 
-var _ stac.Extension = (*Processing)(nil)
+var _ gostac.Extension = (*Processing)(nil)
 
 func (*Processing) URI() string { return ProcessingSchema }
 func (p *Processing) Encode(item map[string]any) error {
-	return stac.EncodeExtendedItemProperties(p, item)
+	return gostac.EncodeExtendedItemProperties(p, item)
 }
 func (p *Processing) Decode(item map[string]any) error {
-	return stac.DecodeExtendedItemProperties(p, item)
+	return gostac.DecodeExtendedItemProperties(p, item)
 }
 
 // ProductStats describe a product's stored pixels (see geo.ProductStats).
 type ProductStats = geo.ProductStats
 
-// productInfo opens a product for its size and georeference as GDAL reads
-// them.
-func productInfo(productPath string) (geo.Info, error) {
-	s, err := geo.Open(productPath)
-	if err != nil {
-		return geo.Info{}, fmt.Errorf("open product %s: %w", productPath, err)
-	}
-	defer s.Close()
-	info := s.Info()
-	if info.Bands < 2 {
-		return info, fmt.Errorf("product %s has %d bands, want 2", productPath, info.Bands)
-	}
-	return info, nil
-}
-
 // ItemParams is what BuildItem needs to describe one product.
 type ItemParams struct {
-	Input          Input
-	ProductPath    string // the COG
-	ItemPath       string // where the Item JSON goes (the asset href is relative to it)
-	Info           geo.Info
-	Stats          ProductStats
-	Classes        []ClassObject
-	ReliabilityF32 bool
-	ModelChecksum  string
-	Backend        string
-	Version        string // pnec version
-	Source         SourceRecord
+	// ID is the Item's id (the product's key); Scene the dataset the
+	// product was made from, as the batch named it.
+	ID, Scene string
+	// SourceItem is the STAC Item the scene came from ("" when it was a
+	// file), SourceItemDatetime its datetime ("" when none or unknown).
+	SourceItem, SourceItemDatetime string
+	ProductPath                    string // the COG
+	ItemPath                       string // where the Item JSON goes (the asset href is relative to it)
+	Info                           geo.Info
+	Stats                          ProductStats
+	Classes                        []ClassObject
+	ReliabilityF32                 bool
+	ModelChecksum                  string
+	Backend                        string
+	Version                        string // pnec version
+	Source                         SourceRecord
 	// QualityMasks names the quality masks whose flagged pixels were left
 	// unclassified (processor.Result.QualityMasks), "" when none.
 	QualityMasks string
@@ -266,17 +254,18 @@ type ItemParams struct {
 	Datetime, DatetimeEnd time.Time
 	// NoData is the value both product bands store for no data (geo.ProductNoData).
 	NoData int
-	// Probabilities and TopK describe the class probabilities file beside
-	// the product (processor.Options); ProbabilitiesOff: none.
-	Probabilities processor.ProbabilityStage
-	TopK          int
-	// Shard and Engine are the batch process's share of the inputs and the
-	// scheduler it ran under (recorded as pnec:shard, pnec:engine, pnec:job_id).
-	Shard  Shard
-	Engine Engine
-	// Drift is the scene's drift (nil: none measured), recorded as
-	// pnec:drift_verdict and pnec:drift.
-	Drift *model.Drift
+	// Probabilities describe the class probabilities file beside the
+	// product; none when its Stage is "".
+	Probabilities Probabilities
+	// Shard, Engine and JobID are the batch process's share of the inputs
+	// ("" when not sharded) and the scheduler it ran under, recorded as
+	// pnec:shard, pnec:engine and pnec:job_id when not "".
+	Shard, Engine, JobID string
+	// DriftVerdict and Drift are the scene's drift verdict and its figures
+	// (processor.DriftJSON), recorded as pnec:drift_verdict and pnec:drift;
+	// Drift nil: none measured.
+	DriftVerdict string
+	Drift        map[string]any
 }
 
 // Properties of the drift (docs/acquisitions.md).
@@ -285,60 +274,70 @@ const (
 	propDrift        = "pnec:drift"
 )
 
-// driftProperties is the pnec:drift object: the figures of the verdict
-// (ratios 0..1, band shifts in training standard deviations; null where
-// undefined) and the reasons it is not ok.
-func driftProperties(d *model.Drift) map[string]any {
-	num := func(v float64) any { return processor.JSONFigure(v, 4) }
-	reasons := d.Reasons
-	if reasons == nil {
-		reasons = []string{}
+// tree is where an Item's hrefs are written from: its directory, and the
+// root (the Collection's directory, else the Item's) under which local
+// targets are written relative (PortableHref).
+type tree struct{ root, dir string }
+
+func itemTree(p ItemParams) tree {
+	t := tree{root: filepath.Dir(p.ItemPath), dir: filepath.Dir(p.ItemPath)}
+	if p.CollectionPath != "" {
+		t.root = filepath.Dir(p.CollectionPath)
 	}
-	props := map[string]any{
-		"reliability":          num(d.Reliability),
-		"reliability_baseline": num(d.ReliabilityBaseline),
-		"reasons":              reasons,
-	}
-	for _, f := range model.DriftFigures() {
-		props[f.Key] = num(f.Value(*d))
-	}
-	for k, v := range processor.DriftThresholdsJSON(model.DefaultDriftThresholds) {
-		props[k] = v
-	}
-	return props
+	return t
 }
+
+// href is target as the Item names it.
+func (t tree) href(target string) string { return PortableHref(target, t.root, t.dir) }
 
 // BuildItem makes the STAC Item describing a product. Hrefs of local files
 // are relative to the Item when they lie under its root (the Collection's
 // directory, else the Item's), absolute otherwise; URLs stay as they are.
-func BuildItem(p ItemParams) (*stac.Item, error) {
-	now := p.Now.UTC()
-	itemDir := filepath.Dir(p.ItemPath)
-	root := itemDir
-	if p.CollectionPath != "" {
-		root = filepath.Dir(p.CollectionPath)
+func BuildItem(p ItemParams) (*gostac.Item, error) {
+	props, err := itemProperties(p)
+	if err != nil {
+		return nil, err
 	}
+	t := itemTree(p)
+	item := &gostac.Item{Version: Version, Id: p.ID, Properties: props, Collection: p.CollectionID}
+	if g, bbox := footprint(p.Info.FootprintWGS84); g != nil {
+		item.Geometry, item.Bbox = g, bbox
+	} else {
+		props["pnec:georeferenced"] = false // no CRS: geometry null, as STAC allows
+	}
+	var modelHref string
+	if p.ModelItem != "" {
+		modelHref = t.href(p.ModelItem)
+	}
+	item.Links = itemLinks(p, t, modelHref)
+	item.Extensions = []gostac.Extension{projection(p.Info, item.Bbox), processing(p, t, modelHref)}
+	if item.Assets, err = productAssets(p, t); err != nil {
+		return nil, err
+	}
+	addFileInfo(item, p.Files)
+	return item, nil
+}
+
+// itemProperties are the Item's properties but those of its extensions:
+// what pnec records of the run, and the acquisition time.
+func itemProperties(p ItemParams) (map[string]any, error) {
 	props := map[string]any{
-		"created":         now.Format(time.RFC3339),
-		propSource:        p.Source,
-		propModelChecksum: p.ModelChecksum,
-		propProductFormat: productFormat,
+		"created":         p.Now.UTC().Format(time.RFC3339),
+		PropSource:        p.Source,
+		PropModelChecksum: p.ModelChecksum,
+		PropProductFormat: ProductFormat,
 		propBackend:       p.Backend,
 	}
-	if p.Shard.Count > 1 {
-		props["pnec:shard"] = p.Shard.String()
-	}
-	if p.Engine.Name != "" {
-		props["pnec:engine"] = p.Engine.Name
-	}
-	if p.Engine.JobID != "" {
-		props["pnec:job_id"] = p.Engine.JobID
+	for k, v := range map[string]string{"pnec:shard": p.Shard, "pnec:engine": p.Engine, "pnec:job_id": p.JobID} {
+		if v != "" {
+			props[k] = v
+		}
 	}
 	if p.Drift != nil {
-		props[propDriftVerdict] = string(p.Drift.Verdict)
-		props[propDrift] = driftProperties(p.Drift)
+		props[propDriftVerdict] = p.DriftVerdict
+		props[propDrift] = p.Drift
 	}
-	switch dt, dtSource := itemDatetime(p.Input, p.Info, p.Datetime); {
+	switch dt, dtSource := itemDatetime(p.SourceItemDatetime, p.Info, p.Datetime); {
 	case !p.Datetime.IsZero() && !p.DatetimeEnd.IsZero():
 		// The user's interval: STAC's datetime null with its bounds.
 		props["datetime"] = nil
@@ -346,127 +345,149 @@ func BuildItem(p ItemParams) (*stac.Item, error) {
 		props["end_datetime"] = p.DatetimeEnd.UTC().Format(time.RFC3339Nano)
 		props[propDatetimeSource] = datetimeFromUser
 	case dt == "":
-		return nil, fmt.Errorf("%s: %w", p.Input.Name, ErrNoDatetime)
+		return nil, fmt.Errorf("%s: %w", p.Scene, ErrNoDatetime)
 	default:
 		props["datetime"] = dt
 		props[propDatetimeSource] = dtSource
 	}
+	return props, nil
+}
 
-	item := &stac.Item{
-		Version:    STACVersion,
-		Id:         p.Input.Key,
-		Properties: props,
-		Collection: p.CollectionID,
+// footprint is the GeoJSON geometry and bbox of a WGS84 footprint (rings
+// closed, as GeoJSON wants them); nil, nil without one.
+func footprint(fp orb.Polygon) (*geojson.Geometry, []float64) {
+	if len(fp) == 0 || len(fp[0]) < 4 {
+		return nil, nil
 	}
-	if len(p.Info.FootprintWGS84) > 0 && len(p.Info.FootprintWGS84[0]) >= 4 {
-		var fp orb.Polygon
-		for _, ring := range p.Info.FootprintWGS84 {
-			r := append(orb.Ring(nil), ring...)
-			if len(r) > 0 && r[0] != r[len(r)-1] {
-				r = append(r, r[0]) // GeoJSON rings are closed
-			}
-			fp = append(fp, r)
+	var poly orb.Polygon
+	for _, ring := range fp {
+		r := append(orb.Ring(nil), ring...)
+		if len(r) > 0 && r[0] != r[len(r)-1] {
+			r = append(r, r[0]) // GeoJSON rings are closed
 		}
-		item.Geometry = geojson.NewGeometry(fp)
-		b := p.Info.FootprintWGS84.Bound()
-		item.Bbox = []float64{b.Min[0], b.Min[1], b.Max[0], b.Max[1]}
-	} else {
-		props["pnec:georeferenced"] = false // no CRS: geometry null, as STAC allows
+		poly = append(poly, r)
 	}
+	b := fp.Bound()
+	return geojson.NewGeometry(poly), []float64{b.Min[0], b.Min[1], b.Max[0], b.Max[1]}
+}
 
-	// Links: itself (only absolute, with a base URL), its collection (root
-	// and parent too), the source Item when the input was one (a scene file
-	// is no STAC object: the lineage names it) and the model's Item.
-	if self := selfHref(p.BaseURL, p.ItemPath, root); self != "" {
-		item.Links = append(item.Links, &stac.Link{Rel: "self", Href: self, Type: geojsonMediaType})
+// itemLinks: the Item itself (only absolute, with a base URL), its
+// collection (root and parent too), the source Item when the input was one
+// (a scene file is no STAC object: the lineage names it) and the model's
+// Item (at modelHref).
+func itemLinks(p ItemParams, t tree, modelHref string) []*gostac.Link {
+	var links []*gostac.Link
+	if self := selfHref(p.BaseURL, p.ItemPath, t.root); self != "" {
+		links = append(links, &gostac.Link{Rel: "self", Href: self, Type: geojsonMediaType})
 	}
 	if p.CollectionPath != "" {
-		c := portableHref(p.CollectionPath, root, itemDir)
+		c := t.href(p.CollectionPath)
 		for _, rel := range []string{"root", "parent", "collection"} {
-			item.Links = append(item.Links, &stac.Link{Rel: rel, Href: c, Type: "application/json"})
+			links = append(links, &gostac.Link{Rel: rel, Href: c, Type: "application/json"})
 		}
 	}
-	if p.Input.Item != "" {
-		item.Links = append(item.Links, &stac.Link{Rel: "derived_from", Href: portableHref(p.Input.Item, root, itemDir),
+	if p.SourceItem != "" {
+		links = append(links, &gostac.Link{Rel: "derived_from", Href: t.href(p.SourceItem),
 			Type: geojsonMediaType, Title: "source STAC Item"})
 	}
-	var modelHref string
-	if p.ModelItem != "" {
-		modelHref = portableHref(p.ModelItem, root, itemDir)
-		item.Links = append(item.Links, &stac.Link{Rel: "derived_from", Href: modelHref, Type: geojsonMediaType,
+	if modelHref != "" {
+		links = append(links, &gostac.Link{Rel: "derived_from", Href: modelHref, Type: geojsonMediaType,
 			Title: fmt.Sprintf("model %s (STAC Item, machine learning model extension)", p.ModelName)})
 	}
+	return links
+}
 
-	// Projection: only what the product has (no geotransform, no transform).
-	proj := &Projection{Shape: []int{p.Info.Rows, p.Info.Cols}}
-	gt := p.Info.GeoTransform
-	if p.Info.HasGeoTransform && gt != ([6]float64{}) {
+// projection is the projection extension of a product: only what the
+// product has (no geotransform, no transform); the centroid is bbox's.
+func projection(info geo.Info, bbox []float64) *Projection {
+	proj := &Projection{Shape: []int{info.Rows, info.Cols}}
+	gt := info.GeoTransform
+	if info.HasGeoTransform && gt != ([6]float64{}) {
 		proj.Transform = []float64{gt[1], gt[2], gt[0], gt[4], gt[5], gt[3]}
-		xs, ys := []float64{}, []float64{}
-		for _, c := range [][2]float64{{0, 0}, {float64(p.Info.Cols), 0}, {0, float64(p.Info.Rows)}, {float64(p.Info.Cols), float64(p.Info.Rows)}} {
-			xs = append(xs, gt[0]+c[0]*gt[1]+c[1]*gt[2])
-			ys = append(ys, gt[3]+c[0]*gt[4]+c[1]*gt[5])
-		}
-		sort.Float64s(xs)
-		sort.Float64s(ys)
-		if p.Info.WKT != "" || p.Info.EPSG != 0 {
-			proj.BBox = []float64{xs[0], ys[0], xs[3], ys[3]}
+		if info.WKT != "" || info.EPSG != 0 {
+			proj.BBox = cornersBound(gt, info.Cols, info.Rows)
 		}
 	}
-	if p.Info.EPSG != 0 {
-		e := p.Info.EPSG
+	if info.EPSG != 0 {
+		e := info.EPSG
 		proj.EPSG = &e
-	} else if isWKT2(p.Info.WKT) {
-		proj.WKT2 = p.Info.WKT
+	} else if isWKT2(info.WKT) {
+		proj.WKT2 = info.WKT
 	}
-	if len(item.Bbox) == 4 {
-		proj.Centroid = &LatLonObj{Lat: (item.Bbox[1] + item.Bbox[3]) / 2, Lon: (item.Bbox[0] + item.Bbox[2]) / 2}
+	if len(bbox) == 4 {
+		proj.Centroid = &LatLonObj{Lat: (bbox[1] + bbox[3]) / 2, Lon: (bbox[0] + bbox[2]) / 2}
 	}
+	return proj
+}
 
-	src := p.Input.Item
-	if src == "" {
-		src = p.Input.Name
+// cornersBound is the [xmin, ymin, xmax, ymax] of a raster's four corners
+// through its geotransform.
+func cornersBound(gt [6]float64, cols, rows int) []float64 {
+	xs, ys := []float64{}, []float64{}
+	for _, c := range [][2]float64{{0, 0}, {float64(cols), 0}, {0, float64(rows)}, {float64(cols), float64(rows)}} {
+		xs = append(xs, gt[0]+c[0]*gt[1]+c[1]*gt[2])
+		ys = append(ys, gt[3]+c[0]*gt[4]+c[1]*gt[5])
 	}
-	lineage := fmt.Sprintf("PNEC-Mamba land-cover classification of %s with model sha256:%s on backend %s",
-		portableHref(src, root, itemDir), p.ModelChecksum, p.Backend)
-	if p.Source.Mask != "" {
-		lineage += ", within the area of interest " + p.Source.Mask
-	}
-	if p.QualityMasks != "" {
-		lineage += ", pixels flagged by the quality masks " + p.QualityMasks + " left unclassified"
-	}
+	sort.Float64s(xs)
+	sort.Float64s(ys)
+	return []float64{xs[0], ys[0], xs[3], ys[3]}
+}
+
+// processing is the processing extension of a product: its lineage, level,
+// time, software and, with a model Item (at modelHref), its expression.
+func processing(p ItemParams, t tree, modelHref string) *Processing {
 	proc := &Processing{
-		Lineage:  lineage,
+		Lineage:  lineage(p, t),
 		Level:    processingLevel,
-		Datetime: now.Format(time.RFC3339),
+		Datetime: p.Now.UTC().Format(time.RFC3339),
 		Software: map[string]string{"pnec": p.Version},
 	}
 	if modelHref != "" {
 		proc.Expression = &ProcessingExpression{Format: "stac-mlm", Expression: modelHref}
 	}
-	item.Extensions = []stac.Extension{proj, proc}
+	return proc
+}
 
+// lineage says in words what the product was made from and how.
+func lineage(p ItemParams, t tree) string {
+	src := p.SourceItem
+	if src == "" {
+		src = p.Scene
+	}
+	l := fmt.Sprintf("PNEC-Mamba land-cover classification of %s with model sha256:%s on backend %s",
+		t.href(src), p.ModelChecksum, p.Backend)
+	if p.Source.Mask != "" {
+		l += ", within the area of interest " + p.Source.Mask
+	}
+	if p.QualityMasks != "" {
+		l += ", pixels flagged by the quality masks " + p.QualityMasks + " left unclassified"
+	}
+	return l
+}
+
+// productAssets are the Item's assets: the product, its QGIS style, and
+// the Float32 reliability and class probabilities files when made.
+func productAssets(p ItemParams, t tree) (map[string]*gostac.Asset, error) {
 	classBand, relBand, err := productBands(p.Classes, p.NoData, p.Stats)
 	if err != nil {
 		return nil, err
 	}
-	relStd := p.Stats.RelStdev
-	item.Assets = map[string]*stac.Asset{
-		productAssetKey: {
-			Href:  portableHref(p.ProductPath, root, itemDir),
+	assets := map[string]*gostac.Asset{
+		ProductAssetKey: {
+			Href:  t.href(p.ProductPath),
 			Type:  cogMediaType,
 			Title: "land-cover class (band 1) and reliability (band 2)",
 			Description: fmt.Sprintf("Band 1 'class': class value (colour table and class names inside the TIFF). "+
 				"Band 2 'reliability': confidence of the class in percent (0-100). Both bands: %d = no data.", p.NoData),
 			Roles: []string{"data", "classification", "reliability"},
-			Extensions: []stac.Extension{
+			Extensions: []gostac.Extension{
 				&raster.Asset{Bands: []*raster.Band{classBand, relBand}},
 				&Classification{Band: 0, Classes: p.Classes},
-				&rasterStddev{stddev: map[int]float64{1: relStd}},
+				&rasterStddev{stddev: map[int]float64{1: p.Stats.RelStdev}},
 			},
 		},
 		styleAssetKey: {
-			Href:        portableHref(geo.StylePath(p.ProductPath), root, itemDir),
+			Href:        t.href(geo.StylePath(p.ProductPath)),
 			Type:        geo.StyleMediaType,
 			Title:       "QGIS layer style",
 			Description: "QGIS style (.qml) of the product: band 1 as a paletted class map with the class names and colours, no-data transparent. QGIS loads it by default when it lies beside the product.",
@@ -474,24 +495,27 @@ func BuildItem(p ItemParams) (*stac.Item, error) {
 		},
 	}
 	if p.ReliabilityF32 {
-		nan := "nan"
-		item.Assets[reliabilityAssetKey] = &stac.Asset{
-			Href:        portableHref(geo.ReliabilityPath(p.ProductPath), root, itemDir),
-			Type:        cogMediaType,
-			Title:       "reliability (Float32, 0..1)",
-			Description: "Confidence of the class of band 1 of the classification asset as a fraction 0..1; NaN = no data.",
-			Roles:       []string{"data", "reliability"},
-			Extensions: []stac.Extension{
-				&raster.Asset{Bands: []*raster.Band{{NoData: nan, Sampling: "area", DataType: "float32", Unit: geo.ReliabilityFloatUnit}}},
-				&rasterStddev{},
-			},
-		}
+		assets[reliabilityAssetKey] = reliabilityAsset(t.href(geo.ReliabilityPath(p.ProductPath)))
 	}
-	if p.Probabilities != processor.ProbabilitiesOff {
-		item.Assets[probabilitiesAssetKey] = probabilitiesAsset(p, portableHref(geo.ProbabilitiesPath(p.ProductPath), root, itemDir))
+	if p.Probabilities.Stage != "" {
+		assets[ProbabilitiesAssetKey] = probabilitiesAsset(p, t.href(geo.ProbabilitiesPath(p.ProductPath)))
 	}
-	addFileInfo(item, p.Files)
-	return item, nil
+	return assets, nil
+}
+
+// reliabilityAsset describes the Float32 reliability file at href.
+func reliabilityAsset(href string) *gostac.Asset {
+	return &gostac.Asset{
+		Href:        href,
+		Type:        cogMediaType,
+		Title:       "reliability (Float32, 0..1)",
+		Description: "Confidence of the class of band 1 of the classification asset as a fraction 0..1; NaN = no data.",
+		Roles:       []string{"data", "reliability"},
+		Extensions: []gostac.Extension{
+			&raster.Asset{Bands: []*raster.Band{{NoData: "nan", Sampling: "area", DataType: "float32", Unit: geo.ReliabilityFloatUnit}}},
+			&rasterStddev{},
+		},
+	}
 }
 
 // productBands are the raster:bands of the product asset: class and
@@ -555,11 +579,11 @@ func isWKT2(wkt string) bool { return wkt2Start.MatchString(wkt) }
 // itemDatetime is the acquisition time: the user's (--datetime), else the
 // source Item's, else the scene's metadata's; "" when none is known. It
 // says which.
-func itemDatetime(in Input, info geo.Info, user time.Time) (string, string) {
+func itemDatetime(sourceItemDatetime string, info geo.Info, user time.Time) (string, string) {
 	if !user.IsZero() {
 		return user.UTC().Format(time.RFC3339Nano), datetimeFromUser
 	}
-	if t, err := time.Parse(time.RFC3339Nano, in.ItemDatetime); err == nil {
+	if t, err := time.Parse(time.RFC3339Nano, sourceItemDatetime); err == nil {
 		return t.UTC().Format(time.RFC3339Nano), datetimeFromItem
 	}
 	if t, ok := SceneDatetime(info.Metadata); ok {
@@ -600,30 +624,4 @@ func ParseDatetime(v string) (time.Time, bool) {
 		}
 	}
 	return time.Time{}, false
-}
-
-// portableHref writes a local target relative to base (the Item's
-// directory) when it lies under root (the Collection's or the Item's
-// directory), so that the tree can be moved or served as it is; a local
-// target elsewhere stays an absolute path (a relative one would climb out
-// of the tree and break when either moves). URLs and /vsi paths stay as
-// they are.
-func portableHref(target, root, base string) string {
-	if isURL(target) || strings.HasPrefix(target, "/vsi") || strings.Contains(target, "://") {
-		return target
-	}
-	abs, err := filepath.Abs(target)
-	if err != nil {
-		return filepath.ToSlash(target)
-	}
-	ra, err1 := filepath.Abs(root)
-	ba, err2 := filepath.Abs(base)
-	if err1 == nil && err2 == nil {
-		if r, err := filepath.Rel(ra, abs); err == nil && r != ".." && !strings.HasPrefix(r, "../") {
-			if rel, err := filepath.Rel(ba, abs); err == nil {
-				return filepath.ToSlash(rel)
-			}
-		}
-	}
-	return filepath.ToSlash(abs)
 }

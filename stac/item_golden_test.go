@@ -1,4 +1,4 @@
-package pipelines
+package stac
 
 import (
 	"encoding/json"
@@ -9,7 +9,7 @@ import (
 
 // TestItemGolden: the STAC Item of a fixed scene and product is exactly
 // testdata/item.golden.json, so that any change to what users' catalogues
-// receive shows in review. Regenerate with `go test ./pipelines -run
+// receive shows in review. Regenerate with `go test ./stac -run
 // TestItemGolden -update` after a deliberate change.
 func TestItemGolden(t *testing.T) {
 	item, err := BuildItem(sampleParams("/products"))
