@@ -941,7 +941,7 @@ func (w *worker) scene(ctx context.Context, in Input) SceneReport {
 		r.Drift, r.DriftReasons, r.DriftRefused = string(refused.Drift.Verdict), refused.Drift.Reasons, true
 		r.Output, r.Item = "", ""
 		if w.cfg.OnDrift == OnDriftSkip {
-			r.Status, r.Reason = StatusRefused, in.Name+": product withheld (--on-drift skip): "+refused.Error()
+			r.Status, r.Reason = StatusRefused, in.Name+": product withheld (drift policy skip): "+refused.Error()
 			w.log.Warn("scene refused for drift", "input", in.Name, "drift", refused.Drift.Summary())
 			return r
 		}

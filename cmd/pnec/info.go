@@ -54,5 +54,5 @@ func infoAction(c *cli.Context) error {
 	if c.Bool("json") {
 		return rep.WriteJSON(c.App.Writer)
 	}
-	return rep.WriteText(c.App.Writer)
+	return rep.WriteText(c.App.Writer, "--json gives the WKT")
 }
