@@ -287,7 +287,7 @@ func Run(ctx context.Context, cfg Config) (Summary, error) {
 	}
 	log := cfg.Logger
 	if log == nil {
-		log = slog.New(slog.NewTextHandler(io.Discard, nil))
+		log = slog.New(slog.DiscardHandler)
 	}
 	if cfg.Version == "" {
 		cfg.Version = model.Version
