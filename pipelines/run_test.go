@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/pnec/pnec/internal/fixture"
+	"github.com/pnec/pnec/processor"
 )
 
 func TestMain(m *testing.M) {
@@ -268,7 +269,7 @@ func TestRunSetupErrors(t *testing.T) {
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("got %v, want an error containing %q", err, tc.want)
 			}
-			if strings.Contains(tc.want, " is the ") && !errors.Is(err, ErrOutputIsInput) {
+			if strings.Contains(tc.want, " is the ") && !errors.Is(err, processor.ErrOutputIsInput) {
 				t.Errorf("got %v, want ErrOutputIsInput", err)
 			}
 		})

@@ -214,11 +214,11 @@ func batchAction(c *cli.Context) error {
 		sum, err = pipelines.Run(c.Context, cfg)
 	}
 	if rf != nil {
-		if ferr := rf.finish(errors.Is(err, pipelines.ErrOutputIsInput)); ferr != nil && err == nil {
+		if ferr := rf.finish(errors.Is(err, processor.ErrOutputIsInput)); ferr != nil && err == nil {
 			err = fmt.Errorf("--report %s: %w", cfg.ReportPath, ferr)
 		}
 	}
-	if errors.Is(err, pipelines.ErrOutputIsInput) {
+	if errors.Is(err, processor.ErrOutputIsInput) {
 		return fmt.Errorf("batch: %w; give --out-dir, --stac-collection and --report apart from the inputs", err)
 	}
 	if !c.Bool("quiet") && sum.Scenes > 0 {
