@@ -152,7 +152,7 @@ func CheckOutput(out string) error {
 	case errors.Is(err, os.ErrNotExist):
 		return fmt.Errorf("%s: %w: directory %s does not exist", out, ErrBadOutput, dir)
 	case err != nil:
-		return fmt.Errorf("%s: %w: %v", out, ErrBadOutput, err)
+		return fmt.Errorf("%s: %w: %w", out, ErrBadOutput, err)
 	case !st.IsDir():
 		return fmt.Errorf("%s: %w: %s is not a directory", out, ErrBadOutput, dir)
 	}
