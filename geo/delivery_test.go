@@ -264,7 +264,7 @@ func TestEnMAPBadBandsWithoutStatistics(t *testing.T) {
 			}
 			rep := geo.NewReport(in)
 			var b strings.Builder
-			if err := rep.WriteText(&b); err != nil {
+			if err := rep.WriteText(&b, ""); err != nil {
 				t.Fatal(err)
 			}
 			if !strings.Contains(b.String(), "bad bands:      6: 130, 131, 132, 133, 134, 135 (left out of training and classification; from ") {

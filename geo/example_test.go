@@ -92,7 +92,7 @@ func ExampleReport_WriteText() {
 	}
 	rep.ValidFraction, rep.ValidEstimated = &f, !exact
 	rep.Name = "scene.tif" // the temporary directory's name varies
-	if err := rep.WriteText(os.Stdout); err != nil {
+	if err := rep.WriteText(os.Stdout, ""); err != nil {
 		log.Fatal(err)
 	}
 	// Output:

@@ -178,8 +178,10 @@ func (r Report) WriteJSON(w io.Writer) error {
 	return enc.Encode(r)
 }
 
-// WriteText writes the report as aligned "key: value" lines.
-func (r Report) WriteText(w io.Writer) error {
+// WriteText writes the report as aligned "key: value" lines. wktHint, when
+// not empty, follows a CRS without an EPSG code, saying where its WKT is
+// (pnec info: "--json gives the WKT").
+func (r Report) WriteText(w io.Writer, wktHint string) error {
 	var b strings.Builder
 	line := func(k, format string, args ...any) {
 		fmt.Fprintf(&b, "%-15s %s\n", k+":", fmt.Sprintf(format, args...))
@@ -194,7 +196,11 @@ func (r Report) WriteText(w io.Writer) error {
 	case r.CRS.EPSG != 0:
 		line("CRS", "EPSG:%d (%s)", r.CRS.EPSG, r.CRS.Name)
 	default:
-		line("CRS", "%s (no EPSG code; --json gives the WKT)", r.CRS.Name)
+		hint := ""
+		if wktHint != "" {
+			hint = "; " + wktHint
+		}
+		line("CRS", "%s (no EPSG code%s)", r.CRS.Name, hint)
 	}
 	if r.GeoTransform == nil {
 		line("geotransform", "none (pixel coordinates)")

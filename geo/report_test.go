@@ -94,7 +94,7 @@ func TestReportRotatedGrid(t *testing.T) {
 	defer s.Close()
 	rep := NewReport(s.Info())
 	var b bytes.Buffer
-	if err := rep.WriteText(&b); err != nil {
+	if err := rep.WriteText(&b, ""); err != nil {
 		t.Fatal(err)
 	}
 	text := b.String()
@@ -111,5 +111,32 @@ func TestReportRotatedGrid(t *testing.T) {
 	}
 	if ps, _ := js["pixel_size"].([]any); len(ps) != 2 || ps[0] != 5.2 || ps[1] != 5.2 || js["rotation_deg"] != 42.0 {
 		t.Errorf("JSON pixel_size %v, rotation_deg %v; want [5.2, 5.2] and 42", js["pixel_size"], js["rotation_deg"])
+	}
+}
+
+// TestReportTextCRSLine: a CRS without an EPSG code is named with the
+// caller's hint saying where its WKT is (pnec info names its --json; geo
+// names no flag), and without a hint alone.
+func TestReportTextCRSLine(t *testing.T) {
+	wkt := `LOCAL_CS["site grid",UNIT["metre",1]]`
+	for _, tc := range []struct {
+		name, hint string
+		epsg       int
+		want       string
+	}{
+		{"no code, hint", "--json gives the WKT", 0, "CRS:            site grid (no EPSG code; --json gives the WKT)\n"},
+		{"no code, no hint", "", 0, "CRS:            site grid (no EPSG code)\n"},
+		{"code", "--json gives the WKT", 32631, "CRS:            EPSG:32631 (site grid)\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rep := NewReport(Info{Name: "s.tif", Cols: 1, Rows: 1, Bands: 1, HasNoData: []bool{false}, NoData: []float64{0}, WKT: wkt, EPSG: tc.epsg})
+			var b bytes.Buffer
+			if err := rep.WriteText(&b, tc.hint); err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(b.String(), tc.want) {
+				t.Errorf("text report lacks %q:\n%s", tc.want, b.String())
+			}
+		})
 	}
 }

@@ -230,19 +230,19 @@ func readDataset(name string, n int) ([]byte, error) {
 		vsi = "/vsicurl/" + name
 	case !strings.HasPrefix(name, "/vsi"):
 		if err := CheckRegular(name); err != nil {
-			return nil, fmt.Errorf("%w: %s: %v", ErrVRT, name, err)
+			return nil, fmt.Errorf("%w: %s: %w", ErrVRT, name, err)
 		}
 		f, err := os.Open(name)
 		if err != nil {
 			if errors.Is(err, os.ErrNotExist) {
 				return nil, nil // nothing to walk: opening it reports the missing file
 			}
-			return nil, fmt.Errorf("%w: %v", ErrVRT, err)
+			return nil, fmt.Errorf("%w: %w", ErrVRT, err)
 		}
 		defer f.Close()
 		b, err := io.ReadAll(io.LimitReader(f, int64(n)))
 		if err != nil {
-			return nil, fmt.Errorf("%w: read %s: %v", ErrVRT, name, err)
+			return nil, fmt.Errorf("%w: read %s: %w", ErrVRT, name, err)
 		}
 		return b, nil
 	}
@@ -297,7 +297,7 @@ func parseVRT(text []byte, folder, label string) ([]VRTSource, error) {
 			return out, nil
 		}
 		if err != nil {
-			return nil, fmt.Errorf("%w: %s is not XML pnec can read: %v", ErrVRT, label, err)
+			return nil, fmt.Errorf("%w: %s is not XML pnec can read: %w", ErrVRT, label, err)
 		}
 		switch t := tok.(type) {
 		case xml.StartElement:

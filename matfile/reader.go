@@ -217,9 +217,9 @@ func (e *elem) readFull(p []byte) error {
 	e.n -= int64(k)
 	if err != nil {
 		if err == io.EOF || err == io.ErrUnexpectedEOF {
-			return fmt.Errorf("%w: truncated (%v)", ErrFormat, err)
+			return fmt.Errorf("%w: truncated (%w)", ErrFormat, err)
 		}
-		return fmt.Errorf("%w: %v", ErrFormat, err)
+		return fmt.Errorf("%w: %w", ErrFormat, err)
 	}
 	return nil
 }
@@ -231,7 +231,7 @@ func (e *elem) skip(k int64) error {
 	got, err := io.CopyN(io.Discard, e.r, k)
 	e.n -= got
 	if err != nil {
-		return fmt.Errorf("%w: truncated (%v)", ErrFormat, err)
+		return fmt.Errorf("%w: truncated (%w)", ErrFormat, err)
 	}
 	return nil
 }
@@ -526,7 +526,7 @@ func (m *matFile) visit(fn func(mx matrix, e *elem) (stop bool, err error)) erro
 		case miCOMPRESSED:
 			zr, err := zlib.NewReader(bufio.NewReaderSize(sec, int(min(n, 256<<10))))
 			if err != nil {
-				return fmt.Errorf("%s: %w: compressed element at offset %d: %v", m.path, ErrFormat, pos, err)
+				return fmt.Errorf("%s: %w: compressed element at offset %d: %w", m.path, ErrFormat, pos, err)
 			}
 			bound := n*maxInflateRatio + 64
 			e = &elem{r: zr, n: bound, order: m.order, big: m.big}

@@ -250,7 +250,7 @@ type TrainOptions struct {
 	Backend    string           // "" = default (see NewPredictor)
 	// MaxMemoryBytes, when positive, is the memory the run may use: Train
 	// returns a *MemoryError before it allocates anything large when
-	// EstimateTrainBytes is above it (a --hidden of 100000 once tried to
+	// its estimate (trainBytes) is above it (a --hidden of 100000 once tried to
 	// allocate 360 GB).
 	MaxMemoryBytes int64
 	// Bands is recorded in the model file as the training scene's band set

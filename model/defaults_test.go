@@ -78,11 +78,22 @@ func TestTrainOptionsDefaults(t *testing.T) {
 	}
 }
 
+// estimateTrainBytes is trainBytes for cfg (zero fields as Train fills
+// them) and a scene of bands bands and classes classes.
+func estimateTrainBytes(cfg Config, bands, classes, rows, cols int) (int64, error) {
+	cfg = TrainOptions{Config: cfg}.withDefaults().Config
+	d, err := makeDims(cfg, bands, classes)
+	if err != nil {
+		return 0, err
+	}
+	return trainBytes(d, cfg, rows, cols), nil
+}
+
 // TestEstimateTrainBytes: the estimate grows with the network's width
 // (weights quadratically) and the scene, and a 100000-channel network is
 // refused by Train before anything is allocated.
 func TestEstimateTrainBytes(t *testing.T) {
-	small, err := EstimateTrainBytes(Config{Hidden: 64}, 32, 5, 512, 512)
+	small, err := estimateTrainBytes(Config{Hidden: 64}, 32, 5, 512, 512)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -91,7 +102,7 @@ func TestEstimateTrainBytes(t *testing.T) {
 	if small < 500<<20 || small > 1310<<20 {
 		t.Errorf("hidden 64, 512x512x32: %d MiB, want 500..1310 MiB (below the measured 1.31 GB peak)", small>>20)
 	}
-	huge, err := EstimateTrainBytes(Config{Hidden: 100000, HeadDim: 64}, 32, 5, 64, 64)
+	huge, err := estimateTrainBytes(Config{Hidden: 100000, HeadDim: 64}, 32, 5, 64, 64)
 	if err != nil {
 		t.Fatal(err)
 	}

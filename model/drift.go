@@ -211,9 +211,6 @@ func (m *Model) NewDriftMeter() (*DriftMeter, error) {
 	return d, nil
 }
 
-// SetThresholds replaces the thresholds of the verdict.
-func (d *DriftMeter) SetThresholds(t DriftThresholds) { d.thresholds = t }
-
 // AddSpectra adds pixels of raw spectra ([n][bands], pixel-interleaved;
 // valid may be nil) to the band means. Give each scene pixel once.
 func (d *DriftMeter) AddSpectra(data []float32, valid []bool) {
@@ -681,18 +678,4 @@ func (m *Model) checkDrift() error {
 		return fmt.Errorf("reliability baseline %g outside 0..1", st.Reliability)
 	}
 	return nil
-}
-
-// DriftBaseline describes the training statistics in words and numbers for
-// reports: the reliability baseline (0..1) and the nearest-class distance
-// percentiles (50, 90, 99, 99.9).
-func (m *Model) DriftBaseline() (reliability float64, distanceQuantiles []float64, ok bool) {
-	st := m.meta.Drift
-	if st == nil {
-		return 0, nil, false
-	}
-	for _, q := range st.DistanceQuantiles {
-		distanceQuantiles = append(distanceQuantiles, float64(q))
-	}
-	return st.Reliability, distanceQuantiles, true
 }

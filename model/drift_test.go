@@ -61,7 +61,7 @@ func TestDriftMeter(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			d.SetThresholds(spectralOnly)
+			d.thresholds = spectralOnly
 			d.AddSpectra(tc.spectra, nil)
 			for i, px := range tc.pixels {
 				prob := []float32{0.9, 0.1}

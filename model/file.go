@@ -212,7 +212,7 @@ func decodeModelDrift(data []byte, withDrift bool) (*Model, error) {
 	}
 	var meta modelMeta
 	if err := json.Unmarshal(rest[:n], &meta); err != nil {
-		return nil, fmt.Errorf("%w: header: %v", ErrModelFile, err)
+		return nil, fmt.Errorf("%w: header: %w", ErrModelFile, err)
 	}
 	if !withDrift {
 		meta.Drift = nil
@@ -224,7 +224,7 @@ func decodeModelDrift(data []byte, withDrift bool) (*Model, error) {
 	// Every size the header gives is checked against the bytes that follow
 	// it before anything is allocated: a header can claim any shape.
 	if err := meta.validate(len(rest)); err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrModelFile, err)
+		return nil, fmt.Errorf("%w: %w", ErrModelFile, err)
 	}
 	m := &Model{meta: meta, checksum: hex.EncodeToString(sum[:])}
 	read := func(what string, count int) ([]float32, error) {
@@ -260,13 +260,13 @@ func decodeModelDrift(data []byte, withDrift bool) (*Model, error) {
 		return nil, fmt.Errorf("%w: %d trailing bytes", ErrModelFile, len(rest))
 	}
 	if err := m.checkSpectra(); err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrModelFile, err)
+		return nil, fmt.Errorf("%w: %w", ErrModelFile, err)
 	}
 	if err := m.checkNormStats(); err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrModelFile, err)
+		return nil, fmt.Errorf("%w: %w", ErrModelFile, err)
 	}
 	if err := m.checkDrift(); err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrModelFile, err)
+		return nil, fmt.Errorf("%w: %w", ErrModelFile, err)
 	}
 	return m, nil
 }

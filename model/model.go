@@ -164,22 +164,13 @@ func predictBytes(cfg Config, bands, classes, rows, cols int) int64 {
 // the backward pass, and the backward pass's own.
 const trainActivationFactor = 3
 
-// EstimateTrainBytes is a lower bound, in bytes, of the memory Train needs
-// for a rows x cols scene of bands bands and classes classes with cfg (zero
-// fields as Train fills them): the weights with their gradients and Adam's
-// two moments (4 float32 copies), and the network's activations on the
-// whole scene, kept for the backward pass (trainActivationFactor times the
-// inference maps). Train refuses a run above TrainOptions.MaxMemoryBytes
-// with it, before it allocates anything large.
-func EstimateTrainBytes(cfg Config, bands, classes, rows, cols int) (int64, error) {
-	cfg = TrainOptions{Config: cfg}.withDefaults().Config
-	d, err := makeDims(cfg, bands, classes)
-	if err != nil {
-		return 0, err
-	}
-	return trainBytes(d, cfg, rows, cols), nil
-}
-
+// trainBytes is a lower bound, in bytes, of the memory Train needs for a
+// rows x cols scene with the dimensions d and cfg (defaults filled): the
+// weights with their gradients and Adam's two moments (4 float32 copies),
+// and the network's activations on the whole scene, kept for the backward
+// pass (trainActivationFactor times the inference maps). Train refuses a
+// run above TrainOptions.MaxMemoryBytes with it, before it allocates
+// anything large.
 func trainBytes(d dims, cfg Config, rows, cols int) int64 {
 	var weights int64
 	for _, p := range initParams(d, cfg, nil) {

@@ -8,6 +8,7 @@ import (
 	"runtime"
 	"testing"
 
+	"github.com/pnec/pnec/geo"
 	"github.com/pnec/pnec/internal/fixture"
 	"github.com/pnec/pnec/model"
 	"github.com/pnec/pnec/processor"
@@ -83,7 +84,9 @@ func TestChooseJobsHoldsOneTile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := processor.PlanScene(side, side, m.Bands(), m, processor.Options{MaxMemoryBytes: need - 1}); !errors.Is(err, tiling.ErrBudget) {
+	// The scene SmallestBudget assumes: 4-byte samples in 256 px blocks.
+	info := geo.Info{Rows: side, Cols: side, Bands: m.Bands(), SampleBytes: 4, BlockCols: 256, BlockRows: 256}
+	if _, _, err := processor.PlanSceneInfo(info, m, processor.Options{MaxMemoryBytes: need - 1}); !errors.Is(err, tiling.ErrBudget) {
 		t.Fatalf("set-up: %d bytes, one less than the smallest budget, gave %v; want a refusal", need-1, err)
 	}
 	for _, tc := range []struct {
@@ -104,7 +107,7 @@ func TestChooseJobsHoldsOneTile(t *testing.T) {
 			t.Errorf("%s (%d bytes, smallest %d): %d jobs, want %d", tc.name, tc.budget, need, jobs, tc.want)
 		}
 		if share := tc.budget / int64(max(jobs, 1)); tc.budget >= need {
-			if _, _, err := processor.PlanScene(side, side, m.Bands(), m, processor.Options{MaxMemoryBytes: share}); err != nil {
+			if _, _, err := processor.PlanSceneInfo(info, m, processor.Options{MaxMemoryBytes: share}); err != nil {
 				t.Errorf("%s: a job's share %d refuses a %dx%d scene: %v", tc.name, share, side, side, err)
 			}
 		}

@@ -95,7 +95,7 @@ func TestRunQualityMasks(t *testing.T) {
 	// A product that would be the quality mask.
 	over := filepath.Join(out, "a.tif")
 	before, _ := os.ReadFile(over)
-	if _, err := run(processor.QualityMask{Path: over}); !errors.Is(err, ErrOutputIsInput) {
+	if _, err := run(processor.QualityMask{Path: over}); !errors.Is(err, processor.ErrOutputIsInput) {
 		t.Errorf("a product over the quality mask: got %v, want ErrOutputIsInput", err)
 	}
 	if after, _ := os.ReadFile(over); !bytes.Equal(before, after) {

@@ -279,7 +279,11 @@ func (e *FailedError) Unwrap() []error {
 // Run classifies the inputs of cfg. It returns an error wrapping
 // ErrScenesFailed when any scene (or input argument) failed, after every
 // other scene has been done; other errors mean the run could not start
-// (model, output directory) or was cancelled.
+// (model, output directory) or was cancelled. A run that would write a
+// file (a product, its Item, the Collection, the report) that is one of
+// its inputs (a scene, a source STAC document, the model), through any
+// name, link or hard link, does not start: its error is
+// processor.ErrOutputIsInput, naming both.
 func Run(ctx context.Context, cfg Config) (Summary, error) {
 	start := time.Now()
 	now := cfg.Now
@@ -288,7 +292,7 @@ func Run(ctx context.Context, cfg Config) (Summary, error) {
 	}
 	log := cfg.Logger
 	if log == nil {
-		log = slog.New(slog.NewTextHandler(io.Discard, nil))
+		log = slog.New(slog.DiscardHandler)
 	}
 	if cfg.Version == "" {
 		cfg.Version = model.Version
@@ -575,12 +579,6 @@ func removeStaleTemps(outDir string, inputs []Input, keep func(string) bool) int
 	}
 	return n
 }
-
-// ErrOutputIsInput: a file the run would write (a product, its Item, the
-// Collection, the report) is one of its inputs (a scene, a source STAC
-// document, the model), through any name, link or hard link. Run refuses
-// to start then; the error is a *samefile.Conflict naming both.
-var ErrOutputIsInput = samefile.ErrOutputIsInput
 
 // checkNotInputs refuses, before any work, a run that would write over one
 // of its inputs: out-dir holding the scenes (a product would replace its
@@ -942,7 +940,7 @@ func (w *worker) scene(ctx context.Context, in Input) SceneReport {
 		r.Drift, r.DriftReasons, r.DriftRefused = string(refused.Drift.Verdict), refused.Drift.Reasons, true
 		r.Output, r.Item = "", ""
 		if w.cfg.OnDrift == OnDriftSkip {
-			r.Status, r.Reason = StatusRefused, in.Name+": product withheld (--on-drift skip): "+refused.Error()
+			r.Status, r.Reason = StatusRefused, in.Name+": product withheld (drift policy skip): "+refused.Error()
 			w.log.Warn("scene refused for drift", "input", in.Name, "drift", refused.Drift.Summary())
 			return r
 		}

@@ -18,6 +18,7 @@ import (
 
 	"github.com/pnec/pnec/internal/fixture"
 	"github.com/pnec/pnec/internal/stacschema"
+	"github.com/pnec/pnec/processor"
 	"github.com/pnec/pnec/stac"
 )
 
@@ -261,7 +262,7 @@ func TestRunSetupErrors(t *testing.T) {
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("got %v, want an error containing %q", err, tc.want)
 			}
-			if strings.Contains(tc.want, " is the ") && !errors.Is(err, ErrOutputIsInput) {
+			if strings.Contains(tc.want, " is the ") && !errors.Is(err, processor.ErrOutputIsInput) {
 				t.Errorf("got %v, want ErrOutputIsInput", err)
 			}
 		})

@@ -31,7 +31,10 @@ const MaxTileSide = math.MaxInt32
 
 // ErrOutputIsInput: a file the product writes is a file the scene reads
 // (the scene itself, a sidecar, a VRT's source), through any name, link or
-// hard link; Classify refuses it before any work.
+// hard link; Classify refuses it before any work, and pipelines.Run a run
+// whose outputs include one of its inputs. The error is a
+// *samefile.Conflict naming both. (Its one home for the packages above
+// processor: samefile is internal.)
 var ErrOutputIsInput = samefile.ErrOutputIsInput
 
 // checkNotInput refuses a product at out whose files (geo.ProductFiles)
@@ -149,7 +152,7 @@ func CheckOutput(out string) error {
 	case errors.Is(err, os.ErrNotExist):
 		return fmt.Errorf("%s: %w: directory %s does not exist", out, ErrBadOutput, dir)
 	case err != nil:
-		return fmt.Errorf("%s: %w: %v", out, ErrBadOutput, err)
+		return fmt.Errorf("%s: %w: %w", out, ErrBadOutput, err)
 	case !st.IsDir():
 		return fmt.Errorf("%s: %w: %s is not a directory", out, ErrBadOutput, dir)
 	}

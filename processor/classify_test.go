@@ -258,7 +258,7 @@ func TestTiledAgreesWithWholeImage(t *testing.T) {
 			opts := Options{TileSize: tc.tile, Overlap: tc.overlap, Probabilities: ProbabilitiesRecovered}
 			res := classify(t, f, opts, out)
 			agreeProbabilities(t, filepath.Join(dir, "whole.tif"), out)
-			plan, _, err := PlanScene(f.rows, f.cols, f.bands, f.model, opts)
+			plan, _, err := PlanSceneInfo(assumedInfo(f.rows, f.cols, f.bands), f.model, opts)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -670,7 +670,7 @@ func TestPlanSceneForcedTileBudget(t *testing.T) {
 	f := getFixture(t)
 	const rows, cols = 1100, 1100
 	info := assumedInfo(rows, cols, f.bands)
-	wholePlan, _, err := PlanScene(rows, cols, f.bands, f.model, Options{MaxMemoryBytes: 1 << 50, TileSize: cols})
+	wholePlan, _, err := PlanSceneInfo(info, f.model, Options{MaxMemoryBytes: 1 << 50, TileSize: cols})
 	if err != nil || !wholePlan.Whole {
 		t.Fatalf("ample budget: %v, %v; want a whole-image plan", wholePlan, err)
 	}
@@ -682,7 +682,7 @@ func TestPlanSceneForcedTileBudget(t *testing.T) {
 		}{{need / 4, false}, {need + need/10, true}} {
 			t.Run(fmt.Sprintf("tile %d budget %d MiB", tile, tc.budget>>20), func(t *testing.T) {
 				opts := Options{MaxMemoryBytes: tc.budget, TileSize: tile}
-				p, _, err := PlanScene(rows, cols, f.bands, f.model, opts)
+				p, _, err := PlanSceneInfo(info, f.model, opts)
 				if !tc.ok {
 					if !errors.Is(err, tiling.ErrBudget) {
 						t.Fatalf("got %v (%v), want ErrBudget: the plan needs %d MiB", p, err, PlannedBytes(p, info, f.model, opts)>>20)
@@ -706,12 +706,12 @@ func TestPlanSceneForcedTileBudget(t *testing.T) {
 func TestPlanSceneHugeTile(t *testing.T) {
 	f := getFixture(t)
 	for _, opts := range []Options{{TileSize: math.MaxInt}, {TileSize: 64, Overlap: math.MaxInt}} {
-		_, _, err := PlanScene(100, 100, f.bands, f.model, opts)
+		_, _, err := PlanSceneInfo(assumedInfo(100, 100, f.bands), f.model, opts)
 		if !errors.Is(err, ErrTileTooLarge) || strings.Contains(err.Error(), "-") {
 			t.Errorf("tile %d overlap %d: got %v, want ErrTileTooLarge without negative sizes", opts.TileSize, opts.Overlap, err)
 		}
 	}
-	if _, _, err := PlanScene(100, 100, f.bands, f.model, Options{TileSize: MaxTileSide, MaxMemoryBytes: 1 << 40}); err != nil {
+	if _, _, err := PlanSceneInfo(assumedInfo(100, 100, f.bands), f.model, Options{TileSize: MaxTileSide, MaxMemoryBytes: 1 << 40}); err != nil {
 		t.Errorf("tile MaxTileSide on a 100 x 100 scene: %v, want the whole scene", err)
 	}
 }

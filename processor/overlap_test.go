@@ -46,7 +46,7 @@ func TestOverlapSweep(t *testing.T) {
 			}
 			out := filepath.Join(dir, fmt.Sprintf("t%d_%d.tif", tile, overlap))
 			classify(t, f, opts, out)
-			plan, _, err := PlanScene(f.rows, f.cols, f.bands, f.model, opts)
+			plan, _, err := PlanSceneInfo(assumedInfo(f.rows, f.cols, f.bands), f.model, opts)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -15,7 +15,7 @@ import (
 // order of a default-configuration network's inference peak per input pixel.
 const genericNetworkBytesPerPixel = 8 << 10
 
-// genericClasses and genericBands size the buffers of a plan made without a model.
+// genericClasses sizes the buffers of a plan made without a model.
 const genericClasses = 16
 
 // CanonicalTile is the tile side, pixels, of the grid every model's plans
@@ -46,7 +46,7 @@ func gridTile(opts Options) int {
 	return CanonicalTile
 }
 
-// PlanScene plans how a rows x cols scene with bands bands runs: on the
+// PlanSceneInfo plans how the scene info describes runs: on the
 // model's grid (the whole image up to CanonicalTile a side, else
 // tiles of that side; opts.TileSize > 0 gives another grid), network
 // inputs padded to the ladder (tiling.LadderStep). m supplies the
@@ -54,15 +54,8 @@ func gridTile(opts Options) int {
 // generic estimate is used. The budget (opts.MaxMemoryBytes, 0 =
 // DefaultMaxMemoryBytes) never changes the plan: one that cannot hold one
 // tile in flight is refused with a *BudgetError naming the smallest budget
-// that works. It returns the plan and the budget. The scene's samples are
-// taken as 4 bytes in 256 x 256 blocks for the block cache;
-// PlanSceneInfo uses what a geo.Info says.
-func PlanScene(rows, cols, bands int, m *model.Model, opts Options) (tiling.Plan, int64, error) {
-	return planScene(assumedInfo(rows, cols, bands), m, opts, false)
-}
-
-// PlanSceneInfo is PlanScene for a scene described by info (its sample
-// size and block layout size the block cache).
+// that works. It returns the plan and the budget. The info's sample size
+// and block layout size the block cache.
 func PlanSceneInfo(info geo.Info, m *model.Model, opts Options) (tiling.Plan, int64, error) {
 	return planScene(info, m, opts, false)
 }
@@ -189,7 +182,8 @@ func planGrid(info geo.Info, m *model.Model, opts Options, lazy bool) (tiling.Pl
 // SmallestBudget is the smallest budget, bytes, in which a rows x cols
 // scene with bands bands runs with m and opts (one tile of its plan in
 // flight; opts.MaxMemoryBytes plays no part): what a *BudgetError names
-// as NeedBytes. The scene is taken as PlanScene takes it.
+// as NeedBytes. The scene's samples are taken as 4 bytes in 256 x 256
+// blocks for the block cache.
 func SmallestBudget(rows, cols, bands int, m *model.Model, opts Options) (int64, error) {
 	info := assumedInfo(rows, cols, bands)
 	p, err := planGrid(info, m, opts, true)

@@ -32,17 +32,17 @@ func TestBudgetNeverChangesThePlan(t *testing.T) {
 		rows, cols := sz[0], sz[1]
 		t.Run(fmt.Sprintf("%dx%d", cols, rows), func(t *testing.T) {
 			info := assumedInfo(rows, cols, m.Bands())
-			_, _, err := PlanScene(rows, cols, m.Bands(), m, Options{MaxMemoryBytes: 1})
+			_, _, err := PlanSceneInfo(info, m, Options{MaxMemoryBytes: 1})
 			var be *BudgetError
 			if !errors.As(err, &be) || !errors.Is(err, tiling.ErrBudget) {
 				t.Fatalf("1 byte: got %v, want a BudgetError", err)
 			}
 			need1 := be.NeedBytes
-			ref, _, err := PlanScene(rows, cols, m.Bands(), m, Options{MaxMemoryBytes: need1})
+			ref, _, err := PlanSceneInfo(info, m, Options{MaxMemoryBytes: need1})
 			if err != nil {
 				t.Fatalf("the named smallest budget %d: %v", need1, err)
 			}
-			if _, _, err := PlanScene(rows, cols, m.Bands(), m, Options{MaxMemoryBytes: need1 - 1}); !errors.Is(err, tiling.ErrBudget) {
+			if _, _, err := PlanSceneInfo(info, m, Options{MaxMemoryBytes: need1 - 1}); !errors.Is(err, tiling.ErrBudget) {
 				t.Fatalf("a byte below the named smallest budget: %v, want ErrBudget", err)
 			}
 			if want := rows <= CanonicalTile && cols <= CanonicalTile; ref.Whole != want {
@@ -53,7 +53,7 @@ func TestBudgetNeverChangesThePlan(t *testing.T) {
 				budget int64
 				host   int
 			}{{need1, 1}, {need2 - 1, 1}, {need2, 2}, {1 << 40, 2}} {
-				p, _, err := PlanScene(rows, cols, m.Bands(), m, Options{MaxMemoryBytes: tc.budget})
+				p, _, err := PlanSceneInfo(info, m, Options{MaxMemoryBytes: tc.budget})
 				if err != nil {
 					t.Fatalf("budget %d: %v", tc.budget, err)
 				}
@@ -80,7 +80,7 @@ func TestBudgetErrorNamesSmallest(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, _, err = PlanScene(10000, 10000, m.Bands(), m, Options{MaxMemoryBytes: 64 << 20})
+	_, _, err = PlanSceneInfo(assumedInfo(10000, 10000, m.Bands()), m, Options{MaxMemoryBytes: 64 << 20})
 	var be *BudgetError
 	if !errors.As(err, &be) {
 		t.Fatalf("got %v, want a BudgetError", err)
@@ -96,7 +96,7 @@ func TestBudgetErrorNamesSmallest(t *testing.T) {
 	if got := (&BudgetError{Cols: 4096, Rows: 1024, Bands: 400, TileRows: 384, TileCols: 384, NeedBytes: 2070 << 20, BudgetBytes: 2 << 30}).Error(); !strings.Contains(got, "need at least 2.1 GiB (one tile in flight), the budget is 2.0 GiB") {
 		t.Errorf("got %q, want the need rounded up", got)
 	}
-	_, _, err = PlanScene(300, 200, m.Bands(), m, Options{MaxMemoryBytes: 64 << 20})
+	_, _, err = PlanSceneInfo(assumedInfo(300, 200, m.Bands()), m, Options{MaxMemoryBytes: 64 << 20})
 	if !errors.As(err, &be) || !strings.Contains(err.Error(), "the whole 200x300 scene (cols x rows) of 8 bands runs as one 256x320 tile") {
 		t.Errorf("whole image: got %v", err)
 	}
@@ -218,10 +218,10 @@ func TestSameMapAnyBudget(t *testing.T) {
 	}
 	info := assumedInfo(rows, cols, f.bands)
 	var be *BudgetError
-	if _, _, err := PlanScene(rows, cols, f.bands, f.model, Options{MaxMemoryBytes: 1}); !errors.As(err, &be) {
+	if _, _, err := PlanSceneInfo(info, f.model, Options{MaxMemoryBytes: 1}); !errors.As(err, &be) {
 		t.Fatalf("1 byte: %v, want a BudgetError", err)
 	}
-	plan, _, err := PlanScene(rows, cols, f.bands, f.model, Options{MaxMemoryBytes: 1 << 40, TileSize: 384})
+	plan, _, err := PlanSceneInfo(info, f.model, Options{MaxMemoryBytes: 1 << 40, TileSize: 384})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -32,7 +32,7 @@ var JasperRidgeNames = map[int]string{1: "tree", 2: "water", 3: "dirt", 4: "road
 func FindDataDir(start string) (string, error) {
 	d, err := shareddata.Find(start)
 	if err != nil {
-		return "", fmt.Errorf("%w: %v", ErrNoData, err)
+		return "", fmt.Errorf("%w: %w", ErrNoData, err)
 	}
 	return d, nil
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"io/fs"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -11,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/pnec/pnec/geo"
+	"github.com/pnec/pnec/internal/shareddata"
 )
 
 // fakeSource estimates a source from a made-up labelled image: three
@@ -634,5 +636,19 @@ func TestVRTTilesBlock(t *testing.T) {
 	}
 	if v, w := lb.Data[0], l.Labels[(19990%300)*200+19990%200]; uint8(v) != w {
 		t.Errorf("label at (19990, 19990): got %g, want %d", v, w)
+	}
+}
+
+// TestFindDataDirKeepsCause: a PNEC_DATA naming no folder is ErrNoData,
+// shareddata.ErrNotFound and, under them, the file system's own
+// fs.ErrNotExist: the wrapping keeps every cause (it once flattened them
+// into the text with %v).
+func TestFindDataDirKeepsCause(t *testing.T) {
+	t.Setenv("PNEC_DATA", filepath.Join(t.TempDir(), "absent"))
+	_, err := FindDataDir(".")
+	for _, target := range []error{ErrNoData, shareddata.ErrNotFound, fs.ErrNotExist} {
+		if !errors.Is(err, target) {
+			t.Errorf("FindDataDir with PNEC_DATA absent: %v, want errors.Is %v", err, target)
+		}
 	}
 }

@@ -26,9 +26,6 @@ func NewCanvas(cols, depth int) *Canvas { return &Canvas{Cols: cols, Depth: dept
 // Held is the range of scene rows in memory, [from, to).
 func (c *Canvas) Held() (from, to int) { return c.base, c.base + len(c.rows) }
 
-// RowBytes is the memory one held row takes.
-func (c *Canvas) RowBytes() int64 { return int64(c.Cols) * int64(c.Depth+1) * 4 }
-
 func (c *Canvas) ensure(row int) error {
 	if len(c.rows) == 0 {
 		c.base = row

@@ -40,8 +40,8 @@ func init() {
 			"  pnec backends --precompile landcover.pnec --shapes 610x340,1024x1024\n" +
 			"  GOMLX_BACKEND=xla:cuda pnec backends --backend xla:cuda",
 		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "backend", Usage: "check only backend `NAME`: go, xla:cuda, xla:/abs/path/plugin.so"},
-			&cli.BoolFlag{Name: "json", Usage: "one JSON object per backend (and one for the cache) instead of text"},
+			&cli.StringFlag{Name: "backend", Usage: "check only backend `NAME`: " + backendNames},
+			jsonFlag("one object per backend and one for the cache"),
 			&cli.StringFlag{Name: "cache-dir", Usage: "the compile cache's folder `DIR` (default: $PNEC_CACHE_DIR, else $XDG_CACHE_HOME/pnec)"},
 			&cli.StringFlag{Name: "precompile", Usage: "compile the prediction graphs of `MODEL` (a .pnec file) into the compile cache"},
 			&cli.StringFlag{Name: "shapes", Usage: "with --precompile: compile only what scenes of the sizes `RxC,...` (rows x columns) run on (default: every shape of the model's grid)"},

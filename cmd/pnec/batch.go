@@ -48,7 +48,7 @@ func init() {
 			"  pnec --config AWS_REGION=eu-west-1 batch --model m.pnec --out-dir out /vsis3/bucket/scene.tif\n" +
 			"  pnec batch --payload - --payload-out - < payload.json > output-payload.json",
 		Flags: append([]cli.Flag{
-			&cli.StringFlag{Name: "model", Usage: "trained model `FILE` (from 'pnec train'); required, here or as the payload's model parameter"},
+			modelFlag(false, "required, here or as the payload's model parameter"),
 			&cli.StringFlag{Name: "out-dir", Usage: "output `DIR` (local file system) for KEY.tif and KEY.json; created if missing; required, here or as the payload's out_dir parameter"},
 			&cli.StringFlag{Name: "payload", Usage: "STAC task payload `FILE` (- = standard input): its Items are inputs, process[0].tasks.pnec (over workflow_options) its parameters"},
 			&cli.StringFlag{Name: "payload-out", Usage: "write the output payload to `FILE` (- = standard output; the report then goes to --report only when it names a file)"},
@@ -64,11 +64,11 @@ func init() {
 			&cli.StringFlag{Name: "collection-id", Usage: "`ID` of a new collection (default: the collection file's directory name)"},
 			&cli.StringFlag{Name: "license", Usage: "licence of the Collection's products, an SPDX `ID` or expression (e.g. CC-BY-4.0; default: proprietary, none granted)"},
 			&cli.StringFlag{Name: "datetime", Usage: "acquisition `TIME` (RFC 3339, or YYYY-MM-DD) of the scenes, or an interval START/END they were acquired in, written as each Item's datetime (an interval: datetime null, start_datetime, end_datetime); without it, a scene's own (source STAC Item, ACQUISITIONDATETIME/TIFFTAG_DATETIME metadata), and a scene without any fails"},
-			&cli.StringFlag{Name: "stac-base-url", Usage: "public `URL` of the Items' root (the --stac-collection file's directory, else --out-dir): Items and the Collection get absolute self links under it (without it, none)"},
+			stacBaseURLFlag("the Items' root (the --stac-collection file's directory, else --out-dir)", "Items and the Collection get absolute self links under it"),
 			&cli.StringFlag{Name: "model-item", Usage: "`HREF` of the model's STAC Item the products' Items point at: a URL, or a path under the Items' root (a local path elsewhere is refused); default: MODEL.json beside the model (from 'pnec train' or 'pnec model-item') when under the root, else its self URL when it has one, else a copy written into --out-dir"},
 			&cli.StringFlag{Name: "on-drift", Value: string(pipelines.OnDriftWarn), Usage: "what to do with a scene whose drift verdict is fail (docs/acquisitions.md): `ACTION` warn (publish and report it), skip (withhold its product and Item, status refused) or fail (withhold them, the scene fails; exit status 4 when nothing else failed)"},
 			&cli.StringFlag{Name: "report", Value: "-", Usage: "run report `FILE`: one JSON line per scene (- = stdout)"},
-			&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "no progress bar or log lines (the report and errors still appear)"},
+			quietFlag(),
 		}, productFlags()...),
 		Action: batchAction,
 	})
@@ -215,11 +215,11 @@ func batchAction(c *cli.Context) error {
 		sum, err = pipelines.Run(c.Context, cfg)
 	}
 	if rf != nil {
-		if ferr := rf.finish(errors.Is(err, pipelines.ErrOutputIsInput)); ferr != nil && err == nil {
+		if ferr := rf.finish(errors.Is(err, processor.ErrOutputIsInput)); ferr != nil && err == nil {
 			err = fmt.Errorf("--report %s: %w", cfg.ReportPath, ferr)
 		}
 	}
-	if errors.Is(err, pipelines.ErrOutputIsInput) {
+	if errors.Is(err, processor.ErrOutputIsInput) {
 		return fmt.Errorf("batch: %w; give --out-dir, --stac-collection and --report apart from the inputs", err)
 	}
 	if !c.Bool("quiet") && sum.Scenes > 0 {

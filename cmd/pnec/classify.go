@@ -48,11 +48,11 @@ func init() {
 			"  pnec classify --model paviau.pnec scene.tif map.tif --probabilities recovered --top-k 3\n" +
 			"  pnec classify --model paviau.pnec scene.tif map.tif",
 		Flags: append([]cli.Flag{
-			&cli.StringFlag{Name: "model", Required: true, Usage: "trained model `FILE` (from 'pnec train')"},
-			&cli.StringFlag{Name: "scene", Usage: "input scene: any GDAL dataset `NAME` (or the first argument)"},
+			modelFlag(true, ""),
+			sceneFlag("input scene", "or the first argument", false),
 			&cli.StringFlag{Name: "out", Usage: "output product `PATH` (COG GeoTIFF; or the second argument)"},
 			&cli.StringFlag{Name: "mask", Usage: "classify only inside the area of interest `FILE`: a raster (non-zero = inside) or a vector file OGR reads (GeoJSON, GeoPackage, Shapefile; polygons in any CRS, reprojected); outside is no-data, tiles wholly outside are not read"},
-			&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "no progress and no summary line"},
+			quietFlag(),
 		}, productFlags()...),
 		Action: classifyAction,
 	})
@@ -71,8 +71,8 @@ func planFlags() []cli.Flag {
 // batch: the plan flags plus backend, creation options and reliability.
 func productFlags() []cli.Flag {
 	return append([]cli.Flag{
-		&cli.StringFlag{Name: "backend", Usage: "compute backend `NAME`: go, xla:cpu, xla:cuda, xla:/abs/plugin.so (default: $GOMLX_BACKEND, else XLA when a GPU plugin is found and the job is faster there, else go: pnec backends)"},
-		&cli.StringSliceFlag{Name: "co", Usage: "COG creation option `KEY=VALUE` (repeatable; checked against GDAL's COG driver before any work, large BLOCKSIZE counted in the memory budget), e.g. --co COMPRESS=ZSTD --co BLOCKSIZE=256"},
+		backendFlag(),
+		creationOptionsFlag("COG", "checked against GDAL's COG driver before any work, large BLOCKSIZE counted in the memory budget", "--co COMPRESS=ZSTD --co BLOCKSIZE=256"),
 		&cli.StringFlag{Name: "reliability", Value: "byte", Usage: "reliability `TYPE`: byte (band 2, percent 0-100, no-data 255) or float32 (band 2 as byte plus a Float32 0..1 COG NAME.reliability.tif, NaN no-data)"},
 		&cli.StringFlag{Name: "reliability-score", Usage: "`KIND` of score the reliability band carries: spectral, spectral-margin, combined, margin, maxprob, entropy or gate (default: spectral, the best measured; combined for model files without training spectra)"},
 		&cli.StringFlag{Name: "probabilities", Usage: "also write the class probabilities as NAME.probabilities.tif (percent 0-100, the product's no-data): `STAGE` recovered (after the AvgPool recovery; the class band is their argmax) or network (the network's, blended across tiles, before the recovery)"},

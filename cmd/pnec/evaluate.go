@@ -27,14 +27,14 @@ func init() {
 			"  pnec evaluate --model salinasA.pnec --scene salinasA.tif --labels salinasA_gt.tif\n" +
 			"  pnec evaluate --model salinasA.pnec --scene salinasA.tif --labels salinasA_gt.tif --json > eval.json",
 		Flags: append([]cli.Flag{
-			&cli.StringFlag{Name: "model", Required: true, Usage: "model file `MODEL` written by 'pnec train'"},
-			&cli.StringFlag{Name: "scene", Required: true, Usage: "scene `SCENE` (any raster GDAL reads, or a product pnec reads: docs/sensors.md) with the model's bands"},
-			&cli.StringFlag{Name: "labels", Required: true, Usage: "label raster `LABELS`: class values, 0 = unlabelled, same size as the scene"},
-			&cli.BoolFlag{Name: "json", Usage: "print one JSON object instead of tables (ratios 0..1, null where undefined)"},
+			modelFlag(true, ""),
+			sceneFlag("scene", "with the model's bands", true),
+			labelsFlag(),
+			jsonFlag("one object; ratios 0..1, null where undefined"),
 			&cli.IntFlag{Name: "window", DefaultText: "the model's", Usage: "recovery window in `PIXELS` (odd)"},
 			&cli.Float64Flag{Name: "eta", DefaultText: "the model's", Usage: "recovery strength `ETA` in 0..1"},
 			&cli.Float64Flag{Name: "top", Value: evaluation.DefaultTopFraction, Usage: "`SHARE` (0..1) of most uncertain test pixels for the error recall column"},
-			&cli.StringFlag{Name: "backend", Usage: "compute backend `NAME`: go, xla:cpu, xla:cuda, xla:/abs/plugin.so (default: $GOMLX_BACKEND, else XLA when a GPU plugin is found and the job is faster there, else go: pnec backends)"},
+			backendFlag(),
 		}, bandFlags()...),
 		Action: evaluateAction,
 	})

@@ -24,23 +24,19 @@ func init() {
 			"Examples:\n" +
 			"  pnec experiment --scene salinasA.tif --labels salinasA_gt.tif --train-mask salinasA_train.tif\n" +
 			"  pnec experiment --scene jasper.tif --labels jasper_gt.tif --train-mask jasper_train.tif --runs 10 --ablation --json",
-		Flags: append([]cli.Flag{
-			&cli.StringFlag{Name: "scene", Required: true, Usage: "scene `SCENE` (any raster GDAL reads)"},
-			&cli.StringFlag{Name: "labels", Required: true, Usage: "label raster `LABELS`: class values, 0 = unlabelled"},
-			&cli.StringFlag{Name: "train-mask", Usage: "fixed split: raster `TRAIN` of the training pixels' class values (0 elsewhere)"},
+		Flags: flagList([]cli.Flag{
+			sceneFlag("scene", "", true),
+			labelsFlag(),
+		}, splitFlags(), []cli.Flag{
 			&cli.IntFlag{Name: "runs", Value: 10, Usage: "`RUNS` per variant"},
 			&cli.Int64Flag{Name: "first-seed", Value: model.DefaultSeed, Usage: "`SEED` of the first run; run i uses first-seed + i"},
-			&cli.IntFlag{Name: "train-per-class", Value: model.DefaultTrainPerClass, Usage: "training `PIXELS` drawn per class without --train-mask"},
-			&cli.Int64Flag{Name: "split-seed", Value: model.DefaultSplitSeed, Usage: "`SEED` of the training pixel draw without --train-mask"},
-			&cli.StringFlag{Name: "class-names", Usage: "`FILE` of class names, one 'VALUE NAME' a line"},
-			&cli.StringSliceFlag{Name: "class-name", Usage: "class name `VALUE=NAME` (repeatable); overrides --class-names"},
 			&cli.BoolFlag{Name: "shift", Usage: "the acquisition-shift protocol instead of the paper's: each run's model scored on the scene changed in brightness, spectral tilt, offset, noise, band position and class mix (sub-areas), alone and in pairs, plus a spatially disjoint split (docs/acquisitions.md)"},
 			&cli.BoolFlag{Name: "disjoint", Value: true, Usage: "with --shift: also the spatially disjoint split (one more model per run, trained on one half of the scene and scored on the other)"},
 			&cli.StringFlag{Name: "other", Usage: "with --shift: a `SCENE` of other land cover, run as one more case (resampled to the model's band count when it differs; no accuracy, only the drift verdict)"},
 			&cli.StringFlag{Name: "models", Usage: "with --shift: keep each run's model in `DIR` and reuse the ones kept there by an earlier run of the same scene and settings (their drift statistics measured again): a rerun without the training"},
-			&cli.BoolFlag{Name: "json", Usage: "print one JSON object instead of tables"},
-			&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "no progress"},
-		}, experimentModelFlags()...),
+			jsonFlag("one object"),
+			quietFlag(),
+		}, experimentModelFlags()),
 		Action: experimentAction,
 	})
 }

@@ -50,7 +50,7 @@ func init() {
 				&cli.IntFlag{Name: "epsg", Usage: "EPSG `CODE` of the CRS (needs --origin and --pixel-size)"},
 				&cli.StringFlag{Name: "origin", Usage: "`X,Y` of the top-left corner of the top-left pixel, in CRS units"},
 				&cli.Float64Flag{Name: "pixel-size", Usage: "pixel size in CRS `UNITS` (metres for projected CRSs); north-up"},
-				&cli.StringSliceFlag{Name: "co", Usage: "GTiff creation option `KEY=VALUE` (repeatable), e.g. --co COMPRESS=ZSTD"},
+				creationOptionsFlag("GTiff", "", "--co COMPRESS=ZSTD"),
 			},
 			Action: importMatAction,
 		}},

@@ -27,7 +27,7 @@ func init() {
 			"  pnec info /vsizip/scenes.zip/cube.img\n" +
 			"  pnec --config AWS_NO_SIGN_REQUEST=YES info --skip-valid /vsis3/bucket/scene.tif",
 		Flags: []cli.Flag{
-			&cli.BoolFlag{Name: "json", Usage: "print one JSON object instead of text"},
+			jsonFlag("one object"),
 			&cli.BoolFlag{Name: "skip-valid", Usage: "do not compute the valid-pixel fraction (it reads the scene, or a 4 Mpixel sample of a larger one)"},
 		},
 		Action: infoAction,
@@ -54,5 +54,5 @@ func infoAction(c *cli.Context) error {
 	if c.Bool("json") {
 		return rep.WriteJSON(c.App.Writer)
 	}
-	return rep.WriteText(c.App.Writer)
+	return rep.WriteText(c.App.Writer, "--json gives the WKT")
 }

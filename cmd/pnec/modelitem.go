@@ -35,12 +35,12 @@ func init() {
 			"  pnec model-item --model salinas.pnec --training-scene Salinas.tif   (with its footprint)\n" +
 			"  pnec model-item --model m.pnec --stac-base-url https://models.example.org/pnec",
 		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "model", Required: true, Usage: "model `FILE` (from 'pnec train')"},
+			modelFlag(true, ""),
 			&cli.StringFlag{Name: "out", Usage: "Item `FILE` to write (default: MODEL.json beside the model, e.g. salinas.pnec.json)"},
 			&cli.StringFlag{Name: "training-scene", Usage: "training `SCENE` opened for the Item's footprint (the one the model records is never opened unless named here)"},
-			&cli.StringFlag{Name: "stac-base-url", Usage: "public `URL` of the Item's directory: the Item gets an absolute self link (without it, none)"},
-			&cli.StringFlag{Name: "model-name", Usage: "`NAME` of the model (mlm:name; default: the file name, made valid for MLM: 2024_model.pnec -> pnec-2024_model, m.pnec -> pnec-m)"},
-			&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "no summary line"},
+			stacBaseURLFlag("the Item's directory", "the Item gets an absolute self link"),
+			modelNameFlag(),
+			quietFlag(),
 		},
 		Action: modelItemAction,
 	})

@@ -46,7 +46,7 @@ func init() {
 			&cli.StringFlag{Name: "type", Value: "Int16", Usage: "scene data `TYPE`: Int16, UInt16 or Float32"},
 			&cli.Float64Flag{Name: "gsd", Value: 1.0, Usage: "pixel size in `METRES` when the layout has no georeference (placed in UTM 32N)"},
 			&cli.StringFlag{Name: "vrt", Usage: "write a `ROWSxCOLS` VRT that repeats the generated block (written beside it as .block.tif)"},
-			&cli.StringSliceFlag{Name: "co", Usage: "GTiff creation option `KEY=VALUE` for the scene (repeatable), e.g. --co COMPRESS=NONE"},
+			creationOptionsFlag("GTiff", "for the scene", "--co COMPRESS=NONE"),
 		},
 		Action: synthAction,
 	})

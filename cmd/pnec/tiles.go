@@ -32,8 +32,8 @@ func init() {
 			"  pnec tiles --scene big.vrt --max-memory 2G\n" +
 			"  pnec tiles --scene paviau.tif --tile 256 --overlap 64 --geojson > tiles.geojson",
 		Flags: append([]cli.Flag{
-			&cli.StringFlag{Name: "scene", Required: true, Usage: "scene: any GDAL dataset `NAME`"},
-			&cli.StringFlag{Name: "model", Usage: "model `FILE` whose memory estimate and recovery window to plan for"},
+			sceneFlag("scene", "", true),
+			modelFlag(false, "plan for its memory estimate and recovery window"),
 			&cli.BoolFlag{Name: "geojson", Usage: "print the tiles' footprints as a GeoJSON FeatureCollection in the scene's CRS"},
 			&cli.BoolFlag{Name: "all", Usage: fmt.Sprintf("list every tile (default: at most %d; the summary always counts them all)", maxListedTiles)},
 		}, append(bandFlags(), planFlags()...)...),

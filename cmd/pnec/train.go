@@ -50,23 +50,19 @@ func init() {
 			"  pnec train --scene salinasA.tif --labels salinasA_gt.tif --train-mask salinasA_train.tif --out salinasA.pnec\n" +
 			"  pnec train --scene scene.tif --labels gt.tif --out m.pnec --epochs 50 --class-names names.txt\n" +
 			"  pnec train --scene enmap/ --labels gt.tif --out all.pnec --bands-common-with EMIT --bands-common-with PRISMA",
-		Flags: append([]cli.Flag{
-			&cli.StringFlag{Name: "scene", Required: true, Usage: "training scene `SCENE` (any raster GDAL reads)"},
-			&cli.StringFlag{Name: "labels", Required: true, Usage: "label raster `LABELS`: class values, 0 = unlabelled, same size as the scene"},
+		Flags: flagList([]cli.Flag{
+			sceneFlag("training scene", "", true),
+			labelsFlag(),
 			&cli.StringFlag{Name: "out", Required: true, Usage: "model file `MODEL` to write"},
-			&cli.StringFlag{Name: "train-mask", Usage: "fixed split: raster `TRAIN` of the training pixels' class values (0 elsewhere); overrides --train-per-class and --split-seed"},
-			&cli.IntFlag{Name: "train-per-class", Value: model.DefaultTrainPerClass, Usage: "training `PIXELS` drawn per class (fewer when a class has fewer)"},
-			&cli.Int64Flag{Name: "split-seed", Value: model.DefaultSplitSeed, Usage: "`SEED` of the training pixel draw"},
+		}, splitFlags(), []cli.Flag{
 			&cli.Int64Flag{Name: "seed", Value: model.DefaultSeed, Usage: "run `SEED`: weight initialisation and every other random source"},
-			&cli.StringFlag{Name: "class-names", Usage: "`FILE` of class names, one 'VALUE NAME' a line (e.g. '1 Brocoli_green_weeds_1')"},
-			&cli.StringSliceFlag{Name: "class-name", Usage: "class name `VALUE=NAME` (repeatable); overrides --class-names"},
-			&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "no progress and no summary"},
+			quietFlag(),
 			radiometryFlag("the training scene's values"),
 			&cli.StringFlag{Name: "bands", Usage: "train on the scene's good bands whose centres lie in the wavelength `RANGES` only (nm, e.g. 420-1330,1470-1780); the model records them and classify resamples any sensor's bands to them"},
 			&cli.StringSliceFlag{Name: "bands-common-with", Usage: "train on the bands that `SCENE|SENSOR` also covers only (repeatable): a scene pnec reads (its good bands) or a sensor's band table (" + strings.Join(spectral.SensorNames(), ", ") + "); the model then applies to each of them, their bands resampled to its own"},
-			&cli.StringFlag{Name: "stac-base-url", Usage: "public `URL` of the model's directory: the model's STAC Item (MODEL.json) gets an absolute self link (without it, none)"},
-			&cli.StringFlag{Name: "model-name", Usage: "`NAME` of the model in its STAC Item (mlm:name; default: the file name, made valid for MLM: 2024_model.pnec -> pnec-2024_model)"},
-		}, modelFlags()...),
+			stacBaseURLFlag("the model's directory", "the model's STAC Item (MODEL.json) gets an absolute self link"),
+			modelNameFlag(),
+		}, modelFlags()),
 		Action: trainAction,
 	})
 }
@@ -88,7 +84,7 @@ func modelFlags() []cli.Flag {
 		&cli.StringFlag{Name: "input", Value: d.Input, Usage: "network `INPUT`, stored in the model: stretch (each band stretched between the training scene's 2nd and 98th percentiles, the paper's), shape (each spectrum divided by its mean: brightness removed), stretch+shape (both) or snv (each spectrum's standard normal variate)"},
 		&cli.StringFlag{Name: "augment", Value: d.Augment.String(), Usage: "training augmentation `SPEC`: off, or p=SHARE,gain=G,tilt=T,offset=O,noise=N,shift=BANDS,tail=SHARE,norm=clean|image,crop=SHARE (each step, with probability p, the training scene changed by a random gain in [1/(1+G), 1+G], tilt up to T, offset up to O and noise up to N of each band's mean, band shift up to BANDS; the last tail of the epochs clean; with probability crop, only a 40-75% part of the scene cut across its rows or columns seen, the rest no-data)"},
 		&cli.IntFlag{Name: "input-levels", Value: d.InputLevels, Usage: "quantise the stretched input to `N` levels, stored in the model: 256 is MambaHSI's and the PyTorch reference's 8 bits; 0 keeps it as it is"},
-		&cli.StringFlag{Name: "backend", Usage: "compute backend `NAME`: go, xla:cpu, xla:cuda, xla:/abs/plugin.so (default: $GOMLX_BACKEND, else XLA when a GPU plugin is found and the job is faster there, else go: pnec backends)"},
+		backendFlag(),
 	}
 }
 

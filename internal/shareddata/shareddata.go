@@ -21,7 +21,7 @@ var ErrNotFound = errors.New("shared data folder not found")
 func Find(start string) (string, error) {
 	if d := os.Getenv("PNEC_DATA"); d != "" {
 		if _, err := os.Stat(d); err != nil {
-			return "", fmt.Errorf("%w: PNEC_DATA=%s: %v", ErrNotFound, d, err)
+			return "", fmt.Errorf("%w: PNEC_DATA=%s: %w", ErrNotFound, d, err)
 		}
 		return d, nil
 	}
