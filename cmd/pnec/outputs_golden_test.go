@@ -323,6 +323,12 @@ func volatileKey(k string) bool {
 			return true
 		}
 	}
+	// processing:software maps the software to its version, a commit where
+	// the binary is built from a git checkout (a clean clone) and "dev"
+	// elsewhere (a worktree).
+	if k == "processing:software" {
+		return true
+	}
 	// A file's checksum and size cover the times it records; its pixels
 	// and metadata are pinned apart.
 	return strings.HasSuffix(k, "_ms") || strings.HasSuffix(k, "_s") || k == "file:checksum" || k == "file:size"
