@@ -45,7 +45,7 @@ type Config struct {
 	// Mask is the area of interest scenes are classified in: "" none, a
 	// raster or vector file for every scene, a pattern with {key} (the
 	// scene's key) for one per scene, or asset:ROLE for the asset of that
-	// role of each scene's STAC Item. See processor.Classifier.ClassifyMasked.
+	// role of each scene's STAC Item. See processor.Request.Mask.
 	Mask string
 	// AllowOutsideCatalog lets STAC documents name local files outside
 	// their folder (see ExpandOptions.AllowOutsideCatalog).
@@ -934,7 +934,7 @@ func (w *worker) scene(ctx context.Context, in Input) SceneReport {
 	if err := w.checkDatetime(in); err != nil {
 		return fail(err)
 	}
-	res, err := w.classifier.ClassifyMasked(ctx, in.Name, mask, product)
+	res, err := w.classifier.Run(ctx, processor.Request{Scene: in.Name, Mask: mask, Out: product})
 	var refused *processor.DriftError
 	if errors.As(err, &refused) {
 		r.Drift, r.DriftReasons, r.DriftRefused = string(refused.Drift.Verdict), refused.Drift.Reasons, true

@@ -71,9 +71,6 @@ type Options struct {
 	// TopK is the number of classes the probabilities keep per pixel
 	// (0 = every class as a band); needs Probabilities.
 	TopK int
-	// Mask, when set, is an area of interest every scene is classified in
-	// (a raster, non-zero inside, or a vector file; see ClassifyMasked).
-	Mask string
 	// Progress, when set, is called after every tile is stitched with the
 	// number of tiles done and their total; from the stitching goroutine.
 	Progress func(done, total int)
@@ -85,7 +82,7 @@ type Options struct {
 	// DriftCheck, when set, is called with the scene's drift (Result.Drift)
 	// after the last row and before the product is committed: an error stops
 	// the product from being written (nothing changes at the output path)
-	// and Classify returns it. Not called for a model without drift
+	// and Run returns it. Not called for a model without drift
 	// statistics.
 	DriftCheck func(model.Drift) error
 }
@@ -101,7 +98,7 @@ type Progress struct {
 	Scene             string
 	Tile, Tiles       int           // tiles stitched, of the plan's
 	Pixels, PixelsAll int64         // scene pixels done (the stitched tiles' cores), of the scene's
-	Elapsed           time.Duration // since Classify started
+	Elapsed           time.Duration // since Run started
 }
 
 // PixelsPerSecond is the rate so far.
@@ -144,7 +141,7 @@ func SI(v float64) string {
 	return fmt.Sprintf("%.0f", v)
 }
 
-// PixelsPerSecond is the scene's pixels over the wall time of Classify.
+// PixelsPerSecond is the scene's pixels over the wall time of Run.
 func (r Result) PixelsPerSecond() float64 {
 	if r.Elapsed <= 0 {
 		return 0
@@ -184,7 +181,7 @@ type Result struct {
 	ValidPixels    int64         // pixels with data, classified
 	ClassCounts    map[int]int64 // class value -> pixels
 	Times          StageTimes    // per-stage busy time
-	Elapsed        time.Duration // wall time of Classify
+	Elapsed        time.Duration // wall time of Run
 	Backend        string        // backend that ran the network
 	ModelChecksum  string        // model.Model.Checksum
 	MaxMemoryBytes int64         // budget the plan was made for
@@ -218,7 +215,7 @@ type Result struct {
 	Drift *model.Drift
 }
 
-// predictor is what Classify needs of model.Predictor; tests substitute
+// predictor is what Run needs of model.Predictor; tests substitute
 // networks without spatial context to check the tiling exactly.
 type predictor interface {
 	Predict(ctx context.Context, s model.Scene) (model.Prediction, error)
@@ -226,7 +223,7 @@ type predictor interface {
 	Close() error
 }
 
-// ErrClosed is returned by Classify after Close.
+// ErrClosed is returned by Run after Close.
 var ErrClosed = errors.New("processor: classifier is closed")
 
 // Classifier applies one loaded model to scenes. It keeps one predictor (and
@@ -240,7 +237,7 @@ type Classifier struct {
 	log  *slog.Logger
 	kind model.ReliabilityKind
 	ref  *model.SpectralReference // training spectra; nil unless kind needs them
-	// busy is held by Classify and Close: one scene at a time, and pred is
+	// busy is held by Run and Close: one scene at a time, and pred is
 	// read and cleared only while it is held.
 	busy    chan struct{}
 	backend string // pred.Backend(), kept for Backend after Close
@@ -304,17 +301,27 @@ func spectralReference(m *model.Model, opts Options, log *slog.Logger) (model.Re
 // Backend names the backend the network runs on.
 func (c *Classifier) Backend() string { return c.backend }
 
-// Classify reads the scene named scene (any GDAL dataset name), classifies
-// it and writes the COG product to out atomically: out is replaced only by a
-// complete product, and a failed or cancelled run leaves no partial file.
-func (c *Classifier) Classify(ctx context.Context, scene, out string) (Result, error) {
-	return c.run(ctx, scene, c.opts.Mask, out)
+// Request is one scene to classify: Classifier.Run reads Scene (any GDAL
+// dataset name), classifies it within Mask and writes the COG product to
+// Out. The Classifier's Options apply to every request: they fix the
+// predictor it keeps across scenes.
+type Request struct {
+	Scene string
+	// Mask, when set, is an area of interest: only pixels inside it (a
+	// raster, non-zero inside, or a vector file OGR reads; any CRS,
+	// reprojected to the scene's: geo.OpenMask) are classified, the rest
+	// of the product is no-data, and tiles wholly outside it are neither
+	// read nor run. "" classifies the whole scene.
+	Mask string
+	Out  string
 }
 
-// run is the one entry point of Classify and ClassifyMasked: it holds the
-// Classifier (one scene at a time, and Close waits) before it looks at the
-// predictor, which Close clears under the same hold.
-func (c *Classifier) run(ctx context.Context, scene, mask, out string) (Result, error) {
+// Run classifies req.Scene and writes its product to req.Out atomically:
+// req.Out is replaced only by a complete product, and a failed or
+// cancelled run leaves no partial file. It holds the Classifier (one scene
+// at a time, and Close waits) before it looks at the predictor, which
+// Close clears under the same hold.
+func (c *Classifier) Run(ctx context.Context, req Request) (Result, error) {
 	select {
 	case c.busy <- struct{}{}:
 	case <-ctx.Done():
@@ -324,10 +331,10 @@ func (c *Classifier) run(ctx context.Context, scene, mask, out string) (Result, 
 	if c.pred == nil {
 		return Result{}, ErrClosed
 	}
-	return c.classifyIn(ctx, scene, mask, out)
+	return c.classify(ctx, req)
 }
 
-// Close releases the backend, after the Classify in progress (if any)
+// Close releases the backend, after the Run in progress (if any)
 // returns. It is safe to call more than once, and from another goroutine.
 func (c *Classifier) Close() error {
 	c.busy <- struct{}{}

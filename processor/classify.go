@@ -43,10 +43,11 @@ type rowsOut struct {
 	prob  []uint16 // [rows][cols][probability bands], nil without probabilities
 }
 
-// classifyIn is the work of Classify and ClassifyMasked (run): open and
-// check the scene, plan it within the budget, create the product, run the
-// four stages, commit; within mask ("" = everywhere).
-func (c *Classifier) classifyIn(parent context.Context, sceneName, mask, out string) (res Result, err error) {
+// classify is the work of Run: open and check the scene, plan it within
+// the budget, create the product, run the four stages, commit; within
+// req.Mask ("" = everywhere).
+func (c *Classifier) classify(parent context.Context, req Request) (res Result, err error) {
+	sceneName, mask, out := req.Scene, req.Mask, req.Out
 	start := time.Now()
 	res = Result{Scene: sceneName, Product: out, ModelChecksum: c.m.Checksum(), Backend: c.pred.Backend(), Mask: mask}
 	sc, info, err := c.openScene(sceneName, mask, out, &res)

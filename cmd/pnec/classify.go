@@ -241,7 +241,7 @@ func classifyAction(c *cli.Context) error {
 		return coError(err)
 	}
 	defer cl.Close()
-	res, err := cl.ClassifyMasked(c.Context, scene, mask, out)
+	res, err := cl.Run(c.Context, processor.Request{Scene: scene, Mask: mask, Out: out})
 	if err != nil {
 		return bandHint(err)
 	}
