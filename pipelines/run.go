@@ -14,7 +14,6 @@ import (
 	"runtime"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/pnec/pnec/geo"
@@ -23,6 +22,7 @@ import (
 	"github.com/pnec/pnec/internal/tempfiles"
 	"github.com/pnec/pnec/model"
 	"github.com/pnec/pnec/processor"
+	"github.com/pnec/pnec/progress"
 	"github.com/pnec/pnec/stac"
 )
 
@@ -92,8 +92,12 @@ type Config struct {
 	ReportPath string
 	// Logger receives progress lines; nil = discard.
 	Logger *slog.Logger
-	// OnEvent, when set, is called on progress (from several goroutines, serialised).
-	OnEvent func(Event)
+	// Progress, when set, is called on progress (from several goroutines,
+	// serialised) with Events of Stage "batch": the scenes done of the run's
+	// (Unit "scenes"), the Subject the scene a tile of which was stitched
+	// (with its tiles as the parts and the classification's Message) or the
+	// scene just finished (0 of 0 parts, its status as the Message).
+	Progress progress.Func
 	// Version is the software version written to the Items ("" = model.Version).
 	Version string
 	// HTTPClient fetches STAC documents by URL; nil = http.DefaultClient.
@@ -104,6 +108,9 @@ type Config struct {
 	// before any work (RunPayload's path_template check); its error stops
 	// the run.
 	beforeWork func([]Input) error
+	// onScene, when set, is given each scene's report as it is done
+	// (serialised), before Progress.
+	onScene func(SceneReport)
 	// OnDrift is what happens to a scene whose drift verdict is fail
 	// (model.Drift): OnDriftWarn (the default) publishes it and reports the
 	// verdict, OnDriftSkip withholds its product and Item (status
@@ -237,14 +244,6 @@ func (s Summary) String() string {
 	return out
 }
 
-// Event reports progress.
-type Event struct {
-	ScenesDone, ScenesTotal int
-	Scene                   string // current scene (tile events) or the scene just finished
-	TilesDone, TilesTotal   int    // tiles of Scene; 0/0 for a scene-finished event
-	Report                  *SceneReport
-}
-
 // ErrScenesFailed is wrapped by Run's error when at least one scene failed.
 var ErrScenesFailed = errors.New("scenes failed")
 
@@ -321,7 +320,7 @@ func Run(ctx context.Context, cfg Config) (Summary, error) {
 	}
 	cfg.keep = cfg.inputSet(inputs)
 	mine := cfg.Shard.Select(inputs)
-	rep := &reporter{w: cfg.Report, onEvent: cfg.OnEvent, total: len(mine) + len(inErrs)}
+	rep := &reporter{w: cfg.Report, onEvent: cfg.Progress, onScene: cfg.onScene, total: len(mine) + len(inErrs)}
 	for _, ie := range inErrs {
 		if cfg.Shard.Count > 1 && !cfg.Shard.Has(ie.Input) {
 			rep.total--
@@ -508,17 +507,6 @@ func runJobs(ctx context.Context, cfg *Config, m *model.Model, opts processor.Op
 			o := opts
 			if cfg.OnDrift == OnDriftSkip || cfg.OnDrift == OnDriftFail {
 				o.DriftCheck = processor.RefuseDrift(model.DriftFail)
-			}
-			o.Progress = func(done, total int) {
-				if p := w.current.Load(); p != nil {
-					rep.tiles(*p, done, total)
-				}
-			}
-			if cfg.Logger != nil {
-				// A line per tile: pixels done, pixels/s and the time left.
-				o.OnProgress = func(p processor.Progress) {
-					log.Info("tile", "scene", p.Scene, "progress", p.String())
-				}
 			}
 			// Classifiers are made one at a time: backend discovery in
 			// go-xla v0.4.1 (GetAvailablePlugins) writes package state
@@ -799,7 +787,8 @@ func chooseJobs(m *model.Model, jobs int, o processor.Options, scenes int) (int,
 type reporter struct {
 	mu      sync.Mutex
 	w       io.Writer
-	onEvent func(Event)
+	onEvent progress.Func
+	onScene func(SceneReport)
 	total   int
 	done    int
 }
@@ -812,18 +801,25 @@ func (r *reporter) scene(s *SceneReport) {
 		b, _ := json.Marshal(s)
 		r.w.Write(append(b, '\n'))
 	}
+	if r.onScene != nil {
+		r.onScene(*s)
+	}
 	if r.onEvent != nil {
-		r.onEvent(Event{ScenesDone: r.done, ScenesTotal: r.total, Scene: s.Input, Report: s})
+		r.onEvent(progress.Event{Stage: "batch", Subject: s.Input, Done: int64(r.done), Total: int64(r.total), Unit: "scenes",
+			Message: string(s.Status)})
 	}
 }
 
-func (r *reporter) tiles(scene string, done, total int) {
+// tiles reports the progress ev of the scene being classified as the
+// batch's.
+func (r *reporter) tiles(ev progress.Event) {
 	if r.onEvent == nil {
 		return
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.onEvent(Event{ScenesDone: r.done, ScenesTotal: r.total, Scene: scene, TilesDone: done, TilesTotal: total})
+	r.onEvent(progress.Event{Stage: "batch", Subject: ev.Subject, Done: int64(r.done), Total: int64(r.total), Unit: "scenes",
+		Part: ev.Part, Parts: ev.Parts, Elapsed: ev.Elapsed, ETA: ev.ETA, Message: ev.Message})
 }
 
 type worker struct {
@@ -839,14 +835,22 @@ type worker struct {
 	rep          *reporter
 	log          *slog.Logger
 	now          func() time.Time
-	current      atomic.Pointer[string] // dataset name of the scene in progress
+}
+
+// tileProgress reports a tile of the scene in progress stitched: to the
+// run's Progress, and as a line to its Logger (pixels done, pixels/s and
+// the time left).
+func (w *worker) tileProgress(ev progress.Event) {
+	w.rep.tiles(ev)
+	if w.cfg.Logger != nil {
+		w.log.Info("tile", "scene", ev.Subject, "progress", ev.Message)
+	}
 }
 
 // scene does one scene: lock, skip if up to date, clear stale temporaries,
 // classify, describe in STAC. Errors become the report's reason.
 func (w *worker) scene(ctx context.Context, in Input) SceneReport {
 	t0 := time.Now()
-	w.current.Store(&in.Name)
 	product := filepath.Join(w.cfg.OutDir, in.Key+".tif")
 	itemPath := filepath.Join(w.cfg.OutDir, in.Key+".json")
 	r := SceneReport{Input: in.Name, Output: product, Item: itemPath}
@@ -934,7 +938,7 @@ func (w *worker) scene(ctx context.Context, in Input) SceneReport {
 	if err := w.checkDatetime(in); err != nil {
 		return fail(err)
 	}
-	res, err := w.classifier.Run(ctx, processor.Request{Scene: in.Name, Mask: mask, Out: product})
+	res, err := w.classifier.Run(ctx, processor.Request{Scene: in.Name, Mask: mask, Out: product, Progress: w.tileProgress})
 	var refused *processor.DriftError
 	if errors.As(err, &refused) {
 		r.Drift, r.DriftReasons, r.DriftRefused = string(refused.Drift.Verdict), refused.Drift.Reasons, true

@@ -9,6 +9,7 @@ import (
 
 	"github.com/pnec/pnec/geo"
 	"github.com/pnec/pnec/model"
+	"github.com/pnec/pnec/progress"
 	"github.com/pnec/pnec/spectral"
 	"github.com/pnec/pnec/tiling"
 )
@@ -71,12 +72,6 @@ type Options struct {
 	// TopK is the number of classes the probabilities keep per pixel
 	// (0 = every class as a band); needs Probabilities.
 	TopK int
-	// Progress, when set, is called after every tile is stitched with the
-	// number of tiles done and their total; from the stitching goroutine.
-	Progress func(done, total int)
-	// OnProgress, when set, is called after every tile is stitched with
-	// the pixels done, the rate and the time left; from the stitching goroutine.
-	OnProgress func(Progress)
 	// Logger receives the plan and stage timings; nil = discard.
 	Logger *slog.Logger
 	// DriftCheck, when set, is called with the scene's drift (Result.Drift)
@@ -93,16 +88,15 @@ type QualityMask struct {
 	Bands []int  // 0-based bands that flag pixels; nil: band 1
 }
 
-// Progress is a running classification's state after a tile.
-type Progress struct {
-	Scene             string
+// tileProgress is a running classification's state after a tile.
+type tileProgress struct {
 	Tile, Tiles       int           // tiles stitched, of the plan's
 	Pixels, PixelsAll int64         // scene pixels done (the stitched tiles' cores), of the scene's
 	Elapsed           time.Duration // since Run started
 }
 
 // PixelsPerSecond is the rate so far.
-func (p Progress) PixelsPerSecond() float64 {
+func (p tileProgress) PixelsPerSecond() float64 {
 	if p.Elapsed <= 0 {
 		return 0
 	}
@@ -110,7 +104,7 @@ func (p Progress) PixelsPerSecond() float64 {
 }
 
 // ETA is the time left at the rate so far (0 when unknown or done).
-func (p Progress) ETA() time.Duration {
+func (p tileProgress) ETA() time.Duration {
 	r := p.PixelsPerSecond()
 	if r <= 0 || p.Pixels >= p.PixelsAll {
 		return 0
@@ -119,13 +113,20 @@ func (p Progress) ETA() time.Duration {
 }
 
 // String is the progress in one line: "tile 3/64, 12.5 of 100.0 Mpx (12.5%), 48.2 kpx/s, ETA 30m15s".
-func (p Progress) String() string {
+func (p tileProgress) String() string {
 	s := fmt.Sprintf("tile %d/%d, %s of %s px (%.1f%%), %s px/s", p.Tile, p.Tiles,
 		SI(float64(p.Pixels)), SI(float64(p.PixelsAll)), 100*float64(p.Pixels)/float64(max(p.PixelsAll, 1)), SI(p.PixelsPerSecond()))
 	if eta := p.ETA().Round(time.Second); eta > 0 {
 		s += ", ETA " + eta.String()
 	}
 	return s
+}
+
+// event is p as the progress event of scene: pixels done of the scene's,
+// tiles as the parts.
+func (p tileProgress) event(scene string) progress.Event {
+	return progress.Event{Stage: "classify", Subject: scene, Done: p.Pixels, Total: p.PixelsAll, Unit: "px",
+		Part: p.Tile, Parts: p.Tiles, Elapsed: p.Elapsed, ETA: p.ETA(), Message: p.String()}
 }
 
 // SI writes v with an SI prefix: "950", "48.2k", "12.5M", "1.0G".
@@ -314,6 +315,11 @@ type Request struct {
 	// read nor run. "" classifies the whole scene.
 	Mask string
 	Out  string
+	// Progress, when set, is called after every tile is stitched (from
+	// the stitching goroutine) with an Event of Stage "classify": the
+	// scene's pixels done (Unit "px"), its tiles as the parts, the time
+	// left, and the state in one line as the Message.
+	Progress progress.Func
 }
 
 // Run classifies req.Scene and writes its product to req.Out atomically:

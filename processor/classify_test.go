@@ -17,6 +17,7 @@ import (
 	"github.com/pnec/pnec/geo"
 	"github.com/pnec/pnec/internal/fixture"
 	"github.com/pnec/pnec/model"
+	"github.com/pnec/pnec/progress"
 	"github.com/pnec/pnec/tiling"
 )
 
@@ -72,12 +73,18 @@ func readProductFloat(t *testing.T, path string) product {
 
 func classify(t *testing.T, f *sceneFixture, opts Options, out string) Result {
 	t.Helper()
+	return classifyReporting(t, f, opts, out, nil)
+}
+
+// classifyReporting is classify with the request's progress reported to report.
+func classifyReporting(t *testing.T, f *sceneFixture, opts Options, out string, report progress.Func) Result {
+	t.Helper()
 	c, err := NewClassifier(f.model, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	res, err := c.Run(context.Background(), Request{Scene: f.scene, Out: out})
+	res, err := c.Run(context.Background(), Request{Scene: f.scene, Out: out, Progress: report})
 	if err != nil {
 		t.Fatalf("classify %+v: %v", opts, err)
 	}
@@ -105,13 +112,15 @@ func TestClassifyWholeImage(t *testing.T) {
 	f := getFixture(t)
 	out := filepath.Join(t.TempDir(), "whole.tif")
 	var calls int
-	res := classify(t, f, Options{Progress: func(done, total int) { calls++ }}, out)
+	var last progress.Event
+	res := classifyReporting(t, f, Options{}, out, func(ev progress.Event) { calls++; last = ev })
 	// The whole image, its input padded to the ladder.
 	if wr, wc := tiling.Rung(f.rows, tiling.LadderStep), tiling.Rung(f.cols, tiling.LadderStep); res.Tiles != 1 || res.TileRows != wr || res.TileCols != wc {
 		t.Fatalf("got %d tiles of %dx%d, want one whole-image tile of %dx%d", res.Tiles, res.TileCols, res.TileRows, wc, wr)
 	}
-	if calls != 1 {
-		t.Errorf("progress called %d times, want 1", calls)
+	if all := int64(f.rows * f.cols); calls != 1 || last.Stage != "classify" || last.Subject != f.scene || last.Part != 1 || last.Parts != 1 ||
+		last.Done != all || last.Total != all || last.Unit != "px" || !strings.HasPrefix(last.Message, "tile 1/1, ") {
+		t.Errorf("progress called %d times, last with %+v; want once, with the whole scene's %d px and its one tile done", calls, last, all)
 	}
 	p := readProduct(t, out)
 	if p.rows != f.rows || p.cols != f.cols {
@@ -386,12 +395,12 @@ func TestClassifyCancel(t *testing.T) {
 	defer c.Close()
 	before := runtime.NumGoroutine()
 	ctx, cancel := context.WithCancel(context.Background())
-	c.opts.Progress = func(done, total int) {
-		if done == 2 {
+	stopAtTile2 := func(ev progress.Event) {
+		if ev.Part == 2 {
 			cancel()
 		}
 	}
-	_, err = c.Run(ctx, Request{Scene: f.scene, Out: out})
+	_, err = c.Run(ctx, Request{Scene: f.scene, Out: out, Progress: stopAtTile2})
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("got %v, want context.Canceled", err)
 	}
@@ -415,7 +424,6 @@ func TestClassifyCancel(t *testing.T) {
 		t.Errorf("%d goroutines after cancel, %d before:\n%s", n, before, buf[:runtime.Stack(buf, true)])
 	}
 	// The classifier still works after a cancelled run.
-	c.opts.Progress = nil
 	if _, err := c.Run(context.Background(), Request{Scene: f.scene, Out: out}); err != nil {
 		t.Fatalf("classify after cancel: %v", err)
 	}
