@@ -105,7 +105,7 @@ func TestRunEndToEnd(t *testing.T) {
 			ModelPath: modelPath, OutDir: out, Inputs: args, Jobs: 2, Force: force,
 			Collection: coll, Report: &rep, Version: "test",
 			Progress: func(ev progress.Event) { events = append(events, ev) },
-			Now: func() time.Time { return time.Date(2026, 11, 22, 0, 0, 0, 0, time.UTC) },
+			Now:      func() time.Time { return time.Date(2026, 11, 22, 0, 0, 0, 0, time.UTC) },
 		})
 		return sum, readReport(t, rep.Bytes()), err
 	}
