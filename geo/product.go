@@ -638,33 +638,33 @@ func (p *ProductWriter) flushStages() (map[string]string, error) {
 	for k, v := range md {
 		prefixed["PNEC_"+k] = v
 	}
-	if err := setMetadata(p.ds, prefixed, ""); err != nil {
-		return nil, err
-	}
-	err = p.ds.Close(errh)
-	p.ds = nil
-	if err != nil {
-		return nil, fmt.Errorf("flush %s: %w", p.stage, tidy(err))
-	}
 	// The band's unit type (GDAL_METADATA tag), which QGIS and rasterio show.
-	if err := setUnitTypes(p.stage, []string{"", ReliabilityUnit}); err != nil {
-		return nil, fmt.Errorf("reliability unit: %w", err)
-	}
-	if p.relDS == nil {
-		return prefixed, nil
-	}
-	if err := setMetadata(p.relDS, prefixed, ""); err != nil {
+	if err := flushStage(&p.ds, p.stage, prefixed, []string{"", ReliabilityUnit}); err != nil {
 		return nil, err
 	}
-	err = p.relDS.Close(errh)
-	p.relDS = nil
-	if err != nil {
-		return nil, fmt.Errorf("flush %s: %w", p.relStage, tidy(err))
-	}
-	if err := setUnitTypes(p.relStage, []string{ReliabilityFloatUnit}); err != nil {
-		return nil, fmt.Errorf("reliability unit: %w", err)
+	if p.relDS != nil {
+		if err := flushStage(&p.relDS, p.relStage, prefixed, []string{ReliabilityFloatUnit}); err != nil {
+			return nil, err
+		}
 	}
 	return prefixed, nil
+}
+
+// flushStage records md in the stage *ds writes to the file stage, closes
+// it (leaving *ds nil) and sets its bands' unit types.
+func flushStage(ds **godal.Dataset, stage string, md map[string]string, units []string) error {
+	if err := setMetadata(*ds, md, ""); err != nil {
+		return err
+	}
+	err := (*ds).Close(errh)
+	*ds = nil
+	if err != nil {
+		return fmt.Errorf("flush %s: %w", stage, tidy(err))
+	}
+	if err := setUnitTypes(stage, units); err != nil {
+		return fmt.Errorf("reliability unit: %w", err)
+	}
+	return nil
 }
 
 // stagedFiles are the temporary files beside the product that commit
