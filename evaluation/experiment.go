@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/pnec/pnec/model"
+	"github.com/pnec/pnec/progress"
 )
 
 // ExperimentOptions configure RunExperiment: the paper's protocol of
@@ -28,19 +29,33 @@ type ExperimentOptions struct {
 	Ablation bool
 	Train    model.TrainOptions // everything but Seed and Config.Ablation, which each run sets
 	Eval     EvalOptions
-	// Progress, when set, is called after every training epoch.
-	Progress func(ExperimentProgress)
+	// Progress, when set, is called after every training epoch with an
+	// Event of Stage "experiment": the epochs done over all the
+	// experiment's trainings, the training as the Subject ("full run 2/5
+	// seed 8") and its epochs as the parts, with the epoch's metrics.
+	Progress progress.Func
 	Logger   *slog.Logger // nil = discard
 }
 
-// ExperimentProgress says where an experiment is.
-type ExperimentProgress struct {
-	Variant    model.Ablation
-	Run, Runs  int // Run counts from 1 within the variant
-	Seed       int64
-	Epoch      model.EpochStats
-	Trainings  int // trainings done before this one, all variants
-	TotalTrain int // trainings in the whole experiment
+// trainingProgress is the model.TrainOptions.Progress of the training
+// subject (a variant's run), the experiment's trainings done before it of
+// trainings: it reports each epoch to report as the experiment's; nil when
+// report is.
+func trainingProgress(report progress.Func, subject string, done, trainings int) progress.Func {
+	if report == nil {
+		return nil
+	}
+	return func(e progress.Event) {
+		report(progress.Event{Stage: "experiment", Subject: subject,
+			Done: int64(done)*e.Total + e.Done, Total: int64(trainings) * e.Total, Unit: e.Unit,
+			Part: int(e.Done), Parts: int(e.Total), Elapsed: e.Elapsed, ETA: e.ETA,
+			Message: subject + " " + e.Message, Metrics: e.Metrics})
+	}
+}
+
+// runSubject names a training of an experiment: "full run 2/5 seed 8".
+func runSubject(variant model.Ablation, run, runs int, seed int64) string {
+	return fmt.Sprintf("%s run %d/%d seed %d", variant, run, runs, seed)
 }
 
 // RunResult is one run of one variant.
@@ -161,10 +176,7 @@ func RunExperiment(ctx context.Context, s model.Scene, labels []int32, opts Expe
 			to := opts.Train
 			to.Seed = seed
 			to.Config.Ablation = variant
-			if opts.Progress != nil {
-				p := ExperimentProgress{Variant: variant, Run: run + 1, Runs: opts.Runs, Seed: seed, Trainings: done, TotalTrain: total}
-				to.Progress = func(e model.EpochStats) { p.Epoch = e; opts.Progress(p) }
-			}
+			to.Progress = trainingProgress(opts.Progress, runSubject(variant, run+1, opts.Runs, seed), done, total)
 			start := time.Now()
 			m, err := model.Train(ctx, s, labels, to)
 			if err != nil {

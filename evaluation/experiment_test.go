@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/pnec/pnec/model"
+	"github.com/pnec/pnec/progress"
 )
 
 func TestStatOf(t *testing.T) {
@@ -33,17 +34,23 @@ func TestRunExperimentAblation(t *testing.T) {
 		labels[i] = int32(v)
 	}
 	var calls int
+	var last progress.Event
 	exp, err := RunExperiment(context.Background(), s, labels, ExperimentOptions{
 		Runs: 2, FirstSeed: 7, Ablation: true,
 		Train:    model.TrainOptions{Config: tinyConfig(3), TrainPerClass: 3, Backend: "go"},
 		Eval:     EvalOptions{Backend: "go"},
-		Progress: func(ExperimentProgress) { calls++ },
+		Progress: func(ev progress.Event) { calls++; last = ev },
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if calls != 4*2*3 {
 		t.Errorf("progress calls: got %d, want 24 (4 trained variants x 2 runs x 3 epochs)", calls)
+	}
+	// The last epoch of the last training: every epoch of the experiment done.
+	if _, ok := last.Metric("loss"); last.Stage != "experiment" || last.Done != 24 || last.Total != 24 || last.Part != 3 || last.Parts != 3 ||
+		last.Subject != "full run 2/2 seed 8" || last.Message != "full run 2/2 seed 8 epoch 3/3" || !ok {
+		t.Errorf("last progress %+v, want epoch 24 of 24 (3 of 3 of the full model's run 2 of 2, seed 8) with its loss", last)
 	}
 	wantLabels := []string{"Base", "w/o EC", "w/o RC", "w/o recovery", "PNEC-Mamba"}
 	if len(exp.Variants) != len(wantLabels) {

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/pnec/pnec/model"
+	"github.com/pnec/pnec/progress"
 	"github.com/pnec/pnec/tiling"
 )
 
@@ -42,8 +43,8 @@ type ShiftOptions struct {
 	// are measured again on the scene, so that a rerun measures what the
 	// code of the day measures, without the training.
 	ModelDir string
-	Progress func(ExperimentProgress)
-	Logger   *slog.Logger // nil = discard
+	Progress progress.Func // as ExperimentOptions.Progress
+	Logger   *slog.Logger  // nil = discard
 }
 
 // ShiftRun is one model's result on one case.
@@ -241,10 +242,7 @@ func RunShift(ctx context.Context, s model.Scene, labels []int32, opts ShiftOpti
 				to.Config.Epochs = epochs
 			}
 		}
-		if opts.Progress != nil {
-			p := ExperimentProgress{Variant: model.AblationFull, Run: run + 1, Runs: opts.Runs, Seed: seed, Trainings: done, TotalTrain: trainings}
-			to.Progress = func(e model.EpochStats) { p.Epoch = e; opts.Progress(p) }
-		}
+		to.Progress = trainingProgress(opts.Progress, runSubject(model.AblationFull, run+1, opts.Runs, seed), done, trainings)
 		m, secs, err := trainOrReuse(ctx, s, labels, to, opts, "shift")
 		if err != nil {
 			return ShiftExperiment{}, fmt.Errorf("shift run %d (seed %d): %w", run+1, seed, err)
@@ -258,10 +256,7 @@ func RunShift(ctx context.Context, s model.Scene, labels []int32, opts ShiftOpti
 		log.Info("shift run done", "run", run+1, "seed", seed, "clean_oa", pct(rows[0].Runs[len(rows[0].Runs)-1].OA),
 			"train_s", fmt.Sprintf("%.1f", trainSecs[len(trainSecs)-1]))
 		if opts.Disjoint {
-			if opts.Progress != nil {
-				p := ExperimentProgress{Variant: model.AblationFull, Run: run + 1, Runs: opts.Runs, Seed: seed, Trainings: done, TotalTrain: trainings}
-				to.Progress = func(e model.EpochStats) { p.Epoch = e; opts.Progress(p) }
-			}
+			to.Progress = trainingProgress(opts.Progress, runSubject(model.AblationFull, run+1, opts.Runs, seed), done, trainings)
 			dr, trainArea, testArea, err := disjointRun(ctx, s, labels, to, opts)
 			if err != nil {
 				return ShiftExperiment{}, fmt.Errorf("disjoint split run %d (seed %d): %w", run+1, seed, err)

@@ -568,91 +568,24 @@ func (p *ProductWriter) Commit(ctx context.Context) error {
 	return nil
 }
 
+// commit is Commit's work: flush the stages, stage the published files
+// beside the product, check GDAL's worker threads, publish (the product
+// last), tidy the stages, upload a remote product.
 func (p *ProductWriter) commit(ctx context.Context) error {
 	p.watch = startFailureWatch()
-	for r, ok := range p.written {
-		if !ok {
-			return fmt.Errorf("product incomplete: row %d was never written", r)
-		}
-	}
-	md, err := p.pnecMetadata()
-	if err != nil {
+	if err := p.checkComplete(); err != nil {
 		return err
 	}
-	p.pnecMD = md
-	// GDAL's COG copy keeps only the default metadata domain inside the
-	// TIFF: a PNEC_-prefixed copy there keeps a lone .tif self-describing.
-	prefixed := make(map[string]string, len(md))
-	for k, v := range md {
-		prefixed["PNEC_"+k] = v
-	}
-	if err := setMetadata(p.ds, prefixed, ""); err != nil {
-		return err
-	}
-	err = p.ds.Close(errh)
-	p.ds = nil
+	prefixed, err := p.flushStages()
 	if err != nil {
-		return fmt.Errorf("flush %s: %w", p.stage, tidy(err))
-	}
-	// The band's unit type (GDAL_METADATA tag), which QGIS and rasterio show.
-	if err := setUnitTypes(p.stage, []string{"", ReliabilityUnit}); err != nil {
-		return fmt.Errorf("reliability unit: %w", err)
-	}
-	if p.relDS != nil {
-		if err := setMetadata(p.relDS, prefixed, ""); err != nil {
-			return err
-		}
-		err = p.relDS.Close(errh)
-		p.relDS = nil
-		if err != nil {
-			return fmt.Errorf("flush %s: %w", p.relStage, tidy(err))
-		}
-		if err := setUnitTypes(p.relStage, []string{ReliabilityFloatUnit}); err != nil {
-			return fmt.Errorf("reliability unit: %w", err)
-		}
+		return err
 	}
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	lv := overviewLevels(p.spec.Cols, p.spec.Rows, p.block)
-	if len(lv) > 0 {
-		if err := p.buildOverviews(ctx, lv); err != nil {
-			return err
-		}
-	}
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	cog, err := p.toCOG(p.stage, ".tmp.tif")
+	st, err := p.stageFiles(ctx, prefixed)
 	if err != nil {
 		return err
-	}
-	if err := unmarkAlpha(cog); err != nil {
-		return fmt.Errorf("unmark alpha in %s: %w", cog, err)
-	}
-	if err := p.writeSidecar(cog + auxSuffix); err != nil {
-		return err
-	}
-	var relCOG string
-	if p.relStage != "" {
-		if err := p.floatOverviews(ctx, lv); err != nil {
-			return err
-		}
-		if relCOG, err = p.toCOG(p.relStage, ".rel.tmp.tif"); err != nil {
-			return err
-		}
-	}
-	probCOG, err := p.commitProbabilities(ctx, prefixed, lv)
-	if err != nil {
-		return err
-	}
-	style, err := tempBeside(p.path, ".qml.tmp")
-	if err != nil {
-		return err
-	}
-	p.temps = append(p.temps, style)
-	if err := os.WriteFile(style, qgisStyle(p.sortedClasses(), p.nodata), 0o644); err != nil {
-		return fmt.Errorf("write QGIS style: %w", err)
 	}
 	if err := ctx.Err(); err != nil {
 		return err
@@ -666,30 +599,7 @@ func (p *ProductWriter) commit(ctx context.Context) error {
 	if err := p.watch.err(); err != nil {
 		return fmt.Errorf("GDAL failed while the product was written: %w", err)
 	}
-	// The product file goes last: its arrival is what readers (and pnec
-	// batch) take as "complete".
-	relPath, stylePath := ReliabilityPath(p.path), StylePath(p.path)
-	if relCOG != "" {
-		if err := publish(relCOG, relPath); err != nil {
-			return err
-		}
-	} else if err := removeIfExists(relPath, relPath+auxSuffix); err != nil {
-		return fmt.Errorf("remove stale %s: %w", relPath, err)
-	}
-	probPath := ProbabilitiesPath(p.path)
-	if probCOG != "" {
-		if err := publish(probCOG, probPath); err != nil {
-			return err
-		}
-	} else if err := removeIfExists(probPath, probPath+auxSuffix); err != nil {
-		return fmt.Errorf("remove stale %s: %w", probPath, err)
-	}
-	// Under tempfiles.Publish like every rename: nothing is published once a stop began.
-	if err := tempfiles.Publish(func() error { return os.Rename(style, stylePath) }); err != nil {
-		return fmt.Errorf("rename %s to %s: %w", style, stylePath, err)
-	}
-	tempfiles.Forget(style)
-	if err := publish(cog, p.path); err != nil {
+	if err := p.publishFiles(st); err != nil {
 		return err
 	}
 	removeIfExists(append(withSidecars(p.stage), withSidecars(p.relStage)...)...)
@@ -697,23 +607,167 @@ func (p *ProductWriter) commit(ctx context.Context) error {
 		removeIfExists(withSidecars(p.prob.stage)...)
 	}
 	if p.remote != "" {
-		// Companions first, the product file last.
-		for _, ext := range []string{".reliability.tif", ".probabilities.tif", ".qml"} {
-			local := strings.TrimSuffix(p.path, filepath.Ext(p.path)) + ext
-			remote := strings.TrimSuffix(p.remote, filepath.Ext(p.remote)) + ext
-			if err := vsiUpload(local, remote); err != nil && !errors.Is(err, fs.ErrNotExist) {
-				return err
-			}
-		}
-		if err := vsiUpload(p.path+auxSuffix, p.remote+auxSuffix); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return err
-		}
-		if err := vsiUpload(p.path, p.remote); err != nil {
-			return err
-		}
-		os.RemoveAll(p.localDir)
-		tempfiles.Forget(p.localDir)
+		return p.upload()
 	}
+	return nil
+}
+
+// checkComplete refuses a product a row of which was never written.
+func (p *ProductWriter) checkComplete() error {
+	for r, ok := range p.written {
+		if !ok {
+			return fmt.Errorf("product incomplete: row %d was never written", r)
+		}
+	}
+	return nil
+}
+
+// flushStages records pnec's metadata in the stages (the product's and the
+// Float32 reliability's), closes them and sets their bands' unit types. It
+// returns the metadata as the TIFFs hold it (PNEC_-prefixed), for the
+// probabilities file.
+func (p *ProductWriter) flushStages() (map[string]string, error) {
+	md, err := p.pnecMetadata()
+	if err != nil {
+		return nil, err
+	}
+	p.pnecMD = md
+	// GDAL's COG copy keeps only the default metadata domain inside the
+	// TIFF: a PNEC_-prefixed copy there keeps a lone .tif self-describing.
+	prefixed := make(map[string]string, len(md))
+	for k, v := range md {
+		prefixed["PNEC_"+k] = v
+	}
+	// The band's unit type (GDAL_METADATA tag), which QGIS and rasterio show.
+	if err := flushStage(&p.ds, p.stage, prefixed, []string{"", ReliabilityUnit}); err != nil {
+		return nil, err
+	}
+	if p.relDS != nil {
+		if err := flushStage(&p.relDS, p.relStage, prefixed, []string{ReliabilityFloatUnit}); err != nil {
+			return nil, err
+		}
+	}
+	return prefixed, nil
+}
+
+// flushStage records md in the stage *ds writes to the file stage, closes
+// it (leaving *ds nil) and sets its bands' unit types.
+func flushStage(ds **godal.Dataset, stage string, md map[string]string, units []string) error {
+	if err := setMetadata(*ds, md, ""); err != nil {
+		return err
+	}
+	err := (*ds).Close(errh)
+	*ds = nil
+	if err != nil {
+		return fmt.Errorf("flush %s: %w", stage, tidy(err))
+	}
+	if err := setUnitTypes(stage, units); err != nil {
+		return fmt.Errorf("reliability unit: %w", err)
+	}
+	return nil
+}
+
+// stagedFiles are the temporary files beside the product that commit
+// publishes: the product's COG, the Float32 reliability's and the
+// probabilities' ("" when not written), the QGIS style.
+type stagedFiles struct {
+	cog, relCOG, probCOG, style string
+}
+
+// stageFiles builds the overviews and writes the files commit publishes
+// to temporaries beside the product (prefixed: the metadata the TIFFs
+// hold).
+func (p *ProductWriter) stageFiles(ctx context.Context, prefixed map[string]string) (st stagedFiles, err error) {
+	lv := overviewLevels(p.spec.Cols, p.spec.Rows, p.block)
+	if len(lv) > 0 {
+		if err := p.buildOverviews(ctx, lv); err != nil {
+			return st, err
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		return st, err
+	}
+	if st.cog, err = p.toCOG(p.stage, ".tmp.tif"); err != nil {
+		return st, err
+	}
+	if err := unmarkAlpha(st.cog); err != nil {
+		return st, fmt.Errorf("unmark alpha in %s: %w", st.cog, err)
+	}
+	if err := p.writeSidecar(st.cog + auxSuffix); err != nil {
+		return st, err
+	}
+	if p.relStage != "" {
+		if err := p.floatOverviews(ctx, lv); err != nil {
+			return st, err
+		}
+		if st.relCOG, err = p.toCOG(p.relStage, ".rel.tmp.tif"); err != nil {
+			return st, err
+		}
+	}
+	if st.probCOG, err = p.commitProbabilities(ctx, prefixed, lv); err != nil {
+		return st, err
+	}
+	if st.style, err = tempBeside(p.path, ".qml.tmp"); err != nil {
+		return st, err
+	}
+	p.temps = append(p.temps, st.style)
+	if err := os.WriteFile(st.style, qgisStyle(p.sortedClasses(), p.nodata), 0o644); err != nil {
+		return st, fmt.Errorf("write QGIS style: %w", err)
+	}
+	return st, nil
+}
+
+// publishFiles renames the staged files into place, removing the
+// companions of an earlier product this one does not have. The product
+// file goes last: its arrival is what readers (and pnec batch) take as
+// "complete".
+func (p *ProductWriter) publishFiles(st stagedFiles) error {
+	if err := publishOrRemove(st.relCOG, ReliabilityPath(p.path)); err != nil {
+		return err
+	}
+	if err := publishOrRemove(st.probCOG, ProbabilitiesPath(p.path)); err != nil {
+		return err
+	}
+	stylePath := StylePath(p.path)
+	// Under tempfiles.Publish like every rename: nothing is published once a stop began.
+	if err := tempfiles.Publish(func() error { return os.Rename(st.style, stylePath) }); err != nil {
+		return fmt.Errorf("rename %s to %s: %w", st.style, stylePath, err)
+	}
+	tempfiles.Forget(st.style)
+	return publish(st.cog, p.path)
+}
+
+// publishOrRemove publishes the companion file staged (a temporary) at
+// path or, with none staged (""), removes a stale one there and its sidecar.
+func publishOrRemove(staged, path string) error {
+	if staged != "" {
+		return publish(staged, path)
+	}
+	if err := removeIfExists(path, path+auxSuffix); err != nil {
+		return fmt.Errorf("remove stale %s: %w", path, err)
+	}
+	return nil
+}
+
+// upload copies a remote product's files, written locally, to where
+// GDAL's virtual file system puts them: the companions first, the product
+// file last.
+func (p *ProductWriter) upload() error {
+	for _, ext := range []string{".reliability.tif", ".probabilities.tif", ".qml"} {
+		local := strings.TrimSuffix(p.path, filepath.Ext(p.path)) + ext
+		remote := strings.TrimSuffix(p.remote, filepath.Ext(p.remote)) + ext
+		if err := vsiUpload(local, remote); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+	}
+	if err := vsiUpload(p.path+auxSuffix, p.remote+auxSuffix); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	if err := vsiUpload(p.path, p.remote); err != nil {
+		return err
+	}
+	os.RemoveAll(p.localDir)
+	tempfiles.Forget(p.localDir)
 	return nil
 }
 

@@ -6,8 +6,8 @@ package model
 import (
 	"fmt"
 	"runtime/debug"
-	"time"
 
+	"github.com/pnec/pnec/progress"
 	"github.com/pnec/pnec/spectral"
 	"github.com/pnec/pnec/tiling"
 )
@@ -255,18 +255,14 @@ type TrainOptions struct {
 	MaxMemoryBytes int64
 	// Bands is recorded in the model file as the training scene's band set
 	// and radiometry (see BandRecord).
-	Bands    BandRecord
-	Progress func(EpochStats) // optional, called after every epoch
+	Bands BandRecord
+	// Progress, when set, is called after every epoch with an Event of
+	// Stage "train": epochs done of the run's (Unit "epochs"), the time
+	// elapsed and left, and the epoch's "loss" and "train_acc" (0..1) as
+	// its Metrics.
+	Progress progress.Func
 	// Provenance is recorded in the model file for its STAC Item (optional).
 	Provenance Provenance
-}
-
-// EpochStats reports training progress.
-type EpochStats struct {
-	Epoch, Epochs int // Epoch counts from 1
-	Loss          float64
-	TrainAccuracy float64 // on the training pixels, 0..1
-	Elapsed, ETA  time.Duration
 }
 
 // Version is pnec's version: pnec --version, model files, products

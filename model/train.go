@@ -16,6 +16,8 @@ import (
 	"github.com/gomlx/compute/dtypes"
 	. "github.com/gomlx/gomlx/core/graph" //nolint:revive // graph DSL
 	"github.com/gomlx/gomlx/core/tensors"
+
+	"github.com/pnec/pnec/progress"
 )
 
 // withDefaults fills zero fields of o with the paper's values, each on its
@@ -341,9 +343,7 @@ func Train(ctx context.Context, s Scene, labels []int32, opts TrainOptions) (m *
 			return nil, fmt.Errorf("train: epoch %d: loss is %g", epoch, loss)
 		}
 		if opts.Progress != nil {
-			el := time.Since(start)
-			opts.Progress(EpochStats{Epoch: epoch, Epochs: cfg.Epochs, Loss: loss, TrainAccuracy: acc,
-				Elapsed: el, ETA: time.Duration(float64(el) / float64(epoch) * float64(cfg.Epochs-epoch))})
+			opts.Progress(epochEvent(epoch, cfg.Epochs, loss, acc, time.Since(start)))
 		}
 	}
 	params, protos, err := st.weights()
@@ -1074,4 +1074,14 @@ func (tr *trainer) finalize() {
 		tr.augExec.Finalize()
 		tr.augExec = nil
 	}
+}
+
+// epochEvent is the progress event after epoch (from 1) of epochs, elapsed
+// since training started: the time left at the rate so far, and the
+// epoch's loss and training accuracy.
+func epochEvent(epoch, epochs int, loss, acc float64, elapsed time.Duration) progress.Event {
+	return progress.Event{Stage: "train", Done: int64(epoch), Total: int64(epochs), Unit: "epochs",
+		Elapsed: elapsed, ETA: time.Duration(float64(elapsed) / float64(epoch) * float64(epochs-epoch)),
+		Message: fmt.Sprintf("epoch %d/%d", epoch, epochs),
+		Metrics: []progress.Metric{{Name: "loss", Value: loss}, {Name: "train_acc", Value: acc}}}
 }

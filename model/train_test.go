@@ -7,6 +7,8 @@ import (
 	"math/rand/v2"
 	"path/filepath"
 	"testing"
+
+	"github.com/pnec/pnec/progress"
 )
 
 // synthScene makes a rows x cols scene with k classes laid out in vertical
@@ -73,16 +75,16 @@ func testAccuracy(t *testing.T, m *Model, p Prediction, labels []int32) float64 
 
 func TestTrainTinyBeatsChance(t *testing.T) {
 	s, labels := synthScene(30, 26, 12, 3, 1)
-	var last EpochStats
+	var last progress.Event
 	m, err := Train(context.Background(), s, labels, TrainOptions{
 		Config: tinyConfig(40), TrainPerClass: 10, Backend: "go",
-		Progress: func(e EpochStats) { last = e },
+		Progress: func(e progress.Event) { last = e },
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if last.Epoch != 40 {
-		t.Errorf("last progress epoch %d, want 40", last.Epoch)
+	if loss, ok := last.Metric("loss"); last.Stage != "train" || last.Done != 40 || last.Total != 40 || last.Message != "epoch 40/40" || !ok || loss <= 0 {
+		t.Errorf("last progress %+v, want epoch 40 of 40 with its loss", last)
 	}
 	if got := len(m.TrainIndices()); got != 30 {
 		t.Errorf("training pixels %d, want 30", got)
@@ -97,7 +99,9 @@ func TestTrainTinyBeatsChance(t *testing.T) {
 		t.Fatal(err)
 	}
 	acc := testAccuracy(t, m, pred, labels)
-	t.Logf("final loss %.3f, train accuracy %.2f, test accuracy %.3f", last.Loss, last.TrainAccuracy, acc)
+	loss, _ := last.Metric("loss")
+	trainAcc, _ := last.Metric("train_acc")
+	t.Logf("final loss %.3f, train accuracy %.2f, test accuracy %.3f", loss, trainAcc, acc)
 	if acc < 0.8 {
 		t.Errorf("test accuracy %.3f, want >= 0.8 (chance 0.33)", acc)
 	}
@@ -257,7 +261,7 @@ func trainKernelsMatchGraph(t *testing.T, cfg Config) {
 		useFullRes = kernels
 		var losses []float64
 		m, err := Train(context.Background(), s, labels, TrainOptions{Config: cfg, TrainPerClass: 6, Backend: "go",
-			Progress: func(e EpochStats) { losses = append(losses, e.Loss) }})
+			Progress: func(e progress.Event) { l, _ := e.Metric("loss"); losses = append(losses, l) }})
 		if err != nil {
 			t.Fatal(err)
 		}

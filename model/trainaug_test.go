@@ -9,6 +9,8 @@ import (
 
 	. "github.com/gomlx/gomlx/core/graph" //nolint:revive // graph DSL
 	"github.com/gomlx/gomlx/core/tensors"
+
+	"github.com/pnec/pnec/progress"
 )
 
 // augCases are radiometric changes of every kind (each tilt shape,
@@ -312,7 +314,7 @@ func TestTrainAugmentGraphMatchesHost(t *testing.T) {
 		var losses []float64
 		builds := augGraphBuilds.Load()
 		m, err := Train(t.Context(), s, labels, TrainOptions{Config: cfg, TrainPerClass: 6, Backend: "go",
-			Progress: func(e EpochStats) { losses = append(losses, e.Loss) }})
+			Progress: func(e progress.Event) { l, _ := e.Metric("loss"); losses = append(losses, l) }})
 		if err != nil {
 			t.Fatal(err)
 		}

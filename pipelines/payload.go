@@ -99,15 +99,11 @@ func RunPayload(ctx context.Context, cfg Config, p *stac.Payload) (Summary, map[
 	}
 	var mu sync.Mutex
 	var done []SceneReport
-	prev := cfg.OnEvent
-	cfg.OnEvent = func(ev Event) {
-		if ev.Report != nil && (ev.Report.Status == StatusDone || ev.Report.Status == StatusSkipped) && ev.Report.Item != "" {
+	cfg.onScene = func(r SceneReport) {
+		if (r.Status == StatusDone || r.Status == StatusSkipped) && r.Item != "" {
 			mu.Lock()
-			done = append(done, *ev.Report)
+			done = append(done, r)
 			mu.Unlock()
-		}
-		if prev != nil {
-			prev(ev)
 		}
 	}
 	sum, runErr := Run(ctx, cfg)

@@ -15,6 +15,7 @@ import (
 	"github.com/pnec/pnec/internal/fixture"
 	"github.com/pnec/pnec/model"
 	"github.com/pnec/pnec/processor"
+	"github.com/pnec/pnec/progress"
 	"github.com/pnec/pnec/stac"
 )
 
@@ -168,8 +169,8 @@ func TestRunStopNamesEveryScene(t *testing.T) {
 			defer cancel(nil)
 			var rep bytes.Buffer
 			cfg := Config{ModelPath: modelPath, OutDir: filepath.Join(t.TempDir(), "out"), Jobs: 1, Report: &rep,
-				OnEvent: func(ev Event) {
-					if ev.TilesTotal > 0 {
+				Progress: func(ev progress.Event) {
+					if ev.Parts > 0 {
 						cancel(errors.New("stopped by SIGTERM"))
 					}
 				}}

@@ -14,7 +14,6 @@ import (
 	"runtime"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/pnec/pnec/geo"
@@ -23,6 +22,7 @@ import (
 	"github.com/pnec/pnec/internal/tempfiles"
 	"github.com/pnec/pnec/model"
 	"github.com/pnec/pnec/processor"
+	"github.com/pnec/pnec/progress"
 	"github.com/pnec/pnec/stac"
 )
 
@@ -45,7 +45,7 @@ type Config struct {
 	// Mask is the area of interest scenes are classified in: "" none, a
 	// raster or vector file for every scene, a pattern with {key} (the
 	// scene's key) for one per scene, or asset:ROLE for the asset of that
-	// role of each scene's STAC Item. See processor.Classifier.ClassifyMasked.
+	// role of each scene's STAC Item. See processor.Request.Mask.
 	Mask string
 	// AllowOutsideCatalog lets STAC documents name local files outside
 	// their folder (see ExpandOptions.AllowOutsideCatalog).
@@ -92,8 +92,12 @@ type Config struct {
 	ReportPath string
 	// Logger receives progress lines; nil = discard.
 	Logger *slog.Logger
-	// OnEvent, when set, is called on progress (from several goroutines, serialised).
-	OnEvent func(Event)
+	// Progress, when set, is called on progress (from several goroutines,
+	// serialised) with Events of Stage "batch": the scenes done of the run's
+	// (Unit "scenes"), the Subject the scene a tile of which was stitched
+	// (with its tiles as the parts and the classification's Message) or the
+	// scene just finished (0 of 0 parts, its status as the Message).
+	Progress progress.Func
 	// Version is the software version written to the Items ("" = model.Version).
 	Version string
 	// HTTPClient fetches STAC documents by URL; nil = http.DefaultClient.
@@ -104,6 +108,9 @@ type Config struct {
 	// before any work (RunPayload's path_template check); its error stops
 	// the run.
 	beforeWork func([]Input) error
+	// onScene, when set, is given each scene's report as it is done
+	// (serialised), before Progress.
+	onScene func(SceneReport)
 	// OnDrift is what happens to a scene whose drift verdict is fail
 	// (model.Drift): OnDriftWarn (the default) publishes it and reports the
 	// verdict, OnDriftSkip withholds its product and Item (status
@@ -237,14 +244,6 @@ func (s Summary) String() string {
 	return out
 }
 
-// Event reports progress.
-type Event struct {
-	ScenesDone, ScenesTotal int
-	Scene                   string // current scene (tile events) or the scene just finished
-	TilesDone, TilesTotal   int    // tiles of Scene; 0/0 for a scene-finished event
-	Report                  *SceneReport
-}
-
 // ErrScenesFailed is wrapped by Run's error when at least one scene failed.
 var ErrScenesFailed = errors.New("scenes failed")
 
@@ -321,7 +320,7 @@ func Run(ctx context.Context, cfg Config) (Summary, error) {
 	}
 	cfg.keep = cfg.inputSet(inputs)
 	mine := cfg.Shard.Select(inputs)
-	rep := &reporter{w: cfg.Report, onEvent: cfg.OnEvent, total: len(mine) + len(inErrs)}
+	rep := &reporter{w: cfg.Report, onEvent: cfg.Progress, onScene: cfg.onScene, total: len(mine) + len(inErrs)}
 	for _, ie := range inErrs {
 		if cfg.Shard.Count > 1 && !cfg.Shard.Has(ie.Input) {
 			rep.total--
@@ -508,17 +507,6 @@ func runJobs(ctx context.Context, cfg *Config, m *model.Model, opts processor.Op
 			o := opts
 			if cfg.OnDrift == OnDriftSkip || cfg.OnDrift == OnDriftFail {
 				o.DriftCheck = processor.RefuseDrift(model.DriftFail)
-			}
-			o.Progress = func(done, total int) {
-				if p := w.current.Load(); p != nil {
-					rep.tiles(*p, done, total)
-				}
-			}
-			if cfg.Logger != nil {
-				// A line per tile: pixels done, pixels/s and the time left.
-				o.OnProgress = func(p processor.Progress) {
-					log.Info("tile", "scene", p.Scene, "progress", p.String())
-				}
 			}
 			// Classifiers are made one at a time: backend discovery in
 			// go-xla v0.4.1 (GetAvailablePlugins) writes package state
@@ -799,7 +787,8 @@ func chooseJobs(m *model.Model, jobs int, o processor.Options, scenes int) (int,
 type reporter struct {
 	mu      sync.Mutex
 	w       io.Writer
-	onEvent func(Event)
+	onEvent progress.Func
+	onScene func(SceneReport)
 	total   int
 	done    int
 }
@@ -812,18 +801,25 @@ func (r *reporter) scene(s *SceneReport) {
 		b, _ := json.Marshal(s)
 		r.w.Write(append(b, '\n'))
 	}
+	if r.onScene != nil {
+		r.onScene(*s)
+	}
 	if r.onEvent != nil {
-		r.onEvent(Event{ScenesDone: r.done, ScenesTotal: r.total, Scene: s.Input, Report: s})
+		r.onEvent(progress.Event{Stage: "batch", Subject: s.Input, Done: int64(r.done), Total: int64(r.total), Unit: "scenes",
+			Message: string(s.Status)})
 	}
 }
 
-func (r *reporter) tiles(scene string, done, total int) {
+// tiles reports the progress ev of the scene being classified as the
+// batch's.
+func (r *reporter) tiles(ev progress.Event) {
 	if r.onEvent == nil {
 		return
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.onEvent(Event{ScenesDone: r.done, ScenesTotal: r.total, Scene: scene, TilesDone: done, TilesTotal: total})
+	r.onEvent(progress.Event{Stage: "batch", Subject: ev.Subject, Done: int64(r.done), Total: int64(r.total), Unit: "scenes",
+		Part: ev.Part, Parts: ev.Parts, Elapsed: ev.Elapsed, ETA: ev.ETA, Message: ev.Message})
 }
 
 type worker struct {
@@ -839,35 +835,27 @@ type worker struct {
 	rep          *reporter
 	log          *slog.Logger
 	now          func() time.Time
-	current      atomic.Pointer[string] // dataset name of the scene in progress
+}
+
+// tileProgress reports a tile of the scene in progress stitched: to the
+// run's Progress, and as a line to its Logger (pixels done, pixels/s and
+// the time left).
+func (w *worker) tileProgress(ev progress.Event) {
+	w.rep.tiles(ev)
+	if w.cfg.Logger != nil {
+		w.log.Info("tile", "scene", ev.Subject, "progress", ev.Message)
+	}
 }
 
 // scene does one scene: lock, skip if up to date, clear stale temporaries,
 // classify, describe in STAC. Errors become the report's reason.
 func (w *worker) scene(ctx context.Context, in Input) SceneReport {
 	t0 := time.Now()
-	w.current.Store(&in.Name)
 	product := filepath.Join(w.cfg.OutDir, in.Key+".tif")
 	itemPath := filepath.Join(w.cfg.OutDir, in.Key+".json")
 	r := SceneReport{Input: in.Name, Output: product, Item: itemPath}
 	w.cfg.stamp(&r)
-	fail := func(err error) SceneReport {
-		if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
-			// Not the scene's fault: the run is stopping.
-			r.Status = StatusStopped
-			r.Reason = fmt.Sprintf("stopped before it finished (%v); nothing was published, a rerun does it", context.Cause(ctx))
-			w.log.Warn("scene stopped", "input", in.Name)
-			return r
-		}
-		r.Status, r.err = StatusFailed, err
-		r.Reason = oneline.Fold(err.Error())
-		r.err = err
-		if !strings.Contains(r.Reason, in.Name) {
-			r.Reason = in.Name + ": " + r.Reason
-		}
-		w.log.Warn("scene failed", "input", in.Name, "reason", r.Reason)
-		return r
-	}
+	fail := func(err error) SceneReport { return w.failed(ctx, in, r, err) }
 	if err := ctx.Err(); err != nil {
 		return fail(err)
 	}
@@ -884,45 +872,18 @@ func (w *worker) scene(ctx context.Context, in Input) SceneReport {
 	if err != nil {
 		return fail(err)
 	}
-	keep := func(p string) bool { return w.cfg.keep.Has(p) || (mask != "" && samefile.Same(p, mask)) }
-	if n, err := tempfiles.RemoveTemps(w.cfg.OutDir, in.Key, keep); err != nil {
-		return fail(fmt.Errorf("remove stale temporary files: %w", err))
-	} else if n > 0 {
-		w.log.Info("removed stale temporary files", "input", in.Name, "files", n)
+	if err := w.removeTemps(in, mask); err != nil {
+		return fail(err)
 	}
-
-	src := sourceRecord(in)
-	maskRecord(&src, mask)
-	// The record names the input as the Item's links do (relative when under
-	// the Item's root), so the Item stays portable and the check stable.
-	src.Name = stac.PortableHref(src.Name, w.root(), w.cfg.OutDir)
-	if src.Mask != "" {
-		src.Mask = stac.PortableHref(src.Mask, w.root(), w.cfg.OutDir)
-	}
-	qualityMaskRecord(&src, w.cfg.Options, func(p string) string { return stac.PortableHref(p, w.root(), w.cfg.OutDir) })
-	checksum := w.model.Checksum()
+	src := w.source(in, mask)
 	if !w.cfg.Force {
-		ok, why := upToDate(product, itemPath, src, checksum, w.cfg.Options.ReliabilityFloat32)
-		if ok {
-			ok, why = probabilitiesUpToDate(itemPath, product, w.cfg.Options.Probabilities, w.cfg.Options.TopK)
+		skip, err := w.skipUpToDate(in, product, itemPath, src)
+		if err != nil {
+			return fail(err)
 		}
-		if ok {
-			// A run killed between writing the Item and adding it to the
-			// collection left it out: add it now (a no-op when it is in).
-			if w.cfg.Collection != "" && !w.inCollection[stac.ItemHref(w.cfg.Collection, itemPath)] {
-				if err := stac.AddItemFileToCollection(w.cfg.Collection, w.collection(), itemPath, w.cfg.keep.Has); err != nil {
-					return fail(err)
-				}
-			}
-			// Its Item points at the model's Item: keep that there too.
-			if err := w.modelItem.ensure(); err != nil {
-				return fail(err)
-			}
+		if skip {
 			r.Status = StatusSkipped
-			w.log.Info("scene up to date", "input", in.Name, "output", product)
 			return r
-		} else {
-			w.log.Debug("scene to do", "input", in.Name, "why", why)
 		}
 	}
 
@@ -934,21 +895,123 @@ func (w *worker) scene(ctx context.Context, in Input) SceneReport {
 	if err := w.checkDatetime(in); err != nil {
 		return fail(err)
 	}
-	res, err := w.classifier.ClassifyMasked(ctx, in.Name, mask, product)
+	res, err := w.classifier.Run(ctx, processor.Request{Scene: in.Name, Mask: mask, Out: product, Progress: w.tileProgress})
 	var refused *processor.DriftError
 	if errors.As(err, &refused) {
-		r.Drift, r.DriftReasons, r.DriftRefused = string(refused.Drift.Verdict), refused.Drift.Reasons, true
-		r.Output, r.Item = "", ""
-		if w.cfg.OnDrift == OnDriftSkip {
-			r.Status, r.Reason = StatusRefused, in.Name+": product withheld (drift policy skip): "+refused.Error()
-			w.log.Warn("scene refused for drift", "input", in.Name, "drift", refused.Drift.Summary())
-			return r
-		}
-		return fail(fmt.Errorf("product withheld: %w", err))
+		return w.refused(ctx, in, r, refused, err)
 	}
 	if err != nil {
 		return fail(err)
 	}
+	w.record(in, &r, res)
+
+	tSTAC := time.Now()
+	if err := w.describe(in, product, itemPath, src, res); err != nil {
+		// The product is complete but undescribed: the next run redoes it
+		// (no Item means not up to date).
+		return fail(err)
+	}
+	r.Times.STAC = time.Since(tSTAC).Seconds()
+	r.Times.Total = time.Since(t0).Seconds()
+	r.Status = StatusDone
+	w.log.Info("scene done", "input", in.Name, "output", product, "pixels", r.Pixels, "seconds", r.Times.Total)
+	return r
+}
+
+// failed is r for a scene that failed with err: stopped when the run is
+// stopping (not the scene's fault), else failed with a one-line reason
+// that names the input.
+func (w *worker) failed(ctx context.Context, in Input, r SceneReport, err error) SceneReport {
+	if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
+		// Not the scene's fault: the run is stopping.
+		r.Status = StatusStopped
+		r.Reason = fmt.Sprintf("stopped before it finished (%v); nothing was published, a rerun does it", context.Cause(ctx))
+		w.log.Warn("scene stopped", "input", in.Name)
+		return r
+	}
+	r.Status, r.err = StatusFailed, err
+	r.Reason = oneline.Fold(err.Error())
+	r.err = err
+	if !strings.Contains(r.Reason, in.Name) {
+		r.Reason = in.Name + ": " + r.Reason
+	}
+	w.log.Warn("scene failed", "input", in.Name, "reason", r.Reason)
+	return r
+}
+
+// removeTemps removes the temporaries an earlier, killed run of the scene
+// left in the output folder (never an input, nor the scene's mask).
+func (w *worker) removeTemps(in Input, mask string) error {
+	keep := func(p string) bool { return w.cfg.keep.Has(p) || (mask != "" && samefile.Same(p, mask)) }
+	n, err := tempfiles.RemoveTemps(w.cfg.OutDir, in.Key, keep)
+	if err != nil {
+		return fmt.Errorf("remove stale temporary files: %w", err)
+	}
+	if n > 0 {
+		w.log.Info("removed stale temporary files", "input", in.Name, "files", n)
+	}
+	return nil
+}
+
+// source is the record of what the scene's product is made from (the
+// input, its mask and the quality masks), naming the files as the Item's
+// links do (relative when under the Item's root), so that the Item stays
+// portable and the up-to-date check stable.
+func (w *worker) source(in Input, mask string) stac.SourceRecord {
+	src := sourceRecord(in)
+	maskRecord(&src, mask)
+	src.Name = stac.PortableHref(src.Name, w.root(), w.cfg.OutDir)
+	if src.Mask != "" {
+		src.Mask = stac.PortableHref(src.Mask, w.root(), w.cfg.OutDir)
+	}
+	qualityMaskRecord(&src, w.cfg.Options, func(p string) string { return stac.PortableHref(p, w.root(), w.cfg.OutDir) })
+	return src
+}
+
+// skipUpToDate reports whether the scene's product and Item are up to date
+// for src and the model (and then keeps the Item in the collection and the
+// model's Item beside it).
+func (w *worker) skipUpToDate(in Input, product, itemPath string, src stac.SourceRecord) (bool, error) {
+	ok, why := upToDate(product, itemPath, src, w.model.Checksum(), w.cfg.Options.ReliabilityFloat32)
+	if ok {
+		ok, why = probabilitiesUpToDate(itemPath, product, w.cfg.Options.Probabilities, w.cfg.Options.TopK)
+	}
+	if !ok {
+		w.log.Debug("scene to do", "input", in.Name, "why", why)
+		return false, nil
+	}
+	// A run killed between writing the Item and adding it to the
+	// collection left it out: add it now (a no-op when it is in).
+	if w.cfg.Collection != "" && !w.inCollection[stac.ItemHref(w.cfg.Collection, itemPath)] {
+		if err := stac.AddItemFileToCollection(w.cfg.Collection, w.collection(), itemPath, w.cfg.keep.Has); err != nil {
+			return false, err
+		}
+	}
+	// Its Item points at the model's Item: keep that there too.
+	if err := w.modelItem.ensure(); err != nil {
+		return false, err
+	}
+	w.log.Info("scene up to date", "input", in.Name, "output", product)
+	return true, nil
+}
+
+// refused is r for a scene whose product the drift policy withheld
+// (refused, found in the classifier's error err): refused under
+// OnDriftSkip, failed otherwise.
+func (w *worker) refused(ctx context.Context, in Input, r SceneReport, refused *processor.DriftError, err error) SceneReport {
+	r.Drift, r.DriftReasons, r.DriftRefused = string(refused.Drift.Verdict), refused.Drift.Reasons, true
+	r.Output, r.Item = "", ""
+	if w.cfg.OnDrift == OnDriftSkip {
+		r.Status, r.Reason = StatusRefused, in.Name+": product withheld (drift policy skip): "+refused.Error()
+		w.log.Warn("scene refused for drift", "input", in.Name, "drift", refused.Drift.Summary())
+		return r
+	}
+	return w.failed(ctx, in, r, fmt.Errorf("product withheld: %w", err))
+}
+
+// record puts the classification's figures in the scene's report: drift,
+// backend, bands, pixels, tiles and stage times.
+func (w *worker) record(in Input, r *SceneReport, res processor.Result) {
 	if d := res.Drift; d != nil {
 		r.Drift, r.DriftReasons = string(d.Verdict), d.Reasons
 		if d.Verdict != model.DriftOK {
@@ -960,23 +1023,10 @@ func (w *worker) scene(ctx context.Context, in Input) SceneReport {
 	r.Pixels = int64(res.Rows) * int64(res.Cols)
 	r.ValidPixels = res.ValidPixels
 	r.Tiles = res.Tiles
-	times := &StageSeconds{
+	r.Times = &StageSeconds{
 		Read: res.Times.Read.Seconds(), Network: res.Times.Network.Seconds(),
 		Stitch: res.Times.Stitch.Seconds(), Write: res.Times.Write.Seconds(),
 	}
-	r.Times = times
-
-	tSTAC := time.Now()
-	if err := w.describe(in, product, itemPath, src, res); err != nil {
-		// The product is complete but undescribed: the next run redoes it
-		// (no Item means not up to date).
-		return fail(err)
-	}
-	times.STAC = time.Since(tSTAC).Seconds()
-	times.Total = time.Since(t0).Seconds()
-	r.Status = StatusDone
-	w.log.Info("scene done", "input", in.Name, "output", product, "pixels", r.Pixels, "seconds", times.Total)
-	return r
 }
 
 // root is the directory the Items' relative hrefs stay under: the

@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -19,6 +20,7 @@ import (
 	"github.com/pnec/pnec/internal/fixture"
 	"github.com/pnec/pnec/internal/stacschema"
 	"github.com/pnec/pnec/processor"
+	"github.com/pnec/pnec/progress"
 	"github.com/pnec/pnec/stac"
 )
 
@@ -95,12 +97,15 @@ func TestRunEndToEnd(t *testing.T) {
 	dir, args := batchInputs(t)
 	out := filepath.Join(dir, "out")
 	coll := filepath.Join(out, "collection.json")
+	var events []progress.Event // serialised by Run
 	run := func(force bool) (Summary, map[string]SceneReport, error) {
 		var rep bytes.Buffer
+		events = nil
 		sum, err := Run(context.Background(), Config{
 			ModelPath: modelPath, OutDir: out, Inputs: args, Jobs: 2, Force: force,
 			Collection: coll, Report: &rep, Version: "test",
-			Now: func() time.Time { return time.Date(2026, 11, 22, 0, 0, 0, 0, time.UTC) },
+			Progress: func(ev progress.Event) { events = append(events, ev) },
+			Now:      func() time.Time { return time.Date(2026, 11, 22, 0, 0, 0, 0, time.UTC) },
 		})
 		return sum, readReport(t, rep.Bytes()), err
 	}
@@ -119,6 +124,7 @@ func TestRunEndToEnd(t *testing.T) {
 			t.Errorf("report of %s: %+v, want done with times, %d pixels and a backend", n, r, fixture.Rows*fixture.Cols)
 		}
 	}
+	checkBatchEvents(t, events, 6)
 	for n, want := range map[string]string{"garbage.tif": "garbage.tif", "fourbands.tif": "band"} {
 		r := rep[n]
 		if r.Status != StatusFailed || !strings.Contains(r.Reason, want) || strings.Contains(r.Reason, "\n") {
@@ -424,5 +430,32 @@ func TestRunPortableTree(t *testing.T) {
 	sum, err = Run(context.Background(), cfg(moved))
 	if err != nil || sum.Skipped != 2 || sum.Done != 0 {
 		t.Errorf("rerun in the moved tree: %+v, %v; want both up to date", sum, err)
+	}
+}
+
+// checkBatchEvents checks a run's progress events: one per scene finished,
+// counting to scenes, with its status; between them, the tiles of scenes
+// being classified, with the classification's line.
+func checkBatchEvents(t *testing.T, events []progress.Event, scenes int) {
+	t.Helper()
+	finished, tiles := 0, 0
+	for _, ev := range events {
+		if ev.Stage != "batch" || ev.Unit != "scenes" || ev.Total != int64(scenes) || ev.Subject == "" {
+			t.Fatalf("event %+v, want a batch event of %d scenes naming one", ev, scenes)
+		}
+		switch {
+		case ev.Parts == 0:
+			finished++
+			if ev.Done != int64(finished) || (ev.Message != string(StatusDone) && ev.Message != string(StatusFailed)) {
+				t.Errorf("scene event %+v, want %d scenes done and the scene's status", ev, finished)
+			}
+		case ev.Part < 1 || ev.Part > ev.Parts || !strings.HasPrefix(ev.Message, fmt.Sprintf("tile %d/%d, ", ev.Part, ev.Parts)):
+			t.Errorf("tile event %+v, want tile Part of Parts and the classification's line", ev)
+		default:
+			tiles++
+		}
+	}
+	if finished != scenes || tiles == 0 {
+		t.Errorf("%d scene events and %d tile events, want %d and some", finished, tiles, scenes)
 	}
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/pnec/pnec/geo"
 	"github.com/pnec/pnec/model"
+	"github.com/pnec/pnec/progress"
 	"github.com/pnec/pnec/spectral"
 	"github.com/pnec/pnec/tiling"
 )
@@ -71,21 +72,12 @@ type Options struct {
 	// TopK is the number of classes the probabilities keep per pixel
 	// (0 = every class as a band); needs Probabilities.
 	TopK int
-	// Mask, when set, is an area of interest every scene is classified in
-	// (a raster, non-zero inside, or a vector file; see ClassifyMasked).
-	Mask string
-	// Progress, when set, is called after every tile is stitched with the
-	// number of tiles done and their total; from the stitching goroutine.
-	Progress func(done, total int)
-	// OnProgress, when set, is called after every tile is stitched with
-	// the pixels done, the rate and the time left; from the stitching goroutine.
-	OnProgress func(Progress)
 	// Logger receives the plan and stage timings; nil = discard.
 	Logger *slog.Logger
 	// DriftCheck, when set, is called with the scene's drift (Result.Drift)
 	// after the last row and before the product is committed: an error stops
 	// the product from being written (nothing changes at the output path)
-	// and Classify returns it. Not called for a model without drift
+	// and Run returns it. Not called for a model without drift
 	// statistics.
 	DriftCheck func(model.Drift) error
 }
@@ -96,16 +88,15 @@ type QualityMask struct {
 	Bands []int  // 0-based bands that flag pixels; nil: band 1
 }
 
-// Progress is a running classification's state after a tile.
-type Progress struct {
-	Scene             string
+// tileProgress is a running classification's state after a tile.
+type tileProgress struct {
 	Tile, Tiles       int           // tiles stitched, of the plan's
 	Pixels, PixelsAll int64         // scene pixels done (the stitched tiles' cores), of the scene's
-	Elapsed           time.Duration // since Classify started
+	Elapsed           time.Duration // since Run started
 }
 
 // PixelsPerSecond is the rate so far.
-func (p Progress) PixelsPerSecond() float64 {
+func (p tileProgress) PixelsPerSecond() float64 {
 	if p.Elapsed <= 0 {
 		return 0
 	}
@@ -113,7 +104,7 @@ func (p Progress) PixelsPerSecond() float64 {
 }
 
 // ETA is the time left at the rate so far (0 when unknown or done).
-func (p Progress) ETA() time.Duration {
+func (p tileProgress) ETA() time.Duration {
 	r := p.PixelsPerSecond()
 	if r <= 0 || p.Pixels >= p.PixelsAll {
 		return 0
@@ -122,13 +113,20 @@ func (p Progress) ETA() time.Duration {
 }
 
 // String is the progress in one line: "tile 3/64, 12.5 of 100.0 Mpx (12.5%), 48.2 kpx/s, ETA 30m15s".
-func (p Progress) String() string {
+func (p tileProgress) String() string {
 	s := fmt.Sprintf("tile %d/%d, %s of %s px (%.1f%%), %s px/s", p.Tile, p.Tiles,
 		SI(float64(p.Pixels)), SI(float64(p.PixelsAll)), 100*float64(p.Pixels)/float64(max(p.PixelsAll, 1)), SI(p.PixelsPerSecond()))
 	if eta := p.ETA().Round(time.Second); eta > 0 {
 		s += ", ETA " + eta.String()
 	}
 	return s
+}
+
+// event is p as the progress event of scene: pixels done of the scene's,
+// tiles as the parts.
+func (p tileProgress) event(scene string) progress.Event {
+	return progress.Event{Stage: "classify", Subject: scene, Done: p.Pixels, Total: p.PixelsAll, Unit: "px",
+		Part: p.Tile, Parts: p.Tiles, Elapsed: p.Elapsed, ETA: p.ETA(), Message: p.String()}
 }
 
 // SI writes v with an SI prefix: "950", "48.2k", "12.5M", "1.0G".
@@ -144,7 +142,7 @@ func SI(v float64) string {
 	return fmt.Sprintf("%.0f", v)
 }
 
-// PixelsPerSecond is the scene's pixels over the wall time of Classify.
+// PixelsPerSecond is the scene's pixels over the wall time of Run.
 func (r Result) PixelsPerSecond() float64 {
 	if r.Elapsed <= 0 {
 		return 0
@@ -184,7 +182,7 @@ type Result struct {
 	ValidPixels    int64         // pixels with data, classified
 	ClassCounts    map[int]int64 // class value -> pixels
 	Times          StageTimes    // per-stage busy time
-	Elapsed        time.Duration // wall time of Classify
+	Elapsed        time.Duration // wall time of Run
 	Backend        string        // backend that ran the network
 	ModelChecksum  string        // model.Model.Checksum
 	MaxMemoryBytes int64         // budget the plan was made for
@@ -218,7 +216,7 @@ type Result struct {
 	Drift *model.Drift
 }
 
-// predictor is what Classify needs of model.Predictor; tests substitute
+// predictor is what Run needs of model.Predictor; tests substitute
 // networks without spatial context to check the tiling exactly.
 type predictor interface {
 	Predict(ctx context.Context, s model.Scene) (model.Prediction, error)
@@ -226,7 +224,7 @@ type predictor interface {
 	Close() error
 }
 
-// ErrClosed is returned by Classify after Close.
+// ErrClosed is returned by Run after Close.
 var ErrClosed = errors.New("processor: classifier is closed")
 
 // Classifier applies one loaded model to scenes. It keeps one predictor (and
@@ -240,7 +238,7 @@ type Classifier struct {
 	log  *slog.Logger
 	kind model.ReliabilityKind
 	ref  *model.SpectralReference // training spectra; nil unless kind needs them
-	// busy is held by Classify and Close: one scene at a time, and pred is
+	// busy is held by Run and Close: one scene at a time, and pred is
 	// read and cleared only while it is held.
 	busy    chan struct{}
 	backend string // pred.Backend(), kept for Backend after Close
@@ -304,17 +302,32 @@ func spectralReference(m *model.Model, opts Options, log *slog.Logger) (model.Re
 // Backend names the backend the network runs on.
 func (c *Classifier) Backend() string { return c.backend }
 
-// Classify reads the scene named scene (any GDAL dataset name), classifies
-// it and writes the COG product to out atomically: out is replaced only by a
-// complete product, and a failed or cancelled run leaves no partial file.
-func (c *Classifier) Classify(ctx context.Context, scene, out string) (Result, error) {
-	return c.run(ctx, scene, c.opts.Mask, out)
+// Request is one scene to classify: Classifier.Run reads Scene (any GDAL
+// dataset name), classifies it within Mask and writes the COG product to
+// Out. The Classifier's Options apply to every request: they fix the
+// predictor it keeps across scenes.
+type Request struct {
+	Scene string
+	// Mask, when set, is an area of interest: only pixels inside it (a
+	// raster, non-zero inside, or a vector file OGR reads; any CRS,
+	// reprojected to the scene's: geo.OpenMask) are classified, the rest
+	// of the product is no-data, and tiles wholly outside it are neither
+	// read nor run. "" classifies the whole scene.
+	Mask string
+	Out  string
+	// Progress, when set, is called after every tile is stitched (from
+	// the stitching goroutine) with an Event of Stage "classify": the
+	// scene's pixels done (Unit "px"), its tiles as the parts, the time
+	// left, and the state in one line as the Message.
+	Progress progress.Func
 }
 
-// run is the one entry point of Classify and ClassifyMasked: it holds the
-// Classifier (one scene at a time, and Close waits) before it looks at the
-// predictor, which Close clears under the same hold.
-func (c *Classifier) run(ctx context.Context, scene, mask, out string) (Result, error) {
+// Run classifies req.Scene and writes its product to req.Out atomically:
+// req.Out is replaced only by a complete product, and a failed or
+// cancelled run leaves no partial file. It holds the Classifier (one scene
+// at a time, and Close waits) before it looks at the predictor, which
+// Close clears under the same hold.
+func (c *Classifier) Run(ctx context.Context, req Request) (Result, error) {
 	select {
 	case c.busy <- struct{}{}:
 	case <-ctx.Done():
@@ -324,10 +337,10 @@ func (c *Classifier) run(ctx context.Context, scene, mask, out string) (Result, 
 	if c.pred == nil {
 		return Result{}, ErrClosed
 	}
-	return c.classifyIn(ctx, scene, mask, out)
+	return c.classify(ctx, req)
 }
 
-// Close releases the backend, after the Classify in progress (if any)
+// Close releases the backend, after the Run in progress (if any)
 // returns. It is safe to call more than once, and from another goroutine.
 func (c *Classifier) Close() error {
 	c.busy <- struct{}{}

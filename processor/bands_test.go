@@ -107,7 +107,7 @@ func TestClassifyBandSets(t *testing.T) {
 			}
 			defer c.Close()
 			out := filepath.Join(dir, "product"+string(rune('a'+i))+".tif")
-			res, err := c.Classify(context.Background(), scene, out)
+			res, err := c.Run(context.Background(), Request{Scene: scene, Out: out})
 			if tt.err != nil {
 				if !errors.Is(err, tt.err) || !strings.Contains(err.Error(), scene) {
 					t.Fatalf("got %v, want %v naming the scene", err, tt.err)
@@ -160,7 +160,7 @@ func TestClassifyRadiometry(t *testing.T) {
 	}
 	defer c.Close()
 	out := filepath.Join(dir, "product.tif")
-	res, err := c.Classify(context.Background(), scaled, out)
+	res, err := c.Run(context.Background(), Request{Scene: scaled, Out: out})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -175,7 +175,7 @@ func TestClassifyRadiometry(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer rc.Close()
-	_, err = rc.Classify(context.Background(), scene, filepath.Join(dir, "radiance.tif"))
+	_, err = rc.Run(context.Background(), Request{Scene: scene, Out: filepath.Join(dir, "radiance.tif")})
 	if !errors.Is(err, spectral.ErrRadiometry) || !strings.Contains(err.Error(), "the scene holds radiance, the model was trained on reflectance 0-10000") {
 		t.Errorf("got %v, want ErrRadiometry naming both", err)
 	}
@@ -256,7 +256,7 @@ func TestClassifyQualityMasks(t *testing.T) {
 	}
 	defer c.Close()
 	out := filepath.Join(dir, "masked.tif")
-	res, err := c.Classify(context.Background(), scene, out)
+	res, err := c.Run(context.Background(), Request{Scene: scene, Out: out})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -271,7 +271,7 @@ func TestClassifyQualityMasks(t *testing.T) {
 		t.Errorf("product metadata PNEC_QUALITY_MASKS %q, want %q", got, maskPath)
 	}
 	ps.Close()
-	res, err = c.ClassifyMasked(context.Background(), scene, aoiPath, filepath.Join(dir, "aoi-masked.tif"))
+	res, err = c.Run(context.Background(), Request{Scene: scene, Mask: aoiPath, Out: filepath.Join(dir, "aoi-masked.tif")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -279,7 +279,7 @@ func TestClassifyQualityMasks(t *testing.T) {
 		t.Errorf("with the area of interest: got %d valid pixels, quality masks %q, mask %q; want %d, %q and %q",
 			res.ValidPixels, res.QualityMasks, res.Mask, want, maskPath, aoiPath)
 	}
-	if _, err := c.Classify(context.Background(), scene, maskPath); !errors.Is(err, ErrOutputIsInput) {
+	if _, err := c.Run(context.Background(), Request{Scene: scene, Out: maskPath}); !errors.Is(err, ErrOutputIsInput) {
 		t.Errorf("a product over its quality mask: got %v, want ErrOutputIsInput", err)
 	}
 	pc, err := NewClassifier(m, Options{ProductQualityMasks: true})
@@ -287,7 +287,7 @@ func TestClassifyQualityMasks(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer pc.Close()
-	if _, err := pc.Classify(context.Background(), scene, filepath.Join(dir, "p.tif")); !errors.Is(err, geo.ErrNoProductQualityMasks) {
+	if _, err := pc.Run(context.Background(), Request{Scene: scene, Out: filepath.Join(dir, "p.tif")}); !errors.Is(err, geo.ErrNoProductQualityMasks) {
 		t.Errorf("product quality masks of a GeoTIFF: got %v, want geo.ErrNoProductQualityMasks", err)
 	}
 }

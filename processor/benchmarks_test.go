@@ -55,7 +55,7 @@ func init() {
 		var c *Classifier
 		if c, err = NewClassifier(m, Options{Backend: "go", TileSize: j.TileSize, Overlap: j.Overlap}); err == nil {
 			var res Result
-			res, err = c.Classify(context.Background(), j.Scene, j.Out)
+			res, err = c.Run(context.Background(), Request{Scene: j.Scene, Out: j.Out})
 			c.Close()
 			if err == nil {
 				var ms runtime.MemStats

@@ -31,7 +31,7 @@ const MaxTileSide = math.MaxInt32
 
 // ErrOutputIsInput: a file the product writes is a file the scene reads
 // (the scene itself, a sidecar, a VRT's source), through any name, link or
-// hard link; Classify refuses it before any work, and pipelines.Run a run
+// hard link; Run refuses it before any work, and pipelines.Run a run
 // whose outputs include one of its inputs. The error is a
 // *samefile.Conflict naming both. (Its one home for the packages above
 // processor: samefile is internal.)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/pnec/pnec/geo"
 	"github.com/pnec/pnec/model"
+	"github.com/pnec/pnec/progress"
 	"github.com/pnec/pnec/tiling"
 )
 
@@ -43,10 +44,11 @@ type rowsOut struct {
 	prob  []uint16 // [rows][cols][probability bands], nil without probabilities
 }
 
-// classifyIn is the work of Classify and ClassifyMasked (run): open and
-// check the scene, plan it within the budget, create the product, run the
-// four stages, commit; within mask ("" = everywhere).
-func (c *Classifier) classifyIn(parent context.Context, sceneName, mask, out string) (res Result, err error) {
+// classify is the work of Run: open and check the scene, plan it within
+// the budget, create the product, run the four stages, commit; within
+// req.Mask ("" = everywhere).
+func (c *Classifier) classify(parent context.Context, req Request) (res Result, err error) {
+	sceneName, mask, out := req.Scene, req.Mask, req.Out
 	start := time.Now()
 	res = Result{Scene: sceneName, Product: out, ModelChecksum: c.m.Checksum(), Backend: c.pred.Backend(), Mask: mask}
 	sc, info, err := c.openScene(sceneName, mask, out, &res)
@@ -73,7 +75,7 @@ func (c *Classifier) classifyIn(parent context.Context, sceneName, mask, out str
 		return res, err
 	}
 	defer pw.Close()
-	st, times, skipped, err := c.runStages(parent, sc, mk, sceneName, out, info, &plan, flight, pw, start)
+	st, times, skipped, err := c.runStages(parent, sc, mk, sceneName, out, info, &plan, flight, pw, start, req.Progress)
 	res.TilesSkipped = skipped
 	if err != nil {
 		return res, err
@@ -233,10 +235,11 @@ func (c *Classifier) productSpec(sceneName string, info geo.Info, plan tiling.Pl
 // the others' context, and the group returns its error): the reader, the
 // network, the stitcher and the writer of the product's rows. It returns
 // the stitcher (rows written, class counts), each stage's busy time and the
-// tiles skipped as wholly outside the mask mk (nil: none). At most
+// tiles skipped as wholly outside the mask mk (nil: none), and reports
+// each tile stitched to report (nil: none). At most
 // flight.Host tiles are read and not yet through the network, and at most
 // flight.Device of them are in the network's calls at once.
-func (c *Classifier) runStages(parent context.Context, sc *geo.Scene, mk *geo.Mask, sceneName, out string, info geo.Info, plan *tiling.Plan, flight tiling.Flight, pw *geo.ProductWriter, start time.Time) (*stitcher, StageTimes, int, error) {
+func (c *Classifier) runStages(parent context.Context, sc *geo.Scene, mk *geo.Mask, sceneName, out string, info geo.Info, plan *tiling.Plan, flight tiling.Flight, pw *geo.ProductWriter, start time.Time, report progress.Func) (*stitcher, StageTimes, int, error) {
 	var times StageTimes
 	var skipped int
 	g, ctx := errgroup.WithContext(parent)
@@ -263,7 +266,7 @@ func (c *Classifier) runStages(parent context.Context, sc *geo.Scene, mk *geo.Ma
 		}
 	}
 	st := &stitcher{plan: plan, classes: classes, recovery: c.m.Recovery(), kind: c.kind, spectral: c.ref != nil,
-		out: rows, progress: c.opts.Progress, byClass: make([]int64, len(classes)), drift: drift,
+		out: rows, byClass: make([]int64, len(classes)), drift: drift,
 		probStage: c.opts.Probabilities, probBands: probabilityBands(c.opts, len(classes))}
 	if st.probBands > 0 {
 		values := make([]int, len(classes))
@@ -272,12 +275,12 @@ func (c *Classifier) runStages(parent context.Context, sc *geo.Scene, mk *geo.Ma
 		}
 		st.quant = newQuantizer(values, c.opts.TopK)
 	}
-	if c.opts.OnProgress != nil {
+	if report != nil {
 		var done int64
 		all := int64(info.Rows) * int64(info.Cols)
 		st.tileDone = func(t tiling.Tile, n int) {
 			done += int64(t.Core.Rows) * int64(t.Core.Cols)
-			c.opts.OnProgress(Progress{Scene: sceneName, Tile: n, Tiles: len(plan.Tiles), Pixels: done, PixelsAll: all, Elapsed: time.Since(start)})
+			report(tileProgress{Tile: n, Tiles: len(plan.Tiles), Pixels: done, PixelsAll: all, Elapsed: time.Since(start)}.event(sceneName))
 		}
 	}
 	g.Go(func() (err error) {

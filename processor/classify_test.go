@@ -17,6 +17,7 @@ import (
 	"github.com/pnec/pnec/geo"
 	"github.com/pnec/pnec/internal/fixture"
 	"github.com/pnec/pnec/model"
+	"github.com/pnec/pnec/progress"
 	"github.com/pnec/pnec/tiling"
 )
 
@@ -72,12 +73,18 @@ func readProductFloat(t *testing.T, path string) product {
 
 func classify(t *testing.T, f *sceneFixture, opts Options, out string) Result {
 	t.Helper()
+	return classifyReporting(t, f, opts, out, nil)
+}
+
+// classifyReporting is classify with the request's progress reported to report.
+func classifyReporting(t *testing.T, f *sceneFixture, opts Options, out string, report progress.Func) Result {
+	t.Helper()
 	c, err := NewClassifier(f.model, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	res, err := c.Classify(context.Background(), f.scene, out)
+	res, err := c.Run(context.Background(), Request{Scene: f.scene, Out: out, Progress: report})
 	if err != nil {
 		t.Fatalf("classify %+v: %v", opts, err)
 	}
@@ -105,13 +112,15 @@ func TestClassifyWholeImage(t *testing.T) {
 	f := getFixture(t)
 	out := filepath.Join(t.TempDir(), "whole.tif")
 	var calls int
-	res := classify(t, f, Options{Progress: func(done, total int) { calls++ }}, out)
+	var last progress.Event
+	res := classifyReporting(t, f, Options{}, out, func(ev progress.Event) { calls++; last = ev })
 	// The whole image, its input padded to the ladder.
 	if wr, wc := tiling.Rung(f.rows, tiling.LadderStep), tiling.Rung(f.cols, tiling.LadderStep); res.Tiles != 1 || res.TileRows != wr || res.TileCols != wc {
 		t.Fatalf("got %d tiles of %dx%d, want one whole-image tile of %dx%d", res.Tiles, res.TileCols, res.TileRows, wc, wr)
 	}
-	if calls != 1 {
-		t.Errorf("progress called %d times, want 1", calls)
+	if all := int64(f.rows * f.cols); calls != 1 || last.Stage != "classify" || last.Subject != f.scene || last.Part != 1 || last.Parts != 1 ||
+		last.Done != all || last.Total != all || last.Unit != "px" || !strings.HasPrefix(last.Message, "tile 1/1, ") {
+		t.Errorf("progress called %d times, last with %+v; want once, with the whole scene's %d px and its one tile done", calls, last, all)
 	}
 	p := readProduct(t, out)
 	if p.rows != f.rows || p.cols != f.cols {
@@ -357,7 +366,7 @@ func TestClassifyBandMismatch(t *testing.T) {
 	}
 	defer c.Close()
 	out := filepath.Join(dir, "out.tif")
-	_, err = c.Classify(context.Background(), scene, out)
+	_, err = c.Run(context.Background(), Request{Scene: scene, Out: out})
 	if !errors.Is(err, model.ErrBandCount) {
 		t.Fatalf("got %v, want ErrBandCount", err)
 	}
@@ -386,12 +395,12 @@ func TestClassifyCancel(t *testing.T) {
 	defer c.Close()
 	before := runtime.NumGoroutine()
 	ctx, cancel := context.WithCancel(context.Background())
-	c.opts.Progress = func(done, total int) {
-		if done == 2 {
+	stopAtTile2 := func(ev progress.Event) {
+		if ev.Part == 2 {
 			cancel()
 		}
 	}
-	_, err = c.Classify(ctx, f.scene, out)
+	_, err = c.Run(ctx, Request{Scene: f.scene, Out: out, Progress: stopAtTile2})
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("got %v, want context.Canceled", err)
 	}
@@ -415,8 +424,7 @@ func TestClassifyCancel(t *testing.T) {
 		t.Errorf("%d goroutines after cancel, %d before:\n%s", n, before, buf[:runtime.Stack(buf, true)])
 	}
 	// The classifier still works after a cancelled run.
-	c.opts.Progress = nil
-	if _, err := c.Classify(context.Background(), f.scene, out); err != nil {
+	if _, err := c.Run(context.Background(), Request{Scene: f.scene, Out: out}); err != nil {
 		t.Fatalf("classify after cancel: %v", err)
 	}
 }
@@ -567,7 +575,7 @@ func TestTiledEqualsWholeWithoutContext(t *testing.T) {
 		c.pred.Close()
 		c.pred = pointwise{classes: len(m.Classes())}
 		defer c.Close()
-		res, err := c.Classify(context.Background(), scene, out)
+		res, err := c.Run(context.Background(), Request{Scene: scene, Out: out})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -648,7 +656,7 @@ func TestClassifyUngeoreferenced(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	if _, err := c.Classify(context.Background(), scene, out); err != nil {
+	if _, err := c.Run(context.Background(), Request{Scene: scene, Out: out}); err != nil {
 		t.Fatal(err)
 	}
 	s, err := geo.Open(out)
@@ -716,14 +724,14 @@ func TestPlanSceneHugeTile(t *testing.T) {
 	}
 }
 
-// TestClassifyMaskedAfterConcurrentClose: a ClassifyMasked that waits for
-// the Classifier while a Close is queued before it gets ErrClosed.
-// ClassifyMasked once looked at the predictor before waiting, so the Close
+// TestRunAfterConcurrentClose: a Run that waits for the Classifier while
+// a Close is queued before it gets ErrClosed. Run (then ClassifyMasked)
+// once looked at the predictor before waiting, so the Close
 // cleared it under its feet: a nil predictor called (a panic), and a data
 // race `go test -race` reports. Go queues the waiters of the Classifier
 // (a channel send) in order: the Close is started first and given time to
 // queue; were it not queued first, the scene would simply be classified.
-func TestClassifyMaskedAfterConcurrentClose(t *testing.T) {
+func TestRunAfterConcurrentClose(t *testing.T) {
 	f := getFixture(t)
 	c, err := NewClassifier(f.model, Options{})
 	if err != nil {
@@ -736,23 +744,23 @@ func TestClassifyMaskedAfterConcurrentClose(t *testing.T) {
 	done := make(chan error, 1)
 	out := filepath.Join(t.TempDir(), "p.tif")
 	go func() {
-		_, err := c.ClassifyMasked(context.Background(), f.scene, "", out)
+		_, err := c.Run(context.Background(), Request{Scene: f.scene, Out: out})
 		done <- err
 	}()
-	time.Sleep(200 * time.Millisecond) // the ClassifyMasked queues after it
+	time.Sleep(200 * time.Millisecond) // the Run queues after it
 	<-c.busy                           // the scene ends
 	if err := <-closed; err != nil {
 		t.Fatal(err)
 	}
 	if err := <-done; !errors.Is(err, ErrClosed) {
-		t.Errorf("ClassifyMasked queued after Close: %v, want ErrClosed", err)
+		t.Errorf("Run queued after Close: %v, want ErrClosed", err)
 	}
 }
 
 // TestClassifierCloseWhileClassifying closes a Classifier from another
 // goroutine while it classifies (Close once cleared the predictor without
 // holding the Classifier, a data race `go test -race` reports): Close waits
-// for the scene, which completes, and a later Classify says ErrClosed.
+// for the scene, which completes, and a later Run says ErrClosed.
 func TestClassifierCloseWhileClassifying(t *testing.T) {
 	f := getFixture(t)
 	c, err := NewClassifier(f.model, Options{TileSize: 48})
@@ -764,7 +772,7 @@ func TestClassifierCloseWhileClassifying(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "p.tif")
 	go func() {
 		close(started)
-		_, err := c.Classify(context.Background(), f.scene, out)
+		_, err := c.Run(context.Background(), Request{Scene: f.scene, Out: out})
 		done <- err
 	}()
 	<-started
@@ -772,10 +780,10 @@ func TestClassifierCloseWhileClassifying(t *testing.T) {
 		t.Fatal(err)
 	}
 	if err := <-done; err != nil && !errors.Is(err, ErrClosed) {
-		t.Errorf("Classify during Close: %v, want success or ErrClosed", err)
+		t.Errorf("Run during Close: %v, want success or ErrClosed", err)
 	}
-	if _, err := c.Classify(context.Background(), f.scene, out); !errors.Is(err, ErrClosed) {
-		t.Errorf("Classify after Close: %v, want ErrClosed", err)
+	if _, err := c.Run(context.Background(), Request{Scene: f.scene, Out: out}); !errors.Is(err, ErrClosed) {
+		t.Errorf("Run after Close: %v, want ErrClosed", err)
 	}
 	if c.Backend() == "" {
 		t.Error("Backend() empty after Close")

@@ -123,7 +123,7 @@ func classifyWith(t *testing.T, m *model.Model, opts Options, pred predictor, sc
 		c.pred = pred
 	}
 	defer c.Close()
-	res, err := c.Classify(context.Background(), scene, out)
+	res, err := c.Run(context.Background(), Request{Scene: scene, Out: out})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -26,5 +26,5 @@
 //	m, err := model.Load("salinas.pnec")
 //	c, err := processor.NewClassifier(m, processor.Options{})
 //	defer c.Close()
-//	res, err := c.Classify(ctx, "scene.tif", "product.tif")
+//	res, err := c.Run(ctx, processor.Request{Scene: "scene.tif", Out: "product.tif"})
 package processor

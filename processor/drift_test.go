@@ -50,7 +50,7 @@ func TestClassifyDrift(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer c.Close()
-		return c.Classify(context.Background(), scene, out)
+		return c.Run(context.Background(), Request{Scene: scene, Out: out})
 	}
 
 	res, err := run(Options{}, like, filepath.Join(dir, "like_product.tif"))

@@ -40,7 +40,7 @@ func ExampleClassifier() {
 		log.Fatal(err)
 	}
 	defer c.Close()
-	res, err := c.Classify(context.Background(), scene, filepath.Join(dir, "product.tif"))
+	res, err := c.Run(context.Background(), processor.Request{Scene: scene, Out: filepath.Join(dir, "product.tif")})
 	if err != nil {
 		log.Fatal(err)
 	}

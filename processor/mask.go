@@ -1,22 +1,10 @@
 package processor
 
 import (
-	"context"
-
 	"github.com/pnec/pnec/geo"
 	"github.com/pnec/pnec/internal/buffers"
 	"github.com/pnec/pnec/tiling"
 )
-
-// ClassifyMasked is Classify within an area of interest: only pixels
-// inside mask (a raster, non-zero inside, or a vector file OGR reads;
-// any CRS, reprojected to the scene's: geo.OpenMask) are classified, the
-// rest of the product is no-data. Tiles wholly outside the mask are
-// neither read nor run. mask "" classifies the whole scene; it overrides
-// Options.Mask.
-func (c *Classifier) ClassifyMasked(ctx context.Context, scene, mask, out string) (Result, error) {
-	return c.run(ctx, scene, mask, out)
-}
 
 // tileMask reads whether each pixel of t's read window lies inside mk
 // into inside (grown as needed) and reports whether any does.

@@ -60,7 +60,7 @@ func TestClassifyMasked(t *testing.T) {
 		var n atomic.Int32
 		c.pred = counting{pointwise{classes: len(m.Classes())}, &n} // preflight_test.go's
 		defer c.Close()
-		res, err := c.ClassifyMasked(context.Background(), scene, maskName, filepath.Join(dir, out))
+		res, err := c.Run(context.Background(), Request{Scene: scene, Mask: maskName, Out: filepath.Join(dir, out)})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -157,7 +157,7 @@ func TestClassifyMaskErrors(t *testing.T) {
 		mask   string
 		target error
 	}{{empty, geo.ErrMaskNoOverlap}, {filepath.Join(dir, "missing.gpkg"), nil}} {
-		_, err := c.ClassifyMasked(context.Background(), scene, tc.mask, filepath.Join(dir, "p.tif"))
+		_, err := c.Run(context.Background(), Request{Scene: scene, Mask: tc.mask, Out: filepath.Join(dir, "p.tif")})
 		if err == nil || (tc.target != nil && !errors.Is(err, tc.target)) {
 			t.Errorf("mask %s: got %v, want an error (%v)", tc.mask, err, tc.target)
 		}

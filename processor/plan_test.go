@@ -160,7 +160,7 @@ func TestClassifyFitsTheDevice(t *testing.T) {
 			c.pred = sp
 			defer c.Close()
 			out := filepath.Join(dir, strings.ReplaceAll(tc.name, " ", "_")+".tif")
-			res, err := c.Classify(context.Background(), scene, out)
+			res, err := c.Run(context.Background(), Request{Scene: scene, Out: out})
 			if want := [][2]int{{tiling.Rung(rows, tiling.LadderStep), tiling.Rung(cols, tiling.LadderStep)}}; fmt.Sprint(sp.asked) != fmt.Sprint(want) {
 				t.Errorf("device asked for shapes %v, want the plan's input %v", sp.asked, want)
 			}
@@ -233,7 +233,7 @@ func TestSameMapAnyBudget(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		res, err := c.Classify(context.Background(), scene, out)
+		res, err := c.Run(context.Background(), Request{Scene: scene, Out: out})
 		c.Close()
 		if err != nil {
 			t.Fatalf("budget %s: %v", FormatBytes(budget), err)
@@ -289,7 +289,7 @@ func TestGridMatchesForcedTile(t *testing.T) {
 			}
 			defer c.Close()
 			out := filepath.Join(dir, name)
-			res, err := c.Classify(context.Background(), scene, out)
+			res, err := c.Run(context.Background(), Request{Scene: scene, Out: out})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -10,7 +10,7 @@ import (
 	"github.com/pnec/pnec/model"
 )
 
-// Sentinel errors of Classify for scenes it refuses; callers (pnec batch)
+// Sentinel errors of Run for scenes it refuses; callers (pnec batch)
 // branch on them with errors.Is. The returned errors name the scene.
 var (
 	// ErrNoValidPixels: every pixel of the scene is nodata, NaN, Inf or masked.

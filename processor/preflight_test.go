@@ -118,7 +118,7 @@ func TestClassifyRefusesScenesWithoutSignal(t *testing.T) {
 			var calls atomic.Int32
 			c.pred = counting{pointwise{classes: len(m.Classes())}, &calls}
 			out := filepath.Join(outDir, "product.tif")
-			res, err := c.Classify(context.Background(), scene, out)
+			res, err := c.Run(context.Background(), Request{Scene: scene, Out: out})
 			ents, _ := os.ReadDir(outDir)
 			if tc.want == nil {
 				if err != nil {
@@ -177,7 +177,7 @@ func TestClassifyRefusesHugeScene(t *testing.T) {
 	}
 	defer c.Close()
 	start := time.Now()
-	_, err = c.Classify(context.Background(), scene, filepath.Join(outDir, "huge.tif"))
+	_, err = c.Run(context.Background(), Request{Scene: scene, Out: filepath.Join(outDir, "huge.tif")})
 	if el := time.Since(start); el > 5*time.Second {
 		t.Errorf("refusing took %s, want at once", el)
 	}

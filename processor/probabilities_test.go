@@ -105,7 +105,7 @@ func TestClassifyProbabilities(t *testing.T) {
 		}
 		defer c.Close()
 		out := filepath.Join(dir, name)
-		if _, err := c.Classify(context.Background(), scene, out); err != nil {
+		if _, err := c.Run(context.Background(), Request{Scene: scene, Out: out}); err != nil {
 			t.Fatal(err)
 		}
 		return readProduct(t, out), readProbabilities(t, out)

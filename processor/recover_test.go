@@ -74,7 +74,7 @@ func TestWholeSceneRecoveredOnDevice(t *testing.T) {
 			c.pred = deviceRecovery{pointwise: pointwise{classes: len(m.Classes())}, rp: m.Recovery(), recovered: &recovered}
 		}
 		defer c.Close()
-		if _, err := c.Classify(context.Background(), scene, out); err != nil {
+		if _, err := c.Run(context.Background(), Request{Scene: scene, Out: out}); err != nil {
 			t.Fatal(err)
 		}
 	}

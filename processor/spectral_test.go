@@ -156,7 +156,7 @@ func TestReliabilityFallback(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	if _, err := c.Classify(context.Background(), f.scene, out); err != nil {
+	if _, err := c.Run(context.Background(), Request{Scene: f.scene, Out: out}); err != nil {
 		t.Fatal(err)
 	}
 	md, _ := gdalinfoJSON(t, out)["metadata"].(map[string]any)

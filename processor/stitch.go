@@ -19,7 +19,6 @@ type stitcher struct {
 	kind     model.ReliabilityKind
 	spectral bool // tiles carry class distances (K more canvas channels)
 	out      chan<- rowsOut
-	progress func(done, total int)
 	tileDone func(t tiling.Tile, done int) // after each tile is stitched
 
 	drift *model.DriftMeter // nil: no drift figures (needs spectral)
@@ -86,9 +85,6 @@ func (s *stitcher) run(ctx context.Context, in <-chan tileOut) (time.Duration, e
 			}
 		}
 		busy += time.Since(t0)
-		if s.progress != nil {
-			s.progress(done, len(s.plan.Tiles))
-		}
 		if s.tileDone != nil {
 			s.tileDone(t.tile, done)
 		}

@@ -84,53 +84,88 @@ func RecoverRows(prob []float32, valid []bool, inRow0, inRows, cols, classes int
 // of a whole-scene Recover. The result is [out.Rows][out.Cols][classes], zero
 // at invalid pixels.
 func RecoverRegion(prob []float32, valid []bool, in, out Rect, classes int, p Recovery) ([]float32, error) {
-	if err := p.Validate(); err != nil {
+	if err := checkRegion(prob, valid, in, out, classes, p); err != nil {
 		return nil, err
-	}
-	if classes < 1 || in.Rows < 0 || in.Cols < 0 {
-		return nil, fmt.Errorf("recover: bad shape %v x %d classes", in, classes)
-	}
-	if len(prob) != in.Rows*in.Cols*classes {
-		return nil, fmt.Errorf("recover: %d probabilities for %v x %d classes, want %d",
-			len(prob), in, classes, in.Rows*in.Cols*classes)
-	}
-	if valid != nil && len(valid) != in.Rows*in.Cols {
-		return nil, fmt.Errorf("recover: %d validity flags for %v, want %d", len(valid), in, in.Rows*in.Cols)
-	}
-	if !inside(out, in) {
-		return nil, fmt.Errorf("recover: output %v is not inside input %v", out, in)
 	}
 	res := make([]float32, out.Rows*out.Cols*classes)
 	if out.Rows == 0 || out.Cols == 0 {
 		return res, nil
 	}
-	isValid := func(i int) bool { return valid == nil || valid[i] }
-	h := p.Halo()
 	// Output pixel (r, c) in scene coordinates reads input rows
 	// [r-h, r+h] and cols [c-h, c+h] clipped to in.
-	oR0, oC0 := out.Row-in.Row, out.Col-in.Col // out's offset in the input block
-	if h == 0 {
-		for r := 0; r < out.Rows; r++ {
-			for c := 0; c < out.Cols; c++ {
-				src := (oR0+r)*in.Cols + oC0 + c
-				if !isValid(src) {
-					continue
-				}
-				copy(res[(r*out.Cols+c)*classes:(r*out.Cols+c+1)*classes], prob[src*classes:(src+1)*classes])
-			}
-		}
+	g := region{prob: prob, valid: valid, in: in, out: out, classes: classes, h: p.Halo(),
+		oR0: out.Row - in.Row, oC0: out.Col - in.Col}
+	if g.h == 0 {
+		g.copyValid(res)
 		return res, nil
 	}
-	// The rows and columns of the input that any output pixel reads.
-	rLo, rHi := max(oR0-h, 0), min(oR0+out.Rows+h, in.Rows) // input rows needed
-	cLo, cHi := max(oC0-h, 0), min(oC0+out.Cols+h, in.Cols)
-	// Pass 1 (horizontal): for every needed input row and every output
-	// column, the sum of the valid probabilities in [c-h, c+h] and their
-	// count. Sums run in float64 so that the sliding add/subtract does not
-	// drift.
+	// The rows of the input that any output pixel reads.
+	rLo, rHi := max(g.oR0-g.h, 0), min(g.oR0+out.Rows+g.h, in.Rows)
+	hs, hn := g.rowSums(rLo, rHi)
+	g.blendColumns(res, hs, hn, rLo, rHi, p.Eta)
+	return res, nil
+}
+
+// checkRegion refuses a RecoverRegion call whose settings, shapes or
+// rectangles do not fit together.
+func checkRegion(prob []float32, valid []bool, in, out Rect, classes int, p Recovery) error {
+	if err := p.Validate(); err != nil {
+		return err
+	}
+	if classes < 1 || in.Rows < 0 || in.Cols < 0 {
+		return fmt.Errorf("recover: bad shape %v x %d classes", in, classes)
+	}
+	if len(prob) != in.Rows*in.Cols*classes {
+		return fmt.Errorf("recover: %d probabilities for %v x %d classes, want %d",
+			len(prob), in, classes, in.Rows*in.Cols*classes)
+	}
+	if valid != nil && len(valid) != in.Rows*in.Cols {
+		return fmt.Errorf("recover: %d validity flags for %v, want %d", len(valid), in, in.Rows*in.Cols)
+	}
+	if !inside(out, in) {
+		return fmt.Errorf("recover: output %v is not inside input %v", out, in)
+	}
+	return nil
+}
+
+// region is one RecoverRegion call: the input block (prob, valid, in),
+// the output rectangle inside it at offset (oR0, oC0), and the halo h.
+type region struct {
+	prob     []float32
+	valid    []bool // nil = all valid
+	in, out  Rect
+	classes  int
+	h        int
+	oR0, oC0 int // out's offset in the input block
+}
+
+func (g *region) isValid(i int) bool { return g.valid == nil || g.valid[i] }
+
+// copyValid is the recovery without a halo: each valid output pixel's
+// probabilities as they are.
+func (g *region) copyValid(res []float32) {
+	in, out, classes := g.in, g.out, g.classes
+	for r := 0; r < out.Rows; r++ {
+		for c := 0; c < out.Cols; c++ {
+			src := (g.oR0+r)*in.Cols + g.oC0 + c
+			if !g.isValid(src) {
+				continue
+			}
+			copy(res[(r*out.Cols+c)*classes:(r*out.Cols+c+1)*classes], g.prob[src*classes:(src+1)*classes])
+		}
+	}
+}
+
+// rowSums is pass 1 (horizontal): for every input row in [rLo, rHi) and
+// every output column, the sum of the valid probabilities in [c-h, c+h]
+// (hs, [rHi-rLo][out.Cols][classes]) and their count (hn). Sums run in
+// float64 so that the sliding add/subtract does not drift.
+func (g *region) rowSums(rLo, rHi int) (hs []float32, hn []int32) {
+	in, out, classes, h, oC0 := g.in, g.out, g.classes, g.h, g.oC0
+	cLo, cHi := max(oC0-h, 0), min(oC0+out.Cols+h, in.Cols) // input columns needed
 	nr := rHi - rLo
-	hs := make([]float32, nr*out.Cols*classes) // [nr][out.Cols][classes]
-	hn := make([]int32, nr*out.Cols)
+	hs = make([]float32, nr*out.Cols*classes)
+	hn = make([]int32, nr*out.Cols)
 	acc := make([]float64, classes)
 	for ir := 0; ir < nr; ir++ {
 		row := rLo + ir
@@ -140,10 +175,10 @@ func RecoverRegion(prob []float32, valid []bool, in, out Rect, classes int, p Re
 		n := int32(0)
 		add := func(col int, sign float64) {
 			i := row*in.Cols + col
-			if !isValid(i) {
+			if !g.isValid(i) {
 				return
 			}
-			px := prob[i*classes : (i+1)*classes]
+			px := g.prob[i*classes : (i+1)*classes]
 			for k, v := range px {
 				acc[k] += sign * float64(v)
 			}
@@ -176,8 +211,15 @@ func RecoverRegion(prob []float32, valid []bool, in, out Rect, classes int, p Re
 			hn[ir*out.Cols+c] = n
 		}
 	}
-	// Pass 2 (vertical): slide a window of h rows either side over the
-	// horizontal sums, one accumulator per output column and class.
+	return hs, hn
+}
+
+// blendColumns is pass 2 (vertical): it slides a window of h rows either
+// side over the horizontal sums hs and counts hn of the input rows [rLo,
+// rHi), one accumulator per output column and class, and writes each valid
+// output pixel's (1-eta)*own + eta*window mean into res.
+func (g *region) blendColumns(res, hs []float32, hn []int32, rLo, rHi int, eta float64) {
+	in, out, classes := g.in, g.out, g.classes
 	vacc := make([]float64, out.Cols*classes)
 	vn := make([]int32, out.Cols)
 	addRow := func(ir int, sign float64) {
@@ -196,11 +238,10 @@ func RecoverRegion(prob []float32, valid []bool, in, out Rect, classes int, p Re
 			}
 		}
 	}
-	lo, hi := oR0-h, oR0+h // inclusive input-row bounds of the window of output row 0
+	lo, hi := g.oR0-g.h, g.oR0+g.h // inclusive input-row bounds of the window of output row 0
 	for row := max(lo, rLo); row <= min(hi, rHi-1); row++ {
 		addRow(row-rLo, 1)
 	}
-	eta := p.Eta
 	for r := 0; r < out.Rows; r++ {
 		if r > 0 {
 			if lo >= rLo && lo < rHi {
@@ -213,13 +254,13 @@ func RecoverRegion(prob []float32, valid []bool, in, out Rect, classes int, p Re
 			}
 		}
 		for c := 0; c < out.Cols; c++ {
-			src := (oR0+r)*in.Cols + oC0 + c
-			if !isValid(src) {
+			src := (g.oR0+r)*in.Cols + g.oC0 + c
+			if !g.isValid(src) {
 				continue
 			}
 			// The pixel itself is valid and inside its window, so the count is >= 1.
 			inv := 1 / float64(vn[c])
-			px := prob[src*classes : (src+1)*classes]
+			px := g.prob[src*classes : (src+1)*classes]
 			dst := res[(r*out.Cols+c)*classes : (r*out.Cols+c+1)*classes]
 			a := vacc[c*classes : (c+1)*classes]
 			for k := range dst {
@@ -227,7 +268,6 @@ func RecoverRegion(prob []float32, valid []bool, in, out Rect, classes int, p Re
 			}
 		}
 	}
-	return res, nil
 }
 
 // Argmax returns, for each pixel of prob ([pixels][classes]), the dense index

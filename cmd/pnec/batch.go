@@ -13,9 +13,10 @@ import (
 	"github.com/schollz/progressbar/v3"
 	"github.com/urfave/cli/v2"
 
-	"github.com/pnec/pnec/internal/progress"
+	termbar "github.com/pnec/pnec/internal/progress"
 	"github.com/pnec/pnec/pipelines"
 	"github.com/pnec/pnec/processor"
+	"github.com/pnec/pnec/progress"
 	"github.com/pnec/pnec/stac"
 )
 
@@ -195,8 +196,8 @@ func batchAction(c *cli.Context) error {
 	}
 	switch {
 	case c.Bool("quiet"):
-	case progress.IsTerminal(stderr):
-		cfg.OnEvent = batchBar(stderr)
+	case termbar.IsTerminal(stderr):
+		cfg.Progress = batchBar(stderr)
 		if c.Bool("verbose") {
 			cfg.Logger = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
 		}
@@ -324,23 +325,23 @@ func (r *reportFile) finish(refused bool) error {
 const exitDrift = 4
 
 // batchBar draws scenes done, and the current scene's tiles, on a terminal.
-func batchBar(w io.Writer) func(pipelines.Event) {
+func batchBar(w io.Writer) progress.Func {
 	var bar *progressbar.ProgressBar
-	return func(ev pipelines.Event) {
+	return func(ev progress.Event) {
 		if bar == nil {
-			bar = progress.New(w, int64(ev.ScenesTotal), progress.Options{})
+			bar = termbar.New(w, ev.Total, termbar.Options{})
 		}
-		name := ev.Scene
+		name := ev.Subject
 		if len(name) > 40 {
 			name = "..." + name[len(name)-37:]
 		}
-		if ev.TilesTotal > 0 {
-			bar.Describe(fmt.Sprintf("scenes (%s: tile %d/%d)", name, ev.TilesDone, ev.TilesTotal))
+		if ev.Parts > 0 {
+			bar.Describe(fmt.Sprintf("scenes (%s: tile %d/%d)", name, ev.Part, ev.Parts))
 		} else {
 			bar.Describe("scenes")
 		}
-		_ = bar.Set(ev.ScenesDone)
-		if ev.ScenesDone == ev.ScenesTotal && ev.TilesTotal == 0 {
+		_ = bar.Set64(ev.Done)
+		if ev.Done == ev.Total && ev.Parts == 0 {
 			_ = bar.Finish()
 		}
 	}

@@ -12,11 +12,12 @@ import (
 	"time"
 
 	"github.com/pnec/pnec/geo"
-	"github.com/pnec/pnec/internal/progress"
+	termbar "github.com/pnec/pnec/internal/progress"
 	"github.com/pnec/pnec/internal/samefile"
 	"github.com/pnec/pnec/internal/tempfiles"
 	"github.com/pnec/pnec/model"
 	"github.com/pnec/pnec/processor"
+	"github.com/pnec/pnec/progress"
 	"github.com/pnec/pnec/tiling"
 	"github.com/schollz/progressbar/v3"
 	"github.com/urfave/cli/v2"
@@ -219,8 +220,9 @@ func classifyAction(c *cli.Context) error {
 	if c.Bool("verbose") {
 		opts.Logger = slog.New(slog.NewTextHandler(stderr, nil))
 	}
+	var report progress.Func
 	if !quiet {
-		opts.OnProgress = progressReporter(stderr, scene)
+		report = progressReporter(stderr, scene)
 	}
 
 	m, err := model.Load(c.String("model"))
@@ -241,7 +243,7 @@ func classifyAction(c *cli.Context) error {
 		return coError(err)
 	}
 	defer cl.Close()
-	res, err := cl.ClassifyMasked(c.Context, scene, mask, out)
+	res, err := cl.Run(c.Context, processor.Request{Scene: scene, Mask: mask, Out: out, Progress: report})
 	if err != nil {
 		return bandHint(err)
 	}
@@ -338,22 +340,22 @@ func lockOutput(out string, inputs []samefile.Named, stderr io.Writer) (*tempfil
 
 // progressReporter shows pixels done, pixels/s and the time left: a bar on
 // a terminal, a line per tile otherwise (for logs).
-func progressReporter(w io.Writer, scene string) func(processor.Progress) {
-	if progress.IsTerminal(w) {
+func progressReporter(w io.Writer, scene string) progress.Func {
+	if termbar.IsTerminal(w) {
 		var bar *progressbar.ProgressBar
-		return func(p processor.Progress) {
+		return func(ev progress.Event) {
 			if bar == nil {
-				bar = progress.New(w, p.PixelsAll, progress.Options{
+				bar = termbar.New(w, ev.Total, termbar.Options{
 					Description: "classify " + filepath.Base(scene), Units: "px", Throttle: 200 * time.Millisecond})
 			}
-			_ = bar.Set64(p.Pixels)
-			if p.Tile == p.Tiles {
+			_ = bar.Set64(ev.Done)
+			if ev.Part == ev.Parts {
 				_ = bar.Finish()
 			}
 		}
 	}
-	return func(p processor.Progress) {
-		fmt.Fprintf(w, "classify %s: %s\n", scene, p)
+	return func(ev progress.Event) {
+		fmt.Fprintf(w, "classify %s: %s\n", scene, ev.Message)
 	}
 }
 

@@ -93,11 +93,7 @@ func experimentAction(c *cli.Context) error {
 		total := trainings * cfg.Epochs
 		rep := newEpochReporter(stderrOf(c), total, "experiment")
 		defer rep.finish()
-		opts.Progress = func(p evaluation.ExperimentProgress) {
-			step := p.Trainings*cfg.Epochs + p.Epoch.Epoch
-			rep.report(step, total, p.Epoch, fmt.Sprintf("%s run %d/%d seed %d epoch %d/%d",
-				p.Variant, p.Run, p.Runs, p.Seed, p.Epoch.Epoch, p.Epoch.Epochs))
-		}
+		opts.Progress = rep.report
 	}
 	if c.Bool("shift") {
 		if opts.Ablation {

@@ -12,10 +12,11 @@ import (
 	"time"
 
 	"github.com/pnec/pnec/evaluation"
-	"github.com/pnec/pnec/internal/progress"
+	termbar "github.com/pnec/pnec/internal/progress"
 	"github.com/pnec/pnec/internal/samefile"
 	"github.com/pnec/pnec/model"
 	"github.com/pnec/pnec/processor"
+	"github.com/pnec/pnec/progress"
 	"github.com/pnec/pnec/spectral"
 	"github.com/pnec/pnec/stac"
 	"github.com/schollz/progressbar/v3"
@@ -210,28 +211,36 @@ type epochReporter struct {
 
 func newEpochReporter(w io.Writer, total int, prefix string) *epochReporter {
 	r := &epochReporter{w: w, prefix: prefix}
-	if progress.IsTerminal(w) {
+	if termbar.IsTerminal(w) {
 		r.term = true
-		r.bar = progress.New(w, int64(total), progress.Options{Description: prefix, Width: 24})
+		r.bar = termbar.New(w, int64(total), termbar.Options{Description: prefix, Width: 24})
 	} else {
 		r.log = slog.New(slog.NewTextHandler(w, nil))
 	}
 	return r
 }
 
-// report shows one epoch; step is the bar position (epochs done overall)
-// and desc the text beside it.
-func (r *epochReporter) report(step, total int, e model.EpochStats, desc string) {
+// report shows one epoch: the bar at the epochs done (over an
+// experiment's trainings), the event's message beside it.
+func (r *epochReporter) report(ev progress.Event) {
+	loss, _ := ev.Metric("loss")
+	acc, _ := ev.Metric("train_acc")
 	if r.term {
 		// Set before Describe: each renders, and the last render must show both.
-		_ = r.bar.Set(step)
-		r.bar.Describe(fmt.Sprintf("%s %s loss %.4f train acc %5.1f%%", r.prefix, desc, e.Loss, 100*e.TrainAccuracy))
+		_ = r.bar.Set64(ev.Done)
+		r.bar.Describe(fmt.Sprintf("%s %s loss %.4f train acc %5.1f%%", r.prefix, ev.Message, loss, 100*acc))
 		return
 	}
-	every := max(1, e.Epochs/20)
-	if e.Epoch == 1 || e.Epoch == e.Epochs || e.Epoch%every == 0 {
-		r.log.Info(r.prefix, "progress", desc, "loss", fmt.Sprintf("%.4f", e.Loss),
-			"train_acc", fmt.Sprintf("%.4f", e.TrainAccuracy), "elapsed", e.Elapsed.Round(time.Second), "eta", e.ETA.Round(time.Second))
+	// A line every 5% of the training's epochs: an experiment's training
+	// is its event's parts, a training the event itself.
+	epoch, epochs := ev.Part, ev.Parts
+	if epochs == 0 {
+		epoch, epochs = int(ev.Done), int(ev.Total)
+	}
+	every := max(1, epochs/20)
+	if epoch == 1 || epoch == epochs || epoch%every == 0 {
+		r.log.Info(r.prefix, "progress", ev.Message, "loss", fmt.Sprintf("%.4f", loss),
+			"train_acc", fmt.Sprintf("%.4f", acc), "elapsed", ev.Elapsed.Round(time.Second), "eta", ev.ETA.Round(time.Second))
 	}
 }
 
@@ -313,9 +322,7 @@ func trainAction(c *cli.Context) error {
 	if !quiet {
 		rep := newEpochReporter(stderr, cfg.Epochs, "train")
 		defer rep.finish()
-		req.Options.Progress = func(e model.EpochStats) {
-			rep.report(e.Epoch, e.Epochs, e, fmt.Sprintf("epoch %d/%d", e.Epoch, e.Epochs))
-		}
+		req.Options.Progress = rep.report
 	}
 	res, err := evaluation.Train(c.Context, req)
 	if errors.Is(err, evaluation.ErrBandSelection) {

@@ -1,8 +1,9 @@
-// Package progress draws pnec's progress bars: one place that decides
-// whether a writer is an interactive terminal and builds the bar with the
-// options every command shares (count, elapsed time, time left, cleared
-// when done). Commands log a line per step instead where IsTerminal is
-// false, so that redirected output stays readable in logs.
+// Package progress draws pnec's progress bars, for the events of package
+// github.com/pnec/pnec/progress that cmd/pnec renders: one place that
+// decides whether a writer is an interactive terminal and builds the bar
+// with the options every command shares (count, elapsed time, time left,
+// cleared when done). Commands log a line per step instead where
+// IsTerminal is false, so that redirected output stays readable in logs.
 package progress
 
 import (

@@ -27,6 +27,7 @@ import (
 	"time"
 
 	"github.com/pnec/pnec/model"
+	"github.com/pnec/pnec/progress"
 	"github.com/pnec/pnec/tiling"
 )
 
@@ -116,13 +117,13 @@ func run(ctx context.Context, args []string) error {
 		var last time.Duration
 		lastCPU := cpuSeconds()
 		_, err := model.Train(ctx, s, labels, model.TrainOptions{Config: cfg, Backend: *backend,
-			Progress: func(e model.EpochStats) {
+			Progress: func(e progress.Event) {
 				d := e.Elapsed - last
 				last = e.Elapsed
 				c := cpuSeconds()
 				dc := c - lastCPU
 				lastCPU = c
-				if e.Epoch == 1 {
+				if e.Done == 1 {
 					res.FirstS = d.Seconds()
 					if err := startProfile(); err != nil {
 						fmt.Fprintln(os.Stderr, "netbench: cpu profile:", err)
