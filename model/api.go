@@ -248,9 +248,12 @@ type TrainOptions struct {
 	ClassNames map[int]string   // optional, by class value
 	Colors     map[int][3]uint8 // optional, by class value; a built-in palette fills the rest
 	Backend    string           // "" = default (see NewPredictor)
-	// MaxMemoryBytes, when positive, is the memory the run may use: Train
-	// returns a *MemoryError before it allocates anything large when
-	// its estimate (trainBytes) is above it (a --hidden of 100000 once tried to
+	// MaxMemoryBytes is the memory the run may use, bytes; 0 = the
+	// default, all the memory the process may use (physical or its cgroup
+	// limit: internal/resources/memory.TrainBudget, the one rule for
+	// budgets; unchecked where neither can be read). Train returns a
+	// *MemoryError before it allocates anything large when its estimate
+	// (trainBytes) is above it (a --hidden of 100000 once tried to
 	// allocate 360 GB).
 	MaxMemoryBytes int64
 	// Bands is recorded in the model file as the training scene's band set

@@ -2,7 +2,10 @@ package model
 
 import (
 	"errors"
+	"strings"
 	"testing"
+
+	"github.com/pnec/pnec/internal/resources/memory"
 )
 
 // TestTrainOptionsDefaults: each zero field takes its default on its own
@@ -119,5 +122,16 @@ func TestEstimateTrainBytes(t *testing.T) {
 	var me *MemoryError
 	if !errors.As(err, &me) || me.LimitBytes != 8<<30 || me.NeedBytes < 1<<40 {
 		t.Errorf("Train with hidden 100000 under 8 GiB: %v, want a *MemoryError", err)
+	}
+	// The one rule for budgets (memory.TrainBudget): 0 is the default, all
+	// the memory the process may use, not "unchecked"; negative is refused.
+	if usable := memory.TrainBudget(0); usable > 0 {
+		_, err = Train(t.Context(), s, labels, TrainOptions{Config: Config{Hidden: 100000}})
+		if !errors.As(err, &me) || me.LimitBytes != usable {
+			t.Errorf("Train with hidden 100000 and no budget: %v, want a *MemoryError under %d bytes", err, usable)
+		}
+	}
+	if _, err = Train(t.Context(), s, labels, TrainOptions{MaxMemoryBytes: -1}); err == nil || !strings.Contains(err.Error(), "must be 0 (default) or positive") {
+		t.Errorf("Train with a budget of -1 byte: %v, want it refused", err)
 	}
 }

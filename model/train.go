@@ -17,6 +17,7 @@ import (
 	. "github.com/gomlx/gomlx/core/graph" //nolint:revive // graph DSL
 	"github.com/gomlx/gomlx/core/tensors"
 
+	"github.com/pnec/pnec/internal/resources/memory"
 	"github.com/pnec/pnec/progress"
 )
 
@@ -219,8 +220,11 @@ func Train(ctx context.Context, s Scene, labels []int32, opts TrainOptions) (m *
 	if err != nil {
 		return nil, fmt.Errorf("train: %w", err)
 	}
-	if need := trainBytes(d, cfg, s.Rows, s.Cols); opts.MaxMemoryBytes > 0 && need > opts.MaxMemoryBytes {
-		return nil, fmt.Errorf("train: %w", &MemoryError{NeedBytes: need, LimitBytes: opts.MaxMemoryBytes})
+	if opts.MaxMemoryBytes < 0 {
+		return nil, fmt.Errorf("train: memory budget %d bytes: must be 0 (default) or positive", opts.MaxMemoryBytes)
+	}
+	if need, budget := trainBytes(d, cfg, s.Rows, s.Cols), memory.TrainBudget(opts.MaxMemoryBytes); budget > 0 && need > budget {
+		return nil, fmt.Errorf("train: %w", &MemoryError{NeedBytes: need, LimitBytes: budget})
 	}
 	lo, hi, err := bandStretch(s)
 	if err != nil {

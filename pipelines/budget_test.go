@@ -7,7 +7,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/pnec/pnec/processor"
+	"github.com/pnec/pnec/internal/resources/memory"
 )
 
 // TestRunDividesBudget: --jobs N splits the memory budget N ways, the
@@ -30,12 +30,12 @@ func TestRunDividesBudget(t *testing.T) {
 			}
 			whole := tc.budget
 			if whole == 0 {
-				whole = processor.DefaultMaxMemoryBytes()
+				whole = memory.DefaultBudget()
 			}
 			want := whole / int64(sum.Jobs)
 			// The default reads MemAvailable, which moves between two reads.
 			if d := sum.MaxMemoryBytesPerJob - want; d > want/20 || d < -want/20 {
-				t.Errorf("%d jobs got %s each, want %s / %d", sum.Jobs, processor.FormatBytes(sum.MaxMemoryBytesPerJob), processor.FormatBytes(whole), sum.Jobs)
+				t.Errorf("%d jobs got %s each, want %s / %d", sum.Jobs, memory.FormatBytes(sum.MaxMemoryBytesPerJob), memory.FormatBytes(whole), sum.Jobs)
 			}
 			if sum.Jobs != min(tc.jobs, sum.Scenes) {
 				t.Errorf("%d jobs, want %d", sum.Jobs, tc.jobs)

@@ -18,6 +18,7 @@ import (
 
 	"github.com/pnec/pnec/geo"
 	"github.com/pnec/pnec/internal/oneline"
+	"github.com/pnec/pnec/internal/resources/memory"
 	"github.com/pnec/pnec/internal/samefile"
 	"github.com/pnec/pnec/internal/tempfiles"
 	"github.com/pnec/pnec/model"
@@ -83,7 +84,8 @@ type Config struct {
 	// get absolute self links under it; "" = none.
 	STACBaseURL string
 	// Options are passed to every Classifier; MaxMemoryBytes is the budget of
-	// the whole run and is divided among the jobs.
+	// the whole run (0 = the default, as for a Classifier) and is divided
+	// among the jobs.
 	Options processor.Options
 	// Report receives one JSON line (SceneReport) per scene; nil = none.
 	Report io.Writer
@@ -227,7 +229,7 @@ func (s Summary) String() string {
 	out := fmt.Sprintf("%d scenes: %d done, %d skipped (up to date), %d failed, %d busy; %d pixels in %s with %d jobs on backend %s",
 		s.Scenes, s.Done, s.Skipped, s.Failed, s.Busy, s.Pixels, s.Elapsed.Round(time.Millisecond), s.Jobs, backend)
 	if s.MaxMemoryBytesPerJob > 0 {
-		out += fmt.Sprintf(", memory budget %s per job", processor.FormatBytes(s.MaxMemoryBytesPerJob))
+		out += fmt.Sprintf(", memory budget %s per job", memory.FormatBytes(s.MaxMemoryBytesPerJob))
 	}
 	if s.Stopped > 0 {
 		out += fmt.Sprintf("; %d stopped before they finished", s.Stopped)
@@ -453,10 +455,7 @@ func jobsAndOptions(cfg Config, m *model.Model, scenes int, log *slog.Logger, su
 	sum.Jobs, sum.Backend = jobs, backend
 	// The budget, given or the default (which respects cgroup limits), is
 	// the whole process's: each job gets its share.
-	if opts.MaxMemoryBytes <= 0 {
-		opts.MaxMemoryBytes = processor.DefaultMaxMemoryBytes()
-	}
-	opts.MaxMemoryBytes /= int64(jobs)
+	opts.MaxMemoryBytes = memory.Budget(opts.MaxMemoryBytes) / int64(jobs)
 	sum.MaxMemoryBytesPerJob = opts.MaxMemoryBytes
 	if opts.Logger == nil {
 		opts.Logger = log
@@ -771,10 +770,7 @@ func chooseJobs(m *model.Model, jobs int, o processor.Options, scenes int) (int,
 	if b.OnDevice() {
 		return 1, b, nil
 	}
-	budget := o.MaxMemoryBytes
-	if budget <= 0 {
-		budget = processor.DefaultMaxMemoryBytes()
-	}
+	budget := memory.Budget(o.MaxMemoryBytes)
 	t := processor.CanonicalTile
 	per, err := processor.SmallestBudget(t, t, m.Bands(), m, o)
 	if err != nil || per <= 0 || budget <= 0 {

@@ -19,8 +19,11 @@ type Options struct {
 	// Backend names the compute backend ("" = model.NewPredictor's default:
 	// XLA when a PJRT plugin is installed, else the pure-Go backend).
 	Backend string
-	// MaxMemoryBytes is the memory budget the run holds to; 0 =
-	// DefaultMaxMemoryBytes (a fraction of physical memory). It decides how
+	// MaxMemoryBytes is the memory budget the run holds to, bytes; 0 = the
+	// default (half of the memory the process may use, physical or its
+	// cgroup limit, at most 80% of what was available when the process
+	// started: the one rule of internal/resources/memory.Budget), negative
+	// is refused. It decides how
 	// many tiles are in flight, never the plan (and so never the map); one
 	// that cannot hold one tile is refused with a *BudgetError.
 	MaxMemoryBytes int64

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/pnec/pnec/geo"
+	"github.com/pnec/pnec/internal/resources/memory"
 	"github.com/pnec/pnec/model"
 	"github.com/pnec/pnec/tiling"
 )
@@ -52,7 +53,7 @@ func gridTile(opts Options) int {
 // inputs padded to the ladder (tiling.LadderStep). m supplies the
 // network's memory estimate, class count and recovery window; with m nil a
 // generic estimate is used. The budget (opts.MaxMemoryBytes, 0 =
-// DefaultMaxMemoryBytes) never changes the plan: one that cannot hold one
+// memory.DefaultBudget) never changes the plan: one that cannot hold one
 // tile in flight is refused with a *BudgetError naming the smallest budget
 // that works. It returns the plan and the budget. The info's sample size
 // and block layout size the block cache.
@@ -79,16 +80,14 @@ func PlannedBytes(plan tiling.Plan, info geo.Info, m *model.Model, opts Options)
 	return newSceneCost(info, m, opts).planBytes(plan, tiling.MaxInFlight)
 }
 
-// Flight is how many tiles of plan the budget (0 = DefaultMaxMemoryBytes)
+// Flight is how many tiles of plan the budget (0 = memory.DefaultBudget)
 // holds in flight on the host, at most tiling.MaxInFlight, and the memory
 // model's peak for that many; with dev (the zero value: no accelerator)
 // also how many the device holds. The plan was refused before when not
 // even one fits (planScene); a device that cannot hold one tile is an
 // error wrapping tiling.ErrDevice.
 func Flight(plan tiling.Plan, info geo.Info, m *model.Model, opts Options, budget int64, dev tiling.DeviceMemory) (tiling.Flight, int64, error) {
-	if budget == 0 {
-		budget = DefaultMaxMemoryBytes()
-	}
+	budget = memory.Budget(budget)
 	c := newSceneCost(info, m, opts)
 	f, err := tiling.PlanFlight(budget, func(n int) int64 { return c.planBytes(plan, n) }, dev)
 	if errors.Is(err, tiling.ErrBudget) {
@@ -147,10 +146,7 @@ func recoveryWindow(m *model.Model) int {
 }
 
 func planScene(info geo.Info, m *model.Model, opts Options, lazy bool) (tiling.Plan, int64, error) {
-	budget := opts.MaxMemoryBytes
-	if budget == 0 {
-		budget = DefaultMaxMemoryBytes()
-	}
+	budget := memory.Budget(opts.MaxMemoryBytes)
 	p, err := planGrid(info, m, opts, lazy)
 	if err != nil {
 		return p, budget, err
@@ -272,7 +268,7 @@ type BudgetError struct {
 func (e *BudgetError) Error() string {
 	note := ""
 	if e.WriteBytes > 0 {
-		note = fmt.Sprintf(", %s of it to compress the COG's tiles of the BLOCKSIZE creation option", FormatBytes(e.WriteBytes))
+		note = fmt.Sprintf(", %s of it to compress the COG's tiles of the BLOCKSIZE creation option", memory.FormatBytes(e.WriteBytes))
 	}
 	// The need is rounded up, as NeedSize: "at least 2.0 GiB, the budget
 	// is 2.0 GiB" read as a contradiction where 2.02 GiB were needed.
@@ -282,10 +278,10 @@ func (e *BudgetError) Error() string {
 	}
 	if e.Whole {
 		return fmt.Sprintf("%v: the whole %dx%d scene (cols x rows) of %d bands runs as one %dx%d tile, which needs at least %s%s, the budget is %s",
-			tiling.ErrBudget, e.Cols, e.Rows, e.Bands, e.TileCols, e.TileRows, need, note, FormatBytes(e.BudgetBytes))
+			tiling.ErrBudget, e.Cols, e.Rows, e.Bands, e.TileCols, e.TileRows, need, note, memory.FormatBytes(e.BudgetBytes))
 	}
 	return fmt.Sprintf("%v: %dx%d tiles of a scene %d px wide with %d bands need at least %s (one tile in flight%s), the budget is %s",
-		tiling.ErrBudget, e.TileCols, e.TileRows, e.Cols, e.Bands, need, note, FormatBytes(e.BudgetBytes))
+		tiling.ErrBudget, e.TileCols, e.TileRows, e.Cols, e.Bands, need, note, memory.FormatBytes(e.BudgetBytes))
 }
 
 func (e *BudgetError) Unwrap() error { return tiling.ErrBudget }

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/pnec/pnec/internal/fixture"
+	"github.com/pnec/pnec/internal/resources/memory"
 	"github.com/pnec/pnec/model"
 	"github.com/pnec/pnec/tiling"
 )
@@ -236,17 +237,17 @@ func TestSameMapAnyBudget(t *testing.T) {
 		res, err := c.Run(context.Background(), Request{Scene: scene, Out: out})
 		c.Close()
 		if err != nil {
-			t.Fatalf("budget %s: %v", FormatBytes(budget), err)
+			t.Fatalf("budget %s: %v", memory.FormatBytes(budget), err)
 		}
 		p := readProduct(t, out)
 		b := productBytes(p)
-		t.Logf("budget %s: %s, %+v", FormatBytes(budget), res.Plan, res.Flight)
+		t.Logf("budget %s: %s, %+v", memory.FormatBytes(budget), res.Plan, res.Flight)
 		if i == 0 {
 			first, firstPlan = b, res.Plan
 			continue
 		}
 		if res.Plan != firstPlan || !bytes.Equal(b, first) {
-			t.Errorf("budget %s: plan %q and its product differ from the smallest budget's (%q)", FormatBytes(budget), res.Plan, firstPlan)
+			t.Errorf("budget %s: plan %q and its product differ from the smallest budget's (%q)", memory.FormatBytes(budget), res.Plan, firstPlan)
 		}
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"syscall"
 
 	"github.com/pnec/pnec/geo"
+	"github.com/pnec/pnec/internal/resources/memory"
 	"github.com/pnec/pnec/model"
 )
 
@@ -57,23 +58,9 @@ func checkSpace(scene, out string, spec geo.ProductSpec) error {
 	free := int64(fs.Bavail) * int64(fs.Bsize)
 	if need > free {
 		return fmt.Errorf("%s: %dx%d pixels (cols x rows): its product %s needs at least %s while written, %s has %s free: %w",
-			scene, spec.Cols, spec.Rows, filepath.Base(out), FormatBytes(need), dir, FormatBytes(free), ErrNoSpace)
+			scene, spec.Cols, spec.Rows, filepath.Base(out), memory.FormatBytes(need), dir, memory.FormatBytes(free), ErrNoSpace)
 	}
 	return nil
-}
-
-// FormatBytes writes n bytes with a binary unit: "512 B", "1.5 KiB", "1.8 TiB".
-func FormatBytes(n int64) string {
-	const unit = 1024
-	if n < unit {
-		return fmt.Sprintf("%d B", n)
-	}
-	div, exp := int64(unit), 0
-	for m := n / unit; m >= unit; m /= unit {
-		div *= unit
-		exp++
-	}
-	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
 }
 
 // signalCheck watches the tiles as they are read for the two kinds of

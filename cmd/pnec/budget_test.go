@@ -14,6 +14,7 @@ import (
 
 	"github.com/pnec/pnec/geo"
 	"github.com/pnec/pnec/internal/fixture"
+	"github.com/pnec/pnec/internal/resources/memory"
 	"github.com/pnec/pnec/model"
 	"github.com/pnec/pnec/processor"
 )
@@ -68,7 +69,7 @@ func TestBudgetHolds(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
 			scene := bigFixtureScene(t, dir, tc.rows, tc.cols)
-			budget, _ := processor.ParseBytes(tc.budget)
+			budget, _ := memory.ParseBytes(tc.budget)
 			// A recalibrated memory model may need more for the smallest
 			// plan (64 px tiles): keep the budget above that, so the test
 			// checks the budget holds rather than the calibration's level.
@@ -109,10 +110,10 @@ func classifyWithinBudget(t *testing.T, bin, modelPath, scene, dir string, budge
 		t.Fatalf("%v\n%s", err, tail(string(out), 2000))
 	}
 	peak := cmd.ProcessState.SysUsage().(*syscall.Rusage).Maxrss << 10
-	t.Logf("peak RSS %s for --max-memory %s (%.2f)%s\n%s", processor.FormatBytes(peak), processor.FormatBytes(budget),
+	t.Logf("peak RSS %s for --max-memory %s (%.2f)%s\n%s", memory.FormatBytes(peak), memory.FormatBytes(budget),
 		float64(peak)/float64(budget), note, tail(string(out), 400))
 	if float64(peak) > 1.1*float64(budget) {
-		t.Errorf("peak RSS %s, more than 10%% over --max-memory %s", processor.FormatBytes(peak), processor.FormatBytes(budget))
+		t.Errorf("peak RSS %s, more than 10%% over --max-memory %s", memory.FormatBytes(peak), memory.FormatBytes(budget))
 	}
 }
 
@@ -140,7 +141,7 @@ func TestBudgetHoldsManySourceVRT(t *testing.T) {
 		t.Fatalf("Info.VRTSources = %d, want %d", info.VRTSources, want)
 	}
 	budget := smallestPlanBytes(t, modelPath, scene, processor.Options{}) * 5 / 4
-	classifyWithinBudget(t, bin, modelPath, scene, dir, budget, ", of which VRT sources "+processor.FormatBytes(processor.VRTSourcesBytes(info)))
+	classifyWithinBudget(t, bin, modelPath, scene, dir, budget, ", of which VRT sources "+memory.FormatBytes(processor.VRTSourcesBytes(info)))
 }
 
 // TestBudgetTooSmallNamesSmallest: a budget that cannot hold one tile is

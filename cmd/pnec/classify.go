@@ -13,6 +13,7 @@ import (
 
 	"github.com/pnec/pnec/geo"
 	termbar "github.com/pnec/pnec/internal/progress"
+	"github.com/pnec/pnec/internal/resources/memory"
 	"github.com/pnec/pnec/internal/samefile"
 	"github.com/pnec/pnec/internal/tempfiles"
 	"github.com/pnec/pnec/model"
@@ -138,7 +139,7 @@ func productOptions(c *cli.Context) (processor.Options, error) {
 func planOptions(c *cli.Context) (processor.Options, error) {
 	var o processor.Options
 	if s := c.String("max-memory"); s != "" {
-		n, err := processor.ParseBytes(s)
+		n, err := memory.ParseBytes(s)
 		if err != nil || n <= 0 {
 			return o, fmt.Errorf("--max-memory %s: want a positive size such as 4G or 512M", s)
 		}
@@ -394,7 +395,7 @@ func printSummary(w io.Writer, r processor.Result) {
 		r.Elapsed.Round(time.Millisecond), processor.SI(r.PixelsPerSecond()),
 		t.Read.Round(time.Millisecond), 100*rd, t.Network.Round(time.Millisecond), 100*nw,
 		t.Stitch.Round(time.Millisecond), 100*st, t.Write.Round(time.Millisecond), 100*wr)
-	fmt.Fprintf(w, "  memory budget %s, planned peak %s, %s\n", processor.FormatBytes(r.MaxMemoryBytes), processor.FormatBytes(r.PlannedBytes), describeFlight(r.Flight))
+	fmt.Fprintf(w, "  memory budget %s, planned peak %s, %s\n", memory.FormatBytes(r.MaxMemoryBytes), memory.FormatBytes(r.PlannedBytes), describeFlight(r.Flight))
 	fmt.Fprintf(w, "  model bands: %s\n", r.Bands)
 	if r.QualityMasks != "" {
 		fmt.Fprintf(w, "  quality masks: %s\n", r.QualityMasks)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/pnec/pnec/geo"
 	"github.com/pnec/pnec/internal/fixture"
+	"github.com/pnec/pnec/internal/resources/memory"
 	"github.com/pnec/pnec/model"
 	"github.com/pnec/pnec/processor"
 )
@@ -105,8 +106,8 @@ func TestBudgetHoldsWithBlockSize(t *testing.T) {
 		t.Fatalf("%v\n%s", err, out)
 	}
 	peak := cmd.ProcessState.SysUsage().(*syscall.Rusage).Maxrss << 10
-	t.Logf("peak RSS %s for --max-memory %s, the plan (%.2f)", processor.FormatBytes(peak), processor.FormatBytes(budget), float64(peak)/float64(budget))
+	t.Logf("peak RSS %s for --max-memory %s, the plan (%.2f)", memory.FormatBytes(peak), memory.FormatBytes(budget), float64(peak)/float64(budget))
 	if float64(peak) > 1.1*float64(budget) {
-		t.Errorf("peak RSS %s, more than 10%% over the planned %s", processor.FormatBytes(peak), processor.FormatBytes(budget))
+		t.Errorf("peak RSS %s, more than 10%% over the planned %s", memory.FormatBytes(peak), memory.FormatBytes(budget))
 	}
 }

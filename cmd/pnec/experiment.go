@@ -5,7 +5,6 @@ import (
 
 	"github.com/pnec/pnec/evaluation"
 	"github.com/pnec/pnec/model"
-	"github.com/pnec/pnec/processor"
 	"github.com/urfave/cli/v2"
 )
 
@@ -78,8 +77,7 @@ func experimentAction(c *cli.Context) error {
 	opts := evaluation.ExperimentOptions{
 		Runs: runs, FirstSeed: c.Int64("first-seed"), Ablation: c.Bool("ablation"),
 		Train: model.TrainOptions{Config: cfg, TrainPerClass: c.Int("train-per-class"),
-			SplitSeed: c.Int64("split-seed"), Backend: c.String("backend"), ClassNames: names,
-			MaxMemoryBytes: processor.ReadMemoryLimits("/").Usable()},
+			SplitSeed: c.Int64("split-seed"), Backend: c.String("backend"), ClassNames: names},
 		Eval: evaluation.EvalOptions{Backend: c.String("backend")},
 	}
 	if !c.Bool("quiet") {

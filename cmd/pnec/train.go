@@ -305,7 +305,6 @@ func trainAction(c *cli.Context) error {
 		Options: model.TrainOptions{
 			Config: cfg, TrainPerClass: c.Int("train-per-class"), SplitSeed: c.Int64("split-seed"),
 			Seed: c.Int64("seed"), ClassNames: names, Backend: c.String("backend"),
-			MaxMemoryBytes: processor.ReadMemoryLimits("/").Usable(),
 		},
 	}
 	if req.Radiometry, err = radiometryFromFlag(c); err != nil {

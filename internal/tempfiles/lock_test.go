@@ -15,8 +15,8 @@ func TestIsTempOf(t *testing.T) {
 		{".scene.tif.pnec-123456.tmp.tif", "scene", true}, // geo's product temporary
 		{".scene.tif.pnec-123456.tmp.tif.aux.xml", "scene", true},
 		{".scene.tif.pnec-2678848612.stage.tif", "scene", true},
-		{".scene.tif.pnec-1.stage.IMD", "scene", true},          // a sidecar GDAL wrote for a stage
-		{".scene.v2.tif.pnec-1.stage.tif", "scene", false},      // scene.v2's
+		{".scene.tif.pnec-1.stage.IMD", "scene", true},     // a sidecar GDAL wrote for a stage
+		{".scene.v2.tif.pnec-1.stage.tif", "scene", false}, // scene.v2's
 		{".scene.v2.tif.pnec-1.stage.tif", "scene.v2", true},
 		{"scene.tif.stage", "scene", false},
 		{".scene.json.pnec-tmp-0a1b2c3d", "scene", true}, // WriteFile

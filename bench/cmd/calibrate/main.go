@@ -31,6 +31,7 @@ import (
 	"time"
 
 	"github.com/pnec/pnec/geo"
+	"github.com/pnec/pnec/internal/resources/memory"
 	"github.com/pnec/pnec/model"
 	"github.com/pnec/pnec/processor"
 	"github.com/pnec/pnec/tiling"
@@ -169,7 +170,7 @@ func run(ctx context.Context, args []string) error {
 		smp := sample{runSpec: s, peak: peak, scratch: processor.StripScratchBytes(info, plan.TileCols), features: f, wall: time.Since(t0)}
 		samples = append(samples, smp)
 		fmt.Fprintf(os.Stderr, "calibrate: %d bands, %s encoder, %dx%d scene, %d px tiles (%s): peak %s in %s\n",
-			s.bands, s.encoder, s.cols, s.rows, s.tile, plan, processor.FormatBytes(peak), smp.wall.Round(time.Second))
+			s.bands, s.encoder, s.cols, s.rows, s.tile, plan, memory.FormatBytes(peak), smp.wall.Round(time.Second))
 	}
 	base := samples[0].peak // the tiny run holds almost no data and barely touches the cache
 	mm, resid := fit(samples[1:], base)

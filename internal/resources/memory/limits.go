@@ -1,4 +1,9 @@
-package processor
+// Package memory is where pnec's memory budget is decided: the limits on
+// this process's memory (physical memory, cgroups, what is available), the
+// default budget taken from them once per process, and the one rule for a
+// budget of 0 (Budget). It imports nothing of pnec, so every package that
+// takes a budget, the network's included, reads the rule from here.
+package memory
 
 import (
 	"bufio"
@@ -195,16 +200,41 @@ func readLimit(file string) (int64, bool) {
 	return v, true
 }
 
-// DefaultMaxMemoryBytes is the budget used when Options.MaxMemoryBytes is 0
-// (see MemoryLimits.DefaultBudget).
-// It is read once per process, so that every plan and every batch job
-// shares the same figure (MemAvailable moves all the time).
-func DefaultMaxMemoryBytes() int64 { return defaultBudget() }
+// DefaultBudget is the budget of a run that names none (see
+// MemoryLimits.DefaultBudget), bytes. It is read once per process, so that
+// every plan and every batch job shares the same figure (MemAvailable
+// moves all the time).
+func DefaultBudget() int64 { return defaultBudget() }
 
 var defaultBudget = sync.OnceValue(func() int64 {
 	b, _ := ReadMemoryLimits("/").DefaultBudget()
 	return b
 })
+
+// Budget is the one rule for a memory budget given as bytes, for every
+// package that takes one (processor.Options, pipelines.Config through it,
+// model.TrainOptions with TrainBudget): a positive figure is the budget,
+// 0 means the default, resolved here and nowhere else. A negative
+// figure is returned as it is, for the caller to refuse.
+func Budget(bytes int64) int64 {
+	if bytes == 0 {
+		return DefaultBudget()
+	}
+	return bytes
+}
+
+// TrainBudget is Budget for training, whose default is all the memory the
+// process may use (MemoryLimits.Usable): a training run holds one scene and
+// the network's activations and is refused before it starts only when its
+// estimate is above that (0 when the limits cannot be read: unchecked).
+func TrainBudget(bytes int64) int64 {
+	if bytes == 0 {
+		return usable()
+	}
+	return bytes
+}
+
+var usable = sync.OnceValue(func() int64 { return ReadMemoryLimits("/").Usable() })
 
 // ParseBytes reads a memory size: a plain number of bytes or one with a
 // suffix K, M, G, T (powers of 1024; KiB/MiB/GiB/TiB and KB/MB/GB/TB are
@@ -228,4 +258,18 @@ func ParseBytes(s string) (int64, error) {
 		return 0, &strconv.NumError{Func: "ParseBytes", Num: s, Err: strconv.ErrSyntax}
 	}
 	return int64(v * mult), nil
+}
+
+// FormatBytes writes n bytes with a binary unit: "512 B", "1.5 KiB", "1.8 TiB".
+func FormatBytes(n int64) string {
+	const unit = 1024
+	if n < unit {
+		return fmt.Sprintf("%d B", n)
+	}
+	div, exp := int64(unit), 0
+	for m := n / unit; m >= unit; m /= unit {
+		div *= unit
+		exp++
+	}
+	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
 }

@@ -1,4 +1,4 @@
-package processor
+package memory
 
 import (
 	"os"
@@ -93,5 +93,22 @@ func TestReadMemoryLimits(t *testing.T) {
 				t.Errorf("reason %q does not say %q", why, tc.budgetWhy)
 			}
 		})
+	}
+}
+
+func TestParseBytes(t *testing.T) {
+	tests := []struct {
+		in   string
+		want int64
+		ok   bool
+	}{
+		{"1024", 1024, true}, {"512M", 512 << 20, true}, {"4GiB", 4 << 30, true}, {"1.5g", 3 << 29, true},
+		{"2 KB", 2048, true}, {"", 0, false}, {"lots", 0, false}, {"-1G", 0, false}, {"G", 0, false},
+	}
+	for _, tt := range tests {
+		got, err := ParseBytes(tt.in)
+		if (err == nil) != tt.ok || got != tt.want {
+			t.Errorf("ParseBytes(%q) = %d, %v; want %d, ok=%v", tt.in, got, err, tt.want, tt.ok)
+		}
 	}
 }
