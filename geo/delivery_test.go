@@ -182,14 +182,7 @@ func validCount(t *testing.T, s *geo.Scene, plan *spectral.Plan) int {
 // flag every pixel, never mask anything. Issue 31, defect 1.
 func TestEnMAPPixelMaskPerBand(t *testing.T) {
 	d, err := fixture.WriteEnMAP(t.TempDir(), fixture.EnMAPOptions{Seed: 4, Defects: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := geo.Open(d.Path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := openDelivery(t, d, err)
 	footprint := fixture.Rows*fixture.Cols - d.NoData
 	if err := s.UseProductQualityMasks(); err != nil {
 		t.Fatal(err)
@@ -238,14 +231,7 @@ func TestEnMAPBadBandsWithoutStatistics(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			d, err := fixture.WriteEnMAP(t.TempDir(), tc.o)
-			if err != nil {
-				t.Fatal(err)
-			}
-			s, err := geo.Open(d.Path)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer s.Close()
+			s := openDelivery(t, d, err)
 			in := s.Info()
 			checkDelivery(t, in, d, geo.ProductEnMAPL2A)
 			wantSource := "bandStatistics"
@@ -276,14 +262,7 @@ func TestEnMAPBadBandsWithoutStatistics(t *testing.T) {
 
 func TestOpenDESIS(t *testing.T) {
 	d, err := fixture.WriteDESIS(t.TempDir(), fixture.DESISOptions{Seed: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := geo.Open(d.Path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := openDelivery(t, d, err)
 	in := s.Info()
 	checkDelivery(t, in, d, geo.ProductDESISL2A)
 	if in.Scale[7] != 1e-4 || !in.HasNoData[0] || in.NoData[0] != -32768 || in.SpectralSource != "ENVI header beside the GeoTIFF" {
@@ -298,14 +277,7 @@ func TestOpenDESIS(t *testing.T) {
 
 func TestOpenAVIRISNG(t *testing.T) {
 	d, err := fixture.WriteAVIRISNG(t.TempDir(), fixture.AVIRISOptions{Seed: 1, RotateDeg: 30})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := geo.Open(d.Path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := openDelivery(t, d, err)
 	in := s.Info()
 	gt := in.GeoTransform
 	for i := range gt {
@@ -319,6 +291,32 @@ func TestOpenAVIRISNG(t *testing.T) {
 		t.Errorf("valid fraction %v (%v), want 1 (the bad bands' -9999 makes no pixel invalid)", f, err)
 	}
 	checkReflectance(t, s, d)
+}
+
+// openDelivery opens the delivery a fixture writer returned with err
+// (skipped as skipWithout says) and closes it when the test ends.
+func openDelivery(t *testing.T, d fixture.Delivery, err error) *geo.Scene {
+	t.Helper()
+	skipWithout(t, err)
+	s, err := geo.Open(d.Path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+// openRefused opens the delivery a fixture writer returned with err
+// (skipped as skipWithout says), which must be refused, and returns why.
+func openRefused(t *testing.T, d fixture.Delivery, err error) error {
+	t.Helper()
+	skipWithout(t, err)
+	s, err := geo.Open(d.Path)
+	if err == nil {
+		s.Close()
+		t.Fatal("opened; want the file refused")
+	}
+	return err
 }
 
 // skipWithout skips a test whose fixture needs a Python module.
@@ -339,12 +337,7 @@ func skipWithout(t *testing.T, err error) {
 // and the mask file beside it is the product's mask.
 func TestOpenEMIT(t *testing.T) {
 	d, err := fixture.WriteEMIT(t.TempDir(), fixture.EMITOptions{Seed: 1, Mask: true})
-	skipWithout(t, err)
-	s, err := geo.Open(d.Path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := openDelivery(t, d, err)
 	in := s.Info()
 	checkDelivery(t, in, d, geo.ProductEMITL2A)
 	if in.Metadata["ACQUISITIONDATETIME"] == "" {
@@ -410,12 +403,7 @@ func checkDecimated(t *testing.T, s *geo.Scene, full geo.Block) {
 
 func TestOpenPRISMA(t *testing.T) {
 	d, err := fixture.WritePRISMA(t.TempDir(), fixture.PRISMAOptions{Seed: 1})
-	skipWithout(t, err)
-	s, err := geo.Open(d.Path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := openDelivery(t, d, err)
 	in := s.Info()
 	checkDelivery(t, in, d, geo.ProductPRISMAL2D)
 	if in.Bands != 63+171 || math.Abs(in.Scale[0]-(1.15-0.012)/65535) > 1e-9 || math.Abs(in.Scale[in.Bands-1]-(0.85-0.005)/65535) > 1e-9 ||
@@ -440,12 +428,7 @@ func TestOpenPRISMA(t *testing.T) {
 
 func TestOpenTanager(t *testing.T) {
 	d, err := fixture.WriteTanager(t.TempDir(), fixture.TanagerOptions{Seed: 1, Cloud: true})
-	skipWithout(t, err)
-	s, err := geo.Open(d.Path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := openDelivery(t, d, err)
 	in := s.Info()
 	checkDelivery(t, in, d, geo.ProductTanagerSR)
 	if got := in.Metadata["ACQUISITIONDATETIME"]; got != fixture.TanagerAcquired {
@@ -467,12 +450,7 @@ func TestOpenTanager(t *testing.T) {
 
 func TestOpenAVIRIS3NetCDF(t *testing.T) {
 	d, err := fixture.WriteAVIRIS3NC(t.TempDir(), fixture.AVIRIS3Options{Seed: 1})
-	skipWithout(t, err)
-	s, err := geo.Open(d.Path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := openDelivery(t, d, err)
 	checkDelivery(t, s.Info(), d, geo.ProductAVIRIS3)
 	want := 1 - float64(d.NoData)/float64(fixture.Rows*fixture.Cols)
 	if f, err := s.ValidFraction(context.Background()); err != nil || f != want {
@@ -508,12 +486,7 @@ func TestGeoTIFFWithForeignHDR(t *testing.T) {
 // Issue 31, defect 5.
 func TestEMITMissingMaskNamed(t *testing.T) {
 	d, err := fixture.WriteEMIT(t.TempDir(), fixture.EMITOptions{Seed: 1})
-	skipWithout(t, err)
-	s, err := geo.Open(d.Path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := openDelivery(t, d, err)
 	want := strings.Replace(filepath.Base(d.Path), "_L2A_RFL_", "_L2A_MASK_", 1)
 	err = s.UseProductQualityMasks()
 	if err == nil || !strings.Contains(err.Error(), want+" is not beside the reflectance file") || errors.Is(err, geo.ErrNoProductQualityMasks) {
@@ -526,12 +499,7 @@ func TestEMITMissingMaskNamed(t *testing.T) {
 // unchecked. Issue 31, defect 3.
 func TestEMITNaNWavelengthRefused(t *testing.T) {
 	d, err := fixture.WriteEMIT(t.TempDir(), fixture.EMITOptions{Seed: 1, NaNWavelength: 17})
-	skipWithout(t, err)
-	s, err := geo.Open(d.Path)
-	if err == nil {
-		s.Close()
-		t.Fatal("opened; want the file refused")
-	}
+	err = openRefused(t, d, err)
 	if !errors.Is(err, geo.ErrBandMetadata) || !strings.Contains(err.Error(), "band 17 the wavelength nan") {
 		t.Errorf("got %v, want ErrBandMetadata naming band 17", err)
 	}
@@ -542,12 +510,7 @@ func TestEMITNaNWavelengthRefused(t *testing.T) {
 // ZoneCode 32, which cannot say the hemisphere.
 func TestTanagerSouthernGrid(t *testing.T) {
 	d, err := fixture.WriteTanager(t.TempDir(), fixture.TanagerOptions{Seed: 2, South: true})
-	skipWithout(t, err)
-	s, err := geo.Open(d.Path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := openDelivery(t, d, err)
 	if in := s.Info(); in.EPSG != 32732 {
 		t.Errorf("EPSG:%d, want 32732 (the grid's epsg_code)", in.EPSG)
 	}
@@ -558,12 +521,7 @@ func TestTanagerSouthernGrid(t *testing.T) {
 // one line naming both, not read.
 func TestPRISMAInvalidScaleRefused(t *testing.T) {
 	d, err := fixture.WritePRISMA(t.TempDir(), fixture.PRISMAOptions{Seed: 1, ScaleSwirMax: 0.005})
-	skipWithout(t, err)
-	s, err := geo.Open(d.Path)
-	if err == nil {
-		s.Close()
-		t.Fatal("opened; want the file refused")
-	}
+	err = openRefused(t, d, err)
 	if !errors.Is(err, geo.ErrBandMetadata) || !strings.Contains(err.Error(), "L2ScaleSwirMin 0.005 and L2ScaleSwirMax 0.005") {
 		t.Errorf("got %v", err)
 	}

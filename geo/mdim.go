@@ -76,36 +76,13 @@ static GDALGroupH pnec_md_group(GDALGroupH root, const char *full) {
 	return g;
 }
 
-static char *pnec_md_read_f32(GDALMDArrayH a, const GUInt64 *start, const size_t *count, const GInt64 *step, float *buf, size_t n) {
+// pnec_md_read reads a hyperslab into buf (bytes long) as GDAL type dt.
+static char *pnec_md_read(GDALMDArrayH a, const GUInt64 *start, const size_t *count, const GInt64 *step, GDALDataType dt, void *buf, size_t bytes) {
 	pnec_quiet_hdf5();
 	CPLErrorReset();
 	CPLPushErrorHandler(CPLQuietErrorHandler);
-	GDALExtendedDataTypeH t = GDALExtendedDataTypeCreate(GDT_Float32);
-	int ok = GDALMDArrayRead(a, start, count, step, NULL, t, buf, buf, n * sizeof(float));
-	GDALExtendedDataTypeRelease(t);
-	char *err = ok ? NULL : pnec_errmsg();
-	CPLPopErrorHandler();
-	return err;
-}
-
-static char *pnec_md_read_f64(GDALMDArrayH a, const GUInt64 *start, const size_t *count, const GInt64 *step, double *buf, size_t n) {
-	pnec_quiet_hdf5();
-	CPLErrorReset();
-	CPLPushErrorHandler(CPLQuietErrorHandler);
-	GDALExtendedDataTypeH t = GDALExtendedDataTypeCreate(GDT_Float64);
-	int ok = GDALMDArrayRead(a, start, count, step, NULL, t, buf, buf, n * sizeof(double));
-	GDALExtendedDataTypeRelease(t);
-	char *err = ok ? NULL : pnec_errmsg();
-	CPLPopErrorHandler();
-	return err;
-}
-
-static char *pnec_md_read_i32(GDALMDArrayH a, const GUInt64 *start, const size_t *count, const GInt64 *step, int *buf, size_t n) {
-	pnec_quiet_hdf5();
-	CPLErrorReset();
-	CPLPushErrorHandler(CPLQuietErrorHandler);
-	GDALExtendedDataTypeH t = GDALExtendedDataTypeCreate(GDT_Int32);
-	int ok = GDALMDArrayRead(a, start, count, step, NULL, t, buf, buf, n * sizeof(int));
+	GDALExtendedDataTypeH t = GDALExtendedDataTypeCreate(dt);
+	int ok = GDALMDArrayRead(a, start, count, step, NULL, t, buf, buf, bytes);
 	GDALExtendedDataTypeRelease(t);
 	char *err = ok ? NULL : pnec_errmsg();
 	CPLPopErrorHandler();
@@ -395,6 +372,22 @@ func (a *mdArray) readError(msg *C.char) error {
 // readF32 reads the hyperslab (start, count, step; step nil = 1) into buf,
 // converted to float32, in the array's axis order (C order).
 func (a *mdArray) readF32(start, count, step []int, buf []float32) error {
+	return readSlab(a, start, count, step, buf, C.GDT_Float32)
+}
+
+// readF64 is readF32 into float64 (times in seconds since 1970, which
+// float32 would round to minutes).
+func (a *mdArray) readF64(start, count, step []int, buf []float64) error {
+	return readSlab(a, start, count, step, buf, C.GDT_Float64)
+}
+
+// readI32 is readF32 into int32 (geometry lookup tables).
+func (a *mdArray) readI32(start, count, step []int, buf []int32) error {
+	return readSlab(a, start, count, step, buf, C.GDT_Int32)
+}
+
+// readSlab is readF32 into values of GDAL type dt, the type of T.
+func readSlab[T float32 | float64 | int32](a *mdArray, start, count, step []int, buf []T, dt C.GDALDataType) error {
 	n, err := a.slabValues(start, count, step, len(buf))
 	if err != nil {
 		return err
@@ -402,30 +395,7 @@ func (a *mdArray) readF32(start, count, step []int, buf []float32) error {
 	cs, cc, cst, free := slabArgs(start, count, step)
 	defer free()
 	// The buffer is Go memory GDAL writes into during the call only.
-	return a.readError(C.pnec_md_read_f32(a.h, cs, cc, cst, (*C.float)(unsafe.Pointer(&buf[0])), C.size_t(n)))
-}
-
-// readF64 is readF32 into float64 (times in seconds since 1970, which
-// float32 would round to minutes).
-func (a *mdArray) readF64(start, count, step []int, buf []float64) error {
-	n, err := a.slabValues(start, count, step, len(buf))
-	if err != nil {
-		return err
-	}
-	cs, cc, cst, free := slabArgs(start, count, step)
-	defer free()
-	return a.readError(C.pnec_md_read_f64(a.h, cs, cc, cst, (*C.double)(unsafe.Pointer(&buf[0])), C.size_t(n)))
-}
-
-// readI32 is readF32 into int32 (geometry lookup tables).
-func (a *mdArray) readI32(start, count, step []int, buf []int32) error {
-	n, err := a.slabValues(start, count, step, len(buf))
-	if err != nil {
-		return err
-	}
-	cs, cc, cst, free := slabArgs(start, count, step)
-	defer free()
-	return a.readError(C.pnec_md_read_i32(a.h, cs, cc, cst, (*C.int)(unsafe.Pointer(&buf[0])), C.size_t(n)))
+	return a.readError(C.pnec_md_read(a.h, cs, cc, cst, dt, unsafe.Pointer(&buf[0]), C.size_t(n)*C.size_t(unsafe.Sizeof(buf[0]))))
 }
 
 // readString reads a scalar string array (HDF-EOS StructMetadata.0).

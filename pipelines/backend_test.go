@@ -41,10 +41,7 @@ func TestChooseJobsFollowsDefaultBackend(t *testing.T) {
 	// One core for the Go backend: a large batch is then faster on the GPU
 	// by MeasuredSpeed's figures, whatever the machine running the test.
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
-	m, err := model.Load(fixture.WavelengthModel(t, t.TempDir()))
-	if err != nil {
-		t.Fatal(err)
-	}
+	m := fixture.LoadModelFile(t, fixture.WavelengthModel(t, t.TempDir()))
 	const scenes = 1000
 	want, err := model.DecideBackend("", model.Job{Task: model.TaskClassify, Scenes: scenes})
 	if err != nil {

@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/pnec/pnec/internal/fixture"
-	"github.com/pnec/pnec/model"
 	"github.com/pnec/pnec/processor"
 	"github.com/pnec/pnec/progress"
 	"github.com/pnec/pnec/stac"
@@ -88,10 +87,7 @@ func TestRunModelItemHref(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
 			modelPath := writeFile(t, filepath.Join(dir, "models", "m.pnec"), string(b))
-			m, err := model.Load(modelPath)
-			if err != nil {
-				t.Fatal(err)
-			}
+			m := fixture.LoadModelFile(t, modelPath)
 			if err := stac.WriteModelItem(stac.ModelItemParams{Model: m, ModelPath: modelPath, ItemPath: stac.ModelItemPath(modelPath), BaseURL: tc.baseURL,
 				Datetime: time.Now(), Now: time.Now()}); err != nil {
 				t.Fatal(err)

@@ -21,10 +21,7 @@ func spectralModel(t *testing.T) *model.Model {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := model.Load(p)
-	if err != nil {
-		t.Fatal(err)
-	}
+	m := fixture.LoadModelFile(t, p)
 	return m
 }
 

@@ -542,14 +542,7 @@ func (p pointwise) Predict(ctx context.Context, s model.Scene) (model.Prediction
 func TestTiledEqualsWholeWithoutContext(t *testing.T) {
 	// Any model serves: the pointwise network replaces it; only its classes,
 	// band count and recovery parameters are used. The tiny shared one trains in seconds.
-	modelPath, err := fixture.ModelPath()
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := model.Load(modelPath)
-	if err != nil {
-		t.Fatal(err)
-	}
+	m := fixture.LoadModel(t)
 	dir := t.TempDir()
 	const rows, cols = 101, 90
 	data, _ := synthScene(rows, cols, m.Bands(), 3, 5)

@@ -82,14 +82,7 @@ func (g *graphPredictor) PredictRecovered(ctx context.Context, s model.Scene) (m
 
 func fixtureModel(t *testing.T) *model.Model {
 	t.Helper()
-	path, err := fixture.ModelPath()
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := model.Load(path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	m := fixture.LoadModel(t)
 	return m
 }
 
@@ -151,7 +144,7 @@ func sameProducts(t *testing.T, what, a, b string, tol float64) {
 // image failed runTiles' "input equals the scene" test and fell back to
 // the host recovery.
 func TestPaddedWholeRecoveredInGraph(t *testing.T) {
-	m := fixtureModel(t)
+	m := fixture.LoadModel(t)
 	dir := t.TempDir()
 	const rows, cols = 61, 50
 	scene := deviceScene(t, m, dir, rows, cols)
@@ -180,7 +173,7 @@ func TestPaddedWholeRecoveredInGraph(t *testing.T) {
 // real predictor stages its scene meanwhile); the product is the one of a
 // device that holds one tile at a time, and of the host-prepared run.
 func TestDeviceTilesOverlapCalls(t *testing.T) {
-	m := fixtureModel(t)
+	m := fixture.LoadModel(t)
 	dir := t.TempDir()
 	scene := deviceScene(t, m, dir, 150, 140)
 	opts := Options{TileSize: 64, Overlap: 16}

@@ -20,14 +20,7 @@ import (
 // a whole-image run does; a DriftCheck that refuses the scene leaves an
 // earlier product as it was.
 func TestClassifyDrift(t *testing.T) {
-	mp, err := fixture.ModelPath()
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := model.Load(mp)
-	if err != nil {
-		t.Fatal(err)
-	}
+	m := fixture.LoadModel(t)
 	dir := t.TempDir()
 	like := filepath.Join(dir, "like.tif")
 	if err := fixture.WriteScene(like, 2); err != nil {

@@ -115,6 +115,17 @@ func synthScene(rows, cols, bands, classes int, seed uint64) (data []float32, la
 }
 
 // writeScene writes data as a Float32 GeoTIFF with nodata fixNoData.
+// writeSynthScene writes synthScene(rows, cols, bands, classes, seed) on
+// fixture.GeoRef as path and returns path.
+func writeSynthScene(t *testing.T, path string, rows, cols, bands, classes int, seed uint64) string {
+	t.Helper()
+	data, _ := synthScene(rows, cols, bands, classes, seed)
+	if err := writeScene(path, rows, cols, bands, data, fixture.GeoRef); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
 func writeScene(path string, rows, cols, bands int, data []float32, ref geo.GeoRef) error {
 	return fixture.WriteFloat32(path, rows, cols, bands, data, ref, float64(fixNoData))
 }

@@ -12,7 +12,6 @@ import (
 
 	"github.com/pnec/pnec/geo"
 	"github.com/pnec/pnec/internal/fixture"
-	"github.com/pnec/pnec/model"
 )
 
 // TestClassifyMasked classifies a scene within a mask (a raster on the
@@ -22,21 +21,10 @@ import (
 // give the masked whole-image product exactly, and tiles wholly outside
 // the mask are not run.
 func TestClassifyMasked(t *testing.T) {
-	modelPath, err := fixture.ModelPath()
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := model.Load(modelPath)
-	if err != nil {
-		t.Fatal(err)
-	}
+	m := fixture.LoadModel(t)
 	dir := t.TempDir()
 	const rows, cols = 101, 90
-	data, _ := synthScene(rows, cols, m.Bands(), 3, 11)
-	scene := filepath.Join(dir, "scene.tif")
-	if err := writeScene(scene, rows, cols, m.Bands(), data, fixture.GeoRef); err != nil {
-		t.Fatal(err)
-	}
+	scene := writeSynthScene(t, filepath.Join(dir, "scene.tif"), rows, cols, m.Bands(), 3, 11)
 	insideAt := func(r, c int) bool { return c < 40 || (r >= 70 && r < 90 && c >= 60 && c < 80) }
 	mask := make([]float32, rows*cols)
 	for r := 0; r < rows; r++ {
@@ -131,14 +119,7 @@ func TestClassifyMasked(t *testing.T) {
 // TestClassifyMaskErrors: a mask that does not overlap the scene, or does
 // not open, fails before any work with the scene and the mask named.
 func TestClassifyMaskErrors(t *testing.T) {
-	modelPath, err := fixture.ModelPath()
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := model.Load(modelPath)
-	if err != nil {
-		t.Fatal(err)
-	}
+	m := fixture.LoadModel(t)
 	dir := t.TempDir()
 	scene := filepath.Join(dir, "scene.tif")
 	if err := fixture.WriteScene(scene, 2); err != nil {

@@ -11,7 +11,6 @@ import (
 
 	"github.com/pnec/pnec/internal/fixture"
 	"github.com/pnec/pnec/internal/resources/memory"
-	"github.com/pnec/pnec/model"
 	"github.com/pnec/pnec/tiling"
 )
 
@@ -21,14 +20,7 @@ import (
 // with a BudgetError naming it, and that figure is exact: it plans, a
 // byte less does not.
 func TestBudgetNeverChangesThePlan(t *testing.T) {
-	modelPath, err := fixture.ModelPath()
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := model.Load(modelPath)
-	if err != nil {
-		t.Fatal(err)
-	}
+	m := fixture.LoadModel(t)
 	for _, sz := range [][2]int{{2000, 2000}, {300, 260}, {349, 1905}, {5000, 200}} {
 		rows, cols := sz[0], sz[1]
 		t.Run(fmt.Sprintf("%dx%d", cols, rows), func(t *testing.T) {
@@ -73,15 +65,8 @@ func TestBudgetNeverChangesThePlan(t *testing.T) {
 // TestBudgetErrorNamesSmallest: the refusal of a budget too small for one
 // tile says what the plan needs, as cmd/pnec words it into --max-memory.
 func TestBudgetErrorNamesSmallest(t *testing.T) {
-	modelPath, err := fixture.ModelPath()
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := model.Load(modelPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, _, err = PlanSceneInfo(assumedInfo(10000, 10000, m.Bands()), m, Options{MaxMemoryBytes: 64 << 20})
+	m := fixture.LoadModel(t)
+	_, _, err := PlanSceneInfo(assumedInfo(10000, 10000, m.Bands()), m, Options{MaxMemoryBytes: 64 << 20})
 	var be *BudgetError
 	if !errors.As(err, &be) {
 		t.Fatalf("got %v, want a BudgetError", err)
@@ -125,21 +110,10 @@ func (p *sizedPredictor) SetDeviceTiles(n int) { p.told = append(p.told, n) }
 // device holds, and refuses the run before any tile when not even one
 // fits: no product, an error naming the device.
 func TestClassifyFitsTheDevice(t *testing.T) {
-	modelPath, err := fixture.ModelPath()
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := model.Load(modelPath)
-	if err != nil {
-		t.Fatal(err)
-	}
+	m := fixture.LoadModel(t)
 	dir := t.TempDir()
 	const rows, cols = 90, 101
-	data, _ := synthScene(rows, cols, m.Bands(), 3, 5)
-	scene := filepath.Join(dir, "scene.tif")
-	if err := writeScene(scene, rows, cols, m.Bands(), data, fixture.GeoRef); err != nil {
-		t.Fatal(err)
-	}
+	scene := writeSynthScene(t, filepath.Join(dir, "scene.tif"), rows, cols, m.Bands(), 3, 5)
 	const gib = int64(1) << 30
 	for _, tc := range []struct {
 		name   string
@@ -212,11 +186,7 @@ func TestSameMapAnyBudget(t *testing.T) {
 	f := getFixture(t)
 	dir := t.TempDir()
 	const rows, cols = 392, 436 // two tiles each way on the canonical grid
-	data, _ := synthScene(rows, cols, f.bands, fixClasses, 11)
-	scene := filepath.Join(dir, "scene.tif")
-	if err := writeScene(scene, rows, cols, f.bands, data, fixture.GeoRef); err != nil {
-		t.Fatal(err)
-	}
+	scene := writeSynthScene(t, filepath.Join(dir, "scene.tif"), rows, cols, f.bands, fixClasses, 11)
 	info := assumedInfo(rows, cols, f.bands)
 	var be *BudgetError
 	if _, _, err := PlanSceneInfo(info, f.model, Options{MaxMemoryBytes: 1}); !errors.As(err, &be) {
@@ -277,11 +247,7 @@ func TestGridMatchesForcedTile(t *testing.T) {
 	} {
 		scene := f.scene
 		if tc.rows != f.rows {
-			data, _ := synthScene(tc.rows, tc.cols, f.bands, fixClasses, 11)
-			scene = filepath.Join(dir, fmt.Sprintf("s%dx%d.tif", tc.cols, tc.rows))
-			if err := writeScene(scene, tc.rows, tc.cols, f.bands, data, fixture.GeoRef); err != nil {
-				t.Fatal(err)
-			}
+			scene = writeSynthScene(t, filepath.Join(dir, fmt.Sprintf("s%dx%d.tif", tc.cols, tc.rows)), tc.rows, tc.cols, f.bands, fixClasses, 11)
 		}
 		run := func(opts Options, name string) (Result, []byte) {
 			c, err := NewClassifier(f.model, opts)

@@ -36,14 +36,7 @@ func tinyModel(t *testing.T) *model.Model {
 	if testing.Short() {
 		t.Skip("trains the shared tiny model: skipped with -short")
 	}
-	p, err := fixture.ModelPath()
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := model.Load(p)
-	if err != nil {
-		t.Fatal(err)
-	}
+	m := fixture.LoadModel(t)
 	return m
 }
 

@@ -9,7 +9,6 @@ import (
 
 	"github.com/pnec/pnec/geo"
 	"github.com/pnec/pnec/internal/fixture"
-	"github.com/pnec/pnec/model"
 )
 
 // probFile is a probabilities file read back through GDAL.
@@ -84,14 +83,7 @@ func compareProbabilities(t *testing.T, what, want, got string) {
 // percents add up to 100 within rounding, no-data matches, and the
 // network's probabilities are not the recovered ones.
 func TestClassifyProbabilities(t *testing.T) {
-	modelPath, err := fixture.ModelPath()
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := model.Load(modelPath)
-	if err != nil {
-		t.Fatal(err)
-	}
+	m := fixture.LoadModel(t)
 	dir := t.TempDir()
 	scene := filepath.Join(dir, "scene.tif")
 	if err := fixture.WriteScene(scene, 3); err != nil {
@@ -157,14 +149,7 @@ func TestClassifyProbabilities(t *testing.T) {
 }
 
 func TestProbabilityOptionsErrors(t *testing.T) {
-	modelPath, err := fixture.ModelPath()
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := model.Load(modelPath)
-	if err != nil {
-		t.Fatal(err)
-	}
+	m := fixture.LoadModel(t)
 	for _, o := range []Options{
 		{TopK: 2},
 		{Probabilities: "smoothed"},
@@ -180,14 +165,7 @@ func TestProbabilityOptionsErrors(t *testing.T) {
 // TestPlanCountsProbabilities: the planner's estimate grows by the
 // probabilities output's buffers and block cache, more with more bands.
 func TestPlanCountsProbabilities(t *testing.T) {
-	modelPath, err := fixture.ModelPath()
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := model.Load(modelPath)
-	if err != nil {
-		t.Fatal(err)
-	}
+	m := fixture.LoadModel(t)
 	info := geo.Info{Rows: 4000, Cols: 6000, Bands: m.Bands(), SampleBytes: 4, BlockCols: 256, BlockRows: 256}
 	plain := Options{TileSize: 512, MaxMemoryBytes: 64 << 30}
 	plan, _, err := PlanSceneInfo(info, m, plain)

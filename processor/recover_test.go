@@ -42,26 +42,10 @@ func (d deviceRecovery) PredictRecovered(ctx context.Context, s model.Scene) (mo
 // recovery's. Tiled runs, and runs writing the network's probabilities
 // (which need P_up), keep the host recovery.
 func TestWholeSceneRecoveredOnDevice(t *testing.T) {
-	modelPath, err := fixture.ModelPath()
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := model.Load(modelPath)
-	if err != nil {
-		t.Fatal(err)
-	}
+	m := fixture.LoadModel(t)
 	dir := t.TempDir()
 	const rows, cols = 61, 50
-	data, _ := synthScene(rows, cols, m.Bands(), 3, 5)
-	for i := 0; i < rows*cols; i += 41 {
-		for b := 0; b < m.Bands(); b++ {
-			data[i*m.Bands()+b] = fixNoData
-		}
-	}
-	scene := filepath.Join(dir, "scene.tif")
-	if err := writeScene(scene, rows, cols, m.Bands(), data, fixture.GeoRef); err != nil {
-		t.Fatal(err)
-	}
+	scene := deviceScene(t, m, dir, rows, cols)
 	recovered := 0
 	run := func(device bool, opts Options, out string) {
 		c, err := NewClassifier(m, opts)

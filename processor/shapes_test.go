@@ -5,6 +5,7 @@ import (
 	"sort"
 	"testing"
 
+	"github.com/pnec/pnec/internal/fixture"
 	"github.com/pnec/pnec/model"
 	"github.com/pnec/pnec/tiling"
 )
@@ -16,7 +17,7 @@ import (
 // whole-scene (recovered) and tile calls told apart; a product of the
 // network's probabilities runs whole scenes unrecovered.
 func TestGridShapesAreThePlanners(t *testing.T) {
-	m := fixtureModel(t)
+	m := fixture.LoadModel(t)
 	sides := []int{1, 2, 5, 63, 64, 65, 100, 101, 127, 128, 129, 200, 255, 256, 300, 320, 321, 383, 384, 385, 400, 700, 767, 768, 1000, 2048, 10000}
 	for _, tc := range []struct {
 		name         string

@@ -12,7 +12,6 @@ import (
 	"github.com/pnec/pnec/geo"
 	"github.com/pnec/pnec/internal/fixture"
 	"github.com/pnec/pnec/internal/stacschema"
-	"github.com/pnec/pnec/model"
 )
 
 // TestModelItemValidates: the model's Item validates against STAC core
@@ -28,16 +27,8 @@ func TestModelItemValidates(t *testing.T) {
 	if err := fixture.WriteScene(scene, 1); err != nil {
 		t.Fatal(err)
 	}
-	sc, err := geo.Open(scene)
-	if err != nil {
-		t.Fatal(err)
-	}
-	info := sc.Info()
-	sc.Close()
-	m, err := model.Load(modelPath)
-	if err != nil {
-		t.Fatal(err)
-	}
+	info := fixture.SceneInfo(t, scene)
+	m := fixture.LoadModelFile(t, modelPath)
 	itemPath := ModelItemPath(modelPath)
 	for _, tc := range []struct {
 		name    string
@@ -130,10 +121,7 @@ func TestModelItemValidates(t *testing.T) {
 // TestModelItemValidates can fail.
 func TestMLMSchemaCatchesBadItems(t *testing.T) {
 	modelPath := fixture.Model(t)
-	m, err := model.Load(modelPath)
-	if err != nil {
-		t.Fatal(err)
-	}
+	m := fixture.LoadModelFile(t, modelPath)
 	item, err := BuildModelItem(ModelItemParams{Model: m, ModelPath: modelPath, ItemPath: ModelItemPath(modelPath), Datetime: time.Now(), Now: time.Now()})
 	if err != nil {
 		t.Fatal(err)
@@ -187,10 +175,7 @@ func TestModelNameValidates(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := model.Load(src)
-	if err != nil {
-		t.Fatal(err)
-	}
+	m := fixture.LoadModelFile(t, src)
 	s := stacschema.Store(t)
 	write := func(t *testing.T, modelPath, name string) (string, error) {
 		t.Helper()

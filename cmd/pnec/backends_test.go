@@ -20,10 +20,7 @@ func TestBackendsCacheAndPrecompile(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds pnec: skipped with -short")
 	}
-	modelPath, err := fixture.ModelPath()
-	if err != nil {
-		t.Fatal(err)
-	}
+	modelPath := fixture.ModelFile(t)
 	cache := filepath.Join(t.TempDir(), "cache")
 	r := runPnec(t, time.Minute, "backends", "--backend", "go", "--cache-dir", cache)
 	if r.code != 0 || !strings.Contains(r.stdout, "compile cache: "+cache+" (0 folders)") {

@@ -93,17 +93,7 @@ func runPnec(t *testing.T, limit time.Duration, args ...string) runResult {
 // writeTyped writes a GeoTIFF of the given type with the fixture georeference.
 func writeTyped(t *testing.T, path string, rows, cols, bands int, dt geo.DataType, nodata *float64, data []float32) {
 	t.Helper()
-	w, err := geo.CreateGeoTIFF(path, geo.RasterSpec{Cols: cols, Rows: rows, Bands: bands, DataType: dt, GeoRef: fixture.GeoRef, NoData: nodata})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Close()
-	if err := w.WriteWindow(geo.Window{Cols: cols, Rows: rows}, data); err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Commit(); err != nil {
-		t.Fatal(err)
-	}
+	writeGeoTIFF(t, path, geo.RasterSpec{Cols: cols, Rows: rows, Bands: bands, DataType: dt, GeoRef: fixture.GeoRef, NoData: nodata}, data)
 }
 
 // badInput is one row of the table.
@@ -287,18 +277,8 @@ var allCommands = map[string]bool{"info": true, "tiles": true, "classify": true,
 func writeLayout(t *testing.T, path, interleave string) string {
 	t.Helper()
 	data, _ := fixture.SceneData(9)
-	w, err := geo.CreateGeoTIFF(path, geo.RasterSpec{Cols: fixture.Cols, Rows: fixture.Rows, Bands: fixture.Bands, DataType: geo.Float32, GeoRef: fixture.GeoRef,
-		CreationOptions: []string{interleave, "TILED=YES", "BLOCKXSIZE=16", "BLOCKYSIZE=16", "COMPRESS=DEFLATE"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Close()
-	if err := w.WriteWindow(geo.Window{Cols: fixture.Cols, Rows: fixture.Rows}, data); err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Commit(); err != nil {
-		t.Fatal(err)
-	}
+	writeGeoTIFF(t, path, geo.RasterSpec{Cols: fixture.Cols, Rows: fixture.Rows, Bands: fixture.Bands, DataType: geo.Float32, GeoRef: fixture.GeoRef,
+		CreationOptions: []string{interleave, "TILED=YES", "BLOCKXSIZE=16", "BLOCKYSIZE=16", "COMPRESS=DEFLATE"}}, data)
 	return path
 }
 
@@ -386,10 +366,7 @@ func checkCleanFailure(t *testing.T, r runResult, input, want, out string) {
 // TestBadInputs feeds each command each bad input.
 func TestBadInputs(t *testing.T) {
 	pnecBinary(t) // skips with -short
-	modelPath, err := fixture.ModelPath()
-	if err != nil {
-		t.Fatal(err)
-	}
+	modelPath := fixture.ModelFile(t)
 	for _, bi := range badInputs {
 		for _, command := range []string{"info", "tiles", "classify", "batch"} {
 			if bi.stacOnly && command != "batch" {
@@ -465,10 +442,7 @@ func fillTo(t *testing.T, dir string, free int64) {
 // clear line, a non-zero exit, and no partial files.
 func TestBadOutputs(t *testing.T) {
 	pnecBinary(t)
-	modelPath, err := fixture.ModelPath()
-	if err != nil {
-		t.Fatal(err)
-	}
+	modelPath := fixture.Model(t)
 	scene := goodScene(t, t.TempDir())
 	for _, tc := range []struct {
 		name  string

@@ -81,10 +81,7 @@ func TestBatchKill9(t *testing.T) {
 	if _, err := exec.LookPath("gdalinfo"); err != nil {
 		t.Skip("gdalinfo not installed: products cannot be checked independently")
 	}
-	modelPath, err := fixture.ModelPath()
-	if err != nil {
-		t.Fatal(err)
-	}
+	modelPath := fixture.ModelFile(t)
 	dir := t.TempDir()
 	const scenes = 5
 	for i := 0; i < scenes; i++ {
@@ -205,10 +202,7 @@ func TestBatchKill9(t *testing.T) {
 // good scenes of the same batch are classified, the exit status is 1.
 func TestBatchContinuesPastBadScenes(t *testing.T) {
 	pnecBinary(t)
-	modelPath, err := fixture.ModelPath()
-	if err != nil {
-		t.Fatal(err)
-	}
+	modelPath := fixture.Model(t)
 	dir := t.TempDir()
 	var inputs []string
 	for _, bi := range badInputs {
@@ -262,10 +256,7 @@ func TestBatchShardsFromEnv(t *testing.T) {
 	if testing.Short() {
 		t.Skip("trains a model: skipped with -short")
 	}
-	modelPath, err := fixture.ModelPath()
-	if err != nil {
-		t.Fatal(err)
-	}
+	modelPath := fixture.ModelFile(t)
 	dir := t.TempDir()
 	for i := 0; i < 4; i++ {
 		if err := fixture.WriteScene(filepath.Join(dir, "in", fmt.Sprintf("k%d.tif", i)), uint64(40+i)); err != nil {
@@ -431,10 +422,7 @@ func TestBatchMovesOnPastFIFO(t *testing.T) {
 // its report line saying fail; --on-drift fail withholds it and exits 4;
 // a bad --on-drift value is one line and exit 1.
 func TestBatchOnDriftExitStatus(t *testing.T) {
-	modelPath, err := fixture.ModelPath()
-	if err != nil {
-		t.Fatal(err)
-	}
+	modelPath := fixture.ModelFile(t)
 	dir := t.TempDir()
 	data, _ := fixture.SceneData(8)
 	for i := 0; i < len(data); i += fixture.Bands {

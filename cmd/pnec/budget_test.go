@@ -15,7 +15,6 @@ import (
 	"github.com/pnec/pnec/geo"
 	"github.com/pnec/pnec/internal/fixture"
 	"github.com/pnec/pnec/internal/resources/memory"
-	"github.com/pnec/pnec/model"
 	"github.com/pnec/pnec/processor"
 )
 
@@ -24,19 +23,11 @@ import (
 // tile in flight (the BudgetError of a budget below it names it).
 func smallestPlanBytes(t *testing.T, modelPath, scene string, base processor.Options) int64 {
 	t.Helper()
-	m, err := model.Load(modelPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sc, err := geo.Open(scene)
-	if err != nil {
-		t.Fatal(err)
-	}
-	info := sc.Info()
-	sc.Close()
+	m := fixture.LoadModelFile(t, modelPath)
+	info := fixture.SceneInfo(t, scene)
 	opts := base
 	opts.MaxMemoryBytes = 1
-	_, _, err = processor.PlanSceneInfo(info, m, opts)
+	_, _, err := processor.PlanSceneInfo(info, m, opts)
 	var be *processor.BudgetError
 	if !errors.As(err, &be) {
 		t.Fatalf("a 1-byte budget: %v, want a BudgetError", err)
@@ -50,10 +41,7 @@ func smallestPlanBytes(t *testing.T, modelPath, scene string, base processor.Opt
 // within 10% above.
 func TestBudgetHolds(t *testing.T) {
 	bin := pnecBinary(t)
-	modelPath, err := fixture.ModelPath()
-	if err != nil {
-		t.Fatal(err)
-	}
+	modelPath := fixture.Model(t)
 	for _, tc := range []struct {
 		name       string
 		rows, cols int
@@ -125,18 +113,10 @@ func classifyWithinBudget(t *testing.T, bin, modelPath, scene, dir string, budge
 // a band, 200 bands), a third over here.
 func TestBudgetHoldsManySourceVRT(t *testing.T) {
 	bin := pnecBinary(t)
-	modelPath, err := fixture.ModelPath()
-	if err != nil {
-		t.Fatal(err)
-	}
+	modelPath := fixture.Model(t)
 	dir := t.TempDir()
 	scene := manySourceVRT(t, dir, 512, 768)
-	sc, err := geo.Open(scene)
-	if err != nil {
-		t.Fatal(err)
-	}
-	info := sc.Info()
-	sc.Close()
+	info := fixture.SceneInfo(t, scene)
 	if want := 64 * 96 * fixture.Bands; info.VRTSources != want {
 		t.Fatalf("Info.VRTSources = %d, want %d", info.VRTSources, want)
 	}
@@ -150,10 +130,7 @@ func TestBudgetHoldsManySourceVRT(t *testing.T) {
 // writes, byte for byte: the budget never changes the map.
 func TestBudgetTooSmallNamesSmallest(t *testing.T) {
 	bin := pnecBinary(t)
-	modelPath, err := fixture.ModelPath()
-	if err != nil {
-		t.Fatal(err)
-	}
+	modelPath := fixture.Model(t)
 	dir := t.TempDir()
 	scene := bigFixtureScene(t, dir, 1000, 1100)
 	run := func(budget, out string) (string, error) {

@@ -16,10 +16,7 @@ import (
 // it; --allow-outside-catalog classifies it.
 func TestBatchCatalogPolicy(t *testing.T) {
 	pnecBinary(t)
-	modelPath, err := fixture.ModelPath()
-	if err != nil {
-		t.Fatal(err)
-	}
+	modelPath := fixture.Model(t)
 	elsewhere := t.TempDir()
 	secret := goodScene(t, elsewhere)
 	for _, tc := range []struct {
@@ -74,10 +71,7 @@ func TestBatchCatalogPolicy(t *testing.T) {
 // is refused with one line (it was read and the scene classified, exit 0).
 func TestBatchCatalogPolicyMask(t *testing.T) {
 	pnecBinary(t)
-	modelPath, err := fixture.ModelPath()
-	if err != nil {
-		t.Fatal(err)
-	}
+	modelPath := fixture.Model(t)
 	cat := t.TempDir()
 	scene := goodScene(t, cat)
 	mask := filepath.Join(t.TempDir(), "aoi.tif") // a raster mask outside the folder: non-zero everywhere

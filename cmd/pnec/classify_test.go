@@ -18,13 +18,7 @@ import (
 
 func classifyFixture(t *testing.T) (modelPath, scene, dir string) {
 	t.Helper()
-	if testing.Short() {
-		t.Skip("trains a model: skipped with -short")
-	}
-	modelPath, err := fixture.ModelPath()
-	if err != nil {
-		t.Fatal(err)
-	}
+	modelPath = fixture.Model(t)
 	dir = t.TempDir()
 	scene = filepath.Join(dir, "scene.tif")
 	if err := fixture.WriteScene(scene, 3); err != nil {

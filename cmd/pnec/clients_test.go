@@ -26,10 +26,7 @@ func TestClientsFixture(t *testing.T) {
 	if out == "" {
 		t.Skip("PNEC_CLIENTS_OUT not set: the fixture of make check-clients")
 	}
-	modelPath, err := fixture.ModelPath()
-	if err != nil {
-		t.Fatal(err)
-	}
+	modelPath := fixture.ModelFile(t)
 	data, _ := fixture.SceneData(1)
 	// No-data block: rows 26.. and columns ..5 (bottom left).
 	for r := 26; r < fixture.Rows; r++ {
@@ -51,18 +48,8 @@ func TestClientsFixture(t *testing.T) {
 	}
 	local := filepath.Join(localDir, "scene.tif")
 	nd := fixture.NoData
-	w, err := geo.CreateGeoTIFF(local, geo.RasterSpec{Cols: fixture.Cols, Rows: fixture.Rows, Bands: fixture.Bands,
-		DataType: geo.Float32, NoData: &nd})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Close()
-	if err := w.WriteWindow(geo.Window{Cols: fixture.Cols, Rows: fixture.Rows}, data); err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Commit(); err != nil {
-		t.Fatal(err)
-	}
+	writeGeoTIFF(t, local, geo.RasterSpec{Cols: fixture.Cols, Rows: fixture.Rows, Bands: fixture.Bands,
+		DataType: geo.Float32, NoData: &nd}, data)
 	ctx := context.Background()
 	prodDir := filepath.Join(geoDir, "out")
 	if err := run(ctx, []string{"pnec", "batch", "--model", modelPath, "--backend", "go", "--out-dir", prodDir, "--report", filepath.Join(out, "report.jsonl"),
@@ -92,18 +79,8 @@ func pluginFixture(t *testing.T, dir, modelPath string) {
 	for i, v := range labels {
 		lv[i] = float32(v)
 	}
-	w, err := geo.CreateGeoTIFF(filepath.Join(dir, "labels.tif"), geo.RasterSpec{Cols: fixture.Cols, Rows: fixture.Rows, Bands: 1,
-		DataType: geo.Byte, GeoRef: fixture.GeoRef})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Close()
-	if err := w.WriteWindow(geo.Window{Cols: fixture.Cols, Rows: fixture.Rows}, lv); err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Commit(); err != nil {
-		t.Fatal(err)
-	}
+	writeGeoTIFF(t, filepath.Join(dir, "labels.tif"), geo.RasterSpec{Cols: fixture.Cols, Rows: fixture.Rows, Bands: 1,
+		DataType: geo.Byte, GeoRef: fixture.GeoRef}, lv)
 	data, _ := fixture.SceneData(1)
 	const n = 384
 	big := make([]float32, n*n*fixture.Bands)

@@ -10,10 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pnec/pnec/geo"
 	"github.com/pnec/pnec/internal/fixture"
 	"github.com/pnec/pnec/internal/resources/memory"
-	"github.com/pnec/pnec/model"
 	"github.com/pnec/pnec/processor"
 )
 
@@ -26,10 +24,7 @@ import (
 // under --max-memory 512M and BLOCKSIZE=100000 to 24 GB, killed).
 func TestCreationOptionsRefused(t *testing.T) {
 	pnecBinary(t)
-	modelPath, err := fixture.ModelPath()
-	if err != nil {
-		t.Fatal(err)
-	}
+	modelPath := fixture.Model(t)
 	scene := goodScene(t, t.TempDir())
 	for _, tc := range []struct {
 		co, want string
@@ -77,22 +72,11 @@ func TestCreationOptionsRefused(t *testing.T) {
 // run peaked at 473 MiB for a plan of 145 MiB).
 func TestBudgetHoldsWithBlockSize(t *testing.T) {
 	bin := pnecBinary(t)
-	modelPath, err := fixture.ModelPath()
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := model.Load(modelPath)
-	if err != nil {
-		t.Fatal(err)
-	}
+	modelPath := fixture.Model(t)
+	m := fixture.LoadModel(t)
 	dir := t.TempDir()
 	scene := goodScene(t, dir)
-	sc, err := geo.Open(scene)
-	if err != nil {
-		t.Fatal(err)
-	}
-	info := sc.Info()
-	sc.Close()
+	info := fixture.SceneInfo(t, scene)
 	opts := processor.Options{CreationOptions: []string{"BLOCKSIZE=8192"}, MaxMemoryBytes: 1 << 40}
 	p, _, err := processor.PlanSceneInfo(info, m, opts)
 	if err != nil {

@@ -69,10 +69,7 @@ func TestGDALPipelineContract(t *testing.T) {
 	if _, err := exec.LookPath("gdal_translate"); err != nil {
 		t.Skip("gdal_translate not installed (apt-get install gdal-bin)")
 	}
-	modelPath, err := fixture.ModelPath()
-	if err != nil {
-		t.Fatal(err)
-	}
+	modelPath := fixture.ModelFile(t)
 	dir := t.TempDir()
 	tmp := filepath.Join(dir, "gdal tmp")
 	os.MkdirAll(tmp, 0o755)

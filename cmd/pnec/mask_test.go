@@ -21,10 +21,7 @@ import (
 // of the fixture scene, and reads the product with rasterio: no-data
 // right of it; a mask elsewhere on Earth fails with one line.
 func TestClassifyMaskCLI(t *testing.T) {
-	modelPath, err := fixture.ModelPath()
-	if err != nil {
-		t.Fatal(err)
-	}
+	modelPath := fixture.ModelFile(t)
 	dir := t.TempDir()
 	scene := goodScene(t, dir)
 	gt := fixture.GeoRef.GeoTransform
@@ -82,10 +79,7 @@ func ftoa(v float64) string { return strconv.FormatFloat(v, 'f', 3, 64) }
 // TestMaskFIFORefused: a FIFO as --mask is refused at once, like a FIFO
 // scene (issue 34: GDAL waited on it until killed).
 func TestMaskFIFORefused(t *testing.T) {
-	modelPath, err := fixture.ModelPath()
-	if err != nil {
-		t.Fatal(err)
-	}
+	modelPath := fixture.ModelFile(t)
 	dir := t.TempDir()
 	scene := goodScene(t, dir)
 	fifo := filepath.Join(dir, "aoi.gpkg")
@@ -113,10 +107,7 @@ func TestMaskFIFORefused(t *testing.T) {
 // as a supported file format").
 func TestLargeGeoJSONMaskWithinBudget(t *testing.T) {
 	bin := pnecBinary(t)
-	modelPath, err := fixture.ModelPath()
-	if err != nil {
-		t.Fatal(err)
-	}
+	modelPath := fixture.Model(t)
 	dir := t.TempDir()
 	scene := goodScene(t, dir)
 	gt := fixture.GeoRef.GeoTransform

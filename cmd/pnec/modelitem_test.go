@@ -138,15 +138,12 @@ func TestModelItemName(t *testing.T) {
 // outside the Items' root is refused before any work with one line naming
 // the flag (every Item would have named it by an absolute local path).
 func TestBatchModelItemOutsideRefused(t *testing.T) {
-	modelPath, err := fixture.ModelPath()
-	if err != nil {
-		t.Fatal(err)
-	}
+	modelPath := fixture.ModelFile(t)
 	dir := t.TempDir()
 	in := filepath.Join(dir, "in")
 	goodScene(t, in)
 	elsewhere := filepath.Join(t.TempDir(), "m.pnec.json")
-	_, _, err = runCaptured(t, "batch", "-q", "--model", modelPath, "--out-dir", filepath.Join(dir, "out"), "--report", filepath.Join(dir, "r.jsonl"),
+	_, _, err := runCaptured(t, "batch", "-q", "--model", modelPath, "--out-dir", filepath.Join(dir, "out"), "--report", filepath.Join(dir, "r.jsonl"),
 		"--model-item", elsewhere, in)
 	if err == nil || !strings.HasPrefix(err.Error(), "batch: --model-item "+elsewhere+": ") || strings.Contains(err.Error(), "\n") {
 		t.Errorf("got %v, want one line starting batch: --model-item %s", err, elsewhere)

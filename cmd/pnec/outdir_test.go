@@ -18,10 +18,7 @@ import (
 // ("rename ...: file exists"), after all the work, leaving the rest behind.
 func TestOutputIsDirectoryRefused(t *testing.T) {
 	pnecBinary(t)
-	modelPath, err := fixture.ModelPath()
-	if err != nil {
-		t.Fatal(err)
-	}
+	modelPath := fixture.Model(t)
 	for _, tc := range []struct {
 		name string
 		// setup returns the arguments, the directory in the way and the

@@ -32,10 +32,7 @@ func fileSum(path string) string {
 // these destroyed the input with exit status 0 before).
 func TestOutputIsInputRefused(t *testing.T) {
 	pnecBinary(t) // skips with -short
-	modelSrc, err := fixture.ModelPath()
-	if err != nil {
-		t.Fatal(err)
-	}
+	modelSrc := fixture.ModelFile(t)
 	type tc struct {
 		name string
 		// setup makes the inputs in dir and returns the arguments, the
@@ -316,10 +313,7 @@ func TestOutputIsInputRefused(t *testing.T) {
 // was deleted before it was read, and as the mask after).
 func TestInputsNamedLikeTemporariesStay(t *testing.T) {
 	pnecBinary(t) // skips with -short
-	modelPath, err := fixture.ModelPath()
-	if err != nil {
-		t.Fatal(err)
-	}
+	modelPath := fixture.ModelFile(t)
 	check := func(t *testing.T, r runResult, inputs map[string]string) {
 		t.Helper()
 		if r.code != 0 {

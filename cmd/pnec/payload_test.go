@@ -20,10 +20,7 @@ import (
 // parameter pnec does not know fails with one line.
 func TestBatchPayloadCLI(t *testing.T) {
 	bin := pnecBinary(t)
-	modelPath, err := fixture.ModelPath()
-	if err != nil {
-		t.Fatal(err)
-	}
+	modelPath := fixture.Model(t)
 	dir := t.TempDir()
 	var feats []string
 	for _, id := range []string{"p1", "p2", "p3", "p4"} {
@@ -90,10 +87,7 @@ func TestBatchPayloadCLI(t *testing.T) {
 // said "cannot unmarshal ... []jsontext.Value").
 func TestBatchPayloadBadShape(t *testing.T) {
 	pnecBinary(t)
-	modelPath, err := fixture.ModelPath()
-	if err != nil {
-		t.Fatal(err)
-	}
+	modelPath := fixture.Model(t)
 	for _, tc := range []struct{ name, doc, want string }{
 		{"no features", `{"type":"FeatureCollection","process":[{"tasks":{}}]}`, "no features member (want a list of STAC Items)"},
 		{"features an object", `{"type":"FeatureCollection","features":{"type":"Feature"},"process":[{"tasks":{}}]}`, "features is an object, want a list of STAC Items"},

@@ -14,10 +14,7 @@ import (
 // --top-k and reads the probabilities file with rasterio, an independent
 // reader; bad combinations of the flags fail with one line naming them.
 func TestClassifyProbabilitiesCLI(t *testing.T) {
-	modelPath, err := fixture.ModelPath()
-	if err != nil {
-		t.Fatal(err)
-	}
+	modelPath := fixture.ModelFile(t)
 	dir := t.TempDir()
 	scene := goodScene(t, dir)
 	out := filepath.Join(dir, "map.tif")

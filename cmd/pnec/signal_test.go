@@ -72,10 +72,7 @@ func leftovers(t *testing.T, dir string) []string {
 // leaves the earlier product byte for byte as it was.
 func TestSignalStops(t *testing.T) {
 	bin := pnecBinary(t)
-	modelPath, err := fixture.ModelPath()
-	if err != nil {
-		t.Fatal(err)
-	}
+	modelPath := fixture.Model(t)
 	dir := t.TempDir()
 	scene := bigFixtureScene(t, dir, 6144, 6144)
 	old := []byte("an earlier product that must survive\n")

@@ -50,10 +50,7 @@ func TestWriteFailureIsNotIgnored(t *testing.T) {
 	if _, err := exec.LookPath("gdalinfo"); err != nil {
 		t.Skip("gdalinfo is not installed: the product cannot be checked independently")
 	}
-	modelPath, err := fixture.ModelPath()
-	if err != nil {
-		t.Fatal(err)
-	}
+	modelPath := fixture.ModelFile(t)
 	scene := goodScene(t, t.TempDir())
 	gdalFailed := 0
 	// Ascending, up to the first success after GDAL failed (larger limits
