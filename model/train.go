@@ -934,118 +934,156 @@ const (
 	adamEps   = 1e-8
 )
 
+// newTrainer compiles the training step for the weights params (the
+// full-resolution stage's on fr's kernels when fr is set) and holds its
+// initial state.
 func newTrainer(b compute.Backend, d dims, cfg Config, params paramSet, fr *fullRes) (*trainer, error) {
 	tr := &trainer{cfg: cfg}
 	for _, p := range params {
 		tr.names = append(tr.names, p.Name)
 	}
 	if fr != nil {
-		tr.enc = &encState{fr: fr, l: fr.hs * fr.ws, d: d.D}
-		tr.enc.f0 = make([]float32, tr.enc.l*d.D)
-		for _, name := range fullResNames {
-			i := slices.Index(tr.names, name)
-			if i < 0 {
-				return nil, fmt.Errorf("no weight %s", name)
-			}
-			tr.enc.idx = append(tr.enc.idx, i)
-			tr.enc.w = append(tr.enc.w, slices.Clone(params[i].Data))
-			tr.enc.m = append(tr.enc.m, make([]float32, len(params[i].Data)))
-			tr.enc.v = append(tr.enc.v, make([]float32, len(params[i].Data)))
+		enc, err := newEncState(fr, d, tr.names, params)
+		if err != nil {
+			return nil, err
 		}
+		tr.enc = enc
 	}
 	for i := range params {
 		if tr.enc == nil || !slices.Contains(tr.enc.idx, i) {
 			tr.gidx = append(tr.gidx, i)
 		}
 	}
-	np := len(tr.gidx)
 	n := &net{d: d, cfg: cfg, f0Input: fr != nil, training: true}
-	nm := 1 // valid masks (netMasks): the stride-4 grid, and full resolution for the paper encoder in the graph
+	tr.masks = 1 // valid masks (netMasks): the stride-4 grid, and full resolution for the paper encoder in the graph
 	if cfg.Encoder == EncoderPaper && fr == nil {
-		nm = 2
+		tr.masks = 2
 	}
-	tr.masks = nm
-	build := func(aug bool) func(g *Graph, in []*Node) []*Node {
-		return func(g *Graph, in []*Node) []*Node {
-			trainGraphBuilds.Add(1) // one per compilation: GoMLX builds a graph per new input shape
-			if traceTrainGraph != nil {
-				g.SetTraced(true)
-			}
-			s := splitStepInputs(in, nm, np)
-			x, anchor, wtr, ytr, cellMask, calib, a1, c2 := s.x, s.anchor, s.wtr, s.ytr, s.cellMask, s.calib, s.a1, s.c2
-			n.setMasks(s.masks...)
-			protos, protoInit := s.protos, s.protoInit
-			pNodes, mNodes, vNodes := s.params, s.adamM, s.adamV
-			n.p = make(map[string]*Node, np)
-			for j, i := range tr.gidx {
-				n.p[tr.names[i]] = pNodes[j]
-			}
-			n.normCalls, n.fixedNorm, n.recordNorm = nil, nil, nil
-			if aug {
-				// The clean scene's statistics, then the augmented scene normalised
-				// with them. The gradient flows through the statistics as in
-				// per-image normalisation: with constant statistics training
-				// failed (SalinasA OA 67-79%).
-				var recs []normRecord
-				n.recordNorm = &recs
-				n.forward(x, func(*Node) *Node { return protos }, anchor, calib)
-				n.recordNorm, n.normCalls = nil, nil
-				n.fixedNorm = make(map[string][2]*Node, len(recs))
-				for _, r := range recs {
-					n.fixedNorm[r.key] = [2]*Node{r.mean, r.vr}
-				}
-				x = s.xAug
-			}
-			loss, acc, newProtos, newInit := n.loss(x, anchor, wtr, ytr, cellMask, calib, protos, protoInit)
-			n.fixedNorm = nil
-			wrt := pNodes
-			if tr.enc != nil {
-				wrt = append(slices.Clone(pNodes), x) // and dLoss/dF0 for the kernels' backward pass
-			}
-			grads := Gradient(loss, wrt...)
-			forgetBMM(g)
-			out := []*Node{loss, acc, newProtos, newInit}
-			var dF0 *Node
-			if tr.enc != nil {
-				dF0, grads = grads[np], grads[:np]
-			}
-			var newP, newM, newV []*Node
-			for i, gr := range grads {
-				m := Add(MulScalar(mNodes[i], adamBeta1), MulScalar(gr, 1-adamBeta1))
-				v := Add(MulScalar(vNodes[i], adamBeta2), MulScalar(Square(gr), 1-adamBeta2))
-				step := Div(Mul(a1, m), AddScalar(Mul(Sqrt(v), c2), adamEps))
-				newP = append(newP, Sub(pNodes[i], step))
-				newM = append(newM, m)
-				newV = append(newV, v)
-			}
-			out = append(out, newP...)
-			out = append(out, newM...)
-			out = append(out, newV...)
-			if dF0 != nil {
-				out = append(out, dF0)
-			}
-			if traceTrainGraph != nil {
-				traceTrainGraph(g, out)
-			}
-			return out
-		}
-	}
+	build := func(aug bool) func(g *Graph, in []*Node) []*Node { return tr.stepGraph(n, aug) }
 	exec, err := NewExec(b, build(false))
 	if err != nil {
 		return nil, err
 	}
 	tr.exec = exec.WithName("pnec_train_step")
 	tr.build, tr.b = build, b
-	tr.state = append(tr.state, tensorOf(make([]float32, d.K*d.D), d.K, d.D), tensorOf(make([]float32, d.K), d.K))
-	for _, i := range tr.gidx {
-		tr.state = append(tr.state, tensorOf(params[i].Data, params[i].Shape...))
+	tr.state = initialTrainState(d, params, tr.gidx)
+	return tr, nil
+}
+
+// newEncState holds the full-resolution stage's weights (fullResNames,
+// found in names) and their Adam moments for fr.
+func newEncState(fr *fullRes, d dims, names []string, params paramSet) (*encState, error) {
+	enc := &encState{fr: fr, l: fr.hs * fr.ws, d: d.D}
+	enc.f0 = make([]float32, enc.l*d.D)
+	for _, name := range fullResNames {
+		i := slices.Index(names, name)
+		if i < 0 {
+			return nil, fmt.Errorf("no weight %s", name)
+		}
+		enc.idx = append(enc.idx, i)
+		enc.w = append(enc.w, slices.Clone(params[i].Data))
+		enc.m = append(enc.m, make([]float32, len(params[i].Data)))
+		enc.v = append(enc.v, make([]float32, len(params[i].Data)))
+	}
+	return enc, nil
+}
+
+// initialTrainState is the trainer's state before the first step: an
+// empty prototype bank and its init flags, the graph's weights (gidx of
+// params) and zero Adam moments.
+func initialTrainState(d dims, params paramSet, gidx []int) []*tensors.Tensor {
+	state := []*tensors.Tensor{tensorOf(make([]float32, d.K*d.D), d.K, d.D), tensorOf(make([]float32, d.K), d.K)}
+	for _, i := range gidx {
+		state = append(state, tensorOf(params[i].Data, params[i].Shape...))
 	}
 	for range 2 {
-		for _, i := range tr.gidx {
-			tr.state = append(tr.state, tensorOf(make([]float32, len(params[i].Data)), params[i].Shape...))
+		for _, i := range gidx {
+			state = append(state, tensorOf(make([]float32, len(params[i].Data)), params[i].Shape...))
 		}
 	}
-	return tr, nil
+	return state
+}
+
+// stepGraph builds the training step's graph on n: the loss, the accuracy
+// and the updated prototype bank, then Adam's update of the graph's
+// weights, and, with the kernels, the loss's gradient with respect to F0.
+// aug makes the step on an augmented input normalised with the clean
+// input's statistics (trainer.augExec).
+func (tr *trainer) stepGraph(n *net, aug bool) func(g *Graph, in []*Node) []*Node {
+	nm, np := tr.masks, len(tr.gidx)
+	return func(g *Graph, in []*Node) []*Node {
+		trainGraphBuilds.Add(1) // one per compilation: GoMLX builds a graph per new input shape
+		if traceTrainGraph != nil {
+			g.SetTraced(true)
+		}
+		s := splitStepInputs(in, nm, np)
+		x, anchor, wtr, ytr, cellMask, calib, a1, c2 := s.x, s.anchor, s.wtr, s.ytr, s.cellMask, s.calib, s.a1, s.c2
+		n.setMasks(s.masks...)
+		protos, protoInit := s.protos, s.protoInit
+		pNodes, mNodes, vNodes := s.params, s.adamM, s.adamV
+		n.p = make(map[string]*Node, np)
+		for j, i := range tr.gidx {
+			n.p[tr.names[i]] = pNodes[j]
+		}
+		n.normCalls, n.fixedNorm, n.recordNorm = nil, nil, nil
+		if aug {
+			n.fixNormFrom(x, protos, anchor, calib)
+			x = s.xAug
+		}
+		loss, acc, newProtos, newInit := n.loss(x, anchor, wtr, ytr, cellMask, calib, protos, protoInit)
+		n.fixedNorm = nil
+		wrt := pNodes
+		if tr.enc != nil {
+			wrt = append(slices.Clone(pNodes), x) // and dLoss/dF0 for the kernels' backward pass
+		}
+		grads := Gradient(loss, wrt...)
+		forgetBMM(g)
+		out := []*Node{loss, acc, newProtos, newInit}
+		var dF0 *Node
+		if tr.enc != nil {
+			dF0, grads = grads[np], grads[:np]
+		}
+		out = append(out, adamNodes(grads, pNodes, mNodes, vNodes, a1, c2)...)
+		if dF0 != nil {
+			out = append(out, dF0)
+		}
+		if traceTrainGraph != nil {
+			traceTrainGraph(g, out)
+		}
+		return out
+	}
+}
+
+// fixNormFrom runs the network on the clean input x and fixes its
+// GroupNorm statistics for the next pass. The gradient flows through the
+// statistics as in per-image normalisation: with constant statistics
+// training failed (SalinasA OA 67-79%).
+func (n *net) fixNormFrom(x, protos, anchor, calib *Node) {
+	var recs []normRecord
+	n.recordNorm = &recs
+	n.forward(x, func(*Node) *Node { return protos }, anchor, calib)
+	n.recordNorm, n.normCalls = nil, nil
+	n.fixedNorm = make(map[string][2]*Node, len(recs))
+	for _, r := range recs {
+		n.fixedNorm[r.key] = [2]*Node{r.mean, r.vr}
+	}
+}
+
+// adamNodes is Adam's step on each weight p with gradient g and moments m,
+// v (a1 and c2 fold in the bias corrections): the new weights, then the
+// new first moments, then the new second moments.
+func adamNodes(grads, pNodes, mNodes, vNodes []*Node, a1, c2 *Node) []*Node {
+	var newP, newM, newV []*Node
+	for i, gr := range grads {
+		m := Add(MulScalar(mNodes[i], adamBeta1), MulScalar(gr, 1-adamBeta1))
+		v := Add(MulScalar(vNodes[i], adamBeta2), MulScalar(Square(gr), 1-adamBeta2))
+		step := Div(Mul(a1, m), AddScalar(Mul(Sqrt(v), c2), adamEps))
+		newP = append(newP, Sub(pNodes[i], step))
+		newM = append(newM, m)
+		newV = append(newV, v)
+	}
+	out := append(newP, newM...)
+	return append(out, newV...)
 }
 
 // loss is the training objective on one full-image forward pass (see
