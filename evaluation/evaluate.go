@@ -171,17 +171,8 @@ func SpecOf(m *model.Model) ScoreSpec {
 // spectra for the spectral reliability candidates (skipped otherwise).
 func Score(m ScoreSpec, pred model.Prediction, scene model.Scene, labels []int32, opts EvalOptions) (Evaluation, error) {
 	valid := scene.Valid
-	n := pred.Rows * pred.Cols
-	if len(labels) != n {
-		return Evaluation{}, fmt.Errorf("labels have %d values, the prediction %d pixels: %w", len(labels), n, ErrLabels)
-	}
-	if valid != nil && len(valid) != n {
-		return Evaluation{}, fmt.Errorf("validity mask has %d values, the prediction %d pixels", len(valid), n)
-	}
-	classes := m.Classes
-	if pred.Classes != len(classes) || len(pred.Prob) != n*pred.Classes || len(pred.Uncertainty) != n {
-		return Evaluation{}, fmt.Errorf("prediction of %d classes with %d probabilities and %d uncertainties for %d pixels, model has %d classes",
-			pred.Classes, len(pred.Prob), len(pred.Uncertainty), n, len(classes))
+	if err := checkScoreInputs(m, pred, valid, labels); err != nil {
+		return Evaluation{}, err
 	}
 	rec := m.Recovery
 	if opts.Recovery.Window > 0 {
@@ -195,12 +186,70 @@ func Score(m ScoreSpec, pred model.Prediction, scene model.Scene, labels []int32
 		top = DefaultTopFraction
 	}
 	dense := map[int32]int{}
-	for k, c := range classes {
+	for k, c := range m.Classes {
 		dense[int32(c.Value)] = k
 	}
-	// Test pixels.
+	tp, err := testPixelsOf(m, pred, valid, labels, dense)
+	if err != nil {
+		return Evaluation{}, err
+	}
+	K := pred.Classes
+	prec := tiling.Recover(pred.Prob, valid, pred.Rows, pred.Cols, K, rec)
+	raw, err := accuracyAt(pred.Prob, K, tp.test, tp.truth)
+	if err != nil {
+		return Evaluation{}, err
+	}
+	recovered, err := accuracyAt(prec, K, tp.test, tp.truth)
+	if err != nil {
+		return Evaluation{}, err
+	}
+	ev := Evaluation{
+		ModelChecksum: m.Checksum, Backend: m.Backend, Ablation: m.Ablation,
+		Classes: m.Classes, Rows: pred.Rows, Cols: pred.Cols,
+		TestPixels: len(tp.test), TrainPixelsExcluded: tp.excluded, Recovery: rec,
+		Raw: raw, Recovered: recovered, FinalRecovered: m.Ablation != model.AblationNoRecovery,
+	}
+	final := prec
+	if !ev.FinalRecovered {
+		final = pred.Prob
+	}
+	if ev.Reliability, err = scoreReliability(m, pred, scene, labels, dense, final, tp, top); err != nil {
+		return Evaluation{}, err
+	}
+	return ev, nil
+}
+
+// checkScoreInputs checks that the labels, the validity mask and the
+// prediction's arrays have the prediction's pixels and the model's classes.
+func checkScoreInputs(m ScoreSpec, pred model.Prediction, valid []bool, labels []int32) error {
+	n := pred.Rows * pred.Cols
+	if len(labels) != n {
+		return fmt.Errorf("labels have %d values, the prediction %d pixels: %w", len(labels), n, ErrLabels)
+	}
+	if valid != nil && len(valid) != n {
+		return fmt.Errorf("validity mask has %d values, the prediction %d pixels", len(valid), n)
+	}
+	classes := m.Classes
+	if pred.Classes != len(classes) || len(pred.Prob) != n*pred.Classes || len(pred.Uncertainty) != n {
+		return fmt.Errorf("prediction of %d classes with %d probabilities and %d uncertainties for %d pixels, model has %d classes",
+			pred.Classes, len(pred.Prob), len(pred.Uncertainty), n, len(classes))
+	}
+	return nil
+}
+
+// testPixels are the pixels Score scores: labelled valid pixels that are
+// not training pixels, with their dense classes (truth), and how many
+// training pixels were left out.
+type testPixels struct {
+	test, truth []int
+	excluded    int
+}
+
+// testPixelsOf finds the test pixels of labels; the training pixels are
+// m's when the prediction is of the training scene's size.
+func testPixelsOf(m ScoreSpec, pred model.Prediction, valid []bool, labels []int32, dense map[int32]int) (testPixels, error) {
+	n := pred.Rows * pred.Cols
 	isTrain := make([]bool, n)
-	excluded := 0
 	if m.TrainRows == pred.Rows && m.TrainCols == pred.Cols {
 		for _, i := range m.TrainIndices {
 			if i >= 0 && i < n {
@@ -208,63 +257,44 @@ func Score(m ScoreSpec, pred model.Prediction, scene model.Scene, labels []int32
 			}
 		}
 	}
-	var test, truth []int
+	var tp testPixels
 	for i, v := range labels {
 		if v == 0 || (valid != nil && !valid[i]) {
 			continue
 		}
 		if isTrain[i] {
-			excluded++
+			tp.excluded++
 			continue
 		}
 		k, ok := dense[v]
 		if !ok {
-			return Evaluation{}, fmt.Errorf("class value %d at pixel (row %d, col %d) is not one of the model's classes (%s): %w",
-				v, i/pred.Cols, i%pred.Cols, classValues(classes), ErrLabels)
+			return testPixels{}, fmt.Errorf("class value %d at pixel (row %d, col %d) is not one of the model's classes (%s): %w",
+				v, i/pred.Cols, i%pred.Cols, classValues(m.Classes), ErrLabels)
 		}
-		test = append(test, i)
-		truth = append(truth, k)
+		tp.test = append(tp.test, i)
+		tp.truth = append(tp.truth, k)
 	}
-	if len(test) == 0 {
-		return Evaluation{}, fmt.Errorf("no test pixels: every labelled valid pixel is a training pixel: %w", ErrLabels)
+	if len(tp.test) == 0 {
+		return testPixels{}, fmt.Errorf("no test pixels: every labelled valid pixel is a training pixel: %w", ErrLabels)
 	}
+	return tp, nil
+}
+
+// scoreReliability scores each reliability candidate's detection of the
+// test pixels whose final label (final's argmax) is wrong, top the share
+// of most uncertain pixels; the spectral candidates join when there are
+// spectra to compare.
+func scoreReliability(m ScoreSpec, pred model.Prediction, scene model.Scene, labels []int32, dense map[int32]int,
+	final []float32, tp testPixels, top float64) ([]ReliabilityScore, error) {
 	K := pred.Classes
-	prec := tiling.Recover(pred.Prob, valid, pred.Rows, pred.Cols, K, rec)
-	raw, err := accuracyAt(pred.Prob, K, test, truth)
-	if err != nil {
-		return Evaluation{}, err
-	}
-	recovered, err := accuracyAt(prec, K, test, truth)
-	if err != nil {
-		return Evaluation{}, err
-	}
-	ev := Evaluation{
-		ModelChecksum: m.Checksum, Backend: m.Backend, Ablation: m.Ablation,
-		Classes: classes, Rows: pred.Rows, Cols: pred.Cols,
-		TestPixels: len(test), TrainPixelsExcluded: excluded, Recovery: rec,
-		Raw: raw, Recovered: recovered, FinalRecovered: m.Ablation != model.AblationNoRecovery,
-	}
-	final := prec
-	if !ev.FinalRecovered {
-		final = pred.Prob
-	}
-	// Reliability candidates against the final labels.
+	test := tp.test
 	wrong := make([]bool, len(test))
 	for j, i := range test {
-		wrong[j] = argmaxAt(final, K, i) != truth[j]
+		wrong[j] = argmaxAt(final, K, i) != tp.truth[j]
 	}
 	kinds := model.ReliabilityKinds
-	defaultKind := model.FallbackReliability // what products of this model carry by default
-	var agreement []float32                  // by test pixel
-	ref := m.Spectral
-	if ref != nil {
-		defaultKind = model.DefaultReliability
-	} else {
-		ref = spectralReference(m, scene, dense, labels, K)
-	}
-	if ref != nil && (scene.Bands != ref.Bands() || len(scene.Data) != n*scene.Bands) {
-		ref = nil // no spectra to compare (Score without scene data)
-	}
+	ref, defaultKind := scoreReference(m, scene, dense, labels, K, pred.Rows*pred.Cols)
+	var agreement []float32 // by test pixel
 	if ref != nil {
 		kinds = append(slices.Clone(kinds), model.SpectralReliabilityKinds...)
 		agreement = make([]float32, len(test))
@@ -273,6 +303,7 @@ func Score(m ScoreSpec, pred model.Prediction, scene model.Scene, labels []int32
 			agreement[j] = ref.Agreement(scene.Data[i*B:(i+1)*B], argmaxAt(final, K, i))
 		}
 	}
+	var out []ReliabilityScore
 	unc := make([]float32, len(test))
 	for _, kind := range kinds {
 		for j, i := range test {
@@ -289,11 +320,30 @@ func Score(m ScoreSpec, pred model.Prediction, scene model.Scene, labels []int32
 		}
 		d, err := model.DetectErrors(unc, wrong, top)
 		if err != nil {
-			return Evaluation{}, fmt.Errorf("reliability %s: %w", kind, err)
+			return nil, fmt.Errorf("reliability %s: %w", kind, err)
 		}
-		ev.Reliability = append(ev.Reliability, ReliabilityScore{Kind: kind, Default: kind == defaultKind, ErrorDetection: d})
+		out = append(out, ReliabilityScore{Kind: kind, Default: kind == defaultKind, ErrorDetection: d})
 	}
-	return ev, nil
+	return out, nil
+}
+
+// scoreReference is the spectral reference the spectral candidates
+// compare with (nil when the scene has no spectra to compare, n pixels)
+// and the reliability products of m carry by default: the model's stored
+// spectra (model.DefaultReliability), else the scene's training spectra
+// (model.FallbackReliability).
+func scoreReference(m ScoreSpec, scene model.Scene, dense map[int32]int, labels []int32, K, n int) (*model.SpectralReference, model.ReliabilityKind) {
+	defaultKind := model.FallbackReliability // what products of this model carry by default
+	ref := m.Spectral
+	if ref != nil {
+		defaultKind = model.DefaultReliability
+	} else {
+		ref = spectralReference(m, scene, dense, labels, K)
+	}
+	if ref != nil && (scene.Bands != ref.Bands() || len(scene.Data) != n*scene.Bands) {
+		ref = nil // no spectra to compare (Score without scene data)
+	}
+	return ref, defaultKind
 }
 
 // spectralReference builds the training pixels' spectral reference when

@@ -391,249 +391,327 @@ const DriftFailFactor = 1.5
 //
 // It fails when no limit flags a bad run within those bounds.
 func ChooseDriftThresholds(runs []DriftCaseRun, maxFigures int) (DriftChoice, error) {
-	n := len(runs)
-	if n == 0 {
+	if len(runs) == 0 {
 		return DriftChoice{}, errors.New("choose drift thresholds: no case run")
 	}
-	words := (n + 63) / 64
-	type bitset []uint64
-	newSet := func() bitset { return make(bitset, words) }
-	var bad, held, must bitset = newSet(), newSet(), newSet()
-	for i, r := range runs {
-		if r.bad() {
-			bad[i/64] |= 1 << (i % 64)
-		}
-		if r.held() {
-			held[i/64] |= 1 << (i % 64)
-		}
-		if r.mustBeOK() {
-			must[i/64] |= 1 << (i % 64)
-		}
-	}
-	// Per figure, the candidate warn limits: between consecutive distinct
-	// values, each with the set of runs it flags. Only limits that flag no
-	// run that must be ok are candidates.
-	type limit struct {
-		figure  int
-		lo, hi  float64 // the limits in (lo, hi] (rising) flag the same runs
-		flagged bitset
-	}
-	var cands [][]limit
 	figs := make([]model.DriftFigure, len(DriftCandidateFigures))
+	var cands [][]driftLimitCand
 	for fi, key := range DriftCandidateFigures {
 		f, ok := model.DriftFigureByKey(key)
 		if !ok {
 			return DriftChoice{}, fmt.Errorf("choose drift thresholds: unknown figure %q", key)
 		}
 		figs[fi] = f
-		// Values in the bad direction: rising as they are, falling negated.
-		sign := 1.0
-		if !f.Rising {
-			sign = -1
-		}
-		var vals, badVals []float64
-		for _, r := range runs {
-			if v := r.Figure(key); !math.IsNaN(v) && !math.IsInf(v, 0) {
-				vals = append(vals, sign*v)
-				if r.bad() {
-					badVals = append(badVals, sign*v)
-				}
-			}
-		}
-		sort.Float64s(vals)
-		sort.Float64s(badVals)
-		badVals = slices.Compact(badVals)
-		// The clean scene's value (the median over its runs) and the
-		// farthest of a run that must be ok: a limit lies beyond it by
-		// DriftMustOKMargin times its distance from the clean value, so
-		// that the clean scene and sub-areas of other models stay ok.
-		var clean []float64
-		mustWorst := math.Inf(-1)
-		for _, r := range runs {
-			v := r.Figure(key)
-			if math.IsNaN(v) || math.IsInf(v, 0) {
-				continue
-			}
-			if r.Clean {
-				clean = append(clean, sign*v)
-			}
-			if r.mustBeOK() {
-				mustWorst = math.Max(mustWorst, sign*v)
-			}
-		}
-		floor := mustWorst
-		if len(clean) > 0 && !math.IsInf(mustWorst, -1) {
-			slices.Sort(clean)
-			mid := clean[len(clean)/2]
-			floor = mid + DriftMustOKMargin*math.Max(0, mustWorst-mid)
-		}
-		var fl []limit
-		// A limit worth trying lies just at a bad run's value: lower, it
-		// flags no more bad runs but more others. It flags the same runs
-		// anywhere above the next value below it.
-		for _, hi := range badVals {
-			if hi <= floor {
-				continue
-			}
-			j, _ := slices.BinarySearch(vals, hi)
-			lo := math.Inf(-1)
-			if j > 0 {
-				lo = vals[j-1]
-			}
-			lo = math.Max(lo, floor)
-			set := newSet()
-			ok := true
-			for i, r := range runs {
-				v := r.Figure(key)
-				if math.IsNaN(v) || math.IsInf(v, 0) || sign*v >= hi {
-					set[i/64] |= 1 << (i % 64)
-					if r.mustBeOK() {
-						ok = false
-					}
-				}
-			}
-			if ok {
-				fl = append(fl, limit{figure: fi, lo: lo, hi: hi, flagged: set})
-			}
-		}
-		cands = append(cands, fl)
+		cands = append(cands, candidateDriftLimits(runs, fi, f))
 	}
-	count := func(s, mask bitset) int {
-		c := 0
-		for i := range s {
-			c += bits.OnesCount64(s[i] & mask[i])
-		}
-		return c
+	s := newDriftSearch(runs, cands, maxFigures)
+	s.search(0, nil, newRunSet(len(runs)))
+	if s.best == nil {
+		return DriftChoice{}, fmt.Errorf("choose drift thresholds: no limit flags a run that lost more than %g points without flagging more than %.0f%% of a scene's runs that held, the clean scene or a sub-area alone", DriftAlarmPoints, 100*(1-DriftOKShare))
 	}
-	// The runs that held the warn limits may flag, per scene: what keeps
-	// DriftOKShare of each scene's ok.
+	var t model.DriftThresholds
+	for _, l := range s.best.limits {
+		t.Limits = append(t.Limits, driftLimitOf(runs, figs[l.figure], l))
+	}
+	sortDriftLimits(t.Limits)
+	if err := t.Check(); err != nil {
+		return DriftChoice{}, err
+	}
+	return DriftChoice{Thresholds: t, Tally: TallyDrift(t, runs)}, nil
+}
+
+// runSet is a set of case runs, by their index.
+type runSet []uint64
+
+func newRunSet(n int) runSet { return make(runSet, (n+63)/64) }
+
+func (s runSet) add(i int) { s[i/64] |= 1 << (i % 64) }
+
+// count is the number of runs in both s and mask.
+func (s runSet) count(mask runSet) int {
+	c := 0
+	for i := range s {
+		c += bits.OnesCount64(s[i] & mask[i])
+	}
+	return c
+}
+
+// union is a new set of the runs in s or o.
+func (s runSet) union(o runSet) runSet {
+	u := make(runSet, len(s))
+	for i := range u {
+		u[i] = s[i] | o[i]
+	}
+	return u
+}
+
+// runsWhere is the set of the runs keep selects.
+func runsWhere(runs []DriftCaseRun, keep func(DriftCaseRun) bool) runSet {
+	s := newRunSet(len(runs))
+	for i, r := range runs {
+		if keep(r) {
+			s.add(i)
+		}
+	}
+	return s
+}
+
+// runScenes is the runs' scenes, in order of first appearance.
+func runScenes(runs []DriftCaseRun) []string {
 	var scenes []string
 	for _, r := range runs {
 		if !slices.Contains(scenes, r.Scene) {
 			scenes = append(scenes, r.Scene)
 		}
 	}
-	heldOf := make([]bitset, len(scenes))
-	budgets := make([]int, len(scenes))
-	for si, sc := range scenes {
-		heldOf[si] = newSet()
-		for i, r := range runs {
-			if r.Scene == sc && r.held() {
-				heldOf[si][i/64] |= 1 << (i % 64)
-			}
-		}
-		budgets[si] = int(math.Floor((1 - DriftOKShare) * float64(count(heldOf[si], heldOf[si]))))
+	return scenes
+}
+
+// driftLimitCand is a candidate warn limit on figure (an index of
+// DriftCandidateFigures) in the bad direction's values (rising as they
+// are, falling negated): the limits in (lo, hi] flag the same runs.
+type driftLimitCand struct {
+	figure  int
+	lo, hi  float64
+	flagged runSet
+}
+
+// figureSign is 1 for a figure that rises with drift, -1 for one that
+// falls: times it, every figure's values rise in the bad direction.
+func figureSign(f model.DriftFigure) float64 {
+	if !f.Rising {
+		return -1
 	}
-	within := func(u bitset) bool {
-		for si := range scenes {
-			if count(u, heldOf[si]) > budgets[si] {
-				return false
+	return 1
+}
+
+// finiteFigure is r's value of figure key, and whether it is finite.
+func finiteFigure(r DriftCaseRun, key string) (float64, bool) {
+	v := r.Figure(key)
+	return v, !math.IsNaN(v) && !math.IsInf(v, 0)
+}
+
+// candidateDriftLimits are figure f's (index fi) candidate warn limits:
+// between consecutive distinct values, each with the set of runs it flags.
+// Only limits that flag no run that must be ok are candidates.
+func candidateDriftLimits(runs []DriftCaseRun, fi int, f model.DriftFigure) []driftLimitCand {
+	sign := figureSign(f)
+	var vals, badVals []float64
+	for _, r := range runs {
+		if v, ok := finiteFigure(r, f.Key); ok {
+			vals = append(vals, sign*v)
+			if r.bad() {
+				badVals = append(badVals, sign*v)
 			}
 		}
+	}
+	sort.Float64s(vals)
+	sort.Float64s(badVals)
+	badVals = slices.Compact(badVals)
+	floor := mustOKFloor(runs, f.Key, sign)
+	var fl []driftLimitCand
+	// A limit worth trying lies just at a bad run's value: lower, it
+	// flags no more bad runs but more others. It flags the same runs
+	// anywhere above the next value below it.
+	for _, hi := range badVals {
+		if hi <= floor {
+			continue
+		}
+		j, _ := slices.BinarySearch(vals, hi)
+		lo := math.Inf(-1)
+		if j > 0 {
+			lo = vals[j-1]
+		}
+		lo = math.Max(lo, floor)
+		if set, ok := flaggedAt(runs, f.Key, sign, hi); ok {
+			fl = append(fl, driftLimitCand{figure: fi, lo: lo, hi: hi, flagged: set})
+		}
+	}
+	return fl
+}
+
+// mustOKFloor is the lowest warn limit (in the bad direction's values) on
+// figure key: the clean scene's value (the median over its runs) and the
+// farthest of a run that must be ok; a limit lies beyond it by
+// DriftMustOKMargin times its distance from the clean value, so that the
+// clean scene and sub-areas of other models stay ok.
+func mustOKFloor(runs []DriftCaseRun, key string, sign float64) float64 {
+	var clean []float64
+	mustWorst := math.Inf(-1)
+	for _, r := range runs {
+		v, ok := finiteFigure(r, key)
+		if !ok {
+			continue
+		}
+		if r.Clean {
+			clean = append(clean, sign*v)
+		}
+		if r.mustBeOK() {
+			mustWorst = math.Max(mustWorst, sign*v)
+		}
+	}
+	floor := mustWorst
+	if len(clean) > 0 && !math.IsInf(mustWorst, -1) {
+		slices.Sort(clean)
+		mid := clean[len(clean)/2]
+		floor = mid + DriftMustOKMargin*math.Max(0, mustWorst-mid)
+	}
+	return floor
+}
+
+// flaggedAt is the set of runs a warn limit hi on figure key flags (those
+// at or beyond it, and those without a finite value), and whether it
+// flags no run that must be ok.
+func flaggedAt(runs []DriftCaseRun, key string, sign, hi float64) (runSet, bool) {
+	set := newRunSet(len(runs))
+	ok := true
+	for i, r := range runs {
+		if v, finite := finiteFigure(r, key); !finite || sign*v >= hi {
+			set.add(i)
+			if r.mustBeOK() {
+				ok = false
+			}
+		}
+	}
+	return set, ok
+}
+
+// driftSearch searches the combinations of candidate limits (one per
+// figure, at most maxFigures) for the best (better).
+type driftSearch struct {
+	cands      [][]driftLimitCand
+	maxFigures int
+	bad, held  runSet
+	// heldOf are each scene's runs that held, and budgets how many of
+	// them the warn limits may flag: what keeps DriftOKShare of each
+	// scene's ok.
+	heldOf  []runSet
+	budgets []int
+	best    *driftCombo
+}
+
+// driftCombo is a combination of limits and what it flags.
+type driftCombo struct {
+	limits              []driftLimitCand
+	caught, heldFlagged int // bad runs flagged, held runs flagged
+	margin              float64
+}
+
+func newDriftSearch(runs []DriftCaseRun, cands [][]driftLimitCand, maxFigures int) *driftSearch {
+	s := &driftSearch{cands: cands, maxFigures: maxFigures,
+		bad: runsWhere(runs, DriftCaseRun.bad), held: runsWhere(runs, DriftCaseRun.held)}
+	for _, sc := range runScenes(runs) {
+		h := runsWhere(runs, func(r DriftCaseRun) bool { return r.Scene == sc && r.held() })
+		s.heldOf = append(s.heldOf, h)
+		s.budgets = append(s.budgets, int(math.Floor((1-DriftOKShare)*float64(h.count(h)))))
+	}
+	return s
+}
+
+// within reports whether u flags at most each scene's budget of runs that
+// held.
+func (s *driftSearch) within(u runSet) bool {
+	for si := range s.heldOf {
+		if u.count(s.heldOf[si]) > s.budgets[si] {
+			return false
+		}
+	}
+	return true
+}
+
+// better reports whether c beats the best so far: more bad runs caught,
+// then fewer held runs flagged, then fewer figures, then a wider margin.
+func (s *driftSearch) better(c driftCombo) bool {
+	best := s.best
+	switch {
+	case best == nil:
 		return true
+	case c.caught != best.caught:
+		return c.caught > best.caught
+	case c.heldFlagged != best.heldFlagged:
+		return c.heldFlagged < best.heldFlagged
+	case len(c.limits) != len(best.limits):
+		return len(c.limits) < len(best.limits)
 	}
-	type choice struct {
-		limits        []limit
-		caught, false int // bad runs flagged, held runs flagged
-		margin        float64
-	}
-	var best *choice
-	better := func(c choice) bool {
-		switch {
-		case best == nil:
-			return true
-		case c.caught != best.caught:
-			return c.caught > best.caught
-		case c.false != best.false:
-			return c.false < best.false
-		case len(c.limits) != len(best.limits):
-			return len(c.limits) < len(best.limits)
+	return c.margin > best.margin
+}
+
+// limitsMargin is the smallest relative width of the limits' intervals:
+// how far each may move without changing what it flags.
+func limitsMargin(ls []driftLimitCand) float64 {
+	m := math.Inf(1)
+	for _, l := range ls {
+		w := l.hi - l.lo
+		if s := math.Max(math.Abs(l.hi), math.Abs(l.lo)); s > 0 && !math.IsInf(w, 0) {
+			w /= s
 		}
-		return c.margin > best.margin
+		m = math.Min(m, w)
 	}
-	// margin is the smallest relative width of the limits' intervals: how
-	// far each may move without changing what it flags.
-	margin := func(ls []limit) float64 {
-		m := math.Inf(1)
-		for _, l := range ls {
-			w := l.hi - l.lo
-			if s := math.Max(math.Abs(l.hi), math.Abs(l.lo)); s > 0 && !math.IsInf(w, 0) {
-				w /= s
+	return m
+}
+
+// search judges chosen (flagging union) and its extensions by the
+// candidates of the figures from start on.
+func (s *driftSearch) search(start int, chosen []driftLimitCand, union runSet) {
+	if len(chosen) > 0 {
+		c := driftCombo{limits: slices.Clone(chosen), caught: union.count(s.bad), heldFlagged: union.count(s.held), margin: limitsMargin(chosen)}
+		if s.better(c) {
+			s.best = &c
+		}
+	}
+	if len(chosen) == s.maxFigures {
+		return
+	}
+	for fi := start; fi < len(s.cands); fi++ {
+		for _, l := range s.cands[fi] {
+			u := union.union(l.flagged)
+			if !s.within(u) {
+				continue // more figures only flag more
 			}
-			m = math.Min(m, w)
-		}
-		return m
-	}
-	var search func(start int, chosen []limit, union bitset)
-	search = func(start int, chosen []limit, union bitset) {
-		if len(chosen) > 0 {
-			c := choice{limits: slices.Clone(chosen), caught: count(union, bad), false: count(union, held), margin: margin(chosen)}
-			if better(c) {
-				best = &c
-			}
-		}
-		if len(chosen) == maxFigures {
-			return
-		}
-		for fi := start; fi < len(cands); fi++ {
-			for _, l := range cands[fi] {
-				u := newSet()
-				for i := range u {
-					u[i] = union[i] | l.flagged[i]
-				}
-				if !within(u) {
-					continue // more figures only flag more
-				}
-				search(fi+1, append(chosen, l), u)
-			}
+			s.search(fi+1, append(chosen, l), u)
 		}
 	}
-	search(0, nil, newSet())
-	if best == nil {
-		return DriftChoice{}, fmt.Errorf("choose drift thresholds: no limit flags a run that lost more than %g points without flagging more than %.0f%% of a scene's runs that held, the clean scene or a sub-area alone", DriftAlarmPoints, 100*(1-DriftOKShare))
+}
+
+// driftLimitOf is the verdict's limit on figure f from the chosen
+// candidate l: the warn limit in the middle of l's interval, the fail
+// limit DriftFailFactor beyond the worst value of a run that held or must
+// be ok (or beyond the warn limit when that is farther), both rounded.
+func driftLimitOf(runs []DriftCaseRun, f model.DriftFigure, l driftLimitCand) model.DriftLimit {
+	sign := figureSign(f)
+	// The middle of (lo, hi], on the log scale when both are positive.
+	lo, hi := sign*l.lo, sign*l.hi
+	var warn float64
+	switch {
+	case math.IsInf(lo, 0):
+		warn = hi / math.Pow(DriftFailFactor, sign)
+	case lo > 0 && hi > 0:
+		warn = math.Sqrt(lo * hi)
+	default:
+		warn = (lo + hi) / 2
 	}
-	var t model.DriftThresholds
-	for _, l := range best.limits {
-		f := figs[l.figure]
-		sign := 1.0
-		if !f.Rising {
-			sign = -1
+	// The worst value of a run that held or must be ok, or the warn
+	// limit when that lies beyond it.
+	worst := sign * warn
+	for _, r := range runs {
+		if v, ok := finiteFigure(r, f.Key); (r.held() || r.mustBeOK()) && ok {
+			worst = math.Max(worst, sign*v)
 		}
-		// The middle of (lo, hi], on the log scale when both are positive.
-		lo, hi := sign*l.lo, sign*l.hi
-		var warn float64
-		switch {
-		case math.IsInf(lo, 0):
-			warn = hi / math.Pow(DriftFailFactor, sign)
-		case lo > 0 && hi > 0:
-			warn = math.Sqrt(lo * hi)
-		default:
-			warn = (lo + hi) / 2
-		}
-		// The worst value of a run that held or must be ok, or the warn
-		// limit when that lies beyond it.
-		worst := sign * warn
-		for _, r := range runs {
-			if v := r.Figure(f.Key); (r.held() || r.mustBeOK()) && !math.IsNaN(v) && !math.IsInf(v, 0) {
-				worst = math.Max(worst, sign*v)
-			}
-		}
-		fail := sign * worst * math.Pow(DriftFailFactor, sign)
-		if fail <= 0 {
-			fail = 0 // no fail limit on a figure that reaches 0
-		}
-		t.Limits = append(t.Limits, model.DriftLimit{Figure: f.Key, Warn: roundSig(warn, 3), Fail: roundSig(fail, 3)})
 	}
-	// Order the limits as the figures are ordered.
+	fail := sign * worst * math.Pow(DriftFailFactor, sign)
+	if fail <= 0 {
+		fail = 0 // no fail limit on a figure that reaches 0
+	}
+	return model.DriftLimit{Figure: f.Key, Warn: roundSig(warn, 3), Fail: roundSig(fail, 3)}
+}
+
+// sortDriftLimits orders limits as the figures are ordered.
+func sortDriftLimits(limits []model.DriftLimit) {
 	order := map[string]int{}
 	for i, f := range model.DriftFigures() {
 		order[f.Key] = i
 	}
-	slices.SortFunc(t.Limits, func(a, b model.DriftLimit) int { return order[a.Figure] - order[b.Figure] })
-	if err := t.Check(); err != nil {
-		return DriftChoice{}, err
-	}
-	return DriftChoice{Thresholds: t, Tally: TallyDrift(t, runs)}, nil
+	slices.SortFunc(limits, func(a, b model.DriftLimit) int { return order[a.Figure] - order[b.Figure] })
 }
 
 // roundSig rounds v to digits significant digits (limits as a person
@@ -667,12 +745,7 @@ type DriftTallyRow struct {
 // DriftTallies tallies t over runs per scene and over all, for the
 // selections: the choose runs, the held-out runs and every report run.
 func DriftTallies(t model.DriftThresholds, runs []DriftCaseRun) []DriftTallyRow {
-	var scenes []string
-	for _, r := range runs {
-		if !slices.Contains(scenes, r.Scene) {
-			scenes = append(scenes, r.Scene)
-		}
-	}
+	scenes := runScenes(runs)
 	sels := []struct {
 		name string
 		keep func(DriftCaseRun) bool

@@ -191,29 +191,15 @@ func (e ShiftExperiment) WorstTarget() (ShiftRow, bool) {
 // the test pixels (labelled valid pixels that are not training pixels), and
 // its drop against the clean scene's prediction on the same pixels.
 func RunShift(ctx context.Context, s model.Scene, labels []int32, opts ShiftOptions) (ShiftExperiment, error) {
-	if opts.Runs == 0 {
-		opts.Runs = 5
-	}
-	if opts.Runs < 1 {
-		return ShiftExperiment{}, fmt.Errorf("shift experiment: %w", errNoRuns)
-	}
-	if opts.FirstSeed == 0 {
-		opts.FirstSeed = model.DefaultSeed
-	}
-	if len(labels) != s.Rows*s.Cols {
-		return ShiftExperiment{}, fmt.Errorf("shift experiment: labels have %d values, the scene %d pixels: %w", len(labels), s.Rows*s.Cols, ErrLabels)
+	opts, err := shiftDefaults(s, labels, opts)
+	if err != nil {
+		return ShiftExperiment{}, err
 	}
 	log := opts.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	cases := opts.Cases
-	if cases == nil {
-		cases = ShiftSuite()
-	}
-	if opts.Other != nil {
-		cases = append(slices.Clone(cases), ShiftCase{Name: "other scene: " + opts.OtherName, Families: []string{FamilyOther}, Other: true, Strong: true})
-	}
+	cases := shiftCases(opts)
 	exp := ShiftExperiment{Rows: s.Rows, Cols: s.Cols, Bands: s.Bands, FirstSeed: opts.FirstSeed, Runs: opts.Runs,
 		TrainPerClass: opts.Train.TrainPerClass}
 	if exp.TrainPerClass == 0 {
@@ -226,22 +212,15 @@ func RunShift(ctx context.Context, s model.Scene, labels []int32, opts ShiftOpti
 	means := model.BandMeans(s)
 	var trainSecs []float64
 	trainings := opts.Runs
+	var disjoint *DisjointSplit
 	if opts.Disjoint {
 		trainings *= 2
+		disjoint = &DisjointSplit{}
 	}
-	var disjoint *DisjointSplit
 	done := 0
 	for run := 0; run < opts.Runs; run++ {
 		seed := opts.FirstSeed + int64(run)
-		to := opts.Train
-		to.Seed = seed
-		if to.Config.Hidden == 0 {
-			epochs := to.Config.Epochs
-			to.Config = model.DefaultConfig()
-			if epochs > 0 {
-				to.Config.Epochs = epochs
-			}
-		}
+		to := shiftTrainOptions(opts, seed)
 		to.Progress = trainingProgress(opts.Progress, runSubject(model.AblationFull, run+1, opts.Runs, seed), done, trainings)
 		m, secs, err := trainOrReuse(ctx, s, labels, to, opts, "shift")
 		if err != nil {
@@ -255,66 +234,133 @@ func RunShift(ctx context.Context, s model.Scene, labels []int32, opts ShiftOpti
 		}
 		log.Info("shift run done", "run", run+1, "seed", seed, "clean_oa", pct(rows[0].Runs[len(rows[0].Runs)-1].OA),
 			"train_s", fmt.Sprintf("%.1f", trainSecs[len(trainSecs)-1]))
-		if opts.Disjoint {
+		if disjoint != nil {
 			to.Progress = trainingProgress(opts.Progress, runSubject(model.AblationFull, run+1, opts.Runs, seed), done, trainings)
-			dr, trainArea, testArea, err := disjointRun(ctx, s, labels, to, opts)
-			if err != nil {
-				return ShiftExperiment{}, fmt.Errorf("disjoint split run %d (seed %d): %w", run+1, seed, err)
+			if err := disjoint.addRun(ctx, s, labels, to, opts, run, seed, log); err != nil {
+				return ShiftExperiment{}, err
 			}
 			done++
-			if disjoint == nil {
-				disjoint = &DisjointSplit{TrainArea: trainArea, TestArea: testArea}
-			}
-			dr.Seed = seed
-			disjoint.Runs = append(disjoint.Runs, dr)
-			log.Info("disjoint split run done", "run", run+1, "seed", seed, "same_half_oa", pct(dr.SameHalf), "other_half_oa", pct(dr.OtherHalf))
 		}
 	}
 	for i := range rows {
-		var oa, drop []float64
-		figs := map[string][]float64{}
-		rows[i].MaxDrop = math.NaN()
-		rows[i].Verdicts = map[model.DriftVerdict]int{}
-		for _, r := range rows[i].Runs {
-			oa = append(oa, r.OA)
-			drop = append(drop, r.Drop)
-			if !math.IsNaN(r.Drop) && (math.IsNaN(rows[i].MaxDrop) || r.Drop > rows[i].MaxDrop) {
-				rows[i].MaxDrop = r.Drop
-			}
-			if r.Drift != nil {
-				rows[i].Verdicts[r.Drift.Verdict]++
-				for _, f := range model.DriftFigures() {
-					figs[f.Key] = append(figs[f.Key], f.Value(*r.Drift))
-				}
-			}
-			if r.missed(rows[i].Case) {
-				rows[i].Missed++
-			}
-			if r.falseAlarm(rows[i].Case) {
-				rows[i].FalseAlarms++
-			}
-			if r.alarmHeld(rows[i].Case) {
-				rows[i].AlarmsHeld++
-			}
-		}
-		rows[i].OA, rows[i].Drop = statOf(oa), statOf(drop)
-		rows[i].Figures = map[string]Stat{}
-		for k, v := range figs {
-			rows[i].Figures[k] = statOf(v)
-		}
+		rows[i].summarise()
 	}
 	exp.Cases = rows
 	exp.TrainSeconds = statOf(trainSecs)
 	if disjoint != nil {
-		var same, other []float64
-		for _, r := range disjoint.Runs {
-			same = append(same, r.SameHalf)
-			other = append(other, r.OtherHalf)
-		}
-		disjoint.SameHalf, disjoint.OtherHalf = statOf(same), statOf(other)
+		disjoint.summarise()
 		exp.Disjoint = disjoint
 	}
 	return exp, nil
+}
+
+// shiftDefaults fills opts' zero run count and first seed, and checks
+// them and the labels.
+func shiftDefaults(s model.Scene, labels []int32, opts ShiftOptions) (ShiftOptions, error) {
+	if opts.Runs == 0 {
+		opts.Runs = 5
+	}
+	if opts.Runs < 1 {
+		return opts, fmt.Errorf("shift experiment: %w", errNoRuns)
+	}
+	if opts.FirstSeed == 0 {
+		opts.FirstSeed = model.DefaultSeed
+	}
+	if len(labels) != s.Rows*s.Cols {
+		return opts, fmt.Errorf("shift experiment: labels have %d values, the scene %d pixels: %w", len(labels), s.Rows*s.Cols, ErrLabels)
+	}
+	return opts, nil
+}
+
+// shiftCases is the experiment's cases: opts.Cases (ShiftSuite when nil),
+// and the other scene's when there is one.
+func shiftCases(opts ShiftOptions) []ShiftCase {
+	cases := opts.Cases
+	if cases == nil {
+		cases = ShiftSuite()
+	}
+	if opts.Other != nil {
+		cases = append(slices.Clone(cases), ShiftCase{Name: "other scene: " + opts.OtherName, Families: []string{FamilyOther}, Other: true, Strong: true})
+	}
+	return cases
+}
+
+// shiftTrainOptions is the training options of the run with seed: opts.Train,
+// with the paper's network (and opts.Train's epochs when set) when it
+// sets no network.
+func shiftTrainOptions(opts ShiftOptions, seed int64) model.TrainOptions {
+	to := opts.Train
+	to.Seed = seed
+	if to.Config.Hidden == 0 {
+		epochs := to.Config.Epochs
+		to.Config = model.DefaultConfig()
+		if epochs > 0 {
+			to.Config.Epochs = epochs
+		}
+	}
+	return to
+}
+
+// addRun trains and scores the disjoint split's run (from 0) with seed
+// and adds it to d, whose areas are the first run's.
+func (d *DisjointSplit) addRun(ctx context.Context, s model.Scene, labels []int32, to model.TrainOptions, opts ShiftOptions, run int, seed int64, log *slog.Logger) error {
+	dr, trainArea, testArea, err := disjointRun(ctx, s, labels, to, opts)
+	if err != nil {
+		return fmt.Errorf("disjoint split run %d (seed %d): %w", run+1, seed, err)
+	}
+	if len(d.Runs) == 0 {
+		d.TrainArea, d.TestArea = trainArea, testArea
+	}
+	dr.Seed = seed
+	d.Runs = append(d.Runs, dr)
+	log.Info("disjoint split run done", "run", run+1, "seed", seed, "same_half_oa", pct(dr.SameHalf), "other_half_oa", pct(dr.OtherHalf))
+	return nil
+}
+
+// summarise sets the split's statistics over its runs.
+func (d *DisjointSplit) summarise() {
+	var same, other []float64
+	for _, r := range d.Runs {
+		same = append(same, r.SameHalf)
+		other = append(other, r.OtherHalf)
+	}
+	d.SameHalf, d.OtherHalf = statOf(same), statOf(other)
+}
+
+// summarise sets the row's statistics over its runs: OA, drop and each
+// drift figure, the largest drop, the verdicts and the alarms.
+func (row *ShiftRow) summarise() {
+	var oa, drop []float64
+	figs := map[string][]float64{}
+	row.MaxDrop = math.NaN()
+	row.Verdicts = map[model.DriftVerdict]int{}
+	for _, r := range row.Runs {
+		oa = append(oa, r.OA)
+		drop = append(drop, r.Drop)
+		if !math.IsNaN(r.Drop) && (math.IsNaN(row.MaxDrop) || r.Drop > row.MaxDrop) {
+			row.MaxDrop = r.Drop
+		}
+		if r.Drift != nil {
+			row.Verdicts[r.Drift.Verdict]++
+			for _, f := range model.DriftFigures() {
+				figs[f.Key] = append(figs[f.Key], f.Value(*r.Drift))
+			}
+		}
+		if r.missed(row.Case) {
+			row.Missed++
+		}
+		if r.falseAlarm(row.Case) {
+			row.FalseAlarms++
+		}
+		if r.alarmHeld(row.Case) {
+			row.AlarmsHeld++
+		}
+	}
+	row.OA, row.Drop = statOf(oa), statOf(drop)
+	row.Figures = map[string]Stat{}
+	for k, v := range figs {
+		row.Figures[k] = statOf(v)
+	}
 }
 
 // trainOrReuse trains a model on s with to, or with opts.ModelDir loads

@@ -503,18 +503,50 @@ func trainDriftStats(ctx context.Context, m *Model, s Scene, backend string) (*d
 	if err != nil {
 		return nil, err
 	}
-	B, k, n := s.Bands, pred.Classes, s.Rows*s.Cols
-	st := &driftStats{BandMean: make([]float32, B), BandStd: make([]float32, B), ClassShare: make([]float32, k),
+	k, n := pred.Classes, s.Rows*s.Cols
+	st := newDriftStats(s.Bands, k)
+	st.setBandSpread(s)
+	dist := make([]float32, n*k)
+	if err := ref.ClassDistances(s.Data, s.Valid, dist); err != nil {
+		return nil, err
+	}
+	isTrain := make([]bool, n)
+	for _, i := range m.meta.TrainIndices {
+		isTrain[i] = true
+	}
+	prec := tiling.Recover(pred.Prob, s.Valid, s.Rows, s.Cols, k, m.Recovery())
+	t := newDriftTally(k)
+	for i := 0; i < n; i++ {
+		if s.valid(i) {
+			t.addPixel(st, dist[i*k:(i+1)*k], prec[i*k:(i+1)*k], float64(pred.Uncertainty[i]), isTrain[i])
+		}
+	}
+	if t.valid == 0 || len(t.nearest) == 0 {
+		return nil, errors.New("no valid pixel")
+	}
+	st.setPixelStats(t)
+	if err := st.setFeatureStats(pred); err != nil {
+		return nil, err
+	}
+	return st, nil
+}
+
+// newDriftStats is empty statistics for B bands and k classes.
+func newDriftStats(B, k int) *driftStats {
+	return &driftStats{BandMean: make([]float32, B), BandStd: make([]float32, B), ClassShare: make([]float32, k),
 		ClassDistanceP99: make([]float32, k), ClassDistanceP50: make([]float32, k), ClassReliability: make([]float32, k),
 		FeatureDistanceP50: make([]float32, k), FeatureDistanceP90: make([]float32, k), ClassPrototypeMargin: make([]float32, k),
 		ClassUncertainty: make([]float32, k), ClassMargin: make([]float32, k)}
-	relByClass := make([]float64, k)
-	relCount := make([]float64, k)
-	uncByClass, marginByClass, outCount := make([]float64, k), make([]float64, k), make([]float64, k)
+}
+
+// setBandSpread records each band's mean and standard deviation over the
+// finite values of s's valid pixels.
+func (st *driftStats) setBandSpread(s Scene) {
+	B := s.Bands
 	means := BandMeans(s)
 	sq := make([]float64, B)
 	cnt := make([]float64, B)
-	for i := 0; i < n; i++ {
+	for i := 0; i < s.Rows*s.Cols; i++ {
 		if !s.valid(i) {
 			continue
 		}
@@ -531,72 +563,82 @@ func trainDriftStats(ctx context.Context, m *Model, s Scene, backend string) (*d
 			st.BandStd[b] = float32(math.Sqrt(sq[b] / cnt[b]))
 		}
 	}
-	dist := make([]float32, n*k)
-	if err := ref.ClassDistances(s.Data, s.Valid, dist); err != nil {
-		return nil, err
-	}
-	isTrain := make([]bool, n)
-	for _, i := range m.meta.TrainIndices {
-		isTrain[i] = true
-	}
-	prec := tiling.Recover(pred.Prob, s.Valid, s.Rows, s.Cols, k, m.Recovery())
-	byClass := make([][]float64, k)
-	var nearest []float64
-	var relSum float64
-	var valid int64
-	for i := 0; i < n; i++ {
-		if !s.valid(i) {
-			continue
-		}
-		px := dist[i*k : (i+1)*k]
-		best := 0
-		for c := 1; c < k; c++ {
-			if prec[i*k+c] > prec[i*k+best] {
-				best = c
-			}
-		}
-		valid++
-		st.ClassShare[best]++
-		if a := AgreementOf(px, best); !math.IsNaN(float64(a)) {
-			relSum += float64(a)
-			relByClass[best] += float64(a)
-			relCount[best]++
-		}
-		if mg, u := probMargin(prec[i*k:(i+1)*k]), float64(pred.Uncertainty[i]); !math.IsNaN(mg) && !math.IsNaN(u) {
-			uncByClass[best] += u
-			marginByClass[best] += mg
-			outCount[best]++
-		}
-		if isTrain[i] {
-			continue
-		}
-		near := 0
-		for c := 1; c < k; c++ {
-			if px[c] < px[near] {
-				near = c
-			}
-		}
-		if v := float64(px[near]); !math.IsNaN(v) && v < NoReference-1 {
-			byClass[near] = append(byClass[near], v)
-			nearest = append(nearest, v)
+}
+
+// driftTally sums the training scene's valid pixels for trainDriftStats:
+// reliability, uncertainty and margin by predicted class, and the distance
+// of each test pixel to its nearest class reference.
+type driftTally struct {
+	relByClass, relCount                []float64
+	uncByClass, marginByClass, outCount []float64
+	byClass                             [][]float64 // test pixels' nearest distances, by nearest class
+	nearest                             []float64   // every test pixel's nearest distance
+	relSum                              float64
+	valid                               int64
+}
+
+func newDriftTally(k int) *driftTally {
+	return &driftTally{relByClass: make([]float64, k), relCount: make([]float64, k),
+		uncByClass: make([]float64, k), marginByClass: make([]float64, k), outCount: make([]float64, k),
+		byClass: make([][]float64, k)}
+}
+
+// addPixel adds a valid pixel with class distances px, recovered
+// probabilities prob and uncertainty unc; a training pixel (train) stays
+// out of the distance distribution. It counts the predicted class's share
+// in st.
+func (t *driftTally) addPixel(st *driftStats, px, prob []float32, unc float64, train bool) {
+	k := len(px)
+	best := 0
+	for c := 1; c < k; c++ {
+		if prob[c] > prob[best] {
+			best = c
 		}
 	}
-	if valid == 0 || len(nearest) == 0 {
-		return nil, errors.New("no valid pixel")
+	t.valid++
+	st.ClassShare[best]++
+	if a := AgreementOf(px, best); !math.IsNaN(float64(a)) {
+		t.relSum += float64(a)
+		t.relByClass[best] += float64(a)
+		t.relCount[best]++
 	}
-	st.Pixels = valid
-	st.Reliability = relSum / float64(valid)
+	if mg := probMargin(prob); !math.IsNaN(mg) && !math.IsNaN(unc) {
+		t.uncByClass[best] += unc
+		t.marginByClass[best] += mg
+		t.outCount[best]++
+	}
+	if train {
+		return
+	}
+	near := 0
+	for c := 1; c < k; c++ {
+		if px[c] < px[near] {
+			near = c
+		}
+	}
+	if v := float64(px[near]); !math.IsNaN(v) && v < NoReference-1 {
+		t.byClass[near] = append(t.byClass[near], v)
+		t.nearest = append(t.nearest, v)
+	}
+}
+
+// setPixelStats records the pixel statistics of t (which holds a valid
+// pixel and a test pixel's distance): the shares, the mean reliability,
+// uncertainty and margin by class, and the distance percentiles.
+func (st *driftStats) setPixelStats(t *driftTally) {
+	st.Pixels = t.valid
+	st.Reliability = t.relSum / float64(t.valid)
 	for c := range st.ClassShare {
-		st.ClassShare[c] /= float32(valid)
-		if relCount[c] > 0 {
-			st.ClassReliability[c] = float32(relByClass[c] / relCount[c])
+		st.ClassShare[c] /= float32(t.valid)
+		if t.relCount[c] > 0 {
+			st.ClassReliability[c] = float32(t.relByClass[c] / t.relCount[c])
 		}
-		if outCount[c] > 0 {
-			st.ClassUncertainty[c] = float32(uncByClass[c] / outCount[c])
-			st.ClassMargin[c] = float32(marginByClass[c] / outCount[c])
+		if t.outCount[c] > 0 {
+			st.ClassUncertainty[c] = float32(t.uncByClass[c] / t.outCount[c])
+			st.ClassMargin[c] = float32(t.marginByClass[c] / t.outCount[c])
 		}
 	}
-	for c, v := range byClass {
+	for c, v := range t.byClass {
 		if len(v) == 0 {
 			// A class no pixel is nearest to: any pixel's distance to it is
 			// beyond every training pixel's.
@@ -607,12 +649,17 @@ func trainDriftStats(ctx context.Context, m *Model, s Scene, backend string) (*d
 		st.ClassDistanceP99[c] = float32(percentile(v, 99))
 		st.ClassDistanceP50[c] = float32(percentile(v, 50))
 	}
-	slices.Sort(nearest)
+	slices.Sort(t.nearest)
 	for _, q := range driftQuantiles {
-		st.DistanceQuantiles = append(st.DistanceQuantiles, float32(percentile(nearest, q)))
+		st.DistanceQuantiles = append(st.DistanceQuantiles, float32(percentile(t.nearest, q)))
 	}
-	// The feature space: every valid cell, the training pixels' too (the
-	// network's features of a whole cell, not one pixel's spectrum).
+}
+
+// setFeatureStats records the feature space's statistics of pred: every
+// valid cell, the training pixels' too (the network's features of a whole
+// cell, not one pixel's spectrum).
+func (st *driftStats) setFeatureStats(pred Prediction) error {
+	k := pred.Classes
 	featByClass := make([][]float64, k)
 	protoMargin := make([]float64, k)
 	for i := range pred.CellRows * pred.CellCols {
@@ -625,7 +672,7 @@ func trainDriftStats(ctx context.Context, m *Model, s Scene, backend string) (*d
 		st.Cells++
 	}
 	if st.Cells == 0 {
-		return nil, errors.New("no valid cell")
+		return errors.New("no valid cell")
 	}
 	for c, v := range featByClass {
 		if len(v) == 0 {
@@ -636,7 +683,7 @@ func trainDriftStats(ctx context.Context, m *Model, s Scene, backend string) (*d
 		st.FeatureDistanceP90[c] = float32(percentile(v, 90))
 		st.ClassPrototypeMargin[c] = float32(protoMargin[c] / float64(len(v)))
 	}
-	return st, nil
+	return nil
 }
 
 // CalibrateDrift measures m's drift statistics again on its training scene

@@ -109,86 +109,55 @@ func newPredictor(m *Model, backend string, fused, inGraph, onHost bool) (*Predi
 	// The fused layers are Go-backend kernels (see net.fused).
 	n := &net{d: d, cfg: m.meta.Config, fused: fused && desc.Kind == BackendGo}
 	n.f0Input = useFullRes && n.fused && fullResInput(m.meta.Config) && !p.prep
-	names := make([]string, len(m.params))
-	for i, prm := range m.params {
-		names[i] = prm.Name
+	ig := &inferGraph{m: m, n: n, stats: m.meta.GroupNormStats}
+	for _, prm := range m.params {
+		ig.names = append(ig.names, prm.Name)
 	}
-	stats := m.meta.GroupNormStats
 	if n.f0Input {
-		p.fullRes = newFullResWeights(d, m.params, runtime.GOMAXPROCS(0))
-		// The embedding's statistics go to the kernels, the others to the graph.
-		stats = nil
-		for _, st := range m.meta.GroupNormStats {
-			if st.Key == "embed.gn" {
-				p.frMean, p.frVar = float64s(st.Mean), float64s(st.Var)
-				continue
-			}
-			stats = append(stats, st)
-		}
+		ig.stats = p.takeEmbedStats(d)
 	}
-	// network runs the network on its input x and masks; in holds the
-	// prototype bank, the parameters and the statistics, in p.weights' order.
-	network := func(g *Graph, x, ur, uc *Node, in, masks []*Node) (prob, gt, cos *Node) {
-		protos := in[0]
-		n.p = make(map[string]*Node, len(names))
-		for i, name := range names {
-			n.p[name] = in[1+i]
-		}
-		n.normCalls, n.fixedNorm = nil, nil
-		if len(stats) > 0 {
-			// Inference mode: every GroupNorm uses the statistics stored at
-			// training, so the result does not depend on the scene's extent.
-			n.fixedNorm = make(map[string][2]*Node, len(stats))
-			base := 1 + len(names)
-			for j, st := range stats {
-				n.fixedNorm[st.Key] = [2]*Node{in[base+2*j], in[base+2*j+1]}
-			}
-		}
-		n.setMasks(masks...)
-		o := m.inferForward(n, x, protos)
-		forgetBMM(g)
-		prob = Softmax(upsample(o.Zcal, ur, uc), -1)
-		gt = upsample(InsertAxes(o.Gtilde, -1), ur, uc)
-		// The cells' prototype cosines: the drift's feature-space figures.
-		return prob, Reshape(gt, gt.Shape().Dimensions[0], gt.Shape().Dimensions[1]), o.Cos
+	ig.spec = m.inputSpec()
+	if err := p.compile(b, ig); err != nil {
+		b.Finalize()
+		return nil, fmt.Errorf("new predictor: %w", err)
 	}
-	nw := 1 + len(names) + 2*len(stats)
-	fn := func(g *Graph, in []*Node) []*Node {
-		prob, gt, cos := network(g, in[0], in[1], in[2], in[3:3+nw], in[3+nw:])
-		return []*Node{prob, gt, cos}
-	}
-	spec := m.inputSpec()
-	// The in-graph variant takes the raw scene, its valid mask and the
-	// stretch (lo, scale) before the weights; with recovery it returns the
-	// recovered probabilities.
-	prepFn := func(recover bool) func(g *Graph, in []*Node) []*Node {
-		return func(g *Graph, in []*Node) []*Node {
-			raw, valid := in[0], in[1]
-			x, masks := prepNodes(raw, valid, in[2], in[3], spec, m.meta.Config.Encoder)
-			rows, cols := raw.Shape().Dimensions[0], raw.Shape().Dimensions[1]
-			hs, ws := lowRes(rows, m.meta.Config.Encoder), lowRes(cols, m.meta.Config.Encoder)
-			prob, gt, cos := network(g, x, upMatrixNode(g, rows, hs), upMatrixNode(g, cols, ws), in[4:], masks)
-			if recover {
-				rp := m.meta.Config.Recovery
-				prob = recoverNode(prob, ConvertDType(valid, prob.DType()), rp.Window, rp.Eta)
-			}
-			return []*Node{prob, gt, cos}
+	p.setWeights(d, ig.stats)
+	return p, nil
+}
+
+// takeEmbedStats sets up the kernels of the full-resolution stage (the
+// model's embedding) with the embedding's GroupNorm statistics, and
+// returns the other statistics, which go to the graph.
+func (p *Predictor) takeEmbedStats(d dims) []normStat {
+	m := p.m
+	p.fullRes = newFullResWeights(d, m.params, runtime.GOMAXPROCS(0))
+	var stats []normStat
+	for _, st := range m.meta.GroupNormStats {
+		if st.Key == "embed.gn" {
+			p.frMean, p.frVar = float64s(st.Mean), float64s(st.Var)
+			continue
 		}
+		stats = append(stats, st)
 	}
+	return stats
+}
+
+// compile compiles the predictor's graphs of ig on b: the network, and
+// with the in-graph input preparation the recovered variant beside it.
+func (p *Predictor) compile(b compute.Backend, ig *inferGraph) error {
+	fn := ig.plain()
 	if p.prep {
-		fn = prepFn(false)
-		rec, err := NewExec(b, prepFn(true))
+		fn = ig.prepared(false)
+		rec, err := NewExec(b, ig.prepared(true))
 		if err != nil {
-			b.Finalize()
-			return nil, fmt.Errorf("new predictor: %w", err)
+			return err
 		}
 		p.execRec = rec.WithName("pnec_predict_recovered").SetMaxCache(-1)
-		p.stretch = []*tensors.Tensor{tensorOf(spec.lo, len(spec.lo)), tensorOf(spec.scale, len(spec.scale))}
+		p.stretch = []*tensors.Tensor{tensorOf(ig.spec.lo, len(ig.spec.lo)), tensorOf(ig.spec.scale, len(ig.spec.scale))}
 	}
 	exec, err := NewExec(b, fn)
 	if err != nil {
-		b.Finalize()
-		return nil, fmt.Errorf("new predictor: %w", err)
+		return err
 	}
 	// One executable per input shape, kept for the predictor's life: the
 	// planner's ladder bounds the shapes of the model's grid (36; a scene
@@ -196,6 +165,13 @@ func newPredictor(m *Model, backend string, fused, inGraph, onHost bool) (*Predi
 	// failed the 33rd shape a long batch or a precompile met. Shapes
 	// outside the grid (forced tiles, library calls) add one each.
 	p.exec = exec.WithName("pnec_predict").SetMaxCache(-1)
+	return nil
+}
+
+// setWeights holds the graph's weight inputs: the prototype bank, the
+// parameters and the GroupNorm statistics stats, in inferGraph's order.
+func (p *Predictor) setWeights(d dims, stats []normStat) {
+	m := p.m
 	p.weights = append(p.weights, tensorOf(m.protos, d.K, d.D))
 	for _, prm := range m.params {
 		p.weights = append(p.weights, tensorOf(prm.Data, prm.Shape...))
@@ -203,7 +179,74 @@ func newPredictor(m *Model, backend string, fused, inGraph, onHost bool) (*Predi
 	for _, st := range stats {
 		p.weights = append(p.weights, tensorOf(st.Mean, len(st.Mean)), tensorOf(st.Var, len(st.Var)))
 	}
-	return p, nil
+}
+
+// inferGraph builds the predictor's graphs of m on n: names are the
+// parameters' names and stats the GroupNorm statistics the graph takes as
+// inputs; spec prepares the input in the graph.
+type inferGraph struct {
+	m     *Model
+	n     *net
+	names []string
+	stats []normStat
+	spec  inputSpec
+}
+
+// network runs the network on its input x and masks; in holds the
+// prototype bank, the parameters and the statistics, in p.weights' order.
+func (ig *inferGraph) network(g *Graph, x, ur, uc *Node, in, masks []*Node) (prob, gt, cos *Node) {
+	n, names, stats := ig.n, ig.names, ig.stats
+	protos := in[0]
+	n.p = make(map[string]*Node, len(names))
+	for i, name := range names {
+		n.p[name] = in[1+i]
+	}
+	n.normCalls, n.fixedNorm = nil, nil
+	if len(stats) > 0 {
+		// Inference mode: every GroupNorm uses the statistics stored at
+		// training, so the result does not depend on the scene's extent.
+		n.fixedNorm = make(map[string][2]*Node, len(stats))
+		base := 1 + len(names)
+		for j, st := range stats {
+			n.fixedNorm[st.Key] = [2]*Node{in[base+2*j], in[base+2*j+1]}
+		}
+	}
+	n.setMasks(masks...)
+	o := ig.m.inferForward(n, x, protos)
+	forgetBMM(g)
+	prob = Softmax(upsample(o.Zcal, ur, uc), -1)
+	gt = upsample(InsertAxes(o.Gtilde, -1), ur, uc)
+	// The cells' prototype cosines: the drift's feature-space figures.
+	return prob, Reshape(gt, gt.Shape().Dimensions[0], gt.Shape().Dimensions[1]), o.Cos
+}
+
+// plain is the graph on the prepared input: x, the upsampling matrices,
+// the weights, then the masks.
+func (ig *inferGraph) plain() func(g *Graph, in []*Node) []*Node {
+	nw := 1 + len(ig.names) + 2*len(ig.stats)
+	return func(g *Graph, in []*Node) []*Node {
+		prob, gt, cos := ig.network(g, in[0], in[1], in[2], in[3:3+nw], in[3+nw:])
+		return []*Node{prob, gt, cos}
+	}
+}
+
+// prepared is the in-graph variant: it takes the raw scene, its valid
+// mask and the stretch (lo, scale) before the weights; with recovery it
+// returns the recovered probabilities.
+func (ig *inferGraph) prepared(recover bool) func(g *Graph, in []*Node) []*Node {
+	return func(g *Graph, in []*Node) []*Node {
+		cfg := ig.m.meta.Config
+		raw, valid := in[0], in[1]
+		x, masks := prepNodes(raw, valid, in[2], in[3], ig.spec, cfg.Encoder)
+		rows, cols := raw.Shape().Dimensions[0], raw.Shape().Dimensions[1]
+		hs, ws := lowRes(rows, cfg.Encoder), lowRes(cols, cfg.Encoder)
+		prob, gt, cos := ig.network(g, x, upMatrixNode(g, rows, hs), upMatrixNode(g, cols, ws), in[4:], masks)
+		if recover {
+			rp := cfg.Recovery
+			prob = recoverNode(prob, ConvertDType(valid, prob.DType()), rp.Window, rp.Eta)
+		}
+		return []*Node{prob, gt, cos}
+	}
 }
 
 // inferForward is the inference forward pass: no anchor classes, and

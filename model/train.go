@@ -139,99 +139,11 @@ func Train(ctx context.Context, s Scene, labels []int32, opts TrainOptions) (m *
 	start := time.Now()
 	opts = opts.withDefaults()
 	cfg := opts.Config
-	if err := validateConfig(cfg); err != nil {
-		return nil, fmt.Errorf("train: %w", err)
-	}
-	if err := checkScene(s); err != nil {
-		return nil, fmt.Errorf("train: %w", err)
-	}
-	npix := s.Rows * s.Cols
-	if len(labels) != npix {
-		return nil, fmt.Errorf("train: labels have %d values, scene %d pixels", len(labels), npix)
-	}
-	if opts.TrainMask != nil && len(opts.TrainMask) != npix {
-		return nil, fmt.Errorf("train: training mask has %d values, scene %d pixels", len(opts.TrainMask), npix)
-	}
-
-	// Classes: every value in the labels (and the fixed split), ascending.
-	seen := map[int32]bool{}
-	for i, v := range labels {
-		if v > 0 && s.valid(i) {
-			seen[v] = true
-		}
-	}
-	for i, v := range opts.TrainMask {
-		if v > 0 && s.valid(i) {
-			seen[v] = true
-		}
-	}
-	values := make([]int32, 0, len(seen))
-	for v := range seen {
-		values = append(values, v)
-	}
-	slices.Sort(values)
-	if len(values) < 2 {
-		return nil, fmt.Errorf("train: labels hold %d classes among valid pixels, need at least 2", len(values))
-	}
-	denseOf := map[int32]int32{}
-	classes := make([]Class, len(values))
-	for k, v := range values {
-		denseOf[v] = int32(k)
-		classes[k] = Class{Value: int(v), Name: opts.ClassNames[int(v)], Color: PaletteColor(int(v))}
-		if classes[k].Name == "" {
-			classes[k].Name = fmt.Sprintf("class %d", v)
-		}
-		if c, ok := opts.Colors[int(v)]; ok {
-			classes[k].Color = c
-		}
-	}
-
-	// Split.
-	var trainIdx []int
-	split := "seed"
-	if opts.TrainMask != nil {
-		split = "mask"
-		for i, v := range opts.TrainMask {
-			if v > 0 && s.valid(i) {
-				trainIdx = append(trainIdx, i)
-			}
-		}
-	} else {
-		dense := make([]int32, npix)
-		for i, v := range labels {
-			dense[i] = -1
-			if v > 0 && s.valid(i) {
-				dense[i] = denseOf[v]
-			}
-		}
-		trainIdx = pickSplit(dense, len(values), opts.TrainPerClass, opts.SplitSeed)
-	}
-	if len(trainIdx) == 0 {
-		return nil, fmt.Errorf("train: no training pixels")
-	}
-	trainClass := func(i int) int32 {
-		if opts.TrainMask != nil {
-			return denseOf[opts.TrainMask[i]]
-		}
-		return denseOf[labels[i]]
-	}
-
-	d, err := makeDims(cfg, s.Bands, len(values))
+	setup, err := newTrainSetup(s, labels, opts)
 	if err != nil {
 		return nil, fmt.Errorf("train: %w", err)
 	}
-	if opts.MaxMemoryBytes < 0 {
-		return nil, fmt.Errorf("train: memory budget %d bytes: must be 0 (default) or positive", opts.MaxMemoryBytes)
-	}
-	if need, budget := trainBytes(d, cfg, s.Rows, s.Cols), memory.TrainBudget(opts.MaxMemoryBytes); budget > 0 && need > budget {
-		return nil, fmt.Errorf("train: %w", &MemoryError{NeedBytes: need, LimitBytes: budget})
-	}
-	lo, hi, err := bandStretch(s)
-	if err != nil {
-		return nil, fmt.Errorf("train: normalisation statistics: %w", err)
-	}
-
-	desc, err := DecideBackend(opts.Backend, Job{Task: TaskTrain, Pixels: int64(npix), Epochs: cfg.Epochs})
+	desc, err := DecideBackend(opts.Backend, Job{Task: TaskTrain, Pixels: int64(s.Rows * s.Cols), Epochs: cfg.Epochs})
 	if err != nil {
 		return nil, fmt.Errorf("train: %w", err)
 	}
@@ -247,151 +159,30 @@ func Train(ctx context.Context, s Scene, labels []int32, opts TrainOptions) (m *
 		}
 	}()
 
-	ytrain := make([]int32, len(trainIdx))
-	for t, i := range trainIdx {
-		ytrain[t] = trainClass(i)
+	run := &trainRun{s: s, cfg: cfg, desc: desc, setup: setup}
+	defer run.finalize()
+	if err := run.prepare(b, opts.Seed); err != nil {
+		return nil, err
 	}
-	in := newInputSpec(cfg.Input, cfg.InputLevels, lo, hi)
-	// The augmentation runs in a graph of its own on XLA (augGraph: the scene
-	// goes to the device once), on the host on the Go backend.
-	inGraph, err := augmentInGraph(desc)
+	loss, acc, err := run.fit(ctx, opts.Progress, start)
 	if err != nil {
-		return nil, fmt.Errorf("train: %w", err)
+		return nil, err
 	}
-	inGraph = inGraph && cfg.Augment.On()
-	// On the Go backend the paper encoder's full-resolution stage runs on
-	// pnec's own kernels beside the graph (fullRes; see encState), for the
-	// reference's input without augmentation (fullResTraining), unless the
-	// augmentation graph makes the network's input.
-	var fr *fullRes
-	if useFullRes && desc.Kind == BackendGo && fullResTraining(cfg) && !inGraph {
-		fr = newFullRes(d, s, in, runtime.GOMAXPROCS(0))
-	}
-	td := newTrainData(s, in, trainIdx, ytrain, cfg.Encoder, fr != nil || inGraph)
-	defer td.finalize()
-	aug := newAugmenter(cfg.Augment, s, in, cfg.Encoder, opts.Seed)
-	var ag *augGraph
-	if inGraph {
-		if ag, err = newAugGraph(b, s, in, cfg.Encoder, trainIdx, ytrain, len(values), opts.Seed); err != nil {
-			return nil, fmt.Errorf("train: augmentation graph on %s: %w", desc.Label(), err)
-		}
-		defer ag.finalize()
-		if err := ag.clean(&td); err != nil {
-			return nil, fmt.Errorf("train: clean scene on %s: %w", desc.Label(), err)
-		}
-	}
-
-	rng := rand.New(rand.NewPCG(uint64(opts.Seed), 0x6d616d6261))
-	params := initParams(d, cfg, rng)
-	st, err := newTrainer(b, d, cfg, params, fr)
-	if err != nil {
-		return nil, fmt.Errorf("train: %w", err)
-	}
-	defer st.finalize()
-
-	var loss, acc float64
-	frChanged := false // fr is on an augmented scene
-	for epoch := 1; epoch <= cfg.Epochs; epoch++ {
-		if err := ctx.Err(); err != nil {
-			return nil, fmt.Errorf("train: stopped at epoch %d: %w", epoch, err)
-		}
-		calib := float32(1)
-		if epoch <= cfg.ECWarmupEpochs || cfg.Ablation == AblationBase || cfg.Ablation == AblationNoEC {
-			calib = 0
-		}
-		step := td
-		if fr != nil {
-			// The kernels take the scene itself; an augmented step (per-image
-			// statistics: fullResTraining) points them at the changed one.
-			changed, ok := aug.nextScene(epoch, cfg.Epochs)
-			switch {
-			case ok:
-				fr.setScene(changed, in)
-				frChanged = true
-			case frChanged:
-				fr.setScene(s, in)
-				frChanged = false
-			}
-		} else if ag != nil {
-			if st, ok := aug.draw(epoch, cfg.Epochs); ok {
-				o, err := ag.step(st)
-				if err != nil {
-					return nil, fmt.Errorf("train: epoch %d: augmentation on %s: %w", epoch, desc.Label(), err)
-				}
-				if cfg.Augment.ImageNorm {
-					step.x = o.x
-				} else {
-					step.xAug = o.x
-				}
-				step.masks, step.anchor, step.ytr, step.cellMask = o.masks, o.anchor, o.ytr, o.cellMask
-			}
-		} else if x := aug.next(epoch, cfg.Epochs); x != nil {
-			if cfg.Augment.ImageNorm {
-				step.x = x
-			} else {
-				step.xAug = x
-			}
-		}
-		if aug.cropped {
-			step = aug.cropStep(step, trainIdx, ytrain, fr != nil)
-		}
-		loss, acc, err = st.step(step, calib)
-		aug.done()
-		if ag != nil {
-			ag.done()
-		}
-		if err != nil {
-			return nil, fmt.Errorf("train: epoch %d on %s: %w", epoch, desc.Label(), err)
-		}
-		if math.IsNaN(loss) || math.IsInf(loss, 0) {
-			return nil, fmt.Errorf("train: epoch %d: loss is %g", epoch, loss)
-		}
-		if opts.Progress != nil {
-			opts.Progress(epochEvent(epoch, cfg.Epochs, loss, acc, time.Since(start)))
-		}
-	}
-	params, protos, err := st.weights()
+	params, protos, err := run.weights()
 	if err != nil {
 		return nil, fmt.Errorf("train: read weights: %w", err)
-	}
-	if frChanged {
-		fr.setScene(s, in) // the statistics below are the clean scene's
 	}
 	// The step's state and compiled graph are done with: release them
 	// before the statistics passes below, which compile and run inference
 	// graphs of their own (held together they made the peak).
-	st.finalize()
-	td.finalize()
-	if ag != nil {
-		ag.finalize()
-	}
-	m = &Model{
-		meta: modelMeta{
-			Version: Version, Backend: desc.Label(), Config: cfg, Bands: s.Bands,
-			WavelengthsNM: slices.Clone(s.WavelengthsNM), Classes: classes, StretchLo: lo, StretchHi: hi,
-			SceneRows: s.Rows, SceneCols: s.Cols, TrainSplit: split, SplitSeed: opts.SplitSeed, Seed: opts.Seed,
-			TrainIndices: trainIdx, FinalLoss: loss, TrainAccuracy: acc,
-			TrainSeconds: time.Since(start).Seconds(),
-		},
-		params: params,
-		protos: protos,
-	}
-	if split == "seed" {
-		m.meta.TrainPerClass = opts.TrainPerClass
-	}
-	br := opts.Bands
-	m.meta.FWHMNM, m.meta.WavelengthUnits = slices.Clone(br.FWHMNM), br.WavelengthUnits
-	m.meta.BadBands, m.meta.BandSelection = slices.Clone(br.BadBands), br.Selection
-	if len(br.BandsUsed) > 0 {
-		m.meta.SceneBands, m.meta.BandsUsed = br.SceneBands, slices.Clone(br.BandsUsed)
-	}
-	m.meta.Quantity, m.meta.QuantityScale, m.meta.RadiometricUnits = br.Radiometry.Quantity, br.Radiometry.Scale, br.Radiometry.Units
-	if err := m.meta.validateBandRecord(); err != nil {
+	run.finalize()
+	m = newTrainedModel(run, opts, params, protos, loss, acc, start)
+	if err := m.meta.setBandRecord(opts.Bands); err != nil {
 		return nil, fmt.Errorf("train: band record: %w", err)
 	}
 	m.meta.setProvenance(opts.Provenance)
-	m.meta.spectralSpectra, m.meta.SpectralClasses = trainSpectra(s, trainIdx, ytrain)
-	if m.meta.GroupNormStats, err = groupNormStats(b, m, s, fr); err != nil {
+	m.meta.spectralSpectra, m.meta.SpectralClasses = trainSpectra(s, setup.trainIdx, setup.ytrain)
+	if m.meta.GroupNormStats, err = groupNormStats(b, m, s, run.fr); err != nil {
 		return nil, fmt.Errorf("train: group norm statistics on %s: %w", desc.Label(), err)
 	}
 	// The drift pass predicts on a backend of its own: the training
@@ -410,6 +201,364 @@ func Train(ctx context.Context, s Scene, labels []int32, opts TrainOptions) (m *
 	// cannot be written only costs a later run time.
 	_ = PublishCompileCache()
 	return m, nil
+}
+
+// trainSetup is what Train takes from its inputs before it opens a
+// backend: the classes, the training pixels and the network's sizes.
+type trainSetup struct {
+	values   []int32 // the class values, ascending
+	classes  []Class
+	trainIdx []int   // the training pixels, row-major
+	ytrain   []int32 // their dense classes
+	split    string  // "seed" or "mask"
+	d        dims
+	lo, hi   []float32 // the per-band stretch
+}
+
+// newTrainSetup checks Train's inputs and derives its setup; its errors
+// are Train's without the "train: " prefix.
+func newTrainSetup(s Scene, labels []int32, opts TrainOptions) (*trainSetup, error) {
+	cfg := opts.Config
+	if err := checkTrainInputs(s, labels, opts); err != nil {
+		return nil, err
+	}
+	st := &trainSetup{values: trainClassValues(s, labels, opts.TrainMask)}
+	if len(st.values) < 2 {
+		return nil, fmt.Errorf("labels hold %d classes among valid pixels, need at least 2", len(st.values))
+	}
+	var denseOf map[int32]int32
+	denseOf, st.classes = trainClasses(st.values, opts)
+	st.trainIdx, st.split = trainSplit(s, labels, opts, denseOf, len(st.values))
+	if len(st.trainIdx) == 0 {
+		return nil, fmt.Errorf("no training pixels")
+	}
+	st.ytrain = trainTargetClasses(st.trainIdx, labels, opts.TrainMask, denseOf)
+	var err error
+	if st.d, err = makeDims(cfg, s.Bands, len(st.values)); err != nil {
+		return nil, err
+	}
+	if err := checkTrainMemory(st.d, cfg, s, opts.MaxMemoryBytes); err != nil {
+		return nil, err
+	}
+	if st.lo, st.hi, err = bandStretch(s); err != nil {
+		return nil, fmt.Errorf("normalisation statistics: %w", err)
+	}
+	return st, nil
+}
+
+// checkTrainInputs checks the configuration, the scene and that the labels
+// and the training mask cover the scene.
+func checkTrainInputs(s Scene, labels []int32, opts TrainOptions) error {
+	if err := validateConfig(opts.Config); err != nil {
+		return err
+	}
+	if err := checkScene(s); err != nil {
+		return err
+	}
+	npix := s.Rows * s.Cols
+	if len(labels) != npix {
+		return fmt.Errorf("labels have %d values, scene %d pixels", len(labels), npix)
+	}
+	if opts.TrainMask != nil && len(opts.TrainMask) != npix {
+		return fmt.Errorf("training mask has %d values, scene %d pixels", len(opts.TrainMask), npix)
+	}
+	return nil
+}
+
+// trainClassValues is every value in the labels and the training mask at
+// valid pixels, ascending.
+func trainClassValues(s Scene, labels, trainMask []int32) []int32 {
+	seen := map[int32]bool{}
+	for _, vs := range [][]int32{labels, trainMask} {
+		for i, v := range vs {
+			if v > 0 && s.valid(i) {
+				seen[v] = true
+			}
+		}
+	}
+	values := make([]int32, 0, len(seen))
+	for v := range seen {
+		values = append(values, v)
+	}
+	slices.Sort(values)
+	return values
+}
+
+// trainClasses numbers the class values densely and names and colours
+// them from opts (a class without a name is "class N").
+func trainClasses(values []int32, opts TrainOptions) (denseOf map[int32]int32, classes []Class) {
+	denseOf = map[int32]int32{}
+	classes = make([]Class, len(values))
+	for k, v := range values {
+		denseOf[v] = int32(k)
+		classes[k] = Class{Value: int(v), Name: opts.ClassNames[int(v)], Color: PaletteColor(int(v))}
+		if classes[k].Name == "" {
+			classes[k].Name = fmt.Sprintf("class %d", v)
+		}
+		if c, ok := opts.Colors[int(v)]; ok {
+			classes[k].Color = c
+		}
+	}
+	return denseOf, classes
+}
+
+// trainSplit picks the training pixels: the training mask's valid pixels
+// when there is one ("mask"), else opts.TrainPerClass per class drawn with
+// opts.SplitSeed ("seed").
+func trainSplit(s Scene, labels []int32, opts TrainOptions, denseOf map[int32]int32, classes int) (trainIdx []int, split string) {
+	if opts.TrainMask != nil {
+		for i, v := range opts.TrainMask {
+			if v > 0 && s.valid(i) {
+				trainIdx = append(trainIdx, i)
+			}
+		}
+		return trainIdx, "mask"
+	}
+	dense := make([]int32, len(labels))
+	for i, v := range labels {
+		dense[i] = -1
+		if v > 0 && s.valid(i) {
+			dense[i] = denseOf[v]
+		}
+	}
+	return pickSplit(dense, classes, opts.TrainPerClass, opts.SplitSeed), "seed"
+}
+
+// trainTargetClasses is the dense class of each training pixel, from the
+// training mask when there is one, else from the labels.
+func trainTargetClasses(trainIdx []int, labels, trainMask []int32, denseOf map[int32]int32) []int32 {
+	ytrain := make([]int32, len(trainIdx))
+	for t, i := range trainIdx {
+		if trainMask != nil {
+			ytrain[t] = denseOf[trainMask[i]]
+		} else {
+			ytrain[t] = denseOf[labels[i]]
+		}
+	}
+	return ytrain
+}
+
+// checkTrainMemory checks the memory budget and that training fits in it.
+func checkTrainMemory(d dims, cfg Config, s Scene, maxBytes int64) error {
+	if maxBytes < 0 {
+		return fmt.Errorf("memory budget %d bytes: must be 0 (default) or positive", maxBytes)
+	}
+	if need, budget := trainBytes(d, cfg, s.Rows, s.Cols), memory.TrainBudget(maxBytes); budget > 0 && need > budget {
+		return &MemoryError{NeedBytes: need, LimitBytes: budget}
+	}
+	return nil
+}
+
+// trainRun is one training run on its backend: the step's constant
+// inputs, the augmentation (on the host, in a graph of its own, or of the
+// kernels' scene) and the trainer.
+type trainRun struct {
+	s     Scene
+	cfg   Config
+	desc  Backend
+	setup *trainSetup
+	in    inputSpec
+	fr    *fullRes
+	td    trainData
+	aug   *augmenter
+	ag    *augGraph
+	st    *trainer
+	// frChanged is whether fr is on an augmented scene.
+	frChanged bool
+}
+
+// prepare builds the run's parts on b; its errors carry Train's prefix.
+func (r *trainRun) prepare(b compute.Backend, seed int64) error {
+	s, cfg, setup := r.s, r.cfg, r.setup
+	r.in = newInputSpec(cfg.Input, cfg.InputLevels, setup.lo, setup.hi)
+	// The augmentation runs in a graph of its own on XLA (augGraph: the scene
+	// goes to the device once), on the host on the Go backend.
+	inGraph, err := augmentInGraph(r.desc)
+	if err != nil {
+		return fmt.Errorf("train: %w", err)
+	}
+	inGraph = inGraph && cfg.Augment.On()
+	// On the Go backend the paper encoder's full-resolution stage runs on
+	// pnec's own kernels beside the graph (fullRes; see encState), for the
+	// reference's input without augmentation (fullResTraining), unless the
+	// augmentation graph makes the network's input.
+	if useFullRes && r.desc.Kind == BackendGo && fullResTraining(cfg) && !inGraph {
+		r.fr = newFullRes(setup.d, s, r.in, runtime.GOMAXPROCS(0))
+	}
+	r.td = newTrainData(s, r.in, setup.trainIdx, setup.ytrain, cfg.Encoder, r.fr != nil || inGraph)
+	r.aug = newAugmenter(cfg.Augment, s, r.in, cfg.Encoder, seed)
+	if inGraph {
+		if r.ag, err = newAugGraph(b, s, r.in, cfg.Encoder, setup.trainIdx, setup.ytrain, len(setup.values), seed); err != nil {
+			return fmt.Errorf("train: augmentation graph on %s: %w", r.desc.Label(), err)
+		}
+		if err := r.ag.clean(&r.td); err != nil {
+			return fmt.Errorf("train: clean scene on %s: %w", r.desc.Label(), err)
+		}
+	}
+	rng := rand.New(rand.NewPCG(uint64(seed), 0x6d616d6261))
+	params := initParams(setup.d, cfg, rng)
+	if r.st, err = newTrainer(b, setup.d, cfg, params, r.fr); err != nil {
+		return fmt.Errorf("train: %w", err)
+	}
+	return nil
+}
+
+// fit runs the epochs, reporting each to onEpoch when set; it returns the
+// last epoch's loss and training accuracy.
+func (r *trainRun) fit(ctx context.Context, onEpoch progress.Func, start time.Time) (loss, acc float64, err error) {
+	for epoch := 1; epoch <= r.cfg.Epochs; epoch++ {
+		if err := ctx.Err(); err != nil {
+			return 0, 0, fmt.Errorf("train: stopped at epoch %d: %w", epoch, err)
+		}
+		if loss, acc, err = r.epoch(epoch); err != nil {
+			return 0, 0, err
+		}
+		if onEpoch != nil {
+			onEpoch(epochEvent(epoch, r.cfg.Epochs, loss, acc, time.Since(start)))
+		}
+	}
+	return loss, acc, nil
+}
+
+// epoch runs one training step (epoch counts from 1).
+func (r *trainRun) epoch(epoch int) (loss, acc float64, err error) {
+	step, err := r.stepInput(epoch)
+	if err != nil {
+		return 0, 0, err
+	}
+	loss, acc, err = r.st.step(step, r.calibration(epoch))
+	r.aug.done()
+	if r.ag != nil {
+		r.ag.done()
+	}
+	if err != nil {
+		return 0, 0, fmt.Errorf("train: epoch %d on %s: %w", epoch, r.desc.Label(), err)
+	}
+	if math.IsNaN(loss) || math.IsInf(loss, 0) {
+		return 0, 0, fmt.Errorf("train: epoch %d: loss is %g", epoch, loss)
+	}
+	return loss, acc, nil
+}
+
+// calibration is the step's calibration weight: 0 during the warm-up
+// epochs and in the ablations without it, else 1.
+func (r *trainRun) calibration(epoch int) float32 {
+	cfg := r.cfg
+	if epoch <= cfg.ECWarmupEpochs || cfg.Ablation == AblationBase || cfg.Ablation == AblationNoEC {
+		return 0
+	}
+	return 1
+}
+
+// stepInput is the step's input at epoch: the clean inputs, or an
+// augmented scene (of the kernels, from the augmentation graph or from the
+// host's augmenter), cropped when the draw crops.
+func (r *trainRun) stepInput(epoch int) (trainData, error) {
+	step := r.td
+	switch {
+	case r.fr != nil:
+		r.setKernelScene(epoch)
+	case r.ag != nil:
+		if st, ok := r.aug.draw(epoch, r.cfg.Epochs); ok {
+			o, err := r.ag.step(st)
+			if err != nil {
+				return trainData{}, fmt.Errorf("train: epoch %d: augmentation on %s: %w", epoch, r.desc.Label(), err)
+			}
+			step.setAugmented(o.x, r.cfg.Augment.ImageNorm)
+			step.masks, step.anchor, step.ytr, step.cellMask = o.masks, o.anchor, o.ytr, o.cellMask
+		}
+	default:
+		if x := r.aug.next(epoch, r.cfg.Epochs); x != nil {
+			step.setAugmented(x, r.cfg.Augment.ImageNorm)
+		}
+	}
+	if r.aug.cropped {
+		step = r.aug.cropStep(step, r.setup.trainIdx, r.setup.ytrain, r.fr != nil)
+	}
+	return step, nil
+}
+
+// setKernelScene points the kernels at epoch's scene: they take the scene
+// itself, and an augmented step (per-image statistics: fullResTraining)
+// points them at the changed one.
+func (r *trainRun) setKernelScene(epoch int) {
+	changed, ok := r.aug.nextScene(epoch, r.cfg.Epochs)
+	switch {
+	case ok:
+		r.fr.setScene(changed, r.in)
+		r.frChanged = true
+	case r.frChanged:
+		r.fr.setScene(r.s, r.in)
+		r.frChanged = false
+	}
+}
+
+// weights reads the trained weights and prototypes, and points the kernels
+// back at the clean scene, whose statistics come next.
+func (r *trainRun) weights() (paramSet, []float32, error) {
+	params, protos, err := r.st.weights()
+	if err != nil {
+		return nil, nil, err
+	}
+	if r.frChanged {
+		r.fr.setScene(r.s, r.in)
+	}
+	return params, protos, nil
+}
+
+// finalize releases the trainer, the augmentation graph and the step's
+// inputs; it may be called again.
+func (r *trainRun) finalize() {
+	if r.st != nil {
+		r.st.finalize()
+	}
+	if r.ag != nil {
+		r.ag.finalize()
+	}
+	r.td.finalize()
+}
+
+// newTrainedModel is the model of a finished run, before its band record,
+// provenance and statistics.
+func newTrainedModel(r *trainRun, opts TrainOptions, params paramSet, protos []float32, loss, acc float64, start time.Time) *Model {
+	s, setup := r.s, r.setup
+	m := &Model{
+		meta: modelMeta{
+			Version: Version, Backend: r.desc.Label(), Config: r.cfg, Bands: s.Bands,
+			WavelengthsNM: slices.Clone(s.WavelengthsNM), Classes: setup.classes, StretchLo: setup.lo, StretchHi: setup.hi,
+			SceneRows: s.Rows, SceneCols: s.Cols, TrainSplit: setup.split, SplitSeed: opts.SplitSeed, Seed: opts.Seed,
+			TrainIndices: setup.trainIdx, FinalLoss: loss, TrainAccuracy: acc,
+			TrainSeconds: time.Since(start).Seconds(),
+		},
+		params: params,
+		protos: protos,
+	}
+	if setup.split == "seed" {
+		m.meta.TrainPerClass = opts.TrainPerClass
+	}
+	return m
+}
+
+// setBandRecord records the scene's band metadata from br and checks it.
+func (m *modelMeta) setBandRecord(br BandRecord) error {
+	m.FWHMNM, m.WavelengthUnits = slices.Clone(br.FWHMNM), br.WavelengthUnits
+	m.BadBands, m.BandSelection = slices.Clone(br.BadBands), br.Selection
+	if len(br.BandsUsed) > 0 {
+		m.SceneBands, m.BandsUsed = br.SceneBands, slices.Clone(br.BandsUsed)
+	}
+	m.Quantity, m.QuantityScale, m.RadiometricUnits = br.Radiometry.Quantity, br.Radiometry.Scale, br.Radiometry.Units
+	return m.validateBandRecord()
+}
+
+// setAugmented makes x the step's augmented input: the network's input
+// itself with per-image statistics (imageNorm), else the input normalised
+// with the clean input's statistics (xAug).
+func (td *trainData) setAugmented(x *tensors.Tensor, imageNorm bool) {
+	if imageNorm {
+		td.x = x
+	} else {
+		td.xAug = x
+	}
 }
 
 // newTrainData prepares the constant inputs of the training step: the
@@ -785,118 +934,156 @@ const (
 	adamEps   = 1e-8
 )
 
+// newTrainer compiles the training step for the weights params (the
+// full-resolution stage's on fr's kernels when fr is set) and holds its
+// initial state.
 func newTrainer(b compute.Backend, d dims, cfg Config, params paramSet, fr *fullRes) (*trainer, error) {
 	tr := &trainer{cfg: cfg}
 	for _, p := range params {
 		tr.names = append(tr.names, p.Name)
 	}
 	if fr != nil {
-		tr.enc = &encState{fr: fr, l: fr.hs * fr.ws, d: d.D}
-		tr.enc.f0 = make([]float32, tr.enc.l*d.D)
-		for _, name := range fullResNames {
-			i := slices.Index(tr.names, name)
-			if i < 0 {
-				return nil, fmt.Errorf("no weight %s", name)
-			}
-			tr.enc.idx = append(tr.enc.idx, i)
-			tr.enc.w = append(tr.enc.w, slices.Clone(params[i].Data))
-			tr.enc.m = append(tr.enc.m, make([]float32, len(params[i].Data)))
-			tr.enc.v = append(tr.enc.v, make([]float32, len(params[i].Data)))
+		enc, err := newEncState(fr, d, tr.names, params)
+		if err != nil {
+			return nil, err
 		}
+		tr.enc = enc
 	}
 	for i := range params {
 		if tr.enc == nil || !slices.Contains(tr.enc.idx, i) {
 			tr.gidx = append(tr.gidx, i)
 		}
 	}
-	np := len(tr.gidx)
 	n := &net{d: d, cfg: cfg, f0Input: fr != nil, training: true}
-	nm := 1 // valid masks (netMasks): the stride-4 grid, and full resolution for the paper encoder in the graph
+	tr.masks = 1 // valid masks (netMasks): the stride-4 grid, and full resolution for the paper encoder in the graph
 	if cfg.Encoder == EncoderPaper && fr == nil {
-		nm = 2
+		tr.masks = 2
 	}
-	tr.masks = nm
-	build := func(aug bool) func(g *Graph, in []*Node) []*Node {
-		return func(g *Graph, in []*Node) []*Node {
-			trainGraphBuilds.Add(1) // one per compilation: GoMLX builds a graph per new input shape
-			if traceTrainGraph != nil {
-				g.SetTraced(true)
-			}
-			s := splitStepInputs(in, nm, np)
-			x, anchor, wtr, ytr, cellMask, calib, a1, c2 := s.x, s.anchor, s.wtr, s.ytr, s.cellMask, s.calib, s.a1, s.c2
-			n.setMasks(s.masks...)
-			protos, protoInit := s.protos, s.protoInit
-			pNodes, mNodes, vNodes := s.params, s.adamM, s.adamV
-			n.p = make(map[string]*Node, np)
-			for j, i := range tr.gidx {
-				n.p[tr.names[i]] = pNodes[j]
-			}
-			n.normCalls, n.fixedNorm, n.recordNorm = nil, nil, nil
-			if aug {
-				// The clean scene's statistics, then the augmented scene normalised
-				// with them. The gradient flows through the statistics as in
-				// per-image normalisation: with constant statistics training
-				// failed (SalinasA OA 67-79%).
-				var recs []normRecord
-				n.recordNorm = &recs
-				n.forward(x, func(*Node) *Node { return protos }, anchor, calib)
-				n.recordNorm, n.normCalls = nil, nil
-				n.fixedNorm = make(map[string][2]*Node, len(recs))
-				for _, r := range recs {
-					n.fixedNorm[r.key] = [2]*Node{r.mean, r.vr}
-				}
-				x = s.xAug
-			}
-			loss, acc, newProtos, newInit := n.loss(x, anchor, wtr, ytr, cellMask, calib, protos, protoInit)
-			n.fixedNorm = nil
-			wrt := pNodes
-			if tr.enc != nil {
-				wrt = append(slices.Clone(pNodes), x) // and dLoss/dF0 for the kernels' backward pass
-			}
-			grads := Gradient(loss, wrt...)
-			forgetBMM(g)
-			out := []*Node{loss, acc, newProtos, newInit}
-			var dF0 *Node
-			if tr.enc != nil {
-				dF0, grads = grads[np], grads[:np]
-			}
-			var newP, newM, newV []*Node
-			for i, gr := range grads {
-				m := Add(MulScalar(mNodes[i], adamBeta1), MulScalar(gr, 1-adamBeta1))
-				v := Add(MulScalar(vNodes[i], adamBeta2), MulScalar(Square(gr), 1-adamBeta2))
-				step := Div(Mul(a1, m), AddScalar(Mul(Sqrt(v), c2), adamEps))
-				newP = append(newP, Sub(pNodes[i], step))
-				newM = append(newM, m)
-				newV = append(newV, v)
-			}
-			out = append(out, newP...)
-			out = append(out, newM...)
-			out = append(out, newV...)
-			if dF0 != nil {
-				out = append(out, dF0)
-			}
-			if traceTrainGraph != nil {
-				traceTrainGraph(g, out)
-			}
-			return out
-		}
-	}
+	build := func(aug bool) func(g *Graph, in []*Node) []*Node { return tr.stepGraph(n, aug) }
 	exec, err := NewExec(b, build(false))
 	if err != nil {
 		return nil, err
 	}
 	tr.exec = exec.WithName("pnec_train_step")
 	tr.build, tr.b = build, b
-	tr.state = append(tr.state, tensorOf(make([]float32, d.K*d.D), d.K, d.D), tensorOf(make([]float32, d.K), d.K))
-	for _, i := range tr.gidx {
-		tr.state = append(tr.state, tensorOf(params[i].Data, params[i].Shape...))
+	tr.state = initialTrainState(d, params, tr.gidx)
+	return tr, nil
+}
+
+// newEncState holds the full-resolution stage's weights (fullResNames,
+// found in names) and their Adam moments for fr.
+func newEncState(fr *fullRes, d dims, names []string, params paramSet) (*encState, error) {
+	enc := &encState{fr: fr, l: fr.hs * fr.ws, d: d.D}
+	enc.f0 = make([]float32, enc.l*d.D)
+	for _, name := range fullResNames {
+		i := slices.Index(names, name)
+		if i < 0 {
+			return nil, fmt.Errorf("no weight %s", name)
+		}
+		enc.idx = append(enc.idx, i)
+		enc.w = append(enc.w, slices.Clone(params[i].Data))
+		enc.m = append(enc.m, make([]float32, len(params[i].Data)))
+		enc.v = append(enc.v, make([]float32, len(params[i].Data)))
+	}
+	return enc, nil
+}
+
+// initialTrainState is the trainer's state before the first step: an
+// empty prototype bank and its init flags, the graph's weights (gidx of
+// params) and zero Adam moments.
+func initialTrainState(d dims, params paramSet, gidx []int) []*tensors.Tensor {
+	state := []*tensors.Tensor{tensorOf(make([]float32, d.K*d.D), d.K, d.D), tensorOf(make([]float32, d.K), d.K)}
+	for _, i := range gidx {
+		state = append(state, tensorOf(params[i].Data, params[i].Shape...))
 	}
 	for range 2 {
-		for _, i := range tr.gidx {
-			tr.state = append(tr.state, tensorOf(make([]float32, len(params[i].Data)), params[i].Shape...))
+		for _, i := range gidx {
+			state = append(state, tensorOf(make([]float32, len(params[i].Data)), params[i].Shape...))
 		}
 	}
-	return tr, nil
+	return state
+}
+
+// stepGraph builds the training step's graph on n: the loss, the accuracy
+// and the updated prototype bank, then Adam's update of the graph's
+// weights, and, with the kernels, the loss's gradient with respect to F0.
+// aug makes the step on an augmented input normalised with the clean
+// input's statistics (trainer.augExec).
+func (tr *trainer) stepGraph(n *net, aug bool) func(g *Graph, in []*Node) []*Node {
+	nm, np := tr.masks, len(tr.gidx)
+	return func(g *Graph, in []*Node) []*Node {
+		trainGraphBuilds.Add(1) // one per compilation: GoMLX builds a graph per new input shape
+		if traceTrainGraph != nil {
+			g.SetTraced(true)
+		}
+		s := splitStepInputs(in, nm, np)
+		x, anchor, wtr, ytr, cellMask, calib, a1, c2 := s.x, s.anchor, s.wtr, s.ytr, s.cellMask, s.calib, s.a1, s.c2
+		n.setMasks(s.masks...)
+		protos, protoInit := s.protos, s.protoInit
+		pNodes, mNodes, vNodes := s.params, s.adamM, s.adamV
+		n.p = make(map[string]*Node, np)
+		for j, i := range tr.gidx {
+			n.p[tr.names[i]] = pNodes[j]
+		}
+		n.normCalls, n.fixedNorm, n.recordNorm = nil, nil, nil
+		if aug {
+			n.fixNormFrom(x, protos, anchor, calib)
+			x = s.xAug
+		}
+		loss, acc, newProtos, newInit := n.loss(x, anchor, wtr, ytr, cellMask, calib, protos, protoInit)
+		n.fixedNorm = nil
+		wrt := pNodes
+		if tr.enc != nil {
+			wrt = append(slices.Clone(pNodes), x) // and dLoss/dF0 for the kernels' backward pass
+		}
+		grads := Gradient(loss, wrt...)
+		forgetBMM(g)
+		out := []*Node{loss, acc, newProtos, newInit}
+		var dF0 *Node
+		if tr.enc != nil {
+			dF0, grads = grads[np], grads[:np]
+		}
+		out = append(out, adamNodes(grads, pNodes, mNodes, vNodes, a1, c2)...)
+		if dF0 != nil {
+			out = append(out, dF0)
+		}
+		if traceTrainGraph != nil {
+			traceTrainGraph(g, out)
+		}
+		return out
+	}
+}
+
+// fixNormFrom runs the network on the clean input x and fixes its
+// GroupNorm statistics for the next pass. The gradient flows through the
+// statistics as in per-image normalisation: with constant statistics
+// training failed (SalinasA OA 67-79%).
+func (n *net) fixNormFrom(x, protos, anchor, calib *Node) {
+	var recs []normRecord
+	n.recordNorm = &recs
+	n.forward(x, func(*Node) *Node { return protos }, anchor, calib)
+	n.recordNorm, n.normCalls = nil, nil
+	n.fixedNorm = make(map[string][2]*Node, len(recs))
+	for _, r := range recs {
+		n.fixedNorm[r.key] = [2]*Node{r.mean, r.vr}
+	}
+}
+
+// adamNodes is Adam's step on each weight p with gradient g and moments m,
+// v (a1 and c2 fold in the bias corrections): the new weights, then the
+// new first moments, then the new second moments.
+func adamNodes(grads, pNodes, mNodes, vNodes []*Node, a1, c2 *Node) []*Node {
+	var newP, newM, newV []*Node
+	for i, gr := range grads {
+		m := Add(MulScalar(mNodes[i], adamBeta1), MulScalar(gr, 1-adamBeta1))
+		v := Add(MulScalar(vNodes[i], adamBeta2), MulScalar(Square(gr), 1-adamBeta2))
+		step := Div(Mul(a1, m), AddScalar(Mul(Sqrt(v), c2), adamEps))
+		newP = append(newP, Sub(pNodes[i], step))
+		newM = append(newM, m)
+		newV = append(newV, v)
+	}
+	out := append(newP, newM...)
+	return append(out, newV...)
 }
 
 // loss is the training objective on one full-image forward pass (see
