@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -94,7 +95,12 @@ func TestOutputsGolden(t *testing.T) {
 	if out, err = tiles.Output(); err != nil {
 		t.Fatalf("pnec tiles: %v", err)
 	}
-	got["tiles"] = strings.Split(strings.TrimSpace(norm.Replace(string(out))), "\n")
+	// The planned peak is the memory estimate, which depends on the CPU
+	// (pnec's own kernels run the paper encoder's first stage with
+	// AVX-512, the graph without: 144 against 145 MiB here); the budget
+	// tests pin it, this test the plan.
+	peak := regexp.MustCompile(`planned peak [0-9.]+ [KMG]iB`)
+	got["tiles"] = strings.Split(strings.TrimSpace(peak.ReplaceAllString(norm.Replace(string(out)), "planned peak PEAK")), "\n")
 
 	b, err := json.MarshalIndent(got, "", "  ")
 	if err != nil {
