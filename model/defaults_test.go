@@ -101,8 +101,15 @@ func TestEstimateTrainBytes(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Measured: pnec train of a 512x512x32 synth scene, --hidden 64, peaked
-	// at 1.31 GB (GNU time); the estimate is a lower bound.
-	if small < 500<<20 || small > 1310<<20 {
+	// at 1.31 GB (GNU time); the estimate is a lower bound. That run had the
+	// full-resolution stage on pnec's kernels (AVX-512); without them the
+	// graph holds full-resolution maps and the estimate is far larger
+	// (18 GiB with GODEBUG=cpu.avx512f=off), measured by no run here.
+	if !fullResAvailable(64) {
+		if small < 1310<<20 {
+			t.Errorf("hidden 64, 512x512x32 without pnec's kernels: %d MiB, want more than with them (1310 MiB)", small>>20)
+		}
+	} else if small < 500<<20 || small > 1310<<20 {
 		t.Errorf("hidden 64, 512x512x32: %d MiB, want 500..1310 MiB (below the measured 1.31 GB peak)", small>>20)
 	}
 	huge, err := estimateTrainBytes(Config{Hidden: 100000, HeadDim: 64}, 32, 5, 64, 64)

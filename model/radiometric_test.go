@@ -353,7 +353,9 @@ func TestTrainAugmented(t *testing.T) {
 	cfg := tinyConfig(8)
 	cfg.Encoder, cfg.Input = EncoderPaper, InputShape
 	cfg.Augment = Augment{Prob: 0.5, Tilt: 0.1, CleanTail: 0.25, ImageNorm: true, Crop: 1}
-	if !fullResTraining(cfg) {
+	if !fullResAvailable(cfg.Hidden) {
+		t.Log("no AVX-512: pnec's kernels are not built for this CPU, the graph trains the paper encoder")
+	} else if !fullResTraining(cfg) {
 		t.Fatalf("%+v does not train on the kernels", cfg)
 	}
 	if _, err := Train(t.Context(), s, labels, TrainOptions{Config: cfg, TrainPerClass: 6, Backend: "go"}); err != nil {
