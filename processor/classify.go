@@ -523,7 +523,7 @@ func later(a, b time.Time) time.Time {
 // (P_up, before recovery). Tiles are stitched first and recovered on the
 // canvas (stitcher.rows).
 func (c *Classifier) recoversWhole(plan *tiling.Plan) bool {
-	if !plan.Whole || len(plan.Tiles) != 1 || c.opts.Probabilities == ProbabilitiesNetwork {
+	if len(plan.Tiles) != 1 || !recoveredWhole(*plan, c.opts) {
 		return false
 	}
 	if _, ok := c.pred.(wholeRecoverer); !ok {

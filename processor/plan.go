@@ -198,7 +198,15 @@ func SceneShape(rows, cols int, m *model.Model, opts Options) (model.Shape, erro
 	if err != nil {
 		return model.Shape{}, err
 	}
-	return model.Shape{Rows: p.TileRows, Cols: p.TileCols, Recovered: p.Whole && opts.Probabilities != ProbabilitiesNetwork}, nil
+	return model.Shape{Rows: p.TileRows, Cols: p.TileCols, Recovered: recoveredWhole(p, opts)}, nil
+}
+
+// recoveredWhole says whether plan p runs the scene whole, in one call whose
+// product is recovered: the whole image, unless the product writes the
+// network's probabilities (P_up, before recovery). Whether the predictor
+// then recovers it in the graph is Classifier.recoversWhole's to say.
+func recoveredWhole(p tiling.Plan, opts Options) bool {
+	return p.Whole && opts.Probabilities != ProbabilitiesNetwork
 }
 
 // GridShapes is every network input shape the grid of m and opts (the
