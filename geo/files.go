@@ -37,6 +37,7 @@ func DatasetFiles(name string) []string {
 		return nil
 	}
 	register()
+	defer onQuietThread()()
 	cn := C.CString(name)
 	defer C.free(unsafe.Pointer(cn))
 	list := C.pnecFileList(cn)

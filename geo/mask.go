@@ -104,6 +104,7 @@ func geojsonMaxObjMB(budgetBytes int64) int {
 }
 
 func openMask(ctx context.Context, name string, scene Info) (*Mask, error) {
+	defer onQuietThread()()
 	dir, err := os.MkdirTemp("", "pnec-mask-*")
 	if err != nil {
 		return nil, err

@@ -151,8 +151,24 @@ import "C"
 import (
 	"errors"
 	"fmt"
+	"runtime"
 	"unsafe"
 )
+
+// onQuietThread keeps the calling goroutine on its OS thread until the
+// returned function runs, and turns HDF5's error printing off on that
+// thread first. HDF5 keeps that setting per thread and the netCDF library
+// reads a variable's metadata lazily (probing attributes that are often
+// absent, each probe an error stack HDF5 prints): a goroutine moved to
+// another thread between two GDAL calls of one open or read would print
+// those stacks into pnec's stderr. Every entry point that may reach a
+// netCDF or HDF5 file (Open, DatasetFiles, OpenMask, reads, Close, the
+// multidimensional helpers) starts with defer onQuietThread()().
+func onQuietThread() (release func()) {
+	runtime.LockOSThread()
+	C.pnec_quiet_hdf5()
+	return runtime.UnlockOSThread
+}
 
 // mdFile is a file opened through GDAL's multidimensional API (netCDF,
 // HDF5): its arrays and attributes by full name ("/group/array").
@@ -165,6 +181,7 @@ type mdFile struct {
 // openMD opens path in multidimensional mode.
 func openMD(path string) (*mdFile, error) {
 	register()
+	defer onQuietThread()()
 	cp := C.CString(path)
 	defer C.free(unsafe.Pointer(cp))
 	f := &mdFile{name: path}
@@ -179,6 +196,7 @@ func (f *mdFile) close() error {
 	if f.ds == nil {
 		return ErrClosed
 	}
+	defer onQuietThread()()
 	C.GDALGroupRelease(f.root)
 	C.GDALClose(f.ds)
 	f.ds, f.root = nil, nil
@@ -190,6 +208,7 @@ var errNoArray = errors.New("no such array")
 
 // array opens the array full ("/group/name"); errNoArray when absent.
 func (f *mdFile) array(full string) (*mdArray, error) {
+	defer onQuietThread()() // the nodata query reads the variable's metadata
 	cp := C.CString(full)
 	defer C.free(unsafe.Pointer(cp))
 	h := C.pnec_md_array(f.root, cp)
@@ -255,6 +274,7 @@ func (a mdAttr) float() (float64, bool) {
 }
 
 func readAttr(arr C.GDALMDArrayH, g C.GDALGroupH, name string) (mdAttr, bool) {
+	defer onQuietThread()()
 	cn := C.CString(name)
 	defer C.free(unsafe.Pointer(cn))
 	at := C.pnec_md_attr(arr, g, cn)
@@ -291,6 +311,7 @@ type mdArray struct {
 
 func (a *mdArray) close() {
 	if a.h != nil {
+		defer onQuietThread()()
 		C.GDALMDArrayRelease(a.h)
 		a.h = nil
 	}

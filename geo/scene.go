@@ -186,6 +186,7 @@ func (s *Scene) Bands() int { return s.cur.out }
 // Every band must have a real (not complex) data type.
 func Open(name string) (*Scene, error) {
 	register()
+	defer onQuietThread()()
 	if err := CheckRegular(name); err != nil {
 		return nil, fmt.Errorf("open %s: %w", name, err)
 	}
@@ -632,6 +633,7 @@ func (s *Scene) readValues(sp *readSpec, w Window, bufCols, bufRows int, scale b
 // mask, the read bands' own masks or an added quality mask
 // (AddQualityMask) mark invalid.
 func (s *Scene) applyMasks(sp *readSpec, w Window, bufCols, bufRows int, valid []bool, rowPixels int) error {
+	defer onQuietThread()()
 	rowValid := func(r int) []bool { return valid[r*rowPixels : r*rowPixels+bufCols] }
 	if s.ds != nil && (s.datasetMask || len(sp.bandMask) > 0) {
 		m := make([]byte, bufCols*bufRows)
@@ -687,6 +689,7 @@ func (s *Scene) applyMasks(sp *readSpec, w Window, bufCols, bufRows int, valid [
 // that type and converted while transposing, which spares GDAL's
 // per-source conversion (and, through a VRT, its temporary buffers).
 func (s *Scene) readPixels(sp *readSpec, w Window, bufCols, bufRows int, data []float32, rowPixels int) error {
+	defer onQuietThread()()
 	nb := len(sp.bands)
 	npix := bufCols * bufRows
 	if s.cube != nil {
@@ -876,6 +879,7 @@ func (s *Scene) Close() error {
 	if s.closed() {
 		return fmt.Errorf("close %s: %w", s.name, ErrClosed)
 	}
+	defer onQuietThread()()
 	var errs []error
 	for _, m := range s.qualityMasks {
 		errs = append(errs, m.close())
