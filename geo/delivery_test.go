@@ -12,6 +12,7 @@ import (
 
 	"github.com/pnec/pnec/geo"
 	"github.com/pnec/pnec/internal/fixture"
+	"github.com/pnec/pnec/sensors"
 	"github.com/pnec/pnec/spectral"
 )
 
@@ -448,10 +449,13 @@ func TestOpenTanager(t *testing.T) {
 	}
 }
 
+// TestOpenAVIRIS3NetCDF: package sensors reads AVIRIS-3 (geo's external
+// tests import it, as every command does, so geo.Open reaches its reader
+// through geo.ProductHooks).
 func TestOpenAVIRIS3NetCDF(t *testing.T) {
 	d, err := fixture.WriteAVIRIS3NC(t.TempDir(), fixture.AVIRIS3Options{Seed: 1})
 	s := openDelivery(t, d, err)
-	checkDelivery(t, s.Info(), d, geo.ProductAVIRIS3)
+	checkDelivery(t, s.Info(), d, sensors.ProductAVIRIS3)
 	want := 1 - float64(d.NoData)/float64(fixture.Rows*fixture.Cols)
 	if f, err := s.ValidFraction(context.Background()); err != nil || f != want {
 		t.Errorf("valid fraction %v (%v), want %v (fill values)", f, err, want)
