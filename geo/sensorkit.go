@@ -177,11 +177,11 @@ type CubeArray struct {
 // once), and per band the fill value (NaN: none), scale and offset
 // applied when reading; QualityMasks are the masks the delivery brings.
 type Cube struct {
-	Info                 Info
-	File                 *MDFile
-	Arrays               []CubeArray
+	Info                  Info
+	File                  *MDFile
+	Arrays                []CubeArray
 	NoData, Scale, Offset []float64
-	QualityMasks         []QualityMaskSource
+	QualityMasks          []QualityMaskSource
 }
 
 // NewCubeScene makes the scene c describes. It takes the file and arrays
