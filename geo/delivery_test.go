@@ -298,7 +298,7 @@ func TestOpenAVIRISNG(t *testing.T) {
 // (skipped as skipWithout says) and closes it when the test ends.
 func openDelivery(t *testing.T, d fixture.Delivery, err error) *geo.Scene {
 	t.Helper()
-	skipWithout(t, err)
+	fixture.SkipWithoutPython(t, err)
 	s, err := geo.Open(d.Path)
 	if err != nil {
 		t.Fatal(err)
@@ -311,24 +311,13 @@ func openDelivery(t *testing.T, d fixture.Delivery, err error) *geo.Scene {
 // (skipped as skipWithout says), which must be refused, and returns why.
 func openRefused(t *testing.T, d fixture.Delivery, err error) error {
 	t.Helper()
-	skipWithout(t, err)
+	fixture.SkipWithoutPython(t, err)
 	s, err := geo.Open(d.Path)
 	if err == nil {
 		s.Close()
 		t.Fatal("opened; want the file refused")
 	}
 	return err
-}
-
-// skipWithout skips a test whose fixture needs a Python module.
-func skipWithout(t *testing.T, err error) {
-	t.Helper()
-	if errors.Is(err, fixture.ErrNoPython) {
-		t.Skip(err)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
 }
 
 // TestOpenEMIT: an EMIT L2A file is read on its ortho grid through its

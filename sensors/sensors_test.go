@@ -2,7 +2,6 @@ package sensors_test
 
 import (
 	"context"
-	"errors"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -25,30 +24,6 @@ func sensorNamed(t *testing.T, name string) sensors.Sensor {
 	}
 	t.Fatalf("no sensor %s registered", name)
 	return nil
-}
-
-// skipWithout skips a test whose fixture needs Python's HDF5/netCDF
-// writers where they are missing, and fails on any other error.
-func skipWithout(t *testing.T, err error) {
-	t.Helper()
-	if errors.Is(err, fixture.ErrNoPython) {
-		t.Skip(err)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-}
-
-// openInfo opens name through geo.Open (the path every command takes) and
-// returns its Info.
-func openInfo(t *testing.T, name string) geo.Info {
-	t.Helper()
-	s, err := geo.Open(name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	return s.Info()
 }
 
 // aviris3ENVI writes an ENVI reflectance cube named as AVIRIS-3's (the
@@ -76,13 +51,13 @@ func TestRegistryReadsAVIRIS3(t *testing.T) {
 	av3 := sensorNamed(t, "AVIRIS-3")
 	t.Run("NetCDF", func(t *testing.T) {
 		d, err := fixture.WriteAVIRIS3NC(t.TempDir(), fixture.AVIRIS3Options{Seed: 1})
-		skipWithout(t, err)
+		fixture.SkipWithoutPython(t, err)
 		s, ok, err := av3.Open(d.Path)
 		if !ok || err != nil {
 			t.Fatalf("AVIRIS-3 Open of its NetCDF: ok %v, %v", ok, err)
 		}
 		s.Close()
-		in := openInfo(t, d.Path)
+		in := fixture.SceneInfo(t, d.Path)
 		if in.Product != sensors.ProductAVIRIS3 || in.Driver != "netCDF" || !slices.Equal(in.WavelengthsNM, d.CentresNM) ||
 			in.Radiometry != (spectral.Radiometry{Quantity: spectral.QuantityReflectance, Scale: 1}) {
 			t.Errorf("geo.Open: %s %s, %d centres, %+v; want %s netCDF, the fixture's %d centres, reflectance 0-1",
@@ -97,7 +72,7 @@ func TestRegistryReadsAVIRIS3(t *testing.T) {
 	})
 	t.Run("ENVI", func(t *testing.T) {
 		name, d := aviris3ENVI(t)
-		in := openInfo(t, name)
+		in := fixture.SceneInfo(t, name)
 		if in.Product != sensors.ProductAVIRIS3 || in.Driver != "ENVI" || in.Radiometry.Scale != 1 || len(in.WavelengthsNM) != len(d.CentresNM) {
 			t.Errorf("geo.Open: %s %s %+v, %d centres; want %s ENVI reflectance 0-1, %d centres",
 				in.Product, in.Driver, in.Radiometry, len(in.WavelengthsNM), sensors.ProductAVIRIS3, len(d.CentresNM))
@@ -112,7 +87,7 @@ func TestRegistryRefusesOthers(t *testing.T) {
 	av3 := sensorNamed(t, "AVIRIS-3")
 	dir := t.TempDir()
 	emit, err := fixture.WriteEMIT(filepath.Join(dir, "emit"), fixture.EMITOptions{Seed: 1})
-	skipWithout(t, err)
+	fixture.SkipWithoutPython(t, err)
 	ang, err := fixture.WriteAVIRISNG(filepath.Join(dir, "ang"), fixture.AVIRISOptions{Seed: 1})
 	if err != nil {
 		t.Fatal(err)
@@ -130,7 +105,7 @@ func TestRegistryRefusesOthers(t *testing.T) {
 			if s, ok, err := av3.Open(c.path); ok || s != nil || err != nil {
 				t.Errorf("AVIRIS-3 Open took %s: ok %v, %v", c.path, ok, err)
 			}
-			in := openInfo(t, c.path)
+			in := fixture.SceneInfo(t, c.path)
 			if in.Product != c.product {
 				t.Errorf("geo.Open read it as %q, want %q", in.Product, c.product)
 			}
