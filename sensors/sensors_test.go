@@ -155,6 +155,16 @@ func (oneFile) Describe(in *geo.Info) ([]geo.QualityMaskSource, bool, error) {
 // companion, not a scene.
 func TestOneFileSensor(t *testing.T) {
 	sensors.Register(oneFile{})
+	sensors.Register(oneFile{}) // a second registration replaces the first
+	n := 0
+	for _, r := range sensors.Sensors() {
+		if r.Name() == (oneFile{}).Name() {
+			n++
+		}
+	}
+	if n != 1 {
+		t.Errorf("registered twice, listed %d times", n)
+	}
 	dir := t.TempDir()
 	data, _ := fixture.SceneData(1)
 	plain, scene := filepath.Join(dir, "plain.tif"), filepath.Join(dir, "ONEF_a1.tif")
