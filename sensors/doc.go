@@ -5,8 +5,8 @@
 // acquisition time as plain data; geo, the one door to GDAL, opens and
 // reads the files. Loading this package installs the registry into
 // geo.Open (geo.SetProductHooks), so every command and library that opens
-// scenes recognises every registered sensor; the packages that open
-// scenes (processor, evaluation, pipelines, the command) import it.
+// scenes recognises every registered sensor: processor, evaluation and
+// pipelines import it (a blank import each), and so every command does.
 //
 // AVIRIS-3 reads here (aviris3.go). EnMAP, EMIT, PRISMA, Tanager, DESIS
 // and AVIRIS-NG are still read inside geo (delivery.go lists them) and
