@@ -17,15 +17,16 @@ import (
 // METADATA.XML, DESIS's ENVI header beside a GeoTIFF). Others it cannot
 // read as a raster at all (EMIT's sensor-geometry cube and its geometry
 // lookup table, PRISMA's (rows, bands, cols) HDF-EOS5 cubes, Tanager's
-// HDF-EOS5 grid, AVIRIS-3's NetCDF groups): pnec reads those through
-// GDAL's multidimensional API (mdim.go). docs/sensors.md describes each.
+// HDF-EOS5 grid): pnec reads those through GDAL's multidimensional API
+// (mdim.go). docs/sensors.md describes each. Readers of other sensors live
+// in package sensors, which reaches Open through ProductHooks
+// (sensorkit.go); the ones here move there the same way.
 
 // Product names (Info.Product).
 const (
 	ProductEnMAPL2A   = "EnMAP L2A"
 	ProductDESISL2A   = "DESIS L2A"
 	ProductAVIRISNG   = "AVIRIS-NG L2"
-	ProductAVIRIS3    = "AVIRIS-3 L2A"
 	ProductEMITL2A    = "EMIT L2A RFL"
 	ProductEMITMask   = "EMIT L2A MASK"
 	ProductPRISMAL2D  = "PRISMA L2D"
@@ -35,12 +36,16 @@ const (
 	reflectanceFactor = 10000
 )
 
-// openProduct opens name as a product pnec reads itself; ok is false when
-// name is none (the caller opens it through GDAL).
+// openProduct opens name as a product pnec reads itself (geo's own
+// readers, then package sensors' through ProductHooks.Open); ok is false
+// when name is none (the caller opens it through GDAL).
 func openProduct(name string) (s *Scene, ok bool, err error) {
 	// Tried in order; each recognises its product cheaply (by name, or
 	// by a look at the file) before it reads anything.
-	for _, p := range []func(name string) (*Scene, bool, error){openEnMAP, openNetCDF, openHDF5} {
+	for _, p := range []func(name string) (*Scene, bool, error){openEnMAP, openNetCDF, openHDF5, hooks().Open} {
+		if p == nil {
+			continue
+		}
 		if s, ok, err = p(name); ok {
 			return s, true, err
 		}
@@ -52,12 +57,12 @@ func openProduct(name string) (s *Scene, ok bool, err error) {
 var (
 	desisName    = regexp.MustCompile(`(?i)^DESIS-HSI-L2A-`)
 	avirisNGName = regexp.MustCompile(`^ang\d{8}t\d{6}.*(rfl|corr)`)
-	aviris3Name  = regexp.MustCompile(`(?i)^AV3\d{8}t\d{6}.*RFL`)
 )
 
 // readSidecars completes in from what GDAL does not read of a delivery:
 // the ENVI header DESIS puts beside its GeoTIFF (band set, gains, offsets,
-// no-data), and the product and radiometry of AVIRIS files known by name.
+// no-data), and the product and radiometry of AVIRIS-NG files known by
+// name; then package sensors' readers (ProductHooks.Describe).
 func (s *Scene) readSidecars(in *Info) error {
 	base := path.Base(s.name)
 	if in.Driver == "GTiff" && (desisName.MatchString(base) || !remotePath(s.name)) {
@@ -99,13 +104,8 @@ func (s *Scene) readSidecars(in *Info) error {
 		if !in.Radiometry.Known() {
 			in.Radiometry = spectral.Radiometry{Quantity: spectral.QuantityReflectance, Scale: 1}
 		}
-	case aviris3Name.MatchString(base) && in.Driver == "ENVI":
-		in.Product = ProductAVIRIS3
-		if !in.Radiometry.Known() {
-			in.Radiometry = spectral.Radiometry{Quantity: spectral.QuantityReflectance, Scale: 1}
-		}
 	}
-	return nil
+	return s.describeDelivery(in)
 }
 
 // remotePath reports whether a dataset name is on a network or custom
@@ -247,10 +247,17 @@ func IsDelivery(path string) bool {
 
 // companionName matches the files of a delivery that belong to another
 // file's scene rather than being scenes themselves: EMIT's mask and
-// uncertainty files, EnMAP's and DESIS's quality layers and quicklooks.
+// uncertainty files, EnMAP's and DESIS's quality layers and quicklooks
+// (package sensors' readers name theirs through ProductHooks.Companion).
 var companionName = regexp.MustCompile(`(?i)(^EMIT_L2A_(MASK|RFLUNCERT)_)|(-QL_[A-Z_]+\.(TIF|GEOTIFF)$)|(^DESIS-HSI-L2A-.*-QUALITY.*\.tif$)`)
 
 // IsCompanion reports whether the file name is a companion of another
 // scene in its delivery (see companionName): a batch given the folder
 // does not take it as a scene of its own.
-func IsCompanion(name string) bool { return companionName.MatchString(path.Base(name)) }
+func IsCompanion(name string) bool {
+	base := path.Base(name)
+	if c := hooks().Companion; c != nil && c(base) {
+		return true
+	}
+	return companionName.MatchString(base)
+}

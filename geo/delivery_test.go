@@ -12,6 +12,7 @@ import (
 
 	"github.com/pnec/pnec/geo"
 	"github.com/pnec/pnec/internal/fixture"
+	"github.com/pnec/pnec/sensors"
 	"github.com/pnec/pnec/spectral"
 )
 
@@ -297,7 +298,7 @@ func TestOpenAVIRISNG(t *testing.T) {
 // (skipped as skipWithout says) and closes it when the test ends.
 func openDelivery(t *testing.T, d fixture.Delivery, err error) *geo.Scene {
 	t.Helper()
-	skipWithout(t, err)
+	fixture.SkipWithoutPython(t, err)
 	s, err := geo.Open(d.Path)
 	if err != nil {
 		t.Fatal(err)
@@ -310,24 +311,13 @@ func openDelivery(t *testing.T, d fixture.Delivery, err error) *geo.Scene {
 // (skipped as skipWithout says), which must be refused, and returns why.
 func openRefused(t *testing.T, d fixture.Delivery, err error) error {
 	t.Helper()
-	skipWithout(t, err)
+	fixture.SkipWithoutPython(t, err)
 	s, err := geo.Open(d.Path)
 	if err == nil {
 		s.Close()
 		t.Fatal("opened; want the file refused")
 	}
 	return err
-}
-
-// skipWithout skips a test whose fixture needs a Python module.
-func skipWithout(t *testing.T, err error) {
-	t.Helper()
-	if errors.Is(err, fixture.ErrNoPython) {
-		t.Skip(err)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
 }
 
 // TestOpenEMIT: an EMIT L2A file is read on its ortho grid through its
@@ -448,10 +438,13 @@ func TestOpenTanager(t *testing.T) {
 	}
 }
 
+// TestOpenAVIRIS3NetCDF: package sensors reads AVIRIS-3 (geo's external
+// tests import it, as every command does, so geo.Open reaches its reader
+// through geo.ProductHooks).
 func TestOpenAVIRIS3NetCDF(t *testing.T) {
 	d, err := fixture.WriteAVIRIS3NC(t.TempDir(), fixture.AVIRIS3Options{Seed: 1})
 	s := openDelivery(t, d, err)
-	checkDelivery(t, s.Info(), d, geo.ProductAVIRIS3)
+	checkDelivery(t, s.Info(), d, sensors.ProductAVIRIS3)
 	want := 1 - float64(d.NoData)/float64(fixture.Rows*fixture.Cols)
 	if f, err := s.ValidFraction(context.Background()); err != nil || f != want {
 		t.Errorf("valid fraction %v (%v), want %v (fill values)", f, err, want)

@@ -25,8 +25,8 @@ var emitMaskBands = []string{"Cloud flag", "Cirrus flag", "Water flag", "Spacecr
 // (which includes it) or the AOD and water vapour values.
 var emitMaskFlags = []int{0, 1, 3, 4}
 
-// openNetCDF recognises and opens the NetCDF deliveries: EMIT L2A
-// reflectance or mask files and AVIRIS-3 orthorectified reflectance.
+// openNetCDF recognises and opens the NetCDF deliveries geo reads itself:
+// EMIT L2A reflectance or mask files (package sensors reads AVIRIS-3's).
 func openNetCDF(name string) (*Scene, bool, error) {
 	if !strings.HasSuffix(strings.ToLower(name), ".nc") {
 		return nil, false, nil
@@ -39,8 +39,6 @@ func openNetCDF(name string) (*Scene, bool, error) {
 	switch {
 	case f.has("/location/glt_x") && (f.has("/reflectance") || f.has("/mask")):
 		s, err = openEMIT(name, f)
-	case f.has("/reflectance/reflectance"):
-		s, err = openAVIRIS3NC(name, f)
 	default:
 		f.close()
 		return nil, false, nil
@@ -352,5 +350,3 @@ func (g *gltCube) close() error {
 	}
 	return err
 }
-
-// openAVIRIS3NC is defined with the other HDF-EOS and NetCDF grids (grids.go).

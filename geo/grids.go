@@ -1,123 +1,12 @@
 package geo
 
 import (
-	"errors"
 	"fmt"
-	"math"
 	"strconv"
 	"strings"
 
 	"github.com/airbusgeo/godal"
 )
-
-// openAVIRIS3NC reads AVIRIS-3's (and AVIRIS-5's) orthorectified L2A
-// reflectance NetCDF (ORNL DAAC, *_RFL_ORT.nc): the group reflectance
-// holds reflectance (wavelength, northing, easting) Float32 0-1 with a
-// _FillValue, wavelength and fwhm (nm); the root's grid mapping variable
-// transverse_mercator holds the CRS (crs_wkt or spatial_ref) and GDAL's
-// GeoTransform, and the easting/northing coordinates are pixel centres.
-func openAVIRIS3NC(name string, f *mdFile) (*Scene, error) {
-	arr, err := f.array("/reflectance/reflectance")
-	if err != nil {
-		return nil, err
-	}
-	if len(arr.dims) != 3 {
-		arr.close()
-		return nil, fmt.Errorf("reflectance has %d dimensions, want (wavelength, northing, easting)", len(arr.dims))
-	}
-	nb := arr.dims[0]
-	in := Info{Name: name, Driver: "netCDF", Bands: nb, Rows: arr.dims[1], Cols: arr.dims[2], Product: ProductAVIRIS3, Radiometry: reflectance01}
-	for _, tm := range []string{"/transverse_mercator", "/crs", "/spatial_ref"} {
-		a, err := f.array(tm)
-		if err != nil {
-			continue
-		}
-		for _, key := range []string{"crs_wkt", "spatial_ref"} {
-			if v, ok := a.attr(key); ok && v.str != "" && in.WKT == "" {
-				in.WKT = v.str
-			}
-		}
-		if v, ok := a.attr("GeoTransform"); ok && v.str != "" {
-			if gt, err := parseNumberList(v.str); err == nil && len(gt) == 6 {
-				copy(in.GeoTransform[:], gt)
-				in.HasGeoTransform = true
-			}
-		}
-		a.close()
-		break
-	}
-	if !in.HasGeoTransform {
-		// The easting/northing coordinates are pixel centres.
-		e, errE := readVector(f, "/easting")
-		n, errN := readVector(f, "/northing")
-		if errE == nil && errN == nil && len(e) == in.Cols && len(n) == in.Rows && len(e) > 1 && len(n) > 1 {
-			px, py := e[1]-e[0], n[1]-n[0]
-			in.GeoTransform = [6]float64{e[0] - px/2, px, 0, n[0] - py/2, 0, py}
-			in.HasGeoTransform = true
-		}
-	}
-	perBand := func(name string, check func([]float64, string) error) ([]float64, error) {
-		v, err := readVector(f, "/reflectance/"+name)
-		if errors.Is(err, errNoArray) {
-			return nil, nil
-		}
-		if err != nil {
-			return nil, err
-		}
-		if len(v) != nb {
-			return nil, fmt.Errorf("%w: reflectance/%s has %d values for %d bands", ErrBandMetadata, name, len(v), nb)
-		}
-		if check != nil {
-			if err := check(v, "reflectance/"+name); err != nil {
-				return nil, err
-			}
-		}
-		return v, nil
-	}
-	wl, err := perBand("wavelength", checkCentres)
-	if err != nil {
-		arr.close()
-		return nil, err
-	}
-	fw, err := perBand("fwhm", checkWidths)
-	if err != nil {
-		arr.close()
-		return nil, err
-	}
-	good, err := perBand("good_wavelengths", nil)
-	if err != nil {
-		arr.close()
-		return nil, err
-	}
-	if wl != nil {
-		in.WavelengthsNM, in.WavelengthUnits, in.SpectralSource = wl, "nm", "AVIRIS-3 reflectance group"
-	}
-	in.FWHMNM = fw
-	in.BadBands = badFromBBL(good)
-	nodata := math.NaN()
-	if arr.hasNoData {
-		nodata = arr.nodata
-	}
-	cube, err := newMDCube(f, nb, []mdPart{{arr: arr, bandAxis: 0, rowAxis: 1, colAxis: 2, index: allBands(nb), scene: allBands(nb)}})
-	if err != nil {
-		arr.close()
-		return nil, err
-	}
-	return newCubeScene(in, cube, constSlice(nb, nodata), constSlice(nb, 1), constSlice(nb, 0))
-}
-
-// readVector reads a whole 1-D array as float64.
-func readVector(f *mdFile, full string) ([]float64, error) {
-	a, err := f.array(full)
-	if err != nil {
-		return nil, err
-	}
-	defer a.close()
-	if len(a.dims) != 1 {
-		return nil, fmt.Errorf("%s has %d dimensions, want 1", full, len(a.dims))
-	}
-	return a.readAllF64()
-}
 
 // odlValue finds KEY=VALUE in HDF-EOS5 StructMetadata (ODL): the value of
 // the first line whose key is key, inside the group named group when one

@@ -29,7 +29,7 @@ func TestHDF5QuietOnEveryThread(t *testing.T) {
 		return
 	}
 	d, err := fixture.WriteAVIRIS3NC(t.TempDir(), fixture.AVIRIS3Options{Seed: 1})
-	skipWithout(t, err)
+	fixture.SkipWithoutPython(t, err)
 	cmd := exec.Command(os.Args[0], "-test.run=^TestHDF5QuietOnEveryThread$", "-test.count=1")
 	cmd.Env = append(os.Environ(), "PNEC_HDF5_THREADS_CHILD="+d.Path)
 	var stderr strings.Builder

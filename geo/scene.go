@@ -181,8 +181,9 @@ func (s *Scene) Bands() int { return s.cur.out }
 
 // Open opens a scene by GDAL dataset name (a path, VRT, /vsi path,
 // subdataset name), or a product pnec reads as its provider delivers it
-// (delivery.go: EnMAP L2A folders and ZIPs, EMIT, PRISMA, Tanager and
-// AVIRIS-3 NetCDF/HDF5 files; DESIS GeoTIFFs get their ENVI header).
+// (delivery.go: EnMAP L2A folders and ZIPs, EMIT, PRISMA and Tanager
+// NetCDF/HDF5 files; DESIS GeoTIFFs get their ENVI header), or one package
+// sensors' readers recognise (AVIRIS-3), through ProductHooks.
 // Every band must have a real (not complex) data type.
 func Open(name string) (*Scene, error) {
 	register()

@@ -12,6 +12,7 @@ import (
 
 	"github.com/pnec/pnec/geo"
 	"github.com/pnec/pnec/internal/fixture"
+	"github.com/pnec/pnec/sensors"
 	"github.com/pnec/pnec/spectral"
 )
 
@@ -48,7 +49,7 @@ var sensorCases = []sensorCase{
 		write: func(dir string, seed uint64, shift int, masked bool) (fixture.Delivery, error) {
 			return fixture.WriteTanager(dir, fixture.TanagerOptions{Seed: seed, ShiftCols: shift, Cloud: masked})
 		}},
-	{name: "AVIRIS-3 NetCDF", product: geo.ProductAVIRIS3, noTime: true,
+	{name: "AVIRIS-3 NetCDF", product: sensors.ProductAVIRIS3, noTime: true,
 		write: func(dir string, seed uint64, shift int, _ bool) (fixture.Delivery, error) {
 			return fixture.WriteAVIRIS3NC(dir, fixture.AVIRIS3Options{Seed: seed, ShiftCols: shift})
 		}},

@@ -1,0 +1,222 @@
+package geo
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+)
+
+// What a sensor reader outside geo (package sensors) builds on. geo stays
+// the one door to GDAL: a reader recognises its deliveries and describes
+// them in plain data (Info, band lists, quality mask sources), and geo opens
+// and reads the files. Open reaches the readers through one set of hooks
+// (ProductHooks), which package sensors installs; geo itself knows no
+// sensor it does not read itself (delivery.go lists those).
+
+// ProductHooks are the entry points of the sensor readers kept outside geo.
+// Any of them may be nil.
+type ProductHooks struct {
+	// Open opens name when it is a delivery read through its own cube
+	// (NewCubeScene); ok false when no reader recognises it (GDAL then
+	// opens it as a raster). Open tries it after geo's own products.
+	Open func(name string) (s *Scene, ok bool, err error)
+	// Describe completes in, what GDAL read of a raster as it is (Name,
+	// Driver, size, the band set of the raster's own metadata), when it is
+	// a delivery a reader recognises: the product's name, band set,
+	// radiometry, gains (Scale, Offset), no-data (NoData, HasNoData) and
+	// acquisition time (Metadata), and the quality masks the delivery
+	// brings; ok false when none does. It runs after geo's own sidecars,
+	// for rasters geo names no product of its own.
+	Describe func(in *Info) (masks []QualityMaskSource, ok bool, err error)
+	// Companion reports whether a file name (no folder) is a file of a
+	// delivery that belongs to another file's scene (a mask, a quicklook)
+	// rather than a scene of its own (IsCompanion).
+	Companion func(base string) bool
+}
+
+var (
+	productHooksMu sync.RWMutex
+	productHooks   ProductHooks
+)
+
+// SetProductHooks installs the sensor readers' hooks (package sensors does,
+// when it is loaded); a later call replaces them.
+func SetProductHooks(h ProductHooks) {
+	productHooksMu.Lock()
+	defer productHooksMu.Unlock()
+	productHooks = h
+}
+
+func hooks() ProductHooks {
+	productHooksMu.RLock()
+	defer productHooksMu.RUnlock()
+	return productHooks
+}
+
+// describeDelivery lets the hooks complete a raster GDAL opened (see
+// ProductHooks.Describe) and takes the gains and no-data they set into the
+// scene's reads.
+func (s *Scene) describeDelivery(in *Info) error {
+	h := hooks()
+	if h.Describe == nil || in.Product != "" {
+		return nil
+	}
+	masks, ok, err := h.Describe(in)
+	if err != nil || !ok {
+		return err
+	}
+	n := len(s.scale)
+	if in.Bands != n || len(in.Scale) != n || len(in.Offset) != n || len(in.NoData) != n || len(in.HasNoData) != n {
+		return fmt.Errorf("%s reader changed the number of bands (%d)", in.Product, n)
+	}
+	for i := range n {
+		s.setBandScale(in, i, in.Scale[i], in.Offset[i])
+		s.nodata[i], s.hasNoData[i] = float32(in.NoData[i]), in.HasNoData[i]
+	}
+	for _, m := range masks {
+		s.productQualityMasks = append(s.productQualityMasks, m.source())
+	}
+	return nil
+}
+
+// QualityMaskSource is a quality mask a delivery brings beside its cube,
+// which UseProductQualityMasks applies: a raster on the scene's grid where
+// non-zero flags a pixel.
+type QualityMaskSource struct {
+	Label string // for messages and PNEC_QUALITY_MASKS: the mask and the flags applied
+	Bands []int  // the mask's bands that flag pixels, 0-based; nil: band 1
+	// PerBand: the mask has a plane per scene band (as EnMAP's
+	// QL_PIXELMASK); a read applies the planes of the good bands it reads.
+	PerBand bool
+	// Open opens the mask (Open of its file, or a cube of its own).
+	Open func() (*Scene, error)
+}
+
+func (m QualityMaskSource) source() productQualityMask {
+	return productQualityMask{label: m.Label, bands: m.Bands, perBand: m.PerBand, open: m.Open}
+}
+
+// MDFile is a file opened through GDAL's multidimensional API (netCDF,
+// HDF5), for a sensor reader outside geo: its arrays by full name
+// ("/group/array").
+type MDFile struct{ f *mdFile }
+
+// OpenMD opens path in GDAL's multidimensional mode.
+func OpenMD(path string) (*MDFile, error) {
+	f, err := openMD(path)
+	if err != nil {
+		return nil, err
+	}
+	return &MDFile{f: f}, nil
+}
+
+// ErrNoArray is returned (wrapped) by MDFile.Array for an array the file
+// does not have.
+var ErrNoArray = errNoArray
+
+// Close closes the file (not needed once NewCubeScene took it over).
+func (f *MDFile) Close() error { return f.f.close() }
+
+// Has reports whether the file has the array full.
+func (f *MDFile) Has(full string) bool { return f.f.has(full) }
+
+// Array opens the array full; ErrNoArray when the file has none.
+func (f *MDFile) Array(full string) (*MDArray, error) {
+	a, err := f.f.array(full)
+	if err != nil {
+		return nil, err
+	}
+	return &MDArray{a: a}, nil
+}
+
+// Vector reads the whole 1-D array full (a band table, coordinates) as
+// float64.
+func (f *MDFile) Vector(full string) ([]float64, error) {
+	a, err := f.f.array(full)
+	if err != nil {
+		return nil, err
+	}
+	defer a.close()
+	if len(a.dims) != 1 {
+		return nil, fmt.Errorf("%s has %d dimensions, want 1", full, len(a.dims))
+	}
+	return a.readAllF64()
+}
+
+// MDArray is an open array of an MDFile.
+type MDArray struct{ a *mdArray }
+
+// Dims are the array's dimension sizes, in its axis order.
+func (a *MDArray) Dims() []int { return append([]int(nil), a.a.dims...) }
+
+// NoData is the array's fill value (_FillValue), ok false when it has none.
+func (a *MDArray) NoData() (v float64, ok bool) { return a.a.nodata, a.a.hasNoData }
+
+// AttrString is the array's string attribute name ("" and false when it
+// has none or a numeric one).
+func (a *MDArray) AttrString(name string) (string, bool) {
+	v, ok := a.a.attr(name)
+	return v.str, ok && !v.num
+}
+
+// Close releases the array (not needed once NewCubeScene took it over).
+func (a *MDArray) Close() { a.a.close() }
+
+// CubeArray is one array of a cube scene: which of its axes hold bands,
+// rows and columns, and which scene bands come from which of its bands.
+type CubeArray struct {
+	Array                      *MDArray
+	BandAxis, RowAxis, ColAxis int // BandAxis -1: a 2-D array, one band
+	// Index[k] is the array band that scene band SceneBands[k] reads.
+	Index, SceneBands []int
+}
+
+// Cube describes a scene read through GDAL's multidimensional API: Info
+// (size, band set, georeference, product, radiometry, acquisition time in
+// Metadata), the arrays that serve its bands (each scene band exactly
+// once), and per band the fill value (NaN: none), scale and offset
+// applied when reading; QualityMasks are the masks the delivery brings.
+type Cube struct {
+	Info                  Info
+	File                  *MDFile
+	Arrays                []CubeArray
+	NoData, Scale, Offset []float64
+	QualityMasks          []QualityMaskSource
+}
+
+// NewCubeScene makes the scene c describes. It takes the file and arrays
+// over: the scene closes them, and NewCubeScene closes them when it fails.
+func NewCubeScene(c Cube) (*Scene, error) {
+	parts := make([]mdPart, len(c.Arrays))
+	for i, a := range c.Arrays {
+		parts[i] = mdPart{arr: a.Array.a, bandAxis: a.BandAxis, rowAxis: a.RowAxis, colAxis: a.ColAxis, index: a.Index, scene: a.SceneBands}
+	}
+	cube, err := newMDCube(c.File.f, c.Info.Bands, parts)
+	if err != nil {
+		return nil, errors.Join(err, (&mdCube{file: c.File.f, parts: parts}).close())
+	}
+	s, err := newCubeScene(c.Info, cube, c.NoData, c.Scale, c.Offset)
+	if err != nil {
+		return nil, errors.Join(err, cube.close())
+	}
+	for _, m := range c.QualityMasks {
+		s.productQualityMasks = append(s.productQualityMasks, m.source())
+	}
+	return s, nil
+}
+
+// CheckCentres refuses band centres that are not positive numbers, naming
+// the first such band and where they came from (ErrBandMetadata).
+func CheckCentres(nm []float64, from string) error { return checkCentres(nm, from) }
+
+// CheckWidths refuses band widths (FWHM) that are negative or not numbers
+// (0 is "not known"), naming the band and where they came from.
+func CheckWidths(nm []float64, from string) error { return checkWidths(nm, from) }
+
+// BadBandsOf turns a good-band list (ENVI bbl, good_wavelengths: 0 = bad)
+// into Info.BadBands (nil when every band is good).
+func BadBandsOf(good []float64) []bool { return badFromBBL(good) }
+
+// ParseNumberList parses a list of numbers, ENVI style ("{ 400.5, 410,
+// 420 }": braces optional, commas or spaces between them).
+func ParseNumberList(s string) ([]float64, error) { return parseNumberList(s) }
