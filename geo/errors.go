@@ -79,7 +79,11 @@ func (e *GDALError) Error() string { return e.Msg }
 
 // errh captures GDAL's messages during one call: failures become a
 // *GDALError, warnings are dropped (GDAL emits many harmless ones, e.g.
-// about unknown TIFF tags) so they do not fail a read.
+// about unknown TIFF tags) so they do not fail a read. It is godal's
+// SkipWarnings with a typed error: callers tell a GDAL failure from pnec's
+// own with errors.As and keep GDAL's error number, which SkipWarnings'
+// errors.New(message) loses. Where only whether a call failed matters,
+// geo uses SkipWarnings itself (hasSRS).
 var errh = godal.ErrLogger(func(ec godal.ErrorCategory, code int, msg string) error {
 	if ec >= godal.CE_Failure {
 		return &GDALError{Code: code, Msg: msg}

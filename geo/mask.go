@@ -383,8 +383,9 @@ func (m *Mask) Close() error {
 }
 
 // hasSRS reports whether sr (a layer's or dataset's, not owned) is set:
-// exporting an unset one fails.
+// exporting an unset one fails (the failure is the answer, so godal's own
+// SkipWarnings logger does: only whether it failed matters here).
 func hasSRS(sr *godal.SpatialRef) bool {
-	wkt, err := sr.WKT(godal.ErrLogger(func(godal.ErrorCategory, int, string) error { return nil }))
+	wkt, err := sr.WKT(godal.SkipWarnings)
 	return err == nil && wkt != ""
 }
