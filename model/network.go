@@ -469,10 +469,14 @@ func (n *net) mambaInner(x *Node, name string) *Node {
 	cm := convPart(d.E+d.N, d.E+2*d.N)
 	dtRaw := part(d.E+xbc, d.E+xbc+d.Heads, false)
 	dt := Softplus(Add(dtRaw, ExpandLeftToRank(n.p[name+".dtbias"], 2))) // [L, H]
-	a := ExpandLeftToRank(Neg(Exp(n.p[name+".alog"])), 2)                // [1, H]
-	dA := Mul(dt, a)                                                     // [L, H], log decay per step
-	xdt := Mul(xs, InsertAxes(dt, -1))                                   // [L, H, P]
-	y := ssdScan(xdt, dA, bm, cm, d.Chunk)                               // [L, H, P]
+	dt.AssertDims(l, d.Heads)
+	bm.AssertDims(l, d.N)
+	cm.AssertDims(l, d.N)
+	a := ExpandLeftToRank(Neg(Exp(n.p[name+".alog"])), 2) // [1, H]
+	dA := Mul(dt, a)                                      // [L, H], log decay per step
+	xdt := Mul(xs, InsertAxes(dt, -1))                    // [L, H, P]
+	y := ssdScan(xdt, dA, bm, cm, d.Chunk)                // [L, H, P]
+	y.AssertDims(l, d.Heads, d.HeadDim)
 	y = Add(y, Mul(xs, Reshape(n.p[name+".dskip"], 1, d.Heads, 1)))
 	return Mul(Reshape(y, l, d.E), z)
 }
@@ -623,6 +627,7 @@ func (n *net) paperEncoder(x *Node) *Node {
 	if h != hs*Stride || w != ws*Stride {
 		c = Slice(c, AxisRange(0, hs*Stride), AxisRange(0, ws*Stride))
 	}
+	c.AssertDims(hs*Stride, ws*Stride, d.D)
 	m := ReduceMax(Reshape(c, 2*hs, 2, 2*ws, 2, d.D), 1, 3) // MaxPool 2
 	m = gelu(m)
 	a := ReduceMean(Reshape(m, hs, 2, ws, 2, d.D), 1, 3) // AvgPool 2
@@ -771,13 +776,27 @@ func (n *net) forward(x *Node, bank func(f *Node) *Node, anchor, s *Node) fwd {
 		n.normCalls = map[string]int{}
 	}
 	f0, fspa, fdiff := n.encode(x)
+	// The shapes the rest relies on (fwd's comments), asserted where they
+	// are made: a weight of the wrong size would otherwise broadcast or
+	// fail far from its cause. L is the number of cells, D the features, K
+	// the classes.
+	l := f0.Shape().Dimensions[0]
+	for _, v := range []*Node{f0, fspa, fdiff} {
+		v.AssertDims(l, d.D)
+	}
 	o.Fspa, o.Fdiff = fspa, fdiff
 	o.Zspa = n.linear(fspa, "spa.aux")
 	o.Zdiff = n.linear(fdiff, "diff.aux")
 	wf := Softmax(n.p["fuse.w"], 0)
+	wf.AssertDims(2)
 	o.F = Add(Add(Mul(Reshape(Slice(wf, AxisElem(0))), fspa), Mul(Reshape(Slice(wf, AxisElem(1))), fdiff)), f0)
 	o.Zraw = n.head(o.F)
+	o.F.AssertDims(l, d.D)
+	for _, z := range []*Node{o.Zraw, o.Zspa, o.Zdiff} {
+		z.AssertDims(l, d.K)
+	}
 	protos := bank(o.F)
+	protos.AssertDims(d.K, d.D)
 
 	tau := n.p["tau"]
 	cos := MatMul(l2normalize(o.F, 1), Transpose(protos, 0, 1)) // [L, K]
@@ -845,6 +864,8 @@ func (n *net) forward(x *Node, bank func(f *Node) *Node, anchor, s *Node) fwd {
 	u := Stack([]*Node{uEnt, uBr, uPro}, 1) // [L, 3]
 	o.U = u
 	o.Gtilde = Sigmoid(Add(MatMul(u, n.p["gate.w"]), n.p["gate.b"]))
+	o.Gtilde.AssertDims(l)
+	delta.AssertDims(l, d.D)
 	rho := n.cfg.GateFloor
 	gate := AddScalar(MulScalar(o.Gtilde, 1-rho), rho)
 	if n.cfg.Ablation == AblationNoRC {
@@ -853,6 +874,7 @@ func (n *net) forward(x *Node, bank func(f *Node) *Node, anchor, s *Node) fwd {
 	}
 	fcal := Add(o.F, Mul(Mul(s, InsertAxes(gate, -1)), delta))
 	o.Zcal = n.head(fcal)
+	o.Zcal.AssertDims(l, d.K)
 	return o
 }
 
