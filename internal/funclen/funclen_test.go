@@ -51,22 +51,17 @@ type longFunc struct {
 	Lines int
 }
 
-// moduleRoot is the folder holding go.mod above the test's working directory.
+// moduleRoot is the module's root: go test runs in the package's folder,
+// internal/funclen.
 func moduleRoot(t *testing.T) string {
-	dir, err := os.Getwd()
+	root, err := filepath.Abs(filepath.Join("..", ".."))
 	if err != nil {
 		t.Fatal(err)
 	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Fatal("no go.mod above the test's folder")
-		}
-		dir = parent
+	if _, err := os.Stat(filepath.Join(root, "go.mod")); err != nil {
+		t.Fatalf("no go.mod at the module root %s: %v", root, err)
 	}
+	return root
 }
 
 // skipDir reports whether a folder holds no module code: hidden folders, testdata and vendor
