@@ -154,64 +154,9 @@ func parseEnMAPMetadata(data []byte) (enmapMetadata, error) {
 	if chars == nil {
 		return md, errors.New("METADATA.XML has no bandCharacterisation")
 	}
-	type band struct {
-		n          int
-		c, f, g, o float64
-	}
-	var bands []band
-	seen := map[int]bool{}
-	num := func(n *xmlNode, name string, def float64) (float64, error) {
-		t := n.child(name).text()
-		if t == "" {
-			return def, nil
-		}
-		v, err := strconv.ParseFloat(t, 64)
-		if err != nil || math.IsInf(v, 0) || math.IsNaN(v) {
-			return 0, fmt.Errorf("%w: %s %q is not a number", ErrBandMetadata, name, truncate(t, 20))
-		}
-		return v, nil
-	}
-	for _, b := range chars.Children {
-		if b.Name != "bandID" {
-			continue
-		}
-		k, err := strconv.Atoi(strings.TrimSpace(b.Attr["number"]))
-		if err != nil || k < 1 || k > 100000 || seen[k] {
-			return md, fmt.Errorf("METADATA.XML: bandID number %q is not a new band number", b.Attr["number"])
-		}
-		seen[k] = true
-		var bd band
-		bd.n = k
-		if bd.c, err = num(b, "wavelengthCenterOfBand", math.NaN()); err != nil {
-			return md, fmt.Errorf("METADATA.XML band %d: %w", k, err)
-		}
-		if bd.f, err = num(b, "FWHMOfBand", math.NaN()); err != nil {
-			return md, fmt.Errorf("METADATA.XML band %d: %w", k, err)
-		}
-		if bd.g, err = num(b, "GainOfBand", 1); err != nil {
-			return md, fmt.Errorf("METADATA.XML band %d: %w", k, err)
-		}
-		if bd.o, err = num(b, "OffsetOfBand", 0); err != nil {
-			return md, fmt.Errorf("METADATA.XML band %d: %w", k, err)
-		}
-		switch {
-		case math.IsNaN(bd.c):
-			return md, fmt.Errorf("%w: METADATA.XML band %d has no wavelengthCenterOfBand", ErrBandMetadata, k)
-		case !(bd.c > 0):
-			return md, fmt.Errorf("%w: METADATA.XML band %d: wavelengthCenterOfBand %s; a band centre is a positive number", ErrBandMetadata, k, fmtValue(bd.c))
-		case bd.f < 0:
-			return md, fmt.Errorf("%w: METADATA.XML band %d: FWHMOfBand %s; a band width is a positive number", ErrBandMetadata, k, fmtValue(bd.f))
-		case bd.g == 0:
-			return md, fmt.Errorf("%w: METADATA.XML band %d: GainOfBand 0; every value of the band would read as its offset", ErrBandMetadata, k)
-		}
-		bands = append(bands, bd)
-	}
-	if len(bands) == 0 {
-		return md, errors.New("METADATA.XML lists no bands")
-	}
-	sort.Slice(bands, func(i, j int) bool { return bands[i].n < bands[j].n })
-	if bands[len(bands)-1].n != len(bands) {
-		return md, fmt.Errorf("METADATA.XML numbers its %d bands up to %d", len(bands), bands[len(bands)-1].n)
+	bands, err := parseEnMAPBands(chars)
+	if err != nil {
+		return md, err
 	}
 	for _, b := range bands {
 		md.CentresNM = append(md.CentresNM, b.c)
@@ -219,18 +164,7 @@ func parseEnMAPMetadata(data []byte) (enmapMetadata, error) {
 		md.Gains = append(md.Gains, b.g)
 		md.Offsets = append(md.Offsets, b.o)
 	}
-	md.BandStdDev = nanSlice(len(bands))
-	if st := root.find("bandStatistics"); st != nil {
-		for _, b := range st.Children {
-			k, err := strconv.Atoi(strings.TrimSpace(b.Attr["number"]))
-			if b.Name != "bandID" || err != nil || k < 1 || k > len(bands) {
-				continue
-			}
-			if v, err := strconv.ParseFloat(b.child("stdDeviation").text(), 64); err == nil {
-				md.BandStdDev[k-1] = v
-			}
-		}
-	}
+	md.BandStdDev = enmapBandStdDevs(root, len(bands))
 	md.HasStats = true
 	for _, sd := range md.BandStdDev {
 		md.HasStats = md.HasStats && !math.IsNaN(sd)
@@ -246,6 +180,107 @@ func parseEnMAPMetadata(data []byte) (enmapMetadata, error) {
 		}
 	}
 	return md, nil
+}
+
+// enmapBand is one bandID of METADATA.XML's bandCharacterisation: its
+// number (1-based), centre and FWHM in nm, gain and offset.
+type enmapBand struct {
+	n          int
+	c, f, g, o float64
+}
+
+// parseEnMAPBands reads the bandCharacterisation's bands in number order;
+// the numbers must run 1 to the band count, each once.
+func parseEnMAPBands(chars *xmlNode) ([]enmapBand, error) {
+	var bands []enmapBand
+	seen := map[int]bool{}
+	for _, b := range chars.Children {
+		if b.Name != "bandID" {
+			continue
+		}
+		k, err := strconv.Atoi(strings.TrimSpace(b.Attr["number"]))
+		if err != nil || k < 1 || k > 100000 || seen[k] {
+			return nil, fmt.Errorf("METADATA.XML: bandID number %q is not a new band number", b.Attr["number"])
+		}
+		seen[k] = true
+		bd, err := parseEnMAPBand(b, k)
+		if err != nil {
+			return nil, err
+		}
+		bands = append(bands, bd)
+	}
+	if len(bands) == 0 {
+		return nil, errors.New("METADATA.XML lists no bands")
+	}
+	sort.Slice(bands, func(i, j int) bool { return bands[i].n < bands[j].n })
+	if bands[len(bands)-1].n != len(bands) {
+		return nil, fmt.Errorf("METADATA.XML numbers its %d bands up to %d", len(bands), bands[len(bands)-1].n)
+	}
+	return bands, nil
+}
+
+// parseEnMAPBand reads bandID b, number k: a centre is required, the
+// width may be absent (NaN), the gain defaults to 1 and the offset to 0.
+func parseEnMAPBand(b *xmlNode, k int) (enmapBand, error) {
+	bd := enmapBand{n: k}
+	var err error
+	if bd.c, err = enmapNumber(b, "wavelengthCenterOfBand", math.NaN()); err != nil {
+		return bd, fmt.Errorf("METADATA.XML band %d: %w", k, err)
+	}
+	if bd.f, err = enmapNumber(b, "FWHMOfBand", math.NaN()); err != nil {
+		return bd, fmt.Errorf("METADATA.XML band %d: %w", k, err)
+	}
+	if bd.g, err = enmapNumber(b, "GainOfBand", 1); err != nil {
+		return bd, fmt.Errorf("METADATA.XML band %d: %w", k, err)
+	}
+	if bd.o, err = enmapNumber(b, "OffsetOfBand", 0); err != nil {
+		return bd, fmt.Errorf("METADATA.XML band %d: %w", k, err)
+	}
+	switch {
+	case math.IsNaN(bd.c):
+		return bd, fmt.Errorf("%w: METADATA.XML band %d has no wavelengthCenterOfBand", ErrBandMetadata, k)
+	case !(bd.c > 0):
+		return bd, fmt.Errorf("%w: METADATA.XML band %d: wavelengthCenterOfBand %s; a band centre is a positive number", ErrBandMetadata, k, fmtValue(bd.c))
+	case bd.f < 0:
+		return bd, fmt.Errorf("%w: METADATA.XML band %d: FWHMOfBand %s; a band width is a positive number", ErrBandMetadata, k, fmtValue(bd.f))
+	case bd.g == 0:
+		return bd, fmt.Errorf("%w: METADATA.XML band %d: GainOfBand 0; every value of the band would read as its offset", ErrBandMetadata, k)
+	}
+	return bd, nil
+}
+
+// enmapNumber is n's child name as a finite number; def when it is absent
+// or empty.
+func enmapNumber(n *xmlNode, name string, def float64) (float64, error) {
+	t := n.child(name).text()
+	if t == "" {
+		return def, nil
+	}
+	v, err := strconv.ParseFloat(t, 64)
+	if err != nil || math.IsInf(v, 0) || math.IsNaN(v) {
+		return 0, fmt.Errorf("%w: %s %q is not a number", ErrBandMetadata, name, truncate(t, 20))
+	}
+	return v, nil
+}
+
+// enmapBandStdDevs is bandStatistics' stdDeviation of each of the n bands
+// (NaN where not stated or not a number).
+func enmapBandStdDevs(root *xmlNode, n int) []float64 {
+	sd := nanSlice(n)
+	st := root.find("bandStatistics")
+	if st == nil {
+		return sd
+	}
+	for _, b := range st.Children {
+		k, err := strconv.Atoi(strings.TrimSpace(b.Attr["number"]))
+		if b.Name != "bandID" || err != nil || k < 1 || k > n {
+			continue
+		}
+		if v, err := strconv.ParseFloat(b.child("stdDeviation").text(), 64); err == nil {
+			sd[k-1] = v
+		}
+	}
+	return sd
 }
 
 // channelList parses "1,2,3" (nil when empty or malformed).

@@ -182,101 +182,19 @@ func (r Report) WriteJSON(w io.Writer) error {
 // not empty, follows a CRS without an EPSG code, saying where its WKT is
 // (pnec info: "--json gives the WKT").
 func (r Report) WriteText(w io.Writer, wktHint string) error {
-	var b strings.Builder
-	line := func(k, format string, args ...any) {
-		fmt.Fprintf(&b, "%-15s %s\n", k+":", fmt.Sprintf(format, args...))
+	var t reportLines
+	t.line("scene", "%s (%s)", r.Name, r.Driver)
+	t.line("size", "%d cols x %d rows, %d bands", r.Cols, r.Rows, r.Bands)
+	t.line("data type", "%s", r.DataType)
+	t.line("nodata", "%s", r.nodataText())
+	r.crsLines(&t, wktHint)
+	r.gridLines(&t)
+	if err := r.footprintLine(&t); err != nil {
+		return err
 	}
-	line("scene", "%s (%s)", r.Name, r.Driver)
-	line("size", "%d cols x %d rows, %d bands", r.Cols, r.Rows, r.Bands)
-	line("data type", "%s", r.DataType)
-	line("nodata", "%s", r.nodataText())
-	switch {
-	case r.CRS == nil:
-		line("CRS", "none (local pixel grid)")
-	case r.CRS.EPSG != 0:
-		line("CRS", "EPSG:%d (%s)", r.CRS.EPSG, r.CRS.Name)
-	default:
-		hint := ""
-		if wktHint != "" {
-			hint = "; " + wktHint
-		}
-		line("CRS", "%s (no EPSG code%s)", r.CRS.Name, hint)
-	}
-	if r.GeoTransform == nil {
-		line("geotransform", "none (pixel coordinates)")
-	} else {
-		gt := r.GeoTransform
-		line("geotransform", "[%s, %s, %s, %s, %s, %s]", fmtNum(gt[0]), fmtNum(gt[1]), fmtNum(gt[2]), fmtNum(gt[3]), fmtNum(gt[4]), fmtNum(gt[5]))
-		line("origin", "%s, %s", fmtNum(gt[0]), fmtNum(gt[3]))
-		if r.RotationDeg == 0 && gt[2] == 0 && gt[4] == 0 {
-			line("pixel size", "%s x %s", fmtNum(gt[1]), fmtNum(gt[5]))
-		} else {
-			// A rotated grid: GT[1] and GT[5] are not the pixel's size.
-			line("pixel size", "%s x %s (along the rows x along the columns)", fmtNum(r.PixelSize[0]), fmtNum(r.PixelSize[1]))
-			line("rotation", "%s degrees counter-clockwise (a rotated grid: GDAL, QGIS and rasterio place it; tools that need north-up rasters need gdalwarp first)", fmtNum(r.RotationDeg))
-		}
-	}
-	if p, ok := r.footprintPolygon(); !ok {
-		line("footprint", "none (no CRS)")
-	} else {
-		// Text shows micro-degrees (about 0.1 m); JSON keeps full precision.
-		short := orb.Polygon{}
-		for _, ring := range p {
-			rr := make(orb.Ring, len(ring))
-			for i, pt := range ring {
-				rr[i] = orb.Point{math.Round(pt[0]*1e6) / 1e6, math.Round(pt[1]*1e6) / 1e6}
-			}
-			short = append(short, rr)
-		}
-		fp, err := json.Marshal(geojson.NewGeometry(short))
-		if err != nil {
-			return err
-		}
-		line("footprint", "%s", fp)
-	}
-	switch {
-	case r.ValidFraction != nil && r.ValidEstimated:
-		line("valid pixels", "%.2f%% (estimated from a regular sample of at most %d Mpixels of %d)", *r.ValidFraction*100, MaxExactValidPixels>>20, int64(r.Cols)*int64(r.Rows))
-	case r.ValidFraction != nil:
-		line("valid pixels", "%.2f%% (%.0f of %d)", *r.ValidFraction*100, math.Round(*r.ValidFraction*float64(r.Cols*r.Rows)), r.Cols*r.Rows)
-	default:
-		line("valid pixels", "not measured (the scene was not read)")
-	}
-	if r.Scale != nil {
-		line("scale/offset", "%s (value = DN x scale + offset, applied on read)", scaleText(r.Scale, r.Offset))
-	}
-	if r.Product != "" {
-		line("product", "%s", r.Product)
-	}
-	if r.WavelengthsNM != nil {
-		w := wavelengthText(r.WavelengthsNM)
-		if r.SpectralSource != "" {
-			w += " (from the " + r.SpectralSource + ")"
-		}
-		line("wavelengths", "%s", w)
-	} else {
-		line("wavelengths", "none (the model's band count is all pnec can check)")
-	}
-	if r.FWHMNM != nil {
-		line("fwhm", "%s", fwhmText(r.FWHMNM))
-	}
-	if len(r.BadBands) > 0 {
-		from := ""
-		if r.BadBandSource != "" {
-			from = "; from " + r.BadBandSource
-		}
-		line("bad bands", "%d: %s (left out of training and classification%s)", len(r.BadBands), listText(r.BadBands, strconv.Itoa), from)
-	}
-	switch {
-	case r.Radiometry == nil:
-		line("radiometry", "not stated")
-	case r.Radiometry.Quantity == "reflectance" && r.Radiometry.Scale > 0:
-		line("radiometry", "reflectance 0-%s", fmtNum(r.Radiometry.Scale))
-	case r.Radiometry.Units != "":
-		line("radiometry", "%s (%s)", r.Radiometry.Quantity, r.Radiometry.Units)
-	default:
-		line("radiometry", "%s", r.Radiometry.Quantity)
-	}
+	r.validLine(&t)
+	r.bandSetLines(&t)
+	r.radiometryLine(&t)
 	named := 0
 	for _, n := range r.BandNames {
 		if n != "" {
@@ -284,10 +202,137 @@ func (r Report) WriteText(w io.Writer, wktHint string) error {
 		}
 	}
 	if named > 0 {
-		line("band names", "%s", listText(r.BandNames, func(s string) string { return strconv.Quote(s) }))
+		t.line("band names", "%s", listText(r.BandNames, func(s string) string { return strconv.Quote(s) }))
 	}
-	_, err := io.WriteString(w, b.String())
+	_, err := io.WriteString(w, t.b.String())
 	return err
+}
+
+// reportLines collects WriteText's lines, whole before anything is
+// written.
+type reportLines struct{ b strings.Builder }
+
+// line adds "key:" padded to 15 columns and the formatted value.
+func (t *reportLines) line(k, format string, args ...any) {
+	fmt.Fprintf(&t.b, "%-15s %s\n", k+":", fmt.Sprintf(format, args...))
+}
+
+// crsLines writes the CRS line: EPSG code and name, or the name and
+// wktHint when the CRS has no code.
+func (r Report) crsLines(t *reportLines, wktHint string) {
+	switch {
+	case r.CRS == nil:
+		t.line("CRS", "none (local pixel grid)")
+	case r.CRS.EPSG != 0:
+		t.line("CRS", "EPSG:%d (%s)", r.CRS.EPSG, r.CRS.Name)
+	default:
+		hint := ""
+		if wktHint != "" {
+			hint = "; " + wktHint
+		}
+		t.line("CRS", "%s (no EPSG code%s)", r.CRS.Name, hint)
+	}
+}
+
+// gridLines writes the geotransform, origin, pixel size and, for a
+// rotated grid, its rotation.
+func (r Report) gridLines(t *reportLines) {
+	if r.GeoTransform == nil {
+		t.line("geotransform", "none (pixel coordinates)")
+		return
+	}
+	gt := r.GeoTransform
+	t.line("geotransform", "[%s, %s, %s, %s, %s, %s]", fmtNum(gt[0]), fmtNum(gt[1]), fmtNum(gt[2]), fmtNum(gt[3]), fmtNum(gt[4]), fmtNum(gt[5]))
+	t.line("origin", "%s, %s", fmtNum(gt[0]), fmtNum(gt[3]))
+	if r.RotationDeg == 0 && gt[2] == 0 && gt[4] == 0 {
+		t.line("pixel size", "%s x %s", fmtNum(gt[1]), fmtNum(gt[5]))
+	} else {
+		// A rotated grid: GT[1] and GT[5] are not the pixel's size.
+		t.line("pixel size", "%s x %s (along the rows x along the columns)", fmtNum(r.PixelSize[0]), fmtNum(r.PixelSize[1]))
+		t.line("rotation", "%s degrees counter-clockwise (a rotated grid: GDAL, QGIS and rasterio place it; tools that need north-up rasters need gdalwarp first)", fmtNum(r.RotationDeg))
+	}
+}
+
+// footprintLine writes the footprint as GeoJSON rounded to micro-degrees.
+func (r Report) footprintLine(t *reportLines) error {
+	p, ok := r.footprintPolygon()
+	if !ok {
+		t.line("footprint", "none (no CRS)")
+		return nil
+	}
+	// Text shows micro-degrees (about 0.1 m); JSON keeps full precision.
+	short := orb.Polygon{}
+	for _, ring := range p {
+		rr := make(orb.Ring, len(ring))
+		for i, pt := range ring {
+			rr[i] = orb.Point{math.Round(pt[0]*1e6) / 1e6, math.Round(pt[1]*1e6) / 1e6}
+		}
+		short = append(short, rr)
+	}
+	fp, err := json.Marshal(geojson.NewGeometry(short))
+	if err != nil {
+		return err
+	}
+	t.line("footprint", "%s", fp)
+	return nil
+}
+
+// validLine writes the share of valid pixels, saying whether it was
+// counted, estimated from a sample or not measured.
+func (r Report) validLine(t *reportLines) {
+	switch {
+	case r.ValidFraction != nil && r.ValidEstimated:
+		t.line("valid pixels", "%.2f%% (estimated from a regular sample of at most %d Mpixels of %d)", *r.ValidFraction*100, MaxExactValidPixels>>20, int64(r.Cols)*int64(r.Rows))
+	case r.ValidFraction != nil:
+		t.line("valid pixels", "%.2f%% (%.0f of %d)", *r.ValidFraction*100, math.Round(*r.ValidFraction*float64(r.Cols*r.Rows)), r.Cols*r.Rows)
+	default:
+		t.line("valid pixels", "not measured (the scene was not read)")
+	}
+}
+
+// bandSetLines writes the scale and offset, product, wavelengths, widths
+// and bad bands, each when the scene says it.
+func (r Report) bandSetLines(t *reportLines) {
+	if r.Scale != nil {
+		t.line("scale/offset", "%s (value = DN x scale + offset, applied on read)", scaleText(r.Scale, r.Offset))
+	}
+	if r.Product != "" {
+		t.line("product", "%s", r.Product)
+	}
+	if r.WavelengthsNM != nil {
+		w := wavelengthText(r.WavelengthsNM)
+		if r.SpectralSource != "" {
+			w += " (from the " + r.SpectralSource + ")"
+		}
+		t.line("wavelengths", "%s", w)
+	} else {
+		t.line("wavelengths", "none (the model's band count is all pnec can check)")
+	}
+	if r.FWHMNM != nil {
+		t.line("fwhm", "%s", fwhmText(r.FWHMNM))
+	}
+	if len(r.BadBands) > 0 {
+		from := ""
+		if r.BadBandSource != "" {
+			from = "; from " + r.BadBandSource
+		}
+		t.line("bad bands", "%d: %s (left out of training and classification%s)", len(r.BadBands), listText(r.BadBands, strconv.Itoa), from)
+	}
+}
+
+// radiometryLine writes what the values measure, or that the scene does
+// not say.
+func (r Report) radiometryLine(t *reportLines) {
+	switch {
+	case r.Radiometry == nil:
+		t.line("radiometry", "not stated")
+	case r.Radiometry.Quantity == "reflectance" && r.Radiometry.Scale > 0:
+		t.line("radiometry", "reflectance 0-%s", fmtNum(r.Radiometry.Scale))
+	case r.Radiometry.Units != "":
+		t.line("radiometry", "%s (%s)", r.Radiometry.Quantity, r.Radiometry.Units)
+	default:
+		t.line("radiometry", "%s", r.Radiometry.Quantity)
+	}
 }
 
 func (r Report) footprintPolygon() (orb.Polygon, bool) {

@@ -269,22 +269,12 @@ func openGDAL(name, path string) (*Scene, error) {
 	return s, nil
 }
 
+// load reads the opened dataset's bands, band structure, grid, band set
+// and sidecars into s.
 func (s *Scene) load() error {
 	s.bands = s.ds.Bands()
 	if len(s.bands) == 0 {
-		subs := s.ds.Metadatas(godal.Domain("SUBDATASETS"))
-		var names []string
-		for i := 1; ; i++ {
-			n, ok := subs[fmt.Sprintf("SUBDATASET_%d_NAME", i)]
-			if !ok {
-				break
-			}
-			names = append(names, n)
-		}
-		if len(names) > 0 {
-			return fmt.Errorf("%s: %w; open one of its subdatasets: %s", s.name, ErrNoBands, strings.Join(names, " "))
-		}
-		return fmt.Errorf("%s: %w", s.name, ErrNoBands)
+		return s.noBandsError()
 	}
 	st := s.ds.Structure()
 	in := Info{
@@ -308,6 +298,45 @@ func (s *Scene) load() error {
 			in.Metadata[MetaENVIAcquisitionTime] = v
 		}
 	}
+	if err := s.loadBands(&in); err != nil {
+		return err
+	}
+	if err := s.loadGrid(&in); err != nil {
+		return err
+	}
+	if err := s.readSpectral(&in); err != nil {
+		return fmt.Errorf("%s: %w", s.name, err)
+	}
+	if err := s.readSidecars(&in); err != nil {
+		return fmt.Errorf("%s: %w", s.name, err)
+	}
+	s.info = in
+	s.setSpecs()
+	return nil
+}
+
+// noBandsError is ErrNoBands for a dataset without raster bands, naming
+// its subdatasets when it has some (a container such as HDF or NetCDF).
+func (s *Scene) noBandsError() error {
+	subs := s.ds.Metadatas(godal.Domain("SUBDATASETS"))
+	var names []string
+	for i := 1; ; i++ {
+		n, ok := subs[fmt.Sprintf("SUBDATASET_%d_NAME", i)]
+		if !ok {
+			break
+		}
+		names = append(names, n)
+	}
+	if len(names) > 0 {
+		return fmt.Errorf("%s: %w; open one of its subdatasets: %s", s.name, ErrNoBands, strings.Join(names, " "))
+	}
+	return fmt.Errorf("%s: %w", s.name, ErrNoBands)
+}
+
+// loadBands reads each band's data type, block size, scale and offset,
+// no-data value, description and mask kind into s and in; a complex band
+// is a DataTypeError.
+func (s *Scene) loadBands(in *Info) error {
 	n := len(s.bands)
 	s.scale, s.offset = make([]float32, n), make([]float32, n)
 	s.nodata, s.hasNoData = make([]float32, n), make([]bool, n)
@@ -353,6 +382,12 @@ func (s *Scene) load() error {
 		s.bandMask = nil
 	}
 	in.DataType = strings.Join(types, ",")
+	return nil
+}
+
+// loadGrid reads the dataset's geotransform (checked), CRS, EPSG code and
+// WGS84 footprint into in.
+func (s *Scene) loadGrid(in *Info) error {
 	// All zeros is how some drivers say "none" (as the writers take it:
 	// hasGeoTransform).
 	if gt, err := s.ds.GeoTransform(errh); err == nil && hasGeoTransform(gt) {
@@ -375,14 +410,6 @@ func (s *Scene) load() error {
 			in.FootprintWGS84 = fp
 		}
 	}
-	if err := s.readSpectral(&in); err != nil {
-		return fmt.Errorf("%s: %w", s.name, err)
-	}
-	if err := s.readSidecars(&in); err != nil {
-		return fmt.Errorf("%s: %w", s.name, err)
-	}
-	s.info = in
-	s.setSpecs()
 	return nil
 }
 

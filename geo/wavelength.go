@@ -31,86 +31,10 @@ func (s *Scene) readSpectral(in *Info) error {
 		}
 	}
 	n := len(s.bands)
-	mdLabel := "the band metadata"
-	if in.Driver == "ENVI" {
-		mdLabel = "the ENVI header" // GDAL's ENVI driver hands it to the bands
-	}
-	centres, widths := nanSlice(n), nanSlice(n)
-	var nc, nw int
-	source := ""
-	number := func(band int, key, v string) (float64, error) {
-		x, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
-		if err != nil {
-			return 0, fmt.Errorf("%w: band %d %s %q is not a number", ErrBandMetadata, band+1, key, strings.TrimSpace(v))
-		}
-		return x, nil
-	}
+	sp := bandSpectra{centres: nanSlice(n), widths: nanSlice(n)}
 	for i, b := range s.bands {
-		img := b.Metadatas(godal.Domain("IMAGERY"))
-		if v, ok := lookupFold(img, "CENTRAL_WAVELENGTH_UM"); ok {
-			x, err := number(i, "CENTRAL_WAVELENGTH_UM", v)
-			if err != nil {
-				return err
-			}
-			if !positiveFinite(x) {
-				return fmt.Errorf("%w: band %d CENTRAL_WAVELENGTH_UM %s in the IMAGERY metadata; a band centre is a positive number", ErrBandMetadata, i+1, fmtValue(x))
-			}
-			centres[i] = x * 1000
-			nc++
-			source = "IMAGERY metadata"
-		}
-		if v, ok := lookupFold(img, "FWHM_UM"); ok {
-			x, err := number(i, "FWHM_UM", v)
-			if err != nil {
-				return err
-			}
-			if !(x >= 0) || math.IsInf(x, 0) {
-				return fmt.Errorf("%w: band %d FWHM_UM %s in the IMAGERY metadata; a band width is a positive number", ErrBandMetadata, i+1, fmtValue(x))
-			}
-			widths[i] = x * 1000
-			nw++
-		}
-		md := b.Metadatas()
-		unit, _ := lookupFold(md, "wavelength_units")
-		if in.WavelengthUnits == "" {
-			in.WavelengthUnits = unit
-		}
-		if v, ok := lookupFold(md, "wavelength"); ok && math.IsNaN(centres[i]) {
-			x, err := number(i, "wavelength", v)
-			if err != nil {
-				return err
-			}
-			if !positiveFinite(x) {
-				return fmt.Errorf("%w: band %d wavelength %s in %s; a band centre is a positive number", ErrBandMetadata, i+1, fmtValue(x), mdLabel)
-			}
-			centres[i] = toNM([]float64{x}, unit)[0]
-			nc++
-			if source == "" {
-				source = "band metadata"
-				if in.Driver == "ENVI" {
-					source = "ENVI header"
-				}
-			}
-		}
-		if v, ok := lookupFold(md, "fwhm"); ok && math.IsNaN(widths[i]) {
-			x, err := number(i, "fwhm", v)
-			if err != nil {
-				return err
-			}
-			if !(x >= 0) || math.IsInf(x, 0) {
-				return fmt.Errorf("%w: band %d fwhm %s in %s; a band width is a positive number", ErrBandMetadata, i+1, fmtValue(x), mdLabel)
-			}
-			// A width takes its band's centre's unit, or the same
-			// magnitude rule when there is no unit (1e-2 um, not nm).
-			f := nmPerUnit(unit)
-			if f <= 0 {
-				f = 1
-				if !math.IsNaN(centres[i]) && centres[i] > 100 && x < 1 {
-					f = 1000
-				}
-			}
-			widths[i] = x * f
-			nw++
+		if err := sp.fromBand(i, b, in); err != nil {
+			return err
 		}
 	}
 	envi := s.ds.Metadatas(godal.Domain("ENVI"))
@@ -118,54 +42,196 @@ func (s *Scene) readSpectral(in *Info) error {
 	if in.WavelengthUnits == "" {
 		in.WavelengthUnits = unit
 	}
-	list := func(key string) ([]float64, error) {
-		v, ok := lookupFold(envi, key)
-		if !ok {
-			return nil, nil
-		}
-		name := strings.ReplaceAll(key, "_", " ")
-		vals, err := parseNumberList(v)
-		if err != nil {
-			return nil, fmt.Errorf("%w: ENVI header %s: %w", ErrBandMetadata, name, err)
-		}
-		if len(vals) != n {
-			return nil, fmt.Errorf("%w: ENVI header lists %d %s values for %d bands", ErrBandMetadata, len(vals), name, n)
-		}
-		return vals, nil
-	}
-	// The header's lists are checked whether or not the band metadata
-	// already gave the values: GDAL hands a list's values to the bands
-	// one by one and drops what it cannot place.
-	wl, err := list("wavelength")
+	bbl, err := sp.fromENVIHeader(envi, unit, n)
 	if err != nil {
 		return err
+	}
+	if sp.nc > 0 {
+		if err := checkPartialCentres(sp.centres, "the "+sp.source); err != nil {
+			return err
+		}
+		in.WavelengthsNM, in.SpectralSource = sp.centres, sp.source
+	}
+	if sp.nw > 0 {
+		in.FWHMNM = sp.widths
+	}
+	in.BadBands = badFromBBL(bbl)
+	if v, ok := lookupFold(envi, "reflectance_scale_factor"); ok {
+		f, err := parseReflectanceScale(v, "the ENVI header")
+		if err != nil {
+			return err
+		}
+		in.Radiometry = reflectanceAfterGain(f, in.Scale, in.Offset)
+	}
+	return nil
+}
+
+// bandSpectra is what readSpectral has found so far: band centres and
+// widths in nm (NaN where nothing said), how many bands gave each, and
+// where the first centre came from (named in errors and Info).
+type bandSpectra struct {
+	centres, widths []float64
+	nc, nw          int
+	source          string
+}
+
+// fromBand reads band i's IMAGERY metadata, then its plain band metadata
+// for what IMAGERY left unsaid, and takes the first band's
+// wavelength_units into in.
+func (sp *bandSpectra) fromBand(i int, b godal.Band, in *Info) error {
+	if err := sp.fromImagery(i, b.Metadatas(godal.Domain("IMAGERY"))); err != nil {
+		return err
+	}
+	md := b.Metadatas()
+	unit, _ := lookupFold(md, "wavelength_units")
+	if in.WavelengthUnits == "" {
+		in.WavelengthUnits = unit
+	}
+	mdLabel := "the band metadata"
+	if in.Driver == "ENVI" {
+		mdLabel = "the ENVI header" // GDAL's ENVI driver hands it to the bands
+	}
+	if err := sp.centreFromMetadata(i, md, unit, mdLabel, in.Driver); err != nil {
+		return err
+	}
+	return sp.widthFromMetadata(i, md, unit, mdLabel)
+}
+
+// fromImagery reads GDAL 3.10's CENTRAL_WAVELENGTH_UM and FWHM_UM of band i.
+func (sp *bandSpectra) fromImagery(i int, img map[string]string) error {
+	if v, ok := lookupFold(img, "CENTRAL_WAVELENGTH_UM"); ok {
+		x, err := parseBandNumber(i, "CENTRAL_WAVELENGTH_UM", v)
+		if err != nil {
+			return err
+		}
+		if !positiveFinite(x) {
+			return fmt.Errorf("%w: band %d CENTRAL_WAVELENGTH_UM %s in the IMAGERY metadata; a band centre is a positive number", ErrBandMetadata, i+1, fmtValue(x))
+		}
+		sp.centres[i] = x * 1000
+		sp.nc++
+		sp.source = "IMAGERY metadata"
+	}
+	if v, ok := lookupFold(img, "FWHM_UM"); ok {
+		x, err := parseBandNumber(i, "FWHM_UM", v)
+		if err != nil {
+			return err
+		}
+		if !(x >= 0) || math.IsInf(x, 0) {
+			return fmt.Errorf("%w: band %d FWHM_UM %s in the IMAGERY metadata; a band width is a positive number", ErrBandMetadata, i+1, fmtValue(x))
+		}
+		sp.widths[i] = x * 1000
+		sp.nw++
+	}
+	return nil
+}
+
+// centreFromMetadata reads band i's "wavelength" item in unit when
+// IMAGERY gave no centre.
+func (sp *bandSpectra) centreFromMetadata(i int, md map[string]string, unit, mdLabel, driver string) error {
+	v, ok := lookupFold(md, "wavelength")
+	if !ok || !math.IsNaN(sp.centres[i]) {
+		return nil
+	}
+	x, err := parseBandNumber(i, "wavelength", v)
+	if err != nil {
+		return err
+	}
+	if !positiveFinite(x) {
+		return fmt.Errorf("%w: band %d wavelength %s in %s; a band centre is a positive number", ErrBandMetadata, i+1, fmtValue(x), mdLabel)
+	}
+	sp.centres[i] = toNM([]float64{x}, unit)[0]
+	sp.nc++
+	if sp.source == "" {
+		sp.source = "band metadata"
+		if driver == "ENVI" {
+			sp.source = "ENVI header"
+		}
+	}
+	return nil
+}
+
+// widthFromMetadata reads band i's "fwhm" item when IMAGERY gave no width.
+func (sp *bandSpectra) widthFromMetadata(i int, md map[string]string, unit, mdLabel string) error {
+	v, ok := lookupFold(md, "fwhm")
+	if !ok || !math.IsNaN(sp.widths[i]) {
+		return nil
+	}
+	x, err := parseBandNumber(i, "fwhm", v)
+	if err != nil {
+		return err
+	}
+	if !(x >= 0) || math.IsInf(x, 0) {
+		return fmt.Errorf("%w: band %d fwhm %s in %s; a band width is a positive number", ErrBandMetadata, i+1, fmtValue(x), mdLabel)
+	}
+	// A width takes its band's centre's unit, or the same
+	// magnitude rule when there is no unit (1e-2 um, not nm).
+	f := nmPerUnit(unit)
+	if f <= 0 {
+		f = 1
+		if !math.IsNaN(sp.centres[i]) && sp.centres[i] > 100 && x < 1 {
+			f = 1000
+		}
+	}
+	sp.widths[i] = x * f
+	sp.nw++
+	return nil
+}
+
+// parseBandNumber parses band (0-based) metadata item key's value v.
+func parseBandNumber(band int, key, v string) (float64, error) {
+	x, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+	if err != nil {
+		return 0, fmt.Errorf("%w: band %d %s %q is not a number", ErrBandMetadata, band+1, key, strings.TrimSpace(v))
+	}
+	return x, nil
+}
+
+// fromENVIHeader checks the ENVI domain's wavelength, fwhm, bbl, gain and
+// offset lists (of n values each), takes the centres and widths from them
+// when no band gave any, and returns the bbl list (nil when absent).
+// The header's lists are checked whether or not the band metadata
+// already gave the values: GDAL hands a list's values to the bands
+// one by one and drops what it cannot place.
+func (sp *bandSpectra) fromENVIHeader(envi map[string]string, unit string, n int) ([]float64, error) {
+	wl, err := enviList(envi, "wavelength", n)
+	if err != nil {
+		return nil, err
 	}
 	if wl != nil {
 		if err := checkCentres(wl, "the ENVI header's wavelength list"); err != nil {
-			return err
+			return nil, err
 		}
-		if nc == 0 {
-			centres, nc, source = toNM(wl, unit), n, "ENVI header"
+		if sp.nc == 0 {
+			sp.centres, sp.nc, sp.source = toNM(wl, unit), n, "ENVI header"
 		}
 	}
-	fw, err := list("fwhm")
+	fw, err := enviList(envi, "fwhm", n)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if fw != nil {
 		if err := checkWidths(fw, "the ENVI header's fwhm list"); err != nil {
-			return err
+			return nil, err
 		}
-		if nw == 0 {
-			widths, nw = widthsNM(fw, unit, centres), n
+		if sp.nw == 0 {
+			sp.widths, sp.nw = widthsNM(fw, unit, sp.centres), n
 		}
 	}
-	bbl, err := list("bbl")
+	bbl, err := enviList(envi, "bbl", n)
 	if err != nil {
-		return err
+		return nil, err
 	}
+	if err := checkENVIGainsOffsets(envi, n); err != nil {
+		return nil, err
+	}
+	return bbl, nil
+}
+
+// checkENVIGainsOffsets checks the header's data gain values (finite, not
+// 0) and data offset values (finite).
+func checkENVIGainsOffsets(envi map[string]string, n int) error {
 	for _, key := range []string{"data_gain_values", "data_offset_values"} {
-		vals, err := list(key)
+		vals, err := enviList(envi, key, n)
 		if err != nil {
 			return err
 		}
@@ -179,24 +245,25 @@ func (s *Scene) readSpectral(in *Info) error {
 			return err
 		}
 	}
-	if nc > 0 {
-		if err := checkPartialCentres(centres, "the "+source); err != nil {
-			return err
-		}
-		in.WavelengthsNM, in.SpectralSource = centres, source
-	}
-	if nw > 0 {
-		in.FWHMNM = widths
-	}
-	in.BadBands = badFromBBL(bbl)
-	if v, ok := lookupFold(envi, "reflectance_scale_factor"); ok {
-		f, err := parseReflectanceScale(v, "the ENVI header")
-		if err != nil {
-			return err
-		}
-		in.Radiometry = reflectanceAfterGain(f, in.Scale, in.Offset)
-	}
 	return nil
+}
+
+// enviList parses the ENVI domain's list key, which must hold n numbers;
+// nil when the header has no such list.
+func enviList(envi map[string]string, key string, n int) ([]float64, error) {
+	v, ok := lookupFold(envi, key)
+	if !ok {
+		return nil, nil
+	}
+	name := strings.ReplaceAll(key, "_", " ")
+	vals, err := parseNumberList(v)
+	if err != nil {
+		return nil, fmt.Errorf("%w: ENVI header %s: %w", ErrBandMetadata, name, err)
+	}
+	if len(vals) != n {
+		return nil, fmt.Errorf("%w: ENVI header lists %d %s values for %d bands", ErrBandMetadata, len(vals), name, n)
+	}
+	return vals, nil
 }
 
 // checkENVIHeaderFile parses the ENVI header of the cube name (name.hdr,

@@ -70,29 +70,10 @@ func EngineFromEnv(getenv func(string) string, shards int) (Engine, Shard, error
 	if len(found) > 1 {
 		return Engine{}, Shard{}, &EngineError{fmt.Sprintf("both %s and %s are set", found[0], found[1]), NeedShard}
 	}
-	count := func(name string) (int, error) {
-		if shards > 0 {
-			return shards, nil
-		}
-		if v := getenv(ShardsEnv); v != "" {
-			n, err := strconv.Atoi(v)
-			if err != nil || n < 1 {
-				return 0, &EngineError{fmt.Sprintf("%s=%q: want a positive integer", ShardsEnv, v), NeedNothing}
-			}
-			return n, nil
-		}
-		return 0, &EngineError{fmt.Sprintf("%s is set but not the number of shards (%s)", name, ShardsEnv), NeedCount}
-	}
-	integer := func(name string) (int, error) {
-		v := getenv(name)
-		n, err := strconv.Atoi(v)
-		if err != nil {
-			return 0, &EngineError{fmt.Sprintf("%s=%q: want an integer", name, v), NeedNothing}
-		}
-		return n, nil
-	}
+	env := engineEnv{getenv: getenv, shards: shards}
 	var e Engine
 	var sh Shard
+	var err error
 	switch {
 	case len(found) == 0:
 		if shards > 0 {
@@ -100,74 +81,122 @@ func EngineFromEnv(getenv func(string) string, shards int) (Engine, Shard, error
 		}
 		return Engine{}, Shard{}, nil
 	case found[0] == "SLURM_ARRAY_TASK_ID":
-		e.Name = EngineSlurm
-		id, err := integer("SLURM_ARRAY_TASK_ID")
-		if err != nil {
-			return Engine{}, Shard{}, err
-		}
-		lo, hi, step := 0, 0, 1
-		if getenv("SLURM_ARRAY_TASK_MIN") == "" || getenv("SLURM_ARRAY_TASK_MAX") == "" {
-			if shards == 0 {
-				return Engine{}, Shard{}, &EngineError{"SLURM_ARRAY_TASK_ID is set without SLURM_ARRAY_TASK_MIN/MAX", NeedCount}
-			}
-			lo, hi = 0, shards-1
-		} else {
-			if lo, err = integer("SLURM_ARRAY_TASK_MIN"); err != nil {
-				return Engine{}, Shard{}, err
-			}
-			if hi, err = integer("SLURM_ARRAY_TASK_MAX"); err != nil {
-				return Engine{}, Shard{}, err
-			}
-		}
-		if getenv("SLURM_ARRAY_TASK_STEP") != "" {
-			if step, err = integer("SLURM_ARRAY_TASK_STEP"); err != nil || step < 1 {
-				return Engine{}, Shard{}, &EngineError{fmt.Sprintf("SLURM_ARRAY_TASK_STEP=%q: want a positive integer", getenv("SLURM_ARRAY_TASK_STEP")), NeedNothing}
-			}
-		}
-		if (id-lo)%step != 0 {
-			return Engine{}, Shard{}, &EngineError{fmt.Sprintf("SLURM_ARRAY_TASK_ID=%d is not on the array's range %d-%d:%d", id, lo, hi, step), NeedNothing}
-		}
-		n := (hi-lo)/step + 1
-		if c := getenv("SLURM_ARRAY_TASK_COUNT"); c != "" {
-			if cn, err := strconv.Atoi(c); err != nil || cn != n {
-				return Engine{}, Shard{}, &EngineError{fmt.Sprintf("SLURM_ARRAY_TASK_COUNT=%s but the range %d-%d:%d has %d tasks: an array with gaps cannot be sharded by its task ids", c, lo, hi, step, n), NeedShard}
-			}
-		}
-		if shards > 0 && shards != n {
-			return Engine{}, Shard{}, &EngineError{fmt.Sprintf("%d shards given but the Slurm array has %d tasks (%d-%d:%d)", shards, n, lo, hi, step), NeedNothing}
-		}
-		sh = Shard{Index: (id - lo) / step, Count: n}
-		e.JobID = getenv("SLURM_JOB_ID")
-		if a := getenv("SLURM_ARRAY_JOB_ID"); a != "" {
-			e.JobID = a + "_" + getenv("SLURM_ARRAY_TASK_ID")
-		}
+		e, sh, err = env.slurm()
 	case found[0] == "JOB_COMPLETION_INDEX":
-		e.Name = EngineKubernetes
-		id, err := integer("JOB_COMPLETION_INDEX")
-		if err != nil {
-			return Engine{}, Shard{}, err
-		}
-		n, err := count("JOB_COMPLETION_INDEX")
-		if err != nil {
-			return Engine{}, Shard{}, err
-		}
-		sh = Shard{Index: id, Count: n}
-		e.JobID = getenv("HOSTNAME") // the pod's name
+		e, sh, err = env.indexed(EngineKubernetes, "JOB_COMPLETION_INDEX", "HOSTNAME") // HOSTNAME: the pod's name
 	default:
-		e.Name = EngineAWSBatch
-		id, err := integer("AWS_BATCH_JOB_ARRAY_INDEX")
-		if err != nil {
-			return Engine{}, Shard{}, err
-		}
-		n, err := count("AWS_BATCH_JOB_ARRAY_INDEX")
-		if err != nil {
-			return Engine{}, Shard{}, err
-		}
-		sh = Shard{Index: id, Count: n}
-		e.JobID = getenv("AWS_BATCH_JOB_ID")
+		e, sh, err = env.indexed(EngineAWSBatch, "AWS_BATCH_JOB_ARRAY_INDEX", "AWS_BATCH_JOB_ID")
+	}
+	if err != nil {
+		return Engine{}, Shard{}, err
 	}
 	if err := sh.Validate(); err != nil {
 		return Engine{}, Shard{}, &EngineError{fmt.Sprintf("%s: %v", e.Name, err), NeedNothing}
 	}
 	return e, sh, nil
+}
+
+// engineEnv is EngineFromEnv's environment and the shard count the caller
+// gives (0: none given).
+type engineEnv struct {
+	getenv func(string) string
+	shards int
+}
+
+// count is the number of shards: the caller's, else PNEC_SHARDS; name is
+// the index variable that needs it.
+func (env engineEnv) count(name string) (int, error) {
+	if env.shards > 0 {
+		return env.shards, nil
+	}
+	if v := env.getenv(ShardsEnv); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			return 0, &EngineError{fmt.Sprintf("%s=%q: want a positive integer", ShardsEnv, v), NeedNothing}
+		}
+		return n, nil
+	}
+	return 0, &EngineError{fmt.Sprintf("%s is set but not the number of shards (%s)", name, ShardsEnv), NeedCount}
+}
+
+// integer is variable name's value as an integer.
+func (env engineEnv) integer(name string) (int, error) {
+	v := env.getenv(name)
+	n, err := strconv.Atoi(v)
+	if err != nil {
+		return 0, &EngineError{fmt.Sprintf("%s=%q: want an integer", name, v), NeedNothing}
+	}
+	return n, nil
+}
+
+// indexed is an engine that gives the task's index in variable index and
+// no count (Kubernetes Indexed Jobs, AWS Batch array jobs), with the job's
+// id in variable jobID.
+func (env engineEnv) indexed(name, index, jobID string) (Engine, Shard, error) {
+	id, err := env.integer(index)
+	if err != nil {
+		return Engine{}, Shard{}, err
+	}
+	n, err := env.count(index)
+	if err != nil {
+		return Engine{}, Shard{}, err
+	}
+	return Engine{Name: name, JobID: env.getenv(jobID)}, Shard{Index: id, Count: n}, nil
+}
+
+// slurm maps a Slurm array task to its shard: the task id's place on the
+// array's range, which must have no gaps and agree with the caller's
+// shard count.
+func (env engineEnv) slurm() (Engine, Shard, error) {
+	id, err := env.integer("SLURM_ARRAY_TASK_ID")
+	if err != nil {
+		return Engine{}, Shard{}, err
+	}
+	lo, hi, step, err := env.slurmRange()
+	if err != nil {
+		return Engine{}, Shard{}, err
+	}
+	if (id-lo)%step != 0 {
+		return Engine{}, Shard{}, &EngineError{fmt.Sprintf("SLURM_ARRAY_TASK_ID=%d is not on the array's range %d-%d:%d", id, lo, hi, step), NeedNothing}
+	}
+	n := (hi-lo)/step + 1
+	if c := env.getenv("SLURM_ARRAY_TASK_COUNT"); c != "" {
+		if cn, err := strconv.Atoi(c); err != nil || cn != n {
+			return Engine{}, Shard{}, &EngineError{fmt.Sprintf("SLURM_ARRAY_TASK_COUNT=%s but the range %d-%d:%d has %d tasks: an array with gaps cannot be sharded by its task ids", c, lo, hi, step, n), NeedShard}
+		}
+	}
+	if env.shards > 0 && env.shards != n {
+		return Engine{}, Shard{}, &EngineError{fmt.Sprintf("%d shards given but the Slurm array has %d tasks (%d-%d:%d)", env.shards, n, lo, hi, step), NeedNothing}
+	}
+	e := Engine{Name: EngineSlurm, JobID: env.getenv("SLURM_JOB_ID")}
+	if a := env.getenv("SLURM_ARRAY_JOB_ID"); a != "" {
+		e.JobID = a + "_" + env.getenv("SLURM_ARRAY_TASK_ID")
+	}
+	return e, Shard{Index: (id - lo) / step, Count: n}, nil
+}
+
+// slurmRange is the array's range SLURM_ARRAY_TASK_MIN to MAX by STEP (1
+// when absent), or 0 to the caller's shard count - 1 when Slurm does not
+// say.
+func (env engineEnv) slurmRange() (lo, hi, step int, err error) {
+	step = 1
+	if env.getenv("SLURM_ARRAY_TASK_MIN") == "" || env.getenv("SLURM_ARRAY_TASK_MAX") == "" {
+		if env.shards == 0 {
+			return 0, 0, 0, &EngineError{"SLURM_ARRAY_TASK_ID is set without SLURM_ARRAY_TASK_MIN/MAX", NeedCount}
+		}
+		lo, hi = 0, env.shards-1
+	} else {
+		if lo, err = env.integer("SLURM_ARRAY_TASK_MIN"); err != nil {
+			return 0, 0, 0, err
+		}
+		if hi, err = env.integer("SLURM_ARRAY_TASK_MAX"); err != nil {
+			return 0, 0, 0, err
+		}
+	}
+	if env.getenv("SLURM_ARRAY_TASK_STEP") != "" {
+		if step, err = env.integer("SLURM_ARRAY_TASK_STEP"); err != nil || step < 1 {
+			return 0, 0, 0, &EngineError{fmt.Sprintf("SLURM_ARRAY_TASK_STEP=%q: want a positive integer", env.getenv("SLURM_ARRAY_TASK_STEP")), NeedNothing}
+		}
+	}
+	return lo, hi, step, nil
 }

@@ -48,106 +48,144 @@ const (
 // is extrapolated.
 func Resample(model, scene BandSet) (Plan, error) {
 	sorted := sortByCentre(scene, scene.Good())
-	n := len(sorted)
-	if n == 0 || !model.HasCentres() {
+	if len(sorted) == 0 || !model.HasCentres() {
 		return matchByCount(model, scene, Options{})
 	}
-	cs := make([]float64, n)
+	ax := newSceneAxis(scene, sorted)
+	rows := make([]map[int]float64, model.Bands) // per model band: scene band -> weight
+	for i, c := range model.CentresNM {
+		fm, okm := model.FWHM(i)
+		row, err := ax.modelBandRow(i, c, fm, okm)
+		if err != nil {
+			return Plan{}, err
+		}
+		rows[i] = row
+	}
+	return planFromRows(rows), nil
+}
+
+// sceneAxis is the scene's good bands along the wavelength axis, as
+// Resample weighs them.
+type sceneAxis struct {
+	scene  BandSet
+	sorted []int     // good scene bands by centre
+	cs     []float64 // their centres, nm
+	h      float64   // the median band spacing, nm
+	maxGap float64   // the widest gap a share spans, nm
+}
+
+// newSceneAxis places the good bands sorted (by centre) of scene on the axis.
+func newSceneAxis(scene BandSet, sorted []int) sceneAxis {
+	cs := make([]float64, len(sorted))
 	for k, j := range sorted {
 		cs[k] = scene.CentresNM[j]
 	}
 	h := bandSpacing(cs)
-	width := func(k int) float64 { // scene band k's FWHM (of sorted), spacing when unknown
-		if f, ok := scene.FWHM(sorted[k]); ok {
-			return f
-		}
-		return h
+	return sceneAxis{scene: scene, sorted: sorted, cs: cs, h: h, maxGap: GapSpacings * h}
+}
+
+// width is scene band k's FWHM (of sorted), the spacing when unknown.
+func (ax sceneAxis) width(k int) float64 {
+	if f, ok := ax.scene.FWHM(ax.sorted[k]); ok {
+		return f
 	}
-	maxGap := GapSpacings * h
-	// share is scene band k's part of the wavelength axis, gaps capped.
-	share := func(k int) float64 {
-		var left, right float64
-		if k > 0 {
-			left = math.Min(cs[k]-cs[k-1], maxGap)
-		}
-		if k < n-1 {
-			right = math.Min(cs[k+1]-cs[k], maxGap)
-		}
-		switch {
-		case k == 0 && k == n-1:
-			return 1
-		case k == 0:
-			return right
-		case k == n-1:
-			return left
-		}
-		return (left + right) / 2
+	return ax.h
+}
+
+// share is scene band k's part of the wavelength axis, gaps capped.
+func (ax sceneAxis) share(k int) float64 {
+	cs, n := ax.cs, len(ax.cs)
+	var left, right float64
+	if k > 0 {
+		left = math.Min(cs[k]-cs[k-1], ax.maxGap)
 	}
+	if k < n-1 {
+		right = math.Min(cs[k+1]-cs[k], ax.maxGap)
+	}
+	switch {
+	case k == 0 && k == n-1:
+		return 1
+	case k == 0:
+		return right
+	case k == n-1:
+		return left
+	}
+	return (left + right) / 2
+}
+
+// modelBandRow is model band i's weights over the scene bands: c its
+// centre, fm its FWHM (okm false when it has none), both nm. A band the
+// scene does not surround is a *CoverageError.
+func (ax sceneAxis) modelBandRow(i int, c, fm float64, okm bool) (map[int]float64, error) {
+	cs, sorted, n := ax.cs, ax.sorted, len(ax.cs)
 	lo, hi := cs[0], cs[n-1]
-	rows := make([]map[int]float64, model.Bands) // per model band: scene band -> weight
-	for i, c := range model.CentresNM {
-		fm, okm := model.FWHM(i)
-		row := map[int]float64{}
-		rows[i] = row
-		cover := &CoverageError{ModelBand: i, CentreNM: c, SceneLoNM: lo, SceneHiNM: hi}
-		switch {
-		case c < lo-width(0)/2 || c > hi+width(n-1)/2:
-			return Plan{}, cover
-		case c <= lo:
-			row[sorted[0]] = 1
-			continue
-		case c >= hi:
-			row[sorted[n-1]] = 1
-			continue
-		}
-		b := sort.SearchFloat64s(cs, c) // cs[b] >= c, b >= 1
-		a := b - 1
-		if cs[b] == c {
-			a = b
-		}
-		if gap := cs[b] - cs[a]; gap > maxGap && (!okm || gap > fm) {
-			cover.GapLoNM, cover.GapHiNM = cs[a], cs[b]
-			return Plan{}, cover
-		}
-		if !okm {
-			k := a
-			if c-cs[a] > cs[b]-c {
-				k = b
-			}
-			if d := math.Abs(cs[k] - c); d > width(k)/2 {
-				cover.NoWidth, cover.GapHiNM = true, d
-				return Plan{}, cover
-			}
-			row[sorted[k]] = 1
-			continue
-		}
-		sm := fm / FWHMPerSigma
-		ss := (width(a) + width(b)) / 2 / FWHMPerSigma
-		se2 := sm*sm - ss*ss
-		if se2 < (h/2)*(h/2) {
-			if a == b {
-				row[sorted[a]] = 1
-				continue
-			}
-			t := (c - cs[a]) / (cs[b] - cs[a])
-			row[sorted[a]] += 1 - t
-			row[sorted[b]] += t
-			continue
-		}
-		se := math.Sqrt(se2)
-		k0 := sort.SearchFloat64s(cs, c-kernelSigmas*se)
-		sum := 0.0
-		for k := k0; k < n && cs[k] <= c+kernelSigmas*se; k++ {
-			d := cs[k] - c
-			w := math.Exp(-d*d/(2*se2)) * share(k)
-			row[sorted[k]] += w
-			sum += w
-		}
-		for j := range row {
-			row[j] /= sum
-		}
+	row := map[int]float64{}
+	cover := &CoverageError{ModelBand: i, CentreNM: c, SceneLoNM: lo, SceneHiNM: hi}
+	switch {
+	case c < lo-ax.width(0)/2 || c > hi+ax.width(n-1)/2:
+		return nil, cover
+	case c <= lo:
+		row[sorted[0]] = 1
+		return row, nil
+	case c >= hi:
+		row[sorted[n-1]] = 1
+		return row, nil
 	}
-	return planFromRows(rows), nil
+	b := sort.SearchFloat64s(cs, c) // cs[b] >= c, b >= 1
+	a := b - 1
+	if cs[b] == c {
+		a = b
+	}
+	if gap := cs[b] - cs[a]; gap > ax.maxGap && (!okm || gap > fm) {
+		cover.GapLoNM, cover.GapHiNM = cs[a], cs[b]
+		return nil, cover
+	}
+	if !okm {
+		k := a
+		if c-cs[a] > cs[b]-c {
+			k = b
+		}
+		if d := math.Abs(cs[k] - c); d > ax.width(k)/2 {
+			cover.NoWidth, cover.GapHiNM = true, d
+			return nil, cover
+		}
+		row[sorted[k]] = 1
+		return row, nil
+	}
+	sm := fm / FWHMPerSigma
+	ss := (ax.width(a) + ax.width(b)) / 2 / FWHMPerSigma
+	se2 := sm*sm - ss*ss
+	if se2 < (ax.h/2)*(ax.h/2) {
+		if a == b {
+			row[sorted[a]] = 1
+			return row, nil
+		}
+		t := (c - cs[a]) / (cs[b] - cs[a])
+		row[sorted[a]] += 1 - t
+		row[sorted[b]] += t
+		return row, nil
+	}
+	ax.addGaussian(row, c, se2)
+	return row, nil
+}
+
+// addGaussian fills row with the scene bands' weights under a Gaussian
+// centred on c (nm) of variance se2 (nm^2), each times its share of the
+// axis, normalised to sum 1.
+func (ax sceneAxis) addGaussian(row map[int]float64, c, se2 float64) {
+	cs, n := ax.cs, len(ax.cs)
+	se := math.Sqrt(se2)
+	k0 := sort.SearchFloat64s(cs, c-kernelSigmas*se)
+	sum := 0.0
+	for k := k0; k < n && cs[k] <= c+kernelSigmas*se; k++ {
+		d := cs[k] - c
+		w := math.Exp(-d*d/(2*se2)) * ax.share(k)
+		row[ax.sorted[k]] += w
+		sum += w
+	}
+	for j := range row {
+		row[j] /= sum
+	}
 }
 
 // planFromRows turns per-model-band weights into a Plan over the scene

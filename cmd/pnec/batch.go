@@ -116,22 +116,8 @@ func batchAction(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	if len(inputs) == 0 && payload == nil {
-		return errors.New("batch: no INPUT given (scenes, globs, directories or STAC documents) and no --payload")
-	}
-	if len(inputs) == 0 && len(payload.Features) == 0 {
-		return fmt.Errorf("batch: --payload %s: its features list is empty and no INPUT is given: nothing to classify", c.String("payload"))
-	}
-	for _, f := range []string{"model", "out-dir"} {
-		if c.String(f) == "" {
-			return fmt.Errorf("batch: --%s not set (give it, or the payload's %s parameter)", f, strings.ReplaceAll(f, "-", "_"))
-		}
-	}
-	if p := c.String("payload-out"); p != "" && p != "-" {
-		// Written after the run: a directory there was found only then.
-		if err := processor.CheckOutput(p); err != nil {
-			return fmt.Errorf("--payload-out %w", err)
-		}
+	if err := checkBatchArgs(c, inputs, payload); err != nil {
+		return err
 	}
 	engine, shard, err := batchEngine(c)
 	if err != nil {
@@ -149,61 +135,21 @@ func batchAction(c *cli.Context) error {
 	if stderr == nil {
 		stderr = os.Stderr
 	}
-	var report io.Writer = c.App.Writer
-	if report == nil {
-		report = os.Stdout
-	}
-	if c.String("payload-out") == "-" && c.String("report") == "-" {
-		report = nil // standard output carries the output payload
-	}
-	var rf *reportFile
-	if p := c.String("report"); p != "-" {
-		if rf, err = openReport(p); err != nil {
-			return fmt.Errorf("--report %s: %w", p, err)
-		}
-		defer rf.f.Close()
-		report = rf
-	}
-
-	acquired, acquiredEnd, err := parseDatetimeFlag(c.String("datetime"))
+	report, rf, err := batchReport(c)
 	if err != nil {
 		return err
 	}
-	baseURL := c.String("stac-base-url")
-	if baseURL != "" && !strings.HasPrefix(baseURL, "https://") && !strings.HasPrefix(baseURL, "http://") {
-		return fmt.Errorf("--stac-base-url %q: want an http(s) URL", baseURL)
+	if rf != nil {
+		defer rf.f.Close()
 	}
-	onDrift, err := pipelines.ParseOnDrift(c.String("on-drift"))
+	cfg, err := batchConfig(c, inputs, engine, shard, opts, report)
 	if err != nil {
-		return fmt.Errorf("--on-drift %s: want warn, skip or fail", c.String("on-drift"))
-	}
-	cfg := pipelines.Config{
-		Datetime: acquired, DatetimeEnd: acquiredEnd, License: c.String("license"),
-		STACBaseURL: baseURL, ModelItem: c.String("model-item"),
-		OnDrift:   onDrift,
-		ModelPath: c.String("model"), OutDir: c.String("out-dir"), Inputs: inputs,
-		Asset: c.String("asset"), Mask: c.String("mask"), AllowOutsideCatalog: c.Bool("allow-outside-catalog"),
-		Force: c.Bool("force"), Jobs: c.Int("jobs"), Shard: shard, Engine: engine,
-		Collection: c.String("stac-collection"), CollectionID: c.String("collection-id"),
-		Options: opts, Report: report,
+		return err
 	}
 	if rf != nil {
 		cfg.ReportPath = c.String("report")
 	}
-	level := slog.LevelInfo
-	if c.Bool("verbose") {
-		level = slog.LevelDebug
-	}
-	switch {
-	case c.Bool("quiet"):
-	case termbar.IsTerminal(stderr):
-		cfg.Progress = batchBar(stderr)
-		if c.Bool("verbose") {
-			cfg.Logger = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
-		}
-	default:
-		cfg.Logger = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
-	}
+	setBatchLogging(c, &cfg, stderr)
 
 	var sum pipelines.Summary
 	if payload != nil {
@@ -226,6 +172,102 @@ func batchAction(c *cli.Context) error {
 	if !c.Bool("quiet") && sum.Scenes > 0 {
 		fmt.Fprintln(stderr, "batch: "+sum.String())
 	}
+	return batchError(err)
+}
+
+// checkBatchArgs refuses a batch with nothing to classify, without
+// --model or --out-dir, or with a --payload-out that cannot be written,
+// before any work.
+func checkBatchArgs(c *cli.Context, inputs []string, payload *stac.Payload) error {
+	if len(inputs) == 0 && payload == nil {
+		return errors.New("batch: no INPUT given (scenes, globs, directories or STAC documents) and no --payload")
+	}
+	if len(inputs) == 0 && len(payload.Features) == 0 {
+		return fmt.Errorf("batch: --payload %s: its features list is empty and no INPUT is given: nothing to classify", c.String("payload"))
+	}
+	for _, f := range []string{"model", "out-dir"} {
+		if c.String(f) == "" {
+			return fmt.Errorf("batch: --%s not set (give it, or the payload's %s parameter)", f, strings.ReplaceAll(f, "-", "_"))
+		}
+	}
+	if p := c.String("payload-out"); p != "" && p != "-" {
+		// Written after the run: a directory there was found only then.
+		if err := processor.CheckOutput(p); err != nil {
+			return fmt.Errorf("--payload-out %w", err)
+		}
+	}
+	return nil
+}
+
+// batchReport is where the per-scene report goes: standard output, none
+// when standard output carries the output payload, or the --report file
+// (rf, which the caller closes).
+func batchReport(c *cli.Context) (report io.Writer, rf *reportFile, err error) {
+	report = c.App.Writer
+	if report == nil {
+		report = os.Stdout
+	}
+	if c.String("payload-out") == "-" && c.String("report") == "-" {
+		report = nil // standard output carries the output payload
+	}
+	if p := c.String("report"); p != "-" {
+		if rf, err = openReport(p); err != nil {
+			return nil, nil, fmt.Errorf("--report %s: %w", p, err)
+		}
+		report = rf
+	}
+	return report, rf, nil
+}
+
+// batchConfig is the pipeline's configuration from the flags, with
+// --datetime, --stac-base-url and --on-drift checked.
+func batchConfig(c *cli.Context, inputs []string, engine pipelines.Engine, shard pipelines.Shard, opts processor.Options, report io.Writer) (pipelines.Config, error) {
+	acquired, acquiredEnd, err := parseDatetimeFlag(c.String("datetime"))
+	if err != nil {
+		return pipelines.Config{}, err
+	}
+	baseURL := c.String("stac-base-url")
+	if baseURL != "" && !strings.HasPrefix(baseURL, "https://") && !strings.HasPrefix(baseURL, "http://") {
+		return pipelines.Config{}, fmt.Errorf("--stac-base-url %q: want an http(s) URL", baseURL)
+	}
+	onDrift, err := pipelines.ParseOnDrift(c.String("on-drift"))
+	if err != nil {
+		return pipelines.Config{}, fmt.Errorf("--on-drift %s: want warn, skip or fail", c.String("on-drift"))
+	}
+	return pipelines.Config{
+		Datetime: acquired, DatetimeEnd: acquiredEnd, License: c.String("license"),
+		STACBaseURL: baseURL, ModelItem: c.String("model-item"),
+		OnDrift:   onDrift,
+		ModelPath: c.String("model"), OutDir: c.String("out-dir"), Inputs: inputs,
+		Asset: c.String("asset"), Mask: c.String("mask"), AllowOutsideCatalog: c.Bool("allow-outside-catalog"),
+		Force: c.Bool("force"), Jobs: c.Int("jobs"), Shard: shard, Engine: engine,
+		Collection: c.String("stac-collection"), CollectionID: c.String("collection-id"),
+		Options: opts, Report: report,
+	}, nil
+}
+
+// setBatchLogging gives cfg a progress bar on a terminal (and the log
+// too with --verbose), a text log elsewhere, and neither with --quiet.
+func setBatchLogging(c *cli.Context, cfg *pipelines.Config, stderr io.Writer) {
+	level := slog.LevelInfo
+	if c.Bool("verbose") {
+		level = slog.LevelDebug
+	}
+	switch {
+	case c.Bool("quiet"):
+	case termbar.IsTerminal(stderr):
+		cfg.Progress = batchBar(stderr)
+		if c.Bool("verbose") {
+			cfg.Logger = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+		}
+	default:
+		cfg.Logger = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+	}
+}
+
+// batchError words the run's error for the command line: the flag that
+// helps, and exit status exitDrift when only drift failed scenes.
+func batchError(err error) error {
 	if errors.Is(err, stac.ErrNoDatetime) {
 		return fmt.Errorf("batch: %w (give --datetime TIME or START/END)", err)
 	}

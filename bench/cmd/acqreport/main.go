@@ -209,43 +209,63 @@ func render(sets []set, cmds, note string) string {
 	if cmds != "" {
 		fmt.Fprintf(&b, "```sh\n%s\n```\n\n", cmds)
 	}
+	renderSummary(&b, sets)
+	renderModels(&b, sets)
+	renderFamilies(&b, sets)
+	renderCases(&b, sets)
+	return b.String()
+}
 
-	fmt.Fprintf(&b, "### Summary\n\n")
-	fmt.Fprintf(&b, "| scene | encoder | model | runs | clean OA %% | largest target drop (case) | target cases above %g points | disjoint split: OA same half / other half %% | drift: warn or fail on runs that lost <= %g points (fail) / ok on runs that lost > 5 or another scene / warn or fail on the clean scene and halves | train s per run |\n", targetPoints, targetPoints)
-	fmt.Fprintf(&b, "|---|---|---|---|---|---|---|---|---|---|\n")
+// renderSummary writes the summary table: a row per run set.
+func renderSummary(b *strings.Builder, sets []set) {
+	fmt.Fprintf(b, "### Summary\n\n")
+	fmt.Fprintf(b, "| scene | encoder | model | runs | clean OA %% | largest target drop (case) | target cases above %g points | disjoint split: OA same half / other half %% | drift: warn or fail on runs that lost <= %g points (fail) / ok on runs that lost > 5 or another scene / warn or fail on the clean scene and halves | train s per run |\n", targetPoints, targetPoints)
+	fmt.Fprintf(b, "|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, s := range sets {
-		e := s.exp
-		var clean shiftCase
-		worst := shiftCase{}
-		worstDrop := math.Inf(-1)
-		above := 0
-		targets := 0
-		for _, c := range e.Cases {
-			if c.Name == "clean" {
-				clean = c
-			}
-			if c.Target {
-				targets++
-				if d := c.Drop.mean(); d > worstDrop {
-					worstDrop, worst = d, c
-				}
-				if 100*c.Drop.mean() > targetPoints {
-					above++
-				}
-			}
-		}
-		dj := "-"
-		if e.Disjoint != nil {
-			dj = fmt.Sprintf("%s / %s (%s -> %s)", pm(e.Disjoint.SameHalf), pm(e.Disjoint.OtherHalf), e.Disjoint.TrainArea, e.Disjoint.TestArea)
-		}
-		dc := "-"
-		if d := e.DriftCheck; d.CaseRuns > 0 && d.Held != nil && !s.noDrift {
-			dc = fmt.Sprintf("%d of %d (%d) / %d of %d / %d of %d", d.HeldFlagged, *d.Held, d.HeldFailed, d.Missed, d.MustAlarm, d.FalseAlarms, d.MustBeOK)
-		}
-		fmt.Fprintf(&b, "| %s | %s | %s | %d | %s | %s (%s) | %d of %d | %s | %s | %.0f |\n", s.scene, s.encoder, s.variant, e.Runs, pm(clean.OA),
-			pct(worstDrop), worst.Name, above, targets, dj, dc, e.TrainSeconds.mean())
+		b.WriteString(summaryRow(s))
 	}
-	fmt.Fprintf(&b, "\nModels: ")
+}
+
+// summaryRow is run set s's summary: its clean OA, its largest target
+// drop, the target cases above the target, the disjoint split and the
+// drift check.
+func summaryRow(s set) string {
+	e := s.exp
+	var clean shiftCase
+	worst := shiftCase{}
+	worstDrop := math.Inf(-1)
+	above := 0
+	targets := 0
+	for _, c := range e.Cases {
+		if c.Name == "clean" {
+			clean = c
+		}
+		if c.Target {
+			targets++
+			if d := c.Drop.mean(); d > worstDrop {
+				worstDrop, worst = d, c
+			}
+			if 100*c.Drop.mean() > targetPoints {
+				above++
+			}
+		}
+	}
+	dj := "-"
+	if e.Disjoint != nil {
+		dj = fmt.Sprintf("%s / %s (%s -> %s)", pm(e.Disjoint.SameHalf), pm(e.Disjoint.OtherHalf), e.Disjoint.TrainArea, e.Disjoint.TestArea)
+	}
+	dc := "-"
+	if d := e.DriftCheck; d.CaseRuns > 0 && d.Held != nil && !s.noDrift {
+		dc = fmt.Sprintf("%d of %d (%d) / %d of %d / %d of %d", d.HeldFlagged, *d.Held, d.HeldFailed, d.Missed, d.MustAlarm, d.FalseAlarms, d.MustBeOK)
+	}
+	return fmt.Sprintf("| %s | %s | %s | %d | %s | %s (%s) | %d of %d | %s | %s | %.0f |\n", s.scene, s.encoder, s.variant, e.Runs, pm(clean.OA),
+		pct(worstDrop), worst.Name, above, targets, dj, dc, e.TrainSeconds.mean())
+}
+
+// renderModels writes the line describing each model variant once: its
+// input, augmentation and epochs.
+func renderModels(b *strings.Builder, sets []set) {
+	fmt.Fprintf(b, "\nModels: ")
 	seen := map[string]bool{}
 	for _, s := range sets {
 		if seen[s.variant] {
@@ -265,33 +285,45 @@ func render(sets []set, cmds, note string) string {
 		if input == "" {
 			input = "stretch"
 		}
-		fmt.Fprintf(&b, "*%s*: input `%s`, augmentation %s, %d epochs. ", s.variant, input, aug, c.Epochs)
+		fmt.Fprintf(b, "*%s*: input `%s`, augmentation %s, %d epochs. ", s.variant, input, aug, c.Epochs)
 	}
-	fmt.Fprintf(&b, "\n\n")
+	fmt.Fprintf(b, "\n\n")
+}
 
-	// Largest mean drop per family.
-	families := []string{"gain", "tilt", "offset", "noise", "band-shift", "class-mix", "pairs", "strong"}
-	famOf := func(c shiftCase) string {
-		switch {
-		case c.Strong:
-			return "strong"
-		case len(c.Families) > 1:
-			return "pairs"
-		case len(c.Families) == 1:
-			return c.Families[0]
-		}
-		return ""
+// caseFamily is the kind of change a case makes: its one family,
+// "pairs" for a combination, "strong" for a strong case.
+func caseFamily(c shiftCase) string {
+	switch {
+	case c.Strong:
+		return "strong"
+	case len(c.Families) > 1:
+		return "pairs"
+	case len(c.Families) == 1:
+		return c.Families[0]
 	}
-	fmt.Fprintf(&b, "### Largest mean drop per kind of change (points; T = target cases only)\n\n")
-	fmt.Fprintf(&b, "| kind |")
+	return ""
+}
+
+// renderSetColumns writes a table's header: the first columns, then a
+// column per run set.
+func renderSetColumns(b *strings.Builder, sets []set, first, rule string) {
+	fmt.Fprintf(b, "%s", first)
 	for _, s := range sets {
-		fmt.Fprintf(&b, " %s %s %s |", s.scene, s.encoder, s.variant)
+		fmt.Fprintf(b, " %s %s %s |", s.scene, s.encoder, s.variant)
 	}
-	fmt.Fprintf(&b, "\n|---|")
+	fmt.Fprintf(b, "\n%s", rule)
 	for range sets {
-		fmt.Fprintf(&b, "---|")
+		fmt.Fprintf(b, "---|")
 	}
-	fmt.Fprintln(&b)
+	fmt.Fprintln(b)
+}
+
+// renderFamilies writes the largest mean drop per kind of change, over
+// all cases and over target cases only (cases on another scene left out).
+func renderFamilies(b *strings.Builder, sets []set) {
+	families := []string{"gain", "tilt", "offset", "noise", "band-shift", "class-mix", "pairs", "strong"}
+	fmt.Fprintf(b, "### Largest mean drop per kind of change (points; T = target cases only)\n\n")
+	renderSetColumns(b, sets, "| kind |", "|---|")
 	for _, fam := range families {
 		for _, targetOnly := range []bool{true, false} {
 			label := fam
@@ -304,7 +336,7 @@ func render(sets []set, cmds, note string) string {
 				worst := math.Inf(-1)
 				name := ""
 				for _, c := range s.exp.Cases {
-					if famOf(c) != fam || (targetOnly && !c.Target) || c.Other {
+					if caseFamily(c) != fam || (targetOnly && !c.Target) || c.Other {
 						continue
 					}
 					if d := c.Drop.mean(); d > worst {
@@ -319,23 +351,35 @@ func render(sets []set, cmds, note string) string {
 				row += fmt.Sprintf(" %s (%s) |", pct(worst), name)
 			}
 			if any {
-				fmt.Fprintln(&b, row)
+				fmt.Fprintln(b, row)
 			}
 		}
 	}
-	fmt.Fprintln(&b)
+	fmt.Fprintln(b)
+}
 
-	// Every case.
-	fmt.Fprintf(&b, "### Every case: mean drop in points (drift verdicts of the runs: ok/warn/fail)\n\n")
-	fmt.Fprintf(&b, "| case | set |")
-	for _, s := range sets {
-		fmt.Fprintf(&b, " %s %s %s |", s.scene, s.encoder, s.variant)
+// renderCases writes every case's mean drop per run set, with the runs'
+// drift verdicts.
+func renderCases(b *strings.Builder, sets []set) {
+	fmt.Fprintf(b, "### Every case: mean drop in points (drift verdicts of the runs: ok/warn/fail)\n\n")
+	renderSetColumns(b, sets, "| case | set |", "|---|---|")
+	names, kind := caseNames(sets)
+	for _, n := range names {
+		label := n
+		if strings.HasPrefix(n, "other scene: ") {
+			label = "other scene"
+		}
+		fmt.Fprintf(b, "| %s | %s |", label, kind[n])
+		for _, s := range sets {
+			b.WriteString(caseCell(s, n))
+		}
+		fmt.Fprintln(b)
 	}
-	fmt.Fprintf(&b, "\n|---|---|")
-	for range sets {
-		fmt.Fprintf(&b, "---|")
-	}
-	fmt.Fprintln(&b)
+}
+
+// caseNames lists the cases of all run sets once, in the order of their
+// first appearance's index, with their kind (T target, S strong).
+func caseNames(sets []set) ([]string, map[string]string) {
 	names := []string{}
 	kind := map[string]string{}
 	index := map[string]int{}
@@ -356,35 +400,30 @@ func render(sets []set, cmds, note string) string {
 		}
 	}
 	sort.SliceStable(names, func(i, j int) bool { return index[names[i]] < index[names[j]] })
-	for _, n := range names {
-		label := n
-		if strings.HasPrefix(n, "other scene: ") {
-			label = "other scene"
+	return names, kind
+}
+
+// caseCell is case n's cell in run set s's column: its mean drop and the
+// tally of its runs' drift verdicts (empty when s has no such case).
+func caseCell(s set, n string) string {
+	cell := " |"
+	for _, c := range s.exp.Cases {
+		if c.Name != n {
+			continue
 		}
-		fmt.Fprintf(&b, "| %s | %s |", label, kind[n])
-		for _, s := range sets {
-			cell := " |"
-			for _, c := range s.exp.Cases {
-				if c.Name != n {
-					continue
-				}
-				counts := map[string]int{}
-				for _, r := range c.Runs {
-					if r.Drift != nil && !s.noDrift {
-						counts[r.Drift.Verdict]++
-					}
-				}
-				v := ""
-				if len(counts) > 0 {
-					v = fmt.Sprintf(" (%d/%d/%d)", counts["ok"], counts["warn"], counts["fail"])
-				}
-				cell = fmt.Sprintf(" %s%s |", pct(c.Drop.mean()), v)
+		counts := map[string]int{}
+		for _, r := range c.Runs {
+			if r.Drift != nil && !s.noDrift {
+				counts[r.Drift.Verdict]++
 			}
-			b.WriteString(cell)
 		}
-		fmt.Fprintln(&b)
+		v := ""
+		if len(counts) > 0 {
+			v = fmt.Sprintf(" (%d/%d/%d)", counts["ok"], counts["warn"], counts["fail"])
+		}
+		cell = fmt.Sprintf(" %s%s |", pct(c.Drop.mean()), v)
 	}
-	return b.String()
+	return cell
 }
 
 // renderDrift is the drift verdict against the OA drop: the limits of

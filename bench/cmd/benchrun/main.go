@@ -51,8 +51,51 @@ type options struct {
 }
 
 func run(ctx context.Context, args []string) error {
+	o, render, err := parseFlags(args)
+	if err != nil {
+		return err
+	}
+	if render != "" {
+		return renderOnly(render, o.MD)
+	}
+	if err := o.fillDefaults(); err != nil {
+		return err
+	}
+	if err := o.resolvePaths(); err != nil {
+		return err
+	}
+	root := o.Root
+	started := time.Now()
+	rep := Report{Mode: o.Mode, Started: started.UTC().Format(time.RFC3339), Machine: machineInfo(root)}
+	scratch, err := os.MkdirTemp("", "pnec-bench-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(scratch)
+
+	pnec := filepath.Join(scratch, "bin", "pnec")
+	logf("building pnec (GOEXPERIMENT=%s)", os.Getenv("GOEXPERIMENT"))
+	if err := buildPnec(ctx, root, pnec); err != nil {
+		return err
+	}
+	if err := runSections(ctx, &o, pnec, scratch, &rep); err != nil {
+		return err
+	}
+	rep.DurationS = time.Since(started).Seconds()
+	if err := writeJSON(under(root, o.JSON), rep); err != nil {
+		return err
+	}
+	if err := writeMarkdown(under(root, o.MD), rep); err != nil {
+		return err
+	}
+	logf("wrote %s and %s in %s", o.MD, o.JSON, time.Since(started).Round(time.Second))
+	return nil
+}
+
+// parseFlags reads benchrun's flags into options; render is -render's
+// results JSON ("" to run the benchmarks).
+func parseFlags(args []string) (o options, render string, err error) {
 	fs := flag.NewFlagSet("benchrun", flag.ContinueOnError)
-	var o options
 	fs.StringVar(&o.Mode, "mode", "full", "quick (about 3 minutes, for development) or full (make bench)")
 	fs.StringVar(&o.Root, "root", ".", "repository root")
 	fs.StringVar(&o.MD, "md", "BENCHMARKS.md", "Markdown report to write")
@@ -72,13 +115,16 @@ func run(ctx context.Context, args []string) error {
 	fs.BoolVar(&o.NoTorch, "no-torch", false, "skip the side-by-side comparison with PyTorch")
 	fs.IntVar(&o.TorchRuns, "torch-runs", 0, "runs per side of each PyTorch comparison (default 2 full, 1 quick)")
 	fs.StringVar(&o.Reference, "reference", "", "folder of the PyTorch reference pnec_torch.py (default ../shared/reference from the root)")
-	render := fs.String("render", "", "only rewrite the Markdown report from this results JSON (no benchmarks run)")
+	renderFlag := fs.String("render", "", "only rewrite the Markdown report from this results JSON (no benchmarks run)")
 	if err := fs.Parse(args); err != nil {
-		return err
+		return o, "", err
 	}
-	if *render != "" {
-		return renderOnly(*render, o.MD)
-	}
+	return o, *renderFlag, nil
+}
+
+// fillDefaults checks -mode and gives each setting left at zero its full
+// or quick default; the budget starts now.
+func (o *options) fillDefaults() error {
 	quick := o.Mode == "quick"
 	if !quick && o.Mode != "full" {
 		return fmt.Errorf("-mode %s: want quick or full", o.Mode)
@@ -106,6 +152,12 @@ func run(ctx context.Context, args []string) error {
 		o.Budget = map[bool]time.Duration{true: 150 * time.Second, false: 50 * time.Minute}[quick]
 	}
 	o.Deadline = time.Now().Add(o.Budget)
+	return nil
+}
+
+// resolvePaths makes the root absolute and finds the shared data folder
+// (none, with a notice, when it is absent).
+func (o *options) resolvePaths() error {
 	root, err := filepath.Abs(o.Root)
 	if err != nil {
 		return err
@@ -118,24 +170,17 @@ func run(ctx context.Context, args []string) error {
 		fmt.Fprintf(os.Stderr, "benchrun: no data folder at %s: rows that need $DATA are skipped\n", o.DataDir)
 		o.DataDir = ""
 	}
-	started := time.Now()
-	rep := Report{Mode: o.Mode, Started: started.UTC().Format(time.RFC3339), Machine: machineInfo(root)}
-	scratch, err := os.MkdirTemp("", "pnec-bench-")
-	if err != nil {
-		return err
-	}
-	defer os.RemoveAll(scratch)
+	return nil
+}
 
-	pnec := filepath.Join(scratch, "bin", "pnec")
-	logf("building pnec (GOEXPERIMENT=%s)", os.Getenv("GOEXPERIMENT"))
-	if err := buildPnec(ctx, root, pnec); err != nil {
-		return err
-	}
+// runSections runs the Go benchmarks, the e2e rows and the comparison
+// with PyTorch that the -*-only and -no-torch flags select, into rep.
+func runSections(ctx context.Context, o *options, pnec, scratch string, rep *Report) error {
 	if o.TorchOnly {
 		o.GoOnly, o.E2EOnly = false, true
 	}
 	if !o.E2EOnly {
-		rows, notes, err := runGoBenchmarks(ctx, o, scratch)
+		rows, notes, err := runGoBenchmarks(ctx, *o, scratch)
 		if err != nil {
 			return err
 		}
@@ -143,28 +188,20 @@ func run(ctx context.Context, args []string) error {
 		rep.Notes = append(rep.Notes, notes...)
 	}
 	if !o.GoOnly && !o.TorchOnly {
-		rows, err := runE2E(ctx, o, pnec, scratch)
+		rows, err := runE2E(ctx, *o, pnec, scratch)
 		if err != nil {
 			return err
 		}
 		rep.E2E = rows
 	}
 	if !o.NoTorch && !o.GoOnly && (!o.E2EOnly || o.TorchOnly) {
-		rows, notes, err := runTorchComparison(ctx, o, scratch)
+		rows, notes, err := runTorchComparison(ctx, *o, scratch)
 		if err != nil {
 			return err
 		}
 		rep.Torch = rows
 		rep.Notes = append(rep.Notes, notes...)
 	}
-	rep.DurationS = time.Since(started).Seconds()
-	if err := writeJSON(under(root, o.JSON), rep); err != nil {
-		return err
-	}
-	if err := writeMarkdown(under(root, o.MD), rep); err != nil {
-		return err
-	}
-	logf("wrote %s and %s in %s", o.MD, o.JSON, time.Since(started).Round(time.Second))
 	return nil
 }
 

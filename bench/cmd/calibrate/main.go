@@ -95,6 +95,35 @@ func run(ctx context.Context, args []string) error {
 	if err := sh(ctx, nil, "go", "build", "-o", pnec, "./cmd/pnec"); err != nil {
 		return err
 	}
+	c := calibration{pnec: pnec, data: *data, work: work, models: map[string]string{}}
+	var samples []sample
+	for _, s := range calibrationSpecs(*quick) {
+		m, err := c.model(ctx, s)
+		if err != nil {
+			return err
+		}
+		if m == "" {
+			continue
+		}
+		smp, err := c.measure(ctx, s, m)
+		if err != nil {
+			return err
+		}
+		samples = append(samples, smp)
+	}
+	base := samples[0].peak // the tiny run holds almost no data and barely touches the cache
+	mm, resid := fit(samples[1:], base)
+	src := render(mm, samples, resid, c.skipped)
+	if *out == "-" {
+		fmt.Print(src)
+		return nil
+	}
+	return os.WriteFile(*out, []byte(src), 0o644)
+}
+
+// calibrationSpecs are the runs to measure (fewer and smaller with
+// quick), after the base run.
+func calibrationSpecs(quick bool) []runSpec {
 	const cell, paper = model.EncoderCell, model.EncoderPaper
 	specs := []runSpec{
 		{50, 256, 512, 384, cell}, {50, 512, 2048, 640, cell}, {50, 256, 2048, 384, cell},
@@ -102,84 +131,90 @@ func run(ctx context.Context, args []string) error {
 		{400, 256, 1024, 384, cell},
 		{50, 256, 512, 384, paper}, {200, 256, 1024, 384, paper}, {200, 512, 1024, 640, paper},
 	}
-	if *quick {
+	if quick {
 		specs = []runSpec{{50, 128, 256, 192, cell}, {50, 256, 512, 320, cell}, {100, 128, 1024, 192, cell}, {50, 128, 512, 192, paper}}
 	}
 	// The base: the process with a model loaded and a tiny scene.
-	specs = append([]runSpec{{50, 64, 64, 64, cell}}, specs...)
-	models := map[string]string{}
-	var skipped []string
-	var samples []sample
-	for _, s := range specs {
-		key := fmt.Sprintf("%d-%s", s.bands, s.encoder)
-		m, ok := models[key]
-		if !ok {
-			m = filepath.Join(work, fmt.Sprintf("m%d_%s.pnec", s.bands, s.encoder))
-			tr := filepath.Join(work, fmt.Sprintf("train%d.tif", s.bands))
-			gt := filepath.Join(work, fmt.Sprintf("train%d_gt.tif", s.bands))
-			if err := sh(ctx, nil, pnec, "synth", "--data-dir", *data, "--layout", "procedural:96x96", "--bands", fmt.Sprint(s.bands), "--out", tr, "--labels-out", gt); err != nil {
-				return err
-			}
-			if err := sh(ctx, nil, pnec, "train", "-q", "--backend", "go", "--scene", tr, "--labels", gt, "--out", m, "--epochs", "2", "--encoder", s.encoder); err != nil {
-				if s.encoder == model.EncoderCell {
-					return err
-				}
-				// The other encoder's runs are skipped (its coefficient
-				// stays 0) rather than losing the whole calibration.
-				skipped = append(skipped, fmt.Sprintf("%s encoder at %d bands: %s", s.encoder, s.bands, firstLine(err.Error())))
-				fmt.Fprintln(os.Stderr, "calibrate: skipped: "+skipped[len(skipped)-1])
-				models[key] = ""
-				continue
-			}
-			models[key] = m
-		}
-		if m == "" {
-			continue
-		}
-		scene := filepath.Join(work, fmt.Sprintf("s%d_%dx%d.tif", s.bands, s.cols, s.rows))
-		if _, err := os.Stat(scene); err != nil {
-			if err := sh(ctx, nil, pnec, "synth", "--data-dir", *data, "--layout", fmt.Sprintf("procedural:%dx%d", s.rows, s.cols),
-				"--bands", fmt.Sprint(s.bands), "--out", scene,
-				"--co", "COMPRESS=NONE", "--co", "BLOCKXSIZE=64", "--co", "BLOCKYSIZE=64"); err != nil {
-				return err
-			}
-		}
-		mod, err := model.Load(m)
-		if err != nil {
-			return err
-		}
-		sc, err := geo.Open(scene)
-		if err != nil {
-			return err
-		}
-		info := sc.Info()
-		sc.Close()
-		opts := processor.Options{TileSize: s.tile, MaxMemoryBytes: 1 << 50}
-		plan, _, err := processor.PlanSceneInfo(info, mod, opts)
-		if err != nil {
-			return err
-		}
-		f := features(plan, info, mod, opts)
-		env := []string{"GOGC=" + calibrationGOGC, fmt.Sprintf("GDAL_CACHEMAX=%d", cacheMiB), "GOMEMLIMIT=off"}
-		t0 := time.Now()
-		peak, err := peakRSS(ctx, env, pnec, "classify", "-q", "--backend", "go", "--model", m, "--scene", scene,
-			"--out", filepath.Join(work, "out.tif"), "--tile", fmt.Sprint(s.tile), "--max-memory", "1000T")
-		if err != nil {
-			return err
-		}
-		smp := sample{runSpec: s, peak: peak, scratch: processor.StripScratchBytes(info, plan.TileCols), features: f, wall: time.Since(t0)}
-		samples = append(samples, smp)
-		fmt.Fprintf(os.Stderr, "calibrate: %d bands, %s encoder, %dx%d scene, %d px tiles (%s): peak %s in %s\n",
-			s.bands, s.encoder, s.cols, s.rows, s.tile, plan, memory.FormatBytes(peak), smp.wall.Round(time.Second))
+	return append([]runSpec{{50, 64, 64, 64, cell}}, specs...)
+}
+
+// calibration is a run's pnec binary, synth data folder and work
+// directory, the models trained so far (by band count and encoder; ""
+// for one that could not be trained) and the runs skipped.
+type calibration struct {
+	pnec, data, work string
+	models           map[string]string
+	skipped          []string
+}
+
+// model is the path of the model for s's band count and encoder, trained
+// on a synth scene the first time; "" when the paper encoder's could not
+// be trained (its runs are skipped, and noted).
+func (c *calibration) model(ctx context.Context, s runSpec) (string, error) {
+	key := fmt.Sprintf("%d-%s", s.bands, s.encoder)
+	if m, ok := c.models[key]; ok {
+		return m, nil
 	}
-	base := samples[0].peak // the tiny run holds almost no data and barely touches the cache
-	mm, resid := fit(samples[1:], base)
-	src := render(mm, samples, resid, skipped)
-	if *out == "-" {
-		fmt.Print(src)
-		return nil
+	m := filepath.Join(c.work, fmt.Sprintf("m%d_%s.pnec", s.bands, s.encoder))
+	tr := filepath.Join(c.work, fmt.Sprintf("train%d.tif", s.bands))
+	gt := filepath.Join(c.work, fmt.Sprintf("train%d_gt.tif", s.bands))
+	if err := sh(ctx, nil, c.pnec, "synth", "--data-dir", c.data, "--layout", "procedural:96x96", "--bands", fmt.Sprint(s.bands), "--out", tr, "--labels-out", gt); err != nil {
+		return "", err
 	}
-	return os.WriteFile(*out, []byte(src), 0o644)
+	if err := sh(ctx, nil, c.pnec, "train", "-q", "--backend", "go", "--scene", tr, "--labels", gt, "--out", m, "--epochs", "2", "--encoder", s.encoder); err != nil {
+		if s.encoder == model.EncoderCell {
+			return "", err
+		}
+		// The other encoder's runs are skipped (its coefficient
+		// stays 0) rather than losing the whole calibration.
+		c.skipped = append(c.skipped, fmt.Sprintf("%s encoder at %d bands: %s", s.encoder, s.bands, firstLine(err.Error())))
+		fmt.Fprintln(os.Stderr, "calibrate: skipped: "+c.skipped[len(c.skipped)-1])
+		c.models[key] = ""
+		return "", nil
+	}
+	c.models[key] = m
+	return m, nil
+}
+
+// measure classifies s's scene (made by pnec synth the first time) with
+// model m in a child process with s's forced tiles, and returns its peak
+// RSS beside the plan's memory-model features.
+func (c *calibration) measure(ctx context.Context, s runSpec, m string) (sample, error) {
+	scene := filepath.Join(c.work, fmt.Sprintf("s%d_%dx%d.tif", s.bands, s.cols, s.rows))
+	if _, err := os.Stat(scene); err != nil {
+		if err := sh(ctx, nil, c.pnec, "synth", "--data-dir", c.data, "--layout", fmt.Sprintf("procedural:%dx%d", s.rows, s.cols),
+			"--bands", fmt.Sprint(s.bands), "--out", scene,
+			"--co", "COMPRESS=NONE", "--co", "BLOCKXSIZE=64", "--co", "BLOCKYSIZE=64"); err != nil {
+			return sample{}, err
+		}
+	}
+	mod, err := model.Load(m)
+	if err != nil {
+		return sample{}, err
+	}
+	sc, err := geo.Open(scene)
+	if err != nil {
+		return sample{}, err
+	}
+	info := sc.Info()
+	sc.Close()
+	opts := processor.Options{TileSize: s.tile, MaxMemoryBytes: 1 << 50}
+	plan, _, err := processor.PlanSceneInfo(info, mod, opts)
+	if err != nil {
+		return sample{}, err
+	}
+	f := features(plan, info, mod, opts)
+	env := []string{"GOGC=" + calibrationGOGC, fmt.Sprintf("GDAL_CACHEMAX=%d", cacheMiB), "GOMEMLIMIT=off"}
+	t0 := time.Now()
+	peak, err := peakRSS(ctx, env, c.pnec, "classify", "-q", "--backend", "go", "--model", m, "--scene", scene,
+		"--out", filepath.Join(c.work, "out.tif"), "--tile", fmt.Sprint(s.tile), "--max-memory", "1000T")
+	if err != nil {
+		return sample{}, err
+	}
+	smp := sample{runSpec: s, peak: peak, scratch: processor.StripScratchBytes(info, plan.TileCols), features: f, wall: time.Since(t0)}
+	fmt.Fprintf(os.Stderr, "calibrate: %d bands, %s encoder, %dx%d scene, %d px tiles (%s): peak %s in %s\n",
+		s.bands, s.encoder, s.cols, s.rows, s.tile, plan, memory.FormatBytes(peak), smp.wall.Round(time.Second))
+	return smp, nil
 }
 
 // nFeatures is the number of live-data terms of processor.MemoryModel.

@@ -155,7 +155,6 @@ func run(ctx context.Context, sceneNames, sensorNames []string, nSeeds, epochs i
 		return err
 	}
 	defer os.RemoveAll(tmp)
-	aviris, _ := spectral.SensorByName("AVIRIS")
 	rep := Report{Command: strings.Join(os.Args, " "), Started: time.Now().UTC().Format(time.RFC3339), Epochs: epochs, Backend: backend}
 	for i := range nSeeds {
 		rep.Seeds = append(rep.Seeds, model.DefaultSeed+int64(i))
@@ -169,90 +168,132 @@ func run(ctx context.Context, sceneNames, sensorNames []string, nSeeds, epochs i
 		sens = append(sens, s)
 		rep.Sensors = append(rep.Sensors, s.Name)
 	}
-	save := func() error {
-		b, err := json.MarshalIndent(rep, "", "  ")
-		if err != nil {
-			return err
-		}
-		if err := tempfiles.WriteFile(out, append(b, '\n'), 0o644); err != nil {
-			return err
-		}
-		return tempfiles.WriteFile(md, []byte(markdown(rep)), 0o644)
-	}
+	x := crossRun{rep: &rep, backend: backend, epochs: epochs, out: out, md: md}
 	for _, sn := range sceneNames {
 		sc, err := loadScene(data, sn)
 		if err != nil {
 			return err
 		}
-		kept := avirisKept(sn)
-		src := make([]float64, len(kept))
-		for i, ch := range kept {
-			src[i] = aviris.Bands.CentresNM[ch]
-		}
 		dir := filepath.Join(tmp, sn)
-		if err := os.MkdirAll(dir, 0o755); err != nil {
+		labels, train, err := writeSceneClasses(dir, sc)
+		if err != nil {
 			return err
 		}
-		labels, train := filepath.Join(dir, "labels.tif"), filepath.Join(dir, "train.tif")
-		if err := writeClasses(labels, sc.rows, sc.cols, sc.labels); err != nil {
+		dels, err := simulateDeliveries(dir, sn, sc, sens)
+		if err != nil {
 			return err
 		}
-		if err := writeClasses(train, sc.rows, sc.cols, sc.train); err != nil {
-			return err
-		}
-		var dels []delivery
-		for _, s := range sens {
-			sim := newSimulation(src, s.Bands)
-			p := filepath.Join(dir, strings.ReplaceAll(s.Name, "-", "")+".img")
-			if err := writeENVI(p, sc.rows, sc.cols, sim.apply(sc.px, sc.bands, -9999), s.Bands, sim.bad, -9999); err != nil {
-				return err
-			}
-			g, err := geo.Open(p)
-			if err != nil {
-				return err
-			}
-			dels = append(dels, delivery{sensor: s.Name, path: p, bands: g.Info().BandSet()})
-			g.Close()
-			fmt.Fprintf(os.Stderr, "%s: simulated %s: %d bands, %d good\n", sn, s.Name, s.Bands.Bands, len(dels[len(dels)-1].bands.Good()))
-		}
-		for ti, t := range dels {
-			var sel evaluation.BandSelection
-			for oi, o := range dels {
-				if oi != ti {
-					sel.CommonWith = append(sel.CommonWith, evaluation.NamedBandSet{Name: o.sensor, Bands: o.bands})
-				}
-			}
+		for ti := range dels {
 			for _, seed := range rep.Seeds {
 				if err := ctx.Err(); err != nil {
 					return err
 				}
-				cfg := model.DefaultConfig()
-				cfg.Epochs = epochs
-				start := time.Now()
-				res, err := evaluation.Train(ctx, evaluation.TrainRequest{Scene: t.path, Labels: labels, TrainMask: train, Bands: sel,
-					Options: model.TrainOptions{Config: cfg, Seed: seed, Backend: backend}})
-				if err != nil {
-					return fmt.Errorf("%s %s seed %d: train: %w", sn, t.sensor, seed, err)
-				}
-				r := Run{Scene: sn, TrainSensor: t.sensor, Seed: seed, ModelBands: res.Model.Bands(), SceneBands: t.bands.Bands,
-					Selection: res.Model.BandRecord().Selection, OA: map[string]float64{}, TrainSecs: time.Since(start).Seconds()}
-				for _, a := range dels {
-					ev, err := evaluation.EvaluateFiles(ctx, res.Model, a.path, labels, evaluation.EvalOptions{Backend: backend})
-					if err != nil {
-						return fmt.Errorf("%s: a %s model on %s: %w", sn, t.sensor, a.sensor, err)
-					}
-					r.OA[a.sensor] = ev.Final().OA
-				}
-				rep.Runs = append(rep.Runs, r)
-				fmt.Fprintf(os.Stderr, "%s %s seed %d: %d bands, %.0f s, OA %v\n", sn, t.sensor, seed, r.ModelBands, r.TrainSecs, r.OA)
-				if err := save(); err != nil {
+				if err := x.trainAndApply(ctx, sn, dels, ti, labels, train, seed); err != nil {
 					return err
 				}
 			}
 		}
 	}
 	rep.Finished = true
-	return save()
+	return x.save()
+}
+
+// crossRun is a run's report and settings: the backend and epochs of its
+// trainings and the JSON and Markdown files it rewrites after each.
+type crossRun struct {
+	rep     *Report
+	backend string
+	epochs  int
+	out, md string
+}
+
+// save writes the report as it stands: the JSON, then its tables.
+func (x crossRun) save() error {
+	b, err := json.MarshalIndent(*x.rep, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := tempfiles.WriteFile(x.out, append(b, '\n'), 0o644); err != nil {
+		return err
+	}
+	return tempfiles.WriteFile(x.md, []byte(markdown(*x.rep)), 0o644)
+}
+
+// writeSceneClasses writes the scene's labels and training mask into dir
+// (made) as class rasters.
+func writeSceneClasses(dir string, sc sceneData) (labels, train string, err error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", "", err
+	}
+	labels, train = filepath.Join(dir, "labels.tif"), filepath.Join(dir, "train.tif")
+	if err := writeClasses(labels, sc.rows, sc.cols, sc.labels); err != nil {
+		return "", "", err
+	}
+	if err := writeClasses(train, sc.rows, sc.cols, sc.train); err != nil {
+		return "", "", err
+	}
+	return labels, train, nil
+}
+
+// simulateDeliveries resamples scene sn (its AVIRIS channels kept) to each
+// sensor's bands and writes each as an ENVI file into dir, with the band
+// set geo reads back from it.
+func simulateDeliveries(dir, sn string, sc sceneData, sens []spectral.Sensor) ([]delivery, error) {
+	aviris, _ := spectral.SensorByName("AVIRIS")
+	kept := avirisKept(sn)
+	src := make([]float64, len(kept))
+	for i, ch := range kept {
+		src[i] = aviris.Bands.CentresNM[ch]
+	}
+	var dels []delivery
+	for _, s := range sens {
+		sim := newSimulation(src, s.Bands)
+		p := filepath.Join(dir, strings.ReplaceAll(s.Name, "-", "")+".img")
+		if err := writeENVI(p, sc.rows, sc.cols, sim.apply(sc.px, sc.bands, -9999), s.Bands, sim.bad, -9999); err != nil {
+			return nil, err
+		}
+		g, err := geo.Open(p)
+		if err != nil {
+			return nil, err
+		}
+		dels = append(dels, delivery{sensor: s.Name, path: p, bands: g.Info().BandSet()})
+		g.Close()
+		fmt.Fprintf(os.Stderr, "%s: simulated %s: %d bands, %d good\n", sn, s.Name, s.Bands.Bands, len(dels[len(dels)-1].bands.Good()))
+	}
+	return dels, nil
+}
+
+// trainAndApply trains a model with seed on delivery dels[ti] of scene sn,
+// on the bands it has in common with the others, applies it to every
+// delivery, adds the run to the report and saves it.
+func (x crossRun) trainAndApply(ctx context.Context, sn string, dels []delivery, ti int, labels, train string, seed int64) error {
+	t := dels[ti]
+	var sel evaluation.BandSelection
+	for oi, o := range dels {
+		if oi != ti {
+			sel.CommonWith = append(sel.CommonWith, evaluation.NamedBandSet{Name: o.sensor, Bands: o.bands})
+		}
+	}
+	cfg := model.DefaultConfig()
+	cfg.Epochs = x.epochs
+	start := time.Now()
+	res, err := evaluation.Train(ctx, evaluation.TrainRequest{Scene: t.path, Labels: labels, TrainMask: train, Bands: sel,
+		Options: model.TrainOptions{Config: cfg, Seed: seed, Backend: x.backend}})
+	if err != nil {
+		return fmt.Errorf("%s %s seed %d: train: %w", sn, t.sensor, seed, err)
+	}
+	r := Run{Scene: sn, TrainSensor: t.sensor, Seed: seed, ModelBands: res.Model.Bands(), SceneBands: t.bands.Bands,
+		Selection: res.Model.BandRecord().Selection, OA: map[string]float64{}, TrainSecs: time.Since(start).Seconds()}
+	for _, a := range dels {
+		ev, err := evaluation.EvaluateFiles(ctx, res.Model, a.path, labels, evaluation.EvalOptions{Backend: x.backend})
+		if err != nil {
+			return fmt.Errorf("%s: a %s model on %s: %w", sn, t.sensor, a.sensor, err)
+		}
+		r.OA[a.sensor] = ev.Final().OA
+	}
+	x.rep.Runs = append(x.rep.Runs, r)
+	fmt.Fprintf(os.Stderr, "%s %s seed %d: %d bands, %.0f s, OA %v\n", sn, t.sensor, seed, r.ModelBands, r.TrainSecs, r.OA)
+	return x.save()
 }
 
 // markdown is the report's tables: per scene, rows the sensor a model was

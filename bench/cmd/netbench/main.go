@@ -95,97 +95,125 @@ func run(ctx context.Context, args []string) error {
 		startProfile = func() error { return pprof.StartCPUProfile(f) }
 		defer pprof.StopCPUProfile()
 	}
-	cfg := model.DefaultConfig()
-	if err := setEncoder(&cfg, *encoder); err != nil {
+	cfg, err := netConfig(*encoder, *input, *augment)
+	if err != nil {
 		return err
 	}
-	cfg.ECWarmupEpochs = 0 // calibration on in every timed step, as in the reference's timing
-	// By default the reference's network: its per-band stretch, no
-	// augmentation (pnec's defaults since issue 21 divide by the spectrum's
-	// mean and augment, which the PyTorch reference does not).
-	aug, err := model.ParseAugment(*augment)
-	if err != nil {
-		return fmt.Errorf("-augment: %w", err)
-	}
-	cfg.Input, cfg.Augment = *input, aug
 	var times, cpus []float64
 	var res result
 	res.Impl, res.Steps = "pnec", *steps
 	switch *mode {
 	case "train":
-		cfg.Epochs = 1 + *steps
-		var last time.Duration
-		lastCPU := cpuSeconds()
-		_, err := model.Train(ctx, s, labels, model.TrainOptions{Config: cfg, Backend: *backend,
-			Progress: func(e progress.Event) {
-				d := e.Elapsed - last
-				last = e.Elapsed
-				c := cpuSeconds()
-				dc := c - lastCPU
-				lastCPU = c
-				if e.Done == 1 {
-					res.FirstS = d.Seconds()
-					if err := startProfile(); err != nil {
-						fmt.Fprintln(os.Stderr, "netbench: cpu profile:", err)
-					}
-					return
-				}
-				times = append(times, d.Seconds())
-				cpus = append(cpus, dc)
-			}})
-		if err != nil {
-			return err
-		}
-		res.Backend = *backend
+		times, cpus, err = timeTrain(ctx, s, labels, cfg, *backend, *steps, startProfile, &res)
 	case "infer":
 		// The weights come from one epoch on a small crop, so that the
 		// process's peak RSS is inference's, not a full-scene training's.
-		cfg.Epochs = 1
 		cs, cl := scene(min(*rows, 64), min(*cols, 64), *bands, *classes)
-		m, err := model.Train(ctx, cs, cl, model.TrainOptions{Config: cfg, Backend: *backend})
-		if err != nil {
-			return err
-		}
-		p, err := model.NewPredictor(m, *backend)
-		if err != nil {
-			return err
-		}
-		defer p.Close()
-		res.Backend = p.Backend()
-		rec := cfg.Recovery
-		op := func() error {
-			pred, err := p.Predict(ctx, s)
-			if err != nil {
-				return err
-			}
-			prob := tiling.Recover(pred.Prob, s.Valid, pred.Rows, pred.Cols, pred.Classes, rec)
-			_ = tiling.Argmax(prob, pred.Classes)
-			return nil
-		}
-		for i := 0; i <= *steps; i++ {
-			t0, c0 := time.Now(), cpuSeconds()
-			if err := op(); err != nil {
-				return err
-			}
-			d, dc := time.Since(t0).Seconds(), cpuSeconds()-c0
-			if i == 0 {
-				res.FirstS = d
-				if err := startProfile(); err != nil {
-					return err
-				}
-			} else {
-				times = append(times, d)
-				cpus = append(cpus, dc)
-			}
-		}
+		times, cpus, err = timeInfer(ctx, s, cs, cl, cfg, *backend, *steps, startProfile, &res)
 	default:
 		return fmt.Errorf("-mode %s: want infer or train", *mode)
+	}
+	if err != nil {
+		return err
 	}
 	slices.Sort(times)
 	slices.Sort(cpus)
 	res.MedianS, res.MinS, res.MaxS = times[len(times)/2], times[0], times[len(times)-1]
 	res.MedianCPUS = cpus[len(cpus)/2]
 	return json.NewEncoder(os.Stdout).Encode(res)
+}
+
+// netConfig is the network's configuration for -encoder, -input and
+// -augment, with evidence calibration on from the first step.
+func netConfig(encoder, input, augment string) (model.Config, error) {
+	cfg := model.DefaultConfig()
+	if err := setEncoder(&cfg, encoder); err != nil {
+		return cfg, err
+	}
+	cfg.ECWarmupEpochs = 0 // calibration on in every timed step, as in the reference's timing
+	// By default the reference's network: its per-band stretch, no
+	// augmentation (pnec's defaults since issue 21 divide by the spectrum's
+	// mean and augment, which the PyTorch reference does not).
+	aug, err := model.ParseAugment(augment)
+	if err != nil {
+		return cfg, fmt.Errorf("-augment: %w", err)
+	}
+	cfg.Input, cfg.Augment = input, aug
+	return cfg, nil
+}
+
+// timeTrain trains 1 + steps epochs on s and returns the wall and CPU
+// seconds of each epoch after the first, which goes into res.FirstS.
+func timeTrain(ctx context.Context, s model.Scene, labels []int32, cfg model.Config, backend string, steps int, startProfile func() error, res *result) (times, cpus []float64, err error) {
+	cfg.Epochs = 1 + steps
+	var last time.Duration
+	lastCPU := cpuSeconds()
+	_, err = model.Train(ctx, s, labels, model.TrainOptions{Config: cfg, Backend: backend,
+		Progress: func(e progress.Event) {
+			d := e.Elapsed - last
+			last = e.Elapsed
+			c := cpuSeconds()
+			dc := c - lastCPU
+			lastCPU = c
+			if e.Done == 1 {
+				res.FirstS = d.Seconds()
+				if err := startProfile(); err != nil {
+					fmt.Fprintln(os.Stderr, "netbench: cpu profile:", err)
+				}
+				return
+			}
+			times = append(times, d.Seconds())
+			cpus = append(cpus, dc)
+		}})
+	if err != nil {
+		return nil, nil, err
+	}
+	res.Backend = backend
+	return times, cpus, nil
+}
+
+// timeInfer trains one epoch on the crop cs (labels cl) for weights, then
+// classifies s 1 + steps times and returns the wall and CPU seconds of
+// each run after the first, which goes into res.FirstS.
+func timeInfer(ctx context.Context, s, cs model.Scene, cl []int32, cfg model.Config, backend string, steps int, startProfile func() error, res *result) (times, cpus []float64, err error) {
+	cfg.Epochs = 1
+	m, err := model.Train(ctx, cs, cl, model.TrainOptions{Config: cfg, Backend: backend})
+	if err != nil {
+		return nil, nil, err
+	}
+	p, err := model.NewPredictor(m, backend)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer p.Close()
+	res.Backend = p.Backend()
+	rec := cfg.Recovery
+	op := func() error {
+		pred, err := p.Predict(ctx, s)
+		if err != nil {
+			return err
+		}
+		prob := tiling.Recover(pred.Prob, s.Valid, pred.Rows, pred.Cols, pred.Classes, rec)
+		_ = tiling.Argmax(prob, pred.Classes)
+		return nil
+	}
+	for i := 0; i <= steps; i++ {
+		t0, c0 := time.Now(), cpuSeconds()
+		if err := op(); err != nil {
+			return nil, nil, err
+		}
+		d, dc := time.Since(t0).Seconds(), cpuSeconds()-c0
+		if i == 0 {
+			res.FirstS = d
+			if err := startProfile(); err != nil {
+				return nil, nil, err
+			}
+		} else {
+			times = append(times, d)
+			cpus = append(cpus, dc)
+		}
+	}
+	return times, cpus, nil
 }
 
 // scene builds the benchmark scene: class blocks of 37x29 pixels and a
