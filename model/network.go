@@ -847,21 +847,8 @@ func (n *net) forward(x *Node, bank func(f *Node) *Node, anchor, s *Node) fwd {
 		delta = Sub(MulScalar(evidence(posHot, "gpos"), n.cfg.Alpha), MulScalar(evidence(wneg, "gneg"), n.cfg.Beta))
 	}
 
-	// Uncertainty sources, treated as measurements (no gradient into them).
-	logK := math.Log(float64(d.K))
-	praw := Softmax(n.sg(o.Zraw), 1)
-	uEnt := DivScalar(Neg(ReduceSum(Mul(praw, Log(AddScalar(praw, 1e-12))), 1)), logK)
-	pspa := Softmax(n.sg(o.Zspa), 1)
-	pdiff := Softmax(n.sg(o.Zdiff), 1)
-	pm := MulScalar(Add(pspa, pdiff), 0.5)
-	kl := func(p, q *Node) *Node {
-		return ReduceSum(Mul(p, Sub(Log(AddScalar(p, 1e-12)), Log(AddScalar(q, 1e-12)))), 1)
-	}
-	uBr := DivScalar(Add(kl(pspa, pm), kl(pdiff, pm)), 2*math.Ln2)
-	q1 := ReduceMax(q, 1)
-	q2 := ReduceMax(Mul(q, OneMinus(OneHot(pred, d.K, q.DType()))), 1)
-	uPro := OneMinus(Sub(q1, q2))
-	u := Stack([]*Node{uEnt, uBr, uPro}, 1) // [L, 3]
+	u := n.uncertainties(o, q, pred) // [L, 3]
+	u.AssertDims(l, 3)
 	o.U = u
 	o.Gtilde = Sigmoid(Add(MatMul(u, n.p["gate.w"]), n.p["gate.b"]))
 	o.Gtilde.AssertDims(l)
@@ -876,6 +863,29 @@ func (n *net) forward(x *Node, bank func(f *Node) *Node, anchor, s *Node) fwd {
 	o.Zcal = n.head(fcal)
 	o.Zcal.AssertDims(l, d.K)
 	return o
+}
+
+// uncertainties are the gate's three sources per cell [L, 3], treated as
+// measurements (no gradient into them): the normalised entropy of the raw
+// head, the Jensen-Shannon divergence between the two branches' auxiliary
+// heads, and one minus the margin between the two most similar prototypes
+// (q the prototype softmax, pred its argmax).
+func (n *net) uncertainties(o fwd, q, pred *Node) *Node {
+	d := n.d
+	logK := math.Log(float64(d.K))
+	praw := Softmax(n.sg(o.Zraw), 1)
+	uEnt := DivScalar(Neg(ReduceSum(Mul(praw, Log(AddScalar(praw, 1e-12))), 1)), logK)
+	pspa := Softmax(n.sg(o.Zspa), 1)
+	pdiff := Softmax(n.sg(o.Zdiff), 1)
+	pm := MulScalar(Add(pspa, pdiff), 0.5)
+	kl := func(p, q *Node) *Node {
+		return ReduceSum(Mul(p, Sub(Log(AddScalar(p, 1e-12)), Log(AddScalar(q, 1e-12)))), 1)
+	}
+	uBr := DivScalar(Add(kl(pspa, pm), kl(pdiff, pm)), 2*math.Ln2)
+	q1 := ReduceMax(q, 1)
+	q2 := ReduceMax(Mul(q, OneMinus(OneHot(pred, d.K, q.DType()))), 1)
+	uPro := OneMinus(Sub(q1, q2))
+	return Stack([]*Node{uEnt, uBr, uPro}, 1)
 }
 
 // zeroInvalid sets the rows of x [M, C] that are invalid in the mask of
