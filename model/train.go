@@ -19,6 +19,8 @@ import (
 
 	"github.com/pnec/pnec/internal/resources/memory"
 	"github.com/pnec/pnec/progress"
+
+	"github.com/pnec/pnec/model/internal/kernels"
 )
 
 // withDefaults fills zero fields of o with the paper's values, each on its
@@ -358,7 +360,7 @@ type trainRun struct {
 	desc  Backend
 	setup *trainSetup
 	in    inputSpec
-	fr    *fullRes
+	fr    *kernels.FullRes
 	td    trainData
 	aug   *augmenter
 	ag    *augGraph
@@ -379,7 +381,7 @@ func (r *trainRun) prepare(b compute.Backend, seed int64) error {
 	}
 	inGraph = inGraph && cfg.Augment.On()
 	// On the Go backend the paper encoder's full-resolution stage runs on
-	// pnec's own kernels beside the graph (fullRes; see encState), for the
+	// pnec's own kernels beside the graph (kernels.FullRes; see encState), for the
 	// reference's input without augmentation (fullResTraining), unless the
 	// augmentation graph makes the network's input.
 	if useFullRes && r.desc.Kind == BackendGo && fullResTraining(cfg) && !inGraph {
@@ -485,10 +487,10 @@ func (r *trainRun) setKernelScene(epoch int) {
 	changed, ok := r.aug.nextScene(epoch, r.cfg.Epochs)
 	switch {
 	case ok:
-		r.fr.setScene(changed, r.in)
+		setFullResScene(r.fr, changed, r.in)
 		r.frChanged = true
 	case r.frChanged:
-		r.fr.setScene(r.s, r.in)
+		setFullResScene(r.fr, r.s, r.in)
 		r.frChanged = false
 	}
 }
@@ -501,7 +503,7 @@ func (r *trainRun) weights() (paramSet, []float32, error) {
 		return nil, nil, err
 	}
 	if r.frChanged {
-		r.fr.setScene(r.s, r.in)
+		setFullResScene(r.fr, r.s, r.in)
 	}
 	return params, protos, nil
 }
@@ -567,7 +569,7 @@ func (td *trainData) setAugmented(x *tensors.Tensor, imageNorm bool) {
 // and the valid-cell mask.
 //
 // With kernels (the paper encoder's full-resolution stage on pnec's own
-// kernels, fullRes) the graph's input is the stage's output, made at every
+// kernels, kernels.FullRes) the graph's input is the stage's output, made at every
 // step: x stays nil and only the low-resolution mask is kept. Train passes
 // kernels also when the augmentation graph makes the input (augGraph.clean
 // then fills x and the masks).
@@ -745,7 +747,7 @@ func (a *augmenter) next(epoch, epochs int) *tensors.Tensor {
 // nextScene is next's changed scene itself (its values in a.buf and its
 // valid mask in a.valid, both valid until the next call), or false for the
 // clean scene. next and nextScene draw the same random numbers, so training
-// on the graph and on pnec's kernels (fullRes, which takes the scene) sees
+// on the graph and on pnec's kernels (kernels.FullRes, which takes the scene) sees
 // the same steps.
 func (a *augmenter) nextScene(epoch, epochs int) (Scene, bool) {
 	st, ok := a.draw(epoch, epochs)
@@ -900,12 +902,12 @@ type trainer struct {
 }
 
 // encState is the paper encoder's full-resolution stage when it trains on
-// pnec's own kernels (fullRes) beside the graph: the graph's input is the
+// pnec's own kernels (kernels.FullRes) beside the graph: the graph's input is the
 // stage's output F0 and the graph returns the loss's gradient with respect
-// to it; fullRes.backward turns that into the stage's weight gradients and
+// to it; FullRes.Backward turns that into the stage's weight gradients and
 // Adam updates them here, with the graph's formula.
 type encState struct {
-	fr      *fullRes
+	fr      *kernels.FullRes
 	idx     []int // positions in the trainer's names, in fullResNames order
 	w, m, v [][]float32
 	f0      []float32
@@ -925,7 +927,7 @@ var traceTrainGraph func(g *Graph, outs []*Node)
 var useFullRes = true
 
 // fullResNames are the weights of the paper encoder's full-resolution
-// stage, in the order fullRes.backward returns their gradients.
+// stage, in the order FullRes.Backward returns their gradients.
 var fullResNames = [6]string{"embed.w", "embed.b", "embed.gn.g", "embed.gn.b", "conv.w", "conv.b"}
 
 const (
@@ -937,7 +939,7 @@ const (
 // newTrainer compiles the training step for the weights params (the
 // full-resolution stage's on fr's kernels when fr is set) and holds its
 // initial state.
-func newTrainer(b compute.Backend, d dims, cfg Config, params paramSet, fr *fullRes) (*trainer, error) {
+func newTrainer(b compute.Backend, d dims, cfg Config, params paramSet, fr *kernels.FullRes) (*trainer, error) {
 	tr := &trainer{cfg: cfg}
 	for _, p := range params {
 		tr.names = append(tr.names, p.Name)
@@ -972,8 +974,9 @@ func newTrainer(b compute.Backend, d dims, cfg Config, params paramSet, fr *full
 
 // newEncState holds the full-resolution stage's weights (fullResNames,
 // found in names) and their Adam moments for fr.
-func newEncState(fr *fullRes, d dims, names []string, params paramSet) (*encState, error) {
-	enc := &encState{fr: fr, l: fr.hs * fr.ws, d: d.D}
+func newEncState(fr *kernels.FullRes, d dims, names []string, params paramSet) (*encState, error) {
+	cellRows, cellCols := fr.Cells()
+	enc := &encState{fr: fr, l: cellRows * cellCols, d: d.D}
 	enc.f0 = make([]float32, enc.l*d.D)
 	for _, name := range fullResNames {
 		i := slices.Index(names, name)
@@ -1156,8 +1159,8 @@ func (tr *trainer) step(td trainData, calib float32) (loss, acc float64, err err
 	var x any = td.x
 	if e := tr.enc; e != nil {
 		w := e.w
-		e.fr.setWeights(w[0], w[1], w[2], w[3], w[4], w[5])
-		e.fr.forward(nil, nil, e.f0, true)
+		e.fr.SetWeights(w[0], w[1], w[2], w[3], w[4], w[5])
+		e.fr.Forward(nil, nil, e.f0, true)
 		x = tensorOf(e.f0, e.l, e.d)
 	}
 	args := []any{x, td.anchor, td.wtr, td.ytr, td.cellMask, calib, a1, c2} // stepInputs' order
@@ -1207,7 +1210,7 @@ func (tr *trainer) step(td trainData, calib float32) (loss, acc float64, err err
 		if err != nil {
 			return 0, 0, err
 		}
-		dwe, dbe, dg, db, dwc, dbc := e.fr.backward(dF0)
+		dwe, dbe, dg, db, dwc, dbc := e.fr.Backward(dF0)
 		for k, g := range [][]float32{dwe, dbe, dg, db, dwc, dbc} {
 			adamStep(e.w[k], e.m[k], e.v[k], g, a1, c2)
 		}
