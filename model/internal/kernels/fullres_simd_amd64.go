@@ -114,9 +114,8 @@ var winoG = [6][3]float64{
 	{0, 0, 1},
 }
 
-// NewFullRes prepares the stage, for a network of d channels in groups
-// GroupNorm groups over scenes of bands bands, for scene s, turned into
-// the network's input by in.
+// NewFullRes prepares the stage of a network of sizes d for scene s,
+// turned into the network's input by in.
 func NewFullRes(d Dims, s Scene, in Input, workers int) *FullRes {
 	f := &FullRes{bands: d.Bands, d: d.D, groups: d.Groups, workers: max(1, workers)}
 	f.SetScene(s, in)
