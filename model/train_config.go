@@ -1,8 +1,6 @@
 package model
 
-import (
-	"fmt"
-)
+import "fmt"
 
 // withDefaults fills zero fields of o with the paper's values, each on its
 // own: Config{Epochs: 5} trains 5 epochs of the paper's network. The fields
