@@ -1,7 +1,7 @@
 package model
 
 // The exported types of the package; the implementation lives in
-// model.go (Model), predict.go (Predictor), train.go (Train), file.go (Save/Load).
+// model.go (Model), predict.go (Predictor), train*.go (Train), file.go (Save/Load).
 
 import (
 	"fmt"

@@ -6,6 +6,8 @@ import (
 	"os"
 	"runtime"
 	"testing"
+
+	"github.com/pnec/pnec/model/internal/kernels"
 )
 
 // benchSize is Pavia University's size (610 x 340 x 103, 9 classes), or a
@@ -54,7 +56,7 @@ func benchTrainer(b *testing.B) (*trainer, trainData) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	var fr *fullRes
+	var fr *kernels.FullRes
 	if useFullRes && fullResTraining(cfg) { // as Train decides
 		fr = newFullRes(d, s, newInputSpec(cfg.Input, cfg.InputLevels, lo, hi), runtime.GOMAXPROCS(0))
 	}

@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/pnec/pnec/internal/resources/memory"
+
+	"github.com/pnec/pnec/model/internal/kernels"
 )
 
 // TestTrainOptionsDefaults: each zero field takes its default on its own
@@ -105,7 +107,7 @@ func TestEstimateTrainBytes(t *testing.T) {
 	// full-resolution stage on pnec's kernels (AVX-512); without them the
 	// graph holds full-resolution maps and the estimate is far larger
 	// (18 GiB with GODEBUG=cpu.avx512f=off), measured by no run here.
-	if !fullResAvailable(64) {
+	if !kernels.FullResAvailable(64) {
 		if small < 1310<<20 {
 			t.Errorf("hidden 64, 512x512x32 without pnec's kernels: %d MiB, want more than with them (1310 MiB)", small>>20)
 		}

@@ -21,10 +21,23 @@
 // stitched probabilities, is package tiling's (tiling.Recover), beside the
 // canvas it runs on.
 //
-// Training (train.go) is one full-scene step per epoch, with the weights,
-// Adam moments and prototype bank kept as tensors that each step consumes
-// and returns; radiometric augmentation (radiometric.go, Config.Augment)
-// changes the whole scene of a step. A model stores its training scene's
-// drift statistics (drift.go), against which DriftMeter measures new scenes. Backends: "go" (pure Go, SIMD matmuls with GOEXPERIMENT=simd)
-// and XLA through a PJRT plugin (see ResolveBackend).
+// Training is one full-scene step per epoch, with the weights, Adam
+// moments and prototype bank kept as tensors that each step consumes and
+// returns. Its files, apart from the network's: train.go (Train: its
+// inputs, classes, split and the trained Model), train_config.go (the
+// defaults and validation of a Config), train_run.go (the epoch loop),
+// train_data.go (a step's tensors), train_step.go (the compiled step, its
+// loss and the prototype bank), train_adam.go (Adam, in the graph and on
+// the host), train_augment.go and train_augment_graph.go (radiometric
+// augmentation on the host and in the graph; radiometric.go, shared with
+// the acquisition-shift protocol, holds the transforms and Config.Augment).
+// A model stores its training scene's drift statistics (drift.go), against
+// which DriftMeter measures new scenes. Backends: "go" (pure Go, SIMD
+// matmuls with GOEXPERIMENT=simd) and XLA through a PJRT plugin (see
+// ResolveBackend).
+//
+// pnec's own CPU kernels (the paper encoder's full-resolution stage beside
+// the graph, its sgemm, the spectral score's dot products) are in
+// model/internal/kernels, free of GoMLX; fullres_select.go decides when
+// the stage runs there and adapts the model's scene and input to it.
 package model

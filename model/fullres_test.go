@@ -8,6 +8,8 @@ import (
 
 	. "github.com/gomlx/gomlx/core/graph" //nolint:revive // graph DSL
 	"github.com/gomlx/gomlx/core/tensors"
+
+	"github.com/pnec/pnec/model/internal/kernels"
 )
 
 // fullResCase is a random scene and random weights of the paper encoder's
@@ -138,7 +140,7 @@ func maxRelDiff(t *testing.T, what string, got []float32, want []float64) float6
 // statistics, on one and on two workers, with the input quantised to 8
 // bits (21 bands: vector and scalar stretch paths).
 func TestFullResMatchesGraph(t *testing.T) {
-	if !fullResAvailable(32) {
+	if !kernels.FullResAvailable(32) {
 		t.Skip("pnec's full-resolution kernels need AVX-512 and GOEXPERIMENT=simd")
 	}
 	for _, tc := range []struct {
@@ -168,7 +170,7 @@ func TestFullResMatchesGraph(t *testing.T) {
 				r[i] = float32(rng.NormFloat64())
 			}
 			f := newFullRes(fc.d, fc.s, fc.inputSpec(), tc.workers)
-			f.setWeights(fc.we, fc.be, fc.gamma, fc.beta, fc.wc, fc.bc)
+			f.SetWeights(fc.we, fc.be, fc.gamma, fc.beta, fc.wc, fc.bc)
 			var stats [][2][]float32
 			var mean, vr []float64
 			if tc.fixed {
@@ -182,7 +184,7 @@ func TestFullResMatchesGraph(t *testing.T) {
 			}
 			want, grads := graphFullRes(t, fc, stats, r)
 			got := make([]float32, hs*ws*tc.hidden)
-			f.forward(mean, vr, got, true)
+			f.Forward(mean, vr, got, true)
 			if e := maxRelDiff(t, "F0", got, want); e > 2e-5 {
 				t.Errorf("F0: largest difference %.2g of the largest value", e)
 			} else {
@@ -191,7 +193,7 @@ func TestFullResMatchesGraph(t *testing.T) {
 			if tc.fixed {
 				return // the graph's gradients then skip the statistics; the training path always uses its own
 			}
-			dwe, dbe, dg, db, dwc, dbc := f.backward(r)
+			dwe, dbe, dg, db, dwc, dbc := f.Backward(r)
 			for i, g := range [][]float32{dwe, dbe, dg, db, dwc, dbc} {
 				name := []string{"embed.w", "embed.b", "embed.gn.g", "embed.gn.b", "conv.w", "conv.b"}[i]
 				if e := maxRelDiff(t, name, g, grads[i]); e > 1e-4 {
@@ -217,29 +219,29 @@ func maxAbs(v []float64) float64 {
 // (stored statistics), the training forward pass (the scene's statistics,
 // windows kept) and the backward pass, in wall and process CPU seconds.
 func BenchmarkFullRes(b *testing.B) {
-	if !fullResAvailable(128) {
+	if !kernels.FullResAvailable(128) {
 		b.Skip("pnec's full-resolution kernels need AVX-512 and GOEXPERIMENT=simd")
 	}
 	rows, cols, bands, _ := benchSize()
 	fc := newFullResCase(rows, cols, bands, 128, 3, 0)
 	f := newFullRes(fc.d, fc.s, fc.inputSpec(), runtime.GOMAXPROCS(0))
-	f.setWeights(fc.we, fc.be, fc.gamma, fc.beta, fc.wc, fc.bc)
+	f.SetWeights(fc.we, fc.be, fc.gamma, fc.beta, fc.wc, fc.bc)
 	f0 := make([]float32, (rows/Stride)*(cols/Stride)*128)
-	mean, vr := f.forward(nil, nil, f0, true)
+	mean, vr := f.Forward(nil, nil, f0, true)
 	for _, mode := range []string{"infer", "train-forward", "backward"} {
 		b.Run(mode, func(b *testing.B) {
 			if mode == "backward" {
-				f.forward(nil, nil, f0, true)
+				f.Forward(nil, nil, f0, true)
 			}
 			c0 := cpuSeconds()
 			for b.Loop() {
 				switch mode {
 				case "infer":
-					f.forward(mean, vr, f0, false)
+					f.Forward(mean, vr, f0, false)
 				case "train-forward":
-					f.forward(nil, nil, f0, true)
+					f.Forward(nil, nil, f0, true)
 				case "backward":
-					f.backward(f0)
+					f.Backward(f0)
 				}
 			}
 			b.ReportMetric((cpuSeconds()-c0)/float64(b.N), "cpu-s/op")

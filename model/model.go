@@ -7,6 +7,8 @@ import (
 	"slices"
 
 	"github.com/pnec/pnec/spectral"
+
+	"github.com/pnec/pnec/model/internal/kernels"
 )
 
 // Model is a trained PNEC-Mamba classifier with everything needed to apply
@@ -137,12 +139,12 @@ func predictBytes(cfg Config, bands, classes, rows, cols int) int64 {
 	est := 4*(cells*b+cells*d*60+full*(3*k+2)) + 64<<20
 	if cfg.Encoder == EncoderPaper {
 		if fullResInput(cfg) {
-			// The full-resolution stage on pnec's kernels (fullRes) holds, per
+			// The full-resolution stage on pnec's kernels (kernels.FullRes) holds, per
 			// worker, six rows of the stretched input, of the embedding and
 			// of its activation, and the Winograd transforms of a chunk of
 			// cells; then F0 on the grid, which the graph takes as input.
 			workers := int64(runtime.GOMAXPROCS(0))
-			perWorker := 4*6*int64(cols)*(b+3*d) + 2*4*36*frChunkCells*d
+			perWorker := 4*6*int64(cols)*(b+3*d) + 2*4*36*kernels.FullResChunkCells*d
 			est += workers*perWorker + 2*4*cells*d
 		} else {
 			// The paper's encoder in the graph works at full resolution: the

@@ -45,7 +45,7 @@ type net struct {
 	fused bool
 	// f0Input says that the graph's input is already the paper encoder's
 	// output F0 [L, D] (before the low-resolution valid mask), computed by
-	// pnec's own full-resolution kernels (fullRes) outside the graph.
+	// pnec's own full-resolution kernels (kernels.FullRes) outside the graph.
 	f0Input bool
 }
 

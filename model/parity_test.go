@@ -12,6 +12,8 @@ import (
 	"github.com/gomlx/gomlx/core/tensors"
 
 	"github.com/pnec/pnec/internal/shareddata"
+
+	"github.com/pnec/pnec/model/internal/kernels"
 )
 
 // refTensor is one array of the reference files: shape and row-major data.
@@ -68,7 +70,7 @@ func TestParityWithReference(t *testing.T) {
 		name := c.encoder
 		if c.kernels {
 			// The paper encoder's full-resolution stage on pnec's own kernels
-			// (fullRes), as Predict and Train run it on the Go backend.
+			// (kernels.FullRes), as Predict and Train run it on the Go backend.
 			name += "-kernels"
 		}
 		t.Run(name, func(t *testing.T) {
@@ -85,7 +87,7 @@ func TestParityWithReference(t *testing.T) {
 	}
 }
 
-func checkParity(t *testing.T, ref *refFile, encoder string, kernels bool) {
+func checkParity(t *testing.T, ref *refFile, encoder string, onKernels bool) {
 	rc := ref.Config
 	cfg := DefaultConfig()
 	cfg.Encoder = encoder
@@ -111,14 +113,14 @@ func checkParity(t *testing.T, ref *refFile, encoder string, kernels bool) {
 	// The reference's input path: the per-band stretch (here the identity).
 	x, xdims := netInput(s, newInputSpec(InputStretch, 0, lo, hi), encoder)
 	hs, ws := lowRes(rc.H, encoder), lowRes(rc.W, encoder)
-	if kernels {
-		if !fullResAvailable(d.D) {
+	if onKernels {
+		if !kernels.FullResAvailable(d.D) {
 			t.Skip("pnec's full-resolution kernels need AVX-512 and GOEXPERIMENT=simd")
 		}
 		fr := newFullResWeights(d, params, 2)
-		fr.setScene(s, newInputSpec(InputStretch, 0, lo, hi))
+		setFullResScene(fr, s, newInputSpec(InputStretch, 0, lo, hi))
 		x, xdims = make([]float32, hs*ws*d.D), []int{hs * ws, d.D}
-		fr.forward(nil, nil, x, false)
+		fr.Forward(nil, nil, x, false)
 	}
 	if len(rc.LowRes) != 2 || rc.LowRes[0] != hs || rc.LowRes[1] != ws {
 		t.Fatalf("low-resolution grid %dx%d, reference %v", hs, ws, rc.LowRes)
@@ -127,7 +129,7 @@ func checkParity(t *testing.T, ref *refFile, encoder string, kernels bool) {
 	protos := ref.Params["protos"]
 
 	b := testBackend(t)
-	n := &net{d: d, cfg: cfg, f0Input: kernels}
+	n := &net{d: d, cfg: cfg, f0Input: onKernels}
 	exec, err := NewExec(b, func(g *Graph, in []*Node) []*Node {
 		n.p = map[string]*Node{}
 		for i, p := range params {

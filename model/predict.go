@@ -12,6 +12,8 @@ import (
 	. "github.com/gomlx/gomlx/core/graph" //nolint:revive // graph DSL
 	"github.com/gomlx/gomlx/core/tensors"
 	"github.com/pnec/pnec/tiling"
+
+	"github.com/pnec/pnec/model/internal/kernels"
 )
 
 // Predictor runs a model on one backend; compiled executables are reused
@@ -23,10 +25,10 @@ type Predictor struct {
 	exec    *Exec
 	weights []*tensors.Tensor // prototype bank then params, as graph inputs
 	// fullRes, when set, runs the paper encoder's full-resolution stage on
-	// pnec's own kernels (fullres_simd_amd64.go) and the graph starts at its
+	// pnec's own kernels (model/internal/kernels) and the graph starts at its
 	// output; frStats are the stored embedding GroupNorm statistics it uses
 	// (nil: the scene's own).
-	fullRes       *fullRes
+	fullRes       *kernels.FullRes
 	frMean, frVar []float64
 	// mem is the device's memory (zero when the network runs in host
 	// memory or the device's is unknown); marked the shapes compiled
@@ -279,7 +281,7 @@ func (m *Model) inferForward(n *net, x, protos *Node) fwd {
 // or other scene is normalised the same way. fr, when not nil, is the
 // paper encoder's full-resolution stage on pnec's kernels (set up for s):
 // it gives the embedding's statistics and the graph's input.
-func groupNormStats(b compute.Backend, m *Model, s Scene, fr *fullRes) ([]normStat, error) {
+func groupNormStats(b compute.Backend, m *Model, s Scene, fr *kernels.FullRes) ([]normStat, error) {
 	d, err := makeDims(m.meta.Config, m.meta.Bands, len(m.meta.Classes))
 	if err != nil {
 		return nil, err
@@ -321,15 +323,16 @@ func groupNormStats(b compute.Backend, m *Model, s Scene, fr *fullRes) ([]normSt
 		for _, p := range m.params {
 			w[p.Name] = p.Data
 		}
-		fr.setWeights(w["embed.w"], w["embed.b"], w["embed.gn.g"], w["embed.gn.b"], w["conv.w"], w["conv.b"])
-		f0 := make([]float32, fr.hs*fr.ws*d.D)
-		mean, vr := fr.forward(nil, nil, f0, false)
+		fr.SetWeights(w["embed.w"], w["embed.b"], w["embed.gn.g"], w["embed.gn.b"], w["conv.w"], w["conv.b"])
+		cellRows, cellCols := fr.Cells()
+		f0 := make([]float32, cellRows*cellCols*d.D)
+		mean, vr := fr.Forward(nil, nil, f0, false)
 		st := normStat{Key: "embed.gn", Mean: make([]float32, d.Groups), Var: make([]float32, d.Groups)}
 		for g := range st.Mean {
 			st.Mean[g], st.Var[g] = float32(mean[g]), float32(vr[g])
 		}
 		stats = append(stats, st)
-		x = tensorOf(f0, fr.hs*fr.ws, d.D)
+		x = tensorOf(f0, cellRows*cellCols, d.D)
 		masks = masks[len(masks)-1:]
 	} else {
 		xv, xdims := netInput(s, m.inputSpec(), m.meta.Config.Encoder)
@@ -627,9 +630,9 @@ func (p *Predictor) callHost(s Scene, own *callTensors) ([]*tensors.Tensor, erro
 		// The full-resolution stage on pnec's kernels; the graph takes F0
 		// and the low-resolution mask only.
 		f0 := make([]float32, hs*ws*p.m.meta.Config.Hidden)
-		p.fullRes.setScene(s, p.m.inputSpec())
-		p.fullRes.forward(p.frMean, p.frVar, f0, false)
-		p.fullRes.release()
+		setFullResScene(p.fullRes, s, p.m.inputSpec())
+		p.fullRes.Forward(p.frMean, p.frVar, f0, false)
+		p.fullRes.Release()
 		in = own.add(tensorOf(f0, hs*ws, p.m.meta.Config.Hidden))
 		masks = masks[1:]
 	} else {

@@ -7,6 +7,8 @@ import (
 	"runtime"
 	"slices"
 	"sync"
+
+	"github.com/pnec/pnec/model/internal/kernels"
 )
 
 // checkScene validates the sizes of s.
@@ -71,15 +73,6 @@ func stretchScales(lo, hi []float32) []float32 {
 	return scale
 }
 
-// stretch01 is v stretched with lo and scale and clipped to [0,1] (NaN: 0).
-func stretch01(v, lo, scale float32) float32 {
-	x := (v - lo) * scale
-	if !(x >= 0) { // also NaN
-		return 0
-	}
-	return min(x, 1)
-}
-
 // inputChannels is the number of input channels of the network for a
 // scene of bands bands with input mode mode (Config.Input).
 func inputChannels(mode string, bands int) int {
@@ -94,7 +87,7 @@ func inputChannels(mode string, bands int) int {
 type inputSpec struct {
 	mode      string
 	lo, scale []float32 // the per-band stretch (InputStretch, InputStretchShape)
-	levels    int       // quantisation of the stretched values (Config.InputLevels; quantize01)
+	levels    int       // quantisation of the stretched values (Config.InputLevels; kernels.Quantize01)
 }
 
 func newInputSpec(mode string, levels int, lo, hi []float32) inputSpec {
@@ -119,7 +112,7 @@ func (p *inputSpec) add(dst, v []float32) {
 		shape := dst
 		if p.mode == InputStretchShape {
 			for b, x := range v {
-				dst[b] += quantize01(stretch01(x, p.lo[b], p.scale[b]), p.levels)
+				dst[b] += kernels.Quantize01(kernels.Stretch01(x, p.lo[b], p.scale[b]), p.levels)
 			}
 			shape = dst[len(v):]
 		}
@@ -162,21 +155,9 @@ func (p *inputSpec) add(dst, v []float32) {
 		}
 	default:
 		for b, x := range v {
-			dst[b] += quantize01(stretch01(x, p.lo[b], p.scale[b]), p.levels)
+			dst[b] += kernels.Quantize01(kernels.Stretch01(x, p.lo[b], p.scale[b]), p.levels)
 		}
 	}
-}
-
-// quantize01 maps x in [0,1] to levels evenly spaced values, truncating:
-// floor(x (levels-1)) / (levels-1), what MambaHSI's cast of 255 x to 8 bits
-// and back does for levels = 256 (Config.InputLevels); x as it is for
-// levels < 2.
-func quantize01(x float32, levels int) float32 {
-	if levels < 2 {
-		return x
-	}
-	n := float32(levels - 1)
-	return float32(math.Floor(float64(x*n))) / n
 }
 
 // padTo returns n rounded up to a multiple of Stride.

@@ -5,6 +5,8 @@ import (
 	"math/rand/v2"
 	"slices"
 	"testing"
+
+	"github.com/pnec/pnec/model/internal/kernels"
 )
 
 func TestRadiometricApply(t *testing.T) {
@@ -353,7 +355,7 @@ func TestTrainAugmented(t *testing.T) {
 	cfg := tinyConfig(8)
 	cfg.Encoder, cfg.Input = EncoderPaper, InputShape
 	cfg.Augment = Augment{Prob: 0.5, Tilt: 0.1, CleanTail: 0.25, ImageNorm: true, Crop: 1}
-	if !fullResAvailable(cfg.Hidden) {
+	if !kernels.FullResAvailable(cfg.Hidden) {
 		t.Log("no AVX-512: pnec's kernels are not built for this CPU, the graph trains the paper encoder")
 	} else if !fullResTraining(cfg) {
 		t.Fatalf("%+v does not train on the kernels", cfg)

@@ -8,6 +8,8 @@ import (
 	"runtime"
 	"slices"
 	"sync"
+
+	"github.com/pnec/pnec/model/internal/kernels"
 )
 
 // ErrNoSpectralReference is returned (wrapped) when a spectral reliability
@@ -20,10 +22,6 @@ var ErrNoSpectralReference = errors.New("model file holds no training spectra")
 // tile blending, which averages these values, keeps it.
 const NoReference = 4
 
-// simdWidth is the number of float32 lanes of one vector in the fast kernel;
-// references are padded to a multiple of it.
-const simdWidth = 8
-
 // SpectralReference holds the spectra of the training pixels and their
 // dense classes. Its Agreement says whether a pixel's spectrum looks like
 // the training pixels of the class it was given rather than those of any
@@ -35,7 +33,7 @@ const simdWidth = 8
 // AVX2 and FMA), and the per-class maxima follow from contiguous runs.
 type SpectralReference struct {
 	bands, classes int
-	refs, padded   int       // reference spectra kept; refs rounded up to simdWidth
+	refs, padded   int       // reference spectra kept; refs rounded up to kernels.DotsPadding
 	unitT          []float32 // [bands][padded], zero in the padding
 	span           [][2]int  // per class, references [lo, hi); lo == hi when none
 	spectra        []float32 // [refs][bands] as given, in input order (for saving)
@@ -89,13 +87,9 @@ func NewSpectralReference(spectra []float32, bands int, class []int, classes int
 		return nil, fmt.Errorf("spectral reference: spectra of %d classes, need at least 2", seen)
 	}
 	r.refs = len(kept)
-	// With AVX-512 the references are padded to whole 32-reference blocks
-	// of dots4x16 (the 8-lane tail took a third of the kernel's time for a
-	// few zero references more); padding never enters a class's span.
-	pad := simdWidth
-	if have512 {
-		pad = 32
-	}
+	// The references are padded as the dot kernels take them; padding
+	// never enters a class's span.
+	pad := kernels.DotsPadding()
 	r.padded = (r.refs + pad - 1) / pad * pad
 	r.unitT = make([]float32, bands*r.padded)
 	for j, k := range kept {
@@ -178,11 +172,11 @@ func (r *SpectralReference) ClassDistances(spectra []float32, valid []bool, out 
 				for p := range 4 {
 					px[p] = spectrum(i + p)
 				}
-				if haveSIMD {
-					dots4SIMD(r.unitT, r.padded, &px, &dots)
+				if kernels.HaveSIMD {
+					kernels.Dots4SIMD(r.unitT, r.padded, &px, &dots)
 				} else {
 					for p := range 4 {
-						dotsScalar(r.unitT, r.padded, px[p], dots[p])
+						kernels.DotsScalar(r.unitT, r.padded, px[p], dots[p])
 					}
 				}
 				norms := norms4(&px)
@@ -214,10 +208,10 @@ func (r *SpectralReference) onePixel(s []float32, valid bool, dots, cos []float3
 // pixelDistances computes one pixel's class distances (1 - cos) into cos
 // (len classes), using dots (len padded) as scratch.
 func (r *SpectralReference) pixelDistances(s, dots, cos []float32) {
-	if haveSIMD {
-		dotsSIMD(r.unitT, r.padded, s, dots)
+	if kernels.HaveSIMD {
+		kernels.DotsSIMD(r.unitT, r.padded, s, dots)
 	} else {
-		dotsScalar(r.unitT, r.padded, s, dots)
+		kernels.DotsScalar(r.unitT, r.padded, s, dots)
 	}
 	r.distancesFromDots(s, dots, cos)
 }
@@ -271,22 +265,6 @@ func (r *SpectralReference) classDistances(norm float32, dots, cos []float32) {
 			}
 		}
 		cos[c] = min(2, max(0, 1-best*inv))
-	}
-}
-
-// dotsScalar sets dots[j] = sum_b s[b] * unitT[b*padded+j], four references
-// at a time so that each band's value is loaded once per four products.
-func dotsScalar(unitT []float32, padded int, s, dots []float32) {
-	for j := 0; j < padded; j += 4 {
-		var d0, d1, d2, d3 float32
-		for b, v := range s {
-			col := unitT[b*padded+j : b*padded+j+4 : b*padded+j+4]
-			d0 += v * col[0]
-			d1 += v * col[1]
-			d2 += v * col[2]
-			d3 += v * col[3]
-		}
-		dots[j], dots[j+1], dots[j+2], dots[j+3] = d0, d1, d2, d3
 	}
 }
 

@@ -7,6 +7,8 @@ import (
 	"math/rand/v2"
 	"path/filepath"
 	"testing"
+
+	"github.com/pnec/pnec/model/internal/kernels"
 )
 
 // agreementOracle is the spectral agreement computed the plain way, in
@@ -98,8 +100,8 @@ func TestSpectralCosinesMatchOracle(t *testing.T) {
 			if a := r.Agreement(s, label); a != got {
 				t.Fatalf("%d bands, pixel %d: Agreement %v, ClassDistances %v", tc.bands, i, a, got)
 			}
-			dotsScalar(r.unitT, r.padded, s, scalar)
-			dotsSIMD(r.unitT, r.padded, s, simd)
+			kernels.DotsScalar(r.unitT, r.padded, s, scalar)
+			kernels.DotsSIMD(r.unitT, r.padded, s, simd)
 			for j := range scalar {
 				if math.Abs(float64(scalar[j]-simd[j])) > 1e-5*math.Abs(float64(scalar[j]))+1e-6 {
 					t.Fatalf("%d bands, pixel %d, reference %d: scalar %v, simd %v", tc.bands, i, j, scalar[j], simd[j])

@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"github.com/pnec/pnec/progress"
+
+	"github.com/pnec/pnec/model/internal/kernels"
 )
 
 // synthScene makes a rows x cols scene with k classes laid out in vertical
@@ -228,7 +230,7 @@ func TestTrainErrors(t *testing.T) {
 // and the trained models predict the same. With the reference's input, and
 // with pnec's default input and radiometric augmentation.
 func TestTrainKernelsMatchGraph(t *testing.T) {
-	if !fullResAvailable(32) {
+	if !kernels.FullResAvailable(32) {
 		t.Skip("pnec's full-resolution kernels need AVX-512 and GOEXPERIMENT=simd")
 	}
 	base := tinyConfig(8) // pnec's defaults: the shape input, augmented

@@ -1,25 +1,25 @@
 //go:build goexperiment.simd && amd64
 
-package model
+package kernels
 
 import "simd/archsimd"
 
-// haveSIMD selects the vector kernel of the spectral cosines: AVX2 for
+// HaveSIMD selects the vector kernel of the spectral cosines: AVX2 for
 // 8-lane loads and FMA for the fused multiply-adds.
-var haveSIMD = archsimd.X86.AVX2() && archsimd.X86.FMA()
+var HaveSIMD = archsimd.X86.AVX2() && archsimd.X86.FMA()
 
-// have512 adds 16-lane AVX-512 blocks to dots4SIMD. Each lane's arithmetic
+// have512 adds 16-lane AVX-512 blocks to Dots4SIMD. Each lane's arithmetic
 // (one fused multiply-add per band, in band order) is that of the 8-lane
 // kernel, so the distances are bit for bit the same; the instructions per
 // reference halve (the spectral distances were 14% of a 200-band
 // classify's CPU time with 8 lanes, measured with perf).
-var have512 = haveSIMD && archsimd.X86.AVX512()
+var have512 = HaveSIMD && archsimd.X86.AVX512()
 
-// dotsSIMD is dotsScalar with 8 references per vector: for each band it
+// DotsSIMD is DotsScalar with 8 references per vector: for each band it
 // broadcasts the pixel's value and fuses it into 4 accumulators of 8
 // references (32 at a time), then a tail of single vectors. padded is a
 // multiple of 8.
-func dotsSIMD(unitT []float32, padded int, s, dots []float32) {
+func DotsSIMD(unitT []float32, padded int, s, dots []float32) {
 	j := 0
 	for ; j+32 <= padded; j += 32 {
 		var a0, a1, a2, a3 archsimd.Float32x8
@@ -45,12 +45,12 @@ func dotsSIMD(unitT []float32, padded int, s, dots []float32) {
 	}
 }
 
-// dots4SIMD is dotsSIMD for the four pixels s[0..3] at once (dots[p] for
+// Dots4SIMD is DotsSIMD for the four pixels s[0..3] at once (dots[p] for
 // each), so that every vector of references loaded from memory serves four
 // pixels: per band and block of 16 references it takes 2 loads, 4
-// broadcasts and 8 fused multiply-adds into 8 accumulators, where dotsSIMD
+// broadcasts and 8 fused multiply-adds into 8 accumulators, where DotsSIMD
 // takes one load per multiply-add and is bound by the cache.
-func dots4SIMD(unitT []float32, padded int, s *[4][]float32, dots *[4][]float32) {
+func Dots4SIMD(unitT []float32, padded int, s *[4][]float32, dots *[4][]float32) {
 	s0, s1, s2, s3 := s[0], s[1], s[2], s[3]
 	bands := len(s0)
 	s1, s2, s3 = s1[:bands], s2[:bands], s3[:bands]
@@ -98,7 +98,7 @@ func dots4SIMD(unitT []float32, padded int, s *[4][]float32, dots *[4][]float32)
 	}
 }
 
-// dots4x16 is dots4SIMD's main loop with 16-lane vectors over blocks of 32
+// dots4x16 is Dots4SIMD's main loop with 16-lane vectors over blocks of 32
 // references; it returns the first reference it did not do.
 func dots4x16(unitT []float32, padded int, s *[4][]float32, dots *[4][]float32) int {
 	s0, s1, s2, s3 := s[0], s[1], s[2], s[3]

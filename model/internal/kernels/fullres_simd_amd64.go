@@ -1,6 +1,6 @@
 //go:build goexperiment.simd && amd64
 
-package model
+package kernels
 
 import (
 	"math"
@@ -8,15 +8,15 @@ import (
 	"sync"
 )
 
-// fullResAvailable says whether the paper encoder's full-resolution stage
-// can run on pnec's own kernels (fullRes) for a network of width d: they
+// FullResAvailable says whether the paper encoder's full-resolution stage
+// can run on pnec's own kernels (FullRes) for a network of width d: they
 // need AVX-512 and whole 16-float vectors of channels.
-func fullResAvailable(d int) bool { return haveGemm512 && d%16 == 0 }
+func FullResAvailable(d int) bool { return haveGemm512 && d%16 == 0 }
 
-// fullRes is the paper encoder's full-resolution stage, 1x1 embedding,
+// FullRes is the paper encoder's full-resolution stage, 1x1 embedding,
 // GroupNorm, SiLU, 3x3 convolution, MaxPool 2, GELU and AvgPool 2, run on
 // pnec's own kernels instead of the GoMLX graph, forward and backward. It
-// computes exactly what paperEncoder's graph computes (to float32
+// computes exactly what the model's paperEncoder graph computes (to float32
 // rounding), but it never holds a full-resolution map:
 //
 //   - the scene is stretched, embedded, normalised and activated a few
@@ -43,15 +43,15 @@ func fullResAvailable(d int) bool { return haveGemm512 && d%16 == 0 }
 // The work is split over workers by rows of cells; each worker's partial
 // sums are added in worker order, so results depend only on the worker
 // count.
-type fullRes struct {
+type FullRes struct {
 	rows, cols, bands, d, groups int
 	hs, ws                       int // the floor grid of stride-4 cells
 	workers                      int
 
 	s         Scene
 	lo, scale []float32
-	levels    int       // quantisation of the stretched input (quantize01)
-	in        inputSpec // the input mode; other than InputStretch, pixels go through in.add
+	levels    int   // quantisation of the stretched input (Quantize01)
+	in        Input // the input mode; with in.Add set, pixels go through it
 
 	// Weights in the graph's layouts: we [B, D], wc [9D, D] (rows tap
 	// (dy, dx) then input channel), the rest [D].
@@ -103,13 +103,6 @@ type frScratch struct {
 	rowSums     []float32
 }
 
-// frChunkCells is the number of cells along a row whose Winograd tiles
-// (one 4x4 tile per cell) are transformed and multiplied together: 36
-// transforms of 32 tiles x 128 channels, 0.6 MiB each for the inputs and
-// the products (measured: 32 cells 0.32 CPU-s per Pavia-sized inference,
-// 64 cells 0.39, the products then spilling from the L2 cache).
-const frChunkCells = 32
-
 // winoG is Winograd F(4x4, 3x3)'s kernel transform G [6][3] (interpolation
 // points 0, 1, -1, 2, -2 and infinity).
 var winoG = [6][3]float64{
@@ -121,56 +114,43 @@ var winoG = [6][3]float64{
 	{0, 0, 1},
 }
 
-// newFullRes prepares the stage for scene s, turned into the network's
-// input by in.
-func newFullRes(d dims, s Scene, in inputSpec, workers int) *fullRes {
-	f := &fullRes{bands: d.Bands, d: d.D, groups: d.Groups, workers: max(1, workers)}
-	f.setScene(s, in)
+// NewFullRes prepares the stage of a network of sizes d for scene s,
+// turned into the network's input by in.
+func NewFullRes(d Dims, s Scene, in Input, workers int) *FullRes {
+	f := &FullRes{bands: d.Bands, d: d.D, groups: d.Groups, workers: max(1, workers)}
+	f.SetScene(s, in)
 	return f
 }
 
-// newFullResWeights prepares the stage with the model's weights (params by
-// name), for scenes given later with setScene.
-func newFullResWeights(d dims, params paramSet, workers int) *fullRes {
-	f := &fullRes{bands: d.Bands, d: d.D, groups: d.Groups, workers: max(1, workers)}
-	w := map[string][]float32{}
-	for _, p := range params {
-		w[p.Name] = p.Data
-	}
-	f.setWeights(w["embed.w"], w["embed.b"], w["embed.gn.g"], w["embed.gn.b"], w["conv.w"], w["conv.b"])
+// NewFullResWeights prepares the stage with the model's weights (the
+// graph's layouts, SetWeights), for scenes given later with SetScene.
+func NewFullResWeights(d Dims, we, be, gamma, beta, wc, bc []float32, workers int) *FullRes {
+	f := &FullRes{bands: d.Bands, d: d.D, groups: d.Groups, workers: max(1, workers)}
+	f.SetWeights(we, be, gamma, beta, wc, bc)
 	return f
 }
 
-// setScene points the stage at scene s, turned into the network's input by
-// in (fullResMode: one channel per band); the Gram matrix and the training
-// windows of an earlier scene are dropped.
-func (f *fullRes) setScene(s Scene, in inputSpec) {
-	f.s, f.in, f.lo, f.scale, f.levels = s, in, in.lo, in.scale, in.levels
+// SetScene points the stage at scene s, turned into the network's input by
+// in (one channel per band); the Gram matrix and the training windows of
+// an earlier scene are dropped.
+func (f *FullRes) SetScene(s Scene, in Input) {
+	f.s, f.in, f.lo, f.scale, f.levels = s, in, in.Lo, in.Scale, in.Levels
 	f.rows, f.cols, f.bands = s.Rows, s.Cols, s.Bands
 	f.hs, f.ws = s.Rows/Stride, s.Cols/Stride
 	f.haveGram, f.gram, f.sx = false, nil, nil
 	f.argmax, f.gm = nil, nil
 }
 
-// release drops the stage's reference to the scene and its training
+// Release drops the stage's reference to the scene and its training
 // windows, keeping the weights and the workers' buffers.
-func (f *fullRes) release() {
+func (f *FullRes) Release() {
 	f.s = Scene{}
 	f.argmax, f.gm = nil, nil
 }
 
-// float64s converts v.
-func float64s(v []float32) []float64 {
-	o := make([]float64, len(v))
-	for i, x := range v {
-		o[i] = float64(x)
-	}
-	return o
-}
-
-// setWeights loads the stage's weights (the graph's layouts) and
+// SetWeights loads the stage's weights (the graph's layouts) and
 // transforms the convolution's.
-func (f *fullRes) setWeights(we, be, gamma, beta, wc, bc []float32) {
+func (f *FullRes) SetWeights(we, be, gamma, beta, wc, bc []float32) {
 	f.we, f.be, f.gamma, f.beta, f.wc, f.bc = we, be, gamma, beta, wc, bc
 	d := f.d
 	if f.uF == nil {
@@ -203,7 +183,7 @@ func (f *fullRes) setWeights(we, be, gamma, beta, wc, bc []float32) {
 }
 
 // setNorm sets the normalisation to per-group mean and variance.
-func (f *fullRes) setNorm(mean, variance []float64) {
+func (f *FullRes) setNorm(mean, variance []float64) {
 	d, g := f.d, f.groups
 	f.mean, f.variance = mean, variance
 	if f.na == nil {
@@ -220,7 +200,7 @@ func (f *fullRes) setNorm(mean, variance []float64) {
 	}
 }
 
-func (f *fullRes) scratch(w int) *frScratch {
+func (f *FullRes) scratch(w int) *frScratch {
 	for len(f.scr) <= w {
 		f.scr = append(f.scr, nil)
 	}
@@ -228,7 +208,7 @@ func (f *fullRes) scratch(w int) *frScratch {
 	if sc := f.scr[w]; sc != nil && sc.cols == wd && sc.bands == b {
 		return sc
 	}
-	t := frChunkCells
+	t := FullResChunkCells
 	sc := &frScratch{cols: wd, bands: b,
 		xs: make([]float32, 6*wd*b), z: make([]float32, 6*wd*d), e: make([]float32, 6*(wd+2)*d),
 		v: make([]float32, 36*t*d), m: make([]float32, 36*t*d),
@@ -239,7 +219,7 @@ func (f *fullRes) scratch(w int) *frScratch {
 }
 
 // parallel runs fn(w, lo, hi) on the workers over [0, n) split in contiguous ranges.
-func (f *fullRes) parallel(n int, fn func(w, lo, hi int)) {
+func (f *FullRes) parallel(n int, fn func(w, lo, hi int)) {
 	nw := min(f.workers, max(1, n))
 	for w := 0; w < nw; w++ {
 		f.scratch(w) // before the goroutines: f.scr grows here
@@ -263,7 +243,7 @@ func (f *fullRes) parallel(n int, fn func(w, lo, hi int)) {
 // stretchRows writes the input channels of the pixels of rows r0..r0+n-1
 // to xs ([n, cols, bands]): stretched (vectorised), or as f.in makes them
 // for the other modes; invalid pixels and rows outside the scene are zero.
-func (f *fullRes) stretchRows(xs []float32, r0, n int) {
+func (f *FullRes) stretchRows(xs []float32, r0, n int) {
 	wd, b := f.cols, f.bands
 	for i := 0; i < n; i++ {
 		r := r0 + i
@@ -280,9 +260,9 @@ func (f *fullRes) stretchRows(xs []float32, r0, n int) {
 				continue
 			}
 			src := f.s.Data[px*b : (px+1)*b]
-			if f.in.mode != InputStretch && f.in.mode != "" {
+			if f.in.Add != nil {
 				clear(out)
-				f.in.add(out, src)
+				f.in.Add(out, src)
 				continue
 			}
 			j := 0
@@ -290,7 +270,7 @@ func (f *fullRes) stretchRows(xs []float32, r0, n int) {
 			nq := archsimd.BroadcastFloat32x16(float32(f.levels - 1))
 			for ; j+16 <= b; j += 16 {
 				x := archsimd.LoadFloat32x16(src[j : j+16]).Sub(archsimd.LoadFloat32x16(f.lo[j : j+16])).Mul(archsimd.LoadFloat32x16(f.scale[j : j+16]))
-				// As stretch01: clipped to [0, 1], NaN to 0; then quantize01.
+				// As Stretch01: clipped to [0, 1], NaN to 0; then Quantize01.
 				x = x.Min(one).IfElse(x.GreaterEqual(zero), zero)
 				if f.levels >= 2 {
 					x = x.Mul(nq).FloorScaled(0).Div(nq)
@@ -298,21 +278,21 @@ func (f *fullRes) stretchRows(xs []float32, r0, n int) {
 				x.Store(out[j : j+16])
 			}
 			for ; j < b; j++ {
-				out[j] = quantize01(stretch01(src[j], f.lo[j], f.scale[j]), f.levels)
+				out[j] = Quantize01(Stretch01(src[j], f.lo[j], f.scale[j]), f.levels)
 			}
 		}
 	}
 }
 
 // validPix says whether pixel (r, c) is inside the scene and valid.
-func (f *fullRes) validPix(r, c int) bool {
+func (f *FullRes) validPix(r, c int) bool {
 	return r >= 0 && r < f.rows && c >= 0 && c < f.cols && f.s.valid(r*f.cols+c)
 }
 
 // embed computes slots s0..s0+n-1 (pixel rows r0..) of the worker's
 // rolling rows: the stretched input, z = x We + be and, with the current
 // normalisation, e = silu(z a + b) (zero for invalid pixels and the pad columns).
-func (f *fullRes) embed(sc *frScratch, s0, r0, n int) {
+func (f *FullRes) embed(sc *frScratch, s0, r0, n int) {
 	wd, b, d := f.cols, f.bands, f.d
 	xs := sc.xs[s0*wd*b : (s0+n)*wd*b]
 	f.stretchRows(xs, r0, n)
@@ -344,7 +324,7 @@ func (f *fullRes) embed(sc *frScratch, s0, r0, n int) {
 }
 
 // roll moves the last two of the six rolling rows to the first two.
-func (f *fullRes) roll(sc *frScratch) {
+func (f *FullRes) roll(sc *frScratch) {
 	wd, b, d := f.cols, f.bands, f.d
 	copy(sc.xs[:2*wd*b], sc.xs[4*wd*b:6*wd*b])
 	copy(sc.z[:2*wd*d], sc.z[4*wd*d:6*wd*d])
@@ -353,7 +333,7 @@ func (f *fullRes) roll(sc *frScratch) {
 
 // embedCellRow fills the six rolling rows for cell row c (slot s is
 // pixel row 4c-1+s): all six for the worker's first row, else the four new ones.
-func (f *fullRes) embedCellRow(sc *frScratch, c int, first bool) {
+func (f *FullRes) embedCellRow(sc *frScratch, c int, first bool) {
 	if first {
 		f.embed(sc, 0, 4*c-1, 6)
 		return
@@ -364,7 +344,7 @@ func (f *fullRes) embedCellRow(sc *frScratch, c int, first bool) {
 
 // stats computes the per-group mean and variance of z = x We + be over
 // the scene's valid pixels (GroupNorm with the input's own statistics).
-func (f *fullRes) stats() (mean, variance []float64) {
+func (f *FullRes) stats() (mean, variance []float64) {
 	d, g, wd, b := f.d, f.groups, f.cols, f.bands
 	const blk = 4
 	f.parallel((f.rows+blk-1)/blk, func(w, lo, hi int) {
@@ -438,11 +418,11 @@ func (f *fullRes) stats() (mean, variance []float64) {
 	return mean, variance
 }
 
-// forward computes the encoder's output f0 [hs*ws, D] (before the
+// Forward computes the encoder's output f0 [hs*ws, D] (before the
 // low-resolution valid mask) with the given normalisation, or the scene's
 // own statistics when mean is nil, which it then returns. train keeps what
 // backward needs.
-func (f *fullRes) forward(mean, variance []float64, f0 []float32, train bool) ([]float64, []float64) {
+func (f *FullRes) Forward(mean, variance []float64, f0 []float32, train bool) ([]float64, []float64) {
 	if mean == nil {
 		if train || f.haveGram {
 			// Training runs many passes over one scene: its moments, once,
@@ -466,8 +446,8 @@ func (f *fullRes) forward(mean, variance []float64, f0 []float32, train bool) ([
 		sc := f.scratch(w)
 		for c := lo; c < hi; c++ {
 			f.embedCellRow(sc, c, c == lo)
-			for j0 := 0; j0 < f.ws; j0 += frChunkCells {
-				f.forwardChunk(sc, c, j0, min(f.ws, j0+frChunkCells), f0, train)
+			for j0 := 0; j0 < f.ws; j0 += FullResChunkCells {
+				f.forwardChunk(sc, c, j0, min(f.ws, j0+FullResChunkCells), f0, train)
 			}
 		}
 	})
@@ -477,7 +457,7 @@ func (f *fullRes) forward(mean, variance []float64, f0 []float32, train bool) ([
 // forwardChunk runs the convolution, pooling and GELU on cells j0..j1-1
 // of cell row c: one Winograd F(4x4, 3x3) tile per cell, whose 4x4 output
 // holds the cell's four MaxPool windows, so each tile gives its cell's F0.
-func (f *fullRes) forwardChunk(sc *frScratch, c, j0, j1 int, f0 []float32, train bool) {
+func (f *FullRes) forwardChunk(sc *frScratch, c, j0, j1 int, f0 []float32, train bool) {
 	d, wd := f.d, f.cols
 	nt := j1 - j0
 	f.inputTransform(sc.e, wd+2, j0, nt, sc.v)
@@ -522,7 +502,7 @@ func (f *fullRes) forwardChunk(sc *frScratch, c, j0, j1 int, f0 []float32, train
 // src (rowLen pixels of D channels each, padded by one column on the left)
 // under nt cells from cell col0: patch columns 4 j .. 4 j + 5 in the padded
 // indexing; v[xi][t][D] with xi = 6 row + column.
-func (f *fullRes) inputTransform(src []float32, rowLen, col0, nt int, v []float32) {
+func (f *FullRes) inputTransform(src []float32, rowLen, col0, nt int, v []float32) {
 	d := f.d
 	nv := d / 16
 	var r [6][6]archsimd.Float32x16
@@ -647,7 +627,7 @@ func gelu16(x archsimd.Float32x16) (g, dg archsimd.Float32x16) {
 // embedding follow from them in O(B^2 D) (gramStats, backward) instead of
 // a pass over the scene. Centring first keeps the variances free of the
 // cancellation of E[z^2] - E[z]^2.
-func (f *fullRes) gramPass() {
+func (f *FullRes) gramPass() {
 	if f.haveGram {
 		return
 	}
@@ -728,7 +708,7 @@ func (f *fullRes) gramPass() {
 // mean m_c = xbar w_c + b_c and sum_p (z_pc - m_c)^2 = w_c^T C w_c, so a
 // group's variance is the mean over its channels of w_c^T C w_c / n plus
 // (m_c - group mean)^2.
-func (f *fullRes) gramStats() (mean, variance []float64) {
+func (f *FullRes) gramStats() (mean, variance []float64) {
 	f.gramPass()
 	d, g, b := f.d, f.groups, f.bands
 	nv := math.Max(float64(f.nvalid), 1)
@@ -752,7 +732,7 @@ func (f *fullRes) gramStats() (mean, variance []float64) {
 
 // channelMoments are each channel's mean of z over the valid pixels and
 // w_c^T C w_c (gramPass).
-func (f *fullRes) channelMoments() (mc, vc []float64) {
+func (f *FullRes) channelMoments() (mc, vc []float64) {
 	d, b := f.d, f.bands
 	nv := math.Max(float64(f.nvalid), 1)
 	mc, vc = make([]float64, d), make([]float64, d)
@@ -779,12 +759,12 @@ func (f *fullRes) channelMoments() (mc, vc []float64) {
 	return mc, vc
 }
 
-// backward computes the gradients of the stage's weights (the graph's
+// Backward computes the gradients of the stage's weights (the graph's
 // layouts) from df0, the loss's gradient with respect to forward's f0,
 // with the normalisation and windows of the last forward (train) pass.
-func (f *fullRes) backward(df0 []float32) (dwe, dbe, dgamma, dbeta, dwc, dbc []float32) {
+func (f *FullRes) Backward(df0 []float32) (dwe, dbe, dgamma, dbeta, dwc, dbc []float32) {
 	if f.argmax == nil {
-		panic("fullRes.backward: no training forward pass before it")
+		panic("FullRes.Backward: no training forward pass before it")
 	}
 	f.gramPass()
 	d, b := f.d, f.bands
@@ -819,12 +799,12 @@ func (f *fullRes) backward(df0 []float32) (dwe, dbe, dgamma, dbeta, dwc, dbc []f
 			f.embedCellRow(sc, c, c == lo)
 			f.buildDC(sc, c, dcw, df0)
 			clear(sc.de)
-			for j0 := 0; j0 < wsE; j0 += frChunkCells {
-				f.inputGradChunk(sc, dcw, j0, min(wsE, j0+frChunkCells))
+			for j0 := 0; j0 < wsE; j0 += FullResChunkCells {
+				f.inputGradChunk(sc, dcw, j0, min(wsE, j0+FullResChunkCells))
 			}
 			if c < f.hs {
-				for j0 := 0; j0 < f.ws; j0 += frChunkCells {
-					f.weightGradChunk(sc, dcw, j0, min(f.ws, j0+frChunkCells))
+				for j0 := 0; j0 < f.ws; j0 += FullResChunkCells {
+					f.weightGradChunk(sc, dcw, j0, min(f.ws, j0+FullResChunkCells))
 				}
 			}
 			f.normGradRows(sc, c)
@@ -914,7 +894,7 @@ func (f *fullRes) backward(df0 []float32) (dwe, dbe, dgamma, dbeta, dwc, dbc []f
 // 4c-1..4c+4 (slots) and columns -1..4 wsE (padded by one): at each
 // window's maximum, per channel, df0 of its cell times GELU'(max)/4; zero
 // elsewhere and outside the floor grid.
-func (f *fullRes) buildDC(sc *frScratch, c, dcw int, df0 []float32) {
+func (f *FullRes) buildDC(sc *frScratch, c, dcw int, df0 []float32) {
 	d := f.d
 	nv := d / 16
 	for s := 0; s < 6; s++ {
@@ -943,7 +923,7 @@ func (f *fullRes) buildDC(sc *frScratch, c, dcw int, df0 []float32) {
 // inputGradChunk writes to sc.de (pixel rows 4c..4c+3) the convolution's
 // input gradient on cells j0..j1-1: Winograd F(4x4, 3x3) on the output
 // gradient with the flipped, transposed kernel.
-func (f *fullRes) inputGradChunk(sc *frScratch, dcw, j0, j1 int) {
+func (f *FullRes) inputGradChunk(sc *frScratch, dcw, j0, j1 int) {
 	d, wd := f.d, f.cols
 	nt := j1 - j0
 	f.inputTransform(sc.dc, dcw, j0, nt, sc.v)
@@ -969,7 +949,7 @@ func (f *fullRes) inputGradChunk(sc *frScratch, dcw, j0, j1 int) {
 // weightGradChunk adds the convolution's weight gradient from cells
 // j0..j1-1 of the current cell row to sc.dU: for each of the 36 Winograd
 // components, V^T (A dY A^T) over the chunk's tiles.
-func (f *fullRes) weightGradChunk(sc *frScratch, dcw, j0, j1 int) {
+func (f *FullRes) weightGradChunk(sc *frScratch, dcw, j0, j1 int) {
 	d, wd := f.d, f.cols
 	nt := j1 - j0
 	f.inputTransform(sc.e, wd+2, j0, nt, sc.v)
@@ -1020,7 +1000,7 @@ func winoA(y *[4]archsimd.Float32x16, out *[6]archsimd.Float32x16) {
 // SiLU and the normalisation: du = dE silu'(u) at valid pixels, the sums
 // for gamma and beta, X^T du, and the bias's gradient from the rows'
 // output gradient.
-func (f *fullRes) normGradRows(sc *frScratch, c int) {
+func (f *FullRes) normGradRows(sc *frScratch, c int) {
 	d, wd, b := f.d, f.cols, f.bands
 	nv := d / 16
 	n := min(4, f.rows-4*c)
