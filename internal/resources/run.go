@@ -2,6 +2,7 @@ package resources
 
 import (
 	"runtime/debug"
+	"strconv"
 	"sync"
 )
 
@@ -107,4 +108,17 @@ func addBlockCache(g GDAL, n int64) {
 		v = runs.cacheOrig
 	}
 	g.SetBlockCacheMaxBytes(v)
+}
+
+// MemoryWriteCacheMiB is GDAL's block cache, MiB, while pnec writes a cube
+// it already holds in memory (pnec import): the cube is in memory once,
+// and GDAL's default cache (5% of RAM) would otherwise hold most of the
+// output as well.
+const MemoryWriteCacheMiB = 32
+
+// LimitCacheForMemoryWrite sets GDAL's block cache option (GDAL_CACHEMAX)
+// to MemoryWriteCacheMiB before a cube held in memory is written. Callers
+// leave it when the user chose GDAL_CACHEMAX.
+func LimitCacheForMemoryWrite(g GDAL) {
+	g.SetConfigValue("GDAL_CACHEMAX", strconv.Itoa(MemoryWriteCacheMiB))
 }
