@@ -40,6 +40,11 @@ func register(c *cli.Command) { commands = append(commands, c) }
 const stopGrace = 2500 * time.Millisecond
 
 func main() {
+	// The process's resource policy first, on the main thread before any
+	// goroutine makes C calls: glibc's arena cap applied from run's
+	// goroutine came too late (a 16-thread classify under ulimit -v
+	// 2000000 then failed to start threads in 10 of 10 runs).
+	resources.Start(geo.Knobs{})
 	// The cause names the signal, which a batch's report gives for the
 	// scenes it stopped.
 	ctx, cancel := context.WithCancelCause(context.Background())
@@ -119,8 +124,10 @@ var networkCommands = map[string]bool{
 }
 
 // run builds the application and runs it on args (args[0] is the program
-// name). The process's resource policy is applied first, before anything
-// is parsed or read (--config, applied next, wins over its GDAL settings).
+// name). The process's resource policy is in place before anything is
+// parsed or read (main applied it; the call here is for callers of run
+// other than main, the tests), and --config, applied next, wins over its
+// GDAL settings.
 func run(ctx context.Context, args []string) error {
 	resources.Start(geo.Knobs{})
 	return newApp().RunContext(ctx, args)

@@ -44,9 +44,11 @@ var startOnce sync.Once
 // meant to keep in mmap, the arena cap before GDAL's and GoMLX's threads
 // contend for malloc) and after GDAL's drivers are registered (which
 // loads GDAL's configuration file, whose GDAL_NUM_THREADS wins): the
-// command calls it first, and geo before it opens or creates its first
-// dataset. A --config given on the command line is applied after it, and
-// wins.
+// command calls it first thing in main, on the main thread before any
+// goroutine calls C (applied later, from the command's goroutine, the
+// arena cap came too late: see docs/architecture.md, "Resources"), and geo
+// before it opens or creates its first dataset. A --config given on the
+// command line is applied after it, and wins.
 func Start(g GDAL) {
 	startOnce.Do(func() {
 		p := Decide(readFacts(g))

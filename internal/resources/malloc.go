@@ -3,6 +3,7 @@
 package resources
 
 /*
+#include <stdlib.h> // defines __GLIBC__ where the C library is glibc
 #ifdef __GLIBC__
 #include <malloc.h>
 #endif
@@ -30,8 +31,10 @@ static int pnec_cap_arenas(int n) {
 */
 import "C"
 
-// setMMapThreshold pins glibc's mmap threshold (Policy.MMapThresholdBytes).
-func setMMapThreshold(bytes int) { C.pnec_set_mmap_threshold(C.int(bytes)) }
+// setMMapThreshold pins glibc's mmap threshold (Policy.MMapThresholdBytes);
+// false where the C library is not glibc or refused.
+func setMMapThreshold(bytes int) bool { return C.pnec_set_mmap_threshold(C.int(bytes)) == 1 }
 
-// capMallocArenas caps glibc's malloc arenas (Policy.MallocArenas).
-func capMallocArenas(n int) { C.pnec_cap_arenas(C.int(n)) }
+// capMallocArenas caps glibc's malloc arenas (Policy.MallocArenas); false
+// where the C library is not glibc or refused.
+func capMallocArenas(n int) bool { return C.pnec_cap_arenas(C.int(n)) == 1 }

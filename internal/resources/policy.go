@@ -12,8 +12,11 @@
 // The moments, and who calls them:
 //
 //   - Start: once per process, before GDAL reads anything. The command
-//     calls it first (cmd/pnec's run), and geo calls it before it opens or
-//     creates its first dataset, so a library program gets it too.
+//     calls it first thing in main, on the main thread (the arena cap must
+//     come before other threads call C), and geo calls it before it opens
+//     or creates its first dataset, so a library program gets it too (one
+//     run under an address-space limit sets MALLOC_ARENA_MAX=2 itself,
+//     which glibc reads at start).
 //   - GuardHeap: once, before a command that runs the network reads
 //     anything (cmd/pnec), and when the Go backend first opens.
 //   - BackendOpening: when a backend opens (model.Backend.Open), with
