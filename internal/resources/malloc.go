@@ -8,22 +8,14 @@ package resources
 #include <malloc.h>
 #endif
 
-// pnec_set_mmap_threshold pins glibc's mmap threshold at n bytes, which
-// also turns off its dynamic growth; 0 where the C library is not glibc or
-// the call fails.
-static int pnec_set_mmap_threshold(int n) {
-#ifdef __GLIBC__
-	return mallopt(M_MMAP_THRESHOLD, n);
-#else
-	return 0;
-#endif
-}
+enum { PNEC_MMAP_THRESHOLD, PNEC_ARENA_MAX };
 
-// pnec_cap_arenas limits glibc to n malloc arenas; 0 where the C library
-// is not glibc or the call fails.
-static int pnec_cap_arenas(int n) {
+// pnec_mallopt sets glibc's mmap threshold (pinning it also turns off its
+// dynamic growth) or its arena cap to value; 0 where the C library is not
+// glibc or the call fails.
+static int pnec_mallopt(int what, int value) {
 #ifdef __GLIBC__
-	return mallopt(M_ARENA_MAX, n);
+	return mallopt(what == PNEC_MMAP_THRESHOLD ? M_MMAP_THRESHOLD : M_ARENA_MAX, value);
 #else
 	return 0;
 #endif
@@ -33,8 +25,8 @@ import "C"
 
 // setMMapThreshold pins glibc's mmap threshold (Policy.MMapThresholdBytes);
 // false where the C library is not glibc or refused.
-func setMMapThreshold(bytes int) bool { return C.pnec_set_mmap_threshold(C.int(bytes)) == 1 }
+func setMMapThreshold(bytes int) bool { return C.pnec_mallopt(C.PNEC_MMAP_THRESHOLD, C.int(bytes)) == 1 }
 
 // capMallocArenas caps glibc's malloc arenas (Policy.MallocArenas); false
 // where the C library is not glibc or refused.
-func capMallocArenas(n int) bool { return C.pnec_cap_arenas(C.int(n)) == 1 }
+func capMallocArenas(n int) bool { return C.pnec_mallopt(C.PNEC_ARENA_MAX, C.int(n)) == 1 }
