@@ -48,11 +48,11 @@ var startOnce sync.Once
 // goroutine calls C (applied later, from the command's goroutine, the
 // arena cap came too late: see docs/architecture.md, "Resources"), and geo
 // before it opens or creates its first dataset. A --config given on the
-// command line is applied after it, and wins.
+// command line is applied after it, and wins. A nil g leaves GDAL alone.
 func Start(g GDAL) {
 	startOnce.Do(func() {
 		p := Decide(readFacts(g))
-		if p.GDALNumThreads != "" {
+		if p.GDALNumThreads != "" && g != nil {
 			g.SetConfigValue("GDAL_NUM_THREADS", p.GDALNumThreads)
 		}
 		if p.MMapThresholdBytes > 0 {
