@@ -20,28 +20,28 @@ import (
 	"unsafe"
 
 	"github.com/airbusgeo/godal"
+
+	"github.com/pnec/pnec/internal/resources"
 )
 
 var registerOnce sync.Once
 
-// register makes every GDAL driver available; called before any dataset is opened or created.
-func register() { registerOnce.Do(godal.RegisterAll) }
-
-func init() {
-	register()
-	// Compressed blocks (DEFLATE, ZSTD, LZW ...) of GTiff sources are then
-	// decoded on every core (GDAL 3.6's GTiff driver does that for reads of
-	// several blocks). Measured on a 2048 x 2048 x 200 Int16 DEFLATE VRT on
-	// 2 shared cores: reading 4 tiles of 640 x 640 in Python's GDAL went from
-	// 40 to 53 M samples/s, and pnec classify --max-memory 2G from 69 s to
-	// 60 s wall. A value the user set (environment or --config) wins.
-	if ConfigValue("GDAL_NUM_THREADS") == "" {
-		k, v := C.CString("GDAL_NUM_THREADS"), C.CString("ALL_CPUS")
-		C.CPLSetConfigOption(k, v)
-		C.free(unsafe.Pointer(k))
-		C.free(unsafe.Pointer(v))
-	}
+// register makes every GDAL driver available and applies pnec's resource
+// policy to the process (resources.Start: GDAL's decoding threads, glibc's
+// malloc), so that a library program gets the command's settings too;
+// called before any dataset is opened or created.
+func register() {
+	registerDrivers()
+	resources.Start(Knobs{})
 }
+
+// registerDrivers registers GDAL's drivers, which also loads GDAL's
+// configuration file (whose options the policy reads).
+func registerDrivers() { registerOnce.Do(godal.RegisterAll) }
+
+// Drivers are registered when the process starts, as GDAL's own tools do;
+// the resource policy is applied by the command, or by register.
+func init() { registerDrivers() }
 
 // QuietMessages stops GDAL from printing messages that arrive outside a
 // call of this package (those inside are captured and returned as errors,
@@ -82,16 +82,7 @@ func SetConfig(kv []string) error {
 		keys[i], vals[i] = k, v
 	}
 	for i := range keys {
-		ck := C.CString(keys[i])
-		var cv *C.char
-		if vals[i] != "" {
-			cv = C.CString(vals[i])
-		}
-		C.CPLSetConfigOption(ck, cv)
-		C.free(unsafe.Pointer(ck))
-		if cv != nil {
-			C.free(unsafe.Pointer(cv))
-		}
+		setConfigValue(keys[i], vals[i])
 	}
 	return nil
 }
@@ -126,39 +117,6 @@ func ConfigValue(key string) string {
 func GDALVersion() string {
 	v := godal.Version()
 	return fmt.Sprintf("%d.%d.%d", v.Major(), v.Minor(), v.Revision())
-}
-
-// cacheMu guards the block cache reservations.
-var (
-	cacheMu       sync.Mutex
-	cacheReserved int64
-	cacheDefault  int64 = -1 // GDAL's own maximum before the first reservation
-)
-
-// ReserveBlockCache adds n bytes (negative to give them back) to the
-// process's GDAL block cache maximum, which is the sum of the reservations
-// of the runs in progress: a classifier reserves what its reads need, so the
-// cache is part of its memory budget instead of GDAL's default (5% of
-// physical memory, whatever the budget). With no reservation left the
-// maximum goes back to what it was. A GDAL_CACHEMAX set by the user
-// (environment or --config) is left alone; ReserveBlockCache reports
-// whether it applied.
-func ReserveBlockCache(n int64) bool {
-	if ConfigValue("GDAL_CACHEMAX") != "" {
-		return false
-	}
-	cacheMu.Lock()
-	defer cacheMu.Unlock()
-	if cacheDefault < 0 {
-		cacheDefault = int64(C.GDALGetCacheMax64())
-	}
-	cacheReserved = max(cacheReserved+n, 0)
-	v := cacheReserved
-	if v == 0 {
-		v = cacheDefault
-	}
-	C.GDALSetCacheMax64(C.GIntBig(v))
-	return true
 }
 
 // setUnitTypes sets the unit type of bands of the raster file at path
@@ -197,6 +155,7 @@ func setUnitTypes(path string, units []string) error {
 // with: GDAL_NUM_THREADS as a number, or every core for ALL_CPUS (pnec's
 // default); 1 when unset or not understood.
 func DecodeThreads() int {
+	register() // the policy's default, also before any dataset is opened
 	v := strings.TrimSpace(ConfigValue("GDAL_NUM_THREADS"))
 	if strings.EqualFold(v, "ALL_CPUS") {
 		return runtime.NumCPU()

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/pnec/pnec/geo"
+	"github.com/pnec/pnec/internal/resources"
 	"github.com/pnec/pnec/matfile"
 )
 
@@ -53,10 +54,11 @@ type Request struct {
 	Local  bool
 	// CreationOptions are extra GTiff creation options (KEY=VALUE).
 	CreationOptions []string
-	// LimitCache sets GDAL's block cache to 32 MiB before a cube is written:
-	// the cube is already in memory once, and GDAL's default cache (5% of
-	// RAM) would otherwise hold most of the output as well. Callers leave it
-	// false when the user chose GDAL_CACHEMAX.
+	// LimitCache sets GDAL's block cache to 32 MiB before a cube is written
+	// (resources.LimitCacheForMemoryWrite): the cube is already in memory
+	// once, and GDAL's default cache (5% of RAM) would otherwise hold most
+	// of the output as well. Callers leave it false when the user chose
+	// GDAL_CACHEMAX.
 	LimitCache bool
 }
 
@@ -103,9 +105,7 @@ func MAT(ctx context.Context, req Request) (Result, error) {
 		}
 	}
 	if cube != nil && req.LimitCache {
-		if err := geo.SetConfig([]string{"GDAL_CACHEMAX=32"}); err != nil {
-			return res, err
-		}
+		resources.LimitCacheForMemoryWrite(geo.Knobs{})
 	}
 	res.Read = time.Since(start)
 	if cube != nil {

@@ -11,6 +11,8 @@ import (
 	"github.com/gomlx/compute"
 	_ "github.com/gomlx/compute/gobackend" // the pure-Go backend, "go"
 	"github.com/gomlx/go-xla/compute/xla"
+
+	"github.com/pnec/pnec/internal/resources"
 )
 
 // goBackendConfig is the configuration used for the pure-Go backend. The
@@ -255,9 +257,10 @@ func (b Backend) Open() (cb compute.Backend, err error) {
 	cb, err = func() (compute.Backend, error) {
 		xlaMu.Lock()
 		defer xlaMu.Unlock() // also when it panics
+		// The resource policy's settings for where the network's buffers
+		// live (the heap guard and GOGC on the Go heap), before any runs.
+		resources.BackendOpening(b.NetworkOnGoHeap())
 		if b.Kind == BackendGo {
-			GuardHeap()
-			lowerGCPercent()
 			// The Go backend prints its parallelism setting to stdout, which
 			// would corrupt machine-readable output (pnec evaluate --json).
 			if devnull, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0); err == nil {

@@ -7,11 +7,13 @@ import (
 	"runtime/debug"
 	"strings"
 	"testing"
+
+	"github.com/pnec/pnec/internal/resources"
 )
 
 // TestGoBackendLowersGCPercent opens the Go backend in a fresh process
 // (the policy applies once per process) and reads the collector's GOGC
-// after: GoBackendGCPercent by default, left alone when GOGC is set in the
+// after: resources.GoBackendGCPercent by default, left alone when GOGC is set in the
 // environment or the program chose another value first.
 func TestGoBackendLowersGCPercent(t *testing.T) {
 	if mode := os.Getenv("PNEC_GCPOLICY_CHILD"); mode != "" {
@@ -31,7 +33,7 @@ func TestGoBackendLowersGCPercent(t *testing.T) {
 		mode, env string
 		want      int
 	}{
-		{"default", "", GoBackendGCPercent},
+		{"default", "", resources.GoBackendGCPercent},
 		{"environment", "GOGC=70", 70},
 		{"program", "", 40},
 	} {

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"unsafe"
+
+	"github.com/pnec/pnec/internal/resources"
 )
 
 // mapping is one line of /proc/self/maps: [start, end) and whether it is readable.
@@ -56,6 +58,10 @@ func readableThrough(maps []mapping, p, n uintptr) (bool, uintptr) {
 	return end != 0 && p+n <= end, end
 }
 
+// heapStepBytes is the Go runtime's heap growth step (one palloc chunk,
+// 4 MiB), as the heap guard counts it.
+const heapStepBytes = 4 << 20
+
 // overReadBytes is how far a partial SIMD load reads past a slice's end at
 // most: a 64-byte vector loaded at the slice's last element.
 const overReadBytes = 64
@@ -71,7 +77,7 @@ const overReadBytes = 64
 func heapEdgeChild(t *testing.T, rounds int) string {
 	var keep [][]byte
 	for i := range rounds {
-		size := (1 + i%3) * heapGuardStepBytes
+		size := (1 + i%3) * heapStepBytes
 		b := make([]byte, size)
 		keep = append(keep, b)
 		end := uintptr(unsafe.Pointer(unsafe.SliceData(b))) + uintptr(len(b))
@@ -101,9 +107,9 @@ func heapEdgeChild(t *testing.T, rounds int) string {
 func TestHeapGuardKeepsBufferEndsReadable(t *testing.T) {
 	if mode := os.Getenv("PNEC_HEAPGUARD_CHILD"); mode != "" {
 		if mode == "guard" {
-			GuardHeap()
+			resources.GuardHeap()
 		}
-		fmt.Printf("guard %d bytes\n", HeapGuardBytes())
+		fmt.Printf("guard %d bytes\n", resources.HeapGuardBytes())
 		if msg := heapEdgeChild(t, 40); msg != "" {
 			fmt.Println("EDGE:", msg)
 		} else {
@@ -137,24 +143,6 @@ func TestHeapGuardKeepsBufferEndsReadable(t *testing.T) {
 			// masked loads the over-read never happens and the guard is
 			// merely unused. The edge itself (above) is still checked.
 			t.Logf("%s: the partial load at the mapped heap's end did not fault on this CPU (masked loads suppress the fault); the guard is not needed here", tc.mode)
-		}
-	}
-}
-
-func TestHeapGuardSize(t *testing.T) {
-	for _, tc := range []struct {
-		left, want int64
-	}{
-		{-1, heapGuardMaxBytes},            // no limit
-		{0, 0},                             // nothing left
-		{15 << 20, 0},                      // a quarter is under one step
-		{800 << 20, 200 << 20},             // a quarter, whole steps
-		{801 << 20, 200 << 20},             // rounded down
-		{100 << 30, heapGuardMaxBytes},     // capped
-		{4*heapGuardMaxBytes + 1, 1 << 30}, // capped exactly
-	} {
-		if got := heapGuardSize(tc.left); got != tc.want {
-			t.Errorf("heapGuardSize(%d) = %d, want %d", tc.left, got, tc.want)
 		}
 	}
 }

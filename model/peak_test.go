@@ -1,4 +1,6 @@
 package model
 
+import "github.com/pnec/pnec/internal/resources"
+
 // peakRSSBytes reads the process's peak resident set size from /proc (Linux).
-func peakRSSBytes() (int64, bool) { return procStatusBytes("VmHWM") }
+func peakRSSBytes() (int64, bool) { return resources.ProcStatusBytes("VmHWM") }

@@ -11,6 +11,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/pnec/pnec/geo"
+	"github.com/pnec/pnec/internal/resources"
 	"github.com/pnec/pnec/model"
 	"github.com/pnec/pnec/progress"
 	"github.com/pnec/pnec/tiling"
@@ -188,7 +189,7 @@ func (c *Classifier) planRun(sceneName string, info geo.Info, res *Result) (plan
 	res.TileRows, res.TileCols, res.Overlap = plan.TileRows, plan.TileCols, plan.Overlap
 	res.PlannedBytes, res.Flight = planned, flight
 	cost := newSceneCost(info, c.m, c.opts)
-	release = reserveMemory(cost.limit(budget, plan, backendOf(c.pred)), blockCacheBytes(info, plan.TileCols)+cost.probCache)
+	release = resources.Reserve(geo.Knobs{}, cost.run(budget, plan, backendOf(c.pred)))
 	c.log.Info("plan", "scene", sceneName, "plan", plan.String(), "budget_mib", budget>>20, "planned_mib", res.PlannedBytes>>20,
 		"in_flight", flight.Host, "device_tiles", flight.Device)
 	return plan, flight, release, nil

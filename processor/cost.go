@@ -2,10 +2,9 @@ package processor
 
 import (
 	"math"
-	"runtime/debug"
-	"sync"
 
 	"github.com/pnec/pnec/geo"
+	"github.com/pnec/pnec/internal/resources"
 	"github.com/pnec/pnec/model"
 	"github.com/pnec/pnec/tiling"
 )
@@ -29,9 +28,9 @@ import (
 //
 // where the block cache is what GDAL needs for one row of the scene's
 // blocks across a tile (blockCacheBytes; reserved with
-// geo.ReserveBlockCache), the strip scratch geo's band-sequential read
+// resources.Reserve), the strip scratch geo's band-sequential read
 // buffer (StripScratchBytes), and Headroom is the Go heap's growth over its live
-// data under the memory limit the run sets (debug.SetMemoryLimit).
+// data under the memory limit the run sets (resources.Reserve).
 type MemoryModel struct {
 	BaseBytes           int64   // the process with its model loaded, before any tile
 	ReadBytesPerSample  float64 // per input sample (pixel x band) of a tile
@@ -206,57 +205,19 @@ func StripScratchBytes(info geo.Info, tileCols int) int64 {
 	return int64(min(tileCols, info.Cols)) * int64(max(info.BlockRows, 16)) * int64(max(info.Bands, 1)) * 4
 }
 
-// limit is the Go memory limit for a run planned within budget: what the
-// budget leaves after the base process and the block cache, so that the Go
-// heap (the network's buffers on the Go backend included) stays inside the
-// budget instead of growing to twice its live data.
-//
-// Where the network's buffers are outside the Go heap (every backend but
-// the Go backend: model.Backend.NetworkOnGoHeap) their share is kept out of
-// the limit too.
-func (c *sceneCost) limit(budget int64, plan tiling.Plan, backend model.Backend) int64 {
-	l := budget - c.mm.BaseBytes - blockCacheBytes(c.info, plan.TileCols) - c.probCache - decodeBytes(c.info) - c.write - VRTSourcesBytes(c.info)
-	if !backend.NetworkOnGoHeap() {
-		l -= int64(c.mm.NetworkFactor * float64(c.network(plan.TileRows, plan.TileCols)))
-	}
-	return l
-}
-
-// processLimits keeps the runs in progress' Go memory limits: the process's
-// limit is their sum (pnec batch runs several classifiers at once, each
-// with its share of the budget).
-var processLimits struct {
-	sync.Mutex
-	sum  int64
-	orig int64 // the limit before the first run (GOMEMLIMIT's, or none)
-	set  bool
-}
-
-// reserveMemory applies a run's Go memory limit and block cache and returns
-// the function that gives them back.
-func reserveMemory(goLimit, cache int64) (release func()) {
-	applied := geo.ReserveBlockCache(cache)
-	processLimits.Lock()
-	if !processLimits.set {
-		processLimits.orig = debug.SetMemoryLimit(-1)
-		processLimits.set = true
-	}
-	processLimits.sum += max(goLimit, 1<<20)
-	debug.SetMemoryLimit(min(processLimits.sum, processLimits.orig))
-	processLimits.Unlock()
-	return func() {
-		if applied {
-			geo.ReserveBlockCache(-cache)
-		}
-		processLimits.Lock()
-		processLimits.sum -= max(goLimit, 1<<20)
-		if processLimits.sum <= 0 {
-			processLimits.sum = 0
-			debug.SetMemoryLimit(processLimits.orig)
-		} else {
-			debug.SetMemoryLimit(min(processLimits.sum, processLimits.orig))
-		}
-		processLimits.Unlock()
+// run is the run's share of the process's memory settings for a plan
+// within budget on backend (applied by resources.Reserve): the parts of the
+// budget the Go heap must leave (the base process, the block cache, GDAL's
+// decoding and the writer's buffers, an open VRT's sources), the network's
+// buffers, and the block cache its reads need.
+func (c *sceneCost) run(budget int64, plan tiling.Plan, backend model.Backend) resources.Run {
+	cache := blockCacheBytes(c.info, plan.TileCols)
+	return resources.Run{
+		BudgetBytes:     budget,
+		OffHeapBytes:    c.mm.BaseBytes + cache + c.probCache + decodeBytes(c.info) + c.write + VRTSourcesBytes(c.info),
+		NetworkBytes:    int64(c.mm.NetworkFactor * float64(c.network(plan.TileRows, plan.TileCols))),
+		NetworkOnGoHeap: backend.NetworkOnGoHeap(),
+		BlockCacheBytes: cache + c.probCache,
 	}
 }
 

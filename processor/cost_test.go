@@ -5,28 +5,36 @@ import (
 	"testing"
 
 	"github.com/pnec/pnec/geo"
+	"github.com/pnec/pnec/internal/resources"
 )
 
-// TestReserveMemory: concurrent runs' Go memory limits add up, and the
-// process's limit goes back to what it was when the last run ends.
+// TestReserveMemory: concurrent runs' Go memory limits and GDAL block
+// caches add up (in real GDAL), and both go back to what they were when the
+// last run ends.
 func TestReserveMemory(t *testing.T) {
-	before := debug.SetMemoryLimit(-1)
-	a := reserveMemory(1<<30, 0)
-	if got := debug.SetMemoryLimit(-1); got != min(int64(1<<30), before) {
-		t.Errorf("limit %d with one run of 1 GiB", got)
+	g := geo.Knobs{}
+	cacheSet := g.ConfigValue("GDAL_CACHEMAX") != "" // the user's wins: left alone
+	before, cacheBefore := debug.SetMemoryLimit(-1), g.BlockCacheMaxBytes()
+	check := func(when string, limit, cache int64) {
+		t.Helper()
+		if got := debug.SetMemoryLimit(-1); got != limit {
+			t.Errorf("Go memory limit %d %s, want %d", got, when, limit)
+		}
+		if cacheSet {
+			cache = cacheBefore
+		}
+		if got := g.BlockCacheMaxBytes(); got != cache {
+			t.Errorf("block cache %d %s, want %d", got, when, cache)
+		}
 	}
-	b := reserveMemory(1<<29, 0)
-	if got := debug.SetMemoryLimit(-1); got != min(int64(3<<29), before) {
-		t.Errorf("limit %d with runs of 1 GiB and 512 MiB", got)
-	}
+	a := resources.Reserve(g, resources.Run{BudgetBytes: 1 << 30, BlockCacheBytes: 64 << 20})
+	check("with one run of 1 GiB", min(int64(1<<30), before), 64<<20)
+	b := resources.Reserve(g, resources.Run{BudgetBytes: 1 << 29, BlockCacheBytes: 32 << 20})
+	check("with runs of 1 GiB and 512 MiB", min(int64(3<<29), before), 96<<20)
 	a()
-	if got := debug.SetMemoryLimit(-1); got != min(int64(1<<29), before) {
-		t.Errorf("limit %d after the 1 GiB run ended", got)
-	}
+	check("after the 1 GiB run ended", min(int64(1<<29), before), 32<<20)
 	b()
-	if got := debug.SetMemoryLimit(-1); got != before {
-		t.Errorf("limit %d after both ended, want the original %d", got, before)
-	}
+	check("after both ended", before, cacheBefore)
 }
 
 // TestPlannedBytesGrowsWithWidthNotHeight: the canvas stripe spans the

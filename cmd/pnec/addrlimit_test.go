@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pnec/pnec/model"
+	"github.com/pnec/pnec/internal/resources"
 )
 
 // addressSpaceLimitKB is the address-space limit (ulimit -v, in KiB) a site
@@ -24,7 +24,7 @@ const addressSpaceLimitKB = 2000000
 // under ulimit -v 2000000 (bash's ulimit in a child shell) and checks that
 // both succeed and the product is written. A run that fails is repeated
 // as it is (passing then, the libraries' address space varied) and then
-// without the heap guard (model.HeapGuardEnv=0): failing then too, the
+// without the heap guard (resources.HeapGuardEnv=0): failing then too, the
 // machine's libraries are what does not fit, and the test skips saying so.
 func TestRunsUnderAddressSpaceLimit(t *testing.T) {
 	bin := pnecBinary(t)
@@ -41,7 +41,7 @@ func TestRunsUnderAddressSpaceLimit(t *testing.T) {
 		{nil, []string{"classify", "--model", modelPath, "--scene", scene, "--out", product, "--backend", "go"}},
 		// As many threads as a 16-core node runs: glibc's malloc arenas (64
 		// MiB of address space each, up to 8 per core) once made this fail
-		// with or without the heap guard; geo caps them under a limit.
+		// with or without the heap guard; the resource policy caps them under a limit.
 		{[]string{"GOMAXPROCS=16", "GDAL_NUM_THREADS=16"}, []string{"classify", "--model", modelPath, "--scene", scene, "--out", product, "--backend", "go"}},
 	} {
 		script := `ulimit -v "$1" && shift && exec "$@"`
@@ -75,7 +75,7 @@ func TestRunsUnderAddressSpaceLimit(t *testing.T) {
 		// machine's: system libraries alone may not fit under the limit
 		// (OpenBLAS built with OpenMP, which GDAL's linear algebra pulls in
 		// where it is installed, maps 270 MB and starts its threads at load).
-		if _, err0 := limited(model.HeapGuardEnv + "=0"); err0 != nil {
+		if _, err0 := limited(resources.HeapGuardEnv + "=0"); err0 != nil {
 			t.Skipf("%s does not run under ulimit -v %d here even without the heap guard (this machine's libraries need more): %v\n%s",
 				what, addressSpaceLimitKB, err, head(string(out), 300))
 		}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/pnec/pnec/geo"
 	"github.com/pnec/pnec/internal/oneline"
+	"github.com/pnec/pnec/internal/resources"
 	"github.com/pnec/pnec/internal/tempfiles"
 	"github.com/pnec/pnec/model"
 	"github.com/pnec/pnec/pipelines"
@@ -39,6 +40,11 @@ func register(c *cli.Command) { commands = append(commands, c) }
 const stopGrace = 2500 * time.Millisecond
 
 func main() {
+	// The process's resource policy first, on the main thread before any
+	// goroutine makes C calls: glibc's arena cap applied from run's
+	// goroutine came too late (a 16-thread classify under ulimit -v
+	// 2000000 then failed to start threads in 10 of 10 runs).
+	resources.Start(geo.Knobs{})
 	// The cause names the signal, which a batch's report gives for the
 	// scenes it stopped.
 	ctx, cancel := context.WithCancelCause(context.Background())
@@ -109,7 +115,7 @@ func quietLibraries() {
 }
 
 // networkCommands are the commands that may run the network on the Go
-// backend: they make the model's heap guard (model.GuardHeap) before they
+// backend: they make the heap guard (resources.GuardHeap) before they
 // read anything, while the heap is fresh. The others (--version, info,
 // synth, tiles, import) never map it, so they run under any address-space
 // limit.
@@ -117,8 +123,13 @@ var networkCommands = map[string]bool{
 	"classify": true, "batch": true, "train": true, "evaluate": true, "experiment": true, "backends": true,
 }
 
-// run builds the application and runs it on args (args[0] is the program name).
+// run builds the application and runs it on args (args[0] is the program
+// name). The process's resource policy is in place before anything is
+// parsed or read (main applied it; the call here is for callers of run
+// other than main, the tests), and --config, applied next, wins over its
+// GDAL settings.
 func run(ctx context.Context, args []string) error {
+	resources.Start(geo.Knobs{})
 	return newApp().RunContext(ctx, args)
 }
 
@@ -143,7 +154,7 @@ func newApp() *cli.App {
 		// GDAL configuration applies to every command, before it opens anything.
 		Before: func(c *cli.Context) error {
 			if networkCommands[c.Args().First()] {
-				model.GuardHeap()
+				resources.GuardHeap()
 			}
 			if !c.Bool("verbose") {
 				quietLibraries()

@@ -1,0 +1,176 @@
+package resources
+
+import (
+	"bufio"
+	"os"
+	"runtime"
+	"runtime/debug"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+)
+
+// GDAL is the door to GDAL's own process-wide knobs. geo implements it
+// (geo.Knobs), the one package that links GDAL; only this package turns them.
+type GDAL interface {
+	// ConfigValue is a configuration option's value ("" when unset).
+	ConfigValue(key string) string
+	// SetConfigValue sets a configuration option process-wide.
+	SetConfigValue(key, value string)
+	// BlockCacheMaxBytes is the block cache's maximum now.
+	BlockCacheMaxBytes() int64
+	// SetBlockCacheMaxBytes sets the block cache's maximum.
+	SetBlockCacheMaxBytes(n int64)
+}
+
+// readFacts reads the policy's facts from this process; g nil leaves
+// GDALNumThreads unknown ("").
+func readFacts(g GDAL) Facts {
+	f := Facts{Env: lookupEnv, AddressSpaceLeftBytes: addressSpaceLeft()}
+	var rl syscall.Rlimit
+	f.AddressSpaceLimited = syscall.Getrlimit(syscall.RLIMIT_AS, &rl) == nil && rl.Cur != ^uint64(0)
+	if g != nil {
+		f.GDALNumThreads = g.ConfigValue("GDAL_NUM_THREADS")
+	}
+	return f
+}
+
+var startOnce sync.Once
+
+// Start applies the process-wide part of the policy once per process:
+// GDAL's decoding threads and glibc's malloc settings. It must run before
+// GDAL reads anything (the mmap threshold before the large blocks it is
+// meant to keep in mmap, the arena cap before GDAL's and GoMLX's threads
+// contend for malloc) and after GDAL's drivers are registered (which
+// loads GDAL's configuration file, whose GDAL_NUM_THREADS wins): the
+// command calls it first thing in main, on the main thread before any
+// goroutine calls C (applied later, from the command's goroutine, the
+// arena cap came too late: see docs/architecture.md, "Resources"), and geo
+// before it opens or creates its first dataset. A --config given on the
+// command line is applied after it, and wins. A nil g leaves GDAL alone.
+func Start(g GDAL) {
+	startOnce.Do(func() {
+		p := Decide(readFacts(g))
+		if p.GDALNumThreads != "" && g != nil {
+			g.SetConfigValue("GDAL_NUM_THREADS", p.GDALNumThreads)
+		}
+		if p.MMapThresholdBytes > 0 {
+			setMMapThreshold(p.MMapThresholdBytes)
+		}
+		if p.MallocArenas > 0 {
+			capMallocArenas(p.MallocArenas)
+		}
+	})
+}
+
+var (
+	heapGuardOnce  sync.Once
+	heapGuardBytes int64
+	heapGuardSink  []byte
+)
+
+// GuardHeap maps address space for the Go heap to grow into before the Go
+// backend first runs, so that GoMLX's kernels cannot read past the end of
+// the mapped heap. It is idempotent; opening the Go backend calls it too
+// (BackendOpening), but a command should call it before it reads large
+// data (see below). Its size is the policy's (Policy.HeapGuardBytes).
+//
+// Why: the Go 1.27 simd experiment's partial vector loads
+// (archsimd.LoadFloat32x16Part, simd.LoadFloat32sPart) compile to a full
+// 64-byte load followed by a masked move, not to a masked load, so GoMLX's
+// Go-backend kernels read up to 60 bytes past the end of a buffer's last
+// row. Inside the heap that is harmless; but GoMLX allocates every buffer
+// with a size rounded to a power of two or 1.5 times one, so large buffers
+// end on a page boundary, and one that ends where the mapped heap ends (a
+// 4 MiB buffer the heap grew one 4 MiB step for, say) faults (SIGSEGV,
+// "unexpected fault address": seen in two of three stopped runs of
+// TestSignalStops). The over-read cannot be padded from outside GoMLX (its
+// buffers are allocated inside the backend), so the heap's mapped end is
+// moved out of reach: a block is allocated once and dropped, and the
+// runtime keeps its address space mapped read-write (it only advises the
+// kernel to drop the pages), so buffers no longer end at an unmapped page
+// until the live heap outgrows the guard. model's
+// TestHeapGuardKeepsBufferEndsReadable checks that the 64 bytes past
+// page-exact buffers are mapped.
+//
+// When: made while the heap is still fresh from the OS (before a model or
+// scene is read), the block needs no zeroing and never becomes resident;
+// made later it reused freed pages that the runtime had to zero, and peak
+// RSS jumped by up to 1 GiB at random, which broke --max-memory.
+// FreeOSMemory hands its pages back so it does not count against a Go
+// memory limit.
+func GuardHeap() {
+	heapGuardOnce.Do(func() {
+		heapGuardBytes = Decide(readFacts(nil)).HeapGuardBytes
+		if heapGuardBytes == 0 {
+			return
+		}
+		heapGuardSink = make([]byte, heapGuardBytes)
+		heapGuardSink = nil
+		runtime.GC()
+		debug.FreeOSMemory()
+	})
+}
+
+// HeapGuardBytes is the size of the guard GuardHeap made (0 before it ran,
+// or when the address-space limit left no room for one).
+func HeapGuardBytes() int64 { return heapGuardBytes }
+
+var gcOnce sync.Once
+
+// BackendOpening applies what the policy sets when a backend opens:
+// where the network's buffers live on the Go heap (networkOnGoHeap, the Go
+// backend), the heap guard (GuardHeap) and, the first time, the
+// collector's GOGC (Policy.GCPercent). Other backends change nothing.
+func BackendOpening(networkOnGoHeap bool) {
+	if !networkOnGoHeap {
+		return
+	}
+	GuardHeap()
+	gcOnce.Do(func() {
+		f := readFacts(nil)
+		f.NetworkOnGoHeap = true
+		if pct := Decide(f).GCPercent; pct > 0 {
+			// A program that chose its own GOGC keeps it.
+			if prev := debug.SetGCPercent(pct); prev != 100 {
+				debug.SetGCPercent(prev)
+			}
+		}
+	})
+}
+
+// addressSpaceLeft is how much address space the process may still map
+// under RLIMIT_AS: the soft limit less the current virtual size (VmSize in
+// /proc/self/status), or -1 without a limit. Where VmSize cannot be read,
+// half the limit is taken as used.
+func addressSpaceLeft() int64 {
+	var rl syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_AS, &rl); err != nil || rl.Cur == ^uint64(0) || rl.Cur > 1<<62 {
+		return -1
+	}
+	limit := int64(rl.Cur)
+	used := limit / 2
+	if vm, ok := ProcStatusBytes("VmSize"); ok {
+		used = vm
+	}
+	return max(limit-used, 0)
+}
+
+// ProcStatusBytes reads a size field of /proc/self/status ("VmSize",
+// "VmHWM", in kB there), bytes; false where it cannot (not Linux).
+func ProcStatusBytes(field string) (int64, bool) {
+	f, err := os.Open("/proc/self/status")
+	if err != nil {
+		return 0, false
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if rest, ok := strings.CutPrefix(sc.Text(), field+":"); ok {
+			kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 10, 64)
+			return kb << 10, err == nil
+		}
+	}
+	return 0, false
+}

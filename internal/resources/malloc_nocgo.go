@@ -1,0 +1,10 @@
+//go:build !cgo
+
+package resources
+
+// Without cgo there is no C library's malloc to set (pnec's GDAL layer
+// needs cgo; a pure-Go build of this package only reads the policy).
+
+func setMMapThreshold(int) bool { return false }
+
+func capMallocArenas(int) bool { return false }
