@@ -193,29 +193,19 @@ func parseBandNumber(band int, key, v string) (float64, error) {
 // already gave the values: GDAL hands a list's values to the bands
 // one by one and drops what it cannot place.
 func (sp *bandSpectra) fromENVIHeader(envi map[string]string, unit string, n int) ([]float64, error) {
-	wl, err := enviList(envi, "wavelength", n)
+	wl, err := checkedENVIList(envi, "wavelength", n, checkCentres)
 	if err != nil {
 		return nil, err
 	}
-	if wl != nil {
-		if err := checkCentres(wl, "the ENVI header's wavelength list"); err != nil {
-			return nil, err
-		}
-		if sp.nc == 0 {
-			sp.centres, sp.nc, sp.source = toNM(wl, unit), n, "ENVI header"
-		}
+	if wl != nil && sp.nc == 0 {
+		sp.centres, sp.nc, sp.source = toNM(wl, unit), n, "ENVI header"
 	}
-	fw, err := enviList(envi, "fwhm", n)
+	fw, err := checkedENVIList(envi, "fwhm", n, checkWidths)
 	if err != nil {
 		return nil, err
 	}
-	if fw != nil {
-		if err := checkWidths(fw, "the ENVI header's fwhm list"); err != nil {
-			return nil, err
-		}
-		if sp.nw == 0 {
-			sp.widths, sp.nw = widthsNM(fw, unit, sp.centres), n
-		}
+	if fw != nil && sp.nw == 0 {
+		sp.widths, sp.nw = widthsNM(fw, unit, sp.centres), n
 	}
 	bbl, err := enviList(envi, "bbl", n)
 	if err != nil {
@@ -262,6 +252,19 @@ func enviList(envi map[string]string, key string, n int) ([]float64, error) {
 	}
 	if len(vals) != n {
 		return nil, fmt.Errorf("%w: ENVI header lists %d %s values for %d bands", ErrBandMetadata, len(vals), name, n)
+	}
+	return vals, nil
+}
+
+// checkedENVIList is enviList's list key checked by check, which names it
+// as "the ENVI header's KEY list"; nil when the header has no such list.
+func checkedENVIList(envi map[string]string, key string, n int, check func(vals []float64, from string) error) ([]float64, error) {
+	vals, err := enviList(envi, key, n)
+	if err != nil || vals == nil {
+		return nil, err
+	}
+	if err := check(vals, "the ENVI header's "+key+" list"); err != nil {
+		return nil, err
 	}
 	return vals, nil
 }
