@@ -128,12 +128,8 @@ func (sp *bandSpectra) fromImagery(i int, img map[string]string) error {
 // centreFromMetadata reads band i's "wavelength" item in unit when
 // IMAGERY gave no centre.
 func (sp *bandSpectra) centreFromMetadata(i int, md map[string]string, unit, mdLabel, driver string) error {
-	v, ok := lookupFold(md, "wavelength")
-	if !ok || !math.IsNaN(sp.centres[i]) {
-		return nil
-	}
-	x, err := parseBandNumber(i, "wavelength", v)
-	if err != nil {
+	x, ok, err := unsetBandNumber(i, md, "wavelength", sp.centres[i])
+	if !ok {
 		return err
 	}
 	if !positiveFinite(x) {
@@ -152,12 +148,8 @@ func (sp *bandSpectra) centreFromMetadata(i int, md map[string]string, unit, mdL
 
 // widthFromMetadata reads band i's "fwhm" item when IMAGERY gave no width.
 func (sp *bandSpectra) widthFromMetadata(i int, md map[string]string, unit, mdLabel string) error {
-	v, ok := lookupFold(md, "fwhm")
-	if !ok || !math.IsNaN(sp.widths[i]) {
-		return nil
-	}
-	x, err := parseBandNumber(i, "fwhm", v)
-	if err != nil {
+	x, ok, err := unsetBandNumber(i, md, "fwhm", sp.widths[i])
+	if !ok {
 		return err
 	}
 	if !(x >= 0) || math.IsInf(x, 0) {
@@ -175,6 +167,18 @@ func (sp *bandSpectra) widthFromMetadata(i int, md map[string]string, unit, mdLa
 	sp.widths[i] = x * f
 	sp.nw++
 	return nil
+}
+
+// unsetBandNumber parses band i's (0-based) metadata item key when the
+// band has no value for it yet (have is NaN); ok is false, with a nil
+// error, when there is no item or the band has its value.
+func unsetBandNumber(i int, md map[string]string, key string, have float64) (x float64, ok bool, err error) {
+	v, found := lookupFold(md, key)
+	if !found || !math.IsNaN(have) {
+		return 0, false, nil
+	}
+	x, err = parseBandNumber(i, key, v)
+	return x, err == nil, err
 }
 
 // parseBandNumber parses band (0-based) metadata item key's value v.
