@@ -119,8 +119,7 @@ type badInput struct {
 }
 
 func goodScene(t *testing.T, dir string) string {
-	p := fixture.Scene(t, filepath.Join(dir, "good.tif"), 9)
-	return p
+	return fixture.Scene(t, filepath.Join(dir, "good.tif"), 9)
 }
 
 var badInputs = []badInput{
