@@ -8,6 +8,7 @@ import (
 	"io"
 	"math"
 	"math/bits"
+	"os"
 	"slices"
 	"sort"
 	"strconv"
@@ -182,6 +183,21 @@ func WriteDriftCaseRuns(w io.Writer, runs []DriftCaseRun) error {
 	}
 	cw.Flush()
 	return cw.Error()
+}
+
+// ReadDriftCaseRunsFile reads the case-run CSV at path (ReadDriftCaseRuns);
+// an error reading it names the file.
+func ReadDriftCaseRunsFile(path string) ([]DriftCaseRun, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	runs, err := ReadDriftCaseRuns(f)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return runs, nil
 }
 
 // ReadDriftCaseRuns reads what WriteDriftCaseRuns wrote.

@@ -31,12 +31,7 @@ var driftCasesCSV = filepath.Join("..", "bench", "drift-cases.csv")
 // points some runs are ok: the target of none is missed). A limit changed
 // by hand, a change to the chooser or to a figure (a new record) breaks it.
 func TestDefaultDriftThresholdsAreChosen(t *testing.T) {
-	f, err := os.Open(driftCasesCSV)
-	if err != nil {
-		t.Fatal(err)
-	}
-	runs, err := ReadDriftCaseRuns(f)
-	f.Close()
+	runs, err := ReadDriftCaseRunsFile(driftCasesCSV)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -456,10 +456,7 @@ func TestOpenAVIRIS3NetCDF(t *testing.T) {
 // header (another program's) is ignored.
 func TestGeoTIFFWithForeignHDR(t *testing.T) {
 	dir := t.TempDir()
-	p := filepath.Join(dir, "scene.tif")
-	if err := fixture.WriteScene(p, 1); err != nil {
-		t.Fatal(err)
-	}
+	p := fixture.Scene(t, filepath.Join(dir, "scene.tif"), 1)
 	if err := os.WriteFile(filepath.Join(dir, "scene.hdr"), []byte("BYTEORDER I\nLAYOUT BIL\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}

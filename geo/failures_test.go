@@ -136,16 +136,7 @@ func TestSceneReadsDoNotFailWriters(t *testing.T) {
 			}
 			read := func() {
 				t.Helper()
-				s, err := Open(scene)
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer s.Close()
-				b, err := s.ReadWindow(context.Background(), Window{Cols: cols, Rows: rows})
-				if err != nil {
-					t.Fatal(err)
-				}
-				for i, v := range b.Data {
+				for i, v := range readWhole(t, scene, cols, rows).Data {
 					if v != want[i] {
 						t.Fatalf("pixel %d band %d: read %v, want %v", i/bands, i%bands, v, want[i])
 					}

@@ -2,6 +2,7 @@ package geo
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"os"
 	"os/exec"
@@ -25,6 +26,21 @@ func utm31(t testing.TB) string {
 		t.Fatal(err)
 	}
 	return wkt
+}
+
+// readWhole opens path with Open and reads its whole cols x rows window.
+func readWhole(t testing.TB, path string, cols, rows int) Block {
+	t.Helper()
+	s, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	blk, err := s.ReadWindow(context.Background(), Window{Cols: cols, Rows: rows})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return blk
 }
 
 // testGT is a north-up 10 m grid in UTM 31N near Montpellier.

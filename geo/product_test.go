@@ -685,15 +685,7 @@ func TestProductStatsMatchReadBack(t *testing.T) {
 			}
 			got := p.Stats()
 
-			s, err := Open(path)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer s.Close()
-			blk, err := s.ReadWindow(context.Background(), Window{Cols: cols, Rows: rows})
-			if err != nil {
-				t.Fatal(err)
-			}
+			blk := readWhole(t, path, cols, rows)
 			want := ProductStats{Rows: rows, Cols: cols, ClassCounts: map[int]int64{}, RelMin: math.Inf(1), RelMax: math.Inf(-1)}
 			var sum, sum2 float64
 			for i := range cols * rows {

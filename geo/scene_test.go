@@ -112,15 +112,7 @@ func TestReadWindowNaNMaskScaleOffset(t *testing.T) {
 			t.Fatal(err)
 		}
 	})
-	s, err := Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	blk, err := s.ReadWindow(context.Background(), Window{Cols: cols, Rows: rows})
-	if err != nil {
-		t.Fatal(err)
-	}
+	blk := readWhole(t, path, cols, rows)
 	for r := 0; r < rows; r++ {
 		for c := 0; c < cols; c++ {
 			p := r*cols + c
@@ -139,6 +131,11 @@ func TestReadWindowNaNMaskScaleOffset(t *testing.T) {
 			}
 		}
 	}
+	s, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
 	frac, err := s.ValidFraction(context.Background())
 	if err != nil {
 		t.Fatal(err)

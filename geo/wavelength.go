@@ -128,12 +128,8 @@ func (sp *bandSpectra) fromImagery(i int, img map[string]string) error {
 // centreFromMetadata reads band i's "wavelength" item in unit when
 // IMAGERY gave no centre.
 func (sp *bandSpectra) centreFromMetadata(i int, md map[string]string, unit, mdLabel, driver string) error {
-	v, ok := lookupFold(md, "wavelength")
-	if !ok || !math.IsNaN(sp.centres[i]) {
-		return nil
-	}
-	x, err := parseBandNumber(i, "wavelength", v)
-	if err != nil {
+	x, ok, err := unsetBandNumber(i, md, "wavelength", sp.centres[i])
+	if !ok {
 		return err
 	}
 	if !positiveFinite(x) {
@@ -152,12 +148,8 @@ func (sp *bandSpectra) centreFromMetadata(i int, md map[string]string, unit, mdL
 
 // widthFromMetadata reads band i's "fwhm" item when IMAGERY gave no width.
 func (sp *bandSpectra) widthFromMetadata(i int, md map[string]string, unit, mdLabel string) error {
-	v, ok := lookupFold(md, "fwhm")
-	if !ok || !math.IsNaN(sp.widths[i]) {
-		return nil
-	}
-	x, err := parseBandNumber(i, "fwhm", v)
-	if err != nil {
+	x, ok, err := unsetBandNumber(i, md, "fwhm", sp.widths[i])
+	if !ok {
 		return err
 	}
 	if !(x >= 0) || math.IsInf(x, 0) {
@@ -177,6 +169,18 @@ func (sp *bandSpectra) widthFromMetadata(i int, md map[string]string, unit, mdLa
 	return nil
 }
 
+// unsetBandNumber parses band i's (0-based) metadata item key when the
+// band has no value for it yet (have is NaN); ok is false, with a nil
+// error, when there is no item or the band has its value.
+func unsetBandNumber(i int, md map[string]string, key string, have float64) (x float64, ok bool, err error) {
+	v, found := lookupFold(md, key)
+	if !found || !math.IsNaN(have) {
+		return 0, false, nil
+	}
+	x, err = parseBandNumber(i, key, v)
+	return x, err == nil, err
+}
+
 // parseBandNumber parses band (0-based) metadata item key's value v.
 func parseBandNumber(band int, key, v string) (float64, error) {
 	x, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
@@ -193,29 +197,19 @@ func parseBandNumber(band int, key, v string) (float64, error) {
 // already gave the values: GDAL hands a list's values to the bands
 // one by one and drops what it cannot place.
 func (sp *bandSpectra) fromENVIHeader(envi map[string]string, unit string, n int) ([]float64, error) {
-	wl, err := enviList(envi, "wavelength", n)
+	wl, err := checkedENVIList(envi, "wavelength", n, checkCentres)
 	if err != nil {
 		return nil, err
 	}
-	if wl != nil {
-		if err := checkCentres(wl, "the ENVI header's wavelength list"); err != nil {
-			return nil, err
-		}
-		if sp.nc == 0 {
-			sp.centres, sp.nc, sp.source = toNM(wl, unit), n, "ENVI header"
-		}
+	if wl != nil && sp.nc == 0 {
+		sp.centres, sp.nc, sp.source = toNM(wl, unit), n, "ENVI header"
 	}
-	fw, err := enviList(envi, "fwhm", n)
+	fw, err := checkedENVIList(envi, "fwhm", n, checkWidths)
 	if err != nil {
 		return nil, err
 	}
-	if fw != nil {
-		if err := checkWidths(fw, "the ENVI header's fwhm list"); err != nil {
-			return nil, err
-		}
-		if sp.nw == 0 {
-			sp.widths, sp.nw = widthsNM(fw, unit, sp.centres), n
-		}
+	if fw != nil && sp.nw == 0 {
+		sp.widths, sp.nw = widthsNM(fw, unit, sp.centres), n
 	}
 	bbl, err := enviList(envi, "bbl", n)
 	if err != nil {
@@ -262,6 +256,19 @@ func enviList(envi map[string]string, key string, n int) ([]float64, error) {
 	}
 	if len(vals) != n {
 		return nil, fmt.Errorf("%w: ENVI header lists %d %s values for %d bands", ErrBandMetadata, len(vals), name, n)
+	}
+	return vals, nil
+}
+
+// checkedENVIList is enviList's list key checked by check, which names it
+// as "the ENVI header's KEY list"; nil when the header has no such list.
+func checkedENVIList(envi map[string]string, key string, n int, check func(vals []float64, from string) error) ([]float64, error) {
+	vals, err := enviList(envi, key, n)
+	if err != nil || vals == nil {
+		return nil, err
+	}
+	if err := check(vals, "the ENVI header's "+key+" list"); err != nil {
+		return nil, err
 	}
 	return vals, nil
 }

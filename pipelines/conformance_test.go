@@ -66,10 +66,7 @@ func TestRunRefusesUnknownDatetime(t *testing.T) {
 func TestRunBaseURL(t *testing.T) {
 	modelPath := tinyModel(t)
 	dir := t.TempDir()
-	in := filepath.Join(dir, "in", "a.tif")
-	if err := fixture.WriteScene(in, 7); err != nil {
-		t.Fatal(err)
-	}
+	in := fixture.Scene(t, filepath.Join(dir, "in", "a.tif"), 7)
 	out := filepath.Join(dir, "out")
 	coll := filepath.Join(out, "collection.json")
 	writeFile(t, coll, `{"type":"Collection","stac_version":"1.0.0","id":"c","description":"d","license":"proprietary",

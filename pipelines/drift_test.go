@@ -21,9 +21,7 @@ func TestRunOnDrift(t *testing.T) {
 	modelPath := tinyModel(t)
 	dir := t.TempDir()
 	in := filepath.Join(dir, "in")
-	if err := fixture.WriteScene(filepath.Join(in, "like.tif"), 4); err != nil {
-		t.Fatal(err)
-	}
+	fixture.Scene(t, filepath.Join(in, "like.tif"), 4)
 	data, _ := fixture.SceneData(6)
 	for i := 0; i < len(data); i += fixture.Bands {
 		for b := 0; b < fixture.Bands/2; b++ {

@@ -60,9 +60,7 @@ func TestRunMasks(t *testing.T) {
 	modelPath := tinyModel(t)
 	dir := t.TempDir()
 	for _, k := range []string{"a", "b"} {
-		if err := fixture.WriteScene(filepath.Join(dir, "in", k+".tif"), 8); err != nil {
-			t.Fatal(err)
-		}
+		fixture.Scene(t, filepath.Join(dir, "in", k+".tif"), 8)
 	}
 	left := func(r, c int) bool { return c < 20 }
 	top := func(r, c int) bool { return r < 10 }

@@ -26,9 +26,7 @@ func testPayload(t *testing.T, dir, uploadTo string, extraFeature string) string
 	os.MkdirAll(filepath.Join(dir, "data"), 0o755)
 	var feats []string
 	for i, id := range []string{"scene-a-20240601", "scene-b-20240602"} {
-		if err := fixture.WriteScene(filepath.Join(dir, "data", id+".tif"), uint64(20+i)); err != nil {
-			t.Fatal(err)
-		}
+		fixture.Scene(t, filepath.Join(dir, "data", id+".tif"), uint64(20+i))
 		feats = append(feats, `{"type":"Feature","stac_version":"1.0.0","id":"`+id+`","collection":"hyperspectral-raw",
 			"geometry":null,"properties":{"datetime":"2024-06-0`+string(rune('1'+i))+`T10:30:00Z"},
 			"links":[{"rel":"self","href":"s3://vendor-bucket/`+id+`.json","type":"application/geo+json"}],
@@ -177,10 +175,7 @@ func TestRunPayloadLongID(t *testing.T) {
 	long := strings.Repeat("flight-2024-06-01-", 17) // 306 characters
 	var feats []string
 	for i, id := range []string{long + "a", long + "b"} {
-		scene := filepath.Join(dir, fmt.Sprintf("s%d.tif", i))
-		if err := fixture.WriteScene(scene, uint64(4+i)); err != nil {
-			t.Fatal(err)
-		}
+		scene := fixture.Scene(t, filepath.Join(dir, fmt.Sprintf("s%d.tif", i)), uint64(4+i))
 		feats = append(feats, `{"type":"Feature","stac_version":"1.0.0","id":"`+id+`","geometry":null,"properties":{"datetime":"2024-06-01T00:00:00Z"},"links":[],"assets":{"data":{"href":"`+scene+`","roles":["data"]}}}`)
 	}
 	p, err := stac.ReadPayload(strings.NewReader(`{"type":"FeatureCollection","features":[`+strings.Join(feats, ",")+`],"process":[{"tasks":{}}]}`), "")
@@ -223,10 +218,7 @@ func TestRunPayloadLongID(t *testing.T) {
 func TestPayloadTemplateChecked(t *testing.T) {
 	modelPath := tinyModel(t)
 	dir := t.TempDir()
-	scene := filepath.Join(dir, "s.tif")
-	if err := fixture.WriteScene(scene, 6); err != nil {
-		t.Fatal(err)
-	}
+	scene := fixture.Scene(t, filepath.Join(dir, "s.tif"), 6)
 	payload := func(tmpl, matchers string) *stac.Payload {
 		doc := `{"type":"FeatureCollection","features":[{"type":"Feature","stac_version":"1.0.0","id":"s1","geometry":null,
 			"properties":{"datetime":"2024-06-01T00:00:00Z","platform":"EnMAP"},"links":[],"assets":{"data":{"href":"` + scene + `","roles":["data"]}}}],

@@ -44,9 +44,7 @@ func TestRunOutputCollisions(t *testing.T) {
 			dir := t.TempDir()
 			in, out := filepath.Join(dir, "in"), filepath.Join(dir, "out")
 			for i, s := range tc.scenes {
-				if err := fixture.WriteScene(filepath.Join(in, s), uint64(i+1)); err != nil {
-					t.Fatal(err)
-				}
+				fixture.Scene(t, filepath.Join(in, s), uint64(i+1))
 			}
 			b, _ := os.ReadFile(src)
 			modelPath := writeFile(t, filepath.Join(dir, "models", tc.model), string(b))
@@ -92,9 +90,7 @@ func TestRunModelItemHref(t *testing.T) {
 				Datetime: time.Now(), Now: time.Now()}); err != nil {
 				t.Fatal(err)
 			}
-			if err := fixture.WriteScene(filepath.Join(dir, "in", "s.tif"), 1); err != nil {
-				t.Fatal(err)
-			}
+			fixture.Scene(t, filepath.Join(dir, "in", "s.tif"), 1)
 			out := filepath.Join(dir, "out")
 			cfg := Config{ModelPath: modelPath, OutDir: out, Inputs: []string{filepath.Join(dir, "in")}, STACBaseURL: "https://data.example.org/pnec/", ModelItem: tc.modelItem}
 			if tc.modelItem == "outside" {
@@ -153,10 +149,7 @@ func TestRunStopNamesEveryScene(t *testing.T) {
 	dir := t.TempDir()
 	var feats []string
 	for i := 0; i < 4; i++ {
-		scene := filepath.Join(dir, "in", fmt.Sprintf("s%d.tif", i))
-		if err := fixture.WriteScene(scene, uint64(i+1)); err != nil {
-			t.Fatal(err)
-		}
+		scene := fixture.Scene(t, filepath.Join(dir, "in", fmt.Sprintf("s%d.tif", i)), uint64(i+1))
 		feats = append(feats, fmt.Sprintf(`{"type":"Feature","stac_version":"1.0.0","id":"s%d","geometry":null,"properties":{"datetime":"2024-06-01T00:00:00Z"},"links":[],"assets":{"data":{"href":%q,"roles":["data"]}}}`, i, scene))
 	}
 	for _, payload := range []bool{false, true} {

@@ -22,10 +22,7 @@ import (
 func TestRunProbabilities(t *testing.T) {
 	modelPath := tinyModel(t)
 	dir := t.TempDir()
-	in := filepath.Join(dir, "in", "a.tif")
-	if err := fixture.WriteScene(in, 4); err != nil {
-		t.Fatal(err)
-	}
+	in := fixture.Scene(t, filepath.Join(dir, "in", "a.tif"), 4)
 	out := filepath.Join(dir, "out")
 	run := func(stage processor.ProbabilityStage, k int) map[string]SceneReport {
 		t.Helper()

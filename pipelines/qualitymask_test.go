@@ -25,10 +25,7 @@ import (
 func TestRunQualityMasks(t *testing.T) {
 	modelPath := tinyModel(t)
 	dir := t.TempDir()
-	scene := filepath.Join(dir, "in", "a.tif")
-	if err := fixture.WriteScene(scene, 8); err != nil {
-		t.Fatal(err)
-	}
+	scene := fixture.Scene(t, filepath.Join(dir, "in", "a.tif"), 8)
 	left := func(r, c int) bool { return c < 20 }
 	top := func(r, c int) bool { return r < 10 }
 	aoi := writeMask(t, filepath.Join(dir, "masks", "left.tif"), left)

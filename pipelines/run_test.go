@@ -24,11 +24,7 @@ import (
 	"github.com/pnec/pnec/stac"
 )
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	fixture.Cleanup()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { os.Exit(fixture.RunTests(m)) }
 
 // tinyModel is the fixture's tiny trained model (fixture.Model).
 func tinyModel(t testing.TB) string { return fixture.Model(t) }
@@ -37,14 +33,10 @@ func tinyModel(t testing.TB) string { return fixture.Model(t) }
 func batchInputs(t *testing.T) (string, []string) {
 	dir := t.TempDir()
 	for i, n := range []string{"a", "b", "c"} {
-		if err := fixture.WriteScene(filepath.Join(dir, "in", n+".tif"), uint64(2+i)); err != nil {
-			t.Fatal(err)
-		}
+		fixture.Scene(t, filepath.Join(dir, "in", n+".tif"), uint64(2+i))
 	}
 	os.MkdirAll(filepath.Join(dir, "stac", "data"), 0o755)
-	if err := fixture.WriteScene(filepath.Join(dir, "stac", "data", "d.tif"), 5); err != nil {
-		t.Fatal(err)
-	}
+	fixture.Scene(t, filepath.Join(dir, "stac", "data", "d.tif"), 5)
 	writeFile(t, filepath.Join(dir, "stac", "d.json"), itemJSON("scene-d", `"hsi":{"href":"data/d.tif","roles":["data"]}`))
 	writeFile(t, filepath.Join(dir, "bad", "garbage.tif"), "this is not a GeoTIFF at all")
 	four := make([]float32, fixture.Rows*fixture.Cols*4)
@@ -235,10 +227,7 @@ func TestRunShards(t *testing.T) {
 // TestRunSetupErrors: problems that stop a run before any scene give one clear error.
 func TestRunSetupErrors(t *testing.T) {
 	dir := t.TempDir()
-	scene := filepath.Join(dir, "s.tif")
-	if err := fixture.WriteScene(scene, 1); err != nil {
-		t.Fatal(err)
-	}
+	scene := fixture.Scene(t, filepath.Join(dir, "s.tif"), 1)
 	ro := filepath.Join(dir, "ro")
 	os.MkdirAll(ro, 0o555)
 	for _, tc := range []struct {
@@ -286,18 +275,14 @@ func TestRunSetupErrors(t *testing.T) {
 func TestRunSTACOverHTTP(t *testing.T) {
 	modelPath := tinyModel(t)
 	dir := t.TempDir()
-	if err := fixture.WriteScene(filepath.Join(dir, "www", "data", "remote.tif"), 7); err != nil {
-		t.Fatal(err)
-	}
+	fixture.Scene(t, filepath.Join(dir, "www", "data", "remote.tif"), 7)
 	srv := httptest.NewServer(http.FileServer(http.Dir(filepath.Join(dir, "www"))))
 	defer srv.Close()
 	// An absolute URL href; relative ones are resolved against the Item's URL (TestExpandHTTP).
 	writeFile(t, filepath.Join(dir, "www", "items", "remote.json"),
 		itemJSON("remote-1", `"cube":{"href":"`+srv.URL+`/data/remote.tif","roles":["data"]}`))
 
-	if err := fixture.WriteScene(filepath.Join(dir, "zipped", "z.tif"), 8); err != nil {
-		t.Fatal(err)
-	}
+	fixture.Scene(t, filepath.Join(dir, "zipped", "z.tif"), 8)
 	zipPath := filepath.Join(dir, "scenes.zip")
 	if err := zipFile(zipPath, filepath.Join(dir, "zipped", "z.tif"), "z.tif"); err != nil {
 		t.Fatal(err)
@@ -348,10 +333,7 @@ func zipFile(zipPath, src, name string) error {
 func TestRunHealsCollection(t *testing.T) {
 	modelPath := tinyModel(t)
 	dir := t.TempDir()
-	scene := filepath.Join(dir, "in", "h.tif")
-	if err := fixture.WriteScene(scene, 11); err != nil {
-		t.Fatal(err)
-	}
+	scene := fixture.Scene(t, filepath.Join(dir, "in", "h.tif"), 11)
 	out := filepath.Join(dir, "out")
 	coll := filepath.Join(out, "collection.json")
 	cfg := Config{ModelPath: modelPath, OutDir: out, Inputs: []string{scene}, Collection: coll}
@@ -378,12 +360,8 @@ func TestRunPortableTree(t *testing.T) {
 	modelPath := tinyModel(t)
 	base := t.TempDir()
 	root := filepath.Join(base, "tree")
-	if err := fixture.WriteScene(filepath.Join(root, "in", "a.tif"), 2); err != nil {
-		t.Fatal(err)
-	}
-	if err := fixture.WriteScene(filepath.Join(root, "stac", "data", "d.tif"), 5); err != nil {
-		t.Fatal(err)
-	}
+	fixture.Scene(t, filepath.Join(root, "in", "a.tif"), 2)
+	fixture.Scene(t, filepath.Join(root, "stac", "data", "d.tif"), 5)
 	writeFile(t, filepath.Join(root, "stac", "d.json"), itemJSON("scene-d", `"hsi":{"href":"data/d.tif","roles":["data"]}`))
 	cfg := func(r string) Config {
 		return Config{ModelPath: modelPath, OutDir: filepath.Join(r, "out"), Collection: filepath.Join(r, "collection.json"),

@@ -127,10 +127,7 @@ func TestCatalogPolicyVRT(t *testing.T) {
 func TestRunRemoteVRTLocalSource(t *testing.T) {
 	modelPath := tinyModel(t)
 	dir := t.TempDir()
-	local := filepath.Join(dir, "private", "scene.tif")
-	if err := fixture.WriteScene(local, 3); err != nil {
-		t.Fatal(err)
-	}
+	local := fixture.Scene(t, filepath.Join(dir, "private", "scene.tif"), 3)
 	www := filepath.Join(dir, "www")
 	writeFile(t, filepath.Join(www, "x.vrt"), sceneVRT(local, 0))
 	writeFile(t, filepath.Join(www, "item.json"), itemJSON("x", `"hsi":{"href":"x.vrt","roles":["data"]}`))

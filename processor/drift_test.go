@@ -22,10 +22,7 @@ import (
 func TestClassifyDrift(t *testing.T) {
 	m := fixture.LoadModel(t)
 	dir := t.TempDir()
-	like := filepath.Join(dir, "like.tif")
-	if err := fixture.WriteScene(like, 2); err != nil {
-		t.Fatal(err)
-	}
+	like := fixture.Scene(t, filepath.Join(dir, "like.tif"), 2)
 	data, _ := fixture.SceneData(3)
 	reversed := make([]float32, len(data))
 	for i := 0; i < len(data); i += fixture.Bands {

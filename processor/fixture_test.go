@@ -59,8 +59,7 @@ func getFixture(tb testing.TB) *sceneFixture {
 }
 
 func TestMain(m *testing.M) {
-	code := m.Run()
-	fixture.Cleanup()
+	code := fixture.RunTests(m)
 	if benchTmp != "" {
 		os.RemoveAll(benchTmp)
 	}

@@ -121,10 +121,7 @@ func TestClassifyMasked(t *testing.T) {
 func TestClassifyMaskErrors(t *testing.T) {
 	m := fixture.LoadModel(t)
 	dir := t.TempDir()
-	scene := filepath.Join(dir, "scene.tif")
-	if err := fixture.WriteScene(scene, 2); err != nil {
-		t.Fatal(err)
-	}
+	scene := fixture.Scene(t, filepath.Join(dir, "scene.tif"), 2)
 	empty := filepath.Join(dir, "empty.tif")
 	if err := fixture.WriteFloat32(empty, fixture.Rows, fixture.Cols, 1, make([]float32, fixture.Rows*fixture.Cols), fixture.GeoRef, -1); err != nil {
 		t.Fatal(err)

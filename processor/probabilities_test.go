@@ -85,10 +85,7 @@ func compareProbabilities(t *testing.T, what, want, got string) {
 func TestClassifyProbabilities(t *testing.T) {
 	m := fixture.LoadModel(t)
 	dir := t.TempDir()
-	scene := filepath.Join(dir, "scene.tif")
-	if err := fixture.WriteScene(scene, 3); err != nil {
-		t.Fatal(err)
-	}
+	scene := fixture.Scene(t, filepath.Join(dir, "scene.tif"), 3)
 	k := len(m.Classes())
 	run := func(o Options, name string) (product, probFile) {
 		c, err := NewClassifier(m, o)

@@ -92,10 +92,7 @@ func TestRegistryRefusesOthers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tif := filepath.Join(dir, "AV320230915t205716_RFL.tif") // an AVIRIS-3 name, but a GeoTIFF
-	if err := fixture.WriteScene(tif, 1); err != nil {
-		t.Fatal(err)
-	}
+	tif := fixture.Scene(t, filepath.Join(dir, "AV320230915t205716_RFL.tif"), 1) // an AVIRIS-3 name, but a GeoTIFF
 	for _, c := range []struct{ name, path, product string }{
 		{"EMIT NetCDF", emit.Path, geo.ProductEMITL2A},
 		{"AVIRIS-NG ENVI", ang.Path, geo.ProductAVIRISNG},

@@ -8,11 +8,7 @@ import (
 	"github.com/pnec/pnec/internal/stacschema"
 )
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	fixture.Cleanup()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { os.Exit(fixture.RunTests(m)) }
 
 // validateItem checks a product Item against STAC core, the extensions
 // every product Item uses and every other one it declares.

@@ -168,20 +168,11 @@ func TestBuildItemValidates(t *testing.T) {
 		{"scene metadata datetime", func(p *ItemParams) {
 			p.SourceItemDatetime = ""
 			p.Info.Metadata = map[string]string{"TIFFTAG_DATETIME": "2023:07:04 12:00:00"}
-		}, func(t *testing.T, m map[string]any) {
-			p := m["properties"].(map[string]any)
-			if p["datetime"] != "2023-07-04T12:00:00Z" || p[propDatetimeSource] != datetimeFromScene {
-				t.Errorf("got datetime %v from %v, want 2023-07-04T12:00:00Z from the scene", p["datetime"], p[propDatetimeSource])
-			}
-		}},
+		}, wantDatetime("2023-07-04T12:00:00Z", datetimeFromScene, "2023-07-04T12:00:00Z from the scene")},
 		{"GDAL ACQUISITIONDATETIME", func(p *ItemParams) {
 			p.SourceItemDatetime = ""
 			p.Info.Metadata = map[string]string{"ACQUISITIONDATETIME": "2022-08-09T10:11:12Z"}
-		}, func(t *testing.T, m map[string]any) {
-			if p := m["properties"].(map[string]any); p["datetime"] != "2022-08-09T10:11:12Z" || p[propDatetimeSource] != datetimeFromScene {
-				t.Errorf("got datetime %v from %v, want the scene's ACQUISITIONDATETIME", p["datetime"], p[propDatetimeSource])
-			}
-		}},
+		}, wantDatetime("2022-08-09T10:11:12Z", datetimeFromScene, "the scene's ACQUISITIONDATETIME")},
 		{"ENVI acquisition time", func(p *ItemParams) {
 			p.SourceItemDatetime = ""
 			p.Info.Metadata = map[string]string{geo.MetaENVIAcquisitionTime: "2021-03-04T05:06:07Z"}
@@ -193,12 +184,7 @@ func TestBuildItemValidates(t *testing.T) {
 		{"user datetime wins", func(p *ItemParams) {
 			p.Datetime = time.Date(2020, 5, 6, 7, 8, 9, 0, time.UTC)
 			p.Info.Metadata = map[string]string{"TIFFTAG_DATETIME": "2023:07:04 12:00:00"}
-		}, func(t *testing.T, m map[string]any) {
-			p := m["properties"].(map[string]any)
-			if p["datetime"] != "2020-05-06T07:08:09Z" || p[propDatetimeSource] != datetimeFromUser {
-				t.Errorf("got datetime %v from %v, want --datetime's", p["datetime"], p[propDatetimeSource])
-			}
-		}},
+		}, wantDatetime("2020-05-06T07:08:09Z", datetimeFromUser, "--datetime's")},
 		{"base URL, a plain scene file", func(p *ItemParams) {
 			p.BaseURL = "https://data.example.org/maps/"
 			p.SourceItem, p.SourceItemDatetime = "", ""
@@ -445,6 +431,18 @@ func BenchmarkBuildItem(b *testing.B) {
 		}
 		if _, err := json.Marshal(item); err != nil {
 			b.Fatal(err)
+		}
+	}
+}
+
+// wantDatetime is a check of an Item's datetime and of where it came from
+// (propDatetimeSource); want says what was expected in the error.
+func wantDatetime(datetime, source, want string) func(*testing.T, map[string]any) {
+	return func(t *testing.T, m map[string]any) {
+		t.Helper()
+		p := m["properties"].(map[string]any)
+		if p["datetime"] != datetime || p[propDatetimeSource] != source {
+			t.Errorf("got datetime %v from %v, want %s", p["datetime"], p[propDatetimeSource], want)
 		}
 	}
 }

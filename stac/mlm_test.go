@@ -23,10 +23,7 @@ import (
 func TestModelItemValidates(t *testing.T) {
 	dir := t.TempDir()
 	modelPath := fixture.WavelengthModel(t, dir)
-	scene := filepath.Join(dir, "train.tif")
-	if err := fixture.WriteScene(scene, 1); err != nil {
-		t.Fatal(err)
-	}
+	scene := fixture.Scene(t, filepath.Join(dir, "train.tif"), 1)
 	info := fixture.SceneInfo(t, scene)
 	m := fixture.LoadModelFile(t, modelPath)
 	itemPath := ModelItemPath(modelPath)

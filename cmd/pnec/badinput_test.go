@@ -53,8 +53,7 @@ func pnecBinary(t *testing.T) string {
 }
 
 func TestMain(m *testing.M) {
-	code := m.Run()
-	fixture.Cleanup()
+	code := fixture.RunTests(m)
 	if binPath != "" {
 		os.RemoveAll(filepath.Dir(binPath))
 	}
@@ -120,11 +119,7 @@ type badInput struct {
 }
 
 func goodScene(t *testing.T, dir string) string {
-	p := filepath.Join(dir, "good.tif")
-	if err := fixture.WriteScene(p, 9); err != nil {
-		t.Fatal(err)
-	}
-	return p
+	return fixture.Scene(t, filepath.Join(dir, "good.tif"), 9)
 }
 
 var badInputs = []badInput{

@@ -214,10 +214,7 @@ func TestBatchContinuesPastBadScenes(t *testing.T) {
 		inputs = append(inputs, bi.make(t, d))
 	}
 	for i := 0; i < 2; i++ {
-		p := filepath.Join(dir, "good", fmt.Sprintf("g%d.tif", i))
-		if err := fixture.WriteScene(p, uint64(30+i)); err != nil {
-			t.Fatal(err)
-		}
+		p := fixture.Scene(t, filepath.Join(dir, "good", fmt.Sprintf("g%d.tif", i)), uint64(30+i))
 		inputs = append(inputs, p)
 	}
 	out, report := filepath.Join(dir, "out"), filepath.Join(dir, "report.jsonl")
@@ -259,9 +256,7 @@ func TestBatchShardsFromEnv(t *testing.T) {
 	modelPath := fixture.ModelFile(t)
 	dir := t.TempDir()
 	for i := 0; i < 4; i++ {
-		if err := fixture.WriteScene(filepath.Join(dir, "in", fmt.Sprintf("k%d.tif", i)), uint64(40+i)); err != nil {
-			t.Fatal(err)
-		}
+		fixture.Scene(t, filepath.Join(dir, "in", fmt.Sprintf("k%d.tif", i)), uint64(40+i))
 	}
 	out := filepath.Join(dir, "out")
 	seen := map[string]int{}

@@ -21,9 +21,7 @@ func classifyFixture(t *testing.T) (modelPath, scene, dir string) {
 	modelPath = fixture.Model(t)
 	dir = t.TempDir()
 	scene = filepath.Join(dir, "scene.tif")
-	if err := fixture.WriteScene(scene, 3); err != nil {
-		t.Fatal(err)
-	}
+	fixture.Scene(t, scene, 3)
 	return modelPath, scene, dir
 }
 

@@ -47,9 +47,7 @@ func trainWithProvenance(t *testing.T, dir, name string, prov model.Provenance) 
 // names.
 func TestModelItemOpensNoRecordedPath(t *testing.T) {
 	www := t.TempDir()
-	if err := fixture.WriteScene(filepath.Join(www, "probe.tif"), 1); err != nil {
-		t.Fatal(err)
-	}
+	fixture.Scene(t, filepath.Join(www, "probe.tif"), 1)
 	var requests atomic.Int32
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		requests.Add(1)

@@ -35,10 +35,7 @@ func TestOutputsGolden(t *testing.T) {
 	bin := pnecBinary(t)
 	dir := t.TempDir()
 	in := filepath.Join(dir, "in")
-	scene := filepath.Join(in, "scene.tif")
-	if err := fixture.WriteScene(scene, 3); err != nil {
-		t.Fatal(err)
-	}
+	scene := fixture.Scene(t, filepath.Join(in, "scene.tif"), 3)
 	_, labels := fixture.SceneData(3)
 	lab := make([]float32, len(labels))
 	for i, v := range labels {

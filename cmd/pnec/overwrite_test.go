@@ -48,6 +48,14 @@ func TestOutputIsInputRefused(t *testing.T) {
 		os.WriteFile(p, b, 0o644)
 		return p
 	}
+	// batchInputDir is the batch cases' set-up: a copy of the model
+	// outside d and the folder d/in holding the good scene.
+	batchInputDir := func(t *testing.T, d string) (model, in, scene string) {
+		model = copyModel(t, t.TempDir())
+		in = filepath.Join(d, "in")
+		os.Mkdir(in, 0o755)
+		return model, in, goodScene(t, in)
+	}
 	classify := func(model, scene, out string, extra ...string) []string {
 		return append([]string{"classify", "--quiet", "--model", model, "--scene", scene, "--out", out}, extra...)
 	}
@@ -142,11 +150,9 @@ func TestOutputIsInputRefused(t *testing.T) {
 			return classify(m, outer, out), []string{out, "the scene reads"}, []string{out, inner, outer, m}
 		}},
 		{"batch mask is a VRT of a product", func(t *testing.T, d string) ([]string, []string, []string) {
-			m := copyModel(t, t.TempDir())
-			in, out := filepath.Join(d, "in"), filepath.Join(d, "out")
-			os.Mkdir(in, 0o755)
+			m, in, a := batchInputDir(t, d)
+			out := filepath.Join(d, "out")
 			os.Mkdir(out, 0o755)
-			a := goodScene(t, in)
 			prod := filepath.Join(out, "good.tif") // the scene's product of an earlier run
 			b, _ := os.ReadFile(a)
 			os.WriteFile(prod, b, 0o644)
@@ -227,10 +233,7 @@ func TestOutputIsInputRefused(t *testing.T) {
 			return []string{"import", "mat", "--cube", mat + ":X", "--out", mat}, []string{mat}, []string{mat}
 		}},
 		{"batch out-dir holds the scenes", func(t *testing.T, d string) ([]string, []string, []string) {
-			m := copyModel(t, t.TempDir())
-			in := filepath.Join(d, "in")
-			os.Mkdir(in, 0o755)
-			a := goodScene(t, in)
+			m, in, a := batchInputDir(t, d)
 			return []string{"batch", "--quiet", "--model", m, "--out-dir", in, "--report", filepath.Join(d, "r.jsonl"), in}, []string{a}, []string{a, m}
 		}},
 		{"batch product Item is the source Item", func(t *testing.T, d string) ([]string, []string, []string) {
@@ -243,11 +246,9 @@ func TestOutputIsInputRefused(t *testing.T) {
 				[]string{item}, []string{item, s, m}
 		}},
 		{"batch product is the quality mask", func(t *testing.T, d string) ([]string, []string, []string) {
-			m := copyModel(t, t.TempDir())
-			in, out := filepath.Join(d, "in"), filepath.Join(d, "out")
-			os.Mkdir(in, 0o755)
+			m, in, a := batchInputDir(t, d)
+			out := filepath.Join(d, "out")
 			os.Mkdir(out, 0o755)
-			a := goodScene(t, in)
 			qm := filepath.Join(out, "good.tif") // where the scene's product goes
 			b, _ := os.ReadFile(a)
 			os.WriteFile(qm, b, 0o644)
@@ -255,10 +256,7 @@ func TestOutputIsInputRefused(t *testing.T) {
 				[]string{qm}, []string{a, qm, m}
 		}},
 		{"batch report is a scene", func(t *testing.T, d string) ([]string, []string, []string) {
-			m := copyModel(t, t.TempDir())
-			in := filepath.Join(d, "in")
-			os.Mkdir(in, 0o755)
-			a := goodScene(t, in)
+			m, in, a := batchInputDir(t, d)
 			return []string{"batch", "--quiet", "--model", m, "--out-dir", filepath.Join(d, "out"), "--report", a, in}, []string{a}, []string{a, m}
 		}},
 		{"batch collection is the input collection", func(t *testing.T, d string) ([]string, []string, []string) {

@@ -24,10 +24,7 @@ func TestBatchPayloadCLI(t *testing.T) {
 	dir := t.TempDir()
 	var feats []string
 	for _, id := range []string{"p1", "p2", "p3", "p4"} {
-		scene := filepath.Join(dir, "in", id+".tif")
-		if err := fixture.WriteScene(scene, 5); err != nil {
-			t.Fatal(err)
-		}
+		scene := fixture.Scene(t, filepath.Join(dir, "in", id+".tif"), 5)
 		feats = append(feats, `{"type":"Feature","stac_version":"1.0.0","id":"`+id+`","geometry":null,"properties":{"datetime":"2024-06-01T00:00:00Z"},"links":[],"assets":{"data":{"href":"`+scene+`","roles":["data"]}}}`)
 	}
 	payload := func(params string) string {

@@ -30,9 +30,7 @@ func bigFixtureScene(t *testing.T, dir string, rows, cols int) string {
 // cols Float32 VRT named name over it whose bands' sources sources writes.
 func fixtureVRT(t *testing.T, dir, name string, rows, cols int, sources func(b *strings.Builder, band int)) string {
 	t.Helper()
-	if err := fixture.WriteScene(filepath.Join(dir, "fixture.tif"), 5); err != nil {
-		t.Fatal(err)
-	}
+	fixture.Scene(t, filepath.Join(dir, "fixture.tif"), 5)
 	var b strings.Builder
 	fmt.Fprintf(&b, "<VRTDataset rasterXSize=\"%d\" rasterYSize=\"%d\">\n", cols, rows)
 	for i := 1; i <= fixture.Bands; i++ {

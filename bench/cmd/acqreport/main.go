@@ -121,14 +121,9 @@ func main() {
 	flag.Parse()
 	var driftRuns []evaluation.DriftCaseRun
 	if *driftCases != "" {
-		f, err := os.Open(*driftCases)
-		if err != nil {
+		var err error
+		if driftRuns, err = evaluation.ReadDriftCaseRunsFile(*driftCases); err != nil {
 			fail(err)
-		}
-		driftRuns, err = evaluation.ReadDriftCaseRuns(f)
-		f.Close()
-		if err != nil {
-			fail(fmt.Errorf("%s: %w", *driftCases, err))
 		}
 	}
 	var sets []set

@@ -71,14 +71,9 @@ func main() {
 			fail(err)
 		}
 	} else {
-		f, err := os.Open(*casesPath)
-		if err != nil {
+		var err error
+		if runs, err = evaluation.ReadDriftCaseRunsFile(*casesPath); err != nil {
 			fail(err)
-		}
-		runs, err = evaluation.ReadDriftCaseRuns(f)
-		f.Close()
-		if err != nil {
-			fail(fmt.Errorf("%s: %w", *casesPath, err))
 		}
 	}
 	choice, err := evaluation.ChooseDriftThresholdsFor(runs)
