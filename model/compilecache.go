@@ -294,29 +294,30 @@ func copyFile(src, dst string) error {
 		return err
 	}
 	defer in.Close()
-	out, err := os.CreateTemp(filepath.Dir(dst), filepath.Base(dst)+".tmp-*")
-	if err != nil {
+	return writeAtomic(dst, func(w io.Writer) error {
+		_, err := io.Copy(w, in)
 		return err
-	}
-	if _, err := io.Copy(out, in); err != nil {
-		out.Close()
-		os.Remove(out.Name())
-		return err
-	}
-	if err := out.Close(); err != nil {
-		os.Remove(out.Name())
-		return err
-	}
-	return os.Rename(out.Name(), dst)
+	})
 }
 
 // writeFileAtomic writes data to path through a temporary file and a rename.
 func writeFileAtomic(path string, data []byte) error {
+	return writeAtomic(path, func(w io.Writer) error {
+		_, err := w.Write(data)
+		return err
+	})
+}
+
+// writeAtomic writes path through a temporary file beside it, renamed over
+// path once write has filled it and it is closed: a concurrent job reads
+// the old file or the new one, never a part of either; the temporary is
+// removed when anything fails.
+func writeAtomic(path string, write func(io.Writer) error) error {
 	f, err := os.CreateTemp(filepath.Dir(path), filepath.Base(path)+".tmp-*")
 	if err != nil {
 		return err
 	}
-	if _, err := f.Write(data); err != nil {
+	if err := write(f); err != nil {
 		f.Close()
 		os.Remove(f.Name())
 		return err
