@@ -136,6 +136,22 @@ func FullResValues(m *model.Model, tr, tc int) float64 {
 	return float64(tr) * float64(tc) * float64(m.Config().Hidden)
 }
 
+// StitchAhead is how many finished tiles' network outputs may wait for the
+// stitcher while it finalises a tile row (runStages), beside the tiles in
+// flight: enough to keep the network busy through a row's finalisation.
+const StitchAhead = 2
+
+// waitingBytes is what the finished tiles waiting for the stitcher hold
+// (StitchAhead of them; none when one tile covers the scene): each tile's
+// network outputs, float32 values of depth channels a pixel. Not part of
+// the calibration's fit: added after it, at its exact size.
+func (c *sceneCost) waitingBytes(tr, tc int) float64 {
+	if tr >= c.info.Rows && tc >= c.info.Cols {
+		return 0
+	}
+	return StitchAhead * 4 * float64(tr) * float64(tc) * float64(c.depth)
+}
+
 // live is the data a run with inFlight tiles in flight on the host holds
 // at its peak, bytes (see MemoryModel, whose read term is measured with
 // tiling.MaxInFlight: each tile fewer holds one tile's samples less).
@@ -145,6 +161,7 @@ func (c *sceneCost) live(tr, tc, sceneCols, stripeRows, inFlight int) float64 {
 		float64(inFlight-tiling.MaxInFlight)*tpx*float64(4*c.bands+1) +
 		c.mm.NetworkFactor*float64(c.network(tr, tc)) +
 		c.mm.OutputBytesPerValue*tpx*float64(c.depth) +
+		c.waitingBytes(tr, tc) +
 		c.mm.CanvasBytesPerValue*float64(stripeRows)*float64(sceneCols)*float64(c.depth) +
 		c.mm.FullResBytesPerValue*tpx*float64(c.fullRes) +
 		c.carryBytes(tr, tc) + float64(c.probHeap)
