@@ -55,3 +55,29 @@ func TestPlannedBytesGrowsWithWidthNotHeight(t *testing.T) {
 		t.Errorf("planned %d for 1024 columns, %d for 8192: want more for the wider scene", a, b)
 	}
 }
+
+// TestWaitingOutputsCounted: the finished tiles that may wait for the
+// stitcher (StitchAhead) count at their exact size when a scene has
+// several tiles, and a one-tile plan counts none.
+func TestWaitingOutputsCounted(t *testing.T) {
+	perTile := func(tr, tc int) float64 { return 4 * float64(tr*tc) * (genericClasses + 2) }
+	for _, tc := range []struct {
+		name       string
+		rows, cols int
+		tr, tc     int
+		want       float64
+	}{
+		{"one tile", 300, 300, 300, 300, 0},
+		{"one padded tile", 300, 300, 320, 320, 0},
+		{"tiles", 2000, 2000, 384, 384, StitchAhead * perTile(384, 384)},
+		{"a row of tiles", 300, 2000, 300, 384, StitchAhead * perTile(300, 384)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			info := geo.Info{Rows: tc.rows, Cols: tc.cols, Bands: 50, SampleBytes: 2, BlockCols: 256, BlockRows: 256}
+			c := newSceneCost(info, nil, Options{})
+			if got := c.waitingBytes(tc.tr, tc.tc); got != tc.want {
+				t.Errorf("waiting outputs of %dx%d tiles on %dx%d: %.0f bytes, want %.0f", tc.tr, tc.tc, tc.rows, tc.cols, got, tc.want)
+			}
+		})
+	}
+}
