@@ -1,5 +1,8 @@
 package geo
 
+// RerunTest is rerunTest for the external tests.
+var RerunTest = rerunTest
+
 // ReadDecimated is the decimated read that ValidFractionEstimate makes of
 // large scenes (nearest sampling of w into bufCols x bufRows), for the
 // external tests.

@@ -13,6 +13,22 @@ import (
 	"github.com/airbusgeo/godal"
 )
 
+// rerunTest runs the test named test of this test binary again, in a child
+// process with the environment env, and returns what it wrote on stdout
+// and stderr; the test fails when the child does. Process-wide settings
+// (GDAL's handlers, its configuration, HDF5's threads) are tested this way.
+func rerunTest(t *testing.T, test string, env []string) (stdout, stderr string) {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^"+test+"$", "-test.count=1")
+	cmd.Env = env
+	var so, se strings.Builder
+	cmd.Stdout, cmd.Stderr = &so, &se
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("%s child: %v\n%s%s", test, err, so.String(), se.String())
+	}
+	return so.String(), se.String()
+}
+
 // utm31 is EPSG:32631's WKT as GDAL writes it, for georeferenced test files.
 func utm31(t testing.TB) string {
 	t.Helper()

@@ -2,7 +2,6 @@ package geo
 
 import (
 	"os"
-	"os/exec"
 	"strings"
 	"testing"
 )
@@ -24,15 +23,9 @@ func TestQuietMessages(t *testing.T) {
 		mode string
 		want bool
 	}{{"default", true}, {"quiet", false}} {
-		cmd := exec.Command(os.Args[0], "-test.run=^TestQuietMessages$", "-test.count=1")
-		cmd.Env = append(os.Environ(), "PNEC_QUIET_CHILD="+tc.mode)
-		var stderr strings.Builder
-		cmd.Stderr = &stderr
-		if err := cmd.Run(); err != nil {
-			t.Fatalf("%s child: %v\n%s", tc.mode, err, stderr.String())
-		}
-		if got := strings.Contains(stderr.String(), "ERROR 1: a message from outside"); got != tc.want {
-			t.Errorf("%s: stderr shows the message: %v, want %v\n%s", tc.mode, got, tc.want, stderr.String())
+		_, stderr := rerunTest(t, "TestQuietMessages", append(os.Environ(), "PNEC_QUIET_CHILD="+tc.mode))
+		if got := strings.Contains(stderr, "ERROR 1: a message from outside"); got != tc.want {
+			t.Errorf("%s: stderr shows the message: %v, want %v\n%s", tc.mode, got, tc.want, stderr)
 		}
 	}
 }

@@ -3,7 +3,6 @@ package geo
 import (
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -30,23 +29,19 @@ func TestResourcePolicyAtFirstUse(t *testing.T) {
 		{"", "", "ALL_CPUS"},
 		{"GDAL_NUM_THREADS=3", "3", "3"},
 	} {
-		cmd := exec.Command(os.Args[0], "-test.run=^TestResourcePolicyAtFirstUse$", "-test.count=1")
 		var env []string
 		for _, kv := range os.Environ() {
 			if !strings.HasPrefix(kv, "GDAL_NUM_THREADS=") {
 				env = append(env, kv)
 			}
 		}
-		cmd.Env = append(env, "PNEC_POLICY_CHILD=1")
+		env = append(env, "PNEC_POLICY_CHILD=1")
 		if tc.env != "" {
-			cmd.Env = append(cmd.Env, tc.env)
+			env = append(env, tc.env)
 		}
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			t.Fatalf("child (%s): %v\n%s", tc.env, err, out)
-		}
+		out, _ := rerunTest(t, "TestResourcePolicyAtFirstUse", env)
 		for _, want := range []string{fmt.Sprintf("loaded %q\n", tc.loaded), fmt.Sprintf("used %q\n", tc.used)} {
-			if !strings.Contains(string(out), want) {
+			if !strings.Contains(out, want) {
 				t.Errorf("environment %q: want a line %q in\n%s", tc.env, want, out)
 			}
 		}

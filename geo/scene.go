@@ -586,6 +586,7 @@ var transformScratchBytes = 16 << 20
 // the caller's buffers: buffer pixel (r, c) goes to pixel r*rowPixels + c
 // of data and valid.
 func (s *Scene) readValues(sp *readSpec, w Window, bufCols, bufRows int, scale bool, data []float32, valid []bool, rowPixels int) error {
+	defer onQuietThread()() // the pixels' and the masks' reads alike
 	nb := len(sp.bands)
 	if err := s.readPixels(sp, w, bufCols, bufRows, data, rowPixels); err != nil {
 		return fmt.Errorf("read %s window %v: %w", s.name, w, tidy(err))
@@ -661,7 +662,6 @@ func (s *Scene) readValues(sp *readSpec, w Window, bufCols, bufRows int, scale b
 // mask, the read bands' own masks or an added quality mask
 // (AddQualityMask) mark invalid.
 func (s *Scene) applyMasks(sp *readSpec, w Window, bufCols, bufRows int, valid []bool, rowPixels int) error {
-	defer onQuietThread()()
 	rowValid := func(r int) []bool { return valid[r*rowPixels : r*rowPixels+bufCols] }
 	if s.ds != nil && (s.datasetMask || len(sp.bandMask) > 0) {
 		m := make([]byte, bufCols*bufRows)
@@ -717,7 +717,6 @@ func (s *Scene) applyMasks(sp *readSpec, w Window, bufCols, bufRows int, valid [
 // that type and converted while transposing, which spares GDAL's
 // per-source conversion (and, through a VRT, its temporary buffers).
 func (s *Scene) readPixels(sp *readSpec, w Window, bufCols, bufRows int, data []float32, rowPixels int) error {
-	defer onQuietThread()()
 	nb := len(sp.bands)
 	npix := bufCols * bufRows
 	if s.cube != nil {

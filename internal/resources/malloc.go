@@ -25,7 +25,9 @@ import "C"
 
 // setMMapThreshold pins glibc's mmap threshold (Policy.MMapThresholdBytes);
 // false where the C library is not glibc or refused.
-func setMMapThreshold(bytes int) bool { return C.pnec_mallopt(C.PNEC_MMAP_THRESHOLD, C.int(bytes)) == 1 }
+func setMMapThreshold(bytes int) bool {
+	return C.pnec_mallopt(C.PNEC_MMAP_THRESHOLD, C.int(bytes)) == 1
+}
 
 // capMallocArenas caps glibc's malloc arenas (Policy.MallocArenas); false
 // where the C library is not glibc or refused.
