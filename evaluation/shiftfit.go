@@ -370,13 +370,24 @@ type DriftChoice struct {
 
 // DriftCandidateFigures are the figures the chooser may judge: those in the
 // network's own terms (its features against the prototype bank, its
-// reliability gate, its output). The spectral figures (far share, distance
-// and reliability ratios, brightness, band shifts) describe the scene in
-// its own spectral space, which the default model was trained to see past
-// (a band shift puts every pixel beyond the training scene's spread at no
-// cost): products report them, the verdict does not judge them.
+// reliability gate, its output) and the recalibration probe's share of
+// pixels whose class changes with the scene's calibration undone. The
+// spectral figures (far share, distance and reliability ratios,
+// brightness, band shifts) describe the scene in its own spectral space,
+// which the default model was trained to see past (a band shift puts every
+// pixel beyond the training scene's spread at no cost): products report
+// them, the verdict does not judge them.
 var DriftCandidateFigures = []string{"feature_far_share", "feature_distance_ratio", "prototype_margin_ratio",
-	"uncertainty_ratio", "margin_ratio"}
+	"uncertainty_ratio", "margin_ratio", "recalibration_change_share"}
+
+// DriftFailFigures are the figures the verdict fails on: those that
+// estimate what the map lost (the recalibration probe's share of pixels
+// that change class), not how unusual the scene is. A scene can be far
+// from the training scene in the network's features and keep its map (3
+// bands shifted cost one model 2 points where four others lost 14-42, with
+// 43% of its cells far from their prototypes): such figures warn. A fail
+// figure the warn limits do not judge gets a fail limit alone.
+var DriftFailFigures = []string{"recalibration_change_share"}
 
 // DriftMustOKMargin is how far beyond the farthest clean-scene or sub-area
 // run a warn limit must lie, in multiples of that run's distance from the
@@ -394,16 +405,19 @@ const DriftFailFactor = 1.5
 // ChooseDriftThresholds chooses the verdict's limits on runs:
 //
 //   - warn: the set of at most maxFigures candidate figures
-//     (DriftCandidateFigures), and a limit on each, that flags none of the
+//     (DriftCandidateFigures), at least one of them a figure of the whole
+//     scene (not of the recalibration probe's window alone: a window may
+//     miss what the rest of a large scene holds), and a limit on each, that flags none of the
 //     clean scene and sub-areas alone, at most 1 - DriftOKShare of each
 //     scene's runs that held (lost at most ShiftTargetPoints), and of the runs that must
 //     not be ok (lost more than DriftAlarmPoints, or another scene) the
 //     most; among equals the fewest runs that held, then the fewest
 //     figures, then the widest margins. Each limit lies at the geometric
 //     middle of the interval of limits that flag the same runs.
-//   - fail: per warned figure, DriftFailFactor beyond the worst value of
-//     any run that held or must be ok, or beyond the warn limit if that is
-//     farther.
+//   - fail: per figure of DriftFailFigures (warned or not),
+//     DriftFailFactor beyond the worst value of any run that held or must
+//     be ok, or beyond its warn limit if that is farther; the other
+//     figures warn only.
 //
 // It fails when no limit flags a bad run within those bounds.
 func ChooseDriftThresholds(runs []DriftCaseRun, maxFigures int) (DriftChoice, error) {
@@ -421,6 +435,9 @@ func ChooseDriftThresholds(runs []DriftCaseRun, maxFigures int) (DriftChoice, er
 		cands = append(cands, candidateDriftLimits(runs, fi, f))
 	}
 	s := newDriftSearch(runs, cands, maxFigures)
+	for _, f := range figs {
+		s.window = append(s.window, f.Window)
+	}
 	s.search(0, nil, newRunSet(len(runs)))
 	if s.best == nil {
 		return DriftChoice{}, fmt.Errorf("choose drift thresholds: no limit flags a run that lost more than %g points without flagging more than %.0f%% of a scene's runs that held, the clean scene or a sub-area alone", DriftAlarmPoints, 100*(1-DriftOKShare))
@@ -428,6 +445,17 @@ func ChooseDriftThresholds(runs []DriftCaseRun, maxFigures int) (DriftChoice, er
 	var t model.DriftThresholds
 	for _, l := range s.best.limits {
 		t.Limits = append(t.Limits, driftLimitOf(runs, figs[l.figure], l))
+	}
+	// The fail figures the warn limits leave out get a fail limit alone.
+	for _, key := range DriftFailFigures {
+		if slices.ContainsFunc(t.Limits, func(l model.DriftLimit) bool { return l.Figure == key }) {
+			continue
+		}
+		l, err := failOnlyLimit(runs, key)
+		if err != nil {
+			return DriftChoice{}, err
+		}
+		t.Limits = append(t.Limits, l)
 	}
 	sortDriftLimits(t.Limits)
 	if err := t.Check(); err != nil {
@@ -603,7 +631,15 @@ type driftSearch struct {
 	// scene's ok.
 	heldOf  []runSet
 	budgets []int
-	best    *driftCombo
+	// window is, per figure, whether it is a figure of the recalibration
+	// probe's window alone: a combination needs one of the whole scene.
+	window []bool
+	best   *driftCombo
+}
+
+// hasWhole is whether ls limits a figure of the whole scene.
+func (s *driftSearch) hasWhole(ls []driftLimitCand) bool {
+	return slices.ContainsFunc(ls, func(l driftLimitCand) bool { return !s.window[l.figure] })
 }
 
 // driftCombo is a combination of limits and what it flags.
@@ -669,7 +705,7 @@ func limitsMargin(ls []driftLimitCand) float64 {
 // search judges chosen (flagging union) and its extensions by the
 // candidates of the figures from start on.
 func (s *driftSearch) search(start int, chosen []driftLimitCand, union runSet) {
-	if len(chosen) > 0 {
+	if len(chosen) > 0 && s.hasWhole(chosen) {
 		c := driftCombo{limits: slices.Clone(chosen), caught: union.count(s.bad), heldFlagged: union.count(s.held), margin: limitsMargin(chosen)}
 		if s.better(c) {
 			s.best = &c
@@ -715,10 +751,30 @@ func driftLimitOf(runs []DriftCaseRun, f model.DriftFigure, l driftLimitCand) mo
 		}
 	}
 	fail := sign * worst * math.Pow(DriftFailFactor, sign)
-	if fail <= 0 {
-		fail = 0 // no fail limit on a figure that reaches 0
+	if fail <= 0 || !slices.Contains(DriftFailFigures, f.Key) {
+		fail = 0 // warn only (or a figure that reaches 0)
 	}
 	return model.DriftLimit{Figure: f.Key, Warn: roundSig(warn, 3), Fail: roundSig(fail, 3)}
+}
+
+// failOnlyLimit is a fail limit alone on the figure key: DriftFailFactor
+// beyond the worst finite value of a run that held or must be ok.
+func failOnlyLimit(runs []DriftCaseRun, key string) (model.DriftLimit, error) {
+	f, ok := model.DriftFigureByKey(key)
+	if !ok {
+		return model.DriftLimit{}, fmt.Errorf("choose drift thresholds: unknown fail figure %q", key)
+	}
+	sign := figureSign(f)
+	worst := math.Inf(-1)
+	for _, r := range runs {
+		if v, ok := finiteFigure(r, key); (r.held() || r.mustBeOK()) && ok {
+			worst = math.Max(worst, sign*v)
+		}
+	}
+	if math.IsInf(worst, -1) || sign*worst <= 0 {
+		return model.DriftLimit{}, fmt.Errorf("choose drift thresholds: no run that held measures %s", key)
+	}
+	return model.DriftLimit{Figure: key, Fail: roundSig(sign*worst*math.Pow(DriftFailFactor, sign), 3)}, nil
 }
 
 // sortDriftLimits orders limits as the figures are ordered.
@@ -809,8 +865,8 @@ func WriteDriftTallyTable(w io.Writer, rows []DriftTallyRow) error {
 // and of LegacyDriftThresholds over runs.
 func WriteDriftChoice(w io.Writer, c DriftChoice, runs []DriftCaseRun) error {
 	var b strings.Builder
-	fmt.Fprintf(&b, "chosen on %d case runs (choose seeds; families %s and the clean scene), at most %d figures, fail at %g times the worst run that held:\n",
-		len(filterRuns(runs, DriftChooseRun)), strings.Join(DriftChooseFamilies, ", "), DriftMaxFigures, DriftFailFactor)
+	fmt.Fprintf(&b, "chosen on %d case runs (choose seeds; families %s and the clean scene), at most %d figures, fail on %s at %g times the worst run that held:\n",
+		len(filterRuns(runs, DriftChooseRun)), strings.Join(DriftChooseFamilies, ", "), DriftMaxFigures, strings.Join(DriftFailFigures, ", "), DriftFailFactor)
 	for _, l := range c.Thresholds.Limits {
 		fmt.Fprintf(&b, "  %-24s warn %-8g fail %g\n", l.Figure, l.Warn, l.Fail)
 	}

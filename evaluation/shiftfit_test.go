@@ -121,15 +121,18 @@ func TestChooseDriftThresholds(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(c.Thresholds.Limits) != 1 || c.Thresholds.Limits[0].Figure != "feature_far_share" {
-		t.Fatalf("chose %+v, want the feature far share alone", c.Thresholds.Limits)
+	// The feature far share warns; the recalibration probe's share, 1 on
+	// every run here, fails beyond 1.5 times the worst run that held.
+	if len(c.Thresholds.Limits) != 2 || c.Thresholds.Limits[0].Figure != "feature_far_share" ||
+		c.Thresholds.Limits[1] != (model.DriftLimit{Figure: "recalibration_change_share", Fail: 1.5}) {
+		t.Fatalf("chose %+v, want the feature far share to warn and the recalibration change share to fail", c.Thresholds.Limits)
 	}
 	l := c.Thresholds.Limits[0]
 	// Between the half's margin (0.1 + 1.25 x 0.04 = 0.15) and the first bad
-	// run: the geometric middle of 0.15 and 0.3; fail 1.5 x the warn limit,
-	// farther than the worst run that held or must be ok (0.14).
-	if w := math.Sqrt(0.15 * 0.3); math.Abs(l.Warn-w) > 0.001 || math.Abs(l.Fail-1.5*l.Warn) > 0.002 {
-		t.Errorf("limits %+v, want warn %.3f and fail %.3f", l, w, 1.5*w)
+	// run: the geometric middle of 0.15 and 0.3; no fail limit (a figure of
+	// how far the scene is, not of what the map lost).
+	if w := math.Sqrt(0.15 * 0.3); math.Abs(l.Warn-w) > 0.001 || l.Fail != 0 {
+		t.Errorf("limits %+v, want warn %.3f and no fail", l, w)
 	}
 	if tl := c.Tally; tl.BadOK != 0 || tl.HeldFlagged != 0 || tl.MustBeOKFlagged != 0 || !tl.Met() {
 		t.Errorf("tally %+v, want every bad run flagged and nothing else", tl)

@@ -445,7 +445,7 @@ func shiftRun(ctx context.Context, m *model.Model, s model.Scene, labels []int32
 		}
 		var drift *model.Drift
 		if ref != nil {
-			d, err := m.DriftOf(sc, pred, ref)
+			d, err := m.DriftOf(ctx, p, sc, pred, ref)
 			if err != nil {
 				return nil, nil, err
 			}

@@ -63,6 +63,11 @@ type driftStats struct {
 	// pixels labelled with each class.
 	ClassUncertainty []float32 `json:"class_uncertainty"`
 	ClassMargin      []float32 `json:"class_margin"`
+	// ClassMeanSpectrum is, per class, the mean raw spectrum of the
+	// training scene's valid pixels labelled with it ([classes][bands]):
+	// what the recalibration probe estimates a scene's calibration against
+	// (estimateCalibration).
+	ClassMeanSpectrum []float32 `json:"class_mean_spectrum"`
 }
 
 // driftQuantiles are the percentiles of driftStats.DistanceQuantiles.
@@ -117,6 +122,15 @@ type Drift struct {
 	// (largest minus second) over the training scene's likewise.
 	UncertaintyRatio, MarginRatio float64
 	ValidCells                    int64
+
+	// RecalibrationChangeShare is the share of the probe window's valid
+	// pixels whose class changes when the scene is brought back to the
+	// training scene's calibration (ProbeRecalibration): about what the
+	// map lost to the calibration the network did not see past.
+	// RecalibrationBandShift is the band shift the probe estimated,
+	// bands; ProbePixels the window's valid pixels.
+	RecalibrationChangeShare, RecalibrationBandShift float64
+	ProbePixels                                      int64
 }
 
 // DriftMeter gathers a scene's drift from pieces: the spectra of each
@@ -149,7 +163,11 @@ type DriftMeter struct {
 	featHist       [][]int64
 	protoN         []int64
 	protoMarginSum float64
-	thresholds     DriftThresholds
+	// The recalibration probe (AddRecalibration): changed and valid
+	// pixels, the estimated band shift (NaN: none measured).
+	probeChanged, probePixels int64
+	probeShift                float64
+	thresholds                DriftThresholds
 }
 
 // The distance histograms: distBinsPerDecade bins per decade of the cosine
@@ -203,7 +221,7 @@ func (m *Model) NewDriftMeter() (*DriftMeter, error) {
 	k := len(st.ClassShare)
 	d := &DriftMeter{st: st, bandSum: make([]float64, len(st.BandMean)), bandN: make([]float64, len(st.BandMean)),
 		labelN: make([]int64, k), distHist: make([][]int64, k), outN: make([]int64, k),
-		featHist: make([][]int64, k), protoN: make([]int64, k), thresholds: DefaultDriftThresholds}
+		featHist: make([][]int64, k), protoN: make([]int64, k), probeShift: math.NaN(), thresholds: DefaultDriftThresholds}
 	for c := range d.distHist {
 		d.distHist[c] = make([]int64, distBins)
 		d.featHist[c] = make([]int64, distBins)
@@ -335,6 +353,14 @@ func (d *DriftMeter) AddCells(p Prediction, first, n int) {
 	}
 }
 
+// AddRecalibration adds the recalibration probe's result (the window's
+// pixels; ProbeRecalibration). Give it once per scene.
+func (d *DriftMeter) AddRecalibration(r Recalibration) {
+	d.probeChanged += r.Changed
+	d.probePixels += r.Pixels
+	d.probeShift = r.BandShift
+}
+
 // histRatio is the geometric mean over classes of each class histogram's
 // median over base[class], weighted by the class's count (NaN when no class
 // has both).
@@ -382,7 +408,11 @@ func (d *DriftMeter) Report() Drift {
 	r := Drift{ValidPixels: d.pixels, ReliabilityBaseline: st.Reliability, Reliability: math.NaN(),
 		ReliabilityRatio: math.NaN(), FarShare: math.NaN(), BrightnessRatio: math.NaN(), DistanceRatio: math.NaN(),
 		FeatureFarShare: math.NaN(), FeatureDistanceRatio: math.NaN(), PrototypeMarginRatio: math.NaN(),
-		UncertaintyRatio: math.NaN(), MarginRatio: math.NaN(), ValidCells: d.cells}
+		UncertaintyRatio: math.NaN(), MarginRatio: math.NaN(), ValidCells: d.cells,
+		RecalibrationChangeShare: math.NaN(), RecalibrationBandShift: d.probeShift, ProbePixels: d.probePixels}
+	if d.probePixels > 0 {
+		r.RecalibrationChangeShare = float64(d.probeChanged) / float64(d.probePixels)
+	}
 	var ratios []float64
 	r.BandShiftSD = make([]float64, len(d.bandSum))
 	for b := range d.bandSum {
@@ -444,15 +474,23 @@ func (d *DriftMeter) Report() Drift {
 }
 
 // DriftOf measures the drift of a whole scene s given m's prediction on it
-// (recovered with m's recovery, as products are) and the spectral
-// reference ref (m.SpectralReference).
-func (m *Model) DriftOf(s Scene, pred Prediction, ref *SpectralReference) (Drift, error) {
+// (recovered with m's recovery, as products are), the spectral reference
+// ref (m.SpectralReference) and a predictor p for the recalibration probe
+// (on ProbeWindowOf(s)).
+func (m *Model) DriftOf(ctx context.Context, p ScenePredictor, s Scene, pred Prediction, ref *SpectralReference) (Drift, error) {
 	d, err := m.NewDriftMeter()
 	if err != nil {
 		return Drift{}, err
 	}
 	if err := measureScene(d, s, pred, ref, m.Recovery()); err != nil {
 		return Drift{}, err
+	}
+	if w, ok := ProbeWindowOf(s); ok {
+		r, err := m.ProbeRecalibration(ctx, p, CropScene(s, w))
+		if err != nil {
+			return Drift{}, fmt.Errorf("drift: %w", err)
+		}
+		d.AddRecalibration(r)
 	}
 	return d.Report(), nil
 }
@@ -525,6 +563,7 @@ func trainDriftStats(ctx context.Context, m *Model, s Scene, backend string) (*d
 		return nil, errors.New("no valid pixel")
 	}
 	st.setPixelStats(t)
+	st.setClassMeanSpectra(s, prec, k)
 	if err := st.setFeatureStats(pred); err != nil {
 		return nil, err
 	}
@@ -536,7 +575,33 @@ func newDriftStats(B, k int) *driftStats {
 	return &driftStats{BandMean: make([]float32, B), BandStd: make([]float32, B), ClassShare: make([]float32, k),
 		ClassDistanceP99: make([]float32, k), ClassDistanceP50: make([]float32, k), ClassReliability: make([]float32, k),
 		FeatureDistanceP50: make([]float32, k), FeatureDistanceP90: make([]float32, k), ClassPrototypeMargin: make([]float32, k),
-		ClassUncertainty: make([]float32, k), ClassMargin: make([]float32, k)}
+		ClassUncertainty: make([]float32, k), ClassMargin: make([]float32, k), ClassMeanSpectrum: make([]float32, k*B)}
+}
+
+// setClassMeanSpectra records, per class, the mean of the finite raw values
+// of s's valid pixels whose recovered label (largest of prec, k classes a
+// pixel) is that class: the recalibration probe's reference.
+func (st *driftStats) setClassMeanSpectra(s Scene, prec []float32, k int) {
+	B := s.Bands
+	sum := make([]float64, k*B)
+	cnt := make([]float64, k*B)
+	for i := 0; i < s.Rows*s.Cols; i++ {
+		if !s.valid(i) {
+			continue
+		}
+		best := tiling.ArgmaxPixel(prec[i*k : (i+1)*k])
+		for b, v := range s.Data[i*B : (i+1)*B] {
+			if v-v == 0 {
+				sum[best*B+b] += float64(v)
+				cnt[best*B+b]++
+			}
+		}
+	}
+	for i, n := range cnt {
+		if n > 0 {
+			st.ClassMeanSpectrum[i] = float32(sum[i] / n)
+		}
+	}
 }
 
 // setBandSpread records each band's mean and standard deviation over the
@@ -719,6 +784,10 @@ func (m *Model) checkDrift() error {
 		return fmt.Errorf("drift statistics for %d/%d/%d/%d classes, want %d", len(st.ClassShare), len(st.ClassDistanceP99), len(st.ClassDistanceP50), len(st.ClassReliability), k)
 	case len(st.FeatureDistanceP50) != k || len(st.FeatureDistanceP90) != k || len(st.ClassPrototypeMargin) != k || len(st.ClassUncertainty) != k || len(st.ClassMargin) != k:
 		return fmt.Errorf("feature drift statistics for %d/%d/%d/%d/%d classes, want %d", len(st.FeatureDistanceP50), len(st.FeatureDistanceP90), len(st.ClassPrototypeMargin), len(st.ClassUncertainty), len(st.ClassMargin), k)
+	case len(st.ClassMeanSpectrum) == 0:
+		return fmt.Errorf("drift statistics without the class mean spectra the recalibration probe needs (a model file of an earlier build of format 4): train the model again with this version: %w", ErrNoProbeStats)
+	case len(st.ClassMeanSpectrum) != k*m.meta.Bands:
+		return fmt.Errorf("class mean spectra of %d values, want %d classes x %d bands", len(st.ClassMeanSpectrum), k, m.meta.Bands)
 	case len(st.DistanceQuantiles) != len(driftQuantiles):
 		return fmt.Errorf("%d distance quantiles, want %d", len(st.DistanceQuantiles), len(driftQuantiles))
 	case !(st.Reliability >= 0 && st.Reliability <= 1):

@@ -22,7 +22,7 @@ func TestDriftMeter(t *testing.T) {
 		DistanceQuantiles: []float32{0.001, 0.005, 0.01, 0.02},
 		Reliability:       (a0 + 0.8*a1) / 2, ClassReliability: []float32{float32(a0), float32(0.8 * a1)}, Pixels: 100,
 		FeatureDistanceP50: []float32{0.01, 0.02}, FeatureDistanceP90: []float32{0.05, 0.1}, ClassPrototypeMargin: []float32{0.5, 0.4},
-		ClassUncertainty: []float32{0.2, 0.3}, ClassMargin: []float32{0.9, 0.8}, Cells: 25}
+		ClassUncertainty: []float32{0.2, 0.3}, ClassMargin: []float32{0.9, 0.8}, Cells: 25, ClassMeanSpectrum: []float32{100, 200, 100, 200}}
 	m := &Model{meta: modelMeta{Bands: 2, Classes: []Class{{Value: 1}, {Value: 2}}, Drift: st}}
 	if err := m.checkDrift(); err != nil {
 		t.Fatal(err)
@@ -71,6 +71,7 @@ func TestDriftMeter(t *testing.T) {
 				d.AddPixel(px, prob, 0.2, tc.labels[i])
 			}
 			d.AddCells(cellsOf([]float32{0.99, 0.5}, 2), 0, 1)
+			d.AddRecalibration(Recalibration{Pixels: int64(len(tc.pixels))})
 			r := d.Report()
 			if math.Abs(r.FarShare-tc.wantFar) > 1e-9 || math.Abs(r.BrightnessRatio-tc.wantBright) > 1e-6 {
 				t.Errorf("far share %g, brightness %g; want %g, %g", r.FarShare, r.BrightnessRatio, tc.wantFar, tc.wantBright)
@@ -112,6 +113,14 @@ func TestDriftMeter(t *testing.T) {
 	m.meta.Drift = &bad
 	if err := m.checkDrift(); err == nil {
 		t.Error("statistics of 1 class for a 2-class model passed the check")
+	}
+	// Statistics without the class mean spectra (a model file of an earlier
+	// build of format 4) are refused, with a message to train again.
+	old := *st
+	old.ClassMeanSpectrum = nil
+	m.meta.Drift = &old
+	if err := m.checkDrift(); !errors.Is(err, ErrNoProbeStats) {
+		t.Errorf("statistics without class mean spectra: %v, want ErrNoProbeStats", err)
 	}
 }
 
@@ -165,6 +174,17 @@ func TestDriftOfTrainingScene(t *testing.T) {
 	if rev := drift(Radiometric{Reverse: true}.Apply(s, nil, nil)); rev.Verdict == DriftOK || rev.FarShare < 0.5 || !(rev.FeatureDistanceRatio > 1.2) {
 		t.Errorf("bands reversed: %+v, want not ok, most pixels far and the features farther from their prototypes", rev)
 	}
+	// The recalibration probe (the whole 30x26 scene is its window): the
+	// training scene needs no recalibration, and a gain is undone (the same
+	// map). (Band shifts: TestEstimateCalibration; 12 smooth bands are too
+	// few to tell a shift from a tilt.)
+	if clean.ProbePixels != int64(s.Rows*s.Cols) || clean.RecalibrationBandShift != 0 || clean.RecalibrationChangeShare > 0.03 {
+		t.Errorf("training scene: probe over %d pixels, band shift %g, %g changed; want %d pixels, 0 and at most 3%%",
+			clean.ProbePixels, clean.RecalibrationBandShift, clean.RecalibrationChangeShare, s.Rows*s.Cols)
+	}
+	if dark.RecalibrationBandShift != 0 || math.Abs(dark.RecalibrationChangeShare-clean.RecalibrationChangeShare) > 0.01 {
+		t.Errorf("gain 0.7: probe band shift %g, %g changed; want 0 and the clean scene's %g", dark.RecalibrationBandShift, dark.RecalibrationChangeShare, clean.RecalibrationChangeShare)
+	}
 }
 
 // TestDriftModelFigures checks the figures in the network's own terms on
@@ -177,7 +197,7 @@ func TestDriftModelFigures(t *testing.T) {
 		ClassDistanceP99: []float32{0.01, 0.02}, ClassDistanceP50: []float32{0.001, 0.005}, DistanceQuantiles: []float32{0.001, 0.005, 0.01, 0.02},
 		Reliability: 0.8, ClassReliability: []float32{0.8, 0.8}, Pixels: 100,
 		FeatureDistanceP50: []float32{0.01, 0.04}, FeatureDistanceP90: []float32{0.05, 0.1}, ClassPrototypeMargin: []float32{0.5, 0.25},
-		ClassUncertainty: []float32{0.2, 0.4}, ClassMargin: []float32{0.9, 0.6}, Cells: 25}
+		ClassUncertainty: []float32{0.2, 0.4}, ClassMargin: []float32{0.9, 0.6}, Cells: 25, ClassMeanSpectrum: []float32{100, 200, 100, 200}}
 	m := &Model{meta: modelMeta{Bands: 2, Classes: []Class{{Value: 1}, {Value: 2}}, Drift: st}}
 	if err := m.checkDrift(); err != nil {
 		t.Fatal(err)
@@ -301,7 +321,7 @@ func driftMeasure(t *testing.T, m *Model) func(Scene) Drift {
 		if err != nil {
 			t.Fatal(err)
 		}
-		d, err := m.DriftOf(sc, pred, ref)
+		d, err := m.DriftOf(context.Background(), p, sc, pred, ref)
 		if err != nil {
 			t.Fatal(err)
 		}

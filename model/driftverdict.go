@@ -93,6 +93,12 @@ type DriftFigure struct {
 	// the training scene (shares of far cells, distance ratios), false for
 	// one that falls (reliability and margin ratios).
 	Rising bool
+	// Window is true for a figure of the recalibration probe's window,
+	// false for one of the whole scene.
+	Window bool
+	// Signed is true for a figure that moves either way (a band shift):
+	// reported, not judged.
+	Signed bool
 	// What says what the figure measures in a verdict's reasons, "%s"
 	// standing for its value as Format writes it.
 	What   string
@@ -117,6 +123,7 @@ func (f DriftFigure) reaches(v, limit float64) bool {
 
 func percentFigure(v float64) string { return fmt.Sprintf("%.1f%%", 100*v) }
 func ratioFigure(v float64) string   { return fmt.Sprintf("%.2f", v) }
+func bandsFigure(v float64) string   { return fmt.Sprintf("%+.2f bands", v) }
 
 // driftFigures lists the scalar figures, in the order reports print them:
 // the network's own terms first, then the spectral ones.
@@ -136,6 +143,12 @@ var driftFigures = []DriftFigure{
 	{Key: "margin_ratio", Format: percentFigure,
 		What:  "the margin of the class probabilities is %s of the training scene's for these labels",
 		field: func(r *Drift) *float64 { return &r.MarginRatio }},
+	{Key: "recalibration_change_share", Rising: true, Format: percentFigure, Window: true,
+		What:  "%s of the probe window's pixels change class when the scene is brought back to the training scene's calibration",
+		field: func(r *Drift) *float64 { return &r.RecalibrationChangeShare }},
+	{Key: "recalibration_band_shift", Rising: true, Format: bandsFigure, Window: true, Signed: true,
+		What:  "the band axis is shifted by %s against the training scene's (estimated)",
+		field: func(r *Drift) *float64 { return &r.RecalibrationBandShift }},
 	{Key: "far_share", Rising: true, Format: percentFigure,
 		What:  "%s of the pixels are farther (by spectral angle) from every class than 99%% of the training scene's pixels of that class",
 		field: func(r *Drift) *float64 { return &r.FarShare }},

@@ -88,10 +88,16 @@ func (c *Classifier) classify(parent context.Context, req Request) (res Result, 
 		return res, fmt.Errorf("classify %s: wrote %d of %d rows", sceneName, st.written, info.Rows)
 	}
 	if drift := st.drift; drift != nil {
+		t0 := time.Now()
+		if err := c.probeDrift(parent, sc, mk, info, drift); err != nil {
+			return res, fmt.Errorf("%s: %w", sceneName, err)
+		}
+		times.Network += time.Since(t0) // two runs of the network on the probe's window
 		rep := drift.Report()
 		res.Drift = &rep
 		c.log.Info("drift", "scene", sceneName, "verdict", rep.Verdict, "feature_far_share", rep.FeatureFarShare,
-			"prototype_margin_ratio", rep.PrototypeMarginRatio, "margin_ratio", rep.MarginRatio, "brightness_ratio", rep.BrightnessRatio)
+			"prototype_margin_ratio", rep.PrototypeMarginRatio, "margin_ratio", rep.MarginRatio,
+			"recalibration_change_share", rep.RecalibrationChangeShare, "brightness_ratio", rep.BrightnessRatio)
 		if c.opts.DriftCheck != nil {
 			if err := c.opts.DriftCheck(rep); err != nil {
 				return res, err

@@ -34,6 +34,9 @@ const (
 	MetaDriftPrototypeMarginRatio = "DRIFT_PROTOTYPE_MARGIN_RATIO" // mean nearest-prototype margin over the training scene's
 	MetaDriftUncertaintyRatio     = "DRIFT_UNCERTAINTY_RATIO"      // mean G~ over the training scene's for the same labels
 	MetaDriftMarginRatio          = "DRIFT_MARGIN_RATIO"           // mean probability margin over the training scene's
+	// The recalibration probe (issue 33, model.ProbeRecalibration).
+	MetaDriftRecalibrationChangeShare = "DRIFT_RECALIBRATION_CHANGE_SHARE" // 0..1 of the probe window's valid pixels
+	MetaDriftRecalibrationBandShift   = "DRIFT_RECALIBRATION_BAND_SHIFT"   // estimated band shift, bands
 )
 
 // MetaDriftFigure is the metadata key of a drift figure (model.DriftFigure.Key).

@@ -56,7 +56,8 @@ func TestClassifyDrift(t *testing.T) {
 	if pnec[MetaDriftVerdict] != "ok" || dflt["PNEC_"+MetaDriftVerdict] != "ok" {
 		t.Errorf("product metadata %s = %v (default domain %v), want ok", MetaDriftVerdict, pnec[MetaDriftVerdict], dflt["PNEC_"+MetaDriftVerdict])
 	}
-	for _, k := range []string{MetaDriftFarShare, MetaDriftDistanceRatio, MetaDriftReliabilityRatio, MetaDriftBrightnessRatio, MetaDriftBandShiftMax} {
+	for _, k := range []string{MetaDriftFarShare, MetaDriftDistanceRatio, MetaDriftReliabilityRatio, MetaDriftBrightnessRatio, MetaDriftBandShiftMax,
+		MetaDriftRecalibrationChangeShare, MetaDriftRecalibrationBandShift} {
 		s, _ := pnec[k].(string)
 		if v, err := strconv.ParseFloat(s, 64); err != nil || math.IsNaN(v) {
 			t.Errorf("product metadata %s = %q, want a number", k, s)
@@ -85,6 +86,13 @@ func TestClassifyDrift(t *testing.T) {
 		math.Abs(d.PrototypeMarginRatio-w.PrototypeMarginRatio) > 0.02 || math.Abs(d.MarginRatio-w.MarginRatio) > 0.035 ||
 		math.Abs(d.UncertaintyRatio-w.UncertaintyRatio) > 0.01 {
 		t.Errorf("tiled drift %+v, whole-image %+v: want the same figures", d, w)
+	}
+	// The recalibration probe reads and classifies its window on its own
+	// (here the whole 32x40 scene), whatever the tiles: the same figures.
+	if d.ProbePixels != int64(fixture.Rows*fixture.Cols) || d.ProbePixels != w.ProbePixels ||
+		d.RecalibrationChangeShare != w.RecalibrationChangeShare || d.RecalibrationBandShift != w.RecalibrationBandShift {
+		t.Errorf("tiled probe %d pixels, %g changed, band shift %g; whole-image %d, %g, %g: want the same over every pixel",
+			d.ProbePixels, d.RecalibrationChangeShare, d.RecalibrationBandShift, w.ProbePixels, w.RecalibrationChangeShare, w.RecalibrationBandShift)
 	}
 
 	res, err = run(Options{}, rev, filepath.Join(dir, "rev_product.tif"))

@@ -1,0 +1,62 @@
+package processor
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/pnec/pnec/geo"
+	"github.com/pnec/pnec/internal/buffers"
+	"github.com/pnec/pnec/model"
+)
+
+// probeDrift runs the recalibration probe (model.ProbeRecalibration) on a
+// window of the scene and adds what it found to d. The window (at most
+// model.ProbeSide pixels a side: the centred one, or the first of
+// model.ProbeWindows with enough valid pixels) is read again, as the
+// tiles were (band plan, nodata, quality masks and the mask mk), so the
+// probe stays apart from the tile pipeline and runs after it on the
+// classifier's predictor: two runs of the network on the window. A scene
+// whose candidate windows hold no valid pixel leaves the probe's figures
+// unmeasured (NaN), which the verdict reports.
+func (c *Classifier) probeDrift(ctx context.Context, sc *geo.Scene, mk *geo.Mask, info geo.Info, d *model.DriftMeter) error {
+	windows := model.ProbeWindows(info.Rows, info.Cols)
+	var best model.Scene
+	var counts []int
+	var inside []bool
+	for _, w := range windows {
+		gw := geo.Window{Col: w.Col, Row: w.Row, Cols: w.Cols, Rows: w.Rows}
+		blk, err := sc.ReadWindow(ctx, gw)
+		if err != nil {
+			return fmt.Errorf("drift probe: %w", err)
+		}
+		if mk != nil {
+			inside = buffers.Resize(inside, w.Cols*w.Rows)
+			if _, err := mk.Read(gw, inside); err != nil {
+				return fmt.Errorf("drift probe: %w", err)
+			}
+			applyMask(blk, inside)
+		}
+		n := 0
+		for _, v := range blk.Valid {
+			if v {
+				n++
+			}
+		}
+		counts = append(counts, n)
+		if model.ChooseProbeWindow(windows[:len(counts)], counts) == len(counts)-1 {
+			best = model.Scene{Rows: w.Rows, Cols: w.Cols, Bands: blk.Bands, Data: blk.Data, Valid: blk.Valid}
+		}
+		if float64(n) >= model.ProbeMinValidShare*float64(w.Rows*w.Cols) {
+			break // the first window with enough valid pixels is the one
+		}
+	}
+	if model.ChooseProbeWindow(windows[:len(counts)], counts) < 0 {
+		return nil
+	}
+	r, err := c.m.ProbeRecalibration(ctx, c.pred, best)
+	if err != nil {
+		return err
+	}
+	d.AddRecalibration(r)
+	return nil
+}
