@@ -7,6 +7,7 @@ import (
 	"github.com/pnec/pnec/geo"
 	"github.com/pnec/pnec/internal/buffers"
 	"github.com/pnec/pnec/model"
+	"github.com/pnec/pnec/tiling"
 )
 
 // probeDrift runs the recalibration probe (model.ProbeRecalibration) on a
@@ -15,7 +16,8 @@ import (
 // model.ProbeWindows with enough valid pixels) is read again, as the
 // tiles were (band plan, nodata, quality masks and the mask mk), so the
 // probe stays apart from the tile pipeline and runs after it on the
-// classifier's predictor: two runs of the network on the window. A scene
+// classifier's predictor: two runs of the network on the window, padded
+// with no-data to the ladder as tiles are (padToLadder). A scene
 // whose candidate windows hold no valid pixel leaves the probe's figures
 // unmeasured (NaN), which the verdict reports.
 func (c *Classifier) probeDrift(ctx context.Context, sc *geo.Scene, mk *geo.Mask, info geo.Info, d *model.DriftMeter) error {
@@ -53,10 +55,33 @@ func (c *Classifier) probeDrift(ctx context.Context, sc *geo.Scene, mk *geo.Mask
 	if model.ChooseProbeWindow(windows[:len(counts)], counts) < 0 {
 		return nil
 	}
-	r, err := c.m.ProbeRecalibration(ctx, c.pred, best)
+	r, err := c.m.ProbeRecalibration(ctx, c.pred, padToLadder(best))
 	if err != nil {
 		return err
 	}
 	d.AddRecalibration(r)
 	return nil
+}
+
+// padToLadder is w padded at the bottom and right with invalid pixels to
+// the ladder's next rung (tiling.Rung, tiling.LadderStep), as the plan pads
+// the tiles: the probe's window then has a network input shape the scene's
+// own tiles already compiled (a scene up to the probe's side runs both on
+// the same shape). Padding is no-data, which the probe does not count.
+func padToLadder(w model.Scene) model.Scene {
+	rows, cols := tiling.Rung(w.Rows, tiling.LadderStep), tiling.Rung(w.Cols, tiling.LadderStep)
+	if rows == w.Rows && cols == w.Cols {
+		return w
+	}
+	B := w.Bands
+	out := model.Scene{Rows: rows, Cols: cols, Bands: B, WavelengthsNM: w.WavelengthsNM,
+		Data: make([]float32, rows*cols*B), Valid: make([]bool, rows*cols)}
+	for r := 0; r < w.Rows; r++ {
+		copy(out.Data[r*cols*B:(r*cols+w.Cols)*B], w.Data[r*w.Cols*B:(r+1)*w.Cols*B])
+		for c := 0; c < w.Cols; c++ {
+			i := r*w.Cols + c
+			out.Valid[r*cols+c] = w.Valid == nil || w.Valid[i]
+		}
+	}
+	return out
 }

@@ -11,8 +11,10 @@
 # without training); a JSON already in OUT is kept, so an interrupted run
 # goes on where it stopped. For the drift verdict (issue 33) the default
 # model of the paper encoder also runs on RUNS other seeds (first seed
-# 202601, no disjoint split): bench/cmd/driftfit records every case run of
-# both seed sets in bench/drift-cases.csv and prints the limits it chooses
+# 202601, no disjoint split), the seeds the limits are chosen on, and on
+# RUNS confirm seeds (first seed 202701, no disjoint split), models first
+# trained after the choosing rule was last changed: bench/cmd/driftfit
+# records every case run of the three seed sets in bench/drift-cases.csv and prints the limits it chooses
 # (model.DefaultDriftThresholds must be them: evaluation's
 # TestDefaultDriftThresholdsAreChosen), and the report shows the verdict
 # against the OA drop. On 2 shared cores the cell encoder takes about an
@@ -76,13 +78,16 @@ for enc in $ENCODERS; do
 				choose=${scene}_${enc}_${variant}_choose.json
 				run "$scene" "$other" "$choose" "models/${scene}_${enc}_${variant}_choose" --runs "$RUNS" --first-seed 202601 --disjoint=false --encoder "$enc"
 				drift+=("$name|choose=$OUT/$choose")
+				confirm=${scene}_${enc}_${variant}_confirm.json
+				run "$scene" "$other" "$confirm" "models/${scene}_${enc}_${variant}_confirm" --runs "$RUNS" --first-seed 202701 --disjoint=false --encoder "$enc"
+				drift+=("$name|confirm=$OUT/$confirm")
 			fi
 		done
 	done
 done
 cd "$ROOT"
 driftcases=()
-if [ ${#drift[@]} -eq 4 ]; then
+if [ ${#drift[@]} -eq 6 ]; then
 	go run ./bench/cmd/driftfit -cases bench/drift-cases.csv "${drift[@]}"
 	driftcases=(-drift-cases bench/drift-cases.csv)
 fi
