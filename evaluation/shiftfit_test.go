@@ -199,6 +199,11 @@ func TestDriftFiguresGolden(t *testing.T) {
 		if g.Case != w.Case || g.Verdict != w.Verdict {
 			t.Errorf("%s: verdict %s, golden %s %s (figures %v)", g.Case, g.Verdict, w.Case, w.Verdict, g.Figures)
 		}
+		for k := range g.Figures {
+			if _, ok := w.Figures[k]; !ok {
+				t.Errorf("%s: figure %s is not in the golden file (rerun with -update if it is new)", g.Case, k)
+			}
+		}
 		for k, wv := range w.Figures {
 			if gv := g.Figures[k]; math.Abs(gv-wv) > 0.01*math.Max(math.Abs(wv), 0.01) {
 				t.Errorf("%s: %s = %g, golden %g", g.Case, k, gv, wv)
