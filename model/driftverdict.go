@@ -43,9 +43,8 @@ type DriftThresholds struct {
 // that these are it). docs/acquisitions.md says how they were chosen and
 // what they give.
 var DefaultDriftThresholds = DriftThresholds{Limits: []DriftLimit{
-	{Figure: "feature_far_share", Warn: 0.171, Fail: 0.375},
-	{Figure: "prototype_margin_ratio", Warn: 0.875, Fail: 0.545},
-	{Figure: "margin_ratio", Warn: 0.876, Fail: 0.532},
+	{Figure: "feature_far_share", Warn: 0.255},
+	{Figure: "recalibration_change_share", Warn: 0.0692, Fail: 0.188},
 }}
 
 // Equal reports whether t and u judge the same figures at the same limits,
