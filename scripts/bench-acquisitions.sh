@@ -33,6 +33,8 @@ if [ ! -d "$DATA/SalinasA" ] || [ ! -d "$DATA/JasperRidge" ]; then
 	echo "bench-acquisitions: no benchmark data under $DATA (set PNEC_DATA): skipped" >&2
 	exit 0
 fi
+# The commit measured, before this run writes bench/drift-cases.csv.
+REV=$(cd "$ROOT" && git describe --always --dirty 2>/dev/null || echo unknown)
 mkdir -p "$OUT"
 cd "$OUT"
 # The scenes as GeoTIFFs (pnec import mat), once.
@@ -92,5 +94,5 @@ if [ ${#drift[@]} -eq 6 ]; then
 	driftcases=(-drift-cases bench/drift-cases.csv)
 fi
 go run ./bench/cmd/acqreport -out bench/acquisitions.md -commands "$OUT/commands.txt" "${driftcases[@]}" \
-	-note "Measured at commit $(git describe --always --dirty 2>/dev/null || echo unknown) on $(nproc) cores ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')), go backend; accuracy only, so the machine's load does not matter (training times are indicative)." \
+	-note "Measured at commit $REV on $(nproc) cores ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')), go backend; accuracy only, so the machine's load does not matter (training times are indicative)." \
 	"${args[@]}"
