@@ -92,10 +92,11 @@ func (c *Classifier) classify(parent context.Context, req Request) (res Result, 
 		if err := c.probeDrift(parent, sc, mk, info, drift); err != nil {
 			return res, fmt.Errorf("%s: %w", sceneName, err)
 		}
-		times.Network += time.Since(t0) // two runs of the network on the probe's window
+		probe := time.Since(t0)
+		times.Network += probe // two runs of the network on the probe's window
 		rep := drift.Report()
 		res.Drift = &rep
-		c.log.Info("drift", "scene", sceneName, "verdict", rep.Verdict, "feature_far_share", rep.FeatureFarShare,
+		c.log.Info("drift", "scene", sceneName, "verdict", rep.Verdict, "probe_s", probe.Seconds(), "feature_far_share", rep.FeatureFarShare,
 			"prototype_margin_ratio", rep.PrototypeMarginRatio, "margin_ratio", rep.MarginRatio,
 			"recalibration_change_share", rep.RecalibrationChangeShare, "brightness_ratio", rep.BrightnessRatio)
 		if c.opts.DriftCheck != nil {

@@ -44,10 +44,11 @@ func sampleParams(dir string) ItemParams {
 		Now:          time.Date(2026, 11, 22, 1, 2, 3, 0, time.UTC),
 		NoData:       255,
 		DriftVerdict: string(model.DriftWarn),
-		Drift: processor.DriftJSON(model.Drift{Verdict: model.DriftWarn, Reasons: []string{"20.0% of the network's cells are farther from their nearest prototype than 90% of the training scene's cells of that prototype (warn at 17.1%)"},
+		Drift: processor.DriftJSON(model.Drift{Verdict: model.DriftWarn, Reasons: []string{"30.0% of the network's cells are farther from their nearest prototype than 90% of the training scene's cells of that prototype (warn at 25.5%)"},
 			FarShare: 0.07, DistanceRatio: 1.2, Reliability: 0.81, ReliabilityBaseline: 0.86, ReliabilityRatio: 0.81 / 0.86, BrightnessRatio: 0.93,
 			BandShiftMeanSD: 0.21, BandShiftMaxSD: 0.5, BandShiftSD: []float64{0.1, 0.5}, ValidPixels: 7038,
-			FeatureFarShare: 0.2, FeatureDistanceRatio: 1.1, PrototypeMarginRatio: 0.95, UncertaintyRatio: 1.01, MarginRatio: 0.9, ValidCells: 440}),
+			FeatureFarShare: 0.3, FeatureDistanceRatio: 1.1, PrototypeMarginRatio: 0.95, UncertaintyRatio: 1.01, MarginRatio: 0.9, ValidCells: 440,
+			RecalibrationChangeShare: 0.031, RecalibrationBandShift: -0.25, ProbePixels: 7038}),
 	}
 }
 
@@ -63,11 +64,19 @@ func TestBuildItemValidates(t *testing.T) {
 			if p[propDriftVerdict] != "warn" {
 				t.Errorf("got %s %v, want warn", propDriftVerdict, p[propDriftVerdict])
 			}
-			lim := model.DefaultDriftThresholds.Limits[0]
-			if d, _ := p[propDrift].(map[string]any); d == nil || d["far_share"] != 0.07 || d["reliability_ratio"] != 0.9419 ||
-				d["brightness_ratio"] != 0.93 || d["feature_far_share"] != 0.2 || d["margin_ratio"] != 0.9 || len(d["reasons"].([]any)) != 1 ||
-				d["warn_"+lim.Figure] != lim.Warn || d["fail_"+lim.Figure] != lim.Fail {
-				t.Errorf("got %s %v, want the figures, the reason and the thresholds", propDrift, p[propDrift])
+			d, _ := p[propDrift].(map[string]any)
+			if d == nil || d["far_share"] != 0.07 || d["reliability_ratio"] != 0.9419 ||
+				d["brightness_ratio"] != 0.93 || d["feature_far_share"] != 0.3 || d["margin_ratio"] != 0.9 || len(d["reasons"].([]any)) != 1 ||
+				d["recalibration_change_share"] != 0.031 || d["recalibration_band_shift"] != -0.25 {
+				t.Errorf("got %s %v, want the figures and the reason", propDrift, p[propDrift])
+			}
+			// Every limit of the verdict, a missing warn or fail limit absent.
+			for _, lim := range model.DefaultDriftThresholds.Limits {
+				for key, v := range map[string]float64{"warn_" + lim.Figure: lim.Warn, "fail_" + lim.Figure: lim.Fail} {
+					if got, ok := d[key]; (v != 0 && got != v) || (v == 0 && ok) {
+						t.Errorf("got %s %s = %v, want %v (absent when 0)", propDrift, key, got, v)
+					}
+				}
 			}
 			if p["proj:epsg"] != 32610.0 || p["datetime"] != "2024-06-01T10:30:00Z" || p[propDatetimeSource] != datetimeFromItem {
 				t.Errorf("got proj:epsg %v datetime %v (%v), want 32610 and the source item's", p["proj:epsg"], p["datetime"], p[propDatetimeSource])

@@ -53,6 +53,7 @@ func TestRenderDrift(t *testing.T) {
 			r.Figures[f.Key] = 1
 		}
 		r.Figures["feature_far_share"], r.Figures["far_share"] = far, 0.01
+		r.Figures["recalibration_change_share"] = far - 0.1 // none on the clean scene
 		return r
 	}
 	runs := []evaluation.DriftCaseRun{
