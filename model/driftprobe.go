@@ -248,37 +248,9 @@ func (m *Model) ProbeRecalibration(ctx context.Context, p ScenePredictor, w Scen
 // pixel to estimate from.
 func estimateCalibration(w Scene, l []int, classMean []float32, k int) (shift float64, gain []float64, ok bool) {
 	B := w.Bands
-	sum := make([]float64, B)
-	counts := make([]float64, k)
-	var n float64
-	for i, c := range l {
-		if c < 0 || c >= k {
-			continue
-		}
-		px := w.Data[i*B : (i+1)*B]
-		finite := true
-		for _, v := range px {
-			finite = finite && v-v == 0
-		}
-		if !finite {
-			continue
-		}
-		for b, v := range px {
-			sum[b] += float64(v)
-		}
-		counts[c]++
-		n++
-	}
-	if n == 0 {
+	mean, train, ok := probeSpectra(w, l, classMean, k)
+	if !ok {
 		return 0, nil, false
-	}
-	mean := make([]float64, B)
-	train := make([]float64, B)
-	for b := range mean {
-		mean[b] = sum[b] / n
-		for c := range k {
-			train[b] += counts[c] / n * float64(classMean[c*B+b])
-		}
 	}
 	deg := probeGainDegree(B)
 	maxShift := probeMaxShift(B)
@@ -329,23 +301,73 @@ func estimateCalibration(w Scene, l []int, classMean []float32, k int) (shift fl
 	}
 	if !fitted {
 		// Too few bands with positive means to fit a curve: the level alone.
-		var lsum float64
-		var used int
-		for b := range mean {
-			if mean[b] > 0 && train[b] > 0 {
-				lsum += math.Log(mean[b] / train[b])
-				used++
-			}
-		}
-		if used == 0 {
-			return 0, nil, false
-		}
-		gain = make([]float64, B)
-		for b := range gain {
-			gain[b] = math.Exp(lsum / float64(used))
-		}
+		gain, ok = levelGain(mean, train)
+		return 0, gain, ok
 	}
 	return shift, gain, true
+}
+
+// probeSpectra are the mean spectrum of w's valid pixels with finite
+// values (labels l, -1 for invalid) and the training scene's class mean
+// spectra (classMean, [k][bands]) weighted by those pixels' counts of each
+// label; ok is false without such a pixel.
+func probeSpectra(w Scene, l []int, classMean []float32, k int) (mean, train []float64, ok bool) {
+	B := w.Bands
+	sum := make([]float64, B)
+	counts := make([]float64, k)
+	var n float64
+	for i, c := range l {
+		if c < 0 || c >= k {
+			continue
+		}
+		px := w.Data[i*B : (i+1)*B]
+		finite := true
+		for _, v := range px {
+			finite = finite && v-v == 0
+		}
+		if !finite {
+			continue
+		}
+		for b, v := range px {
+			sum[b] += float64(v)
+		}
+		counts[c]++
+		n++
+	}
+	if n == 0 {
+		return nil, nil, false
+	}
+	mean = make([]float64, B)
+	train = make([]float64, B)
+	for b := range mean {
+		mean[b] = sum[b] / n
+		for c := range k {
+			train[b] += counts[c] / n * float64(classMean[c*B+b])
+		}
+	}
+	return mean, train, true
+}
+
+// levelGain is the one gain for every band that best explains mean by
+// train on the log scale (their mean log ratio over the bands where both
+// are positive); ok is false where no band is.
+func levelGain(mean, train []float64) ([]float64, bool) {
+	var lsum float64
+	var used int
+	for b := range mean {
+		if mean[b] > 0 && train[b] > 0 {
+			lsum += math.Log(mean[b] / train[b])
+			used++
+		}
+	}
+	if used == 0 {
+		return nil, false
+	}
+	gain := make([]float64, len(mean))
+	for b := range gain {
+		gain[b] = math.Exp(lsum / float64(used))
+	}
+	return gain, true
 }
 
 // probeGainDegree is the degree of the gain curve's polynomial for a
