@@ -512,12 +512,7 @@ func measureScene(d *DriftMeter, s Scene, pred Prediction, ref *SpectralReferenc
 		if !s.valid(i) {
 			continue
 		}
-		best := 0
-		for c := 1; c < k; c++ {
-			if prec[i*k+c] > prec[i*k+best] {
-				best = c
-			}
-		}
+		best := labelOf(prec[i*k : (i+1)*k])
 		d.AddPixel(dist[i*k:(i+1)*k], prec[i*k:(i+1)*k], pred.Uncertainty[i], best)
 	}
 	d.AddCells(pred, 0, pred.CellRows*pred.CellCols)
@@ -570,6 +565,19 @@ func trainDriftStats(ctx context.Context, m *Model, s Scene, backend string) (*d
 	return st, nil
 }
 
+// labelOf is the label the drift statistics give a pixel of class
+// probabilities p: the first largest, and 0 when none is larger than the
+// first (all zero or NaN), so that every valid pixel counts for a class.
+func labelOf(p []float32) int {
+	best := 0
+	for c := 1; c < len(p); c++ {
+		if p[c] > p[best] {
+			best = c
+		}
+	}
+	return best
+}
+
 // newDriftStats is empty statistics for B bands and k classes.
 func newDriftStats(B, k int) *driftStats {
 	return &driftStats{BandMean: make([]float32, B), BandStd: make([]float32, B), ClassShare: make([]float32, k),
@@ -589,7 +597,7 @@ func (st *driftStats) setClassMeanSpectra(s Scene, prec []float32, k int) {
 		if !s.valid(i) {
 			continue
 		}
-		best := tiling.ArgmaxPixel(prec[i*k : (i+1)*k])
+		best := labelOf(prec[i*k : (i+1)*k])
 		for b, v := range s.Data[i*B : (i+1)*B] {
 			if v-v == 0 {
 				sum[best*B+b] += float64(v)
@@ -654,12 +662,7 @@ func newDriftTally(k int) *driftTally {
 // in st.
 func (t *driftTally) addPixel(st *driftStats, px, prob []float32, unc float64, train bool) {
 	k := len(px)
-	best := 0
-	for c := 1; c < k; c++ {
-		if prob[c] > prob[best] {
-			best = c
-		}
-	}
+	best := labelOf(prob)
 	t.valid++
 	st.ClassShare[best]++
 	if a := AgreementOf(px, best); !math.IsNaN(float64(a)) {

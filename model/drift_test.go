@@ -342,3 +342,25 @@ func TestDriftDegenerateScene(t *testing.T) {
 		t.Errorf("every value 0: verdict %s (%v), figures %+v; want not ok", d.Verdict, d.Reasons, d)
 	}
 }
+
+// TestLabelOf: the first largest probability, and class 0 where none is
+// larger (a pixel of zero or NaN probabilities still counts for a class:
+// the class mean spectra index by it).
+func TestLabelOf(t *testing.T) {
+	nan := float32(math.NaN())
+	for _, tc := range []struct {
+		p    []float32
+		want int
+	}{
+		{[]float32{0.1, 0.7, 0.2}, 1},
+		{[]float32{0.4, 0.4, 0.2}, 0},
+		{[]float32{0.2, 0.4, 0.4}, 1},
+		{[]float32{0, 0, 0}, 0},
+		{[]float32{nan, nan}, 0},
+		{[]float32{nan, 0.3}, 0},
+	} {
+		if got := labelOf(tc.p); got != tc.want {
+			t.Errorf("labelOf(%v) = %d, want %d", tc.p, got, tc.want)
+		}
+	}
+}

@@ -194,13 +194,7 @@ func (m *Model) ProbeRecalibration(ctx context.Context, p ScenePredictor, w Scen
 			if !s.valid(i) {
 				continue
 			}
-			best := 0
-			for c := 1; c < k; c++ {
-				if prob[i*k+c] > prob[i*k+best] {
-					best = c
-				}
-			}
-			out[i] = best
+			out[i] = labelOf(prob[i*k : (i+1)*k])
 		}
 		return out, nil
 	}
