@@ -760,17 +760,24 @@ func driftLimitOf(runs []DriftCaseRun, f model.DriftFigure, l driftLimitCand) mo
 	}
 	// The worst value of a run that held or must be ok, or the warn
 	// limit when that lies beyond it.
-	worst := sign * warn
-	for _, r := range runs {
-		if v, ok := finiteFigure(r, f.Key); (r.held() || r.mustBeOK()) && ok {
-			worst = math.Max(worst, sign*v)
-		}
-	}
+	worst := worstHeld(runs, f.Key, sign, sign*warn)
 	fail := sign * worst * math.Pow(DriftFailFactor, sign)
 	if fail <= 0 || !slices.Contains(DriftFailFigures, f.Key) {
 		fail = 0 // warn only (or a figure that reaches 0)
 	}
 	return model.DriftLimit{Figure: f.Key, Warn: roundSig(warn, 3), Fail: roundSig(fail, 3)}
+}
+
+// worstHeld is the largest of from and the finite values of figure key
+// (times sign: in the bad direction) over the runs that held or must be ok.
+func worstHeld(runs []DriftCaseRun, key string, sign, from float64) float64 {
+	worst := from
+	for _, r := range runs {
+		if v, ok := finiteFigure(r, key); (r.held() || r.mustBeOK()) && ok {
+			worst = math.Max(worst, sign*v)
+		}
+	}
+	return worst
 }
 
 // failOnlyLimit is a fail limit alone on the figure key: DriftFailFactor
@@ -781,12 +788,7 @@ func failOnlyLimit(runs []DriftCaseRun, key string) (model.DriftLimit, error) {
 		return model.DriftLimit{}, fmt.Errorf("choose drift thresholds: unknown fail figure %q", key)
 	}
 	sign := figureSign(f)
-	worst := math.Inf(-1)
-	for _, r := range runs {
-		if v, ok := finiteFigure(r, key); (r.held() || r.mustBeOK()) && ok {
-			worst = math.Max(worst, sign*v)
-		}
-	}
+	worst := worstHeld(runs, key, sign, math.Inf(-1))
 	if math.IsInf(worst, -1) || sign*worst <= 0 {
 		return model.DriftLimit{}, fmt.Errorf("choose drift thresholds: no run that held measures %s", key)
 	}

@@ -150,9 +150,6 @@ type Recalibration struct {
 	// the training scene's, bands (band b of the scene holds what band
 	// b+BandShift of the training scene would: Radiometric.BandShift).
 	BandShift float64
-	// Gain is the estimated smooth gain of each band against the
-	// training scene (before the shift), 1 where the calibration matches.
-	Gain []float64
 }
 
 // ErrNoProbeStats is returned (wrapped) when a model's drift statistics
@@ -213,7 +210,7 @@ func (m *Model) ProbeRecalibration(ctx context.Context, p ScenePredictor, w Scen
 	if err != nil {
 		return Recalibration{}, err
 	}
-	r := Recalibration{BandShift: shift, Gain: gain}
+	r := Recalibration{BandShift: shift}
 	for i, l := range l0 {
 		if l < 0 {
 			continue

@@ -95,9 +95,6 @@ type DriftFigure struct {
 	// Window is true for a figure of the recalibration probe's window,
 	// false for one of the whole scene.
 	Window bool
-	// Signed is true for a figure that moves either way (a band shift):
-	// reported, not judged.
-	Signed bool
 	// What says what the figure measures in a verdict's reasons, "%s"
 	// standing for its value as Format writes it.
 	What   string
@@ -145,7 +142,8 @@ var driftFigures = []DriftFigure{
 	{Key: "recalibration_change_share", Rising: true, Format: percentFigure, Window: true,
 		What:  "%s of the probe window's pixels change class when the scene is brought back to the training scene's calibration",
 		field: func(r *Drift) *float64 { return &r.RecalibrationChangeShare }},
-	{Key: "recalibration_band_shift", Rising: true, Format: bandsFigure, Window: true, Signed: true,
+	// The band shift moves either way: reported, never a candidate to judge.
+	{Key: "recalibration_band_shift", Rising: true, Format: bandsFigure, Window: true,
 		What:  "the band axis is shifted by %s against the training scene's (estimated)",
 		field: func(r *Drift) *float64 { return &r.RecalibrationBandShift }},
 	{Key: "far_share", Rising: true, Format: percentFigure,

@@ -22,10 +22,10 @@ import (
 // unmeasured (NaN), which the verdict reports.
 func (c *Classifier) probeDrift(ctx context.Context, sc *geo.Scene, mk *geo.Mask, info geo.Info, d *model.DriftMeter) error {
 	windows := model.ProbeWindows(info.Rows, info.Cols)
-	var best model.Scene
+	var best model.Scene // the chosen window so far; no Data while none holds a valid pixel
 	var counts []int
 	var inside []bool
-	for _, w := range windows {
+	for i, w := range windows {
 		gw := geo.Window{Col: w.Col, Row: w.Row, Cols: w.Cols, Rows: w.Rows}
 		blk, err := sc.ReadWindow(ctx, gw)
 		if err != nil {
@@ -45,14 +45,14 @@ func (c *Classifier) probeDrift(ctx context.Context, sc *geo.Scene, mk *geo.Mask
 			}
 		}
 		counts = append(counts, n)
-		if model.ChooseProbeWindow(windows[:len(counts)], counts) == len(counts)-1 {
+		if model.ChooseProbeWindow(windows[:i+1], counts) == i {
 			best = model.Scene{Rows: w.Rows, Cols: w.Cols, Bands: blk.Bands, Data: blk.Data, Valid: blk.Valid}
 		}
 		if float64(n) >= model.ProbeMinValidShare*float64(w.Rows*w.Cols) {
 			break // the first window with enough valid pixels is the one
 		}
 	}
-	if model.ChooseProbeWindow(windows[:len(counts)], counts) < 0 {
+	if best.Data == nil {
 		return nil
 	}
 	r, err := c.m.ProbeRecalibration(ctx, c.pred, padToLadder(best))
