@@ -8,7 +8,7 @@ with pnec evaluate, and prints one Markdown row per scene and change: OA, the
 points lost against the unchanged scene, the product's verdict and its two
 judged figures, read back from the product with GDAL.
 
-    scripts/drift_user_check.py --pnec bin/pnec --work /tmp/drift-user [--data ../shared/data]
+    scripts/drift_user_check.py --work /tmp/drift-user [--pnec bin/pnec] [--data ../shared/data]
 
 Needs numpy and GDAL's Python bindings (make deps installs them).
 """
@@ -92,7 +92,8 @@ def oa(pnec, model, scene, labels):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--pnec", required=True)
+    ap.add_argument("--pnec", default=os.path.join(os.path.dirname(__file__), "..", "bin", "pnec"),
+                    help="the pnec binary (default: bin/pnec of this checkout, as make builds it)")
     ap.add_argument("--work", required=True)
     ap.add_argument("--data", default=os.path.join(os.path.dirname(__file__), "..", "..", "shared", "data"))
     a = ap.parse_args()
