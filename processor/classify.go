@@ -89,11 +89,11 @@ func (c *Classifier) classify(parent context.Context, req Request) (res Result, 
 	}
 	if drift := st.drift; drift != nil {
 		t0 := time.Now()
-		if err := c.probeDrift(parent, sc, mk, info, drift); err != nil {
+		if err := c.probeDrift(parent, sc, mk, info, drift, st.probeLabels); err != nil {
 			return res, fmt.Errorf("%s: %w", sceneName, err)
 		}
 		probe := time.Since(t0)
-		times.Network += probe // two runs of the network on the probe's window
+		times.Network += probe // the network on the probe's window, once or twice
 		rep := drift.Report()
 		res.Drift = &rep
 		c.log.Info("drift", "scene", sceneName, "verdict", rep.Verdict, "probe_s", probe.Seconds(), "feature_far_share", rep.FeatureFarShare,
@@ -282,6 +282,12 @@ func (c *Classifier) runStages(parent context.Context, sc *geo.Scene, mk *geo.Ma
 	st := &stitcher{plan: plan, classes: classes, recovery: c.m.Recovery(), kind: c.kind, spectral: c.ref != nil,
 		out: rows, byClass: make([]int64, len(classes)), drift: drift,
 		probStage: c.opts.Probabilities, probBands: probabilityBands(c.opts, len(classes))}
+	if drift != nil && reusableProbeLabels(plan, info) {
+		st.probeLabels = make([]int, info.Rows*info.Cols)
+		for i := range st.probeLabels {
+			st.probeLabels[i] = -1
+		}
+	}
 	if st.probBands > 0 {
 		values := make([]int, len(classes))
 		for i, k := range classes {

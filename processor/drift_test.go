@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"sync/atomic"
 	"testing"
 
 	"github.com/pnec/pnec/internal/fixture"
@@ -136,5 +137,56 @@ func TestDriftMetadataBandShifts(t *testing.T) {
 	md := DriftMetadata(model.Drift{Verdict: model.DriftOK, BandShiftSD: []float64{-0.001, 0.126, math.NaN(), -1.234}})
 	if got, want := md[MetaDriftBandShift], "[0,0.13,null,-1.23]"; got != want {
 		t.Errorf("%s = %s, want %s", MetaDriftBandShift, got, want)
+	}
+}
+
+// countingPredictor counts the network runs of the predictor it wraps.
+type countingPredictor struct {
+	predictor
+	calls *atomic.Int32
+}
+
+func (c countingPredictor) Predict(ctx context.Context, s model.Scene) (model.Prediction, error) {
+	c.calls.Add(1)
+	return c.predictor.Predict(ctx, s)
+}
+
+// TestClassifyDriftProbeRuns: a scene that is its own probe window and
+// runs whole lends the probe its labels, so the probe runs the network
+// once (the recalibrated window) instead of twice, with the figures of a
+// probe that classified the window itself (TestClassifyDrift compares the
+// whole run with a tiled one, whose probe does); a tiled run's probe still
+// runs twice.
+func TestClassifyDriftProbeRuns(t *testing.T) {
+	m := fixture.LoadModel(t)
+	dir := t.TempDir()
+	scene := fixture.Scene(t, filepath.Join(dir, "like.tif"), 2)
+	for _, tc := range []struct {
+		name      string
+		opts      Options
+		probeRuns int32
+	}{
+		{"whole", Options{}, 1},
+		{"tiled", Options{TileSize: 20, Overlap: 8}, 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := NewClassifier(m, tc.opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			var n atomic.Int32
+			c.pred = countingPredictor{c.pred, &n}
+			res, err := c.Run(context.Background(), Request{Scene: scene, Out: filepath.Join(dir, tc.name+".tif")})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Drift == nil || res.Drift.ProbePixels != int64(fixture.Rows*fixture.Cols) {
+				t.Fatalf("drift %+v: want the probe over every pixel", res.Drift)
+			}
+			if got, want := n.Load(), int32(res.Tiles)+tc.probeRuns; got != want {
+				t.Errorf("%d network runs for %d tiles, want %d (the probe's %d)", got, res.Tiles, want, tc.probeRuns)
+			}
+		})
 	}
 }

@@ -17,12 +17,15 @@ import (
 // tiles were (band plan, nodata, quality masks and the mask mk), so the
 // probe stays apart from the tile pipeline and runs after it on the
 // classifier's predictor: two runs of the network on the window, padded
-// with no-data to the ladder as tiles are (padToLadder). A scene
-// whose candidate windows hold no valid pixel leaves the probe's figures
-// unmeasured (NaN), which the verdict reports.
-func (c *Classifier) probeDrift(ctx context.Context, sc *geo.Scene, mk *geo.Mask, info geo.Info, d *model.DriftMeter) error {
+// with no-data to the ladder as tiles are (padToLadder), or one when
+// whole holds the main pass's labels of a scene that is its own window
+// (reusableProbeLabels). A scene whose candidate windows hold no valid
+// pixel leaves the probe's figures unmeasured (NaN), which the verdict
+// reports.
+func (c *Classifier) probeDrift(ctx context.Context, sc *geo.Scene, mk *geo.Mask, info geo.Info, d *model.DriftMeter, whole []int) error {
 	windows := model.ProbeWindows(info.Rows, info.Cols)
 	var best model.Scene // the chosen window so far; no Data while none holds a valid pixel
+	var bestWin tiling.Rect
 	var counts []int
 	var inside []bool
 	for i, w := range windows {
@@ -47,6 +50,7 @@ func (c *Classifier) probeDrift(ctx context.Context, sc *geo.Scene, mk *geo.Mask
 		counts = append(counts, n)
 		if model.ChooseProbeWindow(windows[:i+1], counts) == i {
 			best = model.Scene{Rows: w.Rows, Cols: w.Cols, Bands: blk.Bands, Data: blk.Data, Valid: blk.Valid}
+			bestWin = w
 		}
 		if float64(n) >= model.ProbeMinValidShare*float64(w.Rows*w.Cols) {
 			break // the first window with enough valid pixels is the one
@@ -55,7 +59,12 @@ func (c *Classifier) probeDrift(ctx context.Context, sc *geo.Scene, mk *geo.Mask
 	if best.Data == nil {
 		return nil
 	}
-	r, err := c.m.ProbeRecalibration(ctx, c.pred, padToLadder(best))
+	in := padToLadder(best)
+	var asIs []int
+	if whole != nil && bestWin == (tiling.Rect{Rows: info.Rows, Cols: info.Cols}) {
+		asIs = padLabels(whole, info.Rows, info.Cols, in.Rows, in.Cols)
+	}
+	r, err := c.m.ProbeRecalibrationFrom(ctx, c.pred, in, asIs)
 	if err != nil {
 		return err
 	}
@@ -82,6 +91,31 @@ func padToLadder(w model.Scene) model.Scene {
 			i := r*w.Cols + c
 			out.Valid[r*cols+c] = w.Valid == nil || w.Valid[i]
 		}
+	}
+	return out
+}
+
+// reusableProbeLabels reports whether the main pass's labels can stand for
+// the probe's first run: the scene is its own probe window (no side over
+// model.ProbeSide) and runs whole on the shape padToLadder gives that
+// window, so the network sees the same input in both. Any other plan
+// classifies the window apart from its neighbours' context, which the
+// probe must not count as change.
+func reusableProbeLabels(plan *tiling.Plan, info geo.Info) bool {
+	return plan.Whole && info.Rows <= model.ProbeSide && info.Cols <= model.ProbeSide &&
+		plan.TileRows == tiling.Rung(info.Rows, tiling.LadderStep) &&
+		plan.TileCols == tiling.Rung(info.Cols, tiling.LadderStep)
+}
+
+// padLabels is labels of a rows x cols scene laid out on a padRows x
+// padCols window, -1 on the padding (as padToLadder pads the pixels).
+func padLabels(labels []int, rows, cols, padRows, padCols int) []int {
+	out := make([]int, padRows*padCols)
+	for i := range out {
+		out[i] = -1
+	}
+	for r := range rows {
+		copy(out[r*padCols:r*padCols+cols], labels[r*cols:(r+1)*cols])
 	}
 	return out
 }

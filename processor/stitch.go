@@ -22,6 +22,11 @@ type stitcher struct {
 	tileDone func(t tiling.Tile, done int) // after each tile is stitched
 
 	drift *model.DriftMeter // nil: no drift figures (needs spectral)
+	// probeLabels, when not nil, receives each pixel's label (a dense
+	// class index, -1 where invalid), row-major over the scene: the drift
+	// probe's first run when its window is the whole scene run whole
+	// (reusableProbeLabels).
+	probeLabels []int
 
 	probStage ProbabilityStage // the probabilities sent with the rows (ProbabilitiesOff: none)
 	probBands int              // values per pixel of rowsOut.prob
@@ -279,6 +284,9 @@ func (s *stitcher) rows(lo, hi, h int) (rowsOut, error) {
 		}
 		s.valid++
 		s.byClass[best]++
+		if s.probeLabels != nil {
+			s.probeLabels[lo*cols+i] = best
+		}
 	}
 	return out, nil
 }
