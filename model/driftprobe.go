@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/pnec/pnec/tiling"
 )
@@ -49,16 +50,9 @@ const (
 // to the scene, its corner on the network's stride grid; a scene that
 // fits has one window, the scene.
 func ProbeWindows(rows, cols int) []tiling.Rect {
-	nr, nc := min(ProbeSide, rows), min(ProbeSide, cols)
-	at := func(fr, fc float64) tiling.Rect {
-		r0 := int(fr*float64(rows)-float64(nr)/2) / Stride * Stride
-		c0 := int(fc*float64(cols)-float64(nc)/2) / Stride * Stride
-		r0 = min(max(r0, 0), rows-nr)
-		c0 = min(max(c0, 0), cols-nc)
-		return tiling.Rect{Row: r0, Col: c0, Rows: nr, Cols: nc}
-	}
+	at := func(fr, fc float64) tiling.Rect { return probeWindowAt(rows, cols, fr*float64(rows), fc*float64(cols)) }
 	out := []tiling.Rect{at(0.5, 0.5)}
-	if nr == rows && nc == cols {
+	if out[0].Rows == rows && out[0].Cols == cols {
 		return out
 	}
 	for _, fr := range []float64{1.0 / 6, 0.5, 5.0 / 6} {
@@ -75,6 +69,78 @@ func ProbeWindows(rows, cols int) []tiling.Rect {
 	}
 	return out
 }
+
+// probeWindowAt is the probe's window of a rows x cols scene centred as
+// near (y, x) (pixels from the scene's corner) as the scene's edges and
+// the stride grid allow.
+func probeWindowAt(rows, cols int, y, x float64) tiling.Rect {
+	nr, nc := min(ProbeSide, rows), min(ProbeSide, cols)
+	r0 := int(y-float64(nr)/2) / Stride * Stride
+	c0 := int(x-float64(nc)/2) / Stride * Stride
+	r0 = min(max(r0, 0), rows-nr)
+	c0 = min(max(c0, 0), cols-nc)
+	return tiling.Rect{Row: r0, Col: c0, Rows: nr, Cols: nc}
+}
+
+// ProbeCandidates are ProbeWindows and, last, the window around near's
+// pixel (the valid pixel nearest the scene's centre) when it is another:
+// a scene whose data lie where the grid's windows miss them (a thin swath
+// across a large empty raster) still gets a probe instead of NaN figures.
+func ProbeCandidates(rows, cols int, near NearestValid) []tiling.Rect {
+	out := ProbeWindows(rows, cols)
+	if r, c, ok := near.Nearest(); ok {
+		if w := probeWindowAt(rows, cols, float64(r)+0.5, float64(c)+0.5); !slices.Contains(out, w) {
+			out = append(out, w)
+		}
+	}
+	return out
+}
+
+// NearestValid finds the valid pixel of a scene nearest its centre from
+// the scene's rows, given in any order and in pieces (as the cores of its
+// tiles give them). Ties go to the first pixel in row-major order, so a
+// scene has one answer however it is tiled.
+type NearestValid struct {
+	rows, cols int
+	row, col   int
+	d2         int64 // squared distance to the centre, half pixels; -1 while none was found
+}
+
+// NewNearestValid starts the search over a rows x cols scene.
+func NewNearestValid(rows, cols int) NearestValid {
+	return NearestValid{rows: rows, cols: cols, d2: -1}
+}
+
+// AddRow adds the n pixels of scene row row from column col0; valid says
+// which are valid (nil: all).
+func (v *NearestValid) AddRow(row, col0, n int, valid []bool) {
+	if n <= 0 || v.rows == 0 {
+		return
+	}
+	dr := int64(2*row - (v.rows - 1))
+	if v.d2 >= 0 && dr*dr > v.d2 {
+		return // no pixel of this row is as near
+	}
+	consider := func(c int) {
+		dc := int64(2*c - (v.cols - 1))
+		d := dr*dr + dc*dc
+		if v.d2 < 0 || d < v.d2 || d == v.d2 && (row < v.row || row == v.row && c < v.col) {
+			v.row, v.col, v.d2 = row, c, d
+		}
+	}
+	if valid == nil {
+		consider(min(max((v.cols-1)/2, col0), col0+n-1))
+		return
+	}
+	for i, ok := range valid[:n] {
+		if ok {
+			consider(col0 + i)
+		}
+	}
+}
+
+// Nearest is the pixel found, ok false while no valid pixel was added.
+func (v NearestValid) Nearest() (row, col int, ok bool) { return v.row, v.col, v.d2 >= 0 }
 
 // ChooseProbeWindow picks among candidate windows (ProbeWindows) by their
 // counts of valid pixels: the first with at least ProbeMinValidShare of
@@ -114,10 +180,18 @@ func CropScene(s Scene, w tiling.Rect) Scene {
 }
 
 // ProbeWindowOf is the window of s the recalibration probe runs on
-// (ProbeWindows, ChooseProbeWindow) and ok false when none holds a valid
+// (ProbeCandidates, ChooseProbeWindow) and ok false when none holds a valid
 // pixel.
 func ProbeWindowOf(s Scene) (tiling.Rect, bool) {
-	ws := ProbeWindows(s.Rows, s.Cols)
+	near := NewNearestValid(s.Rows, s.Cols)
+	for r := range s.Rows {
+		var valid []bool
+		if s.Valid != nil {
+			valid = s.Valid[r*s.Cols : (r+1)*s.Cols]
+		}
+		near.AddRow(r, 0, s.Cols, valid)
+	}
+	ws := ProbeCandidates(s.Rows, s.Cols, near)
 	counts := make([]int, len(ws))
 	for i, w := range ws {
 		for r := w.Row; r < w.Row+w.Rows; r++ {

@@ -89,7 +89,7 @@ func (c *Classifier) classify(parent context.Context, req Request) (res Result, 
 	}
 	if drift := st.drift; drift != nil {
 		t0 := time.Now()
-		if err := c.probeDrift(parent, sc, mk, info, drift, st.probeLabels); err != nil {
+		if err := c.probeDrift(parent, sc, mk, info, drift, st.near, st.probeLabels); err != nil {
 			return res, fmt.Errorf("%s: %w", sceneName, err)
 		}
 		probe := time.Since(t0)
@@ -280,7 +280,7 @@ func (c *Classifier) runStages(parent context.Context, sc *geo.Scene, mk *geo.Ma
 		}
 	}
 	st := &stitcher{plan: plan, classes: classes, recovery: c.m.Recovery(), kind: c.kind, spectral: c.ref != nil,
-		out: rows, byClass: make([]int64, len(classes)), drift: drift,
+		out: rows, byClass: make([]int64, len(classes)), drift: drift, near: model.NewNearestValid(info.Rows, info.Cols),
 		probStage: c.opts.Probabilities, probBands: probabilityBands(c.opts, len(classes))}
 	if drift != nil && reusableProbeLabels(plan, info) {
 		st.probeLabels = make([]int, info.Rows*info.Cols)
@@ -305,7 +305,7 @@ func (c *Classifier) runStages(parent context.Context, sc *geo.Scene, mk *geo.Ma
 	}
 	g.Go(func() (err error) {
 		defer close(tiles)
-		times.Read, skipped, err = c.readTiles(ctx, sc, mk, sceneName, info, plan, drift, slots, free, tiles)
+		times.Read, skipped, err = c.readTiles(ctx, sc, mk, sceneName, info, plan, drift, &st.near, slots, free, tiles)
 		return err
 	})
 	g.Go(func() (err error) {
@@ -375,7 +375,7 @@ func (c *Classifier) applyQualityMasks(sc *geo.Scene) (string, error) {
 // is read, before that tile goes to the network (see signalCheck). Tiles
 // are read into the buffers the network hands back on free when there is
 // one, each once a slot is free.
-func (c *Classifier) readTiles(ctx context.Context, sc *geo.Scene, mk *geo.Mask, name string, info geo.Info, plan *tiling.Plan, drift *model.DriftMeter, slots chan<- struct{}, free <-chan []float32, out chan<- tileIn) (time.Duration, int, error) {
+func (c *Classifier) readTiles(ctx context.Context, sc *geo.Scene, mk *geo.Mask, name string, info geo.Info, plan *tiling.Plan, drift *model.DriftMeter, near *model.NearestValid, slots chan<- struct{}, free <-chan []float32, out chan<- tileIn) (time.Duration, int, error) {
 	var busy time.Duration
 	var sig signalCheck
 	var inside []bool
@@ -431,7 +431,7 @@ func (c *Classifier) readTiles(ctx context.Context, sc *geo.Scene, mk *geo.Mask,
 		}
 		sig.add(blk.Data, blk.Valid, blk.Bands)
 		if drift != nil {
-			addCoreSpectra(drift, blk, t.Core)
+			addCoreSpectra(drift, near, blk, t.Core)
 		}
 		if i == len(plan.Tiles)-1 {
 			if err := sig.verdict(name, info); err != nil {
@@ -608,9 +608,9 @@ func (c *Classifier) startTile(ctx context.Context, t tileIn, recovered bool) *t
 }
 
 // addCoreSpectra adds the pixels of b (read for a tile) inside its core to
-// the drift's band means: the cores partition the scene, so each pixel
-// counts once.
-func addCoreSpectra(d *model.DriftMeter, b geo.Block, core tiling.Rect) {
+// the drift's band means and to near's search: the cores partition the
+// scene, so each pixel counts once.
+func addCoreSpectra(d *model.DriftMeter, near *model.NearestValid, b geo.Block, core tiling.Rect) {
 	for r := core.Row; r < core.Row+core.Rows; r++ {
 		i := (r-b.Row)*b.Cols + core.Col - b.Col
 		var valid []bool
@@ -618,5 +618,6 @@ func addCoreSpectra(d *model.DriftMeter, b geo.Block, core tiling.Rect) {
 			valid = b.Valid[i : i+core.Cols]
 		}
 		d.AddSpectra(b.Data[i*b.Bands:(i+core.Cols)*b.Bands], valid)
+		near.AddRow(r, core.Col, core.Cols, valid)
 	}
 }

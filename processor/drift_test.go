@@ -3,6 +3,7 @@ package processor
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -188,5 +189,67 @@ func TestClassifyDriftProbeRuns(t *testing.T) {
 				t.Errorf("%d network runs for %d tiles, want %d (the probe's %d)", got, res.Tiles, want, tc.probeRuns)
 			}
 		})
+	}
+}
+
+// TestClassifyDriftProbeThinSwath: a scene whose data are a thin diagonal
+// swath that misses every window of the probe's grid (model.ProbeWindows)
+// still gets a probe, on the window around the valid pixel nearest the
+// centre (model.ProbeCandidates), instead of NaN figures; two tile grids
+// (the model's own and 256 px tiles) find the same window.
+func TestClassifyDriftProbeThinSwath(t *testing.T) {
+	m := fixture.LoadModel(t)
+	dir := t.TempDir()
+	const rows, cols = 900, 900
+	scene := writeSynthScene(t, filepath.Join(dir, "scene.tif"), rows, cols, m.Bands(), 3, 5)
+	// 40 px across the diagonal, between the grid windows' reach (their
+	// centres lie 300 px apart and reach 95 px along r-c either way).
+	inside := func(r, c int) bool { return r-c >= 130 && r-c < 170 }
+	mask := make([]float32, rows*cols)
+	for r := range rows {
+		for c := range cols {
+			if inside(r, c) {
+				mask[r*cols+c] = 1
+			}
+		}
+	}
+	for _, w := range model.ProbeWindows(rows, cols) {
+		for r := w.Row; r < w.Row+w.Rows; r++ {
+			for c := w.Col; c < w.Col+w.Cols; c++ {
+				if inside(r, c) {
+					t.Fatalf("grid window %v holds swath pixel (%d,%d): the test needs a swath they all miss", w, r, c)
+				}
+			}
+		}
+	}
+	maskPath := filepath.Join(dir, "mask.tif")
+	if err := fixture.WriteFloat32(maskPath, rows, cols, 1, mask, fixture.GeoRef, -1); err != nil {
+		t.Fatal(err)
+	}
+	var got []*model.Drift
+	for _, opts := range []Options{{}, {TileSize: 256, Overlap: 32}} {
+		c, err := NewClassifier(m, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := c.Run(context.Background(), Request{Scene: scene, Mask: maskPath, Out: filepath.Join(dir, fmt.Sprintf("out%d.tif", opts.TileSize))})
+		c.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		d := res.Drift
+		if d == nil || d.ProbePixels == 0 {
+			t.Fatalf("tile size %d: drift %+v: want the probe on the swath", opts.TileSize, d)
+		}
+		for _, f := range model.DriftFigures() {
+			if math.IsNaN(f.Value(*d)) {
+				t.Errorf("tile size %d: %s is NaN (%v): want every figure measured on the swath", opts.TileSize, f.Key, d.Reasons)
+			}
+		}
+		got = append(got, d)
+	}
+	if got[0].ProbePixels != got[1].ProbePixels || got[0].RecalibrationChangeShare != got[1].RecalibrationChangeShare {
+		t.Errorf("whole-image probe %d pixels, %g changed; tiled %d, %g: want the same window", got[0].ProbePixels,
+			got[0].RecalibrationChangeShare, got[1].ProbePixels, got[1].RecalibrationChangeShare)
 	}
 }

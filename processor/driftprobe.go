@@ -13,17 +13,18 @@ import (
 // probeDrift runs the recalibration probe (model.ProbeRecalibration) on a
 // window of the scene and adds what it found to d. The window (at most
 // model.ProbeSide pixels a side: the centred one, or the first of
-// model.ProbeWindows with enough valid pixels) is read again, as the
+// model.ProbeCandidates with enough valid pixels, the last of them around
+// near's pixel) is read again, as the
 // tiles were (band plan, nodata, quality masks and the mask mk), so the
 // probe stays apart from the tile pipeline and runs after it on the
 // classifier's predictor: two runs of the network on the window, padded
 // with no-data to the ladder as tiles are (padToLadder), or one when
 // whole holds the main pass's labels of a scene that is its own window
-// (reusableProbeLabels). A scene whose candidate windows hold no valid
-// pixel leaves the probe's figures unmeasured (NaN), which the verdict
-// reports.
-func (c *Classifier) probeDrift(ctx context.Context, sc *geo.Scene, mk *geo.Mask, info geo.Info, d *model.DriftMeter, whole []int) error {
-	windows := model.ProbeWindows(info.Rows, info.Cols)
+// (reusableProbeLabels). Only a scene without a valid pixel leaves the
+// probe's figures unmeasured (NaN), which the verdict reports: near's
+// window holds one whenever the tiles read one.
+func (c *Classifier) probeDrift(ctx context.Context, sc *geo.Scene, mk *geo.Mask, info geo.Info, d *model.DriftMeter, near model.NearestValid, whole []int) error {
+	windows := model.ProbeCandidates(info.Rows, info.Cols, near)
 	var best model.Scene // the chosen window so far; no Data while none holds a valid pixel
 	var bestWin tiling.Rect
 	var counts []int

@@ -27,6 +27,9 @@ type stitcher struct {
 	// probe's first run when its window is the whole scene run whole
 	// (reusableProbeLabels).
 	probeLabels []int
+	// near is where the valid pixel nearest the scene's centre lies, found
+	// by the tile reader (the probe's last candidate window).
+	near model.NearestValid
 
 	probStage ProbabilityStage // the probabilities sent with the rows (ProbabilitiesOff: none)
 	probBands int              // values per pixel of rowsOut.prob
