@@ -3,6 +3,7 @@ package geo
 import (
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -11,8 +12,25 @@ import (
 )
 
 // defaultGTiffOptions are the GTiff creation options CreateGeoTIFF starts
-// from: tiled (windowed reads touch few blocks), DEFLATE, BigTIFF when needed.
-var defaultGTiffOptions = []string{"TILED=YES", "BLOCKXSIZE=256", "BLOCKYSIZE=256", "COMPRESS=DEFLATE", "BIGTIFF=IF_SAFER"}
+// from: tiled (windowed reads touch few blocks), DEFLATE, BigTIFF when needed,
+// and the tile size of gtiffBlockOptions.
+var defaultGTiffOptions = []string{"TILED=YES", "COMPRESS=DEFLATE", "BIGTIFF=IF_SAFER"}
+
+// gtiffBlockSide is CreateGeoTIFF's tile side, pixels, where the raster is
+// at least that large.
+const gtiffBlockSide = 256
+
+// gtiffBlockOptions are the tile size options for a rows x cols raster:
+// gtiffBlockSide a side, or the raster's side rounded up to 16 (TIFF's
+// tile multiple) where that is smaller. Every read decodes whole tiles, and
+// a pixel-interleaved tile holds every band: a 256 x 256 tile over an
+// 83 x 86 x 204 Int16 scene (SalinasA as pnec import mat writes it) is
+// 26.7 MB to decode for 2.9 MB of pixels, 140 ms of a 0.36 s classify
+// (the same scene in 96 x 96 tiles: 40-48 ms).
+func gtiffBlockOptions(rows, cols int) []string {
+	side := func(n int) int { return min(gtiffBlockSide, (n+15)/16*16) }
+	return []string{fmt.Sprintf("BLOCKXSIZE=%d", side(cols)), fmt.Sprintf("BLOCKYSIZE=%d", side(rows))}
+}
 
 func (t DataType) godal() (godal.DataType, error) {
 	switch t {
@@ -98,7 +116,7 @@ func CreateGeoTIFF(path string, spec RasterSpec) (*RasterWriter, error) {
 	if err != nil {
 		return nil, fmt.Errorf("create %s: %w", path, err)
 	}
-	opts, err := mergeOptions(defaultGTiffOptions, spec.CreationOptions)
+	opts, err := mergeOptions(append(slices.Clone(defaultGTiffOptions), gtiffBlockOptions(spec.Rows, spec.Cols)...), spec.CreationOptions)
 	if err != nil {
 		return nil, fmt.Errorf("create %s: %w", path, err)
 	}

@@ -173,3 +173,40 @@ func TestSetConfig(t *testing.T) {
 		t.Errorf("empty value did not unset: %v %q", err, ConfigValue("PNEC_TEST_OPTION"))
 	}
 }
+
+// TestCreateGeoTIFFBlockSize: tiles are 256 x 256, or the raster's side
+// rounded up to 16 where that is smaller (a tile larger than the raster is
+// decoded whole on every read); a tile size given by the caller wins.
+func TestCreateGeoTIFFBlockSize(t *testing.T) {
+	for _, tc := range []struct {
+		rows, cols         int
+		opts               []string
+		wantRows, wantCols int
+	}{
+		{83, 86, nil, 96, 96},
+		{20, 300, nil, 32, 256},
+		{1000, 1000, nil, 256, 256},
+		{256, 257, nil, 256, 256},
+		{1000, 1000, []string{"BLOCKXSIZE=512"}, 256, 512},
+		{83, 86, []string{"BLOCKYSIZE=128"}, 128, 96},
+	} {
+		path := filepath.Join(t.TempDir(), "s.tif")
+		w, err := CreateGeoTIFF(path, RasterSpec{Cols: tc.cols, Rows: tc.rows, Bands: 2, DataType: Int16, CreationOptions: tc.opts})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := w.Commit(); err != nil {
+			t.Fatal(err)
+		}
+		w.Close()
+		s, err := Open(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		in := s.Info()
+		s.Close()
+		if in.BlockRows != tc.wantRows || in.BlockCols != tc.wantCols {
+			t.Errorf("%dx%d raster, options %v: blocks %dx%d (rows x cols), want %dx%d", tc.rows, tc.cols, tc.opts, in.BlockRows, in.BlockCols, tc.wantRows, tc.wantCols)
+		}
+	}
+}
