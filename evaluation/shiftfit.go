@@ -825,6 +825,44 @@ func filterRuns(runs []DriftCaseRun, keep func(DriftCaseRun) bool) []DriftCaseRu
 	return out
 }
 
+// ChangeOwnLoss is runs with each change made on a sub-area (a run of the
+// class-mix family and another, its case named "AREA + CHANGE") counted
+// by what the change itself lost: its drop less that of the same sub-area
+// unchanged (the AreaOnly run of case AREA of the same scene, seed set and
+// seed), and how many runs it counted so. The protocol counts a sub-area's
+// own loss (another class mix: SalinasA's right half alone loses up to 4.7
+// points) against the whole scene's OA, so a small change on that half
+// passes the 5-point mark while the sub-area alone must stay ok: this view
+// shows what the verdict can answer for. Other runs are as they were.
+func ChangeOwnLoss(runs []DriftCaseRun) ([]DriftCaseRun, int) {
+	type key struct {
+		scene, set, area string
+		seed             int64
+	}
+	area := map[key]float64{}
+	for _, r := range runs {
+		if r.AreaOnly {
+			area[key{r.Scene, r.Set, r.Case, r.Seed}] = r.Drop
+		}
+	}
+	out := slices.Clone(runs)
+	n := 0
+	for i, r := range out {
+		if r.AreaOnly || r.Other || len(r.Families) < 2 || !slices.Contains(r.Families, FamilyClassMix) {
+			continue
+		}
+		name, _, ok := strings.Cut(r.Case, " + ")
+		if !ok {
+			continue
+		}
+		if d, ok := area[key{r.Scene, r.Set, name, r.Seed}]; ok {
+			out[i].Drop = r.Drop - d
+			n++
+		}
+	}
+	return out, n
+}
+
 // DriftTallyRow is one line of the verdict's table: a selection of case
 // runs of one scene (or all) and its tally.
 type DriftTallyRow struct {

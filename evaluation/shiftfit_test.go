@@ -211,3 +211,35 @@ func TestDriftFiguresGolden(t *testing.T) {
 		}
 	}
 }
+
+// TestChangeOwnLoss: a change on a half is counted from that half's own
+// drop (same scene, seed set and seed); a half alone, a change on the
+// whole scene, another seed's run without its half and another scene stay
+// as they were.
+func TestChangeOwnLoss(t *testing.T) {
+	run := func(set string, seed int64, name string, drop float64, fam ...string) DriftCaseRun {
+		return DriftCaseRun{Scene: "SalinasA", Set: set, Seed: seed, Case: name, Families: fam, Drop: drop,
+			AreaOnly: len(fam) == 1 && fam[0] == FamilyClassMix}
+	}
+	runs := []DriftCaseRun{
+		run(DriftSetReport, 1, "right half", 4.5, FamilyClassMix),
+		run(DriftSetReport, 1, "right half + tilt -10% linear", 6, FamilyTilt, FamilyClassMix),
+		run(DriftSetReport, 1, "tilt -10% linear", 1, FamilyTilt),
+		run(DriftSetReport, 2, "right half + tilt -10% linear", 7, FamilyTilt, FamilyClassMix),
+		run(DriftSetConfirm, 1, "right half + tilt -10% linear", 8, FamilyTilt, FamilyClassMix),
+		run(DriftSetConfirm, 1, "right half", 1, FamilyClassMix),
+	}
+	got, n := ChangeOwnLoss(runs)
+	want := []float64{4.5, 1.5, 1, 7, 7, 1}
+	if n != 2 {
+		t.Errorf("counted %d runs from their half, want 2", n)
+	}
+	for i, r := range got {
+		if r.Drop != want[i] {
+			t.Errorf("%s %d %q: drop %g, want %g", r.Set, r.Seed, r.Case, r.Drop, want[i])
+		}
+	}
+	if runs[1].Drop != 6 {
+		t.Error("ChangeOwnLoss changed its input")
+	}
+}
