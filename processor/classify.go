@@ -89,7 +89,7 @@ func (c *Classifier) classify(parent context.Context, req Request) (res Result, 
 	}
 	if drift := st.drift; drift != nil {
 		t0 := time.Now()
-		if err := c.probeDrift(parent, sc, mk, info, drift, st.near, st.probeLabels); err != nil {
+		if err := c.probeDrift(parent, sc, mk, info, st, c.recoversWhole(&plan)); err != nil {
 			return res, fmt.Errorf("%s: %w", sceneName, err)
 		}
 		probe := time.Since(t0)

@@ -1,14 +1,16 @@
 package processor
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
-	"sync/atomic"
+	"sync"
 	"testing"
 
 	"github.com/pnec/pnec/internal/fixture"
@@ -141,34 +143,65 @@ func TestDriftMetadataBandShifts(t *testing.T) {
 	}
 }
 
-// countingPredictor counts the network runs of the predictor it wraps.
-type countingPredictor struct {
+// recordingPredictor records the calls to the predictor it wraps: "tile
+// RxC" (Predict) or "whole RxC" (PredictRecovered).
+type recordingPredictor struct {
 	predictor
-	calls *atomic.Int32
+	mu    sync.Mutex
+	calls []string
 }
 
-func (c countingPredictor) Predict(ctx context.Context, s model.Scene) (model.Prediction, error) {
-	c.calls.Add(1)
-	return c.predictor.Predict(ctx, s)
+func (p *recordingPredictor) record(kind string, s model.Scene) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.calls = append(p.calls, fmt.Sprintf("%s %dx%d", kind, s.Rows, s.Cols))
+}
+
+func (p *recordingPredictor) Predict(ctx context.Context, s model.Scene) (model.Prediction, error) {
+	p.record("tile", s)
+	return p.predictor.Predict(ctx, s)
+}
+
+func (p *recordingPredictor) PredictRecovered(ctx context.Context, s model.Scene) (model.Prediction, error) {
+	p.record("whole", s)
+	return p.predictor.(wholeRecoverer).PredictRecovered(ctx, s)
+}
+
+func (p *recordingPredictor) PrepInGraph() bool {
+	g, ok := p.predictor.(interface{ PrepInGraph() bool })
+	return ok && g.PrepInGraph()
 }
 
 // TestClassifyDriftProbeRuns: a scene that is its own probe window and
 // runs whole lends the probe its labels, so the probe runs the network
-// once (the recalibrated window) instead of twice, with the figures of a
-// probe that classified the window itself (TestClassifyDrift compares the
-// whole run with a tiled one, whose probe does); a tiled run's probe still
-// runs twice.
+// once (the recalibrated window) instead of twice, with the main pass's
+// call: recovered in the graph where the main pass was (the input
+// preparation in the graph, as on XLA), so both meet one compiled graph.
+// Its figures are those of a probe that classified the window itself
+// (TestClassifyDrift compares the whole run with a tiled one, whose probe
+// does). A tiled run's probe runs twice, on ProbeShape.
 func TestClassifyDriftProbeRuns(t *testing.T) {
 	m := fixture.LoadModel(t)
 	dir := t.TempDir()
 	scene := fixture.Scene(t, filepath.Join(dir, "like.tif"), 2)
+	tiled := Options{TileSize: 20, Overlap: 8}
+	probe, ok, err := ProbeShape(fixture.Rows, fixture.Cols, m, tiled)
+	if err != nil || !ok {
+		t.Fatalf("ProbeShape with 20 px tiles: %v, %v, %v: want a shape of its own", probe, ok, err)
+	}
+	if _, ok, _ := ProbeShape(fixture.Rows, fixture.Cols, m, Options{}); ok {
+		t.Errorf("ProbeShape of a whole %dx%d scene: want none of its own", fixture.Rows, fixture.Cols)
+	}
+	probeCall := fmt.Sprintf("tile %dx%d", probe.Rows, probe.Cols)
 	for _, tc := range []struct {
-		name      string
-		opts      Options
-		probeRuns int32
+		name  string
+		opts  Options
+		prep  model.Prep
+		probe []string // the probe's calls, after the tiles'
 	}{
-		{"whole", Options{}, 1},
-		{"tiled", Options{TileSize: 20, Overlap: 8}, 2},
+		{"whole", Options{}, model.PrepAuto, []string{"tile 64x64"}},
+		{"whole, preparation in the graph", Options{}, model.PrepGraph, []string{"whole 64x64"}},
+		{"tiled", tiled, model.PrepAuto, []string{probeCall, probeCall}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c, err := NewClassifier(m, tc.opts)
@@ -176,8 +209,13 @@ func TestClassifyDriftProbeRuns(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer c.Close()
-			var n atomic.Int32
-			c.pred = countingPredictor{c.pred, &n}
+			inner, err := model.NewPredictorPrep(m, "go", tc.prep)
+			if err != nil {
+				t.Fatal(err)
+			}
+			c.pred.Close()
+			rec := &recordingPredictor{predictor: inner}
+			c.pred = rec
 			res, err := c.Run(context.Background(), Request{Scene: scene, Out: filepath.Join(dir, tc.name+".tif")})
 			if err != nil {
 				t.Fatal(err)
@@ -185,10 +223,33 @@ func TestClassifyDriftProbeRuns(t *testing.T) {
 			if res.Drift == nil || res.Drift.ProbePixels != int64(fixture.Rows*fixture.Cols) {
 				t.Fatalf("drift %+v: want the probe over every pixel", res.Drift)
 			}
-			if got, want := n.Load(), int32(res.Tiles)+tc.probeRuns; got != want {
-				t.Errorf("%d network runs for %d tiles, want %d (the probe's %d)", got, res.Tiles, want, tc.probeRuns)
+			if len(rec.calls) != res.Tiles+len(tc.probe) || !slices.Equal(rec.calls[res.Tiles:], tc.probe) {
+				t.Errorf("calls %v for %d tiles: want the probe's %v after the tiles'", rec.calls, res.Tiles, tc.probe)
 			}
 		})
+	}
+}
+
+// TestProbeShapes: the probe's own shapes over scenes of any size, with
+// the model's grid and with forced tiles (where a small scene no longer
+// runs whole and its probe classifies its window itself).
+func TestProbeShapes(t *testing.T) {
+	m := fixture.LoadModel(t)
+	for _, tc := range []struct {
+		opts Options
+		want []model.Shape
+	}{
+		{Options{}, []model.Shape{{Rows: 64, Cols: 128}, {Rows: 128, Cols: 64}, {Rows: 128, Cols: 128}}},
+		{Options{TileSize: 20, Overlap: 8}, []model.Shape{{Rows: 64, Cols: 64}, {Rows: 64, Cols: 128}, {Rows: 128, Cols: 64}, {Rows: 128, Cols: 128}}},
+	} {
+		got, err := ProbeShapes(m, tc.opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		slices.SortFunc(got, func(a, b model.Shape) int { return cmp.Or(a.Rows-b.Rows, a.Cols-b.Cols) })
+		if !slices.Equal(got, tc.want) {
+			t.Errorf("tile size %d: probe shapes %v, want %v", tc.opts.TileSize, got, tc.want)
+		}
 	}
 }
 

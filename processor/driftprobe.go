@@ -3,6 +3,7 @@ package processor
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"github.com/pnec/pnec/geo"
 	"github.com/pnec/pnec/internal/buffers"
@@ -18,13 +19,17 @@ import (
 // tiles were (band plan, nodata, quality masks and the mask mk), so the
 // probe stays apart from the tile pipeline and runs after it on the
 // classifier's predictor: two runs of the network on the window, padded
-// with no-data to the ladder as tiles are (padToLadder), or one when
-// whole holds the main pass's labels of a scene that is its own window
-// (reusableProbeLabels). Only a scene without a valid pixel leaves the
-// probe's figures unmeasured (NaN), which the verdict reports: near's
-// window holds one whenever the tiles read one.
-func (c *Classifier) probeDrift(ctx context.Context, sc *geo.Scene, mk *geo.Mask, info geo.Info, d *model.DriftMeter, near model.NearestValid, whole []int) error {
-	windows := model.ProbeCandidates(info.Rows, info.Cols, near)
+// with no-data to the ladder as tiles are (padToLadder), or one when st
+// holds the main pass's labels of a scene that is its own window
+// (reusableProbeLabels; that run then takes the main pass's call,
+// recovered in the graph when recovered says the main pass was, so that
+// both runs meet the same compiled graph and recovery). Only a scene
+// without a valid pixel leaves the probe's figures unmeasured (NaN), which
+// the verdict reports: the window around st.near holds one whenever the
+// tiles read one.
+func (c *Classifier) probeDrift(ctx context.Context, sc *geo.Scene, mk *geo.Mask, info geo.Info, st *stitcher, recovered bool) error {
+	d, whole := st.drift, st.probeLabels
+	windows := model.ProbeCandidates(info.Rows, info.Cols, st.near)
 	var best model.Scene // the chosen window so far; no Data while none holds a valid pixel
 	var bestWin tiling.Rect
 	var counts []int
@@ -62,10 +67,14 @@ func (c *Classifier) probeDrift(ctx context.Context, sc *geo.Scene, mk *geo.Mask
 	}
 	in := padToLadder(best)
 	var asIs []int
+	var p model.ScenePredictor = c.pred
 	if whole != nil && bestWin == (tiling.Rect{Rows: info.Rows, Cols: info.Cols}) {
 		asIs = padLabels(whole, info.Rows, info.Cols, in.Rows, in.Cols)
+		if w, ok := c.pred.(wholeRecoverer); ok && recovered {
+			p = recoveringPredictor{w}
+		}
 	}
-	r, err := c.m.ProbeRecalibrationFrom(ctx, c.pred, in, asIs)
+	r, err := c.m.ProbeRecalibrationFrom(ctx, p, in, asIs)
 	if err != nil {
 		return err
 	}
@@ -119,4 +128,56 @@ func padLabels(labels []int, rows, cols, padRows, padCols int) []int {
 		copy(out[r*padCols:r*padCols+cols], labels[r*cols:(r+1)*cols])
 	}
 	return out
+}
+
+// recoveringPredictor calls the network as a whole scene's recovered call
+// (wholeRecoverer.PredictRecovered): the probe's run on a scene whose
+// main pass was so recovered takes the same graph and recovery.
+type recoveringPredictor struct{ wholeRecoverer }
+
+func (p recoveringPredictor) Predict(ctx context.Context, s model.Scene) (model.Prediction, error) {
+	return p.PredictRecovered(ctx, s)
+}
+
+// ProbeShape is the network input shape the drift probe's own runs call
+// for a rows x cols scene with m and opts (tile calls, not recovered), and
+// false when it calls none of its own: m has no drift statistics, or the
+// scene is its own probe window and runs whole, so that the probe takes
+// the main pass's labels and call (reusableProbeLabels). pnec backends
+// --precompile compiles these beside SceneShape's.
+func ProbeShape(rows, cols int, m *model.Model, opts Options) (model.Shape, bool, error) {
+	if !m.HasDriftStats() {
+		return model.Shape{}, false, nil
+	}
+	info := assumedInfo(rows, cols, m.Bands())
+	p, err := planGrid(info, m, opts, true)
+	if err != nil {
+		return model.Shape{}, false, err
+	}
+	if reusableProbeLabels(&p, info) {
+		return model.Shape{}, false, nil
+	}
+	w := model.ProbeWindows(rows, cols)[0] // every candidate has its size
+	return model.Shape{Rows: tiling.Rung(w.Rows, tiling.LadderStep), Cols: tiling.Rung(w.Cols, tiling.LadderStep)}, true, nil
+}
+
+// ProbeShapes is every shape ProbeShape gives scenes of any size with m
+// and opts, each once: with the default grid 64x128, 128x64 and 128x128
+// (a probe window is at most model.ProbeSide a side, padded to the
+// ladder).
+func ProbeShapes(m *model.Model, opts Options) ([]model.Shape, error) {
+	var out []model.Shape
+	sides := []int{1, tiling.LadderStep, tiling.LadderStep + 1, model.ProbeSide, model.ProbeSide + 1, gridTile(opts) + 1}
+	for _, rows := range sides {
+		for _, cols := range sides {
+			sh, ok, err := ProbeShape(rows, cols, m, opts)
+			if err != nil {
+				return nil, err
+			}
+			if ok && !slices.Contains(out, sh) {
+				out = append(out, sh)
+			}
+		}
+	}
+	return out, nil
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -44,7 +45,7 @@ func init() {
 			jsonFlag("one object per backend and one for the cache"),
 			&cli.StringFlag{Name: "cache-dir", Usage: "the compile cache's folder `DIR` (default: $PNEC_CACHE_DIR, else $XDG_CACHE_HOME/pnec)"},
 			&cli.StringFlag{Name: "precompile", Usage: "compile the prediction graphs of `MODEL` (a .pnec file) into the compile cache"},
-			&cli.StringFlag{Name: "shapes", Usage: "with --precompile: compile only what scenes of the sizes `RxC,...` (rows x columns) run on (default: every shape of the model's grid)"},
+			&cli.StringFlag{Name: "shapes", Usage: "with --precompile: compile only what scenes of the sizes `RxC,...` (rows x columns) and their drift probes run on (default: every shape of the model's grid and of its probe)"},
 		},
 		Action: backendsAction,
 	})
@@ -220,13 +221,23 @@ func precompileAction(c *cli.Context, path string) error {
 }
 
 // precompileShapes is what --precompile compiles: the network input shapes
-// the plans of the scene sizes list ("RxC,...") run on, each once, or with
-// no list every shape of the model's grid (processor.GridShapes).
+// the plans of the scene sizes list ("RxC,...") and their drift probes run
+// on, each once, or with no list every shape of the model's grid and of
+// its probe (processor.GridShapes, processor.ProbeShapes).
 func precompileShapes(m *model.Model, list string) ([]model.Shape, error) {
 	if list == "" {
 		shapes, err := processor.GridShapes(m, processor.Options{})
 		if err != nil {
 			return nil, fmt.Errorf("--precompile: %w", err)
+		}
+		probes, err := processor.ProbeShapes(m, processor.Options{})
+		if err != nil {
+			return nil, fmt.Errorf("--precompile: %w", err)
+		}
+		for _, sh := range probes {
+			if !slices.Contains(shapes, sh) {
+				shapes = append(shapes, sh)
+			}
 		}
 		return shapes, nil
 	}
@@ -241,9 +252,19 @@ func precompileShapes(m *model.Model, list string) ([]model.Shape, error) {
 		if err != nil {
 			return nil, fmt.Errorf("--shapes %dx%d: %w", sz[0], sz[1], err)
 		}
-		if !seen[sh] {
-			seen[sh] = true
-			shapes = append(shapes, sh)
+		probe, ok, err := processor.ProbeShape(sz[0], sz[1], m, processor.Options{})
+		if err != nil {
+			return nil, fmt.Errorf("--shapes %dx%d: %w", sz[0], sz[1], err)
+		}
+		want := []model.Shape{sh}
+		if ok {
+			want = append(want, probe)
+		}
+		for _, sh := range want {
+			if !seen[sh] {
+				seen[sh] = true
+				shapes = append(shapes, sh)
+			}
 		}
 	}
 	return shapes, nil
