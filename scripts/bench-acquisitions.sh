@@ -13,8 +13,10 @@
 # model of the paper encoder also runs on RUNS other seeds (first seed
 # 202601, no disjoint split), the seeds the limits are chosen on, and on
 # RUNS confirm seeds (first seed 202701, no disjoint split), models first
-# trained after the choosing rule was last changed: bench/cmd/driftfit
-# records every case run of the three seed sets in bench/drift-cases.csv and prints the limits it chooses
+# trained after the 4-point aim was set, and on RUNS blind seeds (first
+# seed 202801), models first trained after the 3.5-point aim was set:
+# bench/cmd/driftfit records every case run of the four seed sets in
+# bench/drift-cases.csv and prints the limits it chooses
 # (model.DefaultDriftThresholds must be them: evaluation's
 # TestDefaultDriftThresholdsAreChosen), and the report shows the verdict
 # against the OA drop. On 2 shared cores the cell encoder takes about an
@@ -83,13 +85,16 @@ for enc in $ENCODERS; do
 				confirm=${scene}_${enc}_${variant}_confirm.json
 				run "$scene" "$other" "$confirm" "models/${scene}_${enc}_${variant}_confirm" --runs "$RUNS" --first-seed 202701 --disjoint=false --encoder "$enc"
 				drift+=("$name|confirm=$OUT/$confirm")
+				blind=${scene}_${enc}_${variant}_blind.json
+				run "$scene" "$other" "$blind" "models/${scene}_${enc}_${variant}_blind" --runs "$RUNS" --first-seed 202801 --disjoint=false --encoder "$enc"
+				drift+=("$name|blind=$OUT/$blind")
 			fi
 		done
 	done
 done
 cd "$ROOT"
 driftcases=()
-if [ ${#drift[@]} -eq 6 ]; then
+if [ ${#drift[@]} -eq 8 ]; then
 	go run ./bench/cmd/driftfit -cases bench/drift-cases.csv "${drift[@]}"
 	driftcases=(-drift-cases bench/drift-cases.csv)
 fi

@@ -5,17 +5,19 @@
 //	go run ./bench/cmd/driftfit -cases bench/drift-cases.csv \
 //	    "SalinasA|choose=sal_choose.json" "JasperRidge|choose=jas_choose.json" \
 //	    "SalinasA|report=sal.json" "JasperRidge|report=jas.json" \
-//	    "SalinasA|confirm=sal_confirm.json" "JasperRidge|confirm=jas_confirm.json"
+//	    "SalinasA|confirm=sal_confirm.json" "JasperRidge|confirm=jas_confirm.json" \
+//	    "SalinasA|blind=sal_blind.json" "JasperRidge|blind=jas_blind.json"
 //
 // Each argument is SCENE|SET=FILE, the JSON of a `pnec experiment --shift
 // --json` run of the default model; SET is choose (seeds used to choose),
-// report (other seeds) or confirm (seeds of models trained after the
-// choosing rule was last changed: every case of them is reported). The case runs of every file go to the -cases CSV
+// report (other seeds), confirm or blind (seeds of models trained after
+// the 4-point and the 3.5-point aim were set: every case of them is
+// reported). The case runs of every file go to the -cases CSV
 // (the record the thresholds are chosen from); without file arguments the
 // CSV is read instead. The thresholds are chosen on the choose seeds' runs
 // of the choosing half of the case families (evaluation.DriftChooseRun)
 // and reported on the report seeds' runs of the other half, of all
-// cases, and on every case of the confirm seeds; -check exits 1 when model.DefaultDriftThresholds differ from the
+// cases, and on every case of the confirm and blind seeds; -check exits 1 when model.DefaultDriftThresholds differ from the
 // choice.
 package main
 
@@ -48,8 +50,8 @@ func main() {
 		for _, arg := range flag.Args() {
 			key, file, ok := strings.Cut(arg, "=")
 			scene, set, ok2 := strings.Cut(key, "|")
-			if !ok || !ok2 || (set != evaluation.DriftSetChoose && set != evaluation.DriftSetReport && set != evaluation.DriftSetConfirm) {
-				fail(fmt.Errorf("%q: want SCENE|choose=FILE, SCENE|report=FILE or SCENE|confirm=FILE", arg))
+			if !ok || !ok2 || (set != evaluation.DriftSetChoose && set != evaluation.DriftSetReport && set != evaluation.DriftSetConfirm && set != evaluation.DriftSetBlind) {
+				fail(fmt.Errorf("%q: want SCENE|SET=FILE with SET choose, report, confirm or blind", arg))
 			}
 			f, err := os.Open(file)
 			if err != nil {
