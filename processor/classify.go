@@ -283,7 +283,7 @@ func (c *Classifier) runStages(parent context.Context, sc *geo.Scene, mk *geo.Ma
 		out: rows, byClass: make([]int64, len(classes)), drift: drift, near: model.NewNearestValid(info.Rows, info.Cols),
 		probStage: c.opts.Probabilities, probBands: probabilityBands(c.opts, len(classes))}
 	if drift != nil && reusableProbeLabels(plan, info) {
-		st.probeLabels = make([]int, info.Rows*info.Cols)
+		st.probeLabels = make([]int, plan.TileRows*plan.TileCols)
 		for i := range st.probeLabels {
 			st.probeLabels[i] = -1
 		}

@@ -69,7 +69,7 @@ func (c *Classifier) probeDrift(ctx context.Context, sc *geo.Scene, mk *geo.Mask
 	var asIs []int
 	var p model.ScenePredictor = c.pred
 	if whole != nil && bestWin == (tiling.Rect{Rows: info.Rows, Cols: info.Cols}) {
-		asIs = padLabels(whole, info.Rows, info.Cols, in.Rows, in.Cols)
+		asIs = whole // laid out on the padded input, as in is
 		if w, ok := c.pred.(wholeRecoverer); ok && recovered {
 			p = recoveringPredictor{w}
 		}
@@ -115,19 +115,6 @@ func reusableProbeLabels(plan *tiling.Plan, info geo.Info) bool {
 	return plan.Whole && info.Rows <= model.ProbeSide && info.Cols <= model.ProbeSide &&
 		plan.TileRows == tiling.Rung(info.Rows, tiling.LadderStep) &&
 		plan.TileCols == tiling.Rung(info.Cols, tiling.LadderStep)
-}
-
-// padLabels is labels of a rows x cols scene laid out on a padRows x
-// padCols window, -1 on the padding (as padToLadder pads the pixels).
-func padLabels(labels []int, rows, cols, padRows, padCols int) []int {
-	out := make([]int, padRows*padCols)
-	for i := range out {
-		out[i] = -1
-	}
-	for r := range rows {
-		copy(out[r*padCols:r*padCols+cols], labels[r*cols:(r+1)*cols])
-	}
-	return out
 }
 
 // recoveringPredictor calls the network as a whole scene's recovered call

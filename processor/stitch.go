@@ -23,9 +23,10 @@ type stitcher struct {
 
 	drift *model.DriftMeter // nil: no drift figures (needs spectral)
 	// probeLabels, when not nil, receives each pixel's label (a dense
-	// class index, -1 where invalid), row-major over the scene: the drift
-	// probe's first run when its window is the whole scene run whole
-	// (reusableProbeLabels).
+	// class index, -1 where invalid or padding), row-major over the plan's
+	// padded input (TileRows x TileCols): the drift probe's first run when
+	// its window is the whole scene run whole (reusableProbeLabels), laid
+	// out as padToLadder lays out that window.
 	probeLabels []int
 	// near is where the valid pixel nearest the scene's centre lies, found
 	// by the tile reader (the probe's last candidate window).
@@ -288,7 +289,7 @@ func (s *stitcher) rows(lo, hi, h int) (rowsOut, error) {
 		s.valid++
 		s.byClass[best]++
 		if s.probeLabels != nil {
-			s.probeLabels[lo*cols+i] = best
+			s.probeLabels[(lo+i/cols)*s.plan.TileCols+i%cols] = best
 		}
 	}
 	return out, nil
