@@ -947,3 +947,38 @@ func WriteDriftChoice(w io.Writer, c DriftChoice, runs []DriftCaseRun) error {
 	}
 	return WriteDriftTallyTable(w, DriftTallies(LegacyDriftThresholds, runs))
 }
+
+// CatchAllWarn lowers t's warn limit on the rising figure key until t
+// flags every run of runs that must not be ok (lost more than
+// DriftAlarmPoints, or another scene): the limit becomes the smallest value
+// of key among the runs t leaves ok, where that is below t's own. It
+// answers what one limit on that figure costs the runs that held when it
+// must meet the protocol's count alone (docs/acquisitions.md). A run with
+// a figure that is not finite is never ok (model.DriftThresholds.Verdict),
+// so every run it lowers the limit for has a finite value.
+func CatchAllWarn(t model.DriftThresholds, key string, runs []DriftCaseRun) (model.DriftThresholds, error) {
+	f, known := model.DriftFigureByKey(key)
+	if !known || !f.Rising {
+		return t, fmt.Errorf("catch-all limit: %q is not a rising drift figure", key)
+	}
+	warn := math.Inf(1)
+	if l, has := t.Limit(key); has && l.Warn > 0 {
+		warn = l.Warn
+	}
+	for _, r := range runs {
+		if v, _ := t.Verdict(r.drift()); r.bad() && v == model.DriftOK {
+			warn = min(warn, r.Figure(key))
+		}
+	}
+	out := model.DriftThresholds{Limits: slices.Clone(t.Limits)}
+	if math.IsInf(warn, 1) {
+		return out, nil
+	}
+	i := slices.IndexFunc(out.Limits, func(l model.DriftLimit) bool { return l.Figure == key })
+	if i < 0 {
+		out.Limits = append(out.Limits, model.DriftLimit{Figure: key, Warn: warn})
+	} else {
+		out.Limits[i].Warn = warn
+	}
+	return out, nil
+}

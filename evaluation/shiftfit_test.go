@@ -243,3 +243,70 @@ func TestChangeOwnLoss(t *testing.T) {
 		t.Error("ChangeOwnLoss changed its input")
 	}
 }
+
+func TestCatchAllWarn(t *testing.T) {
+	base := model.DriftThresholds{Limits: []model.DriftLimit{
+		{Figure: "feature_far_share", Warn: 0.255},
+		{Figure: "recalibration_change_share", Warn: 0.0665, Fail: 0.188},
+	}}
+	run := func(drop, share, far float64) DriftCaseRun {
+		r := DriftCaseRun{Scene: "S", Case: "c", Drop: drop, Figures: map[string]float64{}}
+		for _, f := range model.DriftFigures() {
+			r.Figures[f.Key] = 1 // every figure measured (a NaN would warn)
+		}
+		r.Figures["recalibration_change_share"], r.Figures["feature_far_share"], r.Figures["far_share"] = share, far, share
+		return r
+	}
+	other := run(math.NaN(), 0.03, 0.1)
+	other.Case, other.Other = "other scene: x", true
+	nan := run(6, 0.01, 0.1)
+	nan.Figures["far_share"] = math.NaN()
+	for _, tc := range []struct {
+		name     string
+		key      string
+		runs     []DriftCaseRun
+		want     float64 // the key's warn limit after
+		wantErr  bool
+		wantSame bool // the limits unchanged
+	}{
+		{name: "every bad run already flagged", key: "recalibration_change_share",
+			runs: []DriftCaseRun{run(6, 0.07, 0.1), run(9, 0.01, 0.3), run(1, 0.02, 0.1)}, want: 0.0665, wantSame: true},
+		{name: "the lowest bad run left ok sets it", key: "recalibration_change_share",
+			runs: []DriftCaseRun{run(6, 0.05, 0.1), run(5.5, 0.04, 0.1), run(2, 0.01, 0.1), run(4.9, 0.001, 0.1)}, want: 0.04},
+		{name: "another scene counts", key: "recalibration_change_share",
+			runs: []DriftCaseRun{run(6, 0.05, 0.1), other}, want: 0.03},
+		{name: "a figure the verdict does not judge is added", key: "far_share",
+			runs: []DriftCaseRun{run(6, 0.05, 0.1), run(7, 0.02, 0.1)}, want: 0.02},
+		{name: "a run with a figure not measured is never ok, so sets nothing", key: "recalibration_change_share",
+			runs: []DriftCaseRun{run(6, 0.05, 0.1), nan}, want: 0.05},
+		{name: "a falling figure is refused", key: "margin_ratio", wantErr: true},
+		{name: "an unknown figure is refused", key: "no_such_figure", wantErr: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := CatchAllWarn(base, tc.key, tc.runs)
+			if (err != nil) != tc.wantErr {
+				t.Fatalf("err %v, want error %v", err, tc.wantErr)
+			}
+			if err != nil {
+				return
+			}
+			if l, has := got.Limit(tc.key); !has || l.Warn != tc.want {
+				t.Errorf("%s limit %+v (present %v), want warn %g", tc.key, l, has, tc.want)
+			}
+			if got.Equal(base) != tc.wantSame {
+				t.Errorf("limits %+v: unchanged %v, want %v", got.Limits, got.Equal(base), tc.wantSame)
+			}
+			if err := got.Check(); err != nil {
+				t.Errorf("limits after: %v", err)
+			}
+			for _, r := range tc.runs {
+				if v, _ := got.Verdict(r.drift()); r.bad() && v == model.DriftOK {
+					t.Errorf("run lost %g points (share %g), verdict ok under %+v", r.Drop, r.Figure("recalibration_change_share"), got.Limits)
+				}
+			}
+		})
+	}
+	if l, _ := base.Limit("recalibration_change_share"); l.Warn != 0.0665 {
+		t.Errorf("the thresholds passed in changed: %+v", base.Limits)
+	}
+}
