@@ -152,45 +152,83 @@ func (r *SpectralReference) ClassDistances(spectra []float32, valid []bool, out 
 	var wg sync.WaitGroup
 	for lo := 0; lo < n; lo += per {
 		hi := min(lo+per, n)
-		wg.Go(func() {
-			var px, dots [4][]float32
-			for p := range dots {
-				dots[p] = make([]float32, r.padded)
-			}
-			ok := func(i int) bool { return valid == nil || valid[i] }
-			spectrum := func(i int) []float32 { return spectra[i*r.bands : (i+1)*r.bands] }
-			row := func(i int) []float32 { return out[i*r.classes : (i+1)*r.classes] }
-			i := lo
-			// Four valid pixels at a time share every load of the references.
-			for ; i+4 <= hi; i += 4 {
-				if !ok(i) || !ok(i+1) || !ok(i+2) || !ok(i+3) {
-					for p := range 4 {
-						r.onePixel(spectrum(i+p), ok(i+p), dots[0], row(i+p))
-					}
-					continue
-				}
-				for p := range 4 {
-					px[p] = spectrum(i + p)
-				}
-				if kernels.HaveSIMD {
-					kernels.Dots4SIMD(r.unitT, r.padded, &px, &dots)
-				} else {
-					for p := range 4 {
-						kernels.DotsScalar(r.unitT, r.padded, px[p], dots[p])
-					}
-				}
-				norms := norms4(&px)
-				for p := range 4 {
-					r.classDistances(norms[p], dots[p], row(i+p))
-				}
-			}
-			for ; i < hi; i++ {
-				r.onePixel(spectrum(i), ok(i), dots[0], row(i))
-			}
-		})
+		wg.Go(func() { r.distancesOf(spectra, valid, out, lo, hi) })
 	}
 	wg.Wait()
 	return nil
+}
+
+// distancesOf is ClassDistances for pixels lo..hi-1, on one goroutine.
+func (r *SpectralReference) distancesOf(spectra []float32, valid []bool, out []float32, lo, hi int) {
+	var px, dots [4][]float32
+	for p := range dots {
+		dots[p] = make([]float32, r.padded)
+	}
+	ok := func(i int) bool { return valid == nil || valid[i] }
+	spectrum := func(i int) []float32 { return spectra[i*r.bands : (i+1)*r.bands] }
+	row := func(i int) []float32 { return out[i*r.classes : (i+1)*r.classes] }
+	// distances4 writes pixels i..i+3 from their dots (dots4[p] for i+p).
+	distances4 := func(i int, dots4 func(p int) []float32) {
+		for p := range 4 {
+			px[p] = spectrum(i + p)
+		}
+		norms := norms4(&px)
+		for p := range 4 {
+			r.classDistances(norms[p], dots4(p), row(i+p))
+		}
+	}
+	// four does pixels i..i+3: four valid pixels share every load of the
+	// references; where one is invalid, each pixel on its own.
+	four := func(i int) {
+		if !allValid(valid, i, 4) {
+			for p := range 4 {
+				r.onePixel(spectrum(i+p), ok(i+p), dots[0], row(i+p))
+			}
+			return
+		}
+		for p := range 4 {
+			px[p] = spectrum(i + p)
+		}
+		if kernels.HaveSIMD {
+			kernels.Dots4SIMD(r.unitT, r.padded, &px, &dots)
+		} else {
+			for p := range 4 {
+				kernels.DotsScalar(r.unitT, r.padded, px[p], dots[p])
+			}
+		}
+		distances4(i, func(p int) []float32 { return dots[p] })
+	}
+	i := lo
+	// Eight valid pixels at a time through the 8 x 32 kernel where the CPU
+	// has it (kernels.Dots8): the same distances bit for bit.
+	if hi-lo >= 8 && kernels.HaveDots8(r.padded) {
+		dots8 := make([]float32, 8*r.padded)
+		for ; i+8 <= hi; i += 8 {
+			if !allValid(valid, i, 8) {
+				four(i)
+				four(i + 4)
+				continue
+			}
+			kernels.Dots8(r.unitT, r.padded, spectra[i*r.bands:(i+8)*r.bands], dots8)
+			for q := 0; q < 8; q += 4 {
+				distances4(i+q, func(p int) []float32 { return dots8[(q+p)*r.padded : (q+p+1)*r.padded] })
+			}
+		}
+	}
+	for ; i+4 <= hi; i += 4 {
+		four(i)
+	}
+	for ; i < hi; i++ {
+		r.onePixel(spectrum(i), ok(i), dots[0], row(i))
+	}
+}
+
+// allValid reports whether pixels i..i+n-1 are valid (valid nil: all are).
+func allValid(valid []bool, i, n int) bool {
+	if valid == nil {
+		return true
+	}
+	return !slices.Contains(valid[i:i+n], false)
 }
 
 // onePixel writes one pixel's class distances into cos: NaN when it is

@@ -15,3 +15,10 @@ func Dots4SIMD(unitT []float32, padded int, s *[4][]float32, dots *[4][]float32)
 
 // have512 is false without GOEXPERIMENT=simd on amd64.
 const have512 = false
+
+// HaveDots8 is false without GOEXPERIMENT=simd on amd64: callers take
+// Dots4SIMD.
+func HaveDots8(padded int) bool { return false }
+
+// Dots8 is not available here (HaveDots8).
+func Dots8(unitT []float32, padded int, s, dots []float32) { panic("Dots8 without AVX-512") }
