@@ -167,11 +167,14 @@ func (r *SpectralReference) distancesOf(spectra []float32, valid []bool, out []f
 	ok := func(i int) bool { return valid == nil || valid[i] }
 	spectrum := func(i int) []float32 { return spectra[i*r.bands : (i+1)*r.bands] }
 	row := func(i int) []float32 { return out[i*r.classes : (i+1)*r.classes] }
-	// distances4 writes pixels i..i+3 from their dots (dots4[p] for i+p).
-	distances4 := func(i int, dots4 func(p int) []float32) {
+	load := func(i int) { // pixels i..i+3 into px
 		for p := range 4 {
 			px[p] = spectrum(i + p)
 		}
+	}
+	// distances4 writes pixels i..i+3, loaded in px, from their dots
+	// (dots4(p) for pixel i+p).
+	distances4 := func(i int, dots4 func(p int) []float32) {
 		norms := norms4(&px)
 		for p := range 4 {
 			r.classDistances(norms[p], dots4(p), row(i+p))
@@ -186,9 +189,7 @@ func (r *SpectralReference) distancesOf(spectra []float32, valid []bool, out []f
 			}
 			return
 		}
-		for p := range 4 {
-			px[p] = spectrum(i + p)
-		}
+		load(i)
 		if kernels.HaveSIMD {
 			kernels.Dots4SIMD(r.unitT, r.padded, &px, &dots)
 		} else {
@@ -211,6 +212,7 @@ func (r *SpectralReference) distancesOf(spectra []float32, valid []bool, out []f
 			}
 			kernels.Dots8(r.unitT, r.padded, spectra[i*r.bands:(i+8)*r.bands], dots8)
 			for q := 0; q < 8; q += 4 {
+				load(i + q)
 				distances4(i+q, func(p int) []float32 { return dots8[(q+p)*r.padded : (q+p+1)*r.padded] })
 			}
 		}

@@ -225,8 +225,16 @@ func precompileAction(c *cli.Context, path string) error {
 // on, each once, or with no list every shape of the model's grid and of
 // its probe (processor.GridShapes, processor.ProbeShapes).
 func precompileShapes(m *model.Model, list string) ([]model.Shape, error) {
+	var shapes []model.Shape
+	add := func(more ...model.Shape) { // each shape once, in order
+		for _, sh := range more {
+			if !slices.Contains(shapes, sh) {
+				shapes = append(shapes, sh)
+			}
+		}
+	}
 	if list == "" {
-		shapes, err := processor.GridShapes(m, processor.Options{})
+		grid, err := processor.GridShapes(m, processor.Options{})
 		if err != nil {
 			return nil, fmt.Errorf("--precompile: %w", err)
 		}
@@ -234,19 +242,14 @@ func precompileShapes(m *model.Model, list string) ([]model.Shape, error) {
 		if err != nil {
 			return nil, fmt.Errorf("--precompile: %w", err)
 		}
-		for _, sh := range probes {
-			if !slices.Contains(shapes, sh) {
-				shapes = append(shapes, sh)
-			}
-		}
+		add(grid...)
+		add(probes...)
 		return shapes, nil
 	}
 	sizes, err := parseShapes(list)
 	if err != nil {
 		return nil, fmt.Errorf("--shapes %s: %w", list, err)
 	}
-	var shapes []model.Shape
-	seen := map[model.Shape]bool{}
 	for _, sz := range sizes {
 		sh, err := processor.SceneShape(sz[0], sz[1], m, processor.Options{})
 		if err != nil {
@@ -256,15 +259,9 @@ func precompileShapes(m *model.Model, list string) ([]model.Shape, error) {
 		if err != nil {
 			return nil, fmt.Errorf("--shapes %dx%d: %w", sz[0], sz[1], err)
 		}
-		want := []model.Shape{sh}
+		add(sh)
 		if ok {
-			want = append(want, probe)
-		}
-		for _, sh := range want {
-			if !seen[sh] {
-				seen[sh] = true
-				shapes = append(shapes, sh)
-			}
+			add(probe)
 		}
 	}
 	return shapes, nil

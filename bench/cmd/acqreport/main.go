@@ -18,6 +18,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -467,12 +468,19 @@ func renderCatchAll(b *strings.Builder, runs []evaluation.DriftCaseRun) {
 	fmt.Fprintf(b, "\nOn the protocol's own count, what flagging every run that lost more than %g points would take from one limit: the warn limit on `%s` (products: %g) that flags them all beside the other limits, and the runs that held (lost at most %g points) still `ok` at it (target %.0f%%):\n\n",
 		evaluation.DriftAlarmPoints, catchAllFigure, def.Warn, evaluation.ShiftTargetPoints, 100*evaluation.DriftOKShare)
 	fmt.Fprintf(b, "| scene | seeds | runs that lost > %g points (or another scene) left ok | warn limit that flags them all | held runs ok at the products' limits | held runs ok at that limit |\n|---|---|---|---|---|---|\n", evaluation.DriftAlarmPoints)
-	sets := []string{evaluation.DriftSetChoose, evaluation.DriftSetReport, evaluation.DriftSetConfirm, evaluation.DriftSetBlind, "all four"}
-	for _, sc := range []string{"SalinasA", "JasperRidge"} {
+	const allSets = "all four"
+	sets := []string{evaluation.DriftSetChoose, evaluation.DriftSetReport, evaluation.DriftSetConfirm, evaluation.DriftSetBlind, allSets}
+	var scenes []string // in the order the runs give them
+	for _, r := range runs {
+		if !slices.Contains(scenes, r.Scene) {
+			scenes = append(scenes, r.Scene)
+		}
+	}
+	for _, sc := range scenes {
 		for _, set := range sets {
 			var rs []evaluation.DriftCaseRun
 			for _, r := range runs {
-				if r.Scene == sc && (r.Set == set || set == "all four") {
+				if r.Scene == sc && (r.Set == set || set == allSets) {
 					rs = append(rs, r)
 				}
 			}
