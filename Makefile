@@ -20,7 +20,7 @@ PREFIX  ?= /usr/local
 # (EMIT and AVIRIS-3 NetCDF-4, PRISMA and Tanager HDF5: internal/fixture).
 APT_PACKAGES := libgdal-dev gdal-bin python3-rasterio python3-numpy python3-gdal python3-netcdf4 python3-h5py
 
-.PHONY: check-slurm all deps build install test test-short bench bench-torch bench-quick bench-big bench-big-cell bench-budget bench-acquisitions bench-crosssensor calibrate demo gpu-bundle gpu-rehearse check-clients qgis-plugin clean
+.PHONY: check-slurm all deps build install test test-short bench bench-torch bench-quick bench-big bench-big-cell bench-budget bench-acquisitions bench-baselines bench-crosssensor calibrate demo gpu-bundle gpu-rehearse check-clients qgis-plugin clean
 
 all: build
 
@@ -118,6 +118,24 @@ ACQ_OUT ?= /tmp/pnec-bench-acquisitions
 
 bench-acquisitions: build
 	PNEC=bin/pnec OUT=$(ACQ_OUT) scripts/bench-acquisitions.sh
+
+# bench-baselines trains pnec with the defaults and the classic per-pixel
+# baselines (RBF-SVM with C and gamma by 3-fold CV on the training pixels,
+# 1-NN by spectral angle, random forest of 500 trees; Debian's
+# python3-sklearn, installed when missing) on exactly the same training
+# pixels: the fixed splits of ../shared/data (5 seeds), spatially disjoint
+# halves in four directions (3 draws) and synthetic scenes on the Pavia
+# University and Houston layouts, and writes bench/baselines.md (issue 45;
+# hours on 2 cores; results kept in $(BASELINES_OUT), so a rerun resumes).
+BASELINES_OUT ?= /tmp/pnec-bench-baselines
+
+bench-baselines: build
+	@if ! /usr/bin/python3 -c 'import sklearn' >/dev/null 2>&1; then \
+		echo "make: installing python3-sklearn with apt-get"; \
+		SUDO=; [ "$$(id -u)" = 0 ] || SUDO=sudo; \
+		$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq python3-sklearn; \
+	fi
+	/usr/bin/python3 scripts/bench_baselines.py --pnec bin/pnec --work $(BASELINES_OUT) --report bench/baselines.md
 	$(GO) run ./bench/cmd/benchrun -render bench/results.json
 
 # bench-crosssensor measures one model on several sensors (issue 31): each

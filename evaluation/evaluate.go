@@ -152,6 +152,11 @@ type ScoreSpec struct {
 	// without them). With it the spectral candidates are scored on any
 	// scene, and the default is model.DefaultReliability, as in products.
 	Spectral *model.SpectralReference
+	// Decision is how the model decides its classes, with DecisionRef the
+	// reference a fused decision measures angles to (model.DecisionReference):
+	// the scored labels are those of the products' class band.
+	Decision    model.Decision
+	DecisionRef *model.SpectralReference
 }
 
 // SpecOf describes m for Score.
@@ -161,6 +166,10 @@ func SpecOf(m *model.Model) ScoreSpec {
 		Classes: m.Classes(), Recovery: m.Recovery(), TrainIndices: m.TrainIndices(), TrainRows: r, TrainCols: c}
 	if _, ref, err := m.ResolveReliability(model.DefaultReliability, nil); err == nil {
 		spec.Spectral = ref
+	}
+	spec.Decision = m.Decision()
+	if ref, err := m.DecisionReference(); err == nil {
+		spec.DecisionRef = ref
 	}
 	return spec
 }
@@ -194,7 +203,11 @@ func Score(m ScoreSpec, pred model.Prediction, scene model.Scene, labels []int32
 		return Evaluation{}, err
 	}
 	K := pred.Classes
-	prec := tiling.Recover(pred.Prob, valid, pred.Rows, pred.Cols, K, rec)
+	decided, err := model.FuseScene(m.Decision, m.DecisionRef, scene, pred.Prob)
+	if err != nil {
+		return Evaluation{}, err
+	}
+	prec := tiling.Recover(decided, valid, pred.Rows, pred.Cols, K, rec)
 	raw, err := accuracyAt(pred.Prob, K, tp.test, tp.truth)
 	if err != nil {
 		return Evaluation{}, err

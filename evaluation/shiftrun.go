@@ -15,7 +15,6 @@ import (
 
 	"github.com/pnec/pnec/model"
 	"github.com/pnec/pnec/progress"
-	"github.com/pnec/pnec/tiling"
 )
 
 // ShiftOptions configure RunShift.
@@ -451,7 +450,8 @@ func shiftRun(ctx context.Context, m *model.Model, s model.Scene, labels []int32
 			}
 			drift = &d
 		}
-		return recoveredLabels(pred, sc.Valid, rec), drift, nil
+		labels, err := recoveredLabels(m, sc, pred, rec)
+		return labels, drift, err
 	}
 	clean, cleanDrift, err := predict(s)
 	if err != nil {
@@ -496,11 +496,15 @@ func shiftRun(ctx context.Context, m *model.Model, s model.Scene, labels []int32
 	return nil
 }
 
-// recoveredLabels is the dense class of every pixel after recovery (-1 at
-// invalid pixels).
-func recoveredLabels(pred model.Prediction, valid []bool, rec model.RecoveryParams) []int {
+// recoveredLabels is the dense class of every pixel of scene s after m's
+// decision with recovery rec (-1 at invalid pixels).
+func recoveredLabels(m *model.Model, s model.Scene, pred model.Prediction, rec model.RecoveryParams) ([]int, error) {
 	k := pred.Classes
-	prec := tiling.Recover(pred.Prob, valid, pred.Rows, pred.Cols, k, rec)
+	prec, err := m.DecideWith(s, pred.Prob, rec)
+	if err != nil {
+		return nil, err
+	}
+	valid := s.Valid
 	out := make([]int, pred.Rows*pred.Cols)
 	for i := range out {
 		if valid != nil && !valid[i] {
@@ -509,7 +513,7 @@ func recoveredLabels(pred model.Prediction, valid []bool, rec model.RecoveryPara
 		}
 		out[i] = argmaxAt(prec, k, i)
 	}
-	return out
+	return out, nil
 }
 
 func cropInts(v []int, cols, r0, c0, nr, nc int) []int {
@@ -619,13 +623,21 @@ func disjointRun(ctx context.Context, s model.Scene, labels []int32, to model.Tr
 	for _, i := range m.TrainIndices() {
 		same[i] = 0
 	}
-	out.SameHalf, _ = overallAccuracy(recoveredLabels(pred, ts.Valid, rec), same, ts.Valid, dense)
+	sameLabels, err := recoveredLabels(m, ts, pred, rec)
+	if err != nil {
+		return DisjointRun{}, "", "", err
+	}
+	out.SameHalf, _ = overallAccuracy(sameLabels, same, ts.Valid, dense)
 	r0, c0, nr, nc = areaRect(testArea, s.Rows, s.Cols)
 	os, ol := cropScene(s, labels, r0, c0, nr, nc)
 	if pred, err = p.Predict(ctx, os); err != nil {
 		return DisjointRun{}, "", "", err
 	}
-	out.OtherHalf, out.TestPixels = overallAccuracy(recoveredLabels(pred, os.Valid, rec), ol, os.Valid, dense)
+	otherLabels, err := recoveredLabels(m, os, pred, rec)
+	if err != nil {
+		return DisjointRun{}, "", "", err
+	}
+	out.OtherHalf, out.TestPixels = overallAccuracy(otherLabels, ol, os.Valid, dense)
 	return out, trainArea, testArea, nil
 }
 

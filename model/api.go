@@ -171,6 +171,10 @@ type Config struct {
 	// default and what model files without it mean, keeps the stretched
 	// values as they are.
 	InputLevels int `json:",omitempty"`
+	// Decision is how the class band is decided: the network's recovered
+	// probabilities (the zero value, the paper's) or those fused with the
+	// model's spectral evidence (DecisionFused, DefaultConfig's).
+	Decision Decision `json:",omitzero"`
 }
 
 // Network inputs (Config.Input). Every mode is computed per pixel before
@@ -214,18 +218,27 @@ const DefaultInput = InputShape
 // under a 10% tilt and missed the drift verdict on a sub-area of the scene.
 var DefaultAugment = Augment{Prob: 0.8, Tilt: 0.25, Offset: 0.05, Noise: 0.03, BandShift: 1, CleanTail: 0.1, ImageNorm: true, Crop: 0.5}
 
-// DefaultConfig returns the paper's hyperparameters.
+// PaperRecoveryWindow is the paper's AvgPool recovery window, which the
+// network's decision takes when none is given.
+const PaperRecoveryWindow = 9
+
+// DefaultConfig returns the paper's hyperparameters with pnec's defaults
+// (DefaultEncoder, DefaultInput, DefaultAugment, DefaultDecision). With
+// Decision.Mode DecisionFused, a Recovery.Window of 0 is chosen at
+// training.
 func DefaultConfig() Config {
 	return Config{
 		Hidden: 128, DState: 16, DConv: 4, Expand: 2, HeadDim: 64, Chunk: 64, Groups: 4, DiffWindow: 5,
 		TauInit: 10, Momentum: 0.9, GateFloor: 0.5, Alpha: 1, Beta: 1,
 		LambdaBranch: 0.1, LambdaProto: 0.1, LambdaCon: 0.02,
 		ECWarmupEpochs: 10, LearningRate: 3e-4, Epochs: 200,
-		Recovery: RecoveryParams{Window: 9, Eta: 1},
+		Recovery: RecoveryParams{Window: PaperRecoveryWindow, Eta: 1},
 		Ablation: AblationFull,
 		Encoder:  DefaultEncoder,
 		Input:    DefaultInput,
 		Augment:  DefaultAugment,
+		// Decision: the zero value, the network's (DefaultDecision), so that
+		// model files keep their bytes.
 	}
 }
 

@@ -15,12 +15,13 @@ import (
 // whole Config), and zeros that are settings stay when the Config sets
 // any of them.
 //
-// Input and Augment are not filled: as in a model file, "" is the
-// reference's stretch and a zero Augment is off, so a partial Config is
-// the paper's network; DefaultConfig() is pnec's (shape input, augmented).
+// Input, Augment and Decision are not filled: as in a model file, "" is the
+// reference's stretch, a zero Augment is off and a zero Decision the
+// network's, so a partial Config is the paper's network; DefaultConfig()
+// is pnec's (shape input, augmented, the network's decision).
 func TestTrainOptionsDefaults(t *testing.T) {
 	def := DefaultConfig()
-	def.Input, def.Augment = "", Augment{}
+	def.Input, def.Augment, def.Decision = "", Augment{}, Decision{}
 	noWarmup := DefaultConfig()
 	noWarmup.ECWarmupEpochs = 0
 	noCon := DefaultConfig()

@@ -482,7 +482,7 @@ func (m *Model) DriftOf(ctx context.Context, p ScenePredictor, s Scene, pred Pre
 	if err != nil {
 		return Drift{}, err
 	}
-	if err := measureScene(d, s, pred, ref, m.Recovery()); err != nil {
+	if err := measureScene(d, s, pred, ref, m); err != nil {
 		return Drift{}, err
 	}
 	if w, ok := ProbeWindowOf(s); ok {
@@ -496,7 +496,7 @@ func (m *Model) DriftOf(ctx context.Context, p ScenePredictor, s Scene, pred Pre
 }
 
 // measureScene feeds a whole scene and its prediction to d.
-func measureScene(d *DriftMeter, s Scene, pred Prediction, ref *SpectralReference, rec RecoveryParams) error {
+func measureScene(d *DriftMeter, s Scene, pred Prediction, ref *SpectralReference, m *Model) error {
 	n := s.Rows * s.Cols
 	k := pred.Classes
 	if pred.Rows != s.Rows || pred.Cols != s.Cols || ref == nil || ref.Classes() != k || ref.Bands() != s.Bands {
@@ -507,7 +507,7 @@ func measureScene(d *DriftMeter, s Scene, pred Prediction, ref *SpectralReferenc
 	if err := ref.ClassDistances(s.Data, s.Valid, dist); err != nil {
 		return fmt.Errorf("drift: %w", err)
 	}
-	prec := tiling.Recover(pred.Prob, s.Valid, s.Rows, s.Cols, k, rec)
+	prec := tiling.Recover(pred.Prob, s.Valid, s.Rows, s.Cols, k, m.NetworkRecovery())
 	for i := 0; i < n; i++ {
 		if !s.valid(i) {
 			continue
@@ -547,7 +547,7 @@ func trainDriftStats(ctx context.Context, m *Model, s Scene, backend string) (*d
 	for _, i := range m.meta.TrainIndices {
 		isTrain[i] = true
 	}
-	prec := tiling.Recover(pred.Prob, s.Valid, s.Rows, s.Cols, k, m.Recovery())
+	prec := tiling.Recover(pred.Prob, s.Valid, s.Rows, s.Cols, k, m.NetworkRecovery())
 	t := newDriftTally(k)
 	for i := 0; i < n; i++ {
 		if s.valid(i) {

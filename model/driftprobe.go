@@ -268,7 +268,7 @@ func (m *Model) ProbeRecalibrationFrom(ctx context.Context, p ScenePredictor, w 
 		}
 		prob := pred.Prob
 		if !pred.Recovered {
-			prob = tiling.Recover(pred.Prob, s.Valid, s.Rows, s.Cols, k, m.Recovery())
+			prob = tiling.Recover(pred.Prob, s.Valid, s.Rows, s.Cols, k, m.NetworkRecovery())
 		}
 		out := make([]int, s.Rows*s.Cols)
 		for i := range out {

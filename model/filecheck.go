@@ -71,6 +71,9 @@ func (meta *modelMeta) validate(bodyBytes int) error {
 	if err := cfg.Recovery.Validate(); err != nil {
 		return err
 	}
+	if err := cfg.Decision.validate(); err != nil {
+		return err
+	}
 	if !(cfg.GateFloor >= 0 && cfg.GateFloor <= 1) {
 		return fmt.Errorf("gate floor %g: want 0..1", cfg.GateFloor)
 	}

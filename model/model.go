@@ -31,8 +31,22 @@ func (m *Model) Classes() []Class { return slices.Clone(m.meta.Classes) }
 // body); products cite it. It is set by Train, Save and Load.
 func (m *Model) Checksum() string { return m.checksum }
 
-// Recovery returns the recovery parameters stored with the model.
+// Recovery returns the recovery parameters stored with the model: those
+// of its class band's decision.
 func (m *Model) Recovery() RecoveryParams { return m.meta.Config.Recovery }
+
+// NetworkRecovery is the recovery of the network's own decision: the
+// model's where the network decides, the paper's window (with the model's
+// strength) under a fused decision. The drift figures and the
+// recalibration probe judge the network's decision, so that their limits
+// (chosen on networks deciding alone) keep their meaning.
+func (m *Model) NetworkRecovery() RecoveryParams {
+	r := m.meta.Config.Recovery
+	if m.Decision().Fused() {
+		r.Window = PaperRecoveryWindow
+	}
+	return r
+}
 
 // TrainIndices are the row-major pixel indices of the training split, ascending.
 func (m *Model) TrainIndices() []int { return slices.Clone(m.meta.TrainIndices) }

@@ -244,7 +244,7 @@ func (ig *inferGraph) prepared(recover bool) func(g *Graph, in []*Node) []*Node 
 		hs, ws := lowRes(rows, cfg.Encoder), lowRes(cols, cfg.Encoder)
 		prob, gt, cos := ig.network(g, x, upMatrixNode(g, rows, hs), upMatrixNode(g, cols, ws), in[4:], masks)
 		if recover {
-			rp := cfg.Recovery
+			rp := ig.m.NetworkRecovery()
 			prob = recoverNode(prob, ConvertDType(valid, prob.DType()), rp.Window, rp.Eta)
 		}
 		return []*Node{prob, gt, cos}
@@ -514,7 +514,7 @@ func (p *Predictor) predict(ctx context.Context, s Scene, recovered bool) (pred 
 		}
 	}
 	if recovered && !p.prep {
-		pred.Prob = tiling.Recover(pred.Prob, s.Valid, s.Rows, s.Cols, pred.Classes, p.m.meta.Config.Recovery)
+		pred.Prob = tiling.Recover(pred.Prob, s.Valid, s.Rows, s.Cols, pred.Classes, p.m.NetworkRecovery())
 	}
 	pred.Recovered = recovered
 	return pred, nil

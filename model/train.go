@@ -62,6 +62,13 @@ func Train(ctx context.Context, s Scene, labels []int32, opts TrainOptions) (m *
 	}
 	m.meta.setProvenance(opts.Provenance)
 	m.meta.spectralSpectra, m.meta.SpectralClasses = trainSpectra(s, setup.trainIdx, setup.ytrain)
+	if cfg.Decision.Mode == DecisionFused {
+		c := &m.meta.Config
+		if c.Decision.TemperatureRad, c.Recovery.Window, err = chooseDecision(s, setup.trainIdx, setup.ytrain,
+			len(setup.values), cfg.Augment, cfg.Recovery.Window, opts.Seed); err != nil {
+			return nil, fmt.Errorf("train: %w", err)
+		}
+	}
 	if m.meta.GroupNormStats, err = groupNormStats(b, m, s, run.fr); err != nil {
 		return nil, fmt.Errorf("train: group norm statistics on %s: %w", desc.Label(), err)
 	}

@@ -23,11 +23,16 @@ func (o TrainOptions) withDefaults() TrainOptions {
 	}{
 		{&c.Hidden, def.Hidden}, {&c.DState, def.DState}, {&c.DConv, def.DConv}, {&c.Expand, def.Expand},
 		{&c.HeadDim, def.HeadDim}, {&c.Chunk, def.Chunk}, {&c.Groups, def.Groups}, {&c.DiffWindow, def.DiffWindow},
-		{&c.Epochs, def.Epochs}, {&c.Recovery.Window, def.Recovery.Window},
+		{&c.Epochs, def.Epochs},
 	} {
 		if *f.v == 0 {
 			*f.v = f.def
 		}
+	}
+	// A fused decision chooses its recovery window at training when none
+	// is given (chooseDecision); the network's takes the paper's.
+	if c.Recovery.Window == 0 && c.Decision.Mode != DecisionFused {
+		c.Recovery.Window = PaperRecoveryWindow
 	}
 	if c.TauInit == 0 {
 		c.TauInit = def.TauInit
@@ -79,6 +84,9 @@ func validateConfig(c Config) error {
 	if err := c.Augment.validate(); err != nil {
 		return err
 	}
+	if err := c.Decision.validate(); err != nil {
+		return err
+	}
 	switch {
 	case c.Epochs < 1:
 		return fmt.Errorf("epochs %d: need at least 1", c.Epochs)
@@ -90,8 +98,8 @@ func validateConfig(c Config) error {
 		return fmt.Errorf("momentum %g: must be in [0,1)", c.Momentum)
 	case !(c.TauInit > 0):
 		return fmt.Errorf("tau %g: must be positive", c.TauInit)
-	case c.Recovery.Window < 1 || c.Recovery.Window%2 == 0:
-		return fmt.Errorf("recovery window %d: must be odd and positive", c.Recovery.Window)
+	case c.Recovery.Window < 0 || (c.Recovery.Window == 0 && c.Decision.Mode != DecisionFused) || (c.Recovery.Window > 0 && c.Recovery.Window%2 == 0):
+		return fmt.Errorf("recovery window %d: must be odd and positive (0: chosen at training, with the fused decision)", c.Recovery.Window)
 	case c.Recovery.Eta < 0 || c.Recovery.Eta > 1:
 		return fmt.Errorf("recovery eta %g: must be in [0,1]", c.Recovery.Eta)
 	case c.InputLevels != 0 && (c.InputLevels < 2 || c.InputLevels > 1<<16):

@@ -241,6 +241,7 @@ type Classifier struct {
 	log  *slog.Logger
 	kind model.ReliabilityKind
 	ref  *model.SpectralReference // training spectra; nil unless kind needs them
+	dref *model.SpectralReference // the fused decision's reference; nil for the network's decision
 	// busy is held by Run and Close: one scene at a time, and pred is
 	// read and cleared only while it is held.
 	busy    chan struct{}
@@ -278,11 +279,19 @@ func NewClassifier(m *model.Model, opts Options) (*Classifier, error) {
 	if err != nil {
 		return nil, fmt.Errorf("processor: %w", err)
 	}
+	dref, err := m.DecisionReference()
+	switch {
+	case errors.Is(err, model.ErrNoSpectralReference):
+		// A file stripped of its training spectra: the network decides.
+		log.Warn("the model's fused decision needs its training spectra, which its file does not hold: the network decides alone")
+	case err != nil:
+		return nil, fmt.Errorf("processor: fused decision: %w", err)
+	}
 	pred, err := model.NewPredictor(m, opts.Backend)
 	if err != nil {
 		return nil, fmt.Errorf("processor: prepare backend %q: %w", opts.Backend, err)
 	}
-	return &Classifier{m: m, opts: opts, pred: pred, log: log, kind: kind, ref: ref, busy: make(chan struct{}, 1),
+	return &Classifier{m: m, opts: opts, pred: pred, log: log, kind: kind, ref: ref, dref: dref, busy: make(chan struct{}, 1),
 		backend: pred.Backend()}, nil
 }
 

@@ -34,6 +34,7 @@ type tileOut struct {
 	pred  model.Prediction
 	valid []bool    // input validity, TileRows x TileCols (padding replicated)
 	dist  []float32 // [TileRows*TileCols][K] class distances of the spectra (spectral kinds only)
+	ddist []float32 // [TileRows*TileCols][K] class distances to the decision reference (fused decision only)
 	skip  bool      // wholly outside the mask: no prediction, every pixel invalid
 }
 
@@ -280,9 +281,10 @@ func (c *Classifier) runStages(parent context.Context, sc *geo.Scene, mk *geo.Ma
 		}
 	}
 	st := &stitcher{plan: plan, classes: classes, recovery: c.m.Recovery(), kind: c.kind, spectral: c.ref != nil,
+		decision: c.m.Decision(), fused: c.dref != nil, netRecovery: c.m.NetworkRecovery(),
 		out: rows, byClass: make([]int64, len(classes)), drift: drift, near: model.NewNearestValid(info.Rows, info.Cols),
 		probStage: c.opts.Probabilities, probBands: probabilityBands(c.opts, len(classes))}
-	if drift != nil && reusableProbeLabels(plan, info) {
+	if drift != nil && reusableProbeLabels(plan, info, c.m) {
 		st.probeLabels = make([]int, plan.TileRows*plan.TileCols)
 		for i := range st.probeLabels {
 			st.probeLabels[i] = -1
@@ -486,7 +488,7 @@ func (c *Classifier) runTiles(ctx context.Context, name string, plan *tiling.Pla
 			return fmt.Errorf("classify %s tile %d %v: %w", name, tc.in.tile.Index, tc.in.tile.Input, tc.err)
 		}
 		select {
-		case out <- tileOut{tile: tc.in.tile, pred: tc.pred, valid: tc.in.scene.Valid, dist: tc.dist}:
+		case out <- tileOut{tile: tc.in.tile, pred: tc.pred, valid: tc.in.scene.Valid, dist: tc.dist, ddist: tc.ddist}:
 		case <-ctx.Done():
 		}
 		return nil
@@ -543,7 +545,9 @@ func later(a, b time.Time) time.Time {
 // (P_up, before recovery). Tiles are stitched first and recovered on the
 // canvas (stitcher.rows).
 func (c *Classifier) recoversWhole(plan *tiling.Plan) bool {
-	if len(plan.Tiles) != 1 || !recoveredWhole(*plan, c.opts) {
+	// A fused decision weighs the spectral evidence in before the
+	// recovery, which the graph does not hold.
+	if c.dref != nil || len(plan.Tiles) != 1 || !recoveredWhole(*plan, c.opts) {
 		return false
 	}
 	if _, ok := c.pred.(wholeRecoverer); !ok {
@@ -567,6 +571,7 @@ type tileCall struct {
 	in         tileIn
 	pred       model.Prediction
 	dist       []float32
+	ddist      []float32 // the decision reference's distances (fused decision)
 	err        error
 	start, end time.Time
 	done       chan struct{}
@@ -587,6 +592,11 @@ func (c *Classifier) startTile(ctx context.Context, t tileIn, recovered bool) *t
 			tc.dist = make([]float32, t.scene.Rows*t.scene.Cols*k)
 			distDone.Go(func() { distErr = c.ref.ClassDistances(t.scene.Data, t.scene.Valid, tc.dist) })
 		}
+		var ddistErr error
+		if c.dref != nil {
+			tc.ddist = make([]float32, t.scene.Rows*t.scene.Cols*k)
+			distDone.Go(func() { ddistErr = c.dref.ClassDistances(t.scene.Data, t.scene.Valid, tc.ddist) })
+		}
 		if recovered {
 			tc.pred, tc.err = c.pred.(wholeRecoverer).PredictRecovered(ctx, t.scene)
 		} else {
@@ -599,6 +609,8 @@ func (c *Classifier) startTile(ctx context.Context, t tileIn, recovered bool) *t
 		case tc.err != nil:
 		case distErr != nil:
 			tc.err = fmt.Errorf("spectral reliability: %w", distErr)
+		case ddistErr != nil:
+			tc.err = fmt.Errorf("fused decision: %w", ddistErr)
 		case p.Rows != t.scene.Rows || p.Cols != t.scene.Cols || p.Classes != k ||
 			len(p.Prob) != p.Rows*p.Cols*k || len(p.Uncertainty) != p.Rows*p.Cols:
 			tc.err = fmt.Errorf("prediction %dx%dx%d for a %dx%d tile of %d classes", p.Rows, p.Cols, p.Classes, t.scene.Rows, t.scene.Cols, k)

@@ -97,10 +97,14 @@ func newSceneCost(info geo.Info, m *model.Model, opts Options) *sceneCost {
 	if m != nil {
 		c.bands = m.Bands()
 		k := len(m.Classes())
+		depth := k
 		if _, ref, err := spectralReference(m, opts, nil); err == nil && ref != nil {
-			k *= 2
+			depth += k
 		}
-		c.depth = k + 2
+		if m.Decision().Fused() {
+			depth += k // the decision reference's distances
+		}
+		c.depth = depth + 2
 		c.network = m.EstimatePredictBytes
 		if cfg := m.Config(); cfg.Encoder == model.EncoderPaper {
 			c.fullRes = cfg.Hidden

@@ -111,8 +111,11 @@ func padToLadder(w model.Scene) model.Scene {
 // window, so the network sees the same input in both. Any other plan
 // classifies the window apart from its neighbours' context, which the
 // probe must not count as change.
-func reusableProbeLabels(plan *tiling.Plan, info geo.Info) bool {
-	return plan.Whole && info.Rows <= model.ProbeSide && info.Cols <= model.ProbeSide &&
+func reusableProbeLabels(plan *tiling.Plan, info geo.Info, m *model.Model) bool {
+	// The probe's runs decide by the network alone (the drift statistics'
+	// recalibration is of the network): a fused decision's labels are not
+	// theirs to reuse.
+	return !m.Decision().Fused() && plan.Whole && info.Rows <= model.ProbeSide && info.Cols <= model.ProbeSide &&
 		plan.TileRows == tiling.Rung(info.Rows, tiling.LadderStep) &&
 		plan.TileCols == tiling.Rung(info.Cols, tiling.LadderStep)
 }
@@ -141,7 +144,7 @@ func ProbeShape(rows, cols int, m *model.Model, opts Options) (model.Shape, bool
 	if err != nil {
 		return model.Shape{}, false, err
 	}
-	if reusableProbeLabels(&p, info) {
+	if reusableProbeLabels(&p, info, m) {
 		return model.Shape{}, false, nil
 	}
 	w := model.ProbeWindows(rows, cols)[0] // every candidate has its size

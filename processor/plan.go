@@ -140,9 +140,10 @@ func deviceMemory(pred predictor, plan tiling.Plan) (tiling.DeviceMemory, error)
 
 func recoveryWindow(m *model.Model) int {
 	if m != nil {
-		return m.Recovery().Window
+		// The drift figures recover the network's own decision too.
+		return max(m.Recovery().Window, m.NetworkRecovery().Window)
 	}
-	return model.DefaultConfig().Recovery.Window
+	return model.PaperRecoveryWindow
 }
 
 func planScene(info geo.Info, m *model.Model, opts Options, lazy bool) (tiling.Plan, int64, error) {

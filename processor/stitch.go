@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"slices"
 	"time"
 
 	"github.com/pnec/pnec/model"
@@ -18,6 +19,12 @@ type stitcher struct {
 	recovery model.RecoveryParams
 	kind     model.ReliabilityKind
 	spectral bool // tiles carry class distances (K more canvas channels)
+	// fused: tiles carry the decision reference's distances (K more
+	// canvas channels, after the spectral ones), and decision weighs them
+	// into the probabilities before the recovery.
+	fused       bool
+	decision    model.Decision
+	netRecovery model.RecoveryParams // the network's own recovery, for the drift figures (fused only)
 	out      chan<- rowsOut
 	tileDone func(t tiling.Tile, done int) // after each tile is stitched
 
@@ -57,6 +64,19 @@ const (
 
 // depth is the number of canvas channels per pixel.
 func (s *stitcher) depth() int {
+	k := len(s.classes)
+	d := k + extraChannels
+	if s.spectral {
+		d += k
+	}
+	if s.fused {
+		d += k
+	}
+	return d
+}
+
+// fusedOffset is the first canvas channel of the decision distances.
+func (s *stitcher) fusedOffset() int {
 	k := len(s.classes)
 	if s.spectral {
 		return 2*k + extraChannels
@@ -119,6 +139,9 @@ func (s *stitcher) halo() int {
 	if s.recovered {
 		return 0
 	}
+	if s.fused && s.drift != nil {
+		return max(s.recovery.Halo(), s.netRecovery.Halo())
+	}
 	return s.recovery.Halo()
 }
 
@@ -139,6 +162,10 @@ func (s *stitcher) add(t tileOut) error {
 	if s.spectral && len(t.dist) != n*k {
 		return fmt.Errorf("stitch tile %d: %d class distances for %d pixels of %d classes", t.tile.Index, len(t.dist), n, k)
 	}
+	if s.fused && len(t.ddist) != n*k {
+		return fmt.Errorf("stitch tile %d: %d decision distances for %d pixels of %d classes", t.tile.Index, len(t.ddist), n, k)
+	}
+	fo := s.fusedOffset()
 	if cap(s.buf) < n*d {
 		s.buf = make([]float32, n*d)
 	}
@@ -153,6 +180,9 @@ func (s *stitcher) add(t tileOut) error {
 		}
 		if s.spectral {
 			copy(px[k+extraChannels:], t.dist[i*k:(i+1)*k])
+		}
+		if s.fused {
+			copy(px[fo:fo+k], t.ddist[i*k:(i+1)*k])
 		}
 	}
 	if err := s.canvas.Add(s.plan, t.tile, buf); err != nil {
@@ -206,57 +236,127 @@ func (s *stitcher) finalize(ctx context.Context, limit int) error {
 	return nil
 }
 
-// rows computes product rows [lo, hi) from canvas rows [lo-h, hi+h) clipped to the scene.
-func (s *stitcher) rows(lo, hi, h int) (rowsOut, error) {
+// canvasRows are canvas rows [inLo, inHi) taken out for the product rows
+// [lo, hi) among them.
+type canvasRows struct {
+	inLo, inHi int
+	prob       []float32 // [inHi-inLo rows][cols][k] the network's blended probabilities (0 where invalid)
+	valid      []bool    // [inHi-inLo rows][cols]
+	unc        []float32 // [hi-lo rows][cols]
+	dist       []float32 // [hi-lo rows][cols][k] spectral class distances (spectral only)
+	ddist      []float32 // [inHi-inLo rows][cols][k] decision distances, NaN first where invalid (fused only)
+}
+
+// gather takes canvas rows [lo-h, hi+h) clipped to the scene.
+func (s *stitcher) gather(lo, hi, h int) (canvasRows, error) {
 	k := len(s.classes)
 	d := s.depth()
 	cols := s.plan.Cols
-	inLo, inHi := max(lo-h, 0), min(hi+h, s.plan.Rows)
-	prob := make([]float32, (inHi-inLo)*cols*k)
-	valid := make([]bool, (inHi-inLo)*cols)
-	unc := make([]float32, (hi-lo)*cols)
-	var dist []float32 // [hi-lo rows][cols][k]
+	cr := canvasRows{inLo: max(lo-h, 0), inHi: min(hi+h, s.plan.Rows)}
+	n := (cr.inHi - cr.inLo) * cols
+	cr.prob, cr.valid, cr.unc = make([]float32, n*k), make([]bool, n), make([]float32, (hi-lo)*cols)
 	if s.spectral {
-		dist = make([]float32, (hi-lo)*cols*k)
+		cr.dist = make([]float32, (hi-lo)*cols*k)
 	}
-	for r := inLo; r < inHi; r++ {
+	if s.fused {
+		cr.ddist = make([]float32, n*k)
+	}
+	fo := s.fusedOffset()
+	for r := cr.inLo; r < cr.inHi; r++ {
 		row, err := s.canvas.Row(r)
 		if err != nil {
-			return rowsOut{}, fmt.Errorf("stitch row %d: %w", r, err)
+			return canvasRows{}, fmt.Errorf("stitch row %d: %w", r, err)
 		}
 		for c := 0; c < cols; c++ {
 			px := row[c*d : (c+1)*d]
-			i := (r-inLo)*cols + c
+			i := (r-cr.inLo)*cols + c
 			// Every tile covering a pixel read the same validity, so the
 			// blend is 1 or 0 (NaN where no tile reached it, which the plan rules out).
-			valid[i] = px[k+chValid] > 0.5
-			if valid[i] {
-				copy(prob[i*k:(i+1)*k], px[:k])
+			cr.valid[i] = px[k+chValid] > 0.5
+			switch {
+			case cr.valid[i]:
+				copy(cr.prob[i*k:(i+1)*k], px[:k])
+				if cr.ddist != nil {
+					copy(cr.ddist[i*k:(i+1)*k], px[fo:fo+k])
+				}
+			case cr.ddist != nil:
+				cr.ddist[i*k] = float32(math.NaN())
 			}
 			if r >= lo && r < hi {
 				j := (r-lo)*cols + c
-				unc[j] = px[k+chUncertainty]
-				if dist != nil {
-					copy(dist[j*k:(j+1)*k], px[k+extraChannels:])
+				cr.unc[j] = px[k+chUncertainty]
+				if cr.dist != nil {
+					copy(cr.dist[j*k:(j+1)*k], px[k+extraChannels:])
 				}
 			}
 		}
 	}
-	rec := prob
-	if !s.recovered {
-		var err error
-		if rec, err = tiling.RecoverRows(prob, valid, inLo, inHi-inLo, cols, k, lo, hi-lo, s.recovery); err != nil {
-			return rowsOut{}, fmt.Errorf("recover rows %d..%d: %w", lo, hi, err)
+	return cr, nil
+}
+
+// decided is the recovered probabilities of product rows [lo, hi) that
+// the class band is the argmax of (fused first under a fused decision)
+// and, under a fused decision with drift figures, the network's own
+// recovered ones, which the drift figures judge (nil otherwise: the same).
+func (s *stitcher) decided(cr canvasRows, lo, hi int) (rec, netRec []float32, err error) {
+	k, cols := len(s.classes), s.plan.Cols
+	recover := func(prob []float32, p model.RecoveryParams) ([]float32, error) {
+		if s.recovered {
+			return prob, nil
 		}
+		out, err := tiling.RecoverRows(prob, cr.valid, cr.inLo, cr.inHi-cr.inLo, cols, k, lo, hi-lo, p)
+		if err != nil {
+			return nil, fmt.Errorf("recover rows %d..%d: %w", lo, hi, err)
+		}
+		return out, nil
+	}
+	prob := cr.prob
+	if cr.ddist != nil {
+		prob = slices.Clone(cr.prob)
+		if err := s.decision.Fuse(prob, cr.ddist, k); err != nil {
+			return nil, nil, fmt.Errorf("stitch rows %d..%d: %w", lo, hi, err)
+		}
+		if s.drift != nil {
+			if netRec, err = recover(cr.prob, s.netRecovery); err != nil {
+				return nil, nil, err
+			}
+		}
+	}
+	rec, err = recover(prob, s.recovery)
+	return rec, netRec, err
+}
+
+// argmax is the first largest value's index of px.
+func argmax(px []float32) int {
+	best := 0
+	for j, v := range px {
+		if v > px[best] {
+			best = j
+		}
+	}
+	return best
+}
+
+// rows computes product rows [lo, hi) from canvas rows [lo-h, hi+h) clipped to the scene.
+func (s *stitcher) rows(lo, hi, h int) (rowsOut, error) {
+	k := len(s.classes)
+	cols := s.plan.Cols
+	cr, err := s.gather(lo, hi, h)
+	if err != nil {
+		return rowsOut{}, err
+	}
+	rec, netRec, err := s.decided(cr, lo, hi)
+	if err != nil {
+		return rowsOut{}, err
 	}
 	out := rowsOut{row0: lo, class: make([]uint16, (hi-lo)*cols), rel: make([]float32, (hi-lo)*cols)}
 	nb := s.probBands
 	if nb > 0 {
 		out.prob = make([]uint16, (hi-lo)*cols*nb)
 	}
-	off := (lo - inLo) * cols
+	off := (lo - cr.inLo) * cols
 	for i := range out.class {
-		if !valid[off+i] {
+		if !cr.valid[off+i] {
 			out.rel[i] = float32(math.NaN())
 			if nb > 0 {
 				noData(out.prob[i*nb : (i+1)*nb])
@@ -268,23 +368,23 @@ func (s *stitcher) rows(lo, hi, h int) (rowsOut, error) {
 		case ProbabilitiesRecovered:
 			s.quant.put(out.prob[i*nb:(i+1)*nb], px)
 		case ProbabilitiesNetwork:
-			s.quant.put(out.prob[i*nb:(i+1)*nb], prob[(off+i)*k:(off+i+1)*k])
+			s.quant.put(out.prob[i*nb:(i+1)*nb], cr.prob[(off+i)*k:(off+i+1)*k])
 		}
-		best := 0
-		for j, v := range px {
-			if v > px[best] {
-				best = j
-			}
-		}
-		v := s.classes[best].Value
-		out.class[i] = uint16(v)
-		if dist != nil {
-			out.rel[i] = s.kind.PixelSpectral(px, unc[i], model.AgreementOf(dist[i*k:(i+1)*k], best))
+		best := argmax(px)
+		out.class[i] = uint16(s.classes[best].Value)
+		if cr.dist != nil {
+			dist := cr.dist[i*k : (i+1)*k]
+			out.rel[i] = s.kind.PixelSpectral(px, cr.unc[i], model.AgreementOf(dist, best))
 			if s.drift != nil {
-				s.drift.AddPixel(dist[i*k:(i+1)*k], px, unc[i], best)
+				npx, nbest := px, best
+				if netRec != nil {
+					npx = netRec[i*k : (i+1)*k]
+					nbest = argmax(npx)
+				}
+				s.drift.AddPixel(dist, npx, cr.unc[i], nbest)
 			}
 		} else {
-			out.rel[i] = s.kind.Pixel(px, unc[i])
+			out.rel[i] = s.kind.Pixel(px, cr.unc[i])
 		}
 		s.valid++
 		s.byClass[best]++

@@ -78,7 +78,8 @@ func modelFlags() []cli.Flag {
 		&cli.Float64Flag{Name: "lr", Value: d.LearningRate, Usage: "Adam learning `RATE`"},
 		&cli.IntFlag{Name: "warmup", Value: d.ECWarmupEpochs, Usage: "`EPOCHS` with evidence calibration off"},
 		&cli.Float64Flag{Name: "gate-floor", Value: d.GateFloor, Usage: "gate floor `RHO` in 0..1"},
-		&cli.IntFlag{Name: "window", Value: d.Recovery.Window, Usage: "recovery window in `PIXELS` (odd), stored in the model"},
+		&cli.IntFlag{Name: "window", Value: 0, Usage: "recovery window in `PIXELS` (odd), stored in the model; 0 takes the paper's 9 with --decision network and, with --decision fused, chooses it at training (the largest of 1, 3, ..., 9 at which the training pixels, each left out in turn, are classified as well as at any)"},
+		&cli.StringFlag{Name: "decision", Value: model.DefaultDecision, Usage: "how the class band is decided, stored in the model: `MODE` network (the network's recovered probabilities: the paper's; with --input stretch --augment off, the paper's configuration) or fused (the network's probabilities weighed with the spectral angle to the model's training pixels and their augmented copies, the temperature chosen from the training pixels alone: the better map on the benchmark scenes and new ground, docs/model.md#the-decision)"},
 		&cli.Float64Flag{Name: "eta", Value: d.Recovery.Eta, Usage: "recovery strength `ETA` in 0..1, stored in the model"},
 		&cli.StringFlag{Name: "ablation", Value: string(d.Ablation), Usage: "network `VARIANT`: full, base (no evidence calibration), no-ec (s = 0), no-rc (no reliability-aware calibration: gate G = 1), no-recovery (labels without the AvgPool recovery)"},
 		&cli.StringFlag{Name: "encoder", Value: d.Encoder, Usage: "`ENCODER`, stored in the model: paper (the paper's: 1x1 conv + GroupNorm + SiLU at full resolution, 3x3 conv, MaxPool 2, GELU, AvgPool 2) or cell (the input averaged over 4x4 cells first, all work at stride 4)"},
@@ -99,6 +100,17 @@ func configFromFlags(c *cli.Context, withAblation bool) (model.Config, error) {
 	cfg.ECWarmupEpochs = c.Int("warmup")
 	cfg.GateFloor = c.Float64("gate-floor")
 	cfg.Recovery = model.RecoveryParams{Window: c.Int("window"), Eta: c.Float64("eta")}
+	switch mode := strings.ToLower(c.String("decision")); mode {
+	case model.DecisionFused:
+		cfg.Decision = model.Decision{Mode: mode}
+	case model.DecisionNetwork:
+		cfg.Decision = model.Decision{} // as model files before the fused decision say it
+	default:
+		return cfg, fmt.Errorf("--decision %s: want %s or %s", c.String("decision"), model.DecisionFused, model.DecisionNetwork)
+	}
+	if cfg.Recovery.Window == 0 && cfg.Decision.Mode == model.DecisionNetwork {
+		cfg.Recovery.Window = model.PaperRecoveryWindow
+	}
 	cfg.InputLevels = c.Int("input-levels")
 	if withAblation {
 		switch a := model.Ablation(strings.ToLower(c.String("ablation"))); a {
@@ -139,8 +151,12 @@ func configFromFlags(c *cli.Context, withAblation bool) (model.Config, error) {
 	case cfg.InputLevels != 0 && (cfg.InputLevels < 2 || cfg.InputLevels > 1<<16):
 		return cfg, fmt.Errorf("--input-levels %d: want 0 (off) or 2..65536", cfg.InputLevels)
 	}
-	if err := cfg.Recovery.Validate(); err != nil {
-		return cfg, fmt.Errorf("--window/--eta: %w", err)
+	if cfg.Recovery.Window != 0 {
+		if err := cfg.Recovery.Validate(); err != nil {
+			return cfg, fmt.Errorf("--window/--eta: %w", err)
+		}
+	} else if !(cfg.Recovery.Eta >= 0 && cfg.Recovery.Eta <= 1) {
+		return cfg, fmt.Errorf("--eta %g: must be in 0..1", cfg.Recovery.Eta)
 	}
 	return cfg, nil
 }
@@ -352,7 +368,18 @@ func trainAction(c *cli.Context) error {
 			c.String("out"), len(classes), strings.Join(parts, ", "), res.TrainPixels, res.LabelledPixels,
 			m.Config().Epochs, res.FitTime.Seconds(), res.Backend, m.Checksum())
 		fmt.Fprintf(stdoutOf(c), "  bands: %s; values: %s\n", bandsSummary(m), m.Radiometry())
+		fmt.Fprintf(stdoutOf(c), "  decision: %s\n", decisionSummary(m))
 		fmt.Fprintf(stdoutOf(c), "%s: its STAC Item (machine learning model extension)\n", itemPath)
 	}
 	return nil
+}
+
+// decisionSummary says how m decides its class band, with what it chose
+// at training.
+func decisionSummary(m *model.Model) string {
+	d, r := m.Decision(), m.Recovery()
+	if d.Fused() {
+		return fmt.Sprintf("fused (network and spectral angle to the training pixels, temperature %.4g rad chosen from the training pixels), recovery window %d", d.TemperatureRad, r.Window)
+	}
+	return fmt.Sprintf("network (the paper's), recovery window %d", r.Window)
 }

@@ -1,0 +1,251 @@
+package model
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+)
+
+// The fused decision's choices at training, from the training pixels
+// alone: no test pixel is seen.
+const (
+	// chooseMaxPerClass bounds the training pixels per class that are left
+	// out in turn (and the references they are measured against), so that
+	// a densely labelled scene chooses in seconds: the choice needs the
+	// spread of a class, not every pixel of it.
+	chooseMaxPerClass = 64
+	// chooseMaxWindow is the largest recovery window tried: the paper's 9.
+	chooseMaxWindow = 9
+)
+
+// temperatureGrid are the temperatures tried (radians of spectral angle):
+// 1e-4 to 1, eight a decade.
+func temperatureGrid() []float64 {
+	var out []float64
+	for e := -4.0; e <= 1e-9; e += 0.125 {
+		out = append(out, math.Pow(10, e))
+	}
+	return out
+}
+
+// leftOut is one training pixel left out: the angles to the nearest
+// reference of each class (without the pixel's own copies) of every valid
+// pixel of the largest window around it, at offsets (dr, dc).
+type leftOut struct {
+	class  int
+	dr, dc []int
+	angle  [][]float64 // [window pixel][class]
+}
+
+// chooseDecision sets the fused decision's temperature and, when window is
+// 0, the recovery window in 1, 3, ..., 9, by leaving each training pixel
+// (at most chooseMaxPerClass a class, drawn with seed) out in turn:
+// T maximises the left-out pixels' mean log-probability of their class
+// under the spectral evidence alone; the window is the largest at which
+// the spectral evidence averaged over the window classifies as many
+// left-out pixels right as at any window. Where the ground's classes form
+// fields wider than the window, averaging keeps the left-out pixels right
+// and the largest window is taken; where they are small or mixed, it
+// loses them and a smaller one is.
+func chooseDecision(s Scene, trainIdx []int, ytrain []int32, classes int, aug Augment, window int, seed int64) (tempRad float64, win int, err error) {
+	outs, err := leaveOut(s, trainIdx, ytrain, classes, aug, seed)
+	if err != nil {
+		return 0, 0, err
+	}
+	best := math.Inf(-1)
+	for _, t := range temperatureGrid() {
+		if ll, _ := looScore(outs, classes, t, 1); ll > best {
+			best, tempRad = ll, t
+		}
+	}
+	if window != 0 {
+		return tempRad, window, nil
+	}
+	top := -1
+	for w := 1; w <= chooseMaxWindow; w += 2 {
+		if _, right := looScore(outs, classes, tempRad, w); right >= top {
+			top, win = right, w
+		}
+	}
+	return tempRad, win, nil
+}
+
+// looScore is the left-out pixels' summed log-probability of their class
+// and the number classified right, with the spectral evidence at
+// temperature t averaged over a window of side w.
+func looScore(outs []leftOut, classes int, t float64, w int) (float64, int) {
+	h := w / 2
+	ll, right := 0.0, 0
+	p := make([]float64, classes)
+	mean := make([]float64, classes)
+	for _, o := range outs {
+		clear(mean)
+		n := 0
+		for j, a := range o.angle {
+			if abs(o.dr[j]) > h || abs(o.dc[j]) > h {
+				continue
+			}
+			softmaxNeg(a, t, p)
+			for c := range mean {
+				mean[c] += p[c]
+			}
+			n++
+		}
+		best := 0
+		for c := range mean {
+			mean[c] /= float64(n)
+			if mean[c] > mean[best] {
+				best = c
+			}
+		}
+		ll += math.Log(mean[o.class] + 1e-12)
+		if best == o.class {
+			right++
+		}
+	}
+	return ll, right
+}
+
+func abs(x int) int {
+	if x < 0 {
+		return -x
+	}
+	return x
+}
+
+// softmaxNeg writes softmax(-a / t) into p.
+func softmaxNeg(a []float64, t float64, p []float64) {
+	lo := math.Inf(1)
+	for _, v := range a {
+		lo = math.Min(lo, v)
+	}
+	sum := 0.0
+	for c, v := range a {
+		p[c] = math.Exp(-(v - lo) / t)
+		sum += p[c]
+	}
+	for c := range p {
+		p[c] /= sum
+	}
+}
+
+// unitSpectrum is s's spectrum i scaled to unit length (nil when it has no
+// length or is not finite).
+func unitSpectrum(v []float32) []float64 {
+	n := 0.0
+	for _, x := range v {
+		n += float64(x) * float64(x)
+	}
+	if !(n > 0) || math.IsInf(n, 0) {
+		return nil
+	}
+	inv := 1 / math.Sqrt(n)
+	out := make([]float64, len(v))
+	for b, x := range v {
+		out[b] = float64(x) * inv
+	}
+	return out
+}
+
+// leaveOut measures, for each training pixel left out (a sample of at most
+// chooseMaxPerClass a class), the class angles of the pixels of the
+// largest window around it against the references of the other sampled
+// pixels (their augmented copies included).
+func leaveOut(s Scene, trainIdx []int, ytrain []int32, classes int, aug Augment, seed int64) ([]leftOut, error) {
+	sample := sampleTrain(ytrain, classes, seed)
+	B := s.Bands
+	var spectra []float32
+	var class []int
+	for _, t := range sample {
+		i := trainIdx[t]
+		spectra = append(spectra, s.Data[i*B:(i+1)*B]...)
+		class = append(class, int(ytrain[t]))
+	}
+	aspectra, aclass := augmentedSpectra(spectra, B, class, aug)
+	n := len(class)
+	refs := make([][]float64, len(aclass))
+	for j := range refs {
+		refs[j] = unitSpectrum(aspectra[j*B : (j+1)*B])
+	}
+	h := chooseMaxWindow / 2
+	outs := make([]leftOut, 0, n)
+	for q, t := range sample {
+		if refs[q] == nil {
+			continue
+		}
+		i := trainIdx[t]
+		r0, c0 := i/s.Cols, i%s.Cols
+		o := leftOut{class: class[q]}
+		for r := max(r0-h, 0); r <= min(r0+h, s.Rows-1); r++ {
+			for c := max(c0-h, 0); c <= min(c0+h, s.Cols-1); c++ {
+				p := r*s.Cols + c
+				if !s.valid(p) {
+					continue
+				}
+				u := unitSpectrum(s.Data[p*B : (p+1)*B])
+				if u == nil {
+					continue
+				}
+				o.dr, o.dc = append(o.dr, r-r0), append(o.dc, c-c0)
+				o.angle = append(o.angle, classAngles(u, refs, aclass, classes, q, n))
+			}
+		}
+		if len(o.angle) > 0 {
+			outs = append(outs, o)
+		}
+	}
+	if len(outs) == 0 {
+		return nil, fmt.Errorf("decision: no training pixel with a spectrum")
+	}
+	return outs, nil
+}
+
+// classAngles is the angle from u to the nearest reference of each class,
+// leaving out the copies of reference q (references j with j % n == q).
+func classAngles(u []float64, refs [][]float64, class []int, classes, q, n int) []float64 {
+	best := make([]float64, classes)
+	for c := range best {
+		best[c] = -2
+	}
+	for j, r := range refs {
+		if r == nil || j%n == q {
+			continue
+		}
+		d := 0.0
+		for b, v := range r {
+			d += v * u[b]
+		}
+		if d > best[class[j]] {
+			best[class[j]] = d
+		}
+	}
+	out := make([]float64, classes)
+	for c, v := range best {
+		if v < -1 {
+			out[c] = math.Pi // no reference of the class
+			continue
+		}
+		out[c] = 2 * math.Asin(math.Sqrt(math.Max(0, 1-math.Min(1, v))/2))
+	}
+	return out
+}
+
+// sampleTrain is the positions in the training pixels of at most chooseMaxPerClass
+// training pixels a class, drawn with seed (all of them where a class has
+// no more).
+func sampleTrain(ytrain []int32, classes int, seed int64) []int {
+	byClass := make([][]int, classes)
+	for t, y := range ytrain {
+		byClass[y] = append(byClass[y], t)
+	}
+	rng := rand.New(rand.NewPCG(uint64(seed), 45))
+	var out []int
+	for _, ts := range byClass {
+		if len(ts) > chooseMaxPerClass {
+			rng.Shuffle(len(ts), func(a, b int) { ts[a], ts[b] = ts[b], ts[a] })
+			ts = ts[:chooseMaxPerClass]
+		}
+		out = append(out, ts...)
+	}
+	return out
+}

@@ -1,0 +1,193 @@
+#!/usr/bin/python3
+"""decision_ablation.py: what each choice of the fused decision is worth (issue 45).
+
+    scripts/decision_ablation.py --work /tmp/pnec-bench-baselines [--pnec bin/pnec]
+
+Run after `make bench-baselines` (it reads WORK's default models and their network
+probabilities, seed 202501, on the fixed splits of SalinasA and JasperRidge). The decision is
+recomputed here in numpy from the network's probabilities as the products store them (percent),
+so the figures are close to, not bit for bit, pnec's own (model/decision.go); each row changes one
+choice against the fused decision as pnec implements it:
+
+  network, window 9        the paper's decision (pnec's default)
+  spectra alone            nearest training pixel by spectral angle (1-NN SAM), no network
+  fused, plain references  the training spectra without their augmented copies
+  fused, window 9          the recovery window fixed at the paper's instead of chosen
+  fused, weight W          the spectral evidence's weight against the network's (pnec: 4)
+  fused (pnec)             augmented references, T and window chosen by leaving training pixels out
+
+and, on SalinasA, the same model on changed copies of the scene (tilts of 10% and a band shift,
+made here as pnec's Radiometric makes them), classified by `pnec classify`.
+"""
+import argparse
+import os
+import subprocess
+
+import numpy as np
+from osgeo import gdal
+from scipy.ndimage import uniform_filter
+
+gdal.UseExceptions()
+SEED = 202501
+
+
+def rd(p):
+    return gdal.Open(p).ReadAsArray()
+
+
+def unit(x):
+    return x / np.maximum(np.linalg.norm(x, axis=-1, keepdims=True), 1e-12)
+
+
+def shape_at(kind, u):
+    if kind == "bow":
+        x = 2 * u - 1
+        return 1 - 2 * x * x
+    if kind == "wave":
+        return np.sin(2 * np.pi * u)
+    return 2 * u - 1
+
+
+def change(x, tilt=0.0, kind="lin", shift=0):
+    """x ([..., bands]) tilted and shifted by whole bands (edge bands repeated)."""
+    b = x.shape[-1]
+    u = np.arange(b) / (b - 1)
+    idx = np.clip(np.arange(b) + shift, 0, b - 1)
+    return x[..., idx] * (1 + tilt * shape_at(kind, u))
+
+
+def augmented(refs, ys, tilt=0.25, shifts=1):
+    out, oy = [refs], [ys]
+    for kind in ("lin", "bow", "wave"):
+        for a in (-tilt, -tilt / 2, tilt / 2, tilt):
+            out.append(change(refs, a, kind))
+            oy.append(ys)
+    for s in range(1, shifts + 1):
+        for sg in (s, -s):
+            out.append(change(refs, shift=sg))
+            oy.append(ys)
+    return np.concatenate(out), np.concatenate(oy)
+
+
+def class_angles(u, refs, ys, vals, exclude=None):
+    cos = u @ unit(refs).T
+    if exclude is not None:
+        cos[:, exclude] = -2
+    return np.stack([np.arccos(np.clip(cos[:, ys == v].max(1), -1, 1)) for v in vals], -1)
+
+
+def softmax_neg(a, t):
+    z = -(a - a.min(-1, keepdims=True)) / t
+    e = np.exp(z)
+    return e / e.sum(-1, keepdims=True)
+
+
+def box(p, w):
+    if w <= 1:
+        return p
+    ones = uniform_filter(np.ones(p.shape[:2]), w, mode="constant")
+    return np.stack([uniform_filter(p[..., k], w, mode="constant") / ones for k in range(p.shape[-1])], -1)
+
+
+def choose(cube, tr, vals, refs, ys, n):
+    """T and window as model/decision_choose.go chooses them."""
+    rows, cols, b = cube.shape
+    u = unit(cube)
+    ti = np.flatnonzero(tr.ravel() > 0)
+    y = np.searchsorted(vals, tr.ravel()[ti])
+    outs = []
+    for q, i in enumerate(ti):
+        r, c = divmod(i, cols)
+        r0, r1, c0, c1 = max(r - 4, 0), min(r + 5, rows), max(c - 4, 0), min(c + 5, cols)
+        excl = np.arange(q, len(ys), n)
+        a = class_angles(u[r0:r1, c0:c1].reshape(-1, b), refs, ys, vals, excl).reshape(r1 - r0, c1 - c0, -1)
+        outs.append((a, r - r0, c - c0))
+
+    def score(t, w):
+        ll, right = 0.0, 0
+        for q, (a, rr, cc) in enumerate(outs):
+            h = w // 2
+            p = softmax_neg(a[max(rr - h, 0):rr + h + 1, max(cc - h, 0):cc + h + 1], t).reshape(-1, len(vals)).mean(0)
+            ll += np.log(p[y[q]] + 1e-12)
+            right += int(p.argmax() == y[q])
+        return ll, right
+
+    t = max((10 ** e for e in np.arange(-4, 0.001, 0.125)), key=lambda t: score(t, 1)[0])
+    rights = {w: score(t, w)[1] for w in (1, 3, 5, 7, 9)}
+    return t, max(w for w in rights if rights[w] == max(rights.values()))
+
+
+def fused(pnet, ang, t, w, weight=4.0):
+    s = np.log(np.maximum(pnet, 1e-3)) - weight * ang / t
+    s -= s.max(-1, keepdims=True)
+    p = np.exp(s)
+    return box(p / p.sum(-1, keepdims=True), w)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--work", default="/tmp/pnec-bench-baselines")
+    ap.add_argument("--pnec", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "bin", "pnec"))
+    args = ap.parse_args()
+    w_ = args.work
+    print("| scene | decision | OA %% (fixed split, seed %d) |" % SEED)
+    print("|---|---|---|")
+    shifted = {}
+    for name in ("SalinasA", "JasperRidge"):
+        cube = np.transpose(rd(f"{w_}/{name}.tif").astype(np.float64), (1, 2, 0))
+        gt, tr = rd(f"{w_}/{name}_gt.tif").astype(int), rd(f"{w_}/{name}_train.tif").astype(int)
+        vals = np.array(sorted(int(v) for v in np.unique(tr) if v > 0))
+        test = (gt > 0) & (tr == 0)
+        b = cube.shape[-1]
+        ti = np.flatnonzero(tr.ravel() > 0)
+        plain, py = cube.reshape(-1, b)[ti], tr.ravel()[ti]
+        aug, ay = augmented(plain, py)
+        t_p, w_p = choose(cube, tr, vals, plain, py, len(ti))
+        t_a, w_a = choose(cube, tr, vals, aug, ay, len(ti))
+        prob = f"{w_}/{name}-fixed-{SEED}.probabilities.tif"
+        pnet = rd(prob).astype(np.float64).transpose(1, 2, 0) / 100
+
+        def oa(p, test=test, gt=gt, vals=vals):
+            return 100 * np.mean(vals[p.argmax(-1)][test] == gt[test])
+
+        u = unit(cube).reshape(-1, b)
+        a_p = class_angles(u, plain, py, vals).reshape(gt.shape + (-1,))
+        a_a = class_angles(u, aug, ay, vals).reshape(gt.shape + (-1,))
+        rows = [("network, window 9 (the default)", box(pnet, 9)),
+                ("spectra alone (1-NN by spectral angle)", softmax_neg(a_p, 1e-4)),
+                ("fused, plain references (T %.3g, window %d)" % (t_p, w_p), fused(pnet, a_p, t_p, w_p)),
+                ("fused, window 9 instead of %d" % w_a, fused(pnet, a_a, t_a, 9))]
+        rows += [("fused, weight %g" % wt, fused(pnet, a_a, t_a, w_a, wt)) for wt in (1, 2, 10)]
+        rows.append(("fused as pnec decides (weight 4, augmented references, T %.3g, window %d)" % (t_a, w_a), fused(pnet, a_a, t_a, w_a)))
+        for label, p in rows:
+            print("| %s | %s | %.2f |" % (name, label, oa(p)))
+        if name != "SalinasA":
+            continue
+        model = f"{w_}/{name}-fixed-{SEED}.pnec"
+        ds = gdal.Open(f"{w_}/{name}.tif")
+        for label, kw in [("tilt +10% linear", dict(tilt=0.1)), ("tilt -10% linear", dict(tilt=-0.1)),
+                          ("tilt +10% bow", dict(tilt=0.1, kind="bow")), ("tilt -10% wave", dict(tilt=-0.1, kind="wave")),
+                          ("band shift +1", dict(shift=1))]:
+            path = os.path.join(w_, "ablation-%s.tif" % label.replace(" ", "_").replace("%", ""))
+            if not os.path.exists(path + ".out.tif"):
+                x = change(cube, **kw)
+                out = gdal.GetDriverByName("GTiff").CreateCopy(path, ds)
+                for k in range(b):
+                    out.GetRasterBand(k + 1).WriteArray(np.round(x[..., k]))
+                out = None
+                subprocess.run([args.pnec, "classify", "--model", model, "--scene", path, "--out", path + ".out.tif", "-q",
+                                "--probabilities", "network"], check=True)
+            pn = rd(path + ".out.probabilities.tif").astype(np.float64).transpose(1, 2, 0) / 100
+            xu = unit(np.transpose(rd(path).astype(np.float64), (1, 2, 0))).reshape(-1, b)
+            shifted[label] = (oa(box(pn, 9)),
+                              oa(fused(pn, class_angles(xu, plain, py, vals).reshape(gt.shape + (-1,)), t_p, w_p)),
+                              oa(fused(pn, class_angles(xu, aug, ay, vals).reshape(gt.shape + (-1,)), t_a, w_a)))
+    print()
+    print("| SalinasA, changed scene | network, window 9 | fused, plain references | fused (pnec) |")
+    print("|---|---|---|---|")
+    for label, (a, b_, c) in shifted.items():
+        print("| %s | %.2f | %.2f | %.2f |" % (label, a, b_, c))
+
+
+if __name__ == "__main__":
+    main()
