@@ -146,14 +146,16 @@ func TestChooseDecisionWindow(t *testing.T) {
 
 // TestDecisionReferenceAugmented: a model trained with the default
 // augmentation measures angles to its training spectra and to their
-// tilted and band-shifted copies (3 shapes x 4 amplitudes + 2 shifts =
-// 15 spectra per training pixel); without augmentation to the spectra alone.
+// tilted and band-shifted copies (3 shapes x 4 amplitudes, 2 shifts
+// alone and with each of 3 shapes x 2 half amplitudes: 27 spectra per
+// training pixel with the original); without augmentation to the spectra
+// alone.
 func TestDecisionReferenceAugmented(t *testing.T) {
 	spectra := []float32{1, 2, 3, 4, 4, 3, 2, 1}
 	class := []int{0, 1}
 	got, gotClass := augmentedSpectra(spectra, 4, class, DefaultAugment)
-	if len(gotClass) != 2*15 || len(got) != 2*15*4 {
-		t.Fatalf("%d augmented spectra, want 30", len(gotClass))
+	if len(gotClass) != 2*27 || len(got) != 2*27*4 {
+		t.Fatalf("%d augmented spectra, want 54", len(gotClass))
 	}
 	for j, c := range gotClass {
 		if c != class[j%2] {

@@ -66,6 +66,10 @@ def augmented(refs, ys, tilt=0.25, shifts=1):
         for sg in (s, -s):
             out.append(change(refs, shift=sg))
             oy.append(ys)
+            for kind in ("lin", "bow", "wave"):
+                for a in (-tilt / 2, tilt / 2):
+                    out.append(change(refs, a, kind, sg))
+                    oy.append(ys)
     return np.concatenate(out), np.concatenate(oy)
 
 
@@ -167,7 +171,7 @@ def main():
         ds = gdal.Open(f"{w_}/{name}.tif")
         for label, kw in [("tilt +10% linear", dict(tilt=0.1)), ("tilt -10% linear", dict(tilt=-0.1)),
                           ("tilt +10% bow", dict(tilt=0.1, kind="bow")), ("tilt -10% wave", dict(tilt=-0.1, kind="wave")),
-                          ("band shift +1", dict(shift=1))]:
+                          ("band shift +1", dict(shift=1)), ("tilt -10% linear, band shift -1", dict(tilt=-0.1, shift=-1))]:
             path = os.path.join(w_, "ablation-%s.tif" % label.replace(" ", "_").replace("%", ""))
             if not os.path.exists(path + ".out.tif"):
                 x = change(cube, **kw)
