@@ -95,7 +95,7 @@ func collectionFields(coll map[string]any, meta CollectionMeta) {
 			}
 		}
 	}
-	for _, u := range []string{ItemAssetsSchema, ClassificationSchema, RasterSchema} {
+	for _, u := range []string{ItemAssetsSchema, ClassificationSchema, RasterSchema, RenderSchema} {
 		if !exts[u] {
 			list = append(list, u)
 		}
@@ -147,6 +147,7 @@ func collectionFields(coll map[string]any, meta CollectionMeta) {
 		}
 	}
 	coll["item_assets"] = assets
+	coll["renders"] = Renders(meta.Classes, meta.NoData, meta.ReliabilityF32)
 }
 
 // AddToCollection adds the Item at itemPath (with WGS84 bbox, may be nil, and
