@@ -362,19 +362,21 @@ func Run(ctx context.Context, cfg Config) (Summary, error) {
 	if setupErr != nil {
 		return t.sum, setupErr
 	}
+	var pageErr error
 	if cfg.ReportHTML != "" && ctx.Err() == nil {
-		err := WriteHTMLReport(cfg.ReportHTML, HTMLReport{Summary: t.sum, Scenes: rep.all, Root: cfg.rootDoc(), OutDir: cfg.OutDir, Now: now()})
-		if err != nil {
-			return t.sum, err
+		pageErr = WriteHTMLReport(cfg.ReportHTML, HTMLReport{Summary: t.sum, Scenes: rep.all, Root: cfg.rootDoc(), OutDir: cfg.OutDir, Now: now()})
+		if pageErr != nil {
+			log.Error("report page not written", "error", pageErr)
 		}
 	}
 	if err := ctx.Err(); err != nil {
 		return t.sum, fmt.Errorf("batch interrupted after %d of %d scenes: %w", t.sum.Scenes-t.sum.Stopped, rep.total, err)
 	}
 	if t.sum.Failed > 0 {
+		// The scenes' failure is the error (the page's, if any, was logged).
 		return t.sum, &FailedError{Failed: t.sum.Failed, Scenes: t.sum.Scenes, First: t.firstFailure, FirstErr: t.firstErr, Drift: t.driftFailed}
 	}
-	return t.sum, nil
+	return t.sum, pageErr
 }
 
 // tally counts the scenes' outcomes into the Summary, from several jobs.
