@@ -14,7 +14,7 @@ set -euo pipefail
 
 DIR=$(mkdir -p "${1:-check-browsers}" && cd "${1:-check-browsers}" && pwd)
 SB_VERSION=${STAC_BROWSER_VERSION:-4.0.1}
-PPTR_VERSION=${PUPPETEER_VERSION:-25.19.0}
+PPTR_VERSION=${PUPPETEER_VERSION:-24.43.1}
 PORT=${PORT:-8733}
 GO=${GO:-go}
 ROOT=$(pwd)

@@ -111,6 +111,9 @@ func TestBrowsersFixture(t *testing.T) {
 	}
 	modelPath := fixture.ModelFile(t)
 	in := filepath.Join(out, "in")
+	if err := os.MkdirAll(in, 0o755); err != nil {
+		t.Fatal(err)
+	}
 	for i, name := range []string{"north", "east", "south"} {
 		data, _ := fixture.SceneData(uint64(3 + i))
 		ref := fixture.GeoRef
