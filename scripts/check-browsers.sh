@@ -8,7 +8,8 @@
 #      DIR/stac-browser-VERSION, a scratch folder never committed) is served
 #      with the output folder from 127.0.0.1 and opened in the same Chromium.
 # Screenshots: DIR/shots/{report-page,stac-browser-catalog,stac-browser-item}.png.
-# Environment: STAC_BROWSER_VERSION, PUPPETEER_VERSION, PORT, NO_STAC_BROWSER=1
+# Environment: STAC_BROWSER_VERSION, STAC_BROWSER_PINS (npm packages pinned in its
+# build, default ol-stac@1.1.0), PUPPETEER_VERSION, PORT, NO_STAC_BROWSER=1
 # (only the report page), GO (the go command).
 set -euo pipefail
 
@@ -16,6 +17,7 @@ DIR=$(mkdir -p "${1:-check-browsers}" && cd "${1:-check-browsers}" && pwd)
 SB_VERSION=${STAC_BROWSER_VERSION:-4.0.1}
 PPTR_VERSION=${PUPPETEER_VERSION:-24.43.1}
 PORT=${PORT:-8733}
+SB_PINS=${STAC_BROWSER_PINS:-ol-stac@1.1.0}
 GO=${GO:-go}
 ROOT=$(pwd)
 
@@ -49,6 +51,10 @@ if [ "${NO_STAC_BROWSER:-}" != 1 ]; then
 		rm -rf "$SB" && mkdir -p "$SB"
 		(cd "$SB" && npm pack --silent "@radiantearth/stac-browser@$SB_VERSION" >/dev/null && tar xzf radiantearth-stac-browser-"$SB_VERSION".tgz --strip-components=1)
 		(cd "$SB" && npm install --no-audit --no-fund)
+		# STAC Browser 4.0.1 asks for ol-stac ^1.1.0 and ol ~10.6.0 and ships no
+		# lockfile: ol-stac's newest 1.x imports OpenLayers functions newer than
+		# 10.6 and the build fails; the pins below are the versions it builds with.
+		(cd "$SB" && npm install --no-audit --no-fund --save-exact $SB_PINS)
 		(cd "$SB" && npm run build -- --catalogUrl="$CATALOG" --historyMode=hash)
 		echo "$CATALOG" >"$SB/.catalog-url"
 	fi
