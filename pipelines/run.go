@@ -627,7 +627,10 @@ func (cfg *Config) checkNotInputs(inputs []Input) error {
 	}
 	// A directory in place of an output was found only when the finished
 	// file was renamed onto it, after the scene's work.
-	for _, o := range products {
+	for _, o := range append(products, runFiles...) {
+		if o.Path == "" {
+			continue
+		}
 		if st, err := os.Stat(o.Path); err == nil && st.IsDir() {
 			return fmt.Errorf("%s %s: %w: it is a directory", o.Role, o.Path, processor.ErrBadOutput)
 		}

@@ -46,7 +46,7 @@ SB_DIST=
 if [ "${NO_STAC_BROWSER:-}" != 1 ]; then
 	SB="$DIR/stac-browser-$SB_VERSION"
 	CATALOG="http://127.0.0.1:$PORT/data/catalog.json"
-	if [ ! -f "$SB/dist/index.html" ] || [ "$(cat "$SB/.catalog-url" 2>/dev/null)" != "$CATALOG" ]; then
+	if [ ! -f "$SB/dist/index.html" ] || [ "$(cat "$SB/.catalog-url" 2>/dev/null)" != "$CATALOG basemap" ]; then
 		step "STAC Browser $SB_VERSION (npm @radiantearth/stac-browser), built in $SB for $CATALOG"
 		rm -rf "$SB" && mkdir -p "$SB"
 		(cd "$SB" && npm pack --silent "@radiantearth/stac-browser@$SB_VERSION" >/dev/null && tar xzf radiantearth-stac-browser-"$SB_VERSION".tgz --strip-components=1)
@@ -55,8 +55,13 @@ if [ "${NO_STAC_BROWSER:-}" != 1 ]; then
 		# lockfile: ol-stac's newest 1.x imports OpenLayers functions newer than
 		# 10.6 and the build fails; the pins below are the versions it builds with.
 		(cd "$SB" && npm install --no-audit --no-fund --save-exact $SB_PINS)
+		# No network here: the map's basemap (OpenStreetMap's tiles) comes from
+		# the check's own server instead (plain tiles; docs/basemaps.md of STAC
+		# Browser describes this file).
+		sed -i "s#https://tile.openstreetmap.org/{z}/{x}/{y}.png#http://127.0.0.1:$PORT/basemap/{z}/{x}/{y}.png#" "$SB/basemaps.config.js"
+		grep -q "127.0.0.1:$PORT/basemap/" "$SB/basemaps.config.js" || { echo "check-browsers: basemaps.config.js has no OpenStreetMap URL to replace"; exit 1; }
 		(cd "$SB" && npm run build -- --catalogUrl="$CATALOG" --historyMode=hash)
-		echo "$CATALOG" >"$SB/.catalog-url"
+		echo "$CATALOG basemap" >"$SB/.catalog-url"
 	fi
 	SB_DIST="$SB/dist"
 fi

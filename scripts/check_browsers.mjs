@@ -12,7 +12,8 @@
 //      http://127.0.0.1:PORT/data/catalog.json), both served from
 //      127.0.0.1:PORT (out/ under /data/, with range requests and CORS):
 //      the root catalog opens, every Item is listed with its thumbnail
-//      loaded, and an Item page opens without errors.
+//      loaded, and an Item page opens without errors (its basemap is
+//      served from the same server: this machine has no network).
 // Exit status 1 with the failures listed; the screenshots are written
 // either way.
 import fs from 'node:fs';
@@ -87,6 +88,9 @@ async function checkReportPage(browser) {
   await page.close();
 }
 
+// blankTile is a 1 x 1 light grey PNG.
+const blankTile = Buffer.from('iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAIAAACQd1PeAAAADElEQVR4nGN48eYDAAWEAsUXo06sAAAAAElFTkSuQmCC', 'base64');
+
 // serve serves the built STAC Browser at / and the output folder at
 // /data/, with byte ranges and CORS (what a COG reader in the page needs).
 function serve(dist, port) {
@@ -95,6 +99,13 @@ function serve(dist, port) {
   const log = [];
   const server = http.createServer((req, res) => {
     const url = new URL(req.url, 'http://127.0.0.1');
+    if (url.pathname.startsWith('/basemap/')) {
+      // The build's basemap (check-browsers.sh points it here: this machine
+      // has no network): one plain tile for every z/x/y.
+      log.push(`200 ${url.pathname}`);
+      res.writeHead(200, { 'Content-Type': 'image/png', 'Access-Control-Allow-Origin': '*' }).end(blankTile);
+      return;
+    }
     let file;
     if (url.pathname.startsWith('/data/')) file = path.join(outDir, decodeURIComponent(url.pathname.slice(6)));
     else file = path.join(dist, decodeURIComponent(url.pathname));
@@ -167,6 +178,7 @@ async function checkSTACBrowser(browser, dist, port) {
   errors.forEach(fail);
   if (!errors.length) pass('STAC Browser: no console error, no failed request');
   console.log('info requests served: ' + log.filter((l) => l.includes('/data/')).join('; '));
+  console.log(`info basemap tiles served locally: ${log.filter((l) => l.includes('/basemap/')).length}`);
   await page.close();
   server.close();
 }
