@@ -240,3 +240,37 @@ func checkPage(t *testing.T, page string, want map[string]string) {
 		t.Error("the failed scene has no reason on the page")
 	}
 }
+
+func TestPageHref(t *testing.T) {
+	for _, tc := range []struct{ href, itemDir, pageDir, want string }{
+		{"a.thumbnail.png", "/srv/out", "/srv/out", "a.thumbnail.png"},
+		{"a.thumbnail.png", "/srv/out", "/srv/www", "../out/a.thumbnail.png"},
+		{"../data/a.tif", "/srv/out/items", "/srv/out", "data/a.tif"},
+		{"https://example.org/a.tif", "/srv/out", "/tmp", "https://example.org/a.tif"},
+		{"/abs/a.tif", "/srv/out", "/tmp", "/abs/a.tif"},
+	} {
+		if got := pageHref(tc.href, tc.itemDir, tc.pageDir); got != tc.want {
+			t.Errorf("pageHref(%q, %q, %q) = %q, want %q", tc.href, tc.itemDir, tc.pageDir, got, tc.want)
+		}
+	}
+}
+
+func TestClassShares(t *testing.T) {
+	classes := []stac.ClassObject{{Value: 1, Name: "water", ColorHint: "0000FF"}, {Value: 2, Name: "crop", ColorHint: "FFFF00"}}
+	for _, tc := range []struct {
+		name   string
+		counts map[string]int64
+		want   []htmlShare
+	}{
+		{"none", nil, nil},
+		{"two", map[string]int64{"1": 1, "2": 3}, []htmlShare{{"crop", "#FFFF00", 75}, {"water", "#0000FF", 25}}},
+		{"unknown class", map[string]int64{"7": 2}, []htmlShare{{"class 7", "#888888", 100}}},
+		{"rounded", map[string]int64{"1": 1, "2": 2}, []htmlShare{{"crop", "#FFFF00", 66.7}, {"water", "#0000FF", 33.3}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := classShares(tc.counts, classes); !slices.Equal(got, tc.want) {
+				t.Errorf("got %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
