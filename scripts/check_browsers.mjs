@@ -168,7 +168,7 @@ async function checkSTACBrowser(browser, dist, port) {
   } else {
     await page.goto(href, { waitUntil: 'networkidle0', timeout: 60000 });
     const opened = await settle(page, (k) => document.body.innerText.includes(k) && document.body.innerText.includes('classification'), want[0]);
-    await new Promise((r) => setTimeout(r, 3000)); // the map's tiles
+    await new Promise((r) => setTimeout(r, 8000)); // the map's tiles and the COG
     await page.screenshot({ path: path.join(shots, 'stac-browser-item.png'), fullPage: true });
     if (!opened) fail(`STAC Browser: the Item page ${href} does not show ${want[0]} and its assets`);
     else pass(`STAC Browser: the Item page ${href} opened`);
