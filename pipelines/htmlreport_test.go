@@ -274,3 +274,20 @@ func TestClassShares(t *testing.T) {
 		})
 	}
 }
+
+// TestReportHTMLDirRefused: a report page in a missing directory is
+// refused before any work.
+func TestReportHTMLDirRefused(t *testing.T) {
+	dir := t.TempDir()
+	fixture.Scene(t, filepath.Join(dir, "in", "a.tif"), 7)
+	out := filepath.Join(dir, "out")
+	cfg := Config{ModelPath: tinyModel(t), OutDir: out, Inputs: []string{filepath.Join(dir, "in")},
+		Options: processor.Options{Backend: "go"}, ReportHTML: filepath.Join(dir, "missing", "index.html")}
+	_, err := Run(context.Background(), cfg)
+	if err == nil || !strings.Contains(err.Error(), "report page") {
+		t.Fatalf("got %v, want the report page's directory refused", err)
+	}
+	if _, err := os.Stat(filepath.Join(out, "a.tif")); err == nil {
+		t.Error("a product was written: the refusal must come before any work")
+	}
+}

@@ -456,7 +456,29 @@ func prepareOutput(cfg Config) error {
 		return err
 	}
 	if cat := cfg.catalog(); cat != "" {
-		return stac.CheckRootFile(cat, "Catalog")
+		if err := stac.CheckRootFile(cat, "Catalog"); err != nil {
+			return err
+		}
+	}
+	return checkReportHTMLDir(cfg.ReportHTML)
+}
+
+// checkReportHTMLDir refuses, before any work, a report page whose
+// directory is missing or not writable (found only at the run's end before).
+func checkReportHTMLDir(page string) error {
+	if page == "" {
+		return nil
+	}
+	dir := filepath.Dir(page)
+	st, err := os.Stat(dir)
+	if err != nil {
+		return fmt.Errorf("report page %s: %w", page, err)
+	}
+	if !st.IsDir() {
+		return fmt.Errorf("report page %s: %s is not a directory", page, dir)
+	}
+	if err := checkWritable(dir); err != nil {
+		return fmt.Errorf("report page %s: directory %s: %w", page, dir, err)
 	}
 	return nil
 }
