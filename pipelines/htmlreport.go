@@ -130,13 +130,16 @@ func summaryPairs(s Summary) [][2]string {
 // first, then by key.
 func htmlRows(rep HTMLReport, pageDir string) []htmlRow {
 	var rows []htmlRow
-	seen := map[string]bool{}
+	seen, seenKey := map[string]bool{}, map[string]bool{}
 	for _, s := range rep.Scenes {
 		r := htmlRow{Input: s.Input, Status: s.Status, Reason: s.Reason, Drift: s.Drift, DriftDetail: strings.Join(s.DriftReasons, "; ")}
 		r.Key = strings.TrimSuffix(filepath.Base(s.Output), filepath.Ext(s.Output))
-		if r.Key == "" || r.Key == "." {
-			r.Key = filepath.Base(s.Input)
+		if s.Output == "" {
+			r.Key = strings.TrimSuffix(filepath.Base(s.Input), filepath.Ext(s.Input))
 		}
+		// One row per scene: an Item of an earlier run of a scene this run
+		// failed or withheld is not listed again as published.
+		seenKey[r.Key] = true
 		if s.Times != nil && s.Times.Total > 0 {
 			r.Seconds = fmt.Sprintf("%.1f s", s.Times.Total)
 		}
@@ -153,7 +156,7 @@ func htmlRows(rep HTMLReport, pageDir string) []htmlRow {
 		for href := range stac.RootItems(rep.Root) {
 			p := filepath.Join(dir, filepath.FromSlash(href))
 			abs, err := filepath.Abs(p)
-			if err != nil || seen[abs] || stac.HasScheme(href) {
+			if err != nil || seen[abs] || stac.HasScheme(href) || seenKey[strings.TrimSuffix(filepath.Base(p), ".json")] {
 				continue
 			}
 			seen[abs] = true

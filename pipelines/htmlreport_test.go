@@ -61,6 +61,14 @@ func TestCatalogThumbnailsAndHTMLReport(t *testing.T) {
 	}
 	checkPage(t, page, map[string]string{"a": StatusSkipped, "b": StatusPublished})
 	checkCatalog(t, out, []string{"a.json", "b.json"})
+
+	// A scene that fails tonight has one row, failed, not a second one
+	// for last night's Item.
+	writeFile(t, filepath.Join(dir, "in", "a.tif"), "now corrupt")
+	if _, err := Run(context.Background(), cfg); err == nil {
+		t.Fatal("want a's failure")
+	}
+	checkPage(t, page, map[string]string{"a": StatusFailed, "b": StatusSkipped, "bad": StatusFailed})
 }
 
 // checkCatalog: the root Catalog validates and links each Item once, relatively.
@@ -235,6 +243,9 @@ func checkPage(t *testing.T, page string, want map[string]string) {
 	}
 	if bare := strings.ReplaceAll(html, `xmlns="http://www.w3.org/2000/svg"`, ""); strings.Contains(bare, "http://") || strings.Contains(bare, "https://") || strings.Contains(bare, "<script") {
 		t.Error("the page names a URL or a script: it must be self-contained")
+	}
+	if n := len(rowRE.FindAllString(html, -1)); n != len(want) {
+		t.Errorf("%d rows on the page, want %d (one per scene)", n, len(want))
 	}
 	if want["bad"] == StatusFailed && !strings.Contains(html, `<div class="reason">`) {
 		t.Error("the failed scene has no reason on the page")
