@@ -93,7 +93,7 @@ const blankTile = Buffer.from('iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAIAAACQd1PeAAAAD
 
 // serve serves the built STAC Browser at / and the output folder at
 // /data/, with byte ranges and CORS (what a COG reader in the page needs).
-function serve(dist, port) {
+function serve(dist, port, outDir) {
   const types = { '.html': 'text/html', '.js': 'text/javascript', '.css': 'text/css', '.json': 'application/json',
     '.png': 'image/png', '.tif': 'image/tiff', '.svg': 'image/svg+xml', '.qml': 'application/xml', '.woff2': 'font/woff2' };
   const log = [];
@@ -140,23 +140,24 @@ async function settle(page, fn, arg, ms = 30000) {
   try { await page.waitForFunction(fn, { timeout: ms }, arg); return true; } catch { return false; }
 }
 
-async function checkSTACBrowser(browser, dist, port) {
-  const { server, log } = await serve(dist, port);
+async function checkSTACBrowser(browser, dist, port, outDir, label, shot) {
+  const { server, log } = await serve(dist, port, outDir);
   const page = await browser.newPage();
   await page.setViewport({ width: 1300, height: 1000 });
-  const errors = watch(page, 'STAC Browser');
+  const errors = watch(page, label);
   const want = Object.entries(expected()).filter(([, s]) => s === 'done' || s === 'skipped').map(([k]) => k);
   await page.goto(`http://127.0.0.1:${port}/`, { waitUntil: 'networkidle0', timeout: 60000 });
   const listed = await settle(page, (keys) => keys.every((k) => document.body.innerText.includes(k)), want);
   await settle(page, () => [...document.images].filter((i) => i.src.includes('.thumbnail.png')).every((i) => i.complete && i.naturalWidth > 0) &&
     [...document.images].some((i) => i.src.includes('.thumbnail.png')), null, 15000);
   const thumbs = await page.evaluate(() => [...document.images].filter((i) => i.src.includes('.thumbnail.png')).map((i) => [i.src, i.naturalWidth]));
-  await page.screenshot({ path: path.join(shots, 'stac-browser-catalog.png'), fullPage: true });
-  if (!listed) fail(`STAC Browser: the catalog page does not list every Item (${want.join(', ')})`);
-  else pass(`STAC Browser: the root catalog lists every Item (${want.join(', ')})`);
+  const kind = JSON.parse(fs.readFileSync(path.join(outDir, 'catalog.json'), 'utf8')).type; // what the served root is
+  await page.screenshot({ path: path.join(shots, shot + '-catalog.png'), fullPage: true });
+  if (!listed) fail(`${label}: the root page does not list every Item (${want.join(', ')})`);
+  else pass(`${label}: the root ${kind} lists every Item (${want.join(', ')})`);
   const shown = new Set(thumbs.filter(([, w]) => w > 0).map(([s]) => path.basename(new URL(s).pathname)));
-  if (shown.size < want.length) fail(`STAC Browser: ${shown.size} thumbnails shown, want ${want.length}: ${JSON.stringify(thumbs)}`);
-  else pass(`STAC Browser: ${shown.size} thumbnails shown (${[...shown].join(', ')})`);
+  if (shown.size < want.length) fail(`${label}: ${shown.size} thumbnails shown, want ${want.length}: ${JSON.stringify(thumbs)}`);
+  else pass(`${label}: ${shown.size} thumbnails shown (${[...shown].join(', ')})`);
 
   // One Item page: follow the catalog's link to the first Item.
   const href = await page.evaluate((k) => {
@@ -164,19 +165,19 @@ async function checkSTACBrowser(browser, dist, port) {
     return a ? a.href : null;
   }, want[0]);
   if (!href) {
-    fail(`STAC Browser: no link to ${want[0]}.json on the catalog page`);
+    fail(`${label}: no link to ${want[0]}.json on the catalog page`);
   } else {
     await page.goto(href, { waitUntil: 'networkidle0', timeout: 60000 });
     const opened = await settle(page, (k) => document.body.innerText.includes(k) && document.body.innerText.includes('classification'), want[0]);
     await new Promise((r) => setTimeout(r, 8000)); // the map's tiles and the COG
-    await page.screenshot({ path: path.join(shots, 'stac-browser-item.png'), fullPage: true });
-    if (!opened) fail(`STAC Browser: the Item page ${href} does not show ${want[0]} and its assets`);
-    else pass(`STAC Browser: the Item page ${href} opened`);
+    await page.screenshot({ path: path.join(shots, shot + '-item.png'), fullPage: true });
+    if (!opened) fail(`${label}: the Item page ${href} does not show ${want[0]} and its assets`);
+    else pass(`${label}: the Item page ${href} opened`);
     const cog = log.filter((l) => l.includes(`/data/${want[0]}.tif`));
-    console.log(`info STAC Browser read the COG ${want[0]}.tif: ${cog.length ? cog.join('; ') : 'no request (the map did not draw it)'}`);
+    console.log(`info ${label} read the COG ${want[0]}.tif: ${cog.length ? cog.join('; ') : 'no request (the map did not draw it)'}`);
   }
   errors.forEach(fail);
-  if (!errors.length) pass('STAC Browser: no console error, no failed request');
+  if (!errors.length) pass(`${label}: no console error, no failed request`);
   console.log('info requests served: ' + log.filter((l) => l.includes('/data/')).join('; '));
   console.log(`info basemap tiles served locally: ${log.filter((l) => l.includes('/basemap/')).length}`);
   await page.close();
@@ -192,7 +193,12 @@ const browser = await puppeteer.launch({
 });
 try {
   await checkReportPage(browser);
-  if (sbDist) await checkSTACBrowser(browser, path.resolve(sbDist), Number(portArg || 8733));
+  if (sbDist) {
+    const port = Number(portArg || 8733);
+    await checkSTACBrowser(browser, path.resolve(sbDist), port, outDir, 'STAC Browser (root Catalog)', 'stac-browser');
+    await checkSTACBrowser(browser, path.resolve(sbDist), port, path.resolve(fixture, 'out-collection'),
+      'STAC Browser (root Collection)', 'stac-browser-collection');
+  }
 } finally {
   await browser.close();
 }

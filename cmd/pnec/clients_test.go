@@ -104,6 +104,8 @@ func pluginFixture(t *testing.T, dir, modelPath string) {
 //	in/north.tif, in/east.tif, in/south.tif, in/broken.tif
 //	out/                 the products, Items, catalog.json, index.html
 //	report.jsonl         the run's report (the statuses the checks expect)
+//	out-collection/      the same with --stac-collection out-collection/catalog.json
+//	                     (a Collection as the root, under the name the check opens)
 func TestBrowsersFixture(t *testing.T) {
 	out := os.Getenv("PNEC_BROWSERS_OUT")
 	if out == "" {
@@ -130,5 +132,14 @@ func TestBrowsersFixture(t *testing.T) {
 		"--report", filepath.Join(out, "report.jsonl"), "--datetime", fixture.Acquired, "-q", in})
 	if err == nil {
 		t.Fatal("pnec batch: want the corrupt scene's failure")
+	}
+	// The same night with a Collection as the root (named catalog.json, the
+	// name the check's STAC Browser build opens).
+	coll := filepath.Join(out, "out-collection")
+	err = run(context.Background(), []string{"pnec", "batch", "--model", modelPath, "--backend", "go", "--out-dir", coll,
+		"--stac-collection", filepath.Join(coll, "catalog.json"), "--license", "CC-BY-4.0",
+		"--report", filepath.Join(out, "report-collection.jsonl"), "--datetime", fixture.Acquired, "-q", in})
+	if err == nil {
+		t.Fatal("pnec batch --stac-collection: want the corrupt scene's failure")
 	}
 }
