@@ -157,6 +157,7 @@ func batchAction(c *cli.Context) error {
 	setBatchLogging(c, &cfg, stderr)
 
 	var sum pipelines.Summary
+	started := time.Now()
 	if payload != nil {
 		var out map[string]any
 		sum, out, err = pipelines.RunPayload(c.Context, cfg, payload)
@@ -176,6 +177,9 @@ func batchAction(c *cli.Context) error {
 	}
 	if !c.Bool("quiet") && sum.Scenes > 0 {
 		fmt.Fprintln(stderr, "batch: "+sum.String())
+		if st, serr := os.Stat(cfg.ReportHTML); cfg.ReportHTML != "" && serr == nil && st.ModTime().After(started) {
+			fmt.Fprintln(stderr, "batch: report page "+cfg.ReportHTML)
+		}
 	}
 	return batchError(err)
 }

@@ -285,6 +285,9 @@ func TestBatchContinuesPastBadScenes(t *testing.T) {
 	if !strings.Contains(r.stderr, "batch: ") || !strings.Contains(r.stderr, "2 done") {
 		t.Errorf("stderr lacks the summary with 2 done:\n%s", r.stderr)
 	}
+	if !strings.Contains(r.stderr, "batch: report page "+filepath.Join(out, "index.html")) {
+		t.Errorf("stderr does not name the report page:\n%s", r.stderr)
+	}
 	st := reportStatuses(t, report)
 	failed := 0
 	for k, s := range st {
