@@ -20,7 +20,7 @@ PREFIX  ?= /usr/local
 # (EMIT and AVIRIS-3 NetCDF-4, PRISMA and Tanager HDF5: internal/fixture).
 APT_PACKAGES := libgdal-dev gdal-bin python3-rasterio python3-numpy python3-gdal python3-netcdf4 python3-h5py
 
-.PHONY: check-slurm all deps build install test test-short bench bench-torch bench-quick bench-big bench-big-cell bench-budget bench-acquisitions bench-baselines bench-crosssensor calibrate demo gpu-bundle gpu-rehearse check-clients qgis-plugin clean
+.PHONY: check-slurm all deps build install test test-short bench bench-torch bench-quick bench-big bench-big-cell bench-budget bench-acquisitions bench-baselines bench-crosssensor calibrate demo gpu-bundle gpu-rehearse check-clients check-browsers qgis-plugin clean
 
 all: build
 
@@ -187,6 +187,23 @@ check-clients: build
 	QT_QPA_PLATFORM=offscreen /usr/bin/python3 scripts/check_clients.py $(CLIENTS_DIR)
 	QT_QPA_PLATFORM=offscreen /usr/bin/python3 scripts/check_qgis_plugin.py $(CLIENTS_DIR) bin/pnec
 
+# check-browsers opens a batch's output folder in the clients a person uses
+# (docs/batch.md, "Checked with the real clients"): headless Chromium opens
+# the report page index.html from disk (no console error, every thumbnail
+# loaded, every scene with its status), and STAC Browser (npm
+# @radiantearth/stac-browser at STAC_BROWSER_VERSION, built once in
+# $(BROWSERS_DIR)/, a scratch folder never committed) served with the folder
+# from 127.0.0.1 lists every Item with its thumbnail and opens an Item page.
+# Screenshots in $(BROWSERS_DIR)/shots/. Not part of `make test`: it installs
+# chromium when missing and needs node/npm and the npm registry (the first
+# build of STAC Browser takes minutes).
+BROWSERS_DIR ?= check-browsers
+STAC_BROWSER_VERSION ?= 4.0.1
+PUPPETEER_VERSION ?= 24.43.1
+
+check-browsers: build
+	STAC_BROWSER_VERSION=$(STAC_BROWSER_VERSION) PUPPETEER_VERSION=$(PUPPETEER_VERSION) GO=$(GO) scripts/check-browsers.sh $(BROWSERS_DIR)
+
 # qgis-plugin zips the QGIS plugin for QGIS's "Install from ZIP" (docs/qgis.md).
 qgis-plugin:
 	mkdir -p bin
@@ -194,7 +211,7 @@ qgis-plugin:
 	cd qgis && /usr/bin/python3 -c 'import sys, zipfile, pathlib; z = zipfile.ZipFile(sys.argv[1], "w", zipfile.ZIP_DEFLATED); [z.write(p) for p in sorted(pathlib.Path("pnec_processing").rglob("*")) if "__pycache__" not in p.parts]' ../bin/pnec_processing.zip
 
 clean:
-	rm -rf bin demo gpu-bundle gpu-results check-clients
+	rm -rf bin demo gpu-bundle gpu-results check-clients check-browsers
 
 # check-slurm runs pnec batch as a job array on a real single-node Slurm
 # cluster started in a temporary directory (root; installs slurm-wlm and

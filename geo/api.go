@@ -162,4 +162,10 @@ type ProductSpec struct {
 	// Probabilities, when set, adds the class probabilities companion
 	// (ProbabilitiesPath), written with WriteProbabilities.
 	Probabilities *ProbabilitySpec
+	// NoThumbnail leaves out the thumbnail (ThumbnailPath: a PNG of the
+	// class band in its colour table, no-data transparent, at most
+	// ThumbnailMaxSide pixels a side, read from an overview), which is
+	// otherwise published with the product, before it; a stale one of an
+	// earlier product is removed.
+	NoThumbnail bool
 }

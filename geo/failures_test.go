@@ -62,7 +62,7 @@ func TestWorkerThreadFailureFailsWriters(t *testing.T) {
 		if now, _ := os.ReadFile(path); !bytes.Equal(now, old) {
 			t.Error("the earlier product was replaced")
 		}
-		if got := listDir(t, dir); !slices.Equal(got, []string{"p.qml", "p.tif", "p.tif.aux.xml"}) {
+		if got := listDir(t, dir); !slices.Equal(got, []string{"p.qml", "p.thumbnail.png", "p.tif", "p.tif.aux.xml"}) {
 			t.Errorf("files after the failure: %v, want the earlier product's only", got)
 		}
 	})

@@ -61,8 +61,8 @@ func ProductFiles(path string, reliabilityFloat32 bool) (paths, roles []string) 
 	// The probabilities file is listed whether or not it is asked for: an
 	// input of that name beside the product is refused either way, which
 	// costs nothing and keeps the list independent of the options.
-	paths = []string{path, path + auxSuffix, StylePath(path), ProbabilitiesPath(path)}
-	roles = []string{"the product", "the product's sidecar", "the product's QGIS style", "the product's probabilities file"}
+	paths = []string{path, path + auxSuffix, StylePath(path), ProbabilitiesPath(path), ThumbnailPath(path)}
+	roles = []string{"the product", "the product's sidecar", "the product's QGIS style", "the product's probabilities file", "the product's thumbnail"}
 	if reliabilityFloat32 {
 		rel := ReliabilityPath(path)
 		paths = append(paths, rel, rel+auxSuffix)

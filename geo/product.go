@@ -671,7 +671,7 @@ func flushStage(ds **godal.Dataset, stage string, md map[string]string, units []
 // publishes: the product's COG, the Float32 reliability's and the
 // probabilities' ("" when not written), the QGIS style.
 type stagedFiles struct {
-	cog, relCOG, probCOG, style string
+	cog, relCOG, probCOG, style, thumb string
 }
 
 // stageFiles builds the overviews and writes the files commit publishes
@@ -695,6 +695,11 @@ func (p *ProductWriter) stageFiles(ctx context.Context, prefixed map[string]stri
 	}
 	if err := p.writeSidecar(st.cog + auxSuffix); err != nil {
 		return st, err
+	}
+	if !p.spec.NoThumbnail {
+		if st.thumb, err = p.writeThumbnail(st.cog); err != nil {
+			return st, err
+		}
 	}
 	if p.relStage != "" {
 		if err := p.floatOverviews(ctx, lv); err != nil {
@@ -728,6 +733,9 @@ func (p *ProductWriter) publishFiles(st stagedFiles) error {
 	if err := publishOrRemove(st.probCOG, ProbabilitiesPath(p.path)); err != nil {
 		return err
 	}
+	if err := publishOrRemove(st.thumb, ThumbnailPath(p.path)); err != nil {
+		return err
+	}
 	stylePath := StylePath(p.path)
 	// Under tempfiles.Publish like every rename: nothing is published once a stop began.
 	if err := tempfiles.Publish(func() error { return os.Rename(st.style, stylePath) }); err != nil {
@@ -753,7 +761,7 @@ func publishOrRemove(staged, path string) error {
 // GDAL's virtual file system puts them: the companions first, the product
 // file last.
 func (p *ProductWriter) upload() error {
-	for _, ext := range []string{".reliability.tif", ".probabilities.tif", ".qml"} {
+	for _, ext := range []string{".reliability.tif", ".probabilities.tif", ".thumbnail.png", ".qml"} {
 		local := strings.TrimSuffix(p.path, filepath.Ext(p.path)) + ext
 		remote := strings.TrimSuffix(p.remote, filepath.Ext(p.remote)) + ext
 		if err := vsiUpload(local, remote); err != nil && !errors.Is(err, fs.ErrNotExist) {

@@ -126,9 +126,9 @@ func TestProductRoundTrip(t *testing.T) {
 			dir := t.TempDir()
 			path := filepath.Join(dir, "product.tif")
 			spec := writeTestProduct(t, path, pc, cols, rows, map[string]string{"MODEL_SHA256": "deadbeef", "INPUT": "scene.tif"})
-			wantFiles := []string{"product.qml", "product.tif", "product.tif.aux.xml"}
+			wantFiles := []string{"product.qml", "product.thumbnail.png", "product.tif", "product.tif.aux.xml"}
 			if pc.float32 {
-				wantFiles = []string{"product.qml", "product.reliability.tif", "product.tif", "product.tif.aux.xml"}
+				wantFiles = []string{"product.qml", "product.reliability.tif", "product.thumbnail.png", "product.tif", "product.tif.aux.xml"}
 			}
 			if got := listDir(t, dir); !slices.Equal(got, wantFiles) {
 				t.Errorf("files: got %v, want %v", got, wantFiles)
@@ -450,15 +450,17 @@ func TestProductAtomic(t *testing.T) {
 	oldTIF, _ := os.ReadFile(path)
 	oldAux, _ := os.ReadFile(path + auxSuffix)
 	oldQML, _ := os.ReadFile(StylePath(path))
+	oldThumb, _ := os.ReadFile(ThumbnailPath(path))
 	unchanged := func(t *testing.T) {
 		t.Helper()
 		tif, _ := os.ReadFile(path)
 		aux, _ := os.ReadFile(path + auxSuffix)
 		qml, _ := os.ReadFile(StylePath(path))
-		if !bytes.Equal(tif, oldTIF) || !bytes.Equal(aux, oldAux) || !bytes.Equal(qml, oldQML) {
+		thumb, _ := os.ReadFile(ThumbnailPath(path))
+		if !bytes.Equal(tif, oldTIF) || !bytes.Equal(aux, oldAux) || !bytes.Equal(qml, oldQML) || !bytes.Equal(thumb, oldThumb) {
 			t.Error("the existing product changed")
 		}
-		if got := listDir(t, dir); !slices.Equal(got, []string{"p.qml", "p.tif", "p.tif.aux.xml"}) {
+		if got := listDir(t, dir); !slices.Equal(got, []string{"p.qml", "p.thumbnail.png", "p.tif", "p.tif.aux.xml"}) {
 			t.Errorf("files: got %v, want only the existing product", got)
 		}
 	}
@@ -646,7 +648,7 @@ func TestProductNoSidecarLeftovers(t *testing.T) {
 					t.Errorf("temporary %s left behind", f)
 				}
 			}
-			if want := []string{"p.qml", "p.tif", "p.tif.aux.xml", "summary.txt"}; !pc.float32 && !slices.Equal(got, want) {
+			if want := []string{"p.qml", "p.thumbnail.png", "p.tif", "p.tif.aux.xml", "summary.txt"}; !pc.float32 && !slices.Equal(got, want) {
 				t.Errorf("files: got %v, want %v", got, want)
 			}
 		})

@@ -11,8 +11,9 @@ import (
 	"github.com/pnec/pnec/processor"
 )
 
-// Example runs a nightly batch from Go: two scenes in, two COG products and
-// their STAC Items out, with the model's STAC Item they point at (written
+// Example runs a nightly batch from Go: two scenes in, two COG products
+// (with their thumbnails) and their STAC Items out, linked from the root
+// Catalog, with the model's STAC Item they point at (written
 // into the output directory when none lies beside the model file); a
 // second run finds both products up to date.
 func Example() {
@@ -34,6 +35,8 @@ func Example() {
 		OutDir:    filepath.Join(dir, "products"),
 		Inputs:    []string{filepath.Join(dir, "incoming", "*.tif")},
 		Options:   processor.Options{Backend: "go"},
+		// The page an operator reads: summary, scenes, thumbnails, footprints.
+		ReportHTML: filepath.Join(dir, "products", "index.html"),
 	}
 	for run := 1; run <= 2; run++ {
 		sum, err := pipelines.Run(context.Background(), cfg)
@@ -50,12 +53,16 @@ func Example() {
 	// Output:
 	// run 1: 2 done, 0 skipped, 0 failed
 	// run 2: 0 done, 2 skipped, 0 failed
+	// catalog.json
+	// index.html
 	// north.json
 	// north.qml
+	// north.thumbnail.png
 	// north.tif
 	// north.tif.aux.xml
 	// south.json
 	// south.qml
+	// south.thumbnail.png
 	// south.tif
 	// south.tif.aux.xml
 	// tiny.pnec.json

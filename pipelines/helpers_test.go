@@ -13,7 +13,7 @@ import (
 // every product Item uses and every other one it declares.
 func validateItem(t testing.TB, b []byte) {
 	t.Helper()
-	stacschema.ValidateItem(t, b, stac.ClassificationSchema, stac.ProjectionSchema, stac.ProcessingSchema, stac.RasterSchema)
+	stacschema.ValidateItem(t, b, stac.ClassificationSchema, stac.ProjectionSchema, stac.ProcessingSchema, stac.RasterSchema, stac.RenderSchema)
 }
 
 func writeFile(t testing.TB, p, content string) string {

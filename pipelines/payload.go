@@ -91,6 +91,9 @@ func checkTemplates(p *stac.Payload, cfg *Config, inputs []Input) (map[string]ma
 // A run stopped by ctx returns no output payload (nil).
 func RunPayload(ctx context.Context, cfg Config, p *stac.Payload) (Summary, map[string]any, error) {
 	cfg.Items, cfg.ItemsBase = p.Features, p.Base
+	// The output Items have no root (OutputItem drops root and parent
+	// links): no Catalog, no HTML page in the task's working folder.
+	cfg.noCatalog, cfg.ReportHTML = true, ""
 	var sources map[string]map[string]any
 	cfg.beforeWork = func(inputs []Input) error {
 		var err error

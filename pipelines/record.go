@@ -117,3 +117,23 @@ func upToDate(productPath, itemPath string, src stac.SourceRecord, checksum stri
 
 // errBusy is a scene's reason when another process holds its lock.
 var errBusy = errors.New("scene is being processed by another process")
+
+// thumbnailUpToDate reports whether the Item lists the product's thumbnail
+// and the file is there: a product made with --no-thumbnail, or by a pnec
+// before thumbnails, is redone when one is asked for.
+func thumbnailUpToDate(itemPath, productPath string) (bool, string) {
+	b, err := os.ReadFile(itemPath)
+	if err != nil {
+		return false, "no STAC item"
+	}
+	var doc struct {
+		Assets map[string]json.RawMessage `json:"assets"`
+	}
+	if json.Unmarshal(b, &doc) != nil || doc.Assets[stac.ThumbnailAssetKey] == nil {
+		return false, "STAC item has no thumbnail"
+	}
+	if _, err := os.Stat(geo.ThumbnailPath(productPath)); err != nil {
+		return false, "no thumbnail"
+	}
+	return true, ""
+}

@@ -16,6 +16,8 @@ import (
 	"sync"
 	"time"
 
+	gostac "github.com/planetlabs/go-stac"
+
 	"github.com/pnec/pnec/geo"
 	"github.com/pnec/pnec/internal/oneline"
 	"github.com/pnec/pnec/internal/resources/memory"
@@ -118,6 +120,14 @@ type Config struct {
 	// verdict, OnDriftSkip withholds its product and Item (status
 	// refused), OnDriftFail withholds them and counts the scene as failed.
 	OnDrift OnDrift
+
+	// ReportHTML, when set, is the HTML page the run writes at its end
+	// (WriteHTMLReport): its summary, a row per scene of the output
+	// folder's catalog, thumbnails and footprints.
+	ReportHTML string
+	// noCatalog: no root Catalog in OutDir without a Collection (a STAC
+	// task payload's run, whose output Items have no root).
+	noCatalog bool
 
 	// keep is the run's inputs, which no sweep of stale temporaries
 	// removes whatever their names (set by Run).
@@ -352,13 +362,21 @@ func Run(ctx context.Context, cfg Config) (Summary, error) {
 	if setupErr != nil {
 		return t.sum, setupErr
 	}
+	var pageErr error
+	if cfg.ReportHTML != "" && ctx.Err() == nil {
+		pageErr = WriteHTMLReport(cfg.ReportHTML, HTMLReport{Summary: t.sum, Scenes: rep.all, Root: cfg.rootDoc(), OutDir: cfg.OutDir, Now: now()})
+		if pageErr != nil {
+			log.Error("report page not written", "error", pageErr)
+		}
+	}
 	if err := ctx.Err(); err != nil {
 		return t.sum, fmt.Errorf("batch interrupted after %d of %d scenes: %w", t.sum.Scenes-t.sum.Stopped, rep.total, err)
 	}
 	if t.sum.Failed > 0 {
+		// The scenes' failure is the error (the page's, if any, was logged).
 		return t.sum, &FailedError{Failed: t.sum.Failed, Scenes: t.sum.Scenes, First: t.firstFailure, FirstErr: t.firstErr, Drift: t.driftFailed}
 	}
-	return t.sum, nil
+	return t.sum, pageErr
 }
 
 // tally counts the scenes' outcomes into the Summary, from several jobs.
@@ -434,7 +452,53 @@ func prepareOutput(cfg Config) error {
 	if err := checkWritable(cfg.OutDir); err != nil {
 		return fmt.Errorf("output directory %s: %w", cfg.OutDir, err)
 	}
-	return checkCollection(cfg.Collection)
+	if err := checkCollection(cfg.Collection); err != nil {
+		return err
+	}
+	if cat := cfg.catalog(); cat != "" {
+		if err := stac.CheckRootFile(cat, "Catalog"); err != nil {
+			return err
+		}
+	}
+	return checkReportHTMLDir(cfg.ReportHTML)
+}
+
+// checkReportHTMLDir refuses, before any work, a report page whose
+// directory is missing or not writable (found only at the run's end before).
+func checkReportHTMLDir(page string) error {
+	if page == "" {
+		return nil
+	}
+	dir := filepath.Dir(page)
+	st, err := os.Stat(dir)
+	if err != nil {
+		return fmt.Errorf("report page %s: %w", page, err)
+	}
+	if !st.IsDir() {
+		return fmt.Errorf("report page %s: %s is not a directory", page, dir)
+	}
+	if err := checkWritable(dir); err != nil {
+		return fmt.Errorf("report page %s: directory %s: %w", page, dir, err)
+	}
+	return nil
+}
+
+// catalog is the root Catalog the run keeps in OutDir: "" with a
+// Collection (the Collection is the root) or without a catalog.
+func (cfg *Config) catalog() string {
+	if cfg.Collection != "" || cfg.noCatalog || cfg.OutDir == "" {
+		return ""
+	}
+	return filepath.Join(cfg.OutDir, stac.CatalogFile)
+}
+
+// rootDoc is the root document the Items are linked from: the
+// Collection, else the Catalog ("" = none).
+func (cfg *Config) rootDoc() string {
+	if cfg.Collection != "" {
+		return cfg.Collection
+	}
+	return cfg.catalog()
 }
 
 // jobsAndOptions is how many scenes run at once and the Classifier options
@@ -493,7 +557,7 @@ func runJobs(ctx context.Context, cfg *Config, m *model.Model, opts processor.Op
 		abs, _ := filepath.Abs(cfg.Collection)
 		collID = filepath.Base(filepath.Dir(abs))
 	}
-	inColl := stac.CollectionItems(cfg.Collection)
+	inColl := stac.CollectionItems(cfg.rootDoc())
 	work := make(chan Input)
 	var wg sync.WaitGroup
 	var errMu, newMu sync.Mutex
@@ -574,7 +638,8 @@ func removeStaleTemps(outDir string, inputs []Input, keep func(string) bool) int
 // is checked, so that all shards agree.
 func (cfg *Config) checkNotInputs(inputs []Input) error {
 	ins := cfg.inputSet(inputs)
-	runFiles := []samefile.Named{{Path: cfg.Collection, Role: "the STAC Collection"}, {Path: cfg.ReportPath, Role: "the run report"}}
+	runFiles := []samefile.Named{{Path: cfg.Collection, Role: "the STAC Collection"}, {Path: cfg.ReportPath, Role: "the run report"},
+		{Path: cfg.catalog(), Role: "the STAC Catalog"}, {Path: cfg.ReportHTML, Role: "the HTML report"}}
 	products, err := cfg.planOutputs(inputs)
 	if err != nil {
 		return err
@@ -584,7 +649,10 @@ func (cfg *Config) checkNotInputs(inputs []Input) error {
 	}
 	// A directory in place of an output was found only when the finished
 	// file was renamed onto it, after the scene's work.
-	for _, o := range products {
+	for _, o := range append(products, runFiles...) {
+		if o.Path == "" {
+			continue
+		}
 		if st, err := os.Stat(o.Path); err == nil && st.IsDir() {
 			return fmt.Errorf("%s %s: %w: it is a directory", o.Role, o.Path, processor.ErrBadOutput)
 		}
@@ -787,12 +855,14 @@ type reporter struct {
 	onScene func(SceneReport)
 	total   int
 	done    int
+	all     []SceneReport // every line, for the HTML report
 }
 
 func (r *reporter) scene(s *SceneReport) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.done++
+	r.all = append(r.all, *s)
 	if r.w != nil {
 		b, _ := json.Marshal(s)
 		r.w.Write(append(b, '\n'))
@@ -969,6 +1039,9 @@ func (w *worker) source(in Input, mask string) stac.SourceRecord {
 // model's Item beside it).
 func (w *worker) skipUpToDate(in Input, product, itemPath string, src stac.SourceRecord) (bool, error) {
 	ok, why := upToDate(product, itemPath, src, w.model.Checksum(), w.cfg.Options.ReliabilityFloat32)
+	if ok && !w.cfg.Options.NoThumbnail {
+		ok, why = thumbnailUpToDate(itemPath, product)
+	}
 	if ok {
 		ok, why = probabilitiesUpToDate(itemPath, product, w.cfg.Options.Probabilities, w.cfg.Options.TopK)
 	}
@@ -978,8 +1051,8 @@ func (w *worker) skipUpToDate(in Input, product, itemPath string, src stac.Sourc
 	}
 	// A run killed between writing the Item and adding it to the
 	// collection left it out: add it now (a no-op when it is in).
-	if w.cfg.Collection != "" && !w.inCollection[stac.ItemHref(w.cfg.Collection, itemPath)] {
-		if err := stac.AddItemFileToCollection(w.cfg.Collection, w.collection(), itemPath, w.cfg.keep.Has); err != nil {
+	if root := w.cfg.rootDoc(); root != "" && !w.inCollection[stac.ItemHref(root, itemPath)] {
+		if err := w.addToRoot(itemPath, nil); err != nil {
 			return false, err
 		}
 	}
@@ -1032,7 +1105,7 @@ func (w *worker) root() string { return w.cfg.itemsRoot() }
 // collection is what a new or updated Collection says of the products.
 func (w *worker) collection() stac.CollectionMeta {
 	return stac.CollectionMeta{ID: w.collID, License: w.cfg.License, Classes: w.classes, NoData: w.nodata, BaseURL: w.cfg.STACBaseURL,
-		ReliabilityF32: w.cfg.Options.ReliabilityFloat32}
+		ReliabilityF32: w.cfg.Options.ReliabilityFloat32, Thumbnail: !w.cfg.Options.NoThumbnail}
 }
 
 // describe writes the product's STAC Item (and adds it to the collection).
@@ -1046,7 +1119,8 @@ func (w *worker) describe(in Input, product, itemPath string, src stac.SourceRec
 		return err
 	}
 	info.Metadata = res.SceneInfo.Metadata // the acquisition time is the input's
-	files, err := stac.AssetFiles(product, w.cfg.Options.ReliabilityFloat32, w.cfg.Options.Probabilities != processor.ProbabilitiesOff)
+	files, err := stac.AssetFiles(product, w.cfg.Options.ReliabilityFloat32, w.cfg.Options.Probabilities != processor.ProbabilitiesOff,
+		!w.cfg.Options.NoThumbnail)
 	if err != nil {
 		return fmt.Errorf("product %s: %w", product, err)
 	}
@@ -1064,15 +1138,37 @@ func (w *worker) describe(in Input, product, itemPath string, src stac.SourceRec
 	if err := stac.WriteJSON(itemPath, item); err != nil {
 		return err
 	}
-	if w.cfg.Collection != "" {
-		if err := stac.AddToCollection(w.cfg.Collection, w.collection(), itemPath, item.Bbox, stac.ItemInterval(item.Properties), w.cfg.keep.Has); err != nil {
-			// Without the Item the scene is not up to date, so the next
-			// run redoes it and adds it then.
-			os.Remove(itemPath)
-			return err
-		}
+	if err := w.addToRoot(itemPath, item); err != nil {
+		// Without the Item the scene is not up to date, so the next
+		// run redoes it and adds it then.
+		os.Remove(itemPath)
+		return err
 	}
 	return nil
+}
+
+// addToRoot links the Item at itemPath (item: the one just written, nil =
+// read it from the file) from the run's root document: the Collection
+// (extent widened) or the Catalog; nothing without either.
+func (w *worker) addToRoot(itemPath string, item *gostac.Item) error {
+	switch {
+	case w.cfg.Collection != "" && item == nil:
+		return stac.AddItemFileToCollection(w.cfg.Collection, w.collection(), itemPath, w.cfg.keep.Has)
+	case w.cfg.Collection != "":
+		return stac.AddToCollection(w.cfg.Collection, w.collection(), itemPath, item.Bbox, stac.ItemInterval(item.Properties), w.cfg.keep.Has)
+	case w.cfg.catalog() != "":
+		return stac.AddToCatalog(w.cfg.catalog(), stac.CatalogMeta{ID: w.catalogID(), BaseURL: w.cfg.STACBaseURL}, itemPath, w.cfg.keep.Has)
+	}
+	return nil
+}
+
+// catalogID is the id of a new root Catalog: the output folder's name.
+func (w *worker) catalogID() string {
+	abs, err := filepath.Abs(w.cfg.OutDir)
+	if err != nil {
+		return "pnec"
+	}
+	return filepath.Base(abs)
 }
 
 // itemParams is what the product's Item says: the scene, the product, the
@@ -1082,10 +1178,10 @@ func (w *worker) itemParams(in Input, product, itemPath string, src stac.SourceR
 	p := stac.ItemParams{
 		ID: in.Key, Scene: in.Name, SourceItem: in.Item, SourceItemDatetime: in.ItemDatetime,
 		ProductPath: product, ItemPath: itemPath, Info: info, Stats: res.Stats,
-		Classes: w.classes, ReliabilityF32: w.cfg.Options.ReliabilityFloat32,
+		Classes: w.classes, ReliabilityF32: w.cfg.Options.ReliabilityFloat32, Thumbnail: !w.cfg.Options.NoThumbnail,
 		ModelChecksum: checksum, Backend: res.Backend, Version: w.cfg.Version,
 		Source: src, QualityMasks: res.QualityMasks, Files: files, Now: w.now(), CollectionID: w.collID,
-		CollectionPath: w.cfg.Collection, Datetime: w.cfg.Datetime, DatetimeEnd: w.cfg.DatetimeEnd, NoData: w.nodata,
+		CollectionPath: w.cfg.Collection, CatalogPath: w.cfg.catalog(), Datetime: w.cfg.Datetime, DatetimeEnd: w.cfg.DatetimeEnd, NoData: w.nodata,
 		ModelItem: w.modelItem.href, ModelName: w.modelItem.name, BaseURL: w.cfg.STACBaseURL,
 		Engine: w.cfg.Engine.Name, JobID: w.cfg.Engine.JobID,
 		Probabilities: stac.Probabilities{Stage: string(w.cfg.Options.Probabilities),

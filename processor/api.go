@@ -42,6 +42,9 @@ type Options struct {
 	// ReliabilityFloat32 writes the reliability band as Float32 0..1 (NaN
 	// nodata) instead of Byte percent (255 nodata).
 	ReliabilityFloat32 bool
+	// NoThumbnail leaves out the product's thumbnail (geo.ThumbnailPath,
+	// KEY.thumbnail.png), which is otherwise written beside it.
+	NoThumbnail bool
 	// Reliability is the score the reliability band carries; see
 	// model.ReliabilityKind. "" = model.DefaultReliability when the model
 	// file holds the training spectra, else model.FallbackReliability (with

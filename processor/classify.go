@@ -220,6 +220,7 @@ func (c *Classifier) productSpec(sceneName string, info geo.Info, plan tiling.Pl
 		GeoRef:             geoRef,
 		Classes:            ci,
 		ReliabilityFloat32: c.opts.ReliabilityFloat32,
+		NoThumbnail:        c.opts.NoThumbnail,
 		Probabilities:      probabilitySpec(c.opts),
 		CreationOptions:    c.opts.CreationOptions,
 		Metadata: map[string]string{

@@ -5,7 +5,9 @@
 #   2. a model trained on it with the pure-Go backend (small configuration: minutes);
 #   3. the tile plan, and classification through the tiled path;
 #   4. demo/product.tif, its gdalinfo summary, and demo/quicklook.png
-#      (class colours left, reliability as grey right).
+#      (class colours left, reliability as grey right);
+#   5. a batch of three placed copies and a corrupt file into demo/night: a
+#      STAC catalog with thumbnails and the report page demo/night/index.html.
 # Environment: PNEC (the binary, default bin/pnec), PNEC_DATA (the shared data
 # folder, default ../shared/data), DEMO (output folder, default demo),
 # DEMO_EPOCHS (default 100), DEMO_HIDDEN (default 32).
@@ -61,4 +63,18 @@ gdalinfo "$OUT/product.tif" | grep -v -E '^ {2,}[0-9]+: [0-9]+,[0-9]+,[0-9]+,[0-
 
 step "quick-look"
 "$PY" scripts/quicklook.py "$OUT/product.tif" "$OUT/quicklook.png" 4
-echo "demo: wrote $OUT/product.tif and $OUT/quicklook.png"
+
+step "a night's batch: three placed copies of the scene and a corrupt file into $OUT/night"
+# The copies are put at three places (UTM 10N) so that the report's map has footprints.
+mkdir -p "$OUT/incoming"
+i=0
+for x in 600000 601000 600400; do
+	i=$((i + 1))
+	gdal_translate -q -a_srs EPSG:32610 -a_ullr "$x" $((4050000 - i * 300)) $((x + 320)) $((4049700 - i * 300)) \
+		-mo ACQUISITIONDATETIME=2026-06-0${i}T10:30:00Z "$OUT/scene.tif" "$OUT/incoming/field$i.tif"
+done
+echo "not a GeoTIFF" >"$OUT/incoming/broken.tif"
+"$PNEC" batch --model "$OUT/model.pnec" --out-dir "$OUT/night" --backend go --quiet --report "$OUT/night.jsonl" \
+	"$OUT/incoming/" || echo "(exit status $?: the corrupt scene failed, as it should; the others are published)"
+echo "demo: wrote $OUT/product.tif, $OUT/quicklook.png, $OUT/night/ (a STAC catalog: catalog.json, KEY.tif,"
+echo "      KEY.json, KEY.thumbnail.png) and the night's report page $OUT/night/index.html"

@@ -12,10 +12,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/gofrs/flock"
-
-	"github.com/pnec/pnec/internal/tempfiles"
-
 	"github.com/pnec/pnec/geo"
 )
 
@@ -31,6 +27,8 @@ type CollectionMeta struct {
 	Classes        []ClassObject
 	NoData         int
 	ReliabilityF32 bool
+	// Thumbnail: the Items have a thumbnail asset (item_assets lists it).
+	Thumbnail bool
 	// BaseURL is the public URL of the Collection's directory; "" =
 	// unknown, and the Collection has no self link (STAC wants it absolute).
 	BaseURL string
@@ -97,7 +95,7 @@ func collectionFields(coll map[string]any, meta CollectionMeta) {
 			}
 		}
 	}
-	for _, u := range []string{ItemAssetsSchema, ClassificationSchema, RasterSchema} {
+	for _, u := range []string{ItemAssetsSchema, ClassificationSchema, RasterSchema, RenderSchema} {
 		if !exts[u] {
 			list = append(list, u)
 		}
@@ -139,6 +137,9 @@ func collectionFields(coll map[string]any, meta CollectionMeta) {
 			"title": "QGIS layer style", "type": geo.StyleMediaType, "roles": []any{"style", "metadata"},
 		},
 	}
+	if meta.Thumbnail {
+		assets[ThumbnailAssetKey] = map[string]any{"title": "thumbnail of the class map", "type": geo.ThumbnailMediaType, "roles": []any{"thumbnail"}}
+	}
 	if meta.ReliabilityF32 {
 		assets[reliabilityAssetKey] = map[string]any{
 			"title": "reliability (Float32, 0..1)", "type": cogMediaType, "roles": []any{"data", "reliability"},
@@ -146,6 +147,7 @@ func collectionFields(coll map[string]any, meta CollectionMeta) {
 		}
 	}
 	coll["item_assets"] = assets
+	coll["renders"] = Renders(meta.Classes, meta.NoData, meta.ReliabilityF32)
 }
 
 // AddToCollection adds the Item at itemPath (with WGS84 bbox, may be nil, and
@@ -156,39 +158,28 @@ func collectionFields(coll map[string]any, meta CollectionMeta) {
 // collection.
 // The sweep of stale temporaries spares what keep reports (the run's inputs).
 func AddToCollection(collPath string, meta CollectionMeta, itemPath string, bbox []float64, iv [2]string, keep func(string) bool) error {
-	dir := filepath.Dir(collPath)
-	if _, err := os.Stat(dir); err != nil {
-		return fmt.Errorf("collection %s: %w", collPath, err)
-	}
-	// The directory itself is the lock (opened read-only: it cannot be
-	// opened for writing), so no lock file is left beside the collection.
-	lock := flock.New(dir, flock.SetFlag(os.O_RDONLY))
-	if err := lock.Lock(); err != nil {
-		return fmt.Errorf("lock collection directory %s: %w", dir, err)
-	}
-	defer lock.Close()
-	tempfiles.RemoveTemps(dir, collectionTempKey(collPath), keep)
-
-	coll, err := readCollection(collPath, meta.ID)
-	if err != nil {
-		return err
-	}
-	collectionFields(coll, meta)
-	coll["links"] = collectionLinks(coll, collPath, ItemHref(collPath, itemPath), meta.BaseURL)
-	ext, _ := coll["extent"].(map[string]any)
-	if ext == nil {
-		ext = map[string]any{}
-		coll["extent"] = ext
-	}
-	if len(bbox) == 4 {
-		widenBbox(ext, bbox)
-	}
-	widenInterval(ext, iv)
-	out, err := json.MarshalIndent(coll, "", "  ")
-	if err != nil {
-		return fmt.Errorf("collection %s: %w", collPath, err)
-	}
-	return writeFileAtomic(collPath, append(out, '\n'))
+	return updateLocked(collPath, keep, func() error {
+		coll, err := readCollection(collPath, meta.ID)
+		if err != nil {
+			return err
+		}
+		collectionFields(coll, meta)
+		coll["links"] = collectionLinks(coll, collPath, ItemHref(collPath, itemPath), meta.BaseURL)
+		ext, _ := coll["extent"].(map[string]any)
+		if ext == nil {
+			ext = map[string]any{}
+			coll["extent"] = ext
+		}
+		if len(bbox) == 4 {
+			widenBbox(ext, bbox)
+		}
+		widenInterval(ext, iv)
+		out, err := json.MarshalIndent(coll, "", "  ")
+		if err != nil {
+			return fmt.Errorf("collection %s: %w", collPath, err)
+		}
+		return writeFileAtomic(collPath, append(out, '\n'))
+	})
 }
 
 // readCollection reads the Collection at collPath, or makes an empty one

@@ -30,11 +30,13 @@ const (
 	ProductAssetKey      = "classification"
 	reliabilityAssetKey  = "reliability"
 	styleAssetKey        = "style"
-	propDatetimeSource   = "pnec:datetime_source"
-	propBackend          = "pnec:backend"
-	datetimeFromItem     = "source-item"
-	datetimeFromScene    = "scene-metadata"
-	datetimeFromUser     = "user" // --datetime
+	// ThumbnailAssetKey is the thumbnail's asset (role thumbnail).
+	ThumbnailAssetKey  = "thumbnail"
+	propDatetimeSource = "pnec:datetime_source"
+	propBackend        = "pnec:backend"
+	datetimeFromItem   = "source-item"
+	datetimeFromScene  = "scene-metadata"
+	datetimeFromUser   = "user" // --datetime
 	// processingLevel is the products' processing:level: model output
 	// (MLM best practices: L4).
 	processingLevel = "L4"
@@ -226,10 +228,13 @@ type ItemParams struct {
 	Stats                          ProductStats
 	Classes                        []ClassObject
 	ReliabilityF32                 bool
-	ModelChecksum                  string
-	Backend                        string
-	Version                        string // pnec version
-	Source                         SourceRecord
+	// Thumbnail: the product has its thumbnail (geo.ThumbnailPath), an
+	// asset with role thumbnail.
+	Thumbnail     bool
+	ModelChecksum string
+	Backend       string
+	Version       string // pnec version
+	Source        SourceRecord
 	// QualityMasks names the quality masks whose flagged pixels were left
 	// unclassified (processor.Result.QualityMasks), "" when none.
 	QualityMasks string
@@ -248,6 +253,9 @@ type ItemParams struct {
 	// CollectionPath is the Collection file the Item belongs to ("" = none):
 	// the root, parent and collection links point at it, relative to the Item.
 	CollectionPath string
+	// CatalogPath is the root Catalog the Item belongs to when there is no
+	// Collection ("" = none): the root and parent links point at it.
+	CatalogPath string
 	// Datetime, when not zero, is the acquisition time the user gave; it
 	// wins over the scene's. With DatetimeEnd it is the start of an
 	// interval: datetime null, start_datetime..end_datetime.
@@ -283,6 +291,8 @@ func itemTree(p ItemParams) tree {
 	t := tree{root: filepath.Dir(p.ItemPath), dir: filepath.Dir(p.ItemPath)}
 	if p.CollectionPath != "" {
 		t.root = filepath.Dir(p.CollectionPath)
+	} else if p.CatalogPath != "" {
+		t.root = filepath.Dir(p.CatalogPath)
 	}
 	return t
 }
@@ -310,7 +320,8 @@ func BuildItem(p ItemParams) (*gostac.Item, error) {
 		modelHref = t.href(p.ModelItem)
 	}
 	item.Links = itemLinks(p, t, modelHref)
-	item.Extensions = []gostac.Extension{projection(p.Info, item.Bbox), processing(p, t, modelHref)}
+	item.Extensions = []gostac.Extension{projection(p.Info, item.Bbox), processing(p, t, modelHref),
+		&render{Renders: Renders(p.Classes, p.NoData, p.ReliabilityF32)}}
 	if item.Assets, err = productAssets(p, t); err != nil {
 		return nil, err
 	}
@@ -332,6 +343,9 @@ func itemProperties(p ItemParams) (map[string]any, error) {
 		if v != "" {
 			props[k] = v
 		}
+	}
+	if c := classCounts(p.Stats.ClassCounts); len(c) > 0 {
+		props[PropClassCounts] = c
 	}
 	if p.Drift != nil {
 		props[propDriftVerdict] = p.DriftVerdict
@@ -380,9 +394,15 @@ func itemLinks(p ItemParams, t tree, modelHref string) []*gostac.Link {
 	if self := selfHref(p.BaseURL, p.ItemPath, t.root); self != "" {
 		links = append(links, &gostac.Link{Rel: "self", Href: self, Type: geojsonMediaType})
 	}
-	if p.CollectionPath != "" {
+	switch {
+	case p.CollectionPath != "":
 		c := t.href(p.CollectionPath)
 		for _, rel := range []string{"root", "parent", "collection"} {
+			links = append(links, &gostac.Link{Rel: rel, Href: c, Type: "application/json"})
+		}
+	case p.CatalogPath != "":
+		c := t.href(p.CatalogPath)
+		for _, rel := range []string{"root", "parent"} {
 			links = append(links, &gostac.Link{Rel: rel, Href: c, Type: "application/json"})
 		}
 	}
@@ -496,6 +516,9 @@ func productAssets(p ItemParams, t tree) (map[string]*gostac.Asset, error) {
 	}
 	if p.ReliabilityF32 {
 		assets[reliabilityAssetKey] = reliabilityAsset(t.href(geo.ReliabilityPath(p.ProductPath)))
+	}
+	if p.Thumbnail {
+		assets[ThumbnailAssetKey] = thumbnailAsset(t.href(geo.ThumbnailPath(p.ProductPath)))
 	}
 	if p.Probabilities.Stage != "" {
 		assets[ProbabilitiesAssetKey] = probabilitiesAsset(p, t.href(geo.ProbabilitiesPath(p.ProductPath)))

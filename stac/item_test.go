@@ -323,6 +323,14 @@ func TestSchemasCatchBadItems(t *testing.T) {
 		{"processing datetime", ProcessingSchema, func(m map[string]any) {
 			m["properties"].(map[string]any)["processing:datetime"] = "2026-11-22T01:02:03+01:00"
 		}},
+		{"render without assets", RenderSchema, func(m map[string]any) {
+			r := m["properties"].(map[string]any)["renders"].(map[string]any)[RenderClasses].(map[string]any)
+			delete(r, "assets")
+		}},
+		{"render colormap not an object", RenderSchema, func(m map[string]any) {
+			r := m["properties"].(map[string]any)["renders"].(map[string]any)[RenderClasses].(map[string]any)
+			r["colormap"] = "tab10"
+		}},
 		{"extension not declared", ClassificationSchema, func(m map[string]any) { m["stac_extensions"] = []any{} }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -353,7 +361,7 @@ func TestCollection(t *testing.T) {
 		{filepath.Join(dir, "b.json"), []float64{0, 3, 2, 5}, "2024-06-01T00:00:00Z"},
 		{filepath.Join(dir, "a.json"), []float64{1, 2, 3, 4}, "2024-06-02T00:00:00Z"}, // again: no duplicate link
 	}
-	meta := CollectionMeta{ID: "nightly", License: "CC-BY-4.0", Classes: sampleParams(dir).Classes, NoData: 255, ReliabilityF32: true}
+	meta := CollectionMeta{ID: "nightly", License: "CC-BY-4.0", Classes: sampleParams(dir).Classes, NoData: 255, ReliabilityF32: true, Thumbnail: true}
 	for _, it := range items {
 		if err := AddToCollection(coll, meta, it.path, it.bbox, [2]string{it.dt, it.dt}, nil); err != nil {
 			t.Fatal(err)
@@ -363,7 +371,7 @@ func TestCollection(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, u := range []string{"https://schemas.stacspec.org/v1.0.0/collection-spec/json-schema/collection.json", ClassificationSchema, RasterSchema} {
+	for _, u := range []string{"https://schemas.stacspec.org/v1.0.0/collection-spec/json-schema/collection.json", ClassificationSchema, RasterSchema, RenderSchema} {
 		if err := stacschema.Store(t).Validate(b, u); err != nil {
 			t.Errorf("collection does not validate against %s: %v", u, err)
 		}
@@ -397,7 +405,7 @@ func TestCollection(t *testing.T) {
 	if len(m.Summaries.Classes) != 2 || len(m.Summaries.Bands) != 2 || m.Summaries.Bands[1]["unit"] != geo.ReliabilityUnit || m.Summaries.Bands[0]["nodata"] != 255.0 {
 		t.Errorf("got summaries %+v, want the two classes and two bands with nodata 255", m.Summaries)
 	}
-	for _, k := range []string{ProductAssetKey, styleAssetKey, reliabilityAssetKey} {
+	for _, k := range []string{ProductAssetKey, styleAssetKey, reliabilityAssetKey, ThumbnailAssetKey} {
 		if m.ItemAssets[k]["type"] == nil {
 			t.Errorf("item_assets lacks %s: %v", k, m.ItemAssets)
 		}

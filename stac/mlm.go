@@ -434,10 +434,14 @@ func addFileInfo(item *gostac.Item, files map[string]FileInfo) {
 	}
 }
 
-// AssetFiles are the checksums and sizes of a product's asset files
-// (those that exist) by asset key.
-func AssetFiles(product string, floatRel, probabilities bool) (map[string]FileInfo, error) {
+// AssetFiles are the checksums and sizes of a product's asset files by
+// asset key: the COG, the style and those asked for (Float32 reliability,
+// probabilities, thumbnail).
+func AssetFiles(product string, floatRel, probabilities, thumbnail bool) (map[string]FileInfo, error) {
 	paths := map[string]string{ProductAssetKey: product, styleAssetKey: geo.StylePath(product)}
+	if thumbnail {
+		paths[ThumbnailAssetKey] = geo.ThumbnailPath(product)
+	}
 	if floatRel {
 		paths[reliabilityAssetKey] = geo.ReliabilityPath(product)
 	}

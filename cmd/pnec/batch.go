@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -34,7 +35,10 @@ func init() {
 			"skipped (--force redoes it); a run killed at any moment and started again finishes the rest.\n" +
 			"One failing scene does not stop the others; the exit status is 1 when any failed (4 when the\n" +
 			"only failures are scenes refused for their drift under --on-drift fail).\n" +
-			"A JSON line per scene goes to --report (default stdout), a summary to stderr.\n" +
+			"A JSON line per scene goes to --report (default stdout), a summary to stderr, and a page for a\n" +
+			"person to --report-html (default DIR/index.html: every scene of the folder with its thumbnail\n" +
+			"DIR/KEY.thumbnail.png, status, drift, class shares and footprint). DIR/catalog.json (or the\n" +
+			"--stac-collection) is the root of the folder's STAC Items, so DIR opens in STAC Browser as it is.\n" +
 			"--payload reads a STAC task payload (the stac-task convention Cirrus uses: a FeatureCollection of\n" +
 			"Items with process[0].tasks.pnec parameters named like these flags, e.g. \"out_dir\", \"max_memory\";\n" +
 			"flags given here win) and --payload-out writes the output payload: the features replaced by the\n" +
@@ -69,6 +73,7 @@ func init() {
 			&cli.StringFlag{Name: "model-item", Usage: "`HREF` of the model's STAC Item the products' Items point at: a URL, or a path under the Items' root (a local path elsewhere is refused); default: MODEL.json beside the model (from 'pnec train' or 'pnec model-item') when under the root, else its self URL when it has one, else a copy written into --out-dir"},
 			&cli.StringFlag{Name: "on-drift", Value: string(pipelines.OnDriftWarn), Usage: "what to do with a scene whose drift verdict is fail (docs/acquisitions.md): `ACTION` warn (publish and report it), skip (withhold its product and Item, status refused) or fail (withhold them, the scene fails; exit status 4 when nothing else failed)"},
 			&cli.StringFlag{Name: "report", Value: "-", Usage: "run report `FILE`: one JSON line per scene (- = stdout)"},
+			&cli.StringFlag{Name: "report-html", Usage: "HTML page `FILE` the run writes at its end, made anew from the run's scenes and the folder's catalog: summary, scenes with status, reason, drift, class shares, reliability, thumbnail and links, footprints on a map; self-contained, no network (default: index.html in --out-dir; none = no page)"},
 			quietFlag(),
 		}, productFlags()...),
 		Action: batchAction,
@@ -152,6 +157,7 @@ func batchAction(c *cli.Context) error {
 	setBatchLogging(c, &cfg, stderr)
 
 	var sum pipelines.Summary
+	started := time.Now()
 	if payload != nil {
 		var out map[string]any
 		sum, out, err = pipelines.RunPayload(c.Context, cfg, payload)
@@ -171,6 +177,9 @@ func batchAction(c *cli.Context) error {
 	}
 	if !c.Bool("quiet") && sum.Scenes > 0 {
 		fmt.Fprintln(stderr, "batch: "+sum.String())
+		if st, serr := os.Stat(cfg.ReportHTML); cfg.ReportHTML != "" && serr == nil && st.ModTime().After(started) {
+			fmt.Fprintln(stderr, "batch: report page "+cfg.ReportHTML)
+		}
 	}
 	return batchError(err)
 }
@@ -242,8 +251,22 @@ func batchConfig(c *cli.Context, inputs []string, engine pipelines.Engine, shard
 		Asset: c.String("asset"), Mask: c.String("mask"), AllowOutsideCatalog: c.Bool("allow-outside-catalog"),
 		Force: c.Bool("force"), Jobs: c.Int("jobs"), Shard: shard, Engine: engine,
 		Collection: c.String("stac-collection"), CollectionID: c.String("collection-id"),
-		Options: opts, Report: report,
+		Options: opts, Report: report, ReportHTML: reportHTMLPath(c.String("report-html"), c.String("out-dir")),
 	}, nil
+}
+
+// reportHTMLPath is the HTML page's file: the flag's, else index.html in
+// the output folder; "none" (or no output folder) is no page.
+func reportHTMLPath(flag, outDir string) string {
+	switch {
+	case flag == "none":
+		return ""
+	case flag != "":
+		return flag
+	case outDir == "":
+		return ""
+	}
+	return filepath.Join(outDir, "index.html")
 }
 
 // setBatchLogging gives cfg a progress bar on a terminal (and the log

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"image/png"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,6 +17,7 @@ import (
 	"time"
 
 	"github.com/pnec/pnec/internal/fixture"
+	"github.com/pnec/pnec/stac"
 )
 
 // bigScene writes a rows x cols fixture scene by repeating the small one.
@@ -98,7 +100,8 @@ func TestBatchKill9(t *testing.T) {
 	}
 
 	out := filepath.Join(dir, "out")
-	// checkFinal: whatever is at a final path is a complete COG.
+	// checkFinal: whatever is at a final path is complete: a COG, a
+	// thumbnail PNG, the root Catalog, the report page.
 	checkFinal := func(stage string) {
 		products, _ := filepath.Glob(filepath.Join(out, "[^.]*.tif"))
 		for _, p := range products {
@@ -107,6 +110,7 @@ func TestBatchKill9(t *testing.T) {
 				t.Errorf("%s: %s at its final path is not a complete COG: %v\n%s", stage, filepath.Base(p), err, out)
 			}
 		}
+		checkCompleteCompanions(t, stage, out)
 	}
 	// Kill when the out directory holds a file matching the pattern and
 	// at least minDone Items: first while the first scene is locked, then
@@ -196,6 +200,57 @@ func TestBatchKill9(t *testing.T) {
 		}
 	}
 	t.Logf("output directory after the rerun: %v", names)
+	checkCompleteCompanions(t, "after the rerun", out)
+	checkWholeNight(t, out, scenes)
+}
+
+// checkCompleteCompanions: every thumbnail at its final path decodes as a
+// PNG, the root Catalog parses as one, the report page is whole.
+func checkCompleteCompanions(t *testing.T, stage, out string) {
+	t.Helper()
+	thumbs, _ := filepath.Glob(filepath.Join(out, "[^.]*.thumbnail.png"))
+	for _, p := range thumbs {
+		f, err := os.Open(p)
+		if err != nil {
+			t.Errorf("%s: %v", stage, err)
+			continue
+		}
+		if _, err := png.Decode(f); err != nil {
+			t.Errorf("%s: %s is not a complete PNG: %v", stage, filepath.Base(p), err)
+		}
+		f.Close()
+	}
+	if b, err := os.ReadFile(filepath.Join(out, "catalog.json")); err == nil {
+		var cat struct{ Type string }
+		if err := json.Unmarshal(b, &cat); err != nil || cat.Type != "Catalog" {
+			t.Errorf("%s: catalog.json is not a whole Catalog: %v", stage, err)
+		}
+	}
+	if b, err := os.ReadFile(filepath.Join(out, "index.html")); err == nil && !strings.HasSuffix(string(b), "</html>\n") {
+		t.Errorf("%s: index.html is cut short", stage)
+	}
+}
+
+// checkWholeNight: after the rerun the Catalog links every scene's Item,
+// each Item's thumbnail is there, and the page lists every scene as done
+// or skipped with its thumbnail.
+func checkWholeNight(t *testing.T, out string, scenes int) {
+	t.Helper()
+	items := stac.RootItems(filepath.Join(out, "catalog.json"))
+	page, _ := os.ReadFile(filepath.Join(out, "index.html"))
+	for i := 0; i < scenes; i++ {
+		k := fmt.Sprintf("s%d", i)
+		if !items[k+".json"] {
+			t.Errorf("catalog.json does not link %s.json: %v", k, items)
+		}
+		if _, err := os.Stat(filepath.Join(out, k+".thumbnail.png")); err != nil {
+			t.Errorf("thumbnail of %s: %v", k, err)
+		}
+		row := regexp.MustCompile(`data-key="` + k + `" data-status="(done|skipped)"`)
+		if !row.Match(page) || !strings.Contains(string(page), `src="`+k+`.thumbnail.png"`) {
+			t.Errorf("index.html has no done or skipped row with a thumbnail for %s", k)
+		}
+	}
 }
 
 // TestBatchContinuesPastBadScenes: bad inputs fail with their reasons, the
@@ -229,6 +284,9 @@ func TestBatchContinuesPastBadScenes(t *testing.T) {
 	}
 	if !strings.Contains(r.stderr, "batch: ") || !strings.Contains(r.stderr, "2 done") {
 		t.Errorf("stderr lacks the summary with 2 done:\n%s", r.stderr)
+	}
+	if !strings.Contains(r.stderr, "batch: report page "+filepath.Join(out, "index.html")) {
+		t.Errorf("stderr does not name the report page:\n%s", r.stderr)
 	}
 	st := reportStatuses(t, report)
 	failed := 0

@@ -79,6 +79,7 @@ func productFlags() []cli.Flag {
 		&cli.StringFlag{Name: "reliability-score", Usage: "`KIND` of score the reliability band carries: spectral, spectral-margin, combined, margin, maxprob, entropy or gate (default: spectral, the best measured; combined for model files without training spectra)"},
 		&cli.StringFlag{Name: "probabilities", Usage: "also write the class probabilities as NAME.probabilities.tif (percent 0-100, the product's no-data): `STAGE` recovered (after the AvgPool recovery; the class band is their argmax) or network (the network's, blended across tiles, before the recovery)"},
 		&cli.IntFlag{Name: "top-k", Usage: "keep the `K` most probable classes of each pixel in --probabilities, as band pairs class_1, probability_1, ... (0 = one band per class)"},
+		&cli.BoolFlag{Name: "no-thumbnail", Usage: "do not write NAME.thumbnail.png, the PNG of the class map in its colours (no-data transparent, at most 512 px a side, from the COG's overview) written beside every product by default; a stale one is removed"},
 	}, append(append(bandFlags(), qualityMaskFlag()), planFlags()...)...)
 }
 
@@ -97,6 +98,7 @@ func productOptions(c *cli.Context) (processor.Options, error) {
 		return opts, err
 	}
 	opts.CreationOptions = c.StringSlice("co")
+	opts.NoThumbnail = c.Bool("no-thumbnail")
 	switch strings.ToLower(c.String("reliability")) {
 	case "byte":
 	case "float32":

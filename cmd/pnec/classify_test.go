@@ -242,7 +242,7 @@ func TestClassifyRemovesStaleTemporaries(t *testing.T) {
 	for _, e := range ents {
 		got = append(got, e.Name())
 	}
-	want := append([]string{"map.qml", "map.tif", "map.tif.aux.xml"}, others...)
+	want := append([]string{"map.qml", "map.thumbnail.png", "map.tif", "map.tif.aux.xml"}, others...)
 	slices.Sort(want)
 	if !slices.Equal(got, want) {
 		t.Errorf("output directory holds %v, want %v", got, want)

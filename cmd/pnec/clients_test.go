@@ -94,3 +94,52 @@ func pluginFixture(t *testing.T, dir, modelPath string) {
 		t.Fatal(err)
 	}
 }
+
+// TestBrowsersFixture writes the batch output folder that
+// scripts/check-browsers.sh opens in headless Chromium and STAC Browser
+// (make check-browsers) to $PNEC_BROWSERS_OUT; without that variable it is
+// skipped. Three scenes placed 2 km apart and a corrupt file go through
+// pnec batch as a user runs it (root Catalog, thumbnails, index.html):
+//
+//	in/north.tif, in/east.tif, in/south.tif, in/broken.tif
+//	out/                 the products, Items, catalog.json, index.html
+//	report.jsonl         the run's report (the statuses the checks expect)
+//	out-collection/      the same with --stac-collection out-collection/catalog.json
+//	                     (a Collection as the root, under the name the check opens)
+func TestBrowsersFixture(t *testing.T) {
+	out := os.Getenv("PNEC_BROWSERS_OUT")
+	if out == "" {
+		t.Skip("PNEC_BROWSERS_OUT not set: the fixture of make check-browsers")
+	}
+	modelPath := fixture.ModelFile(t)
+	in := filepath.Join(out, "in")
+	if err := os.MkdirAll(in, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for i, name := range []string{"north", "east", "south"} {
+		data, _ := fixture.SceneData(uint64(3 + i))
+		ref := fixture.GeoRef
+		ref.GeoTransform[0] += float64([]int{0, 2000, 800}[i])
+		ref.GeoTransform[3] -= float64([]int{0, 1200, 2600}[i])
+		if err := fixture.WriteFloat32(filepath.Join(in, name+".tif"), fixture.Rows, fixture.Cols, fixture.Bands, data, ref, fixture.NoData); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(in, "broken.tif"), []byte("not a GeoTIFF"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	err := run(context.Background(), []string{"pnec", "batch", "--model", modelPath, "--backend", "go", "--out-dir", filepath.Join(out, "out"),
+		"--report", filepath.Join(out, "report.jsonl"), "--datetime", fixture.Acquired, "-q", in})
+	if err == nil {
+		t.Fatal("pnec batch: want the corrupt scene's failure")
+	}
+	// The same night with a Collection as the root (named catalog.json, the
+	// name the check's STAC Browser build opens).
+	coll := filepath.Join(out, "out-collection")
+	err = run(context.Background(), []string{"pnec", "batch", "--model", modelPath, "--backend", "go", "--out-dir", coll,
+		"--stac-collection", filepath.Join(coll, "catalog.json"), "--license", "CC-BY-4.0",
+		"--report", filepath.Join(out, "report-collection.jsonl"), "--datetime", fixture.Acquired, "-q", in})
+	if err == nil {
+		t.Fatal("pnec batch --stac-collection: want the corrupt scene's failure")
+	}
+}

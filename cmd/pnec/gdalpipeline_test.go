@@ -74,7 +74,7 @@ func TestGDALPipelineContract(t *testing.T) {
 	tmp := filepath.Join(dir, "gdal tmp")
 	os.MkdirAll(tmp, 0o755)
 	scene := goodScene(t, dir)
-	command := fmt.Sprintf("%s classify --model %s -q <INPUT> <OUTPUT>", bin, modelPath)
+	command := fmt.Sprintf("%s classify --model %s -q --no-thumbnail <INPUT> <OUTPUT>", bin, modelPath)
 	out, code, stderr := gdalExternal(t, tmp, command, scene)
 	if code != 0 {
 		t.Fatalf("exit status %d: %s", code, stderr)

@@ -50,6 +50,31 @@ func TestOutputIsDirectoryRefused(t *testing.T) {
 			return []string{"batch", "-q", "--model", modelPath, "--out-dir", out, "--report", filepath.Join(d, "r.jsonl"), in},
 				filepath.Join(out, "good.qml"), []string{filepath.Join(out, "good.tif"), filepath.Join(out, "good.json")}
 		}},
+		{"classify thumbnail", func(t *testing.T, d string) ([]string, string, []string) {
+			out := filepath.Join(d, "out.tif")
+			return []string{"classify", "-q", "--model", modelPath, "--scene", goodScene(t, d), "--out", out}, filepath.Join(d, "out.thumbnail.png"), []string{out}
+		}},
+		{"batch thumbnail", func(t *testing.T, d string) ([]string, string, []string) {
+			in, out := filepath.Join(d, "in"), filepath.Join(d, "out")
+			os.MkdirAll(in, 0o755)
+			goodScene(t, in)
+			return []string{"batch", "-q", "--model", modelPath, "--out-dir", out, "--report", filepath.Join(d, "r.jsonl"), in},
+				filepath.Join(out, "good.thumbnail.png"), []string{filepath.Join(out, "good.tif"), filepath.Join(out, "good.json")}
+		}},
+		{"batch catalog", func(t *testing.T, d string) ([]string, string, []string) {
+			in, out := filepath.Join(d, "in"), filepath.Join(d, "out")
+			os.MkdirAll(in, 0o755)
+			goodScene(t, in)
+			return []string{"batch", "-q", "--model", modelPath, "--out-dir", out, "--report", filepath.Join(d, "r.jsonl"), in},
+				filepath.Join(out, "catalog.json"), []string{filepath.Join(out, "good.tif"), filepath.Join(out, "good.json")}
+		}},
+		{"batch report page", func(t *testing.T, d string) ([]string, string, []string) {
+			in, out := filepath.Join(d, "in"), filepath.Join(d, "out")
+			os.MkdirAll(in, 0o755)
+			goodScene(t, in)
+			return []string{"batch", "-q", "--model", modelPath, "--out-dir", out, "--report", filepath.Join(d, "r.jsonl"), in},
+				filepath.Join(out, "index.html"), []string{filepath.Join(out, "good.tif"), filepath.Join(out, "good.json")}
+		}},
 		{"batch payload-out", func(t *testing.T, d string) ([]string, string, []string) {
 			in, out := filepath.Join(d, "in"), filepath.Join(d, "out")
 			os.MkdirAll(in, 0o755)
