@@ -75,8 +75,9 @@ type OutsideError struct {
 	Why  string // how it leaves: "an absolute path", "../ past the folder", ...
 	Root string // the folder of the STAC document given as input
 	// What is refused: "" for an href of the document, "source" for a
-	// source a VRT names, "dataset" for a dataset whose content cannot be
-	// checked (Href then names the dataset).
+	// source a VRT names, "file" for another file GDAL reads for a
+	// dataset (its file list), "dataset" for a dataset whose content
+	// cannot be checked (Href then names the dataset).
 	What string
 }
 
@@ -90,6 +91,8 @@ func (e *OutsideError) Error() string {
 		return fmt.Sprintf("%s cannot be checked against the catalog's folder %s (%s): not read", href, e.Root, e.Why)
 	case "source":
 		return fmt.Sprintf("VRT source %q leads outside the catalog's folder %s (%s): not read", href, e.Root, e.Why)
+	case "file":
+		return fmt.Sprintf("file %q leads outside the catalog's folder %s (%s): not read", href, e.Root, e.Why)
 	}
 	return fmt.Sprintf("href %q leads outside the catalog's folder %s (%s): not read", href, e.Root, e.Why)
 }
