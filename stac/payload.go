@@ -251,33 +251,66 @@ func expandTemplate(tmpl string, item, source map[string]any) (string, error) {
 			}
 		}
 	}
-	var missing []string
+	var missing, unsafe []string
 	out := templateVar.ReplaceAllStringFunc(tmpl, func(m string) string {
 		k := m[2 : len(m)-1]
-		switch k {
-		case "id", "collection":
-			if s, ok := item[k].(string); ok && s != "" {
-				return s
-			}
-		case "year", "month", "day", "date":
-			if !t.IsZero() {
-				return map[string]string{"year": t.Format("2006"), "month": t.Format("01"), "day": t.Format("02"), "date": t.Format("2006-01-02")}[k]
-			}
-		default:
-			if v, ok := props[k]; ok && v != nil {
-				return fmt.Sprint(v)
-			}
-			if v, ok := srcProps[k]; ok && v != nil {
-				return fmt.Sprint(v)
-			}
+		v, ok := templateValue(k, item, props, srcProps, t)
+		if !ok {
+			missing = append(missing, k)
+			return m
 		}
-		missing = append(missing, k)
-		return m
+		if err := checkTemplateValue(k, v); err != nil {
+			unsafe = append(unsafe, err.Error())
+		}
+		return v
 	})
 	if len(missing) > 0 {
 		return "", fmt.Errorf("%w: path_template %q: item %v has no %s", ErrPayload, tmpl, item["id"], strings.Join(missing, ", "))
 	}
+	if len(unsafe) > 0 {
+		return "", fmt.Errorf("%w: path_template %q: item %v: %s", ErrPayload, tmpl, item["id"], strings.Join(unsafe, "; "))
+	}
 	return out, nil
+}
+
+// checkTemplateValue refuses a variable's value that is not one path
+// segment: empty, "." or "..", or holding a '/' or '\\' (or a control
+// character), any of which would put the files elsewhere than under the
+// template's own folders (issue 46, item 3).
+func checkTemplateValue(k, v string) error {
+	bad := v == "" || v == "." || v == ".." || strings.ContainsAny(v, "/\\")
+	for _, r := range v {
+		if r < 0x20 || r == 0x7f {
+			bad = true
+		}
+	}
+	if bad {
+		return fmt.Errorf("${%s} is %q, which is not one folder or file name (no '/', '\\', '..', '.', control characters or empty values)", k, v)
+	}
+	return nil
+}
+
+// templateValue is the value of the variable k for item: ok false when
+// it has none.
+func templateValue(k string, item, props, srcProps map[string]any, t time.Time) (string, bool) {
+	switch k {
+	case "id", "collection":
+		if s, ok := item[k].(string); ok && s != "" {
+			return s, true
+		}
+	case "year", "month", "day", "date":
+		if !t.IsZero() {
+			return map[string]string{"year": t.Format("2006"), "month": t.Format("01"), "day": t.Format("02"), "date": t.Format("2006-01-02")}[k], true
+		}
+	default:
+		if v, ok := props[k]; ok && v != nil {
+			return fmt.Sprint(v), true
+		}
+		if v, ok := srcProps[k]; ok && v != nil {
+			return fmt.Sprint(v), true
+		}
+	}
+	return "", false
 }
 
 // productTemplateProps are the properties every product Item has whose
@@ -357,6 +390,11 @@ func (p *Payload) CheckTemplate(id, sourceID string, source map[string]any, runC
 			if !productTemplateProps[k] && srcProps[k] == nil {
 				return fmt.Errorf("%w: path_template %q: ${%s}: Item %s has no property %q, nor has a product Item (the variables are ${id}, ${collection}, ${year}, ${month}, ${day}, ${date} and the Items' properties)",
 					ErrPayload, u.PathTemplate, k, sourceID, k)
+			}
+			if v := srcProps[k]; v != nil && !productTemplateProps[k] {
+				if err := checkTemplateValue(k, fmt.Sprint(v)); err != nil {
+					return fmt.Errorf("%w: path_template %q: Item %s: %v", ErrPayload, u.PathTemplate, sourceID, err)
+				}
 			}
 		}
 	}
