@@ -42,6 +42,43 @@ type Payload struct {
 	// Base is the file the payload was read from ("" for standard input):
 	// relative hrefs of its Items resolve against it.
 	Base string
+	// protect, when set, refuses a local path OutputItem would copy a
+	// file onto (Protect).
+	protect func(path string) error
+}
+
+// Protect makes OutputItem refuse to copy a file onto a local path for
+// which check returns an error (the run's inputs: a path_template that
+// resolves onto a scene would replace it with its product), returning
+// that error instead.
+func (p *Payload) Protect(check func(path string) error) { p.protect = check }
+
+// UploadDir is where the path_template puts the files of the product
+// Item id made from source when the source Item alone fills it (${id},
+// ${collection}, the date from its datetime or start_datetime, its
+// properties): ok is false without a path_template, for a remote one, or
+// when a variable needs a product Item's own property.
+func (p *Payload) UploadDir(id string, source map[string]any) (dir string, ok bool) {
+	coll, err := p.collectionOf(id)
+	if err != nil {
+		return "", false
+	}
+	srcProps, _ := source["properties"].(map[string]any)
+	props := map[string]any{}
+	for _, k := range []string{"datetime", "start_datetime"} {
+		if v, ok := srcProps[k]; ok {
+			props[k] = v
+		}
+	}
+	item := map[string]any{"id": id, "properties": props}
+	if coll != "" {
+		item["collection"] = coll
+	}
+	dest, err := p.uploadDest(coll, item, source)
+	if err != nil || dest == "" || !strings.HasPrefix(dest, "/") || strings.HasPrefix(dest, "/vsi") {
+		return "", false
+	}
+	return dest, true
 }
 
 // ReadPayload reads a payload from r (base: its file name, "" for stdin).
@@ -436,8 +473,13 @@ func (p *Payload) OutputItem(itemPath string, source map[string]any) (map[string
 	if err != nil {
 		return nil, err
 	}
+	if dest != "" {
+		if err := checkProtected(p.protect, dest+"/"+filepath.Base(itemPath)); err != nil {
+			return nil, err
+		}
+	}
 	abs := absoluteFrom(filepath.Dir(itemPath))
-	if err := outputAssets(item, abs, dest); err != nil {
+	if err := outputAssets(item, abs, dest, p.protect); err != nil {
 		return nil, err
 	}
 	links := standaloneLinks(item, abs)
@@ -491,10 +533,28 @@ func absoluteFrom(dir string) func(string) string {
 	}
 }
 
+// checkProtected is protect's verdict on the local path to (nil for
+// remote ones, or without protect).
+func checkProtected(protect func(string) error, to string) error {
+	if protect == nil || !strings.HasPrefix(to, "/") || strings.HasPrefix(to, "/vsi") {
+		return nil
+	}
+	return protect(to)
+}
+
 // outputAssets names the item's assets absolutely, uploading each local
-// file to dest first when dest is not "".
-func outputAssets(item map[string]any, abs func(string) string, dest string) error {
+// file to dest first when dest is not "" (refusing a path protect
+// refuses, before copying any).
+func outputAssets(item map[string]any, abs func(string) string, dest string, protect func(string) error) error {
 	assets, _ := item["assets"].(map[string]any)
+	for _, a := range assets {
+		if am, ok := a.(map[string]any); ok && dest != "" {
+			href, _ := am["href"].(string)
+			if err := checkProtected(protect, dest+"/"+filepath.Base(abs(href))); err != nil {
+				return err
+			}
+		}
+	}
 	for _, a := range assets {
 		am, ok := a.(map[string]any)
 		if !ok {

@@ -149,6 +149,7 @@ func batchAction(c *cli.Context) error {
 	if rf != nil {
 		cfg.ReportPath = c.String("report")
 	}
+	cfg.PayloadOut = c.String("payload-out")
 	setBatchLogging(c, &cfg, stderr)
 
 	var sum pipelines.Summary
