@@ -5,9 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"sort"
 	"strings"
-	"path/filepath"
 	"sync"
 
 	"github.com/pnec/pnec/geo"
