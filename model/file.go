@@ -1,6 +1,7 @@
 package model
 
 import (
+	"reflect"
 	"bytes"
 	"crypto/sha256"
 	"encoding/binary"
@@ -223,6 +224,9 @@ func decodeModelDrift(data []byte, withDrift bool) (*Model, error) {
 	}
 	// Every size the header gives is checked against the bytes that follow
 	// it before anything is allocated: a header can claim any shape.
+	if err := checkHeaderStrings(reflect.ValueOf(meta), "header"); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrModelFile, err)
+	}
 	if err := meta.validate(len(rest)); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrModelFile, err)
 	}
