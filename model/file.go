@@ -1,7 +1,6 @@
 package model
 
 import (
-	"reflect"
 	"bytes"
 	"crypto/sha256"
 	"encoding/binary"
@@ -12,6 +11,7 @@ import (
 	"io"
 	"math"
 	"os"
+	"reflect"
 
 	"github.com/pnec/pnec/internal/tempfiles"
 )
