@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"slices"
 	"strings"
@@ -58,6 +59,13 @@ type Evaluation struct {
 	Rows, Cols    int
 	// TestPixels are the labelled valid pixels that are not training pixels.
 	TestPixels int
+	// UnseenClasses are the label values of test pixels that are not
+	// classes of the model (new ground where a class was missing from
+	// training), in increasing order: their pixels count as errors, and
+	// each is a class of its own after the model's in Classes (named
+	// UnseenClassName) and in the accuracies' per-class figures and
+	// confusion matrices, which the model never predicts.
+	UnseenClasses []int32
 	// TrainPixelsExcluded counts the labelled pixels left out because the
 	// model trained on them (0 when the scene is not the training scene's size).
 	TrainPixelsExcluded int
@@ -194,18 +202,22 @@ func Score(m ScoreSpec, pred model.Prediction, scene model.Scene, labels []int32
 		return Evaluation{}, err
 	}
 	K := pred.Classes
+	classes := slices.Clone(m.Classes)
+	for _, v := range tp.unseen {
+		classes = append(classes, model.Class{Value: int(v), Name: UnseenClassName})
+	}
 	prec := tiling.Recover(pred.Prob, valid, pred.Rows, pred.Cols, K, rec)
-	raw, err := accuracyAt(pred.Prob, K, tp.test, tp.truth)
+	raw, err := accuracyAt(pred.Prob, K, len(classes), tp.test, tp.truth)
 	if err != nil {
 		return Evaluation{}, err
 	}
-	recovered, err := accuracyAt(prec, K, tp.test, tp.truth)
+	recovered, err := accuracyAt(prec, K, len(classes), tp.test, tp.truth)
 	if err != nil {
 		return Evaluation{}, err
 	}
 	ev := Evaluation{
 		ModelChecksum: m.Checksum, Backend: m.Backend, Ablation: m.Ablation,
-		Classes: m.Classes, Rows: pred.Rows, Cols: pred.Cols,
+		Classes: classes, UnseenClasses: tp.unseen, Rows: pred.Rows, Cols: pred.Cols,
 		TestPixels: len(tp.test), TrainPixelsExcluded: tp.excluded, Recovery: rec,
 		Raw: raw, Recovered: recovered, FinalRecovered: m.Ablation != model.AblationNoRecovery,
 	}
@@ -238,12 +250,23 @@ func checkScoreInputs(m ScoreSpec, pred model.Prediction, valid []bool, labels [
 }
 
 // testPixels are the pixels Score scores: labelled valid pixels that are
-// not training pixels, with their dense classes (truth), and how many
-// training pixels were left out.
+// not training pixels, with their dense classes (truth: the model's
+// classes, then the unseen ones), the label values that are no class of
+// the model, and how many training pixels were left out.
 type testPixels struct {
 	test, truth []int
+	unseen      []int32
 	excluded    int
 }
+
+// UnseenClassName names, in an Evaluation's Classes, a label value that
+// is no class of the model.
+const UnseenClassName = "(not a class of the model)"
+
+// maxUnseenClasses bounds the label values that are no class of the
+// model: each adds a row and a column to the confusion matrices, and
+// thousands of them are a label raster of another kind (an id raster).
+const maxUnseenClasses = 256
 
 // testPixelsOf finds the test pixels of labels; the training pixels are
 // m's when the prediction is of the training scene's size.
@@ -266,16 +289,26 @@ func testPixelsOf(m ScoreSpec, pred model.Prediction, valid []bool, labels []int
 			tp.excluded++
 			continue
 		}
-		k, ok := dense[v]
-		if !ok {
-			return testPixels{}, fmt.Errorf("class value %d at pixel (row %d, col %d) is not one of the model's classes (%s): %w",
-				v, i/pred.Cols, i%pred.Cols, classValues(m.Classes), ErrLabels)
-		}
 		tp.test = append(tp.test, i)
-		tp.truth = append(tp.truth, k)
+		if _, ok := dense[v]; !ok && !slices.Contains(tp.unseen, v) {
+			if len(tp.unseen) == maxUnseenClasses {
+				return testPixels{}, fmt.Errorf("more than %d label values are not classes of the model (%s), e.g. %d at pixel (row %d, col %d): %w",
+					maxUnseenClasses, classValues(m.Classes), v, i/pred.Cols, i%pred.Cols, ErrLabels)
+			}
+			tp.unseen = append(tp.unseen, v)
+		}
 	}
 	if len(tp.test) == 0 {
 		return testPixels{}, fmt.Errorf("no test pixels: every labelled valid pixel is a training pixel: %w", ErrLabels)
+	}
+	slices.Sort(tp.unseen)
+	ext := maps.Clone(dense)
+	for j, v := range tp.unseen {
+		ext[v] = len(m.Classes) + j
+	}
+	tp.truth = make([]int, len(tp.test))
+	for j, i := range tp.test {
+		tp.truth[j] = ext[labels[i]]
 	}
 	return tp, nil
 }
@@ -382,12 +415,12 @@ func argmaxAt(prob []float32, k, i int) int {
 	return max(tiling.ArgmaxPixel(prob[i*k:(i+1)*k]), 0)
 }
 
-func accuracyAt(prob []float32, k int, test, truth []int) (model.Accuracy, error) {
+func accuracyAt(prob []float32, k, classes int, test, truth []int) (model.Accuracy, error) {
 	pred := make([]int, len(test))
 	for j, i := range test {
 		pred[j] = argmaxAt(prob, k, i)
 	}
-	c, err := model.ConfusionOf(truth, pred, k)
+	c, err := model.ConfusionOf(truth, pred, classes)
 	if err != nil {
 		return model.Accuracy{}, err
 	}
@@ -417,6 +450,24 @@ func num4(v float64) string {
 	return fmt.Sprintf("%.4f", v)
 }
 
+// unseenPixels is the test pixels of the unseen classes.
+func (e Evaluation) unseenPixels() int64 {
+	var n int64
+	sup := e.Final().Support
+	for k := len(e.Classes) - len(e.UnseenClasses); k < len(sup); k++ {
+		n += sup[k]
+	}
+	return n
+}
+
+func joinInts(vs []int32) string {
+	s := make([]string, len(vs))
+	for i, v := range vs {
+		s[i] = fmt.Sprint(v)
+	}
+	return strings.Join(s, ", ")
+}
+
 // WriteText prints the evaluation as tables: accuracy with and without
 // recovery, the confusion matrix of the final labels, and the reliability
 // table.
@@ -426,6 +477,10 @@ func (e Evaluation) WriteText(w io.Writer) error {
 		short(e.ModelChecksum), e.Ablation, e.Backend, e.InferenceTime.Seconds())
 	for _, w := range e.Warnings {
 		fmt.Fprintf(&b, "note: %s\n", w)
+	}
+	if len(e.UnseenClasses) > 0 {
+		fmt.Fprintf(&b, "note: label values %s are not classes of the model: their %d test pixels count as errors\n",
+			joinInts(e.UnseenClasses), e.unseenPixels())
 	}
 	fmt.Fprintf(&b, "test pixels: %d (labelled valid pixels; %d training pixels left out)\n\n", e.TestPixels, e.TrainPixelsExcluded)
 	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
@@ -565,11 +620,13 @@ func (e Evaluation) WriteJSON(w io.Writer) error {
 		Reliability    []relJSON            `json:"reliability"`
 		InferenceS     float64              `json:"inference_seconds"`
 		Warnings       []string             `json:"warnings,omitempty"`
+		Unseen         []int32              `json:"unseen_classes,omitempty"`
 	}{
 		Model: e.ModelChecksum, Backend: e.Backend, Ablation: string(e.Ablation), Classes: toClassesJSON(e.Classes),
 		Rows: e.Rows, Cols: e.Cols, TestPixels: e.TestPixels, TrainExcluded: e.TrainPixelsExcluded,
 		Recovery: e.Recovery, Raw: toAccuracyJSON(e.Raw), Recovered: toAccuracyJSON(e.Recovered),
 		FinalRecovered: e.FinalRecovered, InferenceS: e.InferenceTime.Seconds(), Warnings: e.Warnings,
+		Unseen: e.UnseenClasses,
 	}
 	for _, r := range e.Reliability {
 		out.Reliability = append(out.Reliability, relJSON{Kind: string(r.Kind), Default: r.Default,
