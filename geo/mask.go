@@ -70,7 +70,7 @@ func OpenMask(ctx context.Context, name string, scene Info) (*Mask, error) {
 func OpenMaskWithin(ctx context.Context, name string, scene Info, budgetBytes int64) (*Mask, error) {
 	register()
 	// GDAL would wait forever on a FIFO nobody writes (as for scenes).
-	if err := CheckRegular(name); err != nil {
+	if err := CheckOpenable(name); err != nil {
 		return nil, fmt.Errorf("mask %s: %w", name, err)
 	}
 	var m *Mask

@@ -188,7 +188,7 @@ func (s *Scene) Bands() int { return s.cur.out }
 func Open(name string) (*Scene, error) {
 	register()
 	defer onQuietThread()()
-	if err := CheckRegular(name); err != nil {
+	if err := CheckOpenable(name); err != nil {
 		return nil, fmt.Errorf("open %s: %w", name, err)
 	}
 	if s, ok, err := openProduct(name); ok {
@@ -218,6 +218,36 @@ func countVRTSources(name string) int {
 		n += bytes.Count(text, tag)
 	}
 	return n
+}
+
+// CheckOpenable is the one rule for the datasets pnec hands GDAL (scenes,
+// masks, quality masks): CheckRegular for name and, when name is a local
+// or inline VRT, for every local file it reads at any depth of VRTs, whose
+// FIFO would block GDAL as a FIFO scene would (issue 46, item 7). Other
+// problems of a VRT are left to GDAL to report.
+func CheckOpenable(name string) error {
+	if err := CheckRegular(name); err != nil {
+		return err
+	}
+	if !isInlineXML(name) && !localName(name) {
+		return nil
+	}
+	if kind, err := XMLDescription(name); err != nil || kind != "VRTDataset" {
+		return nil
+	}
+	err := WalkVRT(name, func(src VRTSource) error {
+		if !localName(src.Name) {
+			return SkipSource
+		}
+		if err := CheckRegular(src.Name); err != nil {
+			return fmt.Errorf("VRT source %s: %w", src.Name, err)
+		}
+		return nil
+	})
+	if errors.Is(err, ErrNotRegular) {
+		return err
+	}
+	return nil
 }
 
 // CheckRegular refuses a local name that exists and is neither a regular

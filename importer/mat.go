@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/pnec/pnec/internal/regular"
 	"math"
 	"path/filepath"
 	"strings"
@@ -129,6 +130,9 @@ func MAT(ctx context.Context, req Request) (Result, error) {
 // (bands x pixels) with scalars nRow and nCol. Without a variable name the
 // file's only 3-D array is taken, or its only numeric array.
 func ReadCube(ctx context.Context, src Source) (*Image, error) {
+	if err := regular.Check(src.File); err != nil { // a FIFO would block the reader
+		return nil, err
+	}
 	vars, err := matfile.Variables(src.File)
 	if errors.Is(err, matfile.ErrV73) {
 		return readV73(ctx, src, false)
@@ -173,6 +177,9 @@ func ReadCube(ctx context.Context, src Source) (*Image, error) {
 // ReadLabels reads a 2-D label map; without a variable name, the file's
 // only numeric array.
 func ReadLabels(ctx context.Context, src Source) (*Image, error) {
+	if err := regular.Check(src.File); err != nil { // a FIFO would block the reader
+		return nil, err
+	}
 	vars, err := matfile.Variables(src.File)
 	if errors.Is(err, matfile.ErrV73) {
 		return readV73(ctx, src, true)

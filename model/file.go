@@ -8,9 +8,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/pnec/pnec/internal/regular"
 	"io"
 	"math"
-	"os"
 	"reflect"
 
 	"github.com/pnec/pnec/internal/tempfiles"
@@ -157,7 +157,7 @@ func (m *Model) Save(path string) error {
 
 // Load reads a model file written by Save and verifies its checksum.
 func Load(path string) (*Model, error) {
-	data, err := os.ReadFile(path)
+	data, err := regular.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("load model: %w", err)
 	}
@@ -173,7 +173,7 @@ func Load(path string) (*Model, error) {
 // an experiment that measures them again on the training scene, from files
 // whose statistics an earlier build of the same format measured otherwise.
 func LoadWithoutDrift(path string) (*Model, error) {
-	data, err := os.ReadFile(path)
+	data, err := regular.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("load model: %w", err)
 	}

@@ -18,6 +18,7 @@ import (
 
 	"github.com/pnec/pnec/geo"
 	"github.com/pnec/pnec/internal/oneline"
+	"github.com/pnec/pnec/internal/regular"
 	"github.com/pnec/pnec/internal/resources/memory"
 	"github.com/pnec/pnec/internal/samefile"
 	"github.com/pnec/pnec/internal/tempfiles"
@@ -759,7 +760,7 @@ func checkCollection(path string) error {
 	if err := checkWritable(dir); err != nil {
 		return fmt.Errorf("collection %s: directory %s: %w", path, dir, err)
 	}
-	b, err := os.ReadFile(path)
+	b, err := regular.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil // created with the first Item
 	}
