@@ -657,7 +657,7 @@ func (s *Scene) readValues(sp *readSpec, w Window, bufCols, bufRows int, scale b
 			if ok {
 				nodata := 0
 				for b, x := range px {
-					if math.IsNaN(float64(x)) || math.IsInf(float64(x), 0) {
+					if !physical(x) {
 						ok = false
 						break
 					}
@@ -681,11 +681,32 @@ func (s *Scene) readValues(sp *readSpec, w Window, bufCols, bufRows int, scale b
 			if applyScale {
 				for b := range px {
 					px[b] = px[b]*sp.scale[b] + sp.offset[b]
+					ok = ok && physical(px[b])
+				}
+				if !ok { // out of range once scaled
+					v[p] = false
+					clear(px)
 				}
 			}
 		}
 	}
 	return nil
+}
+
+// MaxPixelMagnitude bounds the values a valid pixel holds, as read and
+// once scaled: no imaging spectrometer measures 1e15 in any unit pnec
+// reads (reflectance, radiance, digital numbers), and the network's
+// float32 arithmetic overflows on such values (squares past 3.4e38), so a
+// Float32 scene's 3e38 gave classes with a no-data reliability and a
+// drift brightness ratio of 2.3e33 (issue 46, item 12). Such pixels are
+// no-data, as NaN and Inf are, for the map, the reliability, the drift
+// figures and training alike.
+const MaxPixelMagnitude = 1e15
+
+// physical reports whether a pixel value is finite and within
+// MaxPixelMagnitude.
+func physical(x float32) bool {
+	return x >= -MaxPixelMagnitude && x <= MaxPixelMagnitude // false for NaN and +-Inf
 }
 
 // applyMasks clears the validity of buffer pixels that the dataset's
