@@ -403,3 +403,46 @@ func TestPayloadSharedAsset(t *testing.T) {
 		}
 	}
 }
+
+// TestPayloadUploadsLinkedModelItem (issue 46, item 14): with a
+// path_template, the product Item's derived_from link to the model's Item
+// (written into the worker's output directory) named that local file,
+// which was not uploaded; now the model's Item is copied beside the Item,
+// its own hrefs made absolute, and the link names the copy.
+func TestPayloadUploadsLinkedModelItem(t *testing.T) {
+	modelPath := tinyModel(t)
+	dir := t.TempDir()
+	scene := fixture.Scene(t, filepath.Join(dir, "s1.tif"), 6)
+	up := filepath.Join(dir, "bucket")
+	out := filepath.Join(dir, "out")
+	var rep bytes.Buffer
+	sum, o, err := RunPayload(context.Background(), Config{ModelPath: modelPath, OutDir: out, Jobs: 1, Report: &rep},
+		onePayload(t, up+"/${id}", [2]string{"s1", scene}))
+	if err != nil || sum.Done != 1 {
+		t.Fatalf("got %+v, %v", sum, err)
+	}
+	item := o["features"].([]any)[0].(map[string]any)
+	var model string
+	for _, l := range item["links"].([]any) {
+		lm := l.(map[string]any)
+		if lm["rel"] == "derived_from" && strings.Contains(fmt.Sprint(lm["title"]), "model") {
+			model = lm["href"].(string)
+		}
+	}
+	if !strings.HasPrefix(model, up+"/s1/") {
+		t.Fatalf("the model's derived_from link is %q, want a copy under %s/s1/", model, up)
+	}
+	b, err := os.ReadFile(model)
+	if err != nil {
+		t.Fatalf("the linked model Item was not copied: %v", err)
+	}
+	var doc map[string]any
+	if err := json.Unmarshal(b, &doc); err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range doc["assets"].(map[string]any) {
+		if h := a.(map[string]any)["href"].(string); !strings.HasPrefix(h, "/") && !strings.Contains(h, "://") {
+			t.Errorf("the copy's asset href %q is relative: it no longer leads to the model", h)
+		}
+	}
+}

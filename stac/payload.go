@@ -484,6 +484,9 @@ func (p *Payload) OutputItem(itemPath string, source map[string]any) (map[string
 	}
 	links := standaloneLinks(item, abs)
 	if dest != "" {
+		if err := uploadLinkedDocs(links, dest, p.protect); err != nil {
+			return nil, err
+		}
 		self := dest + "/" + filepath.Base(itemPath)
 		links = append(links, map[string]any{"rel": "self", "href": self, "type": geojsonMediaType})
 		item["links"] = links
@@ -516,6 +519,80 @@ func (p *Payload) uploadDest(coll string, item, source map[string]any) (string, 
 		return "", err
 	}
 	return strings.TrimSuffix(dest, "/"), nil
+}
+
+// maxLinkedDoc bounds a linked STAC document uploadLinkedDocs copies.
+const maxLinkedDoc = 16 << 20
+
+// uploadLinkedDocs copies, beside an Item uploaded to dest, the local
+// STAC documents its links name (the model's Item of derived_from, which
+// the run wrote into its output directory), and points the links at the
+// copies: a link to the worker's local out/m.pnec.json was published with
+// the Item, naming a file nobody else can read (issue 46, item 14). The
+// copy's own relative hrefs are made absolute first, so that they lead
+// where they did. Links to URLs, and local files that are not JSON
+// documents (a scene), stay as they are.
+func uploadLinkedDocs(links []any, dest string, protect func(string) error) error {
+	for _, l := range links {
+		lm, ok := l.(map[string]any)
+		if !ok {
+			continue
+		}
+		href, _ := lm["href"].(string)
+		if !strings.HasPrefix(href, "/") || strings.HasPrefix(href, "/vsi") || !strings.EqualFold(filepath.Ext(href), ".json") {
+			continue
+		}
+		fi, err := os.Stat(href)
+		if err != nil || !fi.Mode().IsRegular() || fi.Size() > maxLinkedDoc {
+			continue
+		}
+		b, err := os.ReadFile(href)
+		if err != nil {
+			return err
+		}
+		var doc map[string]any
+		if json.Unmarshal(b, &doc) != nil {
+			continue
+		}
+		docAbs := absoluteFrom(filepath.Dir(href))
+		for _, a := range []any{doc["links"], doc["assets"]} {
+			absolutise(a, docAbs)
+		}
+		out, err := json.MarshalIndent(doc, "", "  ")
+		if err != nil {
+			return err
+		}
+		to := dest + "/" + filepath.Base(href)
+		if err := checkProtected(protect, to); err != nil {
+			return err
+		}
+		if err := uploadBytes(append(out, '\n'), to); err != nil {
+			return err
+		}
+		lm["href"] = to
+	}
+	return nil
+}
+
+// absolutise makes the href of each link of a list, or asset of a map,
+// absolute through abs.
+func absolutise(v any, abs func(string) string) {
+	var objs []any
+	switch x := v.(type) {
+	case []any:
+		objs = x
+	case map[string]any:
+		for _, o := range x {
+			objs = append(objs, o)
+		}
+	}
+	for _, o := range objs {
+		if m, ok := o.(map[string]any); ok {
+			if h, ok := m["href"].(string); ok {
+				m["href"] = abs(h)
+			}
+		}
+	}
 }
 
 // absoluteFrom makes a relative href of a document in dir an absolute
