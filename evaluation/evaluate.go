@@ -15,6 +15,7 @@ import (
 
 	"github.com/pnec/pnec/geo"
 	"github.com/pnec/pnec/model"
+	"github.com/pnec/pnec/processor"
 	"github.com/pnec/pnec/spectral"
 	"github.com/pnec/pnec/tiling"
 )
@@ -131,7 +132,7 @@ func Evaluate(ctx context.Context, m *model.Model, s model.Scene, labels []int32
 	}
 	defer p.Close()
 	start := time.Now()
-	pred, err := p.Predict(ctx, s)
+	pred, err := predictAsProduct(ctx, p, m, s)
 	if err != nil {
 		return Evaluation{}, err
 	}
@@ -143,6 +144,60 @@ func Evaluate(ctx context.Context, m *model.Model, s model.Scene, labels []int32
 	ev.Backend = p.Backend()
 	ev.InferenceTime = elapsed
 	return ev, nil
+}
+
+// predictAsProduct runs p on s as pnec classify runs a scene the model's
+// grid classifies whole: padded with no-data to the planner's shape
+// (processor.SceneShape, the ladder's next rung), the prediction then cut
+// back to the scene. Unpadded, the network saw another input than the
+// product's and its map differed (by up to 6 OA points on half scenes,
+// issue 46 item 21). A scene the grid tiles is predicted whole, as before:
+// its map can still differ from the product's at the tiles' seams.
+func predictAsProduct(ctx context.Context, p *model.Predictor, m *model.Model, s model.Scene) (model.Prediction, error) {
+	shape, err := processor.SceneShape(s.Rows, s.Cols, m, processor.Options{})
+	if err != nil || !shape.Recovered || shape.Rows < s.Rows || shape.Cols < s.Cols || (shape.Rows == s.Rows && shape.Cols == s.Cols) {
+		return p.Predict(ctx, s)
+	}
+	pred, err := p.Predict(ctx, padScene(s, shape.Rows, shape.Cols))
+	if err != nil {
+		return pred, err
+	}
+	return cropPrediction(pred, s.Rows, s.Cols), nil
+}
+
+// padScene is s padded at the bottom and right with invalid pixels to
+// rows x cols.
+func padScene(s model.Scene, rows, cols int) model.Scene {
+	B := s.Bands
+	out := model.Scene{Rows: rows, Cols: cols, Bands: B, WavelengthsNM: s.WavelengthsNM,
+		Data: make([]float32, rows*cols*B), Valid: make([]bool, rows*cols)}
+	for r := 0; r < s.Rows; r++ {
+		copy(out.Data[r*cols*B:(r*cols+s.Cols)*B], s.Data[r*s.Cols*B:(r+1)*s.Cols*B])
+		for c := 0; c < s.Cols; c++ {
+			out.Valid[r*cols+c] = s.Valid == nil || s.Valid[r*s.Cols+c]
+		}
+	}
+	return out
+}
+
+// cropPrediction is the top-left rows x cols of p (its cell grid cut to
+// the cells those pixels lie in).
+func cropPrediction(p model.Prediction, rows, cols int) model.Prediction {
+	K := p.Classes
+	out := model.Prediction{Rows: rows, Cols: cols, Classes: K, Recovered: p.Recovered,
+		Prob: make([]float32, rows*cols*K), Uncertainty: make([]float32, rows*cols)}
+	for r := 0; r < rows; r++ {
+		copy(out.Prob[r*cols*K:(r+1)*cols*K], p.Prob[r*p.Cols*K:(r*p.Cols+cols)*K])
+		copy(out.Uncertainty[r*cols:(r+1)*cols], p.Uncertainty[r*p.Cols:r*p.Cols+cols])
+	}
+	if p.CellRows > 0 && p.CellCols > 0 && len(p.PrototypeCos) == p.CellRows*p.CellCols*K {
+		cr, cc := min((rows+3)/4, p.CellRows), min((cols+3)/4, p.CellCols)
+		out.CellRows, out.CellCols, out.PrototypeCos = cr, cc, make([]float32, cr*cc*K)
+		for r := 0; r < cr; r++ {
+			copy(out.PrototypeCos[r*cc*K:(r+1)*cc*K], p.PrototypeCos[r*p.CellCols*K:(r*p.CellCols+cc)*K])
+		}
+	}
+	return out
 }
 
 // ScoreSpec is what Score needs to know about a model.
