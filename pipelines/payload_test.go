@@ -327,8 +327,8 @@ func TestPayloadOutChecked(t *testing.T) {
 			var rep bytes.Buffer
 			sum, _, err := RunPayload(context.Background(), Config{ModelPath: modelPath, OutDir: out, Jobs: 1, Report: &rep,
 				ReportPath: report, PayloadOut: tc.path}, onePayload(t, "", [2]string{"s1", scene}))
-			if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "--payload-out") || sum.Scenes != 0 {
-				t.Fatalf("got %+v, %v: want a refusal naming --payload-out and %s before any scene", sum, err, tc.want)
+			if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "the output payload") || sum.Scenes != 0 {
+				t.Fatalf("got %+v, %v: want a refusal naming the output payload and %s before any scene", sum, err, tc.want)
 			}
 			if after, _ := os.ReadFile(tc.path); !bytes.Equal(before, after) {
 				t.Errorf("%s changed", tc.path)

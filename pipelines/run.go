@@ -604,7 +604,7 @@ func (cfg *Config) checkNotInputs(inputs []Input) error {
 	var run samefile.Set
 	run.Add(runFiles...)
 	if cfg.PayloadOut != "-" {
-		run.Add(samefile.Named{Path: cfg.PayloadOut, Role: "--payload-out"})
+		run.Add(samefile.Named{Path: cfg.PayloadOut, Role: "the output payload"})
 	}
 	return run.Check(products...)
 }
@@ -616,7 +616,7 @@ func (cfg *Config) checkPayloadOut(ins *samefile.Set, runFiles []samefile.Named)
 	if cfg.PayloadOut == "" || cfg.PayloadOut == "-" {
 		return nil
 	}
-	out := samefile.Named{Path: cfg.PayloadOut, Role: "--payload-out"}
+	out := samefile.Named{Path: cfg.PayloadOut, Role: "the output payload"}
 	if err := ins.Check(out); err != nil {
 		return err
 	}
@@ -631,7 +631,7 @@ func (cfg *Config) checkPayloadOut(ins *samefile.Set, runFiles []samefile.Named)
 	if err := others.Check(out); err != nil {
 		var c *samefile.Conflict
 		if errors.As(err, &c) {
-			return fmt.Errorf("--payload-out %s is %s %s: %w", cfg.PayloadOut, c.InputRole, c.Input, ErrOutputCollision)
+			return fmt.Errorf("the output payload %s is %s %s: %w", cfg.PayloadOut, c.InputRole, c.Input, ErrOutputCollision)
 		}
 		return err
 	}
