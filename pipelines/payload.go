@@ -143,8 +143,13 @@ func RunPayload(ctx context.Context, cfg Config, p *stac.Payload) (Summary, map[
 // (stac.Payload.UploadDir), and makes the uploads refuse them in any case
 // (stac.Payload.Protect).
 func protectInputs(p *stac.Payload, cfg *Config, inputs []Input, sources map[string]map[string]any) error {
-	ins := cfg.inputSet(inputs)
+	// The run's inputs are listed (a read of every local scene's first
+	// bytes, for its VRT sources) only when a copy is to be checked: a
+	// payload without a path_template pays nothing.
+	var ins *samefile.Set
+	var once sync.Once
 	check := func(path string) error {
+		once.Do(func() { ins = cfg.inputSet(inputs) })
 		return ins.Check(samefile.Named{Path: path, Role: "a copy the path_template makes,"})
 	}
 	p.Protect(check)
