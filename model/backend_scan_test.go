@@ -100,6 +100,8 @@ func TestDiscoveryLoadsAndRunsNothing(t *testing.T) {
 func TestNullPJRTPlugin(t *testing.T) {
 	p := hostilePlugin(t, t.TempDir(), "pjrt_plugin_null.so")
 	t.Setenv("PNEC_TEST_MARKER", filepath.Join(t.TempDir(), "m"))
+	t.Setenv(CacheDirEnv, t.TempDir()) // opening it makes a compile cache folder
+	resetCompileCache(t)
 	if _, err := ProbeBackend("xla:" + p); err == nil || !strings.Contains(err.Error(), "NULL") || !strings.Contains(err.Error(), p) {
 		t.Errorf("ProbeBackend: %v, want an error naming %s and its NULL API", err, p)
 	}
