@@ -122,7 +122,24 @@ func exportsPJRT(path string) bool {
 // CUDA plugin on a machine without an NVIDIA GPU is left out, as go-xla
 // does.
 func goXLAPlugins() []string {
-	var names []string
+	names, _ := goXLAPluginFiles()
+	return names
+}
+
+// goXLAPluginFile is the file goXLAPlugins took for the plugin name, ""
+// when none.
+func goXLAPluginFile(name string) string {
+	names, files := goXLAPluginFiles()
+	for i, n := range names {
+		if n == name {
+			return files[i]
+		}
+	}
+	return ""
+}
+
+// goXLAPluginFiles are goXLAPlugins' names and the file of each.
+func goXLAPluginFiles() (names, files []string) {
 	seen := map[string]bool{}
 	for _, dir := range pluginFolders() {
 		entries, err := os.ReadDir(dir)
@@ -142,9 +159,10 @@ func goXLAPlugins() []string {
 			}
 			seen[name] = true
 			names = append(names, name)
+			files = append(files, filepath.Join(dir, e.Name()))
 		}
 	}
-	return names
+	return names, files
 }
 
 // pluginName is the plugin name a file name gives, "" when it is not a

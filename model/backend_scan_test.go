@@ -50,6 +50,11 @@ func TestDiscoveryLoadsAndRunsNothing(t *testing.T) {
 		fmt.Printf("PLUGINS %s\n", b)
 		return
 	}
+	if os.Getenv("PNEC_TEST_DISCOVER_CHILD") == "probe" {
+		_, err := ProbeBackend("xla:evil")
+		fmt.Printf("PROBE %v\n", err)
+		return
+	}
 	libDir, work := t.TempDir(), t.TempDir()
 	hostilePlugin(t, libDir, "pjrt_plugin_evil.so")
 	os.WriteFile(filepath.Join(libDir, "pjrt_c_api_fake_plugin.so"), []byte("not a library"), 0o755)
@@ -91,6 +96,15 @@ func TestDiscoveryLoadsAndRunsNothing(t *testing.T) {
 	}
 	if slices.Contains(paths, "fake") {
 		t.Errorf("a file that is not a shared library exporting GetPjrtApi was listed: %v", paths)
+	}
+	// pnec backends probes what it lists, loading it: the NULL API is
+	// reported naming the file (go-xla's own search calls it "not found").
+	probe := exec.Command(os.Args[0], "-test.run", "^TestDiscoveryLoadsAndRunsNothing$")
+	probe.Env = append(slices.DeleteFunc(cmd.Env, func(e string) bool { return e == "PNEC_TEST_DISCOVER_CHILD=1" }),
+		"PNEC_TEST_DISCOVER_CHILD=probe", CacheDirEnv+"="+t.TempDir())
+	out, err = probe.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "GetPjrtApi returned NULL") || !strings.Contains(string(out), "pjrt_plugin_evil.so") {
+		t.Errorf("probing the plugin: %v\n%s", err, out)
 	}
 }
 

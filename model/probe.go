@@ -62,6 +62,12 @@ func loadPJRTPlugin(plugin string) (p *pjrt.Plugin, err error) {
 	defer xlaMu.Unlock()
 	p, err = pjrt.GetPlugin(plugin)
 	if err != nil {
+		if f := goXLAPluginFile(plugin); f != "" && !filepath.IsAbs(plugin) {
+			// Found by its name and symbol table, then refused by go-xla's
+			// own check, which loads it: its GetPjrtApi returned NULL (or
+			// it failed to load), which go-xla reports as "not found".
+			return nil, fmt.Errorf("load PJRT plugin %s (%s): it does not load, or its GetPjrtApi returned NULL: not a usable PJRT plugin", plugin, f)
+		}
 		return nil, fmt.Errorf("load PJRT plugin: %w", err)
 	}
 	if p == nil {
