@@ -18,7 +18,7 @@ PREFIX  ?= /usr/local
 # for GDAL's own COG validator (osgeo_utils), which the product tests run;
 # python3-netcdf4 and python3-h5py write the sensor fixtures GDAL cannot
 # (EMIT and AVIRIS-3 NetCDF-4, PRISMA and Tanager HDF5: internal/fixture).
-APT_PACKAGES := libgdal-dev gdal-bin python3-rasterio python3-numpy python3-gdal python3-netcdf4 python3-h5py
+APT_PACKAGES := libgdal-dev libhdf5-dev pkg-config gdal-bin python3-rasterio python3-numpy python3-gdal python3-netcdf4 python3-h5py
 
 .PHONY: check-slurm all deps build install test test-short bench bench-torch bench-quick bench-big bench-big-cell bench-budget bench-acquisitions bench-baselines bench-crosssensor calibrate demo gpu-bundle gpu-rehearse check-clients check-browsers qgis-plugin clean
 
@@ -26,7 +26,7 @@ all: build
 
 # deps installs GDAL (and the test readers) with apt-get when missing.
 deps:
-	@if ! command -v gdal-config >/dev/null 2>&1 || ! command -v gdalinfo >/dev/null 2>&1 || ! /usr/bin/python3 -c 'import rasterio, osgeo_utils.samples.validate_cloud_optimized_geotiff, netCDF4, h5py' >/dev/null 2>&1; then \
+	@if ! command -v gdal-config >/dev/null 2>&1 || ! command -v gdalinfo >/dev/null 2>&1 || ! pkg-config --exists hdf5 2>/dev/null || ! /usr/bin/python3 -c 'import rasterio, osgeo_utils.samples.validate_cloud_optimized_geotiff, netCDF4, h5py' >/dev/null 2>&1; then \
 		echo "make: installing $(APT_PACKAGES) with apt-get"; \
 		SUDO=; [ "$$(id -u)" = 0 ] || SUDO=sudo; \
 		$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $(APT_PACKAGES); \

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"slices"
 	"strings"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/pnec/pnec/geo"
 	"github.com/pnec/pnec/model"
+	"github.com/pnec/pnec/processor"
 	"github.com/pnec/pnec/spectral"
 	"github.com/pnec/pnec/tiling"
 )
@@ -58,6 +60,13 @@ type Evaluation struct {
 	Rows, Cols    int
 	// TestPixels are the labelled valid pixels that are not training pixels.
 	TestPixels int
+	// UnseenClasses are the label values of test pixels that are not
+	// classes of the model (new ground where a class was missing from
+	// training), in increasing order: their pixels count as errors, and
+	// each is a class of its own after the model's in Classes (named
+	// UnseenClassName) and in the accuracies' per-class figures and
+	// confusion matrices, which the model never predicts.
+	UnseenClasses []int32
 	// TrainPixelsExcluded counts the labelled pixels left out because the
 	// model trained on them (0 when the scene is not the training scene's size).
 	TrainPixelsExcluded int
@@ -123,7 +132,7 @@ func Evaluate(ctx context.Context, m *model.Model, s model.Scene, labels []int32
 	}
 	defer p.Close()
 	start := time.Now()
-	pred, err := p.Predict(ctx, s)
+	pred, err := predictAsProduct(ctx, p, m, s)
 	if err != nil {
 		return Evaluation{}, err
 	}
@@ -135,6 +144,60 @@ func Evaluate(ctx context.Context, m *model.Model, s model.Scene, labels []int32
 	ev.Backend = p.Backend()
 	ev.InferenceTime = elapsed
 	return ev, nil
+}
+
+// predictAsProduct runs p on s as pnec classify runs a scene the model's
+// grid classifies whole: padded with no-data to the planner's shape
+// (processor.SceneShape, the ladder's next rung), the prediction then cut
+// back to the scene. Unpadded, the network saw another input than the
+// product's and its map differed (by up to 6 OA points on half scenes,
+// issue 46 item 21). A scene the grid tiles is predicted whole, as before:
+// its map can still differ from the product's at the tiles' seams.
+func predictAsProduct(ctx context.Context, p *model.Predictor, m *model.Model, s model.Scene) (model.Prediction, error) {
+	shape, err := processor.SceneShape(s.Rows, s.Cols, m, processor.Options{})
+	if err != nil || !shape.Recovered || shape.Rows < s.Rows || shape.Cols < s.Cols || (shape.Rows == s.Rows && shape.Cols == s.Cols) {
+		return p.Predict(ctx, s)
+	}
+	pred, err := p.Predict(ctx, padScene(s, shape.Rows, shape.Cols))
+	if err != nil {
+		return pred, err
+	}
+	return cropPrediction(pred, s.Rows, s.Cols), nil
+}
+
+// padScene is s padded at the bottom and right with invalid pixels to
+// rows x cols.
+func padScene(s model.Scene, rows, cols int) model.Scene {
+	B := s.Bands
+	out := model.Scene{Rows: rows, Cols: cols, Bands: B, WavelengthsNM: s.WavelengthsNM,
+		Data: make([]float32, rows*cols*B), Valid: make([]bool, rows*cols)}
+	for r := 0; r < s.Rows; r++ {
+		copy(out.Data[r*cols*B:(r*cols+s.Cols)*B], s.Data[r*s.Cols*B:(r+1)*s.Cols*B])
+		for c := 0; c < s.Cols; c++ {
+			out.Valid[r*cols+c] = s.Valid == nil || s.Valid[r*s.Cols+c]
+		}
+	}
+	return out
+}
+
+// cropPrediction is the top-left rows x cols of p (its cell grid cut to
+// the cells those pixels lie in).
+func cropPrediction(p model.Prediction, rows, cols int) model.Prediction {
+	K := p.Classes
+	out := model.Prediction{Rows: rows, Cols: cols, Classes: K, Recovered: p.Recovered,
+		Prob: make([]float32, rows*cols*K), Uncertainty: make([]float32, rows*cols)}
+	for r := 0; r < rows; r++ {
+		copy(out.Prob[r*cols*K:(r+1)*cols*K], p.Prob[r*p.Cols*K:(r*p.Cols+cols)*K])
+		copy(out.Uncertainty[r*cols:(r+1)*cols], p.Uncertainty[r*p.Cols:r*p.Cols+cols])
+	}
+	if p.CellRows > 0 && p.CellCols > 0 && len(p.PrototypeCos) == p.CellRows*p.CellCols*K {
+		cr, cc := min((rows+3)/4, p.CellRows), min((cols+3)/4, p.CellCols)
+		out.CellRows, out.CellCols, out.PrototypeCos = cr, cc, make([]float32, cr*cc*K)
+		for r := 0; r < cr; r++ {
+			copy(out.PrototypeCos[r*cc*K:(r+1)*cc*K], p.PrototypeCos[r*p.CellCols*K:(r*p.CellCols+cc)*K])
+		}
+	}
+	return out
 }
 
 // ScoreSpec is what Score needs to know about a model.
@@ -203,22 +266,26 @@ func Score(m ScoreSpec, pred model.Prediction, scene model.Scene, labels []int32
 		return Evaluation{}, err
 	}
 	K := pred.Classes
+	classes := slices.Clone(m.Classes)
+	for _, v := range tp.unseen {
+		classes = append(classes, model.Class{Value: int(v), Name: UnseenClassName})
+	}
 	decided, err := model.FuseScene(m.Decision, m.DecisionRef, scene, pred.Prob)
 	if err != nil {
 		return Evaluation{}, err
 	}
 	prec := tiling.Recover(decided, valid, pred.Rows, pred.Cols, K, rec)
-	raw, err := accuracyAt(pred.Prob, K, tp.test, tp.truth)
+	raw, err := accuracyAt(pred.Prob, K, len(classes), tp.test, tp.truth)
 	if err != nil {
 		return Evaluation{}, err
 	}
-	recovered, err := accuracyAt(prec, K, tp.test, tp.truth)
+	recovered, err := accuracyAt(prec, K, len(classes), tp.test, tp.truth)
 	if err != nil {
 		return Evaluation{}, err
 	}
 	ev := Evaluation{
 		ModelChecksum: m.Checksum, Backend: m.Backend, Ablation: m.Ablation,
-		Classes: m.Classes, Rows: pred.Rows, Cols: pred.Cols,
+		Classes: classes, UnseenClasses: tp.unseen, Rows: pred.Rows, Cols: pred.Cols,
 		TestPixels: len(tp.test), TrainPixelsExcluded: tp.excluded, Recovery: rec,
 		Raw: raw, Recovered: recovered, FinalRecovered: m.Ablation != model.AblationNoRecovery,
 	}
@@ -251,12 +318,23 @@ func checkScoreInputs(m ScoreSpec, pred model.Prediction, valid []bool, labels [
 }
 
 // testPixels are the pixels Score scores: labelled valid pixels that are
-// not training pixels, with their dense classes (truth), and how many
-// training pixels were left out.
+// not training pixels, with their dense classes (truth: the model's
+// classes, then the unseen ones), the label values that are no class of
+// the model, and how many training pixels were left out.
 type testPixels struct {
 	test, truth []int
+	unseen      []int32
 	excluded    int
 }
+
+// UnseenClassName names, in an Evaluation's Classes, a label value that
+// is no class of the model.
+const UnseenClassName = "(not a class of the model)"
+
+// maxUnseenClasses bounds the label values that are no class of the
+// model: each adds a row and a column to the confusion matrices, and
+// thousands of them are a label raster of another kind (an id raster).
+const maxUnseenClasses = 256
 
 // testPixelsOf finds the test pixels of labels; the training pixels are
 // m's when the prediction is of the training scene's size.
@@ -279,16 +357,26 @@ func testPixelsOf(m ScoreSpec, pred model.Prediction, valid []bool, labels []int
 			tp.excluded++
 			continue
 		}
-		k, ok := dense[v]
-		if !ok {
-			return testPixels{}, fmt.Errorf("class value %d at pixel (row %d, col %d) is not one of the model's classes (%s): %w",
-				v, i/pred.Cols, i%pred.Cols, classValues(m.Classes), ErrLabels)
-		}
 		tp.test = append(tp.test, i)
-		tp.truth = append(tp.truth, k)
+		if _, ok := dense[v]; !ok && !slices.Contains(tp.unseen, v) {
+			if len(tp.unseen) == maxUnseenClasses {
+				return testPixels{}, fmt.Errorf("more than %d label values are not classes of the model (%s), e.g. %d at pixel (row %d, col %d): %w",
+					maxUnseenClasses, classValues(m.Classes), v, i/pred.Cols, i%pred.Cols, ErrLabels)
+			}
+			tp.unseen = append(tp.unseen, v)
+		}
 	}
 	if len(tp.test) == 0 {
 		return testPixels{}, fmt.Errorf("no test pixels: every labelled valid pixel is a training pixel: %w", ErrLabels)
+	}
+	slices.Sort(tp.unseen)
+	ext := maps.Clone(dense)
+	for j, v := range tp.unseen {
+		ext[v] = len(m.Classes) + j
+	}
+	tp.truth = make([]int, len(tp.test))
+	for j, i := range tp.test {
+		tp.truth[j] = ext[labels[i]]
 	}
 	return tp, nil
 }
@@ -395,12 +483,12 @@ func argmaxAt(prob []float32, k, i int) int {
 	return max(tiling.ArgmaxPixel(prob[i*k:(i+1)*k]), 0)
 }
 
-func accuracyAt(prob []float32, k int, test, truth []int) (model.Accuracy, error) {
+func accuracyAt(prob []float32, k, classes int, test, truth []int) (model.Accuracy, error) {
 	pred := make([]int, len(test))
 	for j, i := range test {
 		pred[j] = argmaxAt(prob, k, i)
 	}
-	c, err := model.ConfusionOf(truth, pred, k)
+	c, err := model.ConfusionOf(truth, pred, classes)
 	if err != nil {
 		return model.Accuracy{}, err
 	}
@@ -430,6 +518,24 @@ func num4(v float64) string {
 	return fmt.Sprintf("%.4f", v)
 }
 
+// unseenPixels is the test pixels of the unseen classes.
+func (e Evaluation) unseenPixels() int64 {
+	var n int64
+	sup := e.Final().Support
+	for k := len(e.Classes) - len(e.UnseenClasses); k < len(sup); k++ {
+		n += sup[k]
+	}
+	return n
+}
+
+func joinInts(vs []int32) string {
+	s := make([]string, len(vs))
+	for i, v := range vs {
+		s[i] = fmt.Sprint(v)
+	}
+	return strings.Join(s, ", ")
+}
+
 // WriteText prints the evaluation as tables: accuracy with and without
 // recovery, the confusion matrix of the final labels, and the reliability
 // table.
@@ -439,6 +545,10 @@ func (e Evaluation) WriteText(w io.Writer) error {
 		short(e.ModelChecksum), e.Ablation, e.Backend, e.InferenceTime.Seconds())
 	for _, w := range e.Warnings {
 		fmt.Fprintf(&b, "note: %s\n", w)
+	}
+	if len(e.UnseenClasses) > 0 {
+		fmt.Fprintf(&b, "note: label values %s are not classes of the model: their %d test pixels count as errors\n",
+			joinInts(e.UnseenClasses), e.unseenPixels())
 	}
 	fmt.Fprintf(&b, "test pixels: %d (labelled valid pixels; %d training pixels left out)\n\n", e.TestPixels, e.TrainPixelsExcluded)
 	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
@@ -578,11 +688,13 @@ func (e Evaluation) WriteJSON(w io.Writer) error {
 		Reliability    []relJSON            `json:"reliability"`
 		InferenceS     float64              `json:"inference_seconds"`
 		Warnings       []string             `json:"warnings,omitempty"`
+		Unseen         []int32              `json:"unseen_classes,omitempty"`
 	}{
 		Model: e.ModelChecksum, Backend: e.Backend, Ablation: string(e.Ablation), Classes: toClassesJSON(e.Classes),
 		Rows: e.Rows, Cols: e.Cols, TestPixels: e.TestPixels, TrainExcluded: e.TrainPixelsExcluded,
 		Recovery: e.Recovery, Raw: toAccuracyJSON(e.Raw), Recovered: toAccuracyJSON(e.Recovered),
 		FinalRecovered: e.FinalRecovered, InferenceS: e.InferenceTime.Seconds(), Warnings: e.Warnings,
+		Unseen: e.UnseenClasses,
 	}
 	for _, r := range e.Reliability {
 		out.Reliability = append(out.Reliability, relJSON{Kind: string(r.Kind), Default: r.Default,

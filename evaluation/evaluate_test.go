@@ -130,7 +130,6 @@ func TestScoreOptionsAndErrors(t *testing.T) {
 		mutate func(*ScoreSpec, *model.Prediction, *[]int32)
 		msg    string
 	}{
-		{"unknown class", func(_ *ScoreSpec, _ *model.Prediction, l *[]int32) { (*l)[3] = 7 }, "class value 7"},
 		{"labels size", func(_ *ScoreSpec, _ *model.Prediction, l *[]int32) { *l = (*l)[:4] }, "labels have 4 values"},
 		{"only training pixels", func(_ *ScoreSpec, _ *model.Prediction, l *[]int32) { *l = []int32{1, 0, 0, 0, 0} }, "no test pixels"},
 		{"class count", func(s *ScoreSpec, _ *model.Prediction, _ *[]int32) { s.Classes = s.Classes[:1] }, "model has 1 classes"},
@@ -146,10 +145,49 @@ func TestScoreOptionsAndErrors(t *testing.T) {
 			}
 		})
 	}
-	spec, pred, labels := handScore(model.AblationFull)
-	labels[3] = 7
-	if _, err := Score(spec, pred, model.Scene{}, labels, EvalOptions{}); !errors.Is(err, ErrLabels) {
-		t.Errorf("unknown class: got %v, want ErrLabels", err)
+}
+
+// TestScoreUnseenClasses (issue 46, item 19): test labels holding a class
+// the model lacks (new ground where a class was missing from training)
+// are scored, not refused: those pixels count as errors, the class is
+// reported (UnseenClasses, a row of its own in the per-class figures and
+// the confusion matrix, the text's note and the JSON's unseen_classes).
+// More label values than maxUnseenClasses are still refused.
+func TestScoreUnseenClasses(t *testing.T) {
+	spec, pred, labels := handScore(model.AblationNoRecovery)
+	labels[3] = 7 // truth a, a, 7, b against predictions a, b, b, b
+	ev, err := Score(spec, pred, model.Scene{}, labels, EvalOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ev.TestPixels != 4 || !near(ev.Raw.OA, 0.5) || len(ev.UnseenClasses) != 1 || ev.UnseenClasses[0] != 7 {
+		t.Fatalf("test pixels %d, OA %v, unseen %v: want 4, 0.5 and [7]", ev.TestPixels, ev.Raw.OA, ev.UnseenClasses)
+	}
+	if len(ev.Classes) != 3 || ev.Classes[2].Value != 7 || ev.Raw.Support[2] != 1 || ev.Raw.PerClass[2] != 0 || ev.Raw.Confusion.Counts[2*3+1] != 1 {
+		t.Errorf("classes %v, support %v, per class %v, confusion %v: want class 7 with one pixel predicted as b", ev.Classes, ev.Raw.Support, ev.Raw.PerClass, ev.Raw.Confusion.Counts)
+	}
+	var text, js strings.Builder
+	if err := ev.WriteText(&text); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(text.String(), "label values 7 are not classes of the model: their 1 test pixels count as errors") {
+		t.Errorf("text does not report the unseen class:\n%s", text.String())
+	}
+	if err := ev.WriteJSON(&js); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(js.String(), `"unseen_classes": [`) {
+		t.Errorf("JSON does not report the unseen class:\n%s", js.String())
+	}
+	many := make([]int32, 300)
+	for i := range many {
+		many[i] = int32(100 + i)
+	}
+	spec.TrainIndices = nil
+	pred = model.Prediction{Rows: 1, Cols: 300, Classes: 2, Prob: make([]float32, 600), Uncertainty: make([]float32, 300)}
+	spec.TrainCols = 300
+	if _, err := Score(spec, pred, model.Scene{}, many, EvalOptions{}); !errors.Is(err, ErrLabels) {
+		t.Errorf("300 label values that are no class: got %v, want ErrLabels", err)
 	}
 }
 

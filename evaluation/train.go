@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/pnec/pnec/internal/regular"
 	"io"
 	"math"
 	"os"
@@ -428,7 +429,7 @@ func countLabelled(labels []int32, valid []bool) int {
 
 // ReadClassNamesFile reads a class-names file (see ParseClassNames).
 func ReadClassNamesFile(path string) (map[int]string, error) {
-	f, err := os.Open(path)
+	f, err := regular.Open(path)
 	if err != nil {
 		return nil, err
 	}

@@ -40,6 +40,9 @@ func newMDCube(file *mdFile, bands int, parts []mdPart) (*mdCube, error) {
 		if len(pt.index) != len(pt.scene) {
 			return nil, errors.New("cube part with mismatched band lists")
 		}
+		if err := pt.arr.checkChunks(); err != nil {
+			return nil, err
+		}
 		for k, sb := range pt.scene {
 			if sb < 0 || sb >= bands || seen[sb] {
 				return nil, fmt.Errorf("cube part serves scene band %d twice or out of range", sb)

@@ -30,10 +30,10 @@ import "unsafe"
 // its sources. It is empty when GDAL cannot open name (Open reports why).
 // It opens the dataset once more, so callers that guard outputs against
 // inputs call it before Open, not while the scene is open. A FIFO or other
-// special file (CheckRegular) is not opened: reading it would block; the
+// special file, or a VRT reading one (CheckOpenable), is not opened: reading it would block; the
 // list is then empty and Open reports why.
 func DatasetFiles(name string) []string {
-	if CheckRegular(name) != nil {
+	if CheckOpenable(name) != nil {
 		return nil
 	}
 	register()

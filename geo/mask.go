@@ -70,7 +70,7 @@ func OpenMask(ctx context.Context, name string, scene Info) (*Mask, error) {
 func OpenMaskWithin(ctx context.Context, name string, scene Info, budgetBytes int64) (*Mask, error) {
 	register()
 	// GDAL would wait forever on a FIFO nobody writes (as for scenes).
-	if err := CheckRegular(name); err != nil {
+	if err := CheckOpenable(name); err != nil {
 		return nil, fmt.Errorf("mask %s: %w", name, err)
 	}
 	var m *Mask
@@ -385,7 +385,20 @@ func (m *Mask) Close() error {
 // hasSRS reports whether sr (a layer's or dataset's, not owned) is set:
 // exporting an unset one fails (the failure is the answer, so godal's own
 // SkipWarnings logger does: only whether it failed matters here).
+//
+// GeoPackage marks a layer without CRS with srs_id 0 or -1, which GDAL
+// reads as CRSs named "Undefined geographic SRS" (a WGS84-like ellipsoid:
+// taken as WGS84, its layer was reprojected as lon/lat, issue 46 item 11)
+// and "Undefined cartesian SRS": both are no CRS.
 func hasSRS(sr *godal.SpatialRef) bool {
 	wkt, err := sr.WKT(godal.SkipWarnings)
-	return err == nil && wkt != ""
+	if err != nil || wkt == "" {
+		return false
+	}
+	for _, undefined := range []string{`"Undefined geographic SRS"`, `"Undefined cartesian SRS"`} {
+		if strings.Contains(wkt, undefined) {
+			return false
+		}
+	}
+	return true
 }

@@ -349,6 +349,9 @@ func TestMaskErrors(t *testing.T) {
 			fmt.Sprintf("LINESTRING (%f %f, %f %f)", testGT[0]+20.5*testGT[1], testGT[3]+30.5*testGT[5], testGT[0]+60.5*testGT[1], testGT[3]+30.5*testGT[5])),
 			scene, nil, `layer "part1" holds a LINESTRING`},
 		{"missing", filepath.Join(dir, "missing.gpkg"), scene, nil, "missing.gpkg"},
+		// issue 46, item 11: GeoPackage's srs_id 0 (and -1) read as an
+		// "Undefined geographic SRS" was taken as WGS84 (every pixel inside).
+		{"GeoPackage layer without CRS beside a UTM one", gpkgWithoutCRS(t, filepath.Join(dir, "nocrs.gpkg")), scene, ErrMaskCRS, `layer "nocrs" has no CRS`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			m, err := OpenMask(context.Background(), tc.path, tc.scene)
@@ -383,4 +386,42 @@ func TestGeoJSONMaxObjMB(t *testing.T) {
 			t.Errorf("geojsonMaxObjMB(%d MiB) = %d, want %d", tc.budget>>20, got, tc.want)
 		}
 	}
+}
+
+// gpkgWithoutCRS writes a GeoPackage with a UTM 31N layer holding the test
+// square and a layer without CRS (srs_id 0) holding a polygon round the
+// world in degrees.
+func gpkgWithoutCRS(t *testing.T, path string) string {
+	t.Helper()
+	ds, err := godal.CreateVector(godal.DriverName("GPKG"), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sr, err := godal.NewSpatialRefFromEPSG(32631)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sr.Close()
+	for _, l := range []struct {
+		name string
+		sr   *godal.SpatialRef
+		wkt  string
+	}{{"utm", sr, squareWKT(20, 60)}, {"nocrs", nil, "POLYGON ((-180 -90, 180 -90, 180 90, -180 90, -180 -90))"}} {
+		g, err := godal.NewGeometryFromWKT(l.wkt, l.sr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		layer, err := ds.CreateLayer(l.name, l.sr, g.Type())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := layer.NewFeature(g); err != nil {
+			t.Fatal(err)
+		}
+		g.Close()
+	}
+	if err := ds.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }

@@ -137,6 +137,30 @@ static double *pnec_attr_doubles(GDALAttributeH at, size_t *n) {
 	return v;
 }
 
+// pnec_md_chunk is the decoded bytes of one chunk (block) of the array,
+// 0 for an array stored contiguously (no chunks); *dims receives the
+// chunk's shape (at most 8 axes).
+static double pnec_md_chunk(GDALMDArrayH a, GUInt64 *dims, size_t *n) {
+	pnec_quiet_hdf5();
+	CPLPushErrorHandler(CPLQuietErrorHandler);
+	size_t count = 0;
+	GUInt64 *b = GDALMDArrayGetBlockSize(a, &count);
+	GDALExtendedDataTypeH t = GDALMDArrayGetDataType(a);
+	double bytes = (double)GDALExtendedDataTypeGetSize(t);
+	GDALExtendedDataTypeRelease(t);
+	CPLPopErrorHandler();
+	CPLErrorReset();
+	*n = count < 8 ? count : 8;
+	int chunked = b != NULL && count > 0;
+	for (size_t i = 0; b != NULL && i < count; i++) {
+		if (i < 8) dims[i] = b[i];
+		if (b[i] == 0) chunked = 0;
+		bytes *= (double)b[i];
+	}
+	CPLFree(b);
+	return chunked ? bytes : 0;
+}
+
 static const char *pnec_attr_string(GDALAttributeH at) {
 	pnec_quiet_hdf5();
 	CPLPushErrorHandler(CPLQuietErrorHandler);
@@ -152,6 +176,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"strings"
 	"unsafe"
 )
 
@@ -228,6 +253,32 @@ func (f *mdFile) array(full string) (*mdArray, error) {
 	nd := C.GDALMDArrayGetNoDataValueAsDouble(h, &has)
 	a.nodata, a.hasNoData = float64(nd), has != 0
 	return a, nil
+}
+
+// maxChunkBytes bounds the decoded size of one chunk of an array a cube
+// reads: a read decodes whole chunks, so an array declaring 1 GiB chunks
+// (a 1.3 MB NetCDF of 32 x 16384^2 compressed into one chunk a band) held
+// pnec info for over a minute at 2.1 GB and passed any --max-memory
+// (issue 46, item 8). Real deliveries' chunks are kilobytes to a few
+// megabytes.
+var maxChunkBytes = float64(256 << 20)
+
+// checkChunks refuses an array whose chunks decode to more than
+// maxChunkBytes each, naming it and the chunk's shape.
+func (a *mdArray) checkChunks() error {
+	defer onQuietThread()()
+	var dims [8]C.GUInt64
+	var n C.size_t
+	bytes := float64(C.pnec_md_chunk(a.h, &dims[0], &n))
+	if bytes <= maxChunkBytes {
+		return nil
+	}
+	shape := make([]string, int(n))
+	for i := range shape {
+		shape[i] = fmt.Sprint(uint64(dims[i]))
+	}
+	return fmt.Errorf("%s: %s is stored in chunks of %s values (%.0f MiB each once decoded), above the %.0f MiB pnec decodes at once: rewrite it with smaller chunks (e.g. nccopy -c)",
+		a.file.name, a.full, strings.Join(shape, " x "), bytes/(1<<20), maxChunkBytes/(1<<20))
 }
 
 // has reports whether the file has the array full.

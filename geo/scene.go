@@ -188,7 +188,7 @@ func (s *Scene) Bands() int { return s.cur.out }
 func Open(name string) (*Scene, error) {
 	register()
 	defer onQuietThread()()
-	if err := CheckRegular(name); err != nil {
+	if err := CheckOpenable(name); err != nil {
 		return nil, fmt.Errorf("open %s: %w", name, err)
 	}
 	if s, ok, err := openProduct(name); ok {
@@ -218,6 +218,36 @@ func countVRTSources(name string) int {
 		n += bytes.Count(text, tag)
 	}
 	return n
+}
+
+// CheckOpenable is the one rule for the datasets pnec hands GDAL (scenes,
+// masks, quality masks): CheckRegular for name and, when name is a local
+// or inline VRT, for every local file it reads at any depth of VRTs, whose
+// FIFO would block GDAL as a FIFO scene would (issue 46, item 7). Other
+// problems of a VRT are left to GDAL to report.
+func CheckOpenable(name string) error {
+	if err := CheckRegular(name); err != nil {
+		return err
+	}
+	if !isInlineXML(name) && !localName(name) {
+		return nil
+	}
+	if kind, err := XMLDescription(name); err != nil || kind != "VRTDataset" {
+		return nil
+	}
+	err := WalkVRT(name, func(src VRTSource) error {
+		if !localName(src.Name) {
+			return SkipSource
+		}
+		if err := CheckRegular(src.Name); err != nil {
+			return fmt.Errorf("VRT source %s: %w", src.Name, err)
+		}
+		return nil
+	})
+	if errors.Is(err, ErrNotRegular) {
+		return err
+	}
+	return nil
 }
 
 // CheckRegular refuses a local name that exists and is neither a regular
@@ -627,7 +657,7 @@ func (s *Scene) readValues(sp *readSpec, w Window, bufCols, bufRows int, scale b
 			if ok {
 				nodata := 0
 				for b, x := range px {
-					if math.IsNaN(float64(x)) || math.IsInf(float64(x), 0) {
+					if !physical(x) {
 						ok = false
 						break
 					}
@@ -651,11 +681,32 @@ func (s *Scene) readValues(sp *readSpec, w Window, bufCols, bufRows int, scale b
 			if applyScale {
 				for b := range px {
 					px[b] = px[b]*sp.scale[b] + sp.offset[b]
+					ok = ok && physical(px[b])
+				}
+				if !ok { // out of range once scaled
+					v[p] = false
+					clear(px)
 				}
 			}
 		}
 	}
 	return nil
+}
+
+// MaxPixelMagnitude bounds the values a valid pixel holds, as read and
+// once scaled: no imaging spectrometer measures 1e15 in any unit pnec
+// reads (reflectance, radiance, digital numbers), and the network's
+// float32 arithmetic overflows on such values (squares past 3.4e38), so a
+// Float32 scene's 3e38 gave classes with a no-data reliability and a
+// drift brightness ratio of 2.3e33 (issue 46, item 12). Such pixels are
+// no-data, as NaN and Inf are, for the map, the reliability, the drift
+// figures and training alike.
+const MaxPixelMagnitude = 1e15
+
+// physical reports whether a pixel value is finite and within
+// MaxPixelMagnitude.
+func physical(x float32) bool {
+	return x >= -MaxPixelMagnitude && x <= MaxPixelMagnitude // false for NaN and +-Inf
 }
 
 // applyMasks clears the validity of buffer pixels that the dataset's

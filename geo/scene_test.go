@@ -629,3 +629,34 @@ func TestOpenRefusesNonRegular(t *testing.T) {
 		}
 	}
 }
+
+// TestReadWindowOutOfRangeValues (issue 46, item 12): Float32 values near
+// the type's maximum (3e38), or beyond MaxPixelMagnitude once scaled, are
+// no-data like NaN and Inf: they were valid, and gave classes with a
+// no-data reliability and a drift brightness ratio of 2.3e33.
+func TestReadWindowOutOfRangeValues(t *testing.T) {
+	const cols, rows, bands = 8, 6, 2
+	path := writeScene(t, t.TempDir(), godal.Float32, cols, rows, bands, func(ds *godal.Dataset) {
+		for _, w := range []struct {
+			band, c, r int
+			v          float32
+		}{{0, 1, 1, 3e38}, {0, 2, 2, -3.4e38}, {1, 3, 3, 2e15}, {1, 4, 4, 1e14}} {
+			if err := ds.Bands()[w.band].Write(w.c, w.r, []float32{w.v}, 1, 1); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := ds.Bands()[1].SetScaleOffset(100, 0); err != nil { // 1e14 -> 1e16 once scaled
+			t.Fatal(err)
+		}
+	})
+	blk := readWhole(t, path, cols, rows)
+	for r := 0; r < rows; r++ {
+		for c := 0; c < cols; c++ {
+			p := r*cols + c
+			want := !(r == c && r >= 1 && r <= 4)
+			if blk.Valid[p] != want {
+				t.Errorf("valid (%d,%d): got %v, want %v", r, c, blk.Valid[p], want)
+			}
+		}
+	}
+}

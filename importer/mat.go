@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/pnec/pnec/internal/regular"
 	"math"
 	"path/filepath"
 	"strings"
@@ -129,6 +130,9 @@ func MAT(ctx context.Context, req Request) (Result, error) {
 // (bands x pixels) with scalars nRow and nCol. Without a variable name the
 // file's only 3-D array is taken, or its only numeric array.
 func ReadCube(ctx context.Context, src Source) (*Image, error) {
+	if err := regular.Check(src.File); err != nil { // a FIFO would block the reader
+		return nil, err
+	}
 	vars, err := matfile.Variables(src.File)
 	if errors.Is(err, matfile.ErrV73) {
 		return readV73(ctx, src, false)
@@ -138,28 +142,18 @@ func ReadCube(ctx context.Context, src Source) (*Image, error) {
 	}
 	img := &Image{What: src.String()}
 	name := src.Var
-	if (name == "" || name == "Y") && matfile.IsUnmixing(vars) {
+	if name == "" {
+		if name, err = cubeVariable(src.File, vars); err != nil {
+			return nil, err
+		}
+	}
+	if name == "Y" && matfile.IsUnmixing(vars) {
 		img.What = src.File + ":Y"
 		img.Rows, img.Cols, img.Bands, img.Pixels, err = matfile.ReadUnmixing(src.File)
 		if err != nil {
 			return nil, err
 		}
 		return img, nil
-	}
-	if name == "" {
-		// Prefer the only 3-D array; otherwise let matfile pick the only
-		// numeric array (or list the candidates).
-		var cubes []string
-		for _, v := range vars {
-			if len(trimDims(v.Dims)) == 3 && !v.Complex {
-				cubes = append(cubes, v.Name)
-			}
-		}
-		if len(cubes) == 1 {
-			name = cubes[0]
-		} else {
-			name = matfile.DefaultVariable(vars)
-		}
 	}
 	// With name still "", ReadImage fails listing the variables.
 	img.Rows, img.Cols, img.Bands, img.Pixels, err = matfile.ReadImage(src.File, name)
@@ -170,9 +164,48 @@ func ReadCube(ctx context.Context, src Source) (*Image, error) {
 	return img, nil
 }
 
+// cubeVariable is the variable a cube is read from when none is named: the
+// only array that could be one, Y of the unmixing layout (bands x pixels
+// beside nRow/nCol or lines/cols) or a 3-D array, else matfile's only
+// numeric array ("" when there is none, for ReadImage to list the
+// variables). Several that could be the cube are refused naming them: an
+// unmixing benchmark's 3-D abundance array beside its Y was taken for the
+// cube (issue 46, item 20).
+func cubeVariable(file string, vars []matfile.VarInfo) (string, error) {
+	var cubes []string
+	if rowVar, colVar, ok := matfile.UnmixingSize(vars); ok {
+		cubes = append(cubes, fmt.Sprintf("Y (bands x pixels with %s and %s)", rowVar, colVar))
+	}
+	for _, v := range vars {
+		if len(trimDims(v.Dims)) == 3 && !v.Complex {
+			cubes = append(cubes, fmt.Sprintf("%s (%s)", v.Name, dimsText(v.Dims)))
+		}
+	}
+	switch {
+	case len(cubes) > 1:
+		return "", fmt.Errorf("%s: several arrays could be the cube: %s; name one as %s:VAR", file, strings.Join(cubes, ", "), file)
+	case len(cubes) == 1:
+		name, _, _ := strings.Cut(cubes[0], " ")
+		return name, nil
+	}
+	return matfile.DefaultVariable(vars), nil
+}
+
+// dimsText is an array's dimensions as MATLAB prints them (100x100x3).
+func dimsText(d []int) string {
+	s := make([]string, len(d))
+	for i, v := range d {
+		s[i] = fmt.Sprint(v)
+	}
+	return strings.Join(s, "x")
+}
+
 // ReadLabels reads a 2-D label map; without a variable name, the file's
 // only numeric array.
 func ReadLabels(ctx context.Context, src Source) (*Image, error) {
+	if err := regular.Check(src.File); err != nil { // a FIFO would block the reader
+		return nil, err
+	}
 	vars, err := matfile.Variables(src.File)
 	if errors.Is(err, matfile.ErrV73) {
 		return readV73(ctx, src, true)

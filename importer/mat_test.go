@@ -212,3 +212,56 @@ func TestMAT(t *testing.T) {
 		}
 	}
 }
+
+// TestReadCubeUnmixingLayouts (issue 46, item 20): a file of the common
+// unmixing-benchmark layout (Y bands x pixels, scalars lines and cols,
+// beside a 3-D abundance array and the endmembers) was read as the
+// 3-band abundance array, and :Y as a 156 x 9025 raster: now several
+// arrays that could be the cube are refused naming them, :Y is read as
+// the lines x cols image, and a file with Y and nRow/nCol alone is read as
+// before.
+func TestReadCubeUnmixingLayouts(t *testing.T) {
+	const rows, cols, bands, ends = 5, 4, 6, 3
+	y := make([]float64, bands*rows*cols) // column-major bands x pixels, pixel p = r + rows*c
+	for p := 0; p < rows*cols; p++ {
+		for b := 0; b < bands; b++ {
+			y[p*bands+b] = float64(100*p + b)
+		}
+	}
+	scalar := func(name string, v float64) matwrite.Var {
+		return matwrite.Var{Name: name, Class: matwrite.MxDOUBLE, Dims: []int{1, 1}, Type: matwrite.MiDOUBLE, Data: []float64{v}}
+	}
+	yVar := matwrite.Var{Name: "Y", Class: matwrite.MxDOUBLE, Dims: []int{bands, rows * cols}, Type: matwrite.MiDOUBLE, Data: y}
+	abund := matwrite.Var{Name: "A", Class: matwrite.MxDOUBLE, Dims: []int{rows, cols, ends}, Type: matwrite.MiDOUBLE, Data: make([]float64, rows*cols*ends)}
+	endm := matwrite.Var{Name: "M", Class: matwrite.MxDOUBLE, Dims: []int{bands, ends}, Type: matwrite.MiDOUBLE, Data: make([]float64, bands*ends)}
+	dir := t.TempDir()
+	write := func(name string, vars ...matwrite.Var) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, matwrite.Encode(false, false, vars...), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	bench := write("bench.mat", yVar, scalar("lines", rows), scalar("cols", cols), abund, endm)
+	if _, err := ReadCube(context.Background(), Source{File: bench}); err == nil ||
+		!strings.Contains(err.Error(), "several arrays could be the cube") || !strings.Contains(err.Error(), "Y (bands x pixels with lines and cols)") || !strings.Contains(err.Error(), "A (5x4x3)") {
+		t.Errorf("no variable named: %v, want a refusal naming Y and A", err)
+	}
+	for _, f := range []string{bench, write("plain.mat", yVar, scalar("nRow", rows), scalar("nCol", cols))} {
+		src := Source{File: f, Var: "Y"}
+		if f != bench {
+			src.Var = "" // the only candidate
+		}
+		img, err := ReadCube(context.Background(), src)
+		if err != nil {
+			t.Fatalf("%s: %v", src, err)
+		}
+		if img.Rows != rows || img.Cols != cols || img.Bands != bands {
+			t.Fatalf("%s: read %dx%dx%d, want %dx%dx%d", src, img.Rows, img.Cols, img.Bands, rows, cols, bands)
+		}
+		// Pixel (r=2, c=3) is p = 2 + 5*3 = 17; band 4 holds 1704.
+		if got := img.Pixels[(2*cols+3)*bands+4]; got != 1704 {
+			t.Errorf("%s: pixel (2,3) band 4 = %v, want 1704", src, got)
+		}
+	}
+}

@@ -853,13 +853,34 @@ func (m *matFile) scalarInt(name string) (int, error) {
 // IsUnmixing reports whether vars hold the unmixing layout read by
 // ReadUnmixing: Y (bands x pixels) with scalars nRow and nCol.
 func IsUnmixing(vars []VarInfo) bool {
+	_, _, ok := UnmixingSize(vars)
+	return ok
+}
+
+// unmixingSizeNames are the pairs of scalars the unmixing benchmarks name
+// the image's rows and columns by: nRow and nCol (JasperRidge2_R198.mat),
+// lines and cols (other benchmark files).
+var unmixingSizeNames = [][2]string{{"nRow", "nCol"}, {"lines", "cols"}}
+
+// UnmixingSize names the scalars giving the rows and columns of a file of
+// the unmixing layout: a numeric Y beside one pair of unmixingSizeNames;
+// ok is false for other files.
+func UnmixingSize(vars []VarInfo) (rowVar, colVar string, ok bool) {
 	has := map[string]bool{}
 	for _, v := range vars {
 		if isNumericClass(v.Class) {
 			has[v.Name] = true
 		}
 	}
-	return has["Y"] && has["nRow"] && has["nCol"]
+	if !has["Y"] {
+		return "", "", false
+	}
+	for _, p := range unmixingSizeNames {
+		if has[p[0]] && has[p[1]] {
+			return p[0], p[1], true
+		}
+	}
+	return "", "", false
 }
 
 // ReadUnmixing reads the layout of spectral-unmixing files such as
@@ -876,16 +897,24 @@ func ReadUnmixing(path string) (rows, cols, bands int, pixels []float32, err err
 }
 
 func (m *matFile) readUnmixing() (rows, cols, bands int, pixels []float32, err error) {
-	if rows, err = m.scalarInt("nRow"); err != nil {
+	vars, err := m.variables()
+	if err != nil {
 		return 0, 0, 0, nil, err
 	}
-	if cols, err = m.scalarInt("nCol"); err != nil {
+	rowVar, colVar, ok := UnmixingSize(vars)
+	if !ok {
+		return 0, 0, 0, nil, fmt.Errorf("%s: %w: no Y beside nRow and nCol (or lines and cols)", m.path, ErrUnsupported)
+	}
+	if rows, err = m.scalarInt(rowVar); err != nil {
+		return 0, 0, 0, nil, err
+	}
+	if cols, err = m.scalarInt(colVar); err != nil {
 		return 0, 0, 0, nil, err
 	}
 	_, err = m.readVar("Y", func(mx matrix) (sink, error) {
 		d := mx.Dims
 		if len(d) != 2 || d[1] != rows*cols {
-			return nil, fmt.Errorf("%w: Y is %s, want bands x %d pixels (nRow %d x nCol %d)", ErrUnsupported, dimString(d), rows*cols, rows, cols)
+			return nil, fmt.Errorf("%w: Y is %s, want bands x %d pixels (%s %d x %s %d)", ErrUnsupported, dimString(d), rows*cols, rowVar, rows, colVar, cols)
 		}
 		bands = d[0]
 		if bands == 0 {

@@ -29,18 +29,11 @@ func init() {
 	xla.EnableAutoInstall(false)
 }
 
-// xlaMu serialises go-xla's plugin discovery: GetAvailablePlugins (called
-// directly and by xla's backend constructor) fills a package-level cache
-// without a lock in go-xla v0.4.1, a data race when several predictors
-// start at once (pnec batch --jobs, library users' goroutines).
+// xlaMu serialises go-xla's plugin loading: its plugin search fills a
+// package-level cache without a lock in go-xla v0.4.1, a data race when
+// several predictors start at once (pnec batch --jobs, library users'
+// goroutines). pnec's own discovery (goXLAPlugins) loads nothing.
 var xlaMu sync.Mutex
-
-// availablePlugins is xla.GetAvailablePlugins under xlaMu.
-func availablePlugins() []string {
-	xlaMu.Lock()
-	defer xlaMu.Unlock()
-	return xla.GetAvailablePlugins()
-}
 
 // BackendKind is what runs the network: where its buffers live and what
 // it is good at. It is decided once, from the backend's name and the
@@ -252,6 +245,13 @@ func (b Backend) Open() (cb compute.Backend, err error) {
 		if _, err := useCompileCache(b); err != nil {
 			// The cache only saves time: run without it, and say why once.
 			warnCacheOnce.Do(func() { fmt.Fprintf(os.Stderr, "pnec: compile cache off: %v\n", err) })
+		}
+	}
+	if b.Kind != BackendGo && filepath.IsAbs(b.Plugin) {
+		// A plugin named by path is loaded without go-xla's checks, which
+		// a plugin found by name passes first: a NULL API is an error here.
+		if _, err := loadPJRTPlugin(b.Plugin); err != nil {
+			return nil, fmt.Errorf("open backend %q: %w", config, err)
 		}
 	}
 	cb, err = func() (compute.Backend, error) {

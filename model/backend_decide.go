@@ -134,9 +134,9 @@ func (f SpeedFacts) Estimate(j Job) (goSec, xlaSec float64) {
 // The result says why (Backend.Reason). A named CUDA plugin that is a
 // pip-installed jax plugin gets its NVIDIA set-up too (Backend.CUDA).
 func DecideBackend(name string, job Job) (Backend, error) {
-	// Looking for plugins loads go-xla's and asks python3 for its folders:
-	// only for the default, or a plugin named by its path (whose pip set-up
-	// is wanted).
+	// Looking for plugins reads folders (nothing is loaded or run): only
+	// for the default, or a plugin named by its path (whose pip set-up is
+	// wanted).
 	var found []Plugin
 	n := name
 	if n == "" {

@@ -1,15 +1,12 @@
 package model
 
 import (
-	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/pnec/pnec/internal/dlopen"
 )
@@ -121,18 +118,21 @@ const SitePackagesEnv = "PNEC_SITE_PACKAGES"
 // FindPlugins lists the PJRT plugins found on this machine, accelerators
 // first: go-xla's (which are also what "xla:cuda" opens) and jax's CUDA
 // plugins in Python's site-packages folders (PNEC_SITE_PACKAGES, the
-// active virtual or conda environment, python3's site folders). Nothing is
-// downloaded or loaded. The result is kept per process for the same
+// active virtual or conda environment, the site folders of the python3 on
+// PATH, worked out without running it). Nothing is downloaded, loaded or
+// executed: files are only listed and their symbol tables read
+// (backend_scan.go). The result is kept per process for the same
 // environment.
 func FindPlugins() []Plugin {
-	key := os.Getenv(SitePackagesEnv) + "\x00" + os.Getenv("VIRTUAL_ENV") + "\x00" + os.Getenv("CONDA_PREFIX") + "\x00" + os.Getenv("PATH")
+	key := os.Getenv(SitePackagesEnv) + "\x00" + os.Getenv("VIRTUAL_ENV") + "\x00" + os.Getenv("CONDA_PREFIX") + "\x00" + os.Getenv("PATH") +
+		"\x00" + os.Getenv("LD_LIBRARY_PATH") + "\x00" + os.Getenv("PJRT_PLUGIN_LIBRARY_PATH")
 	pluginCache.Lock()
 	defer pluginCache.Unlock()
 	if p, ok := pluginCache.m[key]; ok {
 		return p
 	}
 	var out []Plugin
-	for _, name := range availablePlugins() {
+	for _, name := range goXLAPlugins() {
 		out = append(out, Plugin{Path: name, From: "go-xla"})
 	}
 	for _, site := range sitePackages() {
@@ -163,7 +163,7 @@ func btoi(b bool) int {
 
 // sitePackages are the Python site-packages folders to search, in order,
 // each once: PNEC_SITE_PACKAGES, $VIRTUAL_ENV's and $CONDA_PREFIX's, then
-// python3's site.getsitepackages() and user site (when python3 runs).
+// python3's site folders (pythonSites: from where it lives, not by running it).
 func sitePackages() []string {
 	var dirs []string
 	for _, d := range filepath.SplitList(os.Getenv(SitePackagesEnv)) {
@@ -175,15 +175,7 @@ func sitePackages() []string {
 			dirs = append(dirs, m...)
 		}
 	}
-	if py, err := exec.LookPath("python3"); err == nil {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		out, err := exec.CommandContext(ctx, py, "-c",
-			"import site\nfor d in site.getsitepackages()+[site.getusersitepackages()]: print(d)").Output()
-		if err == nil {
-			dirs = append(dirs, strings.Fields(string(out))...)
-		}
-	}
+	dirs = append(dirs, pythonSites()...)
 	var uniq []string
 	for _, d := range dirs {
 		if d == "" {

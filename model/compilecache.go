@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 
 	"github.com/gofrs/flock"
 )
@@ -178,6 +179,9 @@ func useCompileCache(b Backend) (CompileCache, error) {
 	if err := os.MkdirAll(c.AutotuneDir, 0o755); err != nil {
 		return c, fmt.Errorf("compile cache: %w", err)
 	}
+	if err := checkCacheEntries(c.Dir); err != nil {
+		return c, fmt.Errorf("compile cache: %w", err)
+	}
 	if err := writeFileAtomic(filepath.Join(c.Dir, cacheKeyFile), mustJSON(c.Key)); err != nil {
 		return c, fmt.Errorf("compile cache: %w", err)
 	}
@@ -232,10 +236,76 @@ func (c CompileCache) privateKernels() (string, error) {
 		return "", fmt.Errorf("compile cache: lock: %w", err)
 	}
 	defer l.Unlock()
+	if err := checkCacheFile(c.KernelFile, maxKernelCacheBytes); err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return private, nil
+		}
+		return "", fmt.Errorf("compile cache: %w", err)
+	}
 	if err := copyFile(c.KernelFile, private); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return "", fmt.Errorf("compile cache: %w", err)
 	}
 	return private, nil
+}
+
+// Bounds of the compile cache's files: the key, XLA's autotuning entries
+// (a few KiB each) and the shared kernel cache (megabytes for pnec's
+// networks). A file above them, or one that is not a regular file (a FIFO
+// would block the reader), is no entry pnec or XLA wrote: the cache is
+// then left off for the run, with a message naming it (issue 46, item 10).
+const (
+	maxCacheKeyBytes    = 64 << 10
+	maxCacheEntryBytes  = 64 << 20
+	maxKernelCacheBytes = 2 << 30
+)
+
+// checkCacheFile refuses path unless it is a regular file (not followed
+// through a link) of at most limit bytes; a missing file is fs.ErrNotExist.
+func checkCacheFile(path string, limit int64) error {
+	fi, err := os.Lstat(path)
+	if err != nil {
+		return err
+	}
+	if !fi.Mode().IsRegular() {
+		return fmt.Errorf("%s is not a regular file (%s): not a cache entry", path, fi.Mode().Type())
+	}
+	if fi.Size() > limit {
+		return fmt.Errorf("%s holds %d bytes, above the %d a cache entry may hold", path, fi.Size(), limit)
+	}
+	return nil
+}
+
+// readCacheFile reads the cache file path after checkCacheFile, reading
+// at most limit bytes whatever it grew to since.
+func readCacheFile(path string, limit int64) ([]byte, error) {
+	if err := checkCacheFile(path, limit); err != nil {
+		return nil, err
+	}
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return io.ReadAll(io.LimitReader(f, limit))
+}
+
+// checkCacheEntries checks every file of the cache folder dir with
+// checkCacheFile (the kernel cache with its own bound), before XLA is
+// pointed at it.
+func checkCacheEntries(dir string) error {
+	return filepath.WalkDir(dir, func(p string, e fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if e.IsDir() {
+			return nil
+		}
+		limit := int64(maxCacheEntryBytes)
+		if filepath.Base(p) == "kernels.bin" || strings.HasPrefix(filepath.Base(p), "kernels-") {
+			limit = maxKernelCacheBytes
+		}
+		return checkCacheFile(p, limit)
+	})
 }
 
 // removeStaleCopies removes the private kernel copies of processes that no
@@ -353,7 +423,7 @@ func CacheFolders() (root string, out []CacheFolder, err error) {
 	dirs, _ := filepath.Glob(filepath.Join(root, "xla", "*"))
 	for _, d := range dirs {
 		f := CacheFolder{Dir: d}
-		if b, err := os.ReadFile(filepath.Join(d, cacheKeyFile)); err == nil {
+		if b, err := readCacheFile(filepath.Join(d, cacheKeyFile), maxCacheKeyBytes); err == nil {
 			json.Unmarshal(b, &f.Key)
 		}
 		filepath.WalkDir(d, func(p string, e fs.DirEntry, err error) error {

@@ -4,8 +4,10 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -208,5 +210,79 @@ func TestCacheFolders(t *testing.T) {
 	f := folders[0]
 	if f.Autotune != 1 || f.KernelBytes != 10 || f.Graphs != 1 || f.Key.Backend != b.Config() || f.Bytes < 16 {
 		t.Errorf("folder %+v", f)
+	}
+}
+
+// within runs f and fails the test when it has not returned in 10 s (a
+// read blocked on a FIFO), leaving it blocked.
+func within(t *testing.T, what string, f func()) {
+	t.Helper()
+	done := make(chan struct{})
+	go func() { f(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatalf("%s: still blocked after 10 s", what)
+	}
+}
+
+// TestCompileCacheDistrusted (issue 46, item 10): the cache's files are
+// read only when they are regular files within a bound: a FIFO named
+// KEY.json hung `pnec backends` (CacheFolders), one named kernels.bin or
+// an autotuning entry would hang the run that points XLA at the cache,
+// and a 3 GB KEY.json was read whole. Listing now skips such a key, and
+// using the cache refuses it with an error naming the file (the run goes
+// on without the cache).
+func TestCompileCacheDistrusted(t *testing.T) {
+	t.Setenv("XLA_FLAGS", "")
+	b, _ := ParseBackend("xla:/x/xla_cuda_plugin.so")
+	setup := func(t *testing.T) CompileCache {
+		resetCompileCache(t)
+		t.Setenv(CacheDirEnv, t.TempDir())
+		c, err := useCompileCache(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resetCompileCache(t)
+		return c
+	}
+	fifo := func(t *testing.T, p string) {
+		os.Remove(p)
+		if err := syscall.Mkfifo(p, 0o644); err != nil {
+			t.Skip("no FIFOs here:", err)
+		}
+	}
+	t.Run("KEY.json a FIFO", func(t *testing.T) {
+		c := setup(t)
+		fifo(t, filepath.Join(c.Dir, cacheKeyFile))
+		within(t, "CacheFolders", func() {
+			if _, folders, err := CacheFolders(); err != nil || len(folders) != 1 {
+				t.Errorf("CacheFolders: %v, %d folders", err, len(folders))
+			}
+		})
+	})
+	t.Run("KEY.json of 3 GB", func(t *testing.T) {
+		c := setup(t)
+		if err := os.Truncate(filepath.Join(c.Dir, cacheKeyFile), 3<<30); err != nil {
+			t.Fatal(err)
+		}
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		CacheFolders()
+		runtime.ReadMemStats(&after)
+		if grown := after.TotalAlloc - before.TotalAlloc; grown > 64<<20 {
+			t.Errorf("listing allocated %d MiB: the key was read whole", grown>>20)
+		}
+	})
+	for _, name := range []string{"kernels.bin", "autotune/x.textproto"} {
+		t.Run(name+" a FIFO", func(t *testing.T) {
+			c := setup(t)
+			fifo(t, filepath.Join(c.Dir, name))
+			within(t, "useCompileCache", func() {
+				if _, err := useCompileCache(b); err == nil || !strings.Contains(err.Error(), "not a regular file") {
+					t.Errorf("useCompileCache: %v, want a refusal naming %s", err, name)
+				}
+			})
+		})
 	}
 }

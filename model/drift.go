@@ -537,8 +537,6 @@ func trainDriftStats(ctx context.Context, m *Model, s Scene, backend string) (*d
 		return nil, err
 	}
 	k, n := pred.Classes, s.Rows*s.Cols
-	st := newDriftStats(s.Bands, k)
-	st.setBandSpread(s)
 	dist := make([]float32, n*k)
 	if err := ref.ClassDistances(s.Data, s.Valid, dist); err != nil {
 		return nil, err
@@ -548,11 +546,24 @@ func trainDriftStats(ctx context.Context, m *Model, s Scene, backend string) (*d
 		isTrain[i] = true
 	}
 	prec := tiling.Recover(pred.Prob, s.Valid, s.Rows, s.Cols, k, m.NetworkRecovery())
-	t := newDriftTally(k)
-	for i := 0; i < n; i++ {
-		if s.valid(i) {
-			t.addPixel(st, dist[i*k:(i+1)*k], prec[i*k:(i+1)*k], float64(pred.Uncertainty[i]), isTrain[i])
+	tally := func(leaveOutTraining bool) (*driftStats, *driftTally) {
+		st := newDriftStats(s.Bands, k)
+		st.setBandSpread(s)
+		t := newDriftTally(k)
+		for i := 0; i < n; i++ {
+			if s.valid(i) {
+				t.addPixel(st, dist[i*k:(i+1)*k], prec[i*k:(i+1)*k], float64(pred.Uncertainty[i]), leaveOutTraining && isTrain[i])
+			}
 		}
+		return st, t
+	}
+	st, t := tally(true)
+	if t.valid > 0 && len(t.nearest) == 0 {
+		// Every valid pixel is a training pixel (a fully labelled scene
+		// trained on all its labels, issue 46 item 18): the distance
+		// distribution is then the training pixels' own, nearer their
+		// prototypes than new ground's, rather than no model at all.
+		st, t = tally(false)
 	}
 	if t.valid == 0 || len(t.nearest) == 0 {
 		return nil, errors.New("no valid pixel")

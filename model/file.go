@@ -8,9 +8,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/pnec/pnec/internal/regular"
 	"io"
 	"math"
-	"os"
+	"reflect"
 
 	"github.com/pnec/pnec/internal/tempfiles"
 )
@@ -156,7 +157,7 @@ func (m *Model) Save(path string) error {
 
 // Load reads a model file written by Save and verifies its checksum.
 func Load(path string) (*Model, error) {
-	data, err := os.ReadFile(path)
+	data, err := regular.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("load model: %w", err)
 	}
@@ -172,7 +173,7 @@ func Load(path string) (*Model, error) {
 // an experiment that measures them again on the training scene, from files
 // whose statistics an earlier build of the same format measured otherwise.
 func LoadWithoutDrift(path string) (*Model, error) {
-	data, err := os.ReadFile(path)
+	data, err := regular.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("load model: %w", err)
 	}
@@ -223,6 +224,9 @@ func decodeModelDrift(data []byte, withDrift bool) (*Model, error) {
 	}
 	// Every size the header gives is checked against the bytes that follow
 	// it before anything is allocated: a header can claim any shape.
+	if err := checkHeaderStrings(reflect.ValueOf(meta), "header"); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrModelFile, err)
+	}
 	if err := meta.validate(len(rest)); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrModelFile, err)
 	}

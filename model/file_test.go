@@ -333,3 +333,38 @@ func FuzzReadModel(f *testing.F) {
 		}
 	})
 }
+
+// TestModelFileControlCharacters (issue 46, item 16): a model file whose
+// strings hold terminal control sequences (an ANSI escape and a newline in
+// radiometric_units, a carriage return in a class name, a bidirectional
+// override in the software version) is refused with one line that quotes
+// the value; they reached the terminal raw through every command's
+// messages.
+func TestModelFileControlCharacters(t *testing.T) {
+	good := tinyModelFile(t)
+	for _, tc := range []struct {
+		name, field string
+		modify      func(map[string]any)
+	}{
+		{"ANSI escape in units", "radiometric_units", func(m map[string]any) { m["radiometric_units"] = "W\x1b[2J\x1b[31mfake\nline" }},
+		{"carriage return in a class name", "classes[0]", func(m map[string]any) {
+			m["classes"].([]any)[0].(map[string]any)["name"] = "water\rgrass"
+		}},
+		{"bidi override in the version", "software_version", func(m map[string]any) { m["software_version"] = "v1\u202eevil" }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			meta, w := splitModelFile(t, good)
+			tc.modify(meta)
+			_, err := decodeNoPanic(joinModelFile(t, meta, w))
+			if !errors.Is(err, ErrModelFile) || !strings.Contains(err.Error(), tc.field) || strings.ContainsAny(err.Error(), "\x1b\r\n\u202e") {
+				t.Fatalf("got %q, want ErrModelFile naming %s, with the value escaped", err, tc.field)
+			}
+			t.Log(err)
+		})
+	}
+	meta, w := splitModelFile(t, good)
+	meta["radiometric_units"] = "µW cm⁻² sr⁻¹ nm⁻¹"
+	if _, err := decodeNoPanic(joinModelFile(t, meta, w)); err != nil {
+		t.Errorf("printable non-ASCII units refused: %v", err)
+	}
+}

@@ -3,7 +3,10 @@ package model
 import (
 	"fmt"
 	"math"
+	"reflect"
 	"slices"
+	"strings"
+	"unicode"
 
 	"github.com/pnec/pnec/spectral"
 )
@@ -188,4 +191,66 @@ func (meta *modelMeta) validateBandRecord() error {
 		return fmt.Errorf("radiometric scale %g: want a finite number, 0 when unknown", meta.QuantityScale)
 	}
 	return nil
+}
+
+// checkHeaderStrings refuses a model header any of whose strings (class
+// names, units, versions, at any depth of v's exported fields, slices and
+// maps) holds a control character or a bidirectional override: those are
+// what a terminal acts on (ANSI escapes, newlines, carriage returns) or
+// what reorders the text around them, and the strings of a model file are
+// printed by every command that reads it. The error names the field and
+// quotes the value (issue 46, item 16).
+func checkHeaderStrings(v reflect.Value, path string) error {
+	switch v.Kind() {
+	case reflect.String:
+		if s := v.String(); strings.IndexFunc(s, unsafeRune) >= 0 {
+			if len(s) > 80 {
+				s = s[:80] + "..."
+			}
+			return fmt.Errorf("%s %q holds control characters: not a model pnec wrote", path, s)
+		}
+	case reflect.Struct:
+		t := v.Type()
+		for i := range v.NumField() {
+			f := t.Field(i)
+			if !f.IsExported() {
+				continue
+			}
+			name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+			if name == "" {
+				name = f.Name
+			}
+			if err := checkHeaderStrings(v.Field(i), path+"."+name); err != nil {
+				return err
+			}
+		}
+	case reflect.Slice, reflect.Array:
+		if v.Type().Elem().Kind() == reflect.String || v.Type().Elem().Kind() == reflect.Struct {
+			for i := range v.Len() {
+				if err := checkHeaderStrings(v.Index(i), fmt.Sprintf("%s[%d]", path, i)); err != nil {
+					return err
+				}
+			}
+		}
+	case reflect.Map:
+		for it := v.MapRange(); it.Next(); {
+			if err := checkHeaderStrings(it.Key(), path+" key"); err != nil {
+				return err
+			}
+			if err := checkHeaderStrings(it.Value(), fmt.Sprintf("%s[%v]", path, it.Key())); err != nil {
+				return err
+			}
+		}
+	case reflect.Pointer, reflect.Interface:
+		if !v.IsNil() {
+			return checkHeaderStrings(v.Elem(), path)
+		}
+	}
+	return nil
+}
+
+// unsafeRune is a control character (C0, DEL, C1) or a bidirectional
+// embedding, override or isolate.
+func unsafeRune(r rune) bool {
+	return unicode.IsControl(r) || (r >= 0x202a && r <= 0x202e) || (r >= 0x2066 && r <= 0x2069) || r == 0x200e || r == 0x200f
 }

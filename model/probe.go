@@ -48,6 +48,34 @@ func AvailableBackends() []string {
 	return out
 }
 
+// loadPJRTPlugin loads the PJRT plugin plugin (a name or an absolute
+// path) through go-xla, whose panics become errors; a plugin whose
+// GetPjrtApi returns NULL, which go-xla v0.4.13 answers with neither a
+// plugin nor an error, is an error naming it.
+func loadPJRTPlugin(plugin string) (p *pjrt.Plugin, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			p, err = nil, fmt.Errorf("load PJRT plugin %s: %v", plugin, r)
+		}
+	}()
+	xlaMu.Lock()
+	defer xlaMu.Unlock()
+	p, err = pjrt.GetPlugin(plugin)
+	if err != nil {
+		if f := goXLAPluginFile(plugin); f != "" && !filepath.IsAbs(plugin) {
+			// Found by its name and symbol table, then refused by go-xla's
+			// own check, which loads it: its GetPjrtApi returned NULL (or
+			// it failed to load), which go-xla reports as "not found".
+			return nil, fmt.Errorf("load PJRT plugin %s (%s): it does not load, or its GetPjrtApi returned NULL: not a usable PJRT plugin", plugin, f)
+		}
+		return nil, fmt.Errorf("load PJRT plugin: %w", err)
+	}
+	if p == nil {
+		return nil, fmt.Errorf("load PJRT plugin %s: its GetPjrtApi returned NULL (not a usable PJRT plugin)", plugin)
+	}
+	return p, nil
+}
+
 // ProbeBackend opens the backend named by name (as ResolveBackend takes it),
 // reports what it is, and runs a small matrix product on it to show that
 // compilation and execution work. For XLA plugins it first loads the plugin
@@ -75,18 +103,9 @@ func ProbeBackend(name string) (info BackendInfo, err error) {
 				return info, fmt.Errorf("probe backend %q: plugin: %w", name, statErr)
 			}
 		}
-		p, perr := func() (p *pjrt.Plugin, err error) {
-			defer func() {
-				if r := recover(); r != nil {
-					err = fmt.Errorf("%v", r)
-				}
-			}()
-			xlaMu.Lock()
-			defer xlaMu.Unlock()
-			return pjrt.GetPlugin(plugin)
-		}()
+		p, perr := loadPJRTPlugin(plugin)
 		if perr != nil {
-			return info, fmt.Errorf("probe backend %q: load PJRT plugin: %w", name, perr)
+			return info, fmt.Errorf("probe backend %q: %w", name, perr)
 		}
 		info.PluginPath = p.Path()
 		info.PluginPJRT[0], info.PluginPJRT[1] = p.Version()

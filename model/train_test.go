@@ -331,3 +331,19 @@ func trainKernelsMatchGraph(t *testing.T, cfg Config) {
 		t.Errorf("predictions differ by up to %.3g in probability", dp)
 	}
 }
+
+// TestTrainEveryPixelTraining (issue 46, item 18): a scene whose every
+// valid pixel is a training pixel (a fully labelled scene, every label a
+// training label) trains and gets drift statistics; the run failed at its
+// end with "drift statistics on go: no valid pixel", the statistics
+// leaving the training pixels out.
+func TestTrainEveryPixelTraining(t *testing.T) {
+	s, labels := synthScene(8, 8, 6, 2, 3)
+	m, err := Train(context.Background(), s, labels, TrainOptions{Config: tinyConfig(2), TrainMask: labels, Backend: "go"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(m.TrainIndices()) != 64 || !m.HasDriftStats() {
+		t.Errorf("%d training pixels, drift statistics %v: want 64 and statistics", len(m.TrainIndices()), m.HasDriftStats())
+	}
+}

@@ -75,8 +75,9 @@ type OutsideError struct {
 	Why  string // how it leaves: "an absolute path", "../ past the folder", ...
 	Root string // the folder of the STAC document given as input
 	// What is refused: "" for an href of the document, "source" for a
-	// source a VRT names, "dataset" for a dataset whose content cannot be
-	// checked (Href then names the dataset).
+	// source a VRT names, "file" for another file GDAL reads for a
+	// dataset (its file list), "dataset" for a dataset whose content
+	// cannot be checked (Href then names the dataset).
 	What string
 }
 
@@ -90,6 +91,8 @@ func (e *OutsideError) Error() string {
 		return fmt.Sprintf("%s cannot be checked against the catalog's folder %s (%s): not read", href, e.Root, e.Why)
 	case "source":
 		return fmt.Sprintf("VRT source %q leads outside the catalog's folder %s (%s): not read", href, e.Root, e.Why)
+	case "file":
+		return fmt.Sprintf("file %q leads outside the catalog's folder %s (%s): not read", href, e.Root, e.Why)
 	}
 	return fmt.Sprintf("href %q leads outside the catalog's folder %s (%s): not read", href, e.Root, e.Why)
 }
@@ -156,16 +159,46 @@ func Expand(ctx context.Context, args []string, opts ExpandOptions) ([]Input, []
 	if err := ctx.Err(); err != nil {
 		return nil, nil, err
 	}
-	sort.Slice(e.out, func(i, j int) bool { return e.out[i].Name < e.out[j].Name })
-	var uniq []Input
-	for i, in := range e.out {
-		if i > 0 && in.Name == e.out[i-1].Name {
-			continue
-		}
-		uniq = append(uniq, in)
-	}
+	uniq := e.unique()
 	assignKeys(uniq)
 	return uniq, e.errs, nil
+}
+
+// ErrSharedAsset: two distinct STAC Items name one data asset; the scene
+// is classified once, for the first Item, and the others fail.
+var ErrSharedAsset = errors.New("shares its data asset with another Item")
+
+// unique is e.out sorted by Name (stably) with duplicates removed: a
+// scene reached twice (the same file named twice, an Item reached through
+// two catalogs, a file and the Item describing it) is classified once, as
+// the first reached. Two distinct STAC Items (different ids) naming one
+// data asset are not merged silently: the first Item keeps the scene and
+// each other fails naming both, so that no Item leaves a run's output
+// without a line saying why.
+func (e *expander) unique() []Input {
+	sort.SliceStable(e.out, func(i, j int) bool { return e.out[i].Name < e.out[j].Name })
+	var uniq []Input
+	owner := "" // the first Item id of the scene uniq's last
+	for _, in := range e.out {
+		n := len(uniq)
+		if n == 0 || in.Name != uniq[n-1].Name {
+			uniq = append(uniq, in)
+			owner = in.ItemID
+			continue
+		}
+		switch {
+		case owner == "":
+			owner = in.ItemID
+		case in.ItemID != "" && in.ItemID != owner:
+			ref := in.Item
+			if ref == "" {
+				ref = in.Arg
+			}
+			e.fail(ref, fmt.Errorf("Item %q %w: Item %q names the same %s; it is classified once, as Item %q's product: give each Item its own asset",
+				in.ItemID, ErrSharedAsset, owner, in.Name, owner))
+		}
+	}
+	return uniq
 }
 
 type expander struct {

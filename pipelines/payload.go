@@ -5,10 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
 
+	"github.com/pnec/pnec/geo"
+	"github.com/pnec/pnec/internal/samefile"
 	"github.com/pnec/pnec/stac"
 )
 
@@ -98,7 +101,10 @@ func RunPayload(ctx context.Context, cfg Config, p *stac.Payload) (Summary, map[
 	cfg.beforeWork = func(inputs []Input) error {
 		var err error
 		sources, err = checkTemplates(p, &cfg, inputs)
-		return err
+		if err != nil {
+			return err
+		}
+		return protectInputs(p, &cfg, inputs, sources)
 	}
 	var mu sync.Mutex
 	var done []SceneReport
@@ -131,4 +137,42 @@ func RunPayload(ctx context.Context, cfg Config, p *stac.Payload) (Summary, map[
 		return sum, out, errors.Join(append([]error{runErr}, errs...)...)
 	}
 	return sum, out, runErr
+}
+
+// protectInputs refuses, before any work, a path_template that puts a
+// product's files or its Item onto one of the run's inputs (a template
+// resolving to the scenes' folder would replace each scene with its
+// product), where the source Item alone fills the template
+// (stac.Payload.UploadDir), and makes the uploads refuse them in any case
+// (stac.Payload.Protect).
+func protectInputs(p *stac.Payload, cfg *Config, inputs []Input, sources map[string]map[string]any) error {
+	// The run's inputs are listed (a read of every local scene's first
+	// bytes, for its VRT sources) only when a copy is to be checked: a
+	// payload without a path_template pays nothing.
+	var ins *samefile.Set
+	var once sync.Once
+	check := func(path string) error {
+		once.Do(func() { ins = cfg.inputSet(inputs) })
+		return ins.Check(samefile.Named{Path: path, Role: "a copy the path_template makes,"})
+	}
+	p.Protect(check)
+	for _, in := range inputs {
+		src, ok := sources[in.Name]
+		if !ok {
+			continue
+		}
+		dir, ok := p.UploadDir(in.Key, src)
+		if !ok {
+			continue
+		}
+		product := filepath.Join(cfg.OutDir, in.Key+".tif")
+		paths, _ := geo.ProductFiles(product, true)
+		paths = append(paths, geo.ProbabilitiesPath(product)+".aux.xml", in.Key+".json")
+		for _, f := range paths {
+			if err := check(filepath.Join(dir, filepath.Base(f))); err != nil {
+				return fmt.Errorf("path_template: %w", err)
+			}
+		}
+	}
+	return nil
 }

@@ -282,3 +282,167 @@ func TestPayloadTemplateChecked(t *testing.T) {
 		})
 	}
 }
+
+// onePayload is a payload of Items (id -> scene href) with a path_template
+// (none when tmpl is "").
+func onePayload(t *testing.T, tmpl string, items ...[2]string) *stac.Payload {
+	t.Helper()
+	var feats []string
+	for _, it := range items {
+		feats = append(feats, `{"type":"Feature","stac_version":"1.0.0","id":"`+it[0]+`","geometry":null,
+			"properties":{"datetime":"2024-06-01T00:00:00Z"},"links":[],"assets":{"data":{"href":"`+it[1]+`","roles":["data"]}}}`)
+	}
+	upload := ""
+	if tmpl != "" {
+		upload = `"upload_options":{"path_template":"` + tmpl + `"}`
+	}
+	p, err := stac.ReadPayload(strings.NewReader(`{"type":"FeatureCollection","features":[`+strings.Join(feats, ",")+`],"process":[{`+upload+`}]}`), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// TestPayloadOutChecked (issue 46, item 4): a --payload-out naming the
+// payload's scene, the model, the model's Item, a product file or the
+// report is refused before any work, and the file keeps its bytes (it was
+// replaced by the output payload, exit 0).
+func TestPayloadOutChecked(t *testing.T) {
+	modelPath := tinyModel(t)
+	dir := t.TempDir()
+	scene := fixture.Scene(t, filepath.Join(dir, "s1.tif"), 6)
+	modelItem := writeFile(t, stac.ModelItemPath(modelPath), `{"type":"Feature"}`)
+	out := filepath.Join(dir, "out")
+	report := filepath.Join(dir, "report.jsonl")
+	for _, tc := range []struct{ name, path, want string }{
+		{"the scene", scene, "the scene"},
+		{"the model", modelPath, "the model"},
+		{"the model's Item", modelItem, "the model's STAC Item"},
+		{"a product", filepath.Join(out, "s1.tif"), "the product"},
+		{"the product's Item", filepath.Join(out, "s1.json"), "the product's STAC Item"},
+		{"the report", report, "the run report"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			before, _ := os.ReadFile(tc.path)
+			var rep bytes.Buffer
+			sum, _, err := RunPayload(context.Background(), Config{ModelPath: modelPath, OutDir: out, Jobs: 1, Report: &rep,
+				ReportPath: report, PayloadOut: tc.path}, onePayload(t, "", [2]string{"s1", scene}))
+			if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "the output payload") || sum.Scenes != 0 {
+				t.Fatalf("got %+v, %v: want a refusal naming the output payload and %s before any scene", sum, err, tc.want)
+			}
+			if after, _ := os.ReadFile(tc.path); !bytes.Equal(before, after) {
+				t.Errorf("%s changed", tc.path)
+			}
+			t.Log(err)
+		})
+	}
+}
+
+// TestPayloadTemplateOntoInput (issue 46, item 5): a path_template that
+// resolves onto the folder of the scenes would copy each product over its
+// scene (exit 0; the rerun then failed on a 2-band scene): refused before
+// any work when the source Item fills the template, and at the upload when
+// only the product Item does (${pnec:backend}); the scene keeps its bytes.
+func TestPayloadTemplateOntoInput(t *testing.T) {
+	modelPath := tinyModel(t)
+	for _, tc := range []struct {
+		name, tmpl string
+		before     bool // refused before any work
+	}{
+		{"source fills it", "", true},
+		{"product fills it", "/${pnec:backend}", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			scene := fixture.Scene(t, filepath.Join(dir, "go", "s1.tif"), 6)
+			before, _ := os.ReadFile(scene)
+			tmpl := filepath.Join(dir, "go")
+			if tc.tmpl != "" {
+				tmpl = dir + tc.tmpl
+			}
+			var rep bytes.Buffer
+			sum, o, err := RunPayload(context.Background(), Config{ModelPath: modelPath, OutDir: filepath.Join(dir, "out"), Jobs: 1, Report: &rep,
+				Options: processor.Options{Backend: "go"}}, onePayload(t, tmpl, [2]string{"s1", scene}))
+			if !errors.Is(err, processor.ErrOutputIsInput) || !strings.Contains(err.Error(), scene) {
+				t.Fatalf("got %+v, %v: want ErrOutputIsInput naming %s", sum, err, scene)
+			}
+			if tc.before && sum.Scenes != 0 {
+				t.Errorf("refused after %d scenes, want before any work", sum.Scenes)
+			}
+			if o != nil && len(o["features"].([]any)) != 0 {
+				t.Errorf("the output payload lists the refused Item")
+			}
+			if after, _ := os.ReadFile(scene); !bytes.Equal(before, after) {
+				t.Errorf("the scene %s was replaced", scene)
+			}
+			t.Log(err)
+		})
+	}
+}
+
+// TestPayloadSharedAsset (issue 46, item 6): distinct Items naming one
+// data asset gave one product and one report line, and the output payload
+// listed only the first, silently; now the first Item is classified and
+// each other fails with a report line naming both.
+func TestPayloadSharedAsset(t *testing.T) {
+	modelPath := tinyModel(t)
+	dir := t.TempDir()
+	scene := fixture.Scene(t, filepath.Join(dir, "s.tif"), 6)
+	var rep bytes.Buffer
+	sum, o, err := RunPayload(context.Background(), Config{ModelPath: modelPath, OutDir: filepath.Join(dir, "out"), Jobs: 1, Report: &rep},
+		onePayload(t, "", [2]string{"A", scene}, [2]string{"B", scene}, [2]string{"C", scene}))
+	if !errors.Is(err, ErrScenesFailed) || sum.Done != 1 || sum.Failed != 2 {
+		t.Fatalf("got %+v, %v: want one done and two failed", sum, err)
+	}
+	if f := o["features"].([]any); len(f) != 1 || f[0].(map[string]any)["id"] != "A" {
+		t.Errorf("output features %v, want A's product alone", f)
+	}
+	for _, id := range []string{"B", "C"} {
+		if !strings.Contains(rep.String(), `Item \"`+id+`\" shares its data asset with another Item: Item \"A\"`) {
+			t.Errorf("no report line names Item %s and A:\n%s", id, rep.String())
+		}
+	}
+}
+
+// TestPayloadUploadsLinkedModelItem (issue 46, item 14): with a
+// path_template, the product Item's derived_from link to the model's Item
+// (written into the worker's output directory) named that local file,
+// which was not uploaded; now the model's Item is copied beside the Item,
+// its own hrefs made absolute, and the link names the copy.
+func TestPayloadUploadsLinkedModelItem(t *testing.T) {
+	modelPath := tinyModel(t)
+	dir := t.TempDir()
+	scene := fixture.Scene(t, filepath.Join(dir, "s1.tif"), 6)
+	up := filepath.Join(dir, "bucket")
+	out := filepath.Join(dir, "out")
+	var rep bytes.Buffer
+	sum, o, err := RunPayload(context.Background(), Config{ModelPath: modelPath, OutDir: out, Jobs: 1, Report: &rep},
+		onePayload(t, up+"/${id}", [2]string{"s1", scene}))
+	if err != nil || sum.Done != 1 {
+		t.Fatalf("got %+v, %v", sum, err)
+	}
+	item := o["features"].([]any)[0].(map[string]any)
+	var model string
+	for _, l := range item["links"].([]any) {
+		lm := l.(map[string]any)
+		if lm["rel"] == "derived_from" && strings.Contains(fmt.Sprint(lm["title"]), "model") {
+			model = lm["href"].(string)
+		}
+	}
+	if !strings.HasPrefix(model, up+"/s1/") {
+		t.Fatalf("the model's derived_from link is %q, want a copy under %s/s1/", model, up)
+	}
+	b, err := os.ReadFile(model)
+	if err != nil {
+		t.Fatalf("the linked model Item was not copied: %v", err)
+	}
+	var doc map[string]any
+	if err := json.Unmarshal(b, &doc); err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range doc["assets"].(map[string]any) {
+		if h := a.(map[string]any)["href"].(string); !strings.HasPrefix(h, "/") && !strings.Contains(h, "://") {
+			t.Errorf("the copy's asset href %q is relative: it no longer leads to the model", h)
+		}
+	}
+}

@@ -20,6 +20,7 @@ import (
 
 	"github.com/pnec/pnec/geo"
 	"github.com/pnec/pnec/internal/oneline"
+	"github.com/pnec/pnec/internal/regular"
 	"github.com/pnec/pnec/internal/resources/memory"
 	"github.com/pnec/pnec/internal/samefile"
 	"github.com/pnec/pnec/internal/tempfiles"
@@ -94,6 +95,11 @@ type Config struct {
 	// ReportPath is the file Report writes to, if any: Run refuses to start
 	// when it is one of the inputs (Report should not truncate it before).
 	ReportPath string
+	// PayloadOut is the file the output payload goes to ("" or "-":
+	// none), checked with the run's other outputs before any work: it may
+	// be no input (a scene, the model, its Item, a mask), no product file
+	// and neither the report nor the Collection.
+	PayloadOut string
 	// Logger receives progress lines; nil = discard.
 	Logger *slog.Logger
 	// Progress, when set, is called on progress (from several goroutines,
@@ -644,6 +650,9 @@ func (cfg *Config) checkNotInputs(inputs []Input) error {
 	if err != nil {
 		return err
 	}
+	if err := cfg.checkPayloadOut(ins, runFiles); err != nil {
+		return err
+	}
 	if err := ins.Check(append(runFiles, products...)...); err != nil {
 		return err
 	}
@@ -657,11 +666,44 @@ func (cfg *Config) checkNotInputs(inputs []Input) error {
 			return fmt.Errorf("%s %s: %w: it is a directory", o.Role, o.Path, processor.ErrBadOutput)
 		}
 	}
-	// Nor may a product or an Item replace the Collection or the report
-	// (a scene named collection.tif beside collection.json, say).
+	// Nor may a product or an Item replace the Collection, the report or
+	// the output payload (a scene named collection.tif beside
+	// collection.json, say).
 	var run samefile.Set
 	run.Add(runFiles...)
+	if cfg.PayloadOut != "-" {
+		run.Add(samefile.Named{Path: cfg.PayloadOut, Role: "the output payload"})
+	}
 	return run.Check(products...)
+}
+
+// checkPayloadOut refuses a --payload-out that is one of the run's inputs
+// (ins), the model's STAC Item, the report or the Collection; checked
+// against the products with the other run files.
+func (cfg *Config) checkPayloadOut(ins *samefile.Set, runFiles []samefile.Named) error {
+	if cfg.PayloadOut == "" || cfg.PayloadOut == "-" {
+		return nil
+	}
+	out := samefile.Named{Path: cfg.PayloadOut, Role: "the output payload"}
+	if err := ins.Check(out); err != nil {
+		return err
+	}
+	var others samefile.Set
+	others.Add(runFiles...)
+	if cfg.ModelPath != "" {
+		others.Add(samefile.Named{Path: stac.ModelItemPath(cfg.ModelPath), Role: "the model's STAC Item"})
+	}
+	if cfg.ModelItem != "" {
+		others.Add(samefile.Named{Path: cfg.ModelItem, Role: "the model's STAC Item"})
+	}
+	if err := others.Check(out); err != nil {
+		var c *samefile.Conflict
+		if errors.As(err, &c) {
+			return fmt.Errorf("the output payload %s is %s %s: %w", cfg.PayloadOut, c.InputRole, c.Input, ErrOutputCollision)
+		}
+		return err
+	}
+	return nil
 }
 
 // inputSet is every file the run reads that is known before its scenes
@@ -786,7 +828,7 @@ func checkCollection(path string) error {
 	if err := checkWritable(dir); err != nil {
 		return fmt.Errorf("collection %s: directory %s: %w", path, dir, err)
 	}
-	b, err := os.ReadFile(path)
+	b, err := regular.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil // created with the first Item
 	}

@@ -38,13 +38,21 @@ func checkOpens(in Input) error {
 
 // checkDataset is checkOpens for one dataset of a catalog under root.
 func checkDataset(root, name string) error {
+	return checkDatasetDepth(root, name, 0)
+}
+
+// maxListDepth bounds how deep checkFileList follows datasets that list
+// VRTs that list datasets (a STAC ITem JSON's VRT of a VRT...).
+const maxListDepth = 8
+
+func checkDatasetDepth(root, name string, depth int) error {
 	unchecked := func(why string) error { return &OutsideError{What: "dataset", Href: name, Why: why, Root: root} }
 	kind, err := geo.XMLDescription(name)
 	switch {
 	case err != nil:
 		return unchecked(err.Error())
 	case kind == "":
-		return nil
+		return checkFileList(root, name, depth)
 	case kind != "VRTDataset":
 		return unchecked(fmt.Sprintf("an XML dataset description <%s>, not a VRT: pnec does not check what it reads", kind))
 	}
@@ -61,9 +69,15 @@ func checkDataset(root, name string) error {
 		if err == nil {
 			// A source that is another kind of XML description is refused
 			// as the asset would be (a VRT source is walked by WalkVRT).
-			if kind, kerr := geo.XMLDescription(s.Name); kerr == nil && kind != "" && kind != "VRTDataset" {
+			switch kind, kerr := geo.XMLDescription(s.Name); {
+			case kerr == nil && kind != "" && kind != "VRTDataset":
 				err = &OutsideError{What: "dataset", Href: s.Name, Root: root,
 					Why: fmt.Sprintf("an XML dataset description <%s>, not a VRT: pnec does not check what it reads", kind)}
+			case kerr == nil && kind == "":
+				// A source that is not a VRT may still read other files
+				// (a PDS label's image, a STAC ITem JSON's assets, an
+				// HDF5 file's external storage).
+				err = checkFileList(root, s.Name, depth)
 			}
 		}
 		if err != nil && s.VRT != name {
@@ -149,3 +163,78 @@ func cleanURL(name string) string {
 // NETCDF:): two characters or more before the colon, so that a Windows
 // drive is none.
 var schemePrefix = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_+.-]+:`)
+
+// checkFileList applies the catalog policy to every file GDAL reads for
+// the dataset name besides name itself (geo.DatasetFiles: GDAL's own list,
+// which covers a PDS label's image, an ENVI header, a STAC ITem JSON's
+// assets, a VRT's sources), following the VRTs listed, and to what an HDF5
+// (or netCDF-4) file makes the HDF5 library read, which GDAL does not
+// list (external storage, virtual datasets' sources, external links):
+// such an HDF5 file is refused, as XML descriptions other than VRTs are.
+func checkFileList(root, name string, depth int) error {
+	if depth > maxListDepth {
+		return &OutsideError{What: "dataset", Href: name, Root: root, Why: fmt.Sprintf("files listing files more than %d deep", maxListDepth)}
+	}
+	if !isRemote(name) && !strings.HasPrefix(name, "/vsi") {
+		refs, err := geo.HDF5References(name)
+		if err != nil {
+			return &OutsideError{What: "dataset", Href: name, Root: root, Why: err.Error()}
+		}
+		if len(refs) > 0 {
+			return &OutsideError{What: "dataset", Href: name, Root: root,
+				Why: fmt.Sprintf("an HDF5 file that reads other files (%s %q): pnec does not check what the HDF5 library reads", refs[0].What, refs[0].Name)}
+		}
+	}
+	for _, f := range geo.DatasetFiles(name) {
+		if f == name || sameLocal(f, name) {
+			continue
+		}
+		err := sourceInside(root, geo.VRTSource{Href: f, Name: f, RelativeToVRT: true})
+		if err == nil && stac.IsURL(root) && remoteOutside(root, f) {
+			// GDAL lists a remote dataset's files as URLs, whether its
+			// document named them by ../ or in full: one on the catalog's
+			// server must be under its URL folder.
+			err = &OutsideError{What: "file", Href: f, Root: root, Why: "../ past the folder"}
+		}
+		if err != nil {
+			var oe *OutsideError
+			if errors.As(err, &oe) {
+				why := fmt.Sprintf("a file GDAL reads for %s", name)
+				if oe.Why != "an absolute path" { // GDAL lists absolute paths, whatever the dataset wrote
+					why += ": " + oe.Why
+				}
+				return &OutsideError{What: "file", Href: f, Root: root, Why: why}
+			}
+			return err
+		}
+		if kind, err := geo.XMLDescription(f); err == nil && kind != "" {
+			if err := checkDatasetDepth(root, f, depth+1); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// sameLocal reports whether the local names a and b are the same path.
+func sameLocal(a, b string) bool {
+	aa, err1 := filepath.Abs(a)
+	bb, err2 := filepath.Abs(b)
+	return err1 == nil && err2 == nil && aa == bb
+}
+
+// remoteOutside reports whether the remote file f (a URL or a /vsicurl/
+// name) is on the server of the catalog's URL folder root but not under
+// that folder.
+func remoteOutside(root, f string) bool {
+	u := cleanURL(f)
+	if !stac.IsURL(u) {
+		return false
+	}
+	pu, err1 := url.Parse(u)
+	pr, err2 := url.Parse(root)
+	if err1 != nil || err2 != nil || pu.Scheme != pr.Scheme || pu.Host != pr.Host {
+		return false
+	}
+	return !strings.HasPrefix(u, root)
+}

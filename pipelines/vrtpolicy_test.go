@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -154,4 +155,120 @@ func TestRunRemoteVRTLocalSource(t *testing.T) {
 			t.Error("the local file was classified")
 		}
 	}
+}
+
+// pdsLabel is a PDS3 label of a 16 x 16 byte image in the file image
+// names, as a lander's archive writes one.
+func pdsLabel(image string) string {
+	return "PDS_VERSION_ID = PDS3\nRECORD_TYPE = FIXED_LENGTH\nRECORD_BYTES = 16\nFILE_RECORDS = 16\n" +
+		"^IMAGE = \"" + image + "\"\nOBJECT = IMAGE\n  LINES = 16\n  LINE_SAMPLES = 16\n" +
+		"  SAMPLE_TYPE = UNSIGNED_INTEGER\n  SAMPLE_BITS = 8\n  BANDS = 1\nEND_OBJECT = IMAGE\nEND\n"
+}
+
+// stacitJSON is a STAC ItemCollection that GDAL's STACIT driver opens as a
+// mosaic of its one asset href.
+func stacitJSON(href string) string {
+	return `{"type":"FeatureCollection","features":[{"type":"Feature","stac_version":"1.0.0",` +
+		`"stac_extensions":["https://stac-extensions.github.io/projection/v1.0.0/schema.json"],"id":"a",` +
+		`"geometry":{"type":"Polygon","coordinates":[[[0,0],[16,0],[16,-16],[0,-16],[0,0]]]},"bbox":[0,-16,16,0],` +
+		`"properties":{"datetime":"2020-01-01T00:00:00Z","proj:epsg":32631},"assets":{"B1":{"href":"` + href + `",` +
+		`"type":"image/tiff; application=geotiff","proj:epsg":32631,"proj:transform":[1,0,0,0,-1,0],"proj:shape":[16,16],"proj:bbox":[0,-16,16,0]}}}]}`
+}
+
+// TestCatalogPolicyFileLists (issue 46, item 2): the policy covers every
+// file GDAL reads for a dataset, not only a VRT's sources: a PDS label
+// whose image is ../ past the folder, a STAC ITem JSON whose asset is an
+// absolute path outside, an HDF5 file with external storage or a virtual
+// dataset in another file (which the HDF5 library reads, unlisted by
+// GDAL), each as the scene, as a VRT's source and as the mask asset, and a
+// remote catalog's PDS label whose image is ../ past its URL folder. All
+// were read before (exit 0); labels whose files are inside stay read.
+func TestCatalogPolicyFileLists(t *testing.T) {
+	base := t.TempDir()
+	cat, outside := filepath.Join(base, "cat"), filepath.Join(base, "outside")
+	os.MkdirAll(cat, 0o755)
+	raw := make([]byte, 256)
+	for _, d := range []string{cat, outside} {
+		os.MkdirAll(d, 0o755)
+		os.WriteFile(filepath.Join(d, "s.raw"), raw, 0o644)
+	}
+	secretTif := fixture.Scene(t, filepath.Join(outside, "secret.tif"), 2)
+	writeFile(t, filepath.Join(cat, "up.lbl"), pdsLabel("../outside/s.raw"))
+	writeFile(t, filepath.Join(cat, "in.lbl"), pdsLabel("s.raw"))
+	writeFile(t, filepath.Join(cat, "stacit.json"), stacitJSON(secretTif))
+	writeFile(t, filepath.Join(cat, "viavrt.vrt"), sceneVRT("up.lbl", 1))
+	cases := []struct{ name, href, mask, why string }{
+		{name: "PDS label inside", href: "in.lbl"},
+		{name: "PDS label ../", href: "up.lbl", why: `file "` + cat + `/../outside/s.raw" leads outside`},
+		{name: "STACIT absolute asset", href: "stacit.json", why: `file "` + secretTif + `"`},
+		{name: "VRT source a PDS label ../", href: "viavrt.vrt", why: "a file GDAL reads for"},
+		{name: "mask asset a PDS label ../", href: "in.lbl", mask: "up.lbl", why: "a file GDAL reads for"},
+	}
+	py := "/usr/bin/python3"
+	if err := exec.Command(py, "-c", "import h5py, numpy").Run(); err == nil {
+		script := fmt.Sprintf(`import h5py, numpy as np
+with h5py.File(%[1]q + "/ext.h5", "w") as f:
+    f.create_dataset("d", shape=(16, 16), dtype="u1", external=[(%[2]q + "/s.raw", 0, 256)])
+with h5py.File(%[2]q + "/src.h5", "w") as f:
+    f["d"] = np.ones((16, 16), "f4")
+lay = h5py.VirtualLayout(shape=(16, 16), dtype="f4")
+lay[:] = h5py.VirtualSource(%[2]q + "/src.h5", "d", shape=(16, 16))
+with h5py.File(%[1]q + "/vds.h5", "w") as f:
+    f.create_virtual_dataset("v", lay)
+with h5py.File(%[1]q + "/plain.h5", "w") as f:
+    f["d"] = np.ones((16, 16), "f4")
+`, cat, outside)
+		if b, err := exec.Command(py, "-c", script).CombinedOutput(); err != nil {
+			t.Fatalf("h5py: %v: %s", err, b)
+		}
+		cases = append(cases,
+			struct{ name, href, mask, why string }{name: "HDF5 plain", href: "plain.h5"},
+			struct{ name, href, mask, why string }{name: "HDF5 external storage", href: "ext.h5", why: `external storage "` + filepath.Join(outside, "s.raw")},
+			struct{ name, href, mask, why string }{name: "HDF5 virtual dataset", href: "vds.h5", why: `a virtual dataset's source "` + filepath.Join(outside, "src.h5")},
+			struct{ name, href, mask, why string }{name: "HDF5 mask asset", href: "in.lbl", mask: "ext.h5", why: "external storage"})
+	} else {
+		t.Log("no h5py for /usr/bin/python3: the HDF5 cases are left out")
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			assets := `"hsi":{"href":"` + tc.href + `","roles":["data"]}`
+			opts := ExpandOptions{}
+			if tc.mask != "" {
+				assets += `,"m":{"href":"` + tc.mask + `","roles":["cloud"]}`
+				opts.MaskRole = "cloud"
+			}
+			doc := writeFile(t, filepath.Join(cat, "item.json"), itemJSON("x", assets))
+			got, errs, err := Expand(context.Background(), []string{doc}, opts)
+			if err != nil || len(errs) != 0 || len(got) != 1 {
+				t.Fatalf("Expand: %v %q %q", err, names(got), errText(errs))
+			}
+			err = checkOpens(got[0])
+			if tc.why == "" {
+				if err != nil {
+					t.Fatalf("checkOpens: %v, want it read", err)
+				}
+				return
+			}
+			if !errors.Is(err, ErrOutsideCatalog) || !strings.Contains(err.Error(), tc.why) {
+				t.Fatalf("checkOpens: %v, want ErrOutsideCatalog saying %q", err, tc.why)
+			}
+			t.Log(err)
+		})
+	}
+	t.Run("remote PDS label ../", func(t *testing.T) {
+		www := filepath.Join(base, "www")
+		os.MkdirAll(filepath.Join(www, "stac"), 0o755)
+		os.WriteFile(filepath.Join(www, "s.raw"), raw, 0o644)
+		writeFile(t, filepath.Join(www, "stac", "up.lbl"), pdsLabel("../s.raw"))
+		writeFile(t, filepath.Join(www, "stac", "item.json"), itemJSON("x", `"hsi":{"href":"up.lbl","roles":["data"]}`))
+		srv := httptest.NewServer(http.FileServer(http.Dir(www)))
+		defer srv.Close()
+		got, errs, err := Expand(context.Background(), []string{srv.URL + "/stac/item.json"}, ExpandOptions{})
+		if err != nil || len(errs) != 0 || len(got) != 1 {
+			t.Fatalf("Expand: %v %q %q", err, names(got), errText(errs))
+		}
+		if err := checkOpens(got[0]); !errors.Is(err, ErrOutsideCatalog) || !strings.Contains(err.Error(), "../ past the folder") {
+			t.Fatalf("checkOpens: %v, want ErrOutsideCatalog saying ../ past the folder", err)
+		}
+	})
 }

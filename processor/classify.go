@@ -238,6 +238,12 @@ func (c *Classifier) productSpec(sceneName string, info geo.Info, plan tiling.Pl
 	if res.QualityMasks != "" {
 		spec.Metadata["QUALITY_MASKS"] = res.QualityMasks
 	}
+	if c.dref != nil {
+		// Only a fused decision is said: products of the network's
+		// decision keep the metadata they had.
+		spec.Metadata["DECISION"] = model.DecisionFused
+		spec.Metadata["DECISION_TEMPERATURE_RAD"] = strconv.FormatFloat(c.m.Decision().TemperatureRad, 'g', 6, 64)
+	}
 	return spec
 }
 

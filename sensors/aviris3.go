@@ -94,7 +94,10 @@ func openAVIRIS3NC(name string, f *geo.MDFile) (*geo.Scene, error) {
 	}
 	nb := dims[0]
 	in := geo.Info{Name: name, Driver: "netCDF", Bands: nb, Rows: dims[1], Cols: dims[2], Product: ProductAVIRIS3, Radiometry: reflectance01}
-	placeGrid(f, &in)
+	if err := placeGrid(f, &in); err != nil {
+		arr.Close()
+		return nil, errors.Join(fmt.Errorf("%s: %w", name, err), f.Close())
+	}
 	if err := readBandTable(f, &in); err != nil {
 		arr.Close()
 		return nil, errors.Join(err, f.Close())
@@ -114,8 +117,11 @@ func openAVIRIS3NC(name string, f *geo.MDFile) (*geo.Scene, error) {
 
 // placeGrid sets the CRS and geotransform: the grid mapping variable's
 // crs_wkt (or spatial_ref) and GeoTransform, else the easting/northing
-// coordinates (pixel centres, so the grid's corner is half a pixel out).
-func placeGrid(f *geo.MDFile, in *geo.Info) {
+// coordinates (pixel centres, so the grid's corner is half a pixel out),
+// which must then be a regular grid (regularStep): irregular or unordered
+// coordinates were taken from their first two values (a -37 m pixel,
+// issue 46 item 13) and are now refused.
+func placeGrid(f *geo.MDFile, in *geo.Info) error {
 	for _, tm := range []string{"/transverse_mercator", "/crs", "/spatial_ref"} {
 		a, err := f.Array(tm)
 		if err != nil {
@@ -136,15 +142,52 @@ func placeGrid(f *geo.MDFile, in *geo.Info) {
 		break
 	}
 	if in.HasGeoTransform {
-		return
+		return nil
 	}
 	e, errE := f.Vector("/easting")
 	n, errN := f.Vector("/northing")
 	if errE == nil && errN == nil && len(e) == in.Cols && len(n) == in.Rows && len(e) > 1 && len(n) > 1 {
-		px, py := e[1]-e[0], n[1]-n[0]
+		px, err := regularStep("easting", e)
+		if err != nil {
+			return err
+		}
+		py, err := regularStep("northing", n)
+		if err != nil {
+			return err
+		}
 		in.GeoTransform = [6]float64{e[0] - px/2, px, 0, n[0] - py/2, 0, py}
 		in.HasGeoTransform = true
 	}
+	return nil
+}
+
+// regularStep is the step of the coordinate values v when they form a
+// regular grid: every step the first one within a thousandth of it, plus
+// the rounding of the values' type (float32 coordinates of a UTM northing
+// are 0.25 m apart), as GDAL's netCDF driver checks the spacing. A zero step, or one that differs (unordered
+// or irregular values), is an error naming the coordinate and the place.
+func regularStep(name string, v []float64) (float64, error) {
+	step := v[1] - v[0]
+	if step == 0 || math.IsNaN(step) || math.IsInf(step, 0) {
+		return 0, fmt.Errorf("%s coordinates %g and %g: not a grid (no step between its first two values)", name, v[0], v[1])
+	}
+	biggest, single := 0.0, true
+	for _, x := range v {
+		biggest = max(biggest, math.Abs(x))
+		single = single && float64(float32(x)) == x
+	}
+	ulp := biggest * 0x1p-52 // the spacing of the values' type near the largest
+	if single {
+		ulp = biggest * 0x1p-23 // coordinates stored as float32
+	}
+	tol := 1e-3*math.Abs(step) + 2*ulp
+	for i := 2; i < len(v); i++ {
+		if d := v[i] - v[i-1]; !(math.Abs(d-step) <= tol) {
+			return 0, fmt.Errorf("%s coordinates are not a regular grid: step %g between values %d and %d, %g between the first two; pnec does not resample irregular grids",
+				name, d, i-1, i, step)
+		}
+	}
+	return step, nil
 }
 
 // readBandTable sets the band set from the reflectance group's wavelength,

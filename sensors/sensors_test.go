@@ -3,9 +3,12 @@ package sensors_test
 import (
 	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/pnec/pnec/geo"
@@ -212,5 +215,49 @@ func TestOneFileSensor(t *testing.T) {
 		if ok != (want.Valid[p] && flags[p] == 0) {
 			t.Fatalf("pixel %d: valid %v with the mask, want %v (flag %v)", p, ok, !ok, flags[p])
 		}
+	}
+}
+
+// TestAVIRIS3IrregularCoordinates (issue 46, item 13): without a grid
+// mapping variable, the geotransform comes from the easting and northing
+// coordinates only when they form a regular grid; unordered eastings were
+// taken from their first two values (a negative pixel) and read, exit 0.
+// Ordered ones still give the fixture's geotransform.
+func TestAVIRIS3IrregularCoordinates(t *testing.T) {
+	av3 := sensorNamed(t, "AVIRIS-3")
+	for _, tc := range []struct {
+		name, edit string // Python on the netCDF4 Dataset ds
+		want       string // "" = read, with the fixture's geotransform
+	}{
+		{"regular", "", ""},
+		{"unordered eastings", "e = ds['easting'][:].copy(); e[[1, 2]] = e[[2, 1]]; ds['easting'][:] = e", "easting coordinates are not a regular grid"},
+		{"irregular northings", "n = ds['northing'][:].copy(); n[-1] += 0.5 * (n[1] - n[0]); ds['northing'][:] = n", "northing coordinates are not a regular grid"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d, err := fixture.WriteAVIRIS3NC(t.TempDir(), fixture.AVIRIS3Options{Seed: 1})
+			fixture.SkipWithoutPython(t, err)
+			script := "import netCDF4\nds = netCDF4.Dataset(" + strconv.Quote(d.Path) + ", 'a')\nds.renameVariable('transverse_mercator', 'hidden_mapping')\n" + tc.edit + "\nds.close()\n"
+			if out, err := exec.Command("/usr/bin/python3", "-c", script).CombinedOutput(); err != nil {
+				t.Fatalf("python: %v\n%s", err, out)
+			}
+			s, ok, err := av3.Open(d.Path)
+			if tc.want == "" {
+				if !ok || err != nil {
+					t.Fatalf("Open: ok %v, %v", ok, err)
+				}
+				defer s.Close()
+				if gt := s.Info().GeoTransform; gt != d.GeoRef.GeoTransform {
+					t.Errorf("geotransform %v, want %v", gt, d.GeoRef.GeoTransform)
+				}
+				return
+			}
+			if err == nil {
+				s.Close()
+				t.Fatalf("read %v, want a refusal saying %q", s.Info().GeoTransform, tc.want)
+			}
+			if !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), d.Path) {
+				t.Errorf("got %q, want one naming %s and saying %q", err, d.Path, tc.want)
+			}
+		})
 	}
 }

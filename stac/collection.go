@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/pnec/pnec/internal/regular"
 	"io/fs"
 	"math"
 	"os"
@@ -190,7 +191,7 @@ func AddToCollection(collPath string, meta CollectionMeta, itemPath string, bbox
 // or another tool added (extension fields such as sci:doi, for one).
 func readCollection(collPath, id string) (map[string]any, error) {
 	coll := map[string]any{}
-	b, err := os.ReadFile(collPath)
+	b, err := regular.ReadFile(collPath)
 	switch {
 	case err == nil:
 		if err := json.Unmarshal(b, &coll); err != nil {
@@ -328,7 +329,7 @@ func CollectionItems(collPath string) map[string]bool {
 	if collPath == "" {
 		return out
 	}
-	b, err := os.ReadFile(collPath)
+	b, err := regular.ReadFile(collPath)
 	if err != nil {
 		return out
 	}

@@ -42,6 +42,43 @@ type Payload struct {
 	// Base is the file the payload was read from ("" for standard input):
 	// relative hrefs of its Items resolve against it.
 	Base string
+	// protect, when set, refuses a local path OutputItem would copy a
+	// file onto (Protect).
+	protect func(path string) error
+}
+
+// Protect makes OutputItem refuse to copy a file onto a local path for
+// which check returns an error (the run's inputs: a path_template that
+// resolves onto a scene would replace it with its product), returning
+// that error instead.
+func (p *Payload) Protect(check func(path string) error) { p.protect = check }
+
+// UploadDir is where the path_template puts the files of the product
+// Item id made from source when the source Item alone fills it (${id},
+// ${collection}, the date from its datetime or start_datetime, its
+// properties): ok is false without a path_template, for a remote one, or
+// when a variable needs a product Item's own property.
+func (p *Payload) UploadDir(id string, source map[string]any) (dir string, ok bool) {
+	coll, err := p.collectionOf(id)
+	if err != nil {
+		return "", false
+	}
+	srcProps, _ := source["properties"].(map[string]any)
+	props := map[string]any{}
+	for _, k := range []string{"datetime", "start_datetime"} {
+		if v, ok := srcProps[k]; ok {
+			props[k] = v
+		}
+	}
+	item := map[string]any{"id": id, "properties": props}
+	if coll != "" {
+		item["collection"] = coll
+	}
+	dest, err := p.uploadDest(coll, item, source)
+	if err != nil || dest == "" || !strings.HasPrefix(dest, "/") || strings.HasPrefix(dest, "/vsi") {
+		return "", false
+	}
+	return dest, true
 }
 
 // ReadPayload reads a payload from r (base: its file name, "" for stdin).
@@ -251,33 +288,66 @@ func expandTemplate(tmpl string, item, source map[string]any) (string, error) {
 			}
 		}
 	}
-	var missing []string
+	var missing, unsafe []string
 	out := templateVar.ReplaceAllStringFunc(tmpl, func(m string) string {
 		k := m[2 : len(m)-1]
-		switch k {
-		case "id", "collection":
-			if s, ok := item[k].(string); ok && s != "" {
-				return s
-			}
-		case "year", "month", "day", "date":
-			if !t.IsZero() {
-				return map[string]string{"year": t.Format("2006"), "month": t.Format("01"), "day": t.Format("02"), "date": t.Format("2006-01-02")}[k]
-			}
-		default:
-			if v, ok := props[k]; ok && v != nil {
-				return fmt.Sprint(v)
-			}
-			if v, ok := srcProps[k]; ok && v != nil {
-				return fmt.Sprint(v)
-			}
+		v, ok := templateValue(k, item, props, srcProps, t)
+		if !ok {
+			missing = append(missing, k)
+			return m
 		}
-		missing = append(missing, k)
-		return m
+		if err := checkTemplateValue(k, v); err != nil {
+			unsafe = append(unsafe, err.Error())
+		}
+		return v
 	})
 	if len(missing) > 0 {
 		return "", fmt.Errorf("%w: path_template %q: item %v has no %s", ErrPayload, tmpl, item["id"], strings.Join(missing, ", "))
 	}
+	if len(unsafe) > 0 {
+		return "", fmt.Errorf("%w: path_template %q: item %v: %s", ErrPayload, tmpl, item["id"], strings.Join(unsafe, "; "))
+	}
 	return out, nil
+}
+
+// checkTemplateValue refuses a variable's value that is not one path
+// segment: empty, "." or "..", or holding a '/' or '\\' (or a control
+// character), any of which would put the files elsewhere than under the
+// template's own folders (issue 46, item 3).
+func checkTemplateValue(k, v string) error {
+	bad := v == "" || v == "." || v == ".." || strings.ContainsAny(v, "/\\")
+	for _, r := range v {
+		if r < 0x20 || r == 0x7f {
+			bad = true
+		}
+	}
+	if bad {
+		return fmt.Errorf("${%s} is %q, which is not one folder or file name (no '/', '\\', '..', '.', control characters or empty values)", k, v)
+	}
+	return nil
+}
+
+// templateValue is the value of the variable k for item: ok false when
+// it has none.
+func templateValue(k string, item, props, srcProps map[string]any, t time.Time) (string, bool) {
+	switch k {
+	case "id", "collection":
+		if s, ok := item[k].(string); ok && s != "" {
+			return s, true
+		}
+	case "year", "month", "day", "date":
+		if !t.IsZero() {
+			return map[string]string{"year": t.Format("2006"), "month": t.Format("01"), "day": t.Format("02"), "date": t.Format("2006-01-02")}[k], true
+		}
+	default:
+		if v, ok := props[k]; ok && v != nil {
+			return fmt.Sprint(v), true
+		}
+		if v, ok := srcProps[k]; ok && v != nil {
+			return fmt.Sprint(v), true
+		}
+	}
+	return "", false
 }
 
 // productTemplateProps are the properties every product Item has whose
@@ -358,6 +428,11 @@ func (p *Payload) CheckTemplate(id, sourceID string, source map[string]any, runC
 				return fmt.Errorf("%w: path_template %q: ${%s}: Item %s has no property %q, nor has a product Item (the variables are ${id}, ${collection}, ${year}, ${month}, ${day}, ${date} and the Items' properties)",
 					ErrPayload, u.PathTemplate, k, sourceID, k)
 			}
+			if v := srcProps[k]; v != nil && !productTemplateProps[k] {
+				if err := checkTemplateValue(k, fmt.Sprint(v)); err != nil {
+					return fmt.Errorf("%w: path_template %q: Item %s: %v", ErrPayload, u.PathTemplate, sourceID, err)
+				}
+			}
 		}
 	}
 	return nil
@@ -398,12 +473,20 @@ func (p *Payload) OutputItem(itemPath string, source map[string]any) (map[string
 	if err != nil {
 		return nil, err
 	}
+	if dest != "" {
+		if err := checkProtected(p.protect, dest+"/"+filepath.Base(itemPath)); err != nil {
+			return nil, err
+		}
+	}
 	abs := absoluteFrom(filepath.Dir(itemPath))
-	if err := outputAssets(item, abs, dest); err != nil {
+	if err := outputAssets(item, abs, dest, p.protect); err != nil {
 		return nil, err
 	}
 	links := standaloneLinks(item, abs)
 	if dest != "" {
+		if err := uploadLinkedDocs(links, dest, p.protect); err != nil {
+			return nil, err
+		}
 		self := dest + "/" + filepath.Base(itemPath)
 		links = append(links, map[string]any{"rel": "self", "href": self, "type": geojsonMediaType})
 		item["links"] = links
@@ -438,6 +521,80 @@ func (p *Payload) uploadDest(coll string, item, source map[string]any) (string, 
 	return strings.TrimSuffix(dest, "/"), nil
 }
 
+// maxLinkedDoc bounds a linked STAC document uploadLinkedDocs copies.
+const maxLinkedDoc = 16 << 20
+
+// uploadLinkedDocs copies, beside an Item uploaded to dest, the local
+// STAC documents its links name (the model's Item of derived_from, which
+// the run wrote into its output directory), and points the links at the
+// copies: a link to the worker's local out/m.pnec.json was published with
+// the Item, naming a file nobody else can read (issue 46, item 14). The
+// copy's own relative hrefs are made absolute first, so that they lead
+// where they did. Links to URLs, and local files that are not JSON
+// documents (a scene), stay as they are.
+func uploadLinkedDocs(links []any, dest string, protect func(string) error) error {
+	for _, l := range links {
+		lm, ok := l.(map[string]any)
+		if !ok {
+			continue
+		}
+		href, _ := lm["href"].(string)
+		if !strings.HasPrefix(href, "/") || strings.HasPrefix(href, "/vsi") || !strings.EqualFold(filepath.Ext(href), ".json") {
+			continue
+		}
+		fi, err := os.Stat(href)
+		if err != nil || !fi.Mode().IsRegular() || fi.Size() > maxLinkedDoc {
+			continue
+		}
+		b, err := os.ReadFile(href)
+		if err != nil {
+			return err
+		}
+		var doc map[string]any
+		if json.Unmarshal(b, &doc) != nil {
+			continue
+		}
+		docAbs := absoluteFrom(filepath.Dir(href))
+		for _, a := range []any{doc["links"], doc["assets"]} {
+			absolutise(a, docAbs)
+		}
+		out, err := json.MarshalIndent(doc, "", "  ")
+		if err != nil {
+			return err
+		}
+		to := dest + "/" + filepath.Base(href)
+		if err := checkProtected(protect, to); err != nil {
+			return err
+		}
+		if err := uploadBytes(append(out, '\n'), to); err != nil {
+			return err
+		}
+		lm["href"] = to
+	}
+	return nil
+}
+
+// absolutise makes the href of each link of a list, or asset of a map,
+// absolute through abs.
+func absolutise(v any, abs func(string) string) {
+	var objs []any
+	switch x := v.(type) {
+	case []any:
+		objs = x
+	case map[string]any:
+		for _, o := range x {
+			objs = append(objs, o)
+		}
+	}
+	for _, o := range objs {
+		if m, ok := o.(map[string]any); ok {
+			if h, ok := m["href"].(string); ok {
+				m["href"] = abs(h)
+			}
+		}
+	}
+}
+
 // absoluteFrom makes a relative href of a document in dir an absolute
 // path; URLs and absolute paths stay as they are.
 func absoluteFrom(dir string) func(string) string {
@@ -453,10 +610,28 @@ func absoluteFrom(dir string) func(string) string {
 	}
 }
 
+// checkProtected is protect's verdict on the local path to (nil for
+// remote ones, or without protect).
+func checkProtected(protect func(string) error, to string) error {
+	if protect == nil || !strings.HasPrefix(to, "/") || strings.HasPrefix(to, "/vsi") {
+		return nil
+	}
+	return protect(to)
+}
+
 // outputAssets names the item's assets absolutely, uploading each local
-// file to dest first when dest is not "".
-func outputAssets(item map[string]any, abs func(string) string, dest string) error {
+// file to dest first when dest is not "" (refusing a path protect
+// refuses, before copying any).
+func outputAssets(item map[string]any, abs func(string) string, dest string, protect func(string) error) error {
 	assets, _ := item["assets"].(map[string]any)
+	for _, a := range assets {
+		if am, ok := a.(map[string]any); ok && dest != "" {
+			href, _ := am["href"].(string)
+			if err := checkProtected(protect, dest+"/"+filepath.Base(abs(href))); err != nil {
+				return err
+			}
+		}
+	}
 	for _, a := range assets {
 		am, ok := a.(map[string]any)
 		if !ok {

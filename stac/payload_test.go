@@ -2,6 +2,8 @@ package stac
 
 import (
 	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -42,5 +44,47 @@ func TestExpandTemplate(t *testing.T) {
 	}
 	if _, err := expandTemplate("/out/${platform}", item, nil); !errors.Is(err, ErrPayload) || !strings.Contains(err.Error(), "has no platform") {
 		t.Errorf("missing variable: got %v", err)
+	}
+}
+
+// TestTemplateValuesStayInside (issue 46, item 3): a variable's value that
+// is not one folder or file name (a property "../../../x", "a/b", "..",
+// "", a backslash) is refused, by CheckTemplate before any work when the
+// source Item holds it and by OutputItem's expansion, which then writes
+// nothing (no parent folder made); the value was put in the path as it
+// was, writing the product, style and Item outside the template's root.
+func TestTemplateValuesStayInside(t *testing.T) {
+	base := t.TempDir()
+	root := filepath.Join(base, "a", "b", "c") // ../../../x from root/up/ is base/a/x: still in the test's folder
+	os.MkdirAll(root, 0o755)
+	doc := `{"type":"FeatureCollection","features":[],"process":[{"upload_options":{"path_template":"` + root + `/up/${platform}/${id}"}}]}`
+	p, err := ReadPayload(strings.NewReader(doc), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range []any{"../../../x", "a/b", "..", ".", "", `a\b`, "x\ny"} {
+		src := map[string]any{"id": "s", "properties": map[string]any{"platform": v}}
+		if err := p.CheckTemplate("k", "s", src, false); !errors.Is(err, ErrPayload) || !strings.Contains(err.Error(), "${platform}") {
+			t.Errorf("CheckTemplate with platform %q: %v, want ErrPayload naming ${platform}", v, err)
+		}
+		item := map[string]any{"id": "k", "properties": map[string]any{"datetime": "2020-07-16T10:15:30Z"}}
+		if _, err := expandTemplate(root+"/up/${platform}/${id}", item, src); !errors.Is(err, ErrPayload) {
+			t.Errorf("expandTemplate with platform %q: %v, want ErrPayload", v, err)
+		}
+		itemPath := filepath.Join(t.TempDir(), "k.json")
+		os.WriteFile(itemPath, []byte(`{"type":"Feature","id":"k","properties":{"datetime":"2020-07-16T10:15:30Z"},"assets":{}}`), 0o644)
+		if _, err := p.OutputItem(itemPath, src); err == nil {
+			t.Errorf("OutputItem with platform %q: no error", v)
+		}
+	}
+	if ents, _ := os.ReadDir(root); len(ents) != 0 {
+		t.Errorf("the refused values made %v under %s", ents, root)
+	}
+	if _, err := os.Stat(filepath.Join(base, "a", "x")); err == nil {
+		t.Errorf("a folder x was made outside the template's root")
+	}
+	ok := map[string]any{"id": "s", "properties": map[string]any{"platform": "sentinel-2a"}}
+	if err := p.CheckTemplate("k", "s", ok, false); err != nil {
+		t.Errorf("a plain value refused: %v", err)
 	}
 }

@@ -277,6 +277,12 @@ func parseShapes(s string) ([][2]int, error) {
 		if !ok || err1 != nil || err2 != nil || rows < 1 || cols < 1 {
 			return nil, fmt.Errorf("%q: want ROWSxCOLS with positive numbers, e.g. 610x340", part)
 		}
+		if rows > processor.MaxTileSide || cols > processor.MaxTileSide {
+			// GDAL's largest raster side: no scene is larger, and the
+			// planner's tile lists grow with the side (100000000000x1 ran
+			// out of memory).
+			return nil, fmt.Errorf("%q: a side above %d, the largest a raster can have", part, processor.MaxTileSide)
+		}
 		out = append(out, [2]int{rows, cols})
 	}
 	return out, nil

@@ -59,3 +59,18 @@ func TestBackendsCacheAndPrecompile(t *testing.T) {
 		t.Errorf("exit %d with a failing plugin, want 1", r.code)
 	}
 }
+
+// TestPrecompileShapesBounded (issue 46, item 9): --shapes sides above
+// GDAL's largest raster side are refused with one line naming the shape;
+// 100000000000x1 ran the planner out of memory (Go's fatal "out of
+// memory" after 24 s).
+func TestPrecompileShapesBounded(t *testing.T) {
+	for _, s := range []string{"100000000000x1", "1x2147483648", "610x340,99999999999x99999999999"} {
+		if _, err := parseShapes(s); err == nil || !strings.Contains(err.Error(), "the largest a raster can have") {
+			t.Errorf("--shapes %s: %v, want a refusal naming the bound", s, err)
+		}
+	}
+	if got, err := parseShapes("610x340,2147483647x1"); err != nil || len(got) != 2 {
+		t.Errorf("sizes within the bound: %v, %v", got, err)
+	}
+}

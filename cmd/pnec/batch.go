@@ -154,6 +154,7 @@ func batchAction(c *cli.Context) error {
 	if rf != nil {
 		cfg.ReportPath = c.String("report")
 	}
+	cfg.PayloadOut = c.String("payload-out")
 	setBatchLogging(c, &cfg, stderr)
 
 	var sum pipelines.Summary
@@ -173,7 +174,7 @@ func batchAction(c *cli.Context) error {
 		}
 	}
 	if errors.Is(err, processor.ErrOutputIsInput) {
-		return fmt.Errorf("batch: %w; give --out-dir, --stac-collection and --report apart from the inputs", err)
+		return fmt.Errorf("batch: %w; give --out-dir, --stac-collection, --report and --payload-out apart from the inputs", err)
 	}
 	if !c.Bool("quiet") && sum.Scenes > 0 {
 		fmt.Fprintln(stderr, "batch: "+sum.String())

@@ -43,7 +43,7 @@ func init() {
 				"  pnec import mat --labels ../shared/data/PaviaU/paviaU_gt.mat --labels-out paviaU_gt.tif \\\n" +
 				"      --epsg 32632 --origin 1000,5000 --pixel-size 1.3",
 			Flags: []cli.Flag{
-				&cli.StringFlag{Name: "cube", Usage: "hyperspectral cube `FILE.mat[:VAR]` (VAR defaults to the only 3-D array, or Y with nRow/nCol)"},
+				&cli.StringFlag{Name: "cube", Usage: "hyperspectral cube `FILE.mat[:VAR]` (VAR defaults to the only 3-D array, or Y with nRow/nCol or lines/cols; refused naming them when several could be the cube)"},
 				&cli.StringFlag{Name: "labels", Usage: "label map `FILE.mat[:VAR]` (2-D, 0 = unlabelled; VAR defaults to the only 2-D array)"},
 				&cli.StringFlag{Name: "out", Usage: "output GeoTIFF `PATH` for the cube (required with --cube)"},
 				&cli.StringFlag{Name: "labels-out", Usage: "output GeoTIFF `PATH` for the labels (required with --labels)"},

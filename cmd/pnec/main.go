@@ -149,6 +149,10 @@ func newApp() *cli.App {
 			"Run 'pnec COMMAND --help' for each command's flags and examples.",
 		Commands:             cmds,
 		EnableBashCompletion: true,
+		// A repeatable flag's value is one value, commas and all
+		// (--quality-mask PATH:1,2, --config KEY=a,b, --co A=1,B=2):
+		// urfave/cli would split it at each comma otherwise.
+		DisableSliceFlagSeparator: true,
 		// Errors are printed once by main, as one line.
 		ExitErrHandler: func(*cli.Context, error) {},
 		// GDAL configuration applies to every command, before it opens anything.
