@@ -32,7 +32,8 @@ func fusedModel(t *testing.T) *model.Model {
 // TestFusedDecisionProduct: a fused model's product has the class band of
 // model.Decide on the whole scene (the network's probabilities fused with
 // the spectral evidence, then recovered), and in tiles nearly so (the
-// network sees each tile's context), and it carries drift figures.
+// network sees each tile's context), and it carries drift figures and
+// says its decision in its metadata.
 func TestFusedDecisionProduct(t *testing.T) {
 	m := fusedModel(t)
 	dir := t.TempDir()
@@ -83,5 +84,9 @@ func TestFusedDecisionProduct(t *testing.T) {
 	}
 	if res.Drift == nil {
 		t.Fatal("no drift figures")
+	}
+	md, _ := gdalinfoJSON(t, whole)["metadata"].(map[string]any)
+	if pm, _ := md["PNEC"].(map[string]any); pm["DECISION"] != model.DecisionFused || pm["DECISION_TEMPERATURE_RAD"] == nil {
+		t.Errorf("product metadata DECISION = %v, temperature %v: want %s and the model's", pm["DECISION"], pm["DECISION_TEMPERATURE_RAD"], model.DecisionFused)
 	}
 }
