@@ -158,26 +158,11 @@ func predictAsProduct(ctx context.Context, p *model.Predictor, m *model.Model, s
 	if err != nil || !shape.Recovered || shape.Rows < s.Rows || shape.Cols < s.Cols || (shape.Rows == s.Rows && shape.Cols == s.Cols) {
 		return p.Predict(ctx, s)
 	}
-	pred, err := p.Predict(ctx, padScene(s, shape.Rows, shape.Cols))
+	pred, err := p.Predict(ctx, model.PadScene(s, shape.Rows, shape.Cols))
 	if err != nil {
 		return pred, err
 	}
 	return cropPrediction(pred, s.Rows, s.Cols), nil
-}
-
-// padScene is s padded at the bottom and right with invalid pixels to
-// rows x cols.
-func padScene(s model.Scene, rows, cols int) model.Scene {
-	B := s.Bands
-	out := model.Scene{Rows: rows, Cols: cols, Bands: B, WavelengthsNM: s.WavelengthsNM,
-		Data: make([]float32, rows*cols*B), Valid: make([]bool, rows*cols)}
-	for r := 0; r < s.Rows; r++ {
-		copy(out.Data[r*cols*B:(r*cols+s.Cols)*B], s.Data[r*s.Cols*B:(r+1)*s.Cols*B])
-		for c := 0; c < s.Cols; c++ {
-			out.Valid[r*cols+c] = s.Valid == nil || s.Valid[r*s.Cols+c]
-		}
-	}
-	return out
 }
 
 // cropPrediction is the top-left rows x cols of p (its cell grid cut to

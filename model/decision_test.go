@@ -112,7 +112,7 @@ func fieldScene(rows, cols, bands int, class func(r, c int) int, seed uint64) (S
 func TestChooseDecisionWindow(t *testing.T) {
 	const rows, cols, bands = 40, 40, 16
 	for _, tc := range []struct {
-		name  string
+		name     string
 		class    func(r, c int) int
 		min, max int
 	}{

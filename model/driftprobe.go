@@ -162,6 +162,22 @@ func ChooseProbeWindow(windows []tiling.Rect, valid []int) int {
 	return best
 }
 
+// PadScene is s padded at the bottom and right with invalid pixels to
+// rows x cols (at least s's size): a scene as a padded network input lays
+// it out.
+func PadScene(s Scene, rows, cols int) Scene {
+	B := s.Bands
+	out := Scene{Rows: rows, Cols: cols, Bands: B, WavelengthsNM: s.WavelengthsNM,
+		Data: make([]float32, rows*cols*B), Valid: make([]bool, rows*cols)}
+	for r := 0; r < s.Rows; r++ {
+		copy(out.Data[r*cols*B:(r*cols+s.Cols)*B], s.Data[r*s.Cols*B:(r+1)*s.Cols*B])
+		for c := 0; c < s.Cols; c++ {
+			out.Valid[r*cols+c] = s.Valid == nil || s.Valid[r*s.Cols+c]
+		}
+	}
+	return out
+}
+
 // CropScene is the rectangle w of s.
 func CropScene(s Scene, w tiling.Rect) Scene {
 	out := Scene{Rows: w.Rows, Cols: w.Cols, Bands: s.Bands, WavelengthsNM: s.WavelengthsNM, Data: make([]float32, w.Rows*w.Cols*s.Bands)}

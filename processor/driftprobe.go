@@ -92,17 +92,7 @@ func padToLadder(w model.Scene) model.Scene {
 	if rows == w.Rows && cols == w.Cols {
 		return w
 	}
-	B := w.Bands
-	out := model.Scene{Rows: rows, Cols: cols, Bands: B, WavelengthsNM: w.WavelengthsNM,
-		Data: make([]float32, rows*cols*B), Valid: make([]bool, rows*cols)}
-	for r := 0; r < w.Rows; r++ {
-		copy(out.Data[r*cols*B:(r*cols+w.Cols)*B], w.Data[r*w.Cols*B:(r+1)*w.Cols*B])
-		for c := 0; c < w.Cols; c++ {
-			i := r*w.Cols + c
-			out.Valid[r*cols+c] = w.Valid == nil || w.Valid[i]
-		}
-	}
-	return out
+	return model.PadScene(w, rows, cols)
 }
 
 // reusableProbeLabels reports whether the main pass's labels can stand for

@@ -25,8 +25,8 @@ type stitcher struct {
 	fused       bool
 	decision    model.Decision
 	netRecovery model.RecoveryParams // the network's own recovery, for the drift figures (fused only)
-	out      chan<- rowsOut
-	tileDone func(t tiling.Tile, done int) // after each tile is stitched
+	out         chan<- rowsOut
+	tileDone    func(t tiling.Tile, done int) // after each tile is stitched
 
 	drift *model.DriftMeter // nil: no drift figures (needs spectral)
 	// probeLabels, when not nil, receives each pixel's label (a dense
