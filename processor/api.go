@@ -265,7 +265,7 @@ func NewClassifier(m *model.Model, opts Options) (*Classifier, error) {
 	if err := m.Recovery().Validate(); err != nil {
 		return nil, fmt.Errorf("processor: model: %w", err)
 	}
-	if err := checkTile(opts, m.Recovery().Window); err != nil {
+	if err := checkTile(opts, recoveryWindow(m)); err != nil {
 		return nil, err
 	}
 	if err := checkProbabilities(opts, len(m.Classes())); err != nil {
