@@ -82,8 +82,8 @@ func (m *Model) Decision() Decision { return m.meta.Config.Decision }
 
 // angleOf is the spectral angle of a cosine distance 1 - cos(a) =
 // 2 sin^2(a/2), without the cancellation of acos near 0.
-func angleOf(d float32) float64 {
-	return 2 * math.Asin(math.Sqrt(math.Max(0, math.Min(2, float64(d)))/2))
+func angleOf(d float64) float64 {
+	return 2 * math.Asin(math.Sqrt(math.Max(0, math.Min(2, d))/2))
 }
 
 // Fuse turns the network's probabilities prob ([n][k]) into the fused
@@ -108,7 +108,7 @@ func (d Decision) Fuse(prob, dist []float32, k int) error {
 		}
 		top := math.Inf(-1)
 		for c := range k {
-			score[c] = math.Log(math.Max(float64(p[c]), probabilityFloor)) - scale*angleOf(dd[c])
+			score[c] = math.Log(math.Max(float64(p[c]), probabilityFloor)) - scale*angleOf(float64(dd[c]))
 			top = math.Max(top, score[c])
 		}
 		sum := 0.0

@@ -225,7 +225,7 @@ func classAngles(u []float64, refs [][]float64, class []int, classes, q, n int) 
 			out[c] = math.Pi // no reference of the class
 			continue
 		}
-		out[c] = 2 * math.Asin(math.Sqrt(math.Max(0, 1-math.Min(1, v))/2))
+		out[c] = angleOf(1 - math.Min(1, v))
 	}
 	return out
 }

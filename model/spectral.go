@@ -334,9 +334,7 @@ func AgreementOf(dist []float32, label int) float32 {
 	if other > absent {
 		return 1
 	}
-	// 1 - cos(a) = 2 sin^2(a/2).
-	angle := func(d float32) float64 { return 2 * math.Asin(math.Sqrt(math.Max(0, math.Min(2, float64(d)))/2)) }
-	aLabel, aOther := angle(dl), angle(other)
+	aLabel, aOther := angleOf(float64(dl)), angleOf(float64(other))
 	if aLabel+aOther == 0 {
 		return 0.5
 	}

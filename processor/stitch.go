@@ -64,18 +64,14 @@ const (
 
 // depth is the number of canvas channels per pixel.
 func (s *stitcher) depth() int {
-	k := len(s.classes)
-	d := k + extraChannels
-	if s.spectral {
-		d += k
-	}
 	if s.fused {
-		d += k
+		return s.fusedOffset() + len(s.classes)
 	}
-	return d
+	return s.fusedOffset()
 }
 
-// fusedOffset is the first canvas channel of the decision distances.
+// fusedOffset is the first canvas channel of the decision distances (the
+// depth without them).
 func (s *stitcher) fusedOffset() int {
 	k := len(s.classes)
 	if s.spectral {
