@@ -274,6 +274,14 @@ func (m *Model) ProbeRecalibrationFrom(ctx context.Context, p ScenePredictor, w 
 	if w.Bands != B || len(w.Data) != w.Rows*w.Cols*B {
 		return Recalibration{}, fmt.Errorf("recalibration probe: a %dx%dx%d window for a model of %d bands: %w", w.Rows, w.Cols, w.Bands, B, ErrBandCount)
 	}
+	// The probe counts the class band's changes: under a fused decision
+	// the product's map is the fused one, which holds under shifts the
+	// network alone does not (a tilt the training spectra's copies cover),
+	// so judging the network's labels would flag maps that held.
+	ref, err := m.DecisionReference()
+	if err != nil {
+		return Recalibration{}, fmt.Errorf("recalibration probe: %w", err)
+	}
 	labels := func(s Scene) ([]int, error) {
 		pred, err := p.Predict(ctx, s)
 		if err != nil {
@@ -283,8 +291,18 @@ func (m *Model) ProbeRecalibrationFrom(ctx context.Context, p ScenePredictor, w 
 			return nil, fmt.Errorf("recalibration probe: prediction of %d classes for a model of %d", pred.Classes, k)
 		}
 		prob := pred.Prob
-		if !pred.Recovered {
-			prob = tiling.Recover(pred.Prob, s.Valid, s.Rows, s.Cols, k, m.NetworkRecovery())
+		switch {
+		case m.Decision().Fused():
+			if pred.Recovered {
+				return nil, fmt.Errorf("recalibration probe: a fused decision needs the network's probabilities before the recovery")
+			}
+			fused, err := FuseScene(m.Decision(), ref, s, pred.Prob)
+			if err != nil {
+				return nil, fmt.Errorf("recalibration probe: %w", err)
+			}
+			prob = tiling.Recover(fused, s.Valid, s.Rows, s.Cols, k, m.Recovery())
+		case !pred.Recovered:
+			prob = tiling.Recover(pred.Prob, s.Valid, s.Rows, s.Cols, k, m.Recovery())
 		}
 		out := make([]int, s.Rows*s.Cols)
 		for i := range out {
