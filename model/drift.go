@@ -569,7 +569,18 @@ func trainDriftStats(ctx context.Context, m *Model, s Scene, backend string) (*d
 		return nil, errors.New("no valid pixel")
 	}
 	st.setPixelStats(t)
-	st.setClassMeanSpectra(s, prec, k)
+	// The recalibration probe compares a window's class means under the
+	// class band's labels with these: under a fused decision they are the
+	// fused labels, not the network's (which differ wherever the fusion
+	// corrects the network, and would read as a calibration change of the
+	// training scene itself).
+	band := prec
+	if m.Decision().Fused() {
+		if band, err = m.Decide(s, pred.Prob); err != nil {
+			return nil, err
+		}
+	}
+	st.setClassMeanSpectra(s, band, k)
 	if err := st.setFeatureStats(pred); err != nil {
 		return nil, err
 	}
