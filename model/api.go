@@ -223,23 +223,34 @@ var DefaultAugment = Augment{Prob: 0.8, Tilt: 0.25, Offset: 0.05, Noise: 0.03, B
 const PaperRecoveryWindow = 9
 
 // DefaultConfig returns the paper's hyperparameters with pnec's defaults
-// (DefaultEncoder, DefaultInput, DefaultAugment, DefaultDecision). With
-// Decision.Mode DecisionFused, a Recovery.Window of 0 is chosen at
-// training.
+// (DefaultEncoder, DefaultInput, DefaultAugment, DefaultDecision): the
+// fused decision, whose temperature and recovery window (0 here) are
+// chosen at training. PaperConfig is the paper's configuration.
 func DefaultConfig() Config {
 	return Config{
 		Hidden: 128, DState: 16, DConv: 4, Expand: 2, HeadDim: 64, Chunk: 64, Groups: 4, DiffWindow: 5,
 		TauInit: 10, Momentum: 0.9, GateFloor: 0.5, Alpha: 1, Beta: 1,
 		LambdaBranch: 0.1, LambdaProto: 0.1, LambdaCon: 0.02,
 		ECWarmupEpochs: 10, LearningRate: 3e-4, Epochs: 200,
-		Recovery: RecoveryParams{Window: PaperRecoveryWindow, Eta: 1},
+		Recovery: RecoveryParams{Window: 0, Eta: 1}, // chosen at training (the fused decision)
 		Ablation: AblationFull,
 		Encoder:  DefaultEncoder,
 		Input:    DefaultInput,
 		Augment:  DefaultAugment,
-		// Decision: the zero value, the network's (DefaultDecision), so that
-		// model files keep their bytes.
+		Decision: Decision{Mode: DefaultDecision},
 	}
+}
+
+// PaperConfig returns the paper's configuration: DefaultConfig with the
+// paper's input (InputStretch), no augmentation and the network's own
+// decision with the paper's recovery window, as the parity tests and
+// the reference implementation run it. Its decision is the zero
+// Decision, as model files written before the fused decision say it.
+func PaperConfig() Config {
+	c := DefaultConfig()
+	c.Input, c.Augment = InputStretch, Augment{}
+	c.Decision, c.Recovery.Window = Decision{}, PaperRecoveryWindow
+	return c
 }
 
 // Default split and run seeds of the paper's protocol.

@@ -6,26 +6,29 @@ import (
 	"testing"
 )
 
-// TestDefaultDecision: pnec's default decides by the network with the
-// paper's window, as a zero Config does; a fused decision with window 0
-// validates and keeps 0 for training to choose.
+// TestDefaultDecision: pnec's default decides fused, with its window left
+// for training to choose; the paper's configuration and a zero Config
+// decide by the network with the paper's window (model files written
+// before the fused decision read the same); a fused decision with window
+// 0 validates and keeps 0 for training to choose.
 func TestDefaultDecision(t *testing.T) {
-	d := DefaultConfig()
-	if d.Decision.Fused() || d.Decision.Mode == DecisionFused || d.Recovery.Window != PaperRecoveryWindow {
-		t.Fatalf("DefaultConfig decision %+v window %d: want the network's with window %d", d.Decision, d.Recovery.Window, PaperRecoveryWindow)
+	d := TrainOptions{Config: DefaultConfig()}.withDefaults().Config
+	if !(d.Decision.Mode == DecisionFused) || d.Recovery.Window != 0 {
+		t.Fatalf("DefaultConfig decision %+v window %d: want fused with window 0 (chosen at training)", d.Decision, d.Recovery.Window)
+	}
+	if err := validateConfig(d); err != nil {
+		t.Fatalf("DefaultConfig: %v", err)
+	}
+	p := PaperConfig()
+	if p.Decision != (Decision{}) || p.Recovery.Window != PaperRecoveryWindow || p.Input != InputStretch || p.Augment != (Augment{}) {
+		t.Fatalf("PaperConfig decision %+v window %d input %q augment %+v: want the network's, %d, %q, none", p.Decision, p.Recovery.Window, p.Input, p.Augment, PaperRecoveryWindow, InputStretch)
 	}
 	z := TrainOptions{}.withDefaults().Config
 	if z.Decision.Fused() || z.Recovery.Window != PaperRecoveryWindow {
 		t.Fatalf("zero Config: decision %+v window %d, want the network's with window %d", z.Decision, z.Recovery.Window, PaperRecoveryWindow)
 	}
-	f := DefaultConfig()
-	f.Decision, f.Recovery.Window = Decision{Mode: DecisionFused}, 0
-	f = TrainOptions{Config: f}.withDefaults().Config
-	if err := validateConfig(f); err != nil || f.Recovery.Window != 0 {
-		t.Fatalf("fused with window 0: window %d after defaults, validation %v; want 0 and none", f.Recovery.Window, err)
-	}
 	n := DefaultConfig()
-	n.Recovery.Window = 0
+	n.Decision, n.Recovery.Window = Decision{}, 0
 	if err := validateConfig(TrainOptions{Config: n}.withDefaults().Config); err != nil {
 		t.Fatalf("network decision with window 0 (the paper's then): %v", err)
 	}

@@ -17,11 +17,12 @@ import (
 //
 // Input, Augment and Decision are not filled: as in a model file, "" is the
 // reference's stretch, a zero Augment is off and a zero Decision the
-// network's, so a partial Config is the paper's network; DefaultConfig()
-// is pnec's (shape input, augmented, the network's decision).
+// network's (with the paper's window), so a partial Config is the
+// paper's (PaperConfig, its input spelled ""); DefaultConfig() is pnec's
+// (shape input, augmented, the fused decision).
 func TestTrainOptionsDefaults(t *testing.T) {
-	def := DefaultConfig()
-	def.Input, def.Augment, def.Decision = "", Augment{}, Decision{}
+	def := PaperConfig()
+	def.Input = ""
 	noWarmup := DefaultConfig()
 	noWarmup.ECWarmupEpochs = 0
 	noCon := DefaultConfig()

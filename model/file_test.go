@@ -118,6 +118,8 @@ func TestModelFileBandRecord(t *testing.T) {
 func tinyModelFile(t testing.TB) []byte {
 	t.Helper()
 	cfg := tinyConfig(2)
+	// What training chooses for the default's fused decision.
+	cfg.Decision.TemperatureRad, cfg.Recovery.Window = 0.02, 3
 	const bands = 4
 	classes := []Class{{Value: 1, Name: "water", Color: PaletteColor(1)}, {Value: 2, Name: "class 2", Color: PaletteColor(2)}}
 	d, err := makeDims(cfg, bands, len(classes))

@@ -70,12 +70,12 @@ for enc in $ENCODERS; do
 			other=jasper; name=SalinasA
 			if [ $scene = jasper ]; then other=salinasA; name=JasperRidge; fi
 			extra=""
-			[ $variant = reference ] && extra="--input stretch --augment off"
+			[ $variant = reference ] && extra="--paper"
 			out=${scene}_${enc}_${variant}.json
 			# shellcheck disable=SC2086 # extra is several flags
 			run "$scene" "$other" "$out" "models/${scene}_${enc}_${variant}" --runs "$RUNS" --encoder "$enc" $extra
 			label=default
-			[ $variant = reference ] && label="paper's input, no augmentation"
+			[ $variant = reference ] && label="the paper's configuration (--paper)"
 			args+=("$name|$enc|$label=$OUT/$out")
 			if [ "$enc $variant" = "paper default" ]; then
 				drift+=("$name|report=$OUT/$out")

@@ -69,7 +69,7 @@ func init() {
 }
 
 // modelFlags are the hyperparameters train and experiment share; their
-// defaults are the paper's (model.DefaultConfig).
+// defaults are pnec's (model.DefaultConfig; --paper: model.PaperConfig).
 func modelFlags() []cli.Flag {
 	d := model.DefaultConfig()
 	return []cli.Flag{
@@ -79,7 +79,8 @@ func modelFlags() []cli.Flag {
 		&cli.IntFlag{Name: "warmup", Value: d.ECWarmupEpochs, Usage: "`EPOCHS` with evidence calibration off"},
 		&cli.Float64Flag{Name: "gate-floor", Value: d.GateFloor, Usage: "gate floor `RHO` in 0..1"},
 		&cli.IntFlag{Name: "window", Value: 0, Usage: "recovery window in `PIXELS` (odd), stored in the model; 0 takes the paper's 9 with --decision network and, with --decision fused, chooses it at training (the largest of 1, 3, ..., 9 at which the training pixels, each left out in turn, are classified as well as at any)"},
-		&cli.StringFlag{Name: "decision", Value: model.DefaultDecision, Usage: "how the class band is decided, stored in the model: `MODE` network (the network's recovered probabilities: the paper's; with --input stretch --augment off, the paper's configuration) or fused (the network's probabilities weighed with the spectral angle to the model's training pixels and their augmented copies, the temperature chosen from the training pixels alone: the better map on the benchmark scenes and new ground, docs/model.md#the-decision)"},
+		&cli.StringFlag{Name: "decision", Value: model.DefaultDecision, Usage: "how the class band is decided, stored in the model: `MODE` fused (the network's probabilities weighed with the spectral angle to the model's training pixels and their augmented copies, the temperature chosen from the training pixels alone: the better map on the benchmark scenes and new ground, docs/model.md#the-decision) or network (the network's recovered probabilities alone: the paper's)"},
+		&cli.BoolFlag{Name: "paper", Usage: "the paper's configuration: --input stretch --augment off --decision network --window 9 (what the PyTorch reference runs; not with any of those flags)"},
 		&cli.Float64Flag{Name: "eta", Value: d.Recovery.Eta, Usage: "recovery strength `ETA` in 0..1, stored in the model"},
 		&cli.StringFlag{Name: "ablation", Value: string(d.Ablation), Usage: "network `VARIANT`: full, base (no evidence calibration), no-ec (s = 0), no-rc (no reliability-aware calibration: gate G = 1), no-recovery (labels without the AvgPool recovery)"},
 		&cli.StringFlag{Name: "encoder", Value: d.Encoder, Usage: "`ENCODER`, stored in the model: paper (the paper's: 1x1 conv + GroupNorm + SiLU at full resolution, 3x3 conv, MaxPool 2, GELU, AvgPool 2) or cell (the input averaged over 4x4 cells first, all work at stride 4)"},
@@ -137,6 +138,15 @@ func configFromFlags(c *cli.Context, withAblation bool) (model.Config, error) {
 		return cfg, fmt.Errorf("--augment: %w", err)
 	}
 	cfg.Augment = aug
+	if c.Bool("paper") {
+		for _, f := range []string{"input", "augment", "decision", "window"} {
+			if c.IsSet(f) {
+				return cfg, fmt.Errorf("--paper sets --%s (the paper's configuration): give one or the other", f)
+			}
+		}
+		p := model.PaperConfig()
+		cfg.Input, cfg.Augment, cfg.Decision, cfg.Recovery.Window = p.Input, p.Augment, p.Decision, p.Recovery.Window
+	}
 	switch {
 	case cfg.Epochs < 1:
 		return cfg, fmt.Errorf("--epochs %d: want at least 1", cfg.Epochs)
