@@ -347,6 +347,8 @@ def render(results, args):
              "defaults (fixed splits: mean of %d seeds; halves: one run per draw), halves: mean of the draws. "
              "Variants: %s. pnec's runs were made by: %s." % (
                  args.seeds, flags_of(results) or "none", versions_of(results)), ""]
+    if args.note:
+        lines += [args.note, ""]
     groups = {}
     for r in results:
         groups.setdefault((r["scene"], r["case"]), []).append(r)
@@ -389,6 +391,7 @@ def main():
     ap.add_argument("--pnec-flags", default="", help="extra pnec train flags of the variant")
     ap.add_argument("--pnec-only", action="store_true", help="skip the baselines (a variant's rerun)")
     ap.add_argument("--report", default="")
+    ap.add_argument("--note", default="", help="a paragraph the report prints under its header (how kept results were made)")
     args = ap.parse_args()
     if not os.path.isdir(os.path.join(DATA, "SalinasA")):
         print("bench_baselines: no benchmark data under %s (set PNEC_DATA): skipped" % DATA, file=sys.stderr)
