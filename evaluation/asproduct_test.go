@@ -10,7 +10,6 @@ import (
 	"github.com/pnec/pnec/model"
 	"github.com/pnec/pnec/processor"
 	"github.com/pnec/pnec/spectral"
-	"github.com/pnec/pnec/tiling"
 )
 
 // TestEvaluateScoresTheProductsMap (issue 46, item 21): evaluate's final
@@ -47,7 +46,12 @@ func TestEvaluateScoresTheProductsMap(t *testing.T) {
 		t.Fatal(err)
 	}
 	K := pred.Classes
-	prec := tiling.Recover(pred.Prob, sc.Valid, pred.Rows, pred.Cols, K, m.Recovery())
+	// The class band's probabilities: fused with the spectra under the
+	// default decision, then recovered, as Score does.
+	prec, err := m.Decide(sc, pred.Prob)
+	if err != nil {
+		t.Fatal(err)
+	}
 	classes := m.Classes()
 	differ := 0
 	for i := 0; i < pred.Rows*pred.Cols; i++ {

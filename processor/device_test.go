@@ -144,7 +144,9 @@ func sameProducts(t *testing.T, what, a, b string, tol float64) {
 // image failed runTiles' "input equals the scene" test and fell back to
 // the host recovery.
 func TestPaddedWholeRecoveredInGraph(t *testing.T) {
-	m := fixture.LoadModel(t)
+	// What it checks is the network decision's alone (a fused decision
+	// recovers on the host, and its probe classifies its window itself).
+	m := fixture.LoadNetworkModel(t)
 	dir := t.TempDir()
 	const rows, cols = 61, 50
 	scene := deviceScene(t, m, dir, rows, cols)

@@ -181,7 +181,9 @@ func (p *recordingPredictor) PrepInGraph() bool {
 // (TestClassifyDrift compares the whole run with a tiled one, whose probe
 // does). A tiled run's probe runs twice, on ProbeShape.
 func TestClassifyDriftProbeRuns(t *testing.T) {
-	m := fixture.LoadModel(t)
+	// What it checks is the network decision's alone (a fused decision
+	// recovers on the host, and its probe classifies its window itself).
+	m := fixture.LoadNetworkModel(t)
 	dir := t.TempDir()
 	scene := fixture.Scene(t, filepath.Join(dir, "like.tif"), 2)
 	tiled := Options{TileSize: 20, Overlap: 8}
@@ -234,7 +236,9 @@ func TestClassifyDriftProbeRuns(t *testing.T) {
 // the model's grid and with forced tiles (where a small scene no longer
 // runs whole and its probe classifies its window itself).
 func TestProbeShapes(t *testing.T) {
-	m := fixture.LoadModel(t)
+	// What it checks is the network decision's alone (a fused decision
+	// recovers on the host, and its probe classifies its window itself).
+	m := fixture.LoadNetworkModel(t)
 	for _, tc := range []struct {
 		opts Options
 		want []model.Shape

@@ -42,7 +42,9 @@ func (d deviceRecovery) PredictRecovered(ctx context.Context, s model.Scene) (mo
 // recovery's. Tiled runs, and runs writing the network's probabilities
 // (which need P_up), keep the host recovery.
 func TestWholeSceneRecoveredOnDevice(t *testing.T) {
-	m := fixture.LoadModel(t)
+	// What it checks is the network decision's alone (a fused decision
+	// recovers on the host, and its probe classifies its window itself).
+	m := fixture.LoadNetworkModel(t)
 	dir := t.TempDir()
 	const rows, cols = 61, 50
 	scene := deviceScene(t, m, dir, rows, cols)
