@@ -37,9 +37,10 @@ func (m *Model) Recovery() RecoveryParams { return m.meta.Config.Recovery }
 
 // NetworkRecovery is the recovery of the network's own decision: the
 // model's where the network decides, the paper's window (with the model's
-// strength) under a fused decision. The drift figures and the
-// recalibration probe judge the network's decision, so that their limits
-// (chosen on networks deciding alone) keep their meaning.
+// strength) under a fused decision. The drift figures in the network's
+// terms (its margins and uncertainty for these labels) judge the network's
+// decision; the recalibration probe judges the class band's
+// (ProbeRecalibration).
 func (m *Model) NetworkRecovery() RecoveryParams {
 	r := m.meta.Config.Recovery
 	if m.Decision().Fused() {
