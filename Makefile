@@ -45,13 +45,24 @@ install: build
 # on valid code, so those are off.
 RACE_PKGS := ./processor ./pipelines ./internal/tempfiles
 
+# test is the README's one command (CI runs it): every package, the race
+# build of RACE_PKGS, and the Slurm cluster check (PNEC_CHECK_SLURM=1: a
+# plain go test never installs system packages). PKG=./geo (or any package
+# pattern) runs one package's vet and tests with the toolchain settings
+# above, without the race and Slurm steps.
+PKG ?= ./...
+
 test: deps
-	$(GO) vet ./...
-	$(GO) test -count=1 -timeout 60m ./...
+	$(GO) vet $(PKG)
+ifeq ($(PKG),./...)
+	PNEC_CHECK_SLURM=1 $(GO) test -count=1 -timeout 60m ./...
 	$(GO) test -race -gcflags=all=-d=checkptr=0 -count=1 -timeout 30m $(RACE_PKGS)
+else
+	$(GO) test -count=1 -timeout 60m $(PKG)
+endif
 
 test-short: deps
-	$(GO) test -short -count=1 ./...
+	$(GO) test -short -count=1 $(PKG)
 
 # bench runs every Go benchmark of the module (-count 5) and the rows of
 # bench/e2e.tsv under GNU time, then pnec against the PyTorch reference on the
@@ -217,6 +228,7 @@ clean:
 # cluster started in a temporary directory (root; installs slurm-wlm and
 # munge with apt-get when missing) and checks exactly-once processing, the
 # shared STAC Collection, a bad scene, scancel + resubmit and idempotence.
-# make test runs it too (TestCheckSlurm) when it runs as root.
+# make test runs it too (TestCheckSlurm, with PNEC_CHECK_SLURM=1) when it
+# runs as root.
 check-slurm: build
 	scripts/check-slurm.sh bin/pnec
