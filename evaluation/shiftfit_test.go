@@ -19,6 +19,11 @@ import (
 // chosen from (bench/cmd/driftfit writes it).
 var driftCasesCSV = filepath.Join("..", "bench", "drift-cases.csv")
 
+// driftCasesFusedCSV is the record of the same protocol's case runs of
+// models with the fused decision (the default since issue 45), none of
+// which the thresholds were chosen on (driftfit -judge).
+var driftCasesFusedCSV = filepath.Join("..", "bench", "drift-cases-fused.csv")
+
 // TestDefaultDriftThresholdsAreChosen: model.DefaultDriftThresholds are what
 // ChooseDriftThresholdsFor chooses from the recorded case runs, and on the
 // runs not used to choose them (the report seeds) they give what
@@ -42,8 +47,32 @@ func TestDefaultDriftThresholdsAreChosen(t *testing.T) {
 	if !choice.Thresholds.Equal(model.DefaultDriftThresholds) {
 		t.Errorf("model.DefaultDriftThresholds %+v, but the record chooses %+v (go run ./bench/cmd/driftfit)", model.DefaultDriftThresholds.Limits, choice.Thresholds.Limits)
 	}
+	checkDriftRecord(t, runs, true)
+}
+
+// TestDefaultDriftThresholdsHoldOnFused: on the fused decision's record
+// (every seed set: none was chosen on) the default thresholds give what
+// TestDefaultDriftThresholdsAreChosen asks of the report seeds: the
+// verdict judges the default's products as it judged the network's.
+func TestDefaultDriftThresholdsHoldOnFused(t *testing.T) {
+	runs, err := ReadDriftCaseRunsFile(driftCasesFusedCSV)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(runs) == 0 {
+		t.Fatalf("%s holds no case run", driftCasesFusedCSV)
+	}
+	checkDriftRecord(t, runs, false)
+}
+
+// checkDriftRecord checks model.DefaultDriftThresholds against the targets
+// on runs' tallies (without the choose seeds' when skipChosen) and on
+// every run of another scene or that lost more than 10 points (of the
+// report seeds only, when skipChosen).
+func checkDriftRecord(t *testing.T, runs []DriftCaseRun, skipChosen bool) {
+	t.Helper()
 	for _, row := range DriftTallies(model.DefaultDriftThresholds, runs) {
-		if row.Runs == "chosen on" {
+		if skipChosen && row.Runs == "chosen on" {
 			continue
 		}
 		tl := row.Tally
@@ -54,7 +83,7 @@ func TestDefaultDriftThresholdsAreChosen(t *testing.T) {
 		}
 	}
 	for _, r := range runs {
-		if r.Set != DriftSetReport || !(r.Other || r.Drop > 10) {
+		if (skipChosen && r.Set != DriftSetReport) || !(r.Other || r.Drop > 10) {
 			continue
 		}
 		if v, _ := model.DefaultDriftThresholds.Verdict(r.drift()); v == model.DriftOK {

@@ -18,7 +18,9 @@
 // of the choosing half of the case families (evaluation.DriftChooseRun)
 // and reported on the report seeds' runs of the other half, of all
 // cases, and on every case of the confirm and blind seeds; -check exits 1 when model.DefaultDriftThresholds differ from the
-// choice.
+// choice. -judge tallies model.DefaultDriftThresholds on the runs instead
+// of choosing: for the record of models they were not chosen on (the
+// fused decision's, bench/drift-cases-fused.csv).
 package main
 
 import (
@@ -36,6 +38,7 @@ import (
 func main() {
 	casesPath := flag.String("cases", "bench/drift-cases.csv", "case-run `CSV` to write (with JSON arguments) or read")
 	check := flag.Bool("check", false, "exit 1 when model.DefaultDriftThresholds are not the choice")
+	judge := flag.Bool("judge", false, "tally model.DefaultDriftThresholds on the runs instead of choosing: for a record of models the limits were not chosen on (bench/drift-cases-fused.csv)")
 	figures := flag.String("figures", "", "comma-separated `KEYS` of the figures to choose from (default: evaluation.DriftCandidateFigures)")
 	families := flag.String("families", "", "comma-separated case `FAMILIES` to choose on (default: evaluation.DriftChooseFamilies)")
 	flag.Parse()
@@ -79,6 +82,23 @@ func main() {
 		if runs, err = evaluation.ReadDriftCaseRunsFile(*casesPath); err != nil {
 			fail(err)
 		}
+	}
+	if *judge {
+		rows := evaluation.DriftTallies(model.DefaultDriftThresholds, runs)
+		for i := range rows {
+			if rows[i].Runs == "chosen on" {
+				rows[i].Runs = "choose seeds, their families (not chosen on)"
+			}
+		}
+		fmt.Printf("model.DefaultDriftThresholds on %d case runs none of which they were chosen on:\n", len(runs))
+		for _, l := range model.DefaultDriftThresholds.Limits {
+			fmt.Printf("  %-24s warn %-8g fail %g\n", l.Figure, l.Warn, l.Fail)
+		}
+		fmt.Println()
+		if err := evaluation.WriteDriftTallyTable(os.Stdout, rows); err != nil {
+			fail(err)
+		}
+		return
 	}
 	choice, err := evaluation.ChooseDriftThresholdsFor(runs)
 	if err != nil {
