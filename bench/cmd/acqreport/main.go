@@ -119,6 +119,7 @@ func main() {
 	commands := flag.String("commands", "", "`FILE` of the commands that made the JSON (quoted in the report)")
 	note := flag.String("note", "", "a line on the machine and conditions")
 	driftCases := flag.String("drift-cases", "", "case-run `CSV` of the default model (bench/cmd/driftfit): the drift verdict's table")
+	flag.BoolVar(&judged, "judged", false, "the -drift-cases record is of models the limits were not chosen on (driftfit -judge): say so, and name its choose seeds' rows for what they are")
 	flag.Parse()
 	var driftRuns []evaluation.DriftCaseRun
 	if *driftCases != "" {
@@ -422,6 +423,24 @@ func caseCell(s set, n string) string {
 	return cell
 }
 
+// judged says the drift record's runs were none of them chosen on
+// (-judged).
+var judged bool
+
+// tallies is evaluation.DriftTallies with, for a judged record, the
+// choose seeds' rows named as runs the limits were not chosen on.
+func tallies(t model.DriftThresholds, runs []evaluation.DriftCaseRun) []evaluation.DriftTallyRow {
+	rows := evaluation.DriftTallies(t, runs)
+	if judged {
+		for i := range rows {
+			if rows[i].Runs == "chosen on" {
+				rows[i].Runs = "choose seeds, their families (not chosen on)"
+			}
+		}
+	}
+	return rows
+}
+
 // renderDrift is the drift verdict against the OA drop: the limits of
 // model.DefaultDriftThresholds, then per scene the tallies of the verdict
 // and of the verdict before issue 33 on the same case runs.
@@ -443,13 +462,16 @@ func renderDrift(runs []evaluation.DriftCaseRun) string {
 	}
 	fmt.Fprintf(&b, " and fail wherever a judged figure is not finite.\n\n")
 	fmt.Fprintf(&b, "After (the verdict products now carry):\n\n")
-	_ = evaluation.WriteDriftTallyTable(&b, evaluation.DriftTallies(model.DefaultDriftThresholds, runs))
+	if judged {
+		fmt.Fprintf(&b, "These models decide fused (the default since issue 45); the limits were chosen on the network's decision's record (bench/drift-cases.csv), so none of these runs was chosen on.\n\n")
+	}
+	_ = evaluation.WriteDriftTallyTable(&b, tallies(model.DefaultDriftThresholds, runs))
 	own, n := evaluation.ChangeOwnLoss(runs)
 	fmt.Fprintf(&b, "\nThe same verdict with the %d runs of a change on a half counted by what the change itself lost (the run's drop less that of the same half unchanged, same model: `evaluation.ChangeOwnLoss`). The protocol counts a half's own loss (another class mix; a half alone must stay `ok`) against the whole scene's OA, so a change that costs the half little can pass the 5-point mark; this view shows what the verdict answers for:\n\n", n)
-	_ = evaluation.WriteDriftTallyTable(&b, evaluation.DriftTallies(model.DefaultDriftThresholds, own))
+	_ = evaluation.WriteDriftTallyTable(&b, tallies(model.DefaultDriftThresholds, own))
 	renderCatchAll(&b, runs)
 	fmt.Fprintf(&b, "\nBefore (spectral figures only, the limits of pnec at 2ebb491), on the same runs:\n\n")
-	_ = evaluation.WriteDriftTallyTable(&b, evaluation.DriftTallies(evaluation.LegacyDriftThresholds, runs))
+	_ = evaluation.WriteDriftTallyTable(&b, tallies(evaluation.LegacyDriftThresholds, runs))
 	return b.String()
 }
 
