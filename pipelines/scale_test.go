@@ -127,12 +127,12 @@ func TestPayloadListsOutputOnce(t *testing.T) {
 //
 // Measured (AMD EPYC, 2 cores shared with other work, so wall times are
 // loose): 36.7, 38.7 and 40.4 s/op with the folder listed once per run
-// (1.29 GB and 15.7 M allocations per op), of which the checks before work
-// (samefile keys of 50,000 outputs) and the output Items' JSON are the
-// largest parts; the filesystem's work on a folder of 50,000 files is
-// most of the rest. Before, listed once per scene, a rerun of 1,000 such
-// scenes by pnec batch took 40.8 s wall against 4.6 s after (median of 5
-// paired runs, ratio 0.106), growing as n^2: 10,000 was not run.
+// (1.29 GB and 15.7 M allocations per op); 19.0 and 19.1 s/op (1.02 GB,
+// 12.5 M allocations) once samefile's keyer also resolved each folder once
+// in the checks before work. Before, listed once per scene, a rerun of
+// 1,000 such scenes by pnec batch took 40.8 s wall against 4.6 s after
+// (median of 5 paired runs, ratio 0.106), growing as n^2: 10,000 was not
+// run.
 func BenchmarkPayload10k(b *testing.B) {
 	p, modelPath, out := upToDatePayload(b, 10000)
 	b.ReportAllocs()
