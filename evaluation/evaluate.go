@@ -8,6 +8,8 @@ import (
 	"io"
 	"maps"
 	"math"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"text/tabwriter"
@@ -78,6 +80,10 @@ type Evaluation struct {
 	FinalRecovered bool
 	Reliability    []ReliabilityScore
 	InferenceTime  time.Duration // the network's Predict call (Evaluate: the first, compiling one)
+	// ScoredProduct: the final accuracy is that of the class band of the
+	// scene's product made as pnec classify makes it, for a scene the
+	// model's grid tiles (EvaluateFiles; scoreTiledProduct).
+	ScoredProduct bool
 	// Warnings are what reading the scene assumed or converted (a scene
 	// without wavelengths taken band for band, a reflectance scale
 	// converted), one sentence each.
@@ -119,7 +125,123 @@ func EvaluateFiles(ctx context.Context, m *model.Model, scene, labels string, op
 	}
 	ev, err := Evaluate(ctx, m, in.scene, in.labels, opts)
 	ev.Warnings = warnings
-	return ev, err
+	if err != nil {
+		return ev, err
+	}
+	if err := scoreTiledProduct(ctx, m, scene, in, opts, &ev); err != nil {
+		return ev, err
+	}
+	return ev, nil
+}
+
+// scoreTiledProduct scores the final labels of a scene the model's grid
+// tiles (above 384 px a side) on the class band of its product, made as
+// pnec classify makes it (processor.Classifier: the same tiles, overlap,
+// stitching, decision and recovery), so that evaluate's accuracy is that
+// of the map the product holds. Evaluate predicts the scene whole, whose
+// map differs from the stitched tiles' near the seams (issue 46, item 21);
+// the raw accuracy (when the final is the recovered one) and the
+// reliability rows stay those of that whole-scene prediction. A recovery
+// evaluate overrides (opts.Recovery) is not one a product has: such a run
+// keeps its own map, as do scenes run whole (predictAsProduct pads them as
+// the product's run does).
+func scoreTiledProduct(ctx context.Context, m *model.Model, scene string, in inputs, opts EvalOptions, ev *Evaluation) error {
+	if opts.Recovery.Window > 0 {
+		return nil
+	}
+	plan, _, err := processor.PlanSceneInfo(in.info, m, processor.Options{})
+	if err != nil {
+		return fmt.Errorf("plan %s as pnec classify does: %w", scene, err)
+	}
+	if plan.Whole {
+		return nil
+	}
+	dir, err := os.MkdirTemp("", "pnec-evaluate-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	c, err := processor.NewClassifier(m, processor.Options{Backend: opts.Backend, ResampleBands: opts.ResampleBands, Radiometry: opts.Radiometry, NoThumbnail: true})
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	out := filepath.Join(dir, "product.tif")
+	if _, err := c.Run(ctx, processor.Request{Scene: scene, Out: out}); err != nil {
+		return fmt.Errorf("classify %s as pnec classify does, to score its product: %w", scene, err)
+	}
+	classes, err := readClassBand(ctx, out, in.scene.Rows, in.scene.Cols)
+	if err != nil {
+		return err
+	}
+	acc, err := classBandAccuracy(SpecOf(m), classes, in.scene, in.labels, len(ev.Classes))
+	if err != nil {
+		return fmt.Errorf("score the product of %s: %w", scene, err)
+	}
+	if ev.FinalRecovered {
+		ev.Recovered = acc
+	} else {
+		ev.Raw = acc
+	}
+	ev.ScoredProduct = true
+	return nil
+}
+
+// readClassBand reads band 1 (the class values) of the product at path,
+// rows x cols pixels, row-major; no-data pixels read as NaN.
+func readClassBand(ctx context.Context, path string, rows, cols int) ([]float32, error) {
+	s, err := geo.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer s.Close()
+	info := s.Info()
+	if info.Rows != rows || info.Cols != cols {
+		return nil, fmt.Errorf("product %s: %d x %d pixels (cols x rows), the scene %d x %d", path, info.Cols, info.Rows, cols, rows)
+	}
+	blk, err := s.ReadWindow(ctx, geo.Window{Cols: cols, Rows: rows})
+	if err != nil {
+		return nil, fmt.Errorf("product %s: %w", path, err)
+	}
+	out := make([]float32, rows*cols)
+	for i := range out {
+		out[i] = float32(math.NaN())
+		if blk.Valid == nil || blk.Valid[i] {
+			out[i] = blk.Data[i*info.Bands]
+		}
+	}
+	return out, nil
+}
+
+// classBandAccuracy is the accuracy of a product's class values (NaN:
+// no-data) on the test pixels Score picks (labelled, valid, not training
+// pixels), with nClasses the Evaluation's classes (the model's, then the
+// unseen label values). A test pixel the product leaves no-data or gives
+// a value that is no class is an error.
+func classBandAccuracy(m ScoreSpec, classes []float32, scene model.Scene, labels []int32, nClasses int) (model.Accuracy, error) {
+	dense := map[int32]int{}
+	for k, c := range m.Classes {
+		dense[int32(c.Value)] = k
+	}
+	tp, err := testPixelsOf(m, model.Prediction{Rows: scene.Rows, Cols: scene.Cols}, scene.Valid, labels, dense)
+	if err != nil {
+		return model.Accuracy{}, err
+	}
+	pred := make([]int, len(tp.test))
+	for j, i := range tp.test {
+		v := classes[i]
+		k, ok := dense[int32(v)]
+		if math.IsNaN(float64(v)) || !ok || float32(int32(v)) != v {
+			// Counted wrong: any index other than the truth's.
+			k = (tp.truth[j] + 1) % nClasses
+		}
+		pred[j] = k
+	}
+	c, err := model.ConfusionOf(tp.truth, pred, nClasses)
+	if err != nil {
+		return model.Accuracy{}, err
+	}
+	return c.Summarize(), nil
 }
 
 // Evaluate runs m on s and scores it against labels (class values,
@@ -535,6 +657,13 @@ func (e Evaluation) WriteText(w io.Writer) error {
 		fmt.Fprintf(&b, "note: label values %s are not classes of the model: their %d test pixels count as errors\n",
 			joinInts(e.UnseenClasses), e.unseenPixels())
 	}
+	if e.ScoredProduct {
+		final := "with recovery"
+		if !e.FinalRecovered {
+			final = "without recovery"
+		}
+		fmt.Fprintf(&b, "note: the scene runs in tiles; the %s column is the class band of its product as pnec classify writes it, the rest the whole scene's prediction\n", final)
+	}
 	fmt.Fprintf(&b, "test pixels: %d (labelled valid pixels; %d training pixels left out)\n\n", e.TestPixels, e.TrainPixelsExcluded)
 	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintf(tw, "metric (%%)\twithout recovery\twith recovery (window %d, eta %g)\t\n", e.Recovery.Window, e.Recovery.Eta)
@@ -670,6 +799,7 @@ func (e Evaluation) WriteJSON(w io.Writer) error {
 		Raw            accuracyJSON         `json:"without_recovery"`
 		Recovered      accuracyJSON         `json:"with_recovery"`
 		FinalRecovered bool                 `json:"final_with_recovery"`
+		ScoredProduct  bool                 `json:"final_from_product,omitempty"`
 		Reliability    []relJSON            `json:"reliability"`
 		InferenceS     float64              `json:"inference_seconds"`
 		Warnings       []string             `json:"warnings,omitempty"`
@@ -678,7 +808,7 @@ func (e Evaluation) WriteJSON(w io.Writer) error {
 		Model: e.ModelChecksum, Backend: e.Backend, Ablation: string(e.Ablation), Classes: toClassesJSON(e.Classes),
 		Rows: e.Rows, Cols: e.Cols, TestPixels: e.TestPixels, TrainExcluded: e.TrainPixelsExcluded,
 		Recovery: e.Recovery, Raw: toAccuracyJSON(e.Raw), Recovered: toAccuracyJSON(e.Recovered),
-		FinalRecovered: e.FinalRecovered, InferenceS: e.InferenceTime.Seconds(), Warnings: e.Warnings,
+		FinalRecovered: e.FinalRecovered, ScoredProduct: e.ScoredProduct, InferenceS: e.InferenceTime.Seconds(), Warnings: e.Warnings,
 		Unseen: e.UnseenClasses,
 	}
 	for _, r := range e.Reliability {

@@ -87,6 +87,19 @@ type Info struct {
 	// memory plan counts (a mosaic of 552 sources in each of 200 bands held
 	// about 380 MB before a pixel was read).
 	VRTSources int
+	// Chunks are the chunks of a multidimensional (NetCDF, HDF5) scene's
+	// arrays, the largest of them; the zero value for other drivers and
+	// arrays stored contiguously. Reading any value of a chunk decodes it
+	// whole, so the memory plan counts the chunks a tile row's reads span
+	// (BlockCols x BlockRows, GDAL's block, is not the chunk there).
+	Chunks Chunking
+}
+
+// Chunking is the chunk of a multidimensional scene's array: its extent
+// along the scene's columns, rows and bands (values), and its decoded size.
+type Chunking struct {
+	Cols, Rows, Bands int
+	Bytes             int64
 }
 
 // BandSet is the scene's spectral identity as package spectral compares it.

@@ -27,8 +27,10 @@ type mdPart struct {
 type mdCube struct {
 	file  *mdFile
 	parts []mdPart
-	owner []struct{ part, pos int } // per scene band
-	tmp   []float32
+	// chunks is the largest decoded chunk of the parts' arrays (Info.Chunks).
+	chunks Chunking
+	owner  []struct{ part, pos int } // per scene band
+	tmp    []float32
 }
 
 // newMDCube makes a cube of the parts, which together serve bands scene
@@ -43,6 +45,7 @@ func newMDCube(file *mdFile, bands int, parts []mdPart) (*mdCube, error) {
 		if err := pt.arr.checkChunks(); err != nil {
 			return nil, err
 		}
+		c.chunks = largerChunk(c.chunks, pt)
 		for k, sb := range pt.scene {
 			if sb < 0 || sb >= bands || seen[sb] {
 				return nil, fmt.Errorf("cube part serves scene band %d twice or out of range", sb)
@@ -60,6 +63,23 @@ func newMDCube(file *mdFile, bands int, parts []mdPart) (*mdCube, error) {
 		}
 	}
 	return c, nil
+}
+
+// largerChunk is the larger of have and the chunk of part pt's array,
+// its extent taken along pt's column, row and band axes (a 2-D array's
+// chunk holds one band).
+func largerChunk(have Chunking, pt mdPart) Chunking {
+	dims, bytes := pt.arr.chunkShape()
+	if bytes == 0 || int64(bytes) <= have.Bytes {
+		return have
+	}
+	along := func(axis int) int {
+		if axis < 0 || axis >= len(dims) {
+			return 1
+		}
+		return max(dims[axis], 1)
+	}
+	return Chunking{Cols: along(pt.colAxis), Rows: along(pt.rowAxis), Bands: along(pt.bandAxis), Bytes: int64(bytes)}
 }
 
 // sampling returns, for a window of n source pixels read into m buffer
@@ -188,6 +208,15 @@ func newCubeScene(in Info, cube cubeReader, nodata, scale, offset []float64) (*S
 		return nil, fmt.Errorf("%s: per-band lists of %d/%d/%d values for %d bands", in.Name, len(nodata), len(scale), len(offset), n)
 	}
 	s := &Scene{name: in.Name, cube: cube}
+	switch c := cube.(type) {
+	case *mdCube:
+		in.Chunks = c.chunks
+	case *gltCube:
+		// Unorthorectified rows and columns: a tile's pixels come from
+		// a region of about its size turned (gltCube), counted as the
+		// tile's own.
+		in.Chunks = c.inner.chunks
+	}
 	s.scale, s.offset = make([]float32, n), make([]float32, n)
 	s.nodata, s.hasNoData = make([]float32, n), make([]bool, n)
 	in.NoData, in.HasNoData = make([]float64, n), make([]bool, n)

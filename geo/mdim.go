@@ -175,6 +175,7 @@ import "C"
 import (
 	"errors"
 	"fmt"
+	"math"
 	"runtime"
 	"strings"
 	"unsafe"
@@ -263,19 +264,33 @@ func (f *mdFile) array(full string) (*mdArray, error) {
 // megabytes.
 var maxChunkBytes = float64(256 << 20)
 
-// checkChunks refuses an array whose chunks decode to more than
-// maxChunkBytes each, naming it and the chunk's shape.
-func (a *mdArray) checkChunks() error {
+// chunkShape is the array's chunk shape (values per axis) and one chunk's
+// decoded bytes; nil and 0 for an array stored contiguously.
+func (a *mdArray) chunkShape() ([]int, float64) {
 	defer onQuietThread()()
 	var dims [8]C.GUInt64
 	var n C.size_t
 	bytes := float64(C.pnec_md_chunk(a.h, &dims[0], &n))
+	if bytes == 0 {
+		return nil, 0
+	}
+	shape := make([]int, int(n))
+	for i := range shape {
+		shape[i] = int(min(uint64(dims[i]), math.MaxInt32))
+	}
+	return shape, bytes
+}
+
+// checkChunks refuses an array whose chunks decode to more than
+// maxChunkBytes each, naming it and the chunk's shape.
+func (a *mdArray) checkChunks() error {
+	dims, bytes := a.chunkShape()
 	if bytes <= maxChunkBytes {
 		return nil
 	}
-	shape := make([]string, int(n))
-	for i := range shape {
-		shape[i] = fmt.Sprint(uint64(dims[i]))
+	shape := make([]string, len(dims))
+	for i, d := range dims {
+		shape[i] = fmt.Sprint(d)
 	}
 	return fmt.Errorf("%s: %s is stored in chunks of %s values (%.0f MiB each once decoded), above the %.0f MiB pnec decodes at once: rewrite it with smaller chunks (e.g. nccopy -c)",
 		a.file.name, a.full, strings.Join(shape, " x "), bytes/(1<<20), maxChunkBytes/(1<<20))

@@ -138,6 +138,12 @@ type Config struct {
 	// keep is the run's inputs, which no sweep of stale temporaries
 	// removes whatever their names (set by Run).
 	keep *samefile.Set
+	// temps is the output folder's temporaries when the scenes started
+	// (listed once by runJobs: once per scene was O(n^2) over a batch),
+	// or tempsErr why it could not be listed, which fails each scene as
+	// the listing per scene did.
+	temps    *tempfiles.Listing
+	tempsErr error
 }
 
 // OnDrift is Config.OnDrift.
@@ -328,7 +334,10 @@ func Run(ctx context.Context, cfg Config) (Summary, error) {
 	if err != nil {
 		return t.sum, err
 	}
-	if err := cfg.checkNotInputs(inputs); err != nil {
+	// The inputs' set is made once: each member resolves its path (links
+	// at every level), a cost per scene the check and the sweeps share.
+	cfg.keep = cfg.inputSet(inputs)
+	if err := cfg.checkNotInputs(inputs, cfg.keep); err != nil {
 		return t.sum, err
 	}
 	if cfg.beforeWork != nil {
@@ -336,7 +345,6 @@ func Run(ctx context.Context, cfg Config) (Summary, error) {
 			return t.sum, err
 		}
 	}
-	cfg.keep = cfg.inputSet(inputs)
 	mine := cfg.Shard.Select(inputs)
 	rep := &reporter{w: cfg.Report, onEvent: cfg.Progress, onScene: cfg.onScene, total: len(mine) + len(inErrs)}
 	for _, ie := range inErrs {
@@ -564,6 +572,9 @@ func runJobs(ctx context.Context, cfg *Config, m *model.Model, opts processor.Op
 		collID = filepath.Base(filepath.Dir(abs))
 	}
 	inColl := stac.CollectionItems(cfg.rootDoc())
+	if len(mine) > 0 {
+		cfg.temps, cfg.tempsErr = tempfiles.List(cfg.OutDir)
+	}
 	work := make(chan Input)
 	var wg sync.WaitGroup
 	var errMu, newMu sync.Mutex
@@ -625,11 +636,20 @@ feed:
 
 // removeStaleTemps removes the temporaries of killed runs of inputs' scenes
 // whose lock is free, none that keep reports, and returns how many it removed.
+// It lists the folder once (anew: a run killed during this one may have left
+// some since the scenes started) and locks only the scenes that have some.
 func removeStaleTemps(outDir string, inputs []Input, keep func(string) bool) int {
+	temps, err := tempfiles.List(outDir)
+	if err != nil {
+		return 0
+	}
 	n := 0
 	for _, in := range inputs {
+		if !temps.Has(in.Key) {
+			continue
+		}
 		if l, err := tempfiles.TryLock(outDir, in.Key); err == nil {
-			k, _ := tempfiles.RemoveTemps(outDir, in.Key, keep)
+			k, _ := temps.Remove(in.Key, keep)
 			n += k
 			l.Release()
 		}
@@ -642,8 +662,7 @@ func removeStaleTemps(outDir string, inputs []Input, keep func(string) bool) int
 // scene), a source Item in out-dir (its product's Item would replace it),
 // the Collection or the report being an input. Every input of every shard
 // is checked, so that all shards agree.
-func (cfg *Config) checkNotInputs(inputs []Input) error {
-	ins := cfg.inputSet(inputs)
+func (cfg *Config) checkNotInputs(inputs []Input, ins *samefile.Set) error {
 	runFiles := []samefile.Named{{Path: cfg.Collection, Role: "the STAC Collection"}, {Path: cfg.ReportPath, Role: "the run report"},
 		{Path: cfg.catalog(), Role: "the STAC Catalog"}, {Path: cfg.ReportHTML, Role: "the HTML report"}}
 	products, err := cfg.planOutputs(inputs)
@@ -1051,7 +1070,10 @@ func (w *worker) failed(ctx context.Context, in Input, r SceneReport, err error)
 // left in the output folder (never an input, nor the scene's mask).
 func (w *worker) removeTemps(in Input, mask string) error {
 	keep := func(p string) bool { return w.cfg.keep.Has(p) || (mask != "" && samefile.Same(p, mask)) }
-	n, err := tempfiles.RemoveTemps(w.cfg.OutDir, in.Key, keep)
+	if w.cfg.tempsErr != nil {
+		return fmt.Errorf("remove stale temporary files: %w", w.cfg.tempsErr)
+	}
+	n, err := w.cfg.temps.Remove(in.Key, keep)
 	if err != nil {
 		return fmt.Errorf("remove stale temporary files: %w", err)
 	}

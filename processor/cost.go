@@ -56,6 +56,27 @@ func blockCacheBytes(info geo.Info, tileCols int) int64 {
 	return across*int64(bw)*int64(bh)*int64(max(info.Bands, 1))*sb + 16<<20
 }
 
+// chunkCacheBytes is what decoding a multidimensional scene's chunks holds
+// for a tile tileCols wide (0 for other scenes): a read of any value of a
+// chunk decodes it whole, and the chunks one row of a tile's reads spans,
+// across the tile (plus one where it straddles a chunk edge) and down the
+// bands, are read again by the next strip, so the chunk cache must hold
+// them all. GDAL's block size for such a scene is not the chunk
+// (BlockCols x BlockRows are a read's strip there), so the block terms
+// missed it: an AVIRIS-3 NetCDF of 1 GiB chunks passed --max-memory 1.5G
+// and peaked at 2.15 GB (issue 46, item 8).
+func chunkCacheBytes(info geo.Info, tileCols int) int64 {
+	ch := info.Chunks
+	if ch.Bytes <= 0 {
+		return 0
+	}
+	cw, nb := max(ch.Cols, 1), max(ch.Bands, 1)
+	span := min(tileCols, info.Cols)
+	across := min((span+cw-1)/cw+1, (info.Cols+cw-1)/cw)
+	down := (max(info.Bands, 1) + nb - 1) / nb
+	return int64(across) * int64(down) * ch.Bytes
+}
+
 // decodeBytes is the C memory GDAL's decoding holds outside the block
 // cache and the Go heap: each decoding thread (GDAL_NUM_THREADS, all cores
 // by default, at most 4 counted) reads a compressed block and decodes it
@@ -184,7 +205,7 @@ func (c *sceneCost) carryBytes(tr, tc int) float64 {
 }
 
 func (c *sceneCost) total(tr, tc, sceneCols, stripeRows, inFlight int) int64 {
-	return c.mm.BaseBytes + blockCacheBytes(c.info, tc) + c.probCache + decodeBytes(c.info) + StripScratchBytes(c.info, tc) + c.write +
+	return c.mm.BaseBytes + blockCacheBytes(c.info, tc) + chunkCacheBytes(c.info, tc) + c.probCache + decodeBytes(c.info) + StripScratchBytes(c.info, tc) + c.write +
 		VRTSourcesBytes(c.info) + int64(math.Ceil(c.mm.Headroom*c.live(tr, tc, sceneCols, stripeRows, inFlight)))
 }
 
@@ -235,7 +256,7 @@ func (c *sceneCost) run(budget int64, plan tiling.Plan, backend model.Backend) r
 	cache := blockCacheBytes(c.info, plan.TileCols)
 	return resources.Run{
 		BudgetBytes:     budget,
-		OffHeapBytes:    c.mm.BaseBytes + cache + c.probCache + decodeBytes(c.info) + c.write + VRTSourcesBytes(c.info),
+		OffHeapBytes:    c.mm.BaseBytes + cache + chunkCacheBytes(c.info, plan.TileCols) + c.probCache + decodeBytes(c.info) + c.write + VRTSourcesBytes(c.info),
 		NetworkBytes:    int64(c.mm.NetworkFactor * float64(c.network(plan.TileRows, plan.TileCols))),
 		NetworkOnGoHeap: backend.NetworkOnGoHeap(),
 		BlockCacheBytes: cache + c.probCache,

@@ -253,7 +253,8 @@ func GridShapes(m *model.Model, opts Options) ([]model.Shape, error) {
 func budgetError(p tiling.Plan, info geo.Info, c *sceneCost, opts Options, budget int64) *BudgetError {
 	return &BudgetError{Cols: info.Cols, Rows: info.Rows, Bands: c.bands, TileSize: opts.TileSize, Whole: p.Whole,
 		TileRows: p.TileRows, TileCols: p.TileCols,
-		NeedBytes: c.planBytes(p, 1), BudgetBytes: budget, WriteBytes: c.write}
+		NeedBytes: c.planBytes(p, 1), BudgetBytes: budget, WriteBytes: c.write,
+		ChunkBytes: chunkCacheBytes(info, p.TileCols), Chunks: info.Chunks}
 }
 
 // BudgetError is a plan refused for memory (errors.Is(err,
@@ -272,12 +273,22 @@ type BudgetError struct {
 	// WriteBytes is the part of NeedBytes that compressing the COG's
 	// large tiles (a BLOCKSIZE creation option above the default) takes.
 	WriteBytes int64
+	// ChunkBytes is the part of NeedBytes that the decoded chunks of a
+	// multidimensional scene's arrays (Chunks) take: the chunks a tile
+	// row's reads span.
+	ChunkBytes int64
+	Chunks     geo.Chunking
 }
 
 func (e *BudgetError) Error() string {
 	note := ""
 	if e.WriteBytes > 0 {
 		note = fmt.Sprintf(", %s of it to compress the COG's tiles of the BLOCKSIZE creation option", memory.FormatBytes(e.WriteBytes))
+	}
+	if e.ChunkBytes > 0 {
+		ch := e.Chunks
+		note += fmt.Sprintf(", %s of it to hold the decoded chunks a tile row reads (the scene's arrays are stored in chunks of %d cols x %d rows x %d bands, %s each once decoded; smaller chunks need less, e.g. nccopy -c)",
+			memory.FormatBytes(e.ChunkBytes), ch.Cols, ch.Rows, ch.Bands, memory.FormatBytes(ch.Bytes))
 	}
 	// The need is rounded up, as NeedSize: "at least 2.0 GiB, the budget
 	// is 2.0 GiB" read as a contradiction where 2.02 GiB were needed.

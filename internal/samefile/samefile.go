@@ -56,6 +56,22 @@ func Local(name string) bool {
 // ancestors resolved (two names of a file still to be written). "" for a
 // name that is not Local.
 func Key(name string) string {
+	var k keyer
+	return k.key(name)
+}
+
+// keyer is Key for many names at once: the working directory read once and
+// each folder's resolution (the symbolic links of its path, component by
+// component) made once, for the names that do not exist yet. A batch checks
+// about eight such names a scene (its product's companion files) in one
+// output folder, and each walked that folder's whole path again (a payload
+// of 10,000 scenes resolved 80,000 names before work, issue 46).
+type keyer struct {
+	wd   string
+	dirs map[string]string // absolute folder -> resolveAncestors of it
+}
+
+func (k *keyer) key(name string) string {
 	if !Local(name) {
 		return ""
 	}
@@ -64,7 +80,34 @@ func Key(name string) string {
 			return fmt.Sprintf("inode %d:%d", s.Dev, s.Ino)
 		}
 	}
-	return "path " + Resolve(name)
+	abs := filepath.Clean(name)
+	if !filepath.IsAbs(abs) {
+		if k.wd == "" {
+			wd, err := os.Getwd()
+			if err != nil {
+				return "path " + Resolve(name)
+			}
+			k.wd = wd
+		}
+		abs = filepath.Join(k.wd, name)
+	}
+	if _, err := os.Lstat(abs); err == nil {
+		// A symbolic link to nothing (or a file that appeared since
+		// the Stat): resolve follows it.
+		return "path " + Resolve(name)
+	}
+	// Nothing at abs: what resolve makes of it is its folder's
+	// resolution with its name.
+	dir := filepath.Dir(abs)
+	r, ok := k.dirs[dir]
+	if !ok {
+		r = resolveAncestors(dir)
+		if k.dirs == nil {
+			k.dirs = map[string]string{}
+		}
+		k.dirs[dir] = r
+	}
+	return "path " + filepath.Join(r, filepath.Base(abs))
 }
 
 // Resolve is name made absolute and clean, with the symbolic links of its
@@ -91,6 +134,12 @@ func resolve(name string, links int) string {
 			}
 		}
 	}
+	return resolveAncestors(abs)
+}
+
+// resolveAncestors is the absolute, clean path abs with the symbolic links
+// of its deepest existing ancestor (itself when it exists) resolved.
+func resolveAncestors(abs string) string {
 	var rest []string
 	for p := abs; ; p = filepath.Dir(p) {
 		if r, err := filepath.EvalSymlinks(p); err == nil {
@@ -124,8 +173,9 @@ func (s *Set) Add(in ...Named) {
 	if s.byKey == nil {
 		s.byKey = map[string]Named{}
 	}
+	var ks keyer
 	for _, n := range in {
-		if k := Key(n.Path); k != "" {
+		if k := ks.key(n.Path); k != "" {
 			if _, ok := s.byKey[k]; !ok {
 				s.byKey[k] = n
 			}
@@ -136,8 +186,9 @@ func (s *Set) Add(in ...Named) {
 // Check returns a *Conflict for the first output that is one of the
 // inputs, else nil.
 func (s *Set) Check(outputs ...Named) error {
+	var ks keyer
 	for _, o := range outputs {
-		k := Key(o.Path)
+		k := ks.key(o.Path)
 		if k == "" {
 			continue
 		}

@@ -2,8 +2,10 @@ package samefile
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
+	"syscall"
 	"testing"
 )
 
@@ -72,5 +74,65 @@ func TestCheck(t *testing.T) {
 	}
 	if err := Check([]Named{{filepath.Join(dir, "p.tif"), "--out"}}, []Named{{scene, "--scene"}}); err != nil {
 		t.Errorf("distinct files: %v", err)
+	}
+}
+
+// TestKeyerSameAsResolve: the keyer a Set uses for many names, which
+// resolves each folder once, gives each name the key Key gave it name by
+// name (its inode when it exists, else Resolve's path): through a linked
+// folder, a missing folder, a dangling link, relative names.
+func TestKeyerSameAsResolve(t *testing.T) {
+	dir := t.TempDir()
+	real := filepath.Join(dir, "real")
+	if err := os.MkdirAll(real, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(real, "a"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for link, to := range map[string]string{"ln": "real", "dl": "nowhere", filepath.Join("real", "up"): ".."} {
+		if err := os.Symlink(to, filepath.Join(dir, link)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Chdir(dir)
+	names := []string{
+		filepath.Join(dir, "ln", "new"), filepath.Join(dir, "ln", "a"), filepath.Join(dir, "ln", "new2"),
+		filepath.Join(dir, "real", "new"), filepath.Join(dir, "ln", "sub", "new"), filepath.Join(dir, "dl"),
+		filepath.Join(dir, "dl", "x"), filepath.Join(dir, "real", "up", "ln", "z"), "ln/new", "./real/new", "real/../ln/q", "dl",
+	}
+	ref := func(name string) string {
+		if st, err := os.Stat(name); err == nil {
+			s := st.Sys().(*syscall.Stat_t)
+			return fmt.Sprintf("inode %d:%d", s.Dev, s.Ino)
+		}
+		return "path " + Resolve(name)
+	}
+	var k keyer
+	for _, n := range names {
+		if got, want := k.key(n), ref(n); got != want {
+			t.Errorf("%s: keyer %q, name by name %q", n, got, want)
+		}
+	}
+}
+
+// BenchmarkSetCheckNewOutputs: a Set checked against 80,000 outputs still
+// to be written in one folder (a 10,000-scene batch's products and their
+// companions), the check before a batch's work.
+func BenchmarkSetCheckNewOutputs(b *testing.B) {
+	dir := filepath.Join(b.TempDir(), "a", "b", "c", "out")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		b.Fatal(err)
+	}
+	outs := make([]Named, 80000)
+	for i := range outs {
+		outs[i] = Named{Path: filepath.Join(dir, fmt.Sprintf("scene-%05d.x%d.tif", i/8, i%8)), Role: "the product"}
+	}
+	var s Set
+	s.Add(Named{Path: filepath.Join(dir, "..", "in.tif"), Role: "the scene"})
+	for b.Loop() {
+		if err := s.Check(outs...); err != nil {
+			b.Fatal(err)
+		}
 	}
 }

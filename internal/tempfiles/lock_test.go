@@ -142,3 +142,43 @@ func TestLock(t *testing.T) {
 	}
 	l3.Release()
 }
+
+// TestListIndexesTemps: one listing finds each product's temporaries as
+// IsTempOf does name by name, keys with dots included, and Remove takes
+// only the key's own (scene's, not scene.v2's), leaving the rest listed.
+func TestListIndexesTemps(t *testing.T) {
+	dir := t.TempDir()
+	names := []string{".scene.tif.pnec-1.stage.tif", ".scene.json.pnec-tmp-ab", ".scene.v2.tif.pnec-2.tmp.tif",
+		".scene.v2.reliability.tif.pnec-3.stage.tif", "scene.tif", ".other.tif.123.tmp.tif", ".a.pnec-b.tif.pnec-4.stage.tif"}
+	for _, n := range names {
+		if err := os.WriteFile(filepath.Join(dir, n), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	l, err := List(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, key := range []string{"scene", "scene.v2", "a.pnec-b", "other"} {
+		want := 0
+		for _, n := range names {
+			if IsTempOf(n, key) {
+				want++
+			}
+		}
+		if got := len(l.byKeys[key]); got != want {
+			t.Errorf("key %q: %d listed, want %d (IsTempOf)", key, got, want)
+		}
+	}
+	if n, err := l.Remove("scene", nil); n != 2 || err != nil {
+		t.Errorf("Remove(scene): %d, %v; want 2", n, err)
+	}
+	if !l.Has("scene.v2") || l.Has("scene") {
+		t.Errorf("after Remove(scene): Has(scene.v2) %v, Has(scene) %v; want true, false", l.Has("scene.v2"), l.Has("scene"))
+	}
+	for _, n := range []string{".scene.v2.tif.pnec-2.tmp.tif", "scene.tif", ".other.tif.123.tmp.tif"} {
+		if _, err := os.Stat(filepath.Join(dir, n)); err != nil {
+			t.Errorf("%s: %v, want kept", n, err)
+		}
+	}
+}
