@@ -277,7 +277,9 @@ func Evaluate(ctx context.Context, m *model.Model, s model.Scene, labels []int32
 // its map can still differ from the product's at the tiles' seams.
 func predictAsProduct(ctx context.Context, p *model.Predictor, m *model.Model, s model.Scene) (model.Prediction, error) {
 	shape, err := processor.SceneShape(s.Rows, s.Cols, m, processor.Options{})
-	if err != nil || !shape.Recovered || shape.Rows < s.Rows || shape.Cols < s.Cols || (shape.Rows == s.Rows && shape.Cols == s.Cols) {
+	// A scene the plan tiles has a side longer than its tiles (the shape);
+	// one that runs whole is padded to the shape, as the product is.
+	if err != nil || shape.Rows < s.Rows || shape.Cols < s.Cols || (shape.Rows == s.Rows && shape.Cols == s.Cols) {
 		return p.Predict(ctx, s)
 	}
 	pred, err := p.Predict(ctx, model.PadScene(s, shape.Rows, shape.Cols))

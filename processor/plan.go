@@ -192,14 +192,15 @@ func SmallestBudget(rows, cols, bands int, m *model.Model, opts Options) (int64,
 
 // SceneShape is the network input shape the plan of a rows x cols scene
 // runs on with m and opts (all its tiles share one): Recovered when the
-// scene runs whole and its product is recovered (what a predictor that
-// recovers in the graph then compiles; Classifier.recoversWhole).
+// scene runs whole, its product is recovered and m decides by the network
+// alone (what a predictor that recovers in the graph then compiles;
+// Classifier.recoversWhole: a fused decision recovers on the host).
 func SceneShape(rows, cols int, m *model.Model, opts Options) (model.Shape, error) {
 	p, err := planGrid(assumedInfo(rows, cols, 1), m, opts, true)
 	if err != nil {
 		return model.Shape{}, err
 	}
-	return model.Shape{Rows: p.TileRows, Cols: p.TileCols, Recovered: recoveredWhole(p, opts)}, nil
+	return model.Shape{Rows: p.TileRows, Cols: p.TileCols, Recovered: recoveredWhole(p, opts) && !m.Decision().Fused()}, nil
 }
 
 // recoveredWhole says whether plan p runs the scene whole, in one call whose

@@ -17,7 +17,15 @@ import (
 // whole-scene (recovered) and tile calls told apart; a product of the
 // network's probabilities runs whole scenes unrecovered.
 func TestGridShapesAreThePlanners(t *testing.T) {
-	m := fixture.LoadModel(t)
+	// The network's decision recovers whole scenes in the graph; the
+	// default (fused) model's shapes are the same, none of them recovered.
+	for name, m := range map[string]*model.Model{"network": fixture.LoadNetworkModel(t), "fused": fixture.LoadModel(t)} {
+		t.Run(name, func(t *testing.T) { testGridShapesAreThePlanners(t, m) })
+	}
+}
+
+func testGridShapesAreThePlanners(t *testing.T, m *model.Model) {
+	fused := m.Decision().Fused()
 	sides := []int{1, 2, 5, 63, 64, 65, 100, 101, 127, 128, 129, 200, 255, 256, 300, 320, 321, 383, 384, 385, 400, 700, 767, 768, 1000, 2048, 10000}
 	for _, tc := range []struct {
 		name         string
@@ -42,7 +50,7 @@ func TestGridShapesAreThePlanners(t *testing.T) {
 					if err != nil {
 						t.Fatalf("%dx%d: %v", rows, cols, err)
 					}
-					sh := model.Shape{Rows: p.TileRows, Cols: p.TileCols, Recovered: p.Whole && opts.Probabilities != ProbabilitiesNetwork}
+					sh := model.Shape{Rows: p.TileRows, Cols: p.TileCols, Recovered: p.Whole && opts.Probabilities != ProbabilitiesNetwork && !fused}
 					if got, err := SceneShape(rows, cols, m, tc.opts); err != nil || got != sh {
 						t.Fatalf("%dx%d: SceneShape %v, %v; the plan runs %v", rows, cols, got, err, sh)
 					}
@@ -55,7 +63,14 @@ func TestGridShapesAreThePlanners(t *testing.T) {
 			if len(grid) != len(keys(planned)) {
 				t.Errorf("GridShapes lists %d shapes, %d distinct", len(grid), len(keys(planned)))
 			}
-			if tc.shapes > 0 {
+			if fused {
+				for _, sh := range grid {
+					if sh.Recovered {
+						t.Errorf("shape %v recovered in the graph for a fused decision", sh)
+					}
+				}
+			}
+			if tc.shapes > 0 && !fused {
 				sizes := map[[2]int]bool{}
 				both := 0
 				for _, sh := range grid {
