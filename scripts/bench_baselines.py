@@ -340,7 +340,7 @@ def render(results, args):
         for k in r["methods"]:
             if k not in methods:
                 methods.append(k)
-    lines = ["# pnec against the classic baselines (issue 45)", "",
+    lines = ["## pnec against the classic baselines (issue 45)", "",
              "Rendered by `make bench-baselines` (scripts/bench_baselines.py) at %s on %s, %s, %d cores, %s." % (
                  rev, platform.node() or "this machine", cpu, os.cpu_count(), datetime.date.today().isoformat()), "",
              "OA %% on the same test pixels for every method; pnec: the class band of `pnec classify` with the "

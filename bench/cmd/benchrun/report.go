@@ -262,9 +262,11 @@ func newestTorch(torchPath string, rep Report) (rows []TorchRow, from string, er
 // bigSceneReports are the reports of make bench-big, make bench-big-cell,
 // make bench-budget,
 // scripts/gpu-check.sh on a GPU machine (bench/gpu.md) and make
-// bench-acquisitions (bench/acquisitions.md) under bench/, in the order
-// BENCHMARKS.md shows them.
-var bigSceneReports = []string{"big.md", "big-cell.md", "budget.md", "gpu.md", "acquisitions.md"}
+// bench-acquisitions (bench/acquisitions.md: the network's decision, the
+// default before issue 45; bench/acquisitions-fused.md: the fused default's
+// drift seed sets) and make bench-baselines (bench/baselines.md) under
+// bench/, in the order BENCHMARKS.md shows them.
+var bigSceneReports = []string{"big.md", "big-cell.md", "budget.md", "gpu.md", "acquisitions.md", "acquisitions-fused.md", "baselines.md"}
 
 func writeAtomic(path string, data []byte) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
