@@ -119,6 +119,7 @@ func main() {
 	commands := flag.String("commands", "", "`FILE` of the commands that made the JSON (quoted in the report)")
 	note := flag.String("note", "", "a line on the machine and conditions")
 	driftCases := flag.String("drift-cases", "", "case-run `CSV` of the default model (bench/cmd/driftfit): the drift verdict's table")
+	flag.StringVar(&reportTitle, "title", reportTitle, "the report's `HEADING`")
 	flag.BoolVar(&judged, "judged", false, "the -drift-cases record is of models the limits were not chosen on (driftfit -judge): say so, and name its choose seeds' rows for what they are")
 	flag.Parse()
 	var driftRuns []evaluation.DriftCaseRun
@@ -197,7 +198,7 @@ const targetPoints = 3.0
 
 func render(sets []set, cmds, note string) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "## New acquisitions: the acquisition-shift protocol (pnec experiment --shift)\n\n")
+	fmt.Fprintf(&b, "## %s\n\n", reportTitle)
 	fmt.Fprintf(&b, "Each model is trained on the scene's fixed split (`*_train_seed12345`) and scored, after the AvgPool recovery, on the test pixels of the same scene changed as a new acquisition would be; the drop is the clean scene's OA on the same pixels minus the changed scene's, in points, as the mean over runs. Target cases (T): gain 0.85-1.15, tilt +-10%%, offset +-3%%, +-1 band, a sub-area (another class mix) and their pairwise combinations, each at most %g points. Strong cases (S) check the drift verdict only. What the changes are and what the drift verdict means: [docs/acquisitions.md](../docs/acquisitions.md).\n\n", targetPoints)
 	if note != "" {
 		fmt.Fprintf(&b, "%s\n\n", note)
@@ -422,6 +423,9 @@ func caseCell(s set, n string) string {
 	}
 	return cell
 }
+
+// reportTitle is the report's level-2 heading (-title).
+var reportTitle = "New acquisitions: the acquisition-shift protocol (pnec experiment --shift)"
 
 // judged says the drift record's runs were none of them chosen on
 // (-judged).
