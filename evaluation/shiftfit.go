@@ -904,6 +904,19 @@ func DriftTallies(t model.DriftThresholds, runs []DriftCaseRun) []DriftTallyRow 
 	return out
 }
 
+// JudgedDriftTallies is DriftTallies for a record of runs t was not chosen
+// on (the fused default's, bench/drift-cases-fused.csv): its choose seeds'
+// rows are named for what they are.
+func JudgedDriftTallies(t model.DriftThresholds, runs []DriftCaseRun) []DriftTallyRow {
+	rows := DriftTallies(t, runs)
+	for i := range rows {
+		if rows[i].Runs == "chosen on" {
+			rows[i].Runs = "choose seeds, their families (not chosen on)"
+		}
+	}
+	return rows
+}
+
 // WriteDriftTallyTable writes rows as a markdown table.
 func WriteDriftTallyTable(w io.Writer, rows []DriftTallyRow) error {
 	var b strings.Builder

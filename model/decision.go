@@ -211,6 +211,12 @@ func (m *Model) DecideWith(s Scene, prob []float32, rec RecoveryParams) ([]float
 	if err != nil {
 		return nil, fmt.Errorf("decide: %w", err)
 	}
+	return m.decideWithRef(ref, s, prob, rec)
+}
+
+// decideWithRef is DecideWith given m's DecisionReference ref, for callers
+// that decide several scenes with one reference (the recalibration probe).
+func (m *Model) decideWithRef(ref *SpectralReference, s Scene, prob []float32, rec RecoveryParams) ([]float32, error) {
 	fused, err := FuseScene(m.Decision(), ref, s, prob)
 	if err != nil {
 		return nil, err

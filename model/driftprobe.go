@@ -292,17 +292,12 @@ func (m *Model) ProbeRecalibrationFrom(ctx context.Context, p ScenePredictor, w 
 		}
 		prob := pred.Prob
 		switch {
-		case m.Decision().Fused():
-			if pred.Recovered {
-				return nil, fmt.Errorf("recalibration probe: a fused decision needs the network's probabilities before the recovery")
-			}
-			fused, err := FuseScene(m.Decision(), ref, s, pred.Prob)
-			if err != nil {
+		case pred.Recovered && m.Decision().Fused():
+			return nil, fmt.Errorf("recalibration probe: a fused decision needs the network's probabilities before the recovery")
+		case !pred.Recovered:
+			if prob, err = m.decideWithRef(ref, s, pred.Prob, m.Recovery()); err != nil {
 				return nil, fmt.Errorf("recalibration probe: %w", err)
 			}
-			prob = tiling.Recover(fused, s.Valid, s.Rows, s.Cols, k, m.Recovery())
-		case !pred.Recovered:
-			prob = tiling.Recover(pred.Prob, s.Valid, s.Rows, s.Cols, k, m.Recovery())
 		}
 		out := make([]int, s.Rows*s.Cols)
 		for i := range out {

@@ -431,18 +431,13 @@ var reportTitle = "New acquisitions: the acquisition-shift protocol (pnec experi
 // (-judged).
 var judged bool
 
-// tallies is evaluation.DriftTallies with, for a judged record, the
-// choose seeds' rows named as runs the limits were not chosen on.
+// tallies is evaluation.DriftTallies, or JudgedDriftTallies for a judged
+// record.
 func tallies(t model.DriftThresholds, runs []evaluation.DriftCaseRun) []evaluation.DriftTallyRow {
-	rows := evaluation.DriftTallies(t, runs)
 	if judged {
-		for i := range rows {
-			if rows[i].Runs == "chosen on" {
-				rows[i].Runs = "choose seeds, their families (not chosen on)"
-			}
-		}
+		return evaluation.JudgedDriftTallies(t, runs)
 	}
-	return rows
+	return evaluation.DriftTallies(t, runs)
 }
 
 // renderDrift is the drift verdict against the OA drop: the limits of

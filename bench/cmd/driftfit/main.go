@@ -84,12 +84,7 @@ func main() {
 		}
 	}
 	if *judge {
-		rows := evaluation.DriftTallies(model.DefaultDriftThresholds, runs)
-		for i := range rows {
-			if rows[i].Runs == "chosen on" {
-				rows[i].Runs = "choose seeds, their families (not chosen on)"
-			}
-		}
+		rows := evaluation.JudgedDriftTallies(model.DefaultDriftThresholds, runs)
 		fmt.Printf("model.DefaultDriftThresholds on %d case runs none of which they were chosen on:\n", len(runs))
 		for _, l := range model.DefaultDriftThresholds.Limits {
 			fmt.Printf("  %-24s warn %-8g fail %g\n", l.Figure, l.Warn, l.Fail)
