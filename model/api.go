@@ -280,6 +280,17 @@ type TrainOptions struct {
 	// (trainBytes) is above it (a --hidden of 100000 once tried to
 	// allocate 360 GB).
 	MaxMemoryBytes int64
+	// Tile is the side, pixels, of the grid's tiles a scene larger than one
+	// tile trains on (windowed training: each epoch one step on one tile
+	// that owns training pixels, so memory and time per epoch are a tile's
+	// whatever the scene's size; docs/train.md): 0 = the grid classify runs
+	// the scene on (tiling.CanonicalTile, 384 px). A scene within one tile
+	// trains whole.
+	Tile int
+	// Whole trains the scene as one image whatever its size (one step of
+	// the whole scene per epoch, as the paper does; memory and time grow
+	// with the scene's area).
+	Whole bool
 	// Bands is recorded in the model file as the training scene's band set
 	// and radiometry (see BandRecord).
 	Bands BandRecord

@@ -520,10 +520,16 @@ func measureScene(d *DriftMeter, s Scene, pred Prediction, ref *SpectralReferenc
 }
 
 // trainDriftStats computes the drift statistics of m on its training scene
-// s (training pixels trainIdx left out of the distance distribution) with
-// a predictor on backend.
+// s (training pixels left out of the distance distribution) with a
+// predictor on backend: on the whole scene, or tile by tile on the grid a
+// windowed model trained on (each pixel counted once, in the tile that
+// owns it; its recovery and decision are the tile's).
 func trainDriftStats(ctx context.Context, m *Model, s Scene, backend string) (*driftStats, error) {
 	ref, err := m.SpectralReference()
+	if err != nil {
+		return nil, err
+	}
+	plan, err := m.trainedGrid()
 	if err != nil {
 		return nil, err
 	}
@@ -532,43 +538,63 @@ func trainDriftStats(ctx context.Context, m *Model, s Scene, backend string) (*d
 		return nil, err
 	}
 	defer p.Close()
-	pred, err := p.Predict(ctx, s)
-	if err != nil {
-		return nil, err
-	}
-	k, n := pred.Classes, s.Rows*s.Cols
-	dist := make([]float32, n*k)
-	if err := ref.ClassDistances(s.Data, s.Valid, dist); err != nil {
-		return nil, err
-	}
-	isTrain := make([]bool, n)
-	for _, i := range m.meta.TrainIndices {
-		isTrain[i] = true
-	}
-	prec := tiling.Recover(pred.Prob, s.Valid, s.Rows, s.Cols, k, m.NetworkRecovery())
-	tally := func(leaveOutTraining bool) (*driftStats, *driftTally) {
-		st := newDriftStats(s.Bands, k)
-		st.setBandSpread(s)
-		t := newDriftTally(k)
-		for i := 0; i < n; i++ {
-			if s.valid(i) {
-				t.addPixel(st, dist[i*k:(i+1)*k], prec[i*k:(i+1)*k], float64(pred.Uncertainty[i]), leaveOutTraining && isTrain[i])
-			}
+	k := len(m.meta.Classes)
+	pass := newDriftPass(s, k, m.meta.TrainIndices)
+	for i := range plan.NumTiles() {
+		if err := ctx.Err(); err != nil {
+			return nil, err
 		}
-		return st, t
+		t, ts := plan.Tile(i), s
+		if !plan.Whole {
+			ts = tileScene(s, t)
+		}
+		if err := pass.addTile(ctx, m, p, ref, ts, t); err != nil {
+			return nil, err
+		}
 	}
-	st, t := tally(true)
-	if t.valid > 0 && len(t.nearest) == 0 {
-		// Every valid pixel is a training pixel (a fully labelled scene
-		// trained on all its labels, issue 46 item 18): the distance
-		// distribution is then the training pixels' own, nearer their
-		// prototypes than new ground's, rather than no model at all.
-		st, t = tally(false)
+	return pass.finish()
+}
+
+// driftPass gathers trainDriftStats' figures over the parts of the
+// training scene: the pixel tallies with and without the training pixels'
+// distances, the class sums of the spectra, the cells' feature figures.
+type driftPass struct {
+	s                Scene
+	k                int
+	isTrain          []bool
+	leaveOut, all    *driftTally
+	stLeave, stAll   *driftStats
+	specSum, specCnt []float64 // [k][bands] raw values by class-band label
+	featByClass      [][]float64
+	protoMargin      []float64
+	cells            int
+}
+
+func newDriftPass(s Scene, k int, trainIdx []int) *driftPass {
+	d := &driftPass{s: s, k: k, isTrain: make([]bool, s.Rows*s.Cols),
+		leaveOut: newDriftTally(k), all: newDriftTally(k),
+		stLeave: newDriftStats(s.Bands, k), stAll: newDriftStats(s.Bands, k),
+		specSum: make([]float64, k*s.Bands), specCnt: make([]float64, k*s.Bands),
+		featByClass: make([][]float64, k), protoMargin: make([]float64, k)}
+	for _, i := range trainIdx {
+		d.isTrain[i] = true
 	}
-	if t.valid == 0 || len(t.nearest) == 0 {
-		return nil, errors.New("no valid pixel")
+	return d
+}
+
+// addTile predicts ts, tile t of the training scene (the scene itself for
+// a whole-scene plan), and adds the pixels and cells t owns.
+func (d *driftPass) addTile(ctx context.Context, m *Model, p *Predictor, ref *SpectralReference, ts Scene, t tiling.Tile) error {
+	pred, err := p.Predict(ctx, ts)
+	if err != nil {
+		return err
 	}
-	st.setPixelStats(t)
+	k, n, B := d.k, ts.Rows*ts.Cols, ts.Bands
+	dist := make([]float32, n*k)
+	if err := ref.ClassDistances(ts.Data, ts.Valid, dist); err != nil {
+		return err
+	}
+	prec := tiling.Recover(pred.Prob, ts.Valid, ts.Rows, ts.Cols, k, m.NetworkRecovery())
 	// The recalibration probe compares a window's class means under the
 	// class band's labels with these: under a fused decision they are the
 	// fused labels, not the network's (which differ wherever the fusion
@@ -576,12 +602,66 @@ func trainDriftStats(ctx context.Context, m *Model, s Scene, backend string) (*d
 	// training scene itself).
 	band := prec
 	if m.Decision().Fused() {
-		if band, err = m.Decide(s, pred.Prob); err != nil {
-			return nil, err
+		if band, err = m.Decide(ts, pred.Prob); err != nil {
+			return err
 		}
 	}
-	st.setClassMeanSpectra(s, band, k)
-	if err := st.setFeatureStats(pred); err != nil {
+	in, core := t.Input, t.Core
+	for r := core.Row; r < core.Row+core.Rows; r++ {
+		for c := core.Col; c < core.Col+core.Cols; c++ {
+			i := (r-in.Row)*ts.Cols + (c - in.Col)
+			if !ts.valid(i) {
+				continue
+			}
+			px, pr, unc := dist[i*k:(i+1)*k], prec[i*k:(i+1)*k], float64(pred.Uncertainty[i])
+			d.leaveOut.addPixel(d.stLeave, px, pr, unc, d.isTrain[r*d.s.Cols+c])
+			d.all.addPixel(d.stAll, px, pr, unc, false)
+			best := labelOf(band[i*k : (i+1)*k])
+			for b, v := range ts.Data[i*B : (i+1)*B] {
+				if v-v == 0 {
+					d.specSum[best*B+b] += float64(v)
+					d.specCnt[best*B+b]++
+				}
+			}
+		}
+	}
+	for j := range pred.CellRows * pred.CellCols {
+		r, c := in.Row+Stride*(j/pred.CellCols), in.Col+Stride*(j%pred.CellCols)
+		if !core.Contains(c, r) {
+			continue
+		}
+		cl, dd, mg, ok := nearestPrototype(pred.PrototypeCos[j*k : (j+1)*k])
+		if !ok {
+			continue
+		}
+		d.featByClass[cl] = append(d.featByClass[cl], dd)
+		d.protoMargin[cl] += mg
+		d.cells++
+	}
+	return nil
+}
+
+// finish is the statistics of the parts added.
+func (d *driftPass) finish() (*driftStats, error) {
+	st, t := d.stLeave, d.leaveOut
+	if t.valid > 0 && len(t.nearest) == 0 {
+		// Every valid pixel is a training pixel (a fully labelled scene
+		// trained on all its labels): the distance distribution is then
+		// the training pixels' own, nearer their prototypes than new
+		// ground's, rather than no model at all.
+		st, t = d.stAll, d.all
+	}
+	if t.valid == 0 || len(t.nearest) == 0 {
+		return nil, errors.New("no valid pixel")
+	}
+	st.setBandSpread(d.s)
+	st.setPixelStats(t)
+	for i, n := range d.specCnt {
+		if n > 0 {
+			st.ClassMeanSpectrum[i] = float32(d.specSum[i] / n)
+		}
+	}
+	if err := st.setFeatureStats(d.featByClass, d.protoMargin, d.cells); err != nil {
 		return nil, err
 	}
 	return st, nil
@@ -606,32 +686,6 @@ func newDriftStats(B, k int) *driftStats {
 		ClassDistanceP99: make([]float32, k), ClassDistanceP50: make([]float32, k), ClassReliability: make([]float32, k),
 		FeatureDistanceP50: make([]float32, k), FeatureDistanceP90: make([]float32, k), ClassPrototypeMargin: make([]float32, k),
 		ClassUncertainty: make([]float32, k), ClassMargin: make([]float32, k), ClassMeanSpectrum: make([]float32, k*B)}
-}
-
-// setClassMeanSpectra records, per class, the mean of the finite raw values
-// of s's valid pixels whose recovered label (largest of prec, k classes a
-// pixel) is that class: the recalibration probe's reference.
-func (st *driftStats) setClassMeanSpectra(s Scene, prec []float32, k int) {
-	B := s.Bands
-	sum := make([]float64, k*B)
-	cnt := make([]float64, k*B)
-	for i := 0; i < s.Rows*s.Cols; i++ {
-		if !s.valid(i) {
-			continue
-		}
-		best := labelOf(prec[i*k : (i+1)*k])
-		for b, v := range s.Data[i*B : (i+1)*B] {
-			if v-v == 0 {
-				sum[best*B+b] += float64(v)
-				cnt[best*B+b]++
-			}
-		}
-	}
-	for i, n := range cnt {
-		if n > 0 {
-			st.ClassMeanSpectrum[i] = float32(sum[i] / n)
-		}
-	}
 }
 
 // setBandSpread records each band's mean and standard deviation over the
@@ -745,22 +799,13 @@ func (st *driftStats) setPixelStats(t *driftTally) {
 	}
 }
 
-// setFeatureStats records the feature space's statistics of pred: every
-// valid cell, the training pixels' too (the network's features of a whole
-// cell, not one pixel's spectrum).
-func (st *driftStats) setFeatureStats(pred Prediction) error {
-	k := pred.Classes
-	featByClass := make([][]float64, k)
-	protoMargin := make([]float64, k)
-	for i := range pred.CellRows * pred.CellCols {
-		c, d, mg, ok := nearestPrototype(pred.PrototypeCos[i*k : (i+1)*k])
-		if !ok {
-			continue
-		}
-		featByClass[c] = append(featByClass[c], d)
-		protoMargin[c] += mg
-		st.Cells++
-	}
+// setFeatureStats records the feature space's statistics: every valid
+// cell's distance to its nearest prototype (featByClass, by that class;
+// the training pixels' cells too: the network's features of a whole cell,
+// not one pixel's spectrum), the summed margins to the next prototype and
+// the cell count.
+func (st *driftStats) setFeatureStats(featByClass [][]float64, protoMargin []float64, cells int) error {
+	st.Cells = int64(cells)
 	if st.Cells == 0 {
 		return errors.New("no valid cell")
 	}

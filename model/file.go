@@ -56,30 +56,34 @@ type modelMeta struct {
 	WavelengthsNM []float64 `json:"wavelengths_nm,omitempty"`
 	// The band set and radiometry of the training scene (BandRecord); each
 	// field is absent in files of earlier versions and where unknown.
-	FWHMNM           []float64   `json:"fwhm_nm,omitempty"`
-	WavelengthUnits  string      `json:"wavelength_units,omitempty"`
-	SceneBands       int         `json:"train_scene_bands,omitempty"`
-	BandsUsed        []int       `json:"bands_used,omitempty"`
-	BadBands         []int       `json:"bad_bands,omitempty"`
-	BandSelection    string      `json:"band_selection,omitempty"` // absent in earlier files: no selection
-	Quantity         string      `json:"radiometric_quantity,omitempty"`
-	QuantityScale    float64     `json:"radiometric_scale,omitempty"`
-	RadiometricUnits string      `json:"radiometric_units,omitempty"`
-	Classes          []Class     `json:"classes"`
-	StretchLo        []float32   `json:"stretch_p2"`
-	StretchHi        []float32   `json:"stretch_p98"`
-	SceneRows        int         `json:"train_scene_rows"`
-	SceneCols        int         `json:"train_scene_cols"`
-	TrainSplit       string      `json:"train_split"` // "seed" or "mask"
-	TrainPerClass    int         `json:"train_per_class,omitempty"`
-	SplitSeed        int64       `json:"split_seed"`
-	Seed             int64       `json:"seed"`
-	TrainIndices     []int       `json:"train_indices"`
-	FinalLoss        float64     `json:"final_loss"`
-	TrainAccuracy    float64     `json:"train_accuracy"`
-	TrainSeconds     float64     `json:"train_seconds"`
-	Params           []paramMeta `json:"params"`
-	PrototypeRows    int         `json:"prototype_rows"`
+	FWHMNM           []float64 `json:"fwhm_nm,omitempty"`
+	WavelengthUnits  string    `json:"wavelength_units,omitempty"`
+	SceneBands       int       `json:"train_scene_bands,omitempty"`
+	BandsUsed        []int     `json:"bands_used,omitempty"`
+	BadBands         []int     `json:"bad_bands,omitempty"`
+	BandSelection    string    `json:"band_selection,omitempty"` // absent in earlier files: no selection
+	Quantity         string    `json:"radiometric_quantity,omitempty"`
+	QuantityScale    float64   `json:"radiometric_scale,omitempty"`
+	RadiometricUnits string    `json:"radiometric_units,omitempty"`
+	Classes          []Class   `json:"classes"`
+	StretchLo        []float32 `json:"stretch_p2"`
+	StretchHi        []float32 `json:"stretch_p98"`
+	SceneRows        int       `json:"train_scene_rows"`
+	SceneCols        int       `json:"train_scene_cols"`
+	TrainSplit       string    `json:"train_split"` // "seed" or "mask"
+	TrainPerClass    int       `json:"train_per_class,omitempty"`
+	SplitSeed        int64     `json:"split_seed"`
+	Seed             int64     `json:"seed"`
+	TrainIndices     []int     `json:"train_indices"`
+	// TrainTile is the side, pixels, of the grid's tiles the model trained
+	// on (windowed training, train_window.go); absent (0) when it trained
+	// on the whole scene.
+	TrainTile     int         `json:"train_tile,omitempty"`
+	FinalLoss     float64     `json:"final_loss"`
+	TrainAccuracy float64     `json:"train_accuracy"`
+	TrainSeconds  float64     `json:"train_seconds"`
+	Params        []paramMeta `json:"params"`
+	PrototypeRows int         `json:"prototype_rows"`
 	// SpectralClasses is the dense class of each training pixel whose raw
 	// spectrum is stored after the prototype bank (spectralSpectra,
 	// [len][Bands]) for the spectral reliability; absent in older files.

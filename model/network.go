@@ -47,6 +47,12 @@ type net struct {
 	// output F0 [L, D] (before the low-resolution valid mask), computed by
 	// pnec's own full-resolution kernels (kernels.FullRes) outside the graph.
 	f0Input bool
+	// ceScale, when set (training steps), scales the cross-entropy terms
+	// and the training accuracy: the step's rows over its rows that are
+	// training pixels (a windowed step pads its rows to a fixed count with
+	// rows of class -1, which the means would otherwise count), 1 for a
+	// whole-scene step.
+	ceScale *Node
 }
 
 // normRecord is one GroupNorm call's per-image statistics in a graph.

@@ -280,15 +280,67 @@ func (m *Model) inferForward(n *net, x, protos *Node) fwd {
 // them, Predict on s gives what the per-image network gives, and any tile
 // or other scene is normalised the same way. fr, when not nil, is the
 // paper encoder's full-resolution stage on pnec's kernels (set up for s):
-// it gives the embedding's statistics and the graph's input.
+// it gives the embedding's statistics and the graph's input. A model that
+// trained on tiles (trainedGrid) takes them over the grid's tiles
+// (tiledNormStats).
 func groupNormStats(b compute.Backend, m *Model, s Scene, fr *kernels.FullRes) ([]normStat, error) {
+	ne, err := newNormExec(b, m, fr != nil)
+	if err != nil {
+		return nil, err
+	}
+	defer ne.exec.Finalize()
+	plan, err := m.trainedGrid()
+	if err != nil {
+		return nil, err
+	}
+	if !plan.Whole {
+		return ne.tiled(s, plan)
+	}
+	var x *tensors.Tensor
+	var first []normStat
+	masks := netMasks(s, m.meta.Config.Encoder)
+	if fr != nil {
+		w := map[string][]float32{}
+		for _, p := range m.params {
+			w[p.Name] = p.Data
+		}
+		fr.SetWeights(w["embed.w"], w["embed.b"], w["embed.gn.g"], w["embed.gn.b"], w["conv.w"], w["conv.b"])
+		cellRows, cellCols := fr.Cells()
+		f0 := make([]float32, cellRows*cellCols*ne.d.D)
+		mean, vr := fr.Forward(nil, nil, f0, false)
+		st := normStat{Key: "embed.gn", Mean: make([]float32, ne.d.Groups), Var: make([]float32, ne.d.Groups)}
+		for g := range st.Mean {
+			st.Mean[g], st.Var[g] = float32(mean[g]), float32(vr[g])
+		}
+		first = append(first, st)
+		x = tensorOf(f0, cellRows*cellCols, ne.d.D)
+		masks = masks[len(masks)-1:]
+	} else {
+		xv, xdims := netInput(s, m.inputSpec(), m.meta.Config.Encoder)
+		x = tensorOf(xv, xdims...)
+	}
+	stats, err := ne.call(x, masks)
+	if err != nil {
+		return nil, err
+	}
+	return append(first, stats...), nil
+}
+
+// normExec is the compiled pass of groupNormStats.
+type normExec struct {
+	m    *Model
+	d    dims
+	exec *Exec
+	keys []string // the GroupNorm calls' keys, in the graph's output order
+}
+
+func newNormExec(b compute.Backend, m *Model, f0Input bool) (*normExec, error) {
 	d, err := makeDims(m.meta.Config, m.meta.Bands, len(m.meta.Classes))
 	if err != nil {
 		return nil, err
 	}
-	n := &net{d: d, cfg: m.meta.Config, f0Input: fr != nil}
-	var keys []string
-	masks := netMasks(s, m.meta.Config.Encoder)
+	ne := &normExec{m: m, d: d}
+	n := &net{d: d, cfg: m.meta.Config, f0Input: f0Input}
 	fn := func(g *Graph, in []*Node) []*Node {
 		x, protos := in[0], in[1]
 		n.p = make(map[string]*Node, len(m.params))
@@ -300,44 +352,27 @@ func groupNormStats(b compute.Backend, m *Model, s Scene, fr *kernels.FullRes) (
 		n.recordNorm, n.normCalls, n.fixedNorm = &recs, nil, nil
 		o := m.inferForward(n, x, protos)
 		forgetBMM(g)
-		keys = keys[:0]
+		ne.keys = ne.keys[:0]
 		// The logits keep the whole pass in the graph.
 		out := []*Node{ReduceAllSum(o.Zcal)}
 		for _, r := range recs {
-			keys = append(keys, r.key)
+			ne.keys = append(ne.keys, r.key)
 			out = append(out, r.mean, r.vr)
 		}
 		return out
 	}
-	exec, err := NewExec(b, fn)
-	if err != nil {
+	if ne.exec, err = NewExec(b, fn); err != nil {
 		return nil, err
 	}
-	defer exec.Finalize()
-	var stats []normStat
+	return ne, nil
+}
+
+// call runs the pass on input x (taken: released here) with the valid
+// masks and returns the statistics of its GroupNorm calls.
+func (ne *normExec) call(x *tensors.Tensor, masks [][]float32) ([]normStat, error) {
+	m, d := ne.m, ne.d
 	var own callTensors
 	defer own.release()
-	var x *tensors.Tensor
-	if fr != nil {
-		w := map[string][]float32{}
-		for _, p := range m.params {
-			w[p.Name] = p.Data
-		}
-		fr.SetWeights(w["embed.w"], w["embed.b"], w["embed.gn.g"], w["embed.gn.b"], w["conv.w"], w["conv.b"])
-		cellRows, cellCols := fr.Cells()
-		f0 := make([]float32, cellRows*cellCols*d.D)
-		mean, vr := fr.Forward(nil, nil, f0, false)
-		st := normStat{Key: "embed.gn", Mean: make([]float32, d.Groups), Var: make([]float32, d.Groups)}
-		for g := range st.Mean {
-			st.Mean[g], st.Var[g] = float32(mean[g]), float32(vr[g])
-		}
-		stats = append(stats, st)
-		x = tensorOf(f0, cellRows*cellCols, d.D)
-		masks = masks[len(masks)-1:]
-	} else {
-		xv, xdims := netInput(s, m.inputSpec(), m.meta.Config.Encoder)
-		x = tensorOf(xv, xdims...)
-	}
 	args := []any{own.add(x), own.add(tensorOf(m.protos, d.K, d.D))}
 	for _, prm := range m.params {
 		args = append(args, own.add(tensorOf(prm.Data, prm.Shape...)))
@@ -345,7 +380,7 @@ func groupNormStats(b compute.Backend, m *Model, s Scene, fr *kernels.FullRes) (
 	for _, mk := range masks {
 		args = append(args, own.add(tensorOf(mk, len(mk))))
 	}
-	out, err := exec.Call(args...)
+	out, err := ne.exec.Call(args...)
 	if err != nil {
 		return nil, err
 	}
@@ -354,7 +389,8 @@ func groupNormStats(b compute.Backend, m *Model, s Scene, fr *kernels.FullRes) (
 			t.FinalizeAll()
 		}
 	}()
-	for j, k := range keys {
+	var stats []normStat
+	for j, k := range ne.keys {
 		st := normStat{Key: k}
 		if st.Mean, err = tensors.CopyFlatData[float32](out[1+2*j]); err != nil {
 			return nil, err
@@ -365,6 +401,59 @@ func groupNormStats(b compute.Backend, m *Model, s Scene, fr *kernels.FullRes) (
 		stats = append(stats, st)
 	}
 	return stats, nil
+}
+
+// tiled is the statistics pooled over the tiles of plan on s: each
+// group's mean and variance over the union of the tiles' valid pixels,
+// each tile weighing by its valid pixels (the variance from the tiles'
+// second moments). Later layers' statistics are those of tiles normalised
+// on their own, as the training steps normalised them.
+func (ne *normExec) tiled(s Scene, plan tiling.Plan) ([]normStat, error) {
+	var out []normStat
+	var mom1, mom2 [][]float64 // per call, per group: weighted first and second moments
+	weight := 0.0
+	for i := range plan.NumTiles() {
+		ts := tileScene(s, plan.Tile(i))
+		w := 0.0
+		for _, v := range ts.Valid {
+			if v {
+				w++
+			}
+		}
+		if w == 0 {
+			continue
+		}
+		xv, xdims := netInput(ts, ne.m.inputSpec(), ne.m.meta.Config.Encoder)
+		stats, err := ne.call(tensorOf(xv, xdims...), netMasks(ts, ne.m.meta.Config.Encoder))
+		if err != nil {
+			return nil, fmt.Errorf("tile %d: %w", i, err)
+		}
+		if out == nil {
+			out = stats
+			mom1, mom2 = make([][]float64, len(stats)), make([][]float64, len(stats))
+			for j, st := range stats {
+				mom1[j], mom2[j] = make([]float64, len(st.Mean)), make([]float64, len(st.Mean))
+			}
+		}
+		for j, st := range stats {
+			for g, mu := range st.Mean {
+				mom1[j][g] += w * float64(mu)
+				mom2[j][g] += w * (float64(st.Var[g]) + float64(mu)*float64(mu))
+			}
+		}
+		weight += w
+	}
+	if weight == 0 {
+		return nil, errors.New("no valid pixel")
+	}
+	for j := range out {
+		for g := range out[j].Mean {
+			mu := mom1[j][g] / weight
+			out[j].Mean[g] = float32(mu)
+			out[j].Var[g] = float32(max(mom2[j][g]/weight-mu*mu, 0))
+		}
+	}
+	return out, nil
 }
 
 // upsample maps z [Hs*Ws, C] on the stride-4 grid to [Rows, Cols, C] with

@@ -1,6 +1,7 @@
 package model
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"runtime"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/pnec/pnec/internal/resources/memory"
 	"github.com/pnec/pnec/progress"
+	"github.com/pnec/pnec/tiling"
 )
 
 // Train fits a model on scene s. labels holds class values (row-major,
@@ -23,7 +25,8 @@ func Train(ctx context.Context, s Scene, labels []int32, opts TrainOptions) (m *
 	if err != nil {
 		return nil, fmt.Errorf("train: %w", err)
 	}
-	desc, err := DecideBackend(opts.Backend, Job{Task: TaskTrain, Pixels: int64(s.Rows * s.Cols), Epochs: cfg.Epochs})
+	// A step runs on one tile of a windowed run: its size decides.
+	desc, err := DecideBackend(opts.Backend, Job{Task: TaskTrain, Pixels: int64(setup.plan.TileRows * setup.plan.TileCols), Epochs: cfg.Epochs})
 	if err != nil {
 		return nil, fmt.Errorf("train: %w", err)
 	}
@@ -98,8 +101,13 @@ type trainSetup struct {
 	trainIdx []int   // the training pixels, row-major
 	ytrain   []int32 // their dense classes
 	split    string  // "seed" or "mask"
-	d        dims
-	lo, hi   []float32 // the per-band stretch
+	// plan is the grid the scene trains on (trainGrid): one image, or the
+	// tiles of side tile px, those owning training pixels in win.
+	plan   tiling.Plan
+	tile   int
+	win    *trainWindows
+	d      dims
+	lo, hi []float32 // the per-band stretch
 }
 
 // newTrainSetup checks Train's inputs and derives its setup; its errors
@@ -124,7 +132,18 @@ func newTrainSetup(s Scene, labels []int32, opts TrainOptions) (*trainSetup, err
 	if st.d, err = makeDims(cfg, s.Bands, len(st.values)); err != nil {
 		return nil, err
 	}
-	if err := checkTrainMemory(st.d, cfg, s, opts.MaxMemoryBytes); err != nil {
+	if st.plan, err = trainGrid(s.Rows, s.Cols, opts); err != nil {
+		return nil, err
+	}
+	if !st.plan.Whole {
+		st.tile = cmp.Or(opts.Tile, tiling.CanonicalTile)
+		st.win = newTrainWindows(st.plan, s, st.trainIdx, st.ytrain, opts.Seed)
+	}
+	rows := len(st.trainIdx)
+	if st.win != nil {
+		rows = st.win.rows
+	}
+	if err := checkTrainMemory(st.d, cfg, st.plan, rows, opts.MaxMemoryBytes); err != nil {
 		return nil, err
 	}
 	if st.lo, st.hi, err = bandStretch(s); err != nil {
@@ -225,12 +244,18 @@ func trainTargetClasses(trainIdx []int, labels, trainMask []int32, denseOf map[i
 	return ytrain
 }
 
-// checkTrainMemory checks the memory budget and that training fits in it.
-func checkTrainMemory(d dims, cfg Config, s Scene, maxBytes int64) error {
+// checkTrainMemory checks the memory budget and that training on plan
+// (one step on one of its tiles, or on the whole image) with rows training
+// pixels a step fits in it: the network's estimate (trainBytes) and the
+// step's bilinear weights from the cells to the pixels ([rows, cells]
+// float32, with its gradient's and product's copies).
+func checkTrainMemory(d dims, cfg Config, plan tiling.Plan, rows int, maxBytes int64) error {
 	if maxBytes < 0 {
 		return fmt.Errorf("memory budget %d bytes: must be 0 (default) or positive", maxBytes)
 	}
-	if need, budget := trainBytes(d, cfg, s.Rows, s.Cols), memory.TrainBudget(maxBytes); budget > 0 && need > budget {
+	cells := int64(lowRes(plan.TileRows, cfg.Encoder)) * int64(lowRes(plan.TileCols, cfg.Encoder))
+	need := trainBytes(d, cfg, plan.TileRows, plan.TileCols) + 3*4*int64(rows)*cells
+	if budget := memory.TrainBudget(maxBytes); budget > 0 && need > budget {
 		return &MemoryError{NeedBytes: need, LimitBytes: budget}
 	}
 	return nil
@@ -245,7 +270,7 @@ func newTrainedModel(r *trainRun, opts TrainOptions, params paramSet, protos []f
 			Version: Version, Backend: r.desc.Label(), Config: r.cfg, Bands: s.Bands,
 			WavelengthsNM: slices.Clone(s.WavelengthsNM), Classes: setup.classes, StretchLo: setup.lo, StretchHi: setup.hi,
 			SceneRows: s.Rows, SceneCols: s.Cols, TrainSplit: setup.split, SplitSeed: opts.SplitSeed, Seed: opts.Seed,
-			TrainIndices: setup.trainIdx, FinalLoss: loss, TrainAccuracy: acc,
+			TrainIndices: setup.trainIdx, TrainTile: setup.tile, FinalLoss: loss, TrainAccuracy: acc,
 			TrainSeconds: time.Since(start).Seconds(),
 		},
 		params: params,

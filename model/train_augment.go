@@ -42,6 +42,19 @@ func newAugmenter(cfg Augment, s Scene, in inputSpec, encoder string, seed int64
 	return a
 }
 
+// setScene makes s the scene the next steps change: a windowed run's tile
+// (of one size for the whole run). The band means stay the training
+// scene's.
+func (a *augmenter) setScene(s Scene) {
+	a.s = s
+	if a.valid != nil && len(a.valid) != s.Rows*s.Cols {
+		a.valid = make([]bool, s.Rows*s.Cols)
+	}
+	if a.buf != nil && len(a.buf) != len(s.Data) {
+		a.buf = nil
+	}
+}
+
 // next returns the input of step epoch of epochs (from 1), or nil for the
 // clean input.
 func (a *augmenter) next(epoch, epochs int) *tensors.Tensor {

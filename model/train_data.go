@@ -16,6 +16,9 @@ type trainData struct {
 	wtr      *tensors.Tensor   // [Ntr, L] bilinear weights of the training pixels
 	ytr      *tensors.Tensor   // [Ntr] int32 dense class
 	cellMask *tensors.Tensor   // [L] 1 for cells with a valid pixel
+	// ceScale is the step's rows over its training pixels (net.ceScale): 0
+	// or 1 for a whole-scene step, more for a windowed step's padded rows.
+	ceScale float32
 }
 
 // setAugmented makes x the step's augmented input: the network's input
@@ -56,6 +59,9 @@ func newTrainData(s Scene, in inputSpec, trainIdx []int, ytrain []int32, encoder
 	ntr := len(trainIdx)
 	wtr := make([]float32, ntr*l)
 	for t, i := range trainIdx {
+		if ytrain[t] < 0 {
+			continue // a padding row (trainWindows): no pixel
+		}
 		r, c := i/s.Cols, i%s.Cols
 		for a := 0; a < hs; a++ {
 			if wa := ur[r*hs+a]; wa != 0 {
@@ -95,7 +101,7 @@ func trainTargets(s Scene, encoder string, trainIdx []int, ytrain []int32) (anch
 	ytr = make([]int32, len(trainIdx))
 	for t, i := range trainIdx {
 		ytr[t] = -1
-		if !s.valid(i) {
+		if !s.valid(i) || ytrain[t] < 0 {
 			continue
 		}
 		ytr[t] = ytrain[t]
@@ -108,21 +114,22 @@ func trainTargets(s Scene, encoder string, trainIdx []int, ytrain []int32) (anch
 // stepInputs are the training step's inputs by name, in the order step
 // passes them (and splitStepInputs takes them): the data (x, anchor, wtr,
 // ytr, cellMask), the schedule (calib, and Adam's bias-corrected scales a1
-// and c2), the valid masks (trainData.masks), then the state (trainer.state):
+// and c2), the cross-entropy's scale (trainData.ceScale), the valid masks (trainData.masks), then the state (trainer.state):
 // the prototype bank and its initialised flags, the parameters, Adam's
 // first and second moments; an augmented step's scene comes last.
 type stepInputs struct {
 	x, anchor, wtr, ytr, cellMask *Node
 	calib, a1, c2                 *Node
+	ceScale                       *Node
 	masks                         []*Node
 	protos, protoInit             *Node
 	params, adamM, adamV          []*Node
 	xAug                          *Node // the augmented scene (augmented steps only, after the state)
 }
 
-// stepDataInputs is how many inputs come before the valid masks: the data
-// and the schedule of stepInputs.
-const stepDataInputs = 8
+// stepDataInputs is how many inputs come before the valid masks: the data,
+// the schedule and the scale of stepInputs.
+const stepDataInputs = 9
 
 // splitStepInputs names in: masks valid masks, np parameters (and as many
 // moments of each kind).
@@ -134,7 +141,7 @@ func splitStepInputs(in []*Node, masks, np int) stepInputs {
 	}
 	var s stepInputs
 	d := take(stepDataInputs)
-	s.x, s.anchor, s.wtr, s.ytr, s.cellMask, s.calib, s.a1, s.c2 = d[0], d[1], d[2], d[3], d[4], d[5], d[6], d[7]
+	s.x, s.anchor, s.wtr, s.ytr, s.cellMask, s.calib, s.a1, s.c2, s.ceScale = d[0], d[1], d[2], d[3], d[4], d[5], d[6], d[7], d[8]
 	s.masks = take(masks)
 	bank := take(2)
 	s.protos, s.protoInit = bank[stateProtos], bank[stateProtoInit]

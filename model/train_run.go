@@ -30,6 +30,8 @@ type trainRun struct {
 	st    *trainer
 	// frChanged is whether fr is on an augmented scene.
 	frChanged bool
+	// winTD is a windowed step's data (setup.win), released after the step.
+	winTD *trainData
 }
 
 // prepare builds the run's parts on b; its errors carry Train's prefix.
@@ -42,15 +44,19 @@ func (r *trainRun) prepare(b compute.Backend, seed int64) error {
 	if err != nil {
 		return fmt.Errorf("train: %w", err)
 	}
-	inGraph = inGraph && cfg.Augment.On()
+	// A windowed run changes its tile's scene on the host: the graph
+	// holds one scene on the device.
+	inGraph = inGraph && cfg.Augment.On() && setup.win == nil
 	// On the Go backend the paper encoder's full-resolution stage runs on
 	// pnec's own kernels beside the graph (kernels.FullRes; see encState), for the
 	// reference's input without augmentation (fullResTraining), unless the
 	// augmentation graph makes the network's input.
-	if useFullRes && r.desc.Kind == BackendGo && fullResTraining(cfg) && !inGraph {
+	if useFullRes && r.desc.Kind == BackendGo && fullResTraining(cfg) && !inGraph && setup.win == nil {
 		r.fr = newFullRes(setup.d, s, r.in, runtime.GOMAXPROCS(0))
 	}
-	r.td = newTrainData(s, r.in, setup.trainIdx, setup.ytrain, cfg.Encoder, r.fr != nil || inGraph)
+	if setup.win == nil {
+		r.td = newTrainData(s, r.in, setup.trainIdx, setup.ytrain, cfg.Encoder, r.fr != nil || inGraph)
+	}
 	r.aug = newAugmenter(cfg.Augment, s, r.in, cfg.Encoder, seed)
 	if inGraph {
 		if r.ag, err = newAugGraph(b, s, r.in, cfg.Encoder, setup.trainIdx, setup.ytrain, len(setup.values), seed); err != nil {
@@ -93,6 +99,10 @@ func (r *trainRun) epoch(epoch int) (loss, acc float64, err error) {
 	}
 	loss, acc, err = r.st.step(step, r.calibration(epoch))
 	r.aug.done()
+	if r.winTD != nil {
+		r.winTD.finalize()
+		r.winTD = nil
+	}
 	if r.ag != nil {
 		r.ag.done()
 	}
@@ -120,7 +130,17 @@ func (r *trainRun) calibration(epoch int) float32 {
 // host's augmenter), cropped when the draw crops.
 func (r *trainRun) stepInput(epoch int) (trainData, error) {
 	step := r.td
+	trainIdx, ytrain := r.setup.trainIdx, r.setup.ytrain
 	switch {
+	case r.setup.win != nil:
+		var ws Scene
+		ws, step, trainIdx, ytrain = r.setup.win.stepData(r.s, r.setup.win.next(), r.in, r.cfg.Encoder)
+		r.winTD = &trainData{}
+		*r.winTD = step
+		r.aug.setScene(ws)
+		if x := r.aug.next(epoch, r.cfg.Epochs); x != nil {
+			step.setAugmented(x, r.cfg.Augment.ImageNorm)
+		}
 	case r.fr != nil:
 		r.setKernelScene(epoch)
 	case r.ag != nil:
@@ -138,7 +158,7 @@ func (r *trainRun) stepInput(epoch int) (trainData, error) {
 		}
 	}
 	if r.aug.cropped {
-		step = r.aug.cropStep(step, r.setup.trainIdx, r.setup.ytrain, r.fr != nil)
+		step = r.aug.cropStep(step, trainIdx, ytrain, r.fr != nil)
 	}
 	return step, nil
 }
@@ -181,4 +201,8 @@ func (r *trainRun) finalize() {
 		r.ag.finalize()
 	}
 	r.td.finalize()
+	if r.winTD != nil {
+		r.winTD.finalize()
+		r.winTD = nil
+	}
 }

@@ -151,6 +151,7 @@ func (tr *trainer) stepGraph(n *net, aug bool) func(g *Graph, in []*Node) []*Nod
 		}
 		s := splitStepInputs(in, nm, np)
 		x, anchor, wtr, ytr, cellMask, calib, a1, c2 := s.x, s.anchor, s.wtr, s.ytr, s.cellMask, s.calib, s.a1, s.c2
+		n.ceScale = s.ceScale
 		n.setMasks(s.masks...)
 		protos, protoInit := s.protos, s.protoInit
 		pNodes, mNodes, vNodes := s.params, s.adamM, s.adamV
@@ -164,7 +165,7 @@ func (tr *trainer) stepGraph(n *net, aug bool) func(g *Graph, in []*Node) []*Nod
 			x = s.xAug
 		}
 		loss, acc, newProtos, newInit := n.loss(x, anchor, wtr, ytr, cellMask, calib, protos, protoInit)
-		n.fixedNorm = nil
+		n.fixedNorm, n.ceScale = nil, nil
 		wrt := pNodes
 		if tr.enc != nil {
 			wrt = append(slices.Clone(pNodes), x) // and dLoss/dF0 for the kernels' backward pass
@@ -216,7 +217,7 @@ func (n *net) loss(x, anchor, wtr, ytr, cellMask, calib, protos, protoInit *Node
 	o := n.forward(x, bank, anchor, calib)
 	ce := func(z *Node) *Node {
 		logp := LogSoftmax(MatMul(wtr, z), 1)
-		return Neg(ReduceAllMean(ReduceSum(Mul(logp, OneHot(ytr, d.K, logp.DType())), 1)))
+		return n.scaleCE(Neg(ReduceAllMean(ReduceSum(Mul(logp, OneHot(ytr, d.K, logp.DType())), 1))))
 	}
 	loss = ce(o.Zcal)
 	loss = Add(loss, MulScalar(Add(ce(o.Zspa), ce(o.Zdiff)), cfg.LambdaBranch))
@@ -237,9 +238,18 @@ func (n *net) loss(x, anchor, wtr, ytr, cellMask, calib, protos, protoInit *Node
 		loss = Add(loss, MulScalar(lcon, lambdaCon))
 	}
 	pred := ArgMax(MatMul(wtr, o.Zcal), 1, dtypes.Int32)
-	acc = ReduceAllMean(ConvertDType(Equal(pred, ytr), loss.DType()))
+	acc = n.scaleCE(ReduceAllMean(ConvertDType(Equal(pred, ytr), loss.DType())))
 
 	return loss, acc, newProtos, newInit
+}
+
+// scaleCE is a mean over the step's rows made a mean over its training
+// pixels (net.ceScale); unchanged without a scale.
+func (n *net) scaleCE(v *Node) *Node {
+	if n.ceScale == nil {
+		return v
+	}
+	return Mul(v, n.ceScale)
 }
 
 // updateBank is the momentum update of the prototype bank from the class
@@ -276,7 +286,11 @@ func (tr *trainer) step(td trainData, calib float32) (loss, acc float64, err err
 		e.fr.Forward(nil, nil, e.f0, true)
 		x = tensorOf(e.f0, e.l, e.d)
 	}
-	args := []any{x, td.anchor, td.wtr, td.ytr, td.cellMask, calib, a1, c2} // stepInputs' order
+	scale := td.ceScale
+	if scale == 0 {
+		scale = 1
+	}
+	args := []any{x, td.anchor, td.wtr, td.ytr, td.cellMask, calib, a1, c2, scale} // stepInputs' order
 	if len(td.masks) != tr.masks {
 		return 0, 0, fmt.Errorf("training data has %d valid masks, the step takes %d", len(td.masks), tr.masks)
 	}

@@ -20,22 +20,11 @@ const genericNetworkBytesPerPixel = 8 << 10
 const genericClasses = 16
 
 // CanonicalTile is the tile side, pixels, of the grid every model's plans
-// follow: a scene whose sides are both at most CanonicalTile runs as one
-// tile (the whole image), a larger one on CanonicalTile x CanonicalTile
-// tiles overlapping by tiling.DefaultOverlapPixels (12 px), for models of
-// either encoder. The grid depends on the scene's size and the model alone,
-// never on --max-memory, the backend, the jobs or the machine, so a scene
-// and a model give one map everywhere; the budget and the device decide
-// only how many tiles are in flight. Tiles of 96 to 512 px all kept the
-// whole image's OA on mirrored SalinasA and Jasper Ridge mosaics, so memory
-// and speed chose: 384 px is the largest multiple of the ladder step (64)
-// whose tile of a 200-band scene 10,000 px wide fits a 2 GiB budget with
-// the next tile read ahead (planned peak 1762 MiB; 448 px needs 1951 MiB
-// with no read-ahead, 512 px 2301 MiB), and the network's CPU time per
-// pixel run was about the same at 384 and 700 px tiles, so the time is set
-// by the overlap's extra pixels (docs/classify.md, "One map per scene and
-// model").
-const CanonicalTile = 384
+// follow (tiling.CanonicalTile, where its choice is explained): a scene
+// whose sides are both at most CanonicalTile runs as one tile, a larger
+// one on CanonicalTile x CanonicalTile tiles. Training windows follow the
+// same grid (model.TrainOptions.Tile).
+const CanonicalTile = tiling.CanonicalTile
 
 // gridTile is the tile side, pixels, of the grid a plan with opts follows:
 // the user's Options.TileSize when set (another grid, and so another map,

@@ -3,6 +3,7 @@ package tiling
 import (
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/pnec/pnec/grid"
 )
@@ -109,6 +110,24 @@ func Rung(n, step int) int {
 	}
 	return AlignUp(n, step)
 }
+
+// CanonicalTile is the tile side, pixels, of the grid every model's plans
+// follow: a scene whose sides are both at most CanonicalTile runs as one
+// tile (the whole image), a larger one on CanonicalTile x CanonicalTile
+// tiles overlapping by tiling.DefaultOverlapPixels (12 px), for models of
+// either encoder. The grid depends on the scene's size and the model alone,
+// never on --max-memory, the backend, the jobs or the machine, so a scene
+// and a model give one map everywhere; the budget and the device decide
+// only how many tiles are in flight. Tiles of 96 to 512 px all kept the
+// whole image's OA on mirrored SalinasA and Jasper Ridge mosaics, so memory
+// and speed chose: 384 px is the largest multiple of the ladder step (64)
+// whose tile of a 200-band scene 10,000 px wide fits a 2 GiB budget with
+// the next tile read ahead (planned peak 1762 MiB; 448 px needs 1951 MiB
+// with no read-ahead, 512 px 2301 MiB), and the network's CPU time per
+// pixel run was about the same at 384 and 700 px tiles, so the time is set
+// by the overlap's extra pixels (docs/classify.md, "One map per scene and
+// model"). Training draws its windows from the same grid (docs/train.md).
+const CanonicalTile = 384
 
 // DefaultOverlapPixels is the default overlap, pixels, chosen from measured
 // agreement with the whole image on real scenes (docs/classify.md, "One map
@@ -238,6 +257,26 @@ func (p Plan) Tile(i int) Tile {
 		Read:  in.Intersect(Rect{Rows: p.Rows, Cols: p.Cols}),
 		Core:  Rect{Col: cc.from, Row: rc.from, Cols: cc.to - cc.from, Rows: rc.to - rc.from},
 	}
+}
+
+// TileAt is the index of the tile whose core holds pixel (row, col) of
+// the scene (0 <= row < Rows, 0 <= col < Cols): the one tile that owns it.
+func (p Plan) TileAt(row, col int) int {
+	return coreAt(p.rowCores, row)*p.TilesAcross + coreAt(p.colCores, col)
+}
+
+// coreAt is the span of cores holding x (the last span for x past them).
+func coreAt(cores []span, x int) int {
+	i, _ := slices.BinarySearchFunc(cores, x, func(s span, x int) int {
+		switch {
+		case s.to <= x:
+			return -1
+		case s.from > x:
+			return 1
+		}
+		return 0
+	})
+	return min(i, len(cores)-1)
 }
 
 type span struct{ from, to int }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/pnec/pnec/evaluation"
 	termbar "github.com/pnec/pnec/internal/progress"
+	"github.com/pnec/pnec/internal/resources/memory"
 	"github.com/pnec/pnec/internal/samefile"
 	"github.com/pnec/pnec/model"
 	"github.com/pnec/pnec/processor"
@@ -28,7 +29,7 @@ func init() {
 		Name:      "train",
 		Usage:     "train a PNEC-Mamba model on a labelled scene",
 		UsageText: "pnec train --scene SCENE --labels LABELS --out MODEL [--train-mask TRAIN] [options]",
-		Description: "Trains the network on the whole scene (no patches), with the loss on the training pixels:\n" +
+		Description: "Trains the network on whole images (no patches), with the loss on the training pixels:\n" +
 			"--train-per-class pixels of every class drawn with --split-seed from LABELS (a one-band raster\n" +
 			"of class values, 0 = unlabelled), or the pixels of a fixed split given by --train-mask (a raster\n" +
 			"holding the class values of the training pixels, 0 elsewhere). Every other labelled pixel is a\n" +
@@ -39,6 +40,13 @@ func init() {
 			"model on the same backend. On an XLA GPU backend, training turns XLA's autotuning off\n" +
 			"(--xla_gpu_autotune_level=0 in XLA_FLAGS, unless XLA_FLAGS sets a level): it halves the wall\n" +
 			"time of the default 200 epochs, most of which would otherwise go to compiling.\n\n" +
+			"Scene size: a scene up to " + fmt.Sprint(processor.CanonicalTile) + " px a side trains whole, one step of the whole image an epoch\n" +
+			"(the paper's way). A larger one trains on the tiles 'pnec classify' runs it on (" + fmt.Sprint(processor.CanonicalTile) + " px, overlapping\n" +
+			"by 12 px): each epoch one step on one tile that holds training pixels, the tiles in a shuffled\n" +
+			"cycle, so memory and time per epoch are one tile's whatever the scene's size, and the network\n" +
+			"learns on the contexts it is applied on. --tile N sets another tile side, --whole-scene trains any\n" +
+			"scene as one image (memory grows with its area). The scene itself is held in memory (4 bytes a\n" +
+			"value). --max-memory refuses a run whose estimate is above it, naming what it needs (docs/train.md).\n\n" +
 			"One model for several sensors: --bands-common-with SCENE|SENSOR (repeatable) keeps the training\n" +
 			"scene's bands that every named scene or sensor also covers, --bands RANGES those in wavelength\n" +
 			"ranges; the model records them, and classify, evaluate and batch resample each sensor's delivery\n" +
@@ -63,6 +71,9 @@ func init() {
 			&cli.StringSliceFlag{Name: "bands-common-with", Usage: "train on the bands that `SCENE|SENSOR` also covers only (repeatable): a scene pnec reads (its good bands) or a sensor's band table (" + strings.Join(spectral.SensorNames(), ", ") + "); the model then applies to each of them, their bands resampled to its own"},
 			stacBaseURLFlag("the model's directory", "the model's STAC Item (MODEL.json) gets an absolute self link"),
 			modelNameFlag(),
+			&cli.IntFlag{Name: "tile", Usage: fmt.Sprintf("train a scene larger than `N` px a side on tiles of N px (rounded up to the stride of 4), one tile a step; 0 = the grid classify runs the scene on (%d px)", processor.CanonicalTile)},
+			&cli.BoolFlag{Name: "whole-scene", Usage: "train the scene as one image whatever its size (one whole-scene step an epoch; memory and time grow with its area)"},
+			&cli.StringFlag{Name: "max-memory", Usage: "memory budget `SIZE` of training (e.g. 4G, 512M; default: all the memory the process may use); a run whose estimate is above it is refused before it starts, naming what it needs"},
 		}, modelFlags()),
 		Action: trainAction,
 	})
@@ -281,7 +292,8 @@ func (r *epochReporter) finish() {
 func wordTrainMemory(err error, cfg model.Config) error {
 	var me *model.MemoryError
 	if errors.As(err, &me) {
-		return fmt.Errorf("--hidden %d: %w on this scene; give a smaller --hidden (default %d) or a smaller scene", cfg.Hidden, me, model.DefaultConfig().Hidden)
+		return fmt.Errorf("--hidden %d: %w on this scene (--max-memory %s would hold it); give a larger --max-memory, a smaller --hidden (default %d), a smaller --tile or a smaller scene",
+			cfg.Hidden, me, memory.FormatBytes(me.NeedBytes), model.DefaultConfig().Hidden)
 	}
 	return err
 }
@@ -331,7 +343,21 @@ func trainAction(c *cli.Context) error {
 		Options: model.TrainOptions{
 			Config: cfg, TrainPerClass: c.Int("train-per-class"), SplitSeed: c.Int64("split-seed"),
 			Seed: c.Int64("seed"), ClassNames: names, Backend: c.String("backend"),
+			Tile: c.Int("tile"), Whole: c.Bool("whole-scene"),
 		},
+	}
+	if req.Options.Tile < 0 {
+		return fmt.Errorf("--tile %d: want 0 (the grid's, %d px) or a positive side", req.Options.Tile, processor.CanonicalTile)
+	}
+	if req.Options.Tile > 0 && req.Options.Whole {
+		return errors.New("--tile and --whole-scene: give one")
+	}
+	if s := c.String("max-memory"); s != "" {
+		n, err := memory.ParseBytes(s)
+		if err != nil || n <= 0 {
+			return fmt.Errorf("--max-memory %q: want a size such as 4G or 512M", s)
+		}
+		req.Options.MaxMemoryBytes = n
 	}
 	if req.Radiometry, err = radiometryFromFlag(c); err != nil {
 		return err
@@ -379,6 +405,11 @@ func trainAction(c *cli.Context) error {
 			m.Config().Epochs, res.FitTime.Seconds(), res.Backend, m.Checksum())
 		fmt.Fprintf(stdoutOf(c), "  bands: %s; values: %s\n", bandsSummary(m), m.Radiometry())
 		fmt.Fprintf(stdoutOf(c), "  decision: %s\n", decisionSummary(m))
+		if t := m.TrainTile(); t > 0 {
+			fmt.Fprintf(stdoutOf(c), "  trained on: tiles of %d px, one a step (the scene is larger than a tile: docs/train.md)\n", t)
+		} else {
+			fmt.Fprintf(stdoutOf(c), "  trained on: the whole scene, one step an epoch\n")
+		}
 		fmt.Fprintf(stdoutOf(c), "%s: its STAC Item (machine learning model extension)\n", itemPath)
 	}
 	return nil

@@ -1,0 +1,183 @@
+package model
+
+import (
+	"fmt"
+	"math/rand/v2"
+
+	"github.com/pnec/pnec/tiling"
+)
+
+// Windowed training. A scene larger than the grid's tile on a side
+// (tiling.CanonicalTile, 384 px, unless TrainOptions.Tile says otherwise)
+// trains on the tiles of the grid classify runs it on, not as one image:
+// each epoch is one step on one tile that owns training pixels, the tiles
+// taken in a shuffled cycle, so a step's memory and time are one tile's
+// whatever the scene's area, and the network learns on the contexts it is
+// applied on. A scene within one tile trains whole, as the paper does.
+
+// trainWindowMaxRows bounds the training pixels of one windowed step: a
+// tile owning more (a densely labelled scene) trains on that many of them
+// drawn afresh each step. The step's bilinear weights are a dense
+// [rows, cells] matrix (trainData.wtr): at 384 px tiles (9,216 cells) a
+// fully labelled tile would need 5.4 GB for it, 2,048 rows need 75 MB.
+const trainWindowMaxRows = 2048
+
+// trainGrid is the grid a scene of rows x cols trains on under opts: the
+// classify grid of opts.Tile px tiles (0: tiling.CanonicalTile), overlap
+// and ladder as classify plans them. Plan.Whole says the scene trains as
+// one image (opts.Whole, or a scene within one tile).
+func trainGrid(rows, cols int, opts TrainOptions) (tiling.Plan, error) {
+	if opts.Tile < 0 {
+		return tiling.Plan{}, fmt.Errorf("training tile %d px: must be 0 (the grid's, %d px) or positive", opts.Tile, tiling.CanonicalTile)
+	}
+	tile := opts.Tile
+	if tile == 0 {
+		tile = tiling.CanonicalTile
+	}
+	if !opts.Whole {
+		p, err := tiling.New(rows, cols, tiling.Options{Stride: Stride, TileSize: tile, Ladder: tiling.LadderStep})
+		if err != nil {
+			return tiling.Plan{}, fmt.Errorf("training grid: %w", err)
+		}
+		if !p.Whole {
+			return p, nil
+		}
+	}
+	// One image: the scene itself, not a ladder-padded input.
+	return tiling.New(rows, cols, tiling.Options{Stride: Stride})
+}
+
+// trainedGrid is the grid m trained on (trainGrid of its training scene
+// and tile; the whole scene for a model that trained whole).
+func (m *Model) trainedGrid() (tiling.Plan, error) {
+	return trainGrid(m.meta.SceneRows, m.meta.SceneCols, TrainOptions{Tile: m.meta.TrainTile, Whole: m.meta.TrainTile == 0})
+}
+
+// TrainTile is the side, pixels, of the tiles m trained on, one a step
+// (TrainOptions.Tile); 0 when it trained on its whole scene.
+func (m *Model) TrainTile() int { return m.meta.TrainTile }
+
+// trainWindow is one tile of a windowed run with its training pixels.
+type trainWindow struct {
+	tile tiling.Tile
+	idx  []int   // the training pixels owned by the tile (in its core), row-major in its input
+	y    []int32 // their dense classes
+}
+
+// trainWindows are a windowed run's tiles that own a training pixel and
+// the order the steps take them in.
+type trainWindows struct {
+	plan  tiling.Plan
+	wins  []trainWindow
+	rows  int // the most training pixels a tile owns, at most trainWindowMaxRows: every step's row count
+	rng   *rand.Rand
+	order []int
+	pos   int
+	scene Scene // the current step's tile, reused
+}
+
+// newTrainWindows lists the tiles of plan that own a training pixel
+// (each pixel is owned by the one tile whose core holds it, so that it
+// trains with the context classify gives it).
+func newTrainWindows(plan tiling.Plan, s Scene, trainIdx []int, ytrain []int32, seed int64) *trainWindows {
+	tw := &trainWindows{plan: plan, rng: rand.New(rand.NewPCG(uint64(seed), 0x77696e64))}
+	at := map[int]int{} // tile index -> position in wins
+	for t, i := range trainIdx {
+		r, c := i/s.Cols, i%s.Cols
+		k := plan.TileAt(r, c)
+		w, ok := at[k]
+		if !ok {
+			w = len(tw.wins)
+			at[k] = w
+			tw.wins = append(tw.wins, trainWindow{tile: plan.Tile(k)})
+		}
+		in := tw.wins[w].tile.Input
+		tw.wins[w].idx = append(tw.wins[w].idx, (r-in.Row)*in.Cols+(c-in.Col))
+		tw.wins[w].y = append(tw.wins[w].y, ytrain[t])
+	}
+	for _, w := range tw.wins {
+		tw.rows = max(tw.rows, min(len(w.idx), trainWindowMaxRows))
+	}
+	return tw
+}
+
+// next is the tile of the next step: the tiles in a random order, each
+// once a cycle.
+func (tw *trainWindows) next() *trainWindow {
+	if tw.pos == len(tw.order) {
+		tw.order, tw.pos = tw.rng.Perm(len(tw.wins)), 0
+	}
+	w := &tw.wins[tw.order[tw.pos]]
+	tw.pos++
+	return w
+}
+
+// sceneOf is tile t of s as the network takes it: its input rectangle,
+// the part outside s no-data. The scene's buffers are reused from call
+// to call (valid until the next).
+func (tw *trainWindows) sceneOf(s Scene, t tiling.Tile) Scene {
+	in := t.Input
+	n := in.Rows * in.Cols
+	ws := &tw.scene
+	if len(ws.Valid) != n || ws.Bands != s.Bands {
+		*ws = Scene{Data: make([]float32, n*s.Bands), Valid: make([]bool, n)}
+	}
+	ws.Rows, ws.Cols, ws.Bands, ws.WavelengthsNM = in.Rows, in.Cols, s.Bands, s.WavelengthsNM
+	fillTile(*ws, s, t)
+	return *ws
+}
+
+// fillTile writes tile t of s into ws (its input's size): the pixels of
+// t.Read, no-data elsewhere.
+func fillTile(ws, s Scene, t tiling.Tile) {
+	B := s.Bands
+	clear(ws.Data)
+	clear(ws.Valid)
+	rd, in := t.Read, t.Input
+	for r := range rd.Rows {
+		src := (rd.Row+r)*s.Cols + rd.Col
+		dst := (rd.Row-in.Row+r)*in.Cols + (rd.Col - in.Col)
+		copy(ws.Data[dst*B:(dst+rd.Cols)*B], s.Data[src*B:(src+rd.Cols)*B])
+		for c := range rd.Cols {
+			ws.Valid[dst+c] = s.valid(src + c)
+		}
+	}
+}
+
+// tileScene is tile t of s in buffers of its own (tiles of the
+// statistics passes, which outlive the next call).
+func tileScene(s Scene, t tiling.Tile) Scene {
+	n := t.Input.Rows * t.Input.Cols
+	ws := Scene{Rows: t.Input.Rows, Cols: t.Input.Cols, Bands: s.Bands, WavelengthsNM: s.WavelengthsNM,
+		Data: make([]float32, n*s.Bands), Valid: make([]bool, n)}
+	fillTile(ws, s, t)
+	return ws
+}
+
+// stepData is the step's data for window w of s: its scene (tw.scene),
+// its training pixels (tw.rows of them drawn at random when it owns more)
+// padded to tw.rows rows of class -1 (which carry no loss and no
+// prototype update), and the cross-entropy's scale that makes the step's
+// means over its own training pixels.
+func (tw *trainWindows) stepData(s Scene, w *trainWindow, in inputSpec, encoder string) (Scene, trainData, []int, []int32) {
+	ws := tw.sceneOf(s, w.tile)
+	idx := make([]int, tw.rows)
+	y := make([]int32, tw.rows)
+	n := len(w.idx)
+	if n > tw.rows {
+		// More than a step holds: a fresh draw of them.
+		for t, j := range tw.rng.Perm(n)[:tw.rows] {
+			idx[t], y[t] = w.idx[j], w.y[j]
+		}
+		n = tw.rows
+	} else {
+		copy(idx, w.idx)
+		copy(y, w.y)
+	}
+	for t := n; t < tw.rows; t++ {
+		y[t] = -1
+	}
+	td := newTrainData(ws, in, idx, y, encoder, false)
+	td.ceScale = float32(tw.rows) / float32(n)
+	return ws, td, idx, y
+}
