@@ -40,8 +40,9 @@ const (
 // another format is redone.
 const ProductFormat = 3
 
-// writeFileAtomic writes data to a temporary file beside path (named as
-// isTempOf recognises), syncs it and renames it over path.
+// writeFileAtomic writes data to path with pnec's one atomic write
+// (tempfiles.WriteFile, mode 0644), its error naming the file: "write
+// PATH: cause", as every document stac writes words it.
 func writeFileAtomic(path string, data []byte) error {
 	if err := tempfiles.WriteFile(path, data, 0o644); err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
