@@ -93,8 +93,10 @@ func decodeBytes(info geo.Info) int64 {
 	return 2 * block * int64(min(geo.DecodeThreads(), 4))
 }
 
-// sceneCost is a tiling.Cost for a scene of info's shape through m (nil:
-// a generic network) with opts, under the calibrated model.
+// sceneCost is the calibrated memory model's estimate, bytes, of running a
+// plan on a scene of info's shape through m (nil: a generic network) with
+// opts: planBytes is the planned peak that PlannedBytes reports and the
+// budget is checked against (it decides how many tiles are in flight).
 type sceneCost struct {
 	mm      MemoryModel
 	info    geo.Info
