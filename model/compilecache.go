@@ -254,7 +254,8 @@ func (c CompileCache) privateKernels() (string, error) {
 // (a few KiB each) and the shared kernel cache (megabytes for pnec's
 // networks). A file above them, or one that is not a regular file (a FIFO
 // would block the reader), is no entry pnec or XLA wrote: the cache is
-// then left off for the run, with a message naming it (issue 46, item 10).
+// then left off for the run, with a message naming it: a FIFO named
+// KEY.json hung `pnec backends`, and a 3 GB one was read whole.
 const (
 	maxCacheKeyBytes    = 64 << 10
 	maxCacheEntryBytes  = 64 << 20

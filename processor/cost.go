@@ -64,7 +64,7 @@ func blockCacheBytes(info geo.Info, tileCols int) int64 {
 // them all. GDAL's block size for such a scene is not the chunk
 // (BlockCols x BlockRows are a read's strip there), so the block terms
 // missed it: an AVIRIS-3 NetCDF of 1 GiB chunks passed --max-memory 1.5G
-// and peaked at 2.15 GB (issue 46, item 8).
+// and peaked at 2.15 GB.
 func chunkCacheBytes(info geo.Info, tileCols int) int64 {
 	ch := info.Chunks
 	if ch.Bytes <= 0 {

@@ -34,9 +34,9 @@ const (
 )
 
 // ProductFormat is the layout of the products this pnec writes, recorded in
-// each Item: 2 since issue 12 (no-data shared by both bands inside the TIFF,
-// QGIS style, Float32 reliability as a second file), 3 since issue 21 (the
-// drift figures and verdict in the product and the Item). A product of
+// each Item: 2 added no-data shared by both bands inside the TIFF, the QGIS
+// style and the Float32 reliability as a second file, 3 the drift figures
+// and verdict in the product and the Item. A product of
 // another format is redone.
 const ProductFormat = 3
 
