@@ -60,11 +60,16 @@ func TestLifeCycle(t *testing.T) {
 	}
 }
 
-func TestWriteFile(t *testing.T) {
-	// TestLifeCycle may have aborted the process-wide state: start afresh.
+// resume undoes an Abort of the process-wide state (TestLifeCycle's), so
+// that a test of the writers starts afresh.
+func resume() {
 	mu.Lock()
 	stopped = false
 	mu.Unlock()
+}
+
+func TestWriteFile(t *testing.T) {
+	resume() // TestLifeCycle may have aborted the process-wide state
 	dir := t.TempDir()
 	path := filepath.Join(dir, "out.json")
 	for _, data := range []string{"first", "second, longer"} {
@@ -94,9 +99,7 @@ func TestWriteFile(t *testing.T) {
 // TestWriteFuncFails: a write that fails leaves the old file as it was and
 // no temporary beside it.
 func TestWriteFuncFails(t *testing.T) {
-	mu.Lock()
-	stopped = false
-	mu.Unlock()
+	resume()
 	dir := t.TempDir()
 	path := filepath.Join(dir, "out.bin")
 	if err := WriteFile(path, []byte("old"), 0o600); err != nil {
