@@ -12,7 +12,7 @@ import (
 	"github.com/pnec/pnec/spectral"
 )
 
-// TestEvaluateScoresTheProductsMap (issue 46, item 21): evaluate's final
+// TestEvaluateScoresTheProductsMap: evaluate's final
 // labels are the class band pnec classify writes for a scene the model's
 // grid classifies whole (the fixture's 32 x 40, padded to 64 x 64): evaluate
 // ran the network unpadded and scored another map (up to 6 OA points apart
@@ -84,7 +84,7 @@ func readBand1(t *testing.T, path string) []float32 {
 	return out
 }
 
-// TestEvaluateScoresTiledProduct (issue 46, item 21, the rest): for a
+// TestEvaluateScoresTiledProduct: for a
 // scene the model's grid tiles (500 x 400, above the 384 px grid), the OA
 // evaluate reports is the OA of the class band pnec classify writes, on
 // the same labels. Evaluate predicted such a scene whole, whose map

@@ -139,7 +139,7 @@ func EvaluateFiles(ctx context.Context, m *model.Model, scene, labels string, op
 // pnec classify makes it (processor.Classifier: the same tiles, overlap,
 // stitching, decision and recovery), so that evaluate's accuracy is that
 // of the map the product holds. Evaluate predicts the scene whole, whose
-// map differs from the stitched tiles' near the seams (issue 46, item 21);
+// map differs from the stitched tiles' near the seams;
 // the raw accuracy (when the final is the recovered one) and the
 // reliability rows stay those of that whole-scene prediction. A recovery
 // evaluate overrides (opts.Recovery) is not one a product has: such a run
@@ -272,8 +272,8 @@ func Evaluate(ctx context.Context, m *model.Model, s model.Scene, labels []int32
 // grid classifies whole: padded with no-data to the planner's shape
 // (processor.SceneShape, the ladder's next rung), the prediction then cut
 // back to the scene. Unpadded, the network saw another input than the
-// product's and its map differed (by up to 6 OA points on half scenes,
-// issue 46 item 21). A scene the grid tiles is predicted whole, as before:
+// product's and its map differed (by up to 6 OA points on half
+// scenes). A scene the grid tiles is predicted whole, as before:
 // its map can still differ from the product's at the tiles' seams.
 func predictAsProduct(ctx context.Context, p *model.Predictor, m *model.Model, s model.Scene) (model.Prediction, error) {
 	shape, err := processor.SceneShape(s.Rows, s.Cols, m, processor.Options{})

@@ -147,7 +147,7 @@ func TestScoreOptionsAndErrors(t *testing.T) {
 	}
 }
 
-// TestScoreUnseenClasses (issue 46, item 19): test labels holding a class
+// TestScoreUnseenClasses: test labels holding a class
 // the model lacks (new ground where a class was missing from training)
 // are scored, not refused: those pixels count as errors, the class is
 // reported (UnseenClasses, a row of its own in the per-class figures and

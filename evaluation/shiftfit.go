@@ -17,7 +17,7 @@ import (
 	"github.com/pnec/pnec/model"
 )
 
-// The drift verdict's targets (issue 33), over case runs of the
+// The drift verdict's targets, over case runs of the
 // acquisition-shift protocol counted by their OA drop: ok on at least
 // DriftOKShare of the runs that lost at most ShiftTargetPoints, warn or
 // fail on every run that lost more than DriftAlarmPoints (and on another
@@ -311,8 +311,8 @@ func ChooseDriftThresholdsFor(runs []DriftCaseRun) (DriftChoice, error) {
 	return ChooseDriftThresholds(sel, DriftMaxFigures)
 }
 
-// LegacyDriftThresholds are the verdict's thresholds before issue 33 (pnec
-// at 2ebb491): spectral figures only. Reports show them beside the new
+// LegacyDriftThresholds are the verdict's thresholds before the figures in
+// the network's own terms (pnec at 2ebb491): spectral figures only. Reports show them beside the new
 // ones, on the same runs.
 var LegacyDriftThresholds = model.DriftThresholds{Limits: []model.DriftLimit{
 	{Figure: "far_share", Warn: 0.05, Fail: 0.25},

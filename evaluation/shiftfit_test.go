@@ -20,14 +20,14 @@ import (
 var driftCasesCSV = filepath.Join("..", "bench", "drift-cases.csv")
 
 // driftCasesFusedCSV is the record of the same protocol's case runs of
-// models with the fused decision (the default since issue 45), none of
+// models with the fused decision (pnec train's default), none of
 // which the thresholds were chosen on (driftfit -judge).
 var driftCasesFusedCSV = filepath.Join("..", "bench", "drift-cases-fused.csv")
 
 // TestDefaultDriftThresholdsAreChosen: model.DefaultDriftThresholds are what
 // ChooseDriftThresholdsFor chooses from the recorded case runs, and on the
 // runs not used to choose them (the report seeds) they give what
-// bench/acquisitions.md reports against the targets of issue 33: ok on at
+// bench/acquisitions.md reports against the verdict's targets: ok on at
 // least 90% of each scene's runs that lost at most 3 points; fail on one of
 // them at most (SalinasA, 3 bands shifted down, seed 202504: 2.21 points
 // lost where the other four seeds lost 16-42); neither warn nor fail on

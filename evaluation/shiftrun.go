@@ -106,8 +106,8 @@ type ShiftRow struct {
 	Missed, FalseAlarms, AlarmsHeld int
 }
 
-// DriftCheck totals the drift verdict's targets over the suite (issue 33;
-// DriftTally over the case runs).
+// DriftCheck totals the drift verdict's targets over the suite
+// (DriftTally over the case runs).
 type DriftCheck struct {
 	Runs int // case runs with a verdict
 	DriftTally

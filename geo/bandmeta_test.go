@@ -15,7 +15,7 @@ import (
 // whose "{" is never closed, a negative FWHM, a gain of 0, a reflectance
 // scale factor of 0, -10000 or nan) is refused with one line naming the
 // band or the key (ErrBandMetadata), instead of being read as a scene
-// without wavelengths or without a scale. Issue 31, defects 3 and 4.
+// without wavelengths or without a scale.
 func TestInvalidBandMetadataRefused(t *testing.T) {
 	const good = "wavelength units = Nanometers\nwavelength = {400, 410, 420, 430}\nfwhm = {10, 10, 10, 10}\n"
 	for _, tc := range []struct {

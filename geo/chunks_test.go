@@ -9,7 +9,7 @@ import (
 	_ "github.com/pnec/pnec/sensors" // AVIRIS-3's reader, through geo.Open
 )
 
-// TestCubeChunkBound (issue 46, item 8): a cube array whose chunks decode
+// TestCubeChunkBound: a cube array whose chunks decode
 // to more than the bound is refused at open, naming it and the chunk's
 // shape: a NetCDF declaring one 1 GiB chunk a band held pnec info for
 // over a minute at 2.1 GB and passed --max-memory. The bound is lowered

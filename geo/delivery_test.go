@@ -180,7 +180,7 @@ func validCount(t *testing.T, s *geo.Scene, plan *spectral.Plan) int {
 // band. A pixel defective in band 61 or 200 is masked when the read uses
 // that band (after resampling: when the band feeds a model band), not
 // when it does not; the planes of the bands filled with no-data, which
-// flag every pixel, never mask anything. Issue 31, defect 1.
+// flag every pixel, never mask anything.
 func TestEnMAPPixelMaskPerBand(t *testing.T) {
 	d, err := fixture.WriteEnMAP(t.TempDir(), fixture.EnMAPOptions{Seed: 4, Defects: true})
 	s := openDelivery(t, d, err)
@@ -219,7 +219,7 @@ func TestEnMAPPixelMaskPerBand(t *testing.T) {
 // has no bandStatistics gets its bad bands from the data (bands holding
 // -32768 in every pixel of the footprint), says so, and its pixels are
 // valid; a spectral image without a no-data tag has EnMAP's -32768 fill
-// as no-data all the same. Issue 31, defect 2.
+// as no-data all the same.
 func TestEnMAPBadBandsWithoutStatistics(t *testing.T) {
 	for _, tc := range []struct {
 		name string
@@ -473,7 +473,6 @@ func TestGeoTIFFWithForeignHDR(t *testing.T) {
 // TestEMITMissingMaskNamed: --quality-mask product on an EMIT reflectance
 // file without its L2A mask file beside it names the missing
 // EMIT_L2A_MASK_... file (it used to say the product delivers no masks).
-// Issue 31, defect 5.
 func TestEMITMissingMaskNamed(t *testing.T) {
 	d, err := fixture.WriteEMIT(t.TempDir(), fixture.EMITOptions{Seed: 1})
 	s := openDelivery(t, d, err)
@@ -486,7 +485,7 @@ func TestEMITMissingMaskNamed(t *testing.T) {
 
 // TestEMITNaNWavelengthRefused: one NaN among EMIT's wavelengths is an
 // error naming the band, not a scene "without wavelengths" classified
-// unchecked. Issue 31, defect 3.
+// unchecked.
 func TestEMITNaNWavelengthRefused(t *testing.T) {
 	d, err := fixture.WriteEMIT(t.TempDir(), fixture.EMITOptions{Seed: 1, NaNWavelength: 17})
 	err = openRefused(t, d, err)

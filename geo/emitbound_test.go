@@ -65,7 +65,7 @@ ds.close()
 // each block of the ortho grid over the whole sensor cube is refused when a
 // window is read (pnec info's valid fraction, a classify tile), before the
 // sensor window is allocated: 1000 x 1000 x 32 here, 122 MiB for one 64 x 64
-// block (issue 34: a 48 KB file of a 2500 x 2500 x 32 cube took 1.65 GB at
+// block (a 48 KB file of a 2500 x 2500 x 32 cube took 1.65 GB at
 // --max-memory 300M).
 func TestEMITScatteredLookupRefused(t *testing.T) {
 	path := scatteredEMIT(t, t.TempDir(), 1000, 1000, 32, 256)

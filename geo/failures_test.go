@@ -107,7 +107,7 @@ func TestQuietMessagesKeepCountingFailures(t *testing.T) {
 // bands reports `Bad value N for "ExtraSamples" tag` on its threads for
 // every block while decoding it correctly; counted as the product's, they
 // refused every such scene ("commit: GDAL failed while the product was
-// written", issue 34). Many bands, both interleavings, DEFLATE, 32 px tiles
+// written"). Many bands, both interleavings, DEFLATE, 32 px tiles
 // that the 95 px scene ends inside; the read is checked against what was
 // written.
 func TestSceneReadsDoNotFailWriters(t *testing.T) {

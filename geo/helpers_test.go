@@ -147,8 +147,8 @@ func runGDALInfo(args ...string) ([]byte, error) {
 }
 
 // TestGDALInfoRunFailsOnUnreadable: the gdalinfo helper's run reports a
-// file GDAL cannot read as a failure, not as gdalinfo missing (issue 34:
-// the helpers skipped on any gdalinfo failure, so an unreadable product
+// file GDAL cannot read as a failure, not as gdalinfo missing (the
+// helpers skipped on any gdalinfo failure, so an unreadable product
 // passed as a skip).
 func TestGDALInfoRunFailsOnUnreadable(t *testing.T) {
 	bad := filepath.Join(t.TempDir(), "p.tif")

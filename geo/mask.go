@@ -388,7 +388,7 @@ func (m *Mask) Close() error {
 //
 // GeoPackage marks a layer without CRS with srs_id 0 or -1, which GDAL
 // reads as CRSs named "Undefined geographic SRS" (a WGS84-like ellipsoid:
-// taken as WGS84, its layer was reprojected as lon/lat, issue 46 item 11)
+// taken as WGS84, its layer was reprojected as lon/lat)
 // and "Undefined cartesian SRS": both are no CRS.
 func hasSRS(sr *godal.SpatialRef) bool {
 	wkt, err := sr.WKT(godal.SkipWarnings)

@@ -242,7 +242,7 @@ func TestMaskFormats(t *testing.T) {
 		{"raster WGS84", writeMaskRaster(t, filepath.Join(dir, "aoi4326.tif"), 4326, 400, 400), 80},
 		{"raster without CRS, the scene's size", writeMaskRaster(t, filepath.Join(dir, "aoi_px.tif"), 0, maskCols, maskRows), 0},
 		// The raster's no-data is outside, also copied pixel for pixel
-		// (issue 34: it was inside there, being non-zero), and so is NaN.
+		// (it was inside there, being non-zero), and so is NaN.
 		{"raster without CRS, no-data around", writeValueRaster(t, filepath.Join(dir, "aoi_nd.tif"), godal.Byte, ptr(5), false, func(r, c int) float64 {
 			return map[bool]float64{true: 1, false: 5}[inSquare(r, c)]
 		}), 0},
@@ -252,7 +252,7 @@ func TestMaskFormats(t *testing.T) {
 		{"Float32 raster in UTM 31N, NaN around", writeValueRaster(t, filepath.Join(dir, "aoi_nan_utm.tif"), godal.Float32, nil, true, func(r, c int) float64 {
 			return map[bool]float64{true: 0.5, false: math.NaN()}[inSquare(r, c)]
 		}), 0},
-		// Every layer (issue 34: GDAL refused a dataset of several layers
+		// Every layer (GDAL refused a dataset of several layers
 		// without -l, though this page promised every layer).
 		{"GeoPackage of two layers", writeWKTLayers(t, filepath.Join(dir, "two.gpkg"), "GPKG", squareWKT(20, 35), squareWKT(35, 60)), 0},
 	} {
@@ -335,21 +335,21 @@ func TestMaskErrors(t *testing.T) {
 		{"scene without CRS, mask with one", gj, ungeo, ErrMaskCRS, "scene scene.tif has no CRS"},
 		{"no overlap", writeGeoJSON(t, filepath.Join(dir, "far.geojson"), far), scene, ErrMaskNoOverlap, "does not overlap"},
 		{"unreadable", garbage, scene, nil, "neither a vector nor a raster"},
-		// issue 34: these were wholly inside.
+		// These were once taken as wholly inside.
 		{"raster without CRS, all no-data", writeValueRaster(t, filepath.Join(dir, "allnd.tif"), godal.Byte, ptr(1), false, func(int, int) float64 { return 1 }),
 			scene, ErrMaskNoOverlap, "no-data and NaN are outside"},
 		{"raster without CRS, all NaN", writeValueRaster(t, filepath.Join(dir, "allnan.tif"), godal.Float32, nil, false, func(int, int) float64 { return math.NaN() }),
 			scene, ErrMaskNoOverlap, "no-data and NaN are outside"},
 		{"raster in UTM 31N, all NaN", writeValueRaster(t, filepath.Join(dir, "allnan_utm.tif"), godal.Float32, nil, true, func(int, int) float64 { return math.NaN() }),
 			scene, ErrMaskNoOverlap, "no-data and NaN are outside"},
-		// issue 34: these were 1 and 40 pixels inside.
+		// These were once taken as 1 and 40 pixels inside.
 		{"points only", writeWKTLayers(t, filepath.Join(dir, "points.geojson"), "GeoJSON",
 			fmt.Sprintf("POINT (%f %f)", testGT[0]+30.5*testGT[1], testGT[3]+30.5*testGT[5])), scene, nil, `layer "part0" holds a POINT`},
 		{"a layer of lines beside one of polygons", writeWKTLayers(t, filepath.Join(dir, "lines.gpkg"), "GPKG", squareWKT(20, 30),
 			fmt.Sprintf("LINESTRING (%f %f, %f %f)", testGT[0]+20.5*testGT[1], testGT[3]+30.5*testGT[5], testGT[0]+60.5*testGT[1], testGT[3]+30.5*testGT[5])),
 			scene, nil, `layer "part1" holds a LINESTRING`},
 		{"missing", filepath.Join(dir, "missing.gpkg"), scene, nil, "missing.gpkg"},
-		// issue 46, item 11: GeoPackage's srs_id 0 (and -1) read as an
+		// GeoPackage's srs_id 0 (and -1) read as an
 		// "Undefined geographic SRS" was taken as WGS84 (every pixel inside).
 		{"GeoPackage layer without CRS beside a UTM one", gpkgWithoutCRS(t, filepath.Join(dir, "nocrs.gpkg")), scene, ErrMaskCRS, `layer "nocrs" has no CRS`},
 	} {

@@ -259,8 +259,8 @@ func (f *mdFile) array(full string) (*mdArray, error) {
 // maxChunkBytes bounds the decoded size of one chunk of an array a cube
 // reads: a read decodes whole chunks, so an array declaring 1 GiB chunks
 // (a 1.3 MB NetCDF of 32 x 16384^2 compressed into one chunk a band) held
-// pnec info for over a minute at 2.1 GB and passed any --max-memory
-// (issue 46, item 8). Real deliveries' chunks are kilobytes to a few
+// pnec info for over a minute at 2.1 GB and passed any --max-memory.
+// Real deliveries' chunks are kilobytes to a few
 // megabytes.
 var maxChunkBytes = float64(256 << 20)
 

@@ -63,7 +63,7 @@ func clientEnv() []string {
 // alone over /vsicurl/ with GDAL_DISABLE_READDIR_ON_OPEN=EMPTY_DIR: with
 // gdalinfo and with rasterio, every reader must find the no-data of both
 // bands, the colour table with a transparent no-data entry, the class names,
-// the reliability unit and the values (issue 12, defects 1, 6 and 12).
+// the reliability unit and the values.
 func TestProductOverHTTPAlone(t *testing.T) {
 	if _, err := exec.LookPath("gdalinfo"); err != nil {
 		t.Skip("gdalinfo not installed (apt-get install gdal-bin)")
@@ -258,8 +258,7 @@ func TestProductCOGValidator(t *testing.T) {
 // TestProductBlockSizeOverviews: with --co BLOCKSIZE=128 (the COG driver's
 // smallest) a 344x332 product
 // gets the overview levels GDAL's COG driver gives it (2), and the default
-// compression is DEFLATE with the predictor; ZSTD only when asked for
-// (issue 12, defects 7 and 8).
+// compression is DEFLATE with the predictor; ZSTD only when asked for.
 func TestProductBlockSizeOverviews(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
@@ -318,7 +317,7 @@ func TestProductBlockSizeOverviews(t *testing.T) {
 	}
 }
 
-// TestProductUngeoreferenced: no georeference in, none out (issue 12, defect 3).
+// TestProductUngeoreferenced: no georeference in, none out.
 func TestProductUngeoreferenced(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "p.tif")
 	p, err := CreateProduct(path, ProductSpec{Cols: 40, Rows: 30, Classes: testClasses(2), ReliabilityFloat32: true})

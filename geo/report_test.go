@@ -83,7 +83,7 @@ func TestReportGolden(t *testing.T) {
 // TestReportRotatedGrid: an AVIRIS-NG-like flight line on a UTM grid
 // rotated by 42 degrees with 5.2 m pixels (ENVI map info rotation=42):
 // pnec info shows the pixel's true size, 5.2 x 5.2 m, and the rotation,
-// not the geotransform's GT[1] x GT[5] (3.86 x -3.86). Issue 31, defect 6.
+// not the geotransform's GT[1] x GT[5] (3.86 x -3.86).
 func TestReportRotatedGrid(t *testing.T) {
 	img := writeENVI(t, t.TempDir(), 5, 4, 2, false,
 		"map info = { UTM , 1.000 , 1.000 , 724522.000 , 4074620.000 , 5.2 , 5.2 , 11 , North , WGS-84 , units=Meters , rotation=42 }\n")

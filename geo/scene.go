@@ -223,7 +223,7 @@ func countVRTSources(name string) int {
 // CheckOpenable is the one rule for the datasets pnec hands GDAL (scenes,
 // masks, quality masks): CheckRegular for name and, when name is a local
 // or inline VRT, for every local file it reads at any depth of VRTs, whose
-// FIFO would block GDAL as a FIFO scene would (issue 46, item 7). Other
+// FIFO would block GDAL as a FIFO scene would. Other
 // problems of a VRT are left to GDAL to report.
 func CheckOpenable(name string) error {
 	if err := CheckRegular(name); err != nil {
@@ -698,7 +698,7 @@ func (s *Scene) readValues(sp *readSpec, w Window, bufCols, bufRows int, scale b
 // reads (reflectance, radiance, digital numbers), and the network's
 // float32 arithmetic overflows on such values (squares past 3.4e38), so a
 // Float32 scene's 3e38 gave classes with a no-data reliability and a
-// drift brightness ratio of 2.3e33 (issue 46, item 12). Such pixels are
+// drift brightness ratio of 2.3e33. Such pixels are
 // no-data, as NaN and Inf are, for the map, the reliability, the drift
 // figures and training alike.
 const MaxPixelMagnitude = 1e15

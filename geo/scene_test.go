@@ -630,7 +630,7 @@ func TestOpenRefusesNonRegular(t *testing.T) {
 	}
 }
 
-// TestReadWindowOutOfRangeValues (issue 46, item 12): Float32 values near
+// TestReadWindowOutOfRangeValues: Float32 values near
 // the type's maximum (3e38), or beyond MaxPixelMagnitude once scaled, are
 // no-data like NaN and Inf: they were valid, and gave classes with a
 // no-data reliability and a drift brightness ratio of 2.3e33.

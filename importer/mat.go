@@ -170,7 +170,7 @@ func ReadCube(ctx context.Context, src Source) (*Image, error) {
 // numeric array ("" when there is none, for ReadImage to list the
 // variables). Several that could be the cube are refused naming them: an
 // unmixing benchmark's 3-D abundance array beside its Y was taken for the
-// cube (issue 46, item 20).
+// cube.
 func cubeVariable(file string, vars []matfile.VarInfo) (string, error) {
 	var cubes []string
 	if rowVar, colVar, ok := matfile.UnmixingSize(vars); ok {

@@ -213,7 +213,7 @@ func TestMAT(t *testing.T) {
 	}
 }
 
-// TestReadCubeUnmixingLayouts (issue 46, item 20): a file of the common
+// TestReadCubeUnmixingLayouts: a file of the common
 // unmixing-benchmark layout (Y bands x pixels, scalars lines and cols,
 // beside a 3-D abundance array and the endmembers) was read as the
 // 3-band abundance array, and :Y as a 156 x 9025 raster: now several

@@ -3,6 +3,7 @@ package model
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -243,8 +244,10 @@ func (b Backend) Open() (cb compute.Backend, err error) {
 	}
 	if b.Kind != BackendGo {
 		if _, err := useCompileCache(b); err != nil {
-			// The cache only saves time: run without it, and say why once.
-			warnCacheOnce.Do(func() { fmt.Fprintf(os.Stderr, "pnec: compile cache off: %v\n", err) })
+			// The cache only saves time: run without it, and say why once,
+			// through slog's default logger (Open has no logger of a
+			// caller's; with none set, that is stderr).
+			warnCacheOnce.Do(func() { slog.Warn("compile cache off", "err", err) })
 		}
 	}
 	if b.Kind != BackendGo && filepath.IsAbs(b.Plugin) {

@@ -16,8 +16,8 @@ const (
 )
 
 // Job is what DecideBackend knows of the work when no backend is named:
-// the default picks XLA only where it is expected to be faster (item 7 of
-// issue 35). Zero fields are unknown.
+// the default picks XLA only where it is expected to be faster. Zero
+// fields are unknown.
 type Job struct {
 	Task Task
 	// Pixels is the job's pixels in all (every scene's rows x cols).
@@ -37,8 +37,8 @@ type Job struct {
 }
 
 // ladderShapes bounds the distinct shapes of a classify job whose shapes
-// are unknown: scenes run on a short ladder of padded sizes (issue 35,
-// item 2), so a batch compiles a few graphs, not one per scene.
+// are unknown: scenes run on a short ladder of padded sizes
+// (tiling.Rung), so a batch compiles a few graphs, not one per scene.
 const ladderShapes = 4
 
 // SpeedFacts are the measured costs the default rule weighs. Each figure
@@ -56,8 +56,8 @@ type SpeedFacts struct {
 	// (bench/gpu.md, BenchmarkBackendInference, paper encoder).
 	XLAClassifySecPerPixel float64
 	// XLACompileColdSec: compiling one inference shape with an empty
-	// cache, autotuning included: 42.3 s (issue 35: the network stage of
-	// the first pnec classify of a Pavia-size scene on an H100).
+	// cache, autotuning included: 42.3 s (the network stage of the first
+	// pnec classify of a Pavia-size scene on an H100, docs/backends.md).
 	XLACompileColdSec float64
 	// XLACompileWarmSec: the same with the compile cache filled. Not yet
 	// measured; 2.9 s is the largest compile-s of BenchmarkBackendInference
@@ -69,7 +69,7 @@ type SpeedFacts struct {
 	GoTrainCoreSecPerPixelEpoch float64
 	// XLATrainSecPerPixelEpoch: an epoch on XLA with the default
 	// augmentation: (98.4 s - 13 s compile) / 200 epochs for 610 x 340 px
-	// on an H100 (issue 35, bench/gpu.md).
+	// on an H100 (bench/gpu.md).
 	XLATrainSecPerPixelEpoch float64
 	// XLATrainCompileSec: compiling the training step, autotuning off:
 	// about 13 s on the H100 (bench/gpu.md).

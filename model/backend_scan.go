@@ -11,8 +11,8 @@ import (
 
 // Discovery only reads files: a PJRT plugin is loaded (dlopen'ed, its
 // constructors run) only when a run opens the backend that names it or
-// that the default rule picked, and no program is executed to find one
-// (issue 46, item 1). go-xla's own discovery (xla.GetAvailablePlugins)
+// that the default rule picked, and no program is executed to find one:
+// listing backends must not run a plugin's constructors. go-xla's own discovery (xla.GetAvailablePlugins)
 // dlopens every candidate file of every folder on its search path, and
 // python3 would have to run to print its site folders; both are replaced
 // here by looking at names and ELF symbol tables.

@@ -37,7 +37,7 @@ const void *GetPjrtApi(void) { return NULL; }
 	return p
 }
 
-// TestDiscoveryLoadsAndRunsNothing (issue 46, item 1): finding plugins
+// TestDiscoveryLoadsAndRunsNothing: finding plugins
 // neither loads a library from a folder on the library path (a
 // pjrt_plugin_*.so there runs no constructor) nor runs the python3 found
 // on PATH, and still finds what those places hold: the library by its
@@ -108,7 +108,7 @@ func TestDiscoveryLoadsAndRunsNothing(t *testing.T) {
 	}
 }
 
-// TestNullPJRTPlugin (issue 46, item 1): a plugin named by path whose
+// TestNullPJRTPlugin: a plugin named by path whose
 // GetPjrtApi returns NULL is an error naming it, from ProbeBackend and
 // from opening the backend, not a nil-pointer panic.
 func TestNullPJRTPlugin(t *testing.T) {

@@ -17,6 +17,8 @@ import (
 	"syscall"
 
 	"github.com/gofrs/flock"
+
+	"github.com/pnec/pnec/internal/tempfiles"
 )
 
 // CacheDirEnv moves pnec's cache folder (default: the XDG cache folder,
@@ -81,7 +83,7 @@ type CompileCache struct {
 	// (--xla_gpu_kernel_cache_file). XLA rewrites that file in place and
 	// fails a compilation on a file it cannot parse, so each process gives
 	// XLA a private copy and publishes it back by rename under a lock
-	// (publishKernels): a reader never sees half a file; of two processes
+	// (PublishCompileCache): a reader never sees half a file; of two processes
 	// publishing at once the later wins, and the kernels only the other
 	// compiled are compiled again by a later run.
 	KernelFile string `json:"kernel_file"`
@@ -182,7 +184,7 @@ func useCompileCache(b Backend) (CompileCache, error) {
 	if err := checkCacheEntries(c.Dir); err != nil {
 		return c, fmt.Errorf("compile cache: %w", err)
 	}
-	if err := writeFileAtomic(filepath.Join(c.Dir, cacheKeyFile), mustJSON(c.Key)); err != nil {
+	if err := tempfiles.WriteFile(filepath.Join(c.Dir, cacheKeyFile), mustJSON(c.Key), cacheFileMode); err != nil {
 		return c, fmt.Errorf("compile cache: %w", err)
 	}
 	flags := os.Getenv("XLA_FLAGS")
@@ -252,7 +254,8 @@ func (c CompileCache) privateKernels() (string, error) {
 // (a few KiB each) and the shared kernel cache (megabytes for pnec's
 // networks). A file above them, or one that is not a regular file (a FIFO
 // would block the reader), is no entry pnec or XLA wrote: the cache is
-// then left off for the run, with a message naming it (issue 46, item 10).
+// then left off for the run, with a message naming it: a FIFO named
+// KEY.json hung `pnec backends`, and a 3 GB one was read whole.
 const (
 	maxCacheKeyBytes    = 64 << 10
 	maxCacheEntryBytes  = 64 << 20
@@ -301,7 +304,10 @@ func checkCacheEntries(dir string) error {
 			return nil
 		}
 		limit := int64(maxCacheEntryBytes)
-		if filepath.Base(p) == "kernels.bin" || strings.HasPrefix(filepath.Base(p), "kernels-") {
+		// A kernel cache, or the temporary of one being written
+		// (".kernels.bin.pnec-tmp-..." beside it, tempfiles.WriteFunc).
+		name := strings.TrimPrefix(filepath.Base(p), ".")
+		if strings.HasPrefix(name, "kernels.bin") || strings.HasPrefix(name, "kernels-") {
 			limit = maxKernelCacheBytes
 		}
 		return checkCacheFile(p, limit)
@@ -346,57 +352,28 @@ func PublishCompileCache() error {
 	if sfi, err := os.Stat(c.KernelFile); err == nil && sfi.Size() >= pfi.Size() {
 		return nil
 	}
-	tmp := cachePrivate + ".publish"
-	if err := copyFile(cachePrivate, tmp); err != nil {
-		return fmt.Errorf("compile cache: %w", err)
-	}
-	if err := os.Rename(tmp, c.KernelFile); err != nil {
-		os.Remove(tmp)
+	if err := copyFile(cachePrivate, c.KernelFile); err != nil {
 		return fmt.Errorf("compile cache: %w", err)
 	}
 	return nil
 }
 
-// copyFile copies src to dst through a temporary file and a rename.
+// cacheFileMode is the mode of the files pnec writes in the compile cache
+// (the key, graph marks, kernel caches): its user's alone.
+const cacheFileMode = 0o600
+
+// copyFile copies src to dst atomically (tempfiles.WriteFunc): a
+// concurrent job reads the old dst or the new one, never a part of either.
 func copyFile(src, dst string) error {
 	in, err := os.Open(src)
 	if err != nil {
 		return err
 	}
 	defer in.Close()
-	return writeAtomic(dst, func(w io.Writer) error {
+	return tempfiles.WriteFunc(dst, cacheFileMode, func(w io.Writer) error {
 		_, err := io.Copy(w, in)
 		return err
 	})
-}
-
-// writeFileAtomic writes data to path through a temporary file and a rename.
-func writeFileAtomic(path string, data []byte) error {
-	return writeAtomic(path, func(w io.Writer) error {
-		_, err := w.Write(data)
-		return err
-	})
-}
-
-// writeAtomic writes path through a temporary file beside it, renamed over
-// path once write has filled it and it is closed: a concurrent job reads
-// the old file or the new one, never a part of either; the temporary is
-// removed when anything fails.
-func writeAtomic(path string, write func(io.Writer) error) error {
-	f, err := os.CreateTemp(filepath.Dir(path), filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return err
-	}
-	if err := write(f); err != nil {
-		f.Close()
-		os.Remove(f.Name())
-		return err
-	}
-	if err := f.Close(); err != nil {
-		os.Remove(f.Name())
-		return err
-	}
-	return os.Rename(f.Name(), path)
 }
 
 // CacheFolder is one backend's compile cache as `pnec backends` shows it.
@@ -462,7 +439,7 @@ func (b Backend) graphMark(key string) {
 	}
 	dir := filepath.Join(c.Dir, "graphs")
 	if os.MkdirAll(dir, 0o755) == nil {
-		writeFileAtomic(filepath.Join(dir, key), nil)
+		tempfiles.WriteFile(filepath.Join(dir, key), nil, cacheFileMode)
 	}
 }
 

@@ -226,7 +226,7 @@ func within(t *testing.T, what string, f func()) {
 	}
 }
 
-// TestCompileCacheDistrusted (issue 46, item 10): the cache's files are
+// TestCompileCacheDistrusted: the cache's files are
 // read only when they are regular files within a bound: a FIFO named
 // KEY.json hung `pnec backends` (CacheFolders), one named kernels.bin or
 // an autotuning entry would hang the run that points XLA at the cache,

@@ -96,9 +96,9 @@ func parseSMIMemory(out string, frac float64) (DeviceMemory, error) {
 // (conv3x3Taps): about 20 D-wide maps a pixel are counted there; at stride
 // 4 about 60 (as EstimatePredictBytes). It is an upper estimate, not a
 // measurement: on an H100 a 2524 x 2524 x 200 tile of the paper encoder
-// failed asking XLA for 30.4 GiB in one buffer (issue 35), under the
-// 70 GB this counts for it. scripts/gpu-check.sh runs the large scene at
-// three budgets to check that no planned tile runs out of device memory.
+// failed asking XLA for 30.4 GiB in one buffer, under the 70 GB this
+// counts for it. scripts/gpu-check.sh runs the large scene at three
+// budgets to check that no planned tile runs out of device memory.
 func (m *Model) DeviceNeedBytes(rows, cols int) int64 {
 	cfg := m.meta.Config
 	full := int64(rows) * int64(cols)

@@ -274,7 +274,7 @@ func cellsOf(cos []float32, k int) Prediction {
 }
 
 // TestDriftVerdictNotFinite: a figure that could not be measured is never
-// ok (issue 34 item 10: a degenerate radiometry gave NaN figures and ok):
+// ok (a degenerate radiometry gave NaN figures and ok):
 // fail when the verdict judges it, warn otherwise; each limit fails and
 // warns at its value, in the figure's direction.
 func TestDriftVerdictNotFinite(t *testing.T) {
@@ -352,7 +352,7 @@ func driftMeasure(t *testing.T, m *Model) func(Scene) Drift {
 }
 
 // TestDriftDegenerateScene: a scene whose values all collapse to zero (a
-// degenerate radiometric scale, issue 34 item 10) has no spectral angle and
+// degenerate radiometric scale) has no spectral angle and
 // no shape: figures that cannot be measured, and a verdict that is not ok.
 func TestDriftDegenerateScene(t *testing.T) {
 	s, labels := synthScene(30, 26, 12, 3, 1)

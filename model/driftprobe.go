@@ -10,7 +10,7 @@ import (
 	"github.com/pnec/pnec/tiling"
 )
 
-// The recalibration probe (issue 33): what would the map lose if this
+// The recalibration probe: what would the map lose if this
 // scene were calibrated as the training scene? A new acquisition that
 // costs the map accuracy mostly differs from the training scene by a
 // calibration the network does not fully see past (a smooth spectral

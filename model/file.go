@@ -19,8 +19,8 @@ import (
 // fileMagic starts every model file; the number is the format version.
 // Version 4 adds the drift statistics in the network's own terms (feature
 // distances to the prototype bank, the gate's uncertainty and the
-// probability margin per class; issue 33). Version 3 adds the network input mode and the training augmentation to
-// the configuration and the training scene's drift statistics (issue 21);
+// probability margin per class). Version 3 adds the network input mode and the training augmentation to
+// the configuration and the training scene's drift statistics;
 // version 2 is the network aligned with the reference implementation (no
 // Mamba projection biases, tau itself, the differential branch's residual
 // on f0, the encoder choice); version 1 files hold other weights.

@@ -336,7 +336,7 @@ func FuzzReadModel(f *testing.F) {
 	})
 }
 
-// TestModelFileControlCharacters (issue 46, item 16): a model file whose
+// TestModelFileControlCharacters: a model file whose
 // strings hold terminal control sequences (an ANSI escape and a newline in
 // radiometric_units, a carriage return in a class name, a bidirectional
 // override in the software version) is refused with one line that quotes

@@ -199,7 +199,7 @@ func (meta *modelMeta) validateBandRecord() error {
 // what a terminal acts on (ANSI escapes, newlines, carriage returns) or
 // what reorders the text around them, and the strings of a model file are
 // printed by every command that reads it. The error names the field and
-// quotes the value (issue 46, item 16).
+// quotes the value.
 func checkHeaderStrings(v reflect.Value, path string) error {
 	switch v.Kind() {
 	case reflect.String:

@@ -1,6 +1,6 @@
 package model
 
-// The host work around the network as graph operations (issue 35, item 5):
+// The host work around the network as graph operations:
 // on an XLA device the scene goes up as it was read (integers when its
 // values are, 2 bytes a sample instead of 4) with its valid mask, and the
 // normalisation (inputSpec), the masks (netMasks), the cell means of the

@@ -15,7 +15,7 @@ import (
 	"github.com/pnec/pnec/tiling"
 )
 
-// TestChooseJobsFollowsDefaultBackend (issue 34 item 20): a batch with no
+// TestChooseJobsFollowsDefaultBackend: a batch with no
 // backend named, on a machine where a CUDA PJRT plugin is found by pip's
 // layout alone (jax_plugins/xla_cuda13 in a site-packages folder), plans
 // its jobs for the backend the batch will run on: the one

@@ -303,7 +303,7 @@ func onePayload(t *testing.T, tmpl string, items ...[2]string) *stac.Payload {
 	return p
 }
 
-// TestPayloadOutChecked (issue 46, item 4): a --payload-out naming the
+// TestPayloadOutChecked: a --payload-out naming the
 // payload's scene, the model, the model's Item, a product file or the
 // report is refused before any work, and the file keeps its bytes (it was
 // replaced by the output payload, exit 0).
@@ -338,7 +338,7 @@ func TestPayloadOutChecked(t *testing.T) {
 	}
 }
 
-// TestPayloadTemplateOntoInput (issue 46, item 5): a path_template that
+// TestPayloadTemplateOntoInput: a path_template that
 // resolves onto the folder of the scenes would copy each product over its
 // scene (exit 0; the rerun then failed on a 2-band scene): refused before
 // any work when the source Item fills the template, and at the upload when
@@ -380,7 +380,7 @@ func TestPayloadTemplateOntoInput(t *testing.T) {
 	}
 }
 
-// TestPayloadSharedAsset (issue 46, item 6): distinct Items naming one
+// TestPayloadSharedAsset: distinct Items naming one
 // data asset gave one product and one report line, and the output payload
 // listed only the first, silently; now the first Item is classified and
 // each other fails with a report line naming both.
@@ -404,7 +404,7 @@ func TestPayloadSharedAsset(t *testing.T) {
 	}
 }
 
-// TestPayloadUploadsLinkedModelItem (issue 46, item 14): with a
+// TestPayloadUploadsLinkedModelItem: with a
 // path_template, the product Item's derived_from link to the model's Item
 // (written into the worker's output directory) named that local file,
 // which was not uploaded; now the model's Item is copied beside the Item,

@@ -79,8 +79,8 @@ func upToDate(productPath, itemPath string, src stac.SourceRecord, checksum stri
 	var got stac.SourceRecord
 	var gotSum string
 	// The product's size is its asset's file:size (the file extension;
-	// Items of pnec before issue 24 had it as pnec:product_size_bytes and
-	// are redone).
+	// Items of an older pnec had it as pnec:product_size_bytes and are
+	// redone).
 	size := doc.Assets[stac.ProductAssetKey].Size
 	if json.Unmarshal(doc.Properties[stac.PropSource], &got) != nil ||
 		json.Unmarshal(doc.Properties[stac.PropModelChecksum], &gotSum) != nil || size == nil {

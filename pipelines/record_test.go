@@ -42,7 +42,7 @@ func TestUpToDate(t *testing.T) {
 		{"input changed", func() { writeItem(changed, "m1", 13) }, false, "input changed"},
 		{"model changed", func() { writeItem(rec, "m2", 13) }, false, "model changed"},
 		{"product truncated", func() { writeItem(rec, "m1", 14) }, false, "product size differs from the record"},
-		// Products of pnec before issue 12 (class no-data only in the sidecar) are redone.
+		// Products of an older format (class no-data only in the sidecar) are redone.
 		{"older product format", func() { writeItemFormat(rec, "m1", 13, 0) }, false, "product format changed"},
 		{"no style", func() { writeItem(rec, "m1", 13); os.Rename(style, style+".x") }, false, "no QGIS style"},
 		{"float reliability asked, none there", func() { os.Rename(style+".x", style); floatRel = true }, false, "no Float32 reliability file"},

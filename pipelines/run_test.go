@@ -353,7 +353,7 @@ func TestRunHealsCollection(t *testing.T) {
 
 // TestRunPortableTree: with the Collection at the top of a tree holding the
 // inputs (a plain scene and a STAC Item), the products and the Items, every
-// href, link and record is relative (issue 12, defect 5); the whole tree
+// href, link and record is relative; the whole tree
 // moved elsewhere still resolves, validates, and a rerun there finds every
 // product up to date.
 func TestRunPortableTree(t *testing.T) {

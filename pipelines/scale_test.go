@@ -103,8 +103,8 @@ func runUpToDate(tb testing.TB, p *stac.Payload, modelPath, out string, jobs int
 // number of times, not once per scene. Each scene listed the whole folder
 // for its stale temporaries, twice (at its start and in the sweep at the
 // run's end), which made a payload of n scenes O(n^2): a rerun of 1,000
-// up-to-date scenes spent 69% of its CPU there (issue 46's 10,000-scene
-// payload). Counted, not timed: 80 listings for 40 scenes before the fix.
+// up-to-date scenes spent 69% of its CPU there (on the way to a
+// 10,000-scene payload). Counted, not timed: 80 listings for 40 scenes before the fix.
 func TestPayloadListsOutputOnce(t *testing.T) {
 	p, modelPath, out := upToDatePayload(t, 40)
 	// A stale temporary of one scene, as a killed run leaves it: still

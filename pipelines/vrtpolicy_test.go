@@ -175,7 +175,7 @@ func stacitJSON(href string) string {
 		`"type":"image/tiff; application=geotiff","proj:epsg":32631,"proj:transform":[1,0,0,0,-1,0],"proj:shape":[16,16],"proj:bbox":[0,-16,16,0]}}}]}`
 }
 
-// TestCatalogPolicyFileLists (issue 46, item 2): the policy covers every
+// TestCatalogPolicyFileLists: the policy covers every
 // file GDAL reads for a dataset, not only a VRT's sources: a PDS label
 // whose image is ../ past the folder, a STAC ITem JSON whose asset is an
 // absolute path outside, an HDF5 file with external storage or a virtual

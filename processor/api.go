@@ -16,8 +16,12 @@ import (
 
 // Options tune a Classifier. Zero values mean the documented defaults.
 type Options struct {
-	// Backend names the compute backend ("" = model.NewPredictor's default:
-	// XLA when a PJRT plugin is installed, else the pure-Go backend).
+	// Backend names the compute backend ("go", "xla:cuda",
+	// "xla:/abs/plugin.so[,options]"); "" is model.DecideBackend's choice
+	// for a job of unknown size: GOMLX_BACKEND when set, else the pure-Go
+	// backend, even with a PJRT plugin installed (XLA's compilation would
+	// outlast a small scene). pnec classify and pnec batch name the
+	// backend they decided for the scene's pixels or the batch's scenes.
 	Backend string
 	// MaxMemoryBytes is the memory budget the run holds to, bytes; 0 = the
 	// default (half of the memory the process may use, physical or its

@@ -52,7 +52,7 @@ r[...] = np.full((nb, rows, cols), 0.25, dtype="<f4")
 ds.close()
 `
 
-// TestBudgetCountsChunks (issue 46, item 8): the memory plan of a NetCDF
+// TestBudgetCountsChunks: the memory plan of a NetCDF
 // scene counts the decoded chunks a tile row's reads span. GDAL's block
 // for such a scene is not its chunk, so the plan counted blocks of 256 x
 // 64 for a scene stored in one 32 MiB chunk; a budget that held the tiles

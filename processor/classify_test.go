@@ -315,7 +315,7 @@ func TestClassifyFloat32Reliability(t *testing.T) {
 	f := getFixture(t)
 	out := filepath.Join(t.TempDir(), "f32.tif")
 	classify(t, f, Options{ReliabilityFloat32: true, TileSize: 64}, out)
-	// The product keeps its Byte class band with its palette (issue 12):
+	// The product keeps its Byte class band with its palette:
 	// the Float32 reliability is a second file.
 	info := gdalinfoJSON(t, out)
 	bands, _ := info["bands"].([]any)
@@ -617,7 +617,7 @@ func TestTiledEqualsWholeWithoutContext(t *testing.T) {
 
 // TestClassifyUngeoreferenced: a scene without geotransform or CRS gives a
 // product without them, not GDAL's pixel-coordinate default written as a
-// fake geotransform (issue 12, defect 3).
+// fake geotransform.
 func TestClassifyUngeoreferenced(t *testing.T) {
 	f := getFixture(t)
 	dir := t.TempDir()

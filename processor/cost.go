@@ -64,7 +64,7 @@ func blockCacheBytes(info geo.Info, tileCols int) int64 {
 // them all. GDAL's block size for such a scene is not the chunk
 // (BlockCols x BlockRows are a read's strip there), so the block terms
 // missed it: an AVIRIS-3 NetCDF of 1 GiB chunks passed --max-memory 1.5G
-// and peaked at 2.15 GB (issue 46, item 8).
+// and peaked at 2.15 GB.
 func chunkCacheBytes(info geo.Info, tileCols int) int64 {
 	ch := info.Chunks
 	if ch.Bytes <= 0 {
@@ -93,8 +93,10 @@ func decodeBytes(info geo.Info) int64 {
 	return 2 * block * int64(min(geo.DecodeThreads(), 4))
 }
 
-// sceneCost is a tiling.Cost for a scene of info's shape through m (nil:
-// a generic network) with opts, under the calibrated model.
+// sceneCost is the calibrated memory model's estimate, bytes, of running a
+// plan on a scene of info's shape through m (nil: a generic network) with
+// opts: planBytes is the planned peak that PlannedBytes reports and the
+// budget is checked against (it decides how many tiles are in flight).
 type sceneCost struct {
 	mm      MemoryModel
 	info    geo.Info

@@ -1,6 +1,8 @@
 // Package processor classifies scenes into products (training, evaluation
-// and experiments are package evaluation's): it plans the run (the whole image, or
-// overlapping tiles when the scene does not fit the memory budget), reads
+// and experiments are package evaluation's): it plans the run on the model's
+// grid (the whole image up to CanonicalTile, 384 px, a side, else
+// overlapping tiles of that side; the memory budget decides only how many
+// tiles are in flight, never the grid), reads
 // tiles through geo, runs the network through model, blends the tiles'
 // calibrated probabilities and uncertainty into a stripe canvas (tiling),
 // applies the AvgPool recovery only on the stitched canvas, and streams the

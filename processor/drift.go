@@ -28,13 +28,13 @@ const (
 	MetaDriftBandShiftMax        = "DRIFT_BAND_SHIFT_SD_MAX"    // largest |band mean shift|
 	MetaDriftBandShift           = "DRIFT_BAND_SHIFT_SD"        // JSON array, per band (1-based order), 2 decimals
 	MetaDriftThresholds          = "DRIFT_THRESHOLDS"           // JSON object of the verdict's thresholds
-	// The figures in the network's own terms (issue 33).
+	// The figures in the network's own terms.
 	MetaDriftFeatureFarShare      = "DRIFT_FEATURE_FAR_SHARE"      // 0..1 of the valid cells
 	MetaDriftFeatureDistanceRatio = "DRIFT_FEATURE_DISTANCE_RATIO" // class-wise median feature distance over the training scene's
 	MetaDriftPrototypeMarginRatio = "DRIFT_PROTOTYPE_MARGIN_RATIO" // mean nearest-prototype margin over the training scene's
 	MetaDriftUncertaintyRatio     = "DRIFT_UNCERTAINTY_RATIO"      // mean G~ over the training scene's for the same labels
 	MetaDriftMarginRatio          = "DRIFT_MARGIN_RATIO"           // mean probability margin over the training scene's
-	// The recalibration probe (issue 33, model.ProbeRecalibration).
+	// The recalibration probe (model.ProbeRecalibration).
 	MetaDriftRecalibrationChangeShare = "DRIFT_RECALIBRATION_CHANGE_SHARE" // 0..1 of the probe window's valid pixels
 	MetaDriftRecalibrationBandShift   = "DRIFT_RECALIBRATION_BAND_SHIFT"   // estimated band shift, bands
 )

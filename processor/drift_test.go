@@ -78,7 +78,7 @@ func TestClassifyDrift(t *testing.T) {
 	// The tiles' cells see another context than the whole image's, so the
 	// network's figures agree to within what a few of the 80 cells move
 	// (the verdict may differ where a figure lies that near a limit). Since a
-	// whole image is padded to the 64 px ladder (issue 35), the 32x40 scene
+	// whole image is padded to the 64 px ladder (tiling.Rung), the 32x40 scene
 	// runs inside 64x64 with no-data beyond its edges while the forced 20 px
 	// tiles run as they are: measured at 4aceb1d, 5 of the 80 cells change
 	// sides of the far share (0.175 against 0.1125) and the margin ratio

@@ -14,8 +14,9 @@ import (
 
 // A Go program classifies a scene with a trained model file: load the model,
 // make a Classifier (it keeps the compiled network for later scenes), and
-// classify scene to product. Here tiles are forced to show the tiled path;
-// with Options{} the whole image runs when it fits half of physical memory.
+// classify scene to product. Here tiles of 16 px are forced to show the
+// tiled path; with Options{} a scene runs whole up to 384 px a side
+// (CanonicalTile), else on 384 px tiles, whatever the memory budget.
 func ExampleClassifier() {
 	modelPath, err := fixture.ModelPath() // a tiny model trained for tests
 	if err != nil {

@@ -119,8 +119,8 @@ func openAVIRIS3NC(name string, f *geo.MDFile) (*geo.Scene, error) {
 // crs_wkt (or spatial_ref) and GeoTransform, else the easting/northing
 // coordinates (pixel centres, so the grid's corner is half a pixel out),
 // which must then be a regular grid (regularStep): irregular or unordered
-// coordinates were taken from their first two values (a -37 m pixel,
-// issue 46 item 13) and are now refused.
+// coordinates would be taken from their first two values (a -37 m pixel)
+// and are refused.
 func placeGrid(f *geo.MDFile, in *geo.Info) error {
 	for _, tm := range []string{"/transverse_mercator", "/crs", "/spatial_ref"} {
 		a, err := f.Array(tm)

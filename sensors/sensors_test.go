@@ -218,7 +218,7 @@ func TestOneFileSensor(t *testing.T) {
 	}
 }
 
-// TestAVIRIS3IrregularCoordinates (issue 46, item 13): without a grid
+// TestAVIRIS3IrregularCoordinates: without a grid
 // mapping variable, the geotransform comes from the easting and northing
 // coordinates only when they form a regular grid; unordered eastings were
 // taken from their first two values (a negative pixel) and read, exit 0.

@@ -466,7 +466,7 @@ func BenchmarkApplyResampling(b *testing.B) {
 
 // TestConvertRadiometryRefusesScales: a scale outside [MinScale, MaxScale]
 // on either side (a scene's metadata, a model file) is refused, not turned
-// into a gain that overflows float32 (issue 34: reflectance:1e-300 gave a
+// into a gain that overflows float32 (reflectance:1e-300 gave a
 // gain of 1e304).
 func TestConvertRadiometryRefusesScales(t *testing.T) {
 	good := Radiometry{Quantity: QuantityReflectance, Scale: 10000}

@@ -154,7 +154,7 @@ func TestBuildItemValidates(t *testing.T) {
 				t.Errorf("got proj:epsg %v proj:wkt2 %v, want null and the WKT2", p["proj:epsg"], p["proj:wkt2"])
 			}
 			// The user's interval: datetime null with its bounds, never the
-			// processing time (issue 12, defect 4) nor a made-up range (issue 24).
+			// processing time nor a made-up range.
 			if v, ok := p["datetime"]; !ok || v != nil || p[propDatetimeSource] != datetimeFromUser {
 				t.Errorf("got datetime %v (present %v) from %v, want null, from the user", v, ok, p[propDatetimeSource])
 			}
@@ -398,7 +398,7 @@ func TestCollection(t *testing.T) {
 	if strings.Join(links["item"], " ") != "a.json b.json" || len(links["self"]) != 0 || strings.Join(links["root"], " ") != "collection.json" {
 		t.Errorf("got links %v, want root (relative), no self without a base URL, and items a.json and b.json once each", m.Links)
 	}
-	// Issue 12, defect 5: a Collection a client can use without opening an Item.
+	// A Collection a client can use without opening an Item.
 	if m.Title == "" || m.Description == "" || m.License != "CC-BY-4.0" {
 		t.Errorf("got title %q description %q license %q, want both and CC-BY-4.0", m.Title, m.Description, m.License)
 	}

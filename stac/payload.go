@@ -313,7 +313,7 @@ func expandTemplate(tmpl string, item, source map[string]any) (string, error) {
 // checkTemplateValue refuses a variable's value that is not one path
 // segment: empty, "." or "..", or holding a '/' or '\\' (or a control
 // character), any of which would put the files elsewhere than under the
-// template's own folders (issue 46, item 3).
+// template's own folders.
 func checkTemplateValue(k, v string) error {
 	bad := v == "" || v == "." || v == ".." || strings.ContainsAny(v, "/\\")
 	for _, r := range v {
@@ -528,7 +528,7 @@ const maxLinkedDoc = 16 << 20
 // STAC documents its links name (the model's Item of derived_from, which
 // the run wrote into its output directory), and points the links at the
 // copies: a link to the worker's local out/m.pnec.json was published with
-// the Item, naming a file nobody else can read (issue 46, item 14). The
+// the Item, naming a file nobody else can read. The
 // copy's own relative hrefs are made absolute first, so that they lead
 // where they did. Links to URLs, and local files that are not JSON
 // documents (a scene), stay as they are.

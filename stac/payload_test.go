@@ -47,7 +47,7 @@ func TestExpandTemplate(t *testing.T) {
 	}
 }
 
-// TestTemplateValuesStayInside (issue 46, item 3): a variable's value that
+// TestTemplateValuesStayInside: a variable's value that
 // is not one folder or file name (a property "../../../x", "a/b", "..",
 // "", a backslash) is refused, by CheckTemplate before any work when the
 // source Item holds it and by OutputItem's expansion, which then writes

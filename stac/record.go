@@ -34,14 +34,15 @@ const (
 )
 
 // ProductFormat is the layout of the products this pnec writes, recorded in
-// each Item: 2 since issue 12 (no-data shared by both bands inside the TIFF,
-// QGIS style, Float32 reliability as a second file), 3 since issue 21 (the
-// drift figures and verdict in the product and the Item). A product of
+// each Item: 2 added no-data shared by both bands inside the TIFF, the QGIS
+// style and the Float32 reliability as a second file, 3 the drift figures
+// and verdict in the product and the Item. A product of
 // another format is redone.
 const ProductFormat = 3
 
-// writeFileAtomic writes data to a temporary file beside path (named as
-// isTempOf recognises), syncs it and renames it over path.
+// writeFileAtomic writes data to path with pnec's one atomic write
+// (tempfiles.WriteFile, mode 0644), its error naming the file: "write
+// PATH: cause", as every document stac writes words it.
 func writeFileAtomic(path string, data []byte) error {
 	if err := tempfiles.WriteFile(path, data, 0o644); err != nil {
 		return fmt.Errorf("write %s: %w", path, err)

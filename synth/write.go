@@ -361,10 +361,12 @@ func writeTiledVRT(vrt, rowVRT, block string, in geo.Info, rows, cols, tilePx in
 	if filepath.Dir(rowVRT) != filepath.Dir(vrt) || filepath.Dir(block) != filepath.Dir(vrt) {
 		return fmt.Errorf("VRT %s: helper files must sit beside it", vrt)
 	}
-	if err := writeFileAtomic(rowVRT, []byte(rowX.String())); err != nil {
-		return err
+	for _, f := range []struct{ path, text string }{{rowVRT, rowX.String()}, {vrt, mainX.String()}} {
+		if err := tempfiles.WriteFile(f.path, []byte(f.text), 0o644); err != nil {
+			return fmt.Errorf("write %s: %w", f.path, err)
+		}
 	}
-	return writeFileAtomic(vrt, []byte(mainX.String()))
+	return nil
 }
 
 func joinFloats(v []float64) string {
@@ -386,12 +388,4 @@ func sortedStrings(m map[string]string) []string {
 
 func xmlEscape(s string) string {
 	return strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;", "\"", "&quot;").Replace(s)
-}
-
-// writeFileAtomic writes data to a temporary file beside path and renames it.
-func writeFileAtomic(path string, data []byte) error {
-	if err := tempfiles.WriteFile(path, data, 0o644); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	return nil
 }

@@ -63,7 +63,7 @@ func TestBackendsCacheAndPrecompile(t *testing.T) {
 	}
 }
 
-// TestPrecompileShapesBounded (issue 46, item 9): --shapes sides above
+// TestPrecompileShapesBounded: --shapes sides above
 // GDAL's largest raster side are refused with one line naming the shape;
 // 100000000000x1 ran the planner out of memory (Go's fatal "out of
 // memory" after 24 s).

@@ -204,7 +204,7 @@ var badInputs = []badInput{
 	// GDAL 3.6 decodes the blocks of a band-interleaved GeoTIFF of 3 or
 	// more bands correctly on its worker threads while reporting
 	// "Bad value N for ExtraSamples" there for every block: counted as the
-	// product's, those refused the scene (issue 34). Both interleavings,
+	// product's, those refused the scene. Both interleavings,
 	// DEFLATE, 16 px tiles that the 40 px wide scene ends inside.
 	{name: "band-interleaved tiled DEFLATE", okFor: allCommands, make: func(t *testing.T, d string) string {
 		return writeLayout(t, filepath.Join(d, "band.tif"), "INTERLEAVE=BAND")
@@ -214,7 +214,7 @@ var badInputs = []badInput{
 	}},
 	// A geotransform that places no grid: classify wrote Origin = (nan,
 	// ...) with exit 0, batch published the product and failed on its
-	// Item (JSON has no NaN), leaving it (issue 34).
+	// Item (JSON has no NaN), leaving it.
 	{name: "NaN geotransform", want: "geotransform", fastFail: true, make: func(t *testing.T, d string) string {
 		return withGeoTransform(t, d, "nangrid.vrt", "nan, 10, 0, 4800000, 0, -10")
 	}},
@@ -245,7 +245,7 @@ var badInputs = []badInput{
 		return p
 	}},
 	// A 50 MB id made a 100 MB stderr line, a 200 MB report and 1.35 GB
-	// RSS, and failed on a lock file name too long (issue 34).
+	// RSS, and failed on a lock file name too long.
 	{name: "STAC item with a 2 MB id", stacOnly: true, want: "stac item id of 2000000 bytes: want at most 1024", make: func(t *testing.T, d string) string {
 		scene := goodScene(t, d)
 		p := filepath.Join(d, "bigid.json")
@@ -502,7 +502,7 @@ func TestBadOutputs(t *testing.T) {
 					t.Fatalf("exit status %d, want 1 without a panic:\n%s", r.code, r.stderr)
 				}
 				// GDAL's own "ERROR 1:" lines of a COG write that runs out
-				// of space are printed beside pnec's (issue #20, messages:
+				// of space are printed beside pnec's (GDAL's messages are
 				// not this test's concern); pnec's line must be one.
 				var lines, gdalLines []string
 				for _, l := range strings.Split(strings.TrimSpace(r.stderr), "\n") {

@@ -25,7 +25,7 @@ func TestParseRadiometry(t *testing.T) {
 		{"radiance:uW cm-2 sr-1 nm-1", spectral.Radiometry{Quantity: "radiance", Units: "uW cm-2 sr-1 nm-1"}, false},
 		{"reflectance:-1", spectral.Radiometry{}, true},
 		{"reflectance:0", spectral.Radiometry{}, true},
-		// issue 34: accepted, and 1e-300 made every pixel one class.
+		// Once accepted, and 1e-300 made every pixel one class.
 		{"reflectance:1e-300", spectral.Radiometry{}, true},
 		{"reflectance:inf", spectral.Radiometry{}, true},
 		{"reflectance:+Inf", spectral.Radiometry{}, true},
@@ -47,7 +47,7 @@ func TestParseRadiometry(t *testing.T) {
 // TestRadiometryScaleRefused: classify, batch and train refuse a
 // --radiometry scale that is not finite or so far from any real one that
 // the conversion overflows, before any work, with one line and nothing
-// written (issue 34: reflectance:1e-300 gave every pixel one class and no
+// written (reflectance:1e-300 gave every pixel one class and no
 // reliability, exit 0; reflectance:inf was accepted).
 func TestRadiometryScaleRefused(t *testing.T) {
 	modelPath, err := fixture.SpectralModelPath() // reflectance 0-10000

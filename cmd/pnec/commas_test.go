@@ -8,7 +8,7 @@ import (
 	"github.com/urfave/cli/v2"
 )
 
-// TestRepeatableFlagsKeepCommas (issue 46, item 15): a repeatable flag's
+// TestRepeatableFlagsKeepCommas: a repeatable flag's
 // value reaches the command whole: the documented --quality-mask
 // PATH:1,2 (it failed with "open 2"), --config KEY=a,b (refused) and
 // --co A=1,B=2 (split silently into two options).

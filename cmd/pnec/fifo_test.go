@@ -25,7 +25,7 @@ func fifoVRT(pipe string) string {
 	return b.String()
 }
 
-// TestFIFORoles (issue 46, item 7): a FIFO in any role pnec reads, or a
+// TestFIFORoles: a FIFO in any role pnec reads, or a
 // VRT reading one, fails at once with one line saying it is not a regular
 // file; each blocked until killed: --model of classify, batch, evaluate,
 // tiles, model-item and backends --precompile, --stac-collection,

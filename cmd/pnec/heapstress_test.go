@@ -63,8 +63,8 @@ func (c *canary) check() error {
 }
 
 // TestClassifyProbabilitiesNoHeapCorruption is the in-process short version
-// of `make stress-classify` (scripts/stress-classify.sh; issue 46 item
-// 17): `pnec classify --probabilities network` on the issue's case, a
+// of `make stress-classify` (scripts/stress-classify.sh): `pnec classify
+// --probabilities network` on the case that corrupted the heap, a
 // 43 x 86 half of SalinasA with all 204 bands, run again and again under
 // a collector that runs all the time (GOGC 10 and a forced collection
 // between runs), while a goroutine keeps allocating, rewriting and

@@ -77,7 +77,7 @@ func coords(pts [][2]float64) string {
 func ftoa(v float64) string { return strconv.FormatFloat(v, 'f', 3, 64) }
 
 // TestMaskFIFORefused: a FIFO as --mask is refused at once, like a FIFO
-// scene (issue 34: GDAL waited on it until killed).
+// scene (GDAL waited on it until killed).
 func TestMaskFIFORefused(t *testing.T) {
 	modelPath := fixture.ModelFile(t)
 	dir := t.TempDir()
@@ -102,7 +102,7 @@ func TestMaskFIFORefused(t *testing.T) {
 
 // TestLargeGeoJSONMaskWithinBudget: a GeoJSON mask of one 2M-vertex polygon
 // (50 MB) under --max-memory 200M is refused with GDAL's reason and the limit
-// pnec set, within the budget (issue 34: GDAL's default object limit let it
+// pnec set, within the budget (GDAL's default object limit let it
 // parse to 685 MB RSS at a 320M budget, and the run then said "not recognized
 // as a supported file format").
 func TestLargeGeoJSONMaskWithinBudget(t *testing.T) {

@@ -72,7 +72,7 @@ func TestOutputIsInputRefused(t *testing.T) {
 			return []string{"classify", "--quiet", "--model", m, s, s}, []string{s}, []string{s, m}
 		}},
 		// The lock file is taken and removed: a scene at its path was
-		// deleted with exit status 0 (issue 34).
+		// deleted with exit status 0.
 		{"classify scene is the output's lock file", func(t *testing.T, d string) ([]string, []string, []string) {
 			m, s := copyModel(t, d), goodScene(t, d)
 			lock := filepath.Join(d, ".out.pnec-lock")
@@ -307,7 +307,7 @@ func TestOutputIsInputRefused(t *testing.T) {
 // TestInputsNamedLikeTemporariesStay: scenes and masks named like the
 // temporaries of the product being written (pnec's own naming, and the
 // unmarked names of earlier versions) are inputs, and no sweep of stale
-// temporaries removes them (issue 34: ".out.tif.123.tmp.tif" as the scene
+// temporaries removes them (".out.tif.123.tmp.tif" as the scene
 // was deleted before it was read, and as the mask after).
 func TestInputsNamedLikeTemporariesStay(t *testing.T) {
 	pnecBinary(t) // skips with -short

@@ -65,7 +65,7 @@ func Key(name string) string {
 // component) made once, for the names that do not exist yet. A batch checks
 // about eight such names a scene (its product's companion files) in one
 // output folder, and each walked that folder's whole path again (a payload
-// of 10,000 scenes resolved 80,000 names before work, issue 46).
+// of 10,000 scenes resolved 80,000 names before work).
 type keyer struct {
 	wd   string
 	dirs map[string]string // absolute folder -> resolveAncestors of it

@@ -116,7 +116,7 @@ func RemoveTemps(dir, key string, keep func(path string) bool) (int, error) {
 // by the product keys they belong to, so that a batch of n scenes reads
 // its output folder once rather than once per scene: read per scene, the
 // folder of n products made the run O(n^2) (a rerun of 1,000 up-to-date
-// scenes spent 69% of its CPU in that listing, issue 46). Temporaries made
+// scenes spent 69% of its CPU in that listing). Temporaries made
 // after the listing are not in it: a writer that died after it was taken
 // leaves them to the next listing (a batch lists again at its end). Safe
 // for concurrent use.

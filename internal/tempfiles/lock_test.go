@@ -31,7 +31,7 @@ func TestIsTempOf(t *testing.T) {
 		{".scene.qml.pnec-tmp-0a1b2c3d", "scene", true},            // the style's
 		{".scene.vrt.pnec-1.stage.tif", "scene", false},
 		{".scene.tif.pnec-1.other.tif", "scene", false},
-		// Names without pnec's marker are not pnec's (issue 34: a scene
+		// Names without pnec's marker are not pnec's (a scene
 		// named like this was removed as a stale temporary): other tools'
 		// temporaries, a user's files.
 		{".scene.tif.123456.tmp.tif", "scene", false},
@@ -86,7 +86,7 @@ func TestRemoveTempsKeepsInputs(t *testing.T) {
 
 // TestLockRefusesForeignFile: a file at a lock's path that pnec did not
 // make (not empty: a scene named .KEY.pnec-lock; not regular: a link) is
-// refused, and stays (issue 34: it was taken as the lock and removed).
+// refused, and stays (it was taken as the lock and removed).
 func TestLockRefusesForeignFile(t *testing.T) {
 	dir := t.TempDir()
 	p := LockPath(dir, "out")

@@ -2,6 +2,7 @@ package tempfiles
 
 import (
 	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"testing"
@@ -59,11 +60,16 @@ func TestLifeCycle(t *testing.T) {
 	}
 }
 
-func TestWriteFile(t *testing.T) {
-	// TestLifeCycle may have aborted the process-wide state: start afresh.
+// resume undoes an Abort of the process-wide state (TestLifeCycle's), so
+// that a test of the writers starts afresh.
+func resume() {
 	mu.Lock()
 	stopped = false
 	mu.Unlock()
+}
+
+func TestWriteFile(t *testing.T) {
+	resume() // TestLifeCycle may have aborted the process-wide state
 	dir := t.TempDir()
 	path := filepath.Join(dir, "out.json")
 	for _, data := range []string{"first", "second, longer"} {
@@ -87,5 +93,36 @@ func TestWriteFile(t *testing.T) {
 	}
 	if err := WriteFile(filepath.Join(dir, "missing", "x"), nil, 0o644); err == nil {
 		t.Error("WriteFile into a missing directory succeeded")
+	}
+}
+
+// TestWriteFuncFails: a write that fails leaves the old file as it was and
+// no temporary beside it.
+func TestWriteFuncFails(t *testing.T) {
+	resume()
+	dir := t.TempDir()
+	path := filepath.Join(dir, "out.bin")
+	if err := WriteFile(path, []byte("old"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	boom := errors.New("boom")
+	err := WriteFunc(path, 0o600, func(w io.Writer) error {
+		w.Write([]byte("half"))
+		return boom
+	})
+	if !errors.Is(err, boom) {
+		t.Fatalf("WriteFunc: %v, want the write's error", err)
+	}
+	if got, err := os.ReadFile(path); err != nil || string(got) != "old" {
+		t.Errorf("read back %q, %v; want the old file", got, err)
+	}
+	if st, err := os.Stat(path); err != nil || st.Mode().Perm() != 0o600 {
+		t.Errorf("mode %v, %v; want 0600", st.Mode().Perm(), err)
+	}
+	if ents, _ := os.ReadDir(dir); len(ents) != 1 {
+		t.Errorf("directory holds %d entries, want the file alone (no temporary left)", len(ents))
+	}
+	if live := Live(); len(live) != 0 {
+		t.Errorf("temporaries still recorded: %v", live)
 	}
 }
