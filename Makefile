@@ -20,7 +20,7 @@ PREFIX  ?= /usr/local
 # (EMIT and AVIRIS-3 NetCDF-4, PRISMA and Tanager HDF5: internal/fixture).
 APT_PACKAGES := libgdal-dev libhdf5-dev pkg-config gdal-bin python3-rasterio python3-numpy python3-gdal python3-netcdf4 python3-h5py
 
-.PHONY: check-slurm all deps build install test test-short stress-classify bench bench-torch bench-quick bench-big bench-big-cell bench-budget bench-acquisitions bench-baselines bench-crosssensor calibrate demo gpu-bundle gpu-rehearse check-clients check-browsers qgis-plugin clean
+.PHONY: check-slurm all deps build install test test-short stress-classify bench bench-torch bench-quick bench-big bench-big-cell bench-budget bench-train bench-acquisitions bench-baselines bench-crosssensor calibrate demo gpu-bundle gpu-rehearse check-clients check-browsers qgis-plugin clean
 
 all: build
 
@@ -136,6 +136,18 @@ bench-big-cell: build
 bench-budget: build
 	@$(BENCH_TIME_INSTALL)
 	PNEC=bin/pnec OUT=$(BUDGET_OUT) REPORT=bench/budget.md scripts/bench-budget.sh
+	$(GO) run ./bench/cmd/benchrun -render bench/results.json
+
+# bench-train trains on synthetic 224-band scenes of 500, 1000 and 2000 px
+# a side with the defaults (time per epoch, peak RSS), and 200 epochs at
+# 1000 x 1000 with 15 pixels a class and with every pixel labelled
+# (scripts/bench-train-big.sh; about 40 minutes on 2 cores): bench/train-big.md,
+# which BENCHMARKS.md includes.
+TRAIN_OUT ?= /tmp/pnec-bench-train
+
+bench-train: build
+	@$(BENCH_TIME_INSTALL)
+	PNEC=bin/pnec OUT=$(TRAIN_OUT) REPORT=bench/train-big.md scripts/bench-train-big.sh
 	$(GO) run ./bench/cmd/benchrun -render bench/results.json
 
 # bench-acquisitions runs the acquisition-shift protocol (pnec experiment

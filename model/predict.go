@@ -284,7 +284,7 @@ func (m *Model) inferForward(n *net, x, protos *Node) fwd {
 // trained on tiles (trainedGrid) takes them over the grid's tiles
 // (tiledNormStats).
 func groupNormStats(b compute.Backend, m *Model, s Scene, fr *kernels.FullRes) ([]normStat, error) {
-	ne, err := newNormExec(b, m, fr != nil)
+	ne, err := newNormExec(b, m, fr)
 	if err != nil {
 		return nil, err
 	}
@@ -296,6 +296,12 @@ func groupNormStats(b compute.Backend, m *Model, s Scene, fr *kernels.FullRes) (
 	if !plan.Whole {
 		return ne.tiled(s, plan)
 	}
+	return ne.of(s)
+}
+
+// of is the statistics of one pass on s (with the kernels: set up for s).
+func (ne *normExec) of(s Scene) ([]normStat, error) {
+	m, fr := ne.m, ne.fr
 	var x *tensors.Tensor
 	var first []normStat
 	masks := netMasks(s, m.meta.Config.Encoder)
@@ -330,17 +336,18 @@ func groupNormStats(b compute.Backend, m *Model, s Scene, fr *kernels.FullRes) (
 type normExec struct {
 	m    *Model
 	d    dims
+	fr   *kernels.FullRes // the full-resolution stage's kernels, or nil
 	exec *Exec
 	keys []string // the GroupNorm calls' keys, in the graph's output order
 }
 
-func newNormExec(b compute.Backend, m *Model, f0Input bool) (*normExec, error) {
+func newNormExec(b compute.Backend, m *Model, fr *kernels.FullRes) (*normExec, error) {
 	d, err := makeDims(m.meta.Config, m.meta.Bands, len(m.meta.Classes))
 	if err != nil {
 		return nil, err
 	}
-	ne := &normExec{m: m, d: d}
-	n := &net{d: d, cfg: m.meta.Config, f0Input: f0Input}
+	ne := &normExec{m: m, d: d, fr: fr}
+	n := &net{d: d, cfg: m.meta.Config, f0Input: fr != nil}
 	fn := func(g *Graph, in []*Node) []*Node {
 		x, protos := in[0], in[1]
 		n.p = make(map[string]*Node, len(m.params))
@@ -423,8 +430,10 @@ func (ne *normExec) tiled(s Scene, plan tiling.Plan) ([]normStat, error) {
 		if w == 0 {
 			continue
 		}
-		xv, xdims := netInput(ts, ne.m.inputSpec(), ne.m.meta.Config.Encoder)
-		stats, err := ne.call(tensorOf(xv, xdims...), netMasks(ts, ne.m.meta.Config.Encoder))
+		if ne.fr != nil {
+			setFullResScene(ne.fr, ts, ne.m.inputSpec())
+		}
+		stats, err := ne.of(ts)
 		if err != nil {
 			return nil, fmt.Errorf("tile %d: %w", i, err)
 		}

@@ -46,10 +46,71 @@ func bandStretch(s Scene) (lo, hi []float32, err error) {
 		if len(vals) == 0 {
 			return nil, nil, fmt.Errorf("band %d has no valid pixels", b+1)
 		}
-		slices.Sort(vals)
-		lo[b], hi[b] = float32(percentile(vals, 2)), float32(percentile(vals, 98))
+		lo[b], hi[b] = float32(selectPercentile(vals, 2)), float32(selectPercentile(vals, 98))
 	}
 	return lo, hi, nil
+}
+
+// selectPercentile is percentile(sorted vals, pct) without sorting: the
+// two order statistics it interpolates, found by selection (vals is
+// reordered). A full sort of each band took most of a minute's set-up on
+// a 1000 x 1000 x 224 scene; the values are the same.
+func selectPercentile(vals []float64, pct float64) float64 {
+	pos := pct / 100 * float64(len(vals)-1)
+	i := int(math.Floor(pos))
+	if i >= len(vals)-1 {
+		return slices.Max(vals)
+	}
+	selectNth(vals, i)
+	// vals[i] is the i-th smallest and every value after it is at least
+	// as large: the next order statistic is their minimum.
+	next := slices.Min(vals[i+1:])
+	f := pos - float64(i)
+	return vals[i]*(1-f) + next*f
+}
+
+// selectNth reorders vals so that vals[k] is the value a sort would put
+// there, with no larger value before it and no smaller one after it
+// (quickselect, median-of-three pivots; vals holds no NaN).
+func selectNth(vals []float64, k int) {
+	lo, hi := 0, len(vals)-1
+	for lo < hi {
+		mid := lo + (hi-lo)/2
+		// Median of three as the pivot, moved to hi.
+		if vals[mid] < vals[lo] {
+			vals[mid], vals[lo] = vals[lo], vals[mid]
+		}
+		if vals[hi] < vals[lo] {
+			vals[hi], vals[lo] = vals[lo], vals[hi]
+		}
+		if vals[mid] < vals[hi] {
+			vals[mid], vals[hi] = vals[hi], vals[mid]
+		}
+		pivot := vals[hi]
+		// Three-way partition: [lo,lt) < pivot, [lt,gt] == pivot, (gt,hi] > pivot.
+		lt, gt, i := lo, hi, lo
+		for i <= gt {
+			switch v := vals[i]; {
+			case v < pivot:
+				vals[lt], vals[i] = vals[i], vals[lt]
+				lt++
+				i++
+			case v > pivot:
+				vals[gt], vals[i] = vals[i], vals[gt]
+				gt--
+			default:
+				i++
+			}
+		}
+		switch {
+		case k < lt:
+			hi = lt - 1
+		case k > gt:
+			lo = gt + 1
+		default:
+			return
+		}
+	}
 }
 
 func percentile(sorted []float64, pct float64) float64 {

@@ -3,7 +3,9 @@ package model
 import (
 	"context"
 	"math"
+	"math/rand/v2"
 	"path/filepath"
+	"slices"
 	"testing"
 )
 
@@ -78,6 +80,32 @@ func TestInputLevels(t *testing.T) {
 	for i := range x0 {
 		if x0[i] != x8[i] {
 			t.Errorf("value %d: %g quantised to %g", i, x0[i], x8[i])
+		}
+	}
+}
+
+// TestSelectPercentileIsSorts: the selection gives the sorted values'
+// percentile bit for bit, on values with ties, runs and one value.
+func TestSelectPercentileIsSorts(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	for n := 1; n < 300; n += 7 {
+		for _, levels := range []int{1, 3, 1000, 0} {
+			vals := make([]float64, n)
+			for i := range vals {
+				if levels == 0 {
+					vals[i] = float64(i) // already sorted
+				} else {
+					vals[i] = float64(rng.IntN(levels)) + 0.25
+				}
+			}
+			sorted := slices.Clone(vals)
+			slices.Sort(sorted)
+			for _, pct := range []float64{0, 2, 50, 98, 100} {
+				got := selectPercentile(slices.Clone(vals), pct)
+				if want := percentile(sorted, pct); math.Float64bits(got) != math.Float64bits(want) {
+					t.Fatalf("n %d levels %d pct %g: %g, want %g", n, levels, pct, got, want)
+				}
+			}
 		}
 	}
 }

@@ -143,7 +143,7 @@ func newTrainSetup(s Scene, labels []int32, opts TrainOptions) (*trainSetup, err
 	if st.win != nil {
 		rows = st.win.rows
 	}
-	if err := checkTrainMemory(st.d, cfg, st.plan, rows, opts.MaxMemoryBytes); err != nil {
+	if err := checkTrainMemory(st.d, cfg, s, st.plan, rows, opts.MaxMemoryBytes); err != nil {
 		return nil, err
 	}
 	if st.lo, st.hi, err = bandStretch(s); err != nil {
@@ -246,15 +246,16 @@ func trainTargetClasses(trainIdx []int, labels, trainMask []int32, denseOf map[i
 
 // checkTrainMemory checks the memory budget and that training on plan
 // (one step on one of its tiles, or on the whole image) with rows training
-// pixels a step fits in it: the network's estimate (trainBytes) and the
-// step's bilinear weights from the cells to the pixels ([rows, cells]
-// float32, with its gradient's and product's copies).
-func checkTrainMemory(d dims, cfg Config, plan tiling.Plan, rows int, maxBytes int64) error {
+// pixels a step fits in it: the scene s itself, the network's estimate
+// (trainBytes) and the step's bilinear weights from the cells to the
+// pixels ([rows, cells] float32, with its gradient's and product's copies).
+func checkTrainMemory(d dims, cfg Config, s Scene, plan tiling.Plan, rows int, maxBytes int64) error {
 	if maxBytes < 0 {
 		return fmt.Errorf("memory budget %d bytes: must be 0 (default) or positive", maxBytes)
 	}
 	cells := int64(lowRes(plan.TileRows, cfg.Encoder)) * int64(lowRes(plan.TileCols, cfg.Encoder))
-	need := trainBytes(d, cfg, plan.TileRows, plan.TileCols) + 3*4*int64(rows)*cells
+	scene := int64(s.Rows) * int64(s.Cols) * int64(4*s.Bands+1)
+	need := scene + trainBytes(d, cfg, plan.TileRows, plan.TileCols) + 3*4*int64(rows)*cells
 	if budget := memory.TrainBudget(maxBytes); budget > 0 && need > budget {
 		return &MemoryError{NeedBytes: need, LimitBytes: budget}
 	}

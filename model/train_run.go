@@ -51,8 +51,14 @@ func (r *trainRun) prepare(b compute.Backend, seed int64) error {
 	// pnec's own kernels beside the graph (kernels.FullRes; see encState), for the
 	// reference's input without augmentation (fullResTraining), unless the
 	// augmentation graph makes the network's input.
-	if useFullRes && r.desc.Kind == BackendGo && fullResTraining(cfg) && !inGraph && setup.win == nil {
-		r.fr = newFullRes(setup.d, s, r.in, runtime.GOMAXPROCS(0))
+	if useFullRes && r.desc.Kind == BackendGo && fullResTraining(cfg) && !inGraph {
+		// A windowed run's kernels take one tile's scene at a time (all
+		// tiles have one size).
+		fs := s
+		if setup.win != nil {
+			fs = setup.win.sceneOf(s, setup.win.wins[0].tile)
+		}
+		r.fr = newFullRes(setup.d, fs, r.in, runtime.GOMAXPROCS(0))
 	}
 	if setup.win == nil {
 		r.td = newTrainData(s, r.in, setup.trainIdx, setup.ytrain, cfg.Encoder, r.fr != nil || inGraph)
@@ -134,12 +140,21 @@ func (r *trainRun) stepInput(epoch int) (trainData, error) {
 	switch {
 	case r.setup.win != nil:
 		var ws Scene
-		ws, step, trainIdx, ytrain = r.setup.win.stepData(r.s, r.setup.win.next(), r.in, r.cfg.Encoder)
+		ws, step, trainIdx, ytrain = r.setup.win.stepData(r.s, r.setup.win.next(), r.in, r.cfg.Encoder, r.fr != nil)
 		r.winTD = &trainData{}
 		*r.winTD = step
 		r.aug.setScene(ws)
-		if x := r.aug.next(epoch, r.cfg.Epochs); x != nil {
-			step.setAugmented(x, r.cfg.Augment.ImageNorm)
+		switch {
+		case r.fr != nil:
+			// The kernels take the step's tile, changed or clean.
+			if changed, ok := r.aug.nextScene(epoch, r.cfg.Epochs); ok {
+				ws = changed
+			}
+			setFullResScene(r.fr, ws, r.in)
+		default:
+			if x := r.aug.next(epoch, r.cfg.Epochs); x != nil {
+				step.setAugmented(x, r.cfg.Augment.ImageNorm)
+			}
 		}
 	case r.fr != nil:
 		r.setKernelScene(epoch)

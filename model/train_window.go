@@ -154,12 +154,13 @@ func tileScene(s Scene, t tiling.Tile) Scene {
 	return ws
 }
 
-// stepData is the step's data for window w of s: its scene (tw.scene),
+// stepData is the step's data for window w of s (the full-resolution
+// stage's input left out with kernels, newTrainData): its scene (tw.scene),
 // its training pixels (tw.rows of them drawn at random when it owns more)
 // padded to tw.rows rows of class -1 (which carry no loss and no
 // prototype update), and the cross-entropy's scale that makes the step's
 // means over its own training pixels.
-func (tw *trainWindows) stepData(s Scene, w *trainWindow, in inputSpec, encoder string) (Scene, trainData, []int, []int32) {
+func (tw *trainWindows) stepData(s Scene, w *trainWindow, in inputSpec, encoder string, kernels bool) (Scene, trainData, []int, []int32) {
 	ws := tw.sceneOf(s, w.tile)
 	idx := make([]int, tw.rows)
 	y := make([]int32, tw.rows)
@@ -177,7 +178,7 @@ func (tw *trainWindows) stepData(s Scene, w *trainWindow, in inputSpec, encoder 
 	for t := n; t < tw.rows; t++ {
 		y[t] = -1
 	}
-	td := newTrainData(ws, in, idx, y, encoder, false)
+	td := newTrainData(ws, in, idx, y, encoder, kernels)
 	td.ceScale = float32(tw.rows) / float32(n)
 	return ws, td, idx, y
 }

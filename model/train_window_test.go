@@ -254,7 +254,7 @@ func TestWindowedStepDrawsDenseLabels(t *testing.T) {
 	}
 	var first []int
 	for step := range 2 {
-		_, td, sidx, sy := tw.stepData(s, w, in, EncoderCell)
+		_, td, sidx, sy := tw.stepData(s, w, in, EncoderCell, false)
 		td.finalize()
 		seen := map[int]bool{}
 		for j, li := range sidx {

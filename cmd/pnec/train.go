@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -292,8 +293,8 @@ func (r *epochReporter) finish() {
 func wordTrainMemory(err error, cfg model.Config) error {
 	var me *model.MemoryError
 	if errors.As(err, &me) {
-		return fmt.Errorf("--hidden %d: %w on this scene (--max-memory %s would hold it); give a larger --max-memory, a smaller --hidden (default %d), a smaller --tile or a smaller scene",
-			cfg.Hidden, me, memory.FormatBytes(me.NeedBytes), model.DefaultConfig().Hidden)
+		return fmt.Errorf("--hidden %d: %w on this scene; give --max-memory %.1fG or more, a smaller --hidden (default %d), a smaller --tile or a smaller scene",
+			cfg.Hidden, me, math.Ceil(float64(me.NeedBytes)/1e8)/10, model.DefaultConfig().Hidden)
 	}
 	return err
 }

@@ -248,3 +248,37 @@ func checkModelItem(t *testing.T, modelPath, scene string) {
 		t.Errorf("model item links %v: want derived_from %s", item.Links, filepath.Base(scene))
 	}
 }
+
+// TestTrainLargeSceneOnTiles: a scene larger than its training tile trains
+// tile by tile: refused below its estimate with a --max-memory that then
+// works, and the summary says how it trained; --whole-scene with --tile is
+// refused.
+func TestTrainLargeSceneOnTiles(t *testing.T) {
+	dir := t.TempDir()
+	scene, labels := writeTinyScene(t, dir, 40, 200, 6)
+	out := filepath.Join(dir, "m.pnec")
+	base := []string{"train", "--scene", scene, "--labels", labels, "--out", out, "--epochs", "4", "--hidden", "32", "--backend", "go", "--tile", "64"}
+	_, _, err := runCaptured(t, append(base, "--max-memory", "1M")...)
+	if err == nil || !strings.Contains(err.Error(), "training needs at least") {
+		t.Fatalf("--max-memory 1M: error %v, want the estimate", err)
+	}
+	i := strings.Index(err.Error(), "give --max-memory ")
+	if i < 0 {
+		t.Fatalf("refusal %q names no budget", err)
+	}
+	budget := strings.Fields(err.Error()[i+len("give --max-memory "):])[0]
+	stdout, _, err := runCaptured(t, append(base, "--max-memory", budget, "-q")...)
+	if err != nil {
+		t.Fatalf("--max-memory %s (the refusal's): %v", budget, err)
+	}
+	stdout, _, err = runCaptured(t, append(base, "--max-memory", budget)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(stdout, "trained on: tiles of 64 px") {
+		t.Errorf("summary %q does not say it trained on 64 px tiles", stdout)
+	}
+	if _, _, err := runCaptured(t, append(base, "--whole-scene")...); err == nil || !strings.Contains(err.Error(), "--tile and --whole-scene") {
+		t.Errorf("--tile with --whole-scene: error %v", err)
+	}
+}
