@@ -4,6 +4,9 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"runtime"
+	"sync"
+	"sync/atomic"
 )
 
 // The fused decision's choices at training, from the training pixels
@@ -168,28 +171,42 @@ func leaveOut(s Scene, trainIdx []int, ytrain []int32, classes int, aug Augment,
 		refs[j] = unitSpectrum(aspectra[j*B : (j+1)*B])
 	}
 	h := chooseMaxWindow / 2
-	outs := make([]leftOut, 0, n)
-	for q, t := range sample {
-		if refs[q] == nil {
-			continue
-		}
-		i := trainIdx[t]
-		r0, c0 := i/s.Cols, i%s.Cols
-		o := leftOut{class: class[q]}
-		for r := max(r0-h, 0); r <= min(r0+h, s.Rows-1); r++ {
-			for c := max(c0-h, 0); c <= min(c0+h, s.Cols-1); c++ {
-				p := r*s.Cols + c
-				if !s.valid(p) {
+	// Each left-out pixel on its own (in parallel: a densely labelled
+	// scene leaves out 64 a class against 64 a class and their copies),
+	// kept in the sample's order.
+	all := make([]leftOut, len(sample))
+	var wg sync.WaitGroup
+	next := atomic.Int64{}
+	for range runtime.GOMAXPROCS(0) {
+		wg.Go(func() {
+			for q := int(next.Add(1) - 1); q < len(sample); q = int(next.Add(1) - 1) {
+				if refs[q] == nil {
 					continue
 				}
-				u := unitSpectrum(s.Data[p*B : (p+1)*B])
-				if u == nil {
-					continue
+				i := trainIdx[sample[q]]
+				r0, c0 := i/s.Cols, i%s.Cols
+				o := leftOut{class: class[q]}
+				for r := max(r0-h, 0); r <= min(r0+h, s.Rows-1); r++ {
+					for c := max(c0-h, 0); c <= min(c0+h, s.Cols-1); c++ {
+						p := r*s.Cols + c
+						if !s.valid(p) {
+							continue
+						}
+						u := unitSpectrum(s.Data[p*B : (p+1)*B])
+						if u == nil {
+							continue
+						}
+						o.dr, o.dc = append(o.dr, r-r0), append(o.dc, c-c0)
+						o.angle = append(o.angle, classAngles(u, refs, aclass, classes, q, n))
+					}
 				}
-				o.dr, o.dc = append(o.dr, r-r0), append(o.dc, c-c0)
-				o.angle = append(o.angle, classAngles(u, refs, aclass, classes, q, n))
+				all[q] = o
 			}
-		}
+		})
+	}
+	wg.Wait()
+	outs := make([]leftOut, 0, n)
+	for _, o := range all {
 		if len(o.angle) > 0 {
 			outs = append(outs, o)
 		}

@@ -352,13 +352,29 @@ func (m *Model) SpectralReference() (*SpectralReference, error) {
 }
 
 // trainSpectra copies the raw spectra of the training pixels (trainIdx,
-// classes ytrain) out of s for the model file.
-func trainSpectra(s Scene, trainIdx []int, ytrain []int32) ([]float32, []int) {
-	spectra := make([]float32, 0, len(trainIdx)*s.Bands)
-	class := make([]int, 0, len(trainIdx))
+// classes ytrain) out of s for the model file, in trainIdx's order: all of
+// them, or the chooseMaxPerClass of a class with more (a densely labelled
+// scene) that the fused decision's choice measures against (sampleTrain,
+// drawn with seed), so that the decision is made with the references it
+// was chosen on. Every pixel a product classifies is compared with every
+// stored spectrum and, for the fused decision, with about 25 changed
+// copies of each: a fully labelled 1000 x 1000 scene would otherwise store
+// a million spectra (900 MB at 224 bands) and take hours a scene. The
+// paper's 15 a class are all kept.
+func trainSpectra(s Scene, trainIdx []int, ytrain []int32, classes int, seed int64) ([]float32, []int) {
+	keep := make([]bool, len(trainIdx))
+	n := 0
+	for _, t := range sampleTrain(ytrain, classes, seed) {
+		keep[t] = true
+		n++
+	}
+	spectra := make([]float32, 0, n*s.Bands)
+	class := make([]int, 0, n)
 	for t, i := range trainIdx {
-		spectra = append(spectra, s.Data[i*s.Bands:(i+1)*s.Bands]...)
-		class = append(class, int(ytrain[t]))
+		if keep[t] {
+			spectra = append(spectra, s.Data[i*s.Bands:(i+1)*s.Bands]...)
+			class = append(class, int(ytrain[t]))
+		}
 	}
 	return spectra, class
 }

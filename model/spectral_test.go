@@ -6,6 +6,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/pnec/pnec/model/internal/kernels"
@@ -227,4 +228,38 @@ func BenchmarkSpectralReliabilityPaviaU(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(n), "ns/pixel")
+}
+
+// TestTrainSpectraBounded: a class with more training pixels than the
+// model stores keeps chooseMaxPerClass of them, its own; smaller classes
+// keep all theirs in order.
+func TestTrainSpectraBounded(t *testing.T) {
+	s := Scene{Rows: 30, Cols: 30, Bands: 2, Data: make([]float32, 1800)}
+	for i := range 900 {
+		s.Data[2*i], s.Data[2*i+1] = float32(i), 1
+	}
+	var idx []int
+	var y []int32
+	for i := range 900 {
+		if i%100 == 7 {
+			idx, y = append(idx, i), append(y, 1) // 9 pixels of class 1
+		} else if i < 600 {
+			idx, y = append(idx, i), append(y, 0) // 594 of class 0
+		}
+	}
+	spectra, class := trainSpectra(s, idx, y, 2, 5)
+	n := map[int]int{}
+	for k, c := range class {
+		n[c]++
+		px := int(spectra[2*k])
+		if c == 1 && px%100 != 7 || c == 0 && (px >= 600 || px%100 == 7) {
+			t.Fatalf("stored spectrum of pixel %d as class %d", px, c)
+		}
+	}
+	if n[0] != chooseMaxPerClass || n[1] != 9 {
+		t.Errorf("stored %d and %d spectra of classes 0 and 1, want %d and 9", n[0], n[1], chooseMaxPerClass)
+	}
+	if a, b := trainSpectra(s, idx, y, 2, 5); !slices.Equal(a, spectra) || !slices.Equal(b, class) {
+		t.Error("the same seed drew other spectra")
+	}
 }

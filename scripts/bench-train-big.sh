@@ -15,7 +15,9 @@
 #
 #   PNEC=bin/pnec OUT=/tmp/pnec-bench-train scripts/bench-train-big.sh
 #
-# SIZES and FULL=0 (skip the 200-epoch runs) make rehearsals shorter.
+# SIZES and FULL=0 (skip the 200-epoch runs) make rehearsals shorter. Runs
+# whose model and timing are in OUT are not repeated (delete them to
+# measure again).
 # About 40 minutes on 2 cores; run it on a quiet machine (it holds
 # /tmp/pnec-bench.lock while it measures).
 set -euo pipefail
@@ -43,6 +45,9 @@ scene() { # SIZE: the scene and its labels, made once
 run() {
 	local name=$1
 	shift
+	if [ -s "$OUT/$name.time" ] && [ -f "$OUT/$name.pnec" ]; then
+		return # measured before: a rerun resumes
+	fi
 	flock /tmp/pnec-bench.lock /usr/bin/time -v -o "$OUT/$name.time" \
 		"$PNEC" --verbose train --backend go "$@" --out "$OUT/$name.pnec" >"$OUT/$name.out" 2>"$OUT/$name.log"
 }
