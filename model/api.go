@@ -199,7 +199,8 @@ const (
 )
 
 // DefaultEncoder is the encoder of DefaultConfig: the paper's (docs/model.md
-// says why; until issue 23 it was EncoderCell, which model files keep).
+// says why; earlier pnec versions defaulted to EncoderCell, which model
+// files record).
 const DefaultEncoder = EncoderPaper
 
 // DefaultInput is the network input of DefaultConfig: the spectrum's shape,

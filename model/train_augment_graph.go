@@ -1,6 +1,6 @@
 package model
 
-// Training augmentation on the device (issue 35, item 6). The host path
+// Training augmentation on the device. The host path
 // (augmenter.next, nextScene) changes the whole scene on the host and sends
 // the network input of every augmented step to the backend: at Pavia size
 // 21 million noise draws and an 85 MB copy per step, most of what a GPU

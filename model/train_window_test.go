@@ -202,18 +202,7 @@ func TestTrainWindowed(t *testing.T) {
 	if mw.meta.TrainTile != 0 {
 		t.Errorf("whole-scene model records training tile %d, want 0", mw.meta.TrainTile)
 	}
-	acc := func(m *Model) float64 {
-		p, err := NewPredictor(m, "go")
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer p.Close()
-		pred, err := p.Predict(context.Background(), s)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return testAccuracy(t, m, pred, labels)
-	}
+	acc := func(m *Model) float64 { return testAccuracy(t, m, predictWith(t, m, s), labels) }
 	aw, aw2 := acc(m), acc(mw)
 	t.Logf("test accuracy: windowed %.3f, whole %.3f", aw, aw2)
 	if aw < 0.8 {

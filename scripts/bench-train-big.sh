@@ -52,6 +52,7 @@ run() {
 		"$PNEC" --verbose train --backend go "$@" --out "$OUT/$name.pnec" >"$OUT/$name.out" 2>"$OUT/$name.log"
 }
 wall_s() { awk -F': ' '/Elapsed \(wall clock\)/ {n = split($2, p, ":"); s = 0; for (i = 1; i <= n; i++) s = s*60 + p[i]; print s}' "$OUT/$1.time"; }
+grid() { grep -o 'trained on: .*' "$OUT/$1.out" | sed 's/^trained on: //; s/ (.*//'; }
 rss_gb() { awk '/Maximum resident set size/ {printf "%.2f", $NF*1024/1e9}' "$OUT/$1.time"; }
 # per_epoch NAME: seconds an epoch over the epochs after the fifth (the
 # progress log's elapsed times).
@@ -77,16 +78,16 @@ for n in $SIZES; do
 	name=short$n
 	echo "bench-train: ${n}x${n}x224, $EPOCHS_SHORT epochs" >&2
 	run "$name" --scene "$OUT/s$n.tif" --labels "$OUT/s${n}_gt.tif" --epochs "$EPOCHS_SHORT"
-	rows+=("| ${n} x ${n} x 224 | 15 a class | $EPOCHS_SHORT | $(per_epoch $name) | $(wall_s $name) | $(rss_gb $name) | $(grep -o 'trained on: .*' "$OUT/$name.out" | sed 's/ (.*//') |")
+	rows+=("| ${n} x ${n} x 224 | 15 a class | $EPOCHS_SHORT | $(per_epoch $name) | $(wall_s $name) | $(rss_gb $name) | $(grid $name) |")
 done
 if [ "$FULL" = 1 ]; then
 	scene 1000
 	echo "bench-train: 1000x1000x224, 200 epochs" >&2
 	run full1000 --scene "$OUT/s1000.tif" --labels "$OUT/s1000_gt.tif"
-	rows+=("| 1000 x 1000 x 224 | 15 a class | 200 | $(per_epoch full1000) | $(wall_s full1000) | $(rss_gb full1000) | $(grep -o 'trained on: .*' "$OUT/full1000.out" | sed 's/ (.*//') |")
+	rows+=("| 1000 x 1000 x 224 | 15 a class | 200 | $(per_epoch full1000) | $(wall_s full1000) | $(rss_gb full1000) | $(grid full1000) |")
 	echo "bench-train: 1000x1000x224, every pixel labelled, 200 epochs" >&2
 	run dense1000 --scene "$OUT/s1000.tif" --labels "$OUT/s1000_gt.tif" --train-mask "$OUT/s1000_gt.tif"
-	rows+=("| 1000 x 1000 x 224 | every pixel | 200 | $(per_epoch dense1000) | $(wall_s dense1000) | $(rss_gb dense1000) | $(grep -o 'trained on: .*' "$OUT/dense1000.out" | sed 's/ (.*//') |")
+	rows+=("| 1000 x 1000 x 224 | every pixel | 200 | $(per_epoch dense1000) | $(wall_s dense1000) | $(rss_gb dense1000) | $(grid dense1000) |")
 fi
 
 cpu=$(grep -m1 "model name" /proc/cpuinfo | sed 's/.*: //')
