@@ -141,6 +141,7 @@ bench-budget: build
 # bench-train trains on synthetic 224-band scenes of 500, 1000 and 2000 px
 # a side with the defaults (time per epoch, peak RSS), and 200 epochs at
 # 1000 x 1000 with 15 pixels a class and with every pixel labelled
+# and SalinasA with and without the default augmentation
 # (scripts/bench-train-big.sh; about 40 minutes on 2 cores): bench/train-big.md,
 # which BENCHMARKS.md includes.
 TRAIN_OUT ?= /tmp/pnec-bench-train

@@ -11,6 +11,8 @@
 #   - the default 200 epochs at 1000 x 1000: wall time and peak RSS, once
 #     with 15 pixels a class and once with every pixel labelled
 #     (--train-mask of the labels themselves);
+#   - SalinasA's fixed split, 200 epochs, with the default augmentation and
+#     with --augment off: what the augmentation costs;
 # and writes the table to $OUT/bench-train.md (and REPORT when set).
 #
 #   PNEC=bin/pnec OUT=/tmp/pnec-bench-train scripts/bench-train-big.sh
@@ -90,6 +92,19 @@ if [ "$FULL" = 1 ]; then
 	rows+=("| 1000 x 1000 x 224 | every pixel | 200 | $(per_epoch dense1000) | $(wall_s dense1000) | $(rss_gb dense1000) | $(grid dense1000) |")
 fi
 
+# The augmentation's cost: SalinasA's fixed split, 200 epochs, with the
+# default augmentation and without (--augment off), the whole command.
+SA=$DATA/SalinasA
+if [ ! -f "$OUT/salinasA_train.tif" ]; then
+	"$PNEC" import mat --cube "$SA/SalinasA_corrected.mat" --out "$OUT/salinasA.tif" --labels "$SA/SalinasA_gt.mat" --labels-out "$OUT/salinasA_gt.tif"
+	"$PNEC" import mat --labels "$SA/SalinasA_train_seed12345.mat" --labels-out "$OUT/salinasA_train.tif"
+fi
+echo "bench-train: SalinasA, 200 epochs, with and without augmentation" >&2
+SA_ARGS=(--scene "$OUT/salinasA.tif" --labels "$OUT/salinasA_gt.tif" --train-mask "$OUT/salinasA_train.tif")
+run salinasA-aug-default "${SA_ARGS[@]}"
+run salinasA-aug-off "${SA_ARGS[@]}" --augment off
+aug_row="| SalinasA (83 x 86 x 204), fixed split | $(wall_s salinasA-aug-default) | $(wall_s salinasA-aug-off) | $(awk -v a="$(wall_s salinasA-aug-default)" -v b="$(wall_s salinasA-aug-off)" 'BEGIN {printf "%.2f", a / b}') |"
+
 cpu=$(grep -m1 "model name" /proc/cpuinfo | sed 's/.*: //')
 {
 	echo "## Training at satellite sizes (make bench-train)"
@@ -99,6 +114,12 @@ cpu=$(grep -m1 "model name" /proc/cpuinfo | sed 's/.*: //')
 	echo "| scene | training pixels | epochs | s per epoch | wall s | peak RSS GB | trained on |"
 	echo "|---|---|---|---|---|---|---|"
 	printf '%s\n' "${rows[@]}"
+	echo
+	echo "The augmentation's cost: the whole command, 200 epochs, with the default augmentation and with \`--augment off\`."
+	echo
+	echo "| scene | default s | --augment off s | ratio |"
+	echo "|---|---|---|---|"
+	echo "$aug_row"
 } >"$OUT/bench-train.md"
 cat "$OUT/bench-train.md"
 if [ -n "${REPORT:-}" ]; then
