@@ -50,10 +50,12 @@ run() {
 	if [ -s "$OUT/$name.time" ] && [ -f "$OUT/$name.pnec" ]; then
 		return # measured before: a rerun resumes
 	fi
+	"$PNEC" --version | awk '{print $NF}' >"$OUT/$name.version"
 	flock /tmp/pnec-bench.lock /usr/bin/time -v -o "$OUT/$name.time" \
 		"$PNEC" --verbose train --backend go "$@" --out "$OUT/$name.pnec" >"$OUT/$name.out" 2>"$OUT/$name.log"
 }
 wall_s() { awk -F': ' '/Elapsed \(wall clock\)/ {n = split($2, p, ":"); s = 0; for (i = 1; i <= n; i++) s = s*60 + p[i]; print s}' "$OUT/$1.time"; }
+ver() { cat "$OUT/$1.version" 2>/dev/null || echo "?"; }
 grid() { grep -o 'trained on: .*' "$OUT/$1.out" | sed 's/^trained on: //; s/ (.*//'; }
 rss_gb() { awk '/Maximum resident set size/ {printf "%.2f", $NF*1024/1e9}' "$OUT/$1.time"; }
 # per_epoch NAME: seconds an epoch over the epochs after the fifth (the
@@ -80,16 +82,16 @@ for n in $SIZES; do
 	name=short$n
 	echo "bench-train: ${n}x${n}x224, $EPOCHS_SHORT epochs" >&2
 	run "$name" --scene "$OUT/s$n.tif" --labels "$OUT/s${n}_gt.tif" --epochs "$EPOCHS_SHORT"
-	rows+=("| ${n} x ${n} x 224 | 15 a class | $EPOCHS_SHORT | $(per_epoch $name) | $(wall_s $name) | $(rss_gb $name) | $(grid $name) |")
+	rows+=("| ${n} x ${n} x 224 | 15 a class | $EPOCHS_SHORT | $(per_epoch $name) | $(wall_s $name) | $(rss_gb $name) | $(grid $name) | $(ver $name) |")
 done
 if [ "$FULL" = 1 ]; then
 	scene 1000
 	echo "bench-train: 1000x1000x224, 200 epochs" >&2
 	run full1000 --scene "$OUT/s1000.tif" --labels "$OUT/s1000_gt.tif"
-	rows+=("| 1000 x 1000 x 224 | 15 a class | 200 | $(per_epoch full1000) | $(wall_s full1000) | $(rss_gb full1000) | $(grid full1000) |")
+	rows+=("| 1000 x 1000 x 224 | 15 a class | 200 | $(per_epoch full1000) | $(wall_s full1000) | $(rss_gb full1000) | $(grid full1000) | $(ver full1000) |")
 	echo "bench-train: 1000x1000x224, every pixel labelled, 200 epochs" >&2
 	run dense1000 --scene "$OUT/s1000.tif" --labels "$OUT/s1000_gt.tif" --train-mask "$OUT/s1000_gt.tif"
-	rows+=("| 1000 x 1000 x 224 | every pixel | 200 | $(per_epoch dense1000) | $(wall_s dense1000) | $(rss_gb dense1000) | $(grid dense1000) |")
+	rows+=("| 1000 x 1000 x 224 | every pixel | 200 | $(per_epoch dense1000) | $(wall_s dense1000) | $(rss_gb dense1000) | $(grid dense1000) | $(ver dense1000) |")
 fi
 
 # The augmentation's cost: SalinasA's fixed split, 200 epochs, with the
@@ -103,22 +105,22 @@ echo "bench-train: SalinasA, 200 epochs, with and without augmentation" >&2
 SA_ARGS=(--scene "$OUT/salinasA.tif" --labels "$OUT/salinasA_gt.tif" --train-mask "$OUT/salinasA_train.tif")
 run salinasA-aug-default "${SA_ARGS[@]}"
 run salinasA-aug-off "${SA_ARGS[@]}" --augment off
-aug_row="| SalinasA (83 x 86 x 204), fixed split | $(wall_s salinasA-aug-default) | $(wall_s salinasA-aug-off) | $(awk -v a="$(wall_s salinasA-aug-default)" -v b="$(wall_s salinasA-aug-off)" 'BEGIN {printf "%.2f", a / b}') |"
+aug_row="| SalinasA (83 x 86 x 204), fixed split | $(wall_s salinasA-aug-default) | $(wall_s salinasA-aug-off) | $(awk -v a="$(wall_s salinasA-aug-default)" -v b="$(wall_s salinasA-aug-off)" 'BEGIN {printf "%.2f", a / b}') | $(ver salinasA-aug-default) |"
 
 cpu=$(grep -m1 "model name" /proc/cpuinfo | sed 's/.*: //')
 {
 	echo "## Training at satellite sizes (make bench-train)"
 	echo
-	echo "pnec $("$PNEC" --version | awk '{print $NF}'), $cpu, $(nproc) cores, $(date -u +%Y-%m-%d). \`pnec train --backend go\` with the defaults under GNU time: synthetic 224-band scenes (pnec synth, procedural layout, SalinasA's spectra). Time per epoch: the progress log's elapsed time over the epochs after the fifth. Wall and peak RSS: the whole command (reading the scene, training, the statistics passes, writing the model)."
+	echo "Rendered by pnec $("$PNEC" --version | awk '{print $NF}') (the column pnec: the build each run was made with), $cpu, $(nproc) cores, $(date -u +%Y-%m-%d). \`pnec train --backend go\` with the defaults under GNU time: synthetic 224-band scenes (pnec synth, procedural layout, SalinasA's spectra). Time per epoch: the progress log's elapsed time over the epochs after the fifth. Wall and peak RSS: the whole command (reading the scene, training, the statistics passes, writing the model)."
 	echo
-	echo "| scene | training pixels | epochs | s per epoch | wall s | peak RSS GB | trained on |"
-	echo "|---|---|---|---|---|---|---|"
+	echo "| scene | training pixels | epochs | s per epoch | wall s | peak RSS GB | trained on | pnec |"
+	echo "|---|---|---|---|---|---|---|---|"
 	printf '%s\n' "${rows[@]}"
 	echo
 	echo "The augmentation's cost: the whole command, 200 epochs, with the default augmentation and with \`--augment off\`."
 	echo
-	echo "| scene | default s | --augment off s | ratio |"
-	echo "|---|---|---|---|"
+	echo "| scene | default s | --augment off s | ratio | pnec |"
+	echo "|---|---|---|---|---|"
 	echo "$aug_row"
 } >"$OUT/bench-train.md"
 cat "$OUT/bench-train.md"

@@ -344,21 +344,10 @@ func trainAction(c *cli.Context) error {
 		Options: model.TrainOptions{
 			Config: cfg, TrainPerClass: c.Int("train-per-class"), SplitSeed: c.Int64("split-seed"),
 			Seed: c.Int64("seed"), ClassNames: names, Backend: c.String("backend"),
-			Tile: c.Int("tile"), Whole: c.Bool("whole-scene"),
 		},
 	}
-	if req.Options.Tile < 0 {
-		return fmt.Errorf("--tile %d: want 0 (the grid's, %d px) or a positive side", req.Options.Tile, processor.CanonicalTile)
-	}
-	if req.Options.Tile > 0 && req.Options.Whole {
-		return errors.New("--tile and --whole-scene: give one")
-	}
-	if s := c.String("max-memory"); s != "" {
-		n, err := memory.ParseBytes(s)
-		if err != nil || n <= 0 {
-			return fmt.Errorf("--max-memory %q: want a size such as 4G or 512M", s)
-		}
-		req.Options.MaxMemoryBytes = n
+	if err := trainSizeFromFlags(c, &req.Options); err != nil {
+		return err
 	}
 	if req.Radiometry, err = radiometryFromFlag(c); err != nil {
 		return err
@@ -395,23 +384,49 @@ func trainAction(c *cli.Context) error {
 			"read_s", res.ReadTime.Seconds(), "fit_s", res.FitTime.Seconds())
 	}
 	if !quiet {
-		m := res.Model
-		classes := m.Classes()
-		parts := make([]string, len(classes))
-		for i, k := range classes {
-			parts[i] = fmt.Sprintf("%d %s", k.Value, k.Name)
+		printTrainSummary(stdoutOf(c), c.String("out"), itemPath, res)
+	}
+	return nil
+}
+
+// printTrainSummary prints what training made: the model out, its classes,
+// training pixels, time, bands, decision and grid, and its STAC Item.
+func printTrainSummary(w io.Writer, out, itemPath string, res evaluation.TrainResult) {
+	m := res.Model
+	classes := m.Classes()
+	parts := make([]string, len(classes))
+	for i, k := range classes {
+		parts[i] = fmt.Sprintf("%d %s", k.Value, k.Name)
+	}
+	fmt.Fprintf(w, "%s: %d classes (%s), %d training of %d labelled pixels, %d epochs in %.1f s on %s, checksum %s\n",
+		out, len(classes), strings.Join(parts, ", "), res.TrainPixels, res.LabelledPixels,
+		m.Config().Epochs, res.FitTime.Seconds(), res.Backend, m.Checksum())
+	fmt.Fprintf(w, "  bands: %s; values: %s\n", bandsSummary(m), m.Radiometry())
+	fmt.Fprintf(w, "  decision: %s\n", decisionSummary(m))
+	if t := m.TrainTile(); t > 0 {
+		fmt.Fprintf(w, "  trained on: tiles of %d px, one a step (the scene is larger than a tile: docs/train.md)\n", t)
+	} else {
+		fmt.Fprintf(w, "  trained on: the whole scene, one step an epoch\n")
+	}
+	fmt.Fprintf(w, "%s: its STAC Item (machine learning model extension)\n", itemPath)
+}
+
+// trainSizeFromFlags sets how a scene trains by its size (--tile,
+// --whole-scene) and the memory budget (--max-memory) in o.
+func trainSizeFromFlags(c *cli.Context, o *model.TrainOptions) error {
+	o.Tile, o.Whole = c.Int("tile"), c.Bool("whole-scene")
+	if o.Tile < 0 {
+		return fmt.Errorf("--tile %d: want 0 (the grid's, %d px) or a positive side", o.Tile, processor.CanonicalTile)
+	}
+	if o.Tile > 0 && o.Whole {
+		return errors.New("--tile and --whole-scene: give one")
+	}
+	if s := c.String("max-memory"); s != "" {
+		n, err := memory.ParseBytes(s)
+		if err != nil || n <= 0 {
+			return fmt.Errorf("--max-memory %q: want a size such as 4G or 512M", s)
 		}
-		fmt.Fprintf(stdoutOf(c), "%s: %d classes (%s), %d training of %d labelled pixels, %d epochs in %.1f s on %s, checksum %s\n",
-			c.String("out"), len(classes), strings.Join(parts, ", "), res.TrainPixels, res.LabelledPixels,
-			m.Config().Epochs, res.FitTime.Seconds(), res.Backend, m.Checksum())
-		fmt.Fprintf(stdoutOf(c), "  bands: %s; values: %s\n", bandsSummary(m), m.Radiometry())
-		fmt.Fprintf(stdoutOf(c), "  decision: %s\n", decisionSummary(m))
-		if t := m.TrainTile(); t > 0 {
-			fmt.Fprintf(stdoutOf(c), "  trained on: tiles of %d px, one a step (the scene is larger than a tile: docs/train.md)\n", t)
-		} else {
-			fmt.Fprintf(stdoutOf(c), "  trained on: the whole scene, one step an epoch\n")
-		}
-		fmt.Fprintf(stdoutOf(c), "%s: its STAC Item (machine learning model extension)\n", itemPath)
+		o.MaxMemoryBytes = n
 	}
 	return nil
 }
