@@ -59,6 +59,12 @@ type Decision struct {
 	// TemperatureRad is the spectral evidence's temperature T in radians
 	// of spectral angle (DecisionFused), chosen at training.
 	TemperatureRad float64 `json:"temperature_rad,omitempty"`
+	// CopyPenaltyRad is what an angle to a changed copy of a training
+	// spectrum counts more than one to the spectrum itself, in radians
+	// (NewPenalisedReference): chosen at training, 0 in files written
+	// before it was (every copy counts as a spectrum), pi leaves the
+	// copies out.
+	CopyPenaltyRad float64 `json:"copy_penalty_rad,omitempty"`
 }
 
 // Fused reports whether the decision weighs the spectral evidence in.
@@ -73,6 +79,9 @@ func (d Decision) validate() error {
 	}
 	if d.TemperatureRad < 0 || math.IsNaN(d.TemperatureRad) || math.IsInf(d.TemperatureRad, 0) {
 		return fmt.Errorf("decision temperature %g: must be finite and >= 0", d.TemperatureRad)
+	}
+	if !(d.CopyPenaltyRad >= 0 && d.CopyPenaltyRad <= math.Pi) {
+		return fmt.Errorf("decision copy penalty %g rad: must be in 0..pi", d.CopyPenaltyRad)
 	}
 	return nil
 }
@@ -128,10 +137,12 @@ func (d Decision) Fuse(prob, dist []float32, k int) error {
 // radiometric augmentation, copies of each changed as the augmentation
 // changes the scene (tilts of each shape at half and at the full
 // amplitude, both signs; band shifts of +-1 band up to the augmentation's
-// shift, alone and with each half-amplitude tilt), so that the spectral evidence tolerates the same changes of a
-// new acquisition as the network (a 10% bow tilt cost the plain spectra
-// 24 points on SalinasA, the augmented ones none: docs/model.md). It is
-// nil, with no error, for a model whose decision is the network's.
+// shift, alone and with each half-amplitude tilt), so that the spectral
+// evidence tolerates the same changes of a new acquisition as the network
+// (a 10% bow tilt cost the plain spectra 24 points on SalinasA, the
+// augmented ones none: docs/model.md). An angle to a copy counts the
+// decision's CopyPenaltyRad more. It is nil, with no error, for a model
+// whose decision is the network's.
 func (m *Model) DecisionReference() (*SpectralReference, error) {
 	if !m.Decision().Fused() {
 		return nil, nil
@@ -139,8 +150,11 @@ func (m *Model) DecisionReference() (*SpectralReference, error) {
 	if len(m.meta.SpectralClasses) == 0 {
 		return nil, ErrNoSpectralReference
 	}
-	spectra, class := augmentedSpectra(m.meta.spectralSpectra, m.meta.Bands, m.meta.SpectralClasses, m.meta.Config.Augment)
-	return NewSpectralReference(spectra, m.meta.Bands, class, len(m.meta.Classes))
+	bands, class := m.meta.Bands, m.meta.SpectralClasses
+	spectra, all := augmentedSpectra(m.meta.spectralSpectra, bands, class, m.meta.Config.Augment)
+	n := len(class)
+	return NewPenalisedReference(spectra[:n*bands], bands, class, len(m.meta.Classes),
+		spectra[n*bands:], all[n:], m.Decision().CopyPenaltyRad)
 }
 
 // referenceChanges are the radiometric changes whose copies of the

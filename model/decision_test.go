@@ -133,10 +133,11 @@ func TestChooseDecisionWindow(t *testing.T) {
 				idx = append(idx, i)
 				y = append(y, labels[i]-1)
 			}
-			temp, win, err := chooseDecision(s, idx, y, 2, Augment{}, 0, 1)
+			d, win, err := chooseDecision(s, idx, y, 2, Augment{}, 0, 1)
 			if err != nil {
 				t.Fatal(err)
 			}
+			temp := d.TemperatureRad
 			if win < tc.min || win > tc.max || !(temp > 0) {
 				t.Fatalf("window %d, temperature %g: want a window in %d..%d and a positive temperature", win, temp, tc.min, tc.max)
 			}

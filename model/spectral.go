@@ -36,23 +36,52 @@ type SpectralReference struct {
 	refs, padded   int       // reference spectra kept; refs rounded up to kernels.DotsPadding
 	unitT          []float32 // [bands][padded], zero in the padding
 	span           [][2]int  // per class, references [lo, hi); lo == hi when none
-	spectra        []float32 // [refs][bands] as given, in input order (for saving)
-	class          []int     // [refs] dense class, input order
+	// copySpan is, per class, the references [lo, hi) that are changed
+	// copies of the training spectra (NewPenalisedReference; empty
+	// otherwise), after every plain one; a copy's angle counts
+	// copyPenaltyRad more than it measures.
+	copySpan       [][2]int
+	copyPenaltyRad float64
 }
 
 // NewSpectralReference builds a reference from spectra ([n][bands],
 // pixel-interleaved, raw values) of dense classes class[i] in 0..classes-1.
 // Spectra of zero length (no data) are skipped.
 func NewSpectralReference(spectra []float32, bands int, class []int, classes int) (*SpectralReference, error) {
-	if bands < 1 || len(spectra) != len(class)*bands {
-		return nil, fmt.Errorf("spectral reference: %d values for %d pixels of %d bands", len(spectra), len(class), bands)
+	return newReference(spectra, bands, class, classes, nil, nil, 0)
+}
+
+// NewPenalisedReference is a reference of the spectra of class (as
+// NewSpectralReference takes them) and of changed copies of them (copies,
+// [m][bands], of classes copyClass), whose angles count penaltyRad
+// radians more than they measure: a class's distance is that of
+// min(angle to its nearest spectrum, angle to its nearest copy +
+// penaltyRad). A penalty of 0 gives the distances of one reference of
+// spectra and copies together, bit for bit; a penalty of pi leaves the
+// copies out. The fused decision measures its angles so
+// (Model.DecisionReference): the copies make it tolerate a new
+// acquisition's tilt, the penalty keeps a copy of one class from taking
+// the pixels that lie close to another class's own spectra.
+func NewPenalisedReference(spectra []float32, bands int, class []int, classes int, copies []float32, copyClass []int, penaltyRad float64) (*SpectralReference, error) {
+	if !(penaltyRad >= 0 && penaltyRad <= math.Pi) {
+		return nil, fmt.Errorf("spectral reference: copy penalty %g rad outside 0..pi", penaltyRad)
 	}
-	r := &SpectralReference{bands: bands, classes: classes, span: make([][2]int, classes)}
-	type unitRef struct {
-		class int
-		unit  []float32
+	if len(copies) != len(copyClass)*bands {
+		return nil, fmt.Errorf("spectral reference: %d copy values for %d copies of %d bands", len(copies), len(copyClass), bands)
 	}
-	var kept []unitRef
+	return newReference(spectra, bands, class, classes, copies, copyClass, penaltyRad)
+}
+
+// unitRef is one reference spectrum scaled to unit length.
+type unitRef struct {
+	class int
+	unit  []float32
+}
+
+// unitRefs scales spectra ([n][bands]) to unit length, skipping those of
+// zero or non-finite length, and sorts them by class (stable).
+func unitRefs(spectra []float32, bands int, class []int, classes int) ([]unitRef, error) {
+	var refs []unitRef
 	for i, c := range class {
 		if c < 0 || c >= classes {
 			return nil, fmt.Errorf("spectral reference: pixel %d has class %d outside 0..%d", i, c, classes-1)
@@ -70,21 +99,50 @@ func NewSpectralReference(spectra []float32, bands int, class []int, classes int
 		for b, v := range s {
 			u[b] = float32(float64(v) * inv)
 		}
-		kept = append(kept, unitRef{c, u})
-		r.spectra = append(r.spectra, s...)
-		r.class = append(r.class, c)
+		refs = append(refs, unitRef{c, u})
 	}
-	slices.SortStableFunc(kept, func(a, b unitRef) int { return a.class - b.class })
+	slices.SortStableFunc(refs, func(a, b unitRef) int { return a.class - b.class })
+	return refs, nil
+}
+
+// spansOf sets span[c] to the positions [lo, hi) of class c's references
+// in refs (sorted by class), offset by base, and returns how many classes
+// have any.
+func spansOf(refs []unitRef, base int, span [][2]int) int {
 	seen := 0
-	for j, k := range kept {
-		if j == 0 || kept[j-1].class != k.class {
-			r.span[k.class][0] = j
+	for j, k := range refs {
+		if j == 0 || refs[j-1].class != k.class {
+			span[k.class][0] = base + j
 			seen++
 		}
-		r.span[k.class][1] = j + 1
+		span[k.class][1] = base + j + 1
 	}
+	return seen
+}
+
+// newReference builds a reference of spectra and, when copies are given,
+// of copies penalised by penaltyRad.
+func newReference(spectra []float32, bands int, class []int, classes int, copies []float32, copyClass []int, penaltyRad float64) (*SpectralReference, error) {
+	if bands < 1 || len(spectra) != len(class)*bands {
+		return nil, fmt.Errorf("spectral reference: %d values for %d pixels of %d bands", len(spectra), len(class), bands)
+	}
+	r := &SpectralReference{bands: bands, classes: classes, span: make([][2]int, classes), copyPenaltyRad: penaltyRad}
+	kept, err := unitRefs(spectra, bands, class, classes)
+	if err != nil {
+		return nil, err
+	}
+	seen := spansOf(kept, 0, r.span)
 	if seen < 2 {
 		return nil, fmt.Errorf("spectral reference: spectra of %d classes, need at least 2", seen)
+	}
+	if len(copyClass) > 0 {
+		copyRefs, err := unitRefs(copies, bands, copyClass, classes)
+		if err != nil {
+			return nil, fmt.Errorf("copies: %w", err)
+		}
+		r.copySpan = make([][2]int, classes)
+		spansOf(copyRefs, len(kept), r.copySpan)
+		kept = append(kept, copyRefs...)
 	}
 	r.refs = len(kept)
 	// The references are padded as the dot kernels take them; padding
@@ -296,16 +354,39 @@ func (r *SpectralReference) classDistances(norm float32, dots, cos []float32) {
 			cos[c] = NoReference
 			continue
 		}
-		// The dots are finite here (a finite spectrum, unit references):
-		// a plain comparison gives max's result without its NaN handling.
-		best := dots[sp[0]]
-		for _, d := range dots[sp[0]+1 : sp[1]] {
-			if d > best {
-				best = d
-			}
+		best := maxDot(dots[sp[0]:sp[1]])
+		if r.copySpan == nil || r.copySpan[c][0] == r.copySpan[c][1] {
+			cos[c] = min(2, max(0, 1-best*inv))
+			continue
 		}
-		cos[c] = min(2, max(0, 1-best*inv))
+		bestCopy := maxDot(dots[r.copySpan[c][0]:r.copySpan[c][1]])
+		if r.copyPenaltyRad == 0 {
+			// The distance of the union's nearest, bit for bit.
+			cos[c] = min(2, max(0, 1-max(best, bestCopy)*inv))
+			continue
+		}
+		d := min(2, max(0, 1-best*inv))
+		dc := float64(min(2, max(0, 1-bestCopy*inv)))
+		if a := angleOf(dc) + r.copyPenaltyRad; a < math.Pi {
+			// 1 - cos(a) = 2 sin^2(a/2), without cancellation near 0.
+			h := math.Sin(a / 2)
+			d = min(d, float32(2*h*h))
+		}
+		cos[c] = d
 	}
+}
+
+// maxDot is the largest of dots (at least one). The dots are finite here
+// (a finite spectrum, unit references): a plain comparison gives max's
+// result without its NaN handling.
+func maxDot(dots []float32) float32 {
+	best := dots[0]
+	for _, d := range dots[1:] {
+		if d > best {
+			best = d
+		}
+	}
+	return best
 }
 
 // AgreementOf is SpectralReference.Agreement from a pixel's class

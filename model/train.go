@@ -71,7 +71,7 @@ func Train(ctx context.Context, s Scene, labels []int32, opts TrainOptions) (m *
 	m.meta.spectralSpectra, m.meta.SpectralClasses = trainSpectra(s, setup.trainIdx, setup.ytrain, len(setup.values), opts.Seed)
 	if cfg.Decision.Mode == DecisionFused {
 		c := &m.meta.Config
-		if c.Decision.TemperatureRad, c.Recovery.Window, err = chooseDecision(s, setup.trainIdx, setup.ytrain,
+		if c.Decision, c.Recovery.Window, err = chooseDecision(s, setup.trainIdx, setup.ytrain,
 			len(setup.values), cfg.Augment, cfg.Recovery.Window, opts.Seed); err != nil {
 			return nil, fmt.Errorf("train: %w", err)
 		}
