@@ -171,7 +171,7 @@ func TestBuildItemValidates(t *testing.T) {
 			}
 			cb := m["assets"].(map[string]any)[ProductAssetKey].(map[string]any)["raster:bands"].([]any)[0].(map[string]any)
 			if cb["data_type"] != "uint8" {
-				t.Errorf("class band with float reliability: got %v, want uint8 (issue 12, defect 2)", cb["data_type"])
+				t.Errorf("class band with float reliability: got %v, want uint8: a float reliability band must not change the class band's type", cb["data_type"])
 			}
 		}},
 		{"scene metadata datetime", func(p *ItemParams) {
@@ -224,7 +224,7 @@ func TestBuildItemValidates(t *testing.T) {
 			}
 			p := m["properties"].(map[string]any)
 			if p["proj:transform"] != nil || p["proj:bbox"] != nil {
-				t.Errorf("got proj:transform %v proj:bbox %v, want none (issue 12, defect 3)", p["proj:transform"], p["proj:bbox"])
+				t.Errorf("got proj:transform %v proj:bbox %v, want none: a product without a projection has no proj transform", p["proj:transform"], p["proj:bbox"])
 			}
 		}},
 		{"in a collection", func(p *ItemParams) {

@@ -37,6 +37,12 @@ func FindDataDir(start string) (string, error) {
 	return d, nil
 }
 
+// noDataDir is the error of a named source without the shared data
+// folder: it says where the folder is looked for and the way around it.
+func noDataDir(spec string) error {
+	return fmt.Errorf("source %s: %w (it is $PNEC_DATA, else shared/data in a folder above the working directory; or give the spectra as SCENE,LABELS)", spec, ErrNoData)
+}
+
 // Image is a labelled hyperspectral image in memory.
 type Image struct {
 	Rows, Cols, Bands int
@@ -51,13 +57,13 @@ func LoadSourceImage(ctx context.Context, spec, dataDir string) (*Image, string,
 	switch strings.ToLower(spec) {
 	case "salinasa":
 		if dataDir == "" {
-			return nil, "", nil, fmt.Errorf("source %s: %w", spec, ErrNoData)
+			return nil, "", nil, noDataDir(spec)
 		}
 		im, err := loadPair(ctx, filepath.Join(dataDir, "SalinasA", "SalinasA_corrected.mat"), filepath.Join(dataDir, "SalinasA", "SalinasA_gt.mat"))
 		return im, "SalinasA", SalinasANames, err
 	case "jasperridge":
 		if dataDir == "" {
-			return nil, "", nil, fmt.Errorf("source %s: %w", spec, ErrNoData)
+			return nil, "", nil, noDataDir(spec)
 		}
 		cube := filepath.Join(dataDir, "JasperRidge", "JasperRidge2_R198.mat")
 		rows, cols, bands, px, err := matfile.ReadUnmixing(cube)

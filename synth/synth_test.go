@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/pnec/pnec/geo"
@@ -649,6 +650,18 @@ func TestFindDataDirKeepsCause(t *testing.T) {
 	for _, target := range []error{ErrNoData, shareddata.ErrNotFound, fs.ErrNotExist} {
 		if !errors.Is(err, target) {
 			t.Errorf("FindDataDir with PNEC_DATA absent: %v, want errors.Is %v", err, target)
+		}
+	}
+}
+
+// TestNamedSourceWithoutDataSaysWhere: a named source without the shared
+// data folder is ErrNoData with the way to name the folder or avoid it
+// (the text once said only "shared data folder not found").
+func TestNamedSourceWithoutDataSaysWhere(t *testing.T) {
+	for _, spec := range []string{"SalinasA", "JasperRidge"} {
+		_, _, _, err := LoadSourceImage(context.Background(), spec, "")
+		if !errors.Is(err, ErrNoData) || !strings.Contains(err.Error(), "PNEC_DATA") || !strings.Contains(err.Error(), "SCENE,LABELS") {
+			t.Errorf("source %s without a data folder: %v, want ErrNoData naming PNEC_DATA and SCENE,LABELS", spec, err)
 		}
 	}
 }
