@@ -59,11 +59,11 @@ type Decision struct {
 	// TemperatureRad is the spectral evidence's temperature T in radians
 	// of spectral angle (DecisionFused), chosen at training.
 	TemperatureRad float64 `json:"temperature_rad,omitempty"`
-	// CopyPenaltyRad is what an angle to a changed copy of a training
-	// spectrum counts more than one to the spectrum itself, in radians
-	// (NewPenalisedReference): chosen at training, 0 in files written
-	// before it was (every copy counts as a spectrum), pi leaves the
-	// copies out.
+	// CopyPenaltyRad is what an angle to a reference outside the group the
+	// scene aligns to (the training spectra, or their copies changed as
+	// the scene appears changed) counts more than it measures, in radians
+	// (NewAlignedReference): chosen at training; 0 in files written before
+	// it was, every reference counting alike.
 	CopyPenaltyRad float64 `json:"copy_penalty_rad,omitempty"`
 }
 
@@ -140,8 +140,9 @@ func (d Decision) Fuse(prob, dist []float32, k int) error {
 // shift, alone and with each half-amplitude tilt), so that the spectral
 // evidence tolerates the same changes of a new acquisition as the network
 // (a 10% bow tilt cost the plain spectra 24 points on SalinasA, the
-// augmented ones none: docs/model.md). An angle to a copy counts the
-// decision's CopyPenaltyRad more. It is nil, with no error, for a model
+// augmented ones none: docs/model.md). Each scene is aligned to the
+// copies that fit it best, and an angle to any other reference counts the
+// decision's CopyPenaltyRad more (NewAlignedReference). It is nil, with no error, for a model
 // whose decision is the network's.
 func (m *Model) DecisionReference() (*SpectralReference, error) {
 	if !m.Decision().Fused() {
@@ -151,10 +152,12 @@ func (m *Model) DecisionReference() (*SpectralReference, error) {
 		return nil, ErrNoSpectralReference
 	}
 	bands, class := m.meta.Bands, m.meta.SpectralClasses
-	spectra, all := augmentedSpectra(m.meta.spectralSpectra, bands, class, m.meta.Config.Augment)
-	n := len(class)
-	return NewPenalisedReference(spectra[:n*bands], bands, class, len(m.meta.Classes),
-		spectra[n*bands:], all[n:], m.Decision().CopyPenaltyRad)
+	spectra := m.meta.spectralSpectra
+	var changed [][]float32
+	for _, r := range referenceChanges(m.meta.Config.Augment) {
+		changed = append(changed, changedSpectra(spectra, bands, r))
+	}
+	return NewAlignedReference(spectra, bands, class, len(m.meta.Classes), changed, m.Decision().CopyPenaltyRad)
 }
 
 // referenceChanges are the radiometric changes whose copies of the
@@ -191,24 +194,31 @@ func referenceChanges(a Augment) []Radiometric {
 // augmentedSpectra is spectra ([n][bands]) with, after them, each spectrum
 // changed by each of referenceChanges(a), and their classes.
 func augmentedSpectra(spectra []float32, bands int, class []int, a Augment) ([]float32, []int) {
-	changes := referenceChanges(a)
 	out := slices.Clone(spectra)
 	outClass := slices.Clone(class)
-	for _, r := range changes {
-		p := r.plan(bands, nil)
-		for i, c := range class {
-			in := spectra[i*bands : (i+1)*bands]
-			for b := range bands {
-				x := in[p.src[b]]
-				if p.w2[b] != 0 {
-					x += p.w2[b] * (in[p.src2[b]] - x)
-				}
-				out = append(out, p.factor[b]*x)
-			}
-			outClass = append(outClass, c)
-		}
+	for _, r := range referenceChanges(a) {
+		out = append(out, changedSpectra(spectra, bands, r)...)
+		outClass = append(outClass, class...)
 	}
 	return out, outClass
+}
+
+// changedSpectra is each of spectra ([n][bands]) changed by r's tilt and
+// band shift (its gain, offset and noise are not applied).
+func changedSpectra(spectra []float32, bands int, r Radiometric) []float32 {
+	p := r.plan(bands, nil)
+	out := make([]float32, 0, len(spectra))
+	for i := 0; i+bands <= len(spectra); i += bands {
+		in := spectra[i : i+bands]
+		for b := range bands {
+			x := in[p.src[b]]
+			if p.w2[b] != 0 {
+				x += p.w2[b] * (in[p.src2[b]] - x)
+			}
+			out = append(out, p.factor[b]*x)
+		}
+	}
+	return out
 }
 
 // Decide returns the probabilities the class band of scene s is the argmax

@@ -6,80 +6,107 @@ import (
 	"testing"
 )
 
-// TestPenalisedReference: a copy penalty of 0 gives the distances of one
+// TestAlignedReference: a copy penalty of 0 gives the distances of one
 // reference of the spectra and their copies together, bit for bit (the
-// fused decision of files written before the penalty); pi those of the
-// spectra alone; a penalty between gives, per class, the smaller of the
-// distance to the spectra and that of the angle to the copies plus the
-// penalty. A penalty outside 0..pi is refused.
-func TestPenalisedReference(t *testing.T) {
+// fused decision of files written before the penalty). With a penalty,
+// pixels near the spectra align to the spectra and pixels changed as one
+// of the groups was align to that group: at a penalty of pi the distances
+// are those of the aligned group alone, and at one between, per class,
+// the smaller of the distance to the aligned group and that of the angle
+// to the others plus the penalty. A penalty outside 0..pi is refused.
+func TestAlignedReference(t *testing.T) {
 	const bands, n, pixels = 12, 6, 50
 	rng := rand.New(rand.NewPCG(5, 5))
-	spectrum := func() []float32 {
-		v := make([]float32, bands)
-		for b := range v {
-			v[b] = float32(1 + 0.3*rng.NormFloat64())
-		}
-		return v
-	}
-	var plain, scene []float32
+	var plain []float32
 	var class []int
 	for i := range n {
-		plain = append(plain, spectrum()...)
+		for range bands {
+			plain = append(plain, float32(1+0.3*rng.NormFloat64()))
+		}
 		class = append(class, i%2)
 	}
-	for range pixels {
-		scene = append(scene, spectrum()...)
+	changes := referenceChanges(DefaultAugment)
+	var changed [][]float32
+	for _, r := range changes {
+		changed = append(changed, changedSpectra(plain, bands, r))
 	}
 	all, allClass := augmentedSpectra(plain, bands, class, DefaultAugment)
-	copies, copyClass := all[n*bands:], allClass[n:]
-	dist := func(t *testing.T, spectra []float32, class []int, copies []float32, copyClass []int, pen float64) []float32 {
-		t.Helper()
-		var r *SpectralReference
-		var err error
-		if copyClass == nil {
-			r, err = NewSpectralReference(spectra, bands, class, 2)
-		} else {
-			r, err = NewPenalisedReference(spectra, bands, class, 2, copies, copyClass, pen)
+	// scene is pixels near the training spectra, changed by change g
+	// (-1: unchanged).
+	scene := func(g int) []float32 {
+		var out []float32
+		for p := range pixels {
+			i := p % n
+			v := make([]float32, bands)
+			for b := range v {
+				v[b] = plain[i*bands+b] * float32(1+0.01*rng.NormFloat64())
+			}
+			if g >= 0 {
+				v = changedSpectra(v, bands, changes[g])
+			}
+			out = append(out, v...)
 		}
+		return out
+	}
+	// dist is the class distances of px against the reference made by
+	// build.
+	dist := func(t *testing.T, px []float32, build func() (*SpectralReference, error)) []float32 {
+		t.Helper()
+		r, err := build()
 		if err != nil {
 			t.Fatal(err)
 		}
 		out := make([]float32, pixels*2)
-		if err := r.ClassDistances(scene, nil, out); err != nil {
+		if err := r.ClassDistances(px, nil, out); err != nil {
 			t.Fatal(err)
 		}
 		return out
 	}
-	union := dist(t, all, allClass, nil, nil, 0)
-	alone := dist(t, plain, class, nil, nil, 0)
-	onlyCopies := dist(t, copies, copyClass, nil, nil, 0)
-	for i, v := range dist(t, plain, class, copies, copyClass, 0) {
+	aligned := func(pen float64) func() (*SpectralReference, error) {
+		return func() (*SpectralReference, error) { return NewAlignedReference(plain, bands, class, 2, changed, pen) }
+	}
+	of := func(spectra []float32, class []int) func() (*SpectralReference, error) {
+		return func() (*SpectralReference, error) { return NewSpectralReference(spectra, bands, class, 2) }
+	}
+	clean := scene(-1)
+	union := dist(t, clean, of(all, allClass))
+	for i, v := range dist(t, clean, aligned(0)) {
 		if v != union[i] {
 			t.Fatalf("penalty 0: distance %d is %g, the union's %g", i, v, union[i])
 		}
 	}
-	for i, v := range dist(t, plain, class, copies, copyClass, math.Pi) {
-		if v != alone[i] {
-			t.Fatalf("penalty pi: distance %d is %g, the spectra's alone %g", i, v, alone[i])
+	for _, g := range []int{-1, 2, len(changes) - 1} {
+		px := scene(g)
+		group := plain
+		if g >= 0 {
+			group = changed[g]
+		}
+		want := dist(t, px, of(group, class))
+		for i, v := range dist(t, px, aligned(math.Pi)) {
+			if v != want[i] {
+				t.Fatalf("scene changed by %d, penalty pi: distance %d is %g, the aligned group's %g", g, i, v, want[i])
+			}
 		}
 	}
+	// The other references of the clean scene: every changed copy.
+	copies := dist(t, clean, of(all[n*bands:], allClass[n:]))
+	own := dist(t, clean, of(plain, class))
 	const pen = 0.02
-	fewer := 0
-	for i, v := range dist(t, plain, class, copies, copyClass, pen) {
-		want := math.Min(float64(alone[i]), 1-math.Cos(angleOf(float64(onlyCopies[i]))+pen))
+	nearer := 0
+	for i, v := range dist(t, clean, aligned(pen)) {
+		want := math.Min(float64(own[i]), 1-math.Cos(angleOf(float64(copies[i]))+pen))
 		if math.Abs(float64(v)-want) > 1e-6 {
 			t.Fatalf("penalty %g: distance %d is %g, want %g", pen, i, v, want)
 		}
-		if v < alone[i] {
-			fewer++
+		if v < own[i] {
+			nearer++
 		}
 	}
-	if fewer == 0 {
+	if nearer == 0 {
 		t.Fatalf("no copy nearer than the spectra by more than %g rad: the case tests nothing", pen)
 	}
 	for _, bad := range []float64{-0.1, 4, math.NaN()} {
-		if _, err := NewPenalisedReference(plain, bands, class, 2, copies, copyClass, bad); err == nil {
+		if _, err := NewAlignedReference(plain, bands, class, 2, changed, bad); err == nil {
 			t.Errorf("penalty %g accepted", bad)
 		}
 	}

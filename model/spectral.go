@@ -36,11 +36,12 @@ type SpectralReference struct {
 	refs, padded   int       // reference spectra kept; refs rounded up to kernels.DotsPadding
 	unitT          []float32 // [bands][padded], zero in the padding
 	span           [][2]int  // per class, references [lo, hi); lo == hi when none
-	// copySpan is, per class, the references [lo, hi) that are changed
-	// copies of the training spectra (NewPenalisedReference; empty
-	// otherwise), after every plain one; a copy's angle counts
-	// copyPenaltyRad more than it measures.
-	copySpan       [][2]int
+	// groupSpan is, per group of changed copies of the training spectra
+	// (NewAlignedReference; nil otherwise) and class, the references
+	// [lo, hi), after every plain one.
+	groupSpan [][][2]int
+	// copyPenaltyRad is what an angle to a reference outside the aligned
+	// group counts more than it measures.
 	copyPenaltyRad float64
 }
 
@@ -48,28 +49,7 @@ type SpectralReference struct {
 // pixel-interleaved, raw values) of dense classes class[i] in 0..classes-1.
 // Spectra of zero length (no data) are skipped.
 func NewSpectralReference(spectra []float32, bands int, class []int, classes int) (*SpectralReference, error) {
-	return newReference(spectra, bands, class, classes, nil, nil, 0)
-}
-
-// NewPenalisedReference is a reference of the spectra of class (as
-// NewSpectralReference takes them) and of changed copies of them (copies,
-// [m][bands], of classes copyClass), whose angles count penaltyRad
-// radians more than they measure: a class's distance is that of
-// min(angle to its nearest spectrum, angle to its nearest copy +
-// penaltyRad). A penalty of 0 gives the distances of one reference of
-// spectra and copies together, bit for bit; a penalty of pi leaves the
-// copies out. The fused decision measures its angles so
-// (Model.DecisionReference): the copies make it tolerate a new
-// acquisition's tilt, the penalty keeps a copy of one class from taking
-// the pixels that lie close to another class's own spectra.
-func NewPenalisedReference(spectra []float32, bands int, class []int, classes int, copies []float32, copyClass []int, penaltyRad float64) (*SpectralReference, error) {
-	if !(penaltyRad >= 0 && penaltyRad <= math.Pi) {
-		return nil, fmt.Errorf("spectral reference: copy penalty %g rad outside 0..pi", penaltyRad)
-	}
-	if len(copies) != len(copyClass)*bands {
-		return nil, fmt.Errorf("spectral reference: %d copy values for %d copies of %d bands", len(copies), len(copyClass), bands)
-	}
-	return newReference(spectra, bands, class, classes, copies, copyClass, penaltyRad)
+	return newReference(spectra, bands, class, classes, nil, 0)
 }
 
 // unitRef is one reference spectrum scaled to unit length.
@@ -120,9 +100,10 @@ func spansOf(refs []unitRef, base int, span [][2]int) int {
 	return seen
 }
 
-// newReference builds a reference of spectra and, when copies are given,
-// of copies penalised by penaltyRad.
-func newReference(spectra []float32, bands int, class []int, classes int, copies []float32, copyClass []int, penaltyRad float64) (*SpectralReference, error) {
+// newReference builds a reference of spectra and of the groups of their
+// changed copies (changed[g], each [n][bands] of the same classes), whose
+// angles count penaltyRad more unless their group is the one aligned.
+func newReference(spectra []float32, bands int, class []int, classes int, changed [][]float32, penaltyRad float64) (*SpectralReference, error) {
 	if bands < 1 || len(spectra) != len(class)*bands {
 		return nil, fmt.Errorf("spectral reference: %d values for %d pixels of %d bands", len(spectra), len(class), bands)
 	}
@@ -135,14 +116,18 @@ func newReference(spectra []float32, bands int, class []int, classes int, copies
 	if seen < 2 {
 		return nil, fmt.Errorf("spectral reference: spectra of %d classes, need at least 2", seen)
 	}
-	if len(copyClass) > 0 {
-		copyRefs, err := unitRefs(copies, bands, copyClass, classes)
-		if err != nil {
-			return nil, fmt.Errorf("copies: %w", err)
+	for g, ch := range changed {
+		if len(ch) != len(spectra) {
+			return nil, fmt.Errorf("spectral reference: changed group %d holds %d values, the spectra %d", g, len(ch), len(spectra))
 		}
-		r.copySpan = make([][2]int, classes)
-		spansOf(copyRefs, len(kept), r.copySpan)
-		kept = append(kept, copyRefs...)
+		refs, err := unitRefs(ch, bands, class, classes)
+		if err != nil {
+			return nil, fmt.Errorf("changed group %d: %w", g, err)
+		}
+		span := make([][2]int, classes)
+		spansOf(refs, len(kept), span)
+		r.groupSpan = append(r.groupSpan, span)
+		kept = append(kept, refs...)
 	}
 	r.refs = len(kept)
 	// The references are padded as the dot kernels take them; padding
@@ -177,7 +162,7 @@ func (r *SpectralReference) Agreement(spectrum []float32, label int) float32 {
 		return float32(math.NaN())
 	}
 	cos := make([]float32, r.classes)
-	r.pixelDistances(spectrum, make([]float32, r.padded), cos)
+	r.pixelDistances(spectrum, make([]float32, r.padded), cos, 0)
 	return AgreementOf(cos, label)
 }
 
@@ -186,7 +171,8 @@ func (r *SpectralReference) Agreement(spectrum []float32, label int) float32 {
 // every class: out[i*Classes()+c] in 0..2, NoReference for a class without
 // references, NaN for an invalid pixel (valid[i] false; valid may be nil)
 // or one of zero length. Pixels are shared among runtime.GOMAXPROCS
-// goroutines.
+// goroutines. A reference with changed groups (NewAlignedReference) first
+// aligns the spectra given as one acquisition (alignedGroup).
 //
 // Distances rather than cosines, because the angles that matter are small:
 // a cosine near 1 loses most of its precision when tiles average it, its
@@ -203,6 +189,7 @@ func (r *SpectralReference) ClassDistances(spectra []float32, valid []bool, out 
 	if valid != nil && len(valid) != n {
 		return fmt.Errorf("spectral distances: %d validity flags for %d pixels", len(valid), n)
 	}
+	aligned := r.alignedGroup(spectra, valid)
 	// Below a few thousand pixels a goroutine costs more than it saves.
 	const minPixelsPerWorker = 2048
 	workers := max(1, min(runtime.GOMAXPROCS(0), n/minPixelsPerWorker))
@@ -210,14 +197,14 @@ func (r *SpectralReference) ClassDistances(spectra []float32, valid []bool, out 
 	var wg sync.WaitGroup
 	for lo := 0; lo < n; lo += per {
 		hi := min(lo+per, n)
-		wg.Go(func() { r.distancesOf(spectra, valid, out, lo, hi) })
+		wg.Go(func() { r.distancesOf(spectra, valid, out, lo, hi, aligned) })
 	}
 	wg.Wait()
 	return nil
 }
 
 // distancesOf is ClassDistances for pixels lo..hi-1, on one goroutine.
-func (r *SpectralReference) distancesOf(spectra []float32, valid []bool, out []float32, lo, hi int) {
+func (r *SpectralReference) distancesOf(spectra []float32, valid []bool, out []float32, lo, hi, aligned int) {
 	var px, dots [4][]float32
 	for p := range dots {
 		dots[p] = make([]float32, r.padded)
@@ -235,7 +222,7 @@ func (r *SpectralReference) distancesOf(spectra []float32, valid []bool, out []f
 	distances4 := func(i int, dots4 func(p int) []float32) {
 		norms := norms4(&px)
 		for p := range 4 {
-			r.classDistances(norms[p], dots4(p), row(i+p))
+			r.classDistances(norms[p], dots4(p), row(i+p), aligned)
 		}
 	}
 	// four does pixels i..i+3: four valid pixels share every load of the
@@ -243,7 +230,7 @@ func (r *SpectralReference) distancesOf(spectra []float32, valid []bool, out []f
 	four := func(i int) {
 		if !allValid(valid, i, 4) {
 			for p := range 4 {
-				r.onePixel(spectrum(i+p), ok(i+p), dots[0], row(i+p))
+				r.onePixel(spectrum(i+p), ok(i+p), dots[0], row(i+p), aligned)
 			}
 			return
 		}
@@ -279,7 +266,7 @@ func (r *SpectralReference) distancesOf(spectra []float32, valid []bool, out []f
 		four(i)
 	}
 	for ; i < hi; i++ {
-		r.onePixel(spectrum(i), ok(i), dots[0], row(i))
+		r.onePixel(spectrum(i), ok(i), dots[0], row(i), aligned)
 	}
 }
 
@@ -293,35 +280,35 @@ func allValid(valid []bool, i, n int) bool {
 
 // onePixel writes one pixel's class distances into cos: NaN when it is
 // not valid.
-func (r *SpectralReference) onePixel(s []float32, valid bool, dots, cos []float32) {
+func (r *SpectralReference) onePixel(s []float32, valid bool, dots, cos []float32, aligned int) {
 	if !valid {
 		for c := range cos {
 			cos[c] = float32(math.NaN())
 		}
 		return
 	}
-	r.pixelDistances(s, dots, cos)
+	r.pixelDistances(s, dots, cos, aligned)
 }
 
 // pixelDistances computes one pixel's class distances (1 - cos) into cos
 // (len classes), using dots (len padded) as scratch.
-func (r *SpectralReference) pixelDistances(s, dots, cos []float32) {
+func (r *SpectralReference) pixelDistances(s, dots, cos []float32, aligned int) {
 	if kernels.HaveSIMD {
 		kernels.DotsSIMD(r.unitT, r.padded, s, dots)
 	} else {
 		kernels.DotsScalar(r.unitT, r.padded, s, dots)
 	}
-	r.distancesFromDots(s, dots, cos)
+	r.distancesFromDots(s, dots, cos, aligned)
 }
 
 // distancesFromDots turns a pixel's dot products with the unit references
 // into its class distances: NaN for a spectrum of zero or non-finite length.
-func (r *SpectralReference) distancesFromDots(s, dots, cos []float32) {
+func (r *SpectralReference) distancesFromDots(s, dots, cos []float32, aligned int) {
 	var norm float32
 	for _, v := range s {
 		norm += v * v
 	}
-	r.classDistances(norm, dots, cos)
+	r.classDistances(norm, dots, cos, aligned)
 }
 
 // norms4 is the squared length of four spectra, each summed in band order
@@ -340,8 +327,10 @@ func norms4(s *[4][]float32) [4]float32 {
 	return [4]float32{n0, n1, n2, n3}
 }
 
-// classDistances is distancesFromDots for a spectrum of squared length norm.
-func (r *SpectralReference) classDistances(norm float32, dots, cos []float32) {
+// classDistances is distancesFromDots for a spectrum of squared length
+// norm, with changed group aligned (0: the spectra themselves) counting
+// in full.
+func (r *SpectralReference) classDistances(norm float32, dots, cos []float32, aligned int) {
 	if !(norm > 0) || math.IsInf(float64(norm), 0) {
 		for c := range cos {
 			cos[c] = float32(math.NaN())
@@ -355,24 +344,11 @@ func (r *SpectralReference) classDistances(norm float32, dots, cos []float32) {
 			continue
 		}
 		best := maxDot(dots[sp[0]:sp[1]])
-		if r.copySpan == nil || r.copySpan[c][0] == r.copySpan[c][1] {
-			cos[c] = min(2, max(0, 1-best*inv))
+		if r.groupSpan != nil {
+			cos[c] = r.groupDistance(c, best, inv, dots, aligned)
 			continue
 		}
-		bestCopy := maxDot(dots[r.copySpan[c][0]:r.copySpan[c][1]])
-		if r.copyPenaltyRad == 0 {
-			// The distance of the union's nearest, bit for bit.
-			cos[c] = min(2, max(0, 1-max(best, bestCopy)*inv))
-			continue
-		}
-		d := min(2, max(0, 1-best*inv))
-		dc := float64(min(2, max(0, 1-bestCopy*inv)))
-		if a := angleOf(dc) + r.copyPenaltyRad; a < math.Pi {
-			// 1 - cos(a) = 2 sin^2(a/2), without cancellation near 0.
-			h := math.Sin(a / 2)
-			d = min(d, float32(2*h*h))
-		}
-		cos[c] = d
+		cos[c] = min(2, max(0, 1-best*inv))
 	}
 }
 

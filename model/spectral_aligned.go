@@ -1,0 +1,140 @@
+package model
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/pnec/pnec/model/internal/kernels"
+)
+
+// alignSamplePixels bounds the pixels a call of ClassDistances aligns on:
+// the choice needs the bulk of an acquisition, not every pixel, and costs
+// then a small share of the distances themselves.
+const alignSamplePixels = 4096
+
+// NewAlignedReference is a reference of the spectra of class (as
+// NewSpectralReference takes them) and of groups of changed copies of
+// them: changed[g] is every spectrum changed by one radiometric change,
+// in the same order ([n][bands]). The pixels of one ClassDistances call
+// are taken as one acquisition: the group (or the spectra themselves)
+// that fits them best, the smallest mean angle from a pixel to its
+// nearest reference of the group, is aligned, and an angle to any other
+// reference counts penaltyRad more than it measures. A class's distance
+// is that of min(angle to its nearest aligned reference, angle to its
+// nearest other one + penaltyRad).
+//
+// The fused decision measures its angles so (Model.DecisionReference).
+// Copies of each class changed as a new acquisition changes a scene let
+// it tolerate the change; counted in full on the scene they were made
+// from, a copy of one class takes the pixels that lie near another
+// class's own spectra (JasperRidge's soil and road, whose mixed pixels
+// differ by such tilts), and counting every copy only with a penalty
+// loses the changed scene. Aligned, a clean scene is measured against the
+// spectra and a tilted one against the copies tilted alike. A penalty of
+// 0 gives the distances of one reference of spectra and copies together,
+// bit for bit, without aligning; a penalty of pi measures against the
+// aligned group alone.
+func NewAlignedReference(spectra []float32, bands int, class []int, classes int, changed [][]float32, penaltyRad float64) (*SpectralReference, error) {
+	if !(penaltyRad >= 0 && penaltyRad <= math.Pi) {
+		return nil, fmt.Errorf("spectral reference: copy penalty %g rad outside 0..pi", penaltyRad)
+	}
+	return newReference(spectra, bands, class, classes, changed, penaltyRad)
+}
+
+// alignedGroup is the group of changed copies (1 + its index in
+// groupSpan; 0 for the spectra themselves) whose nearest reference is the
+// closest on average over a sample of the valid pixels of spectra; ties
+// go to the spectra. A reference without groups, or whose penalty is 0
+// (every reference counts alike), aligns nothing.
+func (r *SpectralReference) alignedGroup(spectra []float32, valid []bool) int {
+	if r.groupSpan == nil || r.copyPenaltyRad == 0 {
+		return 0
+	}
+	n := len(spectra) / r.bands
+	step := max(1, n/alignSamplePixels)
+	sum := make([]float64, 1+len(r.groupSpan))
+	dots := make([]float32, r.padded)
+	for i := 0; i < n; i += step {
+		if valid != nil && !valid[i] {
+			continue
+		}
+		s := spectra[i*r.bands : (i+1)*r.bands]
+		var norm float32
+		for _, v := range s {
+			norm += v * v
+		}
+		if !(norm > 0) || math.IsInf(float64(norm), 0) {
+			continue
+		}
+		if kernels.HaveSIMD {
+			kernels.DotsSIMD(r.unitT, r.padded, s, dots)
+		} else {
+			kernels.DotsScalar(r.unitT, r.padded, s, dots)
+		}
+		inv := 1 / math.Sqrt(float64(norm))
+		for g := range sum {
+			span := r.span
+			if g > 0 {
+				span = r.groupSpan[g-1]
+			}
+			best := float32(-2)
+			for _, sp := range span {
+				if sp[0] < sp[1] {
+					best = max(best, maxDot(dots[sp[0]:sp[1]]))
+				}
+			}
+			sum[g] += angleOf(1 - math.Min(1, float64(best)*inv))
+		}
+	}
+	g := 0
+	for k, v := range sum {
+		if v < sum[g] {
+			g = k
+		}
+	}
+	return g
+}
+
+// groupDistance is class c's distance for a reference with changed groups:
+// from its nearest reference of the aligned group and, penalised, its
+// nearest other one; best is the largest dot of the spectra themselves
+// (group 0) and inv the pixel's inverse length.
+func (r *SpectralReference) groupDistance(c int, best, inv float32, dots []float32, aligned int) float32 {
+	if r.copyPenaltyRad == 0 {
+		// The distance of the union's nearest, bit for bit.
+		for _, span := range r.groupSpan {
+			if sp := span[c]; sp[0] < sp[1] {
+				best = max(best, maxDot(dots[sp[0]:sp[1]]))
+			}
+		}
+		return min(2, max(0, 1-best*inv))
+	}
+	own, other := best, float32(-2)
+	if aligned > 0 {
+		own, other = -2, best
+	}
+	for g, span := range r.groupSpan {
+		sp := span[c]
+		if sp[0] == sp[1] {
+			continue
+		}
+		d := maxDot(dots[sp[0]:sp[1]])
+		if g+1 == aligned {
+			own = max(own, d)
+		} else {
+			other = max(other, d)
+		}
+	}
+	dist := float32(2)
+	if own > -2 {
+		dist = min(2, max(0, 1-own*inv))
+	}
+	if other > -2 {
+		if a := angleOf(float64(min(2, max(0, 1-other*inv)))) + r.copyPenaltyRad; a < math.Pi {
+			// 1 - cos(a) = 2 sin^2(a/2), without cancellation near 0.
+			h := math.Sin(a / 2)
+			dist = min(dist, float32(2*h*h))
+		}
+	}
+	return dist
+}
