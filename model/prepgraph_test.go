@@ -177,7 +177,10 @@ func TestPredictInGraphMatchesHost(t *testing.T) {
 			}
 			comparePredictions(t, name, got, want, s.Valid)
 			wantRec := want
-			wantRec.Prob = tiling.Recover(want.Prob, s.Valid, s.Rows, s.Cols, want.Classes, m.Recovery())
+			// PredictRecovered recovers the network's probabilities with
+			// the network's window (a fused model chooses its own for the
+			// decision).
+			wantRec.Prob = tiling.Recover(want.Prob, s.Valid, s.Rows, s.Cols, want.Classes, m.NetworkRecovery())
 			gotRec, err := dev.PredictRecovered(context.Background(), s)
 			if err != nil {
 				t.Fatal(err)
