@@ -983,7 +983,7 @@ func CatchAllWarn(t model.DriftThresholds, key string, runs []DriftCaseRun) (mod
 			warn = min(warn, r.Figure(key))
 		}
 	}
-	out := model.DriftThresholds{Limits: slices.Clone(t.Limits)}
+	out := model.DriftThresholds{Limits: slices.Clone(t.Limits), BandShiftBands: t.BandShiftBands}
 	if math.IsInf(warn, 1) {
 		return out, nil
 	}

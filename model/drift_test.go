@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"math"
+	"slices"
+	"strings"
 	"testing"
 )
 
@@ -384,5 +386,52 @@ func TestLabelOf(t *testing.T) {
 		if got := labelOf(tc.p); got != tc.want {
 			t.Errorf("labelOf(%v) = %d, want %d", tc.p, got, tc.want)
 		}
+	}
+}
+
+// TestDriftVerdictBandShift: a scene whose bands the probe finds shifted
+// by more than BandShiftBands either way is at least warn, with a reason
+// naming the shift; within it, or with no such rule, the verdict is the
+// limits' alone. A negative or infinite rule is refused.
+func TestDriftVerdictBandShift(t *testing.T) {
+	fine := Drift{ValidPixels: 10, ValidCells: 2, FarShare: 0.5, DistanceRatio: 3, ReliabilityRatio: 0.5, FeatureFarShare: 0.01,
+		FeatureDistanceRatio: 1, PrototypeMarginRatio: 1, UncertaintyRatio: 1, MarginRatio: 1, BrightnessRatio: 1}
+	limits := []DriftLimit{{Figure: "feature_far_share", Warn: 0.1, Fail: 0.5}}
+	for _, tc := range []struct {
+		name  string
+		rule  float64
+		shift float64
+		far   float64
+		want  DriftVerdict
+	}{
+		{"no shift", 1, 0, 0.01, DriftOK},
+		{"at the rule", 1, -1, 0.01, DriftOK},
+		{"beyond it", 1, 1.5, 0.01, DriftWarn},
+		{"beyond it, the other way", 1, -3, 0.01, DriftWarn},
+		{"beyond it, a limit fails", 1, 3, 0.6, DriftFail},
+		{"no rule", 0, 3, 0.01, DriftOK},
+	} {
+		th := DriftThresholds{Limits: limits, BandShiftBands: tc.rule}
+		if err := th.Check(); err != nil {
+			t.Fatal(err)
+		}
+		d := fine
+		d.RecalibrationBandShift, d.FeatureFarShare = tc.shift, tc.far
+		v, reasons := th.Verdict(d)
+		if v != tc.want {
+			t.Errorf("%s: verdict %s %q, want %s", tc.name, v, reasons, tc.want)
+		}
+		named := slices.ContainsFunc(reasons, func(r string) bool { return strings.Contains(r, "bands") })
+		if beyond := tc.rule > 0 && math.Abs(tc.shift) > tc.rule; named != beyond {
+			t.Errorf("%s: reasons %q, want the band shift named %v", tc.name, reasons, beyond)
+		}
+	}
+	for _, bad := range []float64{-1, math.Inf(1), math.NaN()} {
+		if err := (DriftThresholds{Limits: limits, BandShiftBands: bad}).Check(); err == nil {
+			t.Errorf("band shift rule %g passed the check", bad)
+		}
+	}
+	if DefaultDriftThresholds.BandShiftBands != DefaultAugment.BandShift {
+		t.Errorf("default band shift rule %g, the default augmentation's shift %g", DefaultDriftThresholds.BandShiftBands, DefaultAugment.BandShift)
 	}
 }

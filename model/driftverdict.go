@@ -34,6 +34,11 @@ type DriftLimit struct {
 // verdict of its limits; fail where a figure a limit judges is not finite.
 type DriftThresholds struct {
 	Limits []DriftLimit `json:"limits"`
+	// BandShiftBands warns where the recalibration probe finds the scene's
+	// bands shifted from the training scene's by more than this many bands
+	// either way (0: no such rule). It is not chosen from case runs: it is
+	// the shift the default augmentation trains the model to tolerate.
+	BandShiftBands float64 `json:"band_shift_bands,omitempty"`
 }
 
 // DefaultDriftThresholds are the thresholds products use: chosen on the
@@ -42,13 +47,21 @@ type DriftThresholds struct {
 // prints the choice; evaluation's TestDefaultDriftThresholdsAreChosen checks
 // that these are it). docs/acquisitions.md says how they were chosen and
 // what they give.
+//
+// Beyond the chosen limits, a scene whose bands the probe finds shifted by
+// more than the default augmentation's band shift is at least warn: in
+// every case run of bench/drift-cases-fused.csv (3,360) the probe's
+// estimate exceeded 1 band only on band shifts of +-3, the reversed bands
+// and another scene, never on a target case, and the fused map aligned to
+// its copies lost 5.9 points on JasperRidge's +3 with the change share
+// under its warn limit.
 var DefaultDriftThresholds = DriftThresholds{Limits: []DriftLimit{
 	{Figure: "feature_far_share", Warn: 0.255},
 	{Figure: "recalibration_change_share", Warn: 0.0665, Fail: 0.188},
-}}
+}, BandShiftBands: DefaultAugment.BandShift}
 
 // Equal reports whether t and u judge the same figures at the same limits,
-// in the same order.
+// in the same order (the chosen limits; BandShiftBands is not chosen).
 func (t DriftThresholds) Equal(u DriftThresholds) bool { return slices.Equal(t.Limits, u.Limits) }
 
 // Limit is t's limit on figure key (ok false when t does not judge it).
@@ -80,6 +93,9 @@ func (t DriftThresholds) Check() error {
 			return fmt.Errorf("drift thresholds: %s: fail limit %g on the near side of the warn limit %g", l.Figure, l.Fail, l.Warn)
 		}
 		seen[l.Figure] = true
+	}
+	if !(t.BandShiftBands >= 0) || math.IsInf(t.BandShiftBands, 0) {
+		return fmt.Errorf("drift thresholds: band shift %g bands, want finite and >= 0 (0: none)", t.BandShiftBands)
 	}
 	return nil
 }
@@ -217,6 +233,9 @@ func (t DriftThresholds) Verdict(r Drift) (DriftVerdict, []string) {
 		case l.Warn > 0 && f.reaches(x, l.Warn):
 			raise(DriftWarn, fmt.Sprintf("%s (warn at %s)", what, f.Format(l.Warn)))
 		}
+	}
+	if b := r.RecalibrationBandShift; t.BandShiftBands > 0 && math.Abs(b) > t.BandShiftBands {
+		raise(DriftWarn, fmt.Sprintf("the probe finds the scene's bands %s from the training scene's (warn beyond %g: the shift the augmentation trains the model to tolerate)", bandsFigure(b), t.BandShiftBands))
 	}
 	return v, reasons
 }
