@@ -44,7 +44,9 @@ func MetaDriftFigure(key string) string { return "DRIFT_" + strings.ToUpper(key)
 
 // DriftThresholdsJSON is the verdict's thresholds as one flat JSON object,
 // warn_KEY and fail_KEY per limit (model.DriftLimit; a limit not used is
-// left out): the DRIFT_THRESHOLDS metadata and the STAC Item's fields.
+// left out) and warn_abs_recalibration_band_shift for the band shift rule
+// (model.DriftThresholds.BandShiftBands): the DRIFT_THRESHOLDS metadata
+// and the STAC Item's fields.
 func DriftThresholdsJSON(t model.DriftThresholds) map[string]float64 {
 	out := map[string]float64{}
 	for _, l := range t.Limits {
@@ -54,6 +56,9 @@ func DriftThresholdsJSON(t model.DriftThresholds) map[string]float64 {
 		if l.Fail > 0 {
 			out["fail_"+l.Figure] = l.Fail
 		}
+	}
+	if t.BandShiftBands > 0 {
+		out["warn_abs_recalibration_band_shift"] = t.BandShiftBands
 	}
 	return out
 }
