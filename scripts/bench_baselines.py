@@ -325,6 +325,15 @@ def versions_of(results):
     return "; ".join("%s %s" % (m, ", ".join(sorted(v))) for m, v in sorted(seen.items()))
 
 
+def seeds_of(results):
+    """How many seeds pnec's fixed-split rows average, per scene."""
+    out = []
+    for r in results:
+        if r["case"] == "fixed":
+            out.append("%s %d" % (r["scene"], len(r["methods"].get("pnec", []))))
+    return ", ".join(out) or "none"
+
+
 def render(results, args):
     rev = subprocess.run(["git", "-C", ROOT, "describe", "--always", "--dirty"], capture_output=True, text=True).stdout.strip()
     cpu = "unknown"
@@ -344,9 +353,9 @@ def render(results, args):
              "Rendered by `make bench-baselines` (scripts/bench_baselines.py) at %s on %s, %s, %d cores, %s." % (
                  rev, platform.node() or "this machine", cpu, os.cpu_count(), datetime.date.today().isoformat()), "",
              "OA %% on the same test pixels for every method; pnec: the class band of `pnec classify` with the "
-             "defaults (fixed splits: mean of %d seeds; halves: one run per draw), halves: mean of the draws. "
+             "defaults (fixed splits: mean of the seeds run, %s; halves: one run per draw), halves: mean of the draws. "
              "Variants: %s. pnec's runs were made by: %s." % (
-                 args.seeds, flags_of(results) or "none", versions_of(results)), ""]
+                 seeds_of(results), flags_of(results) or "none", versions_of(results)), ""]
     if args.note:
         lines += [args.note, ""]
     groups = {}
