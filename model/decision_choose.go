@@ -69,8 +69,12 @@ func chooseDecision(s Scene, trainIdx []int, ytrain []int32, classes int, aug Au
 		return Decision{}, 0, err
 	}
 	d := Decision{Mode: DecisionFused}
+	penalties := copyPenaltiesRad
+	if len(referenceChanges(aug)) == 0 {
+		penalties = penalties[:1] // no copies: the penalty changes nothing
+	}
 	top := -1
-	for _, pen := range copyPenaltiesRad {
+	for _, pen := range penalties {
 		t, best := 0.0, math.Inf(-1)
 		for _, tt := range temperatureGrid() {
 			if ll, _ := looScore(outs, classes, tt, pen, 1); ll > best {
@@ -79,9 +83,6 @@ func chooseDecision(s Scene, trainIdx []int, ytrain []int32, classes int, aug Au
 		}
 		if _, right := looScore(outs, classes, t, pen, 1); right > top {
 			top, d.TemperatureRad, d.CopyPenaltyRad = right, t, pen
-		}
-		if len(referenceChanges(aug)) == 0 {
-			break // no copies: the penalty changes nothing
 		}
 	}
 	if window != 0 {

@@ -293,22 +293,34 @@ func (r *SpectralReference) onePixel(s []float32, valid bool, dots, cos []float3
 // pixelDistances computes one pixel's class distances (1 - cos) into cos
 // (len classes), using dots (len padded) as scratch.
 func (r *SpectralReference) pixelDistances(s, dots, cos []float32, aligned int) {
+	r.pixelDots(s, dots)
+	r.distancesFromDots(s, dots, cos, aligned)
+}
+
+// pixelDots writes the dot products of one spectrum s with every unit
+// reference into dots (len padded).
+func (r *SpectralReference) pixelDots(s, dots []float32) {
 	if kernels.HaveSIMD {
 		kernels.DotsSIMD(r.unitT, r.padded, s, dots)
 	} else {
 		kernels.DotsScalar(r.unitT, r.padded, s, dots)
 	}
-	r.distancesFromDots(s, dots, cos, aligned)
+}
+
+// squaredLength is s's squared length, summed in band order in float32
+// (the sum every class distance divides by).
+func squaredLength(s []float32) float32 {
+	var norm float32
+	for _, v := range s {
+		norm += v * v
+	}
+	return norm
 }
 
 // distancesFromDots turns a pixel's dot products with the unit references
 // into its class distances: NaN for a spectrum of zero or non-finite length.
 func (r *SpectralReference) distancesFromDots(s, dots, cos []float32, aligned int) {
-	var norm float32
-	for _, v := range s {
-		norm += v * v
-	}
-	r.classDistances(norm, dots, cos, aligned)
+	r.classDistances(squaredLength(s), dots, cos, aligned)
 }
 
 // norms4 is the squared length of four spectra, each summed in band order

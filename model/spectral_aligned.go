@@ -3,8 +3,6 @@ package model
 import (
 	"fmt"
 	"math"
-
-	"github.com/pnec/pnec/model/internal/kernels"
 )
 
 // alignSamplePixels bounds the pixels a call of ClassDistances aligns on:
@@ -59,18 +57,11 @@ func (r *SpectralReference) alignedGroup(spectra []float32, valid []bool) int {
 			continue
 		}
 		s := spectra[i*r.bands : (i+1)*r.bands]
-		var norm float32
-		for _, v := range s {
-			norm += v * v
-		}
+		norm := squaredLength(s)
 		if !(norm > 0) || math.IsInf(float64(norm), 0) {
 			continue
 		}
-		if kernels.HaveSIMD {
-			kernels.DotsSIMD(r.unitT, r.padded, s, dots)
-		} else {
-			kernels.DotsScalar(r.unitT, r.padded, s, dots)
-		}
+		r.pixelDots(s, dots)
 		inv := 1 / math.Sqrt(float64(norm))
 		for g := range sum {
 			span := r.span
