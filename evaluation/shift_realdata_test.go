@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/pnec/pnec/drift"
 	"github.com/pnec/pnec/internal/shareddata"
 	"github.com/pnec/pnec/matfile"
 	"github.com/pnec/pnec/model"
@@ -78,7 +79,7 @@ func TestShiftSalinasA(t *testing.T) {
 	}
 	for _, r := range exp.Cases {
 		for _, run := range r.Runs {
-			if run.Drift != nil && run.Drift.Verdict == model.DriftOK && (r.Case.Other || 100*run.Drop > 10) {
+			if run.Drift != nil && run.Drift.Verdict == drift.OK && (r.Case.Other || 100*run.Drop > 10) {
 				t.Errorf("%s: lost %.2f points, verdict ok (%+v)", r.Case.Name, 100*run.Drop, run.Drift)
 			}
 		}

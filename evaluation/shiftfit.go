@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/pnec/pnec/drift"
 	"github.com/pnec/pnec/model"
 )
 
@@ -39,7 +40,7 @@ type DriftCaseRun struct {
 	// change, Other another scene (no drop).
 	Clean, AreaOnly, Other bool
 	Drop                   float64            // OA points lost (NaN for another scene)
-	Figures                map[string]float64 // by model.DriftFigure.Key
+	Figures                map[string]float64 // by drift.Figure.Key
 }
 
 // Figure is the run's figure key (NaN when absent).
@@ -50,10 +51,10 @@ func (r DriftCaseRun) Figure(key string) float64 {
 	return math.NaN()
 }
 
-// drift is the run's figures as a model.Drift, for the verdict.
-func (r DriftCaseRun) drift() model.Drift {
-	d := model.Drift{ValidPixels: 1}
-	for _, f := range model.DriftFigures() {
+// drift is the run's figures as a drift.Report, for the verdict.
+func (r DriftCaseRun) drift() drift.Report {
+	d := drift.Report{ValidPixels: 1}
+	for _, f := range drift.Figures() {
 		f.Set(&d, r.Figure(f.Key))
 	}
 	return d
@@ -99,7 +100,7 @@ func (e ShiftExperiment) ShiftCaseRuns(scene string) []DriftCaseRun {
 			cr := DriftCaseRun{Scene: scene, Seed: r.Seed, Case: c.Name, Families: c.Families, Clean: c.IsClean(),
 				AreaOnly: c.Area != "" && c.Change.IsIdentity() && !c.Other, Other: c.Other, Drop: 100 * r.Drop,
 				Figures: map[string]float64{}}
-			for _, f := range model.DriftFigures() {
+			for _, f := range drift.Figures() {
 				cr.Figures[f.Key] = f.Value(*r.Drift)
 			}
 			out = append(out, cr)
@@ -140,7 +141,7 @@ func ReadShiftCaseRuns(r io.Reader, scene string) ([]DriftCaseRun, error) {
 			if r.Drop != nil && !c.Other {
 				cr.Drop = 100 * *r.Drop
 			}
-			for _, f := range model.DriftFigures() {
+			for _, f := range drift.Figures() {
 				raw, ok := r.Drift[f.Key]
 				if !ok {
 					continue
@@ -167,12 +168,12 @@ var caseRunColumns = []string{"scene", "set", "seed", "case", "families", "kind"
 
 // WriteDriftCaseRuns writes case runs as CSV: scene, seed, case, families
 // (+-joined), kind (clean, area, change or other), the OA drop in points
-// and every figure of model.DriftFigures (NaN where not measured), 6
+// and every figure of drift.Figures (NaN where not measured), 6
 // significant digits.
 func WriteDriftCaseRuns(w io.Writer, runs []DriftCaseRun) error {
 	cw := csv.NewWriter(w)
 	head := slices.Clone(caseRunColumns)
-	for _, f := range model.DriftFigures() {
+	for _, f := range drift.Figures() {
 		head = append(head, f.Key)
 	}
 	if err := cw.Write(head); err != nil {
@@ -190,7 +191,7 @@ func WriteDriftCaseRuns(w io.Writer, runs []DriftCaseRun) error {
 			kind = "other"
 		}
 		row := []string{r.Scene, r.Set, strconv.FormatInt(r.Seed, 10), r.Case, strings.Join(r.Families, "+"), kind, num(r.Drop)}
-		for _, f := range model.DriftFigures() {
+		for _, f := range drift.Figures() {
 			row = append(row, num(r.Figure(f.Key)))
 		}
 		if err := cw.Write(row); err != nil {
@@ -314,7 +315,7 @@ func ChooseDriftThresholdsFor(runs []DriftCaseRun) (DriftChoice, error) {
 // LegacyDriftThresholds are the verdict's thresholds before the figures in
 // the network's own terms (pnec at 2ebb491): spectral figures only. Reports show them beside the new
 // ones, on the same runs.
-var LegacyDriftThresholds = model.DriftThresholds{Limits: []model.DriftLimit{
+var LegacyDriftThresholds = drift.Thresholds{Limits: []drift.Limit{
 	{Figure: "far_share", Warn: 0.05, Fail: 0.25},
 	{Figure: "distance_ratio", Warn: 1.5},
 	{Figure: "reliability_ratio", Warn: 0.9, Fail: 0.75},
@@ -343,8 +344,8 @@ func (t DriftTally) Met() bool {
 }
 
 // Add counts one run with verdict v.
-func (t *DriftTally) Add(r DriftCaseRun, v model.DriftVerdict) {
-	flagged := v == model.DriftWarn || v == model.DriftFail
+func (t *DriftTally) Add(r DriftCaseRun, v drift.Verdict) {
+	flagged := v == drift.Warn || v == drift.Fail
 	switch {
 	case r.Other:
 	case r.held():
@@ -352,18 +353,18 @@ func (t *DriftTally) Add(r DriftCaseRun, v model.DriftVerdict) {
 		if flagged {
 			t.HeldFlagged++
 		}
-		if v == model.DriftFail {
+		if v == drift.Fail {
 			t.HeldFailed++
 		}
 	default:
 		t.Lost++
-		if v == model.DriftOK {
+		if v == drift.OK {
 			t.LostOK++
 		}
 	}
 	if r.bad() {
 		t.Bad++
-		if v == model.DriftOK {
+		if v == drift.OK {
 			t.BadOK++
 		}
 	}
@@ -376,7 +377,7 @@ func (t *DriftTally) Add(r DriftCaseRun, v model.DriftVerdict) {
 }
 
 // TallyDrift counts the verdicts of t over runs.
-func TallyDrift(t model.DriftThresholds, runs []DriftCaseRun) DriftTally {
+func TallyDrift(t drift.Thresholds, runs []DriftCaseRun) DriftTally {
 	var out DriftTally
 	for _, r := range runs {
 		v, _ := t.Verdict(r.drift())
@@ -387,7 +388,7 @@ func TallyDrift(t model.DriftThresholds, runs []DriftCaseRun) DriftTally {
 
 // DriftChoice is what ChooseDriftThresholds chose and why.
 type DriftChoice struct {
-	Thresholds model.DriftThresholds
+	Thresholds drift.Thresholds
 	Tally      DriftTally // on the runs it chose on
 }
 
@@ -447,10 +448,10 @@ func ChooseDriftThresholds(runs []DriftCaseRun, maxFigures int) (DriftChoice, er
 	if len(runs) == 0 {
 		return DriftChoice{}, errors.New("choose drift thresholds: no case run")
 	}
-	figs := make([]model.DriftFigure, len(DriftCandidateFigures))
+	figs := make([]drift.Figure, len(DriftCandidateFigures))
 	var cands [][]driftLimitCand
 	for fi, key := range DriftCandidateFigures {
-		f, ok := model.DriftFigureByKey(key)
+		f, ok := drift.FigureByKey(key)
 		if !ok {
 			return DriftChoice{}, fmt.Errorf("choose drift thresholds: unknown figure %q", key)
 		}
@@ -465,13 +466,13 @@ func ChooseDriftThresholds(runs []DriftCaseRun, maxFigures int) (DriftChoice, er
 	if s.best == nil {
 		return DriftChoice{}, fmt.Errorf("choose drift thresholds: no limit flags a run that lost more than %g points without flagging more than %.0f%% of a scene's runs that held, the clean scene or a sub-area alone", DriftAlarmPoints, 100*(1-DriftOKShare))
 	}
-	var t model.DriftThresholds
+	var t drift.Thresholds
 	for _, l := range s.best.limits {
 		t.Limits = append(t.Limits, driftLimitOf(runs, figs[l.figure], l))
 	}
 	// The fail figures the warn limits leave out get a fail limit alone.
 	for _, key := range DriftFailFigures {
-		if slices.ContainsFunc(t.Limits, func(l model.DriftLimit) bool { return l.Figure == key }) {
+		if slices.ContainsFunc(t.Limits, func(l drift.Limit) bool { return l.Figure == key }) {
 			continue
 		}
 		l, err := failOnlyLimit(runs, key)
@@ -545,7 +546,7 @@ type driftLimitCand struct {
 
 // figureSign is 1 for a figure that rises with drift, -1 for one that
 // falls: times it, every figure's values rise in the bad direction.
-func figureSign(f model.DriftFigure) float64 {
+func figureSign(f drift.Figure) float64 {
 	if !f.Rising {
 		return -1
 	}
@@ -561,7 +562,7 @@ func finiteFigure(r DriftCaseRun, key string) (float64, bool) {
 // candidateDriftLimits are figure f's (index fi) candidate warn limits:
 // between consecutive distinct values, each with the set of runs it flags.
 // Only limits that flag no run that must be ok are candidates.
-func candidateDriftLimits(runs []DriftCaseRun, fi int, f model.DriftFigure) []driftLimitCand {
+func candidateDriftLimits(runs []DriftCaseRun, fi int, f drift.Figure) []driftLimitCand {
 	sign := figureSign(f)
 	var vals, badVals []float64
 	for _, r := range runs {
@@ -752,7 +753,7 @@ func (s *driftSearch) search(start int, chosen []driftLimitCand, union runSet) {
 // candidate l: the warn limit in the middle of l's interval, the fail
 // limit DriftFailFactor beyond the worst value of a run that held or must
 // be ok (or beyond the warn limit when that is farther), both rounded.
-func driftLimitOf(runs []DriftCaseRun, f model.DriftFigure, l driftLimitCand) model.DriftLimit {
+func driftLimitOf(runs []DriftCaseRun, f drift.Figure, l driftLimitCand) drift.Limit {
 	sign := figureSign(f)
 	// The middle of (lo, hi], on the log scale when both are positive.
 	lo, hi := sign*l.lo, sign*l.hi
@@ -772,7 +773,7 @@ func driftLimitOf(runs []DriftCaseRun, f model.DriftFigure, l driftLimitCand) mo
 	if fail <= 0 || !slices.Contains(DriftFailFigures, f.Key) {
 		fail = 0 // warn only (or a figure that reaches 0)
 	}
-	return model.DriftLimit{Figure: f.Key, Warn: roundSig(warn, 3), Fail: roundSig(fail, 3)}
+	return drift.Limit{Figure: f.Key, Warn: roundSig(warn, 3), Fail: roundSig(fail, 3)}
 }
 
 // worstHeld is the largest of from and the finite values of figure key
@@ -789,26 +790,26 @@ func worstHeld(runs []DriftCaseRun, key string, sign, from float64) float64 {
 
 // failOnlyLimit is a fail limit alone on the figure key: DriftFailFactor
 // beyond the worst finite value of a run that held or must be ok.
-func failOnlyLimit(runs []DriftCaseRun, key string) (model.DriftLimit, error) {
-	f, ok := model.DriftFigureByKey(key)
+func failOnlyLimit(runs []DriftCaseRun, key string) (drift.Limit, error) {
+	f, ok := drift.FigureByKey(key)
 	if !ok {
-		return model.DriftLimit{}, fmt.Errorf("choose drift thresholds: unknown fail figure %q", key)
+		return drift.Limit{}, fmt.Errorf("choose drift thresholds: unknown fail figure %q", key)
 	}
 	sign := figureSign(f)
 	worst := worstHeld(runs, key, sign, math.Inf(-1))
 	if math.IsInf(worst, -1) || sign*worst <= 0 {
-		return model.DriftLimit{}, fmt.Errorf("choose drift thresholds: no run that held measures %s", key)
+		return drift.Limit{}, fmt.Errorf("choose drift thresholds: no run that held measures %s", key)
 	}
-	return model.DriftLimit{Figure: key, Fail: roundSig(sign*worst*math.Pow(DriftFailFactor, sign), 3)}, nil
+	return drift.Limit{Figure: key, Fail: roundSig(sign*worst*math.Pow(DriftFailFactor, sign), 3)}, nil
 }
 
 // sortDriftLimits orders limits as the figures are ordered.
-func sortDriftLimits(limits []model.DriftLimit) {
+func sortDriftLimits(limits []drift.Limit) {
 	order := map[string]int{}
-	for i, f := range model.DriftFigures() {
+	for i, f := range drift.Figures() {
 		order[f.Key] = i
 	}
-	slices.SortFunc(limits, func(a, b model.DriftLimit) int { return order[a.Figure] - order[b.Figure] })
+	slices.SortFunc(limits, func(a, b drift.Limit) int { return order[a.Figure] - order[b.Figure] })
 }
 
 // roundSig rounds v to digits significant digits (limits as a person
@@ -879,7 +880,7 @@ type DriftTallyRow struct {
 
 // DriftTallies tallies t over runs per scene and over all, for the
 // selections: the choose runs, the held-out runs and every report run.
-func DriftTallies(t model.DriftThresholds, runs []DriftCaseRun) []DriftTallyRow {
+func DriftTallies(t drift.Thresholds, runs []DriftCaseRun) []DriftTallyRow {
 	scenes := runScenes(runs)
 	sels := []struct {
 		name string
@@ -907,7 +908,7 @@ func DriftTallies(t model.DriftThresholds, runs []DriftCaseRun) []DriftTallyRow 
 // JudgedDriftTallies is DriftTallies for a record of runs t was not chosen
 // on (the fused default's, bench/drift-cases-fused.csv): its choose seeds'
 // rows are named for what they are.
-func JudgedDriftTallies(t model.DriftThresholds, runs []DriftCaseRun) []DriftTallyRow {
+func JudgedDriftTallies(t drift.Thresholds, runs []DriftCaseRun) []DriftTallyRow {
 	rows := DriftTallies(t, runs)
 	for i := range rows {
 		if rows[i].Runs == "chosen on" {
@@ -967,10 +968,10 @@ func WriteDriftChoice(w io.Writer, c DriftChoice, runs []DriftCaseRun) error {
 // of key among the runs t leaves ok, where that is below t's own. It
 // answers what one limit on that figure costs the runs that held when it
 // must meet the protocol's count alone (docs/acquisitions.md). A run with
-// a figure that is not finite is never ok (model.DriftThresholds.Verdict),
+// a figure that is not finite is never ok (drift.Thresholds.Verdict),
 // so every run it lowers the limit for has a finite value.
-func CatchAllWarn(t model.DriftThresholds, key string, runs []DriftCaseRun) (model.DriftThresholds, error) {
-	f, known := model.DriftFigureByKey(key)
+func CatchAllWarn(t drift.Thresholds, key string, runs []DriftCaseRun) (drift.Thresholds, error) {
+	f, known := drift.FigureByKey(key)
 	if !known || !f.Rising {
 		return t, fmt.Errorf("catch-all limit: %q is not a rising drift figure", key)
 	}
@@ -979,17 +980,17 @@ func CatchAllWarn(t model.DriftThresholds, key string, runs []DriftCaseRun) (mod
 		warn = l.Warn
 	}
 	for _, r := range runs {
-		if v, _ := t.Verdict(r.drift()); r.bad() && v == model.DriftOK {
+		if v, _ := t.Verdict(r.drift()); r.bad() && v == drift.OK {
 			warn = min(warn, r.Figure(key))
 		}
 	}
-	out := model.DriftThresholds{Limits: slices.Clone(t.Limits), BandShiftBands: t.BandShiftBands}
+	out := drift.Thresholds{Limits: slices.Clone(t.Limits), BandShiftBands: t.BandShiftBands}
 	if math.IsInf(warn, 1) {
 		return out, nil
 	}
-	i := slices.IndexFunc(out.Limits, func(l model.DriftLimit) bool { return l.Figure == key })
+	i := slices.IndexFunc(out.Limits, func(l drift.Limit) bool { return l.Figure == key })
 	if i < 0 {
-		out.Limits = append(out.Limits, model.DriftLimit{Figure: key, Warn: warn})
+		out.Limits = append(out.Limits, drift.Limit{Figure: key, Warn: warn})
 	} else {
 		out.Limits[i].Warn = warn
 	}

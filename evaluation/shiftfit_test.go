@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/pnec/pnec/drift"
 	"github.com/pnec/pnec/internal/golden"
 	"github.com/pnec/pnec/model"
 )
@@ -24,7 +25,7 @@ var driftCasesCSV = filepath.Join("..", "bench", "drift-cases.csv")
 // which the thresholds were chosen on (driftfit -judge).
 var driftCasesFusedCSV = filepath.Join("..", "bench", "drift-cases-fused.csv")
 
-// TestDefaultDriftThresholdsAreChosen: model.DefaultDriftThresholds are what
+// TestDefaultDriftThresholdsAreChosen: drift.DefaultThresholds are what
 // ChooseDriftThresholdsFor chooses from the recorded case runs, and on the
 // runs not used to choose them (the report seeds) they give what
 // bench/acquisitions.md reports against the verdict's targets: ok on at
@@ -44,8 +45,8 @@ func TestDefaultDriftThresholdsAreChosen(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !choice.Thresholds.Equal(model.DefaultDriftThresholds) {
-		t.Errorf("model.DefaultDriftThresholds %+v, but the record chooses %+v (go run ./bench/cmd/driftfit)", model.DefaultDriftThresholds.Limits, choice.Thresholds.Limits)
+	if !choice.Thresholds.Equal(drift.DefaultThresholds) {
+		t.Errorf("drift.DefaultThresholds %+v, but the record chooses %+v (go run ./bench/cmd/driftfit)", drift.DefaultThresholds.Limits, choice.Thresholds.Limits)
 	}
 	checkDriftRecord(t, runs, true)
 }
@@ -65,13 +66,13 @@ func TestDefaultDriftThresholdsHoldOnFused(t *testing.T) {
 	checkDriftRecord(t, runs, false)
 }
 
-// checkDriftRecord checks model.DefaultDriftThresholds against the targets
+// checkDriftRecord checks drift.DefaultThresholds against the targets
 // on runs' tallies (without the choose seeds' when skipChosen) and on
 // every run of another scene or that lost more than 10 points (of the
 // report seeds only, when skipChosen).
 func checkDriftRecord(t *testing.T, runs []DriftCaseRun, skipChosen bool) {
 	t.Helper()
-	for _, row := range DriftTallies(model.DefaultDriftThresholds, runs) {
+	for _, row := range DriftTallies(drift.DefaultThresholds, runs) {
 		if skipChosen && row.Runs == "chosen on" {
 			continue
 		}
@@ -86,7 +87,7 @@ func checkDriftRecord(t *testing.T, runs []DriftCaseRun, skipChosen bool) {
 		if (skipChosen && r.Set != DriftSetReport) || !(r.Other || r.Drop > 10) {
 			continue
 		}
-		if v, _ := model.DefaultDriftThresholds.Verdict(r.drift()); v == model.DriftOK {
+		if v, _ := drift.DefaultThresholds.Verdict(r.drift()); v == drift.OK {
 			t.Errorf("%s %s seed %d: lost %.2f points, verdict ok", r.Scene, r.Case, r.Seed, r.Drop)
 		}
 	}
@@ -117,7 +118,7 @@ func TestDriftCaseRunsCSV(t *testing.T) {
 			a.Clean != b.Clean || a.Other != b.Other || a.AreaOnly != b.AreaOnly || (a.Drop != b.Drop && !(math.IsNaN(a.Drop) && math.IsNaN(b.Drop))) {
 			t.Errorf("run %d: %+v back as %+v", i, a, b)
 		}
-		for _, f := range model.DriftFigures() {
+		for _, f := range drift.Figures() {
 			x, y := a.Figure(f.Key), b.Figure(f.Key)
 			if x != y && !(math.IsNaN(x) && math.IsNaN(y)) {
 				t.Errorf("run %d: %s %g back as %g", i, f.Key, x, y)
@@ -133,7 +134,7 @@ func TestChooseDriftThresholds(t *testing.T) {
 	var runs []DriftCaseRun
 	add := func(name string, clean, area bool, drop, far, margin float64) {
 		r := DriftCaseRun{Scene: "S", Case: name, Clean: clean, AreaOnly: area, Drop: drop, Figures: map[string]float64{}}
-		for _, f := range model.DriftFigures() {
+		for _, f := range drift.Figures() {
 			r.Figures[f.Key] = 1 // every figure measured (a NaN would warn)
 		}
 		r.Figures["feature_far_share"], r.Figures["margin_ratio"] = far, margin
@@ -153,7 +154,7 @@ func TestChooseDriftThresholds(t *testing.T) {
 	// The feature far share warns; the recalibration probe's share, 1 on
 	// every run here, fails beyond 1.5 times the worst run that held.
 	if len(c.Thresholds.Limits) != 2 || c.Thresholds.Limits[0].Figure != "feature_far_share" ||
-		c.Thresholds.Limits[1] != (model.DriftLimit{Figure: "recalibration_change_share", Fail: 1.5}) {
+		c.Thresholds.Limits[1] != (drift.Limit{Figure: "recalibration_change_share", Fail: 1.5}) {
 		t.Fatalf("chose %+v, want the feature far share to warn and the recalibration change share to fail", c.Thresholds.Limits)
 	}
 	l := c.Thresholds.Limits[0]
@@ -198,7 +199,7 @@ func TestDriftFiguresGolden(t *testing.T) {
 	for _, r := range exp.Cases {
 		d := r.Runs[0].Drift
 		e := entry{Case: r.Case.Name, Verdict: string(d.Verdict), Figures: map[string]float64{}}
-		for _, f := range model.DriftFigures() {
+		for _, f := range drift.Figures() {
 			e.Figures[f.Key] = roundSig(f.Value(*d), 4)
 		}
 		got = append(got, e)
@@ -274,13 +275,13 @@ func TestChangeOwnLoss(t *testing.T) {
 }
 
 func TestCatchAllWarn(t *testing.T) {
-	base := model.DriftThresholds{Limits: []model.DriftLimit{
+	base := drift.Thresholds{Limits: []drift.Limit{
 		{Figure: "feature_far_share", Warn: 0.255},
 		{Figure: "recalibration_change_share", Warn: 0.0665, Fail: 0.188},
 	}}
 	run := func(drop, share, far float64) DriftCaseRun {
 		r := DriftCaseRun{Scene: "S", Case: "c", Drop: drop, Figures: map[string]float64{}}
-		for _, f := range model.DriftFigures() {
+		for _, f := range drift.Figures() {
 			r.Figures[f.Key] = 1 // every figure measured (a NaN would warn)
 		}
 		r.Figures["recalibration_change_share"], r.Figures["feature_far_share"], r.Figures["far_share"] = share, far, share
@@ -329,7 +330,7 @@ func TestCatchAllWarn(t *testing.T) {
 				t.Errorf("limits after: %v", err)
 			}
 			for _, r := range tc.runs {
-				if v, _ := got.Verdict(r.drift()); r.bad() && v == model.DriftOK {
+				if v, _ := got.Verdict(r.drift()); r.bad() && v == drift.OK {
 					t.Errorf("run lost %g points (share %g), verdict ok under %+v", r.Drop, r.Figure("recalibration_change_share"), got.Limits)
 				}
 			}

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/pnec/pnec/drift"
 	"github.com/pnec/pnec/model"
 )
 
@@ -31,7 +32,7 @@ func (e ShiftExperiment) WriteText(w io.Writer) error {
 	fmt.Fprintln(&b)
 	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
 	// The figures the verdict judges, then the verdicts.
-	limits := model.DefaultDriftThresholds.Limits
+	limits := drift.DefaultThresholds.Limits
 	hdr := "case\tset\tOA %\tdrop\tmax drop\t"
 	for _, l := range limits {
 		hdr += l.Figure + "\t"
@@ -92,9 +93,9 @@ func (e ShiftExperiment) WriteText(w io.Writer) error {
 }
 
 // verdictCounts writes drift verdict counts as "ok 4, warn 1".
-func verdictCounts(v map[model.DriftVerdict]int) string {
+func verdictCounts(v map[drift.Verdict]int) string {
 	var parts []string
-	for _, k := range []model.DriftVerdict{model.DriftOK, model.DriftWarn, model.DriftFail, model.DriftUnknown} {
+	for _, k := range []drift.Verdict{drift.OK, drift.Warn, drift.Fail, drift.Unknown} {
 		if v[k] > 0 {
 			parts = append(parts, fmt.Sprintf("%s %d", k, v[k]))
 		}
@@ -189,7 +190,7 @@ func (e ShiftExperiment) WriteJSON(w io.Writer) error {
 	out.DriftCheck = map[string]any{"case_runs": dc.Runs, "missed": dc.BadOK, "false_alarms": dc.MustBeOKFlagged, "met": dc.Met(),
 		"must_alarm": dc.Bad, "must_be_ok": dc.MustBeOK, "held": dc.Held, "held_flagged": dc.HeldFlagged, "held_failed": dc.HeldFailed,
 		"ok_share_target": DriftOKShare, "alarm_points": DriftAlarmPoints, "target_points": ShiftTargetPoints,
-		"thresholds": model.DefaultDriftThresholds.Limits}
+		"thresholds": drift.DefaultThresholds.Limits}
 	if d := e.Disjoint; d != nil {
 		dj := &disjointJSON{TrainArea: d.TrainArea, TestArea: d.TestArea, SameHalf: st(d.SameHalf), OtherHalf: st(d.OtherHalf)}
 		for _, r := range d.Runs {
@@ -203,14 +204,14 @@ func (e ShiftExperiment) WriteJSON(w io.Writer) error {
 }
 
 // driftJSON is a run's drift as JSON: the verdict, its reasons, the mean
-// reliability and every scalar figure under its key (model.DriftFigures;
+// reliability and every scalar figure under its key (drift.Figures;
 // NaN as null), what ChooseDriftThresholds reads back.
-func driftJSON(d model.Drift) map[string]any {
+func driftJSON(d drift.Report) map[string]any {
 	out := map[string]any{"verdict": string(d.Verdict), "reliability": jsonNum(d.Reliability), "valid_cells": d.ValidCells}
 	if len(d.Reasons) > 0 {
 		out["reasons"] = d.Reasons
 	}
-	for _, f := range model.DriftFigures() {
+	for _, f := range drift.Figures() {
 		out[f.Key] = jsonNum(f.Value(d))
 	}
 	return out

@@ -13,6 +13,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/pnec/pnec/drift"
 	"github.com/pnec/pnec/model"
 	"github.com/pnec/pnec/progress"
 )
@@ -57,7 +58,7 @@ type ShiftRun struct {
 	TestPixels      int
 	// Drift is the model's drift measure of the changed scene, as its
 	// product would carry it (nil for a model without drift statistics).
-	Drift *model.Drift
+	Drift *drift.Report
 }
 
 // DriftAlarmPoints is the OA drop of the drift target: a scene that loses
@@ -73,20 +74,20 @@ func (r ShiftRun) caseRun(c ShiftCase) DriftCaseRun {
 // missed reports whether the run's verdict is ok although its scene lost
 // more than DriftAlarmPoints (or is another scene).
 func (r ShiftRun) missed(c ShiftCase) bool {
-	return r.Drift != nil && r.caseRun(c).bad() && r.Drift.Verdict == model.DriftOK
+	return r.Drift != nil && r.caseRun(c).bad() && r.Drift.Verdict == drift.OK
 }
 
 // falseAlarm reports whether the verdict is not ok on a scene that must be
 // ok: the clean scene, or a sub-area of it (another class mix, no other
 // change).
 func (r ShiftRun) falseAlarm(c ShiftCase) bool {
-	return r.Drift != nil && r.caseRun(c).mustBeOK() && r.Drift.Verdict != model.DriftOK
+	return r.Drift != nil && r.caseRun(c).mustBeOK() && r.Drift.Verdict != drift.OK
 }
 
 // alarmHeld reports whether the verdict is not ok although the scene lost
 // at most ShiftTargetPoints (a changed scene the model tolerates).
 func (r ShiftRun) alarmHeld(c ShiftCase) bool {
-	return r.Drift != nil && r.caseRun(c).held() && r.Drift.Verdict != model.DriftOK
+	return r.Drift != nil && r.caseRun(c).held() && r.Drift.Verdict != drift.OK
 }
 
 // ShiftRow is one case over all runs.
@@ -96,8 +97,8 @@ type ShiftRow struct {
 	OA, Drop Stat
 	MaxDrop  float64 // the largest drop of a run
 	// Verdicts counts the runs' drift verdicts; Figures are the drift
-	// figures' means over runs, by model.DriftFigure key.
-	Verdicts map[model.DriftVerdict]int
+	// figures' means over runs, by drift.Figure key.
+	Verdicts map[drift.Verdict]int
 	Figures  map[string]Stat
 	// Missed counts the runs whose verdict is ok on a drop of more than
 	// DriftAlarmPoints (or another scene), FalseAlarms those not ok on the
@@ -332,7 +333,7 @@ func (row *ShiftRow) summarise() {
 	var oa, drop []float64
 	figs := map[string][]float64{}
 	row.MaxDrop = math.NaN()
-	row.Verdicts = map[model.DriftVerdict]int{}
+	row.Verdicts = map[drift.Verdict]int{}
 	for _, r := range row.Runs {
 		oa = append(oa, r.OA)
 		drop = append(drop, r.Drop)
@@ -341,7 +342,7 @@ func (row *ShiftRow) summarise() {
 		}
 		if r.Drift != nil {
 			row.Verdicts[r.Drift.Verdict]++
-			for _, f := range model.DriftFigures() {
+			for _, f := range drift.Figures() {
 				figs[f.Key] = append(figs[f.Key], f.Value(*r.Drift))
 			}
 		}
@@ -437,12 +438,12 @@ func shiftRun(ctx context.Context, m *model.Model, s model.Scene, labels []int32
 	if err != nil || !m.HasDriftStats() {
 		ref = nil // no drift figures
 	}
-	predict := func(sc model.Scene) ([]int, *model.Drift, error) {
+	predict := func(sc model.Scene) ([]int, *drift.Report, error) {
 		pred, err := p.Predict(ctx, sc)
 		if err != nil {
 			return nil, nil, err
 		}
-		var drift *model.Drift
+		var drift *drift.Report
 		if ref != nil {
 			d, err := m.DriftOf(ctx, p, sc, pred, ref)
 			if err != nil {

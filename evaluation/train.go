@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/pnec/pnec/internal/regular"
 	"io"
 	"math"
 	"os"
@@ -14,6 +13,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/pnec/pnec/internal/regular"
 
 	"github.com/pnec/pnec/geo"
 	"github.com/pnec/pnec/model"

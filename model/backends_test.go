@@ -9,13 +9,14 @@ package model
 import (
 	"context"
 	"fmt"
-	"github.com/gomlx/gomlx/core/tensors"
-	"github.com/pnec/pnec/tiling"
 	"math"
 	"os"
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/gomlx/gomlx/core/tensors"
+	"github.com/pnec/pnec/tiling"
 
 	"github.com/pnec/pnec/matfile"
 )

@@ -8,11 +8,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/pnec/pnec/internal/regular"
 	"io"
 	"math"
 	"reflect"
 
+	"github.com/pnec/pnec/internal/regular"
+
+	"github.com/pnec/pnec/drift"
 	"github.com/pnec/pnec/internal/tempfiles"
 )
 
@@ -98,7 +100,7 @@ type modelMeta struct {
 	// Drift holds the training scene's statistics that products measure
 	// their scene's drift against (absent for a model without training
 	// spectra).
-	Drift *driftStats `json:"drift,omitempty"`
+	Drift *drift.Stats `json:"drift,omitempty"`
 }
 
 // encode writes the file body (without the trailing checksum).

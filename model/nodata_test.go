@@ -2,9 +2,10 @@ package model
 
 import (
 	"context"
-	"github.com/pnec/pnec/tiling"
 	"math"
 	"testing"
+
+	"github.com/pnec/pnec/tiling"
 )
 
 // TestNoDataBorderMatchesCrop trains on a scene with a wide nodata border

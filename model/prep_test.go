@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"slices"
 	"testing"
+
+	"github.com/pnec/pnec/internal/quantile"
 )
 
 // TestInputLevels: with Config.InputLevels 256 the paper encoder's input
@@ -102,7 +104,7 @@ func TestSelectPercentileIsSorts(t *testing.T) {
 			slices.Sort(sorted)
 			for _, pct := range []float64{0, 2, 50, 98, 100} {
 				got := selectPercentile(slices.Clone(vals), pct)
-				if want := percentile(sorted, pct); math.Float64bits(got) != math.Float64bits(want) {
+				if want := quantile.Percentile(sorted, pct); math.Float64bits(got) != math.Float64bits(want) {
 					t.Fatalf("n %d levels %d pct %g: %g, want %g", n, levels, pct, got, want)
 				}
 			}

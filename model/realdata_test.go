@@ -2,12 +2,13 @@ package model
 
 import (
 	"context"
-	"github.com/pnec/pnec/tiling"
 	"math"
 	"os"
 	"path/filepath"
 	"strconv"
 	"testing"
+
+	"github.com/pnec/pnec/tiling"
 
 	"github.com/pnec/pnec/matfile"
 

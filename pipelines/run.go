@@ -18,6 +18,7 @@ import (
 
 	gostac "github.com/planetlabs/go-stac"
 
+	"github.com/pnec/pnec/drift"
 	"github.com/pnec/pnec/geo"
 	"github.com/pnec/pnec/internal/oneline"
 	"github.com/pnec/pnec/internal/regular"
@@ -122,7 +123,7 @@ type Config struct {
 	// (serialised), before Progress.
 	onScene func(SceneReport)
 	// OnDrift is what happens to a scene whose drift verdict is fail
-	// (model.Drift): OnDriftWarn (the default) publishes it and reports the
+	// (drift.Report): OnDriftWarn (the default) publishes it and reports the
 	// verdict, OnDriftSkip withholds its product and Item (status
 	// refused), OnDriftFail withholds them and counts the scene as failed.
 	OnDrift OnDrift
@@ -406,9 +407,9 @@ func (t *tally) add(r SceneReport) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	switch r.Drift {
-	case string(model.DriftWarn):
+	case string(drift.Warn):
 		t.sum.DriftWarn++
-	case string(model.DriftFail):
+	case string(drift.Fail):
 		t.sum.DriftFail++
 	}
 	if r.DriftRefused {
@@ -586,7 +587,7 @@ func runJobs(ctx context.Context, cfg *Config, m *model.Model, opts processor.Op
 			w := &worker{cfg: cfg, model: m, classes: classes, modelItem: mItem, nodata: geo.ProductNoData(geoClasses), collID: collID, inCollection: inColl, rep: rep, log: log, now: now}
 			o := opts
 			if cfg.OnDrift == OnDriftSkip || cfg.OnDrift == OnDriftFail {
-				o.DriftCheck = processor.RefuseDrift(model.DriftFail)
+				o.DriftCheck = drift.Refuse(drift.Fail)
 			}
 			// Classifiers are made one at a time: backend discovery in
 			// go-xla v0.4.1 (GetAvailablePlugins) writes package state
@@ -1023,7 +1024,7 @@ func (w *worker) scene(ctx context.Context, in Input) SceneReport {
 		return fail(err)
 	}
 	res, err := w.classifier.Run(ctx, processor.Request{Scene: in.Name, Mask: mask, Out: product, Progress: w.tileProgress})
-	var refused *processor.DriftError
+	var refused *drift.RefusedError
 	if errors.As(err, &refused) {
 		return w.refused(ctx, in, r, refused, err)
 	}
@@ -1131,12 +1132,12 @@ func (w *worker) skipUpToDate(in Input, product, itemPath string, src stac.Sourc
 // refused is r for a scene whose product the drift policy withheld
 // (refused, found in the classifier's error err): refused under
 // OnDriftSkip, failed otherwise.
-func (w *worker) refused(ctx context.Context, in Input, r SceneReport, refused *processor.DriftError, err error) SceneReport {
-	r.Drift, r.DriftReasons, r.DriftRefused = string(refused.Drift.Verdict), refused.Drift.Reasons, true
+func (w *worker) refused(ctx context.Context, in Input, r SceneReport, refused *drift.RefusedError, err error) SceneReport {
+	r.Drift, r.DriftReasons, r.DriftRefused = string(refused.Report.Verdict), refused.Report.Reasons, true
 	r.Output, r.Item = "", ""
 	if w.cfg.OnDrift == OnDriftSkip {
 		r.Status, r.Reason = StatusRefused, in.Name+": product withheld (drift policy skip): "+refused.Error()
-		w.log.Warn("scene refused for drift", "input", in.Name, "drift", refused.Drift.Summary())
+		w.log.Warn("scene refused for drift", "input", in.Name, "drift", refused.Report.Summary())
 		return r
 	}
 	return w.failed(ctx, in, r, fmt.Errorf("product withheld: %w", err))
@@ -1147,7 +1148,7 @@ func (w *worker) refused(ctx context.Context, in Input, r SceneReport, refused *
 func (w *worker) record(in Input, r *SceneReport, res processor.Result) {
 	if d := res.Drift; d != nil {
 		r.Drift, r.DriftReasons = string(d.Verdict), d.Reasons
-		if d.Verdict != model.DriftOK {
+		if d.Verdict != drift.OK {
 			w.log.Warn("scene drifted from the training data", "input", in.Name, "drift", d.Summary())
 		}
 	}
@@ -1255,7 +1256,7 @@ func (w *worker) itemParams(in Input, product, itemPath string, src stac.SourceR
 		p.Shard = w.cfg.Shard.String()
 	}
 	if d := res.Drift; d != nil {
-		p.DriftVerdict, p.Drift = string(d.Verdict), processor.DriftJSON(*d)
+		p.DriftVerdict, p.Drift = string(d.Verdict), drift.JSON(*d)
 	}
 	return p
 }

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/pnec/pnec/drift"
 	"github.com/pnec/pnec/geo"
 	"github.com/pnec/pnec/model"
 	"github.com/pnec/pnec/progress"
@@ -89,7 +90,7 @@ type Options struct {
 	// the product from being written (nothing changes at the output path)
 	// and Run returns it. Not called for a model without drift
 	// statistics.
-	DriftCheck func(model.Drift) error
+	DriftCheck func(drift.Report) error
 }
 
 // QualityMask is a quality mask raster for Options.QualityMasks.
@@ -223,7 +224,7 @@ type Result struct {
 	// Drift is how far the scene is from the model's training scene, with
 	// the verdict (also in the product's metadata); nil for a model without
 	// drift statistics.
-	Drift *model.Drift
+	Drift *drift.Report
 }
 
 // predictor is what Run needs of model.Predictor; tests substitute

@@ -10,6 +10,7 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
+	"github.com/pnec/pnec/drift"
 	"github.com/pnec/pnec/geo"
 	"github.com/pnec/pnec/internal/resources"
 	"github.com/pnec/pnec/model"
@@ -88,14 +89,14 @@ func (c *Classifier) classify(parent context.Context, req Request) (res Result, 
 	if st.written != info.Rows {
 		return res, fmt.Errorf("classify %s: wrote %d of %d rows", sceneName, st.written, info.Rows)
 	}
-	if drift := st.drift; drift != nil {
+	if meter := st.drift; meter != nil {
 		t0 := time.Now()
 		if err := c.probeDrift(parent, sc, mk, info, st, c.recoversWhole(&plan)); err != nil {
 			return res, fmt.Errorf("%s: %w", sceneName, err)
 		}
 		probe := time.Since(t0)
 		times.Network += probe // the network on the probe's window, once or twice
-		rep := drift.Report()
+		rep := meter.Report()
 		res.Drift = &rep
 		c.log.Info("drift", "scene", sceneName, "verdict", rep.Verdict, "probe_s", probe.Seconds(), "feature_far_share", rep.FeatureFarShare,
 			"prototype_margin_ratio", rep.PrototypeMarginRatio, "margin_ratio", rep.MarginRatio,
@@ -105,7 +106,7 @@ func (c *Classifier) classify(parent context.Context, req Request) (res Result, 
 				return res, err
 			}
 		}
-		if err := pw.AddMetadata(DriftMetadata(rep)); err != nil {
+		if err := pw.AddMetadata(drift.Metadata(rep)); err != nil {
 			return res, err
 		}
 	}
@@ -281,18 +282,18 @@ func (c *Classifier) runStages(parent context.Context, sc *geo.Scene, mk *geo.Ma
 	classes := c.m.Classes()
 	// The drift figures: band means from the reader (each pixel once, in
 	// its tile's core), class distances and final labels from the stitcher.
-	var drift *model.DriftMeter
+	var meter *drift.Meter
 	if c.ref != nil && c.m.HasDriftStats() {
 		var err error
-		if drift, err = c.m.NewDriftMeter(); err != nil {
+		if meter, err = drift.NewMeter(c.m.DriftStats(), drift.DefaultThresholds); err != nil {
 			return nil, times, 0, err
 		}
 	}
 	st := &stitcher{plan: plan, classes: classes, recovery: c.m.Recovery(), kind: c.kind, spectral: c.ref != nil,
 		decision: c.m.Decision(), fused: c.dref != nil, netRecovery: c.m.NetworkRecovery(),
-		out: rows, byClass: make([]int64, len(classes)), drift: drift, near: model.NewNearestValid(info.Rows, info.Cols),
+		out: rows, byClass: make([]int64, len(classes)), drift: meter, near: drift.NewNearestValid(info.Rows, info.Cols),
 		probStage: c.opts.Probabilities, probBands: probabilityBands(c.opts, len(classes))}
-	if drift != nil && reusableProbeLabels(plan, info, c.m) {
+	if meter != nil && reusableProbeLabels(plan, info, c.m) {
 		st.probeLabels = make([]int, plan.TileRows*plan.TileCols)
 		for i := range st.probeLabels {
 			st.probeLabels[i] = -1
@@ -315,7 +316,7 @@ func (c *Classifier) runStages(parent context.Context, sc *geo.Scene, mk *geo.Ma
 	}
 	g.Go(func() (err error) {
 		defer close(tiles)
-		times.Read, skipped, err = c.readTiles(ctx, sc, mk, sceneName, info, plan, drift, &st.near, slots, free, tiles)
+		times.Read, skipped, err = c.readTiles(ctx, sc, mk, sceneName, info, plan, meter, &st.near, slots, free, tiles)
 		return err
 	})
 	g.Go(func() (err error) {
@@ -385,7 +386,7 @@ func (c *Classifier) applyQualityMasks(sc *geo.Scene) (string, error) {
 // is read, before that tile goes to the network (see signalCheck). Tiles
 // are read into the buffers the network hands back on free when there is
 // one, each once a slot is free.
-func (c *Classifier) readTiles(ctx context.Context, sc *geo.Scene, mk *geo.Mask, name string, info geo.Info, plan *tiling.Plan, drift *model.DriftMeter, near *model.NearestValid, slots chan<- struct{}, free <-chan []float32, out chan<- tileIn) (time.Duration, int, error) {
+func (c *Classifier) readTiles(ctx context.Context, sc *geo.Scene, mk *geo.Mask, name string, info geo.Info, plan *tiling.Plan, meter *drift.Meter, near *drift.NearestValid, slots chan<- struct{}, free <-chan []float32, out chan<- tileIn) (time.Duration, int, error) {
 	var busy time.Duration
 	var sig signalCheck
 	var inside []bool
@@ -440,8 +441,8 @@ func (c *Classifier) readTiles(ctx context.Context, sc *geo.Scene, mk *geo.Mask,
 			applyMask(blk, inside)
 		}
 		sig.add(blk.Data, blk.Valid, blk.Bands)
-		if drift != nil {
-			addCoreSpectra(drift, near, blk, t.Core)
+		if meter != nil {
+			addCoreSpectra(meter, near, blk, t.Core)
 		}
 		if i == len(plan.Tiles)-1 {
 			if err := sig.verdict(name, info); err != nil {
@@ -630,7 +631,7 @@ func (c *Classifier) startTile(ctx context.Context, t tileIn, recovered bool) *t
 // addCoreSpectra adds the pixels of b (read for a tile) inside its core to
 // the drift's band means and to near's search: the cores partition the
 // scene, so each pixel counts once.
-func addCoreSpectra(d *model.DriftMeter, near *model.NearestValid, b geo.Block, core tiling.Rect) {
+func addCoreSpectra(d *drift.Meter, near *drift.NearestValid, b geo.Block, core tiling.Rect) {
 	for r := core.Row; r < core.Row+core.Rows; r++ {
 		i := (r-b.Row)*b.Cols + core.Col - b.Col
 		var valid []bool

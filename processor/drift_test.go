@@ -13,6 +13,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/pnec/pnec/drift"
 	"github.com/pnec/pnec/internal/fixture"
 	"github.com/pnec/pnec/model"
 )
@@ -51,17 +52,17 @@ func TestClassifyDrift(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Drift == nil || res.Drift.Verdict != model.DriftOK || res.Drift.ValidPixels != int64(fixture.Rows*fixture.Cols) {
+	if res.Drift == nil || res.Drift.Verdict != drift.OK || res.Drift.ValidPixels != int64(fixture.Rows*fixture.Cols) {
 		t.Fatalf("scene like the training scene: drift %+v, want ok over every pixel", res.Drift)
 	}
 	md, _ := gdalinfoJSON(t, filepath.Join(dir, "like_product.tif"))["metadata"].(map[string]any)
 	pnec, _ := md["PNEC"].(map[string]any)
 	dflt, _ := md[""].(map[string]any)
-	if pnec[MetaDriftVerdict] != "ok" || dflt["PNEC_"+MetaDriftVerdict] != "ok" {
-		t.Errorf("product metadata %s = %v (default domain %v), want ok", MetaDriftVerdict, pnec[MetaDriftVerdict], dflt["PNEC_"+MetaDriftVerdict])
+	if pnec[drift.MetaVerdict] != "ok" || dflt["PNEC_"+drift.MetaVerdict] != "ok" {
+		t.Errorf("product metadata %s = %v (default domain %v), want ok", drift.MetaVerdict, pnec[drift.MetaVerdict], dflt["PNEC_"+drift.MetaVerdict])
 	}
-	for _, k := range []string{MetaDriftFarShare, MetaDriftDistanceRatio, MetaDriftReliabilityRatio, MetaDriftBrightnessRatio, MetaDriftBandShiftMax,
-		MetaDriftRecalibrationChangeShare, MetaDriftRecalibrationBandShift} {
+	for _, k := range []string{drift.MetaFarShare, drift.MetaDistanceRatio, drift.MetaReliabilityRatio, drift.MetaBrightnessRatio, drift.MetaBandShiftMax,
+		drift.MetaRecalibrationChangeShare, drift.MetaRecalibrationBandShift} {
 		s, _ := pnec[k].(string)
 		if v, err := strconv.ParseFloat(s, 64); err != nil || math.IsNaN(v) {
 			t.Errorf("product metadata %s = %q, want a number", k, s)
@@ -103,7 +104,7 @@ func TestClassifyDrift(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Drift == nil || res.Drift.Verdict == model.DriftOK || len(res.Drift.Reasons) == 0 {
+	if res.Drift == nil || res.Drift.Verdict == drift.OK || len(res.Drift.Reasons) == 0 {
 		t.Fatalf("bands reversed: drift %+v, want warn or fail with reasons", res.Drift)
 	}
 
@@ -112,10 +113,10 @@ func TestClassifyDrift(t *testing.T) {
 	if err := os.WriteFile(out, []byte("earlier product"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	_, err = run(Options{DriftCheck: RefuseDrift(model.DriftWarn)}, rev, out)
-	var de *DriftError
-	if !errors.Is(err, ErrDrift) || !errors.As(err, &de) || de.Drift.Verdict == model.DriftOK {
-		t.Fatalf("refused scene: error %v, want a DriftError with verdict warn or fail", err)
+	_, err = run(Options{DriftCheck: drift.Refuse(drift.Warn)}, rev, out)
+	var de *drift.RefusedError
+	if !errors.Is(err, drift.ErrRefused) || !errors.As(err, &de) || de.Report.Verdict == drift.OK {
+		t.Fatalf("refused scene: error %v, want a drift.RefusedError with verdict warn or fail", err)
 	}
 	if b, err := os.ReadFile(out); err != nil || string(b) != "earlier product" {
 		t.Errorf("refused scene changed the output: %q, %v", b, err)
@@ -125,11 +126,11 @@ func TestClassifyDrift(t *testing.T) {
 		t.Errorf("refused scene left %v, want only the earlier product", left)
 	}
 	// warn refuses fail too; ok passes either.
-	if err := RefuseDrift(model.DriftWarn)(model.Drift{Verdict: model.DriftWarn}); !errors.Is(err, ErrDrift) {
-		t.Errorf("RefuseDrift(warn) on warn: %v, want ErrDrift", err)
+	if err := drift.Refuse(drift.Warn)(drift.Report{Verdict: drift.Warn}); !errors.Is(err, drift.ErrRefused) {
+		t.Errorf("drift.Refuse(warn) on warn: %v, want drift.ErrRefused", err)
 	}
-	if err := RefuseDrift(model.DriftFail)(model.Drift{Verdict: model.DriftWarn}); err != nil {
-		t.Errorf("RefuseDrift(fail) on warn: %v, want nil", err)
+	if err := drift.Refuse(drift.Fail)(drift.Report{Verdict: drift.Warn}); err != nil {
+		t.Errorf("drift.Refuse(fail) on warn: %v, want nil", err)
 	}
 }
 
@@ -137,9 +138,9 @@ func TestClassifyDrift(t *testing.T) {
 // decimals, null where undefined, and a shift that rounds to zero from
 // below is 0, not -0.
 func TestDriftMetadataBandShifts(t *testing.T) {
-	md := DriftMetadata(model.Drift{Verdict: model.DriftOK, BandShiftSD: []float64{-0.001, 0.126, math.NaN(), -1.234}})
-	if got, want := md[MetaDriftBandShift], "[0,0.13,null,-1.23]"; got != want {
-		t.Errorf("%s = %s, want %s", MetaDriftBandShift, got, want)
+	md := drift.Metadata(drift.Report{Verdict: drift.OK, BandShiftSD: []float64{-0.001, 0.126, math.NaN(), -1.234}})
+	if got, want := md[drift.MetaBandShift], "[0,0.13,null,-1.23]"; got != want {
+		t.Errorf("%s = %s, want %s", drift.MetaBandShift, got, want)
 	}
 }
 
@@ -258,9 +259,9 @@ func TestProbeShapes(t *testing.T) {
 }
 
 // TestClassifyDriftProbeThinSwath: a scene whose data are a thin diagonal
-// swath that misses every window of the probe's grid (model.ProbeWindows)
+// swath that misses every window of the probe's grid (drift.ProbeWindows)
 // still gets a probe, on the window around the valid pixel nearest the
-// centre (model.ProbeCandidates), instead of NaN figures; two tile grids
+// centre (drift.ProbeCandidates), instead of NaN figures; two tile grids
 // (the model's own and 256 px tiles) find the same window.
 func TestClassifyDriftProbeThinSwath(t *testing.T) {
 	m := fixture.LoadModel(t)
@@ -278,7 +279,7 @@ func TestClassifyDriftProbeThinSwath(t *testing.T) {
 			}
 		}
 	}
-	for _, w := range model.ProbeWindows(rows, cols) {
+	for _, w := range drift.ProbeWindows(rows, cols) {
 		for r := w.Row; r < w.Row+w.Rows; r++ {
 			for c := w.Col; c < w.Col+w.Cols; c++ {
 				if inside(r, c) {
@@ -291,7 +292,7 @@ func TestClassifyDriftProbeThinSwath(t *testing.T) {
 	if err := fixture.WriteFloat32(maskPath, rows, cols, 1, mask, fixture.GeoRef, -1); err != nil {
 		t.Fatal(err)
 	}
-	var got []*model.Drift
+	var got []*drift.Report
 	for _, opts := range []Options{{}, {TileSize: 256, Overlap: 32}} {
 		c, err := NewClassifier(m, opts)
 		if err != nil {
@@ -306,7 +307,7 @@ func TestClassifyDriftProbeThinSwath(t *testing.T) {
 		if d == nil || d.ProbePixels == 0 {
 			t.Fatalf("tile size %d: drift %+v: want the probe on the swath", opts.TileSize, d)
 		}
-		for _, f := range model.DriftFigures() {
+		for _, f := range drift.Figures() {
 			if math.IsNaN(f.Value(*d)) {
 				t.Errorf("tile size %d: %s is NaN (%v): want every figure measured on the swath", opts.TileSize, f.Key, d.Reasons)
 			}

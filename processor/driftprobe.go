@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/pnec/pnec/drift"
 	"github.com/pnec/pnec/geo"
 	"github.com/pnec/pnec/internal/buffers"
 	"github.com/pnec/pnec/model"
@@ -13,8 +14,8 @@ import (
 
 // probeDrift runs the recalibration probe (model.ProbeRecalibration) on a
 // window of the scene and adds what it found to d. The window (at most
-// model.ProbeSide pixels a side: the centred one, or the first of
-// model.ProbeCandidates with enough valid pixels, the last of them around
+// drift.ProbeSide pixels a side: the centred one, or the first of
+// drift.ProbeCandidates with enough valid pixels, the last of them around
 // near's pixel) is read again, as the
 // tiles were (band plan, nodata, quality masks and the mask mk), so the
 // probe stays apart from the tile pipeline and runs after it on the
@@ -29,7 +30,7 @@ import (
 // tiles read one.
 func (c *Classifier) probeDrift(ctx context.Context, sc *geo.Scene, mk *geo.Mask, info geo.Info, st *stitcher, recovered bool) error {
 	d, whole := st.drift, st.probeLabels
-	windows := model.ProbeCandidates(info.Rows, info.Cols, st.near)
+	windows := drift.ProbeCandidates(info.Rows, info.Cols, st.near)
 	var best model.Scene // the chosen window so far; no Data while none holds a valid pixel
 	var bestWin tiling.Rect
 	var counts []int
@@ -54,11 +55,11 @@ func (c *Classifier) probeDrift(ctx context.Context, sc *geo.Scene, mk *geo.Mask
 			}
 		}
 		counts = append(counts, n)
-		if model.ChooseProbeWindow(windows[:i+1], counts) == i {
+		if drift.ChooseProbeWindow(windows[:i+1], counts) == i {
 			best = model.Scene{Rows: w.Rows, Cols: w.Cols, Bands: blk.Bands, Data: blk.Data, Valid: blk.Valid}
 			bestWin = w
 		}
-		if float64(n) >= model.ProbeMinValidShare*float64(w.Rows*w.Cols) {
+		if float64(n) >= drift.ProbeMinValidShare*float64(w.Rows*w.Cols) {
 			break // the first window with enough valid pixels is the one
 		}
 	}
@@ -97,7 +98,7 @@ func padToLadder(w model.Scene) model.Scene {
 
 // reusableProbeLabels reports whether the main pass's labels can stand for
 // the probe's first run: the scene is its own probe window (no side over
-// model.ProbeSide) and runs whole on the shape padToLadder gives that
+// drift.ProbeSide) and runs whole on the shape padToLadder gives that
 // window, so the network sees the same input in both. Any other plan
 // classifies the window apart from its neighbours' context, which the
 // probe must not count as change.
@@ -105,7 +106,7 @@ func reusableProbeLabels(plan *tiling.Plan, info geo.Info, m *model.Model) bool 
 	// The probe's runs decide by the network alone (the drift statistics'
 	// recalibration is of the network): a fused decision's labels are not
 	// theirs to reuse.
-	return !m.Decision().Fused() && plan.Whole && info.Rows <= model.ProbeSide && info.Cols <= model.ProbeSide &&
+	return !m.Decision().Fused() && plan.Whole && info.Rows <= drift.ProbeSide && info.Cols <= drift.ProbeSide &&
 		plan.TileRows == tiling.Rung(info.Rows, tiling.LadderStep) &&
 		plan.TileCols == tiling.Rung(info.Cols, tiling.LadderStep)
 }
@@ -137,17 +138,17 @@ func ProbeShape(rows, cols int, m *model.Model, opts Options) (model.Shape, bool
 	if reusableProbeLabels(&p, info, m) {
 		return model.Shape{}, false, nil
 	}
-	w := model.ProbeWindows(rows, cols)[0] // every candidate has its size
+	w := drift.ProbeWindows(rows, cols)[0] // every candidate has its size
 	return model.Shape{Rows: tiling.Rung(w.Rows, tiling.LadderStep), Cols: tiling.Rung(w.Cols, tiling.LadderStep)}, true, nil
 }
 
 // ProbeShapes is every shape ProbeShape gives scenes of any size with m
 // and opts, each once: with the default grid 64x128, 128x64 and 128x128
-// (a probe window is at most model.ProbeSide a side, padded to the
+// (a probe window is at most drift.ProbeSide a side, padded to the
 // ladder).
 func ProbeShapes(m *model.Model, opts Options) ([]model.Shape, error) {
 	var out []model.Shape
-	sides := []int{1, tiling.LadderStep, tiling.LadderStep + 1, model.ProbeSide, model.ProbeSide + 1, gridTile(opts) + 1}
+	sides := []int{1, tiling.LadderStep, tiling.LadderStep + 1, drift.ProbeSide, drift.ProbeSide + 1, gridTile(opts) + 1}
 	for _, rows := range sides {
 		for _, cols := range sides {
 			sh, ok, err := ProbeShape(rows, cols, m, opts)

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/pnec/pnec/drift"
 	"github.com/pnec/pnec/model"
 	"github.com/pnec/pnec/tiling"
 )
@@ -28,7 +29,7 @@ type stitcher struct {
 	out         chan<- rowsOut
 	tileDone    func(t tiling.Tile, done int) // after each tile is stitched
 
-	drift *model.DriftMeter // nil: no drift figures (needs spectral)
+	drift *drift.Meter // nil: no drift figures (needs spectral)
 	// probeLabels, when not nil, receives each pixel's label (a dense
 	// class index, -1 where invalid or padding), row-major over the plan's
 	// padded input (TileRows x TileCols): the drift probe's first run when
@@ -37,7 +38,7 @@ type stitcher struct {
 	probeLabels []int
 	// near is where the valid pixel nearest the scene's centre lies, found
 	// by the tile reader (the probe's last candidate window).
-	near model.NearestValid
+	near drift.NearestValid
 
 	probStage ProbabilityStage // the probabilities sent with the rows (ProbabilitiesOff: none)
 	probBands int              // values per pixel of rowsOut.prob
@@ -194,7 +195,11 @@ func (s *stitcher) add(t tileOut) error {
 // pixel lies in the tile's core to the drift's figures in the network's
 // terms: the cores partition the scene and tile origins are multiples of
 // the stride, so each scene cell counts once.
-func addCoreCells(d *model.DriftMeter, p model.Prediction, t tiling.Tile) {
+func addCoreCells(d *drift.Meter, p model.Prediction, t tiling.Tile) {
+	k := p.Classes
+	if len(p.PrototypeCos) != p.CellRows*p.CellCols*k {
+		return
+	}
 	core := t.Core
 	for i := range p.CellRows {
 		r := t.Input.Row + model.Stride*i
@@ -205,7 +210,7 @@ func addCoreCells(d *model.DriftMeter, p model.Prediction, t tiling.Tile) {
 		j0 := max(0, (core.Col-t.Input.Col+model.Stride-1)/model.Stride)
 		j1 := min(p.CellCols, (core.Col+core.Cols-t.Input.Col+model.Stride-1)/model.Stride)
 		if j1 > j0 {
-			d.AddCells(p, i*p.CellCols+j0, j1-j0)
+			d.AddCells(p.PrototypeCos[(i*p.CellCols+j0)*k : (i*p.CellCols+j1)*k])
 		}
 	}
 }
@@ -377,7 +382,7 @@ func (s *stitcher) rows(lo, hi, h int) (rowsOut, error) {
 					npx = netRec[i*k : (i+1)*k]
 					nbest = argmax(npx)
 				}
-				s.drift.AddPixel(dist, npx, cr.unc[i], nbest)
+				s.drift.AddPixel(model.DriftPixel(dist, npx, cr.unc[i], nbest))
 			}
 		} else {
 			out.rel[i] = s.kind.Pixel(px, cr.unc[i])

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/pnec/pnec/internal/regular"
 	"io/fs"
 	"math"
 	"os"
@@ -12,6 +11,8 @@ import (
 	"regexp"
 	"strings"
 	"time"
+
+	"github.com/pnec/pnec/internal/regular"
 
 	"github.com/pnec/pnec/geo"
 )

@@ -270,7 +270,7 @@ type ItemParams struct {
 	// pnec:shard, pnec:engine and pnec:job_id when not "".
 	Shard, Engine, JobID string
 	// DriftVerdict and Drift are the scene's drift verdict and its figures
-	// (processor.DriftJSON), recorded as pnec:drift_verdict and pnec:drift;
+	// (drift.JSON), recorded as pnec:drift_verdict and pnec:drift;
 	// Drift nil: none measured.
 	DriftVerdict string
 	Drift        map[string]any

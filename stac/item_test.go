@@ -12,10 +12,9 @@ import (
 
 	"github.com/paulmach/orb"
 
+	"github.com/pnec/pnec/drift"
 	"github.com/pnec/pnec/geo"
 	"github.com/pnec/pnec/internal/stacschema"
-	"github.com/pnec/pnec/model"
-	"github.com/pnec/pnec/processor"
 )
 
 func sampleParams(dir string) ItemParams {
@@ -43,8 +42,8 @@ func sampleParams(dir string) ItemParams {
 		ModelItem: "/models/salinas.pnec.json", ModelName: "salinas",
 		Now:          time.Date(2026, 11, 22, 1, 2, 3, 0, time.UTC),
 		NoData:       255,
-		DriftVerdict: string(model.DriftWarn),
-		Drift: processor.DriftJSON(model.Drift{Verdict: model.DriftWarn, Reasons: []string{"30.0% of the network's cells are farther from their nearest prototype than 90% of the training scene's cells of that prototype (warn at 25.5%)"},
+		DriftVerdict: string(drift.Warn),
+		Drift: drift.JSON(drift.Report{Verdict: drift.Warn, Reasons: []string{"30.0% of the network's cells are farther from their nearest prototype than 90% of the training scene's cells of that prototype (warn at 25.5%)"},
 			FarShare: 0.07, DistanceRatio: 1.2, Reliability: 0.81, ReliabilityBaseline: 0.86, ReliabilityRatio: 0.81 / 0.86, BrightnessRatio: 0.93,
 			BandShiftMeanSD: 0.21, BandShiftMaxSD: 0.5, BandShiftSD: []float64{0.1, 0.5}, ValidPixels: 7038,
 			FeatureFarShare: 0.3, FeatureDistanceRatio: 1.1, PrototypeMarginRatio: 0.95, UncertaintyRatio: 1.01, MarginRatio: 0.9, ValidCells: 440,
@@ -71,7 +70,7 @@ func TestBuildItemValidates(t *testing.T) {
 				t.Errorf("got %s %v, want the figures and the reason", propDrift, p[propDrift])
 			}
 			// Every limit of the verdict, a missing warn or fail limit absent.
-			for _, lim := range model.DefaultDriftThresholds.Limits {
+			for _, lim := range drift.DefaultThresholds.Limits {
 				for key, v := range map[string]float64{"warn_" + lim.Figure: lim.Warn, "fail_" + lim.Figure: lim.Fail} {
 					if got, ok := d[key]; (v != 0 && got != v) || (v == 0 && ok) {
 						t.Errorf("got %s %s = %v, want %v (absent when 0)", propDrift, key, got, v)

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/pnec/pnec/drift"
 	"github.com/pnec/pnec/geo"
 	termbar "github.com/pnec/pnec/internal/progress"
 	"github.com/pnec/pnec/internal/resources/memory"
@@ -405,8 +406,8 @@ func printSummary(w io.Writer, r processor.Result) {
 	if d := r.Drift; d != nil {
 		// The figures the verdict judges, then the brightness.
 		var figs []string
-		for _, l := range model.DefaultDriftThresholds.Limits {
-			if f, ok := model.DriftFigureByKey(l.Figure); ok {
+		for _, l := range drift.DefaultThresholds.Limits {
+			if f, ok := drift.FigureByKey(l.Figure); ok {
 				figs = append(figs, f.Key+" "+f.Format(f.Value(*d)))
 			}
 		}

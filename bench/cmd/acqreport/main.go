@@ -23,9 +23,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/pnec/pnec/drift"
 	"github.com/pnec/pnec/evaluation"
 	"github.com/pnec/pnec/internal/tempfiles"
-	"github.com/pnec/pnec/model"
 )
 
 // stat is a mean and standard deviation (null in JSON: NaN).
@@ -433,7 +433,7 @@ var judged bool
 
 // tallies is evaluation.DriftTallies, or JudgedDriftTallies for a judged
 // record.
-func tallies(t model.DriftThresholds, runs []evaluation.DriftCaseRun) []evaluation.DriftTallyRow {
+func tallies(t drift.Thresholds, runs []evaluation.DriftCaseRun) []evaluation.DriftTallyRow {
 	if judged {
 		return evaluation.JudgedDriftTallies(t, runs)
 	}
@@ -441,15 +441,15 @@ func tallies(t model.DriftThresholds, runs []evaluation.DriftCaseRun) []evaluati
 }
 
 // renderDrift is the drift verdict against the OA drop: the limits of
-// model.DefaultDriftThresholds, then per scene the tallies of the verdict
+// drift.DefaultThresholds, then per scene the tallies of the verdict
 // and of the verdict before issue 33 on the same case runs.
 func renderDrift(runs []evaluation.DriftCaseRun) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "\n### The drift verdict against the OA drop (default model: paper encoder, shape input, augmentation)\n\n")
 	fmt.Fprintf(&b, "Case runs counted by the OA points they lost. Targets (issue 33): `ok` on at least %.0f%% of the runs that lost at most %g points; `warn` or `fail` on every run that lost more than %g (and on another scene), `fail` only on runs that lost more than %g; neither on the clean scene nor on a half of it alone. ", 100*evaluation.DriftOKShare, evaluation.ShiftTargetPoints, evaluation.DriftAlarmPoints, evaluation.ShiftTargetPoints)
 	fmt.Fprintf(&b, "The limits are chosen by `go run ./bench/cmd/driftfit` on the choose seeds' runs of the case families %s (and the clean scene); *held out* are the report seeds' runs of the other families (gain, noise, band shift, another scene, and pairs with one of them), *report seeds, every case* all runs of the report seeds, none of which was used to choose (the choosing rule's aim, runs that lost more than %g points, was set after the report seeds' results of an earlier aim were seen), *confirm seeds, every case* all runs of models first trained after the 4-point aim was set, *blind seeds, every case* all runs of models first trained after the aim of %g points (first tried on the confirm seeds) was set.\n\n", strings.Join(evaluation.DriftChooseFamilies, ", "), evaluation.DriftChooseAlarmPoints, evaluation.DriftChooseAlarmPoints)
-	fmt.Fprintf(&b, "Limits (`model.DefaultDriftThresholds`):")
-	for _, l := range model.DefaultDriftThresholds.Limits {
+	fmt.Fprintf(&b, "Limits (`drift.DefaultThresholds`):")
+	for _, l := range drift.DefaultThresholds.Limits {
 		fmt.Fprintf(&b, " `%s`", l.Figure)
 		if l.Warn > 0 {
 			fmt.Fprintf(&b, " warn at %g", l.Warn)
@@ -464,10 +464,10 @@ func renderDrift(runs []evaluation.DriftCaseRun) string {
 	if judged {
 		fmt.Fprintf(&b, "These models decide fused (the default since issue 45); the limits were chosen on the network's decision's record (bench/drift-cases.csv), so none of these runs was chosen on.\n\n")
 	}
-	_ = evaluation.WriteDriftTallyTable(&b, tallies(model.DefaultDriftThresholds, runs))
+	_ = evaluation.WriteDriftTallyTable(&b, tallies(drift.DefaultThresholds, runs))
 	own, n := evaluation.ChangeOwnLoss(runs)
 	fmt.Fprintf(&b, "\nThe same verdict with the %d runs of a change on a half counted by what the change itself lost (the run's drop less that of the same half unchanged, same model: `evaluation.ChangeOwnLoss`). The protocol counts a half's own loss (another class mix; a half alone must stay `ok`) against the whole scene's OA, so a change that costs the half little can pass the 5-point mark; this view shows what the verdict answers for:\n\n", n)
-	_ = evaluation.WriteDriftTallyTable(&b, tallies(model.DefaultDriftThresholds, own))
+	_ = evaluation.WriteDriftTallyTable(&b, tallies(drift.DefaultThresholds, own))
 	renderCatchAll(&b, runs)
 	fmt.Fprintf(&b, "\nBefore (spectral figures only, the limits of pnec at 2ebb491), on the same runs:\n\n")
 	_ = evaluation.WriteDriftTallyTable(&b, tallies(evaluation.LegacyDriftThresholds, runs))
@@ -485,7 +485,7 @@ const catchAllFigure = "recalibration_change_share"
 // lost more than DriftAlarmPoints (evaluation.CatchAllWarn), and the share
 // of the runs that held left ok at it beside the products' limits.
 func renderCatchAll(b *strings.Builder, runs []evaluation.DriftCaseRun) {
-	def, _ := model.DefaultDriftThresholds.Limit(catchAllFigure)
+	def, _ := drift.DefaultThresholds.Limit(catchAllFigure)
 	fmt.Fprintf(b, "\nOn the protocol's own count, what flagging every run that lost more than %g points would take from one limit: the warn limit on `%s` (products: %g) that flags them all beside the other limits, and the runs that held (lost at most %g points) still `ok` at it (target %.0f%%):\n\n",
 		evaluation.DriftAlarmPoints, catchAllFigure, def.Warn, evaluation.ShiftTargetPoints, 100*evaluation.DriftOKShare)
 	fmt.Fprintf(b, "| scene | seeds | runs that lost > %g points (or another scene) left ok | warn limit that flags them all | held runs ok at the products' limits | held runs ok at that limit |\n|---|---|---|---|---|---|\n", evaluation.DriftAlarmPoints)
@@ -508,8 +508,8 @@ func renderCatchAll(b *strings.Builder, runs []evaluation.DriftCaseRun) {
 			if len(rs) == 0 {
 				continue
 			}
-			before := evaluation.TallyDrift(model.DefaultDriftThresholds, rs)
-			t, err := evaluation.CatchAllWarn(model.DefaultDriftThresholds, catchAllFigure, rs)
+			before := evaluation.TallyDrift(drift.DefaultThresholds, rs)
+			t, err := evaluation.CatchAllWarn(drift.DefaultThresholds, catchAllFigure, rs)
 			if err != nil {
 				fail(err)
 			}

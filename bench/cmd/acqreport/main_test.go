@@ -5,8 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/pnec/pnec/drift"
 	"github.com/pnec/pnec/evaluation"
-	"github.com/pnec/pnec/model"
 )
 
 // TestRender: the summary row, the per-kind row and the per-case row of a
@@ -49,7 +49,7 @@ func TestRender(t *testing.T) {
 func TestRenderDrift(t *testing.T) {
 	run := func(set string, seed int64, name string, drop, far float64) evaluation.DriftCaseRun {
 		r := evaluation.DriftCaseRun{Scene: "SalinasA", Set: set, Seed: seed, Case: name, Clean: name == "clean", Drop: drop, Figures: map[string]float64{}}
-		for _, f := range model.DriftFigures() {
+		for _, f := range drift.Figures() {
 			r.Figures[f.Key] = 1
 		}
 		r.Figures["feature_far_share"], r.Figures["far_share"] = far, 0.01

@@ -17,8 +17,8 @@
 // CSV is read instead. The thresholds are chosen on the choose seeds' runs
 // of the choosing half of the case families (evaluation.DriftChooseRun)
 // and reported on the report seeds' runs of the other half, of all
-// cases, and on every case of the confirm and blind seeds; -check exits 1 when model.DefaultDriftThresholds differ from the
-// choice. -judge tallies model.DefaultDriftThresholds on the runs instead
+// cases, and on every case of the confirm and blind seeds; -check exits 1 when drift.DefaultThresholds differ from the
+// choice. -judge tallies drift.DefaultThresholds on the runs instead
 // of choosing: for the record of models they were not chosen on (the
 // fused decision's, bench/drift-cases-fused.csv).
 package main
@@ -30,15 +30,15 @@ import (
 	"os"
 	"strings"
 
+	"github.com/pnec/pnec/drift"
 	"github.com/pnec/pnec/evaluation"
 	"github.com/pnec/pnec/internal/tempfiles"
-	"github.com/pnec/pnec/model"
 )
 
 func main() {
 	casesPath := flag.String("cases", "bench/drift-cases.csv", "case-run `CSV` to write (with JSON arguments) or read")
-	check := flag.Bool("check", false, "exit 1 when model.DefaultDriftThresholds are not the choice")
-	judge := flag.Bool("judge", false, "tally model.DefaultDriftThresholds on the runs instead of choosing: for a record of models the limits were not chosen on (bench/drift-cases-fused.csv)")
+	check := flag.Bool("check", false, "exit 1 when drift.DefaultThresholds are not the choice")
+	judge := flag.Bool("judge", false, "tally drift.DefaultThresholds on the runs instead of choosing: for a record of models the limits were not chosen on (bench/drift-cases-fused.csv)")
 	figures := flag.String("figures", "", "comma-separated `KEYS` of the figures to choose from (default: evaluation.DriftCandidateFigures)")
 	families := flag.String("families", "", "comma-separated case `FAMILIES` to choose on (default: evaluation.DriftChooseFamilies)")
 	flag.Parse()
@@ -84,9 +84,9 @@ func main() {
 		}
 	}
 	if *judge {
-		rows := evaluation.JudgedDriftTallies(model.DefaultDriftThresholds, runs)
-		fmt.Printf("model.DefaultDriftThresholds on %d case runs none of which they were chosen on:\n", len(runs))
-		for _, l := range model.DefaultDriftThresholds.Limits {
+		rows := evaluation.JudgedDriftTallies(drift.DefaultThresholds, runs)
+		fmt.Printf("drift.DefaultThresholds on %d case runs none of which they were chosen on:\n", len(runs))
+		for _, l := range drift.DefaultThresholds.Limits {
 			fmt.Printf("  %-24s warn %-8g fail %g\n", l.Figure, l.Warn, l.Fail)
 		}
 		fmt.Println()
@@ -102,8 +102,8 @@ func main() {
 	if err := evaluation.WriteDriftChoice(os.Stdout, choice, runs); err != nil {
 		fail(err)
 	}
-	if *check && !choice.Thresholds.Equal(model.DefaultDriftThresholds) {
-		fmt.Fprintf(os.Stderr, "driftfit: model.DefaultDriftThresholds %+v are not the choice %+v\n", model.DefaultDriftThresholds.Limits, choice.Thresholds.Limits)
+	if *check && !choice.Thresholds.Equal(drift.DefaultThresholds) {
+		fmt.Fprintf(os.Stderr, "driftfit: drift.DefaultThresholds %+v are not the choice %+v\n", drift.DefaultThresholds.Limits, choice.Thresholds.Limits)
 		os.Exit(1)
 	}
 }

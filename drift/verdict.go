@@ -1,4 +1,4 @@
-package model
+package drift
 
 import (
 	"fmt"
@@ -7,33 +7,33 @@ import (
 	"strings"
 )
 
-// DriftVerdict says how far a scene is from the model's training data.
-type DriftVerdict string
+// Verdict says how far a scene is from the model's training data.
+type Verdict string
 
-// Drift verdicts.
+// Verdicts.
 const (
-	DriftOK   DriftVerdict = "ok"   // within what the model was measured to tolerate
-	DriftWarn DriftVerdict = "warn" // farther: accuracy may be lower than on the training scene
-	DriftFail DriftVerdict = "fail" // far outside the training data: do not trust the map
-	// DriftUnknown is the verdict of a model without training statistics.
-	DriftUnknown DriftVerdict = "unknown"
+	OK   Verdict = "ok"   // within what the model was measured to tolerate
+	Warn Verdict = "warn" // farther: accuracy may be lower than on the training scene
+	Fail Verdict = "fail" // far outside the training data: do not trust the map
+	// Unknown is the verdict of a model without training statistics.
+	Unknown Verdict = "unknown"
 )
 
-// DriftLimit is the verdict's limits on one figure (DriftFigure.Key): warn
+// Limit is the verdict's limits on one figure (Figure.Key): warn
 // when the figure reaches Warn, fail when it reaches Fail (at or above for
 // a figure that rises with drift, at or below for one that falls); 0: no
 // limit of that kind (no figure is judged at 0: shares and ratios are
 // judged at positive values).
-type DriftLimit struct {
+type Limit struct {
 	Figure string  `json:"figure"`
 	Warn   float64 `json:"warn,omitempty"`
 	Fail   float64 `json:"fail,omitempty"`
 }
 
-// DriftThresholds turn drift figures into a verdict (Verdict): the worst
+// Thresholds turn drift figures into a verdict (Verdict): the worst
 // verdict of its limits; fail where a figure a limit judges is not finite.
-type DriftThresholds struct {
-	Limits []DriftLimit `json:"limits"`
+type Thresholds struct {
+	Limits []Limit `json:"limits"`
 	// BandShiftBands warns where the recalibration probe finds the scene's
 	// bands shifted from the training scene's by more than this many bands
 	// either way (0: no such rule). It is not chosen from case runs: it is
@@ -41,7 +41,7 @@ type DriftThresholds struct {
 	BandShiftBands float64 `json:"band_shift_bands,omitempty"`
 }
 
-// DefaultDriftThresholds are the thresholds products use: chosen on the
+// DefaultThresholds are the thresholds products use: chosen on the
 // acquisition-shift protocol by evaluation.ChooseDriftThresholdsFor from the
 // case runs recorded in bench/drift-cases.csv (`go run ./bench/cmd/driftfit`
 // prints the choice; evaluation's TestDefaultDriftThresholdsAreChosen checks
@@ -55,31 +55,36 @@ type DriftThresholds struct {
 // and another scene, never on a target case, and the fused map aligned to
 // its copies lost 5.9 points on JasperRidge's +3 with the change share
 // under its warn limit.
-var DefaultDriftThresholds = DriftThresholds{Limits: []DriftLimit{
+var DefaultThresholds = Thresholds{Limits: []Limit{
 	{Figure: "feature_far_share", Warn: 0.255},
 	{Figure: "recalibration_change_share", Warn: 0.0665, Fail: 0.188},
-}, BandShiftBands: DefaultAugment.BandShift}
+}, BandShiftBands: DefaultBandShiftBands}
+
+// DefaultBandShiftBands is DefaultThresholds' band shift rule: the band
+// shift the default augmentation trains a model to tolerate
+// (model.DefaultAugment.BandShift; model's tests hold the two equal).
+const DefaultBandShiftBands = 1
 
 // Equal reports whether t and u judge the same figures at the same limits,
 // in the same order (the chosen limits; BandShiftBands is not chosen).
-func (t DriftThresholds) Equal(u DriftThresholds) bool { return slices.Equal(t.Limits, u.Limits) }
+func (t Thresholds) Equal(u Thresholds) bool { return slices.Equal(t.Limits, u.Limits) }
 
 // Limit is t's limit on figure key (ok false when t does not judge it).
-func (t DriftThresholds) Limit(key string) (DriftLimit, bool) {
+func (t Thresholds) Limit(key string) (Limit, bool) {
 	for _, l := range t.Limits {
 		if l.Figure == key {
 			return l, true
 		}
 	}
-	return DriftLimit{}, false
+	return Limit{}, false
 }
 
 // Check reports whether every limit names a known figure, once, with
 // finite positive limits and the fail limit beyond the warn limit.
-func (t DriftThresholds) Check() error {
+func (t Thresholds) Check() error {
 	seen := map[string]bool{}
 	for _, l := range t.Limits {
-		f, ok := DriftFigureByKey(l.Figure)
+		f, ok := FigureByKey(l.Figure)
 		switch {
 		case !ok:
 			return fmt.Errorf("drift thresholds: unknown figure %q", l.Figure)
@@ -100,9 +105,9 @@ func (t DriftThresholds) Check() error {
 	return nil
 }
 
-// DriftFigure is one scalar figure of Drift, as reports, product metadata
+// Figure is one scalar figure of Report, as reports, product metadata
 // (DRIFT_ and the key in upper case) and STAC Items (the key) name it.
-type DriftFigure struct {
+type Figure struct {
 	Key string
 	// Rising is true for a figure that grows as the scene moves away from
 	// the training scene (shares of far cells, distance ratios), false for
@@ -115,18 +120,18 @@ type DriftFigure struct {
 	// standing for its value as Format writes it.
 	What   string
 	Format func(v float64) string
-	field  func(r *Drift) *float64
+	field  func(r *Report) *float64
 }
 
 // Value is the figure's value in r.
-func (f DriftFigure) Value(r Drift) float64 { return *f.field(&r) }
+func (f Figure) Value(r Report) float64 { return *f.field(&r) }
 
 // Set sets the figure in r to v (for tools that read figures back).
-func (f DriftFigure) Set(r *Drift, v float64) { *f.field(r) = v }
+func (f Figure) Set(r *Report, v float64) { *f.field(r) = v }
 
 // reaches reports whether v is at or beyond limit in the figure's bad
 // direction.
-func (f DriftFigure) reaches(v, limit float64) bool {
+func (f Figure) reaches(v, limit float64) bool {
 	if f.Rising {
 		return v >= limit
 	}
@@ -137,88 +142,88 @@ func percentFigure(v float64) string { return fmt.Sprintf("%.1f%%", 100*v) }
 func ratioFigure(v float64) string   { return fmt.Sprintf("%.2f", v) }
 func bandsFigure(v float64) string   { return fmt.Sprintf("%+.2f bands", v) }
 
-// driftFigures lists the scalar figures, in the order reports print them:
+// figures lists the scalar figures, in the order reports print them:
 // the network's own terms first, then the spectral ones.
-var driftFigures = []DriftFigure{
+var figures = []Figure{
 	{Key: "feature_far_share", Rising: true, Format: percentFigure,
 		What:  "%s of the network's cells are farther from their nearest prototype than 90%% of the training scene's cells of that prototype",
-		field: func(r *Drift) *float64 { return &r.FeatureFarShare }},
+		field: func(r *Report) *float64 { return &r.FeatureFarShare }},
 	{Key: "feature_distance_ratio", Rising: true, Format: ratioFigure,
 		What:  "the network's features are %s times as far from their nearest prototype as the training scene's",
-		field: func(r *Drift) *float64 { return &r.FeatureDistanceRatio }},
+		field: func(r *Report) *float64 { return &r.FeatureDistanceRatio }},
 	{Key: "prototype_margin_ratio", Format: percentFigure,
 		What:  "the margin between the nearest and the second prototype is %s of the training scene's",
-		field: func(r *Drift) *float64 { return &r.PrototypeMarginRatio }},
+		field: func(r *Report) *float64 { return &r.PrototypeMarginRatio }},
 	{Key: "uncertainty_ratio", Rising: true, Format: ratioFigure,
 		What:  "the reliability gate's uncertainty is %s times the training scene's for these labels",
-		field: func(r *Drift) *float64 { return &r.UncertaintyRatio }},
+		field: func(r *Report) *float64 { return &r.UncertaintyRatio }},
 	{Key: "margin_ratio", Format: percentFigure,
 		What:  "the margin of the class probabilities is %s of the training scene's for these labels",
-		field: func(r *Drift) *float64 { return &r.MarginRatio }},
+		field: func(r *Report) *float64 { return &r.MarginRatio }},
 	{Key: "recalibration_change_share", Rising: true, Format: percentFigure, Window: true,
 		What:  "%s of the probe window's pixels change class when the scene is brought back to the training scene's calibration",
-		field: func(r *Drift) *float64 { return &r.RecalibrationChangeShare }},
+		field: func(r *Report) *float64 { return &r.RecalibrationChangeShare }},
 	// The band shift moves either way: reported, never a candidate to judge.
 	{Key: "recalibration_band_shift", Rising: true, Format: bandsFigure, Window: true,
 		What:  "the band axis is shifted by %s against the training scene's (estimated)",
-		field: func(r *Drift) *float64 { return &r.RecalibrationBandShift }},
+		field: func(r *Report) *float64 { return &r.RecalibrationBandShift }},
 	{Key: "far_share", Rising: true, Format: percentFigure,
 		What:  "%s of the pixels are farther (by spectral angle) from every class than 99%% of the training scene's pixels of that class",
-		field: func(r *Drift) *float64 { return &r.FarShare }},
+		field: func(r *Report) *float64 { return &r.FarShare }},
 	{Key: "distance_ratio", Rising: true, Format: ratioFigure,
 		What:  "the spectra are %s times as far (by spectral angle) from their nearest class as the training scene's",
-		field: func(r *Drift) *float64 { return &r.DistanceRatio }},
+		field: func(r *Report) *float64 { return &r.DistanceRatio }},
 	{Key: "reliability_ratio", Format: percentFigure,
 		What:  "the mean spectral reliability is %s of the training scene's for these labels",
-		field: func(r *Drift) *float64 { return &r.ReliabilityRatio }},
+		field: func(r *Report) *float64 { return &r.ReliabilityRatio }},
 	{Key: "brightness_ratio", Rising: true, Format: ratioFigure,
 		What:  "the scene is %s times as bright as the training scene (median over bands)",
-		field: func(r *Drift) *float64 { return &r.BrightnessRatio }},
+		field: func(r *Report) *float64 { return &r.BrightnessRatio }},
 	{Key: "band_shift_sd_mean", Rising: true, Format: ratioFigure,
 		What:  "the band means moved by %s training standard deviations on average",
-		field: func(r *Drift) *float64 { return &r.BandShiftMeanSD }},
+		field: func(r *Report) *float64 { return &r.BandShiftMeanSD }},
 	{Key: "band_shift_sd_max", Rising: true, Format: ratioFigure,
 		What:  "a band's mean moved by %s training standard deviations",
-		field: func(r *Drift) *float64 { return &r.BandShiftMaxSD }},
+		field: func(r *Report) *float64 { return &r.BandShiftMaxSD }},
 }
 
-// DriftFigures lists the scalar figures of Drift, in the order reports
+// Figures lists the scalar figures of Report, in the order reports
 // print them.
-func DriftFigures() []DriftFigure { return slices.Clone(driftFigures) }
+func Figures() []Figure { return slices.Clone(figures) }
 
-// DriftFigureByKey is the figure named key.
-func DriftFigureByKey(key string) (DriftFigure, bool) {
-	for _, f := range driftFigures {
+// FigureByKey is the figure named key.
+func FigureByKey(key string) (Figure, bool) {
+	for _, f := range figures {
 		if f.Key == key {
 			return f, true
 		}
 	}
-	return DriftFigure{}, false
+	return Figure{}, false
 }
 
 // Verdict applies the thresholds to the figures of r: the worst verdict of
 // the limits; fail for a judged figure that is not finite and at least warn
 // for any other figure that is not (a figure that could not be measured is
 // never ok); unknown without a valid pixel.
-func (t DriftThresholds) Verdict(r Drift) (DriftVerdict, []string) {
+func (t Thresholds) Verdict(r Report) (Verdict, []string) {
 	if r.ValidPixels == 0 {
-		return DriftUnknown, []string{"no valid pixel"}
+		return Unknown, []string{"no valid pixel"}
 	}
-	v := DriftOK
+	v := OK
 	var reasons []string
-	raise := func(to DriftVerdict, why string) {
-		if to == DriftFail || v == DriftOK {
+	raise := func(to Verdict, why string) {
+		if to == Fail || v == OK {
 			v = to
 		}
 		reasons = append(reasons, why)
 	}
-	for _, f := range driftFigures {
+	for _, f := range figures {
 		x := f.Value(r)
 		l, judged := t.Limit(f.Key)
 		if math.IsNaN(x) || math.IsInf(x, 0) {
-			to := DriftWarn
+			to := Warn
 			if judged {
-				to = DriftFail
+				to = Fail
 			}
 			raise(to, fmt.Sprintf("%s is %g: it could not be measured on this scene", f.Key, x))
 			continue
@@ -229,19 +234,19 @@ func (t DriftThresholds) Verdict(r Drift) (DriftVerdict, []string) {
 		what := fmt.Sprintf(f.What, f.Format(x))
 		switch {
 		case l.Fail > 0 && f.reaches(x, l.Fail):
-			raise(DriftFail, fmt.Sprintf("%s (fail at %s)", what, f.Format(l.Fail)))
+			raise(Fail, fmt.Sprintf("%s (fail at %s)", what, f.Format(l.Fail)))
 		case l.Warn > 0 && f.reaches(x, l.Warn):
-			raise(DriftWarn, fmt.Sprintf("%s (warn at %s)", what, f.Format(l.Warn)))
+			raise(Warn, fmt.Sprintf("%s (warn at %s)", what, f.Format(l.Warn)))
 		}
 	}
 	if b := r.RecalibrationBandShift; t.BandShiftBands > 0 && math.Abs(b) > t.BandShiftBands {
-		raise(DriftWarn, fmt.Sprintf("the probe finds the scene's bands %s from the training scene's (warn beyond %g: the shift the augmentation trains the model to tolerate)", bandsFigure(b), t.BandShiftBands))
+		raise(Warn, fmt.Sprintf("the probe finds the scene's bands %s from the training scene's (warn beyond %g: the shift the augmentation trains the model to tolerate)", bandsFigure(b), t.BandShiftBands))
 	}
 	return v, reasons
 }
 
 // Summary is the verdict and its reasons in one line.
-func (r Drift) Summary() string {
+func (r Report) Summary() string {
 	if len(r.Reasons) == 0 {
 		return string(r.Verdict)
 	}
