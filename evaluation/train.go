@@ -14,9 +14,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/pnec/pnec/internal/regular"
-
 	"github.com/pnec/pnec/geo"
+	"github.com/pnec/pnec/internal/regular"
 	"github.com/pnec/pnec/model"
 	"github.com/pnec/pnec/spectral"
 )

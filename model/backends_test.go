@@ -16,9 +16,8 @@ import (
 	"time"
 
 	"github.com/gomlx/gomlx/core/tensors"
-	"github.com/pnec/pnec/tiling"
-
 	"github.com/pnec/pnec/matfile"
+	"github.com/pnec/pnec/tiling"
 )
 
 // otherBackend returns PNEC_XLA_BACKEND or skips.
