@@ -9,8 +9,8 @@ export GOTOOLCHAIN := auto
 GO      ?= go
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 # The version pnec --version prints and products, model files and STAC
-# Items record (model.Version).
-LDFLAGS := -X github.com/pnec/pnec/model.Version=$(VERSION)
+# Items record (version.String).
+LDFLAGS := -X github.com/pnec/pnec/version.String=$(VERSION)
 PREFIX  ?= /usr/local
 
 # Debian/Ubuntu packages the build and the tests need: GDAL's headers and

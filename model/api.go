@@ -5,7 +5,6 @@ package model
 
 import (
 	"fmt"
-	"runtime/debug"
 
 	"github.com/pnec/pnec/progress"
 	"github.com/pnec/pnec/spectral"
@@ -302,44 +301,4 @@ type TrainOptions struct {
 	Progress progress.Func
 	// Provenance is recorded in the model file for its STAC Item (optional).
 	Provenance Provenance
-}
-
-// Version is pnec's version: pnec --version, model files, products
-// (SOFTWARE_VERSION) and STAC Items record it. The build sets it: make build
-// and scripts/gpu-bundle.sh pass -ldflags "-X
-// github.com/pnec/pnec/model.Version=$(git describe --tags --always
-// --dirty)". A plain go build in a git checkout records the commit instead
-// (vcs.revision, "-dirty" with uncommitted changes); "dev" when neither
-// says (go test, go run).
-var Version = "dev"
-
-func init() {
-	if Version == "dev" {
-		if v := vcsVersion(); v != "" {
-			Version = v
-		}
-	}
-}
-
-// vcsVersion is the commit the binary was built from (its first 12 hex
-// digits, "-dirty" when the tree had changes), "" when the build did not
-// record one.
-func vcsVersion() string {
-	info, ok := debug.ReadBuildInfo()
-	if !ok {
-		return ""
-	}
-	var rev, dirty string
-	for _, s := range info.Settings {
-		switch {
-		case s.Key == "vcs.revision":
-			rev = s.Value[:min(12, len(s.Value))]
-		case s.Key == "vcs.modified" && s.Value == "true":
-			dirty = "-dirty"
-		}
-	}
-	if rev == "" {
-		return ""
-	}
-	return rev + dirty
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/gofrs/flock"
 
 	"github.com/pnec/pnec/internal/tempfiles"
+	"github.com/pnec/pnec/version"
 )
 
 // CacheDirEnv moves pnec's cache folder (default: the XDG cache folder,
@@ -463,7 +464,7 @@ func (m *Model) graphKey(rows, cols int) string {
 		Bands, K    int
 		Rows, Cols  int
 		Stats, Prep bool
-	}{Version, m.meta.Config, m.meta.Bands, len(m.meta.Classes), rows, cols, len(m.meta.GroupNormStats) > 0, true})
+	}{version.String, m.meta.Config, m.meta.Bands, len(m.meta.Classes), rows, cols, len(m.meta.GroupNormStats) > 0, true})
 	h := sha256.Sum256(b)
 	return hex.EncodeToString(h[:12])
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/pnec/pnec/internal/resources/memory"
 	"github.com/pnec/pnec/progress"
 	"github.com/pnec/pnec/tiling"
+	"github.com/pnec/pnec/version"
 )
 
 // Train fits a model on scene s. labels holds class values (row-major,
@@ -272,7 +273,7 @@ func newTrainedModel(r *trainRun, opts TrainOptions, params paramSet, protos []f
 	s, setup := r.s, r.setup
 	m := &Model{
 		meta: modelMeta{
-			Version: Version, Backend: r.desc.Label(), Config: r.cfg, Bands: s.Bands,
+			Version: version.String, Backend: r.desc.Label(), Config: r.cfg, Bands: s.Bands,
 			WavelengthsNM: slices.Clone(s.WavelengthsNM), Classes: setup.classes, StretchLo: setup.lo, StretchHi: setup.hi,
 			SceneRows: s.Rows, SceneCols: s.Cols, TrainSplit: setup.split, SplitSeed: opts.SplitSeed, Seed: opts.Seed,
 			TrainIndices: setup.trainIdx, TrainTile: setup.tile, FinalLoss: loss, TrainAccuracy: acc,

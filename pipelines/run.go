@@ -29,6 +29,7 @@ import (
 	"github.com/pnec/pnec/processor"
 	"github.com/pnec/pnec/progress"
 	"github.com/pnec/pnec/stac"
+	"github.com/pnec/pnec/version"
 )
 
 // Config describes one batch run. Zero values take the documented defaults.
@@ -109,7 +110,7 @@ type Config struct {
 	// (with its tiles as the parts and the classification's Message) or the
 	// scene just finished (0 of 0 parts, its status as the Message).
 	Progress progress.Func
-	// Version is the software version written to the Items ("" = model.Version).
+	// Version is the software version written to the Items ("" = version.String).
 	Version string
 	// HTTPClient fetches STAC documents by URL; nil = http.DefaultClient.
 	HTTPClient *http.Client
@@ -319,7 +320,7 @@ func Run(ctx context.Context, cfg Config) (Summary, error) {
 		log = slog.New(slog.DiscardHandler)
 	}
 	if cfg.Version == "" {
-		cfg.Version = model.Version
+		cfg.Version = version.String
 	}
 	t := &tally{}
 	onDrift, err := ParseOnDrift(string(cfg.OnDrift))

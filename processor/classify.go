@@ -16,6 +16,7 @@ import (
 	"github.com/pnec/pnec/model"
 	"github.com/pnec/pnec/progress"
 	"github.com/pnec/pnec/tiling"
+	"github.com/pnec/pnec/version"
 )
 
 // finalizeChunkRows bounds how many rows one recovery call and one write
@@ -226,7 +227,7 @@ func (c *Classifier) productSpec(sceneName string, info geo.Info, plan tiling.Pl
 		CreationOptions:    c.opts.CreationOptions,
 		Metadata: map[string]string{
 			"MODEL_CHECKSUM":   c.m.Checksum(),
-			"SOFTWARE_VERSION": model.Version,
+			"SOFTWARE_VERSION": version.String,
 			"RELIABILITY":      string(c.kind),
 			"SCENE":            sceneName,
 			"BACKEND":          c.pred.Backend(),

@@ -19,10 +19,10 @@ import (
 	"github.com/pnec/pnec/internal/oneline"
 	"github.com/pnec/pnec/internal/resources"
 	"github.com/pnec/pnec/internal/tempfiles"
-	"github.com/pnec/pnec/model"
 	"github.com/pnec/pnec/pipelines"
 	"github.com/pnec/pnec/processor"
 	"github.com/pnec/pnec/stac"
+	"github.com/pnec/pnec/version"
 )
 
 // commands is filled by each subcommand's file through register, so that
@@ -143,7 +143,7 @@ func newApp() *cli.App {
 	return &cli.App{
 		Name:    "pnec",
 		Usage:   "classify hyperspectral scenes with PNEC-Mamba into Cloud-Optimized GeoTIFF land-cover maps",
-		Version: model.Version,
+		Version: version.String,
 		Description: "pnec reads any scene GDAL reads, runs the PNEC-Mamba classifier on the whole image or on\n" +
 			"overlapping tiles, and writes a COG with a 'class' band and a 'reliability' band.\n" +
 			"Run 'pnec COMMAND --help' for each command's flags and examples.",

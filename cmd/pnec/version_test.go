@@ -5,44 +5,19 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime/debug"
 	"strings"
 	"testing"
 )
 
-// TestResolveVersion: the version a build set wins; without one (a plain
-// go build), the module version or the commit Go stamped into the binary.
-func TestResolveVersion(t *testing.T) {
-	vcs := func(rev, modified string) *debug.BuildInfo {
-		return &debug.BuildInfo{Main: debug.Module{Version: "(devel)"}, Settings: []debug.BuildSetting{{Key: "vcs.revision", Value: rev}, {Key: "vcs.modified", Value: modified}}}
-	}
-	for _, tc := range []struct {
-		name, set string
-		bi        *debug.BuildInfo
-		want      string
-	}{
-		{"make", "v1.2.0-3-gabc", vcs("0123456789abcdef", "false"), "v1.2.0-3-gabc"},
-		{"go install @version", "dev", &debug.BuildInfo{Main: debug.Module{Version: "v1.3.0"}}, "v1.3.0"},
-		{"go build in a checkout", "dev", vcs("0123456789abcdef", "false"), "dev+0123456789ab"},
-		{"uncommitted changes", "dev", vcs("0123456789abcdef", "true"), "dev+0123456789ab-dirty"},
-		{"nothing known", "dev", &debug.BuildInfo{Main: debug.Module{Version: "(devel)"}}, "dev"},
-		{"no build info", "dev", nil, "dev"},
-	} {
-		if got := resolveVersion(tc.set, tc.bi); got != tc.want {
-			t.Errorf("%s: got %q, want %q", tc.name, got, tc.want)
-		}
-	}
-}
-
 // TestVersionFromBuild builds pnec as make build does (-ldflags -X
-// github.com/pnec/pnec/model.Version=...) and checks that --version and
+// github.com/pnec/pnec/version.String=...) and checks that --version and
 // the product's SOFTWARE_VERSION carry that version: products said
 // SOFTWARE_VERSION=dev whatever the build, as only main's copy was set.
 func TestVersionFromBuild(t *testing.T) {
 	pnecBinary(t) // skips with -short
 	const v = "v0.0.0-versiontest"
 	bin := filepath.Join(t.TempDir(), "pnec")
-	build := exec.Command("go", "build", "-ldflags", "-X github.com/pnec/pnec/model.Version="+v, "-o", bin, ".")
+	build := exec.Command("go", "build", "-ldflags", "-X github.com/pnec/pnec/version.String="+v, "-o", bin, ".")
 	build.Env = append(os.Environ(), "GOEXPERIMENT=simd")
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)

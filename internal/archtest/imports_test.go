@@ -37,6 +37,7 @@ var rules = []rule{
 	{pkg: "spectral", why: "band-set arithmetic imports nothing of pnec", onlyPnec: []string{}},
 	{pkg: "progress", why: "the progress event imports nothing of pnec", onlyPnec: []string{}},
 	{pkg: "matfile", why: "the MAT reader imports nothing of pnec", onlyPnec: []string{}},
+	{pkg: "version", why: "the version is read by every layer and imports nothing of pnec", onlyPnec: []string{}},
 	{pkg: "drift", why: "drift is arithmetic on plain data below the model", onlyPnec: []string{"tiling", "internal/quantile"}},
 	{pkg: "model/internal/kernels", why: "the kernels take plain slices and build without the network, with and without GOEXPERIMENT=simd", onlyPnec: []string{}},
 	{pkg: "model", why: "the network sits below the GDAL layer and everything that runs it", forbidden: append([]string{module + "/geo", module + "/sensors", module + "/stac"}, upper...)},
