@@ -8,7 +8,6 @@ package model
 
 import (
 	"context"
-	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -17,6 +16,7 @@ import (
 
 	"github.com/gomlx/gomlx/core/tensors"
 	"github.com/pnec/pnec/matfile"
+	"github.com/pnec/pnec/model/backend"
 	"github.com/pnec/pnec/tiling"
 )
 
@@ -27,7 +27,7 @@ func otherBackend(t testing.TB) string {
 	if b == "" {
 		t.Skip("PNEC_XLA_BACKEND is not set (e.g. xla:/abs/path/xla_cuda_plugin.so): no second backend to compare with")
 	}
-	if _, err := ProbeBackend(b); err != nil {
+	if _, err := backend.Probe(b); err != nil {
 		t.Fatalf("backend %s does not run: %v", b, err)
 	}
 	return b
@@ -234,17 +234,6 @@ func BenchmarkBackendTrain200Epochs(b *testing.B) {
 			}
 		})
 	}
-}
-
-// ExampleProbeBackend shows how a program checks a backend before use.
-func ExampleProbeBackend() {
-	info, err := ProbeBackend("go")
-	if err != nil {
-		fmt.Println("go backend failed:", err)
-		return
-	}
-	fmt.Println(info.Label, info.SmokeOK)
-	// Output: go true
 }
 
 // BenchmarkBackendInferenceStages splits the inference of a scene prepared

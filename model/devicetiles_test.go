@@ -9,6 +9,7 @@ import (
 
 	. "github.com/gomlx/gomlx/core/graph" //nolint:revive // graph DSL
 	"github.com/gomlx/gomlx/core/tensors"
+	"github.com/pnec/pnec/model/backend"
 	"github.com/pnec/pnec/tiling"
 )
 
@@ -63,7 +64,7 @@ func TestPredictorDeviceMemory(t *testing.T) {
 		{"exactly one", need, 1},
 		{"none", need - 1, 0},
 	} {
-		p.mem = DeviceMemory{Device: "NVIDIA H100 80GB HBM3", TotalBytes: 81559 << 20, LimitBytes: tc.limit, MemoryFraction: 0.75}
+		p.mem = backend.DeviceMemory{Device: "NVIDIA H100 80GB HBM3", TotalBytes: 81559 << 20, LimitBytes: tc.limit, MemoryFraction: 0.75}
 		d, err := p.DeviceMemory(rows, cols)
 		if err != nil {
 			t.Fatal(err)

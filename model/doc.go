@@ -34,7 +34,7 @@
 // A model stores its training scene's drift statistics (drift.go), against
 // which DriftMeter measures new scenes. Backends: "go" (pure Go, SIMD
 // matmuls with GOEXPERIMENT=simd) and XLA through a PJRT plugin (see
-// ResolveBackend).
+// backend.Resolve).
 //
 // pnec's own CPU kernels (the paper encoder's full-resolution stage beside
 // the graph, its sgemm, the spectral score's dot products) are in

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/pnec/pnec/internal/resources"
+	"github.com/pnec/pnec/model/backend"
 )
 
 // TestGoBackendLowersGCPercent opens the Go backend in a fresh process
@@ -20,7 +21,7 @@ func TestGoBackendLowersGCPercent(t *testing.T) {
 		if mode == "program" {
 			debug.SetGCPercent(40)
 		}
-		b, _, err := openBackend("go")
+		b, _, err := backend.OpenName("go")
 		if err != nil {
 			fmt.Println("ERROR", err)
 			return

@@ -8,6 +8,8 @@ import (
 	"runtime"
 	"sync"
 
+	"github.com/pnec/pnec/model/backend"
+
 	"github.com/gomlx/compute"
 	. "github.com/gomlx/gomlx/core/graph" //nolint:revive // graph DSL
 	"github.com/gomlx/gomlx/core/tensors"
@@ -21,7 +23,7 @@ import (
 type Predictor struct {
 	m       *Model
 	backend compute.Backend
-	desc    Backend
+	desc    backend.Backend
 	exec    *Exec
 	weights []*tensors.Tensor // prototype bank then params, as graph inputs
 	// fullRes, when set, runs the paper encoder's full-resolution stage on
@@ -33,7 +35,7 @@ type Predictor struct {
 	// mem is the device's memory (zero when the network runs in host
 	// memory or the device's is unknown); marked the shapes compiled
 	// through the compile cache.
-	mem    DeviceMemory
+	mem    backend.DeviceMemory
 	marked map[[2]int]bool
 	// prep runs the input preparation in the graph (prepgraph.go):
 	// exec takes the raw scene, execRec also recovers; stretch are the
@@ -49,7 +51,7 @@ type Predictor struct {
 	mu    sync.Mutex
 }
 
-// NewPredictor prepares m on backend (see DecideBackend; "" = the default
+// NewPredictor prepares m on backend (see backend.Decide; "" = the default
 // for a job of unknown size).
 func NewPredictor(m *Model, backend string) (*Predictor, error) {
 	return NewPredictorPrep(m, backend, PrepAuto)
@@ -91,7 +93,7 @@ var prepInGraph, prepOnHost = false, false
 // newPredictor is NewPredictor; fused allows the fused inference layers
 // (net.fused) where the backend has them (tests compare with them off);
 // inGraph and onHost force the input preparation's place (Prep).
-func newPredictor(m *Model, backend string, fused, inGraph, onHost bool) (*Predictor, error) {
+func newPredictor(m *Model, name string, fused, inGraph, onHost bool) (*Predictor, error) {
 	if m == nil {
 		return nil, fmt.Errorf("new predictor: nil model")
 	}
@@ -99,7 +101,7 @@ func newPredictor(m *Model, backend string, fused, inGraph, onHost bool) (*Predi
 	if err != nil {
 		return nil, fmt.Errorf("new predictor: %w", err)
 	}
-	b, desc, err := openBackend(backend)
+	b, desc, err := backend.OpenName(name)
 	if err != nil {
 		return nil, err
 	}
@@ -109,7 +111,7 @@ func newPredictor(m *Model, backend string, fused, inGraph, onHost bool) (*Predi
 		p.mem = mem
 	}
 	// The fused layers are Go-backend kernels (see net.fused).
-	n := &net{d: d, cfg: m.meta.Config, fused: fused && desc.Kind == BackendGo}
+	n := &net{d: d, cfg: m.meta.Config, fused: fused && desc.Kind == backend.Go}
 	n.f0Input = useFullRes && n.fused && fullResInput(m.meta.Config) && !p.prep
 	ig := &inferGraph{m: m, n: n, stats: m.meta.GroupNormStats}
 	for _, prm := range m.params {
@@ -510,7 +512,7 @@ func (p *Predictor) predictPadded(ctx context.Context, s Scene, recovered bool) 
 func (p *Predictor) Backend() string { return p.desc.Label() }
 
 // Describe is the backend in use, described (kind, plugin, why chosen).
-func (p *Predictor) Describe() Backend { return p.desc }
+func (p *Predictor) Describe() backend.Backend { return p.desc }
 
 // Predict runs the network on s: P_up and G~ (before recovery).
 func (p *Predictor) Predict(ctx context.Context, s Scene) (Prediction, error) {
@@ -586,7 +588,7 @@ func (p *Predictor) predict(ctx context.Context, s Scene, recovered bool) (pred 
 		}
 	}()
 	if shape := [2]int{s.Rows, s.Cols}; !p.marked[shape] && p.desc.OnDevice() {
-		p.desc.graphMark(p.m.graphKey(s.Rows, s.Cols))
+		p.desc.GraphMark(p.m.graphKey(s.Rows, s.Cols))
 		p.marked[shape] = true
 	}
 	pred = Prediction{Rows: s.Rows, Cols: s.Cols, Classes: len(p.m.meta.Classes)}
@@ -668,7 +670,7 @@ func (p *Predictor) takeSlot(ctx context.Context) (func(), error) {
 }
 
 // SetDeviceTiles is how many calls' buffers the device holds at once, as
-// the planner decided from DeviceMemory (tiling.Flight.Device): with 2 a
+// the planner decided from backend.DeviceMemory (tiling.Flight.Device): with 2 a
 // call's scene is converted and uploaded while another call runs the
 // network (the classifier then runs two tiles' calls at once), with 1 (or
 // less) a call starts only once the previous one's buffers are freed.
@@ -695,7 +697,7 @@ func (p *Predictor) PrepInGraph() bool { return p.prep }
 
 // DeviceMemory is what the planner knows of p's device for one call on a
 // rows x cols input (tiling.DeviceMemory): the allocator's limit
-// (DeviceMemory.LimitBytes: the card's memory from nvidia-smi times the
+// (backend.DeviceMemory.LimitBytes: the card's memory from nvidia-smi times the
 // memory fraction), what is held there whatever the input
 // (Model.DeviceResidentBytes: the weights and the allocator's and cuDNN's
 // workspaces) as InUseBytes, and the rest of Model.DeviceNeedBytes as
@@ -775,6 +777,6 @@ func (p *Predictor) Close() error {
 	}
 	// The kernels compiled here serve the next processes; a cache that
 	// cannot be written only costs a later run time.
-	_ = PublishCompileCache()
+	_ = backend.PublishCompileCache()
 	return nil
 }

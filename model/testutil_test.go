@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/gomlx/compute"
+	"github.com/pnec/pnec/model/backend"
 )
 
 // testBackend opens the pure-Go backend for a test.
@@ -14,7 +15,7 @@ func testBackend(t testing.TB) compute.Backend {
 	if c := os.Getenv("PNEC_TEST_BACKEND"); c != "" { // e.g. "go:parallelism=-1" to compare configurations
 		name = c
 	}
-	b, _, err := openBackend(name)
+	b, _, err := backend.OpenName(name)
 	if err != nil {
 		t.Fatalf("open go backend: %v", err)
 	}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/pnec/pnec/internal/resources/memory"
+	"github.com/pnec/pnec/model/backend"
 	"github.com/pnec/pnec/progress"
 	"github.com/pnec/pnec/tiling"
 	"github.com/pnec/pnec/version"
@@ -27,7 +28,7 @@ func Train(ctx context.Context, s Scene, labels []int32, opts TrainOptions) (m *
 		return nil, fmt.Errorf("train: %w", err)
 	}
 	// A step runs on one tile of a windowed run: its size decides.
-	desc, err := DecideBackend(opts.Backend, Job{Task: TaskTrain, Pixels: int64(setup.plan.TileRows * setup.plan.TileCols), Epochs: cfg.Epochs})
+	desc, err := backend.Decide(opts.Backend, backend.Job{Task: backend.TaskTrain, Pixels: int64(setup.plan.TileRows * setup.plan.TileCols), Epochs: cfg.Epochs})
 	if err != nil {
 		return nil, fmt.Errorf("train: %w", err)
 	}
@@ -94,7 +95,7 @@ func Train(ctx context.Context, s Scene, labels []int32, opts TrainOptions) (m *
 	}
 	// The kernels compiled here serve the next processes; a cache that
 	// cannot be written only costs a later run time.
-	_ = PublishCompileCache()
+	_ = backend.PublishCompileCache()
 	return m, nil
 }
 

@@ -32,6 +32,7 @@ import (
 	"github.com/gomlx/compute/shapes"
 	. "github.com/gomlx/gomlx/core/graph" //nolint:revive // graph DSL
 	"github.com/gomlx/gomlx/core/tensors"
+	"github.com/pnec/pnec/model/backend"
 )
 
 // TrainAugmentEnv names the environment variable that chooses where
@@ -42,7 +43,7 @@ const TrainAugmentEnv = "PNEC_TRAIN_AUGMENT"
 
 // augmentInGraph says whether training on backend desc augments in the
 // graph (TrainAugmentEnv, else desc.PrepInGraph).
-func augmentInGraph(desc Backend) (bool, error) {
+func augmentInGraph(desc backend.Backend) (bool, error) {
 	switch v := os.Getenv(TrainAugmentEnv); v {
 	case "":
 		return desc.PrepInGraph(), nil

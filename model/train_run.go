@@ -10,6 +10,7 @@ import (
 
 	"github.com/gomlx/compute"
 
+	"github.com/pnec/pnec/model/backend"
 	"github.com/pnec/pnec/model/internal/kernels"
 	"github.com/pnec/pnec/progress"
 )
@@ -20,7 +21,7 @@ import (
 type trainRun struct {
 	s     Scene
 	cfg   Config
-	desc  Backend
+	desc  backend.Backend
 	setup *trainSetup
 	in    inputSpec
 	fr    *kernels.FullRes
@@ -51,7 +52,7 @@ func (r *trainRun) prepare(b compute.Backend, seed int64) error {
 	// pnec's own kernels beside the graph (kernels.FullRes; see encState), for the
 	// reference's input without augmentation (fullResTraining), unless the
 	// augmentation graph makes the network's input.
-	if useFullRes && r.desc.Kind == BackendGo && fullResTraining(cfg) && !inGraph {
+	if useFullRes && r.desc.Kind == backend.Go && fullResTraining(cfg) && !inGraph {
 		// A windowed run's kernels take one tile's scene at a time (all
 		// tiles have one size).
 		fs := s

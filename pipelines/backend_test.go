@@ -11,6 +11,7 @@ import (
 	"github.com/pnec/pnec/geo"
 	"github.com/pnec/pnec/internal/fixture"
 	"github.com/pnec/pnec/model"
+	"github.com/pnec/pnec/model/backend"
 	"github.com/pnec/pnec/processor"
 	"github.com/pnec/pnec/tiling"
 )
@@ -19,7 +20,7 @@ import (
 // backend named, on a machine where a CUDA PJRT plugin is found by pip's
 // layout alone (jax_plugins/xla_cuda13 in a site-packages folder), plans
 // its jobs for the backend the batch will run on: the one
-// model.DecideBackend picks for it, one job at a time on the GPU. Before,
+// backend.Decide picks for it, one job at a time on the GPU. Before,
 // chooseJobs re-read GOMLX_BACKEND only, planned CPU-style job counts, and
 // each classifier then decided its backend again.
 func TestChooseJobsFollowsDefaultBackend(t *testing.T) {
@@ -31,23 +32,23 @@ func TestChooseJobsFollowsDefaultBackend(t *testing.T) {
 	if err := os.WriteFile(plugin, nil, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	t.Setenv(model.SitePackagesEnv, site)
+	t.Setenv(backend.SitePackagesEnv, site)
 	t.Setenv("GOMLX_BACKEND", "")
-	t.Setenv(model.CacheDirEnv, t.TempDir())
+	t.Setenv(backend.CacheDirEnv, t.TempDir())
 	// This machine stands for one with an NVIDIA GPU.
-	saved := model.GPUPresent
-	model.GPUPresent = func() bool { return true }
-	defer func() { model.GPUPresent = saved }()
+	saved := backend.GPUPresent
+	backend.GPUPresent = func() bool { return true }
+	defer func() { backend.GPUPresent = saved }()
 	// One core for the Go backend: a large batch is then faster on the GPU
 	// by MeasuredSpeed's figures, whatever the machine running the test.
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
 	m := fixture.LoadModelFile(t, fixture.WavelengthModel(t, t.TempDir()))
 	const scenes = 1000
-	want, err := model.DecideBackend("", model.Job{Task: model.TaskClassify, Scenes: scenes})
+	want, err := backend.Decide("", backend.Job{Task: backend.TaskClassify, Scenes: scenes})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want.Kind != model.BackendXLACUDA || want.Plugin != plugin {
+	if want.Kind != backend.XLACUDA || want.Plugin != plugin {
 		t.Fatalf("set-up: DecideBackend chose %s (%s), not the plugin %s", want.Name, want.Reason, plugin)
 	}
 	jobs, b, err := chooseJobs(m, 0, processor.Options{}, scenes)

@@ -26,6 +26,7 @@ import (
 	"github.com/pnec/pnec/internal/samefile"
 	"github.com/pnec/pnec/internal/tempfiles"
 	"github.com/pnec/pnec/model"
+	"github.com/pnec/pnec/model/backend"
 	"github.com/pnec/pnec/processor"
 	"github.com/pnec/pnec/progress"
 	"github.com/pnec/pnec/stac"
@@ -520,19 +521,19 @@ func (cfg *Config) rootDoc() string {
 // jobsAndOptions is how many scenes run at once and the Classifier options
 // of each (its share of the budget, the run's logger), recorded in sum.
 func jobsAndOptions(cfg Config, m *model.Model, scenes int, log *slog.Logger, sum *Summary) (int, processor.Options) {
-	jobs, backend := cfg.Jobs, cfg.Options.Backend
+	jobs, label := cfg.Jobs, cfg.Options.Backend
 	opts := cfg.Options
 	if scenes > 0 {
-		var b model.Backend
+		var b backend.Backend
 		var err error
 		if jobs, b, err = chooseJobs(m, cfg.Jobs, cfg.Options, scenes); err == nil {
 			// Every classifier opens the backend decided here: the default
 			// is decided once for the batch, not again per job.
-			backend, opts.Backend = b.Label(), b.Name
+			label, opts.Backend = b.Label(), b.Name
 		}
 	}
 	jobs = max(1, min(jobs, scenes))
-	sum.Jobs, sum.Backend = jobs, backend
+	sum.Jobs, sum.Backend = jobs, label
 	// The budget, given or the default (which respects cgroup limits), is
 	// the whole process's: each job gets its share.
 	opts.MaxMemoryBytes = memory.Budget(opts.MaxMemoryBytes) / int64(jobs)
@@ -878,9 +879,9 @@ func checkWritable(dir string) error {
 	return os.Remove(name)
 }
 
-// chooseJobs decides the batch's backend once (model.DecideBackend, for
+// chooseJobs decides the batch's backend once (backend.Decide, for
 // the batch's scenes) and applies the --jobs default: 1 on an accelerator
-// (model.Backend.OnDevice); on CPU as many scenes as the memory budget
+// (backend.Backend.OnDevice); on CPU as many scenes as the memory budget
 // holds when each job's share is at least the smallest budget a scene of
 // one model tile runs in (processor.SmallestBudget of a
 // CanonicalTile-square scene with the model's bands: a share below it
@@ -890,8 +891,8 @@ func checkWritable(dir string) error {
 // spans their width): a share too small for one is refused with the
 // budget it needs, as pnec classify refuses it. An error is a backend name
 // that does not parse.
-func chooseJobs(m *model.Model, jobs int, o processor.Options, scenes int) (int, model.Backend, error) {
-	b, err := model.DecideBackend(o.Backend, model.Job{Task: model.TaskClassify, Scenes: scenes})
+func chooseJobs(m *model.Model, jobs int, o processor.Options, scenes int) (int, backend.Backend, error) {
+	b, err := backend.Decide(o.Backend, backend.Job{Task: backend.TaskClassify, Scenes: scenes})
 	if err != nil {
 		return jobs, b, err
 	}

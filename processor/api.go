@@ -18,7 +18,7 @@ import (
 // Options tune a Classifier. Zero values mean the documented defaults.
 type Options struct {
 	// Backend names the compute backend ("go", "xla:cuda",
-	// "xla:/abs/plugin.so[,options]"); "" is model.DecideBackend's choice
+	// "xla:/abs/plugin.so[,options]"); "" is backend.Decide's choice
 	// for a job of unknown size: GOMLX_BACKEND when set, else the pure-Go
 	// backend, even with a PJRT plugin installed (XLA's compilation would
 	// outlast a small scene). pnec classify and pnec batch name the

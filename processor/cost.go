@@ -6,6 +6,7 @@ import (
 	"github.com/pnec/pnec/geo"
 	"github.com/pnec/pnec/internal/resources"
 	"github.com/pnec/pnec/model"
+	"github.com/pnec/pnec/model/backend"
 	"github.com/pnec/pnec/tiling"
 )
 
@@ -254,7 +255,7 @@ func StripScratchBytes(info geo.Info, tileCols int) int64 {
 // budget the Go heap must leave (the base process, the block cache, GDAL's
 // decoding and the writer's buffers, an open VRT's sources), the network's
 // buffers, and the block cache its reads need.
-func (c *sceneCost) run(budget int64, plan tiling.Plan, backend model.Backend) resources.Run {
+func (c *sceneCost) run(budget int64, plan tiling.Plan, backend backend.Backend) resources.Run {
 	cache := blockCacheBytes(c.info, plan.TileCols)
 	return resources.Run{
 		BudgetBytes:     budget,
@@ -268,10 +269,10 @@ func (c *sceneCost) run(budget int64, plan tiling.Plan, backend model.Backend) r
 // backendOf is the described backend of p: model.Predictor's own
 // description, else its name parsed (a name that does not parse, such as a
 // test's network, describes no backend: off the Go heap).
-func backendOf(p predictor) model.Backend {
-	if d, ok := p.(interface{ Describe() model.Backend }); ok {
+func backendOf(p predictor) backend.Backend {
+	if d, ok := p.(interface{ Describe() backend.Backend }); ok {
 		return d.Describe()
 	}
-	b, _ := model.ParseBackend(p.Backend())
+	b, _ := backend.Parse(p.Backend())
 	return b
 }

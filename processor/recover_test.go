@@ -7,6 +7,7 @@ import (
 
 	"github.com/pnec/pnec/internal/fixture"
 	"github.com/pnec/pnec/model"
+	"github.com/pnec/pnec/model/backend"
 	"github.com/pnec/pnec/tiling"
 )
 
@@ -19,8 +20,8 @@ type deviceRecovery struct {
 	recovered *int
 }
 
-func (d deviceRecovery) Describe() model.Backend {
-	b, _ := model.ParseBackend("xla:cpu")
+func (d deviceRecovery) Describe() backend.Backend {
+	b, _ := backend.Parse("xla:cpu")
 	return b
 }
 

@@ -11,6 +11,7 @@ import (
 
 	"github.com/pnec/pnec/internal/oneline"
 	"github.com/pnec/pnec/model"
+	"github.com/pnec/pnec/model/backend"
 	"github.com/pnec/pnec/processor"
 	"github.com/urfave/cli/v2"
 )
@@ -57,7 +58,7 @@ func backendsAction(c *cli.Context) error {
 		if err != nil {
 			return fmt.Errorf("--cache-dir %s: %w", d, err)
 		}
-		os.Setenv(model.CacheDirEnv, abs)
+		os.Setenv(backend.CacheDirEnv, abs)
 	}
 	if c.IsSet("shapes") && !c.IsSet("precompile") {
 		return fmt.Errorf("--shapes needs --precompile MODEL")
@@ -65,21 +66,21 @@ func backendsAction(c *cli.Context) error {
 	if m := c.String("precompile"); m != "" {
 		return precompileAction(c, m)
 	}
-	names := model.AvailableBackends()
+	names := backend.Available()
 	if b := c.String("backend"); b != "" {
 		names = []string{b}
 	}
 	w := c.App.Writer
 	var failed []string
 	for _, name := range names {
-		info, err := model.ProbeBackend(name)
+		info, err := backend.Probe(name)
 		mem, memErr := info.Backend.DeviceMemory()
 		if c.Bool("json") {
 			out := struct {
-				model.BackendInfo
-				Memory *model.DeviceMemory `json:"device_memory,omitempty"`
-				Error  string              `json:"error,omitempty"`
-			}{BackendInfo: info}
+				backend.Info
+				Memory *backend.DeviceMemory `json:"device_memory,omitempty"`
+				Error  string                `json:"error,omitempty"`
+			}{Info: info}
 			if memErr == nil && !mem.OnHost {
 				out.Memory = &mem
 			}
@@ -96,11 +97,11 @@ func backendsAction(c *cli.Context) error {
 		}
 	}
 	if c.String("backend") == "" {
-		def, err := model.DecideBackend("", model.Job{})
+		def, err := backend.Decide("", backend.Job{})
 		if c.Bool("json") {
 			b, _ := json.Marshal(struct {
-				Default model.Backend `json:"default"`
-				Error   string        `json:"error,omitempty"`
+				Default backend.Backend `json:"default"`
+				Error   string          `json:"error,omitempty"`
 			}{def, errString(err)})
 			fmt.Fprintln(w, string(b))
 		} else if err == nil {
@@ -124,7 +125,7 @@ func errString(err error) string {
 }
 
 // printBackend writes one backend's probe as text.
-func printBackend(c *cli.Context, info model.BackendInfo, err error, mem model.DeviceMemory, memErr error) {
+func printBackend(c *cli.Context, info backend.Info, err error, mem backend.DeviceMemory, memErr error) {
 	w := c.App.Writer
 	status := "ok"
 	if err != nil {
@@ -165,15 +166,15 @@ func printBackend(c *cli.Context, info model.BackendInfo, err error, mem model.D
 
 // printCache lists the compile cache's folders.
 func printCache(c *cli.Context) error {
-	root, folders, err := model.CacheFolders()
+	root, folders, err := backend.CacheFolders()
 	if err != nil {
 		return fmt.Errorf("backends: compile cache: %w", err)
 	}
 	w := c.App.Writer
 	if c.Bool("json") {
 		b, _ := json.Marshal(struct {
-			Root    string              `json:"cache_root"`
-			Folders []model.CacheFolder `json:"cache_folders"`
+			Root    string                `json:"cache_root"`
+			Folders []backend.CacheFolder `json:"cache_folders"`
 		}{root, folders})
 		fmt.Fprintln(w, string(b))
 		return nil
@@ -197,22 +198,22 @@ func precompileAction(c *cli.Context, path string) error {
 	if err != nil {
 		return err
 	}
-	backend := c.String("backend")
-	if backend == "" {
-		for _, p := range model.FindPlugins() {
-			if b, err := model.ParseBackend("xla:" + p.Path); err == nil && b.OnDevice() {
-				backend = b.Name
+	name := c.String("backend")
+	if name == "" {
+		for _, p := range backend.FindPlugins() {
+			if b, err := backend.Parse("xla:" + p.Path); err == nil && b.OnDevice() {
+				name = b.Name
 				break
 			}
 		}
-		if backend == "" {
+		if name == "" {
 			return fmt.Errorf("--precompile: no accelerator plugin found (name one with --backend): the go backend keeps no compile cache")
 		}
 	}
-	fmt.Fprintf(c.App.Writer, "compiling %d shapes on %s\n", len(shapes), backend)
-	done, err := model.Precompile(c.Context, m, backend, shapes)
+	fmt.Fprintf(c.App.Writer, "compiling %d shapes on %s\n", len(shapes), name)
+	done, err := model.Precompile(c.Context, m, name, shapes)
 	for _, d := range done {
-		fmt.Fprintf(c.App.Writer, "compiled %v on %s in %.1f s\n", d.Shape, backend, d.Seconds)
+		fmt.Fprintf(c.App.Writer, "compiled %v on %s in %.1f s\n", d.Shape, name, d.Seconds)
 	}
 	if err != nil {
 		return fmt.Errorf("--precompile: %w", err)

@@ -18,6 +18,7 @@ import (
 	"github.com/pnec/pnec/internal/samefile"
 	"github.com/pnec/pnec/internal/tempfiles"
 	"github.com/pnec/pnec/model"
+	"github.com/pnec/pnec/model/backend"
 	"github.com/pnec/pnec/processor"
 	"github.com/pnec/pnec/progress"
 	"github.com/pnec/pnec/tiling"
@@ -262,7 +263,7 @@ func classifyAction(c *cli.Context) error {
 	return cl.Close()
 }
 
-// defaultBackend is the backend model.DecideBackend picks for classifying
+// defaultBackend is the backend backend.Decide picks for classifying
 // scene (its pixels known), "" when the scene cannot be opened (the
 // classifier then says why).
 func defaultBackend(scene string) string {
@@ -272,7 +273,7 @@ func defaultBackend(scene string) string {
 	}
 	info := sc.Info()
 	sc.Close()
-	b, err := model.DecideBackend("", model.Job{Task: model.TaskClassify, Pixels: int64(info.Rows) * int64(info.Cols)})
+	b, err := backend.Decide("", backend.Job{Task: backend.TaskClassify, Pixels: int64(info.Rows) * int64(info.Cols)})
 	if err != nil {
 		return ""
 	}

@@ -13,7 +13,7 @@ import (
 	"github.com/pnec/pnec/geo"
 	"github.com/pnec/pnec/internal/fixture"
 	"github.com/pnec/pnec/internal/tempfiles"
-	"github.com/pnec/pnec/model"
+	"github.com/pnec/pnec/model/backend"
 )
 
 func classifyFixture(t *testing.T) (modelPath, scene, dir string) {
@@ -259,7 +259,7 @@ func TestNoPluginMessage(t *testing.T) {
 	if err == nil {
 		t.Skip("an XLA CPU plugin was found here")
 	}
-	if !errors.Is(err, model.ErrNoPlugin) || strings.Contains(err.Error(), "autoinstall") || strings.Contains(err.Error(), "\n") {
-		t.Errorf("got %q, want model.ErrNoPlugin's one line\n%s", err, stderr)
+	if !errors.Is(err, backend.ErrNoPlugin) || strings.Contains(err.Error(), "autoinstall") || strings.Contains(err.Error(), "\n") {
+		t.Errorf("got %q, want backend.ErrNoPlugin's one line\n%s", err, stderr)
 	}
 }

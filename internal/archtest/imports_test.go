@@ -41,6 +41,7 @@ var rules = []rule{
 	{pkg: "drift", why: "drift is arithmetic on plain data below the model", onlyPnec: []string{"tiling", "internal/quantile"}},
 	{pkg: "model/internal/kernels", why: "the kernels take plain slices and build without the network, with and without GOEXPERIMENT=simd", onlyPnec: []string{}},
 	{pkg: "model", why: "the network sits below the GDAL layer and everything that runs it", forbidden: append([]string{module + "/geo", module + "/sensors", module + "/stac"}, upper...)},
+	{pkg: "model/backend", why: "the backends sit below the network: discovery, the decision rule and the compile cache know no model or scene", forbidden: append([]string{module + "/model", module + "/geo", module + "/sensors", module + "/stac", module + "/drift"}, upper...)},
 	{pkg: "geo", why: "dependencies point sensors -> geo, and the GDAL layer sits below the network's users", forbidden: append([]string{module + "/sensors", module + "/model", module + "/stac"}, upper...)},
 	{pkg: "sensors", why: "only geo talks to GDAL, and sensors sit below the packages that open scenes", forbidden: append([]string{"C", "github.com/airbusgeo/godal"}, upper...)},
 	{pkg: "stac", why: "the STAC documents take plain data, so that pnec train writes a model's Item without the batch", forbidden: upper},
@@ -55,7 +56,7 @@ var everywhere = []struct {
 	only        []string
 }{
 	{"github.com/airbusgeo/godal", "geo alone imports godal", []string{"geo", "internal/fixture"}},
-	{"github.com/gomlx/", "model alone imports GoMLX", []string{"model"}},
+	{"github.com/gomlx/", "the network's packages alone import GoMLX", []string{"model", "model/backend"}},
 	{"C", "cgo is the GDAL layer's and the process helpers'", []string{"geo", "internal/dlopen", "internal/resources"}},
 }
 

@@ -19,7 +19,7 @@
 //     which glibc reads at start).
 //   - GuardHeap: once, before a command that runs the network reads
 //     anything (cmd/pnec), and when the Go backend first opens.
-//   - BackendOpening: when a backend opens (model.Backend.Open), with
+//   - BackendOpening: when a backend opens (backend.Backend.Open), with
 //     whether the network's buffers live on the Go heap.
 //   - Reserve: at the start of each classify run (processor), given back
 //     at its end.
@@ -118,7 +118,7 @@ type Facts struct {
 	// map under RLIMIT_AS, bytes; -1 without a limit.
 	AddressSpaceLeftBytes int64
 	// NetworkOnGoHeap says the network's buffers live on the Go heap
-	// (model.Backend.NetworkOnGoHeap: the Go backend).
+	// (backend.Backend.NetworkOnGoHeap: the Go backend).
 	NetworkOnGoHeap bool
 }
 

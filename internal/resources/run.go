@@ -21,7 +21,7 @@ type Run struct {
 	// buffers, the product writer's C buffers, an open VRT's sources.
 	OffHeapBytes int64
 	// NetworkBytes is the network's buffers for the run's tiles, on the Go
-	// heap only where NetworkOnGoHeap (model.Backend.NetworkOnGoHeap).
+	// heap only where NetworkOnGoHeap (backend.Backend.NetworkOnGoHeap).
 	NetworkBytes    int64
 	NetworkOnGoHeap bool
 	// BlockCacheBytes is the GDAL block cache the run's reads need.

@@ -1,4 +1,4 @@
-package model
+package backend
 
 import (
 	"encoding/json"
@@ -42,14 +42,14 @@ func TestPJRTHeaderVersion(t *testing.T) {
 // TestProbeGoBackend runs the probe's smoke product on the pure-Go backend,
 // and checks that a missing plugin is reported as such, naming it.
 func TestProbeGoBackend(t *testing.T) {
-	info, err := ProbeBackend("go")
+	info, err := Probe("go")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !info.SmokeOK || info.Label != "go" || len(info.Devices) == 0 {
 		t.Errorf("probe of go: %+v", info)
 	}
-	_, err = ProbeBackend("xla:/nonexistent/xla_cuda_plugin.so")
+	_, err = Probe("xla:/nonexistent/xla_cuda_plugin.so")
 	if err == nil || !regexp.MustCompile(`/nonexistent/xla_cuda_plugin.so`).MatchString(err.Error()) {
 		t.Errorf("probe of a missing plugin: error %v, want one naming the path", err)
 	}
@@ -63,7 +63,7 @@ func TestProbeOtherBackend(t *testing.T) {
 	if b == "" {
 		t.Skip("PNEC_XLA_BACKEND is not set: nothing to probe")
 	}
-	info, err := ProbeBackend(b)
+	info, err := Probe(b)
 	t.Logf("backend %s: plugin %s, plugin PJRT C API %d.%d, go-xla's %d.%d", info.Label, info.PluginPath,
 		info.PluginPJRT[0], info.PluginPJRT[1], info.HeaderPJRT[0], info.HeaderPJRT[1])
 	t.Logf("description: %s; devices: %q; smoke product %.3f s", info.Description, info.Devices, info.SmokeSec)
@@ -85,15 +85,15 @@ func TestResolveBackendFullFloat32(t *testing.T) {
 		{"go", goBackendConfig},
 		{"go:parallelism=2", "go:parallelism=2"},
 	} {
-		if got := ResolveBackend(tc.in); got != tc.want {
-			t.Errorf("ResolveBackend(%q) = %q, want %q", tc.in, got, tc.want)
+		if got := Resolve(tc.in); got != tc.want {
+			t.Errorf("Resolve(%q) = %q, want %q", tc.in, got, tc.want)
 		}
-		b, err := ParseBackend(tc.in)
+		b, err := Parse(tc.in)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if got := b.Label(); strings.Contains(got, "notf32") && !strings.Contains(tc.in, "notf32") {
-			t.Errorf("ParseBackend(%q).Label() = %q: the default option should not show", tc.in, got)
+			t.Errorf("Parse(%q).Label() = %q: the default option should not show", tc.in, got)
 		}
 	}
 }

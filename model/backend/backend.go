@@ -1,4 +1,4 @@
-package model
+package backend
 
 import (
 	"errors"
@@ -36,39 +36,39 @@ func init() {
 // goroutines). pnec's own discovery (goXLAPlugins) loads nothing.
 var xlaMu sync.Mutex
 
-// BackendKind is what runs the network: where its buffers live and what
+// Kind is what runs the network: where its buffers live and what
 // it is good at. It is decided once, from the backend's name and the
 // plugin found (Backend.Kind), and every policy that differs by backend
 // (jobs in flight, memory budgets, input preparation, compile cache)
 // reads it instead of the name.
-type BackendKind string
+type Kind string
 
 const (
-	// BackendGo is the pure-Go backend: the network's buffers are on the
+	// Go is the pure-Go backend: the network's buffers are on the
 	// Go heap, its work on the host's cores.
-	BackendGo BackendKind = "go"
-	// BackendXLACPU is XLA's CPU plugin: host memory outside the Go heap.
-	BackendXLACPU BackendKind = "xla-cpu"
-	// BackendXLACUDA is XLA on an NVIDIA GPU (a CUDA PJRT plugin).
-	BackendXLACUDA BackendKind = "xla-cuda"
-	// BackendXLAROCm is XLA on an AMD GPU (a ROCm PJRT plugin).
-	BackendXLAROCm BackendKind = "xla-rocm"
-	// BackendXLAOther is another PJRT plugin (TPU, Metal, ...): taken to
+	Go Kind = "go"
+	// XLACPU is XLA's CPU plugin: host memory outside the Go heap.
+	XLACPU Kind = "xla-cpu"
+	// XLACUDA is XLA on an NVIDIA GPU (a CUDA PJRT plugin).
+	XLACUDA Kind = "xla-cuda"
+	// XLAROCm is XLA on an AMD GPU (a ROCm PJRT plugin).
+	XLAROCm Kind = "xla-rocm"
+	// XLAOther is another PJRT plugin (TPU, Metal, ...): taken to
 	// be an accelerator with memory of its own.
-	BackendXLAOther BackendKind = "xla"
+	XLAOther Kind = "xla"
 )
 
 // Backend is the one description of the backend a run uses: what it is,
 // which plugin and options, why it was chosen, where its compile cache
 // lives and, for a pip-installed CUDA plugin, the NVIDIA libraries it
-// needs. DecideBackend makes it (the only place that reads the backend's
+// needs. Decide makes it (the only place that reads the backend's
 // name, GOMLX_BACKEND and the plugins found); it is plain data.
 type Backend struct {
 	// Name is the backend to pass on ("go", "xla:cuda,tf32",
 	// "xla:/abs/path/xla_cuda_plugin.so"): opening Name again gives the
 	// same backend without a new decision.
-	Name string      `json:"name"`
-	Kind BackendKind `json:"kind"`
+	Name string `json:"name"`
+	Kind Kind   `json:"kind"`
 	// Plugin is the PJRT plugin's name or absolute path (XLA only).
 	Plugin string `json:"plugin,omitempty"`
 	// Options are the backend options after the plugin ("tf32",
@@ -86,7 +86,7 @@ type Backend struct {
 // Label is the short name recorded in products and Items ("go",
 // "xla:cuda"): the name without pnec's default options.
 func (b Backend) Label() string {
-	if b.Kind == BackendGo {
+	if b.Kind == Go {
 		return "go"
 	}
 	return "xla:" + strings.Join(append([]string{b.Plugin}, b.Options...), ",")
@@ -96,7 +96,7 @@ func (b Backend) Label() string {
 // float32 matrix products in full float32 unless the options ask for TF32
 // (withFullFloat32).
 func (b Backend) Config() string {
-	if b.Kind == BackendGo {
+	if b.Kind == Go {
 		if len(b.Options) > 0 {
 			return "go:" + strings.Join(b.Options, ",")
 		}
@@ -107,14 +107,14 @@ func (b Backend) Config() string {
 
 // NetworkOnGoHeap reports whether the network's buffers live on the Go
 // heap (the Go backend): the Go memory limit must then include them.
-func (b Backend) NetworkOnGoHeap() bool { return b.Kind == BackendGo }
+func (b Backend) NetworkOnGoHeap() bool { return b.Kind == Go }
 
 // OnDevice reports whether the network runs on an accelerator with memory
 // of its own (a GPU): one scene at a time keeps it busy, and the device's
 // memory, not the host's, bounds a tile.
 func (b Backend) OnDevice() bool {
 	switch b.Kind {
-	case BackendXLACUDA, BackendXLAROCm, BackendXLAOther:
+	case XLACUDA, XLAROCm, XLAOther:
 		return true
 	}
 	return false
@@ -124,18 +124,18 @@ func (b Backend) OnDevice() bool {
 // recovery run inside the compiled graph (on the device) rather than on
 // the host: on every XLA backend. The Go backend keeps pnec's host kernels,
 // which are faster on the CPU than the same work as graph operations.
-func (b Backend) PrepInGraph() bool { return b.Kind != BackendGo }
+func (b Backend) PrepInGraph() bool { return b.Kind != Go }
 
-// ParseBackend describes the backend name names without choosing a
+// Parse describes the backend name names without choosing a
 // default: "go" (or "go:OPTIONS"), "xla:PLUGIN[,OPTIONS]" where PLUGIN is a
 // plugin name ("cuda", "cpu") or an absolute path to its .so file.
-func ParseBackend(name string) (Backend, error) {
+func Parse(name string) (Backend, error) {
 	name = strings.TrimSpace(name)
 	switch {
 	case name == "go":
-		return Backend{Name: name, Kind: BackendGo}, nil
+		return Backend{Name: name, Kind: Go}, nil
 	case strings.HasPrefix(name, "go:"):
-		return Backend{Name: name, Kind: BackendGo, Options: splitOptions(strings.TrimPrefix(name, "go:"))}, nil
+		return Backend{Name: name, Kind: Go, Options: splitOptions(strings.TrimPrefix(name, "go:"))}, nil
 	case strings.HasPrefix(name, "xla:"):
 		parts := strings.Split(strings.TrimPrefix(name, "xla:"), ",")
 		plugin := strings.TrimSpace(parts[0])
@@ -148,11 +148,11 @@ func ParseBackend(name string) (Backend, error) {
 		b := Backend{Name: name, Kind: pluginKind(plugin), Plugin: plugin, Options: splitOptions(strings.Join(parts[1:], ","))}
 		return b, nil
 	}
-	return Backend{}, fmt.Errorf("backend %q: %w", name, ErrUnknownBackend)
+	return Backend{}, fmt.Errorf("backend %q: %w", name, ErrUnknown)
 }
 
-// ErrUnknownBackend is a backend name that is neither go nor xla:PLUGIN.
-var ErrUnknownBackend = errors.New("unknown backend: use go, xla:cuda, xla:cpu or xla:/abs/path/plugin.so")
+// ErrUnknown is a backend name that is neither go nor xla:PLUGIN.
+var ErrUnknown = errors.New("unknown backend: use go, xla:cuda, xla:cpu or xla:/abs/path/plugin.so")
 
 func splitOptions(s string) []string {
 	var out []string
@@ -168,17 +168,17 @@ func splitOptions(s string) []string {
 // path): the one place a plugin's name is read for what it runs on.
 // jax's CUDA plugin is xla_cuda_plugin.so in jax_plugins/xla_cuda13,
 // go-xla's pjrt_c_api_cuda_plugin.so.
-func pluginKind(plugin string) BackendKind {
+func pluginKind(plugin string) Kind {
 	base := strings.ToLower(filepath.Base(plugin))
 	switch {
 	case strings.Contains(base, "cuda") || strings.Contains(base, "nvidia"):
-		return BackendXLACUDA
+		return XLACUDA
 	case strings.Contains(base, "rocm") || strings.Contains(base, "amd"):
-		return BackendXLAROCm
+		return XLAROCm
 	case base == "cpu" || strings.Contains(base, "cpu"):
-		return BackendXLACPU
+		return XLACPU
 	}
-	return BackendXLAOther
+	return XLAOther
 }
 
 // withFullFloat32 turns TF32 matrix products off on an XLA backend unless
@@ -198,13 +198,13 @@ func withFullFloat32(config string) string {
 	return config + ",notf32"
 }
 
-// ResolveBackend turns a user backend name ("" for the default, "go",
+// Resolve turns a user backend name ("" for the default, "go",
 // "xla:cuda", "xla:/path/plugin.so", or GOMLX_BACKEND when name is "")
 // into the configuration string used to open it (Backend.Config of
-// DecideBackend's choice for a job of unknown size); a name it cannot
+// Decide's choice for a job of unknown size); a name it cannot
 // parse is returned as it is, for GoMLX to refuse.
-func ResolveBackend(name string) string {
-	b, err := DecideBackend(name, Job{})
+func Resolve(name string) string {
+	b, err := Decide(name, Job{})
 	if err != nil {
 		return name
 	}
@@ -214,10 +214,10 @@ func ResolveBackend(name string) string {
 // ErrNoPlugin says that no XLA PJRT plugin was found for an XLA backend.
 var ErrNoPlugin = errors.New("no XLA PJRT plugin found: install one with pip (pip install jax[cuda13]) or set PJRT_PLUGIN_LIBRARY_PATH to the folder holding pjrt_c_api_*_plugin.so, or name the plugin file (xla:/abs/path/plugin.so)")
 
-// openBackend decides the backend named by name (see DecideBackend) for a
+// OpenName decides the backend named by name (see Decide) for a
 // job of unknown size and opens it.
-func openBackend(name string) (compute.Backend, Backend, error) {
-	d, err := DecideBackend(name, Job{})
+func OpenName(name string) (compute.Backend, Backend, error) {
+	d, err := Decide(name, Job{})
 	if err != nil {
 		return nil, Backend{}, err
 	}
@@ -242,7 +242,7 @@ func (b Backend) Open() (cb compute.Backend, err error) {
 			return nil, fmt.Errorf("open backend %q: %w", config, err)
 		}
 	}
-	if b.Kind != BackendGo {
+	if b.Kind != Go {
 		if _, err := useCompileCache(b); err != nil {
 			// The cache only saves time: run without it, and say why once,
 			// through slog's default logger (Open has no logger of a
@@ -250,7 +250,7 @@ func (b Backend) Open() (cb compute.Backend, err error) {
 			warnCacheOnce.Do(func() { slog.Warn("compile cache off", "err", err) })
 		}
 	}
-	if b.Kind != BackendGo && filepath.IsAbs(b.Plugin) {
+	if b.Kind != Go && filepath.IsAbs(b.Plugin) {
 		// A plugin named by path is loaded without go-xla's checks, which
 		// a plugin found by name passes first: a NULL API is an error here.
 		if _, err := loadPJRTPlugin(b.Plugin); err != nil {
@@ -263,7 +263,7 @@ func (b Backend) Open() (cb compute.Backend, err error) {
 		// The resource policy's settings for where the network's buffers
 		// live (the heap guard and GOGC on the Go heap), before any runs.
 		resources.BackendOpening(b.NetworkOnGoHeap())
-		if b.Kind == BackendGo {
+		if b.Kind == Go {
 			// The Go backend prints its parallelism setting to stdout, which
 			// would corrupt machine-readable output (pnec evaluate --json).
 			if devnull, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0); err == nil {

@@ -1,4 +1,4 @@
-package model
+package backend
 
 import (
 	"fmt"
@@ -45,7 +45,7 @@ func TestCompileCacheKey(t *testing.T) {
 	gpu("NVIDIA H100 80GB HBM3")
 	plugin := filepath.Join(t.TempDir(), "xla_cuda_plugin.so")
 	os.WriteFile(plugin, []byte("v1"), 0o644)
-	b, _ := ParseBackend("xla:" + plugin)
+	b, _ := Parse("xla:" + plugin)
 	dir := func() string {
 		c, err := b.CompileCache()
 		if err != nil {
@@ -67,7 +67,7 @@ func TestCompileCacheKey(t *testing.T) {
 	}
 	for name, change := range map[string]func(){
 		"code flag": func() { t.Setenv("XLA_FLAGS", "--xla_gpu_autotune_level=0") },
-		"options":   func() { b, _ = ParseBackend("xla:" + plugin + ",tf32") },
+		"options":   func() { b, _ = Parse("xla:" + plugin + ",tf32") },
 		"device":    func() { gpu("NVIDIA H200") },
 		"plugin": func() {
 			os.WriteFile(plugin, []byte("v2, a new build"), 0o644)
@@ -90,7 +90,7 @@ func TestCompileCacheKernelsShared(t *testing.T) {
 	t.Setenv(CacheDirEnv, t.TempDir())
 	t.Setenv("XLA_FLAGS", "--xla_gpu_autotune_level=4")
 	t.Setenv(KernelCacheEnv, "")
-	b, _ := ParseBackend("xla:/nonexistent/xla_cuda_plugin.so")
+	b, _ := Parse("xla:/nonexistent/xla_cuda_plugin.so")
 	c, err := useCompileCache(b)
 	if err != nil {
 		t.Fatal(err)
@@ -186,18 +186,18 @@ func TestCacheFolders(t *testing.T) {
 	root := t.TempDir()
 	t.Setenv(CacheDirEnv, root)
 	t.Setenv("XLA_FLAGS", "")
-	b, _ := ParseBackend("xla:/x/xla_cuda_plugin.so")
+	b, _ := Parse("xla:/x/xla_cuda_plugin.so")
 	c, err := useCompileCache(b)
 	if err != nil {
 		t.Fatal(err)
 	}
 	os.WriteFile(filepath.Join(c.AutotuneDir, "abc.textproto"), []byte("result"), 0o644)
 	os.WriteFile(c.KernelFile, []byte("0123456789"), 0o644)
-	if b.cacheWarm() {
+	if b.CacheWarm() {
 		t.Error("warm before any graph was compiled")
 	}
-	b.graphMark("graph1")
-	if !b.cacheWarm() {
+	b.GraphMark("graph1")
+	if !b.CacheWarm() {
 		t.Error("not warm after a graph was compiled through it")
 	}
 	gotRoot, folders, err := CacheFolders()
@@ -235,7 +235,7 @@ func within(t *testing.T, what string, f func()) {
 // on without the cache).
 func TestCompileCacheDistrusted(t *testing.T) {
 	t.Setenv("XLA_FLAGS", "")
-	b, _ := ParseBackend("xla:/x/xla_cuda_plugin.so")
+	b, _ := Parse("xla:/x/xla_cuda_plugin.so")
 	setup := func(t *testing.T) CompileCache {
 		resetCompileCache(t)
 		t.Setenv(CacheDirEnv, t.TempDir())

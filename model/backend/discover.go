@@ -1,4 +1,4 @@
-package model
+package backend
 
 import (
 	"fmt"
@@ -140,7 +140,7 @@ func FindPlugins() []Plugin {
 	}
 	// Accelerators first, in the order found.
 	slices.SortStableFunc(out, func(a, b Plugin) int {
-		return btoi(pluginKind(a.Path) == BackendXLACPU) - btoi(pluginKind(b.Path) == BackendXLACPU)
+		return btoi(pluginKind(a.Path) == XLACPU) - btoi(pluginKind(b.Path) == XLACPU)
 	})
 	if pluginCache.m == nil {
 		pluginCache.m = map[string][]Plugin{}

@@ -1,4 +1,4 @@
-package model
+package backend
 
 import (
 	"fmt"
@@ -21,11 +21,11 @@ import (
 // higher minor is expected to work, and a different major never does.
 var PJRTHeaderVersion = [2]int{0, 104}
 
-// BackendInfo is what ProbeBackend found out about one backend.
-type BackendInfo struct {
+// Info is what Probe found out about one backend.
+type Info struct {
 	Name        string   `json:"name"`        // as given ("go", "xla:cuda", "xla:/abs/plugin.so")
 	Config      string   `json:"config"`      // the configuration opened (Backend.Config)
-	Backend     Backend  `json:"backend"`     // the backend described (DecideBackend)
+	Backend     Backend  `json:"backend"`     // the backend described (Decide)
 	Label       string   `json:"label"`       // the name recorded in products ("go", "xla:cuda")
 	Description string   `json:"description"` // the backend's own description
 	Devices     []string `json:"devices"`
@@ -37,10 +37,10 @@ type BackendInfo struct {
 	SmokeSec   float64 `json:"smoke_seconds"` // its compile + first run, wall seconds
 }
 
-// AvailableBackends lists the backend names that can be probed here: "go"
+// Available lists the backend names that can be probed here: "go"
 // always, then "xla:PLUGIN" for each PJRT plugin found (FindPlugins:
 // go-xla's folders and pip-installed jax plugins; nothing is downloaded).
-func AvailableBackends() []string {
+func Available() []string {
 	out := []string{"go"}
 	for _, p := range FindPlugins() {
 		out = append(out, "xla:"+p.Path)
@@ -76,15 +76,15 @@ func loadPJRTPlugin(plugin string) (p *pjrt.Plugin, err error) {
 	return p, nil
 }
 
-// ProbeBackend opens the backend named by name (as ResolveBackend takes it),
+// Probe opens the backend named by name (as Resolve takes it),
 // reports what it is, and runs a small matrix product on it to show that
 // compilation and execution work. For XLA plugins it first loads the plugin
 // alone and checks its PJRT C API major version against go-xla's, so that an
 // incompatible plugin is reported with both versions rather than failing
 // somewhere inside compilation.
-func ProbeBackend(name string) (info BackendInfo, err error) {
-	info = BackendInfo{Name: name, HeaderPJRT: PJRTHeaderVersion}
-	desc, err := DecideBackend(name, Job{})
+func Probe(name string) (info Info, err error) {
+	info = Info{Name: name, HeaderPJRT: PJRTHeaderVersion}
+	desc, err := Decide(name, Job{})
 	if err != nil {
 		return info, fmt.Errorf("probe backend: %w", err)
 	}
@@ -97,7 +97,7 @@ func ProbeBackend(name string) (info BackendInfo, err error) {
 			return info, fmt.Errorf("probe backend %q: %w", name, err)
 		}
 	}
-	if plugin := desc.Plugin; desc.Kind != BackendGo {
+	if plugin := desc.Plugin; desc.Kind != Go {
 		if filepath.IsAbs(plugin) {
 			if _, statErr := os.Stat(plugin); statErr != nil {
 				return info, fmt.Errorf("probe backend %q: plugin: %w", name, statErr)

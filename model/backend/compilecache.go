@@ -1,4 +1,4 @@
-package model
+package backend
 
 import (
 	"crypto/sha256"
@@ -19,7 +19,6 @@ import (
 	"github.com/gofrs/flock"
 
 	"github.com/pnec/pnec/internal/tempfiles"
-	"github.com/pnec/pnec/version"
 )
 
 // CacheDirEnv moves pnec's cache folder (default: the XDG cache folder,
@@ -140,7 +139,7 @@ func gpuModels() (models []string, driver string) {
 // CompileCache is b's cache folder for the current XLA_FLAGS; nothing is
 // created. The Go backend compiles in milliseconds and has none.
 func (b Backend) CompileCache() (CompileCache, error) {
-	if b.Kind == BackendGo {
+	if b.Kind == Go {
 		return CompileCache{}, errors.New("the go backend keeps no compile cache")
 	}
 	root, err := CacheRoot()
@@ -151,7 +150,7 @@ func (b Backend) CompileCache() (CompileCache, error) {
 	if fi, err := os.Stat(b.Plugin); err == nil {
 		k.PluginSize, k.PluginTime = fi.Size(), fi.ModTime().UTC().Format("2006-01-02T15:04:05.000000000Z")
 	}
-	if b.Kind == BackendXLACUDA {
+	if b.Kind == XLACUDA {
 		k.Devices, k.Driver = gpuModels()
 	}
 	dir := filepath.Join(root, "xla", string(b.Kind)+"-"+k.Hash())
@@ -428,10 +427,10 @@ func CacheFolders() (root string, out []CacheFolder, err error) {
 	return root, out, nil
 }
 
-// graphMark records that the graph named key (a model graph and input
+// GraphMark records that the graph named key (a model graph and input
 // shape, graphKey) was compiled through b's cache, so that a later job's
 // decision can count on a warm cache (Job.Warm).
-func (b Backend) graphMark(key string) {
+func (b Backend) GraphMark(key string) {
 	cacheMu.Lock()
 	c := cacheInUse
 	cacheMu.Unlock()
@@ -444,27 +443,13 @@ func (b Backend) graphMark(key string) {
 	}
 }
 
-// cacheWarm reports whether b's cache folder for the current flags holds a
+// CacheWarm reports whether b's cache folder for the current flags holds a
 // graph pnec compiled.
-func (b Backend) cacheWarm() bool {
+func (b Backend) CacheWarm() bool {
 	c, err := b.CompileCache()
 	if err != nil {
 		return false
 	}
 	m, _ := filepath.Glob(filepath.Join(c.Dir, "graphs", "*"))
 	return len(m) > 0
-}
-
-// graphKey names a compiled prediction graph: the model's graph (its
-// configuration, bands and classes, pnec's version) and the input shape.
-func (m *Model) graphKey(rows, cols int) string {
-	b, _ := json.Marshal(struct {
-		V           string
-		C           Config
-		Bands, K    int
-		Rows, Cols  int
-		Stats, Prep bool
-	}{version.String, m.meta.Config, m.meta.Bands, len(m.meta.Classes), rows, cols, len(m.meta.GroupNormStats) > 0, true})
-	h := sha256.Sum256(b)
-	return hex.EncodeToString(h[:12])
 }

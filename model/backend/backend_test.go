@@ -1,4 +1,4 @@
-package model
+package backend
 
 import (
 	"os"
@@ -88,11 +88,11 @@ func TestFindPluginsPip(t *testing.T) {
 	if !got.NoGPU {
 		t.Error("a CUDA plugin on a machine without a GPU is not marked NoGPU")
 	}
-	if b, err := decideBackend("", Job{Task: TaskClassify, Pixels: 1e12}, MeasuredSpeed, FindPlugins()); err != nil || b.Kind != BackendGo {
+	if b, err := decide("", Job{Task: TaskClassify, Pixels: 1e12}, MeasuredSpeed, FindPlugins()); err != nil || b.Kind != Go {
 		t.Errorf("without a GPU the default chose %s (%v), want go", b.Kind, err)
 	}
-	if k := pluginKind(got.Path); k != BackendXLACUDA {
-		t.Errorf("kind %s, want %s", k, BackendXLACUDA)
+	if k := pluginKind(got.Path); k != XLACUDA {
+		t.Errorf("kind %s, want %s", k, XLACUDA)
 	}
 	c := got.CUDA
 	if c == nil || c.CUDAMajor != 13 {
@@ -173,44 +173,44 @@ func TestDecideBackend(t *testing.T) {
 		name, env string
 		job       Job
 		found     []Plugin
-		kind      BackendKind
+		kind      Kind
 		reason    string
 	}{
-		{name: "go", found: cuda, job: big, kind: BackendGo, reason: "named"},
-		{name: "xla:cuda,tf32", kind: BackendXLACUDA, reason: "named"},
-		{env: "xla:cpu", found: cuda, kind: BackendXLACPU, reason: "GOMLX_BACKEND"},
-		{found: nil, job: big, kind: BackendGo, reason: "no accelerator plugin"},
-		{found: cpuOnly, job: big, kind: BackendGo, reason: "no accelerator plugin"},
-		{found: cuda, job: Job{}, kind: BackendGo, reason: "size is unknown"},
+		{name: "go", found: cuda, job: big, kind: Go, reason: "named"},
+		{name: "xla:cuda,tf32", kind: XLACUDA, reason: "named"},
+		{env: "xla:cpu", found: cuda, kind: XLACPU, reason: "GOMLX_BACKEND"},
+		{found: nil, job: big, kind: Go, reason: "no accelerator plugin"},
+		{found: cpuOnly, job: big, kind: Go, reason: "no accelerator plugin"},
+		{found: cuda, job: Job{}, kind: Go, reason: "size is unknown"},
 		// 1e10 px: go 2500 s on 4 cores, XLA 40 s + 1000 s.
-		{found: cuda, job: big, kind: BackendXLACUDA, reason: "faster"},
+		{found: cuda, job: big, kind: XLACUDA, reason: "faster"},
 		// One Pavia-size scene: go 0.05 s, XLA 40 s of compilation.
-		{found: cuda, job: Job{Task: TaskClassify, Pixels: paviaPixels, Cores: 4}, kind: BackendGo, reason: "go is faster"},
+		{found: cuda, job: Job{Task: TaskClassify, Pixels: paviaPixels, Cores: 4}, kind: Go, reason: "go is faster"},
 		// Warm cache: XLA 2 s + 0.2 s against go 5 s.
-		{found: cuda, job: Job{Task: TaskClassify, Pixels: 2e7, Cores: 4, Warm: true}, kind: BackendXLACUDA, reason: "faster"},
-		{found: cuda, job: Job{Task: TaskClassify, Pixels: 2e7, Cores: 4}, kind: BackendGo, reason: "go is faster"},
+		{found: cuda, job: Job{Task: TaskClassify, Pixels: 2e7, Cores: 4, Warm: true}, kind: XLACUDA, reason: "faster"},
+		{found: cuda, job: Job{Task: TaskClassify, Pixels: 2e7, Cores: 4}, kind: Go, reason: "go is faster"},
 		// Training 200 epochs at Pavia size: go 104 s on 4 cores, XLA 10 + 41 s; on 32 cores go 13 s.
-		{found: cuda, job: Job{Task: TaskTrain, Pixels: paviaPixels, Epochs: 200, Cores: 4}, kind: BackendXLACUDA, reason: "faster"},
-		{found: cuda, job: Job{Task: TaskTrain, Pixels: paviaPixels, Epochs: 200, Cores: 32}, kind: BackendGo, reason: "go is faster"},
+		{found: cuda, job: Job{Task: TaskTrain, Pixels: paviaPixels, Epochs: 200, Cores: 4}, kind: XLACUDA, reason: "faster"},
+		{found: cuda, job: Job{Task: TaskTrain, Pixels: paviaPixels, Epochs: 200, Cores: 32}, kind: Go, reason: "go is faster"},
 	} {
 		t.Run(tc.name+tc.env+string(tc.kind)+tc.reason, func(t *testing.T) {
 			t.Setenv("GOMLX_BACKEND", tc.env)
-			b, err := decideBackend(tc.name, tc.job, f, tc.found)
+			b, err := decide(tc.name, tc.job, f, tc.found)
 			if err != nil {
 				t.Fatal(err)
 			}
 			if b.Kind != tc.kind || !strings.Contains(b.Reason, tc.reason) {
 				t.Errorf("got %s (%s), want %s (%s)", b.Kind, b.Reason, tc.kind, tc.reason)
 			}
-			if b.Kind == BackendXLACUDA && tc.name == "" && tc.env == "" && (b.CUDA == nil || b.Name != "xla:"+cuda[0].Path) {
+			if b.Kind == XLACUDA && tc.name == "" && tc.env == "" && (b.CUDA == nil || b.Name != "xla:"+cuda[0].Path) {
 				t.Errorf("the chosen pip plugin lost its set-up or path: %+v", b)
 			}
 		})
 	}
-	if _, err := decideBackend("cuda", Job{}, f, nil); err == nil {
+	if _, err := decide("cuda", Job{}, f, nil); err == nil {
 		t.Error("a name without go or xla: was accepted")
 	}
-	if _, err := decideBackend("xla:", Job{}, f, nil); err == nil {
+	if _, err := decide("xla:", Job{}, f, nil); err == nil {
 		t.Error("xla: without a plugin was accepted")
 	}
 }
@@ -220,18 +220,18 @@ func TestDecideBackend(t *testing.T) {
 func TestBackendPolicies(t *testing.T) {
 	for _, tc := range []struct {
 		name                      string
-		kind                      BackendKind
+		kind                      Kind
 		onHeap, onDevice, inGraph bool
 		label                     string
 	}{
-		{"go", BackendGo, true, false, false, "go"},
-		{"xla:cpu", BackendXLACPU, false, false, true, "xla:cpu"},
-		{"xla:cuda", BackendXLACUDA, false, true, true, "xla:cuda"},
-		{"xla:/opt/jax_plugins/xla_cuda13/xla_cuda_plugin.so,tf32", BackendXLACUDA, false, true, true, "xla:/opt/jax_plugins/xla_cuda13/xla_cuda_plugin.so,tf32"},
-		{"xla:/opt/pjrt_c_api_rocm_plugin.so", BackendXLAROCm, false, true, true, "xla:/opt/pjrt_c_api_rocm_plugin.so"},
-		{"xla:tpu", BackendXLAOther, false, true, true, "xla:tpu"},
+		{"go", Go, true, false, false, "go"},
+		{"xla:cpu", XLACPU, false, false, true, "xla:cpu"},
+		{"xla:cuda", XLACUDA, false, true, true, "xla:cuda"},
+		{"xla:/opt/jax_plugins/xla_cuda13/xla_cuda_plugin.so,tf32", XLACUDA, false, true, true, "xla:/opt/jax_plugins/xla_cuda13/xla_cuda_plugin.so,tf32"},
+		{"xla:/opt/pjrt_c_api_rocm_plugin.so", XLAROCm, false, true, true, "xla:/opt/pjrt_c_api_rocm_plugin.so"},
+		{"xla:tpu", XLAOther, false, true, true, "xla:tpu"},
 	} {
-		b, err := ParseBackend(tc.name)
+		b, err := Parse(tc.name)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -239,7 +239,7 @@ func TestBackendPolicies(t *testing.T) {
 			t.Errorf("%s: kind %s heap %v device %v graph %v label %s", tc.name, b.Kind, b.NetworkOnGoHeap(), b.OnDevice(), b.PrepInGraph(), b.Label())
 		}
 	}
-	if _, err := ParseBackend("xla:relative/plugin.so"); err == nil {
+	if _, err := Parse("xla:relative/plugin.so"); err == nil {
 		t.Error("a relative plugin path was accepted")
 	}
 }

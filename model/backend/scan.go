@@ -1,4 +1,4 @@
-package model
+package backend
 
 import (
 	"bufio"
@@ -151,7 +151,7 @@ func goXLAPluginFiles() (names, files []string) {
 			if name == "" || seen[name] {
 				continue
 			}
-			if pluginKind(name) == BackendXLACUDA && !GPUPresent() {
+			if pluginKind(name) == XLACUDA && !GPUPresent() {
 				continue
 			}
 			if !exportsPJRT(filepath.Join(dir, e.Name())) {

@@ -1,4 +1,4 @@
-package model
+package backend
 
 import (
 	"fmt"
@@ -15,7 +15,7 @@ const (
 	TaskTrain    Task = "train"    // training epochs on one scene
 )
 
-// Job is what DecideBackend knows of the work when no backend is named:
+// Job is what Decide knows of the work when no backend is named:
 // the default picks XLA only where it is expected to be faster. Zero
 // fields are unknown.
 type Job struct {
@@ -78,7 +78,7 @@ type SpeedFacts struct {
 
 const paviaPixels = 610 * 340
 
-// MeasuredSpeed are the figures DecideBackend uses (see SpeedFacts).
+// MeasuredSpeed are the figures Decide uses (see SpeedFacts).
 var MeasuredSpeed = SpeedFacts{
 	GoClassifyCoreSecPerPixel:   0.7094 / paviaPixels,
 	XLAClassifySecPerPixel:      0.131 / paviaPixels,
@@ -120,7 +120,7 @@ func (f SpeedFacts) Estimate(j Job) (goSec, xlaSec float64) {
 	return goSec, xlaSec
 }
 
-// DecideBackend is the one place that decides the backend of a run:
+// Decide is the one place that decides the backend of a run:
 //
 //  1. name, when given ("go", "xla:cuda", "xla:/abs/plugin.so[,options]");
 //  2. else GOMLX_BACKEND;
@@ -133,7 +133,7 @@ func (f SpeedFacts) Estimate(j Job) (goSec, xlaSec float64) {
 //
 // The result says why (Backend.Reason). A named CUDA plugin that is a
 // pip-installed jax plugin gets its NVIDIA set-up too (Backend.CUDA).
-func DecideBackend(name string, job Job) (Backend, error) {
+func Decide(name string, job Job) (Backend, error) {
 	// Looking for plugins reads folders (nothing is loaded or run): only
 	// for the default, or a plugin named by its path (whose pip set-up is
 	// wanted).
@@ -145,10 +145,10 @@ func DecideBackend(name string, job Job) (Backend, error) {
 	if n == "" || strings.HasPrefix(n, "xla:/") {
 		found = FindPlugins()
 	}
-	return decideBackend(name, job, MeasuredSpeed, found)
+	return decide(name, job, MeasuredSpeed, found)
 }
 
-func decideBackend(name string, job Job, f SpeedFacts, found []Plugin) (Backend, error) {
+func decide(name string, job Job, f SpeedFacts, found []Plugin) (Backend, error) {
 	reason := "named"
 	if name == "" {
 		if env := os.Getenv("GOMLX_BACKEND"); env != "" {
@@ -156,7 +156,7 @@ func decideBackend(name string, job Job, f SpeedFacts, found []Plugin) (Backend,
 		}
 	}
 	if name != "" {
-		b, err := ParseBackend(name)
+		b, err := Parse(name)
 		if err != nil {
 			return Backend{}, err
 		}
@@ -168,10 +168,10 @@ func decideBackend(name string, job Job, f SpeedFacts, found []Plugin) (Backend,
 		}
 		return b, nil
 	}
-	goB := Backend{Name: "go", Kind: BackendGo}
+	goB := Backend{Name: "go", Kind: Go}
 	var acc *Plugin
 	for i := range found {
-		if pluginKind(found[i].Path) != BackendXLACPU && !found[i].NoGPU {
+		if pluginKind(found[i].Path) != XLACPU && !found[i].NoGPU {
 			acc = &found[i]
 			break
 		}
@@ -188,7 +188,7 @@ func decideBackend(name string, job Job, f SpeedFacts, found []Plugin) (Backend,
 	if job.Cores <= 0 {
 		job.Cores = runtime.GOMAXPROCS(0)
 	}
-	job.Warm = job.Warm || xb.cacheWarm()
+	job.Warm = job.Warm || xb.CacheWarm()
 	goSec, xlaSec := f.Estimate(job)
 	why := fmt.Sprintf("estimated %.1f s on XLA against %.1f s on go with %d cores", xlaSec, goSec, job.Cores)
 	if xlaSec < goSec {

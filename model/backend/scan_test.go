@@ -1,4 +1,4 @@
-package model
+package backend
 
 import (
 	"encoding/json"
@@ -51,7 +51,7 @@ func TestDiscoveryLoadsAndRunsNothing(t *testing.T) {
 		return
 	}
 	if os.Getenv("PNEC_TEST_DISCOVER_CHILD") == "probe" {
-		_, err := ProbeBackend("xla:evil")
+		_, err := Probe("xla:evil")
 		fmt.Printf("PROBE %v\n", err)
 		return
 	}
@@ -109,17 +109,17 @@ func TestDiscoveryLoadsAndRunsNothing(t *testing.T) {
 }
 
 // TestNullPJRTPlugin: a plugin named by path whose
-// GetPjrtApi returns NULL is an error naming it, from ProbeBackend and
+// GetPjrtApi returns NULL is an error naming it, from Probe and
 // from opening the backend, not a nil-pointer panic.
 func TestNullPJRTPlugin(t *testing.T) {
 	p := hostilePlugin(t, t.TempDir(), "pjrt_plugin_null.so")
 	t.Setenv("PNEC_TEST_MARKER", filepath.Join(t.TempDir(), "m"))
 	t.Setenv(CacheDirEnv, t.TempDir()) // opening it makes a compile cache folder
 	resetCompileCache(t)
-	if _, err := ProbeBackend("xla:" + p); err == nil || !strings.Contains(err.Error(), "NULL") || !strings.Contains(err.Error(), p) {
-		t.Errorf("ProbeBackend: %v, want an error naming %s and its NULL API", err, p)
+	if _, err := Probe("xla:" + p); err == nil || !strings.Contains(err.Error(), "NULL") || !strings.Contains(err.Error(), p) {
+		t.Errorf("Probe: %v, want an error naming %s and its NULL API", err, p)
 	}
-	b, err := ParseBackend("xla:" + p)
+	b, err := Parse("xla:" + p)
 	if err != nil {
 		t.Fatal(err)
 	}
