@@ -10,6 +10,7 @@ import (
 	"github.com/pnec/pnec/drift"
 	"github.com/pnec/pnec/geo"
 	"github.com/pnec/pnec/model"
+	"github.com/pnec/pnec/model/backend"
 	"github.com/pnec/pnec/progress"
 	"github.com/pnec/pnec/spectral"
 	"github.com/pnec/pnec/tiling"
@@ -18,11 +19,12 @@ import (
 // Options tune a Classifier. Zero values mean the documented defaults.
 type Options struct {
 	// Backend names the compute backend ("go", "xla:cuda",
-	// "xla:/abs/plugin.so[,options]"); "" is backend.Decide's choice
-	// for a job of unknown size: GOMLX_BACKEND when set, else the pure-Go
-	// backend, even with a PJRT plugin installed (XLA's compilation would
-	// outlast a small scene). pnec classify and pnec batch name the
-	// backend they decided for the scene's pixels or the batch's scenes.
+	// "xla:/abs/plugin.so[,options]"); "" is backend.Decide's choice for
+	// the first scene the Classifier runs, from its pixels, made once by
+	// that Run: GOMLX_BACKEND when set, else XLA where a PJRT plugin is
+	// installed and the scene is large enough to repay the compilation,
+	// else the pure-Go backend (docs/backends.md). pnec batch names the
+	// backend it decided for the batch's scenes.
 	Backend string
 	// MaxMemoryBytes is the memory budget the run holds to, bytes; 0 = the
 	// default (half of the memory the process may use, physical or its
@@ -254,6 +256,7 @@ type Classifier struct {
 	// read and cleared only while it is held.
 	busy    chan struct{}
 	backend string // pred.Backend(), kept for Backend after Close
+	closed  bool   // Close ran: pred is gone and no Run opens another
 }
 
 // NewClassifier prepares m for classification with opts.
@@ -295,12 +298,44 @@ func NewClassifier(m *model.Model, opts Options) (*Classifier, error) {
 	case err != nil:
 		return nil, fmt.Errorf("processor: fused decision: %w", err)
 	}
-	pred, err := model.NewPredictor(m, opts.Backend)
-	if err != nil {
-		return nil, fmt.Errorf("processor: prepare backend %q: %w", opts.Backend, err)
+	c := &Classifier{m: m, opts: opts, log: log, kind: kind, ref: ref, dref: dref, busy: make(chan struct{}, 1)}
+	if opts.Backend == "" {
+		// The default is decided by the first Run, for its scene's pixels
+		// (openDefaultPredictor); until then Backend names what a job of
+		// unknown size would get.
+		b, err := backend.Decide("", backend.Job{})
+		if err != nil {
+			return nil, fmt.Errorf("processor: default backend: %w", err)
+		}
+		c.backend = b.Label()
+		return c, nil
 	}
-	return &Classifier{m: m, opts: opts, pred: pred, log: log, kind: kind, ref: ref, dref: dref, busy: make(chan struct{}, 1),
-		backend: pred.Backend()}, nil
+	if err := c.openPredictor(opts.Backend); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// openPredictor opens the predictor on the backend name names.
+func (c *Classifier) openPredictor(name string) error {
+	pred, err := model.NewPredictor(c.m, name)
+	if err != nil {
+		return fmt.Errorf("processor: prepare backend %q: %w", name, err)
+	}
+	c.pred, c.backend = pred, pred.Backend()
+	return nil
+}
+
+// openDefaultPredictor opens the predictor a Classifier whose Options name
+// no backend runs on: the backend backend.Decide chooses for classifying
+// a scene of info's pixels, decided once, on the first Run (a Classifier
+// keeps its predictor across scenes).
+func (c *Classifier) openDefaultPredictor(info geo.Info) error {
+	b, err := backend.Decide("", backend.Job{Task: backend.TaskClassify, Pixels: int64(info.Rows) * int64(info.Cols)})
+	if err != nil {
+		return fmt.Errorf("processor: default backend: %w", err)
+	}
+	return c.openPredictor(b.Name)
 }
 
 // spectralReference resolves the reliability kind of m's products and the
@@ -319,7 +354,10 @@ func spectralReference(m *model.Model, opts Options, log *slog.Logger) (model.Re
 	return kind, ref, nil
 }
 
-// Backend names the backend the network runs on.
+// Backend names the backend the network runs on. For a Classifier whose
+// Options name no backend it is decided by the first Run, for that
+// scene's pixels; before it, Backend names the backend a job of unknown
+// size gets.
 func (c *Classifier) Backend() string { return c.backend }
 
 // Request is one scene to classify: Classifier.Run reads Scene (any GDAL
@@ -354,7 +392,7 @@ func (c *Classifier) Run(ctx context.Context, req Request) (Result, error) {
 		return Result{}, ctx.Err()
 	}
 	defer func() { <-c.busy }()
-	if c.pred == nil {
+	if c.closed {
 		return Result{}, ErrClosed
 	}
 	return c.classify(ctx, req)
@@ -365,6 +403,7 @@ func (c *Classifier) Run(ctx context.Context, req Request) (Result, error) {
 func (c *Classifier) Close() error {
 	c.busy <- struct{}{}
 	defer func() { <-c.busy }()
+	c.closed = true
 	if c.pred == nil {
 		return nil
 	}

@@ -54,12 +54,18 @@ type rowsOut struct {
 func (c *Classifier) classify(parent context.Context, req Request) (res Result, err error) {
 	sceneName, mask, out := req.Scene, req.Mask, req.Out
 	start := time.Now()
-	res = Result{Scene: sceneName, Product: out, ModelChecksum: c.m.Checksum(), Backend: c.pred.Backend(), Mask: mask}
+	res = Result{Scene: sceneName, Product: out, ModelChecksum: c.m.Checksum(), Backend: c.backend, Mask: mask}
 	sc, info, err := c.openScene(sceneName, mask, out, &res)
 	if err != nil {
 		return res, err
 	}
 	defer sc.Close()
+	if c.pred == nil {
+		if err := c.openDefaultPredictor(info); err != nil {
+			return res, err
+		}
+	}
+	res.Backend = c.pred.Backend()
 	res.Rows, res.Cols, res.SceneInfo = info.Rows, info.Cols, info
 	plan, flight, release, err := c.planRun(sceneName, info, &res)
 	if err != nil {

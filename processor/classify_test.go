@@ -565,7 +565,7 @@ func TestTiledEqualsWholeWithoutContext(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		c.pred.Close()
+		closePredictor(c)
 		c.pred = pointwise{classes: len(m.Classes())}
 		defer c.Close()
 		res, err := c.Run(context.Background(), Request{Scene: scene, Out: out})
@@ -766,5 +766,44 @@ func TestClassifierCloseWhileClassifying(t *testing.T) {
 	}
 	if err := c.Close(); err != nil {
 		t.Errorf("second Close: %v", err)
+	}
+}
+
+// closePredictor closes the predictor c opened, if any (a Classifier whose
+// Options name no backend opens one on its first Run), before a test puts
+// its own in its place.
+func closePredictor(c *Classifier) {
+	if c.pred != nil {
+		c.pred.Close()
+	}
+}
+
+// TestDefaultBackendDecidedOnFirstRun: a Classifier whose Options name no
+// backend opens none until its first Run, which decides for that scene's
+// pixels (backend.Decide); the CLI no longer opens the scene to decide.
+func TestDefaultBackendDecidedOnFirstRun(t *testing.T) {
+	t.Setenv("GOMLX_BACKEND", "")
+	f := getFixture(t)
+	c, err := NewClassifier(f.model, Options{TileSize: 48})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if c.pred != nil {
+		t.Fatal("NewClassifier opened a predictor before knowing the scene")
+	}
+	res, err := c.Run(context.Background(), Request{Scene: f.scene, Out: filepath.Join(t.TempDir(), "p.tif")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.pred == nil || res.Backend != c.Backend() || res.Backend == "" {
+		t.Errorf("after the first Run: predictor %v, result's backend %q, Backend() %q; want one opened and named alike", c.pred != nil, res.Backend, c.Backend())
+	}
+	first := c.pred
+	if _, err := c.Run(context.Background(), Request{Scene: f.scene, Out: filepath.Join(t.TempDir(), "q.tif")}); err != nil {
+		t.Fatal(err)
+	}
+	if c.pred != first {
+		t.Error("the second Run opened another predictor: the default is decided once")
 	}
 }

@@ -112,7 +112,7 @@ func classifyWith(t *testing.T, m *model.Model, opts Options, pred predictor, sc
 		t.Fatal(err)
 	}
 	if pred != nil {
-		c.pred.Close()
+		closePredictor(c)
 		c.pred = pred
 	}
 	defer c.Close()

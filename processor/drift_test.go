@@ -216,7 +216,7 @@ func TestClassifyDriftProbeRuns(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			c.pred.Close()
+			closePredictor(c)
 			rec := &recordingPredictor{predictor: inner}
 			c.pred = rec
 			res, err := c.Run(context.Background(), Request{Scene: scene, Out: filepath.Join(dir, tc.name+".tif")})

@@ -44,7 +44,7 @@ func TestClassifyMasked(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		c.pred.Close()
+		closePredictor(c)
 		var n atomic.Int32
 		c.pred = counting{pointwise{classes: len(m.Classes())}, &n} // preflight_test.go's
 		defer c.Close()

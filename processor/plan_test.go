@@ -130,7 +130,7 @@ func TestClassifyFitsTheDevice(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			c.pred.Close()
+			closePredictor(c)
 			sp := &sizedPredictor{pointwise: pointwise{classes: len(m.Classes())}, dev: tc.dev}
 			c.pred = sp
 			defer c.Close()

@@ -107,7 +107,7 @@ func TestClassifyRefusesScenesWithoutSignal(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer c.Close()
-			c.pred.Close()
+			closePredictor(c)
 			var calls atomic.Int32
 			c.pred = counting{pointwise{classes: len(m.Classes())}, &calls}
 			out := filepath.Join(outDir, "product.tif")

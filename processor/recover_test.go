@@ -55,7 +55,7 @@ func TestWholeSceneRecoveredOnDevice(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		c.pred.Close()
+		closePredictor(c)
 		c.pred = pointwise{classes: len(m.Classes())}
 		if device {
 			c.pred = deviceRecovery{pointwise: pointwise{classes: len(m.Classes())}, rp: m.Recovery(), recovered: &recovered}

@@ -18,7 +18,6 @@ import (
 	"github.com/pnec/pnec/internal/samefile"
 	"github.com/pnec/pnec/internal/tempfiles"
 	"github.com/pnec/pnec/model"
-	"github.com/pnec/pnec/model/backend"
 	"github.com/pnec/pnec/processor"
 	"github.com/pnec/pnec/progress"
 	"github.com/pnec/pnec/tiling"
@@ -234,9 +233,6 @@ func classifyAction(c *cli.Context) error {
 	if err != nil {
 		return fmt.Errorf("%s: %w", c.String("model"), err)
 	}
-	if opts.Backend == "" {
-		opts.Backend = defaultBackend(scene)
-	}
 	cl, err := processor.NewClassifier(m, opts)
 	if errors.Is(err, processor.ErrTileTooSmall) {
 		return fmt.Errorf("--tile %d: %w", opts.TileSize, err)
@@ -261,23 +257,6 @@ func classifyAction(c *cli.Context) error {
 		printSummary(w, res)
 	}
 	return cl.Close()
-}
-
-// defaultBackend is the backend backend.Decide picks for classifying
-// scene (its pixels known), "" when the scene cannot be opened (the
-// classifier then says why).
-func defaultBackend(scene string) string {
-	sc, err := geo.Open(scene)
-	if err != nil {
-		return ""
-	}
-	info := sc.Info()
-	sc.Close()
-	b, err := backend.Decide("", backend.Job{Task: backend.TaskClassify, Pixels: int64(info.Rows) * int64(info.Cols)})
-	if err != nil {
-		return ""
-	}
-	return b.Name
 }
 
 // coError words a refused creation option after the --co flag that gave it.
