@@ -5,10 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/pnec/pnec/drift"
 	"github.com/pnec/pnec/geo"
+	"github.com/pnec/pnec/internal/samefile"
+	"github.com/pnec/pnec/internal/tempfiles"
 	"github.com/pnec/pnec/model"
 	"github.com/pnec/pnec/model/backend"
 	"github.com/pnec/pnec/progress"
@@ -227,6 +231,9 @@ type Result struct {
 	// the verdict (also in the product's metadata); nil for a model without
 	// drift statistics.
 	Drift *drift.Report
+	// StaleTemporaries is how many temporaries of an earlier, killed run
+	// of the same output Run removed before writing (lockOutput).
+	StaleTemporaries int
 }
 
 // predictor is what Run needs of model.Predictor; tests substitute
@@ -373,6 +380,15 @@ type Request struct {
 	// read nor run. "" classifies the whole scene.
 	Mask string
 	Out  string
+	// Keep names other files of the run (the model file) that Run's sweep
+	// of the output's stale temporaries must never remove, whatever their
+	// names and through any link; the scene, the mask and the quality
+	// masks are kept without being named here.
+	Keep []string
+	// LockHeld says that the caller holds the output's lock and swept its
+	// stale temporaries itself (pnec batch, which locks a scene's product
+	// before it decides whether to run the scene): Run then takes neither.
+	LockHeld bool
 	// Progress, when set, is called after every tile is stitched (from
 	// the stitching goroutine) with an Event of Stage "classify": the
 	// scene's pixels done (Unit "px"), its tiles as the parts, the time
@@ -395,7 +411,63 @@ func (c *Classifier) Run(ctx context.Context, req Request) (Result, error) {
 	if c.closed {
 		return Result{}, ErrClosed
 	}
-	return c.classify(ctx, req)
+	stale := 0
+	if !req.LockHeld {
+		lock, n, err := c.lockOutput(req)
+		if err != nil {
+			return Result{Scene: req.Scene, Product: req.Out, Backend: c.backend, Mask: req.Mask}, err
+		}
+		if lock != nil {
+			defer lock.Release()
+		}
+		stale = n
+	}
+	res, err := c.classify(ctx, req)
+	res.StaleTemporaries = stale
+	return res, err
+}
+
+// lockOutput takes the lock pnec batch takes for a product (the same file
+// beside it, so that two processes never write one product at once) on a
+// local output, and removes the temporaries a killed earlier run of the
+// same output left (staging files, its lock): with the lock free their
+// writer is gone. It never removes an input of the run (the scene, the
+// mask, a quality mask, req.Keep), whatever its name. An output GDAL
+// writes remotely (/vsi...) has no lock: nil.
+func (c *Classifier) lockOutput(req Request) (*tempfiles.Lock, int, error) {
+	out := req.Out
+	if strings.HasPrefix(out, "/vsi") {
+		return nil, 0, nil
+	}
+	dir, base := filepath.Split(out)
+	if dir == "" {
+		dir = "."
+	}
+	key := strings.TrimSuffix(base, ".tif")
+	lock, err := tempfiles.TryLock(dir, key)
+	if err != nil {
+		return nil, 0, fmt.Errorf("%s: %w", out, err)
+	}
+	var keep samefile.Set
+	keep.Add(samefile.Named{Path: req.Scene})
+	if req.Mask != "" {
+		keep.Add(samefile.Named{Path: req.Mask})
+	}
+	for _, qm := range c.opts.QualityMasks {
+		keep.Add(samefile.Named{Path: qm.Path})
+	}
+	for _, p := range req.Keep {
+		keep.Add(samefile.Named{Path: p})
+	}
+	n, err := tempfiles.RemoveTemps(dir, key, keep.Has)
+	if err != nil {
+		lock.Release()
+		return nil, 0, fmt.Errorf("%s: remove stale temporary files: %w", out, err)
+	}
+	if n > 0 {
+		c.log.Info("removed stale temporary files", "output", out, "files", n)
+	}
+	return lock, n, nil
 }
 
 // Close releases the backend, after the Run in progress (if any)

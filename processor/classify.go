@@ -85,7 +85,8 @@ func (c *Classifier) classify(parent context.Context, req Request) (res Result, 
 		return res, err
 	}
 	defer pw.Close()
-	st, times, skipped, err := c.runStages(parent, sc, mk, sceneName, out, info, &plan, flight, pw, start, req.Progress)
+	r := &sceneRun{sc: sc, mk: mk, name: sceneName, out: out, info: info, plan: &plan, flight: flight, pw: pw, start: start, report: req.Progress}
+	st, times, skipped, err := c.runStages(parent, r)
 	res.TilesSkipped = skipped
 	if err != nil {
 		return res, err
@@ -256,15 +257,31 @@ func (c *Classifier) productSpec(sceneName string, info geo.Info, plan tiling.Pl
 	return spec
 }
 
+// sceneRun is one Run's scene as its stages share it: what was opened,
+// planned and created before they start.
+type sceneRun struct {
+	sc     *geo.Scene
+	mk     *geo.Mask // the area of interest; nil: none
+	name   string    // the scene's name
+	out    string    // the product's path
+	info   geo.Info
+	plan   *tiling.Plan
+	flight tiling.Flight
+	pw     *geo.ProductWriter
+	start  time.Time
+	report progress.Func // each tile stitched; nil: none
+}
+
 // runStages runs the four stages as one group (the first to fail cancels
 // the others' context, and the group returns its error): the reader, the
 // network, the stitcher and the writer of the product's rows. It returns
 // the stitcher (rows written, class counts), each stage's busy time and the
-// tiles skipped as wholly outside the mask mk (nil: none), and reports
-// each tile stitched to report (nil: none). At most
+// tiles skipped as wholly outside r's mask, and reports each tile
+// stitched to r.report. At most
 // flight.Host tiles are read and not yet through the network, and at most
 // flight.Device of them are in the network's calls at once.
-func (c *Classifier) runStages(parent context.Context, sc *geo.Scene, mk *geo.Mask, sceneName, out string, info geo.Info, plan *tiling.Plan, flight tiling.Flight, pw *geo.ProductWriter, start time.Time, report progress.Func) (*stitcher, StageTimes, int, error) {
+func (c *Classifier) runStages(parent context.Context, r *sceneRun) (*stitcher, StageTimes, int, error) {
+	info, plan, flight := r.info, r.plan, r.flight
 	var times StageTimes
 	var skipped int
 	g, ctx := errgroup.WithContext(parent)
@@ -313,22 +330,22 @@ func (c *Classifier) runStages(parent context.Context, sc *geo.Scene, mk *geo.Ma
 		}
 		st.quant = newQuantizer(values, c.opts.TopK)
 	}
-	if report != nil {
+	if r.report != nil {
 		var done int64
 		all := int64(info.Rows) * int64(info.Cols)
 		st.tileDone = func(t tiling.Tile, n int) {
 			done += int64(t.Core.Rows) * int64(t.Core.Cols)
-			report(tileProgress{Tile: n, Tiles: len(plan.Tiles), Pixels: done, PixelsAll: all, Elapsed: time.Since(start)}.event(sceneName))
+			r.report(tileProgress{Tile: n, Tiles: len(plan.Tiles), Pixels: done, PixelsAll: all, Elapsed: time.Since(r.start)}.event(r.name))
 		}
 	}
 	g.Go(func() (err error) {
 		defer close(tiles)
-		times.Read, skipped, err = c.readTiles(ctx, sc, mk, sceneName, info, plan, meter, &st.near, slots, free, tiles)
+		times.Read, skipped, err = c.readTiles(ctx, r, meter, &st.near, slots, free, tiles)
 		return err
 	})
 	g.Go(func() (err error) {
 		defer close(preds)
-		times.Network, err = c.runTiles(ctx, sceneName, plan, min(flight.Device, flight.Host), tiles, slots, free, preds)
+		times.Network, err = c.runTiles(ctx, r.name, plan, min(flight.Device, flight.Host), tiles, slots, free, preds)
 		return err
 	})
 	g.Go(func() (err error) {
@@ -337,7 +354,7 @@ func (c *Classifier) runStages(parent context.Context, sc *geo.Scene, mk *geo.Ma
 		return err
 	})
 	g.Go(func() (err error) {
-		times.Write, err = writeRows(ctx, pw, out, info.Cols, rows)
+		times.Write, err = writeRows(ctx, r.pw, r.out, info.Cols, rows)
 		return err
 	})
 	err := g.Wait()
@@ -393,7 +410,8 @@ func (c *Classifier) applyQualityMasks(sc *geo.Scene) (string, error) {
 // is read, before that tile goes to the network (see signalCheck). Tiles
 // are read into the buffers the network hands back on free when there is
 // one, each once a slot is free.
-func (c *Classifier) readTiles(ctx context.Context, sc *geo.Scene, mk *geo.Mask, name string, info geo.Info, plan *tiling.Plan, meter *drift.Meter, near *drift.NearestValid, slots chan<- struct{}, free <-chan []float32, out chan<- tileIn) (time.Duration, int, error) {
+func (c *Classifier) readTiles(ctx context.Context, r *sceneRun, meter *drift.Meter, near *drift.NearestValid, slots chan<- struct{}, free <-chan []float32, out chan<- tileIn) (time.Duration, int, error) {
+	sc, mk, name, info, plan := r.sc, r.mk, r.name, r.info, r.plan
 	var busy time.Duration
 	var sig signalCheck
 	var inside []bool

@@ -16,6 +16,7 @@ import (
 
 	"github.com/pnec/pnec/geo"
 	"github.com/pnec/pnec/internal/fixture"
+	"github.com/pnec/pnec/internal/tempfiles"
 	"github.com/pnec/pnec/model"
 	"github.com/pnec/pnec/progress"
 	"github.com/pnec/pnec/tiling"
@@ -805,5 +806,55 @@ func TestDefaultBackendDecidedOnFirstRun(t *testing.T) {
 	}
 	if c.pred != first {
 		t.Error("the second Run opened another predictor: the default is decided once")
+	}
+}
+
+// TestRunOwnsTheOutputLock: Run takes the output's lock itself (a library
+// user gets what pnec classify and pnec batch get): while another holder
+// has it Run refuses with tempfiles.ErrBusy and removes nothing; once it
+// is free Run removes the stale temporaries of an earlier run, reports how
+// many, and keeps an input named like one. LockHeld leaves both to a
+// caller that holds the lock (pnec batch).
+func TestRunOwnsTheOutputLock(t *testing.T) {
+	f := getFixture(t)
+	c, err := NewClassifier(f.model, Options{Backend: "go", TileSize: 48})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	dir := t.TempDir()
+	out := filepath.Join(dir, "map.tif")
+	stale := filepath.Join(dir, ".map.tif.pnec-123.stage.tif")
+	input := filepath.Join(dir, ".map.tif.pnec-9.tmp.tif") // an input named like a temporary
+	for _, p := range []string{stale, input} {
+		if err := os.WriteFile(p, []byte("x"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	held, err := tempfiles.TryLock(dir, "map")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Run(context.Background(), Request{Scene: f.scene, Out: out}); !errors.Is(err, tempfiles.ErrBusy) {
+		t.Errorf("Run while the lock is held: %v, want ErrBusy", err)
+	}
+	if _, err := os.Stat(stale); err != nil {
+		t.Errorf("a temporary was removed while another held the lock: %v", err)
+	}
+	// The caller that holds the lock says so: Run neither locks nor sweeps.
+	res, err := c.Run(context.Background(), Request{Scene: f.scene, Out: out, LockHeld: true})
+	if err != nil || res.StaleTemporaries != 0 {
+		t.Fatalf("Run with LockHeld: %v, %d removed; want a product and none removed", err, res.StaleTemporaries)
+	}
+	held.Release()
+	res, err = c.Run(context.Background(), Request{Scene: f.scene, Out: out, Keep: []string{input}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(stale); !os.IsNotExist(err) || res.StaleTemporaries != 1 {
+		t.Errorf("after Run: stale temporary %v, %d reported removed; want it gone and 1", err, res.StaleTemporaries)
+	}
+	if _, err := os.Stat(input); err != nil {
+		t.Errorf("an input named like a temporary was removed: %v", err)
 	}
 }

@@ -16,7 +16,6 @@ import (
 	termbar "github.com/pnec/pnec/internal/progress"
 	"github.com/pnec/pnec/internal/resources/memory"
 	"github.com/pnec/pnec/internal/samefile"
-	"github.com/pnec/pnec/internal/tempfiles"
 	"github.com/pnec/pnec/model"
 	"github.com/pnec/pnec/processor"
 	"github.com/pnec/pnec/progress"
@@ -209,13 +208,6 @@ func classifyAction(c *cli.Context) error {
 	if err := checkOutputsNotInputs(productOutputs(out, outRole, opts.ReliabilityFloat32), inputs); err != nil {
 		return err
 	}
-	lock, err := lockOutput(out, inputs, c.App.ErrWriter)
-	if err != nil {
-		return err
-	}
-	if lock != nil {
-		defer lock.Release()
-	}
 	quiet := c.Bool("quiet")
 	stderr := c.App.ErrWriter
 	if stderr == nil {
@@ -244,7 +236,10 @@ func classifyAction(c *cli.Context) error {
 		return coError(err)
 	}
 	defer cl.Close()
-	res, err := cl.Run(c.Context, processor.Request{Scene: scene, Mask: mask, Out: out, Progress: report})
+	res, err := cl.Run(c.Context, processor.Request{Scene: scene, Mask: mask, Out: out, Keep: []string{c.String("model")}, Progress: report})
+	if res.StaleTemporaries > 0 {
+		fmt.Fprintf(stderr, "pnec: %s: removed %d stale temporary file(s) of an earlier run\n", out, res.StaleTemporaries)
+	}
 	if err != nil {
 		return bandHint(err)
 	}
@@ -287,39 +282,6 @@ func checkOutputsNotInputs(outputs, inputs []samefile.Named) error {
 		return fmt.Errorf("%w; give another output", err)
 	}
 	return nil
-}
-
-// lockOutput takes the lock pnec batch takes for a product (the same file,
-// so a classify and a batch never write one product at once) on a local
-// output and removes the temporaries a killed earlier run of the same
-// output left (staging files, lock): with the lock free their writer is
-// gone; never one of the inputs, whatever its name. It returns nil for an
-// output GDAL writes remotely (/vsi...).
-func lockOutput(out string, inputs []samefile.Named, stderr io.Writer) (*tempfiles.Lock, error) {
-	if strings.HasPrefix(out, "/vsi") {
-		return nil, nil
-	}
-	dir, base := filepath.Split(out)
-	if dir == "" {
-		dir = "."
-	}
-	key := base
-	if filepath.Ext(base) == ".tif" {
-		key = strings.TrimSuffix(base, ".tif")
-	}
-	lock, err := tempfiles.TryLock(dir, key)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", out, err)
-	}
-	var keep samefile.Set
-	keep.Add(inputs...)
-	if n, err := tempfiles.RemoveTemps(dir, key, keep.Has); err != nil {
-		lock.Release()
-		return nil, fmt.Errorf("%s: remove stale temporary files: %w", out, err)
-	} else if n > 0 && stderr != nil {
-		fmt.Fprintf(stderr, "pnec: %s: removed %d stale temporary file(s) of an earlier run\n", out, n)
-	}
-	return lock, nil
 }
 
 // progressReporter shows pixels done, pixels/s and the time left: a bar on
