@@ -332,7 +332,7 @@ func trainKernelsMatchGraph(t *testing.T, cfg Config) {
 	}
 }
 
-// TestTrainEveryPixelTraining (issue 46, item 18): a scene whose every
+// TestTrainEveryPixelTraining: a scene whose every
 // valid pixel is a training pixel (a fully labelled scene, every label a
 // training label) trains and gets drift statistics; the run failed at its
 // end with "drift statistics on go: no valid pixel", the statistics

@@ -9,7 +9,8 @@
 // differs from the one reported). The report has a summary row per run set,
 // the largest drop per family of changes, and every case; with -drift-cases
 // (the case-run record bench/cmd/driftfit writes), the drift verdict against
-// the OA drop, before and after issue 33, per scene.
+// the OA drop, by the chosen limits and by the spectral figures alone,
+// per scene.
 package main
 
 import (
@@ -442,7 +443,7 @@ func tallies(t drift.Thresholds, runs []evaluation.DriftCaseRun) []evaluation.Dr
 
 // renderDrift is the drift verdict against the OA drop: the limits of
 // drift.DefaultThresholds, then per scene the tallies of the verdict
-// and of the verdict before issue 33 on the same case runs.
+// and of the verdict by the spectral figures alone on the same case runs.
 func renderDrift(runs []evaluation.DriftCaseRun) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "\n### The drift verdict against the OA drop (default model: paper encoder, shape input, augmentation)\n\n")

@@ -45,7 +45,8 @@ func TestRender(t *testing.T) {
 }
 
 // TestRenderDrift: the drift section has the limits and, per scene, the
-// tally rows of the verdict after and before issue 33.
+// tally rows of the verdict by the chosen limits and by the spectral
+// figures alone.
 func TestRenderDrift(t *testing.T) {
 	run := func(set string, seed int64, name string, drop, far float64) evaluation.DriftCaseRun {
 		r := evaluation.DriftCaseRun{Scene: "SalinasA", Set: set, Seed: seed, Case: name, Clean: name == "clean", Drop: drop, Figures: map[string]float64{}}

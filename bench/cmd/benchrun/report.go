@@ -263,7 +263,7 @@ func newestTorch(torchPath string, rep Report) (rows []TorchRow, from string, er
 // make bench-budget,
 // scripts/gpu-check.sh on a GPU machine (bench/gpu.md) and make
 // bench-acquisitions (bench/acquisitions.md: the network's decision, the
-// default before issue 45; bench/acquisitions-fused.md: the fused default's
+// default before the fused one; bench/acquisitions-fused.md: the fused default's
 // drift seed sets), make bench-baselines (bench/baselines.md) and make
 // bench-train (bench/train-big.md) under bench/, in the order
 // BENCHMARKS.md shows them.

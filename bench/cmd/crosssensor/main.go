@@ -1,5 +1,5 @@
-// Command crosssensor measures one model on several sensors (issue 31,
-// docs/sensors.md "One model for several sensors"):
+// Command crosssensor measures one model on several sensors
+// (docs/sensors.md "One model for several sensors"):
 //
 //	go run ./bench/cmd/crosssensor -out bench/crosssensor.json -md bench/crosssensor.md
 //	make bench-crosssensor

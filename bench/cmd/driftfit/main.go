@@ -1,5 +1,5 @@
 // Command driftfit chooses the drift verdict's thresholds on the
-// acquisition-shift protocol (issue 33) and reports them on case runs not
+// acquisition-shift protocol (docs/acquisitions.md) and reports them on case runs not
 // used to choose them:
 //
 //	go run ./bench/cmd/driftfit -cases bench/drift-cases.csv \

@@ -71,7 +71,7 @@ func run(ctx context.Context, args []string) error {
 	bands := fs.Int("bands", 103, "bands")
 	classes := fs.Int("classes", 9, "classes")
 	encoder := fs.String("encoder", "cell", "encoder: paper or cell")
-	input := fs.String("input", model.InputStretch, "network input (stretch, the reference's; shape, pnec's default since issue 21; stretch+shape; snv)")
+	input := fs.String("input", model.InputStretch, "network input (stretch, the reference's; shape, pnec's default; stretch+shape; snv)")
 	augment := fs.String("augment", "off", "training augmentation (off, the reference's; or pnec train's --augment spec)")
 	mode := fs.String("mode", "infer", "infer (full-scene inference) or train (one training step)")
 	steps := fs.Int("steps", 3, "timed operations after the first")
@@ -132,7 +132,7 @@ func netConfig(encoder, input, augment string) (model.Config, error) {
 	}
 	cfg.ECWarmupEpochs = 0 // calibration on in every timed step, as in the reference's timing
 	// By default the reference's network: its per-band stretch, no
-	// augmentation (pnec's defaults since issue 21 divide by the spectrum's
+	// augmentation (pnec's defaults divide by the spectrum's
 	// mean and augment, which the PyTorch reference does not).
 	aug, err := model.ParseAugment(augment)
 	if err != nil {
