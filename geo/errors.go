@@ -14,16 +14,16 @@ import (
 // Sentinel errors callers can branch on with errors.Is.
 var (
 	// ErrWindow is returned for a window that is empty or not inside the raster.
-	ErrWindow = errors.New("geo: window outside the raster")
+	ErrWindow = errors.New("window outside the raster")
 	// ErrDataType is returned when a scene band has a type the processor cannot read (complex).
-	ErrDataType = errors.New("geo: unsupported data type")
+	ErrDataType = errors.New("unsupported data type")
 	// ErrNoBands is returned for a dataset without raster bands (e.g. an HDF5 container:
 	// open one of its subdatasets instead).
-	ErrNoBands = errors.New("geo: dataset has no raster bands")
+	ErrNoBands = errors.New("dataset has no raster bands")
 	// ErrClosed is returned by operations on a closed scene or writer.
-	ErrClosed = errors.New("geo: already closed")
+	ErrClosed = errors.New("already closed")
 	// ErrSize is returned when a buffer's length does not match the window or rows it is for.
-	ErrSize = errors.New("geo: buffer size mismatch")
+	ErrSize = errors.New("buffer size mismatch")
 	// ErrNotRegular is returned for a local dataset name that is a FIFO, a
 	// device or a socket: GDAL would block on it forever (a FIFO nobody
 	// writes) or read without end.

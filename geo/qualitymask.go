@@ -12,7 +12,7 @@ import (
 // ErrNoProductQualityMasks is returned by UseProductQualityMasks for a
 // scene whose product delivers no quality mask pnec knows (or that is no
 // product).
-var ErrNoProductQualityMasks = errors.New("geo: the scene's product delivers no quality masks pnec reads")
+var ErrNoProductQualityMasks = errors.New("the scene's product delivers no quality masks pnec reads")
 
 // QualityMaskError reports a quality mask that cannot serve a scene
 // (another size). Quality masks mark invalid pixels; an area of interest

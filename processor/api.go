@@ -245,7 +245,7 @@ type predictor interface {
 }
 
 // ErrClosed is returned by Run after Close.
-var ErrClosed = errors.New("processor: classifier is closed")
+var ErrClosed = errors.New("classifier is closed")
 
 // Classifier applies one loaded model to scenes. It keeps one predictor (and
 // its compiled executables) across scenes, so classifying many scenes of the

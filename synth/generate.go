@@ -12,7 +12,7 @@ import (
 )
 
 // ErrConfig reports generation settings out of range.
-var ErrConfig = errors.New("synth: bad settings")
+var ErrConfig = errors.New("bad settings")
 
 // Config sets how a scene is generated. Start from DefaultConfig.
 type Config struct {

@@ -9,7 +9,7 @@ import (
 )
 
 // ErrLayout reports a layout that cannot be used (bad size, too many classes).
-var ErrLayout = errors.New("synth: bad layout")
+var ErrLayout = errors.New("bad layout")
 
 // MaxClasses is the largest label value a layout may hold: labels are
 // written as a Byte raster.

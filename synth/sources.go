@@ -15,7 +15,7 @@ import (
 
 // ErrNoData reports that the shared data folder (../shared/data) was not
 // found; callers and tests branch on it.
-var ErrNoData = errors.New("synth: shared data folder not found")
+var ErrNoData = errors.New("shared data folder not found")
 
 // SalinasANames names SalinasA's label values.
 var SalinasANames = map[int]string{

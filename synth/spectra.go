@@ -10,7 +10,7 @@ import (
 
 // ErrSource reports spectra that cannot serve as a source (too few pixels,
 // no labelled classes, mismatched sizes).
-var ErrSource = errors.New("synth: bad spectra source")
+var ErrSource = errors.New("bad spectra source")
 
 // Mode is one Gaussian component of a class: a low-rank covariance plus
 // independent per-band residuals, x = Mean + sum_k z_k*Axes[k] + ResidualSD.*e

@@ -266,7 +266,7 @@ const vrtSourceBytes = 420
 
 // ErrTooLarge is returned (wrapped in a *SizeError) when a VRT would not be
 // usable: larger than GDAL's raster size limit or MaxVRTBytes of text.
-var ErrTooLarge = errors.New("synth: too large")
+var ErrTooLarge = errors.New("too large")
 
 // SizeError says why a VRT of Rows x Cols is refused.
 type SizeError struct {

@@ -79,6 +79,6 @@ func ExamplePlanFlight() {
 	// Output:
 	// budget 4096 MiB: {Host:2 Device:1} <nil>
 	// budget 1536 MiB: {Host:1 Device:1} <nil>
-	// budget 1024 MiB: {Host:0 Device:0} tiling: memory budget too small: one tile in flight needs 1.50 GiB, the budget is 1.00 GiB
-	// tiling: device memory too small for one tile: one tile needs 20.00 GiB on cuda:0, 10.00 GiB of its 60.00 GiB are free
+	// budget 1024 MiB: {Host:0 Device:0} memory budget too small: one tile in flight needs 1.50 GiB, the budget is 1.00 GiB
+	// device memory too small for one tile: one tile needs 20.00 GiB on cuda:0, 10.00 GiB of its 60.00 GiB are free
 }

@@ -8,7 +8,7 @@ import (
 // ErrDevice means one tile of a plan does not fit in the accelerator's
 // memory: the planner refuses the run rather than let the device fail
 // with an out-of-memory error in the middle of it.
-var ErrDevice = errors.New("tiling: device memory too small for one tile")
+var ErrDevice = errors.New("device memory too small for one tile")
 
 // MaxInFlight is the most tiles a run holds at once, on the host and on a
 // device: two let the next tile be read (and uploaded) while the network

@@ -59,9 +59,9 @@ var (
 	// ErrBudget means a plan does not fit in the memory budget (the
 	// planner of package processor returns it; New never does: the budget
 	// plays no part in a grid).
-	ErrBudget = errors.New("tiling: memory budget too small")
+	ErrBudget = errors.New("memory budget too small")
 	// ErrInvalid means the request itself is malformed (sizes, stride, overlap).
-	ErrInvalid = errors.New("tiling: invalid request")
+	ErrInvalid = errors.New("invalid request")
 )
 
 // Options configure New: the grid (tile side and overlap) and the ladder of
