@@ -12,7 +12,7 @@ func init() {
 		Name:      "info",
 		Usage:     "describe a scene as pnec sees it",
 		ArgsUsage: "SCENE",
-		UsageText: "pnec info [--json] [--skip-valid] SCENE",
+		UsageText: "pnec info [--json] [--skip-valid] --scene SCENE\n   pnec info [--json] [--skip-valid] SCENE",
 		Description: "Prints what the classifier will see of SCENE: size, bands, data type, nodata, CRS (with\n" +
 			"its EPSG code where it has one), geotransform, the footprint in WGS84 lon/lat as GeoJSON,\n" +
 			"the share of valid pixels (no band nodata, NaN or masked; read window by window, exactly for\n" +
@@ -20,13 +20,16 @@ func init() {
 			"a VRT mosaic of any declared size answers in seconds) and band wavelengths in nanometres when\n" +
 			"the scene says them.\n\n" +
 			"SCENE is any GDAL dataset name: a GeoTIFF, an ENVI .img/.hdr, a VRT, an HDF5 subdataset,\n" +
-			"or a /vsizip/, /vsicurl/, /vsis3/ path.\n\n" +
+			"or a /vsizip/, /vsicurl/, /vsis3/ path. --scene gives it as every command does; the SCENE\n" +
+			"argument alone is the short spelling.\n\n" +
 			"Examples:\n" +
+			"  pnec info --scene salinasA.tif\n" +
 			"  pnec info salinasA.tif\n" +
 			"  pnec info --json salinasA.tif | jq .footprint\n" +
 			"  pnec info /vsizip/scenes.zip/cube.img\n" +
 			"  pnec --config AWS_NO_SIGN_REQUEST=YES info --skip-valid /vsis3/bucket/scene.tif",
 		Flags: []cli.Flag{
+			sceneFlag("the", "", false),
 			jsonFlag("one object"),
 			&cli.BoolFlag{Name: "skip-valid", Usage: "do not compute the valid-pixel fraction (it reads the scene, or a 4 Mpixel sample of a larger one)"},
 		},
@@ -35,10 +38,16 @@ func init() {
 }
 
 func infoAction(c *cli.Context) error {
-	if c.NArg() != 1 {
-		return fmt.Errorf("info: want one SCENE argument, got %d (see pnec info --help)", c.NArg())
+	scene := c.String("scene")
+	switch {
+	case scene != "" && c.NArg() > 0:
+		return fmt.Errorf("info: --scene %s and the argument %q: give the scene once", scene, c.Args().First())
+	case scene == "" && c.NArg() != 1:
+		return fmt.Errorf("info: want one scene, --scene SCENE or the SCENE argument, got %d arguments (see pnec info --help)", c.NArg())
+	case scene == "":
+		scene = c.Args().First()
 	}
-	s, err := geo.Open(c.Args().First())
+	s, err := geo.Open(scene)
 	if err != nil {
 		return err
 	}

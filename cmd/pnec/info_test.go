@@ -260,3 +260,26 @@ func TestInfoShowsScaleOffset(t *testing.T) {
 		t.Errorf("a scene without scale/offset shows one: %v\n%s", err, plain)
 	}
 }
+
+// TestInfoSceneFlag: --scene gives the scene as every command does, the
+// argument alone stays the short spelling with the same output, and a
+// scene given both ways (or none) is one clear error.
+func TestInfoSceneFlag(t *testing.T) {
+	path := infoScene(t)
+	byFlag, err := infoRun(t, "info", "--scene", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	byArg, err := infoRun(t, "info", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if byFlag != byArg {
+		t.Errorf("--scene and the argument differ:\n%s\n---\n%s", byFlag, byArg)
+	}
+	for _, args := range [][]string{{"info", "--scene", path, path}, {"info"}} {
+		if _, err := infoRun(t, args...); err == nil || !strings.Contains(err.Error(), "scene") {
+			t.Errorf("pnec %s: %v, want an error about the scene", strings.Join(args, " "), err)
+		}
+	}
+}
