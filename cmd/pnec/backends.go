@@ -3,7 +3,6 @@ package main
 import (
 	"encoding/json"
 	"fmt"
-	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -58,7 +57,7 @@ func backendsAction(c *cli.Context) error {
 		if err != nil {
 			return fmt.Errorf("--cache-dir %s: %w", d, err)
 		}
-		os.Setenv(backend.CacheDirEnv, abs)
+		backend.Configure(backend.Settings{CacheDir: abs})
 	}
 	if c.IsSet("shapes") && !c.IsSet("precompile") {
 		return fmt.Errorf("--shapes needs --precompile MODEL")

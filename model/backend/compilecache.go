@@ -33,9 +33,38 @@ const KernelCacheEnv = "PNEC_XLA_KERNEL_CACHE"
 // pnec fills it starts new folders.
 const cacheFormat = 1
 
-// CacheRoot is pnec's cache folder: PNEC_CACHE_DIR, else the XDG cache
-// folder's pnec/.
+// Settings are what a program tells the backends instead of setting
+// environment variables for them (Configure).
+type Settings struct {
+	// CacheDir is pnec's cache folder (the compile cache lives in it);
+	// "" leaves it to PNEC_CACHE_DIR, else the XDG cache folder's pnec/.
+	CacheDir string
+}
+
+// settings are the Settings Configure was given.
+var settings struct {
+	sync.Mutex
+	Settings
+}
+
+// Configure sets what the backends use from now on (pnec backends
+// --cache-dir sets CacheDir); a backend already open keeps what it had.
+func Configure(s Settings) {
+	settings.Lock()
+	defer settings.Unlock()
+	settings.Settings = s
+}
+
+// CacheRoot is pnec's cache folder: Settings.CacheDir, else
+// PNEC_CACHE_DIR (the environment, read here and nowhere else), else the
+// XDG cache folder's pnec/.
 func CacheRoot() (string, error) {
+	settings.Lock()
+	dir := settings.CacheDir
+	settings.Unlock()
+	if dir != "" {
+		return filepath.Abs(dir)
+	}
 	if d := os.Getenv(CacheDirEnv); d != "" {
 		return filepath.Abs(d)
 	}

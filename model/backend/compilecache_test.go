@@ -286,3 +286,23 @@ func TestCompileCacheDistrusted(t *testing.T) {
 		})
 	}
 }
+
+// TestCacheRootSettings: the folder a program configures wins over
+// PNEC_CACHE_DIR, which wins over the XDG folder; Configure with no
+// folder gives the environment its say again.
+func TestCacheRootSettings(t *testing.T) {
+	env, set := t.TempDir(), t.TempDir()
+	t.Setenv(CacheDirEnv, env)
+	t.Cleanup(func() { Configure(Settings{}) })
+	if got, err := CacheRoot(); err != nil || got != env {
+		t.Errorf("PNEC_CACHE_DIR alone: %q, %v; want %q", got, err, env)
+	}
+	Configure(Settings{CacheDir: set})
+	if got, err := CacheRoot(); err != nil || got != set {
+		t.Errorf("configured and PNEC_CACHE_DIR: %q, %v; want the configured %q", got, err, set)
+	}
+	Configure(Settings{})
+	if got, err := CacheRoot(); err != nil || got != env {
+		t.Errorf("configured back to none: %q, %v; want PNEC_CACHE_DIR's %q", got, err, env)
+	}
+}
