@@ -272,6 +272,11 @@ type TrainOptions struct {
 	ClassNames map[int]string   // optional, by class value
 	Colors     map[int][3]uint8 // optional, by class value; a built-in palette fills the rest
 	Backend    string           // "" = default (see NewPredictor)
+	// AugmentWhere is where the training augmentation runs: "graph" (a
+	// compiled graph feeding the training step: the scene goes to the
+	// device once), "host", or "" for PNEC_TRAIN_AUGMENT, else the
+	// backend's own (graph on XLA, host on the Go backend).
+	AugmentWhere string
 	// MaxMemoryBytes is the memory the run may use, bytes; 0 = the
 	// default, all the memory the process may use (physical or its cgroup
 	// limit: internal/resources/memory.TrainBudget, the one rule for

@@ -44,7 +44,7 @@ func Train(ctx context.Context, s Scene, labels []int32, opts TrainOptions) (m *
 		}
 	}()
 
-	run := &trainRun{s: s, cfg: cfg, desc: desc, setup: setup}
+	run := &trainRun{s: s, cfg: cfg, desc: desc, where: opts.AugmentWhere, setup: setup}
 	defer run.finalize()
 	if err := run.prepare(b, opts.Seed); err != nil {
 		return nil, err

@@ -36,15 +36,20 @@ import (
 )
 
 // TrainAugmentEnv names the environment variable that chooses where
-// training's augmentation runs: "graph" (in a compiled graph feeding the
-// training step, augGraph; the default on XLA) or "host" (the default on
-// the Go backend).
+// training's augmentation runs when TrainOptions.AugmentWhere does not:
+// "graph" (in a compiled graph feeding the training step, augGraph; the
+// default on XLA) or "host" (the default on the Go backend).
 const TrainAugmentEnv = "PNEC_TRAIN_AUGMENT"
 
 // augmentInGraph says whether training on backend desc augments in the
-// graph (TrainAugmentEnv, else desc.PrepInGraph).
-func augmentInGraph(desc backend.Backend) (bool, error) {
-	switch v := os.Getenv(TrainAugmentEnv); v {
+// graph: where (TrainOptions.AugmentWhere), else TrainAugmentEnv, else
+// desc.PrepInGraph.
+func augmentInGraph(desc backend.Backend, where string) (bool, error) {
+	name := "augment where"
+	if where == "" {
+		where, name = os.Getenv(TrainAugmentEnv), TrainAugmentEnv
+	}
+	switch where {
 	case "":
 		return desc.PrepInGraph(), nil
 	case "graph":
@@ -52,7 +57,7 @@ func augmentInGraph(desc backend.Backend) (bool, error) {
 	case "host":
 		return false, nil
 	default:
-		return false, fmt.Errorf("%s=%q: want graph or host", TrainAugmentEnv, v)
+		return false, fmt.Errorf("%s=%q: want graph or host", name, where)
 	}
 }
 

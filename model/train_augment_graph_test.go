@@ -10,6 +10,7 @@ import (
 	. "github.com/gomlx/gomlx/core/graph" //nolint:revive // graph DSL
 	"github.com/gomlx/gomlx/core/tensors"
 
+	"github.com/pnec/pnec/model/backend"
 	"github.com/pnec/pnec/progress"
 )
 
@@ -425,4 +426,38 @@ func BenchmarkTrainAugmentPaviaU(b *testing.B) {
 		}
 		b.ReportMetric((cpuSeconds()-c0)/float64(b.N), "cpu-s/op")
 	})
+}
+
+// TestAugmentWhere: TrainOptions.AugmentWhere wins over PNEC_TRAIN_AUGMENT,
+// which wins over the backend's own choice; a bad value is refused naming
+// where it came from.
+func TestAugmentWhere(t *testing.T) {
+	goB := backend.Backend{Name: "go", Kind: backend.Go}
+	xlaB := backend.Backend{Name: "xla:cuda", Kind: backend.XLACUDA, Plugin: "cuda"}
+	for _, tc := range []struct {
+		env, where string
+		b          backend.Backend
+		want       bool
+		err        string
+	}{
+		{"", "", goB, false, ""},
+		{"", "", xlaB, true, ""},
+		{"graph", "", goB, true, ""},
+		{"graph", "host", goB, false, ""},
+		{"host", "graph", xlaB, true, ""},
+		{"", "gpu", goB, false, `augment where="gpu"`},
+		{"gpu", "", goB, false, TrainAugmentEnv + `="gpu"`},
+	} {
+		t.Setenv(TrainAugmentEnv, tc.env)
+		got, err := augmentInGraph(tc.b, tc.where)
+		if tc.err != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.err) {
+				t.Errorf("env %q, field %q: %v, want an error naming %s", tc.env, tc.where, err, tc.err)
+			}
+			continue
+		}
+		if err != nil || got != tc.want {
+			t.Errorf("env %q, field %q on %s: in graph %v, %v; want %v", tc.env, tc.where, tc.b.Name, got, err, tc.want)
+		}
+	}
 }

@@ -22,6 +22,7 @@ type trainRun struct {
 	s     Scene
 	cfg   Config
 	desc  backend.Backend
+	where string // TrainOptions.AugmentWhere
 	setup *trainSetup
 	in    inputSpec
 	fr    *kernels.FullRes
@@ -41,7 +42,7 @@ func (r *trainRun) prepare(b compute.Backend, seed int64) error {
 	r.in = newInputSpec(cfg.Input, cfg.InputLevels, setup.lo, setup.hi)
 	// The augmentation runs in a graph of its own on XLA (augGraph: the scene
 	// goes to the device once), on the host on the Go backend.
-	inGraph, err := augmentInGraph(r.desc)
+	inGraph, err := augmentInGraph(r.desc, r.where)
 	if err != nil {
 		return fmt.Errorf("train: %w", err)
 	}
