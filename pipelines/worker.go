@@ -88,15 +88,12 @@ func (w *worker) scene(ctx context.Context, in Input) SceneReport {
 		}
 	}
 
-	// What a catalog's VRTs open is checked before GDAL opens them (the
-	// datetime check below opens the scene).
+	// What a catalog's VRTs open is checked before GDAL opens them.
 	if err := checkOpens(in); err != nil {
 		return fail(err)
 	}
-	if err := w.checkDatetime(in); err != nil {
-		return fail(err)
-	}
-	res, err := w.classifier.Run(ctx, processor.Request{Scene: in.Name, Mask: mask, Out: product, LockHeld: true, Progress: w.tileProgress})
+	res, err := w.classifier.Run(ctx, processor.Request{Scene: in.Name, Mask: mask, Out: product, LockHeld: true,
+		SceneCheck: w.datetimeCheck(in), Progress: w.tileProgress})
 	var refused *drift.RefusedError
 	if errors.As(err, &refused) {
 		return w.refused(ctx, in, r, refused, err)
@@ -349,24 +346,22 @@ func productInfo(productPath string) (geo.Info, error) {
 	return info, nil
 }
 
-// checkDatetime refuses, before any work, a scene whose Item could have no
-// acquisition time (stac.ErrNoDatetime): none given, none in its source Item,
-// and none in its metadata (the scene is opened for it; a scene that does
-// not open is left to the classifier to report).
-func (w *worker) checkDatetime(in Input) error {
+// datetimeCheck is the check Run makes of in's scene as it opens it
+// (processor.Request.SceneCheck), before any work: a scene whose Item
+// could have no acquisition time (no --datetime, none from its source
+// Item, none in its metadata) is refused, naming it. nil where the time
+// is known without the scene.
+func (w *worker) datetimeCheck(in Input) func(geo.Info) error {
 	if !w.cfg.Datetime.IsZero() {
 		return nil
 	}
 	if _, err := time.Parse(time.RFC3339Nano, in.ItemDatetime); err == nil {
 		return nil
 	}
-	sc, err := geo.Open(in.Name)
-	if err != nil {
-		return nil
+	return func(info geo.Info) error {
+		if _, ok := stac.SceneDatetime(info.Metadata); ok {
+			return nil
+		}
+		return fmt.Errorf("%s: %w", in.Name, stac.ErrNoDatetime)
 	}
-	defer sc.Close()
-	if _, ok := stac.SceneDatetime(sc.Info().Metadata); ok {
-		return nil
-	}
-	return fmt.Errorf("%s: %w", in.Name, stac.ErrNoDatetime)
 }

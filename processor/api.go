@@ -385,6 +385,12 @@ type Request struct {
 	// names and through any link; the scene, the mask and the quality
 	// masks are kept without being named here.
 	Keep []string
+	// SceneCheck, when set, is called with the scene as Run opened it,
+	// before anything is planned, read or written: an error it returns
+	// ends the run with nothing written (pnec batch refuses there a scene
+	// whose Item would have no acquisition time), so that a caller need
+	// not open the scene itself.
+	SceneCheck func(geo.Info) error
 	// LockHeld says that the caller holds the output's lock and swept its
 	// stale temporaries itself (pnec batch, which locks a scene's product
 	// before it decides whether to run the scene): Run then takes neither.

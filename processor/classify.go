@@ -60,6 +60,11 @@ func (c *Classifier) classify(parent context.Context, req Request) (res Result, 
 		return res, err
 	}
 	defer sc.Close()
+	if req.SceneCheck != nil {
+		if err := req.SceneCheck(info); err != nil {
+			return res, err
+		}
+	}
 	if c.pred == nil {
 		if err := c.openDefaultPredictor(info); err != nil {
 			return res, err
