@@ -8,7 +8,8 @@
 //
 // It is plain arithmetic on plain data: the model learns the training
 // scene's statistics (Stats) and runs the network for the probe; this
-// package holds no network and imports no other part of pnec but tiling.
+// package holds no network and imports no other part of pnec but tiling
+// and the shared percentile (internal/quantile).
 // docs/acquisitions.md says how the thresholds were chosen and what they
 // give.
 package drift
