@@ -74,7 +74,7 @@ func graphFullRes(t *testing.T, fc fullResCase, stats [][2][]float32, r []float3
 	masks := netMasks(fc.s, EncoderPaper)
 	hs, ws := fc.s.Rows/Stride, fc.s.Cols/Stride
 	exec, err := NewExec(b, func(g *Graph, in []*Node) []*Node {
-		n := &net{d: d, cfg: DefaultConfig(), keepGradients: true}
+		n := &graphBuilder{d: d, cfg: DefaultConfig(), keepGradients: true}
 		n.cfg.Encoder = EncoderPaper
 		n.p = map[string]*Node{}
 		for i, name := range names {

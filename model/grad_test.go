@@ -92,7 +92,7 @@ func testGradients(t *testing.T, encoder string) {
 	}
 	fixed = append(fixed, masks...)
 	nm := len(masks)
-	n := &net{d: d, cfg: cfg, keepGradients: true}
+	n := &graphBuilder{d: d, cfg: cfg, keepGradients: true}
 	np := len(params)
 	exec, err := NewExec(b, func(g *Graph, in []*Node) []*Node {
 		n.p = map[string]*Node{}

@@ -9,8 +9,8 @@ import (
 	. "github.com/gomlx/gomlx/core/graph" //nolint:revive // graph DSL
 )
 
-// net builds the PNEC-Mamba graph from parameter nodes.
-type net struct {
+// graphBuilder builds the PNEC-Mamba graph from parameter nodes.
+type graphBuilder struct {
 	d   dims
 	cfg Config
 	p   map[string]*Node
@@ -70,8 +70,8 @@ func normKey(name string, c int) string {
 	return fmt.Sprintf("%s#%d", name, c)
 }
 
-// sg is StopGradient unless n.keepGradients.
-func (n *net) sg(x *Node) *Node {
+// stopGradient is StopGradient unless n.keepGradients.
+func (n *graphBuilder) stopGradient(x *Node) *Node {
 	if n.keepGradients {
 		return x
 	}
@@ -79,7 +79,7 @@ func (n *net) sg(x *Node) *Node {
 }
 
 // outputs of one forward pass, all at stride 4 over the L = Hs*Ws grid cells.
-type fwd struct {
+type forwardOutputs struct {
 	F, Fspa, Fdiff    *Node // [L, D]
 	Zspa, Zdiff, Zraw *Node // [L, K]
 	S, Q              *Node // [L, K]
@@ -89,15 +89,15 @@ type fwd struct {
 	Zcal              *Node // [L, K]
 }
 
-func (n *net) linear(x *Node, name string) *Node {
+func (n *graphBuilder) linear(x *Node, name string) *Node {
 	if n.fused {
 		return BackendFusedDense(x, n.p[name+".w"], n.p[name+".b"], compute.DenseConfig{})
 	}
 	return Add(mm(x, n.p[name+".w"]), ExpandLeftToRank(n.p[name+".b"], 2))
 }
 
-// linearNB is x W for a layer without bias (Mamba's projections).
-func (n *net) linearNB(x *Node, name string) *Node {
+// linearNoBias is x W for a layer without bias (Mamba's projections).
+func (n *graphBuilder) linearNoBias(x *Node, name string) *Node {
 	if n.fused {
 		return BackendFusedDense(x, n.p[name+".w"], nil, compute.DenseConfig{})
 	}
@@ -105,7 +105,7 @@ func (n *net) linearNB(x *Node, name string) *Node {
 }
 
 // linearSilu is silu(linear(x, name)).
-func (n *net) linearSilu(x *Node, name string) *Node {
+func (n *graphBuilder) linearSilu(x *Node, name string) *Node {
 	if n.fused {
 		return BackendFusedDense(x, n.p[name+".w"], n.p[name+".b"], compute.DenseConfig{Activation: compute.ActivationConfig{Type: compute.ActivationSilu}})
 	}
@@ -117,12 +117,12 @@ func (n *net) linearSilu(x *Node, name string) *Node {
 // y = (x W + b) a + c with a = gamma / sqrt(var + eps) and
 // c = beta - mean a, so it is folded into the layer: W a and b a + c
 // (small [In, C] work) feed one fused matmul + bias + SiLU.
-func (n *net) linearNormSilu(x *Node, lin, gn string) *Node {
+func (n *graphBuilder) linearNormSilu(x *Node, lin, gn string) *Node {
 	if w, b, ok := n.foldNorm(lin, gn); ok {
 		return BackendFusedDense(x, w, b, compute.DenseConfig{Activation: compute.ActivationConfig{Type: compute.ActivationSilu}})
 	}
 	if _, ok := n.p[lin+".b"]; !ok {
-		return silu(n.groupNorm(n.linearNB(x, lin), gn))
+		return silu(n.groupNorm(n.linearNoBias(x, lin), gn))
 	}
 	return silu(n.groupNorm(n.linear(x, lin), gn))
 }
@@ -130,7 +130,7 @@ func (n *net) linearNormSilu(x *Node, lin, gn string) *Node {
 // foldNorm gives layer lin's weights and bias with the GroupNorm gn that
 // follows it folded in (see linearNormSilu), when n.fused has stored
 // statistics for this call of gn; false otherwise, with nothing counted.
-func (n *net) foldNorm(lin, gn string) (w, b *Node, ok bool) {
+func (n *graphBuilder) foldNorm(lin, gn string) (w, b *Node, ok bool) {
 	if !n.fused {
 		return nil, nil, false
 	}
@@ -166,7 +166,7 @@ func (n *net) foldNorm(lin, gn string) (w, b *Node, ok bool) {
 // multiplies first and shifts the products (conv3x3Products), so that the
 // weights' gradients read x itself, which the taps share, and no shifted
 // copy of x is kept for the backward pass.
-func (n *net) conv3x3NormSilu(x *Node, lin, gn string) *Node {
+func (n *graphBuilder) conv3x3NormSilu(x *Node, lin, gn string) *Node {
 	if !n.fused {
 		return silu(n.groupNorm(conv3x3Products(x, n.p[lin+".w"], n.p[lin+".b"]), gn))
 	}
@@ -283,7 +283,7 @@ func conv3x3Taps(x, w, b *Node) *Node {
 	return acc
 }
 
-// silu is x sigmoid(x), with its gradient in closed form (see bmm.go).
+// silu is x sigmoid(x), with its gradient in closed form (see gradients.go).
 func silu(x *Node) *Node {
 	installGradients()
 	out := Mul(x, Sigmoid(x))
@@ -300,7 +300,7 @@ func silu(x *Node) *Node {
 // groupNorm normalises x [M, C] over M and C/groups per group, with affine
 // parameters: with the input's own statistics (training, as in the paper,
 // and models without stored statistics) or with n.fixedNorm's; 1/Sqrt instead of Rsqrt because Rsqrt has no gradient in the Go backend.
-func (n *net) groupNorm(x *Node, name string) *Node {
+func (n *graphBuilder) groupNorm(x *Node, name string) *Node {
 	m, c := x.Shape().Dimensions[0], x.Shape().Dimensions[1]
 	g := n.d.Groups
 	if n.normCalls == nil {
@@ -384,7 +384,7 @@ func perChannel(s *Node, c int) *Node {
 // padded x itself, which all taps share, where shifting first would keep
 // kw-1 shifted copies of x alive for the backward pass (Houston's size:
 // about 190 MB at the peak).
-func (n *net) causalConvWB(x, w, b *Node) *Node {
+func (n *graphBuilder) causalConvWB(x, w, b *Node) *Node {
 	g := x.Graph()
 	l, c := x.Shape().Dimensions[0], x.Shape().Dimensions[1]
 	kw := n.d.DConv
@@ -431,13 +431,13 @@ func shiftRows(l, shift int, g *Graph) *Node {
 }
 
 // mamba is the selective state-space block over the token sequence x [L, D].
-func (n *net) mamba(x *Node, name string) *Node {
-	return n.linearNB(n.mambaInner(x, name), name+".out")
+func (n *graphBuilder) mamba(x *Node, name string) *Node {
+	return n.linearNoBias(n.mambaInner(x, name), name+".out")
 }
 
 // mambaInner is mamba up to its output projection (name+".out"), so that
 // the caller can fuse that projection with what follows it.
-func (n *net) mambaInner(x *Node, name string) *Node {
+func (n *graphBuilder) mambaInner(x *Node, name string) *Node {
 	d := n.d
 	l := x.Shape().Dimensions[0]
 	xbc := d.E + 2*d.N
@@ -576,7 +576,7 @@ func ssdScan(x, dA, b, c *Node, q int) *Node {
 // encode runs the encoder and both branches. x is the normalised scene:
 // for the cell encoder averaged over Stride x Stride cells, [Hs, Ws, Bands]
 // (cellMeans); for the paper's encoder at full resolution, [H, W, Bands].
-func (n *net) encode(x *Node) (f0, fspa, fdiff *Node) {
+func (n *graphBuilder) encode(x *Node) (f0, fspa, fdiff *Node) {
 	d := n.d
 	if n.cfg.Encoder == EncoderPaper {
 		if n.f0Input {
@@ -623,7 +623,7 @@ func (n *net) encode(x *Node) (f0, fspa, fdiff *Node) {
 // paperEncoder is the paper's encoder on x [H, W, Bands] at full
 // resolution: 1x1 conv + GroupNorm + SiLU, 3x3 conv (zero padded), MaxPool
 // 2, GELU, AvgPool 2, on the floor grid [H/4, W/4] -> [L, D].
-func (n *net) paperEncoder(x *Node) *Node {
+func (n *graphBuilder) paperEncoder(x *Node) *Node {
 	d := n.d
 	h, w := x.Shape().Dimensions[0], x.Shape().Dimensions[1]
 	hs, ws := h/Stride, w/Stride
@@ -650,7 +650,7 @@ func (n *net) paperEncoder(x *Node) *Node {
 // runs the nine independent products side by side, keeps only the input,
 // the sum and one product alive (peak inference memory of the paper encoder
 // at Houston's size went from about 10 GB; see docs/model.md, "Speed and memory").
-func (n *net) conv3x3Sequential(x *Node, name string) *Node {
+func (n *graphBuilder) conv3x3Sequential(x *Node, name string) *Node {
 	h, w, c := x.Shape().Dimensions[0], x.Shape().Dimensions[1], x.Shape().Dimensions[2]
 	wt, bias := n.p[name+".w"], n.p[name+".b"]
 	dOut := wt.Shape().Dimensions[1]
@@ -705,7 +705,7 @@ func gelu(x *Node) *Node {
 // im2col3x3) as nine products of shifted views with [C, D] blocks, summed:
 // the same work as one im2col product without its [H*W, 9C] matrix (about
 // 1 GB at Pavia University's size with C = 128).
-func (n *net) conv3x3Shifted(x *Node, name string) *Node {
+func (n *graphBuilder) conv3x3Shifted(x *Node, name string) *Node {
 	if n.fused {
 		return n.conv3x3Sequential(x, name)
 	}
@@ -734,7 +734,7 @@ func (n *net) conv3x3Shifted(x *Node, name string) *Node {
 	return Reshape(out, h, w, dOut)
 }
 
-func (n *net) head(f *Node) *Node {
+func (n *graphBuilder) head(f *Node) *Node {
 	return n.linear(n.linearNormSilu(f, "head.1", "head.gn"), "head.2")
 }
 
@@ -745,7 +745,7 @@ func (n *net) head(f *Node) *Node {
 // the context blocks pre-multiplied by the bank (protos W is [K, D], so the
 // [L, 4D] inputs are never built), and the second layers, scaled by alpha
 // and -beta, are one product of the stacked hidden units.
-func (n *net) fusedEvidence(f, fspa, fdiff, posHot, wneg, protos *Node) *Node {
+func (n *graphBuilder) fusedEvidence(f, fspa, fdiff, posHot, wneg, protos *Node) *Node {
 	d := n.d
 	first := func(name string) (top, ctx *Node) {
 		w := n.p[name+".1.w"] // [4D, D]
@@ -775,14 +775,14 @@ func l2normalize(x *Node, axis int) *Node {
 // forward runs the whole network. bank returns the prototype bank [K, D]
 // (L2-normalised rows) given the fused features F (training updates it from them), anchor [L] int32 the positive-anchor class of each
 // cell (-1: use argmax Q), s the calibration switch (0 or 1).
-func (n *net) forward(x *Node, bank func(f *Node) *Node, anchor, s *Node) fwd {
+func (n *graphBuilder) forward(x *Node, bank func(f *Node) *Node, anchor, s *Node) forwardOutputs {
 	d := n.d
-	var o fwd
+	var o forwardOutputs
 	if n.normCalls == nil {
 		n.normCalls = map[string]int{}
 	}
 	f0, fspa, fdiff := n.encode(x)
-	// The shapes the rest relies on (fwd's comments), asserted where they
+	// The shapes the rest relies on (the comments on forwardOutputs), asserted where they
 	// are made: a weight of the wrong size would otherwise broadcast or
 	// fail far from its cause. L is the number of cells, D the features, K
 	// the classes.
@@ -817,7 +817,7 @@ func (n *net) forward(x *Node, bank func(f *Node) *Node, anchor, s *Node) fwd {
 		return o
 	}
 
-	q := n.sg(o.Q)
+	q := n.stopGradient(o.Q)
 	pred := ArgMax(q, 1, dtypes.Int32)
 	pos := Where(GreaterOrEqual(anchor, ScalarZero(x.Graph(), dtypes.Int32)), anchor, pred)
 	posHot := OneHot(pos, d.K, q.DType()) // [L, K]
@@ -876,13 +876,13 @@ func (n *net) forward(x *Node, bank func(f *Node) *Node, anchor, s *Node) fwd {
 // head, the Jensen-Shannon divergence between the two branches' auxiliary
 // heads, and one minus the margin between the two most similar prototypes
 // (q the prototype softmax, pred its argmax).
-func (n *net) uncertainties(o fwd, q, pred *Node) *Node {
+func (n *graphBuilder) uncertainties(o forwardOutputs, q, pred *Node) *Node {
 	d := n.d
 	logK := math.Log(float64(d.K))
-	praw := Softmax(n.sg(o.Zraw), 1)
+	praw := Softmax(n.stopGradient(o.Zraw), 1)
 	uEnt := DivScalar(Neg(ReduceSum(Mul(praw, Log(AddScalar(praw, 1e-12))), 1)), logK)
-	pspa := Softmax(n.sg(o.Zspa), 1)
-	pdiff := Softmax(n.sg(o.Zdiff), 1)
+	pspa := Softmax(n.stopGradient(o.Zspa), 1)
+	pdiff := Softmax(n.stopGradient(o.Zdiff), 1)
 	pm := MulScalar(Add(pspa, pdiff), 0.5)
 	kl := func(p, q *Node) *Node {
 		return ReduceSum(Mul(p, Sub(Log(AddScalar(p, 1e-12)), Log(AddScalar(q, 1e-12)))), 1)
@@ -898,7 +898,7 @@ func (n *net) uncertainties(o fwd, q, pred *Node) *Node {
 // its grid (n.masks) to zero, so that nodata pixels and cells enter the 3x3
 // convolution as its zero padding does and the scan as zero tokens; x as
 // it is without a mask for M.
-func (n *net) zeroInvalid(x *Node) *Node {
+func (n *graphBuilder) zeroInvalid(x *Node) *Node {
 	mk, ok := n.masks[x.Shape().Dimensions[0]]
 	if !ok {
 		return x
@@ -908,7 +908,7 @@ func (n *net) zeroInvalid(x *Node) *Node {
 
 // setMasks registers the valid masks (netMasks order: finest grid first)
 // for the GroupNorms of the next graph build.
-func (n *net) setMasks(masks ...*Node) {
+func (n *graphBuilder) setMasks(masks ...*Node) {
 	n.masks = make(map[int]*Node, len(masks))
 	for _, mk := range masks {
 		n.masks[mk.Shape().Dimensions[0]] = mk

@@ -129,7 +129,7 @@ func checkParity(t *testing.T, ref *refFile, encoder string, onKernels bool) {
 	protos := ref.Params["protos"]
 
 	b := testBackend(t)
-	n := &net{d: d, cfg: cfg, f0Input: onKernels}
+	n := &graphBuilder{d: d, cfg: cfg, f0Input: onKernels}
 	exec, err := NewExec(b, func(g *Graph, in []*Node) []*Node {
 		n.p = map[string]*Node{}
 		for i, p := range params {

@@ -6,25 +6,9 @@ import (
 	"time"
 )
 
-// Shape is one network input shape a run calls the network on. Recovered
-// says the call recovers a whole scene (PredictRecovered: its own compiled
-// graph where the backend recovers in the graph, Backend.PrepInGraph),
-// else it is a tile's (Predict).
-type Shape struct {
-	Rows, Cols int
-	Recovered  bool
-}
-
-func (s Shape) String() string {
-	if s.Recovered {
-		return fmt.Sprintf("%dx%d (whole scenes)", s.Rows, s.Cols)
-	}
-	return fmt.Sprintf("%dx%d (tiles)", s.Rows, s.Cols)
-}
-
 // Compiled is one shape Precompile compiled.
 type Compiled struct {
-	Shape
+	CallShape
 	Seconds float64 // compilation and the first run, wall
 }
 
@@ -32,7 +16,7 @@ type Compiled struct {
 // running it once on a blank scene of that shape, so that the compile
 // cache holds them (a node image built with them starts warm). It returns
 // each shape's time; the first error stops it.
-func Precompile(ctx context.Context, m *Model, backend string, shapes []Shape) ([]Compiled, error) {
+func Precompile(ctx context.Context, m *Model, backend string, shapes []CallShape) ([]Compiled, error) {
 	p, err := NewPredictor(m, backend)
 	if err != nil {
 		return nil, err
@@ -56,7 +40,7 @@ func Precompile(ctx context.Context, m *Model, backend string, shapes []Shape) (
 		if _, err := call(ctx, s); err != nil {
 			return out, fmt.Errorf("precompile %v: %w", sh, err)
 		}
-		out = append(out, Compiled{Shape: sh, Seconds: time.Since(t0).Seconds()})
+		out = append(out, Compiled{CallShape: sh, Seconds: time.Since(t0).Seconds()})
 	}
 	return out, nil
 }

@@ -18,6 +18,22 @@ import (
 	"github.com/pnec/pnec/model/internal/kernels"
 )
 
+// CallShape is one network input shape a run calls the network on. Recovered
+// says the call recovers a whole scene (PredictRecovered: its own compiled
+// graph where the backend recovers in the graph, Backend.PrepInGraph),
+// else it is a tile's (Predict).
+type CallShape struct {
+	Rows, Cols int
+	Recovered  bool
+}
+
+func (s CallShape) String() string {
+	if s.Recovered {
+		return fmt.Sprintf("%dx%d (whole scenes)", s.Rows, s.Cols)
+	}
+	return fmt.Sprintf("%dx%d (tiles)", s.Rows, s.Cols)
+}
+
 // Predictor runs a model on one backend; compiled executables are reused
 // for scenes of the same shape (GoMLX's Exec caches one per input shape).
 type Predictor struct {
@@ -91,7 +107,7 @@ func NewPredictorPrep(m *Model, backend string, prep Prep) (*Predictor, error) {
 var prepInGraph, prepOnHost = false, false
 
 // newPredictor is NewPredictor; fused allows the fused inference layers
-// (net.fused) where the backend has them (tests compare with them off);
+// (graphBuilder.fused) where the backend has them (tests compare with them off);
 // inGraph and onHost force the input preparation's place (Prep).
 func newPredictor(m *Model, name string, fused, inGraph, onHost bool) (*Predictor, error) {
 	if m == nil {
@@ -110,8 +126,8 @@ func newPredictor(m *Model, name string, fused, inGraph, onHost bool) (*Predicto
 	if mem, err := desc.DeviceMemory(); err == nil {
 		p.mem = mem
 	}
-	// The fused layers are Go-backend kernels (see net.fused).
-	n := &net{d: d, cfg: m.meta.Config, fused: fused && desc.Kind == backend.Go}
+	// The fused layers are Go-backend kernels (see graphBuilder.fused).
+	n := &graphBuilder{d: d, cfg: m.meta.Config, fused: fused && desc.Kind == backend.Go}
 	n.f0Input = useFullRes && n.fused && fullResInput(m.meta.Config) && !p.prep
 	ig := &inferGraph{m: m, n: n, stats: m.meta.GroupNormStats}
 	for _, prm := range m.params {
@@ -190,7 +206,7 @@ func (p *Predictor) setWeights(d dims, stats []normStat) {
 // inputs; spec prepares the input in the graph.
 type inferGraph struct {
 	m     *Model
-	n     *net
+	n     *graphBuilder
 	names []string
 	stats []normStat
 	spec  inputSpec
@@ -255,7 +271,7 @@ func (ig *inferGraph) prepared(recover bool) func(g *Graph, in []*Node) []*Node 
 
 // inferForward is the inference forward pass: no anchor classes, and
 // calibration on except for the variants trained without it.
-func (m *Model) inferForward(n *net, x, protos *Node) fwd {
+func (m *Model) inferForward(n *graphBuilder, x, protos *Node) forwardOutputs {
 	g := x.Graph()
 	enc := m.meta.Config.Encoder
 	var l int
@@ -349,7 +365,7 @@ func newNormExec(b compute.Backend, m *Model, fr *kernels.FullRes) (*normExec, e
 		return nil, err
 	}
 	ne := &normExec{m: m, d: d, fr: fr}
-	n := &net{d: d, cfg: m.meta.Config, f0Input: fr != nil}
+	n := &graphBuilder{d: d, cfg: m.meta.Config, f0Input: fr != nil}
 	fn := func(g *Graph, in []*Node) []*Node {
 		x, protos := in[0], in[1]
 		n.p = make(map[string]*Node, len(m.params))

@@ -49,28 +49,28 @@ func BenchmarkNetworkParts(tb *testing.B) {
 		name   string
 		input  any
 		prefix []string
-		fn     func(n *net, in *Node, g *Graph, ur, uc *Node) *Node
+		fn     func(n *graphBuilder, in *Node, g *Graph, ur, uc *Node) *Node
 	}{
-		{"embed+gn+silu", x, []string{"embed"}, func(n *net, in *Node, _ *Graph, _, _ *Node) *Node {
+		{"embed+gn+silu", x, []string{"embed"}, func(n *graphBuilder, in *Node, _ *Graph, _, _ *Node) *Node {
 			return silu(n.groupNorm(n.linear(Reshape(in, l, bands), "embed"), "embed.gn"))
 		}},
-		{"conv3x3+gn+silu", f, []string{"conv"}, func(n *net, in *Node, _ *Graph, _, _ *Node) *Node {
+		{"conv3x3+gn+silu", f, []string{"conv"}, func(n *graphBuilder, in *Node, _ *Graph, _, _ *Node) *Node {
 			return n.conv3x3NormSilu(Reshape(in, hs, ws, d.D), "conv", "conv.gn")
 		}},
-		{"mamba block (spa)", f, []string{"spa."}, func(n *net, in *Node, _ *Graph, _, _ *Node) *Node {
+		{"mamba block (spa)", f, []string{"spa."}, func(n *graphBuilder, in *Node, _ *Graph, _, _ *Node) *Node {
 			return Add(in, silu(n.groupNorm(n.mamba(in, "spa"), "spa.gn")))
 		}},
-		{"ssd scan only", f, nil, func(n *net, in *Node, _ *Graph, _, _ *Node) *Node {
+		{"ssd scan only", f, nil, func(n *graphBuilder, in *Node, _ *Graph, _, _ *Node) *Node {
 			xs := Reshape(Concatenate([]*Node{in, in}, 1), l, d.Heads, d.HeadDim)
 			dA := Neg(Square(Slice(in, AxisRange(), AxisRange(0, d.Heads))))
 			return ssdScan(xs, MulScalar(dA, 0.1), Slice(in, AxisRange(), AxisRange(0, d.N)), Slice(in, AxisRange(), AxisRange(d.N, 2*d.N)), d.Chunk)
 		}},
-		{"in_proj+conv1d+silu", f, []string{"spa.in", "spa.conv1d"}, func(n *net, in *Node, _ *Graph, _, _ *Node) *Node {
+		{"in_proj+conv1d+silu", f, []string{"spa.in", "spa.conv1d"}, func(n *graphBuilder, in *Node, _ *Graph, _, _ *Node) *Node {
 			proj := n.linear(in, "spa.in")
 			return silu(n.causalConvWB(Slice(proj, AxisRange(), AxisRange(d.E, 2*d.E+2*d.N)), n.p["spa.conv1d.w"], n.p["spa.conv1d.b"]))
 		}},
-		{"head", f, []string{"head"}, func(n *net, in *Node, _ *Graph, _, _ *Node) *Node { return n.head(in) }},
-		{"upsample+softmax", z, nil, func(n *net, in *Node, _ *Graph, ur, uc *Node) *Node {
+		{"head", f, []string{"head"}, func(n *graphBuilder, in *Node, _ *Graph, _, _ *Node) *Node { return n.head(in) }},
+		{"upsample+softmax", z, nil, func(n *graphBuilder, in *Node, _ *Graph, ur, uc *Node) *Node {
 			return Softmax(upsample(in, ur, uc), -1)
 		}},
 	}
@@ -89,7 +89,7 @@ func BenchmarkNetworkParts(tb *testing.B) {
 						}
 					}
 				}
-				n := &net{d: d, cfg: cfg}
+				n := &graphBuilder{d: d, cfg: cfg}
 				exec, err := NewExec(b, func(g *Graph, in []*Node) []*Node {
 					n.p = map[string]*Node{}
 					for j, i := range idx {

@@ -16,7 +16,7 @@ type trainData struct {
 	wtr      *tensors.Tensor   // [Ntr, L] bilinear weights of the training pixels
 	ytr      *tensors.Tensor   // [Ntr] int32 dense class
 	cellMask *tensors.Tensor   // [L] 1 for cells with a valid pixel
-	// ceScale is the step's rows over its training pixels (net.ceScale): 0
+	// ceScale is the step's rows over its training pixels (graphBuilder.ceScale): 0
 	// or 1 for a whole-scene step, more for a windowed step's padded rows.
 	ceScale float32
 }

@@ -86,7 +86,7 @@ func newTrainer(b compute.Backend, d dims, cfg Config, params paramSet, fr *kern
 			tr.gidx = append(tr.gidx, i)
 		}
 	}
-	n := &net{d: d, cfg: cfg, f0Input: fr != nil, training: true}
+	n := &graphBuilder{d: d, cfg: cfg, f0Input: fr != nil, training: true}
 	tr.masks = 1 // valid masks (netMasks): the stride-4 grid, and full resolution for the paper encoder in the graph
 	if cfg.Encoder == EncoderPaper && fr == nil {
 		tr.masks = 2
@@ -142,7 +142,7 @@ func initialTrainState(d dims, params paramSet, gidx []int) []*tensors.Tensor {
 // weights, and, with the kernels, the loss's gradient with respect to F0.
 // aug makes the step on an augmented input normalised with the clean
 // input's statistics (trainer.augExec).
-func (tr *trainer) stepGraph(n *net, aug bool) func(g *Graph, in []*Node) []*Node {
+func (tr *trainer) stepGraph(n *graphBuilder, aug bool) func(g *Graph, in []*Node) []*Node {
 	nm, np := tr.masks, len(tr.gidx)
 	return func(g *Graph, in []*Node) []*Node {
 		trainGraphBuilds.Add(1) // one per compilation: GoMLX builds a graph per new input shape
@@ -192,7 +192,7 @@ func (tr *trainer) stepGraph(n *net, aug bool) func(g *Graph, in []*Node) []*Nod
 // GroupNorm statistics for the next pass. The gradient flows through the
 // statistics as in per-image normalisation: with constant statistics
 // training failed (SalinasA OA 67-79%).
-func (n *net) fixNormFrom(x, protos, anchor, calib *Node) {
+func (n *graphBuilder) fixNormFrom(x, protos, anchor, calib *Node) {
 	var recs []normRecord
 	n.recordNorm = &recs
 	n.forward(x, func(*Node) *Node { return protos }, anchor, calib)
@@ -205,12 +205,12 @@ func (n *net) fixNormFrom(x, protos, anchor, calib *Node) {
 
 // loss is the training objective on one full-image forward pass (see
 // Train), the accuracy on the training pixels, and the updated prototype bank.
-func (n *net) loss(x, anchor, wtr, ytr, cellMask, calib, protos, protoInit *Node) (loss, acc, newProtos, newInit *Node) {
+func (n *graphBuilder) loss(x, anchor, wtr, ytr, cellMask, calib, protos, protoInit *Node) (loss, acc, newProtos, newInit *Node) {
 	d, cfg := n.d, n.cfg
 	bank := func(f *Node) *Node {
 		// The class means come from the features at the training pixels,
 		// bilinearly sampled from the grid (as the reference does).
-		feats := MatMul(wtr, n.sg(f)) // [Ntr, D]
+		feats := MatMul(wtr, n.stopGradient(f)) // [Ntr, D]
 		newProtos, newInit = updateBank(feats, ytr, protos, protoInit, d.K, cfg.Momentum)
 		return newProtos
 	}
@@ -231,9 +231,9 @@ func (n *net) loss(x, anchor, wtr, ytr, cellMask, calib, protos, protoInit *Node
 	if lambdaCon != 0 {
 		// (1 - G~)-weighted KL(P_raw || P_cal) over the valid cells; P_raw
 		// is the target, so no gradient flows into it (as in the reference).
-		lraw, lcal := LogSoftmax(n.sg(o.Zraw), 1), LogSoftmax(o.Zcal, 1)
+		lraw, lcal := LogSoftmax(n.stopGradient(o.Zraw), 1), LogSoftmax(o.Zcal, 1)
 		kl := ReduceSum(Mul(Exp(lraw), Sub(lraw, lcal)), 1)
-		w := Mul(OneMinus(n.sg(o.Gtilde)), cellMask)
+		w := Mul(OneMinus(n.stopGradient(o.Gtilde)), cellMask)
 		lcon := Div(ReduceAllSum(Mul(w, kl)), MaxScalar(ReduceAllSum(cellMask), 1))
 		loss = Add(loss, MulScalar(lcon, lambdaCon))
 	}
@@ -244,8 +244,8 @@ func (n *net) loss(x, anchor, wtr, ytr, cellMask, calib, protos, protoInit *Node
 }
 
 // scaleCE is a mean over the step's rows made a mean over its training
-// pixels (net.ceScale); unchanged without a scale.
-func (n *net) scaleCE(v *Node) *Node {
+// pixels (graphBuilder.ceScale); unchanged without a scale.
+func (n *graphBuilder) scaleCE(v *Node) *Node {
 	if n.ceScale == nil {
 		return v
 	}

@@ -95,11 +95,11 @@ func TestBudgetCountsChunks(t *testing.T) {
 	noChunks := info
 	noChunks.Chunks = geo.Chunking{}
 	var be *processor.BudgetError
-	if _, _, err := processor.Flight(plan, noChunks, m, opts, 1<<20, tiling.DeviceMemory{}); !errors.As(err, &be) {
+	if _, _, err := processor.PlanFlight(plan, noChunks, m, opts, 1<<20, tiling.DeviceMemory{}); !errors.As(err, &be) {
 		t.Fatalf("a 1 MiB budget: %v, want a BudgetError", err)
 	}
 	tight := be.NeedBytes
-	_, planned, err := processor.Flight(plan, info, m, opts, tight, tiling.DeviceMemory{})
+	_, planned, err := processor.PlanFlight(plan, info, m, opts, tight, tiling.DeviceMemory{})
 	if !errors.As(err, &be) {
 		t.Fatalf("a budget of %d bytes (the plan without the chunk) for a scene of 32 MiB chunks: planned %d bytes, error %v; want a BudgetError", tight, planned, err)
 	}
@@ -110,7 +110,7 @@ func TestBudgetCountsChunks(t *testing.T) {
 		t.Errorf("got %q, want the chunk's shape named", msg)
 	}
 	// The need it names works.
-	if _, _, err := processor.Flight(plan, info, m, opts, be.NeedBytes, tiling.DeviceMemory{}); err != nil {
+	if _, _, err := processor.PlanFlight(plan, info, m, opts, be.NeedBytes, tiling.DeviceMemory{}); err != nil {
 		t.Errorf("at the named need %d bytes: %v", be.NeedBytes, err)
 	}
 }

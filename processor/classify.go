@@ -200,7 +200,7 @@ func (c *Classifier) planRun(sceneName string, info geo.Info, res *Result) (plan
 	if err != nil {
 		return plan, flight, nil, fmt.Errorf("%s: plan: %w", sceneName, err)
 	}
-	flight, planned, err := Flight(plan, info, c.m, c.opts, budget, dev)
+	flight, planned, err := PlanFlight(plan, info, c.m, c.opts, budget, dev)
 	if err != nil {
 		return plan, flight, nil, fmt.Errorf("%s: plan: %w", sceneName, err)
 	}

@@ -242,16 +242,16 @@ func TestProbeShapes(t *testing.T) {
 	m := fixture.LoadNetworkModel(t)
 	for _, tc := range []struct {
 		opts Options
-		want []model.Shape
+		want []model.CallShape
 	}{
-		{Options{}, []model.Shape{{Rows: 64, Cols: 128}, {Rows: 128, Cols: 64}, {Rows: 128, Cols: 128}}},
-		{Options{TileSize: 20, Overlap: 8}, []model.Shape{{Rows: 64, Cols: 64}, {Rows: 64, Cols: 128}, {Rows: 128, Cols: 64}, {Rows: 128, Cols: 128}}},
+		{Options{}, []model.CallShape{{Rows: 64, Cols: 128}, {Rows: 128, Cols: 64}, {Rows: 128, Cols: 128}}},
+		{Options{TileSize: 20, Overlap: 8}, []model.CallShape{{Rows: 64, Cols: 64}, {Rows: 64, Cols: 128}, {Rows: 128, Cols: 64}, {Rows: 128, Cols: 128}}},
 	} {
 		got, err := ProbeShapes(m, tc.opts)
 		if err != nil {
 			t.Fatal(err)
 		}
-		slices.SortFunc(got, func(a, b model.Shape) int { return cmp.Or(a.Rows-b.Rows, a.Cols-b.Cols) })
+		slices.SortFunc(got, func(a, b model.CallShape) int { return cmp.Or(a.Rows-b.Rows, a.Cols-b.Cols) })
 		if !slices.Equal(got, tc.want) {
 			t.Errorf("tile size %d: probe shapes %v, want %v", tc.opts.TileSize, got, tc.want)
 		}

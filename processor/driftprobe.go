@@ -126,28 +126,28 @@ func (p recoveringPredictor) Predict(ctx context.Context, s model.Scene) (model.
 // scene is its own probe window and runs whole, so that the probe takes
 // the main pass's labels and call (reusableProbeLabels). pnec backends
 // --precompile compiles these beside SceneShape's.
-func ProbeShape(rows, cols int, m *model.Model, opts Options) (model.Shape, bool, error) {
+func ProbeShape(rows, cols int, m *model.Model, opts Options) (model.CallShape, bool, error) {
 	if !m.HasDriftStats() {
-		return model.Shape{}, false, nil
+		return model.CallShape{}, false, nil
 	}
 	info := assumedInfo(rows, cols, m.Bands())
 	p, err := planGrid(info, m, opts, true)
 	if err != nil {
-		return model.Shape{}, false, err
+		return model.CallShape{}, false, err
 	}
 	if reusableProbeLabels(&p, info, m) {
-		return model.Shape{}, false, nil
+		return model.CallShape{}, false, nil
 	}
 	w := drift.ProbeWindows(rows, cols)[0] // every candidate has its size
-	return model.Shape{Rows: tiling.Rung(w.Rows, tiling.LadderStep), Cols: tiling.Rung(w.Cols, tiling.LadderStep)}, true, nil
+	return model.CallShape{Rows: tiling.Rung(w.Rows, tiling.LadderStep), Cols: tiling.Rung(w.Cols, tiling.LadderStep)}, true, nil
 }
 
 // ProbeShapes is every shape ProbeShape gives scenes of any size with m
 // and opts, each once: with the default grid 64x128, 128x64 and 128x128
 // (a probe window is at most drift.ProbeSide a side, padded to the
 // ladder).
-func ProbeShapes(m *model.Model, opts Options) ([]model.Shape, error) {
-	var out []model.Shape
+func ProbeShapes(m *model.Model, opts Options) ([]model.CallShape, error) {
+	var out []model.CallShape
 	sides := []int{1, tiling.LadderStep, tiling.LadderStep + 1, drift.ProbeSide, drift.ProbeSide + 1, gridTile(opts) + 1}
 	for _, rows := range sides {
 		for _, cols := range sides {

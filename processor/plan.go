@@ -69,13 +69,13 @@ func PlannedBytes(plan tiling.Plan, info geo.Info, m *model.Model, opts Options)
 	return newSceneCost(info, m, opts).planBytes(plan, tiling.MaxInFlight)
 }
 
-// Flight is how many tiles of plan the budget (0 = memory.DefaultBudget)
+// PlanFlight is how many tiles of plan the budget (0 = memory.DefaultBudget)
 // holds in flight on the host, at most tiling.MaxInFlight, and the memory
 // model's peak for that many; with dev (the zero value: no accelerator)
 // also how many the device holds. The plan was refused before when not
 // even one fits (planScene); a device that cannot hold one tile is an
 // error wrapping tiling.ErrDevice.
-func Flight(plan tiling.Plan, info geo.Info, m *model.Model, opts Options, budget int64, dev tiling.DeviceMemory) (tiling.Flight, int64, error) {
+func PlanFlight(plan tiling.Plan, info geo.Info, m *model.Model, opts Options, budget int64, dev tiling.DeviceMemory) (tiling.Flight, int64, error) {
 	budget = memory.Budget(budget)
 	c := newSceneCost(info, m, opts)
 	f, err := tiling.PlanFlight(budget, func(n int) int64 { return c.planBytes(plan, n) }, dev)
@@ -184,12 +184,12 @@ func SmallestBudget(rows, cols, bands int, m *model.Model, opts Options) (int64,
 // scene runs whole, its product is recovered and m decides by the network
 // alone (what a predictor that recovers in the graph then compiles;
 // Classifier.recoversWhole: a fused decision recovers on the host).
-func SceneShape(rows, cols int, m *model.Model, opts Options) (model.Shape, error) {
+func SceneShape(rows, cols int, m *model.Model, opts Options) (model.CallShape, error) {
 	p, err := planGrid(assumedInfo(rows, cols, 1), m, opts, true)
 	if err != nil {
-		return model.Shape{}, err
+		return model.CallShape{}, err
 	}
-	return model.Shape{Rows: p.TileRows, Cols: p.TileCols, Recovered: recoveredWhole(p, opts) && !m.Decision().Fused()}, nil
+	return model.CallShape{Rows: p.TileRows, Cols: p.TileCols, Recovered: recoveredWhole(p, opts) && !m.Decision().Fused()}, nil
 }
 
 // recoveredWhole says whether plan p runs the scene whole, in one call whose
@@ -211,7 +211,7 @@ func recoveredWhole(p tiling.Plan, opts Options) bool {
 // ladder a side (or the tile, where the top rung exceeds it) and one
 // pixel beyond the tile; TestGridShapesAreThePlanners checks that no
 // scene size gives any other.
-func GridShapes(m *model.Model, opts Options) ([]model.Shape, error) {
+func GridShapes(m *model.Model, opts Options) ([]model.CallShape, error) {
 	if err := checkTile(opts, recoveryWindow(m)); err != nil {
 		return nil, err
 	}
@@ -221,8 +221,8 @@ func GridShapes(m *model.Model, opts Options) ([]model.Shape, error) {
 		sides = append(sides, r)
 	}
 	sides = append(sides, tile, tile+1)
-	var out []model.Shape
-	seen := map[model.Shape]bool{}
+	var out []model.CallShape
+	seen := map[model.CallShape]bool{}
 	for _, rows := range sides {
 		for _, cols := range sides {
 			sh, err := SceneShape(rows, cols, m, opts)

@@ -53,7 +53,7 @@ func TestBudgetNeverChangesThePlan(t *testing.T) {
 				if p.String() != ref.String() || p.TileRows != ref.TileRows || p.TileCols != ref.TileCols || p.Tile(p.NumTiles()-1) != ref.Tile(ref.NumTiles()-1) {
 					t.Errorf("budget %d: plan %v, want %v as at every budget", tc.budget, p, ref)
 				}
-				f, planned, err := Flight(p, info, m, Options{}, tc.budget, tiling.DeviceMemory{})
+				f, planned, err := PlanFlight(p, info, m, Options{}, tc.budget, tiling.DeviceMemory{})
 				if err != nil || f.Host != tc.host || planned > tc.budget {
 					t.Errorf("budget %d: flight %+v, planned %d, %v; want %d tiles in flight within the budget", tc.budget, f, planned, err, tc.host)
 				}

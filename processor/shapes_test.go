@@ -41,7 +41,7 @@ func testGridShapesAreThePlanners(t *testing.T, m *model.Model) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			planned := map[model.Shape]bool{}
+			planned := map[model.CallShape]bool{}
 			opts := tc.opts
 			opts.MaxMemoryBytes = 1 << 50
 			for _, rows := range sides {
@@ -50,7 +50,7 @@ func testGridShapesAreThePlanners(t *testing.T, m *model.Model) {
 					if err != nil {
 						t.Fatalf("%dx%d: %v", rows, cols, err)
 					}
-					sh := model.Shape{Rows: p.TileRows, Cols: p.TileCols, Recovered: p.Whole && opts.Probabilities != ProbabilitiesNetwork && !fused}
+					sh := model.CallShape{Rows: p.TileRows, Cols: p.TileCols, Recovered: p.Whole && opts.Probabilities != ProbabilitiesNetwork && !fused}
 					if got, err := SceneShape(rows, cols, m, tc.opts); err != nil || got != sh {
 						t.Fatalf("%dx%d: SceneShape %v, %v; the plan runs %v", rows, cols, got, err, sh)
 					}
@@ -91,8 +91,8 @@ func testGridShapesAreThePlanners(t *testing.T, m *model.Model) {
 	}
 }
 
-func keys(m map[model.Shape]bool) []model.Shape {
-	var out []model.Shape
+func keys(m map[model.CallShape]bool) []model.CallShape {
+	var out []model.CallShape
 	for k := range m {
 		out = append(out, k)
 	}
@@ -100,7 +100,7 @@ func keys(m map[model.Shape]bool) []model.Shape {
 }
 
 // shapeList is the shapes sorted, one a line.
-func shapeList(s []model.Shape) string {
+func shapeList(s []model.CallShape) string {
 	var lines []string
 	for _, sh := range s {
 		lines = append(lines, fmt.Sprintf("%4d x %4d %v", sh.Rows, sh.Cols, sh.Recovered))

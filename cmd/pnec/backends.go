@@ -212,7 +212,7 @@ func precompileAction(c *cli.Context, path string) error {
 	fmt.Fprintf(c.App.Writer, "compiling %d shapes on %s\n", len(shapes), name)
 	done, err := model.Precompile(c.Context, m, name, shapes)
 	for _, d := range done {
-		fmt.Fprintf(c.App.Writer, "compiled %v on %s in %.1f s\n", d.Shape, name, d.Seconds)
+		fmt.Fprintf(c.App.Writer, "compiled %v on %s in %.1f s\n", d.CallShape, name, d.Seconds)
 	}
 	if err != nil {
 		return fmt.Errorf("--precompile: %w", err)
@@ -224,9 +224,9 @@ func precompileAction(c *cli.Context, path string) error {
 // the plans of the scene sizes list ("RxC,...") and their drift probes run
 // on, each once, or with no list every shape of the model's grid and of
 // its probe (processor.GridShapes, processor.ProbeShapes).
-func precompileShapes(m *model.Model, list string) ([]model.Shape, error) {
-	var shapes []model.Shape
-	add := func(more ...model.Shape) { // each shape once, in order
+func precompileShapes(m *model.Model, list string) ([]model.CallShape, error) {
+	var shapes []model.CallShape
+	add := func(more ...model.CallShape) { // each shape once, in order
 		for _, sh := range more {
 			if !slices.Contains(shapes, sh) {
 				shapes = append(shapes, sh)

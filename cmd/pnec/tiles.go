@@ -93,7 +93,7 @@ func tilesAction(c *cli.Context) error {
 		memory = fmt.Sprintf("memory budget %d MiB too small: one tile in flight needs at least %d MiB (classify needs --max-memory %s or more)",
 			budget>>20, be.NeedBytes>>20, be.NeedSize())
 	} else {
-		flight, planned, err := processor.Flight(plan, info, m, opts, budget, tiling.DeviceMemory{})
+		flight, planned, err := processor.PlanFlight(plan, info, m, opts, budget, tiling.DeviceMemory{})
 		if err != nil {
 			return fmt.Errorf("%s: plan: %w", name, err)
 		}
