@@ -57,7 +57,7 @@ func backendsAction(c *cli.Context) error {
 		if err != nil {
 			return fmt.Errorf("--cache-dir %s: %w", d, err)
 		}
-		backend.Configure(backend.Settings{CacheDir: abs})
+		configureBackends(func(s *backend.Settings) { s.CacheDir = abs })
 	}
 	if c.IsSet("shapes") && !c.IsSet("precompile") {
 		return fmt.Errorf("--shapes needs --precompile MODEL")

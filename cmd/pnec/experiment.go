@@ -5,6 +5,7 @@ import (
 
 	"github.com/pnec/pnec/evaluation"
 	"github.com/pnec/pnec/model"
+	"github.com/pnec/pnec/model/backend"
 	"github.com/urfave/cli/v2"
 )
 
@@ -55,7 +56,7 @@ func experimentModelFlags() []cli.Flag {
 }
 
 func experimentAction(c *cli.Context) error {
-	preferQuickXLACompile()
+	configureBackends(func(s *backend.Settings) { s.XLAQuickCompile = true })
 	cfg, err := configFromFlags(c, false)
 	if err != nil {
 		return err

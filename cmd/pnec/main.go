@@ -19,6 +19,7 @@ import (
 	"github.com/pnec/pnec/internal/oneline"
 	"github.com/pnec/pnec/internal/resources"
 	"github.com/pnec/pnec/internal/tempfiles"
+	"github.com/pnec/pnec/model/backend"
 	"github.com/pnec/pnec/pipelines"
 	"github.com/pnec/pnec/processor"
 	"github.com/pnec/pnec/stac"
@@ -105,13 +106,19 @@ func stopOnSignal(sig os.Signal, sigs <-chan os.Signal, done <-chan error) {
 // quietLibraries keeps the libraries' own logging off stderr, where it
 // would surround pnec's one line: GDAL's messages outside pnec's calls,
 // and the INFO and WARNING lines (glog/absl) an XLA PJRT plugin prints when
-// it loads. --verbose keeps them, and so does a TF_CPP_MIN_LOG_LEVEL the
-// user set.
+// it loads (backend.Settings.XLAQuiet). --verbose keeps them, and so does a
+// TF_CPP_MIN_LOG_LEVEL the user set.
 func quietLibraries() {
 	geo.QuietMessages()
-	if _, set := os.LookupEnv("TF_CPP_MIN_LOG_LEVEL"); !set {
-		os.Setenv("TF_CPP_MIN_LOG_LEVEL", "2")
-	}
+	configureBackends(func(s *backend.Settings) { s.XLAQuiet = true })
+}
+
+// configureBackends changes the backends' settings (backend.Configure),
+// keeping what an earlier step of the command set.
+func configureBackends(edit func(*backend.Settings)) {
+	s := backend.CurrentSettings()
+	edit(&s)
+	backend.Configure(s)
 }
 
 // networkCommands are the commands that may run the network on the Go
@@ -160,6 +167,7 @@ func newApp() *cli.App {
 			if networkCommands[c.Args().First()] {
 				resources.GuardHeap()
 			}
+			backend.Configure(backend.Settings{}) // a fresh run in this process starts from none
 			if !c.Bool("verbose") {
 				quietLibraries()
 			}

@@ -17,6 +17,7 @@ import (
 	"github.com/pnec/pnec/internal/resources/memory"
 	"github.com/pnec/pnec/internal/samefile"
 	"github.com/pnec/pnec/model"
+	"github.com/pnec/pnec/model/backend"
 	"github.com/pnec/pnec/processor"
 	"github.com/pnec/pnec/progress"
 	"github.com/pnec/pnec/spectral"
@@ -300,7 +301,7 @@ func wordTrainMemory(err error, cfg model.Config) error {
 }
 
 func trainAction(c *cli.Context) error {
-	preferQuickXLACompile()
+	configureBackends(func(s *backend.Settings) { s.XLAQuickCompile = true })
 	cfg, err := configFromFlags(c, true)
 	if err != nil {
 		return err

@@ -243,6 +243,7 @@ func (b Backend) Open() (cb compute.Backend, err error) {
 		}
 	}
 	if b.Kind != Go {
+		applyXLASettings()
 		if _, err := useCompileCache(b); err != nil {
 			// The cache only saves time: run without it, and say why once,
 			// through slog's default logger (Open has no logger of a

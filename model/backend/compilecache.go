@@ -39,6 +39,14 @@ type Settings struct {
 	// CacheDir is pnec's cache folder (the compile cache lives in it);
 	// "" leaves it to PNEC_CACHE_DIR, else the XDG cache folder's pnec/.
 	CacheDir string
+	// XLAQuickCompile turns XLA's GPU autotuning off for a process that
+	// trains (xlaTrainingAutotuneFlag), unless XLA_FLAGS already picks an
+	// autotune level.
+	XLAQuickCompile bool
+	// XLAQuiet keeps the INFO and WARNING lines (glog/absl) an XLA PJRT
+	// plugin prints when it loads off stderr (TF_CPP_MIN_LOG_LEVEL=2),
+	// unless TF_CPP_MIN_LOG_LEVEL is set.
+	XLAQuiet bool
 }
 
 // settings are the Settings Configure was given.
@@ -53,6 +61,13 @@ func Configure(s Settings) {
 	settings.Lock()
 	defer settings.Unlock()
 	settings.Settings = s
+}
+
+// CurrentSettings are the Settings Configure was last given.
+func CurrentSettings() Settings {
+	settings.Lock()
+	defer settings.Unlock()
+	return settings.Settings
 }
 
 // CacheRoot is pnec's cache folder: Settings.CacheDir, else

@@ -103,6 +103,7 @@ func Probe(name string) (info Info, err error) {
 				return info, fmt.Errorf("probe backend %q: plugin: %w", name, statErr)
 			}
 		}
+		applyXLASettings()
 		p, perr := loadPJRTPlugin(plugin)
 		if perr != nil {
 			return info, fmt.Errorf("probe backend %q: %w", name, perr)
