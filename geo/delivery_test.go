@@ -265,7 +265,7 @@ func TestOpenDESIS(t *testing.T) {
 	d, err := fixture.WriteDESIS(t.TempDir(), fixture.DESISOptions{Seed: 1})
 	s := openDelivery(t, d, err)
 	in := s.Info()
-	checkDelivery(t, in, d, geo.ProductDESISL2A)
+	checkDelivery(t, in, d, sensors.ProductDESISL2A)
 	if in.Scale[7] != 1e-4 || !in.HasNoData[0] || in.NoData[0] != -32768 || in.SpectralSource != "ENVI header beside the GeoTIFF" {
 		t.Errorf("got scale %g, nodata %v %g, source %q; want the header's gain, no-data and source", in.Scale[7], in.HasNoData[0], in.NoData[0], in.SpectralSource)
 	}
@@ -287,7 +287,7 @@ func TestOpenAVIRISNG(t *testing.T) {
 		}
 	}
 	in.GeoTransform = d.GeoRef.GeoTransform // compared with a tolerance above
-	checkDelivery(t, in, d, geo.ProductAVIRISNG)
+	checkDelivery(t, in, d, sensors.ProductAVIRISNG)
 	if f, err := s.ValidFraction(context.Background()); err != nil || f != 1 {
 		t.Errorf("valid fraction %v (%v), want 1 (the bad bands' -9999 makes no pixel invalid)", f, err)
 	}

@@ -69,10 +69,7 @@ func (s *Scene) describeDelivery(in *Info) error {
 	if in.Bands != n || len(in.Scale) != n || len(in.Offset) != n || len(in.NoData) != n || len(in.HasNoData) != n {
 		return fmt.Errorf("%s reader changed the number of bands (%d)", in.Product, n)
 	}
-	for i := range n {
-		s.setBandScale(in, i, in.Scale[i], in.Offset[i])
-		s.nodata[i], s.hasNoData[i] = float32(in.NoData[i]), in.HasNoData[i]
-	}
+	s.takeGains(in)
 	for _, m := range masks {
 		s.productQualityMasks = append(s.productQualityMasks, m.source())
 	}
@@ -220,3 +217,17 @@ func BadBandsOf(good []float64) []bool { return badFromBBL(good) }
 // ParseNumberList parses a list of numbers, ENVI style ("{ 400.5, 410,
 // 420 }": braces optional, commas or spaces between them).
 func ParseNumberList(s string) ([]float64, error) { return parseNumberList(s) }
+
+// ReadENVIHeaderBeside completes in, a GeoTIFF GDAL opened, from the ENVI
+// header beside it (in.Name with .hdr or .HDR for its extension), when
+// there is one: band centres and widths, bad bands, gains and offsets
+// (when the TIFF has no scale of its own), no-data, band names and the
+// reflectance scale factor, each only where in has none. Open reads it
+// itself for a local GeoTIFF; on a network file system (IsRemote) looking
+// for it costs requests, so a sensor whose deliveries carry one asks.
+func ReadENVIHeaderBeside(in *Info) error { return readENVIHeaderBeside(in) }
+
+// IsRemote reports whether a dataset name is on a network or custom GDAL
+// file system (anything under /vsi but archives of local files), where
+// each probe for a sidecar file is a request.
+func IsRemote(name string) bool { return remotePath(name) }

@@ -28,6 +28,8 @@ const ProductAVIRIS3 = "AVIRIS-3 L2A"
 
 func init() { Register(aviris3{}) }
 
+var _ Sensor = aviris3{}
+
 type aviris3 struct{}
 
 // aviris3Name is an AVIRIS-3 reflectance file's name.

@@ -33,7 +33,7 @@ var sensorCases = []sensorCase{
 		write: func(dir string, seed uint64, shift int, masked bool) (fixture.Delivery, error) {
 			return fixture.WriteEnMAP(dir, fixture.EnMAPOptions{Seed: seed, ShiftCols: shift, Zip: seed%2 == 0, Cloud: masked, Defects: masked})
 		}},
-	{name: "DESIS", product: geo.ProductDESISL2A, noTime: true,
+	{name: "DESIS", product: sensors.ProductDESISL2A, noTime: true,
 		write: func(dir string, seed uint64, shift int, _ bool) (fixture.Delivery, error) {
 			return fixture.WriteDESIS(dir, fixture.DESISOptions{Seed: seed, ShiftCols: shift})
 		}},
@@ -53,7 +53,7 @@ var sensorCases = []sensorCase{
 		write: func(dir string, seed uint64, shift int, _ bool) (fixture.Delivery, error) {
 			return fixture.WriteAVIRIS3NC(dir, fixture.AVIRIS3Options{Seed: seed, ShiftCols: shift})
 		}},
-	{name: "AVIRIS-NG", product: geo.ProductAVIRISNG, noTime: true,
+	{name: "AVIRIS-NG", product: sensors.ProductAVIRISNG, noTime: true,
 		write: func(dir string, seed uint64, shift int, _ bool) (fixture.Delivery, error) {
 			return fixture.WriteAVIRISNG(dir, fixture.AVIRISOptions{Seed: seed, ShiftCols: shift, RotateDeg: 30})
 		}},
