@@ -25,8 +25,6 @@ const (
 	ProductEnMAPL2A   = "EnMAP L2A"
 	ProductEMITL2A    = "EMIT L2A RFL"
 	ProductEMITMask   = "EMIT L2A MASK"
-	ProductPRISMAL2D  = "PRISMA L2D"
-	ProductTanagerSR  = "Tanager ortho surface reflectance"
 	maxSidecarBytes   = 16 << 20
 	maxMetadataBytes  = 64 << 20
 	reflectanceFactor = 10000
@@ -38,7 +36,7 @@ const (
 func openProduct(name string) (s *Scene, ok bool, err error) {
 	// Tried in order; each recognises its product cheaply (by name, or
 	// by a look at the file) before it reads anything.
-	for _, p := range []func(name string) (*Scene, bool, error){openEnMAP, openNetCDF, openHDF5, hooks().Open} {
+	for _, p := range []func(name string) (*Scene, bool, error){openEnMAP, openNetCDF, hooks().Open} {
 		if p == nil {
 			continue
 		}

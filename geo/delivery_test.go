@@ -395,7 +395,7 @@ func TestOpenPRISMA(t *testing.T) {
 	d, err := fixture.WritePRISMA(t.TempDir(), fixture.PRISMAOptions{Seed: 1})
 	s := openDelivery(t, d, err)
 	in := s.Info()
-	checkDelivery(t, in, d, geo.ProductPRISMAL2D)
+	checkDelivery(t, in, d, sensors.ProductPRISMAL2D)
 	if in.Bands != 63+171 || math.Abs(in.Scale[0]-(1.15-0.012)/65535) > 1e-9 || math.Abs(in.Scale[in.Bands-1]-(0.85-0.005)/65535) > 1e-9 ||
 		math.Abs(in.Offset[0]-0.012) > 1e-7 || math.Abs(in.Offset[in.Bands-1]-0.005) > 1e-7 {
 		t.Errorf("got %d bands, scales %g and %g, offsets %g and %g; want 234, VNIR (1.15-0.012)/65535 +0.012, SWIR (0.85-0.005)/65535 +0.005",
@@ -420,7 +420,7 @@ func TestOpenTanager(t *testing.T) {
 	d, err := fixture.WriteTanager(t.TempDir(), fixture.TanagerOptions{Seed: 1, Cloud: true})
 	s := openDelivery(t, d, err)
 	in := s.Info()
-	checkDelivery(t, in, d, geo.ProductTanagerSR)
+	checkDelivery(t, in, d, sensors.ProductTanagerSR)
 	if got := in.Metadata["ACQUISITIONDATETIME"]; got != fixture.TanagerAcquired {
 		t.Errorf("acquisition time %q, want %s (the earliest per-pixel time)", got, fixture.TanagerAcquired)
 	}

@@ -156,8 +156,54 @@ func (a *MDArray) AttrString(name string) (string, bool) {
 	return v.str, ok && !v.num
 }
 
+// Attr is the array's attribute name (numbers or a string); false when it
+// has none.
+func (a *MDArray) Attr(name string) (MDAttr, bool) {
+	v, ok := a.a.attr(name)
+	return MDAttr{a: v}, ok
+}
+
+// ReadString reads a scalar string array (HDF-EOS5's StructMetadata.0).
+func (a *MDArray) ReadString() (string, error) { return a.a.readString() }
+
+// Float64s reads the whole array as float64, in its axis order (the caller
+// bounds its size by Dims).
+func (a *MDArray) Float64s() ([]float64, error) {
+	n := 1
+	for _, d := range a.a.dims {
+		n *= d
+	}
+	if n == 0 {
+		return nil, nil
+	}
+	buf := make([]float64, n)
+	if err := a.a.readF64(make([]int, len(a.a.dims)), append([]int(nil), a.a.dims...), nil, buf); err != nil {
+		return nil, err
+	}
+	return buf, nil
+}
+
 // Close releases the array (not needed once NewCubeScene took it over).
 func (a *MDArray) Close() { a.a.close() }
+
+// GroupAttr is the attribute name of the group full ("/" for the root);
+// false when the group or the attribute is missing.
+func (f *MDFile) GroupAttr(full, name string) (MDAttr, bool) {
+	v, ok := f.f.groupAttr(full, name)
+	return MDAttr{a: v}, ok
+}
+
+// MDAttr is an attribute's value: numbers, or a string.
+type MDAttr struct{ a mdAttr }
+
+// Floats are the attribute's numbers (nil for a string attribute).
+func (a MDAttr) Floats() []float64 { return a.a.floats() }
+
+// Float is its single number; false when it has none or several.
+func (a MDAttr) Float() (float64, bool) { return a.a.float() }
+
+// Text is its string ("" for a numeric attribute).
+func (a MDAttr) Text() string { return a.a.str }
 
 // CubeArray is one array of a cube scene: which of its axes hold bands,
 // rows and columns, and which scene bands come from which of its bands.
@@ -178,7 +224,13 @@ type Cube struct {
 	File                  *MDFile
 	Arrays                []CubeArray
 	NoData, Scale, Offset []float64
-	QualityMasks          []QualityMaskSource
+	// NoDataAll: a pixel is no-data only when every band read holds its
+	// fill value (a delivery whose fill value is also a valid sample).
+	NoDataAll    bool
+	QualityMasks []QualityMaskSource
+	// Invalid are masks of the delivery's own no-data pixels, applied at
+	// once (as AddQualityMask) rather than on request.
+	Invalid []QualityMaskSource
 }
 
 // NewCubeScene makes the scene c describes. It takes the file and arrays
@@ -195,6 +247,16 @@ func NewCubeScene(c Cube) (*Scene, error) {
 	s, err := newCubeScene(c.Info, cube, c.NoData, c.Scale, c.Offset)
 	if err != nil {
 		return nil, errors.Join(err, cube.close())
+	}
+	s.nodataAll = c.NoDataAll
+	for _, m := range c.Invalid {
+		ms, err := m.Open()
+		if err != nil {
+			return nil, errors.Join(err, s.Close())
+		}
+		if err := s.addQualityMaskScene(ms, m.Label, m.Bands); err != nil {
+			return nil, errors.Join(err, ms.Close(), s.Close())
+		}
 	}
 	for _, m := range c.QualityMasks {
 		s.productQualityMasks = append(s.productQualityMasks, m.source())
@@ -231,3 +293,31 @@ func ReadENVIHeaderBeside(in *Info) error { return readENVIHeaderBeside(in) }
 // file system (anything under /vsi but archives of local files), where
 // each probe for a sidecar file is a request.
 func IsRemote(name string) bool { return remotePath(name) }
+
+// ToNM converts wavelengths given in unit to nanometres; with no (or an
+// unknown) unit, values below 100 are taken as micrometres.
+func ToNM(vals []float64, unit string) []float64 { return toNM(vals, unit) }
+
+// WidthsNM converts band widths given in unit to nanometres; without a unit
+// the centres' magnitude decides, as ToNM does for them.
+func WidthsNM(vals []float64, unit string, centresNM []float64) []float64 {
+	return widthsNM(vals, unit, centresNM)
+}
+
+// FormatValue writes a band value for a message as a header would ("nan",
+// "-10").
+func FormatValue(v float64) string { return fmtValue(v) }
+
+// WKTOfEPSG is the WKT of the CRS of an EPSG code.
+func WKTOfEPSG(code int) (string, error) { return wktOfEPSG(code) }
+
+// HDFEOSGrid is the placement of an HDF-EOS5 grid, from its
+// StructMetadata.0: size, outer corners in metres, EPSG code.
+type HDFEOSGrid = heGrid
+
+// ParseHDFEOSGrid reads the placement of the grid name from HDF-EOS5
+// StructMetadata (ODL text); UTM grids (HE5_GCTP_UTM) are supported.
+func ParseHDFEOSGrid(odl, name string) (HDFEOSGrid, error) { return parseHEGrid(odl, name) }
+
+// GeoTransform is the grid's GDAL geotransform (corner convention).
+func (g heGrid) GeoTransform() [6]float64 { return g.geoTransform() }

@@ -41,11 +41,11 @@ var sensorCases = []sensorCase{
 		write: func(dir string, seed uint64, shift int, masked bool) (fixture.Delivery, error) {
 			return fixture.WriteEMIT(dir, fixture.EMITOptions{Seed: seed, ShiftCols: shift, Mask: masked})
 		}},
-	{name: "PRISMA", product: geo.ProductPRISMAL2D,
+	{name: "PRISMA", product: sensors.ProductPRISMAL2D,
 		write: func(dir string, seed uint64, shift int, _ bool) (fixture.Delivery, error) {
 			return fixture.WritePRISMA(dir, fixture.PRISMAOptions{Seed: seed, ShiftCols: shift})
 		}},
-	{name: "Tanager", product: geo.ProductTanagerSR, masks: true,
+	{name: "Tanager", product: sensors.ProductTanagerSR, masks: true,
 		write: func(dir string, seed uint64, shift int, masked bool) (fixture.Delivery, error) {
 			return fixture.WriteTanager(dir, fixture.TanagerOptions{Seed: seed, ShiftCols: shift, Cloud: masked})
 		}},
