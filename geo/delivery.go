@@ -23,8 +23,6 @@ import (
 // Product names (Info.Product).
 const (
 	ProductEnMAPL2A   = "EnMAP L2A"
-	ProductEMITL2A    = "EMIT L2A RFL"
-	ProductEMITMask   = "EMIT L2A MASK"
 	maxSidecarBytes   = 16 << 20
 	maxMetadataBytes  = 64 << 20
 	reflectanceFactor = 10000
@@ -36,7 +34,7 @@ const (
 func openProduct(name string) (s *Scene, ok bool, err error) {
 	// Tried in order; each recognises its product cheaply (by name, or
 	// by a look at the file) before it reads anything.
-	for _, p := range []func(name string) (*Scene, bool, error){openEnMAP, openNetCDF, hooks().Open} {
+	for _, p := range []func(name string) (*Scene, bool, error){openEnMAP, hooks().Open} {
 		if p == nil {
 			continue
 		}
@@ -234,10 +232,10 @@ func IsDelivery(path string) bool {
 }
 
 // companionName matches the files of a delivery that belong to another
-// file's scene rather than being scenes themselves: EMIT's mask and
-// uncertainty files, EnMAP's quality layers and quicklooks
+// file's scene rather than being scenes themselves: EnMAP's quality layers
+// and quicklooks
 // (package sensors' readers name theirs through ProductHooks.Companion).
-var companionName = regexp.MustCompile(`(?i)(^EMIT_L2A_(MASK|RFLUNCERT)_)|(-QL_[A-Z_]+\.(TIF|GEOTIFF)$)`)
+var companionName = regexp.MustCompile(`(?i)-QL_[A-Z_]+\.(TIF|GEOTIFF)$`)
 
 // IsCompanion reports whether the file name is a companion of another
 // scene in its delivery (see companionName): a batch given the folder

@@ -329,7 +329,7 @@ func TestOpenEMIT(t *testing.T) {
 	d, err := fixture.WriteEMIT(t.TempDir(), fixture.EMITOptions{Seed: 1, Mask: true})
 	s := openDelivery(t, d, err)
 	in := s.Info()
-	checkDelivery(t, in, d, geo.ProductEMITL2A)
+	checkDelivery(t, in, d, sensors.ProductEMITL2A)
 	if in.Metadata["ACQUISITIONDATETIME"] == "" {
 		t.Error("no acquisition time")
 	}

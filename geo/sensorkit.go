@@ -231,7 +231,17 @@ type Cube struct {
 	// Invalid are masks of the delivery's own no-data pixels, applied at
 	// once (as AddQualityMask) rather than on request.
 	Invalid []QualityMaskSource
+	// Lookup, when set, makes Arrays a cube in sensor geometry (their
+	// RowAxis and ColAxis the sensor's rows and columns) read on the
+	// orthorectified grid of Info's size through a geometry lookup table.
+	Lookup *GeometryLookup
 }
+
+// GeometryLookup is a geometry lookup table: two 2-D arrays (ortho rows,
+// ortho columns) of Int32 that give each pixel of the orthorectified grid
+// the sensor column (X) and row (Y) it sees, 1-based, 0 or less where no
+// sensor pixel falls (read as NaN, invalid).
+type GeometryLookup struct{ X, Y *MDArray }
 
 // NewCubeScene makes the scene c describes. It takes the file and arrays
 // over: the scene closes them, and NewCubeScene closes them when it fails.
@@ -240,9 +250,9 @@ func NewCubeScene(c Cube) (*Scene, error) {
 	for i, a := range c.Arrays {
 		parts[i] = mdPart{arr: a.Array.a, bandAxis: a.BandAxis, rowAxis: a.RowAxis, colAxis: a.ColAxis, index: a.Index, scene: a.SceneBands}
 	}
-	cube, err := newMDCube(c.File.f, c.Info.Bands, parts)
+	cube, err := newCube(c, parts)
 	if err != nil {
-		return nil, errors.Join(err, (&mdCube{file: c.File.f, parts: parts}).close())
+		return nil, err
 	}
 	s, err := newCubeScene(c.Info, cube, c.NoData, c.Scale, c.Offset)
 	if err != nil {
@@ -262,6 +272,36 @@ func NewCubeScene(c Cube) (*Scene, error) {
 		s.productQualityMasks = append(s.productQualityMasks, m.source())
 	}
 	return s, nil
+}
+
+// newCube is the reader of c's arrays, parts: straight, or through c's
+// geometry lookup table. It closes c's file and arrays when it fails.
+func newCube(c Cube, parts []mdPart) (cubeReader, error) {
+	if c.Lookup == nil {
+		cube, err := newMDCube(c.File.f, c.Info.Bands, parts)
+		if err != nil {
+			return nil, errors.Join(err, (&mdCube{file: c.File.f, parts: parts}).close())
+		}
+		return cube, nil
+	}
+	gx, gy := c.Lookup.X.a, c.Lookup.Y.a
+	fail := func(err error) (cubeReader, error) {
+		gx.close()
+		gy.close()
+		return nil, errors.Join(err, (&mdCube{file: c.File.f, parts: parts}).close())
+	}
+	if len(gx.dims) != 2 || len(gy.dims) != 2 || gx.dims[0] != gy.dims[0] || gx.dims[1] != gy.dims[1] {
+		return fail(errors.New("the lookup table's X and Y are not one (ortho rows, ortho columns) grid"))
+	}
+	if len(parts) == 0 {
+		return fail(errors.New("a cube with a lookup table and no array"))
+	}
+	src := parts[0].arr.dims
+	inner, err := newMDCube(nil, c.Info.Bands, parts)
+	if err != nil {
+		return fail(err)
+	}
+	return &gltCube{file: c.File.f, inner: inner, gx: gx, gy: gy, srcRows: src[parts[0].rowAxis], srcCols: src[parts[0].colAxis]}, nil
 }
 
 // CheckCentres refuses band centres that are not positive numbers, naming
@@ -321,3 +361,6 @@ func ParseHDFEOSGrid(odl, name string) (HDFEOSGrid, error) { return parseHEGrid(
 
 // GeoTransform is the grid's GDAL geotransform (corner convention).
 func (g heGrid) GeoTransform() [6]float64 { return g.geoTransform() }
+
+// Exists reports whether the file name exists (on any GDAL file system).
+func Exists(name string) bool { return vsiExists(name) }

@@ -37,7 +37,7 @@ var sensorCases = []sensorCase{
 		write: func(dir string, seed uint64, shift int, _ bool) (fixture.Delivery, error) {
 			return fixture.WriteDESIS(dir, fixture.DESISOptions{Seed: seed, ShiftCols: shift})
 		}},
-	{name: "EMIT", product: geo.ProductEMITL2A, masks: true,
+	{name: "EMIT", product: sensors.ProductEMITL2A, masks: true,
 		write: func(dir string, seed uint64, shift int, masked bool) (fixture.Delivery, error) {
 			return fixture.WriteEMIT(dir, fixture.EMITOptions{Seed: seed, ShiftCols: shift, Mask: masked})
 		}},
