@@ -3,10 +3,10 @@ package geo
 import (
 	"errors"
 	"fmt"
-	"github.com/pnec/pnec/internal/buffers"
 	"math"
 	"sort"
 
+	"github.com/pnec/pnec/internal/buffers"
 	"github.com/pnec/pnec/spectral"
 )
 

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"path"
-	"regexp"
 	"strings"
 )
 
@@ -20,27 +19,14 @@ import (
 // in package sensors, which reaches Open through ProductHooks
 // (sensorkit.go); the ones here move there the same way.
 
-// Product names (Info.Product).
-const (
-	ProductEnMAPL2A   = "EnMAP L2A"
-	maxSidecarBytes   = 16 << 20
-	maxMetadataBytes  = 64 << 20
-	reflectanceFactor = 10000
-)
+const maxSidecarBytes = 16 << 20
 
-// openProduct opens name as a product pnec reads itself (geo's own
-// readers, then package sensors' through ProductHooks.Open); ok is false
-// when name is none (the caller opens it through GDAL).
+// openProduct opens name as a delivery a registered sensor's reader
+// recognises (package sensors, through ProductHooks.Open); ok is false
+// when none does (the caller opens it through GDAL).
 func openProduct(name string) (s *Scene, ok bool, err error) {
-	// Tried in order; each recognises its product cheaply (by name, or
-	// by a look at the file) before it reads anything.
-	for _, p := range []func(name string) (*Scene, bool, error){openEnMAP, hooks().Open} {
-		if p == nil {
-			continue
-		}
-		if s, ok, err = p(name); ok {
-			return s, true, err
-		}
+	if o := hooks().Open; o != nil {
+		return o(name)
 	}
 	return nil, false, nil
 }
@@ -224,26 +210,20 @@ func identityScale(scale, offset []float64) bool {
 
 // IsDelivery reports whether path (a local folder or file) is a product
 // delivery that Open reads as one scene although it is not one raster
-// file: an EnMAP L2A folder or ZIP. A batch takes such a folder as one
-// scene instead of the rasters inside it.
+// file (a folder or ZIP of a sensor's files, as a registered sensor's
+// reader says through ProductHooks.Delivery). A batch takes such a folder
+// as one scene instead of the rasters inside it.
 func IsDelivery(path string) bool {
-	_, ok := findEnMAP(path)
-	return ok
+	d := hooks().Delivery
+	return d != nil && d(path)
 }
 
-// companionName matches the files of a delivery that belong to another
-// file's scene rather than being scenes themselves: EnMAP's quality layers
-// and quicklooks
-// (package sensors' readers name theirs through ProductHooks.Companion).
-var companionName = regexp.MustCompile(`(?i)-QL_[A-Z_]+\.(TIF|GEOTIFF)$`)
-
 // IsCompanion reports whether the file name is a companion of another
-// scene in its delivery (see companionName): a batch given the folder
-// does not take it as a scene of its own.
+// scene in its delivery (as a registered sensor's reader says through
+// ProductHooks.Companion): a batch given the folder does not take it as a
+// scene of its own.
 func IsCompanion(name string) bool {
 	base := path.Base(name)
-	if c := hooks().Companion; c != nil && c(base) {
-		return true
-	}
-	return companionName.MatchString(base)
+	c := hooks().Companion
+	return c != nil && c(base)
 }

@@ -117,7 +117,7 @@ func TestOpenEnMAP(t *testing.T) {
 			}
 			defer s.Close()
 			in := s.Info()
-			checkDelivery(t, in, tc.d, geo.ProductEnMAPL2A)
+			checkDelivery(t, in, tc.d, sensors.ProductEnMAPL2A)
 			if math.Abs(in.Scale[0]-1e-4) > 1e-10 || in.Metadata["ACQUISITIONDATETIME"] != "2023-06-01T08:30:00.000000Z" {
 				t.Errorf("got scale %g, acquisition %q", in.Scale[0], in.Metadata["ACQUISITIONDATETIME"])
 			}
@@ -234,7 +234,7 @@ func TestEnMAPBadBandsWithoutStatistics(t *testing.T) {
 			d, err := fixture.WriteEnMAP(t.TempDir(), tc.o)
 			s := openDelivery(t, d, err)
 			in := s.Info()
-			checkDelivery(t, in, d, geo.ProductEnMAPL2A)
+			checkDelivery(t, in, d, sensors.ProductEnMAPL2A)
 			wantSource := "bandStatistics"
 			if tc.o.NoBandStatistics {
 				wantSource = "the data"

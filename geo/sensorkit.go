@@ -32,6 +32,9 @@ type ProductHooks struct {
 	// delivery that belongs to another file's scene (a mask, a quicklook)
 	// rather than a scene of its own (IsCompanion).
 	Companion func(base string) bool
+	// Delivery reports whether a folder or archive (not one raster file)
+	// is a delivery Open reads as one scene (IsDelivery).
+	Delivery func(path string) bool
 }
 
 var (
@@ -364,3 +367,55 @@ func (g heGrid) GeoTransform() [6]float64 { return g.geoTransform() }
 
 // Exists reports whether the file name exists (on any GDAL file system).
 func Exists(name string) bool { return vsiExists(name) }
+
+// ReadDir lists the names in the folder name, local or on a GDAL file
+// system (a folder inside a /vsizip/ archive too); nil when it is none.
+func ReadDir(name string) []string { return vsiReadDir(name) }
+
+// IsDir reports whether name is a folder (a folder inside a ZIP too).
+func IsDir(name string) bool { return vsiIsDir(name) }
+
+// ReadFile reads the whole (small) file name, on any GDAL file system,
+// refusing one of more than maxBytes.
+func ReadFile(name string, maxBytes int64) ([]byte, error) { return vsiReadFile(name, maxBytes) }
+
+// OpenAs opens the raster file (a GDAL dataset name) as the scene called
+// name: a delivery whose cube is one file of a folder or archive.
+func OpenAs(name, file string) (*Scene, error) { return openGDAL(name, file) }
+
+// Redescribe lets describe complete the Info of a scene Open or OpenAs
+// read as a raster, as a sensor's Describe does for a raster GDAL opened:
+// product, band set, bad bands, radiometry, gains (Scale, Offset), no-data
+// and acquisition time; later reads apply the gains and no-data it sets,
+// and the quality masks it returns are the scene's product masks. It must
+// not change the number of bands. An error from describe leaves the scene
+// as it was only where describe changed nothing.
+func (s *Scene) Redescribe(describe func(in *Info) ([]QualityMaskSource, error)) error {
+	masks, err := describe(&s.info)
+	if err != nil {
+		return err
+	}
+	in := &s.info
+	n := len(s.scale)
+	if in.Bands != n || len(in.Scale) != n || len(in.Offset) != n || len(in.NoData) != n || len(in.HasNoData) != n {
+		return fmt.Errorf("%s reader changed the number of bands (%d)", in.Product, n)
+	}
+	s.takeGains(in)
+	for _, m := range masks {
+		s.productQualityMasks = append(s.productQualityMasks, m.source())
+	}
+	s.setSpecs()
+	return nil
+}
+
+// ReadSample reads every band of the whole scene, sampled (nearest) on a
+// grid of cols x rows pixels, as stored after gains (no-data values as
+// they are, not marked): pixel-interleaved, Bands values per pixel. A
+// sensor judges its data by it (bands that hold no data anywhere).
+func (s *Scene) ReadSample(cols, rows int) ([]float32, error) {
+	data := make([]float32, cols*rows*s.info.Bands)
+	if err := s.readPixels(&s.all, Window{Cols: s.info.Cols, Rows: s.info.Rows}, cols, rows, data, cols); err != nil {
+		return nil, tidy(err)
+	}
+	return data, nil
+}

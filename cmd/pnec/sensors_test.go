@@ -29,7 +29,7 @@ type sensorCase struct {
 }
 
 var sensorCases = []sensorCase{
-	{name: "EnMAP", product: geo.ProductEnMAPL2A, masks: true,
+	{name: "EnMAP", product: sensors.ProductEnMAPL2A, masks: true,
 		write: func(dir string, seed uint64, shift int, masked bool) (fixture.Delivery, error) {
 			return fixture.WriteEnMAP(dir, fixture.EnMAPOptions{Seed: seed, ShiftCols: shift, Zip: seed%2 == 0, Cloud: masked, Defects: masked})
 		}},
