@@ -33,10 +33,6 @@ var (
 	desisCompanion = regexp.MustCompile(`(?i)^DESIS-HSI-L2A-.*-QUALITY.*\.tif$`)
 )
 
-// reflectanceFactor is the scale of reflectance delivered as integers
-// x10000.
-const reflectanceFactor = 10000
-
 func (desis) Name() string { return "DESIS" }
 
 func (desis) Companion(base string) bool { return desisCompanion.MatchString(base) }
@@ -66,14 +62,4 @@ func (desis) Describe(in *geo.Info) ([]geo.QualityMaskSource, bool, error) {
 		}
 	}
 	return nil, true, nil
-}
-
-// identityScale reports whether every band has scale 1 and offset 0.
-func identityScale(scale, offset []float64) bool {
-	for i := range scale {
-		if scale[i] != 1 || (i < len(offset) && offset[i] != 0) {
-			return false
-		}
-	}
-	return true
 }

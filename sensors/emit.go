@@ -137,10 +137,7 @@ func openEMIT(name string, f *geo.MDFile) (*geo.Scene, error) {
 	if !ok {
 		nodata = math.NaN()
 	}
-	all := make([]int, nb)
-	for i := range all {
-		all[i] = i
-	}
+	all := allBands(nb)
 	var masks []geo.QualityMaskSource
 	if product == ProductEMITL2A {
 		masks = emitMask(name)

@@ -62,17 +62,6 @@ func (prisma) Open(name string) (*geo.Scene, bool, error) {
 	return s, true, nil
 }
 
-// isHDF5Name reports whether a file name has an HDF5 extension.
-func isHDF5Name(name string) bool {
-	lower := strings.ToLower(name)
-	for _, ext := range []string{".he5", ".h5", ".hdf5", ".hdf"} {
-		if strings.HasSuffix(lower, ext) {
-			return true
-		}
-	}
-	return false
-}
-
 // openPRISMA reads a PRISMA L2D file (ASI's HDF-EOS5): VNIR_Cube and
 // SWIR_Cube are UInt16 stored (rows, bands, cols), bands in descending
 // wavelength order; the root attributes List_Cw_Vnir/Swir and

@@ -82,10 +82,7 @@ func openTanager(name string, f *geo.MDFile) (*geo.Scene, error) {
 	if v, ok := arr.NoData(); ok {
 		nodata = v
 	}
-	all := make([]int, nb)
-	for i := range all {
-		all[i] = i
-	}
+	all := allBands(nb)
 	layer := func(ds string) func() (*geo.Scene, error) {
 		return func() (*geo.Scene, error) { return openTanagerLayer(name, in, ds) }
 	}
@@ -132,15 +129,6 @@ func describeTanager(name string, f *geo.MDFile, arr *geo.MDArray, varName strin
 		in.Metadata = map[string]string{"ACQUISITIONDATETIME": t}
 	}
 	return in, nil
-}
-
-// constSlice is n copies of v.
-func constSlice(n int, v float64) []float64 {
-	out := make([]float64, n)
-	for i := range out {
-		out[i] = v
-	}
-	return out
 }
 
 // tanagerBandSet sets in's centres, widths and bad bands from varName's
