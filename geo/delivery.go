@@ -8,16 +8,16 @@ import (
 )
 
 // The products of imaging spectrometers as their providers deliver them.
-// GDAL 3.6 reads some as they are (AVIRIS-NG's ENVI cubes, EnMAP's and
-// DESIS's GeoTIFFs) but not what makes them a scene: the band set, gains,
-// bad bands and masks are in the providers' own metadata (EnMAP's
-// METADATA.XML, DESIS's ENVI header beside a GeoTIFF). Others it cannot
-// read as a raster at all (EMIT's sensor-geometry cube and its geometry
-// lookup table, PRISMA's (rows, bands, cols) HDF-EOS5 cubes, Tanager's
-// HDF-EOS5 grid): pnec reads those through GDAL's multidimensional API
-// (mdim.go). docs/sensors.md describes each. Readers of other sensors live
-// in package sensors, which reaches Open through ProductHooks
-// (sensorkit.go); the ones here move there the same way.
+// GDAL 3.6 reads some as they are (ENVI cubes, GeoTIFFs) but not what
+// makes them a scene: the band set, gains, bad bands and masks are in the
+// providers' own metadata (an XML document, an ENVI header beside a
+// GeoTIFF). Others it cannot read as a raster at all (a cube in sensor
+// geometry with its geometry lookup table, HDF-EOS5 swaths and grids):
+// those are read through GDAL's multidimensional API (mdim.go, Cube). The
+// readers of each sensor live in package sensors, which reaches Open
+// through ProductHooks (sensorkit.go); docs/sensors.md describes each.
+// geo reads itself only what is no sensor's: an ENVI header beside a
+// local GeoTIFF.
 
 const maxSidecarBytes = 16 << 20
 

@@ -11,7 +11,7 @@ import (
 // them in plain data (Info, band lists, quality mask sources), and geo opens
 // and reads the files. Open reaches the readers through one set of hooks
 // (ProductHooks), which package sensors installs; geo itself knows no
-// sensor it does not read itself (delivery.go lists those).
+// sensor (internal/archtest's TestGeoNamesNoSensor holds it to that).
 
 // ProductHooks are the entry points of the sensor readers kept outside geo.
 // Any of them may be nil.
@@ -85,8 +85,9 @@ func (s *Scene) describeDelivery(in *Info) error {
 type QualityMaskSource struct {
 	Label string // for messages and PNEC_QUALITY_MASKS: the mask and the flags applied
 	Bands []int  // the mask's bands that flag pixels, 0-based; nil: band 1
-	// PerBand: the mask has a plane per scene band (as EnMAP's
-	// QL_PIXELMASK); a read applies the planes of the good bands it reads.
+	// PerBand: the mask has a plane per scene band (a defective-pixel
+	// mask per spectral band); a read applies the planes of the good bands
+	// it reads.
 	PerBand bool
 	// Open opens the mask (Open of its file, or a cube of its own).
 	Open func() (*Scene, error)
