@@ -13,20 +13,22 @@ import (
 // (ProductHooks), which package sensors installs; geo itself knows no
 // sensor (internal/archtest's TestGeoNamesNoSensor holds it to that).
 
-// ProductHooks are the entry points of the sensor readers kept outside geo.
-// Any of them may be nil.
+// ProductHooks are the entry points of the sensor readers, all outside geo.
+// Any of them may be nil (without package sensors loaded, Open reads plain
+// rasters only).
 type ProductHooks struct {
 	// Open opens name when it is a delivery read through its own cube
-	// (NewCubeScene); ok false when no reader recognises it (GDAL then
-	// opens it as a raster). Open tries it after geo's own products.
+	// (NewCubeScene) or one raster of a folder (OpenAs); ok false when no
+	// reader recognises it (GDAL then opens it as a raster). Open tries it
+	// first.
 	Open func(name string) (s *Scene, ok bool, err error)
 	// Describe completes in, what GDAL read of a raster as it is (Name,
 	// Driver, size, the band set of the raster's own metadata), when it is
 	// a delivery a reader recognises: the product's name, band set,
 	// radiometry, gains (Scale, Offset), no-data (NoData, HasNoData) and
 	// acquisition time (Metadata), and the quality masks the delivery
-	// brings; ok false when none does. It runs after geo's own sidecars,
-	// for rasters geo names no product of its own.
+	// brings; ok false when none does. It runs after geo read an ENVI
+	// header beside a local GeoTIFF (ReadENVIHeaderBeside).
 	Describe func(in *Info) (masks []QualityMaskSource, ok bool, err error)
 	// Companion reports whether a file name (no folder) is a file of a
 	// delivery that belongs to another file's scene (a mask, a quicklook)
