@@ -56,7 +56,7 @@ type Info struct {
 	// product's bad-band flags); nil when it declares none.
 	BadBands []bool
 	// BadBandSource says what made the bad bands bad when it is not the
-	// scene's own list: "EnMAP METADATA.XML bandStatistics", or the data
+	// scene's own list: a product's metadata (its band statistics), or the data
 	// ("the data: bands holding only no-data ..."); "" otherwise.
 	BadBandSource string
 	// WavelengthUnits are the units the scene states its wavelengths in
@@ -64,13 +64,13 @@ type Info struct {
 	WavelengthUnits string
 	// SpectralSource says where the band centres came from: "ENVI
 	// header", "band metadata", "IMAGERY metadata", or a product's own
-	// metadata ("EnMAP METADATA.XML", ...); "" when none.
+	// metadata (a sensor's reader names it); "" when none.
 	SpectralSource string
 	// Radiometry is what the values measure once Scale and Offset are
 	// applied (zero when the scene does not say).
 	Radiometry spectral.Radiometry
-	// Product names the provider's product the scene was read as ("EnMAP
-	// L2A", "EMIT L2A RFL", ...); "" for a plain raster.
+	// Product names the provider's product the scene was read as (a
+	// sensor's reader in package sensors names it); "" for a plain raster.
 	Product string
 	// Scale and Offset are applied to each band's samples when reading
 	// (GDAL's band scale/offset, or the product's gains); 1 and 0 where none.

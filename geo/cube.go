@@ -3,10 +3,10 @@ package geo
 import (
 	"errors"
 	"fmt"
-	"github.com/pnec/pnec/internal/buffers"
 	"math"
 	"sort"
 
+	"github.com/pnec/pnec/internal/buffers"
 	"github.com/pnec/pnec/spectral"
 )
 
@@ -20,10 +20,10 @@ type mdPart struct {
 }
 
 // mdCube reads a scene whose bands live in one or more multidimensional
-// arrays in any axis order (PRISMA's VNIR and SWIR cubes stored (rows,
-// bands, cols), Tanager's (bands, rows, cols), EMIT's (rows, cols,
-// bands)): each read is a hyperslab per array and run of bands, reordered
-// into band-sequential scene bands.
+// arrays in any axis order (two detectors' cubes stored (rows, bands,
+// cols), one cube (bands, rows, cols), one (rows, cols, bands)): each read
+// is a hyperslab per array and run of bands, reordered into
+// band-sequential scene bands.
 type mdCube struct {
 	file  *mdFile
 	parts []mdPart

@@ -4,114 +4,87 @@ import (
 	"errors"
 	"fmt"
 	"path"
-	"regexp"
 	"strings"
-
-	"github.com/pnec/pnec/spectral"
 )
 
 // The products of imaging spectrometers as their providers deliver them.
-// GDAL 3.6 reads some as they are (AVIRIS-NG's ENVI cubes, EnMAP's and
-// DESIS's GeoTIFFs) but not what makes them a scene: the band set, gains,
-// bad bands and masks are in the providers' own metadata (EnMAP's
-// METADATA.XML, DESIS's ENVI header beside a GeoTIFF). Others it cannot
-// read as a raster at all (EMIT's sensor-geometry cube and its geometry
-// lookup table, PRISMA's (rows, bands, cols) HDF-EOS5 cubes, Tanager's
-// HDF-EOS5 grid): pnec reads those through GDAL's multidimensional API
-// (mdim.go). docs/sensors.md describes each. Readers of other sensors live
-// in package sensors, which reaches Open through ProductHooks
-// (sensorkit.go); the ones here move there the same way.
+// GDAL 3.6 reads some as they are (ENVI cubes, GeoTIFFs) but not what
+// makes them a scene: the band set, gains, bad bands and masks are in the
+// providers' own metadata (an XML document, an ENVI header beside a
+// GeoTIFF). Others it cannot read as a raster at all (a cube in sensor
+// geometry with its geometry lookup table, HDF-EOS5 swaths and grids):
+// those are read through GDAL's multidimensional API (mdim.go, Cube). The
+// readers of each sensor live in package sensors, which reaches Open
+// through ProductHooks (sensorkit.go); docs/sensors.md describes each.
+// geo reads itself only what is no sensor's: an ENVI header beside a
+// local GeoTIFF.
 
-// Product names (Info.Product).
-const (
-	ProductEnMAPL2A   = "EnMAP L2A"
-	ProductDESISL2A   = "DESIS L2A"
-	ProductAVIRISNG   = "AVIRIS-NG L2"
-	ProductEMITL2A    = "EMIT L2A RFL"
-	ProductEMITMask   = "EMIT L2A MASK"
-	ProductPRISMAL2D  = "PRISMA L2D"
-	ProductTanagerSR  = "Tanager ortho surface reflectance"
-	maxSidecarBytes   = 16 << 20
-	maxMetadataBytes  = 64 << 20
-	reflectanceFactor = 10000
-)
+const maxSidecarBytes = 16 << 20
 
-// openProduct opens name as a product pnec reads itself (geo's own
-// readers, then package sensors' through ProductHooks.Open); ok is false
-// when name is none (the caller opens it through GDAL).
+// openProduct opens name as a delivery a registered sensor's reader
+// recognises (package sensors, through ProductHooks.Open); ok is false
+// when none does (the caller opens it through GDAL).
 func openProduct(name string) (s *Scene, ok bool, err error) {
-	// Tried in order; each recognises its product cheaply (by name, or
-	// by a look at the file) before it reads anything.
-	for _, p := range []func(name string) (*Scene, bool, error){openEnMAP, openNetCDF, openHDF5, hooks().Open} {
-		if p == nil {
-			continue
-		}
-		if s, ok, err = p(name); ok {
-			return s, true, err
-		}
+	if o := hooks().Open; o != nil {
+		return o(name)
 	}
 	return nil, false, nil
 }
 
-// Names of deliveries pnec recognises by file name.
-var (
-	desisName    = regexp.MustCompile(`(?i)^DESIS-HSI-L2A-`)
-	avirisNGName = regexp.MustCompile(`^ang\d{8}t\d{6}.*(rfl|corr)`)
-)
-
-// readSidecars completes in from what GDAL does not read of a delivery:
-// the ENVI header DESIS puts beside its GeoTIFF (band set, gains, offsets,
-// no-data), and the product and radiometry of AVIRIS-NG files known by
-// name; then package sensors' readers (ProductHooks.Describe).
+// readSidecars completes in from what GDAL does not read of a raster: an
+// ENVI header beside a local GeoTIFF (band set, gains, offsets, no-data),
+// then package sensors' readers (ProductHooks.Describe), which name the
+// product and may ask for the header of a remote one
+// (ReadENVIHeaderBeside).
 func (s *Scene) readSidecars(in *Info) error {
-	base := path.Base(s.name)
-	if in.Driver == "GTiff" && (desisName.MatchString(base) || !remotePath(s.name)) {
-		hdr := strings.TrimSuffix(s.name, path.Ext(s.name))
-		for _, ext := range []string{".hdr", ".HDR"} {
-			if !vsiExists(hdr + ext) {
-				continue
-			}
-			text, err := vsiReadFile(hdr+ext, maxSidecarBytes)
-			if err != nil {
-				return err
-			}
-			h, err := parseENVIHeader(string(text))
-			if errors.Is(err, errNotENVIHeader) {
-				break // another program's .hdr: not ours to read
-			}
-			if err != nil {
-				return fmt.Errorf("%s: %w", path.Base(hdr+ext), err)
-			}
-			if err := s.applyENVIHeader(in, h, path.Base(hdr+ext)); err != nil {
-				return err
-			}
-			break
+	if in.Driver == "GTiff" && !remotePath(s.name) {
+		if err := readENVIHeaderBeside(in); err != nil {
+			return err
 		}
-	}
-	switch {
-	case desisName.MatchString(base):
-		in.Product = ProductDESISL2A
-		if !in.Radiometry.Known() {
-			// DN x gain + offset is reflectance 0-1 (DLR's DESIS L2A
-			// product specification); without gains, the DN are x10000.
-			in.Radiometry = spectral.Radiometry{Quantity: spectral.QuantityReflectance, Scale: reflectanceFactor}
-			if !identityScale(in.Scale, in.Offset) {
-				in.Radiometry.Scale = 1
-			}
-		}
-	case avirisNGName.MatchString(base) && in.Driver == "ENVI":
-		in.Product = ProductAVIRISNG
-		if !in.Radiometry.Known() {
-			in.Radiometry = spectral.Radiometry{Quantity: spectral.QuantityReflectance, Scale: 1}
-		}
+		s.takeGains(in)
 	}
 	return s.describeDelivery(in)
+}
+
+// readENVIHeaderBeside applies the ENVI header beside the raster in.Name
+// (its name with .hdr or .HDR for the extension), when there is one that
+// is an ENVI header, to in (see applyENVIHeader).
+func readENVIHeaderBeside(in *Info) error {
+	hdr := strings.TrimSuffix(in.Name, path.Ext(in.Name))
+	for _, ext := range []string{".hdr", ".HDR"} {
+		if !vsiExists(hdr + ext) {
+			continue
+		}
+		text, err := vsiReadFile(hdr+ext, maxSidecarBytes)
+		if err != nil {
+			return err
+		}
+		h, err := parseENVIHeader(string(text))
+		if errors.Is(err, errNotENVIHeader) {
+			return nil // another program's .hdr: not ours to read
+		}
+		if err != nil {
+			return fmt.Errorf("%s: %w", path.Base(hdr+ext), err)
+		}
+		return applyENVIHeader(in, h, path.Base(hdr+ext))
+	}
+	return nil
+}
+
+// takeGains makes reads apply the scale, offset and no-data in holds per
+// band, after a header or a sensor's reader set them in in.
+func (s *Scene) takeGains(in *Info) {
+	for i := range len(s.scale) {
+		s.setBandScale(in, i, in.Scale[i], in.Offset[i])
+		s.nodata[i], s.hasNoData[i] = float32(in.NoData[i]), in.HasNoData[i]
+	}
 }
 
 // remotePath reports whether a dataset name is on a network or custom
 // GDAL file system (anything under /vsi but archives of local files),
 // where probing for a sidecar costs requests: pnec then looks for an ENVI
-// header beside a GeoTIFF only when the name says it is DESIS's.
+// header beside a GeoTIFF only when a sensor's reader asks for it
+// (ReadENVIHeaderBeside).
 func remotePath(name string) bool {
 	if !strings.HasPrefix(name, "/vsi") {
 		return false
@@ -128,7 +101,7 @@ func remotePath(name string) bool {
 // GeoTIFF does not: band centres and widths, bad bands, gains and offsets
 // (when the TIFF has no scale of its own), no-data, band names and the
 // reflectance scale factor. Its size must be the raster's.
-func (s *Scene) applyENVIHeader(in *Info, h enviHeader, label string) error {
+func applyENVIHeader(in *Info, h enviHeader, label string) error {
 	for key, want := range map[string]int{"samples": in.Cols, "lines": in.Rows, "bands": in.Bands} {
 		if v, ok := h.int(key); ok && v != want {
 			return fmt.Errorf("%s says %s = %d, the GeoTIFF has %d", label, key, v, want)
@@ -190,14 +163,13 @@ func (s *Scene) applyENVIHeader(in *Info, h enviHeader, label string) error {
 			if offsets != nil {
 				o = offsets[i]
 			}
-			s.setBandScale(in, i, g, o)
+			in.Scale[i], in.Offset[i] = g, o
 		}
 	}
 	if v, ok := h.number("data ignore value"); ok {
 		for i := range n {
 			if !in.HasNoData[i] {
 				in.NoData[i], in.HasNoData[i] = v, true
-				s.nodata[i], s.hasNoData[i] = float32(v), true
 			}
 		}
 	}
@@ -238,26 +210,20 @@ func identityScale(scale, offset []float64) bool {
 
 // IsDelivery reports whether path (a local folder or file) is a product
 // delivery that Open reads as one scene although it is not one raster
-// file: an EnMAP L2A folder or ZIP. A batch takes such a folder as one
-// scene instead of the rasters inside it.
+// file (a folder or ZIP of a sensor's files, as a registered sensor's
+// reader says through ProductHooks.Delivery). A batch takes such a folder
+// as one scene instead of the rasters inside it.
 func IsDelivery(path string) bool {
-	_, ok := findEnMAP(path)
-	return ok
+	d := hooks().Delivery
+	return d != nil && d(path)
 }
 
-// companionName matches the files of a delivery that belong to another
-// file's scene rather than being scenes themselves: EMIT's mask and
-// uncertainty files, EnMAP's and DESIS's quality layers and quicklooks
-// (package sensors' readers name theirs through ProductHooks.Companion).
-var companionName = regexp.MustCompile(`(?i)(^EMIT_L2A_(MASK|RFLUNCERT)_)|(-QL_[A-Z_]+\.(TIF|GEOTIFF)$)|(^DESIS-HSI-L2A-.*-QUALITY.*\.tif$)`)
-
 // IsCompanion reports whether the file name is a companion of another
-// scene in its delivery (see companionName): a batch given the folder
-// does not take it as a scene of its own.
+// scene in its delivery (as a registered sensor's reader says through
+// ProductHooks.Companion): a batch given the folder does not take it as a
+// scene of its own.
 func IsCompanion(name string) bool {
 	base := path.Base(name)
-	if c := hooks().Companion; c != nil && c(base) {
-		return true
-	}
-	return companionName.MatchString(base)
+	c := hooks().Companion
+	return c != nil && c(base)
 }

@@ -117,7 +117,7 @@ func TestOpenEnMAP(t *testing.T) {
 			}
 			defer s.Close()
 			in := s.Info()
-			checkDelivery(t, in, tc.d, geo.ProductEnMAPL2A)
+			checkDelivery(t, in, tc.d, sensors.ProductEnMAPL2A)
 			if math.Abs(in.Scale[0]-1e-4) > 1e-10 || in.Metadata["ACQUISITIONDATETIME"] != "2023-06-01T08:30:00.000000Z" {
 				t.Errorf("got scale %g, acquisition %q", in.Scale[0], in.Metadata["ACQUISITIONDATETIME"])
 			}
@@ -234,7 +234,7 @@ func TestEnMAPBadBandsWithoutStatistics(t *testing.T) {
 			d, err := fixture.WriteEnMAP(t.TempDir(), tc.o)
 			s := openDelivery(t, d, err)
 			in := s.Info()
-			checkDelivery(t, in, d, geo.ProductEnMAPL2A)
+			checkDelivery(t, in, d, sensors.ProductEnMAPL2A)
 			wantSource := "bandStatistics"
 			if tc.o.NoBandStatistics {
 				wantSource = "the data"
@@ -265,7 +265,7 @@ func TestOpenDESIS(t *testing.T) {
 	d, err := fixture.WriteDESIS(t.TempDir(), fixture.DESISOptions{Seed: 1})
 	s := openDelivery(t, d, err)
 	in := s.Info()
-	checkDelivery(t, in, d, geo.ProductDESISL2A)
+	checkDelivery(t, in, d, sensors.ProductDESISL2A)
 	if in.Scale[7] != 1e-4 || !in.HasNoData[0] || in.NoData[0] != -32768 || in.SpectralSource != "ENVI header beside the GeoTIFF" {
 		t.Errorf("got scale %g, nodata %v %g, source %q; want the header's gain, no-data and source", in.Scale[7], in.HasNoData[0], in.NoData[0], in.SpectralSource)
 	}
@@ -287,7 +287,7 @@ func TestOpenAVIRISNG(t *testing.T) {
 		}
 	}
 	in.GeoTransform = d.GeoRef.GeoTransform // compared with a tolerance above
-	checkDelivery(t, in, d, geo.ProductAVIRISNG)
+	checkDelivery(t, in, d, sensors.ProductAVIRISNG)
 	if f, err := s.ValidFraction(context.Background()); err != nil || f != 1 {
 		t.Errorf("valid fraction %v (%v), want 1 (the bad bands' -9999 makes no pixel invalid)", f, err)
 	}
@@ -329,7 +329,7 @@ func TestOpenEMIT(t *testing.T) {
 	d, err := fixture.WriteEMIT(t.TempDir(), fixture.EMITOptions{Seed: 1, Mask: true})
 	s := openDelivery(t, d, err)
 	in := s.Info()
-	checkDelivery(t, in, d, geo.ProductEMITL2A)
+	checkDelivery(t, in, d, sensors.ProductEMITL2A)
 	if in.Metadata["ACQUISITIONDATETIME"] == "" {
 		t.Error("no acquisition time")
 	}
@@ -395,7 +395,7 @@ func TestOpenPRISMA(t *testing.T) {
 	d, err := fixture.WritePRISMA(t.TempDir(), fixture.PRISMAOptions{Seed: 1})
 	s := openDelivery(t, d, err)
 	in := s.Info()
-	checkDelivery(t, in, d, geo.ProductPRISMAL2D)
+	checkDelivery(t, in, d, sensors.ProductPRISMAL2D)
 	if in.Bands != 63+171 || math.Abs(in.Scale[0]-(1.15-0.012)/65535) > 1e-9 || math.Abs(in.Scale[in.Bands-1]-(0.85-0.005)/65535) > 1e-9 ||
 		math.Abs(in.Offset[0]-0.012) > 1e-7 || math.Abs(in.Offset[in.Bands-1]-0.005) > 1e-7 {
 		t.Errorf("got %d bands, scales %g and %g, offsets %g and %g; want 234, VNIR (1.15-0.012)/65535 +0.012, SWIR (0.85-0.005)/65535 +0.005",
@@ -420,7 +420,7 @@ func TestOpenTanager(t *testing.T) {
 	d, err := fixture.WriteTanager(t.TempDir(), fixture.TanagerOptions{Seed: 1, Cloud: true})
 	s := openDelivery(t, d, err)
 	in := s.Info()
-	checkDelivery(t, in, d, geo.ProductTanagerSR)
+	checkDelivery(t, in, d, sensors.ProductTanagerSR)
 	if got := in.Metadata["ACQUISITIONDATETIME"]; got != fixture.TanagerAcquired {
 		t.Errorf("acquisition time %q, want %s (the earliest per-pixel time)", got, fixture.TanagerAcquired)
 	}

@@ -19,8 +19,8 @@ var errNotENVIHeader = errors.New("not an ENVI header (its first line is not ENV
 // "key = value", where a value starting with "{" runs to the matching "}"
 // over any number of lines; lines starting with ";" are comments. GDAL's
 // ENVI driver reads the headers of raw cubes itself; pnec reads the headers
-// that other products put beside a GeoTIFF (DESIS), which GDAL's GeoTIFF
-// driver ignores.
+// that some products put beside a GeoTIFF, which GDAL's GeoTIFF driver
+// ignores.
 func parseENVIHeader(text string) (enviHeader, error) {
 	text = strings.TrimPrefix(text, "\ufeff")
 	first, rest, _ := strings.Cut(text, "\n")

@@ -30,11 +30,11 @@ func (e *QualityMaskError) Error() string {
 
 // rasterQualityMask is a quality mask read from a raster (or a product's
 // mask file) on the scene's grid: a pixel is masked where any of its bands
-// is non-zero (and the mask's own pixel is valid). A per-band mask
-// (EnMAP's QL_PIXELMASK: one plane per spectral band) has a plane per
-// scene band, and a read applies the planes of the scene bands it reads
-// that the scene does not declare bad: a defect in a band the model does
-// not use (or a bad band's plane, flagged everywhere) masks nothing.
+// is non-zero (and the mask's own pixel is valid). A per-band mask (a
+// product's defective-pixel mask, one plane per spectral band) has a plane
+// per scene band, and a read applies the planes of the scene bands it
+// reads that the scene does not declare bad: a defect in a band the model
+// does not use (or a bad band's plane, flagged everywhere) masks nothing.
 type rasterQualityMask struct {
 	label   string
 	sc      *Scene
@@ -89,8 +89,8 @@ func (m *rasterQualityMask) close() error { return m.sc.Close() }
 
 // AddQualityMask makes the pixels a quality mask raster marks become
 // invalid (no-data) in every later read of s: the raster named name (any
-// GDAL dataset name, or a product's mask file pnec reads, such as EMIT's
-// L2A mask, which is orthorectified as its scene is) must have the scene's
+// GDAL dataset name, or a product's mask file a sensor's reader reads,
+// orthorectified as its scene is) must have the scene's
 // size; a pixel is masked where any of its bands (0-based; nil: band 1) is
 // non-zero. The mask is closed with the scene. (An area of interest, where
 // non-zero means inside, is OpenMask's.)
@@ -206,7 +206,7 @@ func (s *Scene) UseProductQualityMasks() error {
 type productQualityMask struct {
 	label string
 	bands []int // 0-based; nil: band 1
-	// perBand: the mask has a plane per scene band (EnMAP's QL_PIXELMASK);
+	// perBand: the mask has a plane per scene band (QualityMaskSource.PerBand);
 	// a read applies the planes of the good bands it reads.
 	perBand bool
 	open    func() (*Scene, error)

@@ -37,7 +37,8 @@ type Scene struct {
 	nodata        []float32 // per band, as the float32 the band's samples convert to
 	hasNoData     []bool
 	// nodataAll: a pixel is nodata only when every band read holds its
-	// nodata value (PRISMA's 0 DN), not when any one does.
+	// nodata value (a product whose fill value, 0 DN, is also a valid
+	// sample), not when any one does.
 	nodataAll bool
 	// datasetMask is set when the dataset has one mask for all bands (internal
 	// mask, .msk, alpha); bandMask lists bands with their own mask otherwise.
@@ -180,10 +181,9 @@ func (s *Scene) SetBandPlan(plan *spectral.Plan) error {
 func (s *Scene) Bands() int { return s.cur.out }
 
 // Open opens a scene by GDAL dataset name (a path, VRT, /vsi path,
-// subdataset name), or a product pnec reads as its provider delivers it
-// (delivery.go: EnMAP L2A folders and ZIPs, EMIT, PRISMA and Tanager
-// NetCDF/HDF5 files; DESIS GeoTIFFs get their ENVI header), or one package
-// sensors' readers recognise (AVIRIS-3), through ProductHooks.
+// subdataset name), or a product as its provider delivers it (a folder, a
+// ZIP, a NetCDF or HDF5 file, a raster with sidecars) that a registered
+// sensor's reader recognises (package sensors, through ProductHooks).
 // Every band must have a real (not complex) data type.
 func Open(name string) (*Scene, error) {
 	register()

@@ -10,7 +10,6 @@ import (
 	"strings"
 
 	"github.com/pnec/pnec/geo"
-	"github.com/pnec/pnec/spectral"
 )
 
 // AVIRIS-3 (JPL): L2A reflectance as ENVI cubes (the distribution
@@ -28,13 +27,12 @@ const ProductAVIRIS3 = "AVIRIS-3 L2A"
 
 func init() { Register(aviris3{}) }
 
+var _ Sensor = aviris3{}
+
 type aviris3 struct{}
 
 // aviris3Name is an AVIRIS-3 reflectance file's name.
 var aviris3Name = regexp.MustCompile(`(?i)^AV3\d{8}t\d{6}.*RFL`)
-
-// reflectance01 is the radiometry of reflectance delivered 0-1.
-var reflectance01 = spectral.Radiometry{Quantity: spectral.QuantityReflectance, Scale: 1}
 
 func (aviris3) Name() string { return "AVIRIS-3" }
 
@@ -106,10 +104,7 @@ func openAVIRIS3NC(name string, f *geo.MDFile) (*geo.Scene, error) {
 	if !ok {
 		nodata = math.NaN()
 	}
-	all := make([]int, nb)
-	for i := range all {
-		all[i] = i
-	}
+	all := allBands(nb)
 	return geo.NewCubeScene(geo.Cube{Info: in, File: f,
 		Arrays: []geo.CubeArray{{Array: arr, BandAxis: 0, RowAxis: 1, ColAxis: 2, Index: all, SceneBands: all}},
 		NoData: slices.Repeat([]float64{nodata}, nb), Scale: slices.Repeat([]float64{1}, nb), Offset: make([]float64, nb)})

@@ -8,8 +8,9 @@
 // scenes recognises every registered sensor: processor, evaluation and
 // pipelines import it (a blank import each), and so every command does.
 //
-// AVIRIS-3 reads here (aviris3.go). EnMAP, EMIT, PRISMA, Tanager, DESIS
-// and AVIRIS-NG are still read inside geo (delivery.go lists them) and
-// move here the same way; docs/architecture.md says what a new sensor
-// needs.
+// Every sensor pnec reads is here, a file each: AVIRIS-3 (aviris3.go),
+// AVIRIS-NG (avirisng.go), DESIS (desis.go), EMIT (emit.go), EnMAP
+// (enmap.go), PRISMA (prisma.go) and Tanager (tanager.go); helpers.go
+// holds what several share. geo names none of them. docs/architecture.md
+// says what a new sensor needs.
 package sensors

@@ -44,6 +44,18 @@ type Sensor interface {
 	Companion(base string) bool
 }
 
+// DeliverySensor is a Sensor some of whose deliveries are a folder or an
+// archive of files read as one scene (EnMAP's), which a batch given the
+// folder takes as one scene rather than the rasters inside it. As with
+// database/sql's optional driver interfaces, a sensor implements it only
+// when it has such deliveries.
+type DeliverySensor interface {
+	Sensor
+	// IsDelivery reports whether path (a folder or a file) is such a
+	// delivery; cheaply, as it is asked of every folder a batch lists.
+	IsDelivery(path string) bool
+}
+
 var (
 	mu         sync.RWMutex
 	registered []Sensor
@@ -104,8 +116,19 @@ func Companion(base string) bool {
 	return false
 }
 
-// The registry is geo's door to the sensors: geo.Open and geo.IsCompanion
-// call it through geo.ProductHooks.
+// IsDelivery reports whether a registered sensor (a DeliverySensor) takes
+// path for one of its deliveries of several files.
+func IsDelivery(path string) bool {
+	for _, r := range Sensors() {
+		if d, ok := r.(DeliverySensor); ok && d.IsDelivery(path) {
+			return true
+		}
+	}
+	return false
+}
+
+// The registry is geo's door to the sensors: geo.Open, geo.IsCompanion and
+// geo.IsDelivery call it through geo.ProductHooks.
 func init() {
-	geo.SetProductHooks(geo.ProductHooks{Open: Open, Describe: Describe, Companion: Companion})
+	geo.SetProductHooks(geo.ProductHooks{Open: Open, Describe: Describe, Companion: Companion, Delivery: IsDelivery})
 }

@@ -97,8 +97,8 @@ func TestRegistryRefusesOthers(t *testing.T) {
 	}
 	tif := fixture.Scene(t, filepath.Join(dir, "AV320230915t205716_RFL.tif"), 1) // an AVIRIS-3 name, but a GeoTIFF
 	for _, c := range []struct{ name, path, product string }{
-		{"EMIT NetCDF", emit.Path, geo.ProductEMITL2A},
-		{"AVIRIS-NG ENVI", ang.Path, geo.ProductAVIRISNG},
+		{"EMIT NetCDF", emit.Path, sensors.ProductEMITL2A},
+		{"AVIRIS-NG ENVI", ang.Path, sensors.ProductAVIRISNG},
 		{"GeoTIFF", tif, ""},
 	} {
 		t.Run(c.name, func(t *testing.T) {

@@ -29,23 +29,23 @@ type sensorCase struct {
 }
 
 var sensorCases = []sensorCase{
-	{name: "EnMAP", product: geo.ProductEnMAPL2A, masks: true,
+	{name: "EnMAP", product: sensors.ProductEnMAPL2A, masks: true,
 		write: func(dir string, seed uint64, shift int, masked bool) (fixture.Delivery, error) {
 			return fixture.WriteEnMAP(dir, fixture.EnMAPOptions{Seed: seed, ShiftCols: shift, Zip: seed%2 == 0, Cloud: masked, Defects: masked})
 		}},
-	{name: "DESIS", product: geo.ProductDESISL2A, noTime: true,
+	{name: "DESIS", product: sensors.ProductDESISL2A, noTime: true,
 		write: func(dir string, seed uint64, shift int, _ bool) (fixture.Delivery, error) {
 			return fixture.WriteDESIS(dir, fixture.DESISOptions{Seed: seed, ShiftCols: shift})
 		}},
-	{name: "EMIT", product: geo.ProductEMITL2A, masks: true,
+	{name: "EMIT", product: sensors.ProductEMITL2A, masks: true,
 		write: func(dir string, seed uint64, shift int, masked bool) (fixture.Delivery, error) {
 			return fixture.WriteEMIT(dir, fixture.EMITOptions{Seed: seed, ShiftCols: shift, Mask: masked})
 		}},
-	{name: "PRISMA", product: geo.ProductPRISMAL2D,
+	{name: "PRISMA", product: sensors.ProductPRISMAL2D,
 		write: func(dir string, seed uint64, shift int, _ bool) (fixture.Delivery, error) {
 			return fixture.WritePRISMA(dir, fixture.PRISMAOptions{Seed: seed, ShiftCols: shift})
 		}},
-	{name: "Tanager", product: geo.ProductTanagerSR, masks: true,
+	{name: "Tanager", product: sensors.ProductTanagerSR, masks: true,
 		write: func(dir string, seed uint64, shift int, masked bool) (fixture.Delivery, error) {
 			return fixture.WriteTanager(dir, fixture.TanagerOptions{Seed: seed, ShiftCols: shift, Cloud: masked})
 		}},
@@ -53,7 +53,7 @@ var sensorCases = []sensorCase{
 		write: func(dir string, seed uint64, shift int, _ bool) (fixture.Delivery, error) {
 			return fixture.WriteAVIRIS3NC(dir, fixture.AVIRIS3Options{Seed: seed, ShiftCols: shift})
 		}},
-	{name: "AVIRIS-NG", product: geo.ProductAVIRISNG, noTime: true,
+	{name: "AVIRIS-NG", product: sensors.ProductAVIRISNG, noTime: true,
 		write: func(dir string, seed uint64, shift int, _ bool) (fixture.Delivery, error) {
 			return fixture.WriteAVIRISNG(dir, fixture.AVIRISOptions{Seed: seed, ShiftCols: shift, RotateDeg: 30})
 		}},

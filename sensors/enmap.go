@@ -1,4 +1,4 @@
-package geo
+package sensors
 
 import (
 	"bytes"
@@ -8,12 +8,54 @@ import (
 	"io"
 	"math"
 	"path"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
 
+	"github.com/pnec/pnec/geo"
 	"github.com/pnec/pnec/spectral"
 )
+
+// EnMAP (DLR): L2A orthorectified reflectance as a folder or ZIP of files
+// named ENMAP01-..._<level>_..., read by their METADATA.XML: the spectral
+// image (a GeoTIFF, or BSQ/BIL/BIP, which GDAL reads) with the band
+// centres, widths, gains and offsets of METADATA.XML, the bands its
+// statistics show filled with no-data declared bad, and the pixel, cloud,
+// cirrus and cloud-shadow masks (QL_* files, companions) as the product's
+// masks. docs/sensors.md says what is verified; the fixture is
+// internal/fixture's WriteEnMAP.
+
+// ProductEnMAPL2A is the product name (geo.Info.Product) of EnMAP's L2A
+// deliveries.
+const ProductEnMAPL2A = "EnMAP L2A"
+
+func init() { Register(enmap{}) }
+
+type enmap struct{}
+
+var _ DeliverySensor = enmap{}
+
+// enmapCompanion is an EnMAP quality layer or quicklook, part of the
+// spectral image's scene.
+var enmapCompanion = regexp.MustCompile(`(?i)-QL_[A-Z_]+\.(TIF|GEOTIFF)$`)
+
+// maxMetadataBytes bounds the METADATA.XML read.
+const maxMetadataBytes = 64 << 20
+
+func (enmap) Name() string { return "EnMAP" }
+
+func (enmap) Companion(base string) bool { return enmapCompanion.MatchString(base) }
+
+// Describe: an EnMAP delivery is read by its METADATA.XML (Open), not as a
+// raster of its own.
+func (enmap) Describe(*geo.Info) ([]geo.QualityMaskSource, bool, error) { return nil, false, nil }
+
+// IsDelivery: an EnMAP folder or ZIP, known by its METADATA.XML.
+func (enmap) IsDelivery(path string) bool {
+	_, ok := findEnMAP(path)
+	return ok
+}
 
 // xmlNode is an element of a parsed XML document: its local name (no
 // namespace), attributes by local name, text and children.
@@ -238,13 +280,13 @@ func parseEnMAPBand(b *xmlNode, k int) (enmapBand, error) {
 	}
 	switch {
 	case math.IsNaN(bd.c):
-		return bd, fmt.Errorf("%w: METADATA.XML band %d has no wavelengthCenterOfBand", ErrBandMetadata, k)
+		return bd, fmt.Errorf("%w: METADATA.XML band %d has no wavelengthCenterOfBand", geo.ErrBandMetadata, k)
 	case !(bd.c > 0):
-		return bd, fmt.Errorf("%w: METADATA.XML band %d: wavelengthCenterOfBand %s; a band centre is a positive number", ErrBandMetadata, k, fmtValue(bd.c))
+		return bd, fmt.Errorf("%w: METADATA.XML band %d: wavelengthCenterOfBand %s; a band centre is a positive number", geo.ErrBandMetadata, k, geo.FormatValue(bd.c))
 	case bd.f < 0:
-		return bd, fmt.Errorf("%w: METADATA.XML band %d: FWHMOfBand %s; a band width is a positive number", ErrBandMetadata, k, fmtValue(bd.f))
+		return bd, fmt.Errorf("%w: METADATA.XML band %d: FWHMOfBand %s; a band width is a positive number", geo.ErrBandMetadata, k, geo.FormatValue(bd.f))
 	case bd.g == 0:
-		return bd, fmt.Errorf("%w: METADATA.XML band %d: GainOfBand 0; every value of the band would read as its offset", ErrBandMetadata, k)
+		return bd, fmt.Errorf("%w: METADATA.XML band %d: GainOfBand 0; every value of the band would read as its offset", geo.ErrBandMetadata, k)
 	}
 	return bd, nil
 }
@@ -258,7 +300,7 @@ func enmapNumber(n *xmlNode, name string, def float64) (float64, error) {
 	}
 	v, err := strconv.ParseFloat(t, 64)
 	if err != nil || math.IsInf(v, 0) || math.IsNaN(v) {
-		return 0, fmt.Errorf("%w: %s %q is not a number", ErrBandMetadata, name, truncate(t, 20))
+		return 0, fmt.Errorf("%w: %s %q is not a number", geo.ErrBandMetadata, name, truncate(t, 20))
 	}
 	return v, nil
 }
@@ -318,10 +360,10 @@ func findEnMAP(name string) (enmapDelivery, bool) {
 	case strings.HasSuffix(lower, ".zip") && !strings.HasPrefix(name, "/vsizip/"):
 		z := "/vsizip/" + name
 		dirs = []string{z}
-		for _, e := range vsiReadDir(z) {
+		for _, e := range geo.ReadDir(z) {
 			dirs = append(dirs, z+"/"+e)
 		}
-	case (path.Ext(strings.TrimSuffix(name, "/")) == "" || strings.HasPrefix(strings.ToUpper(path.Base(name)), "ENMAP")) && vsiIsDir(name):
+	case (path.Ext(strings.TrimSuffix(name, "/")) == "" || strings.HasPrefix(strings.ToUpper(path.Base(name)), "ENMAP")) && geo.IsDir(name):
 		// Only names that can be folders are looked at: a file name
 		// with an extension costs no request on a network file system.
 		dirs = []string{name}
@@ -329,7 +371,7 @@ func findEnMAP(name string) (enmapDelivery, bool) {
 		return enmapDelivery{}, false
 	}
 	for _, d := range dirs {
-		for _, e := range vsiReadDir(d) {
+		for _, e := range geo.ReadDir(d) {
 			u := strings.ToUpper(e)
 			if strings.HasPrefix(u, "ENMAP") && strings.HasSuffix(u, "-METADATA.XML") {
 				return enmapDelivery{dir: d, prefix: e[:len(e)-len("-METADATA.XML")], metadata: d + "/" + e}, true
@@ -342,7 +384,7 @@ func findEnMAP(name string) (enmapDelivery, bool) {
 // file finds the delivery's file called prefix-suffix with one of exts
 // ("" when none is there).
 func (d enmapDelivery) file(suffix string, exts ...string) string {
-	entries := vsiReadDir(d.dir)
+	entries := geo.ReadDir(d.dir)
 	for _, ext := range exts {
 		want := strings.ToUpper(d.prefix + "-" + suffix + ext)
 		for _, e := range entries {
@@ -357,16 +399,16 @@ func (d enmapDelivery) file(suffix string, exts ...string) string {
 // enmapImageExts are the spectral image's formats, as DLR delivers them.
 var enmapImageExts = []string{".TIF", ".GEOTIFF", "_COG.TIF", ".BSQ", ".BIL", ".BIP", ".JP2"}
 
-// openEnMAP opens an EnMAP L2A delivery: the spectral image through GDAL,
+// Open opens an EnMAP L2A delivery: the spectral image through GDAL,
 // with the band centres, widths, gains and offsets of its METADATA.XML,
 // the bands its statistics show filled with no-data declared bad, and its
 // pixel, cloud, cirrus and cloud-shadow masks as the product's masks.
-func openEnMAP(name string) (*Scene, bool, error) {
+func (enmap) Open(name string) (*geo.Scene, bool, error) {
 	d, ok := findEnMAP(name)
 	if !ok {
 		return nil, false, nil
 	}
-	data, err := vsiReadFile(d.metadata, maxMetadataBytes)
+	data, err := geo.ReadFile(d.metadata, maxMetadataBytes)
 	if err != nil {
 		return nil, true, fmt.Errorf("open %s: %w", name, err)
 	}
@@ -381,20 +423,7 @@ func openEnMAP(name string) (*Scene, bool, error) {
 	if img == "" {
 		return nil, true, fmt.Errorf("open %s: no %s-SPECTRAL_IMAGE file (TIF, BSQ, BIL or BIP) beside its METADATA.XML", name, d.prefix)
 	}
-	s, err := openGDAL(name, img)
-	if err != nil {
-		return nil, true, err
-	}
-	if err := s.applyEnMAP(md); err != nil {
-		s.Close()
-		return nil, true, fmt.Errorf("%s: %w", name, err)
-	}
-	if !md.HasStats {
-		if err := s.enmapBadBandsFromData(); err != nil {
-			s.Close()
-			return nil, true, fmt.Errorf("%s: %w", name, err)
-		}
-	}
+	var masks []geo.QualityMaskSource
 	for _, m := range []struct {
 		label, file string
 		perBand     bool
@@ -407,7 +436,21 @@ func openEnMAP(name string) (*Scene, bool, error) {
 		{"EnMAP cloud shadow mask", "QL_QUALITY_CLOUDSHADOW", false},
 	} {
 		if f := d.file(m.file, ".TIF", ".GEOTIFF"); f != "" {
-			s.productQualityMasks = append(s.productQualityMasks, productQualityMask{label: m.label, perBand: m.perBand, open: func() (*Scene, error) { return openGDAL(f, f) }})
+			masks = append(masks, geo.QualityMaskSource{Label: m.label, PerBand: m.perBand, Open: func() (*geo.Scene, error) { return geo.OpenAs(f, f) }})
+		}
+	}
+	s, err := geo.OpenAs(name, img)
+	if err != nil {
+		return nil, true, err
+	}
+	if err := s.Redescribe(func(in *geo.Info) ([]geo.QualityMaskSource, error) { return masks, applyEnMAP(in, md) }); err != nil {
+		s.Close()
+		return nil, true, fmt.Errorf("%s: %w", name, err)
+	}
+	if !md.HasStats {
+		if err := enmapBadBandsFromData(s); err != nil {
+			s.Close()
+			return nil, true, fmt.Errorf("%s: %w", name, err)
 		}
 	}
 	return s, true, nil
@@ -426,17 +469,16 @@ const enmapSampleSide = 256
 // in every pixel of the footprint (pixels where some band holds data),
 // judged on a regular sample of the spectral image: the evidence where
 // METADATA.XML has no bandStatistics.
-func (s *Scene) enmapBadBandsFromData() error {
-	in := &s.info
+func enmapBadBandsFromData(s *geo.Scene) error {
+	in := s.Info()
 	bufCols, bufRows := min(in.Cols, enmapSampleSide), min(in.Rows, enmapSampleSide)
 	nb := in.Bands
-	data := make([]float32, bufCols*bufRows*nb)
-	w := Window{Cols: in.Cols, Rows: in.Rows}
-	if err := s.readPixels(&s.all, w, bufCols, bufRows, data, bufCols); err != nil {
-		return fmt.Errorf("read a sample of the spectral image for its bad bands: %w", tidy(err))
+	data, err := s.ReadSample(bufCols, bufRows)
+	if err != nil {
+		return fmt.Errorf("read a sample of the spectral image for its bad bands: %w", err)
 	}
 	isFill := func(b int, v float32) bool {
-		return math.IsNaN(float64(v)) || (s.hasNoData[b] && v == s.nodata[b])
+		return math.IsNaN(float64(v)) || (in.HasNoData[b] && v == float32(in.NoData[b]))
 	}
 	withData := make([]int, nb)
 	footprint := 0
@@ -456,24 +498,25 @@ func (s *Scene) enmapBadBandsFromData() error {
 	if footprint == 0 {
 		return nil // no data at all: nothing tells the bands apart
 	}
-	in.BadBands = nil
+	var bad []bool
 	for b, n := range withData {
 		if n == 0 {
-			if in.BadBands == nil {
-				in.BadBands = make([]bool, nb)
+			if bad == nil {
+				bad = make([]bool, nb)
 			}
-			in.BadBands[b] = true
+			bad[b] = true
 		}
 	}
-	in.BadBandSource = fmt.Sprintf("the data (METADATA.XML has no bandStatistics): bands holding no-data in all %d pixels of the footprint in a sample of %d x %d", footprint, bufCols, bufRows)
-	s.setSpecs()
-	return nil
+	return s.Redescribe(func(in *geo.Info) ([]geo.QualityMaskSource, error) {
+		in.BadBands = bad
+		in.BadBandSource = fmt.Sprintf("the data (METADATA.XML has no bandStatistics): bands holding no-data in all %d pixels of the footprint in a sample of %d x %d", footprint, bufCols, bufRows)
+		return nil, nil
+	})
 }
 
-// applyEnMAP sets the metadata's band set, gains and bad bands on a scene
-// opened from the spectral image.
-func (s *Scene) applyEnMAP(md enmapMetadata) error {
-	in := &s.info
+// applyEnMAP sets the metadata's band set, gains and bad bands on the
+// Info of a scene opened from the spectral image.
+func applyEnMAP(in *geo.Info, md enmapMetadata) error {
 	if len(md.CentresNM) != in.Bands {
 		return fmt.Errorf("METADATA.XML describes %d bands, the spectral image has %d", len(md.CentresNM), in.Bands)
 	}
@@ -494,12 +537,11 @@ func (s *Scene) applyEnMAP(md enmapMetadata) error {
 	for i := range in.Bands {
 		if !in.HasNoData[i] {
 			in.NoData[i], in.HasNoData[i] = enmapFill, true
-			s.nodata[i], s.hasNoData[i] = enmapFill, true
 		}
 	}
 	if identityScale(in.Scale, in.Offset) {
 		for i := range in.Bands {
-			s.setBandScale(in, i, md.Gains[i], md.Offsets[i])
+			in.Scale[i], in.Offset[i] = md.Gains[i], md.Offsets[i]
 		}
 	}
 	// L2A is reflectance; DN x gain (1e-4) + offset is 0-1.
@@ -513,6 +555,22 @@ func (s *Scene) applyEnMAP(md enmapMetadata) error {
 		}
 		in.Metadata["ACQUISITIONDATETIME"] = md.StartTime
 	}
-	s.setSpecs()
 	return nil
+}
+
+// truncate shortens s to n bytes for a message.
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "..."
+}
+
+// nanSlice is n NaNs.
+func nanSlice(n int) []float64 {
+	out := make([]float64, n)
+	for i := range out {
+		out[i] = math.NaN()
+	}
+	return out
 }
