@@ -163,3 +163,79 @@ func TestChooseCopyPenalty(t *testing.T) {
 		})
 	}
 }
+
+// TestBlockDistancesSameAsSpans: the block-wise reduction of a reference
+// whose groups are laid out alike (blockDistances) gives every class
+// distance bit for bit as the per-span loop (groupDistance), at copy
+// penalties 0, between and pi, on a clean scene and on scenes aligned to
+// a changed group, with pixels of any sign; a group missing a copy (a
+// changed spectrum of zero length) is not laid out alike and takes the
+// per-span loop.
+func TestBlockDistancesSameAsSpans(t *testing.T) {
+	const bands, n, classes, pixels = 40, 9, 3, 300
+	rng := rand.New(rand.NewPCG(9, 9))
+	var plain []float32
+	var class []int
+	for i := range n {
+		for range bands {
+			plain = append(plain, float32(1+0.3*rng.NormFloat64()))
+		}
+		class = append(class, i%classes)
+	}
+	changes := referenceChanges(DefaultAugment)
+	var changed [][]float32
+	for _, r := range changes {
+		changed = append(changed, changedSpectra(plain, bands, r))
+	}
+	for _, g := range []int{-1, 0, 5, len(changes) - 1} {
+		px := make([]float32, 0, pixels*bands)
+		for p := range pixels {
+			v := make([]float32, bands)
+			for b := range v {
+				v[b] = plain[(p%n)*bands+b] * float32(1+0.05*rng.NormFloat64())
+			}
+			if g >= 0 {
+				v = changedSpectra(v, bands, changes[g])
+			}
+			if p%7 == 3 { // far from every reference: dots below -2
+				for b := range v {
+					v[b] *= -100
+				}
+			}
+			px = append(px, v...)
+		}
+		for _, pen := range []float64{0, 0.01, 0.3, math.Pi} {
+			r, err := NewAlignedReference(plain, bands, class, classes, changed, pen)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.blockLen != n {
+				t.Fatalf("block length %d, want %d", r.blockLen, n)
+			}
+			got := make([]float32, pixels*classes)
+			if err := r.ClassDistances(px, nil, got); err != nil {
+				t.Fatal(err)
+			}
+			r.blockLen = 0
+			want := make([]float32, pixels*classes)
+			if err := r.ClassDistances(px, nil, want); err != nil {
+				t.Fatal(err)
+			}
+			for i := range got {
+				if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+					t.Fatalf("scene changed by %d, penalty %g: distance %d is %g by blocks, %g by spans", g, pen, i, got[i], want[i])
+				}
+			}
+		}
+	}
+	holed := append([][]float32(nil), changed...)
+	holed[1] = append([]float32(nil), changed[1]...)
+	clear(holed[1][:bands]) // one copy of zero length: skipped
+	r, err := NewAlignedReference(plain, bands, class, classes, holed, 0.01)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.blockLen != 0 {
+		t.Errorf("a group missing a copy: block length %d, want 0", r.blockLen)
+	}
+}

@@ -116,6 +116,14 @@ func (r *SpectralReference) groupDistance(c int, best, inv float32, dots []float
 			other = max(other, d)
 		}
 	}
+	return r.penalised(own, other, inv)
+}
+
+// penalised is a class's distance from the largest dot of its aligned
+// references own and of its others other (-2 where it has none), for a
+// pixel of inverse length inv: min(the aligned distance, the others'
+// angle plus the copy penalty).
+func (r *SpectralReference) penalised(own, other, inv float32) float32 {
 	dist := float32(2)
 	if own > -2 {
 		dist = min(2, max(0, 1-own*inv))

@@ -21,4 +21,7 @@ const have512 = false
 func HaveDots8(padded int) bool { return false }
 
 // Dots8 is not available here (HaveDots8).
-func Dots8(unitT []float32, padded int, s, dots []float32) { panic("Dots8 without AVX-512") }
+func Dots8(table []float32, padded, bands int, s, dots []float32) { panic("Dots8 without AVX-512") }
+
+// MaxInto sets dst[i] = max(dst[i], src[i]) for every i < len(dst).
+func MaxInto(dst, src []float32) { maxIntoScalar(dst, src) }

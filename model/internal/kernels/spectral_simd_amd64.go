@@ -140,23 +140,53 @@ func dots4x16(unitT []float32, padded int, s *[4][]float32, dots *[4][]float32) 
 // with AVX-512 and padded a multiple of 32 (DotsPadding gives that).
 func HaveDots8(padded int) bool { return have512 && haveGemm512 && padded%32 == 0 }
 
-// Dots8 is Dots4SIMD for the 8 consecutive pixels of s ([8][bands],
-// pixel-interleaved): dots[p*padded+j] for pixel p and reference j. It runs
+// Dots8 is Dots4SIMD for the consecutive pixels of s ([n][bands],
+// pixel-interleaved, n a multiple of 8): dots[p*padded+j] for pixel p and
+// reference j, from the references laid out by Dots8Table (table). It runs
 // gemm_amd64.s's 8 x 32 micro-kernel over the whole band axis at once, so
 // every lane is the same chain of fused multiply-adds in band order from
 // zero as in DotsSIMD and Dots4SIMD, and the distances are bit for bit the
 // same. The hand-written kernel keeps its 16 accumulators in registers:
 // Dots4SIMD's compiled loop moves its 8 through the stack, and perf showed
-// it at about a fifth of the FMA units' rate. Only where HaveDots8(padded).
-func Dots8(unitT []float32, padded int, s, dots []float32) {
-	bands := len(s) / 8
-	if !HaveDots8(padded) || bands == 0 || len(s) != 8*bands || len(unitT) < bands*padded || len(dots) < 8*padded {
-		panic(fmt.Sprintf("Dots8: %d spectrum values, %d reference values, %d dots for %d references (AVX-512: %v)", len(s), len(unitT), len(dots), padded, HaveDots8(32)))
+// it at about a fifth of the FMA units' rate. Each block of 32 references
+// serves every 8 pixels of s before the next is read, so that it is read
+// from the first-level cache, not from memory, for all but the first.
+// Only where HaveDots8(padded).
+func Dots8(table []float32, padded, bands int, s, dots []float32) {
+	n := 0
+	if bands > 0 {
+		n = len(s) / bands
+	}
+	if !HaveDots8(padded) || n == 0 || n%8 != 0 || len(s) != n*bands || len(table) < bands*padded || len(dots) < n*padded {
+		panic(fmt.Sprintf("Dots8: %d spectrum values of %d bands, %d reference values, %d dots for %d references (AVX-512: %v)", len(s), bands, len(table), len(dots), padded, HaveDots8(32)))
 	}
 	const f = 4 // bytes per float32
-	for j := 0; j < padded; j += 32 {
-		sgemm8x32(bands, unsafe.Pointer(&s[0]), uintptr(bands*f), f,
-			unsafe.Pointer(&unitT[j]), uintptr(padded*f),
-			unsafe.Pointer(&dots[j]), uintptr(padded*f), false)
+	for j := 0; j < padded; j += Dots8Block {
+		b := unsafe.Pointer(&table[j*bands])
+		for p := 0; p < n; p += 8 {
+			sgemm8x32(bands, unsafe.Pointer(&s[p*bands]), uintptr(bands*f), f,
+				b, Dots8Block*f,
+				unsafe.Pointer(&dots[p*padded+j]), uintptr(padded*f), false)
+		}
 	}
+}
+
+// MaxInto sets dst[i] = max(dst[i], src[i]) for every i < len(dst) (src
+// at least as long), 8 lanes at a time (16 with AVX-512). The values are
+// finite dot products: the vector maximum equals the scalar one, but for
+// the sign of a zero, which no distance keeps (1 - 0 = 1 - -0).
+func MaxInto(dst, src []float32) {
+	src = src[:len(dst)]
+	i := 0
+	if have512 {
+		for ; i+16 <= len(dst); i += 16 {
+			archsimd.LoadFloat32x16(dst[i : i+16]).Max(archsimd.LoadFloat32x16(src[i : i+16])).Store(dst[i : i+16])
+		}
+	}
+	if HaveSIMD {
+		for ; i+8 <= len(dst); i += 8 {
+			archsimd.LoadFloat32x8(dst[i : i+8]).Max(archsimd.LoadFloat32x8(src[i : i+8])).Store(dst[i : i+8])
+		}
+	}
+	maxIntoScalar(dst[i:], src[i:])
 }

@@ -1,15 +1,19 @@
 package kernels
 
 import (
+	"fmt"
 	"math/rand/v2"
+	"slices"
 	"testing"
+
+	"github.com/pnec/pnec/internal/threadcpu"
 )
 
 // TestDots8SameAsDotsSIMD: the 8-pixel kernel gives every pixel's dots bit
 // for bit as the one-pixel and four-pixel kernels do (the spectral
 // reliability must not depend on how pixels are grouped), for band counts
-// around the kernel's two-step unrolling and reference counts of one and
-// several 32-blocks.
+// around the kernel's two-step unrolling, reference counts of one and
+// several 32-blocks, and one to five groups of 8 pixels a call.
 func TestDots8SameAsDotsSIMD(t *testing.T) {
 	if !HaveDots8(DotsPadding()) {
 		t.Skip("no AVX-512 (or no GOEXPERIMENT=simd): Dots8 does not run here")
@@ -17,39 +21,97 @@ func TestDots8SameAsDotsSIMD(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
 	for _, bands := range []int{1, 2, 3, 103, 200, 224} {
 		for _, padded := range []int{32, 128} {
-			unitT := make([]float32, bands*padded)
-			for i := range unitT {
-				unitT[i] = rng.Float32() - 0.5
-			}
-			s := make([]float32, 8*bands)
-			for i := range s {
-				s[i] = 1000 * rng.Float32()
-			}
-			got := make([]float32, 8*padded)
-			for i := range got {
-				got[i] = 7 // what was there must not count
-			}
-			Dots8(unitT, padded, s, got)
-			var px, four [4][]float32
-			for p := range four {
-				four[p] = make([]float32, padded)
-			}
-			one := make([]float32, padded)
-			for q := 0; q < 8; q += 4 {
-				for p := range 4 {
-					px[p] = s[(q+p)*bands : (q+p+1)*bands]
+			for _, pixels := range []int{8, 16, 40} {
+				unitT := make([]float32, bands*padded)
+				for i := range unitT {
+					unitT[i] = rng.Float32() - 0.5
 				}
-				Dots4SIMD(unitT, padded, &px, &four)
-				for p := range 4 {
-					DotsSIMD(unitT, padded, px[p], one)
-					for j := range padded {
-						g := got[(q+p)*padded+j]
-						if g != one[j] || g != four[p][j] {
-							t.Fatalf("%d bands, %d references: pixel %d reference %d: Dots8 %v, DotsSIMD %v, Dots4SIMD %v", bands, padded, q+p, j, g, one[j], four[p][j])
+				s := make([]float32, pixels*bands)
+				for i := range s {
+					s[i] = 1000 * rng.Float32()
+				}
+				got := make([]float32, pixels*padded)
+				for i := range got {
+					got[i] = 7 // what was there must not count
+				}
+				Dots8(Dots8Table(unitT, padded, bands), padded, bands, s, got)
+				var px, four [4][]float32
+				for p := range four {
+					four[p] = make([]float32, padded)
+				}
+				one := make([]float32, padded)
+				for q := 0; q < pixels; q += 4 {
+					for p := range 4 {
+						px[p] = s[(q+p)*bands : (q+p+1)*bands]
+					}
+					Dots4SIMD(unitT, padded, &px, &four)
+					for p := range 4 {
+						DotsSIMD(unitT, padded, px[p], one)
+						for j := range padded {
+							g := got[(q+p)*padded+j]
+							if g != one[j] || g != four[p][j] {
+								t.Fatalf("%d bands, %d references, %d pixels: pixel %d reference %d: Dots8 %v, DotsSIMD %v, Dots4SIMD %v", bands, padded, pixels, q+p, j, g, one[j], four[p][j])
+							}
 						}
 					}
 				}
 			}
+		}
+	}
+}
+
+// BenchmarkDots8 reports Dots8's throughput on a fused model's reference
+// (3,264 references of 200 bands: 8 classes of 15 training spectra and
+// their 26 changed copies, padded), 4,096 pixels an op given to it 8, 32
+// and 64 pixels a call, in GFLOP per second of the thread's own CPU time
+// (steady under load): a call reads each 32-reference block once for all
+// its pixels (model.dots8Pixels).
+func BenchmarkDots8(b *testing.B) {
+	if !HaveDots8(DotsPadding()) {
+		b.Skip("no AVX-512 (or no GOEXPERIMENT=simd): Dots8 does not run here")
+	}
+	const bands, padded, pixels = 200, 3264, 4096
+	rng := rand.New(rand.NewPCG(5, 6))
+	unitT := make([]float32, bands*padded)
+	for i := range unitT {
+		unitT[i] = rng.Float32() - 0.5
+	}
+	table := Dots8Table(unitT, padded, bands)
+	s := make([]float32, pixels*bands)
+	for i := range s {
+		s[i] = 1000 * rng.Float32()
+	}
+	for _, per := range []int{8, 32, 64} {
+		b.Run(fmt.Sprintf("pixels-%d", per), func(b *testing.B) {
+			dots := make([]float32, per*padded)
+			t0 := threadcpu.Seconds()
+			for b.Loop() {
+				for p := 0; p < pixels; p += per {
+					Dots8(table, padded, bands, s[p*bands:(p+per)*bands], dots)
+				}
+			}
+			b.ReportMetric(2*float64(bands*padded*pixels)*float64(b.N)/(threadcpu.Seconds()-t0)/1e9, "GFLOP/cpu-s")
+		})
+	}
+}
+
+// TestMaxInto: the vector maximum is the scalar one at every length
+// around the vector widths.
+func TestMaxInto(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	for n := range 70 {
+		dst, src := make([]float32, n), make([]float32, n+3)
+		for i := range dst {
+			dst[i] = rng.Float32() - 0.5
+		}
+		for i := range src {
+			src[i] = rng.Float32() - 0.5
+		}
+		want := slices.Clone(dst)
+		maxIntoScalar(want, src)
+		MaxInto(dst, src)
+		if !slices.Equal(dst, want) {
+			t.Fatalf("%d values: got %v, want %v", n, dst, want)
 		}
 	}
 }
