@@ -382,8 +382,9 @@ type Request struct {
 	Out  string
 	// Keep names other files of the run (the model file) that Run's sweep
 	// of the output's stale temporaries must never remove, whatever their
-	// names and through any link; the scene, the mask and the quality
-	// masks are kept without being named here.
+	// names and through any link, and that no output may be (RoleKept);
+	// the scene, the mask and the quality masks are kept without being
+	// named here.
 	Keep []string
 	// SceneCheck, when set, is called with the scene as Run opened it,
 	// before anything is planned, read or written: an error it returns
@@ -416,6 +417,9 @@ func (c *Classifier) Run(ctx context.Context, req Request) (Result, error) {
 	defer func() { <-c.busy }()
 	if c.closed {
 		return Result{}, ErrClosed
+	}
+	if err := c.checkRequest(req); err != nil {
+		return Result{Scene: req.Scene, Product: req.Out, Backend: c.backend, Mask: req.Mask}, err
 	}
 	stale := 0
 	if !req.LockHeld {

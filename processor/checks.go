@@ -49,7 +49,7 @@ func checkNotInput(scene, out string, reliabilityFloat32 bool, masks ...samefile
 	}
 	var inputs []samefile.Named
 	if samefile.Local(scene) {
-		inputs = append(inputs, samefile.Named{Path: scene, Role: "the scene"})
+		inputs = append(inputs, samefile.Named{Path: scene, Role: RoleScene})
 		for _, f := range geo.DatasetFiles(scene) {
 			inputs = append(inputs, samefile.Named{Path: f, Role: "a file the scene reads,"})
 		}
@@ -205,10 +205,38 @@ func DescribeBandPlan(p spectral.Plan, sceneBands int) string {
 func (c *Classifier) maskInputs(mask string) []samefile.Named {
 	var ins []samefile.Named
 	if mask != "" {
-		ins = append(ins, samefile.Named{Path: mask, Role: "the mask"})
+		ins = append(ins, samefile.Named{Path: mask, Role: RoleMask})
 	}
 	for _, m := range c.opts.QualityMasks {
-		ins = append(ins, samefile.Named{Path: m.Path, Role: "the quality mask"})
+		ins = append(ins, samefile.Named{Path: m.Path, Role: RoleQualityMask})
 	}
 	return ins
+}
+
+// The roles an output-is-input refusal (*samefile.Conflict, which
+// errors.Is ErrOutputIsInput) names the files of a Run by, so that a
+// caller can word them as its user gave them (pnec classify: by flag).
+const (
+	RoleScene       = "the scene"
+	RoleMask        = "the mask"
+	RoleQualityMask = "the quality mask"
+	RoleKept        = "a file of the run" // Request.Keep
+)
+
+// checkRequest refuses, before the lock or any work, a product path that
+// cannot be written (CheckProductOutput's error, as it is) and an output
+// that is one of the run's inputs: the scene and the files it reads, the
+// masks, and req.Keep.
+func (c *Classifier) checkRequest(req Request) error {
+	if err := CheckProductOutput(req.Out, c.opts.ReliabilityFloat32); err != nil {
+		return err
+	}
+	ins := c.maskInputs(req.Mask)
+	for _, k := range req.Keep {
+		ins = append(ins, samefile.Named{Path: k, Role: RoleKept})
+	}
+	if err := checkNotInput(req.Scene, req.Out, c.opts.ReliabilityFloat32, ins...); err != nil {
+		return fmt.Errorf("%s: %w", req.Scene, err)
+	}
+	return nil
 }

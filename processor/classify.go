@@ -138,17 +138,11 @@ func (c *Classifier) classify(parent context.Context, req Request) (res Result, 
 	return res, nil
 }
 
-// openScene checks the output path, opens the scene, matches its bands to
-// the model's (selecting or resampling them, or refusing the scene),
-// applies the quality masks, and checks the output's free space. It
-// records the band plan, its warnings and the masks in res.
+// openScene opens the scene (Run has checked the output path), matches its
+// bands to the model's (selecting or resampling them, or refusing the
+// scene), applies the quality masks, and checks the output's free space.
+// It records the band plan, its warnings and the masks in res.
 func (c *Classifier) openScene(sceneName, mask, out string, res *Result) (*geo.Scene, geo.Info, error) {
-	if err := CheckProductOutput(out, c.opts.ReliabilityFloat32); err != nil {
-		return nil, geo.Info{}, err
-	}
-	if err := checkNotInput(sceneName, out, c.opts.ReliabilityFloat32, c.maskInputs(mask)...); err != nil {
-		return nil, geo.Info{}, fmt.Errorf("%s: %w", sceneName, err)
-	}
 	sc, err := geo.Open(sceneName)
 	if err != nil {
 		return nil, geo.Info{}, err

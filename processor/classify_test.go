@@ -16,6 +16,7 @@ import (
 
 	"github.com/pnec/pnec/geo"
 	"github.com/pnec/pnec/internal/fixture"
+	"github.com/pnec/pnec/internal/samefile"
 	"github.com/pnec/pnec/internal/tempfiles"
 	"github.com/pnec/pnec/model"
 	"github.com/pnec/pnec/progress"
@@ -856,5 +857,48 @@ func TestRunOwnsTheOutputLock(t *testing.T) {
 	}
 	if _, err := os.Stat(input); err != nil {
 		t.Errorf("an input named like a temporary was removed: %v", err)
+	}
+}
+
+// TestRunChecksTheRequestFirst: Run refuses an unusable product path and
+// an output that is one of the run's files (the scene, a file in
+// Request.Keep) before it takes the lock or reads anything, naming each
+// file by its role so that a caller can word it (pnec classify: by flag).
+func TestRunChecksTheRequestFirst(t *testing.T) {
+	f := getFixture(t)
+	c, err := NewClassifier(f.model, Options{Backend: "go", TileSize: 48})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	dir := t.TempDir()
+	missing := filepath.Join(dir, "no", "map.tif")
+	if _, err := c.Run(context.Background(), Request{Scene: f.scene, Out: missing}); !errors.Is(err, ErrBadOutput) {
+		t.Errorf("a product in a missing folder: %v, want ErrBadOutput", err)
+	}
+	kept := filepath.Join(dir, "model.pnec")
+	if err := os.WriteFile(kept, []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name, out, role string
+	}{
+		{"the product is a kept file", kept, RoleKept},
+		{"the product is the scene", f.scene, RoleScene},
+	} {
+		_, err := c.Run(context.Background(), Request{Scene: f.scene, Out: tc.out, Keep: []string{kept}})
+		var cf *samefile.Conflict
+		if !errors.As(err, &cf) || cf.InputRole != tc.role || cf.OutputRole != "the product" {
+			t.Errorf("%s: %v, want a conflict of the product with %s", tc.name, err, tc.role)
+		}
+	}
+	if b, err := os.ReadFile(kept); err != nil || string(b) != "x" {
+		t.Errorf("the kept file after the refusals: %q, %v", b, err)
+	}
+	entries, _ := os.ReadDir(dir)
+	for _, e := range entries {
+		if e.Name() != "model.pnec" {
+			t.Errorf("a refused run left %s", e.Name())
+		}
 	}
 }

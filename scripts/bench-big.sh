@@ -96,4 +96,10 @@ planned=$(grep -m1 "planned peak" "$OUT/summary.txt" | sed 's/^ *//')
 } | tee "$OUT/bench-big.md"
 if [ -n "${REPORT:-}" ]; then
 	cp "$OUT/bench-big.md" "$REPORT"
+	# The stage analysis is written by hand (bench/big-floor.md): kept
+	# under the measured row.
+	floor=$(dirname "$REPORT")/big-floor.md
+	if [ -f "$floor" ]; then
+		{ echo; cat "$floor"; } >>"$REPORT"
+	fi
 fi

@@ -191,22 +191,9 @@ func classifyAction(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := processor.CheckProductOutput(out, opts.ReliabilityFloat32); err != nil {
-		return fmt.Errorf("--out %w", err)
-	}
 	mask := c.String("mask")
 	if strings.Contains(mask, "{key}") || strings.HasPrefix(mask, "asset:") {
 		return fmt.Errorf("--mask %s: a pattern or asset:ROLE is for pnec batch; give the mask file", mask)
-	}
-	inputs := []samefile.Named{{Path: scene, Role: sceneRole}, {Path: c.String("model"), Role: "--model"}}
-	if mask != "" {
-		inputs = append(inputs, samefile.Named{Path: mask, Role: "--mask"})
-	}
-	for _, qm := range opts.QualityMasks {
-		inputs = append(inputs, samefile.Named{Path: qm.Path, Role: "--quality-mask"})
-	}
-	if err := checkOutputsNotInputs(productOutputs(out, outRole, opts.ReliabilityFloat32), inputs); err != nil {
-		return err
 	}
 	quiet := c.Bool("quiet")
 	stderr := c.App.ErrWriter
@@ -241,7 +228,7 @@ func classifyAction(c *cli.Context) error {
 		fmt.Fprintf(stderr, "pnec: %s: removed %d stale temporary file(s) of an earlier run\n", out, res.StaleTemporaries)
 	}
 	if err != nil {
-		return bandHint(err)
+		return requestHint(bandHint(err), sceneRole, outRole)
 	}
 	printWarnings(stderr, scene, res.Warnings)
 	if !quiet {
@@ -254,6 +241,34 @@ func classifyAction(c *cli.Context) error {
 	return cl.Close()
 }
 
+// requestHint words the library's refusals of the request (processor's
+// checkRequest, run before anything else) after the flags or arguments
+// that gave the files: an unusable product path after --out (or OUTPUT),
+// an output that is one of the inputs with each file's flag.
+func requestHint(err error, sceneRole, outRole string) error {
+	var cf *samefile.Conflict
+	switch {
+	case errors.Is(err, processor.ErrBadOutput):
+		return fmt.Errorf("%s %w", outRole, err)
+	case errors.As(err, &cf):
+		flag := map[string]string{
+			processor.RoleScene: sceneRole, processor.RoleMask: "--mask",
+			processor.RoleQualityMask: "--quality-mask", processor.RoleKept: "--model",
+		}
+		c := *cf
+		if f, ok := flag[c.InputRole]; ok {
+			c.InputRole = f
+		}
+		if rest, ok := strings.CutPrefix(c.OutputRole, "the product's "); ok {
+			c.OutputRole = outRole + "'s " + rest
+		} else if c.OutputRole == "the product" {
+			c.OutputRole = outRole
+		}
+		return fmt.Errorf("%w; give another output", &c)
+	}
+	return err
+}
+
 // coError words a refused creation option after the --co flag that gave it.
 func coError(err error) error {
 	var coe *geo.CreationOptionError
@@ -261,17 +276,6 @@ func coError(err error) error {
 		return fmt.Errorf("--co %s: %s", coe.Option, coe.Reason)
 	}
 	return err
-}
-
-// productOutputs are the files a product at out writes (geo.ProductFiles),
-// named after the flag or argument (role) that gave out.
-func productOutputs(out, role string, reliabilityFloat32 bool) []samefile.Named {
-	paths, roles := geo.ProductFiles(out, reliabilityFloat32)
-	named := []samefile.Named{{Path: out, Role: role}}
-	for i, p := range paths[1:] {
-		named = append(named, samefile.Named{Path: p, Role: role + "'s " + strings.TrimPrefix(roles[i+1], "the product's ")})
-	}
-	return named
 }
 
 // checkOutputsNotInputs refuses, before any work, an output that is one of

@@ -118,6 +118,10 @@ func TestClassifyCommandErrors(t *testing.T) {
 		{"huge overlap", []string{"--scene", scene, "--out", filepath.Join(dir, "x.tif"), "--tile", "64", "--overlap", "9223372036854775807"}, "--overlap 9223372036854775807: want 0..2147483647 pixels"},
 		{"out is a directory", []string{"--scene", scene, "--out", dir}, "is a directory"},
 		{"out in a missing directory", []string{"--scene", scene, "--out", filepath.Join(dir, "no", "x.tif")}, "does not exist"},
+		// The library refuses these; the command words them by flag.
+		{"out named by its flag", []string{"--scene", scene, "--out", filepath.Join(dir, "no", "x.tif")}, "--out " + filepath.Join(dir, "no", "x.tif") + ": unusable output path"},
+		{"out is the model", []string{"--scene", scene, "--out", modelPath}, "--out " + modelPath + " is --model " + modelPath},
+		{"out is the scene", []string{"--scene", scene, "--out", scene}, "--out " + scene + " is --scene " + scene},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
