@@ -70,6 +70,13 @@ func (s *Scene) describeDelivery(in *Info) error {
 	if err != nil || !ok {
 		return err
 	}
+	return s.takeDescription(in, masks)
+}
+
+// takeDescription takes what a sensor's Describe set in in (gains,
+// no-data) and the quality masks it returned into s's reads; a reader
+// that changed the number of bands is an error.
+func (s *Scene) takeDescription(in *Info, masks []QualityMaskSource) error {
 	n := len(s.scale)
 	if in.Bands != n || len(in.Scale) != n || len(in.Offset) != n || len(in.NoData) != n || len(in.HasNoData) != n {
 		return fmt.Errorf("%s reader changed the number of bands (%d)", in.Product, n)
@@ -398,14 +405,8 @@ func (s *Scene) Redescribe(describe func(in *Info) ([]QualityMaskSource, error))
 	if err != nil {
 		return err
 	}
-	in := &s.info
-	n := len(s.scale)
-	if in.Bands != n || len(in.Scale) != n || len(in.Offset) != n || len(in.NoData) != n || len(in.HasNoData) != n {
-		return fmt.Errorf("%s reader changed the number of bands (%d)", in.Product, n)
-	}
-	s.takeGains(in)
-	for _, m := range masks {
-		s.productQualityMasks = append(s.productQualityMasks, m.source())
+	if err := s.takeDescription(&s.info, masks); err != nil {
+		return err
 	}
 	s.setSpecs()
 	return nil

@@ -810,6 +810,20 @@ func TestDefaultBackendDecidedOnFirstRun(t *testing.T) {
 	}
 }
 
+// tiledClassifier is a Classifier of the fixture's model on the Go
+// backend in 48 px tiles (closed at the test's end), the fixture and a
+// folder for products.
+func tiledClassifier(t *testing.T) (*sceneFixture, *Classifier, string) {
+	t.Helper()
+	f := getFixture(t)
+	c, err := NewClassifier(f.model, Options{Backend: "go", TileSize: 48})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return f, c, t.TempDir()
+}
+
 // TestRunOwnsTheOutputLock: Run takes the output's lock itself (a library
 // user gets what pnec classify and pnec batch get): while another holder
 // has it Run refuses with tempfiles.ErrBusy and removes nothing; once it
@@ -817,13 +831,7 @@ func TestDefaultBackendDecidedOnFirstRun(t *testing.T) {
 // many, and keeps an input named like one. LockHeld leaves both to a
 // caller that holds the lock (pnec batch).
 func TestRunOwnsTheOutputLock(t *testing.T) {
-	f := getFixture(t)
-	c, err := NewClassifier(f.model, Options{Backend: "go", TileSize: 48})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	dir := t.TempDir()
+	f, c, dir := tiledClassifier(t)
 	out := filepath.Join(dir, "map.tif")
 	stale := filepath.Join(dir, ".map.tif.pnec-123.stage.tif")
 	input := filepath.Join(dir, ".map.tif.pnec-9.tmp.tif") // an input named like a temporary
@@ -865,13 +873,7 @@ func TestRunOwnsTheOutputLock(t *testing.T) {
 // Request.Keep) before it takes the lock or reads anything, naming each
 // file by its role so that a caller can word it (pnec classify: by flag).
 func TestRunChecksTheRequestFirst(t *testing.T) {
-	f := getFixture(t)
-	c, err := NewClassifier(f.model, Options{Backend: "go", TileSize: 48})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	dir := t.TempDir()
+	f, c, dir := tiledClassifier(t)
 	missing := filepath.Join(dir, "no", "map.tif")
 	if _, err := c.Run(context.Background(), Request{Scene: f.scene, Out: missing}); !errors.Is(err, ErrBadOutput) {
 		t.Errorf("a product in a missing folder: %v, want ErrBadOutput", err)
