@@ -154,7 +154,7 @@ func applyENVIHeader(in *Info, h enviHeader, label string) error {
 	if err := checkFinite(offsets, "data offset value", label); err != nil {
 		return err
 	}
-	if (gains != nil || offsets != nil) && identityScale(in.Scale, in.Offset) {
+	if (gains != nil || offsets != nil) && in.IdentityGains() {
 		for i := range n {
 			g, o := 1.0, 0.0
 			if gains != nil {
@@ -198,10 +198,11 @@ func (s *Scene) setBandScale(in *Info, i int, scale, offset float64) {
 	s.scale[i], s.offset[i] = float32(scale), float32(offset)
 }
 
-// identityScale reports whether every band has scale 1 and offset 0.
-func identityScale(scale, offset []float64) bool {
-	for i := range scale {
-		if scale[i] != 1 || (i < len(offset) && offset[i] != 0) {
+// IdentityGains reports whether every band has scale 1 and offset 0: reads
+// change no sample.
+func (in Info) IdentityGains() bool {
+	for i := range in.Scale {
+		if in.Scale[i] != 1 || (i < len(in.Offset) && in.Offset[i] != 0) {
 			return false
 		}
 	}

@@ -57,7 +57,7 @@ func (desis) Describe(in *geo.Info) ([]geo.QualityMaskSource, bool, error) {
 		// DN x gain + offset is reflectance 0-1 (DLR's DESIS L2A product
 		// specification); without gains, the DN are x10000.
 		in.Radiometry = spectral.Radiometry{Quantity: spectral.QuantityReflectance, Scale: reflectanceFactor}
-		if !identityScale(in.Scale, in.Offset) {
+		if !in.IdentityGains() {
 			in.Radiometry.Scale = 1
 		}
 	}

@@ -539,14 +539,14 @@ func applyEnMAP(in *geo.Info, md enmapMetadata) error {
 			in.NoData[i], in.HasNoData[i] = enmapFill, true
 		}
 	}
-	if identityScale(in.Scale, in.Offset) {
+	if in.IdentityGains() {
 		for i := range in.Bands {
 			in.Scale[i], in.Offset[i] = md.Gains[i], md.Offsets[i]
 		}
 	}
 	// L2A is reflectance; DN x gain (1e-4) + offset is 0-1.
 	in.Radiometry = spectral.Radiometry{Quantity: spectral.QuantityReflectance, Scale: 1}
-	if identityScale(in.Scale, in.Offset) {
+	if in.IdentityGains() {
 		in.Radiometry.Scale = reflectanceFactor
 	}
 	if md.StartTime != "" {

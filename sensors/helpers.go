@@ -16,16 +16,6 @@ var reflectance01 = spectral.Radiometry{Quantity: spectral.QuantityReflectance, 
 // x10000.
 const reflectanceFactor = 10000
 
-// identityScale reports whether every band has scale 1 and offset 0.
-func identityScale(scale, offset []float64) bool {
-	for i := range scale {
-		if scale[i] != 1 || (i < len(offset) && offset[i] != 0) {
-			return false
-		}
-	}
-	return true
-}
-
 // constSlice is n copies of v.
 func constSlice(n int, v float64) []float64 {
 	out := make([]float64, n)

@@ -20,9 +20,7 @@ const xlaTrainingAutotuneFlag = "--xla_gpu_autotune_level=0"
 // plugin loads): so it runs just before a plugin is loaded, and a variable
 // the user set wins.
 func applyXLASettings() {
-	settings.Lock()
-	s := settings.Settings
-	settings.Unlock()
+	s := CurrentSettings()
 	if s.XLAQuiet {
 		if _, set := os.LookupEnv("TF_CPP_MIN_LOG_LEVEL"); !set {
 			os.Setenv("TF_CPP_MIN_LOG_LEVEL", "2")
