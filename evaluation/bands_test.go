@@ -97,3 +97,47 @@ func TestTrainLeavesBadBandsOut(t *testing.T) {
 		t.Errorf("got warnings %q, want one about the missing wavelengths", ev.Warnings)
 	}
 }
+
+// TestTrainReadByWindowsSameModel: a scene trained read by windows (with
+// a band plan leaving a bad band out) gives the model the scene held in
+// memory gives: the same loss, stretch, decision and drift statistics.
+func TestTrainReadByWindowsSameModel(t *testing.T) {
+	if testing.Short() {
+		t.Skip("trains two models: skipped with -short")
+	}
+	dir := t.TempDir()
+	s := newTinyScene(48, 100, 6, 7)
+	hdr := "wavelength units = Nanometers\nwavelength = {450, 500, 550, 600, 650, 700}\n" +
+		"bbl = {1, 1, 0, 1, 1, 1}\nreflectance scale factor = 10000\n"
+	scene := writeENVIScene(t, dir, s, 2, hdr)
+	labels := filepath.Join(dir, "labels.tif")
+	writeTIFF(t, labels, s.rows, s.cols, 1, geo.Byte, s.labels, nil)
+	train := func(byWindows bool) *model.Model {
+		res, err := Train(context.Background(), TrainRequest{Scene: scene, Labels: labels, ReadByWindows: byWindows,
+			Options: model.TrainOptions{Config: tinyConfig(8), TrainPerClass: 10, Backend: "go", Tile: 32}})
+		if err != nil {
+			t.Fatalf("train (read by windows %v): %v", byWindows, err)
+		}
+		if res.ReadByWindows != byWindows {
+			t.Fatalf("asked to read by windows %v, read so %v", byWindows, res.ReadByWindows)
+		}
+		return res.Model
+	}
+	held, streamed := train(false), train(true)
+	lo1, hi1 := held.Stretch()
+	lo2, hi2 := streamed.Stretch()
+	switch {
+	case held.TrainTile() != 32 || streamed.TrainTile() != 32:
+		t.Errorf("trained on tiles of %d and %d px, want 32", held.TrainTile(), streamed.TrainTile())
+	case held.FinalLoss() != streamed.FinalLoss():
+		t.Errorf("final loss %v held, %v read by windows", held.FinalLoss(), streamed.FinalLoss())
+	case !reflect.DeepEqual(lo1, lo2) || !reflect.DeepEqual(hi1, hi2):
+		t.Error("stretch differs")
+	case held.Decision() != streamed.Decision() || held.Recovery() != streamed.Recovery():
+		t.Errorf("decision %+v / %+v, want the same", held.Decision(), streamed.Decision())
+	case !reflect.DeepEqual(held.DriftStats(), streamed.DriftStats()):
+		t.Error("drift statistics differ")
+	case !reflect.DeepEqual(held.WavelengthsNM(), streamed.WavelengthsNM()) || streamed.Bands() != 5:
+		t.Errorf("band record %v (%d bands) read by windows, %v held", streamed.WavelengthsNM(), streamed.Bands(), held.WavelengthsNM())
+	}
+}

@@ -2,6 +2,7 @@ package evaluation
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -16,8 +17,12 @@ import (
 
 	"github.com/pnec/pnec/geo"
 	"github.com/pnec/pnec/internal/regular"
+	"github.com/pnec/pnec/internal/resources"
+	"github.com/pnec/pnec/internal/resources/memory"
 	"github.com/pnec/pnec/model"
+	"github.com/pnec/pnec/processor"
 	"github.com/pnec/pnec/spectral"
+	"github.com/pnec/pnec/tiling"
 )
 
 // ReadScene reads the scene named name (any GDAL dataset name, or a
@@ -32,39 +37,79 @@ func ReadScene(ctx context.Context, name string) (model.Scene, geo.Info, error) 
 // readScene reads a scene through the band plan plan gives for it (nil:
 // every band as it is).
 func readScene(ctx context.Context, name string, plan func(geo.Info) (*spectral.Plan, error)) (model.Scene, geo.Info, error) {
-	ds, err := geo.Open(name)
+	ds, info, p, err := openPlanned(name, plan)
 	if err != nil {
-		return model.Scene{}, geo.Info{}, err
+		return model.Scene{}, info, err
 	}
 	defer ds.Close()
-	info := ds.Info()
-	p, err := plan(info)
-	if err != nil {
-		return model.Scene{}, info, fmt.Errorf("%s: %w", name, err)
-	}
-	if p != nil && !p.Identity(info.Bands) {
-		if err := ds.SetBandPlan(p); err != nil {
-			return model.Scene{}, info, err
-		}
-	}
 	b, err := ds.ReadWindow(ctx, geo.Window{Cols: info.Cols, Rows: info.Rows})
 	if err != nil {
 		return model.Scene{}, info, err
 	}
-	s := model.Scene{Rows: info.Rows, Cols: info.Cols, Bands: b.Bands, Data: b.Data, Valid: b.Valid}
-	// Centres only when every band read has one (a model records all or
-	// none; JSON has no NaN).
+	s := model.Scene{Rows: info.Rows, Cols: info.Cols, Bands: b.Bands, Data: b.Data, Valid: b.Valid, WavelengthsNM: plannedCentres(info, p)}
+	return s, info, nil
+}
+
+// openPlanned opens a scene and sets the band plan plan gives for it
+// (nil: every band as it is); the plan is returned beside the scene.
+func openPlanned(name string, plan func(geo.Info) (*spectral.Plan, error)) (*geo.Scene, geo.Info, *spectral.Plan, error) {
+	ds, err := geo.Open(name)
+	if err != nil {
+		return nil, geo.Info{}, nil, err
+	}
+	info := ds.Info()
+	p, err := plan(info)
+	if err != nil {
+		ds.Close()
+		return nil, info, nil, fmt.Errorf("%s: %w", name, err)
+	}
+	if p != nil && !p.Identity(info.Bands) {
+		if err := ds.SetBandPlan(p); err != nil {
+			ds.Close()
+			return nil, info, nil, err
+		}
+	}
+	return ds, info, p, nil
+}
+
+// plannedCentres are the band centres of the bands plan p reads, when
+// every band read has one (a model records all or none; JSON has no NaN).
+func plannedCentres(info geo.Info, p *spectral.Plan) []float64 {
 	switch bs := info.BandSet(); {
 	case p == nil || p.Identity(info.Bands):
 		if bs.HasCentres() {
-			s.WavelengthsNM = bs.CentresNM
+			return bs.CentresNM
 		}
 	case p.Weights == nil:
 		if sub := bs.Subset(p.Read); sub.HasCentres() {
-			s.WavelengthsNM = sub.CentresNM
+			return sub.CentresNM
 		}
 	}
-	return s, info, nil
+	return nil
+}
+
+// streamTraining says a scene of rows x cols x bands trains read by
+// windows (model.NewStreamedScene) rather than held: when holding it
+// would take more than half of the training budget (the network's step
+// and the statistics passes need the rest). Scenes within one tile, and
+// runs asked to train whole, are held; others are streamed when asked.
+func streamTraining(rows, cols, bands int, opts model.TrainOptions, asked bool) bool {
+	tile := cmp.Or(opts.Tile, tiling.CanonicalTile)
+	if opts.Whole || (rows <= tile && cols <= tile) {
+		return false
+	}
+	if asked {
+		return true
+	}
+	budget := memory.TrainBudget(opts.MaxMemoryBytes)
+	return budget > 0 && int64(rows)*int64(cols)*int64(4*bands+1) > budget/2
+}
+
+// sceneSource is a scene read by windows for training.
+type sceneSource struct{ ds *geo.Scene }
+
+func (s sceneSource) ReadWindow(ctx context.Context, row, col, rows, cols int, data []float32, valid []bool) error {
+	return s.ds.ReadWindowAt(ctx, geo.Window{Col: col, Row: row, Cols: cols, Rows: rows}, data, valid, cols)
 }
 
 // trainPlan is the selection of the bands a scene does not declare bad
@@ -316,6 +361,10 @@ type TrainRequest struct {
 	Radiometry spectral.Radiometry
 	// Bands chooses the bands the model takes (zero: every good band).
 	Bands BandSelection
+	// ReadByWindows reads the scene by windows while training instead of
+	// holding it (model.NewStreamedScene); without it, a scene that would
+	// take more than half the training budget is read so anyway.
+	ReadByWindows bool
 }
 
 // TrainResult describes a finished training run.
@@ -327,6 +376,7 @@ type TrainResult struct {
 	Elapsed           time.Duration // reading included
 	ReadTime, FitTime time.Duration
 	Backend           string
+	ReadByWindows     bool // the scene was read by windows, not held
 }
 
 // Train reads the scene and the labels (and the fixed split, if any) and
@@ -341,11 +391,28 @@ func Train(ctx context.Context, req TrainRequest) (TrainResult, error) {
 		}
 		return selectionPlan(info, keep), nil
 	}
-	in, err := readInputs(ctx, req.Scene, req.Labels, plan)
+	in, closeScene, err := readTrainInputs(ctx, req.Scene, req.Labels, plan, req.Options, req.ReadByWindows)
 	if err != nil {
 		return TrainResult{}, err
 	}
+	defer closeScene()
+	var cache int64
+	if in.scene.Streamed() {
+		// The steps and the statistics passes read the scene by windows:
+		// GDAL's block cache holds a row of its blocks across the scene
+		// (the whole-scene passes read full-width strips), inside the
+		// budget rather than GDAL's default share of the machine, and the
+		// Go heap keeps to the rest.
+		cache = processor.BlockCacheBytes(in.info, in.info.Cols)
+		release := resources.Reserve(geo.Knobs{}, resources.Run{
+			BudgetBytes: memory.TrainBudget(req.Options.MaxMemoryBytes), OffHeapBytes: cache, BlockCacheBytes: cache})
+		defer release()
+	}
 	opts := req.Options
+	if cache > 0 && opts.MaxMemoryBytes > 0 {
+		// The model checks its own parts against what the cache leaves.
+		opts.MaxMemoryBytes = max(opts.MaxMemoryBytes-cache, 1)
+	}
 	opts.Bands = bandRecordOf(in.info, keep, req.Bands.Describe())
 	if req.Radiometry.Known() {
 		opts.Bands.Radiometry = req.Radiometry
@@ -361,6 +428,11 @@ func Train(ctx context.Context, req TrainRequest) (TrainResult, error) {
 	readTime := time.Since(start)
 	fitStart := time.Now()
 	m, err := model.Train(ctx, in.scene, in.labels, opts)
+	if me := (*model.MemoryError)(nil); errors.As(err, &me) && cache > 0 {
+		// The budget named is the run's, block cache included.
+		me.NeedBytes += cache
+		me.LimitBytes += cache
+	}
 	if err != nil {
 		return TrainResult{}, err
 	}
@@ -368,6 +440,7 @@ func Train(ctx context.Context, req TrainRequest) (TrainResult, error) {
 		Model: m, Rows: in.scene.Rows, Cols: in.scene.Cols, Bands: in.scene.Bands,
 		LabelledPixels: countLabelled(in.labels, in.scene.Valid), TrainPixels: len(m.TrainIndices()),
 		ReadTime: readTime, FitTime: time.Since(fitStart), Elapsed: time.Since(start), Backend: m.Backend(),
+		ReadByWindows: in.scene.Streamed(),
 	}
 	return res, nil
 }
@@ -390,6 +463,38 @@ func readInputs(ctx context.Context, scene, labels string, plan func(geo.Info) (
 	if err != nil {
 		return inputs{}, err
 	}
+	return withLabels(ctx, inputs{scene: s, info: info}, scene, labels)
+}
+
+// readTrainInputs is readInputs for training under opts: a scene too
+// large to hold (streamTraining) is opened for reading by windows, and
+// close closes it once training is done with it.
+func readTrainInputs(ctx context.Context, scene, labels string, plan func(geo.Info) (*spectral.Plan, error), opts model.TrainOptions, byWindows bool) (in inputs, close func(), err error) {
+	ds, info, p, err := openPlanned(scene, plan)
+	if err != nil {
+		return inputs{}, nil, err
+	}
+	if !streamTraining(info.Rows, info.Cols, ds.Bands(), opts, byWindows) {
+		ds.Close()
+		in, err := readInputs(ctx, scene, labels, plan)
+		return in, func() {}, err
+	}
+	s, err := model.NewStreamedScene(ctx, sceneSource{ds}, info.Rows, info.Cols, ds.Bands(), plannedCentres(info, p))
+	if err != nil {
+		ds.Close()
+		return inputs{}, nil, fmt.Errorf("%s: %w", scene, err)
+	}
+	if in, err = withLabels(ctx, inputs{scene: s, info: info}, scene, labels); err != nil {
+		ds.Close()
+		return inputs{}, nil, err
+	}
+	return in, func() { ds.Close() }, nil
+}
+
+// withLabels reads the label raster of the scene of in and checks that
+// they match.
+func withLabels(ctx context.Context, in inputs, scene, labels string) (inputs, error) {
+	s := in.scene
 	l, err := ReadLabels(ctx, labels, s.Rows, s.Cols)
 	if err != nil {
 		return inputs{}, err
@@ -397,7 +502,8 @@ func readInputs(ctx context.Context, scene, labels string, plan func(geo.Info) (
 	if countLabelled(l, s.Valid) == 0 {
 		return inputs{}, fmt.Errorf("%s: no labelled pixel (non-zero value) over a valid pixel of %s: %w", labels, scene, ErrLabels)
 	}
-	return inputs{scene: s, info: info, labels: l}, nil
+	in.labels = l
+	return in, nil
 }
 
 // readTrainMask reads a fixed split for the scene and labels of in.

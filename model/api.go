@@ -30,6 +30,10 @@ type Scene struct {
 	Data              []float32
 	Valid             []bool
 	WavelengthsNM     []float64 // optional, per band
+
+	// stream is the source of a scene read by windows (NewStreamedScene),
+	// whose Data is nil.
+	stream *streamed
 }
 
 // RecoveryParams are the AvgPool recovery settings a model stores:

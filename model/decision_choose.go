@@ -185,11 +185,19 @@ func unitSpectrum(v []float32) []float64 {
 func leaveOut(s Scene, trainIdx []int, ytrain []int32, classes int, aug Augment, seed int64) ([]leftOut, error) {
 	sample := sampleTrain(ytrain, classes, seed)
 	B := s.Bands
+	if s.Streamed() {
+		at := make([]int, len(sample))
+		for q, t := range sample {
+			at[q] = trainIdx[t]
+		}
+		s.prefetch(at, chooseMaxWindow/2)
+		defer s.dropCache()
+	}
 	var spectra []float32
 	var class []int
 	for _, t := range sample {
 		i := trainIdx[t]
-		spectra = append(spectra, s.Data[i*B:(i+1)*B]...)
+		spectra = append(spectra, s.spectrumAt(i)...)
 		class = append(class, int(ytrain[t]))
 	}
 	aspectra, aclass := augmentedSpectra(spectra, B, class, aug)
@@ -220,7 +228,7 @@ func leaveOut(s Scene, trainIdx []int, ytrain []int32, classes int, aug Augment,
 						if !s.valid(p) {
 							continue
 						}
-						u := unitSpectrum(s.Data[p*B : (p+1)*B])
+						u := unitSpectrum(s.spectrumAt(p))
 						if u == nil {
 							continue
 						}

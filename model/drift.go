@@ -211,7 +211,9 @@ func (d *driftPass) finish() (*drift.Stats, error) {
 	if t.valid == 0 || len(t.nearest) == 0 {
 		return nil, errors.New("no valid pixel")
 	}
-	setBandSpread(st, d.s)
+	if err := setBandSpread(st, d.s); err != nil {
+		return nil, err
+	}
 	setPixelStats(st, t)
 	for i, n := range d.specCnt {
 		if n > 0 {
@@ -239,19 +241,26 @@ func labelOf(p []float32) int {
 
 // setBandSpread records in st each band's mean and standard deviation over the
 // finite values of s's valid pixels.
-func setBandSpread(st *drift.Stats, s Scene) {
+func setBandSpread(st *drift.Stats, s Scene) error {
 	B := s.Bands
-	means := BandMeans(s)
-	sq := make([]float64, B)
-	cnt := make([]float64, B)
-	for i := 0; i < s.Rows*s.Cols; i++ {
-		if !s.valid(i) {
-			continue
+	var means, sq, cnt []float64
+	if s.Streamed() {
+		var err error
+		if means, sq, cnt, err = streamedSpread(s); err != nil {
+			return fmt.Errorf("band spread: %w", err)
 		}
-		for b, v := range s.Data[i*B : (i+1)*B] {
-			if x := float64(v); !math.IsNaN(x) && !math.IsInf(x, 0) {
-				sq[b] += (x - means[b]) * (x - means[b])
-				cnt[b]++
+	} else {
+		means = BandMeans(s)
+		sq, cnt = make([]float64, B), make([]float64, B)
+		for i := 0; i < s.Rows*s.Cols; i++ {
+			if !s.valid(i) {
+				continue
+			}
+			for b, v := range s.Data[i*B : (i+1)*B] {
+				if x := float64(v); !math.IsNaN(x) && !math.IsInf(x, 0) {
+					sq[b] += (x - means[b]) * (x - means[b])
+					cnt[b]++
+				}
 			}
 		}
 	}
@@ -261,6 +270,7 @@ func setBandSpread(st *drift.Stats, s Scene) {
 			st.BandStd[b] = float32(math.Sqrt(sq[b] / cnt[b]))
 		}
 	}
+	return nil
 }
 
 // driftTally sums the training scene's valid pixels for trainDriftStats:

@@ -16,7 +16,7 @@ func checkScene(s Scene) error {
 	switch {
 	case s.Rows < 1 || s.Cols < 1 || s.Bands < 1:
 		return fmt.Errorf("scene size %dx%dx%d: every dimension must be positive", s.Rows, s.Cols, s.Bands)
-	case len(s.Data) != s.Rows*s.Cols*s.Bands:
+	case s.stream == nil && len(s.Data) != s.Rows*s.Cols*s.Bands:
 		return fmt.Errorf("scene data has %d values, want %d (%dx%dx%d)", len(s.Data), s.Rows*s.Cols*s.Bands, s.Rows, s.Cols, s.Bands)
 	case s.Valid != nil && len(s.Valid) != s.Rows*s.Cols:
 		return fmt.Errorf("scene valid mask has %d values, want %d", len(s.Valid), s.Rows*s.Cols)
@@ -32,8 +32,10 @@ func (s Scene) valid(i int) bool {
 }
 
 // bandStretch computes each band's 2nd and 98th percentiles over the valid
-// pixels of s (linear interpolation between order statistics, like numpy).
+// pixels of s (linear interpolation between order statistics, like numpy);
+// of a streamed scene, over its sample (stretchScene).
 func bandStretch(s Scene) (lo, hi []float32, err error) {
+	s = s.stretchScene()
 	lo, hi = make([]float32, s.Bands), make([]float32, s.Bands)
 	vals := make([]float64, 0, s.Rows*s.Cols)
 	for b := 0; b < s.Bands; b++ {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -100,6 +101,9 @@ func (r Radiometric) String() string {
 
 // BandMeans is each band's mean over the valid, finite values of s.
 func BandMeans(s Scene) []float64 {
+	if s.stream != nil {
+		return slices.Clone(s.stream.means) // its first pass's
+	}
 	sum := make([]float64, s.Bands)
 	n := make([]float64, s.Bands)
 	for i := 0; i < s.Rows*s.Cols; i++ {

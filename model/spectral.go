@@ -552,7 +552,7 @@ func trainSpectra(s Scene, trainIdx []int, ytrain []int32, classes int, seed int
 	class := make([]int, 0, n)
 	for t, i := range trainIdx {
 		if keep[t] {
-			spectra = append(spectra, s.Data[i*s.Bands:(i+1)*s.Bands]...)
+			spectra = append(spectra, s.spectrumAt(i)...)
 			class = append(class, int(ytrain[t]))
 		}
 	}

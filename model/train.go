@@ -50,6 +50,9 @@ func Train(ctx context.Context, s Scene, labels []int32, opts TrainOptions) (m *
 		return nil, err
 	}
 	loss, acc, err := run.fit(ctx, opts.Progress, start)
+	if err == nil {
+		err = s.readErr()
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -78,7 +81,13 @@ func Train(ctx context.Context, s Scene, labels []int32, opts TrainOptions) (m *
 			return nil, fmt.Errorf("train: %w", err)
 		}
 	}
-	if m.meta.GroupNormStats, err = groupNormStats(b, m, s, run.fr); err != nil {
+	if err := s.readErr(); err != nil {
+		return nil, fmt.Errorf("train: %w", err)
+	}
+	if m.meta.GroupNormStats, err = groupNormStats(b, m, s, run.fr); err == nil {
+		err = s.readErr()
+	}
+	if err != nil {
 		return nil, fmt.Errorf("train: group norm statistics on %s: %w", desc.Label(), err)
 	}
 	// The drift pass predicts on a backend of its own: the training
@@ -87,7 +96,10 @@ func Train(ctx context.Context, s Scene, labels []int32, opts TrainOptions) (m *
 	// 2004 MB; the drift pass still adds about 300 MB to training's peak).
 	closeBackend()
 	runtime.GC()
-	if m.meta.Drift, err = trainDriftStats(ctx, m, s, desc.Name); err != nil {
+	if m.meta.Drift, err = trainDriftStats(ctx, m, s, desc.Name); err == nil {
+		err = s.readErr()
+	}
+	if err != nil {
 		return nil, fmt.Errorf("train: drift statistics on %s: %w", desc.Label(), err)
 	}
 	if _, sum, err := m.fileBytes(); err == nil {
@@ -140,6 +152,9 @@ func newTrainSetup(s Scene, labels []int32, opts TrainOptions) (*trainSetup, err
 	}
 	if st.plan, err = trainGrid(s.Rows, s.Cols, opts); err != nil {
 		return nil, err
+	}
+	if st.plan.Whole && s.Streamed() {
+		return nil, fmt.Errorf("training on the whole image: %w; train on tiles", errStreamedWhole)
 	}
 	if !st.plan.Whole {
 		st.tile = cmp.Or(opts.Tile, tiling.CanonicalTile)
@@ -261,6 +276,12 @@ func checkTrainMemory(d dims, cfg Config, s Scene, plan tiling.Plan, rows int, m
 	}
 	cells := int64(lowRes(plan.TileRows, cfg.Encoder)) * int64(lowRes(plan.TileCols, cfg.Encoder))
 	scene := int64(s.Rows) * int64(s.Cols) * int64(4*s.Bands+1)
+	if s.Streamed() {
+		// Its valid mask, the stretch's sample, a strip of the whole-scene
+		// passes and a tile's read buffer.
+		tile := int64(plan.TileRows) * int64(plan.TileCols) * int64(4*s.Bands+1)
+		scene = int64(s.Rows)*int64(s.Cols) + int64(len(s.stream.sample))*4 + streamStripBytes + tile
+	}
 	need := scene + trainBytes(d, cfg, plan.TileRows, plan.TileCols) + 3*4*int64(rows)*cells
 	if budget := memory.TrainBudget(maxBytes); budget > 0 && need > budget {
 		return &MemoryError{NeedBytes: need, LimitBytes: budget}

@@ -92,6 +92,9 @@ func (r *trainRun) fit(ctx context.Context, onEpoch progress.Func, start time.Ti
 		if loss, acc, err = r.epoch(epoch); err != nil {
 			return 0, 0, err
 		}
+		if err := r.s.readErr(); err != nil {
+			return 0, 0, fmt.Errorf("train: epoch %d: %w", epoch, err)
+		}
 		if onEpoch != nil {
 			onEpoch(epochEvent(epoch, r.cfg.Epochs, loss, acc, time.Since(start)))
 		}

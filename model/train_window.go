@@ -134,6 +134,18 @@ func fillTile(ws, s Scene, t tiling.Tile) {
 	clear(ws.Data)
 	clear(ws.Valid)
 	rd, in := t.Read, t.Input
+	if st := s.stream; st != nil {
+		// The read rectangle from the source, then into place.
+		n := rd.Rows * rd.Cols
+		st.tileData, st.tileValid = resizeF32(st.tileData, n*B), resizeBool(st.tileValid, n)
+		st.readWindow(rd.Row, rd.Col, rd.Rows, rd.Cols, st.tileData, st.tileValid)
+		for r := range rd.Rows {
+			dst := (rd.Row-in.Row+r)*in.Cols + (rd.Col - in.Col)
+			copy(ws.Data[dst*B:(dst+rd.Cols)*B], st.tileData[r*rd.Cols*B:(r+1)*rd.Cols*B])
+			copy(ws.Valid[dst:dst+rd.Cols], st.tileValid[r*rd.Cols:(r+1)*rd.Cols])
+		}
+		return
+	}
 	for r := range rd.Rows {
 		src := (rd.Row+r)*s.Cols + rd.Col
 		dst := (rd.Row-in.Row+r)*in.Cols + (rd.Col - in.Col)

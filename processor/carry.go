@@ -27,7 +27,7 @@ type carryReader struct {
 }
 
 // carryBlockCols is the block width reads align to for carrying: the
-// scene's blocks, taken as at least 256 wide as blockCacheBytes does (a VRT
+// scene's blocks, taken as at least 256 wide as BlockCacheBytes does (a VRT
 // reports 128 x 128 over sources of larger blocks); 0 (no carrying) for
 // strips or blocks wider than 1024, whose carry would cost more memory than
 // a decode.

@@ -28,7 +28,7 @@ import (
 //	     + FullResBytesPerValue * tr*tc*hidden            (paper encoder only)
 //
 // where the block cache is what GDAL needs for one row of the scene's
-// blocks across a tile (blockCacheBytes; reserved with
+// blocks across a tile (BlockCacheBytes; reserved with
 // resources.Reserve), the strip scratch geo's band-sequential read
 // buffer (StripScratchBytes), and Headroom is the Go heap's growth over its live
 // data under the memory limit the run sets (resources.Reserve).
@@ -45,12 +45,12 @@ type MemoryModel struct {
 	Headroom             float64 // Go heap over live data
 }
 
-// blockCacheBytes is the GDAL block cache a tile tileCols wide needs when
+// BlockCacheBytes is the GDAL block cache a tile tileCols wide needs when
 // read in strips of block rows (geo.Scene.ReadWindow): one row of blocks
 // across the tile plus one, every band (a pixel-interleaved file decodes
 // all bands of a block at once). Blocks are taken as at least 256 x 256:
 // a VRT reports its own 128 x 128 blocks over sources of larger ones.
-func blockCacheBytes(info geo.Info, tileCols int) int64 {
+func BlockCacheBytes(info geo.Info, tileCols int) int64 {
 	bw, bh := max(info.BlockCols, 256), max(info.BlockRows, 256)
 	sb := int64(max(info.SampleBytes, 1))
 	across := int64((min(tileCols, info.Cols)+bw-1)/bw + 1)
@@ -208,7 +208,7 @@ func (c *sceneCost) carryBytes(tr, tc int) float64 {
 }
 
 func (c *sceneCost) total(tr, tc, sceneCols, stripeRows, inFlight int) int64 {
-	return c.mm.BaseBytes + blockCacheBytes(c.info, tc) + chunkCacheBytes(c.info, tc) + c.probCache + decodeBytes(c.info) + StripScratchBytes(c.info, tc) + c.write +
+	return c.mm.BaseBytes + BlockCacheBytes(c.info, tc) + chunkCacheBytes(c.info, tc) + c.probCache + decodeBytes(c.info) + StripScratchBytes(c.info, tc) + c.write +
 		VRTSourcesBytes(c.info) + int64(math.Ceil(c.mm.Headroom*c.live(tr, tc, sceneCols, stripeRows, inFlight)))
 }
 
@@ -256,7 +256,7 @@ func StripScratchBytes(info geo.Info, tileCols int) int64 {
 // decoding and the writer's buffers, an open VRT's sources), the network's
 // buffers, and the block cache its reads need.
 func (c *sceneCost) run(budget int64, plan tiling.Plan, backend backend.Backend) resources.Run {
-	cache := blockCacheBytes(c.info, plan.TileCols)
+	cache := BlockCacheBytes(c.info, plan.TileCols)
 	return resources.Run{
 		BudgetBytes:     budget,
 		OffHeapBytes:    c.mm.BaseBytes + cache + chunkCacheBytes(c.info, plan.TileCols) + c.probCache + decodeBytes(c.info) + c.write + VRTSourcesBytes(c.info),

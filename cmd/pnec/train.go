@@ -75,6 +75,7 @@ func init() {
 			modelNameFlag(),
 			&cli.IntFlag{Name: "tile", Usage: fmt.Sprintf("train a scene larger than `N` px a side on tiles of N px (rounded up to the stride of 4), one tile a step; 0 = the grid classify runs the scene on (%d px)", processor.CanonicalTile)},
 			&cli.BoolFlag{Name: "whole-scene", Usage: "train the scene as one image whatever its size (one whole-scene step an epoch; memory and time grow with its area)"},
+			&cli.BoolFlag{Name: "read-by-windows", Usage: "read the scene by windows while training instead of holding it in memory (a scene that would take more than half of --max-memory is read so anyway): memory follows the tiles, not the scene, for two more reads of it"},
 			&cli.StringFlag{Name: "max-memory", Usage: "memory budget `SIZE` of training (e.g. 4G, 512M; default: all the memory the process may use); a run whose estimate is above it is refused before it starts, naming what it needs"},
 		}, modelFlags()),
 		Action: trainAction,
@@ -342,6 +343,7 @@ func trainAction(c *cli.Context) error {
 	}
 	req := evaluation.TrainRequest{
 		Scene: c.String("scene"), Labels: c.String("labels"), TrainMask: c.String("train-mask"),
+		ReadByWindows: c.Bool("read-by-windows"),
 		Options: model.TrainOptions{
 			Config: cfg, TrainPerClass: c.Int("train-per-class"), SplitSeed: c.Int64("split-seed"),
 			Seed: c.Int64("seed"), ClassNames: names, Backend: c.String("backend"),
@@ -405,7 +407,11 @@ func printTrainSummary(w io.Writer, out, itemPath string, res evaluation.TrainRe
 	fmt.Fprintf(w, "  bands: %s; values: %s\n", bandsSummary(m), m.Radiometry())
 	fmt.Fprintf(w, "  decision: %s\n", decisionSummary(m))
 	if t := m.TrainTile(); t > 0 {
-		fmt.Fprintf(w, "  trained on: tiles of %d px, one a step (the scene is larger than a tile: docs/train.md)\n", t)
+		read := ""
+		if res.ReadByWindows {
+			read = ", the scene read by windows"
+		}
+		fmt.Fprintf(w, "  trained on: tiles of %d px, one a step%s (the scene is larger than a tile: docs/train.md)\n", t, read)
 	} else {
 		fmt.Fprintf(w, "  trained on: the whole scene, one step an epoch\n")
 	}

@@ -1,0 +1,290 @@
+package model
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"sync"
+)
+
+// Training on a scene read by windows. A scene too large to hold in memory
+// (a 4000 x 4000 x 224 delivery is 14 GB as float32) still trains: the
+// steps take one tile of the grid at a time, the choices at training read
+// the training pixels' neighbourhoods, and the statistics passes predict
+// tile by tile. What remains are the passes over every pixel (the valid
+// mask, the band means, the band spread, the per-band stretch), which a
+// streamed scene makes in strips of rows: NewStreamedScene reads the
+// scene once for the valid mask, the band means and a sample for the
+// stretch, and the drift statistics read it once more for the spread.
+
+// SceneSource reads windows of a scene: rows x cols pixels from (row,
+// col), into data (pixel-interleaved as Scene.Data, rows*cols*bands
+// values) and valid (rows*cols), with the invalid pixels' values 0.
+// Calls come one at a time.
+type SceneSource interface {
+	ReadWindow(ctx context.Context, row, col, rows, cols int, data []float32, valid []bool) error
+}
+
+// streamStripBytes bounds the strip of rows a whole-scene pass of a
+// streamed scene reads at a time.
+const streamStripBytes = 64 << 20
+
+// streamStretchPixels bounds the pixels the stretch's percentiles of a
+// streamed scene are taken over: every k-th pixel, k the smallest that
+// keeps the sample within it (k = 1, every pixel, for a scene of at most
+// this many). At 131,072 the percentiles' sampling error is about 0.04
+// percentile points, and the sample holds 117 MB at 224 bands.
+const streamStretchPixels = 1 << 17
+
+// streamed is a streamed scene's source and what its first pass measured.
+type streamed struct {
+	ctx   context.Context
+	src   SceneSource
+	means []float64 // BandMeans
+	// sample is every step-th pixel's values (valid or not), pixel-major,
+	// with its valid mask: the stretch's percentiles are taken over it.
+	sample      []float32
+	sampleValid []bool
+
+	mu    sync.Mutex
+	err   error             // the first read error
+	cache map[int][]float32 // spectra read by pixel (spectrumAt, prefetch)
+
+	// tileData and tileValid are fillTile's read buffers, reused.
+	tileData  []float32
+	tileValid []bool
+}
+
+func resizeF32(b []float32, n int) []float32 {
+	if cap(b) < n {
+		return make([]float32, n)
+	}
+	return b[:n]
+}
+
+func resizeBool(b []bool, n int) []bool {
+	if cap(b) < n {
+		return make([]bool, n)
+	}
+	return b[:n]
+}
+
+// NewStreamedScene is a scene of rows x cols x bands read from src by
+// windows, never whole: its Valid mask is filled and Data is nil. It reads
+// the scene once, in strips of rows, for the valid mask, the band means
+// and the stretch's sample; Train reads it again by tiles. ctx bounds
+// every later read too. Only Train takes a streamed scene.
+func NewStreamedScene(ctx context.Context, src SceneSource, rows, cols, bands int, wavelengthsNM []float64) (Scene, error) {
+	if rows < 1 || cols < 1 || bands < 1 {
+		return Scene{}, fmt.Errorf("streamed scene size %dx%dx%d: every dimension must be positive", rows, cols, bands)
+	}
+	st := &streamed{ctx: ctx, src: src, cache: map[int][]float32{}}
+	s := Scene{Rows: rows, Cols: cols, Bands: bands, WavelengthsNM: wavelengthsNM, Valid: make([]bool, rows*cols), stream: st}
+	step := (rows*cols + streamStretchPixels - 1) / streamStretchPixels
+	sum := make([]float64, bands)
+	n := make([]float64, bands)
+	err := s.strips(func(row0 int, strip Scene) {
+		copy(s.Valid[row0*cols:], strip.Valid)
+		for j := range strip.Rows * cols {
+			i := row0*cols + j
+			v := strip.Data[j*bands : (j+1)*bands]
+			if i%step == 0 {
+				st.sample = append(st.sample, v...)
+				st.sampleValid = append(st.sampleValid, strip.Valid[j])
+			}
+			if !strip.Valid[j] {
+				continue
+			}
+			// The sums BandMeans makes, in its order.
+			for b, x := range v {
+				if f := float64(x); !math.IsNaN(f) && !math.IsInf(f, 0) {
+					sum[b] += f
+					n[b]++
+				}
+			}
+		}
+	})
+	if err != nil {
+		return Scene{}, err
+	}
+	for b := range sum {
+		if n[b] > 0 {
+			sum[b] /= n[b]
+		}
+	}
+	st.means = sum
+	return s, nil
+}
+
+// Streamed says s is read by windows (NewStreamedScene): Data is nil.
+func (s Scene) Streamed() bool { return s.stream != nil }
+
+// strips calls f with the scene's strips of rows in order (row0 the
+// strip's first row); f must not keep the strip's buffers.
+func (s Scene) strips(f func(row0 int, strip Scene)) error {
+	st := s.stream
+	rowsPer := max(1, streamStripBytes/(4*s.Cols*s.Bands))
+	strip := Scene{Cols: s.Cols, Bands: s.Bands}
+	for r0 := 0; r0 < s.Rows; r0 += rowsPer {
+		if err := st.ctx.Err(); err != nil {
+			return err
+		}
+		strip.Rows = min(rowsPer, s.Rows-r0)
+		n := strip.Rows * s.Cols
+		if cap(strip.Valid) < n {
+			strip.Data, strip.Valid = make([]float32, n*s.Bands), make([]bool, n)
+		}
+		strip.Data, strip.Valid = strip.Data[:n*s.Bands], strip.Valid[:n]
+		if err := st.src.ReadWindow(st.ctx, r0, 0, strip.Rows, s.Cols, strip.Data, strip.Valid); err != nil {
+			return fmt.Errorf("read rows %d-%d: %w", r0, r0+strip.Rows-1, err)
+		}
+		f(r0, strip)
+	}
+	return nil
+}
+
+// readErr is the first error a read of s's windows met (nil for a scene
+// in memory).
+func (s Scene) readErr() error {
+	if s.stream == nil {
+		return nil
+	}
+	s.stream.mu.Lock()
+	defer s.stream.mu.Unlock()
+	return s.stream.err
+}
+
+// readWindow reads rows x cols pixels of a streamed scene from (row, col)
+// into data and valid; a failed read leaves them no-data and is kept for
+// readErr.
+func (st *streamed) readWindow(row, col, rows, cols int, data []float32, valid []bool) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if st.err != nil {
+		clear(data)
+		clear(valid)
+		return
+	}
+	if err := st.src.ReadWindow(st.ctx, row, col, rows, cols, data, valid); err != nil {
+		st.err = fmt.Errorf("read rows %d-%d, columns %d-%d of the scene: %w", row, row+rows-1, col, col+cols-1, err)
+		clear(data)
+		clear(valid)
+	}
+}
+
+// spectrumAt is pixel i's values: a slice of Data, or for a streamed
+// scene its spectrum read (once) from the source.
+func (s Scene) spectrumAt(i int) []float32 {
+	if s.stream == nil {
+		return s.Data[i*s.Bands : (i+1)*s.Bands]
+	}
+	st := s.stream
+	st.mu.Lock()
+	v, ok := st.cache[i]
+	st.mu.Unlock()
+	if ok {
+		return v
+	}
+	v = make([]float32, s.Bands)
+	valid := make([]bool, 1)
+	st.readWindow(i/s.Cols, i%s.Cols, 1, 1, v, valid)
+	st.mu.Lock()
+	st.cache[i] = v
+	st.mu.Unlock()
+	return v
+}
+
+// prefetch reads, for a streamed scene, the spectra of the pixels within
+// radius px of each of pixels, a window each, so that spectrumAt finds
+// them without a read of its own.
+func (s Scene) prefetch(pixels []int, radius int) {
+	st := s.stream
+	if st == nil {
+		return
+	}
+	var data []float32
+	var valid []bool
+	for _, i := range pixels {
+		r0, c0 := max(i/s.Cols-radius, 0), max(i%s.Cols-radius, 0)
+		r1, c1 := min(i/s.Cols+radius, s.Rows-1), min(i%s.Cols+radius, s.Cols-1)
+		rows, cols := r1-r0+1, c1-c0+1
+		data, valid = make([]float32, rows*cols*s.Bands), make([]bool, rows*cols)
+		st.readWindow(r0, c0, rows, cols, data, valid)
+		st.mu.Lock()
+		for r := range rows {
+			for c := range cols {
+				j := r*cols + c
+				st.cache[(r0+r)*s.Cols+c0+c] = data[j*s.Bands : (j+1)*s.Bands : (j+1)*s.Bands]
+			}
+		}
+		st.mu.Unlock()
+	}
+}
+
+// dropCache forgets the spectra prefetch and spectrumAt read.
+func (s Scene) dropCache() {
+	if st := s.stream; st != nil {
+		st.mu.Lock()
+		st.cache = map[int][]float32{}
+		st.mu.Unlock()
+	}
+}
+
+// stretchScene is the scene bandStretch takes its percentiles over: s,
+// or a streamed scene's sample (every pixel of a small one: the same
+// percentiles).
+func (s Scene) stretchScene() Scene {
+	if s.stream == nil {
+		return s
+	}
+	n := len(s.stream.sampleValid)
+	return Scene{Rows: 1, Cols: n, Bands: s.Bands, Data: s.stream.sample, Valid: s.stream.sampleValid}
+}
+
+// streamedSpread is setBandSpread's pass over a streamed scene: the means
+// of the first pass, the squared deviations in strips, in the order the
+// in-memory pass sums them.
+func streamedSpread(s Scene) (means, sq, cnt []float64, err error) {
+	B := s.Bands
+	means = s.stream.means
+	sq, cnt = make([]float64, B), make([]float64, B)
+	err = s.strips(func(_ int, strip Scene) {
+		for j := range strip.Rows * strip.Cols {
+			if !strip.Valid[j] {
+				continue
+			}
+			for b, v := range strip.Data[j*B : (j+1)*B] {
+				if x := float64(v); !math.IsNaN(x) && !math.IsInf(x, 0) {
+					sq[b] += (x - means[b]) * (x - means[b])
+					cnt[b]++
+				}
+			}
+		}
+	})
+	return means, sq, cnt, err
+}
+
+// errStreamedWhole refuses what needs a streamed scene's pixels at once.
+var errStreamedWhole = errors.New("a scene read by windows cannot be taken whole")
+
+// SceneMemorySource is a SceneSource over a scene in memory: tests and
+// callers that want Train's streamed path on data they hold.
+type SceneMemorySource struct{ Scene Scene }
+
+// ReadWindow copies the window from the scene.
+func (m SceneMemorySource) ReadWindow(ctx context.Context, row, col, rows, cols int, data []float32, valid []bool) error {
+	s := m.Scene
+	if row < 0 || col < 0 || rows < 1 || cols < 1 || row+rows > s.Rows || col+cols > s.Cols {
+		return fmt.Errorf("window %dx%d at (%d, %d) outside the %dx%d scene", rows, cols, row, col, s.Rows, s.Cols)
+	}
+	B := s.Bands
+	for r := range rows {
+		src := (row+r)*s.Cols + col
+		copy(data[r*cols*B:(r+1)*cols*B], s.Data[src*B:(src+cols)*B])
+		for c := range cols {
+			valid[r*cols+c] = s.valid(src + c)
+		}
+	}
+	return ctx.Err()
+}
