@@ -33,9 +33,12 @@ func (s Scene) valid(i int) bool {
 
 // bandStretch computes each band's 2nd and 98th percentiles over the valid
 // pixels of s (linear interpolation between order statistics, like numpy);
-// of a streamed scene, over its sample (stretchScene).
+// of a streamed scene, the same percentiles from two passes in strips
+// (streamedStretch).
 func bandStretch(s Scene) (lo, hi []float32, err error) {
-	s = s.stretchScene()
+	if s.stream != nil {
+		return streamedStretch(s)
+	}
 	lo, hi = make([]float32, s.Bands), make([]float32, s.Bands)
 	vals := make([]float64, 0, s.Rows*s.Cols)
 	for b := 0; b < s.Bands; b++ {
@@ -58,18 +61,28 @@ func bandStretch(s Scene) (lo, hi []float32, err error) {
 // reordered). A full sort of each band took most of a minute's set-up on
 // a 1000 x 1000 x 224 scene; the values are the same.
 func selectPercentile(vals []float64, pct float64) float64 {
-	pos := pct / 100 * float64(len(vals)-1)
-	i := int(math.Floor(pos))
+	i, f := percentileRank(len(vals), pct)
 	if i >= len(vals)-1 {
 		return slices.Max(vals)
 	}
 	selectNth(vals, i)
 	// vals[i] is the i-th smallest and every value after it is at least
 	// as large: the next order statistic is their minimum.
-	next := slices.Min(vals[i+1:])
-	f := pos - float64(i)
-	return vals[i]*(1-f) + next*f
+	return lerpOrder(vals[i], slices.Min(vals[i+1:]), f)
 }
+
+// percentileRank is where percentile pct of n values lies: between the
+// i-th smallest (from 0) and the next, a fraction f of the way (the
+// largest alone when i >= n-1).
+func percentileRank(n int, pct float64) (i int, f float64) {
+	pos := pct / 100 * float64(n-1)
+	i = int(math.Floor(pos))
+	return i, pos - float64(i)
+}
+
+// lerpOrder is the percentile between order statistics v and next at
+// fraction f (percentileRank), in the arithmetic every stretch uses.
+func lerpOrder(v, next, f float64) float64 { return v*(1-f) + next*f }
 
 // selectNth reorders vals so that vals[k] is the value a sort would put
 // there, with no larger value before it and no smaller one after it

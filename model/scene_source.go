@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"sync"
 )
 
@@ -15,8 +16,10 @@ import (
 // tile by tile. What remains are the passes over every pixel (the valid
 // mask, the band means, the band spread, the per-band stretch), which a
 // streamed scene makes in strips of rows: NewStreamedScene reads the
-// scene once for the valid mask, the band means and a sample for the
-// stretch, and the drift statistics read it once more for the spread.
+// scene once for the valid mask, the band means and where the stretch's
+// percentiles lie, the stretch reads it once more for their values, and
+// the drift statistics once more for the spread. Every figure is the
+// held scene's, bit for bit.
 
 // SceneSource reads windows of a scene: rows x cols pixels from (row,
 // col), into data (pixel-interleaved as Scene.Data, rows*cols*bands
@@ -30,22 +33,20 @@ type SceneSource interface {
 // streamed scene reads at a time.
 const streamStripBytes = 64 << 20
 
-// streamStretchPixels bounds the pixels the stretch's percentiles of a
-// streamed scene are taken over: every k-th pixel, k the smallest that
-// keeps the sample within it (k = 1, every pixel, for a scene of at most
-// this many). At 131,072 the percentiles' sampling error is about 0.04
-// percentile points, and the sample holds 117 MB at 224 bands.
-const streamStretchPixels = 1 << 17
+// keyBuckets is the size of the stretch's histograms: the high or the
+// low 16 bits of a value's order key (orderKey).
+const keyBuckets = 1 << 16
 
 // streamed is a streamed scene's source and what its first pass measured.
 type streamed struct {
 	ctx   context.Context
 	src   SceneSource
 	means []float64 // BandMeans
-	// sample is every step-th pixel's values (valid or not), pixel-major,
-	// with its valid mask: the stretch's percentiles are taken over it.
-	sample      []float32
-	sampleValid []bool
+	// finite is each band's count of finite values over the valid pixels,
+	// high the histogram of their order keys' high 16 bits
+	// ([band][keyBuckets]): where the stretch's order statistics lie.
+	finite []int
+	high   []uint32
 
 	mu    sync.Mutex
 	err   error             // the first read error
@@ -73,34 +74,30 @@ func resizeBool(b []bool, n int) []bool {
 // NewStreamedScene is a scene of rows x cols x bands read from src by
 // windows, never whole: its Valid mask is filled and Data is nil. It reads
 // the scene once, in strips of rows, for the valid mask, the band means
-// and the stretch's sample; Train reads it again by tiles. ctx bounds
+// and the stretch's histograms; Train reads it again by tiles. ctx bounds
 // every later read too. Only Train takes a streamed scene.
 func NewStreamedScene(ctx context.Context, src SceneSource, rows, cols, bands int, wavelengthsNM []float64) (Scene, error) {
 	if rows < 1 || cols < 1 || bands < 1 {
 		return Scene{}, fmt.Errorf("streamed scene size %dx%dx%d: every dimension must be positive", rows, cols, bands)
 	}
-	st := &streamed{ctx: ctx, src: src, cache: map[int][]float32{}}
+	st := &streamed{ctx: ctx, src: src, cache: map[int][]float32{},
+		finite: make([]int, bands), high: make([]uint32, bands*keyBuckets)}
 	s := Scene{Rows: rows, Cols: cols, Bands: bands, WavelengthsNM: wavelengthsNM, Valid: make([]bool, rows*cols), stream: st}
-	step := (rows*cols + streamStretchPixels - 1) / streamStretchPixels
 	sum := make([]float64, bands)
 	n := make([]float64, bands)
 	err := s.strips(func(row0 int, strip Scene) {
 		copy(s.Valid[row0*cols:], strip.Valid)
 		for j := range strip.Rows * cols {
-			i := row0*cols + j
-			v := strip.Data[j*bands : (j+1)*bands]
-			if i%step == 0 {
-				st.sample = append(st.sample, v...)
-				st.sampleValid = append(st.sampleValid, strip.Valid[j])
-			}
 			if !strip.Valid[j] {
 				continue
 			}
 			// The sums BandMeans makes, in its order.
-			for b, x := range v {
+			for b, x := range strip.Data[j*bands : (j+1)*bands] {
 				if f := float64(x); !math.IsNaN(f) && !math.IsInf(f, 0) {
 					sum[b] += f
 					n[b]++
+					st.finite[b]++
+					st.high[b*keyBuckets+int(orderKey(x)>>16)]++
 				}
 			}
 		}
@@ -231,15 +228,132 @@ func (s Scene) dropCache() {
 	}
 }
 
-// stretchScene is the scene bandStretch takes its percentiles over: s,
-// or a streamed scene's sample (every pixel of a small one: the same
-// percentiles).
-func (s Scene) stretchScene() Scene {
-	if s.stream == nil {
-		return s
+// orderKey maps a finite value to a key whose unsigned order is the
+// values' order (-0 taken as +0, which compares equal to it).
+func orderKey(v float32) uint32 {
+	u := math.Float32bits(v)
+	if v == 0 {
+		u = 0
 	}
-	n := len(s.stream.sampleValid)
-	return Scene{Rows: 1, Cols: n, Bands: s.Bands, Data: s.stream.sample, Valid: s.stream.sampleValid}
+	if u>>31 != 0 {
+		return ^u
+	}
+	return u | 1<<31
+}
+
+// keyValue is the value of order key k (orderKey's inverse).
+func keyValue(k uint32) float32 {
+	if k>>31 != 0 {
+		return math.Float32frombits(k &^ (1 << 31))
+	}
+	return math.Float32frombits(^k)
+}
+
+// stretchPercentiles are the percentiles of the stretch (bandStretch).
+var stretchPercentiles = [2]float64{2, 98}
+
+// streamedStretch is bandStretch of a streamed scene, exact: the first
+// pass's histograms of the high 16 key bits say in which bucket each
+// order statistic a percentile needs lies, a second pass in strips counts
+// the low 16 bits of the values in those buckets, and the statistics are
+// read from the counts. The percentiles are the held scene's, bit for
+// bit.
+func streamedStretch(s Scene) (lo, hi []float32, err error) {
+	st, B := s.stream, s.Bands
+	// ranks[b]: the order statistics band b needs (two a percentile, or
+	// the largest), and the high buckets they lie in.
+	type need struct {
+		rank   int
+		bucket uint32
+		at     int // the rank within the bucket
+		value  float32
+	}
+	needs := make([][]need, B)
+	for b := range B {
+		n := st.finite[b]
+		if n == 0 {
+			return nil, nil, fmt.Errorf("band %d has no valid pixels", b+1)
+		}
+		for _, pct := range stretchPercentiles {
+			i, _ := percentileRank(n, pct)
+			for _, r := range []int{min(i, n-1), min(i+1, n-1)} {
+				needs[b] = append(needs[b], need{rank: r})
+			}
+		}
+		h := st.high[b*keyBuckets : (b+1)*keyBuckets]
+		for q := range needs[b] {
+			cum := 0
+			for k, c := range h {
+				if cum+int(c) > needs[b][q].rank {
+					needs[b][q].bucket, needs[b][q].at = uint32(k), needs[b][q].rank-cum
+					break
+				}
+				cum += int(c)
+			}
+		}
+	}
+	// The low-bit counts of each band's distinct buckets.
+	type lowHist struct {
+		bucket uint32
+		count  []uint32
+	}
+	lows := make([][]lowHist, B)
+	for b, nb := range needs {
+		for _, q := range nb {
+			if !slices.ContainsFunc(lows[b], func(l lowHist) bool { return l.bucket == q.bucket }) {
+				lows[b] = append(lows[b], lowHist{bucket: q.bucket, count: make([]uint32, keyBuckets)})
+			}
+		}
+	}
+	err = s.strips(func(_ int, strip Scene) {
+		for j := range strip.Rows * strip.Cols {
+			if !strip.Valid[j] {
+				continue
+			}
+			for b, x := range strip.Data[j*B : (j+1)*B] {
+				if f := float64(x); math.IsNaN(f) || math.IsInf(f, 0) {
+					continue
+				}
+				k := orderKey(x)
+				for _, l := range lows[b] {
+					if l.bucket == k>>16 {
+						l.count[k&(keyBuckets-1)]++
+						break
+					}
+				}
+			}
+		}
+	})
+	if err != nil {
+		return nil, nil, fmt.Errorf("stretch: %w", err)
+	}
+	lo, hi = make([]float32, B), make([]float32, B)
+	for b := range B {
+		for q := range needs[b] {
+			nd := &needs[b][q]
+			i := slices.IndexFunc(lows[b], func(l lowHist) bool { return l.bucket == nd.bucket })
+			cum := 0
+			for k, c := range lows[b][i].count {
+				if cum+int(c) > nd.at {
+					nd.value = keyValue(nd.bucket<<16 | uint32(k))
+					break
+				}
+				cum += int(c)
+			}
+		}
+		n := st.finite[b]
+		out := [2]*float32{&lo[b], &hi[b]}
+		for p, pct := range stretchPercentiles {
+			i, f := percentileRank(n, pct)
+			v, next := float64(needs[b][2*p].value), float64(needs[b][2*p+1].value)
+			if i >= n-1 {
+				*out[p] = float32(v) // the largest, as selectPercentile takes it
+				continue
+			}
+			*out[p] = float32(lerpOrder(v, next, f))
+		}
+	}
+	return lo, hi, nil
 }
 
 // streamedSpread is setBandSpread's pass over a streamed scene: the means

@@ -3,6 +3,8 @@ package model
 import (
 	"context"
 	"errors"
+	"math"
+	"math/rand/v2"
 	"reflect"
 	"slices"
 	"strings"
@@ -111,4 +113,85 @@ func (c *countingSource) ReadWindow(ctx context.Context, row, col, rows, cols in
 		return errDiskGone
 	}
 	return c.src.ReadWindow(ctx, row, col, rows, cols, data, valid)
+}
+
+// TestStreamedStretchExact: the stretch of a streamed scene (two passes
+// of histograms) is the held scene's (selection over every value) on
+// values with ties, signs, zeros of both signs, NaN, Inf, no-data
+// pixels, a constant band and a band of one finite value, at sizes where
+// the percentiles' ranks fall anywhere.
+func TestStreamedStretchExact(t *testing.T) {
+	for _, size := range [][2]int{{1, 1}, {3, 7}, {40, 53}, {97, 211}} {
+		rows, cols, B := size[0], size[1], 6
+		rng := rand.New(rand.NewPCG(uint64(rows), uint64(cols)))
+		s := Scene{Rows: rows, Cols: cols, Bands: B, Data: make([]float32, rows*cols*B), Valid: make([]bool, rows*cols)}
+		for i := range rows * cols {
+			s.Valid[i] = rows*cols == 1 || rng.IntN(10) > 0
+			for b := range B {
+				var v float32
+				switch b {
+				case 0: // wide range, both signs
+					v = float32(rng.NormFloat64() * 1e4)
+				case 1: // few distinct values: ties at every rank
+					v = float32(rng.IntN(5)) - 2
+				case 2: // zeros of both signs, NaN and Inf among small values
+					switch rng.IntN(6) {
+					case 0:
+						v = float32(math.Copysign(0, -1))
+					case 1:
+						v = float32(math.NaN())
+					case 2:
+						v = float32(math.Inf(1 - 2*rng.IntN(2)))
+					default:
+						v = float32(rng.Float64() * 1e-3)
+					}
+				case 3: // constant
+					v = 7
+				case 4: // one finite value, the rest NaN
+					v = float32(math.NaN())
+					if i == 0 {
+						v = 3
+					}
+				default: // close values sharing the high key bits
+					v = 1000 + float32(rng.IntN(1<<14))/1024
+				}
+				s.Data[i*B+b] = v
+			}
+		}
+		s.Valid[0] = true
+		lo, hi, err := bandStretch(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ss, err := NewStreamedScene(context.Background(), SceneMemorySource{Scene: s}, rows, cols, B, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		slo, shi, err := bandStretch(ss)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for b := range B {
+			if lo[b] != slo[b] || hi[b] != shi[b] {
+				t.Errorf("%dx%d band %d: streamed stretch %v..%v, held %v..%v", rows, cols, b, slo[b], shi[b], lo[b], hi[b])
+			}
+		}
+	}
+}
+
+func TestOrderKey(t *testing.T) {
+	vals := []float32{float32(math.Inf(-1)), -math.MaxFloat32, -1, -math.SmallestNonzeroFloat32, 0, math.SmallestNonzeroFloat32, 1, math.MaxFloat32, float32(math.Inf(1))}
+	for i := 1; i < len(vals); i++ {
+		if orderKey(vals[i-1]) >= orderKey(vals[i]) {
+			t.Errorf("key of %v not below key of %v", vals[i-1], vals[i])
+		}
+	}
+	for _, v := range vals {
+		if keyValue(orderKey(v)) != v {
+			t.Errorf("keyValue(orderKey(%v)) = %v", v, keyValue(orderKey(v)))
+		}
+	}
+	if orderKey(float32(math.Copysign(0, -1))) != orderKey(0) {
+		t.Error("-0 and +0 have different keys")
+	}
 }

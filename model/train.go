@@ -277,10 +277,11 @@ func checkTrainMemory(d dims, cfg Config, s Scene, plan tiling.Plan, rows int, m
 	cells := int64(lowRes(plan.TileRows, cfg.Encoder)) * int64(lowRes(plan.TileCols, cfg.Encoder))
 	scene := int64(s.Rows) * int64(s.Cols) * int64(4*s.Bands+1)
 	if s.Streamed() {
-		// Its valid mask, the stretch's sample, a strip of the whole-scene
+		// Its valid mask, the stretch's histograms (the high bits', and at
+		// most four buckets' low bits a band), a strip of the whole-scene
 		// passes and a tile's read buffer.
 		tile := int64(plan.TileRows) * int64(plan.TileCols) * int64(4*s.Bands+1)
-		scene = int64(s.Rows)*int64(s.Cols) + int64(len(s.stream.sample))*4 + streamStripBytes + tile
+		scene = int64(s.Rows)*int64(s.Cols) + 5*4*keyBuckets*int64(s.Bands) + streamStripBytes + tile
 	}
 	need := scene + trainBytes(d, cfg, plan.TileRows, plan.TileCols) + 3*4*int64(rows)*cells
 	if budget := memory.TrainBudget(maxBytes); budget > 0 && need > budget {
