@@ -42,6 +42,18 @@ func writeENVIScene(t *testing.T, dir string, s tinyScene, bad int, extra string
 	return img
 }
 
+// writeBadBandScene writes s as an ENVI scene in dir whose header declares
+// band 3 bad (and fills it with no-data), with its labels beside it.
+func writeBadBandScene(t *testing.T, dir string, s tinyScene) (scene, labels string) {
+	t.Helper()
+	hdr := "wavelength units = Nanometers\nwavelength = {450, 500, 550, 600, 650, 700}\nfwhm = {10, 10, 10, 10, 10, 12}\n" +
+		"bbl = {1, 1, 0, 1, 1, 1}\nreflectance scale factor = 10000\n"
+	scene = writeENVIScene(t, dir, s, 2, hdr)
+	labels = filepath.Join(dir, "labels.tif")
+	writeTIFF(t, labels, s.rows, s.cols, 1, geo.Byte, s.labels, nil)
+	return scene, labels
+}
+
 // TestTrainLeavesBadBandsOut: a band the header declares bad and fills
 // with no-data does not make every pixel invalid; the model takes the
 // other bands and records which, and a scene with the bad band (or without
@@ -52,11 +64,7 @@ func TestTrainLeavesBadBandsOut(t *testing.T) {
 	}
 	dir := t.TempDir()
 	s := newTinyScene(24, 28, 6, 5)
-	hdr := "wavelength units = Nanometers\nwavelength = {450, 500, 550, 600, 650, 700}\nfwhm = {10, 10, 10, 10, 10, 12}\n" +
-		"bbl = {1, 1, 0, 1, 1, 1}\nreflectance scale factor = 10000\n"
-	scene := writeENVIScene(t, dir, s, 2, hdr)
-	labels := filepath.Join(dir, "labels.tif")
-	writeTIFF(t, labels, s.rows, s.cols, 1, geo.Byte, s.labels, nil)
+	scene, labels := writeBadBandScene(t, dir, s)
 	res, err := Train(context.Background(), TrainRequest{Scene: scene, Labels: labels,
 		Options: model.TrainOptions{Config: tinyConfig(20), TrainPerClass: 10, Backend: "go"}})
 	if err != nil {
@@ -105,13 +113,8 @@ func TestTrainReadByWindowsSameModel(t *testing.T) {
 	if testing.Short() {
 		t.Skip("trains two models: skipped with -short")
 	}
-	dir := t.TempDir()
 	s := newTinyScene(48, 100, 6, 7)
-	hdr := "wavelength units = Nanometers\nwavelength = {450, 500, 550, 600, 650, 700}\n" +
-		"bbl = {1, 1, 0, 1, 1, 1}\nreflectance scale factor = 10000\n"
-	scene := writeENVIScene(t, dir, s, 2, hdr)
-	labels := filepath.Join(dir, "labels.tif")
-	writeTIFF(t, labels, s.rows, s.cols, 1, geo.Byte, s.labels, nil)
+	scene, labels := writeBadBandScene(t, t.TempDir(), s)
 	train := func(byWindows bool) *model.Model {
 		res, err := Train(context.Background(), TrainRequest{Scene: scene, Labels: labels, ReadByWindows: byWindows,
 			Options: model.TrainOptions{Config: tinyConfig(8), TrainPerClass: 10, Backend: "go", Tile: 32}})

@@ -75,7 +75,7 @@ func init() {
 			modelNameFlag(),
 			&cli.IntFlag{Name: "tile", Usage: fmt.Sprintf("train a scene larger than `N` px a side on tiles of N px (rounded up to the stride of 4), one tile a step; 0 = the grid classify runs the scene on (%d px)", processor.CanonicalTile)},
 			&cli.BoolFlag{Name: "whole-scene", Usage: "train the scene as one image whatever its size (one whole-scene step an epoch; memory and time grow with its area)"},
-			&cli.BoolFlag{Name: "read-by-windows", Usage: "read the scene by windows while training instead of holding it in memory (a scene that would take more than half of --max-memory is read so anyway): memory follows the tiles, not the scene, for two more reads of it"},
+			&cli.BoolFlag{Name: "read-by-windows", Usage: "read the scene by windows while training instead of holding it in memory (a scene that would take more than half of --max-memory is read so anyway): memory follows the tiles, not the scene, for three reads of the whole file and one of each step's tile; the model is the same"},
 			&cli.StringFlag{Name: "max-memory", Usage: "memory budget `SIZE` of training (e.g. 4G, 512M; default: all the memory the process may use); a run whose estimate is above it is refused before it starts, naming what it needs"},
 		}, modelFlags()),
 		Action: trainAction,
