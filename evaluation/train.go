@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/pnec/pnec/geo"
@@ -42,12 +43,17 @@ func readScene(ctx context.Context, name string, plan func(geo.Info) (*spectral.
 		return model.Scene{}, info, err
 	}
 	defer ds.Close()
+	s, err := heldScene(ctx, ds, info, p)
+	return s, info, err
+}
+
+// heldScene reads all of ds (opened with plan p) into memory.
+func heldScene(ctx context.Context, ds *geo.Scene, info geo.Info, p *spectral.Plan) (model.Scene, error) {
 	b, err := ds.ReadWindow(ctx, geo.Window{Cols: info.Cols, Rows: info.Rows})
 	if err != nil {
-		return model.Scene{}, info, err
+		return model.Scene{}, err
 	}
-	s := model.Scene{Rows: info.Rows, Cols: info.Cols, Bands: b.Bands, Data: b.Data, Valid: b.Valid, WavelengthsNM: plannedCentres(info, p)}
-	return s, info, nil
+	return model.Scene{Rows: info.Rows, Cols: info.Cols, Bands: b.Bands, Data: b.Data, Valid: b.Valid, WavelengthsNM: plannedCentres(info, p)}, nil
 }
 
 // openPlanned opens a scene and sets the band plan plan gives for it
@@ -88,21 +94,31 @@ func plannedCentres(info geo.Info, p *spectral.Plan) []float64 {
 	return nil
 }
 
-// streamTraining says a scene of rows x cols x bands trains read by
-// windows (model.NewStreamedScene) rather than held: when holding it
-// would take more than half of the training budget (the network's step
-// and the statistics passes need the rest). Scenes within one tile, and
-// runs asked to train whole, are held; others are streamed when asked.
-func streamTraining(rows, cols, bands int, opts model.TrainOptions, asked bool) bool {
+// streamTraining says a scene of rows x cols x bands with labels trains
+// read by windows (model.NewStreamedScene) rather than held: when asked,
+// or when the held run would not fit the training budget (so that the
+// budget a refusal names then works, and the held run is taken wherever
+// it fits). Scenes within one tile, and runs asked to train whole, are
+// held.
+func streamTraining(rows, cols, bands int, labels []int32, opts model.TrainOptions, asked bool) bool {
 	tile := cmp.Or(opts.Tile, tiling.CanonicalTile)
 	if opts.Whole || (rows <= tile && cols <= tile) {
 		return false
 	}
-	if asked {
-		return true
+	return asked || !model.HeldTrainFits(rows, cols, bands, classCount(labels), opts)
+}
+
+// classCount is the number of distinct class values in labels.
+func classCount(labels []int32) int {
+	seen := make([]bool, MaxClassValue+1)
+	n := 0
+	for _, v := range labels {
+		if v > 0 && int(v) < len(seen) && !seen[v] {
+			seen[v] = true
+			n++
+		}
 	}
-	budget := memory.TrainBudget(opts.MaxMemoryBytes)
-	return budget > 0 && int64(rows)*int64(cols)*int64(4*bands+1) > budget/2
+	return n
 }
 
 // sceneSource is a scene read by windows for training.
@@ -363,7 +379,7 @@ type TrainRequest struct {
 	Bands BandSelection
 	// ReadByWindows reads the scene by windows while training instead of
 	// holding it (model.NewStreamedScene); without it, a scene that would
-	// take more than half the training budget is read so anyway.
+	// not fit the training budget held is read so anyway.
 	ReadByWindows bool
 }
 
@@ -463,7 +479,14 @@ func readInputs(ctx context.Context, scene, labels string, plan func(geo.Info) (
 	if err != nil {
 		return inputs{}, err
 	}
-	return withLabels(ctx, inputs{scene: s, info: info}, scene, labels)
+	l, err := ReadLabels(ctx, labels, s.Rows, s.Cols)
+	if err != nil {
+		return inputs{}, err
+	}
+	if err := checkLabelled(l, s.Valid, scene, labels); err != nil {
+		return inputs{}, err
+	}
+	return inputs{scene: s, info: info, labels: l}, nil
 }
 
 // readTrainInputs is readInputs for training under opts: a scene too
@@ -474,36 +497,36 @@ func readTrainInputs(ctx context.Context, scene, labels string, plan func(geo.In
 	if err != nil {
 		return inputs{}, nil, err
 	}
-	if !streamTraining(info.Rows, info.Cols, ds.Bands(), opts, byWindows) {
-		ds.Close()
-		in, err := readInputs(ctx, scene, labels, plan)
-		return in, func() {}, err
-	}
-	s, err := model.NewStreamedScene(ctx, sceneSource{ds}, info.Rows, info.Cols, ds.Bands(), plannedCentres(info, p))
+	closeDS := sync.OnceFunc(func() { ds.Close() })
+	l, err := ReadLabels(ctx, labels, info.Rows, info.Cols)
 	if err != nil {
-		ds.Close()
-		return inputs{}, nil, fmt.Errorf("%s: %w", scene, err)
-	}
-	if in, err = withLabels(ctx, inputs{scene: s, info: info}, scene, labels); err != nil {
-		ds.Close()
+		closeDS()
 		return inputs{}, nil, err
 	}
-	return in, func() { ds.Close() }, nil
+	var s model.Scene
+	if streamTraining(info.Rows, info.Cols, ds.Bands(), l, opts, byWindows) {
+		s, err = model.NewStreamedScene(ctx, sceneSource{ds}, info.Rows, info.Cols, ds.Bands(), plannedCentres(info, p))
+	} else {
+		s, err = heldScene(ctx, ds, info, p)
+		closeDS() // held: the file is done with
+	}
+	if err != nil {
+		closeDS()
+		return inputs{}, nil, fmt.Errorf("%s: %w", scene, err)
+	}
+	if err := checkLabelled(l, s.Valid, scene, labels); err != nil {
+		closeDS()
+		return inputs{}, nil, err
+	}
+	return inputs{scene: s, info: info, labels: l}, closeDS, nil
 }
 
-// withLabels reads the label raster of the scene of in and checks that
-// they match.
-func withLabels(ctx context.Context, in inputs, scene, labels string) (inputs, error) {
-	s := in.scene
-	l, err := ReadLabels(ctx, labels, s.Rows, s.Cols)
-	if err != nil {
-		return inputs{}, err
+// checkLabelled refuses labels with no labelled pixel over a valid one.
+func checkLabelled(l []int32, valid []bool, scene, labels string) error {
+	if countLabelled(l, valid) == 0 {
+		return fmt.Errorf("%s: no labelled pixel (non-zero value) over a valid pixel of %s: %w", labels, scene, ErrLabels)
 	}
-	if countLabelled(l, s.Valid) == 0 {
-		return inputs{}, fmt.Errorf("%s: no labelled pixel (non-zero value) over a valid pixel of %s: %w", labels, scene, ErrLabels)
-	}
-	in.labels = l
-	return in, nil
+	return nil
 }
 
 // readTrainMask reads a fixed split for the scene and labels of in.

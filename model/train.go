@@ -274,6 +274,43 @@ func checkTrainMemory(d dims, cfg Config, s Scene, plan tiling.Plan, rows int, m
 	if maxBytes < 0 {
 		return fmt.Errorf("memory budget %d bytes: must be 0 (default) or positive", maxBytes)
 	}
+	if need := trainNeedBytes(d, cfg, s, plan, rows); trainOverBudget(need, maxBytes) {
+		return &MemoryError{NeedBytes: need, LimitBytes: memory.TrainBudget(maxBytes)}
+	}
+	return nil
+}
+
+// trainOverBudget says a run needing need bytes is refused under maxBytes.
+func trainOverBudget(need, maxBytes int64) bool {
+	budget := memory.TrainBudget(maxBytes)
+	return budget > 0 && need > budget
+}
+
+// HeldTrainFits says Train's memory check passes a scene of rows x cols x
+// bands held in memory, with at most classes classes, under opts (taking
+// a windowed step at its most training pixels): a caller that can read
+// the scene by windows instead (NewStreamedScene) holds it only when it
+// fits.
+func HeldTrainFits(rows, cols, bands, classes int, opts TrainOptions) bool {
+	opts = opts.withDefaults()
+	d, err := makeDims(opts.Config, bands, max(classes, 2))
+	if err != nil {
+		return true // the held run reports it
+	}
+	plan, err := trainGrid(rows, cols, opts)
+	if err != nil {
+		return true
+	}
+	step := trainWindowMaxRows
+	if plan.Whole {
+		step = rows * cols
+	}
+	need := trainNeedBytes(d, opts.Config, Scene{Rows: rows, Cols: cols, Bands: bands}, plan, step)
+	return !trainOverBudget(need, opts.MaxMemoryBytes)
+}
+
+// trainNeedBytes is checkTrainMemory's estimate.
+func trainNeedBytes(d dims, cfg Config, s Scene, plan tiling.Plan, rows int) int64 {
 	cells := int64(lowRes(plan.TileRows, cfg.Encoder)) * int64(lowRes(plan.TileCols, cfg.Encoder))
 	scene := int64(s.Rows) * int64(s.Cols) * int64(4*s.Bands+1)
 	if s.Streamed() {
@@ -281,13 +318,10 @@ func checkTrainMemory(d dims, cfg Config, s Scene, plan tiling.Plan, rows int, m
 		// most four buckets' low bits a band), a strip of the whole-scene
 		// passes and a tile's read buffer.
 		tile := int64(plan.TileRows) * int64(plan.TileCols) * int64(4*s.Bands+1)
-		scene = int64(s.Rows)*int64(s.Cols) + 5*4*keyBuckets*int64(s.Bands) + streamStripBytes + tile
+		strip := min(streamStripBytes, int64(s.Rows)*int64(s.Cols)*int64(4*s.Bands+1))
+		scene = int64(s.Rows)*int64(s.Cols) + 5*4*keyBuckets*int64(s.Bands) + strip + tile
 	}
-	need := scene + trainBytes(d, cfg, plan.TileRows, plan.TileCols) + 3*4*int64(rows)*cells
-	if budget := memory.TrainBudget(maxBytes); budget > 0 && need > budget {
-		return &MemoryError{NeedBytes: need, LimitBytes: budget}
-	}
-	return nil
+	return scene + trainBytes(d, cfg, plan.TileRows, plan.TileCols) + 3*4*int64(rows)*cells
 }
 
 // newTrainedModel is the model of a finished run, before its band record,

@@ -75,7 +75,7 @@ func init() {
 			modelNameFlag(),
 			&cli.IntFlag{Name: "tile", Usage: fmt.Sprintf("train a scene larger than `N` px a side on tiles of N px (rounded up to the stride of 4), one tile a step; 0 = the grid classify runs the scene on (%d px)", processor.CanonicalTile)},
 			&cli.BoolFlag{Name: "whole-scene", Usage: "train the scene as one image whatever its size (one whole-scene step an epoch; memory and time grow with its area)"},
-			&cli.BoolFlag{Name: "read-by-windows", Usage: "read the scene by windows while training instead of holding it in memory (a scene that would take more than half of --max-memory is read so anyway): memory follows the tiles, not the scene, for three reads of the whole file and one of each step's tile; the model is the same"},
+			&cli.BoolFlag{Name: "read-by-windows", Usage: "read the scene by windows while training instead of holding it in memory (a scene whose held run would not fit --max-memory is read so anyway): memory follows the tiles, not the scene, for three reads of the whole file and one of each step's tile; the model is the same"},
 			&cli.StringFlag{Name: "max-memory", Usage: "memory budget `SIZE` of training (e.g. 4G, 512M; default: all the memory the process may use); a run whose estimate is above it is refused before it starts, naming what it needs"},
 		}, modelFlags()),
 		Action: trainAction,
@@ -427,6 +427,9 @@ func trainSizeFromFlags(c *cli.Context, o *model.TrainOptions) error {
 	}
 	if o.Tile > 0 && o.Whole {
 		return errors.New("--tile and --whole-scene: give one")
+	}
+	if o.Whole && c.Bool("read-by-windows") {
+		return errors.New("--read-by-windows and --whole-scene: a scene trained as one image is held in memory; give one")
 	}
 	if s := c.String("max-memory"); s != "" {
 		n, err := memory.ParseBytes(s)

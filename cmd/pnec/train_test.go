@@ -281,4 +281,14 @@ func TestTrainLargeSceneOnTiles(t *testing.T) {
 	if _, _, err := runCaptured(t, append(base, "--whole-scene")...); err == nil || !strings.Contains(err.Error(), "--tile and --whole-scene") {
 		t.Errorf("--tile with --whole-scene: error %v", err)
 	}
+	stdout, _, err = runCaptured(t, append(base, "--read-by-windows")...)
+	if err != nil {
+		t.Fatalf("--read-by-windows: %v", err)
+	}
+	if !strings.Contains(stdout, "trained on: tiles of 64 px, one a step, the scene read by windows") {
+		t.Errorf("summary %q does not say the scene was read by windows", stdout)
+	}
+	if _, _, err := runCaptured(t, "train", "--scene", scene, "--labels", labels, "--out", out, "--whole-scene", "--read-by-windows"); err == nil || !strings.Contains(err.Error(), "--read-by-windows and --whole-scene") {
+		t.Errorf("--read-by-windows with --whole-scene: error %v", err)
+	}
 }
