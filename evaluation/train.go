@@ -124,8 +124,8 @@ func classCount(labels []int32) int {
 // sceneSource is a scene read by windows for training.
 type sceneSource struct{ ds *geo.Scene }
 
-func (s sceneSource) ReadWindow(ctx context.Context, row, col, rows, cols int, data []float32, valid []bool) error {
-	return s.ds.ReadWindowAt(ctx, geo.Window{Col: col, Row: row, Cols: cols, Rows: rows}, data, valid, cols)
+func (s sceneSource) ReadWindow(ctx context.Context, row, col, rows, cols, rowPixels int, data []float32, valid []bool) error {
+	return s.ds.ReadWindowAt(ctx, geo.Window{Col: col, Row: row, Cols: cols, Rows: rows}, data, valid, rowPixels)
 }
 
 // trainPlan is the selection of the bands a scene does not declare bad

@@ -7,6 +7,8 @@ import (
 	"math"
 	"slices"
 	"sync"
+
+	"github.com/pnec/pnec/internal/buffers"
 )
 
 // Training on a scene read by windows. A scene too large to hold in memory
@@ -22,11 +24,12 @@ import (
 // held scene's, bit for bit.
 
 // SceneSource reads windows of a scene: rows x cols pixels from (row,
-// col), into data (pixel-interleaved as Scene.Data, rows*cols*bands
-// values) and valid (rows*cols), with the invalid pixels' values 0.
-// Calls come one at a time.
+// col), pixel-interleaved as Scene.Data, into a block rowPixels wide:
+// pixel (r, c) of the window goes to pixel r*rowPixels + c of data
+// (bands values a pixel) and valid, with the invalid pixels' values 0, so
+// that a tile is read in place. Calls come one at a time.
 type SceneSource interface {
-	ReadWindow(ctx context.Context, row, col, rows, cols int, data []float32, valid []bool) error
+	ReadWindow(ctx context.Context, row, col, rows, cols, rowPixels int, data []float32, valid []bool) error
 }
 
 // streamStripBytes bounds the strip of rows a whole-scene pass of a
@@ -51,24 +54,6 @@ type streamed struct {
 	mu    sync.Mutex
 	err   error             // the first read error
 	cache map[int][]float32 // spectra read by pixel (spectrumAt, prefetch)
-
-	// tileData and tileValid are fillTile's read buffers, reused.
-	tileData  []float32
-	tileValid []bool
-}
-
-func resizeF32(b []float32, n int) []float32 {
-	if cap(b) < n {
-		return make([]float32, n)
-	}
-	return b[:n]
-}
-
-func resizeBool(b []bool, n int) []bool {
-	if cap(b) < n {
-		return make([]bool, n)
-	}
-	return b[:n]
 }
 
 // NewStreamedScene is a scene of rows x cols x bands read from src by
@@ -84,7 +69,6 @@ func NewStreamedScene(ctx context.Context, src SceneSource, rows, cols, bands in
 		finite: make([]int, bands), high: make([]uint32, bands*keyBuckets)}
 	s := Scene{Rows: rows, Cols: cols, Bands: bands, WavelengthsNM: wavelengthsNM, Valid: make([]bool, rows*cols), stream: st}
 	sum := make([]float64, bands)
-	n := make([]float64, bands)
 	err := s.strips(func(row0 int, strip Scene) {
 		copy(s.Valid[row0*cols:], strip.Valid)
 		for j := range strip.Rows * cols {
@@ -95,7 +79,6 @@ func NewStreamedScene(ctx context.Context, src SceneSource, rows, cols, bands in
 			for b, x := range strip.Data[j*bands : (j+1)*bands] {
 				if f := float64(x); !math.IsNaN(f) && !math.IsInf(f, 0) {
 					sum[b] += f
-					n[b]++
 					st.finite[b]++
 					st.high[b*keyBuckets+int(orderKey(x)>>16)]++
 				}
@@ -105,9 +88,9 @@ func NewStreamedScene(ctx context.Context, src SceneSource, rows, cols, bands in
 	if err != nil {
 		return Scene{}, err
 	}
-	for b := range sum {
-		if n[b] > 0 {
-			sum[b] /= n[b]
+	for b, n := range st.finite {
+		if n > 0 {
+			sum[b] /= float64(n)
 		}
 	}
 	st.means = sum
@@ -129,11 +112,8 @@ func (s Scene) strips(f func(row0 int, strip Scene)) error {
 		}
 		strip.Rows = min(rowsPer, s.Rows-r0)
 		n := strip.Rows * s.Cols
-		if cap(strip.Valid) < n {
-			strip.Data, strip.Valid = make([]float32, n*s.Bands), make([]bool, n)
-		}
-		strip.Data, strip.Valid = strip.Data[:n*s.Bands], strip.Valid[:n]
-		if err := st.src.ReadWindow(st.ctx, r0, 0, strip.Rows, s.Cols, strip.Data, strip.Valid); err != nil {
+		strip.Data, strip.Valid = buffers.Resize(strip.Data, n*s.Bands), buffers.Resize(strip.Valid, n)
+		if err := st.src.ReadWindow(st.ctx, r0, 0, strip.Rows, s.Cols, s.Cols, strip.Data, strip.Valid); err != nil {
 			return fmt.Errorf("read rows %d-%d: %w", r0, r0+strip.Rows-1, err)
 		}
 		f(r0, strip)
@@ -153,9 +133,9 @@ func (s Scene) readErr() error {
 }
 
 // readWindow reads rows x cols pixels of a streamed scene from (row, col)
-// into data and valid; a failed read leaves them no-data and is kept for
-// readErr.
-func (st *streamed) readWindow(row, col, rows, cols int, data []float32, valid []bool) {
+// into data and valid, rowPixels wide (SceneSource); a failed read leaves
+// them no-data and is kept for readErr.
+func (st *streamed) readWindow(row, col, rows, cols, rowPixels int, data []float32, valid []bool) {
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	if st.err != nil {
@@ -163,7 +143,7 @@ func (st *streamed) readWindow(row, col, rows, cols int, data []float32, valid [
 		clear(valid)
 		return
 	}
-	if err := st.src.ReadWindow(st.ctx, row, col, rows, cols, data, valid); err != nil {
+	if err := st.src.ReadWindow(st.ctx, row, col, rows, cols, rowPixels, data, valid); err != nil {
 		st.err = fmt.Errorf("read rows %d-%d, columns %d-%d of the scene: %w", row, row+rows-1, col, col+cols-1, err)
 		clear(data)
 		clear(valid)
@@ -185,7 +165,7 @@ func (s Scene) spectrumAt(i int) []float32 {
 	}
 	v = make([]float32, s.Bands)
 	valid := make([]bool, 1)
-	st.readWindow(i/s.Cols, i%s.Cols, 1, 1, v, valid)
+	st.readWindow(i/s.Cols, i%s.Cols, 1, 1, 1, v, valid)
 	st.mu.Lock()
 	st.cache[i] = v
 	st.mu.Unlock()
@@ -207,7 +187,7 @@ func (s Scene) prefetch(pixels []int, radius int) {
 		r1, c1 := min(i/s.Cols+radius, s.Rows-1), min(i%s.Cols+radius, s.Cols-1)
 		rows, cols := r1-r0+1, c1-c0+1
 		data, valid = make([]float32, rows*cols*s.Bands), make([]bool, rows*cols)
-		st.readWindow(r0, c0, rows, cols, data, valid)
+		st.readWindow(r0, c0, rows, cols, cols, data, valid)
 		st.mu.Lock()
 		for r := range rows {
 			for c := range cols {
@@ -382,22 +362,23 @@ func streamedSpread(s Scene) (means, sq, cnt []float64, err error) {
 // errStreamedWhole refuses what needs a streamed scene's pixels at once.
 var errStreamedWhole = errors.New("a scene read by windows cannot be taken whole")
 
-// SceneMemorySource is a SceneSource over a scene in memory: tests and
-// callers that want Train's streamed path on data they hold.
+// SceneMemorySource is a SceneSource over a scene in memory: the tiles
+// of a held scene (fillTile), and tests and callers that want Train's
+// streamed path on data they hold.
 type SceneMemorySource struct{ Scene Scene }
 
 // ReadWindow copies the window from the scene.
-func (m SceneMemorySource) ReadWindow(ctx context.Context, row, col, rows, cols int, data []float32, valid []bool) error {
+func (m SceneMemorySource) ReadWindow(ctx context.Context, row, col, rows, cols, rowPixels int, data []float32, valid []bool) error {
 	s := m.Scene
 	if row < 0 || col < 0 || rows < 1 || cols < 1 || row+rows > s.Rows || col+cols > s.Cols {
 		return fmt.Errorf("window %dx%d at (%d, %d) outside the %dx%d scene", rows, cols, row, col, s.Rows, s.Cols)
 	}
 	B := s.Bands
 	for r := range rows {
-		src := (row+r)*s.Cols + col
-		copy(data[r*cols*B:(r+1)*cols*B], s.Data[src*B:(src+cols)*B])
+		src, dst := (row+r)*s.Cols+col, r*rowPixels
+		copy(data[dst*B:(dst+cols)*B], s.Data[src*B:(src+cols)*B])
 		for c := range cols {
-			valid[r*cols+c] = s.valid(src + c)
+			valid[dst+c] = s.valid(src + c)
 		}
 	}
 	return ctx.Err()

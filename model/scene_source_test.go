@@ -107,12 +107,12 @@ type countingSource struct {
 	failAll   bool
 }
 
-func (c *countingSource) ReadWindow(ctx context.Context, row, col, rows, cols int, data []float32, valid []bool) error {
+func (c *countingSource) ReadWindow(ctx context.Context, row, col, rows, cols, rowPixels int, data []float32, valid []bool) error {
 	c.n++
 	if c.failAll || c.failAfter > 0 && c.n > c.failAfter {
 		return errDiskGone
 	}
-	return c.src.ReadWindow(ctx, row, col, rows, cols, data, valid)
+	return c.src.ReadWindow(ctx, row, col, rows, cols, rowPixels, data, valid)
 }
 
 // TestStreamedStretchExact: the stretch of a streamed scene (two passes

@@ -50,9 +50,6 @@ func Train(ctx context.Context, s Scene, labels []int32, opts TrainOptions) (m *
 		return nil, err
 	}
 	loss, acc, err := run.fit(ctx, opts.Progress, start)
-	if err == nil {
-		err = s.readErr()
-	}
 	if err != nil {
 		return nil, err
 	}

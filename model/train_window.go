@@ -1,6 +1,7 @@
 package model
 
 import (
+	"context"
 	"fmt"
 	"math/rand/v2"
 
@@ -134,26 +135,15 @@ func fillTile(ws, s Scene, t tiling.Tile) {
 	clear(ws.Data)
 	clear(ws.Valid)
 	rd, in := t.Read, t.Input
+	// The read rectangle straight into its place in the input.
+	at := (rd.Row-in.Row)*in.Cols + (rd.Col - in.Col)
+	data, valid := ws.Data[at*B:], ws.Valid[at:]
 	if st := s.stream; st != nil {
-		// The read rectangle from the source, then into place.
-		n := rd.Rows * rd.Cols
-		st.tileData, st.tileValid = resizeF32(st.tileData, n*B), resizeBool(st.tileValid, n)
-		st.readWindow(rd.Row, rd.Col, rd.Rows, rd.Cols, st.tileData, st.tileValid)
-		for r := range rd.Rows {
-			dst := (rd.Row-in.Row+r)*in.Cols + (rd.Col - in.Col)
-			copy(ws.Data[dst*B:(dst+rd.Cols)*B], st.tileData[r*rd.Cols*B:(r+1)*rd.Cols*B])
-			copy(ws.Valid[dst:dst+rd.Cols], st.tileValid[r*rd.Cols:(r+1)*rd.Cols])
-		}
+		st.readWindow(rd.Row, rd.Col, rd.Rows, rd.Cols, in.Cols, data, valid)
 		return
 	}
-	for r := range rd.Rows {
-		src := (rd.Row+r)*s.Cols + rd.Col
-		dst := (rd.Row-in.Row+r)*in.Cols + (rd.Col - in.Col)
-		copy(ws.Data[dst*B:(dst+rd.Cols)*B], s.Data[src*B:(src+rd.Cols)*B])
-		for c := range rd.Cols {
-			ws.Valid[dst+c] = s.valid(src + c)
-		}
-	}
+	// Within the scene by the plan: no error.
+	_ = SceneMemorySource{Scene: s}.ReadWindow(context.Background(), rd.Row, rd.Col, rd.Rows, rd.Cols, in.Cols, data, valid)
 }
 
 // tileScene is tile t of s in buffers of its own (tiles of the
