@@ -291,7 +291,7 @@ type TrainOptions struct {
 	MaxMemoryBytes int64
 	// Tile is the side, pixels, of the grid's tiles a scene larger than one
 	// tile trains on (windowed training: each epoch one step on one tile
-	// that owns training pixels, so memory and time per epoch are a tile's
+	// that holds training pixels, so memory and time per epoch are a tile's
 	// whatever the scene's size; docs/train.md): 0 = the grid classify runs
 	// the scene on (tiling.CanonicalTile, 384 px). A scene within one tile
 	// trains whole.

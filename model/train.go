@@ -289,21 +289,45 @@ func trainOverBudget(need, maxBytes int64) bool {
 // the scene by windows instead (NewStreamedScene) holds it only when it
 // fits.
 func HeldTrainFits(rows, cols, bands, classes int, opts TrainOptions) bool {
-	opts = opts.withDefaults()
-	d, err := makeDims(opts.Config, bands, max(classes, 2))
-	if err != nil {
-		return true // the held run reports it
+	need, _ := trainEstimate(Scene{Rows: rows, Cols: cols, Bands: bands}, classes, opts)
+	return !trainOverBudget(need, opts.MaxMemoryBytes)
+}
+
+// WindowedTrainBytes is Train's memory estimate for s (held or streamed)
+// with at most classes classes under opts, taking a step at its most
+// training pixels, when s trains on tiles; 0 when it trains whole. A
+// windowed run's memory is the scene (or a streamed scene's mask and
+// strip) and one tile's step, whatever the step: a caller may hold the
+// Go heap to it (with the collector's headroom) so that each step's
+// garbage, a dense labelled tile's 75 MB weights and their copies, is
+// collected before the heap grows past it.
+func WindowedTrainBytes(s Scene, classes int, opts TrainOptions) int64 {
+	need, whole := trainEstimate(s, classes, opts)
+	if whole {
+		return 0
 	}
-	plan, err := trainGrid(rows, cols, opts)
+	return need
+}
+
+// trainEstimate is checkTrainMemory's estimate for s under opts with at
+// most classes classes and a step at its most training pixels, and whether
+// s trains whole; 0 where the configuration or the grid is refused (Train
+// reports it).
+func trainEstimate(s Scene, classes int, opts TrainOptions) (int64, bool) {
+	opts = opts.withDefaults()
+	d, err := makeDims(opts.Config, s.Bands, max(classes, 2))
 	if err != nil {
-		return true
+		return 0, false
+	}
+	plan, err := trainGrid(s.Rows, s.Cols, opts)
+	if err != nil {
+		return 0, false
 	}
 	step := trainWindowMaxRows
 	if plan.Whole {
-		step = rows * cols
+		step = s.Rows * s.Cols
 	}
-	need := trainNeedBytes(d, opts.Config, Scene{Rows: rows, Cols: cols, Bands: bands}, plan, step)
-	return !trainOverBudget(need, opts.MaxMemoryBytes)
+	return trainNeedBytes(d, opts.Config, s, plan, step), plan.Whole
 }
 
 // trainNeedBytes is checkTrainMemory's estimate.

@@ -11,7 +11,7 @@ import (
 // Windowed training. A scene larger than the grid's tile on a side
 // (tiling.CanonicalTile, 384 px, unless TrainOptions.Tile says otherwise)
 // trains on the tiles of the grid classify runs it on, not as one image:
-// each epoch is one step on one tile that owns training pixels, the tiles
+// each epoch is one step on one tile that holds training pixels, the tiles
 // taken in a shuffled cycle, so a step's memory and time are one tile's
 // whatever the scene's area, and the network learns on the contexts it is
 // applied on. A scene within one tile trains whole, as the paper does.
@@ -61,45 +61,82 @@ func (m *Model) TrainTile() int { return m.meta.TrainTile }
 // trainWindow is one tile of a windowed run with its training pixels.
 type trainWindow struct {
 	tile tiling.Tile
-	idx  []int   // the training pixels owned by the tile (in its core), row-major in its input
+	idx  []int   // the training pixels the tile's stitch weighs in, row-major in its input
 	y    []int32 // their dense classes
 }
 
-// trainWindows are a windowed run's tiles that own a training pixel and
+// trainWindows are a windowed run's tiles that hold a training pixel and
 // the order the steps take them in.
 type trainWindows struct {
 	plan  tiling.Plan
 	wins  []trainWindow
-	rows  int // the most training pixels a tile owns, at most trainWindowMaxRows: every step's row count
+	rows  int // the most training pixels a tile holds, at most trainWindowMaxRows: every step's row count
 	rng   *rand.Rand
 	order []int
 	pos   int
 	scene Scene // the current step's tile, reused
 }
 
-// newTrainWindows lists the tiles of plan that own a training pixel
-// (each pixel is owned by the one tile whose core holds it, so that it
-// trains with the context classify gives it).
+// newTrainWindows lists the tiles of plan that hold a training pixel. A
+// pixel trains in every tile whose prediction classify's stitch weighs
+// into it (tiling.Plan.Weights > 0 there): the one whose core holds it,
+// and the neighbours whose overlap reaches it. So each pixel trains in
+// each context its map is made from, and a label near a tile's edge is
+// not seen by a quarter of the steps a whole-scene run gives it: on a
+// 500 px scene (four 384 px tiles) a pixel lies in 2.4 tiles' stitches
+// on average.
 func newTrainWindows(plan tiling.Plan, s Scene, trainIdx []int, ytrain []int32, seed int64) *trainWindows {
 	tw := &trainWindows{plan: plan, rng: rand.New(rand.NewPCG(uint64(seed), 0x77696e64))}
+	rowsIn, colsIn := stitchedBy(&plan)
 	at := map[int]int{} // tile index -> position in wins
 	for t, i := range trainIdx {
 		r, c := i/s.Cols, i%s.Cols
-		k := plan.TileAt(r, c)
-		w, ok := at[k]
-		if !ok {
-			w = len(tw.wins)
-			at[k] = w
-			tw.wins = append(tw.wins, trainWindow{tile: plan.Tile(k)})
+		for _, tr := range rowsIn[r] {
+			for _, tc := range colsIn[c] {
+				k := tr*plan.TilesAcross + tc
+				w, ok := at[k]
+				if !ok {
+					w = len(tw.wins)
+					at[k] = w
+					tw.wins = append(tw.wins, trainWindow{tile: plan.Tile(k)})
+				}
+				in := tw.wins[w].tile.Input
+				tw.wins[w].idx = append(tw.wins[w].idx, (r-in.Row)*in.Cols+(c-in.Col))
+				tw.wins[w].y = append(tw.wins[w].y, ytrain[t])
+			}
 		}
-		in := tw.wins[w].tile.Input
-		tw.wins[w].idx = append(tw.wins[w].idx, (r-in.Row)*in.Cols+(c-in.Col))
-		tw.wins[w].y = append(tw.wins[w].y, ytrain[t])
 	}
 	for _, w := range tw.wins {
 		tw.rows = max(tw.rows, min(len(w.idx), trainWindowMaxRows))
 	}
 	return tw
+}
+
+// stitchedBy lists, for each scene row and column, the grid rows and
+// columns of the tiles whose stitch weight is positive there (the weight
+// of a pixel is its row's weight times its column's, tiling.Plan.Weights).
+func stitchedBy(p *tiling.Plan) (rows, cols [][]int) {
+	rows = make([][]int, p.Rows)
+	for tr := range p.TilesDown {
+		t := p.Tile(tr * p.TilesAcross)
+		w, _ := p.Weights(t)
+		for i, v := range w {
+			if r := t.Input.Row + i; v > 0 && r >= 0 && r < p.Rows {
+				rows[r] = append(rows[r], tr)
+			}
+		}
+	}
+	cols = make([][]int, p.Cols)
+	for tc := range p.TilesAcross {
+		t := p.Tile(tc)
+		_, w := p.Weights(t)
+		for i, v := range w {
+			if c := t.Input.Col + i; v > 0 && c >= 0 && c < p.Cols {
+				cols[c] = append(cols[c], tc)
+			}
+		}
+	}
+	return rows, cols
 }
 
 // next is the tile of the next step: the tiles in a random order, each

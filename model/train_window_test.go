@@ -3,7 +3,6 @@ package model
 import (
 	"context"
 	"errors"
-	"math"
 	"math/rand/v2"
 	"testing"
 
@@ -62,107 +61,95 @@ func boolInt(b bool) int {
 	return 0
 }
 
-// TestTrainWindowsOwnEachPixelOnce: every training pixel trains in the one
-// tile whose core holds it, at its place in that tile's input.
-func TestTrainWindowsOwnEachPixelOnce(t *testing.T) {
-	s, _ := synthScene(150, 230, 4, 3, 3)
-	plan, err := trainGrid(s.Rows, s.Cols, TrainOptions{Tile: 64})
-	if err != nil {
-		t.Fatal(err)
-	}
-	rng := rand.New(rand.NewPCG(4, 5))
-	var idx []int
-	var y []int32
-	for range 300 {
-		idx = append(idx, rng.IntN(s.Rows*s.Cols))
-		y = append(y, int32(rng.IntN(3)))
-	}
-	tw := newTrainWindows(plan, s, idx, y, 1)
-	n := 0
-	for _, w := range tw.wins {
-		in := w.tile.Input
-		for j, li := range w.idx {
-			r, c := in.Row+li/in.Cols, in.Col+li%in.Cols
-			if !w.tile.Core.Contains(c, r) {
-				t.Fatalf("pixel (%d,%d) trains in tile %d, whose core %v does not hold it", r, c, w.tile.Index, w.tile.Core)
+// TestTrainWindowsHoldStitchedPixels: every training pixel trains in each
+// tile whose stitch weight is positive at it, its core's tile among them,
+// at its place in that tile's input, and in no other tile.
+func TestTrainWindowsHoldStitchedPixels(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		rows, cols int
+		tile       int
+	}{
+		{"overlapping ramps", 150, 230, 64},
+		{"two tiles a side", 500, 500, 384},
+		{"one row of tiles", 60, 300, 64},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s, _ := synthScene(tc.rows, tc.cols, 2, 3, 3)
+			plan, err := trainGrid(s.Rows, s.Cols, TrainOptions{Tile: tc.tile})
+			if err != nil {
+				t.Fatal(err)
 			}
-			if got := r*s.Cols + c; got != idx[n+j] && !contains(idx, got) {
-				t.Fatalf("window pixel (%d,%d) is no training pixel", r, c)
+			rng := rand.New(rand.NewPCG(4, 5))
+			var idx []int
+			var y []int32
+			for range 300 {
+				idx = append(idx, rng.IntN(s.Rows*s.Cols))
+				y = append(y, int32(rng.IntN(3)))
 			}
-		}
-		n += len(w.idx)
-		if len(w.idx) > tw.rows {
-			t.Errorf("tile %d owns %d pixels, more than the step's %d rows", w.tile.Index, len(w.idx), tw.rows)
-		}
-	}
-	if n != len(idx) {
-		t.Errorf("windows own %d training pixels, want %d", n, len(idx))
-	}
-	// A cycle visits each tile once.
-	seen := map[int]int{}
-	for range len(tw.wins) {
-		seen[tw.next().tile.Index]++
-	}
-	if len(seen) != len(tw.wins) {
-		t.Errorf("a cycle of %d steps saw %d tiles", len(tw.wins), len(seen))
+			tw := newTrainWindows(plan, s, idx, y, 1)
+			// got[tile][scene pixel] counts the times the window holds it.
+			got := map[int]map[int]int{}
+			for _, w := range tw.wins {
+				in := w.tile.Input
+				got[w.tile.Index] = map[int]int{}
+				for j, li := range w.idx {
+					r, c := in.Row+li/in.Cols, in.Col+li%in.Cols
+					got[w.tile.Index][r*s.Cols+c]++
+					if !classAt(idx, y, r*s.Cols+c, w.y[j]) {
+						t.Fatalf("tile %d holds pixel (%d,%d) class %d: no such training pixel", w.tile.Index, r, c, w.y[j])
+					}
+				}
+				if len(w.idx) > tw.rows && tw.rows != trainWindowMaxRows {
+					t.Errorf("tile %d holds %d pixels, more than the step's %d rows", w.tile.Index, len(w.idx), tw.rows)
+				}
+			}
+			shared := 0
+			for _, i := range idx {
+				r, c := i/s.Cols, i%s.Cols
+				n := 0
+				for k := range plan.NumTiles() {
+					tile := plan.Tile(k)
+					wr, wc := plan.Weights(tile)
+					in := tile.Input
+					want := in.Contains(c, r) && wr[r-in.Row]*wc[c-in.Col] > 0
+					if have := got[k][i] > 0; have != want {
+						t.Fatalf("pixel (%d,%d) in tile %d: held %v, want %v (stitch weight)", r, c, k, have, want)
+					}
+					if tile.Core.Contains(c, r) && !want {
+						t.Fatalf("pixel (%d,%d): its core's tile %d does not hold it", r, c, k)
+					}
+					if want {
+						n++
+					}
+				}
+				if n > 1 {
+					shared++
+				}
+			}
+			if plan.NumTiles() > 1 && shared == 0 {
+				t.Error("no training pixel lies in two tiles' stitches: the overlaps were not taken")
+			}
+			// A cycle visits each tile once.
+			seen := map[int]int{}
+			for range len(tw.wins) {
+				seen[tw.next().tile.Index]++
+			}
+			if len(seen) != len(tw.wins) {
+				t.Errorf("a cycle of %d steps saw %d tiles", len(tw.wins), len(seen))
+			}
+		})
 	}
 }
 
-func contains(xs []int, x int) bool {
-	for _, v := range xs {
-		if v == x {
+// classAt says some training pixel i (repeats allowed) has class v.
+func classAt(idx []int, y []int32, i int, v int32) bool {
+	for k, j := range idx {
+		if j == i && y[k] == v {
 			return true
 		}
 	}
 	return false
-}
-
-// TestWindowedStepLossIgnoresPadding: a windowed step's rows padded with
-// rows of class -1 give the loss and accuracy of its training pixels alone
-// (the cross-entropy's scale); without the scale the padding dilutes them.
-func TestWindowedStepLossIgnoresPadding(t *testing.T) {
-	s, labels := synthScene(32, 32, 6, 3, 9)
-	cfg := tinyConfig(4)
-	cfg.Augment = Augment{}
-	d, err := makeDims(cfg, s.Bands, 3)
-	if err != nil {
-		t.Fatal(err)
-	}
-	lo, hi, err := bandStretch(s)
-	if err != nil {
-		t.Fatal(err)
-	}
-	in := newInputSpec(cfg.Input, cfg.InputLevels, lo, hi)
-	idx := []int{3, 100, 517, 700, 901, 1000}
-	y := make([]int32, len(idx))
-	for t, i := range idx {
-		y[t] = labels[i] - 1
-	}
-	pidx := append(append([]int(nil), idx...), 0, 0, 0, 0, 0, 0)
-	py := append(append([]int32(nil), y...), -1, -1, -1, -1, -1, -1)
-	step := func(idx []int, y []int32, scale float32) (float64, float64) {
-		tr, err := newTrainer(testBackend(t), d, cfg, initParams(d, cfg, rand.New(rand.NewPCG(1, 2))), nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer tr.finalize()
-		td := newTrainData(s, in, idx, y, cfg.Encoder, false)
-		defer td.finalize()
-		td.ceScale = scale
-		loss, acc, err := tr.step(td, 1)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return loss, acc
-	}
-	l0, a0 := step(idx, y, 0)
-	l1, a1 := step(pidx, py, 2)
-	if math.Abs(l1-l0) > 1e-5*math.Abs(l0) || math.Abs(a1-a0) > 1e-6 {
-		t.Errorf("padded step loss %g acc %g, unpadded %g %g", l1, a1, l0, a0)
-	}
-	if l2, _ := step(pidx, py, 1); math.Abs(l2-l0) < 1e-3*math.Abs(l0) {
-		t.Errorf("padding without the scale left the loss at %g (%g): the test cannot see the scale", l2, l0)
-	}
 }
 
 // TestTrainWindowed: a scene larger than its tile trains tile by tile on
