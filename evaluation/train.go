@@ -422,14 +422,20 @@ func Train(ctx context.Context, req TrainRequest) (TrainResult, error) {
 		cache = processor.BlockCacheBytes(in.info, in.info.Cols)
 	}
 	budget := memory.TrainBudget(req.Options.MaxMemoryBytes)
-	if need := model.WindowedTrainBytes(in.scene, classCount(in.labels), req.Options); budget > 0 && (need > 0 || cache > 0) {
-		// A windowed run holds the Go heap to its estimate and the
-		// collector's headroom, even under a larger budget (the default:
-		// all the memory the process may use): each step's garbage then
-		// goes before the heap grows past what the run holds. Without it
-		// a densely labelled 1000 px scene's 200 epochs grew to 3.06 GB.
+	var need int64
+	if !in.scene.Streamed() {
+		need = model.WindowedTrainBytes(in.scene, classCount(in.labels), req.Options)
+	}
+	if budget > 0 && (need > 0 || cache > 0) {
+		// A windowed run on a held scene holds the Go heap to its
+		// estimate and the collector's headroom, even under a larger
+		// budget (the default: all the memory the process may use): each
+		// step's garbage then goes before the heap grows past what the
+		// run holds. Without it a densely labelled 1000 px scene's 200
+		// epochs grew to 3.06 GB. A run read by windows keeps to its
+		// budget, as measured (4000 px at --max-memory 4G: 2.95 GB).
 		if need > 0 {
-			budget = min(budget, cache+need+need/trainHeapHeadroom)
+			budget = min(budget, need+need/trainHeapHeadroom)
 		}
 		release := resources.Reserve(geo.Knobs{}, resources.Run{BudgetBytes: budget, OffHeapBytes: cache, BlockCacheBytes: cache})
 		defer release()
