@@ -85,8 +85,8 @@ type trainWindows struct {
 // tile's steps where tiles overlap much: on a 500 px scene (four 384 px
 // tiles) a pixel lies in 2.3 tiles' stitches on average, 1.3 on 1000
 // and 2000 px scenes. Owned by one tile alone, a label there was seen by
-// a quarter of the steps a whole-scene run gives it, and the map lost
-// 0.86 points of OA against the whole-scene run's (docs/train.md).
+// a quarter of the steps a whole-scene run gives it (docs/train.md: the
+// map then scored below the whole-scene run's; now above).
 func newTrainWindows(plan tiling.Plan, s Scene, trainIdx []int, ytrain []int32, seed int64) *trainWindows {
 	tw := &trainWindows{plan: plan, rng: rand.New(rand.NewPCG(uint64(seed), 0x77696e64))}
 	rowsIn, colsIn := stitchedBy(&plan)
