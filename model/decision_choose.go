@@ -62,7 +62,10 @@ type leftOut struct {
 // classifies as many left-out pixels right as at any window. Where the
 // ground's classes form fields wider than the window, averaging keeps the
 // left-out pixels right and the largest window is taken; where they are
-// small or mixed, it loses them and a smaller one is.
+// small or mixed, it loses them and a smaller one is. The spectral weight
+// follows the window so chosen (spectralWeightFor), even where the caller
+// fixes the recovery window: it says how finely the labels change, which
+// the network's quarter-resolution features cannot follow.
 func chooseDecision(s Scene, trainIdx []int, ytrain []int32, classes int, aug Augment, window int, seed int64) (Decision, int, error) {
 	outs, err := leaveOut(s, trainIdx, ytrain, classes, aug, seed)
 	if err != nil {
@@ -85,14 +88,15 @@ func chooseDecision(s Scene, trainIdx []int, ytrain []int32, classes int, aug Au
 			top, d.TemperatureRad, d.CopyPenaltyRad = right, t, pen
 		}
 	}
-	if window != 0 {
-		return d, window, nil
-	}
 	win, top := 1, -1
 	for w := 1; w <= chooseMaxWindow; w += 2 {
 		if _, right := looScore(outs, classes, d.TemperatureRad, d.CopyPenaltyRad, w); right >= top {
 			top, win = right, w
 		}
+	}
+	d.SpectralWeight = spectralWeightFor(win)
+	if window != 0 {
+		return d, window, nil
 	}
 	return d, win, nil
 }

@@ -3,6 +3,7 @@ package model
 import (
 	"math"
 	"math/rand/v2"
+	"strings"
 	"testing"
 )
 
@@ -58,6 +59,10 @@ func TestFuse(t *testing.T) {
 		{"hesitant network, spectra say 1", Decision{Mode: DecisionFused, TemperatureRad: tempRad}, []float32{0.5, 0.5}, dist(0.05, 0.01), 1},
 		{"confident network, spectra nearly level", Decision{Mode: DecisionFused, TemperatureRad: tempRad}, []float32{0.99, 0.01}, dist(0.0102, 0.01), 0},
 		{"network ruled it out, spectra far apart", Decision{Mode: DecisionFused, TemperatureRad: tempRad}, []float32{1, 0}, dist(0.2, 0.01), 1},
+		// log(0.95/0.05) = 2.94 against w x 0.002 / 0.01: 0.8 at the weight
+		// of files without one (4), 3.2 at FineSpectralWeight.
+		{"fairly sure network, weight of older files", Decision{Mode: DecisionFused, TemperatureRad: tempRad}, []float32{0.95, 0.05}, dist(0.012, 0.01), 0},
+		{"fairly sure network, fine weight", Decision{Mode: DecisionFused, TemperatureRad: tempRad, SpectralWeight: FineSpectralWeight}, []float32{0.95, 0.05}, dist(0.012, 0.01), 1},
 		{"network's decision", Decision{Mode: DecisionNetwork}, []float32{0.6, 0.4}, dist(0.2, 0.01), 0},
 		{"no data", Decision{Mode: DecisionFused, TemperatureRad: tempRad}, []float32{0.6, 0.4}, []float32{nan, nan}, 0},
 	} {
@@ -112,17 +117,21 @@ func fieldScene(rows, cols, bands int, class func(r, c int) int, seed uint64) (S
 // training pixels left out stay right when the spectra are averaged over
 // a large window, so one is taken; on classes alternating every pixel
 // averaging loses them and the window stays 1. A window given is kept.
+// The spectral weight follows the window the training pixels support,
+// given window or not: 4 on fields, 16 where the labels change every
+// pixel (FineSpectralWeight).
 func TestChooseDecisionWindow(t *testing.T) {
 	const rows, cols, bands = 40, 40, 16
 	for _, tc := range []struct {
 		name     string
 		class    func(r, c int) int
 		min, max int
+		weight   float64
 	}{
 		// Pixels next to the fields' boundary lose at the largest windows:
 		// a large one, not necessarily the largest.
-		{"fields", func(r, c int) int { return c / 20 }, 5, chooseMaxWindow},
-		{"alternating pixels", func(r, c int) int { return (r + c) % 2 }, 1, 1},
+		{"fields", func(r, c int) int { return c / 20 }, 5, chooseMaxWindow, 4},
+		{"alternating pixels", func(r, c int) int { return (r + c) % 2 }, 1, 1, 16},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s, labels := fieldScene(rows, cols, bands, tc.class, 7)
@@ -141,8 +150,15 @@ func TestChooseDecisionWindow(t *testing.T) {
 			if win < tc.min || win > tc.max || !(temp > 0) {
 				t.Fatalf("window %d, temperature %g: want a window in %d..%d and a positive temperature", win, temp, tc.min, tc.max)
 			}
-			if _, w, _ := chooseDecision(s, idx, y, 2, Augment{}, 5, 1); w != 5 {
+			if d.SpectralWeight != tc.weight || d.Weight() != tc.weight {
+				t.Fatalf("spectral weight %g (Weight %g) at window %d: want %g", d.SpectralWeight, d.Weight(), win, tc.weight)
+			}
+			d5, w, _ := chooseDecision(s, idx, y, 2, Augment{}, 5, 1)
+			if w != 5 {
 				t.Fatalf("window 5 given, %d kept", w)
+			}
+			if d5.SpectralWeight != tc.weight {
+				t.Fatalf("window 5 given: spectral weight %g, want %g (the supported window's)", d5.SpectralWeight, tc.weight)
 			}
 		})
 	}
@@ -168,5 +184,30 @@ func TestDecisionReferenceAugmented(t *testing.T) {
 	}
 	if plain, _ := augmentedSpectra(spectra, 4, class, Augment{}); len(plain) != len(spectra) {
 		t.Fatalf("without augmentation %d values, want %d", len(plain), len(spectra))
+	}
+}
+
+// TestDecisionValidateWeight: a model file's spectral weight is read only
+// within 0 (files before it, deciding with SpectralWeight) to
+// maxSpectralWeight; a negative, NaN or infinite one is refused naming it.
+func TestDecisionValidateWeight(t *testing.T) {
+	for _, tc := range []struct {
+		weight float64
+		ok     bool
+	}{
+		{0, true}, {SpectralWeight, true}, {FineSpectralWeight, true}, {maxSpectralWeight, true},
+		{-1, false}, {math.NaN(), false}, {math.Inf(1), false}, {2 * maxSpectralWeight, false},
+	} {
+		d := Decision{Mode: DecisionFused, TemperatureRad: 0.01, SpectralWeight: tc.weight}
+		err := d.validate()
+		if (err == nil) != tc.ok {
+			t.Errorf("spectral weight %g: error %v, want ok %v", tc.weight, err, tc.ok)
+		}
+		if err != nil && !strings.Contains(err.Error(), "spectral weight") {
+			t.Errorf("spectral weight %g: error %q does not name it", tc.weight, err)
+		}
+	}
+	if w := (Decision{Mode: DecisionFused, TemperatureRad: 0.01}).Weight(); w != SpectralWeight {
+		t.Errorf("weight of a file without one: %g, want %d", w, SpectralWeight)
 	}
 }

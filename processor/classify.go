@@ -252,6 +252,7 @@ func (c *Classifier) productSpec(sceneName string, info geo.Info, plan tiling.Pl
 		spec.Metadata["DECISION"] = model.DecisionFused
 		spec.Metadata["DECISION_TEMPERATURE_RAD"] = strconv.FormatFloat(c.m.Decision().TemperatureRad, 'g', 6, 64)
 		spec.Metadata["DECISION_COPY_PENALTY_RAD"] = strconv.FormatFloat(c.m.Decision().CopyPenaltyRad, 'g', 6, 64)
+		spec.Metadata["DECISION_SPECTRAL_WEIGHT"] = strconv.FormatFloat(c.m.Decision().Weight(), 'g', 6, 64)
 	}
 	return spec
 }

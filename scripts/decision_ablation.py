@@ -15,9 +15,10 @@ choice against the fused decision as pnec implements it:
   fused, copies without a penalty  every copy counts as a training spectrum (pnec before the
                            copy penalty)
   fused, window 9          the recovery window fixed at the paper's instead of chosen
-  fused, weight W          the spectral evidence's weight against the network's (pnec: 4)
-  fused (pnec)             augmented references aligned to the scene with the copy penalty, T
-                           and window chosen by leaving training pixels out
+  fused, weight W          the spectral evidence's weight against the network's (pnec: 4, or
+                           16 where the window chosen is 1: model.spectralWeightFor)
+  fused (pnec)             augmented references aligned to the scene with the copy penalty, T,
+                           window and weight chosen by leaving training pixels out
 
 and, on each scene, the same model on changed copies of the scene (tilts of 10% and a band shift,
 made here as pnec's Radiometric makes them), classified by `pnec classify`.
@@ -157,6 +158,12 @@ def spectral_angles(u, plain, py, copies, cy, vals, pen):
     return np.minimum(groups[g], others + pen)
 
 
+def weight_for(window):
+    """The spectral weight pnec takes for the window the training pixels support
+    (model.spectralWeightFor)."""
+    return 16.0 if window <= 1 else 4.0
+
+
 def fused(pnet, ang, t, w, weight=4.0):
     s = np.log(np.maximum(pnet, 1e-3)) - weight * ang / t
     s -= s.max(-1, keepdims=True)
@@ -199,12 +206,13 @@ def main():
         a_a = spectral_angles(u, plain, py, copies, cy, vals, pen).reshape(gt.shape + (-1,))
         rows = [("network, window 9 (the paper's decision)", box(pnet, 9)),
                 ("spectra alone (1-NN by spectral angle)", softmax_neg(a_p, 1e-4)),
-                ("fused, plain references (T %.3g, window %d)" % (t_p, w_p), fused(pnet, a_p, t_p, w_p)),
-                ("fused, copies without a penalty (T %.3g, window %d)" % (t_0, w_0), fused(pnet, a_0, t_0, w_0)),
-                ("fused, window 9 instead of %d" % w_a, fused(pnet, a_a, t_a, 9))]
-        rows += [("fused, weight %g" % wt, fused(pnet, a_a, t_a, w_a, wt)) for wt in (1, 2, 10)]
-        rows.append(("fused as pnec decides (weight 4, copies with penalty %g rad, T %.3g, window %d)" % (pen, t_a, w_a),
-                     fused(pnet, a_a, t_a, w_a)))
+                ("fused, plain references (T %.3g, window %d)" % (t_p, w_p), fused(pnet, a_p, t_p, w_p, weight_for(w_p))),
+                ("fused, copies without a penalty (T %.3g, window %d)" % (t_0, w_0), fused(pnet, a_0, t_0, w_0, weight_for(w_0))),
+                ("fused, window 9 instead of %d" % w_a, fused(pnet, a_a, t_a, 9, weight_for(w_a)))]
+        wt_a = weight_for(w_a)
+        rows += [("fused, weight %g" % wt, fused(pnet, a_a, t_a, w_a, wt)) for wt in (1, 2, 4, 10, 16, 64) if wt != wt_a]
+        rows.append(("fused as pnec decides (weight %g, copies with penalty %g rad, T %.3g, window %d)" % (wt_a, pen, t_a, w_a),
+                     fused(pnet, a_a, t_a, w_a, wt_a)))
         for label, p in rows:
             print("| %s | %s | %.2f |" % (name, label, oa(p)))
         model = f"{w_}/{name}-fixed-{SEED}.pnec"
@@ -224,8 +232,8 @@ def main():
             pn = rd(path + ".out.probabilities.tif").astype(np.float64).transpose(1, 2, 0) / 100
             xu = unit(np.transpose(rd(path).astype(np.float64), (1, 2, 0))).reshape(-1, b)
             shifted[(name, label)] = (oa(box(pn, 9)),
-                              oa(fused(pn, spectral_angles(xu, plain, py, *none, vals, 0).reshape(gt.shape + (-1,)), t_p, w_p)),
-                              oa(fused(pn, spectral_angles(xu, plain, py, copies, cy, vals, pen).reshape(gt.shape + (-1,)), t_a, w_a)))
+                              oa(fused(pn, spectral_angles(xu, plain, py, *none, vals, 0).reshape(gt.shape + (-1,)), t_p, w_p, weight_for(w_p))),
+                              oa(fused(pn, spectral_angles(xu, plain, py, copies, cy, vals, pen).reshape(gt.shape + (-1,)), t_a, w_a, wt_a)))
     print()
     print("| scene | changed scene | network, window 9 | fused, plain references | fused (pnec) |")
     print("|---|---|---|---|---|")

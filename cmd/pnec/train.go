@@ -446,7 +446,7 @@ func trainSizeFromFlags(c *cli.Context, o *model.TrainOptions) error {
 func decisionSummary(m *model.Model) string {
 	d, r := m.Decision(), m.Recovery()
 	if d.Fused() {
-		return fmt.Sprintf("fused (network and spectral angle to the training pixels, temperature %.4g rad and copy penalty %.3g rad chosen from the training pixels), recovery window %d", d.TemperatureRad, d.CopyPenaltyRad, r.Window)
+		return fmt.Sprintf("fused (network and spectral angle to the training pixels, temperature %.4g rad, copy penalty %.3g rad and spectral weight %g chosen from the training pixels), recovery window %d", d.TemperatureRad, d.CopyPenaltyRad, d.Weight(), r.Window)
 	}
 	return fmt.Sprintf("network (the paper's), recovery window %d", r.Window)
 }
