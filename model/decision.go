@@ -194,13 +194,8 @@ func (m *Model) DecisionReference() (*SpectralReference, error) {
 	if len(m.meta.SpectralClasses) == 0 {
 		return nil, ErrNoSpectralReference
 	}
-	bands, class := m.meta.Bands, m.meta.SpectralClasses
-	spectra := m.meta.spectralSpectra
-	var changed [][]float32
-	for _, r := range referenceChanges(m.meta.Config.Augment) {
-		changed = append(changed, changedSpectra(spectra, bands, r))
-	}
-	return NewAlignedReference(spectra, bands, class, len(m.meta.Classes), changed, m.Decision().CopyPenaltyRad)
+	return newChangedReference(m.meta.spectralSpectra, m.meta.Bands, m.meta.SpectralClasses, len(m.meta.Classes),
+		referenceChanges(m.meta.Config.Augment), m.Decision().CopyPenaltyRad)
 }
 
 // referenceChanges are the radiometric changes whose copies of the

@@ -49,13 +49,17 @@ type SpectralReference struct {
 	// copyPenaltyRad is what an angle to a reference outside the aligned
 	// group counts more than it measures.
 	copyPenaltyRad float64
+	// linear, when not nil, makes the dots of the changed copies from a
+	// smaller basis (linearCopies); unitT and dots8 are then nil and the
+	// kernels multiply the basis.
+	linear *linearCopies
 }
 
 // NewSpectralReference builds a reference from spectra ([n][bands],
 // pixel-interleaved, raw values) of dense classes class[i] in 0..classes-1.
 // Spectra of zero length (no data) are skipped.
 func NewSpectralReference(spectra []float32, bands int, class []int, classes int) (*SpectralReference, error) {
-	return newReference(spectra, bands, class, classes, nil, 0)
+	return newReference(spectra, bands, class, classes, nil, nil, 0)
 }
 
 // unitRef is one reference spectrum scaled to unit length.
@@ -109,7 +113,10 @@ func spansOf(refs []unitRef, base int, span [][2]int) int {
 // newReference builds a reference of spectra and of the groups of their
 // changed copies (changed[g], each [n][bands] of the same classes), whose
 // angles count penaltyRad more unless their group is the one aligned.
-func newReference(spectra []float32, bands int, class []int, classes int, changed [][]float32, penaltyRad float64) (*SpectralReference, error) {
+// changes, when not nil, are the changes that made each group (changed[g]
+// is spectra changed by changes[g]): where they allow it, the copies' dots
+// are made from a smaller basis (linearCopies).
+func newReference(spectra []float32, bands int, class []int, classes int, changed [][]float32, changes []Radiometric, penaltyRad float64) (*SpectralReference, error) {
 	if bands < 1 || len(spectra) != len(class)*bands {
 		return nil, fmt.Errorf("spectral reference: %d values for %d pixels of %d bands", len(spectra), len(class), bands)
 	}
@@ -141,6 +148,16 @@ func newReference(spectra []float32, bands int, class []int, classes int, change
 	// never enters a class's span.
 	pad := kernels.DotsPadding()
 	r.padded = (r.refs + pad - 1) / pad * pad
+	if r.blockLen > 0 && len(changes) == len(changed) {
+		plain := make([][]float32, r.blockLen)
+		for j := range plain {
+			plain[j] = kept[j].unit
+		}
+		if l, ok := newLinearCopies(plain, bands, changes); ok {
+			r.linear = l
+			return r, nil
+		}
+	}
 	r.unitT = make([]float32, bands*r.padded)
 	for j, k := range kept {
 		for b, v := range k.unit {
@@ -172,7 +189,7 @@ func (r *SpectralReference) Agreement(spectrum []float32, label int) float32 {
 		return float32(math.NaN())
 	}
 	cos := make([]float32, r.classes)
-	r.pixelDistances(spectrum, make([]float32, r.padded), cos, 0, r.newScratch())
+	r.pixelDistances(spectrum, make([]float32, r.dotsLen()), cos, 0, r.newScratch())
 	return AgreementOf(cos, label)
 }
 
@@ -223,12 +240,53 @@ func dots8Pixels(padded int) int {
 	return max(8, min(64, (512<<10)/(4*padded)/8*8))
 }
 
+// dotsLen is the length of the dots scratch pixelDots takes: every
+// reference's dot and, with a linear basis, the basis dots after them.
+func (r *SpectralReference) dotsLen() int {
+	if r.linear != nil {
+		return r.padded + r.linear.padded
+	}
+	return r.padded
+}
+
+// table is what the dot kernels multiply a pixel with: the references
+// themselves or, with a linear basis, the basis; padded is its row length.
+func (r *SpectralReference) table() (unitT, dots8 []float32, padded int) {
+	if r.linear != nil {
+		return r.linear.unitT, r.linear.dots8, r.linear.padded
+	}
+	return r.unitT, r.dots8, r.padded
+}
+
+// expanded is the dots of every reference from the kernel's dots kd: kd
+// itself, or with a linear basis the copies' dots made from it into dots
+// (len r.padded at least).
+func (r *SpectralReference) expanded(kd, dots []float32) []float32 {
+	if r.linear == nil {
+		return kd
+	}
+	r.linear.expand(kd, dots)
+	return dots[:r.padded]
+}
+
+// kernelPart is the part of a pixelDots scratch (len dotsLen) the kernel
+// writes: all of it, or with a linear basis the part after the
+// references' dots.
+func (r *SpectralReference) kernelPart(dots []float32) []float32 {
+	if r.linear != nil {
+		return dots[r.padded:r.dotsLen()]
+	}
+	return dots[:r.padded]
+}
+
 // distancesOf is ClassDistances for pixels lo..hi-1, on one goroutine.
 func (r *SpectralReference) distancesOf(spectra []float32, valid []bool, out []float32, lo, hi, aligned int) {
-	var px, dots [4][]float32
+	var px, dots, kd [4][]float32
 	for p := range dots {
-		dots[p] = make([]float32, r.padded)
+		dots[p] = make([]float32, r.dotsLen())
+		kd[p] = r.kernelPart(dots[p])
 	}
+	unitT, dots8, tpadded := r.table()
 	scratch := r.newScratch()
 	ok := func(i int) bool { return valid == nil || valid[i] }
 	spectrum := func(i int) []float32 { return spectra[i*r.bands : (i+1)*r.bands] }
@@ -257,21 +315,21 @@ func (r *SpectralReference) distancesOf(spectra []float32, valid []bool, out []f
 		}
 		load(i)
 		if kernels.HaveSIMD {
-			kernels.Dots4SIMD(r.unitT, r.padded, &px, &dots)
+			kernels.Dots4SIMD(unitT, tpadded, &px, &kd)
 		} else {
 			for p := range 4 {
-				kernels.DotsScalar(r.unitT, r.padded, px[p], dots[p])
+				kernels.DotsScalar(unitT, tpadded, px[p], kd[p])
 			}
 		}
-		distances4(i, func(p int) []float32 { return dots[p] })
+		distances4(i, func(p int) []float32 { return r.expanded(kd[p], dots[p]) })
 	}
 	i := lo
 	// Runs of eight valid pixels, up to dots8Pixels' at a time, through the
 	// 8 x 32 kernel where the CPU has it (kernels.Dots8): the same
 	// distances bit for bit.
-	if hi-lo >= 8 && r.dots8 != nil {
-		block := dots8Pixels(r.padded)
-		dotsN := make([]float32, block*r.padded)
+	if hi-lo >= 8 && dots8 != nil {
+		block := dots8Pixels(tpadded)
+		dotsN := make([]float32, block*tpadded)
 		for i+8 <= hi {
 			n := 0
 			for n < block && i+n+8 <= hi && allValid(valid, i+n, 8) {
@@ -283,10 +341,10 @@ func (r *SpectralReference) distancesOf(spectra []float32, valid []bool, out []f
 				i += 8
 				continue
 			}
-			kernels.Dots8(r.dots8, r.padded, r.bands, spectra[i*r.bands:(i+n)*r.bands], dotsN[:n*r.padded])
+			kernels.Dots8(dots8, tpadded, r.bands, spectra[i*r.bands:(i+n)*r.bands], dotsN[:n*tpadded])
 			for q := 0; q < n; q += 4 {
 				load(i + q)
-				distances4(i+q, func(p int) []float32 { return dotsN[(q+p)*r.padded : (q+p+1)*r.padded] })
+				distances4(i+q, func(p int) []float32 { return r.expanded(dotsN[(q+p)*tpadded:(q+p+1)*tpadded], dots[p]) })
 			}
 			i += n
 		}
@@ -327,13 +385,17 @@ func (r *SpectralReference) pixelDistances(s, dots, cos []float32, aligned int, 
 }
 
 // pixelDots writes the dot products of one spectrum s with every unit
-// reference into dots (len padded).
+// reference into dots[:padded] (dots of len dotsLen: the rest is the
+// kernel's with a linear basis).
 func (r *SpectralReference) pixelDots(s, dots []float32) {
+	unitT, _, tpadded := r.table()
+	kd := r.kernelPart(dots)
 	if kernels.HaveSIMD {
-		kernels.DotsSIMD(r.unitT, r.padded, s, dots)
+		kernels.DotsSIMD(unitT, tpadded, s, kd)
 	} else {
-		kernels.DotsScalar(r.unitT, r.padded, s, dots)
+		kernels.DotsScalar(unitT, tpadded, s, kd)
 	}
+	r.expanded(kd, dots)
 }
 
 // squaredLength is s's squared length, summed in band order in float32

@@ -61,3 +61,20 @@ func maxIntoScalar(dst, src []float32) {
 		}
 	}
 }
+
+// combineScalar is Combine, one value at a time. The explicit float32
+// conversions keep each product and sum rounded on its own (no fused
+// multiply-add), as the vector kernel computes them.
+func combineScalar(dst, b0, b1 []float32, a float32, coef []float32) {
+	b0, coef = b0[:len(dst)], coef[:len(dst)]
+	if b1 == nil {
+		for i, v := range b0 {
+			dst[i] = v * coef[i]
+		}
+		return
+	}
+	b1 = b1[:len(dst)]
+	for i, v := range b0 {
+		dst[i] = float32(v+float32(a*b1[i])) * coef[i]
+	}
+}

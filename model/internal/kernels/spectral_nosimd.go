@@ -25,3 +25,7 @@ func Dots8(table []float32, padded, bands int, s, dots []float32) { panic("Dots8
 
 // MaxInto sets dst[i] = max(dst[i], src[i]) for every i < len(dst).
 func MaxInto(dst, src []float32) { maxIntoScalar(dst, src) }
+
+// Combine sets dst[i] = (b0[i] + a*b1[i]) * coef[i] (b1 nil: b0[i] *
+// coef[i]) for every i < len(dst), each product and sum rounded on its own.
+func Combine(dst, b0, b1 []float32, a float32, coef []float32) { combineScalar(dst, b0, b1, a, coef) }

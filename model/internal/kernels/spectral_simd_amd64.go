@@ -190,3 +190,40 @@ func MaxInto(dst, src []float32) {
 	}
 	maxIntoScalar(dst[i:], src[i:])
 }
+
+// Combine sets dst[i] = (b0[i] + a*b1[i]) * coef[i] (b1 nil: b0[i] *
+// coef[i]) for every i < len(dst), 16 or 8 lanes at a time. Each product
+// and sum is rounded on its own (Mul then Add, no fused multiply-add), so
+// the result is combineScalar's bit for bit.
+func Combine(dst, b0, b1 []float32, a float32, coef []float32) {
+	b0, coef = b0[:len(dst)], coef[:len(dst)]
+	if b1 != nil {
+		b1 = b1[:len(dst)]
+	}
+	i := 0
+	if have512 {
+		av := archsimd.BroadcastFloat32x16(a)
+		for ; i+16 <= len(dst); i += 16 {
+			v := archsimd.LoadFloat32x16(b0[i : i+16])
+			if b1 != nil {
+				v = v.Add(archsimd.LoadFloat32x16(b1[i : i+16]).Mul(av))
+			}
+			v.Mul(archsimd.LoadFloat32x16(coef[i : i+16])).Store(dst[i : i+16])
+		}
+	}
+	if HaveSIMD {
+		av := archsimd.BroadcastFloat32x8(a)
+		for ; i+8 <= len(dst); i += 8 {
+			v := archsimd.LoadFloat32x8(b0[i : i+8])
+			if b1 != nil {
+				v = v.Add(archsimd.LoadFloat32x8(b1[i : i+8]).Mul(av))
+			}
+			v.Mul(archsimd.LoadFloat32x8(coef[i : i+8])).Store(dst[i : i+8])
+		}
+	}
+	var t1 []float32
+	if b1 != nil {
+		t1 = b1[i:]
+	}
+	combineScalar(dst[i:], b0[i:], t1, a, coef[i:])
+}

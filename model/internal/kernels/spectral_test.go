@@ -115,3 +115,41 @@ func TestMaxInto(t *testing.T) {
 		}
 	}
 }
+
+// TestCombine: the vector Combine gives combineScalar's values bit for bit
+// (no fused multiply-add), with and without b1, at every length across
+// the 16- and 8-lane blocks and the tail; and the scalar one is the
+// arithmetic it says: (b0 + a*b1) * coef, each step rounded to float32.
+func TestCombine(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 10))
+	for n := range 70 {
+		b0, b1, coef := make([]float32, n+2), make([]float32, n+2), make([]float32, n+2)
+		for i := range b0 {
+			b0[i], b1[i], coef[i] = 2*rng.Float32()-1, 2*rng.Float32()-1, 0.5+rng.Float32()
+		}
+		for _, a := range []float32{-0.25, 0.125} {
+			for _, withB1 := range []bool{true, false} {
+				var x1 []float32
+				if withB1 {
+					x1 = b1
+				}
+				got, want := make([]float32, n), make([]float32, n)
+				Combine(got, b0, x1, a, coef)
+				combineScalar(want, b0, x1, a, coef)
+				if !slices.Equal(got, want) {
+					t.Fatalf("%d values, a %g, b1 %v: got %v, want %v", n, a, withB1, got, want)
+				}
+				for i := range want {
+					v := b0[i]
+					if withB1 {
+						p := a * b1[i]
+						v += p
+					}
+					if v *= coef[i]; want[i] != v {
+						t.Fatalf("value %d: %g, want %g", i, want[i], v)
+					}
+				}
+			}
+		}
+	}
+}
