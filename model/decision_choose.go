@@ -34,7 +34,7 @@ func temperatureGrid() []float64 {
 // copyPenaltiesRad are the copy penalties tried (radians; math.Pi leaves
 // the copies out), from the most tolerant of a new acquisition's changes
 // to the least.
-var copyPenaltiesRad = []float64{0, 0.005, 0.01, 0.02, 0.04, math.Pi}
+var copyPenaltiesRad = []float64{0, minCopyPenaltyRad, 0.01, 0.02, 0.04, math.Pi}
 
 // leftOut is one training pixel left out: the angles to the nearest
 // training spectrum of each class and to the nearest changed copy of one

@@ -120,6 +120,9 @@ func newReference(spectra []float32, bands int, class []int, classes int, change
 	if bands < 1 || len(spectra) != len(class)*bands {
 		return nil, fmt.Errorf("spectral reference: %d values for %d pixels of %d bands", len(spectra), len(class), bands)
 	}
+	if !(penaltyRad >= 0 && penaltyRad <= math.Pi) {
+		return nil, fmt.Errorf("spectral reference: copy penalty %g rad outside 0..pi", penaltyRad)
+	}
 	r := &SpectralReference{bands: bands, classes: classes, span: make([][2]int, classes), copyPenaltyRad: penaltyRad}
 	kept, err := unitRefs(spectra, bands, class, classes)
 	if err != nil {

@@ -1,7 +1,6 @@
 package model
 
 import (
-	"fmt"
 	"math"
 )
 
@@ -37,9 +36,6 @@ const alignSamplePixels = 4096
 // bit for bit, without aligning; a penalty of pi measures against the
 // aligned group alone.
 func NewAlignedReference(spectra []float32, bands int, class []int, classes int, changed [][]float32, penaltyRad float64) (*SpectralReference, error) {
-	if !(penaltyRad >= 0 && penaltyRad <= math.Pi) {
-		return nil, fmt.Errorf("spectral reference: copy penalty %g rad outside 0..pi", penaltyRad)
-	}
 	return newReference(spectra, bands, class, classes, changed, nil, penaltyRad)
 }
 
@@ -47,9 +43,6 @@ func NewAlignedReference(spectra []float32, bands int, class []int, classes int,
 // each of changes, whose copies' dots are made from a smaller basis where
 // the changes allow it (linearCopies): the fused decision's reference.
 func newChangedReference(spectra []float32, bands int, class []int, classes int, changes []Radiometric, penaltyRad float64) (*SpectralReference, error) {
-	if !(penaltyRad >= 0 && penaltyRad <= math.Pi) {
-		return nil, fmt.Errorf("spectral reference: copy penalty %g rad outside 0..pi", penaltyRad)
-	}
 	changed := make([][]float32, len(changes))
 	for g, c := range changes {
 		changed[g] = changedSpectra(spectra, bands, c)
