@@ -42,9 +42,12 @@ const stopGrace = 2500 * time.Millisecond
 
 func main() {
 	// The process's resource policy first, on the main thread before any
-	// goroutine makes C calls: glibc's arena cap applied from run's
-	// goroutine came too late (a 16-thread classify under ulimit -v
-	// 2000000 then failed to start threads in 10 of 10 runs).
+	// goroutine makes C calls. glibc's arena cap under an address-space
+	// limit is applied even earlier, when the program is loaded (see
+	// resources.LimitedMallocArenas): from run's goroutine it came too late
+	// in 10 of 10 runs of a 16-thread classify under ulimit -v 2000000, and
+	// from here it still came after the Go runtime's first threads had
+	// taken five arenas (2 of 10 such runs failed to start a thread).
 	resources.Start(geo.Knobs{})
 	// The cause names the signal, which a batch's report gives for the
 	// scenes it stopped.

@@ -4,11 +4,18 @@ package resources
 
 /*
 #include <stdlib.h> // defines __GLIBC__ where the C library is glibc
+#include <stdio.h>
+#include <string.h>
+#include <sys/resource.h>
 #ifdef __GLIBC__
 #include <malloc.h>
 #endif
 
 enum { PNEC_MMAP_THRESHOLD, PNEC_ARENA_MAX };
+
+// PNEC_LIMITED_ARENAS is LimitedMallocArenas (TestEarlyArenaCap checks
+// that they agree).
+enum { PNEC_LIMITED_ARENAS = 2 };
 
 // pnec_mallopt sets glibc's mmap threshold (pinning it also turns off its
 // dynamic growth) or its arena cap to value; 0 where the C library is not
@@ -18,6 +25,68 @@ static int pnec_mallopt(int what, int value) {
 	return mallopt(what == PNEC_MMAP_THRESHOLD ? M_MMAP_THRESHOLD : M_ARENA_MAX, value);
 #else
 	return 0;
+#endif
+}
+
+// pnec_early_arena_cap is the arena cap pnec_cap_arenas_at_load applied (0:
+// none).
+static int pnec_early_arena_cap;
+
+// pnec_cap_arenas_at_load applies Decide's arena rule (LimitedMallocArenas
+// under an address-space limit, unless the user set MALLOC_ARENA_MAX or
+// glibc's arena_max tunable) when the program is loaded, before the Go
+// runtime starts its threads. Why so early: each thread's first free()
+// sets up its malloc cache and with it an arena, and glibc never retires
+// one. Applied from main, the cap came after the runtime's first threads
+// had made five arenas (320 MiB of address space), and a 16-thread
+// classify under ulimit -v 2000000 failed to start a thread in 2 of 10
+// runs here (once in a clean-clone CI run).
+__attribute__((constructor)) static void pnec_cap_arenas_at_load(void) {
+#ifdef __GLIBC__
+	struct rlimit rl;
+	const char *tunables = getenv("GLIBC_TUNABLES");
+	if (getenv("MALLOC_ARENA_MAX") != NULL || (tunables != NULL && strstr(tunables, "arena_max") != NULL)) {
+		return;
+	}
+	if (getrlimit(RLIMIT_AS, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY) {
+		return;
+	}
+	if (mallopt(M_ARENA_MAX, PNEC_LIMITED_ARENAS) == 1) {
+		pnec_early_arena_cap = PNEC_LIMITED_ARENAS;
+	}
+#endif
+}
+
+static int pnec_early_arena_cap_value(void) { return pnec_early_arena_cap; }
+
+// pnec_touch_malloc makes the calling thread use malloc (and so take an
+// arena) for TestEarlyArenaCap.
+static void pnec_touch_malloc(void) { free(malloc(64)); }
+
+// pnec_malloc_arenas counts glibc's arenas (malloc_info's heaps; -1 where
+// it cannot tell).
+static int pnec_malloc_arenas(void) {
+#ifdef __GLIBC__
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+	if (f == NULL) {
+		return -1;
+	}
+	if (malloc_info(0, f) != 0) {
+		fclose(f);
+		free(buf);
+		return -1;
+	}
+	fclose(f);
+	int n = 0;
+	for (char *p = buf; (p = strstr(p, "<heap nr=")) != NULL; p++) {
+		n++;
+	}
+	free(buf);
+	return n;
+#else
+	return -1;
 #endif
 }
 */
@@ -32,3 +101,16 @@ func setMMapThreshold(bytes int) bool {
 // capMallocArenas caps glibc's malloc arenas (Policy.MallocArenas); false
 // where the C library is not glibc or refused.
 func capMallocArenas(n int) bool { return C.pnec_mallopt(C.PNEC_ARENA_MAX, C.int(n)) == 1 }
+
+// earlyArenaCap is the arena cap applied when the program was loaded (0:
+// none; see pnec_cap_arenas_at_load).
+func earlyArenaCap() int { return int(C.pnec_early_arena_cap_value()) }
+
+// touchMalloc makes the calling OS thread use glibc's malloc.
+func touchMalloc() { C.pnec_touch_malloc() }
+
+// mallocArenas counts glibc's malloc arenas (-1 where it cannot tell).
+func mallocArenas() int { return int(C.pnec_malloc_arenas()) }
+
+// limitedArenasInC is the cap the load-time rule applies.
+const limitedArenasInC = int(C.PNEC_LIMITED_ARENAS)

@@ -8,3 +8,11 @@ package resources
 func setMMapThreshold(int) bool { return false }
 
 func capMallocArenas(int) bool { return false }
+
+func earlyArenaCap() int { return 0 }
+
+const limitedArenasInC = LimitedMallocArenas
+
+func touchMalloc() {}
+
+func mallocArenas() int { return -1 }

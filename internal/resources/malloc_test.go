@@ -1,8 +1,13 @@
 package resources
 
 import (
+	"fmt"
+	"os"
 	"os/exec"
+	"runtime"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -24,4 +29,101 @@ func TestMallocSettingsTakeEffect(t *testing.T) {
 	if !capMallocArenas(0) {
 		t.Error("mallopt(M_ARENA_MAX) not applied")
 	}
+}
+
+// arenaHelperEnv makes the test binary run as TestEarlyArenaCap's child.
+const arenaHelperEnv = "PNEC_TEST_ARENA_HELPER"
+
+// TestEarlyArenaCap runs this test binary again under an address-space
+// limit, makes 16 threads use malloc at once and counts glibc's arenas:
+// the cap applied when the program is loaded keeps them at
+// LimitedMallocArenas (applied from main, after the Go runtime's first
+// threads, there were six). Without the limit, or with the user's
+// MALLOC_ARENA_MAX, nothing is applied at load.
+func TestEarlyArenaCap(t *testing.T) {
+	if os.Getenv(arenaHelperEnv) == "1" {
+		arenaHelper()
+		return
+	}
+	if limitedArenasInC != LimitedMallocArenas {
+		t.Fatalf("the C rule caps at %d arenas, the policy at %d", limitedArenasInC, LimitedMallocArenas)
+	}
+	out, err := exec.Command("getconf", "GNU_LIBC_VERSION").Output()
+	if err != nil || !strings.HasPrefix(string(out), "glibc") {
+		t.Skipf("not glibc (getconf GNU_LIBC_VERSION: %q, %v): no arenas to cap", out, err)
+	}
+	if _, err := exec.LookPath("bash"); err != nil {
+		t.Skip("needs bash for ulimit -v")
+	}
+	for _, tc := range []struct {
+		name      string
+		limitKB   int
+		env       []string
+		wantCap   int
+		maxArenas int
+	}{
+		{"under a limit", 4000000, nil, LimitedMallocArenas, LimitedMallocArenas},
+		{"the user's MALLOC_ARENA_MAX wins", 4000000, []string{"MALLOC_ARENA_MAX=3"}, 0, 3},
+		{"the user's glibc tunable wins", 4000000, []string{"GLIBC_TUNABLES=glibc.malloc.arena_max=3"}, 0, 3},
+		{"no limit", 0, nil, 0, -1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			limit := "unlimited"
+			if tc.limitKB > 0 {
+				limit = strconv.Itoa(tc.limitKB)
+			}
+			cmd := exec.Command("bash", "-c", `ulimit -v "$1" && shift && exec "$@"`, "bash", limit,
+				os.Args[0], "-test.run=^TestEarlyArenaCap$", "-test.count=1")
+			cmd.Env = append(append(os.Environ(), arenaHelperEnv+"=1"), tc.env...)
+			out, err := cmd.CombinedOutput()
+			if err != nil {
+				t.Fatalf("helper: %v\n%s", err, out)
+			}
+			var gotCap, arenas int
+			if _, err := fmt.Sscanf(lastLine(string(out), "arenas:"), "arenas: cap %d count %d", &gotCap, &arenas); err != nil {
+				t.Fatalf("helper printed no arena line (%v):\n%s", err, out)
+			}
+			if gotCap != tc.wantCap {
+				t.Errorf("cap applied at load = %d, want %d", gotCap, tc.wantCap)
+			}
+			if tc.maxArenas > 0 && (arenas < 1 || arenas > tc.maxArenas) {
+				t.Errorf("%d arenas after 16 threads used malloc, want 1..%d", arenas, tc.maxArenas)
+			}
+		})
+	}
+}
+
+// arenaHelper is TestEarlyArenaCap's child: 16 OS threads use malloc at
+// once, then it prints the cap applied at load and the arenas counted.
+func arenaHelper() {
+	const threads = 16
+	var ready, done sync.WaitGroup
+	ready.Add(threads)
+	done.Add(threads)
+	release := make(chan struct{})
+	for range threads {
+		go func() {
+			defer done.Done()
+			// Locked, each goroutine holds its own thread until all
+			// have used malloc.
+			runtime.LockOSThread()
+			touchMalloc()
+			ready.Done()
+			<-release
+		}()
+	}
+	ready.Wait()
+	close(release)
+	done.Wait()
+	fmt.Printf("arenas: cap %d count %d\n", earlyArenaCap(), mallocArenas())
+}
+
+func lastLine(s, prefix string) string {
+	lines := strings.Split(s, "\n")
+	for i := len(lines) - 1; i >= 0; i-- {
+		if strings.HasPrefix(lines[i], prefix) {
+			return lines[i]
+		}
+	}
+	return ""
 }

@@ -31,6 +31,7 @@ package resources
 import (
 	"os"
 	"strconv"
+	"strings"
 )
 
 // GoBackendGCPercent is the Go collector's GOGC the policy sets when the
@@ -87,7 +88,10 @@ const MMapThresholdBytes = 128 << 10
 // contend (GDAL's decoding threads, GoMLX's workers); with 16 threads a
 // small classify failed under ulimit -v 2000000 (a failed malloc in GDAL,
 // a failed thread start) and ran with 2 arenas. A user's MALLOC_ARENA_MAX
-// is left as it is.
+// (or glibc.malloc.arena_max in GLIBC_TUNABLES) is left as it is. The cap
+// is applied when the program is loaded (malloc.go's
+// pnec_cap_arenas_at_load, the same rule in C), before the Go runtime's
+// threads take arenas of their own; Start applies it again.
 const LimitedMallocArenas = 2
 
 // heapGuardMaxBytes is the largest heap guard (see GuardHeap): the address
@@ -154,7 +158,7 @@ func Decide(f Facts) Policy {
 	if !set("MALLOC_MMAP_THRESHOLD_") {
 		p.MMapThresholdBytes = MMapThresholdBytes
 	}
-	if !set("MALLOC_ARENA_MAX") && f.AddressSpaceLimited {
+	if !set("MALLOC_ARENA_MAX") && !arenaTunableSet(f) && f.AddressSpaceLimited {
 		p.MallocArenas = LimitedMallocArenas
 	}
 	p.HeapGuardBytes = heapGuardSize(f.AddressSpaceLeftBytes)
@@ -169,6 +173,17 @@ func Decide(f Facts) Policy {
 		p.GCPercent = GoBackendGCPercent
 	}
 	return p
+}
+
+// arenaTunableSet reports whether the user capped glibc's arenas through
+// GLIBC_TUNABLES (glibc.malloc.arena_max), which wins as MALLOC_ARENA_MAX
+// does.
+func arenaTunableSet(f Facts) bool {
+	if f.Env == nil {
+		return false
+	}
+	v, ok := f.Env("GLIBC_TUNABLES")
+	return ok && strings.Contains(v, "arena_max")
 }
 
 // heapGuardSize is the guard for leftBytes of address space still free

@@ -35,6 +35,8 @@ func TestDecide(t *testing.T) {
 			Policy{GDALNumThreads: "ALL_CPUS", MMapThresholdBytes: 128 << 10, MallocArenas: 2, HeapGuardBytes: 200 << 20}},
 		{"address-space limit, the user's MALLOC_ARENA_MAX wins", Facts{Env: env(map[string]string{"MALLOC_ARENA_MAX": "8"}), AddressSpaceLimited: true, AddressSpaceLeftBytes: 800 << 20},
 			Policy{GDALNumThreads: "ALL_CPUS", MMapThresholdBytes: 128 << 10, HeapGuardBytes: 200 << 20}},
+		{"address-space limit, the user's glibc tunable wins", Facts{Env: env(map[string]string{"GLIBC_TUNABLES": "glibc.malloc.arena_max=4"}), AddressSpaceLimited: true, AddressSpaceLeftBytes: 800 << 20},
+			Policy{GDALNumThreads: "ALL_CPUS", MMapThresholdBytes: 128 << 10, HeapGuardBytes: 200 << 20}},
 		{"limit with nothing left: no guard", Facts{AddressSpaceLimited: true, AddressSpaceLeftBytes: 0},
 			Policy{GDALNumThreads: "ALL_CPUS", MMapThresholdBytes: 128 << 10, MallocArenas: 2}},
 		{"PNEC_HEAP_GUARD_BYTES=0: no guard", Facts{Env: env(map[string]string{HeapGuardEnv: "0"}), AddressSpaceLeftBytes: -1},
