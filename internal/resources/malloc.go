@@ -3,6 +3,8 @@
 package resources
 
 /*
+#define _GNU_SOURCE // pthread_getattr_default_np, pthread_setattr_default_np
+#include <pthread.h>
 #include <stdlib.h> // defines __GLIBC__ where the C library is glibc
 #include <stdio.h>
 #include <string.h>
@@ -13,9 +15,9 @@ package resources
 
 enum { PNEC_MMAP_THRESHOLD, PNEC_ARENA_MAX };
 
-// PNEC_LIMITED_ARENAS is LimitedMallocArenas (TestEarlyArenaCap checks
-// that they agree).
-enum { PNEC_LIMITED_ARENAS = 2 };
+// PNEC_LIMITED_ARENAS is LimitedMallocArenas and PNEC_LIMITED_STACK_BYTES
+// LimitedThreadStackBytes (TestEarlyArenaCap checks that they agree).
+enum { PNEC_LIMITED_ARENAS = 2, PNEC_LIMITED_STACK_BYTES = 2 << 20 };
 
 // pnec_mallopt sets glibc's mmap threshold (pinning it also turns off its
 // dynamic growth) or its arena cap to value; 0 where the C library is not
@@ -28,36 +30,64 @@ static int pnec_mallopt(int what, int value) {
 #endif
 }
 
-// pnec_early_arena_cap is the arena cap pnec_cap_arenas_at_load applied (0:
-// none).
+// pnec_early_arena_cap is the arena cap pnec_fit_address_space_at_load
+// applied (0: none).
 static int pnec_early_arena_cap;
 
-// pnec_cap_arenas_at_load applies Decide's arena rule (LimitedMallocArenas
-// under an address-space limit, unless the user set MALLOC_ARENA_MAX or
-// glibc's arena_max tunable) when the program is loaded, before the Go
-// runtime starts its threads. Why so early: each thread's first free()
-// sets up its malloc cache and with it an arena, and glibc never retires
-// one. Applied from main, the cap came after the runtime's first threads
-// had made five arenas (320 MiB of address space), and a 16-thread
-// classify under ulimit -v 2000000 failed to start a thread in 2 of 10
-// runs here (once in a clean-clone CI run).
-__attribute__((constructor)) static void pnec_cap_arenas_at_load(void) {
+// pnec_fit_address_space_at_load applies Decide's rules for a process
+// under an address-space limit when the program is loaded, before the Go
+// runtime starts its threads: glibc's arena cap (LimitedMallocArenas,
+// unless the user set MALLOC_ARENA_MAX or glibc's arena_max tunable) and
+// the default stack of new threads (LimitedThreadStackBytes where it is
+// larger). Why so early: each thread's first free() sets up its malloc
+// cache and with it an arena, and glibc never retires one; and the Go
+// runtime's threads take the default stack when they start. Applied from
+// main, the arena cap came after the runtime's first threads had made five
+// arenas (320 MiB of address space), and a 16-thread classify under
+// ulimit -v 2000000 failed to start a thread in 2 of 10 runs here (once in
+// a clean-clone CI run).
+__attribute__((constructor)) static void pnec_fit_address_space_at_load(void) {
 #ifdef __GLIBC__
 	struct rlimit rl;
-	const char *tunables = getenv("GLIBC_TUNABLES");
-	if (getenv("MALLOC_ARENA_MAX") != NULL || (tunables != NULL && strstr(tunables, "arena_max") != NULL)) {
-		return;
-	}
 	if (getrlimit(RLIMIT_AS, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY) {
 		return;
 	}
-	if (mallopt(M_ARENA_MAX, PNEC_LIMITED_ARENAS) == 1) {
+	const char *tunables = getenv("GLIBC_TUNABLES");
+	if (getenv("MALLOC_ARENA_MAX") == NULL && (tunables == NULL || strstr(tunables, "arena_max") == NULL) &&
+	    mallopt(M_ARENA_MAX, PNEC_LIMITED_ARENAS) == 1) {
 		pnec_early_arena_cap = PNEC_LIMITED_ARENAS;
 	}
+	pthread_attr_t attr;
+	size_t size = 0;
+	if (pthread_getattr_default_np(&attr) != 0) {
+		return;
+	}
+	if (pthread_attr_getstacksize(&attr, &size) == 0 && size > PNEC_LIMITED_STACK_BYTES &&
+	    pthread_attr_setstacksize(&attr, PNEC_LIMITED_STACK_BYTES) == 0) {
+		pthread_setattr_default_np(&attr);
+	}
+	pthread_attr_destroy(&attr);
 #endif
 }
 
 static int pnec_early_arena_cap_value(void) { return pnec_early_arena_cap; }
+
+// pnec_default_stack_bytes is the stack new threads get by default (0
+// where it cannot tell).
+static long pnec_default_stack_bytes(void) {
+#ifdef __GLIBC__
+	pthread_attr_t attr;
+	size_t size = 0;
+	if (pthread_getattr_default_np(&attr) != 0) {
+		return 0;
+	}
+	pthread_attr_getstacksize(&attr, &size);
+	pthread_attr_destroy(&attr);
+	return (long)size;
+#else
+	return 0;
+#endif
+}
 
 // pnec_touch_malloc makes the calling thread use malloc (and so take an
 // arena) for TestEarlyArenaCap.
@@ -103,7 +133,7 @@ func setMMapThreshold(bytes int) bool {
 func capMallocArenas(n int) bool { return C.pnec_mallopt(C.PNEC_ARENA_MAX, C.int(n)) == 1 }
 
 // earlyArenaCap is the arena cap applied when the program was loaded (0:
-// none; see pnec_cap_arenas_at_load).
+// none; see pnec_fit_address_space_at_load).
 func earlyArenaCap() int { return int(C.pnec_early_arena_cap_value()) }
 
 // touchMalloc makes the calling OS thread use glibc's malloc.
@@ -112,5 +142,13 @@ func touchMalloc() { C.pnec_touch_malloc() }
 // mallocArenas counts glibc's malloc arenas (-1 where it cannot tell).
 func mallocArenas() int { return int(C.pnec_malloc_arenas()) }
 
-// limitedArenasInC is the cap the load-time rule applies.
-const limitedArenasInC = int(C.PNEC_LIMITED_ARENAS)
+// defaultThreadStackBytes is the stack a new thread gets by default (0
+// where the C library cannot tell).
+func defaultThreadStackBytes() int64 { return int64(C.pnec_default_stack_bytes()) }
+
+// limitedArenasInC and limitedStackBytesInC are what the load-time rules
+// apply.
+const (
+	limitedArenasInC     = int(C.PNEC_LIMITED_ARENAS)
+	limitedStackBytesInC = int64(C.PNEC_LIMITED_STACK_BYTES)
+)

@@ -11,7 +11,12 @@ func capMallocArenas(int) bool { return false }
 
 func earlyArenaCap() int { return 0 }
 
-const limitedArenasInC = LimitedMallocArenas
+func defaultThreadStackBytes() int64 { return 0 }
+
+const (
+	limitedArenasInC     = LimitedMallocArenas
+	limitedStackBytesInC = LimitedThreadStackBytes
+)
 
 func touchMalloc() {}
 

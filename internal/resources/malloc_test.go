@@ -38,16 +38,23 @@ const arenaHelperEnv = "PNEC_TEST_ARENA_HELPER"
 // limit, makes 16 threads use malloc at once and counts glibc's arenas:
 // the cap applied when the program is loaded keeps them at
 // LimitedMallocArenas (applied from main, after the Go runtime's first
-// threads, there were six). Without the limit, or with the user's
-// MALLOC_ARENA_MAX, nothing is applied at load.
+// threads, there were six), and new threads' default stack is at most
+// LimitedThreadStackBytes. Without the limit, or with the user's
+// MALLOC_ARENA_MAX, no cap is applied at load; without the limit the
+// stack is glibc's own.
 func TestEarlyArenaCap(t *testing.T) {
 	if os.Getenv(arenaHelperEnv) == "1" {
 		arenaHelper()
 		return
 	}
-	if limitedArenasInC != LimitedMallocArenas {
-		t.Fatalf("the C rule caps at %d arenas, the policy at %d", limitedArenasInC, LimitedMallocArenas)
+	if limitedArenasInC != LimitedMallocArenas || limitedStackBytesInC != LimitedThreadStackBytes {
+		t.Fatalf("the C rules cap at %d arenas and %d-byte stacks, the policy at %d and %d",
+			limitedArenasInC, limitedStackBytesInC, LimitedMallocArenas, LimitedThreadStackBytes)
 	}
+	// This process has no limit (the test's parent, go test, sets none):
+	// its default stack is glibc's, which the limited child must not keep
+	// where it is larger.
+	unlimitedStack := defaultThreadStackBytes()
 	out, err := exec.Command("getconf", "GNU_LIBC_VERSION").Output()
 	if err != nil || !strings.HasPrefix(string(out), "glibc") {
 		t.Skipf("not glibc (getconf GNU_LIBC_VERSION: %q, %v): no arenas to cap", out, err)
@@ -80,8 +87,16 @@ func TestEarlyArenaCap(t *testing.T) {
 				t.Fatalf("helper: %v\n%s", err, out)
 			}
 			var gotCap, arenas int
-			if _, err := fmt.Sscanf(lastLine(string(out), "arenas:"), "arenas: cap %d count %d", &gotCap, &arenas); err != nil {
+			var stack int64
+			if _, err := fmt.Sscanf(lastLine(string(out), "arenas:"), "arenas: cap %d count %d stack %d", &gotCap, &arenas, &stack); err != nil {
 				t.Fatalf("helper printed no arena line (%v):\n%s", err, out)
+			}
+			wantStack := unlimitedStack
+			if tc.limitKB > 0 {
+				wantStack = min(unlimitedStack, LimitedThreadStackBytes)
+			}
+			if stack != wantStack {
+				t.Errorf("default thread stack %d bytes, want %d (without a limit: %d)", stack, wantStack, unlimitedStack)
 			}
 			if gotCap != tc.wantCap {
 				t.Errorf("cap applied at load = %d, want %d", gotCap, tc.wantCap)
@@ -115,7 +130,7 @@ func arenaHelper() {
 	ready.Wait()
 	close(release)
 	done.Wait()
-	fmt.Printf("arenas: cap %d count %d\n", earlyArenaCap(), mallocArenas())
+	fmt.Printf("arenas: cap %d count %d stack %d\n", earlyArenaCap(), mallocArenas(), defaultThreadStackBytes())
 }
 
 func lastLine(s, prefix string) string {

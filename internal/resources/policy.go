@@ -90,9 +90,23 @@ const MMapThresholdBytes = 128 << 10
 // a failed thread start) and ran with 2 arenas. A user's MALLOC_ARENA_MAX
 // (or glibc.malloc.arena_max in GLIBC_TUNABLES) is left as it is. The cap
 // is applied when the program is loaded (malloc.go's
-// pnec_cap_arenas_at_load, the same rule in C), before the Go runtime's
-// threads take arenas of their own; Start applies it again.
+// pnec_fit_address_space_at_load, the same rule in C), before the Go
+// runtime's threads take arenas of their own; Start applies it again.
 const LimitedMallocArenas = 2
+
+// LimitedThreadStackBytes is the stack a thread started under an
+// address-space limit reserves by default (where glibc's default, the
+// stack limit, usually 8 MiB, is larger).
+//
+// Why: every thread's stack is reserved address space whether it is used
+// or not, and pnec runs a thread for each of GDAL's decoding threads and
+// each of the Go runtime's (GOMAXPROCS and more): 36 threads reserved 288
+// MiB. With 2 MiB stacks a 16-thread classify ran under ulimit -v 1700000
+// in 10 of 10 runs, 5 of 10 with 8 MiB. GDAL and its libraries run with
+// less on other systems (512 KiB on macOS's secondary threads). Applied
+// when the program is loaded (malloc.go), before the Go runtime starts its
+// threads; a process without the limit keeps glibc's default.
+const LimitedThreadStackBytes = 2 << 20
 
 // heapGuardMaxBytes is the largest heap guard (see GuardHeap): the address
 // space mapped past the Go heap's start when no address-space limit is set.
@@ -135,6 +149,9 @@ type Policy struct {
 	MMapThresholdBytes int
 	// MallocArenas caps glibc's malloc arenas.
 	MallocArenas int
+	// ThreadStackBytes is the largest default stack of new threads
+	// (applied when the program is loaded: see LimitedThreadStackBytes).
+	ThreadStackBytes int64
 	// HeapGuardBytes is the Go heap guard to map (see GuardHeap).
 	HeapGuardBytes int64
 	// GCPercent is the Go collector's GOGC to set when the program has
@@ -160,6 +177,9 @@ func Decide(f Facts) Policy {
 	}
 	if !set("MALLOC_ARENA_MAX") && !arenaTunableSet(f) && f.AddressSpaceLimited {
 		p.MallocArenas = LimitedMallocArenas
+	}
+	if f.AddressSpaceLimited {
+		p.ThreadStackBytes = LimitedThreadStackBytes
 	}
 	p.HeapGuardBytes = heapGuardSize(f.AddressSpaceLeftBytes)
 	if f.Env != nil {
