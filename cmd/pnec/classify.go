@@ -63,7 +63,7 @@ func init() {
 // planFlags are the flags that shape the tile plan, shared by classify and tiles.
 func planFlags() []cli.Flag {
 	return []cli.Flag{
-		&cli.StringFlag{Name: "max-memory", Usage: "memory budget `SIZE` (e.g. 4G, 512M; default: half of physical memory): it decides how many tiles are in flight, never the map; a budget too small for one tile is refused with the smallest that works"},
+		&cli.StringFlag{Name: "max-memory", Usage: "memory budget `SIZE` (e.g. 4G, 512M; default: half of what the process may use: physical memory, its cgroup limit or the address space left under ulimit -v): it decides how many tiles are in flight, never the map; a budget too small for one tile is refused with the smallest that works"},
 		&cli.IntFlag{Name: "tile", Usage: fmt.Sprintf("tiles of `N` pixels a side (rounded up to the stride of 4): another grid than the model's, so another map (0 = the model's grid: the whole image up to %d px a side, else %d px tiles, whatever the budget or the machine; docs/classify.md)", processor.CanonicalTile, processor.CanonicalTile)},
 		&cli.IntFlag{Name: "overlap", Value: -1, Usage: fmt.Sprintf("overlap between tiles in `PIXELS` with --tile (rounded up to 4; -1 = the model's grid's %d px, at most half the tile, measured: see docs/classify.md)", tiling.DefaultOverlapPixels)},
 	}

@@ -32,15 +32,26 @@ type MemoryLimits struct {
 	Available int64  // MemAvailable of /proc/meminfo
 	Cgroup    int64  // lowest cgroup limit (v2 memory.max/memory.high, v1 memory.limit_in_bytes) on this process's cgroup path
 	CgroupAt  string // the file that set Cgroup
+	// AddressSpaceLeft is the address space the process may still map
+	// under its address-space limit (ulimit -v, RLIMIT_AS: "Max address
+	// space" of /proc/self/limits less VmSize of /proc/self/status); 0
+	// without a limit, 1 where the limit is already reached.
+	AddressSpaceLeft int64
 }
 
 // Usable is the memory the process may use at most: the cgroup limit when
-// one is set and below physical memory, else physical memory.
+// one is set and below physical memory, else physical memory; and under an
+// address-space limit at most the address space left, which every byte
+// the process uses needs (a run that outgrew it would fail to allocate).
 func (l MemoryLimits) Usable() int64 {
+	u := l.Physical
 	if l.Cgroup > 0 && (l.Physical == 0 || l.Cgroup < l.Physical) {
-		return l.Cgroup
+		u = l.Cgroup
 	}
-	return l.Physical
+	if l.AddressSpaceLeft > 0 && (u == 0 || l.AddressSpaceLeft < u) {
+		u = l.AddressSpaceLeft
+	}
+	return u
 }
 
 // DefaultBudget is the budget used when none is given: DefaultMemoryFraction
@@ -50,7 +61,10 @@ func (l MemoryLimits) DefaultBudget() (int64, string) {
 	u := l.Usable()
 	b := int64(float64(u) * DefaultMemoryFraction)
 	why := fmt.Sprintf("%.0f%% of physical memory %s", 100*DefaultMemoryFraction, FormatBytes(u))
-	if u == l.Cgroup && l.Cgroup > 0 {
+	switch {
+	case u == l.AddressSpaceLeft && l.AddressSpaceLeft > 0:
+		why = fmt.Sprintf("%.0f%% of the address space left under the limit (ulimit -v), %s", 100*DefaultMemoryFraction, FormatBytes(u))
+	case u == l.Cgroup && l.Cgroup > 0:
 		why = fmt.Sprintf("%.0f%% of the cgroup limit %s (%s)", 100*DefaultMemoryFraction, FormatBytes(u), l.CgroupAt)
 	}
 	if a := int64(float64(l.Available) * availableFraction); l.Available > 0 && a < b {
@@ -62,7 +76,8 @@ func (l MemoryLimits) DefaultBudget() (int64, string) {
 
 // ReadMemoryLimits reads the limits from the files under root ("/" for
 // this machine; tests pass a directory of fake files): /proc/meminfo,
-// /proc/self/cgroup and /proc/self/mountinfo, and the cgroup files they point to.
+// /proc/self/cgroup and /proc/self/mountinfo, and the cgroup files they
+// point to; /proc/self/limits and /proc/self/status for the address space.
 func ReadMemoryLimits(root string) MemoryLimits {
 	var l MemoryLimits
 	if b, err := os.ReadFile(filepath.Join(root, "proc/meminfo")); err == nil {
@@ -77,7 +92,45 @@ func ReadMemoryLimits(root string) MemoryLimits {
 		}
 	}
 	l.Cgroup, l.CgroupAt = cgroupLimit(root)
+	l.AddressSpaceLeft = addressSpaceLeft(root)
 	return l
+}
+
+// addressSpaceLeft is the address space the process may still map under
+// its soft address-space limit (MemoryLimits.AddressSpaceLeft); 0 without
+// a limit or where the files do not say.
+func addressSpaceLeft(root string) int64 {
+	b, err := os.ReadFile(filepath.Join(root, "proc/self/limits"))
+	if err != nil {
+		return 0
+	}
+	var limit int64
+	for _, line := range strings.Split(string(b), "\n") {
+		rest, ok := strings.CutPrefix(line, "Max address space")
+		if !ok {
+			continue
+		}
+		f := strings.Fields(rest) // soft hard units
+		if len(f) < 1 || f[0] == "unlimited" {
+			return 0
+		}
+		if limit, err = strconv.ParseInt(f[0], 10, 64); err != nil || limit <= 0 {
+			return 0
+		}
+	}
+	if limit == 0 {
+		return 0
+	}
+	var used int64
+	if b, err := os.ReadFile(filepath.Join(root, "proc/self/status")); err == nil {
+		for _, line := range strings.Split(string(b), "\n") {
+			var kb int64
+			if _, err := fmt.Sscanf(line, "VmSize: %d kB", &kb); err == nil {
+				used = kb << 10
+			}
+		}
+	}
+	return max(limit-used, 1)
 }
 
 // cgroupMount is a cgroup file system mount: its mount point, the cgroup

@@ -32,6 +32,11 @@ const (
 		"36 31 0:33 / /sys/fs/cgroup/cpu rw,relatime - cgroup cgroup rw,cpu\n"
 )
 
+// limitsHead is the start of a /proc/self/limits.
+const limitsHead = "Limit                     Soft Limit           Hard Limit           Units     \n" +
+	"Max cpu time              unlimited            unlimited            seconds   \n" +
+	"Max stack size            8388608              unlimited            bytes     \n"
+
 func TestReadMemoryLimits(t *testing.T) {
 	const gib = int64(1) << 30
 	for _, tc := range []struct {
@@ -73,6 +78,21 @@ func TestReadMemoryLimits(t *testing.T) {
 			"proc/meminfo": meminfo, "proc/self/mountinfo": mountV2, "proc/self/cgroup": "0::/\n",
 			"sys/fs/cgroup/memory.max": "68719476736\n",
 		}, 64 * gib, "/sys/fs/cgroup/memory.max", 8 * gib, "physical memory"},
+		{"address-space limit (ulimit -v): half of what is left", map[string]string{
+			"proc/meminfo": meminfo, "proc/self/mountinfo": mountV2, "proc/self/cgroup": "0::/\n",
+			"proc/self/limits": limitsHead + "Max address space         6442450944           unlimited            bytes     \n",
+			"proc/self/status": "Name:\tpnec\nVmPeak:\t 2097152 kB\nVmSize:\t 2097152 kB\n",
+		}, 0, "", 2 * gib, "address space left"},
+		{"address-space limit above the memory: no change", map[string]string{
+			"proc/meminfo": meminfo, "proc/self/mountinfo": mountV2, "proc/self/cgroup": "0::/\n",
+			"proc/self/limits": limitsHead + "Max address space         68719476736          68719476736          bytes     \n",
+			"proc/self/status": "VmSize:\t 2097152 kB\n",
+		}, 0, "", 8 * gib, "physical memory"},
+		{"no address-space limit", map[string]string{
+			"proc/meminfo": meminfo, "proc/self/mountinfo": mountV2, "proc/self/cgroup": "0::/\n",
+			"proc/self/limits": limitsHead + "Max address space         unlimited            unlimited            bytes     \n",
+			"proc/self/status": "VmSize:\t 2097152 kB\n",
+		}, 0, "", 8 * gib, "physical memory"},
 		{"busy machine: capped by what is available", map[string]string{
 			"proc/meminfo": "MemTotal: 16777216 kB\nMemAvailable: 2097152 kB\n", "proc/self/mountinfo": mountV2, "proc/self/cgroup": "0::/\n",
 		}, 0, "", 2 * gib * 8 / 10, "available now"},
