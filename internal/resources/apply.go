@@ -1,14 +1,12 @@
 package resources
 
 import (
-	"bufio"
-	"os"
 	"runtime"
 	"runtime/debug"
-	"strconv"
-	"strings"
 	"sync"
 	"syscall"
+
+	"github.com/pnec/pnec/internal/resources/memory"
 )
 
 // GDAL is the door to GDAL's own process-wide knobs. geo implements it
@@ -141,36 +139,11 @@ func BackendOpening(networkOnGoHeap bool) {
 }
 
 // addressSpaceLeft is how much address space the process may still map
-// under RLIMIT_AS: the soft limit less the current virtual size (VmSize in
-// /proc/self/status), or -1 without a limit. Where VmSize cannot be read,
-// half the limit is taken as used.
+// under RLIMIT_AS (memory.AddressSpaceLeft, the one reader of the limit
+// and of VmSize), or -1 without a limit.
 func addressSpaceLeft() int64 {
-	var rl syscall.Rlimit
-	if err := syscall.Getrlimit(syscall.RLIMIT_AS, &rl); err != nil || rl.Cur == ^uint64(0) || rl.Cur > 1<<62 {
-		return -1
+	if left := memory.AddressSpaceLeft("/"); left > 0 {
+		return left
 	}
-	limit := int64(rl.Cur)
-	used := limit / 2
-	if vm, ok := ProcStatusBytes("VmSize"); ok {
-		used = vm
-	}
-	return max(limit-used, 0)
-}
-
-// ProcStatusBytes reads a size field of /proc/self/status ("VmSize",
-// "VmHWM", in kB there), bytes; false where it cannot (not Linux).
-func ProcStatusBytes(field string) (int64, bool) {
-	f, err := os.Open("/proc/self/status")
-	if err != nil {
-		return 0, false
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		if rest, ok := strings.CutPrefix(sc.Text(), field+":"); ok {
-			kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 10, 64)
-			return kb << 10, err == nil
-		}
-	}
-	return 0, false
+	return -1
 }

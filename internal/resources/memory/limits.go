@@ -92,14 +92,16 @@ func ReadMemoryLimits(root string) MemoryLimits {
 		}
 	}
 	l.Cgroup, l.CgroupAt = cgroupLimit(root)
-	l.AddressSpaceLeft = addressSpaceLeft(root)
+	l.AddressSpaceLeft = AddressSpaceLeft(root)
 	return l
 }
 
-// addressSpaceLeft is the address space the process may still map under
-// its soft address-space limit (MemoryLimits.AddressSpaceLeft); 0 without
-// a limit or where the files do not say.
-func addressSpaceLeft(root string) int64 {
+// AddressSpaceLeft is the address space the process may still map under
+// its soft address-space limit (ulimit -v, RLIMIT_AS), bytes, read from the
+// files under root ("/" for this process): the limit in /proc/self/limits
+// less VmSize in /proc/self/status. 0 without a limit or where the files do
+// not say; at least 1 under a limit.
+func AddressSpaceLeft(root string) int64 {
 	b, err := os.ReadFile(filepath.Join(root, "proc/self/limits"))
 	if err != nil {
 		return 0
@@ -121,16 +123,25 @@ func addressSpaceLeft(root string) int64 {
 	if limit == 0 {
 		return 0
 	}
-	var used int64
-	if b, err := os.ReadFile(filepath.Join(root, "proc/self/status")); err == nil {
-		for _, line := range strings.Split(string(b), "\n") {
-			var kb int64
-			if _, err := fmt.Sscanf(line, "VmSize: %d kB", &kb); err == nil {
-				used = kb << 10
-			}
+	used, _ := StatusBytes(root, "VmSize")
+	return max(limit-used, 1)
+}
+
+// StatusBytes reads a size field of /proc/self/status under root ("/" for
+// this process; "VmSize", "VmHWM", in kB there), bytes; false where it
+// cannot (not Linux).
+func StatusBytes(root, field string) (int64, bool) {
+	b, err := os.ReadFile(filepath.Join(root, "proc/self/status"))
+	if err != nil {
+		return 0, false
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if rest, ok := strings.CutPrefix(line, field+":"); ok {
+			kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 10, 64)
+			return kb << 10, err == nil
 		}
 	}
-	return max(limit-used, 1)
+	return 0, false
 }
 
 // cgroupMount is a cgroup file system mount: its mount point, the cgroup
