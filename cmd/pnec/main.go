@@ -41,6 +41,16 @@ func register(c *cli.Command) { commands = append(commands, c) }
 const stopGrace = 2500 * time.Millisecond
 
 func main() {
+	// glibc's tunables apply only from a program's start: where the policy
+	// asks for some (huge pages for GDAL's block buffers: see
+	// resources.MallocHugePagesTunable), the commands that read scenes at
+	// scale run again under them before they do anything else. Only
+	// those: running again costs about 0.13 s here, which --help, info or
+	// tiles should not pay. Where it cannot be done the command goes on as
+	// it is: only speed is at stake.
+	if networkCommands[commandOf(os.Args)] {
+		_ = resources.ExecUnderTunables()
+	}
 	// The process's resource policy first, on the main thread before any
 	// goroutine makes C calls. glibc's arena cap under an address-space
 	// limit is applied even earlier, when the program is loaded (see
@@ -131,6 +141,28 @@ func configureBackends(edit func(*backend.Settings)) {
 // limit.
 var networkCommands = map[string]bool{
 	"classify": true, "batch": true, "train": true, "evaluate": true, "experiment": true, "backends": true,
+}
+
+// commandOf is the command args name (args[0] is the program), past the
+// global options ("" where there is none).
+func commandOf(args []string) string {
+	for i := 1; i < len(args); i++ {
+		a := args[i]
+		switch {
+		case a == "--":
+			if i+1 < len(args) {
+				return args[i+1]
+			}
+			return ""
+		case a == "--config" || a == "-config":
+			i++ // its value
+		case strings.HasPrefix(a, "-"):
+			// --config=KEY=VALUE, --verbose, --help, --version
+		default:
+			return a
+		}
+	}
+	return ""
 }
 
 // run builds the application and runs it on args (args[0] is the program

@@ -1,8 +1,11 @@
 package resources
 
 import (
+	"fmt"
+	"os"
 	"runtime"
 	"runtime/debug"
+	"strings"
 	"sync"
 	"syscall"
 
@@ -28,10 +31,65 @@ func readFacts(g GDAL) Facts {
 	f := Facts{Env: lookupEnv, AddressSpaceLeftBytes: addressSpaceLeft()}
 	var rl syscall.Rlimit
 	f.AddressSpaceLimited = syscall.Getrlimit(syscall.RLIMIT_AS, &rl) == nil && rl.Cur != ^uint64(0)
+	f.HugePagesOnRequest = transparentHugePagesMode(thpModeFile) == "madvise"
+	f.MallocHugePagesTunable = mallocHugePagesTunable()
 	if g != nil {
 		f.GDALNumThreads = g.ConfigValue("GDAL_NUM_THREADS")
 	}
 	return f
+}
+
+// thpModeFile is where Linux says when it backs memory with transparent
+// huge pages.
+const thpModeFile = "/sys/kernel/mm/transparent_hugepage/enabled"
+
+// transparentHugePagesMode is the mode the kernel's file at path selects
+// (the bracketed word of "always [madvise] never"; "" where it cannot
+// tell).
+func transparentHugePagesMode(path string) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return ""
+	}
+	s := string(b)
+	i, j := strings.IndexByte(s, '['), strings.IndexByte(s, ']')
+	if i < 0 || j < i {
+		return ""
+	}
+	return s[i+1 : j]
+}
+
+// WantedTunables is the GLIBC_TUNABLES the policy asks this process to
+// run under ("": as it is; Policy.GlibcTunables).
+func WantedTunables() string { return Decide(readFacts(nil)).GlibcTunables }
+
+// ExecUnderTunables executes the running program again, with the same
+// arguments and environment and the GLIBC_TUNABLES the policy asks for
+// (Policy.GlibcTunables: glibc reads tunables only when a program starts),
+// and does not return where it did. Where the policy asks for none it
+// returns nil at once; where the exec fails it returns why, and the
+// command runs as it is (the tunables only make it faster). The command
+// calls it first thing in main; the program it starts finds the tunables
+// set and goes on. The process keeps its PID, so a scheduler or a shell
+// sees one process throughout.
+func ExecUnderTunables() error {
+	tunables := WantedTunables()
+	if tunables == "" {
+		return nil
+	}
+	env := make([]string, 0, len(os.Environ())+1)
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "GLIBC_TUNABLES=") {
+			env = append(env, kv)
+		}
+	}
+	env = append(env, "GLIBC_TUNABLES="+tunables)
+	// /proc/self/exe rather than os.Args[0] or a path: the same file even
+	// where it was started through a relative path or has been replaced.
+	if err := syscall.Exec("/proc/self/exe", os.Args, env); err != nil {
+		return fmt.Errorf("executing pnec again under GLIBC_TUNABLES=%s: %w", tunables, err)
+	}
+	return nil
 }
 
 var startOnce sync.Once

@@ -8,8 +8,10 @@ package resources
 #include <stdlib.h> // defines __GLIBC__ where the C library is glibc
 #include <stdio.h>
 #include <string.h>
+#include <sys/auxv.h>
 #include <sys/resource.h>
 #ifdef __GLIBC__
+#include <gnu/libc-version.h>
 #include <malloc.h>
 #endif
 
@@ -72,6 +74,24 @@ __attribute__((constructor)) static void pnec_fit_address_space_at_load(void) {
 
 static int pnec_early_arena_cap_value(void) { return pnec_early_arena_cap; }
 
+// pnec_hugetlb_tunable says the running C library is glibc 2.35 or later
+// (glibc.malloc.hugetlb) and reads tunables: not in a set-user-ID or
+// set-group-ID start (AT_SECURE), where it ignores most of them.
+static int pnec_hugetlb_tunable(void) {
+#ifdef __GLIBC__
+	if (getauxval(AT_SECURE) != 0) {
+		return 0;
+	}
+	int major = 0, minor = 0;
+	if (sscanf(gnu_get_libc_version(), "%d.%d", &major, &minor) != 2) {
+		return 0;
+	}
+	return major > 2 || (major == 2 && minor >= 35);
+#else
+	return 0;
+#endif
+}
+
 // pnec_default_stack_bytes is the stack new threads get by default (0
 // where it cannot tell).
 static long pnec_default_stack_bytes(void) {
@@ -87,6 +107,18 @@ static long pnec_default_stack_bytes(void) {
 #else
 	return 0;
 #endif
+}
+
+// pnec_big_block allocates n bytes with malloc and writes each page, for
+// TestExecUnderTunables (0 where malloc fails).
+static void *pnec_big_block(size_t n) {
+	char *p = malloc(n);
+	if (p != NULL) {
+		for (size_t i = 0; i < n; i += 4096) {
+			p[i] = 1;
+		}
+	}
+	return p;
 }
 
 // pnec_touch_malloc makes the calling thread use malloc (and so take an
@@ -132,9 +164,20 @@ func setMMapThreshold(bytes int) bool {
 // where the C library is not glibc or refused.
 func capMallocArenas(n int) bool { return C.pnec_mallopt(C.PNEC_ARENA_MAX, C.int(n)) == 1 }
 
+// mallocHugePagesTunable says glibc's glibc.malloc.hugetlb tunable can
+// be used by this process (Facts.MallocHugePagesTunable).
+func mallocHugePagesTunable() bool { return C.pnec_hugetlb_tunable() == 1 }
+
 // earlyArenaCap is the arena cap applied when the program was loaded (0:
 // none; see pnec_fit_address_space_at_load).
 func earlyArenaCap() int { return int(C.pnec_early_arena_cap_value()) }
+
+// bigBlock allocates n bytes with the C library's malloc and touches its
+// pages; the block's address and a function that frees it.
+func bigBlock(n int) (uintptr, func()) {
+	p := C.pnec_big_block(C.size_t(n))
+	return uintptr(p), func() { C.free(p) }
+}
 
 // touchMalloc makes the calling OS thread use glibc's malloc.
 func touchMalloc() { C.pnec_touch_malloc() }

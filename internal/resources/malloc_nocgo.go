@@ -11,6 +11,8 @@ func capMallocArenas(int) bool { return false }
 
 func earlyArenaCap() int { return 0 }
 
+func mallocHugePagesTunable() bool { return false }
+
 func defaultThreadStackBytes() int64 { return 0 }
 
 const (
@@ -21,3 +23,5 @@ const (
 func touchMalloc() {}
 
 func mallocArenas() int { return -1 }
+
+func bigBlock(int) (uintptr, func()) { return 0, func() {} }

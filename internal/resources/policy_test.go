@@ -1,6 +1,8 @@
 package resources
 
 import (
+	"os"
+	"path/filepath"
 	"testing"
 )
 
@@ -92,5 +94,53 @@ func TestRunGoLimit(t *testing.T) {
 				t.Errorf("%+v: Go limit %d MiB, want %d MiB", tc.run, got/mib, tc.want/mib)
 			}
 		})
+	}
+}
+
+// TestHugePageTunables: pnec asks glibc for huge pages where the kernel
+// gives them on request and glibc has the tunable, adding it to the
+// user's tunables; a hugetlb setting of the user's (0 turns it off) wins.
+func TestHugePageTunables(t *testing.T) {
+	for _, tc := range []struct {
+		name               string
+		onRequest, tunable bool
+		env                map[string]string
+		want               string
+	}{
+		{"madvise mode, glibc 2.35+", true, true, map[string]string{}, "glibc.malloc.hugetlb=1"},
+		{"the user's other tunables kept", true, true, map[string]string{"GLIBC_TUNABLES": "glibc.malloc.arena_max=4"}, "glibc.malloc.arena_max=4:glibc.malloc.hugetlb=1"},
+		{"the user's hugetlb=0 wins", true, true, map[string]string{"GLIBC_TUNABLES": "glibc.malloc.hugetlb=0"}, ""},
+		{"already set: no second exec", true, true, map[string]string{"GLIBC_TUNABLES": "glibc.malloc.hugetlb=1"}, ""},
+		{"kernel mode always or never", false, true, map[string]string{}, ""},
+		{"older glibc, or a set-user-ID start", true, false, map[string]string{}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := Facts{Env: env(tc.env), AddressSpaceLeftBytes: -1, HugePagesOnRequest: tc.onRequest, MallocHugePagesTunable: tc.tunable}
+			if got := Decide(f).GlibcTunables; got != tc.want {
+				t.Errorf("GlibcTunables = %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestTransparentHugePagesMode reads the kernel's mode file.
+func TestTransparentHugePagesMode(t *testing.T) {
+	dir := t.TempDir()
+	for _, tc := range []struct{ content, want string }{
+		{"always [madvise] never\n", "madvise"},
+		{"[always] madvise never\n", "always"},
+		{"always madvise [never]\n", "never"},
+		{"garbage\n", ""},
+	} {
+		p := filepath.Join(dir, "enabled")
+		if err := os.WriteFile(p, []byte(tc.content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if got := transparentHugePagesMode(p); got != tc.want {
+			t.Errorf("%q: mode %q, want %q", tc.content, got, tc.want)
+		}
+	}
+	if got := transparentHugePagesMode(filepath.Join(dir, "missing")); got != "" {
+		t.Errorf("missing file: mode %q, want none", got)
 	}
 }
