@@ -77,8 +77,9 @@ func ExecUnderTunables() error {
 	if tunables == "" {
 		return nil
 	}
-	env := make([]string, 0, len(os.Environ())+1)
-	for _, kv := range os.Environ() {
+	environ := os.Environ()
+	env := make([]string, 0, len(environ)+1)
+	for _, kv := range environ {
 		if !strings.HasPrefix(kv, "GLIBC_TUNABLES=") {
 			env = append(env, kv)
 		}

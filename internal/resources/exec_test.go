@@ -42,10 +42,12 @@ func TestExecUnderTunables(t *testing.T) {
 			got[strings.TrimPrefix(k, "helper.")] = v
 		}
 	}
-	want := Decide(Facts{Env: env(map[string]string{"GLIBC_TUNABLES": "glibc.malloc.tcache_count=7"}), AddressSpaceLeftBytes: -1,
-		HugePagesOnRequest: transparentHugePagesMode(thpModeFile) == "madvise", MallocHugePagesTunable: mallocHugePagesTunable()}).GlibcTunables
-	t.Logf("kernel mode %q, glibc tunable usable %v: the policy asks for %q; child: %v",
-		transparentHugePagesMode(thpModeFile), mallocHugePagesTunable(), want, got)
+	// This process's facts, with the child's environment.
+	f := readFacts(nil)
+	f.Env = env(map[string]string{"GLIBC_TUNABLES": "glibc.malloc.tcache_count=7"})
+	want := Decide(f).GlibcTunables
+	t.Logf("huge pages on request %v, glibc tunable usable %v: the policy asks for %q; child: %v",
+		f.HugePagesOnRequest, f.MallocHugePagesTunable, want, got)
 	if want == "" {
 		if got["tunables"] != "glibc.malloc.tcache_count=7" || got["hugepages"] != "false" {
 			t.Errorf("nothing asked for, yet the child ran under %q with huge pages %s", got["tunables"], got["hugepages"])

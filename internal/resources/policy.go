@@ -187,7 +187,7 @@ func Decide(f Facts) Policy {
 	if !set("MALLOC_MMAP_THRESHOLD_") {
 		p.MMapThresholdBytes = MMapThresholdBytes
 	}
-	if !set("MALLOC_ARENA_MAX") && !arenaTunableSet(f) && f.AddressSpaceLimited {
+	if !set("MALLOC_ARENA_MAX") && !tunableSet(f, "arena_max") && f.AddressSpaceLimited {
 		p.MallocArenas = LimitedMallocArenas
 	}
 	if f.AddressSpaceLimited {
@@ -234,28 +234,25 @@ const MallocHugePagesTunable = "glibc.malloc.hugetlb=1"
 // "never" not at all), glibc has the tunable, and the user has not set
 // glibc.malloc.hugetlb (any value wins, 0 turns it off).
 func hugePageTunables(f Facts) string {
-	if !f.HugePagesOnRequest || !f.MallocHugePagesTunable || f.Env == nil {
+	if !f.HugePagesOnRequest || !f.MallocHugePagesTunable || f.Env == nil || tunableSet(f, "glibc.malloc.hugetlb") {
 		return ""
 	}
 	v, _ := f.Env("GLIBC_TUNABLES")
-	if strings.Contains(v, "glibc.malloc.hugetlb") {
-		return ""
-	}
 	if v == "" {
 		return MallocHugePagesTunable
 	}
 	return v + ":" + MallocHugePagesTunable
 }
 
-// arenaTunableSet reports whether the user capped glibc's arenas through
-// GLIBC_TUNABLES (glibc.malloc.arena_max), which wins as MALLOC_ARENA_MAX
-// does.
-func arenaTunableSet(f Facts) bool {
+// tunableSet reports whether the user's GLIBC_TUNABLES names the tunable
+// name (glibc.malloc.arena_max caps arenas as MALLOC_ARENA_MAX does;
+// glibc.malloc.hugetlb chooses huge pages): a setting of theirs wins.
+func tunableSet(f Facts, name string) bool {
 	if f.Env == nil {
 		return false
 	}
 	v, ok := f.Env("GLIBC_TUNABLES")
-	return ok && strings.Contains(v, "arena_max")
+	return ok && strings.Contains(v, name)
 }
 
 // heapGuardSize is the guard for leftBytes of address space still free
