@@ -444,7 +444,7 @@ func (r *SpectralReference) classDistances(norm float32, dots, cos []float32, al
 		return
 	}
 	inv := 1 / float32(math.Sqrt(float64(norm)))
-	if r.blockLen > 0 && len(scratch) >= 2*r.blockLen {
+	if r.blockLen > 0 && len(scratch) >= r.scratchLen() {
 		r.blockDistances(inv, dots, cos, aligned, scratch)
 		return
 	}
@@ -490,36 +490,43 @@ func (r *SpectralReference) newScratch() []float32 {
 	if r.blockLen == 0 {
 		return nil
 	}
-	return make([]float32, 2*r.blockLen)
+	return make([]float32, r.scratchLen())
 }
+
+// scratchLen is the length of newScratch's scratch: the two reduced
+// blocks and each class's largest dot in either.
+func (r *SpectralReference) scratchLen() int { return 2*r.blockLen + 2*len(r.span) }
 
 // blockDistances is classDistances for references in uniform blocks
 // (blockLen): the groups are first reduced to one block of the largest
 // dots of the aligned group and one of the others, a vector maximum over
 // whole blocks (kernels.MaxInto), and each class then looks only at its
-// span in those two. The maxima are those of groupDistance's per-span
-// loop, so the distances are bit for bit the same; the per-span loop ran
-// one dependent comparison a reference and took 28% of a fused model's
-// class distances (3,240 references: 8 classes of 15 spectra and 26
-// changed groups).
+// span in those two (kernels.SpanMax). The maxima are those of
+// groupDistance's per-span loop, so the distances are bit for bit the
+// same; the per-span loop ran one dependent comparison a reference and
+// took 28% of a fused model's class distances (3,240 references: 8
+// classes of 15 spectra and 26 changed groups).
 func (r *SpectralReference) blockDistances(inv float32, dots, cos []float32, aligned int, scratch []float32) {
-	n := r.blockLen
+	n, k := r.blockLen, len(r.span)
 	own, other := scratch[:n], scratch[n:2*n]
+	ownBest, otherBest := scratch[2*n:2*n+k], scratch[2*n+k:2*n+2*k]
 	shared := r.copyPenaltyRad == 0 // every reference counts alike
 	if shared {
 		maxOfBlocks(own, dots, 1+len(r.groupSpan), -1)
 	} else {
 		copy(own, dots[aligned*n:(aligned+1)*n])
 		maxOfBlocks(other, dots, 1+len(r.groupSpan), aligned)
+		kernels.SpanMax(otherBest, other, r.span)
 	}
+	kernels.SpanMax(ownBest, own, r.span)
 	for c, sp := range r.span {
 		switch {
 		case sp[0] == sp[1]:
 			cos[c] = NoReference
 		case shared:
-			cos[c] = min(2, max(0, 1-maxDot(own[sp[0]:sp[1]])*inv))
+			cos[c] = min(2, max(0, 1-ownBest[c]*inv))
 		default:
-			cos[c] = r.penalised(maxDot(own[sp[0]:sp[1]]), maxDot(other[sp[0]:sp[1]]), inv)
+			cos[c] = r.penalised(ownBest[c], otherBest[c], inv)
 		}
 	}
 }

@@ -84,7 +84,7 @@ func distance(i, n int) int {
 
 // TestKernelsStayInsideTheirSlices runs every kernel that writes through
 // SIMD stores or hand-written assembly (sgemm and its micro-kernel, Dots8,
-// DotsSIMD, Dots4SIMD, MaxInto, Combine) on slices with canaries on each
+// DotsSIMD, Dots4SIMD, MaxInto, SpanMax, Combine) on slices with canaries on each
 // side and checks that no value outside the outputs changes, inputs
 // included, over shapes at and around the kernels' block edges. A store
 // past a slice's end would overwrite the next object on the Go heap; a
@@ -196,6 +196,14 @@ func TestKernelsStayInsideTheirSlices(t *testing.T) {
 			before := snap(src)
 			MaxInto(dst.s(), src.s())
 			check(t, fmt.Sprintf("MaxInto %d values", n), []guarded{dst}, []guarded{src}, before)
+
+			for _, maxLen := range []int{3, 16, 21} {
+				spans := randomSpans(rng, n, maxLen)
+				dst := newGuarded(len(spans)).fill(val)
+				before := snap(src)
+				SpanMax(dst.s(), src.s(), spans)
+				check(t, fmt.Sprintf("SpanMax %d values in spans %v", n, spans), []guarded{dst}, []guarded{src}, before)
+			}
 
 			for _, two := range []bool{false, true} {
 				dst := newGuarded(n).fill(val)

@@ -62,6 +62,22 @@ func maxIntoScalar(dst, src []float32) {
 	}
 }
 
+// spanMaxScalar is SpanMax one value at a time.
+func spanMaxScalar(dst, src []float32, spans [][2]int) {
+	for c, sp := range spans {
+		if sp[0] == sp[1] {
+			continue
+		}
+		best := src[sp[0]]
+		for _, v := range src[sp[0]+1 : sp[1]] {
+			if v > best {
+				best = v
+			}
+		}
+		dst[c] = best
+	}
+}
+
 // combineScalar is Combine, one value at a time. The explicit float32
 // conversions keep each product and sum rounded on its own (no fused
 // multiply-add), as the vector kernel computes them.

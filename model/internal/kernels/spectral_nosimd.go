@@ -29,3 +29,7 @@ func MaxInto(dst, src []float32) { maxIntoScalar(dst, src) }
 // Combine sets dst[i] = (b0[i] + a*b1[i]) * coef[i] (b1 nil: b0[i] *
 // coef[i]) for every i < len(dst), each product and sum rounded on its own.
 func Combine(dst, b0, b1 []float32, a float32, coef []float32) { combineScalar(dst, b0, b1, a, coef) }
+
+// SpanMax sets dst[c] to the largest of src[spans[c][0]:spans[c][1]] for
+// every non-empty span (empty ones leave dst[c] as it is).
+func SpanMax(dst, src []float32, spans [][2]int) { spanMaxScalar(dst, src, spans) }

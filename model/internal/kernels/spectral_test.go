@@ -116,6 +116,50 @@ func TestMaxInto(t *testing.T) {
 	}
 }
 
+// randomSpans cuts [0, n) into consecutive spans of random lengths (0 to
+// max), as a reference's classes hold their dots.
+func randomSpans(rng *rand.Rand, n, maxLen int) [][2]int {
+	var spans [][2]int
+	for lo := 0; lo < n; {
+		hi := min(n, lo+rng.IntN(maxLen+1))
+		spans = append(spans, [2]int{lo, hi})
+		lo = hi
+	}
+	return spans
+}
+
+// TestSpanMax: each span's vector maximum is the scalar one, for spans of
+// every length from 0 to 3 vectors and more, at every offset, in values
+// from shorter than a vector to several; an empty span leaves its value.
+func TestSpanMax(t *testing.T) {
+	rng := rand.New(rand.NewPCG(11, 12))
+	for n := range 120 {
+		for _, maxLen := range []int{1, 7, 15, 16, 17, 40} {
+			src := make([]float32, n)
+			for i := range src {
+				src[i] = rng.Float32() - 0.5
+			}
+			spans := randomSpans(rng, n, maxLen)
+			got, want := make([]float32, len(spans)), make([]float32, len(spans))
+			for c := range got {
+				got[c], want[c] = 7, 7 // kept by empty spans
+			}
+			spanMaxScalar(want, src, spans)
+			SpanMax(got, src, spans)
+			if !slices.Equal(got, want) {
+				t.Fatalf("%d values, spans %v: got %v, want %v", n, spans, got, want)
+			}
+		}
+	}
+	// The scalar loop is the maximum it says.
+	if got := make([]float32, 2); true {
+		spanMaxScalar(got, []float32{1, -3, 2, 5, 4}, [][2]int{{0, 3}, {3, 5}})
+		if got[0] != 2 || got[1] != 5 {
+			t.Errorf("spanMaxScalar: got %v, want [2 5]", got)
+		}
+	}
+}
+
 // TestCombine: the vector Combine gives combineScalar's values bit for bit
 // (no fused multiply-add), with and without b1, at every length across
 // the 16- and 8-lane blocks and the tail; and the scalar one is the
