@@ -71,10 +71,12 @@ test-short: deps
 	$(GO) test -short -count=1 $(PKG)
 
 # stress-classify is the heap-corruption stress test of issue 46 item 17
-# (scripts/stress-classify.sh): it trains a model on a 43 x 86 half of
-# SalinasA (../shared/data) and runs `pnec classify --probabilities network`
-# RUNS times (default 2000, the issue's bar; about 55 minutes on 2 shared
-# cores), each a fresh process, stopping at the first that fails. GOGC,
+# (scripts/stress-classify.sh): it trains models on halves of SalinasA and
+# JasperRidge (../shared/data) and runs `pnec classify` on windows of their
+# scenes whose sizes change from run to run, with and without
+# --probabilities network, every fourth run the issue's own 43 x 86 half,
+# RUNS times (default 2000, the issue's bar), each a fresh process,
+# stopping at the first that fails. GOGC,
 # GODEBUG and GOTRACEBACK pass through (GOGC=5 makes the collector check
 # every pointer far more often). Not part of make test; its in-process short
 # version, TestClassifyProbabilitiesNoHeapCorruption (about 25 s), is.
