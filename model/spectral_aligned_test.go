@@ -103,18 +103,7 @@ func TestAlignmentSumsOnePixelAtATime(t *testing.T) {
 // the linear basis, as classify aligns it ("kernel") and one pixel at a
 // time as it was aligned before ("one pixel"), in the same run.
 func BenchmarkAlignmentSums(b *testing.B) {
-	rng := rand.New(rand.NewPCG(17, 18))
-	const bands, classes, per = 200, 8, 15
-	ref, cls := randomReference(rng, bands, classes, per)
-	r, err := newChangedReference(ref, bands, cls, classes, referenceChanges(DefaultAugment), 0.01)
-	if err != nil {
-		b.Fatal(err)
-	}
-	const n = 384 * 384
-	px := make([]float32, n*bands)
-	for i := range px {
-		px[i] = 1000 + 500*rng.Float32()
-	}
+	r, px, _ := bigModelTile(b, true)
 	b.Run("kernel", func(b *testing.B) {
 		for b.Loop() {
 			r.alignmentSums(px, nil)
