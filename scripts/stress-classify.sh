@@ -62,21 +62,21 @@ windows() {
 	done
 }
 
+# import_scene NAME CUBE LABELS: a scene of ../shared (NAME.tif, NAME_gt.tif).
+import_scene() {
+	[ -s "$1.tif" ] && return
+	"$PNEC" import mat --cube "$2" --labels "$3" --out "$1.tif" --labels-out "$1_gt.tif" >/dev/null
+}
+
 RANDOM=$SEED
-if [ ! -s salinas.tif ]; then
-	"$PNEC" import mat --cube "$SHARED/SalinasA/SalinasA_corrected.mat" --labels "$SHARED/SalinasA/SalinasA_gt.mat" \
-		--out salinas.tif --labels-out salinas_gt.tif >/dev/null
-fi
+import_scene salinas "$SHARED/SalinasA/SalinasA_corrected.mat" "$SHARED/SalinasA/SalinasA_gt.mat"
 # The half scene first: 43 of SalinasA's 83 rows, every column.
 model half salinas 0 0 86 43
 model salinas-left salinas 0 0 43 83
 windows salinas 86 83
 scenes=(salinas)
 if [ -d "$SHARED/JasperRidge" ]; then
-	if [ ! -s jasper.tif ]; then
-		"$PNEC" import mat --cube "$SHARED/JasperRidge/JasperRidge2_R198.mat" --labels "$SHARED/JasperRidge/JasperRidge_gt.mat" \
-			--out jasper.tif --labels-out jasper_gt.tif >/dev/null
-	fi
+	import_scene jasper "$SHARED/JasperRidge/JasperRidge2_R198.mat" "$SHARED/JasperRidge/JasperRidge_gt.mat"
 	model jasper-top jasper 0 0 100 50
 	model jasper-right jasper 50 0 50 100
 	windows jasper 100 100
@@ -96,10 +96,10 @@ for i in $(seq 1 "$RUNS"); do
 		[ $((RANDOM % 3)) = 0 ] || prob="--probabilities network"
 	fi
 	rm -f out.tif out.probabilities.tif out.qml out.thumbnail.png out.tif.aux.xml
-	cmd="$PNEC classify --model $m.pnec --scene $scene --out out.tif $prob -q"
-	if ! $cmd >run.txt 2>&1; then
-		{ echo "$cmd"; cat run.txt; } >"failed-$i.txt"
-		echo "stress-classify: run $i of $RUNS failed after $((i - 1)) good runs ($(($(date +%s) - start)) s): $cmd; output in $OUT/failed-$i.txt" >&2
+	cmd=("$PNEC" classify --model "$m.pnec" --scene "$scene" --out out.tif $prob -q)
+	if ! "${cmd[@]}" >run.txt 2>&1; then
+		{ echo "${cmd[*]}"; cat run.txt; } >"failed-$i.txt"
+		echo "stress-classify: run $i of $RUNS failed after $((i - 1)) good runs ($(($(date +%s) - start)) s): ${cmd[*]}; output in $OUT/failed-$i.txt" >&2
 		head -20 run.txt >&2
 		exit 1
 	fi

@@ -152,11 +152,10 @@ func TestSpanMax(t *testing.T) {
 		}
 	}
 	// The scalar loop is the maximum it says.
-	if got := make([]float32, 2); true {
-		spanMaxScalar(got, []float32{1, -3, 2, 5, 4}, [][2]int{{0, 3}, {3, 5}})
-		if got[0] != 2 || got[1] != 5 {
-			t.Errorf("spanMaxScalar: got %v, want [2 5]", got)
-		}
+	got := make([]float32, 2)
+	spanMaxScalar(got, []float32{1, -3, 2, 5, 4}, [][2]int{{0, 3}, {3, 5}})
+	if got[0] != 2 || got[1] != 5 {
+		t.Errorf("spanMaxScalar: got %v, want [2 5]", got)
 	}
 }
 
