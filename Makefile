@@ -8,9 +8,15 @@ export GOTOOLCHAIN := auto
 
 GO      ?= go
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+# GODEBUG_DEFAULT is compiled in as the program's GODEBUG default: the
+# collector passes over a non-pointer value in a pointer-typed slot instead
+# of stopping the program. It must equal resources.GODEBUGDefault, whose
+# comment says why (godal's stores into fresh C memory; issue 46 item 17);
+# a binary built without it runs again with it at every start (0.13 s).
+GODEBUG_DEFAULT := invalidptr=0
 # The version pnec --version prints and products, model files and STAC
-# Items record (version.String).
-LDFLAGS := -X github.com/pnec/pnec/version.String=$(VERSION)
+# Items record (version.String), and the GODEBUG default.
+LDFLAGS := -X github.com/pnec/pnec/version.String=$(VERSION) -X runtime.godebugDefault=$(GODEBUG_DEFAULT)
 PREFIX  ?= /usr/local
 
 # Debian/Ubuntu packages the build and the tests need: GDAL's headers and

@@ -51,7 +51,9 @@ git rev-parse HEAD >"$out/COMMIT" 2>/dev/null || echo unknown >"$out/COMMIT"
 
 echo "gpu-bundle: building pnec and collecting its shared libraries"
 mkdir -p "$stage/e2e/lib" "$stage/e2e/gdal-data" "$stage/e2e/proj-data"
-go build -ldflags "-s -w -X github.com/pnec/pnec/version.String=$(git describe --tags --always --dirty 2>/dev/null || echo dev)" -o "$stage/e2e/pnec" ./cmd/pnec
+# The GODEBUG default `make build` compiles in (the Makefile's GODEBUG_DEFAULT).
+godebug=$(sed -n 's/^GODEBUG_DEFAULT := //p' Makefile)
+go build -ldflags "-s -w -X github.com/pnec/pnec/version.String=$(git describe --tags --always --dirty 2>/dev/null || echo dev) -X runtime.godebugDefault=$godebug" -o "$stage/e2e/pnec" ./cmd/pnec
 # Every library ldd resolves, and the loader itself: gpu-check.sh runs pnec
 # through this loader so the GPU machine's own glibc does not matter.
 ldd "$stage/e2e/pnec" | awk '/=> \//{print $3} /^\t\/lib.*ld-linux/{print $1}' | while read -r lib; do

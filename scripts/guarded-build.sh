@@ -39,5 +39,8 @@ fi
 cp go.mod "$OUT/go.mod"
 cp go.sum "$OUT/go.sum"
 echo "replace github.com/gomlx/compute => $OUT/compute" >>"$OUT/go.mod"
-go build -modfile="$OUT/go.mod" -ldflags "-X github.com/pnec/pnec/version.String=$(git describe --always --dirty)-guarded" -o "$OUT/pnec" ./cmd/pnec
+# The GODEBUG default `make build` compiles in (the Makefile's GODEBUG_DEFAULT);
+# GODEBUG=invalidptr=1 at run time brings the collector's check back.
+godebug=$(sed -n 's/^GODEBUG_DEFAULT := //p' Makefile)
+go build -modfile="$OUT/go.mod" -ldflags "-X github.com/pnec/pnec/version.String=$(git describe --always --dirty)-guarded -X runtime.godebugDefault=$godebug" -o "$OUT/pnec" ./cmd/pnec
 echo "guarded-build: $OUT/pnec (github.com/gomlx/compute $version with guard bytes)"

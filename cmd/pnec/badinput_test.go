@@ -17,6 +17,7 @@ import (
 
 	"github.com/pnec/pnec/geo"
 	"github.com/pnec/pnec/internal/fixture"
+	"github.com/pnec/pnec/internal/resources"
 )
 
 // The tests in this file run the pnec binary, built once, as a user would:
@@ -41,7 +42,9 @@ func pnecBinary(t *testing.T) string {
 			return
 		}
 		binPath = filepath.Join(dir, "pnec")
-		cmd := exec.Command("go", "build", "-o", binPath, ".")
+		// As make build does: the Makefile's GODEBUG_DEFAULT compiled in
+		// (TestMakefileBuildsInGODEBUGDefault holds the two together).
+		cmd := exec.Command("go", "build", "-ldflags", "-X runtime.godebugDefault="+resources.GODEBUGDefault, "-o", binPath, ".")
 		cmd.Env = append(os.Environ(), "GOEXPERIMENT=simd")
 		if out, err := cmd.CombinedOutput(); err != nil {
 			binErr = fmt.Errorf("go build: %v\n%s", err, out)

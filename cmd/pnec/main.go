@@ -41,16 +41,18 @@ func register(c *cli.Command) { commands = append(commands, c) }
 const stopGrace = 2500 * time.Millisecond
 
 func main() {
-	// glibc's tunables apply only from a program's start: where the policy
-	// asks for some (huge pages for GDAL's block buffers: see
-	// resources.MallocHugePagesTunable), the commands that read scenes at
-	// scale run again under them before they do anything else. Only
-	// those: running again costs about 0.13 s here, which --help, info or
-	// tiles should not pay. Where it cannot be done the command goes on as
-	// it is: only speed is at stake.
-	if networkCommands[commandOf(os.Args)] {
-		_ = resources.ExecUnderTunables()
-	}
+	// Some settings apply only from a program's start, so where the policy
+	// asks for them the command runs again under them before it does
+	// anything else (resources.ExecUnderStartSettings). GODEBUG's
+	// invalidptr=0 (resources.GODEBUGDefault: godal's stores into fresh C
+	// memory must not stop the program) for every command, where the
+	// binary was not built with it (`make build` builds it in, so it never
+	// runs again for it). glibc's huge pages for GDAL's block buffers
+	// (resources.MallocHugePagesTunable) only for the commands that read
+	// scenes at scale: running again costs about 0.13 s here, which
+	// --help, info or tiles should not pay. Where it cannot be done the
+	// command goes on as it is.
+	_ = resources.ExecUnderStartSettings(networkCommands[commandOf(os.Args)])
 	// The process's resource policy first, on the main thread before any
 	// goroutine makes C calls. glibc's arena cap under an address-space
 	// limit is applied even earlier, when the program is loaded (see

@@ -57,7 +57,7 @@ var everywhere = []struct {
 }{
 	{"github.com/airbusgeo/godal", "geo alone imports godal", []string{"geo", "internal/fixture"}},
 	{"github.com/gomlx/", "the network's packages alone import GoMLX", []string{"model", "model/backend"}},
-	{"C", "cgo is the GDAL layer's and the process helpers'", []string{"geo", "internal/dlopen", "internal/resources"}},
+	{"C", "cgo is the GDAL layer's, the process helpers' and the C-garbage test helper's", []string{"geo", "internal/dlopen", "internal/resources", "internal/cgogarbage"}},
 }
 
 // imports are the non-test imports of the package in dir under both

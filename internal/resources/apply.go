@@ -33,6 +33,7 @@ func readFacts(g GDAL) Facts {
 	f.AddressSpaceLimited = syscall.Getrlimit(syscall.RLIMIT_AS, &rl) == nil && rl.Cur != ^uint64(0)
 	f.HugePagesOnRequest = transparentHugePagesMode(thpModeFile) == "madvise"
 	f.MallocHugePagesTunable = mallocHugePagesTunable()
+	f.BuiltInGODEBUG = builtInGODEBUG()
 	if g != nil {
 		f.GDALNumThreads = g.ConfigValue("GDAL_NUM_THREADS")
 	}
@@ -63,34 +64,86 @@ func transparentHugePagesMode(path string) string {
 // run under ("": as it is; Policy.GlibcTunables).
 func WantedTunables() string { return Decide(readFacts(nil)).GlibcTunables }
 
-// ExecUnderTunables executes the running program again, with the same
-// arguments and environment and the GLIBC_TUNABLES the policy asks for
-// (Policy.GlibcTunables: glibc reads tunables only when a program starts),
-// and does not return where it did. Where the policy asks for none it
-// returns nil at once; where the exec fails it returns why, and the
-// command runs as it is (the tunables only make it faster). The command
-// calls it first thing in main; the program it starts finds the tunables
-// set and goes on. The process keeps its PID, so a scheduler or a shell
-// sees one process throughout.
-func ExecUnderTunables() error {
-	tunables := WantedTunables()
-	if tunables == "" {
+// ExecUnderStartSettings executes the running program again, with the
+// same arguments and environment plus the settings read only when a
+// program starts that the policy asks for: GODEBUG (Policy.GODEBUG) for
+// every command, and GLIBC_TUNABLES (Policy.GlibcTunables) where
+// withTunables. It does not return where it did. Where the policy asks for
+// none it returns nil at once; where the exec fails it returns why, and
+// the command runs as it is. The command calls it first thing in main;
+// the program it starts finds the settings made and goes on. The process
+// keeps its PID, so a scheduler or a shell sees one process throughout.
+func ExecUnderStartSettings(withTunables bool) error {
+	p := Decide(readFacts(nil))
+	set := map[string]string{}
+	if withTunables && p.GlibcTunables != "" {
+		set["GLIBC_TUNABLES"] = p.GlibcTunables
+	}
+	if p.GODEBUG != "" {
+		set["GODEBUG"] = p.GODEBUG
+	}
+	if len(set) == 0 {
 		return nil
 	}
 	environ := os.Environ()
-	env := make([]string, 0, len(environ)+1)
+	env := make([]string, 0, len(environ)+len(set))
 	for _, kv := range environ {
-		if !strings.HasPrefix(kv, "GLIBC_TUNABLES=") {
+		if k, _, _ := strings.Cut(kv, "="); set[k] == "" {
 			env = append(env, kv)
 		}
 	}
-	env = append(env, "GLIBC_TUNABLES="+tunables)
+	var made []string
+	for _, k := range []string{"GODEBUG", "GLIBC_TUNABLES"} {
+		if v := set[k]; v != "" {
+			env = append(env, k+"="+v)
+			made = append(made, k+"="+v)
+		}
+	}
 	// /proc/self/exe rather than os.Args[0] or a path: the same file even
 	// where it was started through a relative path or has been replaced.
 	if err := syscall.Exec("/proc/self/exe", os.Args, env); err != nil {
-		return fmt.Errorf("executing pnec again under GLIBC_TUNABLES=%s: %w", tunables, err)
+		return fmt.Errorf("executing pnec again under %s: %w", strings.Join(made, " "), err)
 	}
 	return nil
+}
+
+// builtInGODEBUG is the GODEBUG default compiled into this program as its
+// build recorded it: the go command's DefaultGODEBUG and the value of a
+// linker -X runtime.godebugDefault= (the Makefile's), joined by a comma.
+func builtInGODEBUG() string {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return ""
+	}
+	var parts []string
+	for _, s := range bi.Settings {
+		switch s.Key {
+		case "DefaultGODEBUG":
+			parts = append(parts, s.Value)
+		case "-ldflags":
+			if v := godebugFromLDFlags(s.Value); v != "" {
+				parts = append(parts, v)
+			}
+		}
+	}
+	return strings.Join(parts, ",")
+}
+
+// godebugFromLDFlags is the value a linker flag list gives
+// runtime.godebugDefault (-X runtime.godebugDefault=V or
+// -X=runtime.godebugDefault=V, V up to the next space, quotes taken off),
+// "" where it gives none.
+func godebugFromLDFlags(ldflags string) string {
+	const sym = "runtime.godebugDefault="
+	i := strings.LastIndex(ldflags, sym)
+	if i < 0 {
+		return ""
+	}
+	v := ldflags[i+len(sym):]
+	if j := strings.IndexAny(v, " \t"); j >= 0 {
+		v = v[:j]
+	}
+	return strings.Trim(v, `"'`)
 }
 
 var startOnce sync.Once

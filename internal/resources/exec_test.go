@@ -10,17 +10,19 @@ import (
 	"testing"
 )
 
-// execHelperEnv makes the test binary run as TestExecUnderTunables' child.
+// execHelperEnv makes the test binary run as TestExecUnderStartSettings' child.
 const execHelperEnv = "PNEC_TEST_EXEC_HELPER"
 
-// TestExecUnderTunables runs this test binary as a command's main does:
-// ExecUnderTunables first. Where the policy asks for glibc's huge-page
-// tunable (the kernel's madvise mode, glibc 2.35+), the program that goes
-// on runs under it (GLIBC_TUNABLES has it, the user's other tunables
-// kept) and a large block from malloc is marked for huge pages (VmFlags
-// hg in /proc/self/smaps: glibc applied it). Where the policy asks for
-// none, nothing is executed again and the block is not marked.
-func TestExecUnderTunables(t *testing.T) {
+// TestExecUnderStartSettings runs this test binary as a network command's
+// main does: ExecUnderStartSettings(true) first. Where the policy asks for
+// glibc's huge-page tunable (the kernel's madvise mode, glibc 2.35+), the
+// program that goes on runs under it (GLIBC_TUNABLES has it, the user's
+// other tunables kept) and a large block from malloc is marked for huge
+// pages (VmFlags hg in /proc/self/smaps: glibc applied it). Where the
+// policy asks for none, the block is not marked. Either way it runs under
+// GODEBUGDefault, added to the user's GODEBUG: a test binary is built
+// without it.
+func TestExecUnderStartSettings(t *testing.T) {
 	if os.Getenv(execHelperEnv) == "1" {
 		execHelper()
 		return
@@ -29,8 +31,8 @@ func TestExecUnderTunables(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(exe, "-test.run", "^TestExecUnderTunables$", "-test.v")
-	cmd.Env = append(os.Environ(), execHelperEnv+"=1", "GLIBC_TUNABLES=glibc.malloc.tcache_count=7")
+	cmd := exec.Command(exe, "-test.run", "^TestExecUnderStartSettings$", "-test.v")
+	cmd.Env = append(os.Environ(), execHelperEnv+"=1", "GLIBC_TUNABLES=glibc.malloc.tcache_count=7", "GODEBUG=gctrace=0")
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("child: %v\n%s", err, out)
@@ -46,6 +48,9 @@ func TestExecUnderTunables(t *testing.T) {
 	f := readFacts(nil)
 	f.Env = env(map[string]string{"GLIBC_TUNABLES": "glibc.malloc.tcache_count=7"})
 	want := Decide(f).GlibcTunables
+	if g := "gctrace=0," + GODEBUGDefault; got["godebug"] != g {
+		t.Errorf("child ran under GODEBUG=%q, want %q", got["godebug"], g)
+	}
 	t.Logf("huge pages on request %v, glibc tunable usable %v: the policy asks for %q; child: %v",
 		f.HugePagesOnRequest, f.MallocHugePagesTunable, want, got)
 	if want == "" {
@@ -62,17 +67,17 @@ func TestExecUnderTunables(t *testing.T) {
 	}
 }
 
-// execHelper is the child: it calls ExecUnderTunables as main does, then
-// reports the tunables it runs under and whether glibc marked a large
-// block for huge pages.
+// execHelper is the child: it calls ExecUnderStartSettings as a network
+// command's main does, then reports the tunables and GODEBUG it runs under
+// and whether glibc marked a large block for huge pages.
 func execHelper() {
-	if err := ExecUnderTunables(); err != nil {
+	if err := ExecUnderStartSettings(true); err != nil {
 		fmt.Println("helper.error=" + err.Error())
 	}
 	addr, free := bigBlock(64 << 20)
 	defer free()
 	flags := vmFlagsAt(addr)
-	fmt.Printf("helper.tunables=%s\nhelper.vmflags=%s\nhelper.hugepages=%v\n", os.Getenv("GLIBC_TUNABLES"), flags,
+	fmt.Printf("helper.godebug=%s\nhelper.tunables=%s\nhelper.vmflags=%s\nhelper.hugepages=%v\n", os.Getenv("GODEBUG"), os.Getenv("GLIBC_TUNABLES"), flags,
 		strings.Contains(" "+flags+" ", " hg "))
 }
 

@@ -110,7 +110,7 @@ static long pnec_default_stack_bytes(void) {
 }
 
 // pnec_big_block allocates n bytes with malloc and writes each page, for
-// TestExecUnderTunables (0 where malloc fails).
+// TestExecUnderStartSettings (0 where malloc fails).
 static void *pnec_big_block(size_t n) {
 	char *p = malloc(n);
 	if (p != NULL) {

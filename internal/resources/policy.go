@@ -146,6 +146,10 @@ type Facts struct {
 	// (which has the glibc.malloc.hugetlb tunable) and the process may
 	// use tunables (not a set-user-ID start, where glibc ignores them).
 	MallocHugePagesTunable bool
+	// BuiltInGODEBUG is the GODEBUG default compiled into the program
+	// (builtInGODEBUG: the go command's DefaultGODEBUG and a linker
+	// -X runtime.godebugDefault=, as the build recorded them).
+	BuiltInGODEBUG string
 }
 
 // Policy is every process setting pnec makes, as decided for Facts. A zero
@@ -167,8 +171,14 @@ type Policy struct {
 	GCPercent int
 	// GlibcTunables is the GLIBC_TUNABLES the command should run under
 	// ("": as it is); glibc reads it only when a program starts, so the
-	// command re-executes itself with it (ExecUnderTunables).
+	// command re-executes itself with it (ExecUnderStartSettings).
 	GlibcTunables string
+	// GODEBUG is the GODEBUG the command should run under ("": as it
+	// is): GODEBUGDefault added to the user's, where neither the program's
+	// built-in default nor the user sets its key. The runtime reads this
+	// setting only when a program starts, so the command re-executes
+	// itself with it (ExecUnderStartSettings).
+	GODEBUG string
 }
 
 // Decide is the one place that decides pnec's process settings.
@@ -205,7 +215,62 @@ func Decide(f Facts) Policy {
 		p.GCPercent = GoBackendGCPercent
 	}
 	p.GlibcTunables = hugePageTunables(f)
+	p.GODEBUG = godebugToRunUnder(f)
 	return p
+}
+
+// GODEBUGDefault is the runtime setting pnec runs under: the collector
+// does not stop the program when a pointer-typed slot holds a value that
+// points into the Go heap's unused memory (invalidptr=0). `make build`
+// compiles it in (the Makefile's GODEBUG_DEFAULT, through
+// -X runtime.godebugDefault); a binary built otherwise runs again with it
+// (ExecUnderStartSettings). A GODEBUG of the user's that names invalidptr
+// wins: GODEBUG=invalidptr=1 brings the check back to hunt a bug.
+//
+// Why (issue 46 item 17): godal stores pointer-typed fields into memory
+// fresh from C.malloc on every call (its call context: the error message
+// and the configuration options). Go's write barrier records the value
+// each such store overwrites, wherever the slot is, and the collector
+// checks it as a pointer (golang.org/issue/19928, open; the cgo
+// documentation warns of it). glibc leaves a freed block's first word
+// holding its free-list link, stored as the block's address shifted right
+// by 12 bits (its "safe-linking"): the issue's crash reported such a value
+// (0x7fb438001, a block at 0x7fb438001xxx in a thread's malloc heap), "to
+// unused region of span", from a write barrier under setMetadata. Since Go
+// 1.26 the Go heap starts at a random address across 2^46 bytes, so such
+// a value can fall inside it; in earlier releases the heap started at
+// 0xc000000000, above every such value. Where the value lands in unused
+// heap memory the default invalidptr=1 throws "found bad pointer in Go
+// heap" and the run is lost; the value is overwritten by godal's store
+// and never used, so with invalidptr=0 the collector only passes over it.
+// TestGodalStoresIntoCGarbage (geo) reproduces the crash at will and
+// shows this setting stops it.
+const GODEBUGDefault = "invalidptr=0"
+
+// godebugToRunUnder is the GODEBUG to run under for f ("": as it is).
+func godebugToRunUnder(f Facts) string {
+	key, _, _ := strings.Cut(GODEBUGDefault, "=")
+	if f.Env == nil || godebugSets(f.BuiltInGODEBUG, key) {
+		return ""
+	}
+	v, _ := f.Env("GODEBUG")
+	if godebugSets(v, key) {
+		return ""
+	}
+	if v == "" {
+		return GODEBUGDefault
+	}
+	return v + "," + GODEBUGDefault
+}
+
+// godebugSets reports whether the GODEBUG list (key=value,...) sets key.
+func godebugSets(list, key string) bool {
+	for _, kv := range strings.Split(list, ",") {
+		if k, _, ok := strings.Cut(strings.TrimSpace(kv), "="); ok && k == key {
+			return true
+		}
+	}
+	return false
 }
 
 // MallocHugePagesTunable is the glibc tunable that makes malloc ask the

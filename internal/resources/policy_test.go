@@ -48,7 +48,9 @@ func TestDecide(t *testing.T) {
 		{"a PNEC_HEAP_GUARD_BYTES that is not a size is ignored", Facts{Env: env(map[string]string{HeapGuardEnv: "-5"}), AddressSpaceLeftBytes: -1}, base},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := Decide(tc.facts); got != tc.want {
+			got := Decide(tc.facts)
+			got.GODEBUG = "" // TestGODEBUGToRunUnder's
+			if got != tc.want {
 				t.Errorf("Decide(%+v)\n got %+v\nwant %+v", tc.facts, got, tc.want)
 			}
 		})
@@ -120,6 +122,50 @@ func TestHugePageTunables(t *testing.T) {
 				t.Errorf("GlibcTunables = %q, want %q", got, tc.want)
 			}
 		})
+	}
+}
+
+// TestGODEBUGToRunUnder: a program without GODEBUGDefault compiled in runs
+// under it, added to the user's GODEBUG; one with it compiled in, or a
+// user who sets invalidptr (either way), runs as it is.
+func TestGODEBUGToRunUnder(t *testing.T) {
+	for _, tc := range []struct {
+		name, builtIn string
+		env           map[string]string
+		want          string
+	}{
+		{"plain build", "", map[string]string{}, "invalidptr=0"},
+		{"plain build, GODEBUG set empty", "", map[string]string{"GODEBUG": ""}, "invalidptr=0"},
+		{"the user's other settings kept", "", map[string]string{"GODEBUG": "gctrace=1,madvdontneed=1"}, "gctrace=1,madvdontneed=1,invalidptr=0"},
+		{"the user's invalidptr=1 wins", "", map[string]string{"GODEBUG": "gctrace=1, invalidptr=1"}, ""},
+		{"already set: no second exec", "", map[string]string{"GODEBUG": "invalidptr=0"}, ""},
+		{"compiled in by make build", "invalidptr=0", map[string]string{}, ""},
+		{"compiled in beside the go command's defaults", "panicnil=1,invalidptr=0", map[string]string{"GODEBUG": "gctrace=1"}, ""},
+		{"a default without it", "panicnil=1", map[string]string{}, "invalidptr=0"},
+		{"a key that only ends like it", "", map[string]string{"GODEBUG": "xinvalidptr=1"}, "xinvalidptr=1,invalidptr=0"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := Facts{Env: env(tc.env), AddressSpaceLeftBytes: -1, BuiltInGODEBUG: tc.builtIn}
+			if got := Decide(f).GODEBUG; got != tc.want {
+				t.Errorf("GODEBUG = %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestGODEBUGFromLDFlags reads the value a linker flag list gives
+// runtime.godebugDefault, as the go command records the flags.
+func TestGODEBUGFromLDFlags(t *testing.T) {
+	for _, tc := range []struct{ ldflags, want string }{
+		{"-X github.com/pnec/pnec/version.String=v1 -X runtime.godebugDefault=invalidptr=0", "invalidptr=0"},
+		{"-X=runtime.godebugDefault=invalidptr=0,panicnil=1 -s -w", "invalidptr=0,panicnil=1"},
+		{`-X "runtime.godebugDefault=invalidptr=0"`, "invalidptr=0"},
+		{"-s -w -X github.com/pnec/pnec/version.String=v1", ""},
+		{"", ""},
+	} {
+		if got := godebugFromLDFlags(tc.ldflags); got != tc.want {
+			t.Errorf("godebugFromLDFlags(%q) = %q, want %q", tc.ldflags, got, tc.want)
+		}
 	}
 }
 
