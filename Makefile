@@ -9,10 +9,11 @@ export GOTOOLCHAIN := auto
 GO      ?= go
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 # GODEBUG_DEFAULT is compiled in as the program's GODEBUG default: the
-# collector passes over a non-pointer value in a pointer-typed slot instead
-# of stopping the program. It must equal resources.GODEBUGDefault, whose
+# collector passes over a pointer-typed slot whose value points at no live Go
+# object instead of stopping the program. It must equal resources.GODEBUGDefault, whose
 # comment says why (godal's stores into fresh C memory; issue 46 item 17);
-# a binary built without it runs again with it at every start (0.13 s).
+# a binary built without it runs again with it at every start (about 0.1 s:
+# pnec --version took 0.20 s against 0.11-0.12 s, 10 runs each).
 GODEBUG_DEFAULT := invalidptr=0
 # The version pnec --version prints and products, model files and STAC
 # Items record (version.String), and the GODEBUG default.
