@@ -8,7 +8,8 @@ scenes, each draw's training pixels, the network probabilities of pnec's run and
 and after scripts/decision_ablation.py (whose changed copies of JasperRidge, classified by pnec,
 it reads for the alignment rows). The decision is recomputed in numpy as decision_ablation.py
 computes it (close to, not bit for bit, pnec's own), once as pnec decides and once with one
-change, on the same pixels; each direction is the mean of its three draws:
+change, on the same pixels; each direction is the mean of its three draws, and the last column
+JasperRidge's fixed split (seed 202501):
 
   pnec                   the fused decision as pnec makes it (copies aligned, penalty, T, window
                          and weight chosen from the training pixels)
@@ -27,8 +28,10 @@ change, on the same pixels; each direction is the mean of its three draws:
                          the spectra less their means over the bands)
   angle + SCM, copies out  the same with a copy penalty of pi
 
-and, for the two alignment rows, JasperRidge's fixed split (seed 202501) changed as a new
-acquisition would be, where the alignment is what the copies are for.
+and, for the alignment rules and the edited copies, JasperRidge's fixed split (seed 202501) changed
+as a new acquisition would be (tilts of 3% to 10% and band shifts), which the copies are for,
+with the group each change aligns to; then the group each half aligns to. It takes about 9
+minutes on 2 cores.
 """
 import argparse
 import json
