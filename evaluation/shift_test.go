@@ -5,6 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"math"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -154,5 +156,67 @@ func TestRunShift(t *testing.T) {
 	}
 	if n := len(back["cases"].([]any)); n != len(cases)+1 {
 		t.Errorf("JSON has %d cases", n)
+	}
+}
+
+// TestRunShiftReusesKeptFusedModels: a second run with the same ModelDir
+// reuses the fused model the first kept (its decision and window chosen
+// at training), instead of refusing it as another settings' model, and
+// a run asking other settings of the same directory is refused.
+func TestRunShiftReusesKeptFusedModels(t *testing.T) {
+	if testing.Short() {
+		t.Skip("trains a tiny model; skipped with -short")
+	}
+	ts := newTinyScene(24, 24, 8, 3)
+	s := model.Scene{Rows: ts.rows, Cols: ts.cols, Bands: ts.bands, Data: ts.data}
+	labels := make([]int32, len(ts.labels))
+	for i, v := range ts.labels {
+		labels[i] = int32(v)
+	}
+	cfg := tinyConfig(3)
+	cfg.Recovery.Window = 0 // chosen at training, with the decision
+	dir := t.TempDir()
+	opts := ShiftOptions{
+		Runs: 1, FirstSeed: 11, Cases: []ShiftCase{{Name: "clean"}}, ModelDir: dir,
+		Train: model.TrainOptions{Config: cfg, TrainPerClass: 5, Backend: "go"},
+		Eval:  EvalOptions{Backend: "go"},
+	}
+	first, err := RunShift(context.Background(), s, labels, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kept, err := filepath.Glob(filepath.Join(dir, "*.pnec"))
+	if err != nil || len(kept) != 1 {
+		t.Fatalf("kept models %v (%v), want 1", kept, err)
+	}
+	m, err := model.LoadWithoutDrift(kept[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Config() == cfg {
+		t.Fatal("the kept model records the settings as asked: nothing was chosen, the test checks nothing")
+	}
+	before, err := os.Stat(kept[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	second, err := RunShift(context.Background(), s, labels, opts)
+	if err != nil {
+		t.Fatalf("second run with the kept model: %v", err)
+	}
+	after, err := os.Stat(kept[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !after.ModTime().Equal(before.ModTime()) {
+		t.Fatalf("the second run trained again: the model was written at %v, then at %v", before.ModTime(), after.ModTime())
+	}
+	if a, b := first.Clean().OA.Mean, second.Clean().OA.Mean; a != b {
+		t.Errorf("clean OA %g with the model trained, %g with it reused", a, b)
+	}
+	other := opts
+	other.Train.Config.Epochs++
+	if _, err := RunShift(context.Background(), s, labels, other); err == nil || !strings.Contains(err.Error(), "a kept model of another scene, seed or settings") {
+		t.Fatalf("other epochs over the kept model: %v, want it refused", err)
 	}
 }

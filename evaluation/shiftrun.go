@@ -378,7 +378,7 @@ func trainOrReuse(ctx context.Context, s model.Scene, labels []int32, to model.T
 				return nil, 0, err
 			}
 			rows, cols := m.TrainSceneSize()
-			if m.Config() != to.Config || m.Seed() != to.Seed || rows != s.Rows || cols != s.Cols || m.Bands() != s.Bands {
+			if !model.TrainedAs(m.Config(), to.Config) || m.Seed() != to.Seed || rows != s.Rows || cols != s.Cols || m.Bands() != s.Bands {
 				return nil, 0, fmt.Errorf("%s: a kept model of another scene, seed or settings (keep each scene and settings in a directory of their own, or remove the file)", path)
 			}
 			if err := m.CalibrateDrift(ctx, s, opts.Eval.Backend); err != nil {

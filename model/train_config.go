@@ -107,3 +107,18 @@ func validateConfig(c Config) error {
 	}
 	return nil
 }
+
+// TrainedAs reports whether a model recorded with trained was trained as
+// asked: the same configuration but for what training chooses from the
+// training pixels, the fused decision's parameters and, where asked
+// leaves it 0, its recovery window (chooseDecision). A kept model is
+// reused only for the settings it was trained with.
+func TrainedAs(trained, asked Config) bool {
+	if asked.Decision.Mode == DecisionFused && trained.Decision.Mode == DecisionFused {
+		asked.Decision = trained.Decision
+		if asked.Recovery.Window == 0 {
+			asked.Recovery.Window = trained.Recovery.Window
+		}
+	}
+	return trained == asked
+}
