@@ -28,11 +28,7 @@ func TestRunExperimentAblation(t *testing.T) {
 		t.Skip("trains 6 tiny models (about 10 s); skipped with -short")
 	}
 	ts := newTinyScene(16, 16, 8, 3)
-	s := model.Scene{Rows: ts.rows, Cols: ts.cols, Bands: ts.bands, Data: ts.data}
-	labels := make([]int32, len(ts.labels))
-	for i, v := range ts.labels {
-		labels[i] = int32(v)
-	}
+	s, labels := ts.scene()
 	var calls int
 	var last progress.Event
 	exp, err := RunExperiment(context.Background(), s, labels, ExperimentOptions{

@@ -92,11 +92,7 @@ func TestRunShift(t *testing.T) {
 		t.Skip("trains 4 tiny models; skipped with -short")
 	}
 	ts := newTinyScene(24, 24, 8, 3)
-	s := model.Scene{Rows: ts.rows, Cols: ts.cols, Bands: ts.bands, Data: ts.data}
-	labels := make([]int32, len(ts.labels))
-	for i, v := range ts.labels {
-		labels[i] = int32(v)
-	}
+	s, labels := ts.scene()
 	other := newTinyScene(16, 16, 5, 9)
 	os := model.Scene{Rows: other.rows, Cols: other.cols, Bands: other.bands, Data: other.data}
 	cases := []ShiftCase{{Name: "clean"}, {Name: "gain 0.5", Change: model.Radiometric{Gain: 0.5}},
@@ -168,11 +164,7 @@ func TestRunShiftReusesKeptFusedModels(t *testing.T) {
 		t.Skip("trains a tiny model; skipped with -short")
 	}
 	ts := newTinyScene(24, 24, 8, 3)
-	s := model.Scene{Rows: ts.rows, Cols: ts.cols, Bands: ts.bands, Data: ts.data}
-	labels := make([]int32, len(ts.labels))
-	for i, v := range ts.labels {
-		labels[i] = int32(v)
-	}
+	s, labels := ts.scene()
 	cfg := tinyConfig(3)
 	cfg.Recovery.Window = 0 // chosen at training, with the decision
 	dir := t.TempDir()

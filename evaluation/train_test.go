@@ -37,6 +37,15 @@ type tinyScene struct {
 	labels            []float32 // class values 1..3 (row-major)
 }
 
+// scene is ts as a model scene and its labels as the training takes them.
+func (ts tinyScene) scene() (model.Scene, []int32) {
+	labels := make([]int32, len(ts.labels))
+	for i, v := range ts.labels {
+		labels[i] = int32(v)
+	}
+	return model.Scene{Rows: ts.rows, Cols: ts.cols, Bands: ts.bands, Data: ts.data}, labels
+}
+
 func newTinyScene(rows, cols, bands int, seed uint64) tinyScene {
 	rng := rand.New(rand.NewPCG(seed, seed+1))
 	s := tinyScene{rows: rows, cols: cols, bands: bands,
