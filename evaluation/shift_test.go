@@ -94,11 +94,11 @@ func TestRunShift(t *testing.T) {
 	ts := newTinyScene(24, 24, 8, 3)
 	s, labels := ts.scene()
 	other := newTinyScene(16, 16, 5, 9)
-	os := model.Scene{Rows: other.rows, Cols: other.cols, Bands: other.bands, Data: other.data}
+	otherScene, _ := other.scene()
 	cases := []ShiftCase{{Name: "clean"}, {Name: "gain 0.5", Change: model.Radiometric{Gain: 0.5}},
 		{Name: "left half", Area: AreaLeft, Target: true}, {Name: "bottom half + offset", Area: AreaBottom, Change: model.Radiometric{Offset: 0.03}, Target: true}}
 	exp, err := RunShift(context.Background(), s, labels, ShiftOptions{
-		Runs: 2, FirstSeed: 11, Cases: cases, Disjoint: true, Other: &os, OtherName: "other.tif",
+		Runs: 2, FirstSeed: 11, Cases: cases, Disjoint: true, Other: &otherScene, OtherName: "other.tif",
 		Train: model.TrainOptions{Config: tinyConfig(15), TrainPerClass: 5, Backend: "go"},
 		Eval:  EvalOptions{Backend: "go"},
 	})
