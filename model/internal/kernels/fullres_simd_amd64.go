@@ -4,14 +4,14 @@ package kernels
 
 import (
 	"math"
-	"simd/archsimd"
 	"sync"
 )
 
 // FullResAvailable says whether the paper encoder's full-resolution stage
 // can run on pnec's own kernels (FullRes) for a network of width d: they
-// need AVX-512 and whole 16-float vectors of channels.
-func FullResAvailable(d int) bool { return haveGemm512 && d%16 == 0 }
+// need AVX2 and FMA (sgemm's AVX-512 kernel where the machine has it) and
+// whole 16-float units of channels (f16).
+func FullResAvailable(d int) bool { return (haveGemm512 || haveGemm256) && d%16 == 0 }
 
 // FullRes is the paper encoder's full-resolution stage, 1x1 embedding,
 // GroupNorm, SiLU, 3x3 convolution, MaxPool 2, GELU and AvgPool 2, run on
@@ -266,14 +266,14 @@ func (f *FullRes) stretchRows(xs []float32, r0, n int) {
 				continue
 			}
 			j := 0
-			zero, one := archsimd.Float32x16{}, archsimd.BroadcastFloat32x16(1)
-			nq := archsimd.BroadcastFloat32x16(float32(f.levels - 1))
+			zero, one := f16{}, bcast16(1)
+			nq := bcast16(float32(f.levels - 1))
 			for ; j+16 <= b; j += 16 {
-				x := archsimd.LoadFloat32x16(src[j : j+16]).Sub(archsimd.LoadFloat32x16(f.lo[j : j+16])).Mul(archsimd.LoadFloat32x16(f.scale[j : j+16]))
+				x := load16(src[j : j+16]).Sub(load16(f.lo[j : j+16])).Mul(load16(f.scale[j : j+16]))
 				// As Stretch01: clipped to [0, 1], NaN to 0; then Quantize01.
 				x = x.Min(one).IfElse(x.GreaterEqual(zero), zero)
 				if f.levels >= 2 {
-					x = x.Mul(nq).FloorScaled(0).Div(nq)
+					x = x.Mul(nq).Floor().Div(nq)
 				}
 				x.Store(out[j : j+16])
 			}
@@ -310,13 +310,13 @@ func (f *FullRes) embed(sc *frScratch, s0, r0, n int) {
 			valid := f.validPix(r, c)
 			for j := 0; j < nv; j++ {
 				o := j * 16
-				zv := archsimd.LoadFloat32x16(zp[o : o+16]).Add(archsimd.LoadFloat32x16(f.be[o : o+16]))
+				zv := load16(zp[o : o+16]).Add(load16(f.be[o : o+16]))
 				zv.Store(zp[o : o+16])
 				if !valid {
-					archsimd.Float32x16{}.Store(ep[o : o+16])
+					f16{}.Store(ep[o : o+16])
 					continue
 				}
-				u := zv.MulAdd(archsimd.LoadFloat32x16(f.na[o:o+16]), archsimd.LoadFloat32x16(f.nb[o:o+16]))
+				u := zv.MulAdd(load16(f.na[o:o+16]), load16(f.nb[o:o+16]))
 				u.Mul(sigmoid16(u)).Store(ep[o : o+16])
 			}
 		}
@@ -359,7 +359,7 @@ func (f *FullRes) stats() (mean, variance []float64) {
 			z := sc.z[:n*wd*d]
 			sgemm(n*wd, d, b, xs, b, 1, f.we, d, z, d, false)
 			for i := 0; i < n; i++ {
-				var s1, s2 [8]archsimd.Float32x16 // D <= 128 in registers; wider networks below
+				var s1, s2 [8]f16 // D <= 128 in registers; wider networks below
 				wide := nv > len(s1)
 				clear(sc.rowSums)
 				for c := 0; c < wd; c++ {
@@ -369,10 +369,10 @@ func (f *FullRes) stats() (mean, variance []float64) {
 					zp := z[(i*wd+c)*d : (i*wd+c+1)*d]
 					for j := 0; j < nv; j++ {
 						o := j * 16
-						zv := archsimd.LoadFloat32x16(zp[o : o+16]).Add(archsimd.LoadFloat32x16(f.be[o : o+16]))
+						zv := load16(zp[o : o+16]).Add(load16(f.be[o : o+16]))
 						if wide {
-							archsimd.LoadFloat32x16(sc.rowSums[o : o+16]).Add(zv).Store(sc.rowSums[o : o+16])
-							zv.MulAdd(zv, archsimd.LoadFloat32x16(sc.rowSums[d+o:d+o+16])).Store(sc.rowSums[d+o : d+o+16])
+							load16(sc.rowSums[o : o+16]).Add(zv).Store(sc.rowSums[o : o+16])
+							zv.MulAdd(zv, load16(sc.rowSums[d+o:d+o+16])).Store(sc.rowSums[d+o : d+o+16])
 							continue
 						}
 						s1[j] = s1[j].Add(zv)
@@ -465,32 +465,32 @@ func (f *FullRes) forwardChunk(sc *frScratch, c, j0, j1 int, f0 []float32, train
 		sgemm(nt, d, d, sc.v[xi*nt*d:], d, 1, f.uF[xi*d*d:], d, sc.m[xi*nt*d:], d, false)
 	}
 	nv := d / 16
-	quarter := archsimd.BroadcastFloat32x16(0.25)
-	var y [4][4]archsimd.Float32x16
+	quarter := bcast16(0.25)
+	var y [4][4]f16
 	for t := 0; t < nt; t++ {
 		j := j0 + t
 		cell := (c*f.ws + j) * d
 		for q := 0; q < nv; q++ {
 			o := q * 16
 			outputTransform(sc.m, nt*d, t*d+o, &y)
-			bias := archsimd.LoadFloat32x16(f.bc[o : o+16])
-			var sum archsimd.Float32x16
+			bias := load16(f.bc[o : o+16])
+			var sum f16
 			for wi := 0; wi < 4; wi++ { // the cell's windows, row-major
 				r0, c0 := 2*(wi/2), 2*(wi%2)
-				best, pos := y[r0][c0], archsimd.Float32x16{}
+				best, pos := y[r0][c0], f16{}
 				gt := y[r0][c0+1].Greater(best)
-				best, pos = y[r0][c0+1].IfElse(gt, best), archsimd.BroadcastFloat32x16(1).IfElse(gt, pos)
+				best, pos = y[r0][c0+1].IfElse(gt, best), bcast16(1).IfElse(gt, pos)
 				gt = y[r0+1][c0].Greater(best)
-				best, pos = y[r0+1][c0].IfElse(gt, best), archsimd.BroadcastFloat32x16(2).IfElse(gt, pos)
+				best, pos = y[r0+1][c0].IfElse(gt, best), bcast16(2).IfElse(gt, pos)
 				gt = y[r0+1][c0+1].Greater(best)
-				best, pos = y[r0+1][c0+1].IfElse(gt, best), archsimd.BroadcastFloat32x16(3).IfElse(gt, pos)
+				best, pos = y[r0+1][c0+1].IfElse(gt, best), bcast16(3).IfElse(gt, pos)
 				mv := best.Add(bias)
 				g, dg := gelu16(mv)
 				sum = sum.Add(g)
 				if train {
 					widx := ((2*c+wi/2)*2*f.ws + 2*j + wi%2) * d
 					dg.Mul(quarter).Store(f.gm[widx+o : widx+o+16])
-					pos.ConvertToInt32().AsUint32x16().SaturateToUint8().Store(f.argmax[widx+o : widx+o+16])
+					pos.storeUint8(f.argmax[widx+o : widx+o+16])
 				}
 			}
 			sum.Mul(quarter).Store(f0[cell+o : cell+o+16])
@@ -505,23 +505,23 @@ func (f *FullRes) forwardChunk(sc *frScratch, c, j0, j1 int, f0 []float32, train
 func (f *FullRes) inputTransform(src []float32, rowLen, col0, nt int, v []float32) {
 	d := f.d
 	nv := d / 16
-	var r [6][6]archsimd.Float32x16
+	var r [6][6]f16
 	for t := 0; t < nt; t++ {
 		x0 := 4 * (col0 + t)
 		for q := 0; q < nv; q++ {
 			o := q * 16
 			for i := 0; i < 6; i++ {
 				row := src[(i*rowLen+x0)*d+o:]
-				var dv [6]archsimd.Float32x16
+				var dv [6]f16
 				for k := range dv {
-					dv[k] = archsimd.LoadFloat32x16(row[k*d : k*d+16])
+					dv[k] = load16(row[k*d : k*d+16])
 				}
 				winoBT(&dv, &r[i])
 			}
 			base := t*d + o
 			for k := 0; k < 6; k++ {
-				col := [6]archsimd.Float32x16{r[0][k], r[1][k], r[2][k], r[3][k], r[4][k], r[5][k]}
-				var out [6]archsimd.Float32x16
+				col := [6]f16{r[0][k], r[1][k], r[2][k], r[3][k], r[4][k], r[5][k]}
+				var out [6]f16
 				winoBT(&col, &out)
 				for i := 0; i < 6; i++ {
 					out[i].Store(v[(i*6+k)*nt*d+base:][:16])
@@ -532,10 +532,10 @@ func (f *FullRes) inputTransform(src []float32, rowLen, col0, nt int, v []float3
 }
 
 // winoBT is B^T x for F(4x4, 3x3)'s input transform.
-func winoBT(x, out *[6]archsimd.Float32x16) {
-	four := archsimd.BroadcastFloat32x16(4)
-	five := archsimd.BroadcastFloat32x16(5)
-	two := archsimd.BroadcastFloat32x16(2)
+func winoBT(x, out *[6]f16) {
+	four := bcast16(4)
+	five := bcast16(5)
+	two := bcast16(2)
 	d0, d1, d2, d3, d4, d5 := x[0], x[1], x[2], x[3], x[4], x[5]
 	out[0] = d0.MulAdd(four, d4).Sub(d2.Mul(five))
 	s12, s34 := d1.Add(d2), d3.Add(d4)
@@ -549,23 +549,23 @@ func winoBT(x, out *[6]archsimd.Float32x16) {
 }
 
 // winoAT is A^T m for F(4x4, 3x3)'s output transform.
-func winoAT(m *[6]archsimd.Float32x16) (y0, y1, y2, y3 archsimd.Float32x16) {
+func winoAT(m *[6]f16) (y0, y1, y2, y3 f16) {
 	a, b := m[1].Add(m[2]), m[1].Sub(m[2])
 	c, e := m[3].Add(m[4]), m[3].Sub(m[4])
 	y0 = m[0].Add(a).Add(c)
-	y1 = e.MulAdd(archsimd.BroadcastFloat32x16(2), b)
-	y2 = c.MulAdd(archsimd.BroadcastFloat32x16(4), a)
-	y3 = e.MulAdd(archsimd.BroadcastFloat32x16(8), b).Add(m[5])
+	y1 = e.MulAdd(bcast16(2), b)
+	y2 = c.MulAdd(bcast16(4), a)
+	y3 = e.MulAdd(bcast16(8), b).Add(m[5])
 	return
 }
 
 // outputTransform is Y = A^T M A of one tile's 36 products (m[xi*stride+off]).
-func outputTransform(m []float32, stride, off int, y *[4][4]archsimd.Float32x16) {
-	var s [4][6]archsimd.Float32x16 // A^T M: 4 rows of 6
+func outputTransform(m []float32, stride, off int, y *[4][4]f16) {
+	var s [4][6]f16 // A^T M: 4 rows of 6
 	for k := 0; k < 6; k++ {
-		var col [6]archsimd.Float32x16
+		var col [6]f16
 		for i := 0; i < 6; i++ {
-			col[i] = archsimd.LoadFloat32x16(m[(i*6+k)*stride+off:][:16])
+			col[i] = load16(m[(i*6+k)*stride+off:][:16])
 		}
 		s[0][k], s[1][k], s[2][k], s[3][k] = winoAT(&col)
 	}
@@ -576,47 +576,47 @@ func outputTransform(m []float32, stride, off int, y *[4][4]archsimd.Float32x16)
 
 // exp16 is e^x (Cephes' single-precision polynomial after reduction by
 // ln 2, scaled by 2^n with VSCALEFPS).
-func exp16(x archsimd.Float32x16) archsimd.Float32x16 {
-	x = x.Max(archsimd.BroadcastFloat32x16(-87.3)).Min(archsimd.BroadcastFloat32x16(88.7))
-	n := x.Mul(archsimd.BroadcastFloat32x16(1.4426950408889634)).RoundScaled(0)
-	r := n.MulAdd(archsimd.BroadcastFloat32x16(-0.693359375), x)
-	r = n.MulAdd(archsimd.BroadcastFloat32x16(2.12194440e-4), r)
-	p := archsimd.BroadcastFloat32x16(1.9875691500e-4)
-	p = p.MulAdd(r, archsimd.BroadcastFloat32x16(1.3981999507e-3))
-	p = p.MulAdd(r, archsimd.BroadcastFloat32x16(8.3334519073e-3))
-	p = p.MulAdd(r, archsimd.BroadcastFloat32x16(4.1665795894e-2))
-	p = p.MulAdd(r, archsimd.BroadcastFloat32x16(1.6666665459e-1))
-	p = p.MulAdd(r, archsimd.BroadcastFloat32x16(5.0000001201e-1))
-	p = p.Mul(r).MulAdd(r, r).Add(archsimd.BroadcastFloat32x16(1))
+func exp16(x f16) f16 {
+	x = x.Max(bcast16(-87.3)).Min(bcast16(88.7))
+	n := x.Mul(bcast16(1.4426950408889634)).Round()
+	r := n.MulAdd(bcast16(-0.693359375), x)
+	r = n.MulAdd(bcast16(2.12194440e-4), r)
+	p := bcast16(1.9875691500e-4)
+	p = p.MulAdd(r, bcast16(1.3981999507e-3))
+	p = p.MulAdd(r, bcast16(8.3334519073e-3))
+	p = p.MulAdd(r, bcast16(4.1665795894e-2))
+	p = p.MulAdd(r, bcast16(1.6666665459e-1))
+	p = p.MulAdd(r, bcast16(5.0000001201e-1))
+	p = p.Mul(r).MulAdd(r, r).Add(bcast16(1))
 	return p.Scale(n)
 }
 
 // sigmoid16 is 1 / (1 + e^-x).
-func sigmoid16(x archsimd.Float32x16) archsimd.Float32x16 {
-	one := archsimd.BroadcastFloat32x16(1)
+func sigmoid16(x f16) f16 {
+	one := bcast16(1)
 	return one.Div(one.Add(exp16(x.Neg())))
 }
 
 // gelu16 is the exact GELU x Phi(x) and its derivative Phi(x) + x phi(x),
 // with erf from Abramowitz and Stegun 7.1.26 (absolute error < 1.5e-7).
-func gelu16(x archsimd.Float32x16) (g, dg archsimd.Float32x16) {
-	one := archsimd.BroadcastFloat32x16(1)
-	half := archsimd.BroadcastFloat32x16(0.5)
-	u := x.Mul(archsimd.BroadcastFloat32x16(1 / math.Sqrt2))
+func gelu16(x f16) (g, dg f16) {
+	one := bcast16(1)
+	half := bcast16(0.5)
+	u := x.Mul(bcast16(1 / math.Sqrt2))
 	au := u.Abs()
-	t := one.Div(archsimd.BroadcastFloat32x16(0.3275911).MulAdd(au, one))
-	p := archsimd.BroadcastFloat32x16(1.061405429)
-	p = p.MulAdd(t, archsimd.BroadcastFloat32x16(-1.453152027))
-	p = p.MulAdd(t, archsimd.BroadcastFloat32x16(1.421413741))
-	p = p.MulAdd(t, archsimd.BroadcastFloat32x16(-0.284496736))
-	p = p.MulAdd(t, archsimd.BroadcastFloat32x16(0.254829592))
+	t := one.Div(bcast16(0.3275911).MulAdd(au, one))
+	p := bcast16(1.061405429)
+	p = p.MulAdd(t, bcast16(-1.453152027))
+	p = p.MulAdd(t, bcast16(1.421413741))
+	p = p.MulAdd(t, bcast16(-0.284496736))
+	p = p.MulAdd(t, bcast16(0.254829592))
 	p = p.Mul(t)
 	e := exp16(au.Mul(au).Neg()) // e^{-x^2/2}
 	erfAbs := one.Sub(p.Mul(e))
-	erf := erfAbs.Neg().IfElse(u.Less(archsimd.Float32x16{}), erfAbs)
+	erf := erfAbs.Neg().IfElse(u.Less(f16{}), erfAbs)
 	phi := half.Mul(one.Add(erf)) // Phi(x)
 	g = x.Mul(phi)
-	dg = x.Mul(e).MulAdd(archsimd.BroadcastFloat32x16(float32(1/math.Sqrt(2*math.Pi))), phi)
+	dg = x.Mul(e).MulAdd(bcast16(float32(1/math.Sqrt(2*math.Pi))), phi)
 	return g, dg
 }
 
@@ -908,12 +908,12 @@ func (f *FullRes) buildDC(sc *frScratch, c, dcw int, df0 []float32) {
 		for x := 0; x < Stride*f.ws; x++ {
 			widx := (wr*2*f.ws + x/2) * d
 			cell := ((r/Stride)*f.ws + x/Stride) * d
-			p := archsimd.BroadcastUint32x16(uint32((r%2)*2 + x%2))
+			p := uint32((r%2)*2 + x%2)
 			out := row[(x+1)*d : (x+2)*d]
 			for j := 0; j < nv; j++ {
 				o := j * 16
-				at := archsimd.LoadUint8x16(f.argmax[widx+o : widx+o+16]).ExtendToUint32().Equal(p)
-				v := archsimd.LoadFloat32x16(df0[cell+o : cell+o+16]).Mul(archsimd.LoadFloat32x16(f.gm[widx+o : widx+o+16]))
+				at := eqUint8(f.argmax[widx+o:widx+o+16], p)
+				v := load16(df0[cell+o : cell+o+16]).Mul(load16(f.gm[widx+o : widx+o+16]))
 				v.Masked(at).Store(out[o : o+16])
 			}
 		}
@@ -931,7 +931,7 @@ func (f *FullRes) inputGradChunk(sc *frScratch, dcw, j0, j1 int) {
 		sgemm(nt, d, d, sc.v[xi*nt*d:], d, 1, f.uB[xi*d*d:], d, sc.m[xi*nt*d:], d, false)
 	}
 	nv := d / 16
-	var y [4][4]archsimd.Float32x16
+	var y [4][4]f16
 	for t := 0; t < nt; t++ {
 		x0 := 4 * (j0 + t)
 		for q := 0; q < nv; q++ {
@@ -954,7 +954,7 @@ func (f *FullRes) weightGradChunk(sc *frScratch, dcw, j0, j1 int) {
 	nt := j1 - j0
 	f.inputTransform(sc.e, wd+2, j0, nt, sc.v)
 	nv := d / 16
-	var p [4][6]archsimd.Float32x16 // dY A^T: 4 rows of 6
+	var p [4][6]f16 // dY A^T: 4 rows of 6
 	for t := 0; t < nt; t++ {
 		x0 := 4*(j0+t) + 1 // padded column of the tile's first output
 		base := t * d
@@ -962,15 +962,15 @@ func (f *FullRes) weightGradChunk(sc *frScratch, dcw, j0, j1 int) {
 			o := q * 16
 			for i := 0; i < 4; i++ {
 				row := sc.dc[((1+i)*dcw+x0)*d+o:]
-				y := [4]archsimd.Float32x16{
-					archsimd.LoadFloat32x16(row[0:16]), archsimd.LoadFloat32x16(row[d : d+16]),
-					archsimd.LoadFloat32x16(row[2*d : 2*d+16]), archsimd.LoadFloat32x16(row[3*d : 3*d+16]),
+				y := [4]f16{
+					load16(row[0:16]), load16(row[d : d+16]),
+					load16(row[2*d : 2*d+16]), load16(row[3*d : 3*d+16]),
 				}
 				winoA(&y, &p[i])
 			}
 			for k := 0; k < 6; k++ {
-				col := [4]archsimd.Float32x16{p[0][k], p[1][k], p[2][k], p[3][k]}
-				var out [6]archsimd.Float32x16
+				col := [4]f16{p[0][k], p[1][k], p[2][k], p[3][k]}
+				var out [6]f16
 				winoA(&col, &out)
 				for i := 0; i < 6; i++ {
 					out[i].Store(sc.m[(i*6+k)*nt*d+base+o:][:16])
@@ -984,10 +984,10 @@ func (f *FullRes) weightGradChunk(sc *frScratch, dcw, j0, j1 int) {
 }
 
 // winoA is A y (6 from 4), the transpose of the output transform.
-func winoA(y *[4]archsimd.Float32x16, out *[6]archsimd.Float32x16) {
+func winoA(y *[4]f16, out *[6]f16) {
 	s, t := y[0].Add(y[2]), y[1].Add(y[3])
-	s2 := y[2].MulAdd(archsimd.BroadcastFloat32x16(4), y[0])
-	t2 := y[3].MulAdd(archsimd.BroadcastFloat32x16(4), y[1]).Mul(archsimd.BroadcastFloat32x16(2))
+	s2 := y[2].MulAdd(bcast16(4), y[0])
+	t2 := y[3].MulAdd(bcast16(4), y[1]).Mul(bcast16(2))
 	out[0] = y[0]
 	out[1] = s.Add(t)
 	out[2] = s.Sub(t)
@@ -1007,7 +1007,7 @@ func (f *FullRes) normGradRows(sc *frScratch, c int) {
 	if n <= 0 {
 		return
 	}
-	one := archsimd.BroadcastFloat32x16(1)
+	one := bcast16(1)
 	dcw := len(sc.dc) / (6 * d)
 	for i := 0; i < n; i++ {
 		r := 4*c + i
@@ -1022,16 +1022,16 @@ func (f *FullRes) normGradRows(sc *frScratch, c int) {
 			dep := sc.de[(i*wd+x)*d : (i*wd+x+1)*d]
 			for j := 0; j < nv; j++ {
 				o := j * 16
-				z := archsimd.LoadFloat32x16(zp[o : o+16])
-				u := z.MulAdd(archsimd.LoadFloat32x16(f.na[o:o+16]), archsimd.LoadFloat32x16(f.nb[o:o+16]))
+				z := load16(zp[o : o+16])
+				u := z.MulAdd(load16(f.na[o:o+16]), load16(f.nb[o:o+16]))
 				sg := sigmoid16(u)
-				du := archsimd.LoadFloat32x16(dep[o : o+16]).Mul(sg).Mul(u.Mul(one.Sub(sg)).Add(one))
+				du := load16(dep[o : o+16]).Mul(sg).Mul(u.Mul(one.Sub(sg)).Add(one))
 				du.Store(dup[o : o+16])
-				xhat := z.Sub(archsimd.LoadFloat32x16(f.nmean[o : o+16])).Mul(archsimd.LoadFloat32x16(f.ninv[o : o+16]))
+				xhat := z.Sub(load16(f.nmean[o : o+16])).Mul(load16(f.ninv[o : o+16]))
 				gs := sc.rowSums[o : o+16]
-				du.MulAdd(xhat, archsimd.LoadFloat32x16(gs)).Store(gs)
+				du.MulAdd(xhat, load16(gs)).Store(gs)
 				bs := sc.rowSums[d+o : d+o+16]
-				archsimd.LoadFloat32x16(bs).Add(du).Store(bs)
+				load16(bs).Add(du).Store(bs)
 			}
 		}
 		for j := 0; j < d; j++ {
@@ -1046,7 +1046,7 @@ func (f *FullRes) normGradRows(sc *frScratch, c int) {
 				for j := 0; j < nv; j++ {
 					o := j * 16
 					s := sc.rowSums[o : o+16]
-					archsimd.LoadFloat32x16(s).Add(archsimd.LoadFloat32x16(row[(x+1)*d+o:][:16])).Store(s)
+					load16(s).Add(load16(row[(x+1)*d+o:][:16])).Store(s)
 				}
 			}
 			for j := 0; j < d; j++ {

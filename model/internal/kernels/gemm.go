@@ -14,11 +14,13 @@ import (
 //
 // On AVX-512 machines the work goes through an 8 x 32 register-blocked
 // micro-kernel (gemm_amd64.s, 16 accumulators, one broadcast of A per row
-// and two vector loads of B per step of k), over blocks of gemmKC steps of
-// k so that a block of B (gemmKC x n) stays in the L2 cache; rows past the
-// last multiple of 8 go through the kernel on a zero-padded copy, columns
-// past the last multiple of 32 through the scalar loop (only narrow test
-// networks have them). Without AVX-512 everything takes the scalar loop.
+// and two vector loads of B per step of k), on AVX2 machines through a
+// 6 x 16 one (12 of the 16 vector registers accumulate), over blocks of
+// gemmKC steps of k so that a block of B (gemmKC x n) stays in the L2
+// cache; rows past the last multiple of the kernel's go through it on a
+// zero-padded copy, columns past the last multiple of its width through
+// the scalar loop (only narrow test networks have them). Without either
+// everything takes the scalar loop.
 func sgemm(m, n, k int, a []float32, rsA, csA int, b []float32, ldb int, c []float32, ldc int, accum bool) {
 	if m <= 0 || n <= 0 {
 		return
@@ -40,51 +42,57 @@ func sgemm(m, n, k int, a []float32, rsA, csA int, b []float32, ldb int, c []flo
 	if need := (m-1)*ldc + n; len(c) < need {
 		panic(fmt.Sprintf("sgemm: C has %d values, needs %d", len(c), need))
 	}
-	if !haveGemm512 {
+	kern, mr, nr := sgemm8x32, 8, 32
+	switch {
+	case haveGemm512:
+	case haveGemm256:
+		kern, mr, nr = sgemm6x16, 6, 16
+	default:
 		sgemmScalar(m, n, k, a, rsA, csA, b, ldb, c, ldc, accum)
 		return
 	}
-	n32 := n / 32 * 32
-	if n32 < n {
-		sgemmScalar(m, n-n32, k, a, rsA, csA, b[n32:], ldb, c[n32:], ldc, accum)
+	nb := n / nr * nr
+	if nb < n {
+		sgemmScalar(m, n-nb, k, a, rsA, csA, b[nb:], ldb, c[nb:], ldc, accum)
 	}
-	if n32 == 0 {
+	if nb == 0 {
 		return
 	}
 	const f = 4 // bytes per float32
-	m8 := m / 8 * 8
+	mb := m / mr * mr
 	var tailA [8 * gemmKC]float32
 	var tailC [8 * 32]float32
 	for p0 := 0; p0 < k; p0 += gemmKC {
 		kc := min(gemmKC, k-p0)
 		acc := accum || p0 > 0
-		for i0 := 0; i0 < m8; i0 += 8 {
+		for i0 := 0; i0 < mb; i0 += mr {
 			ap := unsafe.Pointer(&a[i0*rsA+p0*csA])
-			for j0 := 0; j0 < n32; j0 += 32 {
-				sgemm8x32(kc, ap, uintptr(rsA*f), uintptr(csA*f),
+			for j0 := 0; j0 < nb; j0 += nr {
+				kern(kc, ap, uintptr(rsA*f), uintptr(csA*f),
 					unsafe.Pointer(&b[p0*ldb+j0]), uintptr(ldb*f),
 					unsafe.Pointer(&c[i0*ldc+j0]), uintptr(ldc*f), acc)
 			}
 		}
-		if m8 == m {
+		if mb == m {
 			continue
 		}
-		// The last m-m8 rows: A's rows copied into an 8-row block padded with
-		// zeros, the product into a scratch block, then its rows added or copied.
-		rows := m - m8
-		clear(tailA[:])
+		// The last m-mb rows: A's rows copied into an mr-row block padded
+		// with zeros, the product into a scratch block, then its rows added
+		// or copied.
+		rows := m - mb
+		clear(tailA[:mr*kc])
 		for r := 0; r < rows; r++ {
 			for p := 0; p < kc; p++ {
-				tailA[r*kc+p] = a[(m8+r)*rsA+(p0+p)*csA]
+				tailA[r*kc+p] = a[(mb+r)*rsA+(p0+p)*csA]
 			}
 		}
-		for j0 := 0; j0 < n32; j0 += 32 {
-			sgemm8x32(kc, unsafe.Pointer(&tailA[0]), uintptr(kc*f), f,
+		for j0 := 0; j0 < nb; j0 += nr {
+			kern(kc, unsafe.Pointer(&tailA[0]), uintptr(kc*f), f,
 				unsafe.Pointer(&b[p0*ldb+j0]), uintptr(ldb*f),
-				unsafe.Pointer(&tailC[0]), 32*f, false)
+				unsafe.Pointer(&tailC[0]), uintptr(nr*f), false)
 			for r := 0; r < rows; r++ {
-				dst := c[(m8+r)*ldc+j0 : (m8+r)*ldc+j0+32]
-				src := tailC[r*32 : r*32+32]
+				dst := c[(mb+r)*ldc+j0 : (mb+r)*ldc+j0+nr]
+				src := tailC[r*nr : r*nr+nr]
 				if acc {
 					for j := range dst {
 						dst[j] += src[j]

@@ -105,3 +105,97 @@ store:
 	STORE(Z14, Z15)
 	VZEROUPPER
 	RET
+
+// One k step of the 6x16 AVX2 kernel: two 8-float vectors of B's row,
+// then for each of the 6 rows of A its element broadcast and two fused
+// multiply-adds into that row's accumulators (12 accumulators, 2 vectors
+// of B and 2 broadcasts: 16 registers).
+#define KSTEP6 \
+	VMOVUPS (DI), Y12; \
+	VMOVUPS 32(DI), Y13; \
+	VBROADCASTSS (SI), Y14; \
+	VBROADCASTSS (SI)(R8*1), Y15; \
+	VFMADD231PS Y12, Y14, Y0; \
+	VFMADD231PS Y13, Y14, Y1; \
+	VFMADD231PS Y12, Y15, Y2; \
+	VFMADD231PS Y13, Y15, Y3; \
+	VBROADCASTSS (SI)(R8*2), Y14; \
+	VBROADCASTSS (SI)(R11*1), Y15; \
+	VFMADD231PS Y12, Y14, Y4; \
+	VFMADD231PS Y13, Y14, Y5; \
+	VFMADD231PS Y12, Y15, Y6; \
+	VFMADD231PS Y13, Y15, Y7; \
+	VBROADCASTSS (R12), Y14; \
+	VBROADCASTSS (R12)(R8*1), Y15; \
+	VFMADD231PS Y12, Y14, Y8; \
+	VFMADD231PS Y13, Y14, Y9; \
+	VFMADD231PS Y12, Y15, Y10; \
+	VFMADD231PS Y13, Y15, Y11; \
+	ADDQ R9, SI; \
+	ADDQ R9, R12; \
+	ADDQ R10, DI
+
+// STORE6 writes one row's two 8-float accumulators to (DI), adding what
+// is there when AX is non-zero, and moves DI to the next row.
+#define STORE6(lo, hi) \
+	TESTQ AX, AX; \
+	JZ 3(PC); \
+	VADDPS (DI), lo, lo; \
+	VADDPS 32(DI), hi, hi; \
+	VMOVUPS lo, (DI); \
+	VMOVUPS hi, 32(DI); \
+	ADDQ R10, DI
+
+// func sgemm6x16(k int, a unsafe.Pointer, rsA, csA uintptr, b unsafe.Pointer, ldb uintptr, c unsafe.Pointer, ldc uintptr, accum bool)
+//
+// c[i][j] (+)= sum over p < k of a[i*rsA + p*csA] * b[p*ldb + j] for
+// i < 6, j < 16; strides in bytes, c row-major with row stride ldc. AVX2
+// and FMA.
+TEXT ·sgemm6x16(SB), NOSPLIT, $0-65
+	MOVQ k+0(FP), CX
+	MOVQ a+8(FP), SI
+	MOVQ rsA+16(FP), R8
+	MOVQ csA+24(FP), R9
+	MOVQ b+32(FP), DI
+	MOVQ ldb+40(FP), R10
+	LEAQ (R8)(R8*2), R11
+	LEAQ (SI)(R8*4), R12
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+	VXORPS Y8, Y8, Y8
+	VXORPS Y9, Y9, Y9
+	VXORPS Y10, Y10, Y10
+	VXORPS Y11, Y11, Y11
+	CMPQ CX, $2
+	JLT tail6
+
+loop6:
+	KSTEP6
+	KSTEP6
+	SUBQ $2, CX
+	CMPQ CX, $2
+	JGE loop6
+
+tail6:
+	TESTQ CX, CX
+	JZ store6
+	KSTEP6
+
+store6:
+	MOVQ c+48(FP), DI
+	MOVQ ldc+56(FP), R10
+	MOVBLZX accum+64(FP), AX
+	STORE6(Y0, Y1)
+	STORE6(Y2, Y3)
+	STORE6(Y4, Y5)
+	STORE6(Y6, Y7)
+	STORE6(Y8, Y9)
+	STORE6(Y10, Y11)
+	VZEROUPPER
+	RET
