@@ -147,7 +147,7 @@ func newTrainSetup(s Scene, labels []int32, opts TrainOptions) (*trainSetup, err
 	if st.d, err = makeDims(cfg, s.Bands, len(st.values)); err != nil {
 		return nil, err
 	}
-	if st.plan, err = trainGrid(s.Rows, s.Cols, opts); err != nil {
+	if st.plan, err = trainPlan(s, st.d, opts, len(st.trainIdx)); err != nil {
 		return nil, err
 	}
 	if st.plan.Whole && s.Streamed() {
@@ -304,6 +304,12 @@ func HeldTrainFits(rows, cols, bands, classes int, opts TrainOptions) bool {
 func WindowedTrainBytes(s Scene, classes int, opts TrainOptions) int64 {
 	need, whole := trainEstimate(s, classes, opts)
 	if whole {
+		return 0
+	}
+	if plan, err := trainGrid(s.Rows, s.Cols, opts.withDefaults()); err == nil && trainsWholeByDefault(plan, opts) && !s.Streamed() {
+		// A held scene of at most wholeMaxTiles tiles trains whole where
+		// the whole step fits: held without a hold on the heap, as a
+		// scene within one tile is.
 		return 0
 	}
 	return need

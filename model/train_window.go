@@ -14,7 +14,9 @@ import (
 // each epoch is one step on one tile that holds training pixels, the tiles
 // taken in a shuffled cycle, so a step's memory and time are one tile's
 // whatever the scene's area, and the network learns on the contexts it is
-// applied on. A scene within one tile trains whole, as the paper does.
+// applied on. A scene within one tile trains whole, as the paper does,
+// and so does a held scene the grid covers with at most wholeMaxTiles
+// tiles when the whole step fits the budget (trainsWholeByDefault).
 
 // trainWindowMaxRows bounds the training pixels of one windowed step: a
 // tile owning more (a densely labelled scene) trains on that many of them
@@ -22,6 +24,23 @@ import (
 // [rows, cells] matrix (trainData.wtr): at 384 px tiles (9,216 cells) a
 // fully labelled tile would need 5.4 GB for it, 2,048 rows need 75 MB.
 const trainWindowMaxRows = 2048
+
+// wholeMaxTiles is the most tiles of the default grid a held scene trains
+// whole on. With two tiles each windowed step trains on one of them, so a
+// label outside their overlap is in half the steps a whole run gives it:
+// on the Pavia University layout (340 x 610 px, two 384 px tiles) tiles
+// scored 1.11 OA points under the whole scene over 5 seeds (docs/train.md),
+// while a whole step there cost about 1.4 tile steps. From four tiles up
+// (500 px: a label in 2.3 of the 4 tiles' stitches) tiles scored as well.
+const wholeMaxTiles = 2
+
+// trainsWholeByDefault says a scene planned on the windowed grid plan
+// trains whole unless the whole step does not fit the budget: the default
+// tile (opts.Tile 0, not asked either way) and a grid of at most
+// wholeMaxTiles tiles.
+func trainsWholeByDefault(plan tiling.Plan, opts TrainOptions) bool {
+	return opts.Tile == 0 && !opts.Whole && !plan.Whole && plan.NumTiles() <= wholeMaxTiles
+}
 
 // trainGrid is the grid a scene of rows x cols trains on under opts: the
 // classify grid of opts.Tile px tiles (0: tiling.CanonicalTile), overlap
@@ -46,6 +65,25 @@ func trainGrid(rows, cols int, opts TrainOptions) (tiling.Plan, error) {
 	}
 	// One image: the scene itself, not a ladder-padded input.
 	return tiling.New(rows, cols, tiling.Options{Stride: Stride})
+}
+
+// trainPlan is the grid s trains on under opts with trainPixels training
+// pixels: trainGrid's, except that a held scene the default grid covers
+// with at most wholeMaxTiles tiles trains whole where the whole step fits
+// the budget (on the tiles where it does not).
+func trainPlan(s Scene, d dims, opts TrainOptions, trainPixels int) (tiling.Plan, error) {
+	plan, err := trainGrid(s.Rows, s.Cols, opts)
+	if err != nil || !trainsWholeByDefault(plan, opts) || s.Streamed() {
+		return plan, err
+	}
+	whole, err := trainGrid(s.Rows, s.Cols, TrainOptions{Whole: true})
+	if err != nil {
+		return tiling.Plan{}, err
+	}
+	if trainOverBudget(trainNeedBytes(d, opts.Config, s, whole, trainPixels), opts.MaxMemoryBytes) {
+		return plan, nil
+	}
+	return whole, nil
 }
 
 // trainedGrid is the grid m trained on (trainGrid of its training scene

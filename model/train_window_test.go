@@ -54,6 +54,65 @@ func TestTrainGrid(t *testing.T) {
 	}
 }
 
+// TestTrainPlanWholeByDefault: a held scene the default grid covers with
+// one or two tiles trains whole, unless a tile side is asked for, the
+// scene is read by windows or the whole step does not fit the budget;
+// three tiles or more train on the tiles.
+func TestTrainPlanWholeByDefault(t *testing.T) {
+	cfg := DefaultConfig()
+	d, err := makeDims(cfg, 103, 9)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pavia := Scene{Rows: 610, Cols: 340, Bands: 103}
+	tiles, err := trainGrid(pavia.Rows, pavia.Cols, TrainOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	whole, err := trainGrid(pavia.Rows, pavia.Cols, TrainOptions{Whole: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tileNeed, wholeNeed := trainNeedBytes(d, cfg, pavia, tiles, 135), trainNeedBytes(d, cfg, pavia, whole, 135)
+	t.Logf("estimates: tile step %d bytes, whole step %d bytes", tileNeed, wholeNeed)
+	if tileNeed >= wholeNeed {
+		t.Fatalf("a tile step's estimate %d bytes is not under the whole step's %d: the budget case below tests nothing", tileNeed, wholeNeed)
+	}
+	byWindows := pavia
+	byWindows.stream = &streamed{}
+	for _, tc := range []struct {
+		name      string
+		s         Scene
+		opts      TrainOptions
+		wantWhole bool
+	}{
+		{"two tiles, held", pavia, TrainOptions{}, true},
+		{"two tiles, tile asked", pavia, TrainOptions{Tile: 384}, false},
+		{"two tiles, read by windows", byWindows, TrainOptions{}, false},
+		{"two tiles, whole step over the budget", pavia, TrainOptions{MaxMemoryBytes: (tileNeed + wholeNeed) / 2}, false},
+		{"two tiles across", Scene{Rows: 40, Cols: 700, Bands: 103}, TrainOptions{}, true},
+		{"four tiles", Scene{Rows: 500, Cols: 500, Bands: 103}, TrainOptions{}, false},
+		{"three tiles", Scene{Rows: 300, Cols: 1000, Bands: 103}, TrainOptions{}, false},
+		{"within one tile", Scene{Rows: 86, Cols: 83, Bands: 103}, TrainOptions{}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.opts.Config = cfg
+			if tc.opts.MaxMemoryBytes == 0 {
+				// Room for the whole step whatever the machine (the
+				// estimate depends on whether pnec's kernels run here).
+				tc.opts.MaxMemoryBytes = 2 * wholeNeed
+			}
+			p, err := trainPlan(tc.s, d, tc.opts, 135)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if p.Whole != tc.wantWhole {
+				t.Errorf("whole %v (%d tiles of %d x %d), want %v", p.Whole, p.NumTiles(), p.TileRows, p.TileCols, tc.wantWhole)
+			}
+		})
+	}
+}
+
 func boolInt(b bool) int {
 	if b {
 		return 1
@@ -243,6 +302,24 @@ func TestWindowedStepDrawsDenseLabels(t *testing.T) {
 			first = sidx
 		} else if slicesEqual(first, sidx) {
 			t.Error("two steps drew the same pixels")
+		}
+	}
+}
+
+// TestTrainTwoTilesWhole: Train takes a scene of two default tiles whole
+// and records it, and trains it on tiles when a tile side is asked for.
+func TestTrainTwoTilesWhole(t *testing.T) {
+	s, labels := synthScene(24, 500, 4, 3, 5)
+	for _, tc := range []struct {
+		tile, wantTile int
+	}{{0, 0}, {384, 384}} {
+		opts := TrainOptions{Config: tinyConfig(3), TrainPerClass: 8, Backend: "go", Tile: tc.tile}
+		m, err := Train(context.Background(), s, labels, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m.TrainTile() != tc.wantTile {
+			t.Errorf("--tile %d: trained on tiles of %d px, want %d (0: whole)", tc.tile, m.TrainTile(), tc.wantTile)
 		}
 	}
 }

@@ -2,7 +2,8 @@
 """bench_baselines.py: pnec's map against the classic per-pixel baselines on the same pixels.
 
     scripts/bench_baselines.py --pnec bin/pnec --work /tmp/pnec-bench-baselines [--seeds 5] [--draws 3]
-        [--cases fixed,halves,synth] [--scenes SalinasA,JasperRidge] [--tag NAME --pnec-flags '...']
+        [--cases fixed,halves,synth] [--scenes SalinasA,JasperRidge] [--synth synth-PaviaU,synth-Houston]
+        [--tag NAME --pnec-flags '...']
         [--report bench/baselines.md]
 
 Cases (issue 45):
@@ -90,11 +91,14 @@ def import_scenes(pnec, work):
     return out
 
 
-def synth_scenes(pnec, work):
-    """Synthetic scenes on the real layouts of Pavia University and Houston 2013."""
+SYNTH_LAYOUTS = {"synth-PaviaU": "PaviaU/paviaU_gt.mat", "synth-Houston": "Houston2013/Houston_gt.mat"}
+
+
+def synth_scenes(pnec, work, names):
+    """Synthetic scenes on the real layouts of Pavia University and Houston 2013 (those named)."""
     out = {}
-    layouts = {"synth-PaviaU": "PaviaU/paviaU_gt.mat", "synth-Houston": "Houston2013/Houston_gt.mat"}
-    for name, layout in layouts.items():
+    for name in names:
+        layout = SYNTH_LAYOUTS[name]
         s = os.path.join(work, name + ".tif")
         gt = os.path.join(work, name + "_gt.tif")
         if not os.path.exists(s):
@@ -396,6 +400,7 @@ def main():
     ap.add_argument("--cases", default="fixed,halves,synth")
     ap.add_argument("--scenes", default="SalinasA,JasperRidge")
     ap.add_argument("--directions", default=",".join(DIRECTIONS))
+    ap.add_argument("--synth", default=",".join(SYNTH_LAYOUTS), help="the synthetic scenes of --cases synth")
     ap.add_argument("--tag", default="", help="name of a pnec variant (results kept apart)")
     ap.add_argument("--pnec-flags", default="", help="extra pnec train flags of the variant")
     ap.add_argument("--pnec-only", action="store_true", help="skip the baselines (a variant's rerun)")
@@ -423,7 +428,7 @@ def main():
                     results.append(halves_case(args, name, scenes[name], direction, d, args.work))
                     print("bench_baselines: %s %s draw %d done" % (name, direction, d), file=sys.stderr)
     if "synth" in cases:
-        for name, paths in synth_scenes(args.pnec, args.work).items():
+        for name, paths in synth_scenes(args.pnec, args.work, args.synth.split(",")).items():
             results.append(fixed_case(args, name, paths, args.work))
             print("bench_baselines: %s fixed done" % name, file=sys.stderr)
     md = render(results, args)
