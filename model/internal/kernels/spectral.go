@@ -6,11 +6,11 @@ const lanes = 8
 
 // DotsPadding is the multiple the references' count is padded to in the
 // band-major table the dot kernels take (unitT [bands][padded], zero in
-// the padding): 8 lanes, or with AVX-512 whole 32-reference blocks of
-// Dots4SIMD's 16-lane loop (the 8-lane tail took a third of the kernel's
-// time for a few zero references more).
+// the padding): 8 lanes, or whole 32-reference blocks where Dots8 runs
+// (and with AVX-512 Dots4SIMD's 16-lane loop: the 8-lane tail took a
+// third of the kernel's time for a few zero references more).
 func DotsPadding() int {
-	if have512 {
+	if have512 || HaveDots8(32) {
 		return 32
 	}
 	return lanes

@@ -138,20 +138,25 @@ func dots4x16(unitT []float32, padded int, s *[4][]float32, dots *[4][]float32) 
 }
 
 // HaveDots8 reports whether Dots8 runs for references padded to padded:
-// with AVX-512 and padded a multiple of 32 (DotsPadding gives that).
-func HaveDots8(padded int) bool { return have512 && haveGemm512 && padded%32 == 0 }
+// with AVX-512, or AVX2 and FMA, and padded a multiple of 32 (DotsPadding
+// gives that).
+func HaveDots8(padded int) bool {
+	return (have512 && haveGemm512 || HaveSIMD && haveGemm256) && padded%32 == 0
+}
 
 // Dots8 is Dots4SIMD for the consecutive pixels of s ([n][bands],
 // pixel-interleaved, n a multiple of 8): dots[p*padded+j] for pixel p and
 // reference j, from the references laid out by Dots8Table (table). It runs
-// gemm_amd64.s's 8 x 32 micro-kernel over the whole band axis at once, so
-// every lane is the same chain of fused multiply-adds in band order from
-// zero as in DotsSIMD and Dots4SIMD, and the distances are bit for bit the
-// same. The hand-written kernel keeps its 16 accumulators in registers:
-// Dots4SIMD's compiled loop moves its 8 through the stack, and perf showed
-// it at about a fifth of the FMA units' rate. Each block of 32 references
-// serves every 8 pixels of s before the next is read, so that it is read
-// from the first-level cache, not from memory, for all but the first.
+// gemm_amd64.s's micro-kernel over the whole band axis at once (8 pixels x
+// 32 references with AVX-512; 6 x 16 with AVX2, the last pixels of a run
+// that is not a multiple of 6 through DotsSIMD on the block), so every lane
+// is the same chain of fused multiply-adds in band order from zero as in
+// DotsSIMD and Dots4SIMD, and the distances are bit for bit the same. The
+// hand-written kernels keep their accumulators in registers: Dots4SIMD's
+// compiled loop moves its 8 through the stack, and perf showed it at about
+// a fifth of the FMA units' rate. Each block of 32 references serves every
+// pixel of s before the next is read, so that it is read from the
+// first-level cache, not from memory, for all but the first.
 // Only where HaveDots8(padded).
 func Dots8(table []float32, padded, bands int, s, dots []float32) {
 	n := 0
@@ -159,9 +164,26 @@ func Dots8(table []float32, padded, bands int, s, dots []float32) {
 		n = len(s) / bands
 	}
 	if !HaveDots8(padded) || n == 0 || n%8 != 0 || len(s) != n*bands || len(table) < bands*padded || len(dots) < n*padded {
-		panic(fmt.Sprintf("Dots8: %d spectrum values of %d bands, %d reference values, %d dots for %d references (AVX-512: %v)", len(s), bands, len(table), len(dots), padded, HaveDots8(32)))
+		panic(fmt.Sprintf("Dots8: %d spectrum values of %d bands, %d reference values, %d dots for %d references (kernel: %v)", len(s), bands, len(table), len(dots), padded, HaveDots8(32)))
 	}
 	const f = 4 // bytes per float32
+	if !have512 || !haveGemm512 {
+		for j := 0; j < padded; j += Dots8Block {
+			blk := table[j*bands : (j+Dots8Block)*bands]
+			p := 0
+			for ; p+6 <= n; p += 6 {
+				for h := 0; h < Dots8Block; h += 16 {
+					sgemm6x16(bands, unsafe.Pointer(&s[p*bands]), uintptr(bands*f), f,
+						unsafe.Pointer(&blk[h]), Dots8Block*f,
+						unsafe.Pointer(&dots[p*padded+j+h]), uintptr(padded*f), false)
+				}
+			}
+			for ; p < n; p++ {
+				DotsSIMD(blk, Dots8Block, s[p*bands:(p+1)*bands], dots[p*padded+j:p*padded+j+Dots8Block])
+			}
+		}
+		return
+	}
 	for j := 0; j < padded; j += Dots8Block {
 		b := unsafe.Pointer(&table[j*bands])
 		for p := 0; p < n; p += 8 {

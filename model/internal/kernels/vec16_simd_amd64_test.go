@@ -62,3 +62,14 @@ func TestF16Bytes(t *testing.T) {
 		}
 	}
 }
+
+// TestDots8AVX2: Dots8 on the AVX2 kernel, which an AVX-512 machine would
+// not otherwise take, gives the same dots bit for bit.
+func TestDots8AVX2(t *testing.T) {
+	if !HaveSIMD || !haveGemm256 {
+		t.Skip("no AVX2 and FMA on this machine")
+	}
+	defer func(a, b bool) { have512, haveGemm512 = a, b }(have512, haveGemm512)
+	have512, haveGemm512 = false, false
+	checkDots8(t)
+}
