@@ -210,6 +210,13 @@ func MaxInto(dst, src []float32) {
 		for ; i+8 <= len(dst); i += 8 {
 			archsimd.LoadFloat32x8(dst[i : i+8]).Max(archsimd.LoadFloat32x8(src[i : i+8])).Store(dst[i : i+8])
 		}
+		if i < len(dst) && len(dst) >= 8 {
+			// The tail as the last whole vector: the maximum of a value
+			// already taken is the value, so the overlap is harmless.
+			i = len(dst) - 8
+			archsimd.LoadFloat32x8(dst[i:]).Max(archsimd.LoadFloat32x8(src[i:])).Store(dst[i:])
+			return
+		}
 	}
 	maxIntoScalar(dst[i:], src[i:])
 }
@@ -271,7 +278,9 @@ func SpanMax(dst, src []float32, spans [][2]int) {
 // Combine sets dst[i] = (b0[i] + a*b1[i]) * coef[i] (b1 nil: b0[i] *
 // coef[i]) for every i < len(dst), 16 or 8 lanes at a time. Each product
 // and sum is rounded on its own (Mul then Add, no fused multiply-add), so
-// the result is combineScalar's bit for bit.
+// the result is combineScalar's bit for bit. dst must not overlap b0, b1
+// or coef (its tail is written as the last whole vector, again over values
+// already written).
 func Combine(dst, b0, b1 []float32, a float32, coef []float32) {
 	b0, coef = b0[:len(dst)], coef[:len(dst)]
 	if b1 != nil {
@@ -290,12 +299,20 @@ func Combine(dst, b0, b1 []float32, a float32, coef []float32) {
 	}
 	if HaveSIMD {
 		av := archsimd.BroadcastFloat32x8(a)
-		for ; i+8 <= len(dst); i += 8 {
+		for i < len(dst) && len(dst) >= 8 {
+			if i+8 > len(dst) {
+				// The tail as the last whole vector: dst is a function of
+				// b0, b1 and coef alone (Combine's dst overlaps none of
+				// them), so its overlap is written again with the same
+				// values.
+				i = len(dst) - 8
+			}
 			v := archsimd.LoadFloat32x8(b0[i : i+8])
 			if b1 != nil {
 				v = v.Add(archsimd.LoadFloat32x8(b1[i : i+8]).Mul(av))
 			}
 			v.Mul(archsimd.LoadFloat32x8(coef[i : i+8])).Store(dst[i : i+8])
+			i += 8
 		}
 	}
 	var t1 []float32
