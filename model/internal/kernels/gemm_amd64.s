@@ -2,6 +2,26 @@
 
 #include "textflag.h"
 
+// KERNEL_ARGS loads both kernels' arguments: CX the steps of k, SI row 0
+// of A and R12 its row 4, R8 A's row stride, R11 three of them, R9 its
+// step along k, DI B and R10 B's row stride.
+#define KERNEL_ARGS \
+	MOVQ k+0(FP), CX; \
+	MOVQ a+8(FP), SI; \
+	MOVQ rsA+16(FP), R8; \
+	MOVQ csA+24(FP), R9; \
+	MOVQ b+32(FP), DI; \
+	MOVQ ldb+40(FP), R10; \
+	LEAQ (R8)(R8*2), R11; \
+	LEAQ (SI)(R8*4), R12
+
+// STORE_ARGS loads where the accumulators go: DI C, R10 its row stride,
+// AX whether to add to it.
+#define STORE_ARGS \
+	MOVQ c+48(FP), DI; \
+	MOVQ ldc+56(FP), R10; \
+	MOVBLZX accum+64(FP), AX
+
 // One k step of the 8x32 kernel: two 16-float vectors of B's row, then for
 // each of the 8 rows of A its element broadcast and two fused multiply-adds
 // into that row's accumulators.
@@ -36,15 +56,16 @@
 	ADDQ R9, R12; \
 	ADDQ R10, DI
 
-// STORE writes one row's two accumulators to (DI), adding what is there
-// when AX is non-zero, and moves DI to the next row.
-#define STORE(lo, hi) \
+// STORE writes one row's two accumulators, the second off bytes after the
+// first (a vector's width), to (DI), adding what is there when AX is
+// non-zero, and moves DI to the next row.
+#define STORE(lo, hi, off) \
 	TESTQ AX, AX; \
 	JZ 3(PC); \
 	VADDPS (DI), lo, lo; \
-	VADDPS 64(DI), hi, hi; \
+	VADDPS off(DI), hi, hi; \
 	VMOVUPS lo, (DI); \
-	VMOVUPS hi, 64(DI); \
+	VMOVUPS hi, off(DI); \
 	ADDQ R10, DI
 
 // func sgemm8x32(k int, a unsafe.Pointer, rsA, csA uintptr, b unsafe.Pointer, ldb uintptr, c unsafe.Pointer, ldc uintptr, accum bool)
@@ -52,14 +73,7 @@
 // c[i][j] (+)= sum over p < k of a[i*rsA + p*csA] * b[p*ldb + j] for
 // i < 8, j < 32; strides in bytes, c row-major with row stride ldc.
 TEXT ·sgemm8x32(SB), NOSPLIT, $0-65
-	MOVQ k+0(FP), CX
-	MOVQ a+8(FP), SI
-	MOVQ rsA+16(FP), R8
-	MOVQ csA+24(FP), R9
-	MOVQ b+32(FP), DI
-	MOVQ ldb+40(FP), R10
-	LEAQ (R8)(R8*2), R11
-	LEAQ (SI)(R8*4), R12
+	KERNEL_ARGS
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
 	VPXORD Z2, Z2, Z2
@@ -92,17 +106,15 @@ tail:
 	KSTEP
 
 store:
-	MOVQ c+48(FP), DI
-	MOVQ ldc+56(FP), R10
-	MOVBLZX accum+64(FP), AX
-	STORE(Z0, Z1)
-	STORE(Z2, Z3)
-	STORE(Z4, Z5)
-	STORE(Z6, Z7)
-	STORE(Z8, Z9)
-	STORE(Z10, Z11)
-	STORE(Z12, Z13)
-	STORE(Z14, Z15)
+	STORE_ARGS
+	STORE(Z0, Z1, 64)
+	STORE(Z2, Z3, 64)
+	STORE(Z4, Z5, 64)
+	STORE(Z6, Z7, 64)
+	STORE(Z8, Z9, 64)
+	STORE(Z10, Z11, 64)
+	STORE(Z12, Z13, 64)
+	STORE(Z14, Z15, 64)
 	VZEROUPPER
 	RET
 
@@ -135,31 +147,13 @@ store:
 	ADDQ R9, R12; \
 	ADDQ R10, DI
 
-// STORE6 writes one row's two 8-float accumulators to (DI), adding what
-// is there when AX is non-zero, and moves DI to the next row.
-#define STORE6(lo, hi) \
-	TESTQ AX, AX; \
-	JZ 3(PC); \
-	VADDPS (DI), lo, lo; \
-	VADDPS 32(DI), hi, hi; \
-	VMOVUPS lo, (DI); \
-	VMOVUPS hi, 32(DI); \
-	ADDQ R10, DI
-
 // func sgemm6x16(k int, a unsafe.Pointer, rsA, csA uintptr, b unsafe.Pointer, ldb uintptr, c unsafe.Pointer, ldc uintptr, accum bool)
 //
 // c[i][j] (+)= sum over p < k of a[i*rsA + p*csA] * b[p*ldb + j] for
 // i < 6, j < 16; strides in bytes, c row-major with row stride ldc. AVX2
 // and FMA.
 TEXT ·sgemm6x16(SB), NOSPLIT, $0-65
-	MOVQ k+0(FP), CX
-	MOVQ a+8(FP), SI
-	MOVQ rsA+16(FP), R8
-	MOVQ csA+24(FP), R9
-	MOVQ b+32(FP), DI
-	MOVQ ldb+40(FP), R10
-	LEAQ (R8)(R8*2), R11
-	LEAQ (SI)(R8*4), R12
+	KERNEL_ARGS
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
 	VXORPS Y2, Y2, Y2
@@ -188,14 +182,12 @@ tail6:
 	KSTEP6
 
 store6:
-	MOVQ c+48(FP), DI
-	MOVQ ldc+56(FP), R10
-	MOVBLZX accum+64(FP), AX
-	STORE6(Y0, Y1)
-	STORE6(Y2, Y3)
-	STORE6(Y4, Y5)
-	STORE6(Y6, Y7)
-	STORE6(Y8, Y9)
-	STORE6(Y10, Y11)
+	STORE_ARGS
+	STORE(Y0, Y1, 32)
+	STORE(Y2, Y3, 32)
+	STORE(Y4, Y5, 32)
+	STORE(Y6, Y7, 32)
+	STORE(Y8, Y9, 32)
+	STORE(Y10, Y11, 32)
 	VZEROUPPER
 	RET
