@@ -295,7 +295,9 @@ func HeldTrainFits(rows, cols, bands, classes int, opts TrainOptions) bool {
 
 // WindowedTrainBytes is Train's memory estimate for s (held or streamed)
 // with at most classes classes under opts, taking a step at its most
-// training pixels, when s trains on tiles; 0 when it trains whole. A
+// training pixels, when s trains on tiles; 0 when it trains whole or may
+// (a held scene of at most wholeMaxTiles tiles: trainPlan decides once the
+// training pixels are drawn). A
 // windowed run's memory is the scene (or a streamed scene's mask and
 // strip) and one tile's step, whatever the step: a caller may hold the
 // Go heap to it (with the collector's headroom) so that each step's

@@ -415,11 +415,7 @@ func printTrainSummary(w io.Writer, out, itemPath string, res evaluation.TrainRe
 		}
 		fmt.Fprintf(w, "  trained on: tiles of %d px, one a step%s (the scene is larger than a tile: docs/train.md)\n", t, read)
 	} else {
-		note := ""
-		if r, c := m.TrainSceneSize(); r > processor.CanonicalTile || c > processor.CanonicalTile {
-			note = " (two tiles of the grid or fewer: docs/train.md)"
-		}
-		fmt.Fprintf(w, "  trained on: the whole scene, one step an epoch%s\n", note)
+		fmt.Fprintf(w, "  trained on: the whole scene, one step an epoch\n")
 	}
 	fmt.Fprintf(w, "%s: its STAC Item (machine learning model extension)\n", itemPath)
 }
