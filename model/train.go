@@ -289,7 +289,7 @@ func trainOverBudget(need, maxBytes int64) bool {
 // the scene by windows instead (NewStreamedScene) holds it only when it
 // fits.
 func HeldTrainFits(rows, cols, bands, classes int, opts TrainOptions) bool {
-	need, _ := trainEstimate(Scene{Rows: rows, Cols: cols, Bands: bands}, classes, opts)
+	need, _, _ := trainEstimate(Scene{Rows: rows, Cols: cols, Bands: bands}, classes, opts)
 	return !trainOverBudget(need, opts.MaxMemoryBytes)
 }
 
@@ -304,11 +304,11 @@ func HeldTrainFits(rows, cols, bands, classes int, opts TrainOptions) bool {
 // garbage, a dense labelled tile's 75 MB weights and their copies, is
 // collected before the heap grows past it.
 func WindowedTrainBytes(s Scene, classes int, opts TrainOptions) int64 {
-	need, whole := trainEstimate(s, classes, opts)
-	if whole {
+	need, plan, ok := trainEstimate(s, classes, opts)
+	if !ok || plan.Whole {
 		return 0
 	}
-	if plan, err := trainGrid(s.Rows, s.Cols, opts.withDefaults()); err == nil && trainsWholeByDefault(plan, opts) && !s.Streamed() {
+	if trainsWholeByDefault(plan, opts) && !s.Streamed() {
 		// A held scene of at most wholeMaxTiles tiles trains whole where
 		// the whole step fits: held without a hold on the heap, as a
 		// scene within one tile is.
@@ -318,24 +318,23 @@ func WindowedTrainBytes(s Scene, classes int, opts TrainOptions) int64 {
 }
 
 // trainEstimate is checkTrainMemory's estimate for s under opts with at
-// most classes classes and a step at its most training pixels, and whether
-// s trains whole; 0 where the configuration or the grid is refused (Train
-// reports it).
-func trainEstimate(s Scene, classes int, opts TrainOptions) (int64, bool) {
+// most classes classes and a step at its most training pixels, and the
+// grid s trains on (trainGrid's); ok false where the configuration or the
+// grid is refused (Train reports it).
+func trainEstimate(s Scene, classes int, opts TrainOptions) (need int64, plan tiling.Plan, ok bool) {
 	opts = opts.withDefaults()
 	d, err := makeDims(opts.Config, s.Bands, max(classes, 2))
 	if err != nil {
-		return 0, false
+		return 0, tiling.Plan{}, false
 	}
-	plan, err := trainGrid(s.Rows, s.Cols, opts)
-	if err != nil {
-		return 0, false
+	if plan, err = trainGrid(s.Rows, s.Cols, opts); err != nil {
+		return 0, tiling.Plan{}, false
 	}
 	step := trainWindowMaxRows
 	if plan.Whole {
 		step = s.Rows * s.Cols
 	}
-	return trainNeedBytes(d, opts.Config, s, plan, step), plan.Whole
+	return trainNeedBytes(d, opts.Config, s, plan, step), plan, true
 }
 
 // trainNeedBytes is checkTrainMemory's estimate.
