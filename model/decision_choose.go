@@ -7,6 +7,8 @@ import (
 	"runtime"
 	"sync"
 	"sync/atomic"
+
+	"github.com/pnec/pnec/model/internal/kernels"
 )
 
 // The fused decision's choices at training, from the training pixels
@@ -206,9 +208,18 @@ func leaveOut(s Scene, trainIdx []int, ytrain []int32, classes int, aug Augment,
 	}
 	aspectra, aclass := augmentedSpectra(spectra, B, class, aug)
 	n := len(class)
-	refs := make([][]float64, len(aclass))
-	for j := range refs {
-		refs[j] = unitSpectrum(aspectra[j*B : (j+1)*B])
+	// The unit references band-major, for kernels.DotsF64: every
+	// reference's dot with a window pixel at once. One without a spectrum
+	// is a column of zeros, and not had.
+	nref := len(aclass)
+	refsT := make([]float64, B*nref)
+	had := make([]bool, nref)
+	for j := range nref {
+		r := unitSpectrum(aspectra[j*B : (j+1)*B])
+		had[j] = r != nil
+		for b, v := range r {
+			refsT[b*nref+j] = v
+		}
 	}
 	h := chooseMaxWindow / 2
 	// Each left-out pixel on its own (in parallel: a densely labelled
@@ -219,8 +230,9 @@ func leaveOut(s Scene, trainIdx []int, ytrain []int32, classes int, aug Augment,
 	next := atomic.Int64{}
 	for range runtime.GOMAXPROCS(0) {
 		wg.Go(func() {
+			dots := make([]float64, nref)
 			for q := int(next.Add(1) - 1); q < len(sample); q = int(next.Add(1) - 1) {
-				if refs[q] == nil {
+				if !had[q] {
 					continue
 				}
 				i := trainIdx[sample[q]]
@@ -236,7 +248,8 @@ func leaveOut(s Scene, trainIdx []int, ytrain []int32, classes int, aug Augment,
 						if u == nil {
 							continue
 						}
-						plain, copied := classAngles(u, refs, aclass, classes, q, n)
+						kernels.DotsF64(u, refsT, dots)
+						plain, copied := classAngles(dots, had, aclass, classes, q, n)
 						o.dr, o.dc = append(o.dr, r-r0), append(o.dc, c-c0)
 						o.angle, o.copied = append(o.angle, plain), append(o.copied, copied)
 					}
@@ -258,22 +271,20 @@ func leaveOut(s Scene, trainIdx []int, ytrain []int32, classes int, aug Augment,
 	return outs, nil
 }
 
-// classAngles is the angle from u to the nearest of the first n
-// references (the training spectra) of each class, leaving out reference
-// q, and to the nearest of the others (their changed copies), leaving out
-// q's (references j with j % n == q); pi for a class without any.
-func classAngles(u []float64, refs [][]float64, class []int, classes, q, n int) (plain, copied []float64) {
+// classAngles is the angle from a pixel, whose dot with each reference
+// is dots[j] (kernels.DotsF64 of unit spectra), to the nearest of the
+// first n references (the training spectra) of each class, leaving out
+// reference q, and to the nearest of the others (their changed copies),
+// leaving out q's (references j with j % n == q); pi for a class without
+// any (references j without had[j] are none).
+func classAngles(dots []float64, had []bool, class []int, classes, q, n int) (plain, copied []float64) {
 	best := make([]float64, 2*classes) // [plain classes..., copied classes...]
 	for c := range best {
 		best[c] = -2
 	}
-	for j, r := range refs {
-		if r == nil || j%n == q {
+	for j, d := range dots {
+		if !had[j] || j%n == q {
 			continue
-		}
-		d := 0.0
-		for b, v := range r {
-			d += v * u[b]
 		}
 		k := class[j]
 		if j >= n {

@@ -94,3 +94,19 @@ func combineScalar(dst, b0, b1 []float32, a float32, coef []float32) {
 		dst[i] = float32(v+float32(a*b1[i])) * coef[i]
 	}
 }
+
+// DotsF64Scalar sets dots[j] to the dot product of u with reference j of
+// refsT (float64, band-major: refsT[b*len(dots)+j]), each summed in band
+// order with every product and sum rounded on its own (no fused
+// multiply-add): the arithmetic of a plain Go loop `d += r[b] * u[b]`, so
+// that callers that chose from such dots before choose the same now.
+func DotsF64Scalar(u, refsT, dots []float64) {
+	n := len(dots)
+	clear(dots)
+	for b, v := range u {
+		row := refsT[b*n : (b+1)*n]
+		for j, r := range row {
+			dots[j] += r * v
+		}
+	}
+}

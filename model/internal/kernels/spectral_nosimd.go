@@ -33,3 +33,6 @@ func Combine(dst, b0, b1 []float32, a float32, coef []float32) { combineScalar(d
 // SpanMax sets dst[c] to the largest of src[spans[c][0]:spans[c][1]] for
 // every non-empty span (empty ones leave dst[c] as it is).
 func SpanMax(dst, src []float32, spans [][2]int) { spanMaxScalar(dst, src, spans) }
+
+// DotsF64 is DotsF64Scalar here.
+func DotsF64(u, refsT, dots []float64) { DotsF64Scalar(u, refsT, dots) }

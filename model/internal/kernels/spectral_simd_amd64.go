@@ -321,3 +321,46 @@ func Combine(dst, b0, b1 []float32, a float32, coef []float32) {
 	}
 	combineScalar(dst[i:], b0[i:], t1, a, coef[i:])
 }
+
+// DotsF64 is DotsF64Scalar with 4 references a vector, 16 at a time: each
+// lane multiplies and adds (not fused) in band order, so every dot is
+// DotsF64Scalar's bit for bit. AVX2 without FMA suffices (HaveSIMD also
+// asks for FMA, which this kernel does not use; it takes the same flag to
+// keep one switch).
+func DotsF64(u, refsT, dots []float64) {
+	if !HaveSIMD {
+		DotsF64Scalar(u, refsT, dots)
+		return
+	}
+	n := len(dots)
+	j := 0
+	for ; j+16 <= n; j += 16 {
+		var a0, a1, a2, a3 archsimd.Float64x4
+		for b, v := range u {
+			pb := archsimd.BroadcastFloat64x4(v)
+			row := refsT[b*n+j : b*n+j+16 : b*n+j+16]
+			a0 = a0.Add(archsimd.LoadFloat64x4(row[0:4]).Mul(pb))
+			a1 = a1.Add(archsimd.LoadFloat64x4(row[4:8]).Mul(pb))
+			a2 = a2.Add(archsimd.LoadFloat64x4(row[8:12]).Mul(pb))
+			a3 = a3.Add(archsimd.LoadFloat64x4(row[12:16]).Mul(pb))
+		}
+		a0.Store(dots[j : j+4])
+		a1.Store(dots[j+4 : j+8])
+		a2.Store(dots[j+8 : j+12])
+		a3.Store(dots[j+12 : j+16])
+	}
+	for ; j+4 <= n; j += 4 {
+		var a archsimd.Float64x4
+		for b, v := range u {
+			a = a.Add(archsimd.LoadFloat64x4(refsT[b*n+j : b*n+j+4]).Mul(archsimd.BroadcastFloat64x4(v)))
+		}
+		a.Store(dots[j : j+4])
+	}
+	for ; j < n; j++ {
+		d := 0.0
+		for b, v := range u {
+			d += refsT[b*n+j] * v
+		}
+		dots[j] = d
+	}
+}

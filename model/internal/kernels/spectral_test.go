@@ -2,6 +2,7 @@ package kernels
 
 import (
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -200,5 +201,81 @@ func TestCombine(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// TestDotsF64SameAsLoop: DotsF64 (the vector kernel where the machine has
+// it) and DotsF64Scalar give each dot bit for bit as a plain loop over the
+// reference's bands does, the arithmetic the fused decision's choices at
+// training were made with before the kernel (model.leaveOut), for
+// reference counts around the 16- and 4-reference blocks and band counts
+// of one and of real scenes.
+func TestDotsF64SameAsLoop(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	for _, bands := range []int{1, 103, 224} {
+		for _, n := range []int{1, 3, 4, 5, 16, 17, 35, 2430} {
+			u := make([]float64, bands)
+			for b := range u {
+				u[b] = rng.NormFloat64()
+			}
+			refs := make([][]float64, n)
+			refsT := make([]float64, bands*n)
+			for j := range refs {
+				refs[j] = make([]float64, bands)
+				for b := range refs[j] {
+					refs[j][b] = rng.NormFloat64() * 1e3
+					refsT[b*n+j] = refs[j][b]
+				}
+			}
+			want := make([]float64, n)
+			for j, r := range refs {
+				d := 0.0
+				for b, v := range r {
+					d += v * u[b]
+				}
+				want[j] = d
+			}
+			for name, f := range map[string]func(u, refsT, dots []float64){"DotsF64": DotsF64, "DotsF64Scalar": DotsF64Scalar} {
+				got := make([]float64, n)
+				for j := range got {
+					got[j] = float64(j) // overwritten, not added to
+				}
+				f(u, refsT, got)
+				for j := range want {
+					if math.Float64bits(got[j]) != math.Float64bits(want[j]) {
+						t.Fatalf("%s, %d bands, %d references: dot %d = %v, loop %v", name, bands, n, j, got[j], want[j])
+					}
+				}
+			}
+		}
+	}
+}
+
+// BenchmarkDotsF64 times the dots of one pixel with SalinasA's 90 training
+// spectra and their 26 copies each (2430 references, 204 bands), as the
+// decision's choices at training take them for every pixel of each
+// left-out pixel's window.
+func BenchmarkDotsF64(b *testing.B) {
+	const bands, n = 204, 2430
+	u := make([]float64, bands)
+	refsT := make([]float64, bands*n)
+	for i := range refsT {
+		refsT[i] = float64(i%13) * 0.01
+	}
+	for i := range u {
+		u[i] = float64(i%7) * 0.1
+	}
+	dots := make([]float64, n)
+	for _, k := range []struct {
+		name string
+		f    func(u, refsT, dots []float64)
+	}{{"kernel", DotsF64}, {"scalar", DotsF64Scalar}} {
+		b.Run(k.name, func(b *testing.B) {
+			t0 := threadcpu.Seconds()
+			for b.Loop() {
+				k.f(u, refsT, dots)
+			}
+			b.ReportMetric((threadcpu.Seconds()-t0)/float64(b.N)*1e6, "cpu-us/op")
+		})
 	}
 }
