@@ -112,13 +112,12 @@ func TestAlignedReference(t *testing.T) {
 	}
 }
 
-// TestChooseCopyPenalty: where the augmentation's tilted copies of one
-// class's spectra fall on another class's own (a class that is the other
-// tilted by the augmentation's full amplitude), the copies cost left-out
-// pixels and training chooses a penalty; where the classes lie far apart
-// the copies count in full (penalty 0, the acquisition robustness kept);
-// without augmentation there are no copies and no penalty.
-func TestChooseCopyPenalty(t *testing.T) {
+// TestChooseDecisionCopies: a model trained with augmentation decides
+// with the copy penalty pi (its copies count only where a scene aligns to
+// them) and the default local mean, whether or not the copies of one
+// class fall on another's spectra; without augmentation there are no
+// copies and no penalty.
+func TestChooseDecisionCopies(t *testing.T) {
 	const rows, cols, bands = 30, 30, 24
 	tilted := func(u float64) float64 { return 1 + DefaultAugment.Tilt*TiltLinear.at(u) }
 	bowed := func(u float64) float64 { return 1 + 3*TiltBow.at(u)*TiltBow.at(u) }
@@ -126,11 +125,11 @@ func TestChooseCopyPenalty(t *testing.T) {
 		name    string
 		other   func(u float64) float64
 		aug     Augment
-		penalty bool
+		penalty float64
 	}{
-		{"a class the other tilted", tilted, DefaultAugment, true},
-		{"classes far apart", bowed, DefaultAugment, false},
-		{"no augmentation", tilted, Augment{}, false},
+		{"a class the other tilted", tilted, DefaultAugment, math.Pi},
+		{"classes far apart", bowed, DefaultAugment, math.Pi},
+		{"no augmentation", tilted, Augment{}, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			rng := rand.New(rand.NewPCG(9, 9))
@@ -154,8 +153,8 @@ func TestChooseCopyPenalty(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got := d.CopyPenaltyRad > 0; got != tc.penalty {
-				t.Fatalf("copy penalty %g rad: want one above 0 %v", d.CopyPenaltyRad, tc.penalty)
+			if d.CopyPenaltyRad != tc.penalty || d.LocalMean != DecisionLocalMean {
+				t.Fatalf("copy penalty %g rad, local mean %d: want %g and %d", d.CopyPenaltyRad, d.LocalMean, tc.penalty, DecisionLocalMean)
 			}
 			if err := d.validate(); err != nil || !d.Fused() {
 				t.Fatalf("chosen decision %+v: %v", d, err)
@@ -167,7 +166,8 @@ func TestChooseCopyPenalty(t *testing.T) {
 // TestBlockDistancesSameAsSpans: the block-wise reduction of a reference
 // whose groups are laid out alike (blockDistances) gives every class
 // distance bit for bit as the per-span loop (groupDistance), at copy
-// penalties 0, between and pi, on a clean scene and on scenes aligned to
+// penalties 0, between and pi, to the nearest and to a local mean of 2
+// or 3 (Decision.LocalMean), on a clean scene and on scenes aligned to
 // a changed group, with pixels of any sign; a group missing a copy (a
 // changed spectrum of zero length) is not laid out alike and takes the
 // per-span loop.
@@ -204,8 +204,12 @@ func TestBlockDistancesSameAsSpans(t *testing.T) {
 			}
 			px = append(px, v...)
 		}
-		for _, pen := range []float64{0, 0.01, 0.3, math.Pi} {
-			r, err := NewAlignedReference(plain, bands, class, classes, changed, pen)
+		for _, c := range []struct {
+			pen  float64
+			mean int
+		}{{0, 0}, {0.01, 0}, {0.3, 0}, {math.Pi, 0}, {0, 2}, {0.01, 2}, {math.Pi, 2}, {math.Pi, 3}} {
+			pen := c.pen
+			r, err := newReference(plain, bands, class, classes, changed, nil, pen, c.mean)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -223,7 +227,7 @@ func TestBlockDistancesSameAsSpans(t *testing.T) {
 			}
 			for i := range got {
 				if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
-					t.Fatalf("scene changed by %d, penalty %g: distance %d is %g by blocks, %g by spans", g, pen, i, got[i], want[i])
+					t.Fatalf("scene changed by %d, penalty %g, local mean %d: distance %d is %g by blocks, %g by spans", g, pen, c.mean, i, got[i], want[i])
 				}
 			}
 		}

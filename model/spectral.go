@@ -53,13 +53,37 @@ type SpectralReference struct {
 	// smaller basis (linearCopies); unitT and dots8 are then nil and the
 	// kernels multiply the basis.
 	linear *linearCopies
+	// localMean, when 2 or more, measures a class's distance in the group
+	// that counts in full (the aligned one, or the spectra themselves) to
+	// the unit mean of its localMean nearest references there rather than
+	// to the nearest (Decision.LocalMean); gram[g][c] is then the dots of
+	// class c's unit references of group g with each other (g 0: the
+	// spectra; row-major, the span's length squared).
+	localMean int
+	gram      [][][]float32
+	// groupSpectra, for a penalty of pi (where only the aligned group
+	// counts), gives the raw spectra of group g (0: the spectra
+	// themselves), and alone is a reference of them alone, built on first
+	// use: ClassDistances measures an aligned scene against that group
+	// only, a 27th of the references (one basis set of 12, with a linear
+	// basis).
+	groupSpectra func(g int) []float32
+	alone        []groupAlone
+	class        []int // the spectra's classes, for alone
+}
+
+// groupAlone is one group's reference on its own, built once.
+type groupAlone struct {
+	once sync.Once
+	ref  *SpectralReference
+	err  error
 }
 
 // NewSpectralReference builds a reference from spectra ([n][bands],
 // pixel-interleaved, raw values) of dense classes class[i] in 0..classes-1.
 // Spectra of zero length (no data) are skipped.
 func NewSpectralReference(spectra []float32, bands int, class []int, classes int) (*SpectralReference, error) {
-	return newReference(spectra, bands, class, classes, nil, nil, 0)
+	return newReference(spectra, bands, class, classes, nil, nil, 0, 0)
 }
 
 // unitRef is one reference spectrum scaled to unit length.
@@ -116,7 +140,11 @@ func spansOf(refs []unitRef, base int, span [][2]int) int {
 // changes, when not nil, are the changes that made each group (changed[g]
 // is spectra changed by changes[g]): where they allow it, the copies' dots
 // are made from a smaller basis (linearCopies).
-func newReference(spectra []float32, bands int, class []int, classes int, changed [][]float32, changes []Radiometric, penaltyRad float64) (*SpectralReference, error) {
+//
+// localMean, when 2 or more, measures each class's distance in the group
+// counted in full to the unit mean of its localMean nearest references
+// there (Decision.LocalMean).
+func newReference(spectra []float32, bands int, class []int, classes int, changed [][]float32, changes []Radiometric, penaltyRad float64, localMean int) (*SpectralReference, error) {
 	if bands < 1 || len(spectra) != len(class)*bands {
 		return nil, fmt.Errorf("spectral reference: %d values for %d pixels of %d bands", len(spectra), len(class), bands)
 	}
@@ -147,6 +175,30 @@ func newReference(spectra []float32, bands int, class []int, classes int, change
 	}
 	r.refs = len(kept)
 	r.blockLen = uniformBlocks(r.span, r.groupSpan)
+	if penaltyRad >= math.Pi && len(changed) > 0 {
+		r.alone = make([]groupAlone, 1+len(changed))
+		r.class = class
+		r.groupSpectra = func(g int) []float32 {
+			switch {
+			case g == 0:
+				return spectra
+			case len(changes) == len(changed):
+				return changedSpectra(spectra, bands, changes[g-1]) // not held: made again once
+			}
+			return changed[g-1]
+		}
+	}
+	if localMean >= 2 {
+		r.localMean = localMean
+		r.gram = make([][][]float32, 1+len(r.groupSpan))
+		for g := range r.gram {
+			span := r.span
+			if g > 0 {
+				span = r.groupSpan[g-1]
+			}
+			r.gram[g] = gramOf(kept, span)
+		}
+	}
 	// The references are padded as the dot kernels take them; padding
 	// never enters a class's span.
 	pad := kernels.DotsPadding()
@@ -171,6 +223,70 @@ func newReference(spectra []float32, bands int, class []int, classes int, change
 		r.dots8 = kernels.Dots8Table(r.unitT, r.padded, bands)
 	}
 	return r, nil
+}
+
+// gramOf is, for each class's span [lo, hi) of refs, the dots of its
+// unit references with each other (row-major, (hi-lo)^2), summed in float64.
+func gramOf(refs []unitRef, span [][2]int) [][]float32 {
+	out := make([][]float32, len(span))
+	for c, sp := range span {
+		m := sp[1] - sp[0]
+		g := make([]float32, m*m)
+		for i := range m {
+			for j := i; j < m; j++ {
+				d := 0.0
+				for b, v := range refs[sp[0]+i].unit {
+					d += float64(v) * float64(refs[sp[0]+j].unit[b])
+				}
+				g[i*m+j], g[j*m+i] = float32(d), float32(d)
+			}
+		}
+		out[c] = g
+	}
+	return out
+}
+
+// meanDot is the dot of a pixel with the unit mean of class c's
+// r.localMean nearest references of group g (0: the spectra), whose dots
+// with the pixel are dots[lo:hi] (the class's span in that group, in
+// order): the sum of their dots over the length of the sum of their unit
+// vectors, sqrt(sum of their Gram entries). With fewer references than
+// that, all of them; with one, its dot.
+func (r *SpectralReference) meanDot(dots []float32, lo, hi, g, c int) float32 {
+	m := hi - lo
+	k := min(r.localMean, m)
+	if k < 2 {
+		return maxDot(dots[lo:hi])
+	}
+	// The k largest, kept in descending order by insertion: k is small.
+	var idx [maxLocalMean]int
+	var top [maxLocalMean]float32
+	n := 0
+	for j, d := range dots[lo:hi] {
+		if n == k && d <= top[k-1] {
+			continue
+		}
+		p := min(n, k-1)
+		for p > 0 && top[p-1] < d {
+			top[p], idx[p] = top[p-1], idx[p-1]
+			p--
+		}
+		top[p], idx[p] = d, j
+		n = min(n+1, k)
+	}
+	gram := r.gram[g][c]
+	var sum float32
+	norm := 0.0
+	for a := range k {
+		sum += top[a]
+		for b := range k {
+			norm += float64(gram[idx[a]*m+idx[b]])
+		}
+	}
+	if !(norm > 0) {
+		return top[0]
+	}
+	return float32(float64(sum) / math.Sqrt(norm))
 }
 
 // Bands is the spectrum length the reference takes.
@@ -220,6 +336,17 @@ func (r *SpectralReference) ClassDistances(spectra []float32, valid []bool, out 
 		return fmt.Errorf("spectral distances: %d validity flags for %d pixels", len(valid), n)
 	}
 	aligned := r.alignedGroup(spectra, valid)
+	if r.groupSpectra != nil {
+		// Penalty pi: the aligned group alone counts.
+		a := &r.alone[aligned]
+		a.once.Do(func() {
+			a.ref, a.err = newReference(r.groupSpectra(aligned), r.bands, r.class, r.classes, nil, nil, 0, r.localMean)
+		})
+		if a.err != nil {
+			return fmt.Errorf("spectral distances, group %d alone: %w", aligned, a.err)
+		}
+		return a.ref.ClassDistances(spectra, valid, out)
+	}
 	// Below a few thousand pixels a goroutine costs more than it saves.
 	const minPixelsPerWorker = 2048
 	workers := max(1, min(runtime.GOMAXPROCS(0), n/minPixelsPerWorker))
@@ -453,13 +580,23 @@ func (r *SpectralReference) classDistances(norm float32, dots, cos []float32, al
 			cos[c] = NoReference
 			continue
 		}
-		best := maxDot(dots[sp[0]:sp[1]])
 		if r.groupSpan != nil {
-			cos[c] = r.groupDistance(c, best, inv, dots, aligned)
+			cos[c] = r.groupDistance(c, inv, dots, aligned)
 			continue
 		}
+		best := r.ownDot(dots, sp[0], sp[1], 0, c)
 		cos[c] = min(2, max(0, 1-best*inv))
 	}
+}
+
+// ownDot is class c's dot in group g (0: the spectra) counted in full,
+// whose span's dots are dots[lo:hi]: the largest, or with a local mean
+// meanDot's.
+func (r *SpectralReference) ownDot(dots []float32, lo, hi, g, c int) float32 {
+	if r.localMean >= 2 {
+		return r.meanDot(dots, lo, hi, g, c)
+	}
+	return maxDot(dots[lo:hi])
 }
 
 // uniformBlocks is the block length of references whose groups each hold
@@ -510,7 +647,9 @@ func (r *SpectralReference) blockDistances(inv float32, dots, cos []float32, ali
 	n, k := r.blockLen, len(r.span)
 	own, other := scratch[:n], scratch[n:2*n]
 	ownBest, otherBest := scratch[2*n:2*n+k], scratch[2*n+k:2*n+2*k]
-	shared := r.copyPenaltyRad == 0 // every reference counts alike
+	// Every reference counts alike; with a local mean the spectra's
+	// (group 0) is taken as the aligned group's, the others penalised by 0.
+	shared := r.copyPenaltyRad == 0 && r.localMean < 2
 	if shared {
 		maxOfBlocks(own, dots, 1+len(r.groupSpan), -1)
 	} else {
@@ -518,7 +657,15 @@ func (r *SpectralReference) blockDistances(inv float32, dots, cos []float32, ali
 		maxOfBlocks(other, dots, 1+len(r.groupSpan), aligned)
 		kernels.SpanMax(otherBest, other, r.span)
 	}
-	kernels.SpanMax(ownBest, own, r.span)
+	if r.localMean >= 2 {
+		for c, sp := range r.span {
+			if sp[0] < sp[1] {
+				ownBest[c] = r.meanDot(own, sp[0], sp[1], aligned, c)
+			}
+		}
+	} else {
+		kernels.SpanMax(ownBest, own, r.span)
+	}
 	for c, sp := range r.span {
 		switch {
 		case sp[0] == sp[1]:

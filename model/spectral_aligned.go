@@ -7,8 +7,9 @@ import (
 	"github.com/pnec/pnec/model/internal/kernels"
 )
 
-// minCopyPenaltyRad is the smallest copy penalty above 0 the decision
-// takes (copyPenaltiesRad): penalised's shortcut holds from it on.
+// minCopyPenaltyRad is the smallest copy penalty above 0 a model file
+// holds (training chose 0 to 0.04 rad until 2026-12-07, and pi since):
+// penalised's shortcut holds from it on.
 const minCopyPenaltyRad = 0.005
 
 // alignSamplePixels bounds the pixels a call of ClassDistances aligns on:
@@ -39,18 +40,25 @@ const alignSamplePixels = 4096
 // bit for bit, without aligning; a penalty of pi measures against the
 // aligned group alone.
 func NewAlignedReference(spectra []float32, bands int, class []int, classes int, changed [][]float32, penaltyRad float64) (*SpectralReference, error) {
-	return newReference(spectra, bands, class, classes, changed, nil, penaltyRad)
+	return newReference(spectra, bands, class, classes, changed, nil, penaltyRad, 0)
 }
 
 // newChangedReference is NewAlignedReference of the spectra changed by
 // each of changes, whose copies' dots are made from a smaller basis where
 // the changes allow it (linearCopies): the fused decision's reference.
 func newChangedReference(spectra []float32, bands int, class []int, classes int, changes []Radiometric, penaltyRad float64) (*SpectralReference, error) {
+	return newChangedReferenceMean(spectra, bands, class, classes, changes, penaltyRad, 0)
+}
+
+// newChangedReferenceMean is newChangedReference measuring each class in
+// the group counted in full to the unit mean of its localMean nearest
+// references there (Decision.LocalMean; 0 or 1: the nearest).
+func newChangedReferenceMean(spectra []float32, bands int, class []int, classes int, changes []Radiometric, penaltyRad float64, localMean int) (*SpectralReference, error) {
 	changed := make([][]float32, len(changes))
 	for g, c := range changes {
 		changed[g] = changedSpectra(spectra, bands, c)
 	}
-	return newReference(spectra, bands, class, classes, changed, changes, penaltyRad)
+	return newReference(spectra, bands, class, classes, changed, changes, penaltyRad, localMean)
 }
 
 // The alignment's rule (alignedGroup). More references fit mixed pixels
@@ -202,12 +210,14 @@ func (r *SpectralReference) alignmentAngles(spectra []float32, valid []bool) []f
 }
 
 // groupDistance is class c's distance for a reference with changed groups:
-// from its nearest reference of the aligned group and, penalised, its
-// nearest other one; best is the largest dot of the spectra themselves
-// (group 0) and inv the pixel's inverse length.
-func (r *SpectralReference) groupDistance(c int, best, inv float32, dots []float32, aligned int) float32 {
-	if r.copyPenaltyRad == 0 {
+// from its nearest reference of the aligned group (or, with a local mean,
+// the unit mean of its nearest there: ownDot) and, penalised, its nearest
+// other one; inv is the pixel's inverse length.
+func (r *SpectralReference) groupDistance(c int, inv float32, dots []float32, aligned int) float32 {
+	sp := r.span[c]
+	if r.copyPenaltyRad == 0 && r.localMean < 2 {
 		// The distance of the union's nearest, bit for bit.
+		best := maxDot(dots[sp[0]:sp[1]])
 		for _, span := range r.groupSpan {
 			if sp := span[c]; sp[0] < sp[1] {
 				best = max(best, maxDot(dots[sp[0]:sp[1]]))
@@ -215,20 +225,19 @@ func (r *SpectralReference) groupDistance(c int, best, inv float32, dots []float
 		}
 		return min(2, max(0, 1-best*inv))
 	}
-	own, other := best, float32(-2)
+	own, other := r.ownDot(dots, sp[0], sp[1], 0, c), float32(-2)
 	if aligned > 0 {
-		own, other = -2, best
+		own, other = -2, maxDot(dots[sp[0]:sp[1]])
 	}
 	for g, span := range r.groupSpan {
 		sp := span[c]
 		if sp[0] == sp[1] {
 			continue
 		}
-		d := maxDot(dots[sp[0]:sp[1]])
 		if g+1 == aligned {
-			own = max(own, d)
+			own = max(own, r.ownDot(dots, sp[0], sp[1], g+1, c))
 		} else {
-			other = max(other, d)
+			other = max(other, maxDot(dots[sp[0]:sp[1]]))
 		}
 	}
 	return r.penalised(own, other, inv)

@@ -324,3 +324,36 @@ func benchmarkFused(b *testing.B, linear bool) {
 	b.ReportMetric(cpu/float64(b.N)/float64(n)*1e9, "cpu-ns/pixel")
 	b.ReportMetric(2*float64(bands)*float64(r.Len())*float64(n)*float64(b.N)/cpu/1e9, "GFLOP/cpu-s")
 }
+
+// BenchmarkClassDistancesDefault is BenchmarkClassDistancesFused with the
+// default decision's reference (copy penalty pi, local mean of
+// DecisionLocalMean): a tile aligned to the spectra is measured against
+// them alone (the alignment itself, on a sample, excluded as there).
+func BenchmarkClassDistancesDefault(b *testing.B) {
+	rng := rand.New(rand.NewPCG(17, 18))
+	const bands, classes, per = 200, 8, 15
+	ref, cls := randomReference(rng, bands, classes, per)
+	r, err := newChangedReferenceMean(ref, bands, cls, classes, referenceChanges(DefaultAugment), math.Pi, DecisionLocalMean)
+	if err != nil {
+		b.Fatal(err)
+	}
+	n := 384 * 384
+	px := make([]float32, n*bands)
+	for i := range px {
+		px[i] = 1000 + 500*rng.Float32()
+	}
+	out := make([]float32, n*classes)
+	if err := r.ClassDistances(px[:64*bands], nil, out[:64*classes]); err != nil { // builds the aligned group's reference
+		b.Fatal(err)
+	}
+	alone := r.alone[r.alignedGroup(px, nil)].ref
+	if alone == nil {
+		b.Fatal("the tile aligns to a group not built")
+	}
+	t0 := threadcpu.Seconds()
+	for b.Loop() {
+		alone.distancesOf(px, nil, out, 0, n, 0)
+	}
+	cpu := threadcpu.Seconds() - t0
+	b.ReportMetric(cpu/float64(b.N)/float64(n)*1e9, "cpu-ns/pixel")
+}

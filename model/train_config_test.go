@@ -1,6 +1,9 @@
 package model
 
-import "testing"
+import (
+	"math"
+	"testing"
+)
 
 // TestTrainedAs: a fused model's chosen decision and window do not make
 // it another model's; any asked setting does.
@@ -9,7 +12,7 @@ func TestTrainedAs(t *testing.T) {
 	asked.Decision = Decision{Mode: DecisionFused}
 	asked.Recovery.Window = 0
 	trained := asked
-	trained.Decision = Decision{Mode: DecisionFused, TemperatureRad: 0.0178, CopyPenaltyRad: 0.02, SpectralWeight: 16}
+	trained.Decision = Decision{Mode: DecisionFused, TemperatureRad: 0.0178, CopyPenaltyRad: math.Pi, SpectralWeight: 16, LocalMean: DecisionLocalMean}
 	trained.Recovery.Window = 1
 	fixed := asked
 	fixed.Recovery.Window = 3

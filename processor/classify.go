@@ -253,6 +253,7 @@ func (c *Classifier) productSpec(sceneName string, info geo.Info, plan tiling.Pl
 		spec.Metadata["DECISION_TEMPERATURE_RAD"] = strconv.FormatFloat(c.m.Decision().TemperatureRad, 'g', 6, 64)
 		spec.Metadata["DECISION_COPY_PENALTY_RAD"] = strconv.FormatFloat(c.m.Decision().CopyPenaltyRad, 'g', 6, 64)
 		spec.Metadata["DECISION_SPECTRAL_WEIGHT"] = strconv.FormatFloat(c.m.Decision().Weight(), 'g', 6, 64)
+		spec.Metadata["DECISION_LOCAL_MEAN"] = strconv.Itoa(max(1, c.m.Decision().LocalMean))
 	}
 	return spec
 }

@@ -86,7 +86,7 @@ func TestFusedDecisionProduct(t *testing.T) {
 		t.Fatal("no drift figures")
 	}
 	md, _ := gdalinfoJSON(t, whole)["metadata"].(map[string]any)
-	if pm, _ := md["PNEC"].(map[string]any); pm["DECISION"] != model.DecisionFused || pm["DECISION_TEMPERATURE_RAD"] == nil || pm["DECISION_COPY_PENALTY_RAD"] == nil || pm["DECISION_SPECTRAL_WEIGHT"] == nil {
+	if pm, _ := md["PNEC"].(map[string]any); pm["DECISION"] != model.DecisionFused || pm["DECISION_TEMPERATURE_RAD"] == nil || pm["DECISION_COPY_PENALTY_RAD"] == nil || pm["DECISION_SPECTRAL_WEIGHT"] == nil || pm["DECISION_LOCAL_MEAN"] == nil {
 		t.Errorf("product metadata DECISION = %v, temperature %v, copy penalty %v: want %s and the model's", pm["DECISION"], pm["DECISION_TEMPERATURE_RAD"], pm["DECISION_COPY_PENALTY_RAD"], model.DecisionFused)
 	}
 }

@@ -448,7 +448,7 @@ func trainSizeFromFlags(c *cli.Context, o *model.TrainOptions) error {
 func decisionSummary(m *model.Model) string {
 	d, r := m.Decision(), m.Recovery()
 	if d.Fused() {
-		return fmt.Sprintf("fused (network and spectral angle to the training pixels, temperature %.4g rad, copy penalty %.3g rad and spectral weight %g chosen from the training pixels), recovery window %d", d.TemperatureRad, d.CopyPenaltyRad, d.Weight(), r.Window)
+		return fmt.Sprintf("fused (network and spectral angle to the mean of the %d nearest training pixels of each class, copy penalty %.3g rad; temperature %.4g rad and spectral weight %g chosen from the training pixels), recovery window %d", max(1, d.LocalMean), d.CopyPenaltyRad, d.TemperatureRad, d.Weight(), r.Window)
 	}
 	return fmt.Sprintf("network (the paper's), recovery window %d", r.Window)
 }

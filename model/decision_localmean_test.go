@@ -1,0 +1,283 @@
+package model
+
+import (
+	"math"
+	"math/rand/v2"
+	"slices"
+	"testing"
+)
+
+// localMeanAngle is the angle from pixel to the unit mean of the k unit
+// references of refs (each [bands]) nearest it, in float64: the local
+// mean as the decision defines it, computed directly.
+func localMeanAngle(pixel []float32, refs [][]float32, k int) float64 {
+	u := unitSpectrum(pixel)
+	type near struct {
+		cos  float64
+		unit []float64
+	}
+	var all []near
+	for _, r := range refs {
+		ur := unitSpectrum(r)
+		c := 0.0
+		for b := range u {
+			c += u[b] * ur[b]
+		}
+		all = append(all, near{c, ur})
+	}
+	slices.SortStableFunc(all, func(a, b near) int {
+		switch {
+		case a.cos > b.cos:
+			return -1
+		case a.cos < b.cos:
+			return 1
+		}
+		return 0
+	})
+	m := make([]float64, len(u))
+	for _, n := range all[:min(k, len(all))] {
+		for b, v := range n.unit {
+			m[b] += v
+		}
+	}
+	norm, dot := 0.0, 0.0
+	for b, v := range m {
+		norm += v * v
+		dot += u[b] * v
+	}
+	return math.Acos(math.Min(1, dot/math.Sqrt(norm)))
+}
+
+// TestLocalMeanDistances: with a local mean of k, a class's distance in
+// the group counted in full is the angle to the unit mean of its k
+// nearest references there (computed directly in float64), on a clean
+// scene (the spectra counted in full) and on one changed as a group of
+// copies is (that group counted), at the penalty pi that leaves the other
+// references out; a class with fewer references than k takes the mean of
+// all of them.
+func TestLocalMeanDistances(t *testing.T) {
+	const bands, classes, pixels = 30, 3, 200
+	rng := rand.New(rand.NewPCG(4, 5))
+	perClass := []int{5, 4, 1} // the last fewer than k
+	var plain []float32
+	var class []int
+	for c, n := range perClass {
+		for range n {
+			for b := range bands {
+				plain = append(plain, float32(1+0.4*float64(c)*math.Sin(float64(b)/5)+0.1*rng.NormFloat64()))
+			}
+			class = append(class, c)
+		}
+	}
+	changes := referenceChanges(DefaultAugment)
+	for _, g := range []int{-1, 3} {
+		px := make([]float32, 0, pixels*bands)
+		for p := range pixels {
+			i := p % len(class)
+			j := (p * 7) % len(class)
+			v := make([]float32, bands)
+			for b := range v { // a mix of two training spectra, and noise
+				v[b] = 0.7*plain[i*bands+b] + 0.3*plain[j*bands+b] + float32(0.02*rng.NormFloat64())
+			}
+			if g >= 0 {
+				v = changedSpectra(v, bands, changes[g])
+			}
+			px = append(px, v...)
+		}
+		for _, k := range []int{2, 3} {
+			r, err := newChangedReferenceMean(plain, bands, class, classes, changes, math.Pi, k)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := make([]float32, pixels*classes)
+			if err := r.ClassDistances(px, nil, got); err != nil {
+				t.Fatal(err)
+			}
+			aligned := r.alignedGroup(px, nil)
+			if aligned != g+1 {
+				t.Fatalf("scene changed by %d aligned to group %d", g, aligned-1)
+			}
+			refs := plain
+			if g >= 0 {
+				refs = changedSpectra(plain, bands, changes[g])
+			}
+			for p := range pixels {
+				for c := range classes {
+					var own [][]float32
+					for i, k := range class {
+						if k == c {
+							own = append(own, refs[i*bands:(i+1)*bands])
+						}
+					}
+					want := localMeanAngle(px[p*bands:(p+1)*bands], own, k)
+					if d := math.Abs(angleOf(float64(got[p*classes+c])) - want); d > 2e-3 {
+						t.Fatalf("scene changed by %d, k %d, pixel %d class %d: angle %g, want %g", g, k, p, c, angleOf(float64(got[p*classes+c])), want)
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestLocalMeanTakesTheMixedPixel: a pixel half way between two training
+// spectra of one class, with a spectrum of another class nearer than
+// either, is that other class's by the nearest spectrum and its own by
+// the local mean of two.
+func TestLocalMeanTakesTheMixedPixel(t *testing.T) {
+	const bands = 3
+	plain := []float32{
+		1, 0, 0, // class 0
+		0, 1, 0, // class 0
+		1, 1, 0.5, // class 1: 19.5 degrees from the mix, the mix 45 from each of class 0's
+	}
+	class := []int{0, 0, 1}
+	pixel := []float32{1, 1, 0}
+	for _, tc := range []struct {
+		k    int
+		want int
+	}{{0, 1}, {1, 1}, {2, 0}} {
+		r, err := newReference(plain, bands, class, 2, nil, nil, 0, tc.k)
+		if err != nil {
+			t.Fatal(err)
+		}
+		d := make([]float32, 2)
+		if err := r.ClassDistances(pixel, nil, d); err != nil {
+			t.Fatal(err)
+		}
+		if got := map[bool]int{true: 0, false: 1}[d[0] < d[1]]; got != tc.want {
+			t.Errorf("local mean %d: distances %v, class %d, want %d", tc.k, d, got, tc.want)
+		}
+	}
+}
+
+// TestChooserMeasuresAsTheDecision: the angles the choice at training
+// gives a left-out pixel's window (leaveOut, to the nearest other training
+// spectrum of each class) are those a reference of the same spectra
+// measures.
+func TestChooserMeasuresAsTheDecision(t *testing.T) {
+	const rows, cols, bands = 12, 12, 16
+	rng := rand.New(rand.NewPCG(2, 3))
+	s := Scene{Rows: rows, Cols: cols, Bands: bands, Data: make([]float32, rows*cols*bands)}
+	for i := range rows * cols {
+		k := (i % cols) / 4
+		for b := range bands {
+			s.Data[i*bands+b] = float32(1 + 0.3*float64(k)*math.Cos(float64(b)/3) + 0.05*rng.NormFloat64())
+		}
+	}
+	idx := []int{0, 5, 9, 14, 18, 22, 26, 31, 35, 40, 44, 47, 52, 56, 60}
+	y := make([]int32, len(idx))
+	for t, i := range idx {
+		y[t] = int32((i % cols) / 4)
+	}
+	outs, err := leaveOut(s, idx, y, 3, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sample := sampleTrain(y, 3, 1) // outs' order: the sample's
+	if len(outs) != len(sample) {
+		t.Fatalf("%d left out, %d sampled", len(outs), len(sample))
+	}
+	for q, o := range outs {
+		var spectra []float32
+		var class []int
+		for _, t := range sample {
+			if t != sample[q] {
+				i := idx[t]
+				spectra = append(spectra, s.Data[i*bands:(i+1)*bands]...)
+				class = append(class, int(y[t]))
+			}
+		}
+		r, err := NewSpectralReference(spectra, bands, class, 3)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r0, c0 := idx[sample[q]]/cols, idx[sample[q]]%cols
+		for j := range o.dr {
+			p := (r0+o.dr[j])*cols + c0 + o.dc[j]
+			d := make([]float32, 3)
+			if err := r.ClassDistances(s.Data[p*bands:(p+1)*bands], nil, d); err != nil {
+				t.Fatal(err)
+			}
+			for c := range d {
+				if diff := math.Abs(angleOf(float64(d[c])) - o.angle[j][c]); diff > 2e-3 {
+					t.Fatalf("left out %d, window pixel %d, class %d: reference %g rad, choice %g", q, j, c, angleOf(float64(d[c])), o.angle[j][c])
+				}
+			}
+		}
+	}
+}
+
+// TestPenaltyPiMeasuresTheAlignedGroupAlone: at the copy penalty pi a
+// scene is measured against the group it aligns to alone (a reference of
+// that group's spectra, built once); its distances are those of the whole
+// reference's, where the other groups' angles plus pi never win: bit for
+// bit where the copies are measured copy by copy, within float32 rounding
+// where their dots come from the linear basis; on clean and changed
+// scenes, to the nearest and to the local mean.
+func TestPenaltyPiMeasuresTheAlignedGroupAlone(t *testing.T) {
+	const bands, classes, pixels = 36, 3, 300
+	rng := rand.New(rand.NewPCG(6, 7))
+	var plain []float32
+	var class []int
+	for i := range 12 {
+		c := i % classes
+		for b := range bands {
+			plain = append(plain, float32(1+0.3*float64(c)*math.Sin(float64(b)/4)+0.05*rng.NormFloat64()))
+		}
+		class = append(class, c)
+	}
+	changes := referenceChanges(DefaultAugment)
+	var changed [][]float32
+	for _, r := range changes {
+		changed = append(changed, changedSpectra(plain, bands, r))
+	}
+	for _, g := range []int{-1, 0, 7, len(changes) - 1} {
+		px := make([]float32, 0, pixels*bands)
+		for p := range pixels {
+			v := make([]float32, bands)
+			for b := range v {
+				v[b] = plain[(p%len(class))*bands+b] * float32(1+0.04*rng.NormFloat64())
+			}
+			if g >= 0 {
+				v = changedSpectra(v, bands, changes[g])
+			}
+			px = append(px, v...)
+		}
+		for _, mean := range []int{0, 2} {
+			for _, linear := range []bool{false, true} {
+				build := func() (*SpectralReference, error) {
+					if linear {
+						return newChangedReferenceMean(plain, bands, class, classes, changes, math.Pi, mean)
+					}
+					return newReference(plain, bands, class, classes, changed, nil, math.Pi, mean)
+				}
+				r, err := build()
+				if err != nil {
+					t.Fatal(err)
+				}
+				if r.groupSpectra == nil {
+					t.Fatal("penalty pi: no group alone")
+				}
+				got := make([]float32, pixels*classes)
+				if err := r.ClassDistances(px, nil, got); err != nil {
+					t.Fatal(err)
+				}
+				whole, _ := build()
+				whole.groupSpectra = nil // every group measured, the others penalised by pi
+				want := make([]float32, pixels*classes)
+				if err := whole.ClassDistances(px, nil, want); err != nil {
+					t.Fatal(err)
+				}
+				for i := range got {
+					same := math.Float32bits(got[i]) == math.Float32bits(want[i])
+					if linear {
+						same = math.Abs(float64(got[i]-want[i])) <= 2e-6
+					}
+					if !same {
+						t.Fatalf("scene changed by %d, local mean %d, linear basis %v: distance %d alone %g, whole %g", g, mean, linear, i, got[i], want[i])
+					}
+				}
+			}
+		}
+	}
+}
