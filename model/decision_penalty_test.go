@@ -15,7 +15,7 @@ import (
 // the smaller of the distance to the aligned group and that of the angle
 // to the others plus the penalty. A penalty outside 0..pi is refused.
 func TestAlignedReference(t *testing.T) {
-	const bands, n, pixels = 12, 6, 50
+	const bands, n, pixels = 12, 6, alignMinPixels // enough to align
 	rng := rand.New(rand.NewPCG(5, 5))
 	var plain []float32
 	var class []int

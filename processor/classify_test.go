@@ -542,9 +542,14 @@ func (p pointwise) Predict(ctx context.Context, s model.Scene) (model.Prediction
 }
 
 func TestTiledEqualsWholeWithoutContext(t *testing.T) {
-	// Any model serves: the pointwise network replaces it; only its classes,
-	// band count and recovery parameters are used. The tiny shared one trains in seconds.
-	m := fixture.LoadModel(t)
+	// Any model of the network's decision serves: the pointwise network
+	// replaces it; only its classes, band count and recovery parameters are
+	// used. The tiny shared one trains in seconds. A fused model would not:
+	// its decision aligns each tile's pixels to the training spectra or a
+	// group of their changed copies on its own (model.NewAlignedReference),
+	// and this scene, not the model's, aligns to copies as a whole and to
+	// the spectra in tiles under 2,048 pixels.
+	m := fixture.LoadNetworkModel(t)
 	dir := t.TempDir()
 	const rows, cols = 101, 90
 	data, _ := synthScene(rows, cols, m.Bands(), 3, 5)

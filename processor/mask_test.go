@@ -19,9 +19,11 @@ import (
 // pointwise network: outside is no-data; inside, away from the mask's
 // edge by the recovery halo, the product is the unmasked one; tiled runs
 // give the masked whole-image product exactly, and tiles wholly outside
-// the mask are not run.
+// the mask are not run. The model decides as the network does: a fused
+// decision aligns the pixels it is given, the masked ones or a tile's, on
+// their own (model.NewAlignedReference).
 func TestClassifyMasked(t *testing.T) {
-	m := fixture.LoadModel(t)
+	m := fixture.LoadNetworkModel(t)
 	dir := t.TempDir()
 	const rows, cols = 101, 90
 	scene := writeSynthScene(t, filepath.Join(dir, "scene.tif"), rows, cols, m.Bands(), 3, 11)
