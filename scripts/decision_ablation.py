@@ -22,6 +22,10 @@ choice against the fused decision as pnec implements it:
 
 and, on each scene, the same model on changed copies of the scene (tilts of 10% and a band shift,
 made here as pnec's Radiometric makes them), classified by `pnec classify`.
+
+The decision here is pnec's until 2026-12-07 (the copy penalty chosen, the nearest training
+spectrum); scripts/decision_localmean.py compares it with pnec's since (penalty pi, the local mean
+of two).
 """
 import argparse
 import os
@@ -105,7 +109,8 @@ def penalised(plain_angles, copy_angles, pen):
 
 
 def choose(cube, tr, vals, plain, py, copies, cy, penalties=PENALTIES):
-    """T, copy penalty and window as model/decision_choose.go chooses them."""
+    """T, copy penalty and window as model/decision_choose.go chose them until 2026-12-07 (since,
+    the penalty is pi and the decision measures to a local mean: scripts/decision_localmean.py)."""
     rows, cols, b = cube.shape
     u = unit(cube)
     ti = np.flatnonzero(tr.ravel() > 0)

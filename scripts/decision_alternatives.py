@@ -9,7 +9,9 @@ and after scripts/decision_ablation.py (whose changed copies of JasperRidge, cla
 it reads for the alignment rows). The decision is recomputed in numpy as decision_ablation.py
 computes it (close to, not bit for bit, pnec's own), once as pnec decides and once with one
 change, on the same pixels; each direction is the mean of its three draws, and the last column
-JasperRidge's fixed split (seed 202501):
+JasperRidge's fixed split (seed 202501). "pnec" here is pnec's decision until 2026-12-07 (the copy
+penalty chosen from the left-out pixels, the nearest training spectrum);
+scripts/decision_localmean.py measures the decision since:
 
   pnec                   the fused decision as pnec makes it (copies aligned, penalty, T, window
                          and weight chosen from the training pixels)
