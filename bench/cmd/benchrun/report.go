@@ -265,10 +265,12 @@ func newestTorch(torchPath string, rep Report) (rows []TorchRow, from string, er
 // bench-acquisitions (bench/acquisitions.md: the network's decision, the
 // default before the fused one; bench/acquisitions-fused.md: the fused default's
 // drift seed sets; bench/acquisitions-fused-weight.md: JasperRidge's seed sets
-// again with the spectral weight following the window), make bench-baselines (bench/baselines.md) and make
+// again with the spectral weight following the window;
+// bench/acquisitions-fused-localmean.md: the report seeds of both scenes
+// with the local mean and the copy penalty pi), make bench-baselines (bench/baselines.md) and make
 // bench-train (bench/train-big.md) under bench/, in the order
 // BENCHMARKS.md shows them.
-var bigSceneReports = []string{"big.md", "big-cell.md", "budget.md", "train-big.md", "gpu.md", "acquisitions.md", "acquisitions-fused.md", "acquisitions-fused-weight.md", "baselines.md"}
+var bigSceneReports = []string{"big.md", "big-cell.md", "budget.md", "train-big.md", "gpu.md", "acquisitions.md", "acquisitions-fused.md", "acquisitions-fused-weight.md", "acquisitions-fused-localmean.md", "baselines.md"}
 
 func writeAtomic(path string, data []byte) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
