@@ -340,3 +340,17 @@ func TestAlignMinPixels(t *testing.T) {
 		}
 	}
 }
+
+// TestDecisionValidateLocalMean: a local mean of 0 (files before it) to
+// maxLocalMean validates; a negative or larger one is refused naming it.
+func TestDecisionValidateLocalMean(t *testing.T) {
+	for _, tc := range []struct {
+		k  int
+		ok bool
+	}{{0, true}, {1, true}, {DecisionLocalMean, true}, {maxLocalMean, true}, {-1, false}, {maxLocalMean + 1, false}} {
+		err := Decision{Mode: DecisionFused, TemperatureRad: 0.01, LocalMean: tc.k}.validate()
+		if (err == nil) != tc.ok {
+			t.Errorf("local mean %d: error %v, want ok %v", tc.k, err, tc.ok)
+		}
+	}
+}
