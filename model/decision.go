@@ -81,7 +81,7 @@ func spectralWeightFor(window int) float64 {
 // training pixels a class one of them alone is a noisy neighbour.
 // Measured with the fused decision on the same pixels (docs/model.md,
 // scripts/decision_localmean.py): JasperRidge's fixed split gains 1.2
-// points and its halves up to 0.8, SalinasA's move by hundredths, and the
+// points and its halves up to 0.8, SalinasA's move by 0.17 at most, and the
 // synthetic Pavia University layout, whose classes include mixtures of
 // others, loses 2.3 (the mean of a pure class's two leans toward them).
 const DecisionLocalMean = 2
