@@ -280,6 +280,23 @@ func TestPenaltyPiMeasuresTheAlignedGroupAlone(t *testing.T) {
 				}
 				whole, _ := build()
 				whole.groupSpectra = nil // every group measured, the others penalised by pi
+				if whole.gram != nil {
+					t.Fatal("penalty pi: the whole reference built Gram matrices it never uses")
+				}
+				if mean >= 2 {
+					kept, err := unitRefs(plain, bands, class, classes)
+					if err != nil {
+						t.Fatal(err)
+					}
+					for _, ch := range changed {
+						refs, err := unitRefs(ch, bands, class, classes)
+						if err != nil {
+							t.Fatal(err)
+						}
+						kept = append(kept, refs...)
+					}
+					whole.gram = gramsOf(kept, whole.span, whole.groupSpan)
+				}
 				want := make([]float32, pixels*classes)
 				if err := whole.ClassDistances(px, nil, want); err != nil {
 					t.Fatal(err)

@@ -190,13 +190,11 @@ func newReference(spectra []float32, bands int, class []int, classes int, change
 	}
 	if localMean >= 2 {
 		r.localMean = localMean
-		r.gram = make([][][]float32, 1+len(r.groupSpan))
-		for g := range r.gram {
-			span := r.span
-			if g > 0 {
-				span = r.groupSpan[g-1]
-			}
-			r.gram[g] = gramOf(kept, span)
+		// At pi the pixels are measured by the aligned group's own
+		// reference, which makes its Gram matrices itself; this one's
+		// would go unused.
+		if r.groupSpectra == nil {
+			r.gram = gramsOf(kept, r.span, r.groupSpan)
 		}
 	}
 	// The references are padded as the dot kernels take them; padding
@@ -223,6 +221,17 @@ func newReference(spectra []float32, bands int, class []int, classes int, change
 		r.dots8 = kernels.Dots8Table(r.unitT, r.padded, bands)
 	}
 	return r, nil
+}
+
+// gramsOf is gramOf for the plain spectra's spans (index 0) and each
+// changed group's after them.
+func gramsOf(refs []unitRef, span [][2]int, groupSpan [][][2]int) [][][]float32 {
+	gram := make([][][]float32, 1+len(groupSpan))
+	gram[0] = gramOf(refs, span)
+	for g, s := range groupSpan {
+		gram[g+1] = gramOf(refs, s)
+	}
+	return gram
 }
 
 // gramOf is, for each class's span [lo, hi) of refs, the dots of its
