@@ -152,9 +152,12 @@ func TestClassifyProbabilitiesNoHeapCorruption(t *testing.T) {
 		}
 	})
 
+	// At least minRuns whatever the time: on a loaded machine (CI beside
+	// benchmarks) 20 s held only two runs, too few to interleave anything.
+	const minRuns = 3
 	deadline := time.Now().Add(time.Duration(seconds) * time.Second)
 	runs := 0
-	for time.Now().Before(deadline) {
+	for runs < minRuns || time.Now().Before(deadline) {
 		for _, f := range []string{"out.tif", "out.probabilities.tif", "out.qml", "out.thumbnail.png", "out.tif.aux.xml"} {
 			os.Remove(p(f))
 		}
@@ -181,8 +184,5 @@ func TestClassifyProbabilitiesNoHeapCorruption(t *testing.T) {
 		t.Fatalf("after %d runs: %v", runs, err)
 	default:
 	}
-	if runs < 3 {
-		t.Errorf("only %d runs in %d s: too few to stress anything", runs, seconds)
-	}
-	t.Logf("%d classify runs with probabilities in %d s under GOGC 10, no corruption", runs, seconds)
+	t.Logf("%d classify runs with probabilities in %d s (at least %d runs) under GOGC 10, no corruption", runs, seconds, minRuns)
 }
