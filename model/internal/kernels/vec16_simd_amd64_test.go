@@ -73,3 +73,16 @@ func TestDots8AVX2(t *testing.T) {
 	have512, haveGemm512 = false, false
 	checkDots8(t)
 }
+
+// TestSpanMaxAVX2: SpanMax on the 8-lane path, which an AVX-512 machine
+// would not otherwise take, gives the scalar maxima, and stays inside its
+// slices.
+func TestSpanMaxAVX2(t *testing.T) {
+	if !HaveSIMD {
+		t.Skip("no AVX2 and FMA on this machine")
+	}
+	defer func(a bool) { have512 = a }(have512)
+	have512 = false
+	TestSpanMax(t)
+	TestKernelsStayInsideTheirSlices(t)
+}
