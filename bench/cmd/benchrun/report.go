@@ -268,10 +268,12 @@ func newestTorch(torchPath string, rep Report) (rows []TorchRow, from string, er
 // again with the spectral weight following the window;
 // bench/acquisitions-fused-localmean.md: the report seeds of both scenes
 // with the local mean and the copy penalty pi;
-// bench/acquisitions-fused-localmean-confirm.md: their confirm seeds), make bench-baselines (bench/baselines.md) and make
+// bench/acquisitions-fused-localmean-confirm.md and
+// bench/acquisitions-fused-localmean-choose-blind.md: their other seed
+// sets), make bench-baselines (bench/baselines.md) and make
 // bench-train (bench/train-big.md) under bench/, in the order
 // BENCHMARKS.md shows them.
-var bigSceneReports = []string{"big.md", "big-cell.md", "budget.md", "train-big.md", "gpu.md", "acquisitions.md", "acquisitions-fused.md", "acquisitions-fused-weight.md", "acquisitions-fused-localmean.md", "acquisitions-fused-localmean-confirm.md", "baselines.md"}
+var bigSceneReports = []string{"big.md", "big-cell.md", "budget.md", "train-big.md", "gpu.md", "acquisitions.md", "acquisitions-fused.md", "acquisitions-fused-weight.md", "acquisitions-fused-localmean.md", "acquisitions-fused-localmean-confirm.md", "acquisitions-fused-localmean-choose-blind.md", "baselines.md"}
 
 func writeAtomic(path string, data []byte) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
