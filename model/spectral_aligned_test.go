@@ -167,3 +167,28 @@ func TestAlignFrom(t *testing.T) {
 		t.Fatalf("the chance fit's means %v do not favour group 1 by more than alignMinGain: the case checks nothing", sum)
 	}
 }
+
+// TestTiledRange: spans that follow one another (empty ones anywhere)
+// make one range; a gap, an overlap or spans out of order do not, and
+// spans that are all empty hold none.
+func TestTiledRange(t *testing.T) {
+	for _, tc := range []struct {
+		spans  [][2]int
+		lo, hi int
+		ok     bool
+	}{
+		{[][2]int{{0, 15}, {15, 30}, {30, 45}}, 0, 45, true},
+		{[][2]int{{120, 135}, {135, 135}, {135, 150}}, 120, 150, true},
+		{[][2]int{{4, 4}, {4, 9}, {9, 9}}, 4, 9, true},
+		{[][2]int{{0, 5}, {6, 9}}, 0, 0, false},
+		{[][2]int{{0, 5}, {4, 9}}, 0, 0, false},
+		{[][2]int{{5, 9}, {0, 5}}, 0, 0, false},
+		{[][2]int{{3, 3}, {7, 7}}, 0, 0, false},
+		{nil, 0, 0, false},
+	} {
+		lo, hi, ok := tiledRange(tc.spans)
+		if ok != tc.ok || ok && (lo != tc.lo || hi != tc.hi) {
+			t.Errorf("tiledRange(%v) = %d, %d, %v; want %d, %d, %v", tc.spans, lo, hi, ok, tc.lo, tc.hi, tc.ok)
+		}
+	}
+}
