@@ -150,9 +150,9 @@ func HaveDots8(padded int) bool {
 // gemm_amd64.s's micro-kernel over the whole band axis at once (8 pixels x
 // 32 references with AVX-512; 6 x 16 with AVX2, the last pixels of a run
 // that is not a multiple of 6 through Dots4SIMD and DotsSIMD on the
-// block), so every lane
-// is the same chain of fused multiply-adds in band order from zero as in
-// DotsSIMD and Dots4SIMD, and the distances are bit for bit the same. The
+// block), so every lane is the same chain of fused multiply-adds in band
+// order from zero as in DotsSIMD and Dots4SIMD, and the distances are bit
+// for bit the same. The
 // hand-written kernels keep their accumulators in registers: Dots4SIMD's
 // compiled loop moves its 8 through the stack, and perf showed it at about
 // a fifth of the FMA units' rate. Each block of 32 references serves every
