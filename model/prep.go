@@ -177,29 +177,14 @@ func (p *inputSpec) add(dst, v []float32) {
 	case InputShape, InputStretchShape:
 		shape := dst
 		if p.mode == InputStretchShape {
-			for b, x := range v {
-				dst[b] += kernels.Quantize01(kernels.Stretch01(x, p.lo[b], p.scale[b]), p.levels)
-			}
+			kernels.AddStretch(dst, v, p.lo, p.scale, p.levels)
 			shape = dst[len(v):]
 		}
-		mean := 0.0
-		for _, x := range v {
-			if !math.IsNaN(float64(x)) {
-				mean += float64(x)
-			}
-		}
-		mean /= float64(len(v))
+		mean := kernels.SumNonNaN(v) / float64(len(v))
 		if !(mean > 0) || math.IsInf(mean, 0) {
 			return // no spectrum to normalise: zero, like nodata
 		}
-		inv := float32(0.5 / mean)
-		for b, x := range v {
-			y := x * inv
-			if !(y > -shapeClip) { // also NaN
-				y = 0
-			}
-			shape[b] += min(y, shapeClip)
-		}
+		kernels.AddShape(shape, v, float32(0.5/mean), shapeClip)
 	case InputSNV:
 		mean, sq := 0.0, 0.0
 		for _, x := range v {
@@ -220,9 +205,7 @@ func (p *inputSpec) add(dst, v []float32) {
 			dst[b] += min(y, shapeClip)
 		}
 	default:
-		for b, x := range v {
-			dst[b] += kernels.Quantize01(kernels.Stretch01(x, p.lo[b], p.scale[b]), p.levels)
-		}
+		kernels.AddStretch(dst, v, p.lo, p.scale, p.levels)
 	}
 }
 

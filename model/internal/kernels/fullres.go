@@ -7,12 +7,25 @@ import "math"
 // stride, model.Stride).
 const Stride = 4
 
-// FullResChunkCells is the number of cells along a row whose Winograd tiles
-// (one 4x4 tile per cell) are transformed and multiplied together: 36
-// transforms of 32 tiles x 128 channels, 0.6 MiB each for the inputs and
-// the products (measured: 32 cells 0.32 CPU-s per Pavia-sized inference,
-// 64 cells 0.39, the products then spilling from the L2 cache).
+// FullResChunkCells is the most cells along a row whose Winograd tiles
+// (one 6x6 input patch per cell) are transformed and multiplied together:
+// 36 transforms of up to 32 tiles x D channels, 0.6 MiB each for the inputs
+// and the products at D = 128 (what the memory plan counts).
 const FullResChunkCells = 32
+
+// chunkCells is the chunk the stage runs, chosen by the matrix product's
+// kernel. With AVX-512 (machines with 1-2 MiB of L2 a core): 32 cells, 0.32
+// CPU-s per Pavia-sized inference against 0.39 for 64, the products then
+// spilling from the L2 cache. With AVX2 (Zen 3, 512 KiB of L2 a core), a
+// multiple of the 6-row kernel: BenchmarkFullRes/infer at bench-big's tile
+// (408 x 408 x 200), 4 rounds alternated, took 0.71-0.79 CPU-s with 18
+// cells, 0.73-0.84 with 24, 0.76-0.99 with 32, 0.79-0.87 with 48.
+var chunkCells = func() int {
+	if haveGemm512 {
+		return FullResChunkCells
+	}
+	return 18
+}()
 
 // Dims are the sizes of the network the full-resolution stage belongs to.
 type Dims struct {

@@ -4,6 +4,7 @@ package kernels
 
 import (
 	"math"
+	"simd/archsimd"
 	"sync"
 )
 
@@ -22,13 +23,14 @@ func FullResAvailable(d int) bool { return (haveGemm512 || haveGemm256) && d%16 
 //   - the scene is stretched, embedded, normalised and activated a few
 //     pixel rows at a time (each worker keeps a rolling window of the six
 //     rows that one row of stride-4 cells needs, halo included);
-//   - the 3x3 convolution is Winograd's F(2x2, 3x3): each 2x2 output tile
-//     takes 16 products of transformed 4x4 input patches with transformed
-//     weights (16 matrix products [tiles, D] x [D, D] per chunk of tiles,
-//     sgemm) instead of 36, 2.25 times fewer multiplications than the
-//     direct form, and its 2x2 output tile is exactly one MaxPool window,
-//     so the convolution's output is pooled as it comes out of the
-//     transform and never stored;
+//   - the 3x3 convolution is Winograd's F(4x4, 3x3): each cell's 4x4
+//     output tile takes 36 products of its transformed 6x6 input patch
+//     with transformed weights (36 matrix products [tiles, D] x [D, D] per
+//     chunk of tiles, sgemm on weights packed for its kernel) instead of
+//     144, 4 times fewer multiplications than the direct form, and the
+//     tile holds exactly the cell's four MaxPool windows, so the
+//     convolution's output is pooled as it comes out of the transform and
+//     never stored;
 //   - training keeps, per pooling window and channel, the position of the
 //     maximum (a byte) and GELU's derivative at it (a float32): 5 bytes
 //     per channel at quarter resolution. The backward pass recomputes the
@@ -60,6 +62,12 @@ type FullRes struct {
 	// convolution, uB[xi][k][c] those of the flipped, transposed kernel
 	// (the input gradient's correlation).
 	uF, uB []float32
+	// The same packed for sgemm's micro-kernel (packB), one per component,
+	// and the embedding's weights packed; nil where the kernel cannot
+	// take them packed.
+	uFp, uBp []PackedB
+	wep      PackedB
+	wePacked bool
 
 	// Normalisation in use: per-channel scale a and shift b of
 	// u = z a + b, from the per-group mean and variance.
@@ -180,6 +188,17 @@ func (f *FullRes) SetWeights(we, be, gamma, beta, wc, bc []float32) {
 			}
 		}
 	}
+	f.uFp, f.uBp = nil, nil
+	for xi := 0; xi < 36; xi++ {
+		pf, ok := packB(d, d, f.uF[xi*d*d:], d)
+		pb, _ := packB(d, d, f.uB[xi*d*d:], d)
+		if !ok {
+			f.uFp, f.uBp = nil, nil
+			break
+		}
+		f.uFp, f.uBp = append(f.uFp, pf), append(f.uBp, pb)
+	}
+	f.wep, f.wePacked = packB(f.bands, d, we, d)
 }
 
 // setNorm sets the normalisation to per-group mean and variance.
@@ -208,7 +227,7 @@ func (f *FullRes) scratch(w int) *frScratch {
 	if sc := f.scr[w]; sc != nil && sc.cols == wd && sc.bands == b {
 		return sc
 	}
-	t := FullResChunkCells
+	t := chunkCells
 	sc := &frScratch{cols: wd, bands: b,
 		xs: make([]float32, 6*wd*b), z: make([]float32, 6*wd*d), e: make([]float32, 6*(wd+2)*d),
 		v: make([]float32, 36*t*d), m: make([]float32, 36*t*d),
@@ -297,7 +316,7 @@ func (f *FullRes) embed(sc *frScratch, s0, r0, n int) {
 	xs := sc.xs[s0*wd*b : (s0+n)*wd*b]
 	f.stretchRows(xs, r0, n)
 	z := sc.z[s0*wd*d : (s0+n)*wd*d]
-	sgemm(n*wd, d, b, xs, b, 1, f.we, d, z, d, false)
+	f.embedProduct(n*wd, xs, z)
 	nv := d / 16
 	for i := 0; i < n; i++ {
 		r := r0 + i
@@ -321,6 +340,16 @@ func (f *FullRes) embed(sc *frScratch, s0, r0, n int) {
 			}
 		}
 	}
+}
+
+// embedProduct is z = xs We for n pixels (before the bias), on the packed
+// weights where sgemm takes them.
+func (f *FullRes) embedProduct(n int, xs, z []float32) {
+	if f.wePacked {
+		sgemmPacked(n, xs, f.bands, 1, f.wep, z, f.d, false)
+		return
+	}
+	sgemm(n, f.d, f.bands, xs, f.bands, 1, f.we, f.d, z, f.d, false)
 }
 
 // roll moves the last two of the six rolling rows to the first two.
@@ -357,7 +386,7 @@ func (f *FullRes) stats() (mean, variance []float64) {
 			xs := sc.xs[:n*wd*b]
 			f.stretchRows(xs, r0, n)
 			z := sc.z[:n*wd*d]
-			sgemm(n*wd, d, b, xs, b, 1, f.we, d, z, d, false)
+			f.embedProduct(n*wd, xs, z)
 			for i := 0; i < n; i++ {
 				var s1, s2 [8]f16 // D <= 128 in registers; wider networks below
 				wide := nv > len(s1)
@@ -446,8 +475,8 @@ func (f *FullRes) Forward(mean, variance []float64, f0 []float32, train bool) ([
 		sc := f.scratch(w)
 		for c := lo; c < hi; c++ {
 			f.embedCellRow(sc, c, c == lo)
-			for j0 := 0; j0 < f.ws; j0 += FullResChunkCells {
-				f.forwardChunk(sc, c, j0, min(f.ws, j0+FullResChunkCells), f0, train)
+			for j0 := 0; j0 < f.ws; j0 += chunkCells {
+				f.forwardChunk(sc, c, j0, min(f.ws, j0+chunkCells), f0, train)
 			}
 		}
 	})
@@ -462,11 +491,15 @@ func (f *FullRes) forwardChunk(sc *frScratch, c, j0, j1 int, f0 []float32, train
 	nt := j1 - j0
 	f.inputTransform(sc.e, wd+2, j0, nt, sc.v)
 	for xi := 0; xi < 36; xi++ {
+		if f.uFp != nil {
+			sgemmPacked(nt, sc.v[xi*nt*d:], d, 1, f.uFp[xi], sc.m[xi*nt*d:], d, false)
+			continue
+		}
 		sgemm(nt, d, d, sc.v[xi*nt*d:], d, 1, f.uF[xi*d*d:], d, sc.m[xi*nt*d:], d, false)
 	}
 	nv := d / 16
 	quarter := bcast16(0.25)
-	var y [4][4]f16
+	var y [4 * 4 * 16]float32
 	for t := 0; t < nt; t++ {
 		j := j0 + t
 		cell := (c*f.ws + j) * d
@@ -477,13 +510,16 @@ func (f *FullRes) forwardChunk(sc *frScratch, c, j0, j1 int, f0 []float32, train
 			var sum f16
 			for wi := 0; wi < 4; wi++ { // the cell's windows, row-major
 				r0, c0 := 2*(wi/2), 2*(wi%2)
-				best, pos := y[r0][c0], f16{}
-				gt := y[r0][c0+1].Greater(best)
-				best, pos = y[r0][c0+1].IfElse(gt, best), bcast16(1).IfElse(gt, pos)
-				gt = y[r0+1][c0].Greater(best)
-				best, pos = y[r0+1][c0].IfElse(gt, best), bcast16(2).IfElse(gt, pos)
-				gt = y[r0+1][c0+1].Greater(best)
-				best, pos = y[r0+1][c0+1].IfElse(gt, best), bcast16(3).IfElse(gt, pos)
+				best, pos := ytile(&y, r0, c0), f16{}
+				v := ytile(&y, r0, c0+1)
+				gt := v.Greater(best)
+				best, pos = v.IfElse(gt, best), bcast16(1).IfElse(gt, pos)
+				v = ytile(&y, r0+1, c0)
+				gt = v.Greater(best)
+				best, pos = v.IfElse(gt, best), bcast16(2).IfElse(gt, pos)
+				v = ytile(&y, r0+1, c0+1)
+				gt = v.Greater(best)
+				best, pos = v.IfElse(gt, best), bcast16(3).IfElse(gt, pos)
 				mv := best.Add(bias)
 				g, dg := gelu16(mv)
 				sum = sum.Add(g)
@@ -502,77 +538,102 @@ func (f *FullRes) forwardChunk(sc *frScratch, c, j0, j1 int, f0 []float32, train
 // src (rowLen pixels of D channels each, padded by one column on the left)
 // under nt cells from cell col0: patch columns 4 j .. 4 j + 5 in the padded
 // indexing; v[xi][t][D] with xi = 6 row + column.
+//
+// It works on 8 channels at a time in named vector variables, with the
+// 36 values between the two passes in a float32 scratch: arrays of vectors
+// are not kept in registers by the compiler, and zeroing and copying them
+// on the stack took most of this function's time (perf, 2026-12-07).
 func (f *FullRes) inputTransform(src []float32, rowLen, col0, nt int, v []float32) {
 	d := f.d
-	nv := d / 16
-	var r [6][6]f16
+	var tmp [36 * 8]float32
 	for t := 0; t < nt; t++ {
 		x0 := 4 * (col0 + t)
-		for q := 0; q < nv; q++ {
-			o := q * 16
+		base := t * d
+		for o := 0; o < d; o += 8 {
 			for i := 0; i < 6; i++ {
 				row := src[(i*rowLen+x0)*d+o:]
-				var dv [6]f16
-				for k := range dv {
-					dv[k] = load16(row[k*d : k*d+16])
-				}
-				winoBT(&dv, &r[i])
+				r0, r1, r2, r3, r4, r5 := winoBT8(ld8(row, 0), ld8(row, d), ld8(row, 2*d), ld8(row, 3*d), ld8(row, 4*d), ld8(row, 5*d))
+				q := tmp[i*48 : i*48+48]
+				r0.Store(q[0:8])
+				r1.Store(q[8:16])
+				r2.Store(q[16:24])
+				r3.Store(q[24:32])
+				r4.Store(q[32:40])
+				r5.Store(q[40:48])
 			}
-			base := t*d + o
 			for k := 0; k < 6; k++ {
-				col := [6]f16{r[0][k], r[1][k], r[2][k], r[3][k], r[4][k], r[5][k]}
-				var out [6]f16
-				winoBT(&col, &out)
-				for i := 0; i < 6; i++ {
-					out[i].Store(v[(i*6+k)*nt*d+base:][:16])
-				}
+				c0, c1, c2, c3, c4, c5 := winoBT8(ld8(tmp[:], 8*k), ld8(tmp[:], 8*(6+k)), ld8(tmp[:], 8*(12+k)), ld8(tmp[:], 8*(18+k)), ld8(tmp[:], 8*(24+k)), ld8(tmp[:], 8*(30+k)))
+				out := v[k*nt*d+base+o:]
+				c0.Store(out[0:8])
+				c1.Store(out[6*nt*d:][:8])
+				c2.Store(out[12*nt*d:][:8])
+				c3.Store(out[18*nt*d:][:8])
+				c4.Store(out[24*nt*d:][:8])
+				c5.Store(out[30*nt*d:][:8])
 			}
 		}
 	}
 }
 
-// winoBT is B^T x for F(4x4, 3x3)'s input transform.
-func winoBT(x, out *[6]f16) {
-	four := bcast16(4)
-	five := bcast16(5)
-	two := bcast16(2)
-	d0, d1, d2, d3, d4, d5 := x[0], x[1], x[2], x[3], x[4], x[5]
-	out[0] = d0.MulAdd(four, d4).Sub(d2.Mul(five))
-	s12, s34 := d1.Add(d2), d3.Add(d4)
-	out[1] = s34.Sub(s12.Mul(four))
-	m12, m43 := d1.Sub(d2), d4.Sub(d3)
-	out[2] = m12.MulAdd(four, m43)
-	m42, m31 := d4.Sub(d2), d3.Sub(d1)
-	out[3] = m31.MulAdd(two, m42)
-	out[4] = m42.Sub(m31.Mul(two))
-	out[5] = d1.MulAdd(four, d5).Sub(d3.Mul(five))
-}
+// ld8 is the 8 floats of s from i.
+func ld8(s []float32, i int) archsimd.Float32x8 { return archsimd.LoadFloat32x8(s[i : i+8]) }
 
-// winoAT is A^T m for F(4x4, 3x3)'s output transform.
-func winoAT(m *[6]f16) (y0, y1, y2, y3 f16) {
-	a, b := m[1].Add(m[2]), m[1].Sub(m[2])
-	c, e := m[3].Add(m[4]), m[3].Sub(m[4])
-	y0 = m[0].Add(a).Add(c)
-	y1 = e.MulAdd(bcast16(2), b)
-	y2 = c.MulAdd(bcast16(4), a)
-	y3 = e.MulAdd(bcast16(8), b).Add(m[5])
+// winoBT8 is B^T x for F(4x4, 3x3)'s input transform, on one 8-lane unit.
+func winoBT8(d0, d1, d2, d3, d4, d5 archsimd.Float32x8) (o0, o1, o2, o3, o4, o5 archsimd.Float32x8) {
+	four := archsimd.BroadcastFloat32x8(4)
+	five := archsimd.BroadcastFloat32x8(5)
+	two := archsimd.BroadcastFloat32x8(2)
+	o0 = d0.MulAdd(four, d4).Sub(d2.Mul(five))
+	s12, s34 := d1.Add(d2), d3.Add(d4)
+	o1 = s34.Sub(s12.Mul(four))
+	m12, m43 := d1.Sub(d2), d4.Sub(d3)
+	o2 = m12.MulAdd(four, m43)
+	m42, m31 := d4.Sub(d2), d3.Sub(d1)
+	o3 = m31.MulAdd(two, m42)
+	o4 = m42.Sub(m31.Mul(two))
+	o5 = d1.MulAdd(four, d5).Sub(d3.Mul(five))
 	return
 }
 
-// outputTransform is Y = A^T M A of one tile's 36 products (m[xi*stride+off]).
-func outputTransform(m []float32, stride, off int, y *[4][4]f16) {
-	var s [4][6]f16 // A^T M: 4 rows of 6
-	for k := 0; k < 6; k++ {
-		var col [6]f16
-		for i := 0; i < 6; i++ {
-			col[i] = load16(m[(i*6+k)*stride+off:][:16])
+// winoAT8 is A^T m for F(4x4, 3x3)'s output transform, on one 8-lane unit.
+func winoAT8(m0, m1, m2, m3, m4, m5 archsimd.Float32x8) (y0, y1, y2, y3 archsimd.Float32x8) {
+	a, b := m1.Add(m2), m1.Sub(m2)
+	c, e := m3.Add(m4), m3.Sub(m4)
+	y0 = m0.Add(a).Add(c)
+	y1 = e.MulAdd(archsimd.BroadcastFloat32x8(2), b)
+	y2 = c.MulAdd(archsimd.BroadcastFloat32x8(4), a)
+	y3 = e.MulAdd(archsimd.BroadcastFloat32x8(8), b).Add(m5)
+	return
+}
+
+// outputTransform writes to y the 4x4 output tile A^T M A of the 16
+// channels at off of one tile of m (component xi at xi*stride), y[(4 row +
+// column)*16 + channel].
+func outputTransform(m []float32, stride, off int, y *[4 * 4 * 16]float32) {
+	var s [4 * 6 * 8]float32 // A^T M: 4 rows of 6, one half of the channels
+	for h := 0; h < 16; h += 8 {
+		for k := 0; k < 6; k++ {
+			col := m[k*stride+off+h:]
+			a0, a1, a2, a3 := winoAT8(ld8(col, 0), ld8(col, 6*stride), ld8(col, 12*stride), ld8(col, 18*stride), ld8(col, 24*stride), ld8(col, 30*stride))
+			a0.Store(s[(0*6+k)*8:][:8])
+			a1.Store(s[(1*6+k)*8:][:8])
+			a2.Store(s[(2*6+k)*8:][:8])
+			a3.Store(s[(3*6+k)*8:][:8])
 		}
-		s[0][k], s[1][k], s[2][k], s[3][k] = winoAT(&col)
-	}
-	for i := 0; i < 4; i++ {
-		y[i][0], y[i][1], y[i][2], y[i][3] = winoAT(&s[i])
+		for i := 0; i < 4; i++ {
+			q := s[i*48 : i*48+48]
+			y0, y1, y2, y3 := winoAT8(ld8(q, 0), ld8(q, 8), ld8(q, 16), ld8(q, 24), ld8(q, 32), ld8(q, 40))
+			r := y[i*64+h:]
+			y0.Store(r[0:8])
+			y1.Store(r[16:24])
+			y2.Store(r[32:40])
+			y3.Store(r[48:56])
+		}
 	}
 }
+
+// ytile is the output tile's value at (row, column) from outputTransform.
+func ytile(y *[4 * 4 * 16]float32, r, c int) f16 { return load16(y[(r*4+c)*16:][:16]) }
 
 // exp16 is e^x (Cephes' single-precision polynomial after reduction by
 // ln 2, scaled by 2^n with VSCALEFPS).
@@ -799,12 +860,12 @@ func (f *FullRes) Backward(df0 []float32) (dwe, dbe, dgamma, dbeta, dwc, dbc []f
 			f.embedCellRow(sc, c, c == lo)
 			f.buildDC(sc, c, dcw, df0)
 			clear(sc.de)
-			for j0 := 0; j0 < wsE; j0 += FullResChunkCells {
-				f.inputGradChunk(sc, dcw, j0, min(wsE, j0+FullResChunkCells))
+			for j0 := 0; j0 < wsE; j0 += chunkCells {
+				f.inputGradChunk(sc, dcw, j0, min(wsE, j0+chunkCells))
 			}
 			if c < f.hs {
-				for j0 := 0; j0 < f.ws; j0 += FullResChunkCells {
-					f.weightGradChunk(sc, dcw, j0, min(f.ws, j0+FullResChunkCells))
+				for j0 := 0; j0 < f.ws; j0 += chunkCells {
+					f.weightGradChunk(sc, dcw, j0, min(f.ws, j0+chunkCells))
 				}
 			}
 			f.normGradRows(sc, c)
@@ -928,10 +989,14 @@ func (f *FullRes) inputGradChunk(sc *frScratch, dcw, j0, j1 int) {
 	nt := j1 - j0
 	f.inputTransform(sc.dc, dcw, j0, nt, sc.v)
 	for xi := 0; xi < 36; xi++ {
+		if f.uBp != nil {
+			sgemmPacked(nt, sc.v[xi*nt*d:], d, 1, f.uBp[xi], sc.m[xi*nt*d:], d, false)
+			continue
+		}
 		sgemm(nt, d, d, sc.v[xi*nt*d:], d, 1, f.uB[xi*d*d:], d, sc.m[xi*nt*d:], d, false)
 	}
 	nv := d / 16
-	var y [4][4]f16
+	var y [4 * 4 * 16]float32
 	for t := 0; t < nt; t++ {
 		x0 := 4 * (j0 + t)
 		for q := 0; q < nv; q++ {
@@ -939,7 +1004,7 @@ func (f *FullRes) inputGradChunk(sc *frScratch, dcw, j0, j1 int) {
 			outputTransform(sc.m, nt*d, t*d+o, &y)
 			for i := 0; i < 4; i++ {
 				for k := 0; k < 4 && x0+k < wd; k++ {
-					y[i][k].Store(sc.de[(i*wd+x0+k)*d+o:][:16])
+					copy(sc.de[(i*wd+x0+k)*d+o:][:16], y[(i*4+k)*16:][:16])
 				}
 			}
 		}

@@ -42,12 +42,8 @@ func sgemm(m, n, k int, a []float32, rsA, csA int, b []float32, ldb int, c []flo
 	if need := (m-1)*ldc + n; len(c) < need {
 		panic(fmt.Sprintf("sgemm: C has %d values, needs %d", len(c), need))
 	}
-	kern, mr, nr := sgemm8x32, 8, 32
-	switch {
-	case haveGemm512:
-	case haveGemm256:
-		kern, mr, nr = sgemm6x16, 6, 16
-	default:
+	kern, mr, nr := gemmKernel()
+	if kern == nil {
 		sgemmScalar(m, n, k, a, rsA, csA, b, ldb, c, ldc, accum)
 		return
 	}
@@ -59,17 +55,40 @@ func sgemm(m, n, k int, a []float32, rsA, csA int, b []float32, ldb int, c []flo
 		return
 	}
 	const f = 4 // bytes per float32
+	sgemmPanels(kern, mr, nr, m, nb, k, a, rsA, csA, unsafe.Pointer(&b[0]), uintptr(ldb*f), uintptr(nr*f), c, ldc, accum)
+}
+
+// gemmKernel is the machine's micro-kernel and its rows and columns, nil
+// where there is none.
+func gemmKernel() (kern func(k int, a unsafe.Pointer, rsA, csA uintptr, b unsafe.Pointer, ldb uintptr, c unsafe.Pointer, ldc uintptr, accum bool), mr, nr int) {
+	switch {
+	case haveGemm512:
+		return sgemm8x32, 8, 32
+	case haveGemm256:
+		return sgemm6x16, 6, 16
+	}
+	return nil, 0, 0
+}
+
+// sgemmPanels runs the micro-kernel over C's first nb columns (a multiple
+// of nr): B's element (p, j0 + j) of the panel of columns j0.. is at
+// b + p ldbRow + (j0/nr) panel + 4 j bytes, which covers B row-major
+// (ldbRow = 4 ldb, panel = 4 nr) and packed by packB (ldbRow = 4 nr,
+// panel = 4 k nr).
+func sgemmPanels(kern func(k int, a unsafe.Pointer, rsA, csA uintptr, b unsafe.Pointer, ldb uintptr, c unsafe.Pointer, ldc uintptr, accum bool), mr, nr, m, nb, k int, a []float32, rsA, csA int, b unsafe.Pointer, ldbRow, panel uintptr, c []float32, ldc int, accum bool) {
+	const f = 4 // bytes per float32
 	mb := m / mr * mr
 	var tailA [8 * gemmKC]float32
 	var tailC [8 * 32]float32
 	for p0 := 0; p0 < k; p0 += gemmKC {
 		kc := min(gemmKC, k-p0)
 		acc := accum || p0 > 0
+		bp := unsafe.Add(b, uintptr(p0)*ldbRow)
 		for i0 := 0; i0 < mb; i0 += mr {
 			ap := unsafe.Pointer(&a[i0*rsA+p0*csA])
 			for j0 := 0; j0 < nb; j0 += nr {
 				kern(kc, ap, uintptr(rsA*f), uintptr(csA*f),
-					unsafe.Pointer(&b[p0*ldb+j0]), uintptr(ldb*f),
+					unsafe.Add(bp, uintptr(j0/nr)*panel), ldbRow,
 					unsafe.Pointer(&c[i0*ldc+j0]), uintptr(ldc*f), acc)
 			}
 		}
@@ -88,7 +107,7 @@ func sgemm(m, n, k int, a []float32, rsA, csA int, b []float32, ldb int, c []flo
 		}
 		for j0 := 0; j0 < nb; j0 += nr {
 			kern(kc, unsafe.Pointer(&tailA[0]), uintptr(kc*f), f,
-				unsafe.Pointer(&b[p0*ldb+j0]), uintptr(ldb*f),
+				unsafe.Add(bp, uintptr(j0/nr)*panel), ldbRow,
 				unsafe.Pointer(&tailC[0]), uintptr(nr*f), false)
 			for r := 0; r < rows; r++ {
 				dst := c[(mb+r)*ldc+j0 : (mb+r)*ldc+j0+nr]
@@ -103,6 +122,54 @@ func sgemm(m, n, k int, a []float32, rsA, csA int, b []float32, ldb int, c []flo
 			}
 		}
 	}
+}
+
+// PackedB is a [k x n] right-hand matrix laid out for the micro-kernel:
+// panels of the kernel's nr columns, each its k rows of nr floats one
+// after another, so the kernel reads B as one sequential stream. A row-
+// major B read a 64-byte line per row at a stride of 4 n bytes, which
+// for n = 128 maps the k rows of a panel onto an eighth of the L1 cache's
+// sets; on Zen 3 the Winograd products, whose 36 weight matrices cycle
+// through L3, ran at 40-48 GFLOP/s that way (BenchmarkSgemmWino36).
+type PackedB struct {
+	k, n int
+	data []float32
+}
+
+// packB packs b [k x n] (row stride ldb); ok is false where sgemm has no
+// micro-kernel or n is not a whole number of its panels, and sgemm on b
+// itself must be used.
+func packB(k, n int, b []float32, ldb int) (p PackedB, ok bool) {
+	_, _, nr := gemmKernel()
+	if nr == 0 || n%nr != 0 || k <= 0 {
+		return PackedB{}, false
+	}
+	p = PackedB{k: k, n: n, data: make([]float32, k*n)}
+	for j0 := 0; j0 < n; j0 += nr {
+		panel := p.data[j0*k : (j0+nr)*k]
+		for q := 0; q < k; q++ {
+			copy(panel[q*nr:(q+1)*nr], b[q*ldb+j0:q*ldb+j0+nr])
+		}
+	}
+	return p, true
+}
+
+// sgemmPacked is sgemm with B packed by packB: C (+)= A B for A [m x k]
+// (element (i, p) at a[i*rsA + p*csA]), C [m x n] row-major.
+func sgemmPacked(m int, a []float32, rsA, csA int, b PackedB, c []float32, ldc int, accum bool) {
+	if m <= 0 {
+		return
+	}
+	k, n := b.k, b.n
+	if need := (m-1)*rsA + (k-1)*csA + 1; len(a) < need {
+		panic(fmt.Sprintf("sgemmPacked: A has %d values, needs %d", len(a), need))
+	}
+	if need := (m-1)*ldc + n; len(c) < need {
+		panic(fmt.Sprintf("sgemmPacked: C has %d values, needs %d", len(c), need))
+	}
+	kern, mr, nr := gemmKernel()
+	const f = 4
+	sgemmPanels(kern, mr, nr, m, n, k, a, rsA, csA, unsafe.Pointer(&b.data[0]), uintptr(nr*f), uintptr(k*nr*f), c, ldc, accum)
 }
 
 // gemmKC is the block of k that sgemm runs the micro-kernel over at once.

@@ -1,6 +1,7 @@
 package kernels
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -89,5 +90,102 @@ func BenchmarkSgemm(b *testing.B) {
 			}
 			b.ReportMetric(2*float64(tc.m*tc.n*tc.k)*float64(b.N)/(threadcpu.Seconds()-t0)/1e9, "GFLOP/cpu-s")
 		})
+	}
+}
+
+// TestSgemmPacked checks that sgemm on B packed by packB gives exactly
+// sgemm's values on B itself (the same kernel and order of sums), over
+// shapes with padded last rows and several blocks of k, and that packB
+// refuses a width that is not a whole number of panels.
+func TestSgemmPacked(t *testing.T) {
+	_, _, nr := gemmKernel()
+	if nr == 0 {
+		if _, ok := packB(4, 32, make([]float32, 128), 32); ok {
+			t.Fatal("packB packed without a micro-kernel")
+		}
+		t.Skip("no micro-kernel on this machine: sgemm runs its scalar loop and packB refuses")
+	}
+	if _, ok := packB(4, nr+nr/2, make([]float32, 4*(nr+nr/2)), nr+nr/2); ok {
+		t.Errorf("packB packed %d columns, not a multiple of %d", nr+nr/2, nr)
+	}
+	rng := rand.New(rand.NewPCG(5, 6))
+	for _, tc := range []struct{ m, n, k int }{
+		{1, 32, 1}, {7, 64, 9}, {24, 128, 128}, {32, 128, 128}, {13, 96, 300}, {50, 128, 600},
+	} {
+		for _, transA := range []bool{false, true} {
+			for _, accum := range []bool{false, true} {
+				m, n, k := tc.m, tc.n, tc.k
+				ld := n + 5
+				a := make([]float32, m*k)
+				b := make([]float32, k*ld)
+				c := make([]float32, m*ld)
+				for _, s := range [][]float32{a, b, c} {
+					for i := range s {
+						s[i] = float32(rng.NormFloat64())
+					}
+				}
+				rsA, csA := k, 1
+				if transA {
+					rsA, csA = 1, m
+				}
+				want := append([]float32(nil), c...)
+				sgemm(m, n, k, a, rsA, csA, b, ld, want, ld, accum)
+				p, ok := packB(k, n, b, ld)
+				if !ok {
+					t.Fatalf("%dx%dx%d: packB refused", m, n, k)
+				}
+				sgemmPacked(m, a, rsA, csA, p, c, ld, accum)
+				for i := range c {
+					if math.Float32bits(c[i]) != math.Float32bits(want[i]) {
+						t.Fatalf("%dx%dx%d transA=%v accum=%v: c[%d] = %g, sgemm %g", m, n, k, transA, accum, i, c[i], want[i])
+					}
+				}
+			}
+		}
+	}
+}
+
+// BenchmarkSgemmWinograd times the Winograd stage's products as FullRes
+// makes them: 36 products [m x 128] x [128 x 128], each with its own
+// weight matrix (2.25 MiB in all, past a core's L2 cache), m tiles at a
+// time, with B row-major and packed, in GFLOP per second of the thread's
+// CPU time.
+func BenchmarkSgemmWinograd(b *testing.B) {
+	for _, packed := range []bool{false, true} {
+		for _, m := range []int{18, 24, 32, 96} {
+			b.Run(fmt.Sprintf("packed=%v/m=%d", packed, m), func(b *testing.B) {
+				const n, k = 128, 128
+				a := make([]float32, 36*m*k)
+				w := make([]float32, 36*k*n)
+				c := make([]float32, 36*m*n)
+				for i := range a {
+					a[i] = float32(i%7) * 0.1
+				}
+				for i := range w {
+					w[i] = float32(i%5) * 0.1
+				}
+				var ps []PackedB
+				if packed {
+					for xi := 0; xi < 36; xi++ {
+						p, ok := packB(k, n, w[xi*k*n:], n)
+						if !ok {
+							b.Skip("no micro-kernel to pack for")
+						}
+						ps = append(ps, p)
+					}
+				}
+				t0 := threadcpu.Seconds()
+				for b.Loop() {
+					for xi := 0; xi < 36; xi++ {
+						if packed {
+							sgemmPacked(m, a[xi*m*k:], k, 1, ps[xi], c[xi*m*n:], n, false)
+						} else {
+							sgemm(m, n, k, a[xi*m*k:], k, 1, w[xi*k*n:], n, c[xi*m*n:], n, false)
+						}
+					}
+				}
+				b.ReportMetric(36*2*float64(m*n*k)*float64(b.N)/(threadcpu.Seconds()-t0)/1e9, "GFLOP/cpu-s")
+			})
+		}
 	}
 }
