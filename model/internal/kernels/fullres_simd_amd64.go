@@ -1018,28 +1018,31 @@ func (f *FullRes) weightGradChunk(sc *frScratch, dcw, j0, j1 int) {
 	d, wd := f.d, f.cols
 	nt := j1 - j0
 	f.inputTransform(sc.e, wd+2, j0, nt, sc.v)
-	nv := d / 16
-	var p [4][6]f16 // dY A^T: 4 rows of 6
+	var p [4 * 6 * 8]float32 // dY A^T: 4 rows of 6, 8 channels at a time
 	for t := 0; t < nt; t++ {
 		x0 := 4*(j0+t) + 1 // padded column of the tile's first output
 		base := t * d
-		for q := 0; q < nv; q++ {
-			o := q * 16
+		for o := 0; o < d; o += 8 {
 			for i := 0; i < 4; i++ {
 				row := sc.dc[((1+i)*dcw+x0)*d+o:]
-				y := [4]f16{
-					load16(row[0:16]), load16(row[d : d+16]),
-					load16(row[2*d : 2*d+16]), load16(row[3*d : 3*d+16]),
-				}
-				winoA(&y, &p[i])
+				a0, a1, a2, a3, a4, a5 := winoA8(ld8(row, 0), ld8(row, d), ld8(row, 2*d), ld8(row, 3*d))
+				q := p[i*48 : i*48+48]
+				a0.Store(q[0:8])
+				a1.Store(q[8:16])
+				a2.Store(q[16:24])
+				a3.Store(q[24:32])
+				a4.Store(q[32:40])
+				a5.Store(q[40:48])
 			}
 			for k := 0; k < 6; k++ {
-				col := [4]f16{p[0][k], p[1][k], p[2][k], p[3][k]}
-				var out [6]f16
-				winoA(&col, &out)
-				for i := 0; i < 6; i++ {
-					out[i].Store(sc.m[(i*6+k)*nt*d+base+o:][:16])
-				}
+				c0, c1, c2, c3, c4, c5 := winoA8(ld8(p[:], 8*k), ld8(p[:], 8*(6+k)), ld8(p[:], 8*(12+k)), ld8(p[:], 8*(18+k)))
+				out := sc.m[k*nt*d+base+o:]
+				c0.Store(out[0:8])
+				c1.Store(out[6*nt*d:][:8])
+				c2.Store(out[12*nt*d:][:8])
+				c3.Store(out[18*nt*d:][:8])
+				c4.Store(out[24*nt*d:][:8])
+				c5.Store(out[30*nt*d:][:8])
 			}
 		}
 	}
@@ -1048,17 +1051,13 @@ func (f *FullRes) weightGradChunk(sc *frScratch, dcw, j0, j1 int) {
 	}
 }
 
-// winoA is A y (6 from 4), the transpose of the output transform.
-func winoA(y *[4]f16, out *[6]f16) {
-	s, t := y[0].Add(y[2]), y[1].Add(y[3])
-	s2 := y[2].MulAdd(bcast16(4), y[0])
-	t2 := y[3].MulAdd(bcast16(4), y[1]).Mul(bcast16(2))
-	out[0] = y[0]
-	out[1] = s.Add(t)
-	out[2] = s.Sub(t)
-	out[3] = s2.Add(t2)
-	out[4] = s2.Sub(t2)
-	out[5] = y[3]
+// winoA8 is A y (6 from 4), the transpose of the output transform, on
+// one 8-lane unit.
+func winoA8(y0, y1, y2, y3 archsimd.Float32x8) (o0, o1, o2, o3, o4, o5 archsimd.Float32x8) {
+	s, t := y0.Add(y2), y1.Add(y3)
+	s2 := y2.MulAdd(archsimd.BroadcastFloat32x8(4), y0)
+	t2 := y3.MulAdd(archsimd.BroadcastFloat32x8(4), y1).Mul(archsimd.BroadcastFloat32x8(2))
+	return y0, s.Add(t), s.Sub(t), s2.Add(t2), s2.Sub(t2), y3
 }
 
 // normGradRows takes the input gradient of pixel rows 4c..4c+3 through
