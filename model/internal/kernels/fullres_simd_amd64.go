@@ -553,26 +553,25 @@ func (f *FullRes) inputTransform(src []float32, rowLen, col0, nt int, v []float3
 			for i := 0; i < 6; i++ {
 				row := src[(i*rowLen+x0)*d+o:]
 				r0, r1, r2, r3, r4, r5 := winoBT8(ld8(row, 0), ld8(row, d), ld8(row, 2*d), ld8(row, 3*d), ld8(row, 4*d), ld8(row, 5*d))
-				q := tmp[i*48 : i*48+48]
-				r0.Store(q[0:8])
-				r1.Store(q[8:16])
-				r2.Store(q[16:24])
-				r3.Store(q[24:32])
-				r4.Store(q[32:40])
-				r5.Store(q[40:48])
+				store6(tmp[i*48:i*48+48], 8, r0, r1, r2, r3, r4, r5)
 			}
 			for k := 0; k < 6; k++ {
 				c0, c1, c2, c3, c4, c5 := winoBT8(ld8(tmp[:], 8*k), ld8(tmp[:], 8*(6+k)), ld8(tmp[:], 8*(12+k)), ld8(tmp[:], 8*(18+k)), ld8(tmp[:], 8*(24+k)), ld8(tmp[:], 8*(30+k)))
-				out := v[k*nt*d+base+o:]
-				c0.Store(out[0:8])
-				c1.Store(out[6*nt*d:][:8])
-				c2.Store(out[12*nt*d:][:8])
-				c3.Store(out[18*nt*d:][:8])
-				c4.Store(out[24*nt*d:][:8])
-				c5.Store(out[30*nt*d:][:8])
+				store6(v[k*nt*d+base+o:], 6*nt*d, c0, c1, c2, c3, c4, c5)
 			}
 		}
 	}
+}
+
+// store6 stores x0..x5 at s[0:8], s[stride:stride+8], ... s[5*stride:].
+func store6(s []float32, stride int, x0, x1, x2, x3, x4, x5 archsimd.Float32x8) {
+	_ = s[5*stride+7]
+	x0.Store(s[0:8])
+	x1.Store(s[stride : stride+8])
+	x2.Store(s[2*stride : 2*stride+8])
+	x3.Store(s[3*stride : 3*stride+8])
+	x4.Store(s[4*stride : 4*stride+8])
+	x5.Store(s[5*stride : 5*stride+8])
 }
 
 // ld8 is the 8 floats of s from i.
@@ -1026,23 +1025,11 @@ func (f *FullRes) weightGradChunk(sc *frScratch, dcw, j0, j1 int) {
 			for i := 0; i < 4; i++ {
 				row := sc.dc[((1+i)*dcw+x0)*d+o:]
 				a0, a1, a2, a3, a4, a5 := winoA8(ld8(row, 0), ld8(row, d), ld8(row, 2*d), ld8(row, 3*d))
-				q := p[i*48 : i*48+48]
-				a0.Store(q[0:8])
-				a1.Store(q[8:16])
-				a2.Store(q[16:24])
-				a3.Store(q[24:32])
-				a4.Store(q[32:40])
-				a5.Store(q[40:48])
+				store6(p[i*48:i*48+48], 8, a0, a1, a2, a3, a4, a5)
 			}
 			for k := 0; k < 6; k++ {
 				c0, c1, c2, c3, c4, c5 := winoA8(ld8(p[:], 8*k), ld8(p[:], 8*(6+k)), ld8(p[:], 8*(12+k)), ld8(p[:], 8*(18+k)))
-				out := sc.m[k*nt*d+base+o:]
-				c0.Store(out[0:8])
-				c1.Store(out[6*nt*d:][:8])
-				c2.Store(out[12*nt*d:][:8])
-				c3.Store(out[18*nt*d:][:8])
-				c4.Store(out[24*nt*d:][:8])
-				c5.Store(out[30*nt*d:][:8])
+				store6(sc.m[k*nt*d+base+o:], 6*nt*d, c0, c1, c2, c3, c4, c5)
 			}
 		}
 	}
