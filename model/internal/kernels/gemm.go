@@ -129,8 +129,8 @@ func sgemmPanels(kern func(k int, a unsafe.Pointer, rsA, csA uintptr, b unsafe.P
 // after another, so the kernel reads B as one sequential stream. A row-
 // major B read a 64-byte line per row at a stride of 4 n bytes, which
 // for n = 128 maps the k rows of a panel onto an eighth of the L1 cache's
-// sets; on Zen 3 the Winograd products, whose 36 weight matrices cycle
-// through L3, ran at 40-48 GFLOP/s that way (BenchmarkSgemmWino36).
+// sets. On Zen 3 the full-resolution stage took about 7% less CPU with its
+// weights packed (BenchmarkFullRes/infer at a bench-big tile, 3 pairs).
 type PackedB struct {
 	k, n int
 	data []float32
@@ -141,7 +141,7 @@ type PackedB struct {
 // itself must be used.
 func packB(k, n int, b []float32, ldb int) (p PackedB, ok bool) {
 	_, _, nr := gemmKernel()
-	if nr == 0 || n%nr != 0 || k <= 0 {
+	if nr == 0 || n <= 0 || n%nr != 0 || k <= 0 {
 		return PackedB{}, false
 	}
 	p = PackedB{k: k, n: n, data: make([]float32, k*n)}

@@ -33,11 +33,12 @@ func AddStretch(dst, v, lo, scale []float32, levels int) {
 	addStretchScalar(dst[b:], v[b:], lo[b:], scale[b:], levels)
 }
 
-// SumNonNaN is the sum in float64 of v's values that are not NaN, in four
+// SumNonNaN is the sum in float64 of v's values that are not NaN, in eight
 // float64 lanes. A float64 sum of float32 values is exact, so the same in
-// any order, while their magnitudes span less than 2^21 (53 bits of the
-// sum against 24 of each value and up to 2^8 values): integer counts of
-// any sensor, and reflectances above 1e-6 of the largest band.
+// any order, when it fits float64's 53-bit mantissa: always for integer
+// counts (any sensor's digital numbers), and for reflectances whose
+// magnitudes span less than about 2^20 over up to 512 bands (24 bits of
+// each value and 9 of the count).
 func SumNonNaN(v []float32) float64 {
 	if !HaveSIMD {
 		return sumNonNaNScalar(v)
