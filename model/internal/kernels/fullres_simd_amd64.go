@@ -67,7 +67,6 @@ type FullRes struct {
 	// take them packed.
 	uFp, uBp []PackedB
 	wep      PackedB
-	wePacked bool
 
 	// Normalisation in use: per-channel scale a and shift b of
 	// u = z a + b, from the per-group mean and variance.
@@ -198,7 +197,7 @@ func (f *FullRes) SetWeights(we, be, gamma, beta, wc, bc []float32) {
 		}
 		f.uFp, f.uBp = append(f.uFp, pf), append(f.uBp, pb)
 	}
-	f.wep, f.wePacked = packB(f.bands, d, we, d)
+	f.wep, _ = packB(f.bands, d, we, d)
 }
 
 // setNorm sets the normalisation to per-group mean and variance.
@@ -279,26 +278,12 @@ func (f *FullRes) stretchRows(xs []float32, r0, n int) {
 				continue
 			}
 			src := f.s.Data[px*b : (px+1)*b]
+			clear(out)
 			if f.in.Add != nil {
-				clear(out)
 				f.in.Add(out, src)
 				continue
 			}
-			j := 0
-			zero, one := f16{}, bcast16(1)
-			nq := bcast16(float32(f.levels - 1))
-			for ; j+16 <= b; j += 16 {
-				x := load16(src[j : j+16]).Sub(load16(f.lo[j : j+16])).Mul(load16(f.scale[j : j+16]))
-				// As Stretch01: clipped to [0, 1], NaN to 0; then Quantize01.
-				x = x.Min(one).IfElse(x.GreaterEqual(zero), zero)
-				if f.levels >= 2 {
-					x = x.Mul(nq).Floor().Div(nq)
-				}
-				x.Store(out[j : j+16])
-			}
-			for ; j < b; j++ {
-				out[j] = Quantize01(Stretch01(src[j], f.lo[j], f.scale[j]), f.levels)
-			}
+			AddStretch(out, src, f.lo, f.scale, f.levels)
 		}
 	}
 }
@@ -345,7 +330,7 @@ func (f *FullRes) embed(sc *frScratch, s0, r0, n int) {
 // embedProduct is z = xs We for n pixels (before the bias), on the packed
 // weights where sgemm takes them.
 func (f *FullRes) embedProduct(n int, xs, z []float32) {
-	if f.wePacked {
+	if f.wep.packed() {
 		sgemmPacked(n, xs, f.bands, 1, f.wep, z, f.d, false)
 		return
 	}

@@ -58,9 +58,12 @@ func sgemm(m, n, k int, a []float32, rsA, csA int, b []float32, ldb int, c []flo
 	sgemmPanels(kern, mr, nr, m, nb, k, a, rsA, csA, unsafe.Pointer(&b[0]), uintptr(ldb*f), uintptr(nr*f), c, ldc, accum)
 }
 
+// gemmKern is a micro-kernel's signature (sgemm8x32, sgemm6x16).
+type gemmKern func(k int, a unsafe.Pointer, rsA, csA uintptr, b unsafe.Pointer, ldb uintptr, c unsafe.Pointer, ldc uintptr, accum bool)
+
 // gemmKernel is the machine's micro-kernel and its rows and columns, nil
 // where there is none.
-func gemmKernel() (kern func(k int, a unsafe.Pointer, rsA, csA uintptr, b unsafe.Pointer, ldb uintptr, c unsafe.Pointer, ldc uintptr, accum bool), mr, nr int) {
+func gemmKernel() (kern gemmKern, mr, nr int) {
 	switch {
 	case haveGemm512:
 		return sgemm8x32, 8, 32
@@ -75,7 +78,7 @@ func gemmKernel() (kern func(k int, a unsafe.Pointer, rsA, csA uintptr, b unsafe
 // b + p ldbRow + (j0/nr) panel + 4 j bytes, which covers B row-major
 // (ldbRow = 4 ldb, panel = 4 nr) and packed by packB (ldbRow = 4 nr,
 // panel = 4 k nr).
-func sgemmPanels(kern func(k int, a unsafe.Pointer, rsA, csA uintptr, b unsafe.Pointer, ldb uintptr, c unsafe.Pointer, ldc uintptr, accum bool), mr, nr, m, nb, k int, a []float32, rsA, csA int, b unsafe.Pointer, ldbRow, panel uintptr, c []float32, ldc int, accum bool) {
+func sgemmPanels(kern gemmKern, mr, nr, m, nb, k int, a []float32, rsA, csA int, b unsafe.Pointer, ldbRow, panel uintptr, c []float32, ldc int, accum bool) {
 	const f = 4 // bytes per float32
 	mb := m / mr * mr
 	var tailA [8 * gemmKC]float32
@@ -153,6 +156,9 @@ func packB(k, n int, b []float32, ldb int) (p PackedB, ok bool) {
 	}
 	return p, true
 }
+
+// packed says whether p holds a matrix (packB accepted it).
+func (p PackedB) packed() bool { return p.data != nil }
 
 // sgemmPacked is sgemm with B packed by packB: C (+)= A B for A [m x k]
 // (element (i, p) at a[i*rsA + p*csA]), C [m x n] row-major.

@@ -37,9 +37,6 @@ func (x f16) Sqrt() f16           { return f16{x.lo.Sqrt(), x.hi.Sqrt()} }
 func (x f16) Neg() f16            { return f16{x.lo.Neg(), x.hi.Neg()} }
 func (x f16) Abs() f16            { return f16{x.lo.Abs(), x.hi.Abs()} }
 
-// Floor rounds down (VRNDSCALEPS with scale 0 in the AVX-512 form).
-func (x f16) Floor() f16 { return f16{x.lo.Floor(), x.hi.Floor()} }
-
 // Round rounds to the nearest integer, ties to even.
 func (x f16) Round() f16 { return f16{x.lo.Round(), x.hi.Round()} }
 
