@@ -361,3 +361,45 @@ func TestDecisionValidateLocalMean(t *testing.T) {
 		}
 	}
 }
+
+// TestMeanDot2MatchesK: the local mean of two in registers (meanDot2)
+// returns the general insertion's value (meanDotK) bit for bit, on random
+// dots, on dots with ties (which of equal dots is taken decides the Gram
+// entries read) and with a NaN among them.
+func TestMeanDot2MatchesK(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 11))
+	for _, m := range []int{2, 3, 5, 15, 40} {
+		gram := make([]float32, m*m)
+		for i := range m {
+			for j := 0; j <= i; j++ {
+				v := rng.Float32()
+				if i == j {
+					v = 1
+				}
+				gram[i*m+j], gram[j*m+i] = v, v
+			}
+		}
+		r := &SpectralReference{localMean: 2, gram: [][][]float32{{gram}}}
+		for trial := range 300 {
+			dots := make([]float32, m)
+			for j := range dots {
+				switch trial % 3 {
+				case 0:
+					dots[j] = rng.Float32()*2 - 1
+				case 1: // few distinct values: many ties
+					dots[j] = float32(rng.IntN(3)) / 4
+				default:
+					dots[j] = rng.Float32()
+					if j == rng.IntN(m) {
+						dots[j] = float32(math.NaN())
+					}
+				}
+			}
+			got := r.meanDot2(dots, gram, m)
+			want := r.meanDotK(dots, 0, m, 0, 0, 2)
+			if math.Float32bits(got) != math.Float32bits(want) && !(got != got && want != want) {
+				t.Fatalf("m %d, dots %v: meanDot2 %v, meanDotK %v", m, dots, got, want)
+			}
+		}
+	}
+}

@@ -267,6 +267,47 @@ func (r *SpectralReference) meanDot(dots []float32, lo, hi, g, c int) float32 {
 	if k < 2 {
 		return maxDot(dots[lo:hi])
 	}
+	if k == 2 {
+		return r.meanDot2(dots[lo:hi], r.gram[g][c], m)
+	}
+	return r.meanDotK(dots, lo, hi, g, c, k)
+}
+
+// meanDot2 is meanDot for the default local mean of two (m >= 2 dots):
+// the two largest held in registers, where the general insertion into arrays took 4% of
+// the crop's CPU. It keeps meanDotK's choice among equal dots (the first
+// stays ahead) and its order of the Gram entries' sum, so it returns the
+// same value bit for bit (TestMeanDot2MatchesK).
+func (r *SpectralReference) meanDot2(dots, gram []float32, m int) float32 {
+	t0, t1, i0, i1 := dots[0], dots[1], 0, 1
+	if t0 < t1 {
+		t0, t1, i0, i1 = t1, t0, 1, 0
+	}
+	for j := 2; j < len(dots); j++ {
+		d := dots[j]
+		if d <= t1 {
+			continue
+		}
+		if t0 < d {
+			t1, i1 = t0, i0
+			t0, i0 = d, j
+		} else {
+			t1, i1 = d, j
+		}
+	}
+	norm := float64(gram[i0*m+i0])
+	norm += float64(gram[i0*m+i1])
+	norm += float64(gram[i1*m+i0])
+	norm += float64(gram[i1*m+i1])
+	if !(norm > 0) {
+		return t0
+	}
+	return float32(float64(t0+t1) / math.Sqrt(norm))
+}
+
+// meanDotK is meanDot for a local mean of k >= 2 of the m = hi-lo dots.
+func (r *SpectralReference) meanDotK(dots []float32, lo, hi, g, c, k int) float32 {
+	m := hi - lo
 	// The k largest, kept in descending order by insertion: k is small.
 	var idx [maxLocalMean]int
 	var top [maxLocalMean]float32
@@ -374,9 +415,16 @@ func (r *SpectralReference) ClassDistances(spectra []float32, valid []bool, out 
 // them): as many as keep their dots (pixels x padded references) within
 // about 512 KiB, the second-level cache's share, from 8 to 64. The kernel
 // alone on 3,264 references of 200 bands (BenchmarkDots8, thread CPU
-// time): 193 GFLOP/cpu-s at 8 pixels a call, 208 at 32, 220 at 64.
+// time, AVX-512): 193 GFLOP/cpu-s at 8 pixels a call, 208 at 32, 220 at
+// 64. Above one run it is a multiple of kernels.Dots8Run: with AVX2, 64
+// pixels left 4 of each call to the slower four-pixel kernel, 2% of the
+// bench-big crop's CPU.
 func dots8Pixels(padded int) int {
-	return max(8, min(64, (512<<10)/(4*padded)/8*8))
+	n := max(8, min(64, (512<<10)/(4*padded)/8*8))
+	if run := kernels.Dots8Run(); n > run {
+		n = n / run * run
+	}
+	return n
 }
 
 // dotsLen is the length of the dots scratch pixelDots takes: every

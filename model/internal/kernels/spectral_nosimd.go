@@ -20,6 +20,9 @@ const have512 = false
 // Dots4SIMD.
 func HaveDots8(padded int) bool { return false }
 
+// Dots8Run is 8 here, where Dots8 does not run.
+func Dots8Run() int { return 8 }
+
 // Dots8 is not available here (HaveDots8).
 func Dots8(table []float32, padded, bands int, s, dots []float32) { panic("Dots8 without AVX-512") }
 

@@ -144,6 +144,17 @@ func HaveDots8(padded int) bool {
 	return (have512 && haveGemm512 || HaveSIMD && haveGemm256) && padded%32 == 0
 }
 
+// Dots8Run is the number of pixels whose multiples Dots8 runs wholly on
+// its micro-kernel: 8 rows of it with AVX-512; with AVX2 24, a multiple of
+// both its 6 rows and the 8 pixels Dots8 takes, so that no pixel of a
+// call is left to Dots4SIMD (about a third of the kernel's rate).
+func Dots8Run() int {
+	if have512 && haveGemm512 {
+		return 8
+	}
+	return 24
+}
+
 // Dots8 is Dots4SIMD for the consecutive pixels of s ([n][bands],
 // pixel-interleaved, n a multiple of 8): dots[p*padded+j] for pixel p and
 // reference j, from the references laid out by Dots8Table (table). It runs
