@@ -481,10 +481,31 @@ func (n *graphBuilder) mambaInner(x *Node, name string) *Node {
 	a := ExpandLeftToRank(Neg(Exp(n.p[name+".alog"])), 2) // [1, H]
 	dA := Mul(dt, a)                                      // [L, H], log decay per step
 	xdt := Mul(xs, InsertAxes(dt, -1))                    // [L, H, P]
-	y := ssdScan(xdt, dA, bm, cm, d.Chunk)                // [L, H, P]
+	y := ssdScan(xdt, dA, bm, cm, d.Chunk, n.fused)       // [L, H, P]
 	y.AssertDims(l, d.Heads, d.HeadDim)
-	y = Add(y, Mul(xs, Reshape(n.p[name+".dskip"], 1, d.Heads, 1)))
+	skip := Reshape(n.p[name+".dskip"], 1, d.Heads, 1)
+	if n.fused {
+		// [L, H, P] x [1, H, 1] broadcasts in the middle, which the Go
+		// backend multiplies one element at a time through an index
+		// iterator; against [1, H, P] (H x P values made once) it is a row
+		// broadcast on its vector path. The same products: inference only,
+		// as the gradient would sum dskip's terms in another order.
+		skip = repeatAxis(skip, 2, d.HeadDim)
+	}
+	y = Add(y, Mul(xs, skip))
 	return Mul(Reshape(y, l, d.E), z)
+}
+
+// repeatAxis is x (of size 1 on axis) repeated n times along axis, as
+// copies: a BroadcastToDims there would be folded back into the consumer
+// by the Go backend's implicit-broadcast pass, which is what repeatAxis's
+// callers avoid.
+func repeatAxis(x *Node, axis, n int) *Node {
+	reps := make([]*Node, n)
+	for i := range reps {
+		reps[i] = x
+	}
+	return Concatenate(reps, axis)
 }
 
 // ssdScan computes the selective scan h_t = exp(dA_t) h_{t-1} + B_t x_t^T,
@@ -492,7 +513,11 @@ func (n *graphBuilder) mambaInner(x *Node, name string) *Node {
 // matrix (SSD) form: masked products inside chunks of q tokens and a state pass
 // between chunks. The cumulative decays across chunks are summed in float64,
 // where float32 loses ~5e-4 over 10^4 tokens.
-func ssdScan(x, dA, b, c *Node, q int) *Node {
+//
+// inference (graphs without gradients on the Go backend) repeats the
+// scores over the heads before they scale the decays, so that the
+// product has no middle broadcast (see the call).
+func ssdScan(x, dA, b, c *Node, q int, inference bool) *Node {
 	g := x.Graph()
 	l, h, p := x.Shape().Dimensions[0], x.Shape().Dimensions[1], x.Shape().Dimensions[2]
 	nst := b.Shape().Dimensions[1]
@@ -542,7 +567,18 @@ func ssdScan(x, dA, b, c *Node, q int) *Node {
 	// (the exponential's derivative is its value), where a clamp and a
 	// 0/1 mask cost two more passes each way in training.
 	negInf := InsertAxes(Where(ShapedLowerTriangular(g, q, q, 0), Zeros(g, shapeOf(dt, q, q)), FillScalar(g, shapeOf(dt, q, q), math.Inf(-1))), 0, 0)
-	m := Mul(Exp(Add(diff, negInf)), InsertAxes(scores, 1))
+	sc := InsertAxes(scores, 1) // [nc, 1, s, r]
+	if inference {
+		// [nc, h, q, q] x [nc, 1, q, q] broadcasts in the middle, which the
+		// Go backend multiplies one element at a time through an index
+		// iterator (2.2% of the bench-big crop's CPU, with dskip's below);
+		// the scores copied once per head, block by block, make it a plain
+		// elementwise product on its vector path: the same products. Not
+		// in training: the scores' gradient would then sum the heads'
+		// terms in another order.
+		sc = repeatAxis(sc, 1, h)
+	}
+	m := Mul(Exp(Add(diff, negInf)), sc)
 	xT := Transpose(x, 1, 2) // [nc, h, q, p]
 	yDiag := Reshape(bmm(Reshape(m, nc*h, q, q), Reshape(xT, nc*h, q, p)), nc, h, q, p)
 

@@ -63,7 +63,7 @@ func BenchmarkNetworkParts(tb *testing.B) {
 		{"ssd scan only", f, nil, func(n *graphBuilder, in *Node, _ *Graph, _, _ *Node) *Node {
 			xs := Reshape(Concatenate([]*Node{in, in}, 1), l, d.Heads, d.HeadDim)
 			dA := Neg(Square(Slice(in, AxisRange(), AxisRange(0, d.Heads))))
-			return ssdScan(xs, MulScalar(dA, 0.1), Slice(in, AxisRange(), AxisRange(0, d.N)), Slice(in, AxisRange(), AxisRange(d.N, 2*d.N)), d.Chunk)
+			return ssdScan(xs, MulScalar(dA, 0.1), Slice(in, AxisRange(), AxisRange(0, d.N)), Slice(in, AxisRange(), AxisRange(d.N, 2*d.N)), d.Chunk, false)
 		}},
 		{"in_proj+conv1d+silu", f, []string{"spa.in", "spa.conv1d"}, func(n *graphBuilder, in *Node, _ *Graph, _, _ *Node) *Node {
 			proj := n.linear(in, "spa.in")

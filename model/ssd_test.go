@@ -54,7 +54,7 @@ func TestSSDScanMatchesRecurrence(t *testing.T) {
 			b32, b64 := gen(l*n, norm)
 			c32, c64 := gen(l*n, norm)
 			want := scanOracle(x64, dA64, b64, c64, l, h, p, n)
-			out, err := ExecOnce(b, func(x, dA, bb, cc *Node) *Node { return ssdScan(x, dA, bb, cc, chunk) },
+			out, err := ExecOnce(b, func(x, dA, bb, cc *Node) *Node { return ssdScan(x, dA, bb, cc, chunk, false) },
 				tensorOf(x32, l, h, p), tensorOf(dA32, l, h), tensorOf(b32, l, n), tensorOf(c32, l, n))
 			if err != nil {
 				t.Fatal(err)
@@ -66,6 +66,18 @@ func TestSSDScanMatchesRecurrence(t *testing.T) {
 			}
 			if maxErr > 1e-4 {
 				t.Errorf("max relative error %g, want <= 1e-4", maxErr)
+			}
+			// The inference form (the scores repeated over the heads)
+			// computes the same products: the same output bit for bit.
+			inf, err := ExecOnce(b, func(x, dA, bb, cc *Node) *Node { return ssdScan(x, dA, bb, cc, chunk, true) },
+				tensorOf(x32, l, h, p), tensorOf(dA32, l, h), tensorOf(b32, l, n), tensorOf(c32, l, n))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i, v := range tensors.MustCopyFlatData[float32](inf) {
+				if math.Float32bits(v) != math.Float32bits(got[i]) {
+					t.Fatalf("inference form: output %d is %v, the training form's %v", i, v, got[i])
+				}
 			}
 		})
 	}
