@@ -13,6 +13,7 @@ import (
 	"github.com/airbusgeo/godal"
 
 	"github.com/pnec/pnec/internal/buffers"
+	"github.com/pnec/pnec/internal/transpose"
 	"github.com/pnec/pnec/spectral"
 )
 
@@ -806,38 +807,9 @@ func readInterleaved[T int16 | uint16 | uint8 | float32](scratch *[]T, read func
 }
 
 // interleave turns band-sequential bsq ([nb][rows*cols]) into
-// pixel-interleaved float32 data, pixel (r, c) at r*rowPixels + c, in
-// blocks of pixels whose output stays in cache, four bands at a time so
-// that each pixel's output is written 16 bytes at once.
+// pixel-interleaved float32 data, pixel (r, c) at r*rowPixels + c.
 func interleave[T int16 | uint16 | uint8 | float32](bsq []T, data []float32, cols, rows, nb, rowPixels int) {
-	const block = 256 // pixels: block*nb*4 bytes of data stay in cache
-	npix := cols * rows
-	for r := range rows {
-		for c0 := 0; c0 < cols; c0 += block {
-			c1 := min(c0+block, cols)
-			n := c1 - c0
-			p0 := r*cols + c0 // in bsq's planes
-			o0 := r*rowPixels + c0
-			dst := data[o0*nb : (o0+n)*nb]
-			b := 0
-			for ; b+4 <= nb; b += 4 {
-				s0 := bsq[b*npix+p0 : b*npix+p0+n]
-				s1 := bsq[(b+1)*npix+p0 : (b+1)*npix+p0+n][:n]
-				s2 := bsq[(b+2)*npix+p0 : (b+2)*npix+p0+n][:n]
-				s3 := bsq[(b+3)*npix+p0 : (b+3)*npix+p0+n][:n]
-				for i := range s0 {
-					o := dst[i*nb+b : i*nb+b+4 : i*nb+b+4]
-					o[0], o[1], o[2], o[3] = float32(s0[i]), float32(s1[i]), float32(s2[i]), float32(s3[i])
-				}
-			}
-			for ; b < nb; b++ {
-				src := bsq[b*npix+p0 : b*npix+p0+n]
-				for i, v := range src {
-					dst[i*nb+b] = float32(v)
-				}
-			}
-		}
-	}
+	transpose.BandsToPixels(bsq, data, cols, rows, nb, rowPixels)
 }
 
 // windowBudgetBytes bounds the memory ValidFraction uses per strip.

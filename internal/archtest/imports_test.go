@@ -39,6 +39,7 @@ var rules = []rule{
 	{pkg: "matfile", why: "the MAT reader imports nothing of pnec", onlyPnec: []string{}},
 	{pkg: "version", why: "the version is read by every layer and imports nothing of pnec", onlyPnec: []string{}},
 	{pkg: "drift", why: "drift is arithmetic on plain data below the model", onlyPnec: []string{"tiling", "internal/quantile"}},
+	{pkg: "internal/transpose", why: "the read's transpose takes plain slices, with and without GOEXPERIMENT=simd", onlyPnec: []string{}},
 	{pkg: "model/internal/kernels", why: "the kernels take plain slices and build without the network, with and without GOEXPERIMENT=simd", onlyPnec: []string{}},
 	{pkg: "model", why: "the network sits below the GDAL layer and everything that runs it", forbidden: append([]string{module + "/geo", module + "/sensors", module + "/stac"}, upper...)},
 	{pkg: "model/backend", why: "the backends sit below the network: discovery, the decision rule and the compile cache know no model or scene", forbidden: append([]string{module + "/model", module + "/geo", module + "/sensors", module + "/stac", module + "/drift"}, upper...)},
