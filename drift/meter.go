@@ -119,14 +119,7 @@ func (d *Meter) AddSpectra(data []float32, valid []bool) {
 			continue
 		}
 		n++
-		px := data[i*B : (i+1)*B : (i+1)*B]
-		for b, v := range px {
-			if v-v == 0 {
-				sum[b] += float64(v)
-			} else {
-				bad[b]++
-			}
-		}
+		addPixel(sum, bad, data[i*B:(i+1)*B:(i+1)*B])
 	}
 	for b := range sum {
 		d.bandSum[b] += sum[b]
@@ -358,4 +351,17 @@ func (d *Meter) Report() Report {
 	}
 	r.Verdict, r.Reasons = d.thresholds.Verdict(r)
 	return r
+}
+
+// addPixelScalar adds px's finite values to sum and counts the others in
+// bad, band by band (addPixel's form without vectors).
+func addPixelScalar(sum, bad []float64, px []float32) {
+	sum, bad = sum[:len(px)], bad[:len(px)]
+	for b, v := range px {
+		if v-v == 0 {
+			sum[b] += float64(v)
+		} else {
+			bad[b]++
+		}
+	}
 }
