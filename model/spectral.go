@@ -274,10 +274,11 @@ func (r *SpectralReference) meanDot(dots []float32, lo, hi, g, c int) float32 {
 }
 
 // meanDot2 is meanDot for the default local mean of two (m >= 2 dots):
-// the two largest held in registers, where the general insertion into arrays took 4% of
-// the crop's CPU. It keeps meanDotK's choice among equal dots (the first
-// stays ahead) and its order of the Gram entries' sum, so it returns the
-// same value bit for bit (TestMeanDot2MatchesK).
+// the two largest held in registers, where the general insertion into
+// arrays took 4% of the bench-big crop's CPU. It keeps meanDotK's choice
+// among equal dots (the first stays ahead) and its order of the Gram
+// entries' sum, so it returns the same value bit for bit
+// (TestMeanDot2MatchesK).
 func (r *SpectralReference) meanDot2(dots, gram []float32, m int) float32 {
 	t0, t1, i0, i1 := dots[0], dots[1], 0, 1
 	if t0 < t1 {
