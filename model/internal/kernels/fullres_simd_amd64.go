@@ -337,22 +337,29 @@ func (f *FullRes) embedProduct(n int, xs, z []float32) {
 	sgemm(n, f.d, f.bands, xs, f.bands, 1, f.we, f.d, z, f.d, false)
 }
 
-// roll moves the last two of the six rolling rows to the first two.
-func (f *FullRes) roll(sc *frScratch) {
+// roll moves the last two of the six rolling rows to the first two: the
+// activations, and with inputs the inputs and embeddings (xs, z).
+func (f *FullRes) roll(sc *frScratch, inputs bool) {
 	wd, b, d := f.cols, f.bands, f.d
-	copy(sc.xs[:2*wd*b], sc.xs[4*wd*b:6*wd*b])
-	copy(sc.z[:2*wd*d], sc.z[4*wd*d:6*wd*d])
+	if inputs {
+		copy(sc.xs[:2*wd*b], sc.xs[4*wd*b:6*wd*b])
+		copy(sc.z[:2*wd*d], sc.z[4*wd*d:6*wd*d])
+	}
 	copy(sc.e[:2*(wd+2)*d], sc.e[4*(wd+2)*d:6*(wd+2)*d])
 }
 
 // embedCellRow fills the six rolling rows for cell row c (slot s is
-// pixel row 4c-1+s): all six for the worker's first row, else the four new ones.
-func (f *FullRes) embedCellRow(sc *frScratch, c int, first bool) {
+// pixel row 4c-1+s): all six for the worker's first row, else the four
+// new ones. inputs keeps the rows' inputs and embeddings before the
+// activation (xs, z) rolled too, which only the backward pass reads: the
+// forward pass reads the activations alone, and rolling the others
+// copied 1 MiB a cell row of a bench-big tile for nothing.
+func (f *FullRes) embedCellRow(sc *frScratch, c int, first, inputs bool) {
 	if first {
 		f.embed(sc, 0, 4*c-1, 6)
 		return
 	}
-	f.roll(sc)
+	f.roll(sc, inputs)
 	f.embed(sc, 2, 4*c+1, 4)
 }
 
@@ -459,7 +466,7 @@ func (f *FullRes) Forward(mean, variance []float64, f0 []float32, train bool) ([
 	f.parallel(f.hs, func(w, lo, hi int) {
 		sc := f.scratch(w)
 		for c := lo; c < hi; c++ {
-			f.embedCellRow(sc, c, c == lo)
+			f.embedCellRow(sc, c, c == lo, false)
 			for j0 := 0; j0 < f.ws; j0 += chunkCells {
 				f.forwardChunk(sc, c, j0, min(f.ws, j0+chunkCells), f0, train)
 			}
@@ -841,7 +848,7 @@ func (f *FullRes) Backward(df0 []float32) (dwe, dbe, dgamma, dbeta, dwc, dbc []f
 		clear(sc.dbeta)
 		clear(sc.dbc)
 		for c := lo; c < hi; c++ {
-			f.embedCellRow(sc, c, c == lo)
+			f.embedCellRow(sc, c, c == lo, true)
 			f.buildDC(sc, c, dcw, df0)
 			clear(sc.de)
 			for j0 := 0; j0 < wsE; j0 += chunkCells {
