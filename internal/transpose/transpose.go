@@ -8,9 +8,8 @@ package transpose
 // pixel-interleaved float32 data, pixel (r, c) at r*rowPixels + c, each
 // sample converted exactly. It goes through the pixels in blocks whose
 // output stays in cache and, where the CPU has 8-lane vectors (amd64 with
-// AVX2 and GOEXPERIMENT=simd), 8 bands x 8 pixels at a time for int16,
-// uint16 and float32 samples: one pixel at a time it took about 3 ns a
-// sample, 3% of the bench-big crop's CPU.
+// AVX2 and GOEXPERIMENT=simd), 8 bands x 8 pixels at a time: one pixel
+// at a time it took about 3 ns a sample, 3% of the bench-big crop's CPU.
 func BandsToPixels[T int16 | uint16 | uint8 | float32](bsq []T, data []float32, cols, rows, nb, rowPixels int) {
 	const block = 256 // pixels: block*nb*4 bytes of data stay in cache
 	npix := cols * rows

@@ -7,56 +7,45 @@ import "simd/archsimd"
 var haveAVX2 = archsimd.X86.AVX2()
 
 // blocks8 writes whole groups of 8 bands of the n pixels from p0 with
-// 8 x 8 vector transposes, for the sample types that have them; it
-// returns the first band it left (to scalarBands).
+// 8 x 8 vector transposes; it returns the first band it left (to
+// scalarBands).
 func blocks8[T int16 | uint16 | uint8 | float32](bsq []T, dst []float32, npix, p0, n, nb int) int {
 	if !haveAVX2 {
 		return 0
 	}
 	b := 0
-	switch s := any(bsq).(type) {
-	case []int16:
-		for ; b+8 <= nb; b += 8 {
-			i := 0
-			for ; i+8 <= n; i += 8 {
-				var r [8]archsimd.Float32x8
-				for k := range r {
-					o := (b+k)*npix + p0 + i
-					r[k] = archsimd.LoadInt16x8(s[o : o+8]).ExtendToInt32().ConvertToFloat32()
-				}
-				store8x8(&r, dst, i*nb+b, nb)
+	for ; b+8 <= nb; b += 8 {
+		i := 0
+		for ; i+8 <= n; i += 8 {
+			var r [8]archsimd.Float32x8
+			for k := range r {
+				o := (b+k)*npix + p0 + i
+				r[k] = load8(bsq[o : o+8])
 			}
-			scalarPixels(s, dst, npix, p0, i, n, nb, b)
+			store8x8(&r, dst, i*nb+b, nb)
 		}
-	case []uint16:
-		for ; b+8 <= nb; b += 8 {
-			i := 0
-			for ; i+8 <= n; i += 8 {
-				var r [8]archsimd.Float32x8
-				for k := range r {
-					o := (b+k)*npix + p0 + i
-					// Below 2^16, so the same as a signed 32-bit value.
-					r[k] = archsimd.LoadUint16x8(s[o : o+8]).ExtendToUint32().AsInt32x8().ConvertToFloat32()
-				}
-				store8x8(&r, dst, i*nb+b, nb)
-			}
-			scalarPixels(s, dst, npix, p0, i, n, nb, b)
-		}
-	case []float32:
-		for ; b+8 <= nb; b += 8 {
-			i := 0
-			for ; i+8 <= n; i += 8 {
-				var r [8]archsimd.Float32x8
-				for k := range r {
-					o := (b+k)*npix + p0 + i
-					r[k] = archsimd.LoadFloat32x8(s[o : o+8])
-				}
-				store8x8(&r, dst, i*nb+b, nb)
-			}
-			scalarPixels(s, dst, npix, p0, i, n, nb, b)
-		}
+		scalarPixels(bsq, dst, npix, p0, i, n, nb, b)
 	}
 	return b
+}
+
+// load8 is s[:8] converted to float32 in a vector: Int16 and UInt16
+// widened to 32 bits in the vector unit (UInt16 values are below 2^16,
+// so the same as signed 32-bit ones), Byte samples one at a time.
+func load8[T int16 | uint16 | uint8 | float32](s []T) archsimd.Float32x8 {
+	switch v := any(s).(type) {
+	case []int16:
+		return archsimd.LoadInt16x8(v).ExtendToInt32().ConvertToFloat32()
+	case []uint16:
+		return archsimd.LoadUint16x8(v).ExtendToUint32().AsInt32x8().ConvertToFloat32()
+	case []float32:
+		return archsimd.LoadFloat32x8(v)
+	}
+	var f [8]float32
+	for k := range f {
+		f[k] = float32(s[k])
+	}
+	return archsimd.LoadFloat32x8Array(&f)
 }
 
 // store8x8 transposes r (8 bands, each 8 consecutive pixels) and stores
