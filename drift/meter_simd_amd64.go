@@ -7,10 +7,10 @@ import "simd/archsimd"
 var haveAVX2 = archsimd.X86.AVX2()
 
 // addPixel adds px's finite values to sum and counts the others in bad,
-// 4 bands at a time in float64 vectors (a group with a value that is not
-// finite band by band). Each band's sum takes the same additions in the
-// same order as addPixelScalar's, so the same value; band by band it was
-// 1.6% of the bench-big crop's CPU.
+// 4 bands at a time in float64 vectors (a group holding a value that is
+// not finite goes band by band). Each band's sum takes the same additions
+// in the same order as addPixelScalar's, so the same value; band by band
+// it was 1.6% of the bench-big crop's CPU.
 func addPixel(sum, bad []float64, px []float32) {
 	if !haveAVX2 {
 		addPixelScalar(sum, bad, px)
