@@ -796,20 +796,14 @@ func (s *Scene) readPixels(sp *readSpec, w Window, bufCols, bufRows int, data []
 
 // readInterleaved reads band-sequential samples of type T into the scratch
 // buffer *scratch (grown as needed) with read, then interleaves them into
-// data (see interleave).
+// data (transpose.BandsToPixels).
 func readInterleaved[T int16 | uint16 | uint8 | float32](scratch *[]T, read func(buf any) error, data []float32, cols, rows, nb, rowPixels int) error {
 	*scratch = buffers.Resize(*scratch, cols*rows*nb)
 	if err := read(*scratch); err != nil {
 		return err
 	}
-	interleave(*scratch, data, cols, rows, nb, rowPixels)
+	transpose.BandsToPixels(*scratch, data, cols, rows, nb, rowPixels)
 	return nil
-}
-
-// interleave turns band-sequential bsq ([nb][rows*cols]) into
-// pixel-interleaved float32 data, pixel (r, c) at r*rowPixels + c.
-func interleave[T int16 | uint16 | uint8 | float32](bsq []T, data []float32, cols, rows, nb, rowPixels int) {
-	transpose.BandsToPixels(bsq, data, cols, rows, nb, rowPixels)
 }
 
 // windowBudgetBytes bounds the memory ValidFraction uses per strip.

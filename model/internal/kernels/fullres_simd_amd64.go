@@ -482,13 +482,7 @@ func (f *FullRes) forwardChunk(sc *frScratch, c, j0, j1 int, f0 []float32, train
 	d, wd := f.d, f.cols
 	nt := j1 - j0
 	f.inputTransform(sc.e, wd+2, j0, nt, sc.v)
-	for xi := 0; xi < 36; xi++ {
-		if f.uFp != nil {
-			sgemmPacked(nt, sc.v[xi*nt*d:], d, 1, f.uFp[xi], sc.m[xi*nt*d:], d, false)
-			continue
-		}
-		sgemm(nt, d, d, sc.v[xi*nt*d:], d, 1, f.uF[xi*d*d:], d, sc.m[xi*nt*d:], d, false)
-	}
+	f.products(sc, nt, f.uFp, f.uF)
 	nv := d / 16
 	quarter := bcast16(0.25)
 	var y [4 * 4 * 16]float32
@@ -552,6 +546,20 @@ func (f *FullRes) inputTransform(src []float32, rowLen, col0, nt int, v []float3
 				store6(v[k*nt*d+base+o:], 6*nt*d, c0, c1, c2, c3, c4, c5)
 			}
 		}
+	}
+}
+
+// products multiplies a chunk's nt transformed tiles (sc.v, 36
+// components) by the 36 transformed weight matrices into sc.m: packed
+// where packB took them, else raw ([36][D][D] row-major).
+func (f *FullRes) products(sc *frScratch, nt int, packed []PackedB, raw []float32) {
+	d := f.d
+	for xi := 0; xi < 36; xi++ {
+		if packed != nil {
+			sgemmPacked(nt, sc.v[xi*nt*d:], d, 1, packed[xi], sc.m[xi*nt*d:], d, false)
+			continue
+		}
+		sgemm(nt, d, d, sc.v[xi*nt*d:], d, 1, raw[xi*d*d:], d, sc.m[xi*nt*d:], d, false)
 	}
 }
 
@@ -979,13 +987,7 @@ func (f *FullRes) inputGradChunk(sc *frScratch, dcw, j0, j1 int) {
 	d, wd := f.d, f.cols
 	nt := j1 - j0
 	f.inputTransform(sc.dc, dcw, j0, nt, sc.v)
-	for xi := 0; xi < 36; xi++ {
-		if f.uBp != nil {
-			sgemmPacked(nt, sc.v[xi*nt*d:], d, 1, f.uBp[xi], sc.m[xi*nt*d:], d, false)
-			continue
-		}
-		sgemm(nt, d, d, sc.v[xi*nt*d:], d, 1, f.uB[xi*d*d:], d, sc.m[xi*nt*d:], d, false)
-	}
+	f.products(sc, nt, f.uBp, f.uB)
 	nv := d / 16
 	var y [4 * 4 * 16]float32
 	for t := 0; t < nt; t++ {
